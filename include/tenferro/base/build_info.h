@@ -1,0 +1,23 @@
+// What this tenferro binary was built from and how (for `tenferro info` and
+// bug reports). Values are fixed at configure time.
+#pragma once
+
+#include <string_view>
+
+namespace tenferro {
+
+struct BuildInfo {
+  std::string_view version;
+  std::string_view git_revision;  ///< "unknown" outside a git checkout
+  std::string_view build_type;
+  std::string_view compiler;  ///< id and version, e.g. "GNU 12.2.0"
+  std::string_view cxx_flags;
+  std::string_view sanitizers;  ///< empty when none
+  bool native_arch;             ///< built with -march=native
+  bool assertions;              ///< TENFERRO_ASSERT active
+};
+
+/// The build configuration of this binary. Thread-safe.
+const BuildInfo& build_info() noexcept;
+
+}  // namespace tenferro

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that building, testing and benchmarking
+# tenferro needs. Idempotent and non-interactive: packages already present are
+# left alone, so rerunning costs one dpkg query.
+#
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --peers  also the Python peers used by benchmarks (torch)
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build g++ clang clang-format clang-tidy
+  libclang-rt-14-dev pkg-config git
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev valgrind
+  # core libraries
+  libssl-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libtbb-dev libhwloc-dev hwloc libnuma-dev
+  # BLAS/LAPACK providers: the serial OpenBLAS build is pinned by path
+  libopenblas-dev libopenblas0-serial libopenblas0-pthread
+  libblis-dev liblapacke-dev libeigen3-dev libfftw3-dev
+  # numeric reference for tests
+  python3 python3-numpy
+)
+if [[ "${1:-}" == "--peers" ]]; then
+  packages+=(python3-torch hyperfine)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+echo "setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

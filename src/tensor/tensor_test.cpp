@@ -1,0 +1,228 @@
+#include "tenferro/tensor/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+namespace tenferro {
+namespace {
+
+// A row-major int64 tensor holding 0, 1, 2, ... so every element names its
+// own flat position in the base storage.
+Tensor iota(IntArrayRef shape) {
+  std::vector<std::int64_t> values(static_cast<std::size_t>(*checked_numel(shape)));
+  std::iota(values.begin(), values.end(), 0);
+  return *Tensor::from_values<std::int64_t>(values, shape);
+}
+
+std::vector<std::int64_t> values(const Tensor& t) { return *t.to_vector<std::int64_t>(); }
+
+// Any failing view call must leave the receiver exactly as it was.
+void expect_unchanged(const Tensor& t, const Tensor& before) {
+  EXPECT_EQ(t.storage().get(), before.storage().get());
+  EXPECT_TRUE(std::equal(t.shape().begin(), t.shape().end(), before.shape().begin(), before.shape().end()));
+  EXPECT_TRUE(std::equal(t.strides().begin(), t.strides().end(), before.strides().begin(), before.strides().end()));
+  EXPECT_EQ(t.offset(), before.offset());
+  EXPECT_EQ(values(t), values(before));
+}
+
+TEST(TensorTest, EmptyIsRowMajorAlignedAndTyped) {
+  auto t = Tensor::empty({2, 3, 4}, DType::kFloat32);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->rank(), 3);
+  EXPECT_EQ(t->numel(), 24);
+  EXPECT_EQ(t->nbytes(), 96u);
+  EXPECT_EQ(std::vector<std::int64_t>(t->strides().begin(), t->strides().end()), (std::vector<std::int64_t>{12, 4, 1}));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t->data()) % 64, 0u);
+  EXPECT_TRUE(t->is_contiguous());
+  EXPECT_FALSE(t->is_col_major_contiguous());
+  EXPECT_TRUE(t->typed_data<float>().ok());
+  EXPECT_EQ(t->typed_data<double>().status().code(), ErrorCode::kDTypeMismatch);
+  auto f = Tensor::empty({2, 3}, DType::kComplex128, MemoryOrder::kColMajor);
+  EXPECT_TRUE(f->is_col_major_contiguous());
+  EXPECT_FALSE(f->is_contiguous());
+  EXPECT_EQ(f->strides()[1], 2);
+}
+
+TEST(TensorTest, ZeroSizeAndScalarTensorsWork) {
+  auto z = Tensor::zeros({3, 0, 2}, DType::kFloat64);
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(z->numel(), 0);
+  EXPECT_TRUE(z->is_contiguous());
+  EXPECT_TRUE(z->to_vector<double>()->empty());
+  EXPECT_EQ(z->permute({2, 0, 1})->numel(), 0);
+  EXPECT_EQ(z->reshape({0, 5})->numel(), 0);
+  EXPECT_EQ(z->slice(0, 1, 3)->shape()[0], 2);
+  auto s = Tensor::scalar(2.5);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->rank(), 0);
+  EXPECT_EQ(s->numel(), 1);
+  EXPECT_EQ(*s->to_vector<double>(), std::vector<double>{2.5});
+  EXPECT_EQ(values(*iota({}).reshape({1, 1})), std::vector<std::int64_t>{0});
+}
+
+TEST(TensorTest, ShapeErrorsAreTyped) {
+  EXPECT_EQ(Tensor::empty({2, -3}, DType::kFloat64).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::empty({1LL << 40, 1LL << 40}, DType::kFloat64).status().code(), ErrorCode::kSizeOverflow);
+  // numel fits but bytes overflow.
+  EXPECT_EQ(Tensor::empty({1LL << 61}, DType::kComplex128).status().code(), ErrorCode::kSizeOverflow);
+  EXPECT_EQ((Tensor::from_values<double>({1.0, 2.0}, {3})).status().code(), ErrorCode::kShapeMismatch);
+}
+
+TEST(TensorTest, FromStorageValidatesBounds) {
+  StorageRef storage = *Storage::allocate_host(10 * sizeof(double));
+  EXPECT_TRUE(Tensor::from_storage(storage, DType::kFloat64, {2, 5}, {5, 1}).ok());
+  EXPECT_TRUE(Tensor::from_storage(storage, DType::kFloat64, {5, 2}, {1, 5}).ok());
+  EXPECT_TRUE(Tensor::from_storage(storage, DType::kFloat64, {3}, {3}, 1).ok());  // last element index 7
+  EXPECT_EQ(Tensor::from_storage(storage, DType::kFloat64, {2, 5}, {5, 1}, 1).status().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(Tensor::from_storage(storage, DType::kFloat64, {2, 5}, {5}).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(Tensor::from_storage(storage, DType::kFloat64, {2}, {-1}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::from_storage(storage, DType::kFloat64, {2}, {1}, -1).status().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(Tensor::from_storage(storage, DType::kFloat64, {4}, {1LL << 62}).status().code(), ErrorCode::kOutOfRange);
+  EXPECT_TRUE(Tensor::from_storage(storage, DType::kFloat64, {0, 100}, {100, 1}, 10).ok());
+  EXPECT_EQ(Tensor::from_storage(StorageRef(), DType::kFloat64, {1}, {1}).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(TensorTest, PermuteAndTransposeAreViews) {
+  Tensor t = iota({2, 3, 4});
+  Tensor p = *t.permute({2, 0, 1});
+  EXPECT_EQ(p.storage().get(), t.storage().get());
+  EXPECT_EQ(std::vector<std::int64_t>(p.shape().begin(), p.shape().end()), (std::vector<std::int64_t>{4, 2, 3}));
+  std::vector<std::int64_t> expected;
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) expected.push_back(i * 12 + j * 4 + k);
+  EXPECT_EQ(values(p), expected);
+  EXPECT_FALSE(p.is_contiguous());
+  EXPECT_TRUE(p.is_non_overlapping_and_dense());
+  Tensor tt = *t.transpose(0, -1);
+  EXPECT_EQ(tt.shape()[0], 4);
+  EXPECT_EQ(values(*tt.transpose(0, 2)), values(t));
+  EXPECT_EQ(values(*t.permute({-1, 0, 1})), expected);
+
+  const Tensor before = t;
+  EXPECT_EQ(t.permute({0, 1}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(t.permute({0, 0, 1}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(t.permute({0, 1, 3}).status().code(), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(t.transpose(0, 5).status().code(), ErrorCode::kAxisOutOfRange);
+  expect_unchanged(t, before);
+}
+
+TEST(TensorTest, ReshapeViewsWhenStridesAllowAndRefusesOtherwise) {
+  Tensor t = iota({2, 3, 4});
+  Tensor r = *t.reshape({6, 4});
+  EXPECT_EQ(r.storage().get(), t.storage().get());
+  EXPECT_EQ(values(r), values(t));
+  EXPECT_EQ(values(*t.reshape({-1})), values(t));
+  EXPECT_EQ(t.reshape({4, -1})->shape()[1], 6);
+  EXPECT_EQ(t.reshape({1, 24, 1})->rank(), 3);
+
+  // Splitting and merging inside a permuted tensor's contiguous runs works.
+  Tensor p = *t.permute({1, 2, 0});     // shape (3, 4, 2), strides (4, 1, 12)
+  Tensor merged = *p.reshape({12, 2});  // axes 0,1 are contiguous among themselves
+  EXPECT_EQ(values(merged), values(p));
+  Tensor split = *p.reshape({3, 2, 2, 2});
+  EXPECT_EQ(values(split), values(p));
+
+  // A sliced column and a transposed matrix cannot be flattened as views.
+  Tensor m = iota({3, 4});
+  const Tensor before = m;
+  Tensor mt = *m.transpose(0, 1);
+  auto flat = mt.reshape({12});
+  EXPECT_EQ(flat.status().code(), ErrorCode::kLayoutRequiresCopy);
+  EXPECT_NE(flat.status().message().find("without a copy"), std::string_view::npos);
+  Tensor cols = *m.slice(1, 0, 2);
+  EXPECT_EQ(cols.reshape({6}).status().code(), ErrorCode::kLayoutRequiresCopy);
+  EXPECT_EQ(values(*cols.reshape({3, 2, 1})), values(cols));
+  EXPECT_EQ(m.reshape({5, 2}).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(m.reshape({-1, -1}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m.reshape({5, -1}).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(m.reshape({-3, 4}).status().code(), ErrorCode::kInvalidArgument);
+  expect_unchanged(m, before);
+}
+
+TEST(TensorTest, BroadcastUsesZeroStrides) {
+  Tensor v = iota({3, 1});
+  Tensor b = *v.broadcast_to({2, 3, 4});
+  EXPECT_EQ(b.strides()[0], 0);
+  EXPECT_EQ(b.strides()[2], 0);
+  std::vector<std::int64_t> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) expected.push_back(j);
+  EXPECT_EQ(values(b), expected);
+  EXPECT_FALSE(b.is_non_overlapping_and_dense());
+  const Tensor before = v;
+  EXPECT_EQ(v.broadcast_to({3, 2, 4}).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(v.broadcast_to({4}).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(v.broadcast_to({3, -1}).status().code(), ErrorCode::kInvalidArgument);
+  expect_unchanged(v, before);
+}
+
+TEST(TensorTest, SliceWithStepAndNegativeBounds) {
+  Tensor t = iota({10});
+  EXPECT_EQ(values(*t.slice(0, 1, 8, 3)), (std::vector<std::int64_t>{1, 4, 7}));
+  EXPECT_EQ(values(*t.slice(0, -3, 10)), (std::vector<std::int64_t>{7, 8, 9}));
+  EXPECT_EQ(values(*t.slice(0, 5, 100)), (std::vector<std::int64_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(t.slice(0, 6, 2)->numel(), 0);
+  Tensor m = iota({4, 5});
+  Tensor s = *m.slice(1, 1, 5, 2);
+  EXPECT_EQ(values(s), (std::vector<std::int64_t>{1, 3, 6, 8, 11, 13, 16, 18}));
+  EXPECT_EQ(values(*s.slice(0, 2, 4)), (std::vector<std::int64_t>{11, 13, 16, 18}));
+  const Tensor before = m;
+  EXPECT_EQ(m.slice(1, 0, 5, 0).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m.slice(1, 5, 0, -1).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m.slice(2, 0, 1).status().code(), ErrorCode::kAxisOutOfRange);
+  expect_unchanged(m, before);
+}
+
+TEST(TensorTest, DiagonalSqueezeUnsqueeze) {
+  Tensor t = iota({3, 3});
+  EXPECT_EQ(values(*t.diagonal()), (std::vector<std::int64_t>{0, 4, 8}));
+  Tensor cube = iota({2, 3, 3});
+  Tensor d = *cube.diagonal(1, 2);  // (2, 3)
+  EXPECT_EQ(values(d), (std::vector<std::int64_t>{0, 4, 8, 9, 13, 17}));
+  Tensor rect = iota({2, 4});
+  EXPECT_EQ(values(*rect.diagonal()), (std::vector<std::int64_t>{0, 5}));
+  EXPECT_EQ(t.diagonal(1, 1).status().code(), ErrorCode::kInvalidArgument);
+
+  Tensor u = *t.unsqueeze(0);
+  EXPECT_EQ(u.rank(), 3);
+  EXPECT_TRUE(u.is_contiguous());
+  Tensor u2 = *t.unsqueeze(-1);
+  EXPECT_EQ(u2.shape()[2], 1);
+  EXPECT_EQ(values(u2), values(t));
+  EXPECT_EQ(t.unsqueeze(3).status().code(), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(values(*u.squeeze(0)), values(t));
+  EXPECT_EQ(t.squeeze(0).status().code(), ErrorCode::kShapeMismatch);
+  Tensor ones = iota({1, 3, 1});
+  EXPECT_EQ(ones.squeeze().rank(), 1);
+}
+
+TEST(TensorTest, DenseQueriesAcrossLayouts) {
+  Tensor t = iota({4, 6});
+  EXPECT_TRUE(t.slice(0, 1, 3)->is_contiguous());
+  EXPECT_FALSE(t.slice(1, 1, 3)->is_contiguous());
+  EXPECT_FALSE(t.slice(1, 1, 3)->is_non_overlapping_and_dense());
+  EXPECT_TRUE(t.transpose(0, 1)->is_col_major_contiguous());
+  EXPECT_TRUE(iota({1, 5}).is_col_major_contiguous());
+  Tensor single = iota({1, 1});
+  EXPECT_TRUE(single.is_contiguous());
+  EXPECT_TRUE(single.is_col_major_contiguous());
+}
+
+TEST(TensorTest, UndefinedTensorIsHandled) {
+  Tensor t;
+  EXPECT_FALSE(t.defined());
+  EXPECT_EQ(t.to_string(), "Tensor(undefined)");
+  EXPECT_EQ(t.reshape({}).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(t.to_vector<double>().status().code(), ErrorCode::kFailedPrecondition);
+}
+
+TEST(TensorTest, ToStringShowsLayout) {
+  EXPECT_EQ(iota({2, 3}).to_string(), "Tensor(int64, [2, 3], strides [3, 1], offset 0)");
+}
+
+}  // namespace
+}  // namespace tenferro

@@ -1,0 +1,68 @@
+// `tenferro bench`: the suite table and the command that runs one suite.
+#include "bench/bench_command.h"
+
+#include <cstdio>
+#include <span>
+
+#include <fmt/format.h>
+
+namespace tenferro::bench {
+namespace {
+
+// Every suite, in the order `tenferro bench --list` shows them. Components
+// add their suite here and a source file under tools/bench/.
+constexpr Suite kSuites[] = {
+    {"selftest", "Times an empty loop against itself (checks the harness)",
+     [](const SuiteOptions& options, Reporter& reporter) {
+       volatile int sink = 0;
+       const Samples ours = time_batched([&sink] { sink = sink + 1; }, 1000);
+       const Samples base = time_batched([&sink] { sink = sink + 1; }, 1000);
+       reporter.add(Case{"empty_loop", ours.median() * 1e9, "ns", base.median() * 1e9, "empty_loop",
+                         options.threads.empty() ? 1 : options.threads.front(), static_cast<int>(ours.runs())});
+       return 0;
+     }},
+};
+
+const Suite* find_suite(const std::string& name) {
+  for (const Suite& s : kSuites)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Run a benchmark suite against same-run baselines");
+  struct State {
+    std::string suite;
+    bool json = false;
+    bool list = false;
+    SuiteOptions options;
+  };
+  auto state = std::make_shared<State>();
+  cmd->add_option("suite", state->suite, "Suite name (see --list)");
+  cmd->add_option("inputs", state->options.inputs, "Suite inputs, e.g. instance files");
+  cmd->add_flag("--json", state->json, "One JSON object per case");
+  cmd->add_flag("--list", state->list, "List the suites");
+  cmd->add_flag("--quick", state->options.quick, "Smaller problem sizes (smoke test)");
+  cmd->add_option("--threads", state->options.threads, "Thread counts to measure (default: 1 2)")->delimiter(',');
+  cmd->add_option("--runs", state->options.runs, "Timed repetitions per case");
+  cmd->callback([state] {
+    if (state->list || state->suite.empty()) {
+      for (const Suite& s : kSuites) std::printf("%-12s %s\n", s.name, s.description);
+      if (!state->list) throw CLI::RuntimeError("no suite given", 2);
+      return;
+    }
+    const Suite* suite = find_suite(state->suite);
+    if (suite == nullptr) {
+      throw CLI::ValidationError("suite", fmt::format("unknown suite '{}' (see tenferro bench --list)", state->suite));
+    }
+    if (state->options.threads.empty()) state->options.threads = {1, 2};
+    Reporter reporter(suite->name, state->json);
+    const int rc = suite->run(state->options, reporter);
+    reporter.finish();
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace tenferro::bench

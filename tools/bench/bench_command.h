@@ -1,0 +1,33 @@
+// `tenferro bench SUITE [options]`: runs one benchmark suite and reports it
+// as ../shared/design/BENCHMARKS.md describes. Suites are listed explicitly in
+// bench_command.cpp (no static self-registration).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_report.h"
+
+namespace tenferro::bench {
+
+/// Options shared by every suite.
+struct SuiteOptions {
+  std::vector<int> threads;         ///< thread counts to measure (default {1, 2})
+  int runs = 0;                     ///< timed repetitions; 0 = the suite's default
+  bool quick = false;               ///< smaller sizes, for smoke tests
+  std::vector<std::string> inputs;  ///< positional arguments (e.g. instance files)
+};
+
+/// A suite returns 0 when it ran (whatever the ratios), non-zero when it
+/// could not run (missing input, setup failure).
+struct Suite {
+  const char* name;
+  const char* description;
+  int (*run)(const SuiteOptions& options, Reporter& reporter);
+};
+
+void add_bench_command(CLI::App& app);
+
+}  // namespace tenferro::bench

@@ -1,0 +1,11 @@
+# `tenferro info --json` prints one JSON object with the version.
+execute_process(COMMAND ${TENFERRO} info --json OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tenferro info --json exited with ${rc}")
+endif()
+string(JSON version GET "${out}" version)
+string(JSON build_type GET "${out}" build type)
+if(NOT version MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "unexpected version '${version}' in: ${out}")
+endif()
+message(STATUS "tenferro ${version} (${build_type})")
