@@ -79,7 +79,7 @@ TEST(HostInteropTest, NonHostStorageIsNotExported) {
 
 TEST(HostInteropTest, AdoptIsZeroCopyAndCallsTheDeleterOnce) {
   int deletions = 0;
-  auto* raw = static_cast<double*>(std::aligned_alloc(64, 6 * sizeof(double)));
+  auto* raw = static_cast<double*>(std::aligned_alloc(64, 64));
   std::iota(raw, raw + 6, 1.0);
   {
     auto t = adopt_host(raw, {2, 3}, DType::kFloat64, [&deletions](void* p) {
