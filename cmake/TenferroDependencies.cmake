@@ -6,6 +6,8 @@ find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 find_package(fmt 9 CONFIG REQUIRED)
 find_package(nlohmann_json 3.11 CONFIG REQUIRED)
 find_package(CLI11 2 CONFIG REQUIRED)
+# oneTBB task arenas: CPU executors and the kernels' test/bench ParallelContext.
+find_package(TBB 2021 CONFIG REQUIRED)
 if(TENFERRO_BUILD_TESTS)
   find_package(GTest 1.12 CONFIG REQUIRED)
   include(GoogleTest)
