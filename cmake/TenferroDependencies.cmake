@@ -8,6 +8,8 @@ find_package(nlohmann_json 3.11 CONFIG REQUIRED)
 find_package(CLI11 2 CONFIG REQUIRED)
 # oneTBB task arenas: CPU executors and the kernels' test/bench ParallelContext.
 find_package(TBB 2021 CONFIG REQUIRED)
+# hwloc: CPU topology, the process's allowed CPUs, thread and memory binding.
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.5)
 if(TENFERRO_BUILD_TESTS)
   find_package(GTest 1.12 CONFIG REQUIRED)
   include(GoogleTest)
