@@ -1,0 +1,141 @@
+#include "tenferro/cpu/kernels/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "cpu/kernels/kernel_test_support.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using testing::kAllDTypes;
+using testing::kAllLayouts;
+using testing::kOutputLayouts;
+using testing::Layout;
+using testing::make_tensor;
+
+using testing::row_major_bytes;
+
+const std::vector<std::vector<std::int64_t>> kShapes = {{},        {0},          {3, 0, 2},      {7}, {1, 1}, {3, 4},
+                                                        {2, 3, 5}, {4, 1, 5, 3}, {2, 3, 1, 2, 3}};
+
+TEST(CopyIntoTest, EveryDTypeLayoutAndShapeMatchesTheSource) {
+  for (DType dtype : kAllDTypes) {
+    for (const auto& shape : kShapes) {
+      for (Layout src_layout : kAllLayouts) {
+        for (Layout dst_layout : kOutputLayouts) {
+          for (const ParallelContext* ctx : {&testing::sequential_context(), &testing::two_thread_context()}) {
+            SCOPED_TRACE(fmt::format("{} {} {} -> {}", dtype, shape_to_string(shape), layout_name(src_layout),
+                                     layout_name(dst_layout)));
+            Tensor src = make_tensor(shape, dtype, src_layout, 7);
+            Tensor dst = make_tensor(shape, dtype, dst_layout, 8);
+            ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx).ok());
+            EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Permutations are views; copy_into materializes them.
+TEST(CopyIntoTest, MaterializesPermutationsOfLargerTensors) {
+  const std::vector<std::vector<std::int64_t>> perms = {{1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {0, 2, 1}};
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex128, DType::kBool}) {
+    for (const auto& perm : perms) {
+      Tensor base = make_tensor({37, 45, 19}, dtype, Layout::kContiguous, 3);
+      Tensor view = *base.permute(perm);
+      for (MemoryOrder order : {MemoryOrder::kRowMajor, MemoryOrder::kColMajor}) {
+        Tensor dst = *Tensor::empty(view.shape(), dtype, order);
+        ASSERT_TRUE(copy_into(view.view(), dst.view(), testing::two_thread_context()).ok());
+        EXPECT_EQ(row_major_bytes(dst), row_major_bytes(view)) << to_string(dtype) << " " << shape_to_string(perm);
+      }
+    }
+  }
+}
+
+TEST(CopyIntoTest, LargeCopiesSplitOverTwoThreads) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex128}) {
+    Tensor src = *make_tensor({257, 301, 3}, dtype, Layout::kContiguous, 5).permute({2, 0, 1});
+    Tensor dst = *Tensor::empty(src.shape(), dtype);
+    KernelStats stats;
+    ASSERT_TRUE(copy_into(src.view(), dst.view(), testing::two_thread_context(), &stats).ok());
+    EXPECT_EQ(stats.parallel_calls, 1u);
+    EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+  }
+}
+
+TEST(CopyIntoTest, ContiguousCopyIsOneMemcpy) {
+  Tensor src = make_tensor({4, 5, 6}, DType::kFloat64, Layout::kContiguous);
+  Tensor dst = *Tensor::empty({4, 5, 6}, DType::kFloat64);
+  KernelStats stats;
+  ASSERT_TRUE(copy_into(src.view(), dst.view(), testing::sequential_context(), &stats).ok());
+  EXPECT_EQ(stats.memcpy_copies, 1u);
+  EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+  // Same for two column-major tensors: dense in the same axis order.
+  Tensor fsrc = make_tensor({4, 5, 6}, DType::kFloat64, Layout::kColMajor);
+  Tensor fdst = *Tensor::empty({4, 5, 6}, DType::kFloat64, MemoryOrder::kColMajor);
+  ASSERT_TRUE(copy_into(fsrc.view(), fdst.view(), testing::sequential_context(), &stats).ok());
+  EXPECT_EQ(stats.memcpy_copies, 2u);
+}
+
+TEST(CopyIntoTest, IdenticalSourceAndDestinationIsANoOp) {
+  Tensor t = make_tensor({3, 4}, DType::kInt32, Layout::kContiguous);
+  const auto before = row_major_bytes(t);
+  ASSERT_TRUE(copy_into(t.view(), t.view(), testing::sequential_context()).ok());
+  EXPECT_EQ(row_major_bytes(t), before);
+}
+
+TEST(CopyIntoTest, InterleavedViewsOfOneBufferAreDisjoint) {
+  // Even and odd elements: overlapping address ranges, no shared element.
+  Tensor base = make_tensor({10}, DType::kFloat64, Layout::kContiguous);
+  Tensor even = *base.slice(0, 0, 10, 2);
+  Tensor odd = *base.slice(0, 1, 10, 2);
+  const std::vector<double> odd_before = testing::values_of<double>(odd);
+  ASSERT_TRUE(copy_into(odd.view(), even.view(), testing::sequential_context()).ok());
+  EXPECT_EQ(testing::values_of<double>(even), odd_before);
+}
+
+TEST(CopyIntoTest, BadInputIsATypedErrorAndWritesNothing) {
+  const ParallelContext& ctx = testing::sequential_context();
+  Tensor src = make_tensor({3, 4}, DType::kFloat64, Layout::kContiguous, 1);
+  Tensor dst = make_tensor({3, 4}, DType::kFloat64, Layout::kContiguous, 2);
+  const auto dst_before = row_major_bytes(dst);
+  auto expect_error = [&](const TensorView& s, const TensorView& d, ErrorCode code) {
+    const Status st = copy_into(s, d, ctx);
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_FALSE(st.message().empty());
+    EXPECT_EQ(row_major_bytes(dst), dst_before);
+  };
+  Tensor wrong_shape = make_tensor({4, 3}, DType::kFloat64, Layout::kContiguous);
+  expect_error(wrong_shape.view(), dst.view(), ErrorCode::kShapeMismatch);
+  Tensor wrong_dtype = make_tensor({3, 4}, DType::kFloat32, Layout::kContiguous);
+  expect_error(wrong_dtype.view(), dst.view(), ErrorCode::kDTypeMismatch);
+  // A broadcast destination writes one element several times.
+  Tensor row = make_tensor({1, 4}, DType::kFloat64, Layout::kContiguous);
+  expect_error(src.view(), row.broadcast_to({3, 4})->view(), ErrorCode::kAliasConflict);
+  // Partial overlap: dst shifted by one element inside src's buffer.
+  Tensor big = make_tensor({13}, DType::kFloat64, Layout::kContiguous);
+  Tensor a = *big.slice(0, 0, 12)->reshape({3, 4});
+  Tensor b = *big.slice(0, 1, 13)->reshape({3, 4});
+  const auto big_before = row_major_bytes(big);
+  EXPECT_EQ(copy_into(a.view(), b.view(), ctx).code(), ErrorCode::kAliasConflict);
+  EXPECT_EQ(row_major_bytes(big), big_before);
+  // The transpose of itself overlaps too (same buffer, different layout).
+  Tensor sq = make_tensor({4, 4}, DType::kFloat64, Layout::kContiguous);
+  EXPECT_EQ(copy_into(sq.transpose(0, 1)->view(), sq.view(), ctx).code(), ErrorCode::kAliasConflict);
+  // Malformed views.
+  TensorView bad = dst.view();
+  const std::int64_t negative[] = {-1, 1};
+  bad.strides = negative;
+  expect_error(src.view(), bad, ErrorCode::kInvalidArgument);
+  TensorView short_strides = dst.view();
+  short_strides.strides = short_strides.strides.subspan(1);
+  expect_error(src.view(), short_strides, ErrorCode::kShapeMismatch);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

@@ -1,0 +1,10 @@
+# CPU kernels (elementwise, reduction, indexing, creation, layout): plain
+# functions over borrowed TensorViews and a ParallelContext.
+list(APPEND TENFERRO_CPU_SOURCES
+  kernels/layout.cpp
+  kernels/validation.cpp
+)
+list(APPEND TENFERRO_CPU_TESTS
+  kernels/layout_test.cpp
+)
+list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)

@@ -1,0 +1,140 @@
+// StridedLoop: N operands iterated together over one shape, in the style of
+// PyTorch's TensorIterator.
+//
+// Note [Strided iteration]
+// A kernel call builds one StridedLoop from its (validated) operands:
+//  1. extent-1 axes are dropped (they never move a pointer);
+//  2. axes are ordered fastest first by the operands' strides (operand 0, the
+//     output, decides; a stride-0 operand defers to the next one);
+//  3. neighbouring axes that are contiguous with each other in *every*
+//     operand are merged, so a dense tensor becomes one axis whatever its
+//     rank.
+// The kernel then picks its inner loop ONCE from the strides of axis 0
+// (contiguous, broadcast scalar, or general) and for_each_run() calls it for
+// every run along axis 0, walking the other axes with an odometer. Runs are
+// split by linear index ranges, which is how kernels hand work to
+// ParallelContext::parallel_for. Everything lives on the stack: no heap
+// allocation, whatever the rank (up to kMaxKernelRank).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/kernels/validation.h"
+
+namespace tenferro::cpu::internal {
+
+/// One operand of a StridedLoop: base address, element strides along the
+/// iteration shape (stride 0 broadcasts) and element size in bytes.
+struct LoopOperand {
+  void* data;
+  const std::int64_t* strides;
+  std::int64_t item_size;
+};
+
+template <int N>
+struct StridedLoop {
+  int rank = 0;            ///< merged axes; 0 means a single element
+  std::int64_t numel = 0;  ///< elements of the iteration shape
+  std::int64_t shape[kMaxKernelRank];
+  std::int64_t strides[kMaxKernelRank][N];  ///< byte strides, axis 0 fastest
+  char* data[N];
+
+  /// Byte stride of operand `op` along the fastest axis (0 for rank 0).
+  std::int64_t inner_stride(int op) const noexcept { return rank == 0 ? 0 : strides[0][op]; }
+  std::int64_t inner_extent() const noexcept { return rank == 0 ? 1 : shape[0]; }
+};
+
+/// Builds `loop` over `shape` (rank <= kMaxKernelRank, validated) for `ops`.
+template <int N>
+void init_strided_loop(IntArrayRef shape, const LoopOperand (&ops)[N], StridedLoop<N>& loop) noexcept {
+  loop.rank = 0;
+  loop.numel = 1;
+  for (int k = 0; k < N; ++k) loop.data[k] = static_cast<char*>(ops[k].data);
+  // Collect axes with extent > 1, logical order reversed so that, with equal
+  // strides, the row-major-fastest axis comes first.
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    loop.numel *= shape[a];
+    if (shape[a] == 1) continue;
+    const int r = loop.rank++;
+    loop.shape[r] = shape[a];
+    for (int k = 0; k < N; ++k) loop.strides[r][k] = ops[k].strides[a] * ops[k].item_size;
+  }
+  if (loop.numel == 0) {
+    loop.rank = 0;
+    return;
+  }
+  // Stable insertion sort, fastest axis first.
+  auto faster = [&](int x, int y) {  // is axis x strictly faster than axis y?
+    for (int k = 0; k < N; ++k) {
+      const std::int64_t sx = loop.strides[x][k];
+      const std::int64_t sy = loop.strides[y][k];
+      if (sx == 0 || sy == 0 || sx == sy) continue;
+      return sx < sy;
+    }
+    return false;
+  };
+  for (int i = 1; i < loop.rank; ++i) {
+    for (int j = i; j > 0 && faster(j, j - 1); --j) {
+      std::swap(loop.shape[j], loop.shape[j - 1]);
+      for (int k = 0; k < N; ++k) std::swap(loop.strides[j][k], loop.strides[j - 1][k]);
+    }
+  }
+  // Merge neighbours that are contiguous with each other in every operand.
+  int out = 0;
+  for (int i = 1; i < loop.rank; ++i) {
+    bool mergeable = true;
+    for (int k = 0; k < N; ++k) mergeable = mergeable && loop.strides[i][k] == loop.shape[out] * loop.strides[out][k];
+    if (mergeable) {
+      loop.shape[out] *= loop.shape[i];
+    } else {
+      ++out;
+      loop.shape[out] = loop.shape[i];
+      for (int k = 0; k < N; ++k) loop.strides[out][k] = loop.strides[i][k];
+    }
+  }
+  if (loop.rank > 0) loop.rank = out + 1;
+}
+
+/// Calls run(ptrs, n) for consecutive runs along axis 0 that cover the
+/// linear iteration range [begin, end): ptrs[k] is operand k's address of
+/// the run's first element, and consecutive elements of operand k are
+/// loop.inner_stride(k) bytes apart.
+template <int N, class Run>
+void for_each_run(const StridedLoop<N>& loop, std::int64_t begin, std::int64_t end, Run&& run) {
+  if (begin >= end) return;
+  if (loop.rank == 0) {
+    char* ptrs[N];
+    for (int k = 0; k < N; ++k) ptrs[k] = loop.data[k];
+    run(static_cast<char* const*>(ptrs), std::int64_t{1});
+    return;
+  }
+  std::int64_t index[kMaxKernelRank];
+  char* ptrs[N];
+  for (int k = 0; k < N; ++k) ptrs[k] = loop.data[k];
+  std::int64_t rest = begin;
+  for (int d = 0; d < loop.rank; ++d) {
+    index[d] = rest % loop.shape[d];
+    rest /= loop.shape[d];
+    for (int k = 0; k < N; ++k) ptrs[k] += index[d] * loop.strides[d][k];
+  }
+  const std::int64_t inner = loop.shape[0];
+  std::int64_t pos = begin;
+  while (pos < end) {
+    const std::int64_t n = std::min(inner - index[0], end - pos);
+    run(static_cast<char* const*>(ptrs), n);
+    pos += n;
+    if (pos >= end) break;
+    // Back to the start of axis 0, then carry into the slower axes.
+    for (int k = 0; k < N; ++k) ptrs[k] -= index[0] * loop.strides[0][k];
+    index[0] = 0;
+    for (int d = 1; d < loop.rank; ++d) {
+      for (int k = 0; k < N; ++k) ptrs[k] += loop.strides[d][k];
+      if (++index[d] < loop.shape[d]) break;
+      for (int k = 0; k < N; ++k) ptrs[k] -= index[d] * loop.strides[d][k];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace tenferro::cpu::internal

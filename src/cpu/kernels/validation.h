@@ -1,0 +1,58 @@
+// Validation shared by every CPU kernel: well-formed views, dtype and shape
+// checks, and the alias contract. Every check runs before a kernel writes
+// anything, so a failed call leaves all operands untouched. Errors carry
+// ErrorStage::kNone; the runtime restages them.
+//
+// Note [Kernel alias contract]
+// An output may be *identical* to an input (same address, shape, strides and
+// element size) when the op reads each input element only to produce the
+// output element at the same index (elementwise ops, convert between
+// same-size types). Any other overlap between an output and an input is
+// kAliasConflict, as is an output that addresses one element twice (a
+// stride-0 or self-overlapping output). Disjointness is decided exactly for
+// the common cases: non-intersecting address ranges, or element addresses
+// that can never meet because of the strides' common divisor (even/odd
+// slices, real/imaginary parts). Views for which neither proof works are
+// rejected conservatively.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "tenferro/base/int_array_ref.h"
+#include "tenferro/base/status.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::cpu::internal {
+
+/// The largest rank a kernel iterates (after validation; extent-1 axes
+/// included). Larger ranks are kUnsupported.
+inline constexpr int kMaxKernelRank = 64;
+
+/// Checks that `view` is well formed: rank <= kMaxKernelRank, matching
+/// shape/strides lengths, non-negative extents and strides, data present
+/// when it has elements.
+Status check_view(std::string_view op, std::string_view name, const TensorView& view);
+
+/// check_view plus: the view never addresses one element twice.
+Status check_output_view(std::string_view op, std::string_view name, const TensorView& view);
+
+Status check_dtype(std::string_view op, std::string_view name, const TensorView& view, DType expected);
+Status check_shape(std::string_view op, std::string_view name, const TensorView& view, IntArrayRef expected);
+
+/// Same data address, shape, strides and element size.
+bool same_layout(const TensorView& a, const TensorView& b) noexcept;
+
+/// False when `a` and `b` provably share no byte (see Note [Kernel alias
+/// contract]); true when they may.
+bool may_overlap(const TensorView& a, const TensorView& b) noexcept;
+
+/// kAliasConflict unless `out` and `in` are disjoint, or identical and
+/// `allow_identical`.
+Status check_alias(std::string_view op, const TensorView& out, std::string_view in_name, const TensorView& in,
+                   bool allow_identical);
+
+/// True when `view` is row-major dense (extent-1 axes ignored).
+bool is_row_major_contiguous(const TensorView& view) noexcept;
+
+}  // namespace tenferro::cpu::internal
