@@ -202,6 +202,36 @@ double default_rtol() {
   return 1e-12;
 }
 
+/// Element `index` of `t` (any dtype) as a complex<double>.
+inline std::complex<double> value_at(const Tensor& t, std::span<const std::int64_t> index) {
+  std::complex<double> v;
+  visit_dtype(t.dtype(), [&]<class T>(T) {
+    const T x = element<T>(t, index);
+    if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+      v = {static_cast<double>(x.real()), static_cast<double>(x.imag())};
+    } else {
+      v = static_cast<double>(x);
+    }
+  });
+  return v;
+}
+
+/// Whether `got` (a result of dtype `dtype`) matches the reference `want`:
+/// exact for bool and integers, |got - want| <= rtol (1 + |want|) otherwise,
+/// with rtol from the precision of `dtype`. NaNs match NaNs, infinities
+/// match themselves.
+inline bool matches(std::complex<double> got, std::complex<double> want, DType dtype, double rtol = 0) {
+  if (!is_inexact(dtype)) return got == want;
+  if (rtol == 0) rtol = real_dtype(dtype) == DType::kFloat32 ? 3e-6 : 1e-13;
+  const double scale = std::isfinite(std::abs(want)) ? 1.0 + std::abs(want) : 1.0;
+  auto part = [&](double g, double w) {
+    if (std::isnan(w) || std::isnan(g)) return std::isnan(w) && std::isnan(g);
+    if (std::isinf(w) || std::isinf(g)) return g == w;
+    return std::abs(g - w) <= rtol * scale;
+  };
+  return part(got.real(), want.real()) && part(got.imag(), want.imag());
+}
+
 /// A sequential context and a 2-thread arena, shared by a test binary.
 inline const ParallelContext& sequential_context() {
   static const SequentialContext ctx;

@@ -11,7 +11,7 @@ namespace tenferro::cpu {
 /// counts calls (not elements). Updated only by the calling thread, before
 /// or after the parallel part; thread-compatible.
 struct KernelStats {
-  std::uint64_t small_contiguous = 0;  ///< all operands dense and same layout: one flat loop, no plan built
+  std::uint64_t flat_contiguous = 0;   ///< every operand row-major dense: one flat loop, no plan built
   std::uint64_t contiguous_inner = 0;  ///< strided plan whose inner loop is contiguous in every operand
   std::uint64_t broadcast_inner = 0;   ///< inner loop with a stride-0 (broadcast) input, others contiguous
   std::uint64_t strided_inner = 0;     ///< general strided inner loop

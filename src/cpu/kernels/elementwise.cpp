@@ -1,0 +1,258 @@
+// Elementwise kernels: validation, then one switch on (op, dtype) per call
+// that selects a run_elementwise instance (Note [Choosing the inner loop
+// once]).
+#include "tenferro/cpu/kernels/elementwise.h"
+
+#include <array>
+
+#include "cpu/kernels/elementwise_functors.h"
+#include "cpu/kernels/elementwise_loop.h"
+#include "cpu/kernels/validation.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using internal::run_elementwise;
+
+constexpr ErrorStage kStage = ErrorStage::kNone;
+// Elements per parallel chunk. Memory-bound ops need large chunks to pay for
+// a fork-join (~0.2 us); ops calling libm (~10 ns per element) much smaller.
+constexpr std::int64_t kCheapGrain = 32768;
+constexpr std::int64_t kHeavyGrain = 2048;
+
+enum class OpCost : std::uint8_t { kCheap, kHeavy };
+
+struct OpInfo {
+  std::string_view name;
+  OpDomain domain;
+  OpCost cost;
+};
+constexpr OpInfo kUnaryInfo[] = {
+#define TENFERRO_UNARY_OP(name, str, domain, cost) {str, OpDomain::k##domain, OpCost::k##cost},
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+};
+constexpr OpInfo kBinaryInfo[] = {
+#define TENFERRO_BINARY_OP(name, str, domain, cost) {str, OpDomain::k##domain, OpCost::k##cost},
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+};
+constexpr std::string_view kDirectionNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+
+constexpr const OpInfo& info(UnaryOp op) { return kUnaryInfo[static_cast<int>(op)]; }
+constexpr const OpInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
+constexpr std::int64_t grain_of(OpCost cost) { return cost == OpCost::kCheap ? kCheapGrain : kHeavyGrain; }
+
+std::string_view domain_name(OpDomain d) {
+  switch (d) {
+    case OpDomain::kNumeric:
+      return "a numeric dtype (integer, floating or complex)";
+    case OpDomain::kInexact:
+      return "a floating or complex dtype";
+    case OpDomain::kFloating:
+      return "a floating dtype";
+    case OpDomain::kRealNumeric:
+      return "an integer or floating dtype";
+    case OpDomain::kBool:
+      return "bool";
+    case OpDomain::kAny:
+      return "any dtype";
+  }
+  return "?";
+}
+
+Status check_domain(std::string_view op, const TensorView& x, OpDomain domain) {
+  if (in_domain(domain, x.dtype)) return ok_status();
+  return make_error(ErrorCode::kDTypeMismatch, kStage, "{}: expected {}, found {}", op, domain_name(domain), x.dtype);
+}
+
+// Views, equal shapes, the output's dtype and the alias contract for an op
+// with output `out` and inputs `in` (all of in[0]'s shape).
+Status check_elementwise(std::string_view op, const TensorView& out, DType out_dtype, std::span<const TensorView> in,
+                         std::span<const std::string_view> names) {
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    TENFERRO_TRY(internal::check_view(op, names[k], in[k]));
+    if (k > 0) TENFERRO_TRY(internal::check_shape(op, names[k], in[k], in[0].shape));
+  }
+  TENFERRO_TRY(internal::check_output_view(op, "output", out));
+  TENFERRO_TRY(internal::check_shape(op, "output", out, in[0].shape));
+  TENFERRO_TRY(internal::check_dtype(op, "output", out, out_dtype));
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    TENFERRO_TRY(internal::check_alias(op, out, names[k], in[k], /*allow_identical=*/true));
+  }
+  return ok_status();
+}
+
+template <class Op, OpDomain kDomain>
+void dispatch_unary(const TensorView& x, const TensorView& out, const ParallelContext& ctx, std::int64_t grain,
+                    KernelStats* stats) {
+  visit_dtype(x.dtype, [&]<class T>(T) {
+    if constexpr (in_domain(kDomain, dtype_of<T>)) {
+      using Out = decltype(Op{}(T{}));
+      run_elementwise<Out, T>(Op{}, out, std::span<const TensorView>(&x, 1), ctx, grain, stats);
+    }
+  });
+}
+
+template <class Op, OpDomain kDomain>
+void dispatch_binary(const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
+                     std::int64_t grain, KernelStats* stats) {
+  const std::array<TensorView, 2> in = {a, b};
+  visit_dtype(a.dtype, [&]<class T>(T) {
+    if constexpr (in_domain(kDomain, dtype_of<T>)) {
+      using Out = decltype(Op{}(T{}, T{}));
+      run_elementwise<Out, T, T>(Op{}, out, in, ctx, grain, stats);
+    }
+  });
+}
+
+// Integer division checks its divisor before anything is written.
+Status check_nonzero_divisor(const TensorView& b) {
+  bool zero = false;
+  visit_dtype(b.dtype, [&]<class T>(T) {
+    if constexpr (internal::kIsWrappingInt<T>) {
+      const internal::LoopOperand ops[1] = {{b.data, b.strides.data(), static_cast<std::int64_t>(sizeof(T))}};
+      internal::StridedLoop<1> loop;
+      internal::init_strided_loop(b.shape, ops, loop);
+      const std::int64_t s = loop.inner_stride(0);
+      internal::for_each_run(loop, 0, loop.numel, [&](char* const* p, std::int64_t n) {
+        bool found = false;
+        for (std::int64_t i = 0; i < n; ++i) found |= *reinterpret_cast<const T*>(p[0] + i * s) == 0;
+        zero = zero || found;
+      });
+    }
+  });
+  if (!zero) return ok_status();
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompletion,
+                    "div: integer division by zero (the {} divisor of shape {} contains a zero)", b.dtype,
+                    shape_to_string(b.shape));
+}
+
+}  // namespace
+
+std::string_view to_string(UnaryOp op) noexcept { return info(op).name; }
+std::string_view to_string(BinaryOp op) noexcept { return info(op).name; }
+std::string_view to_string(CompareDirection direction) noexcept { return kDirectionNames[static_cast<int>(direction)]; }
+OpDomain op_domain(UnaryOp op) noexcept { return info(op).domain; }
+OpDomain op_domain(BinaryOp op) noexcept { return info(op).domain; }
+
+std::optional<DType> result_dtype(UnaryOp op, DType input) noexcept {
+  if (!in_domain(info(op).domain, input)) return std::nullopt;
+  if (op == UnaryOp::kAbs || op == UnaryOp::kReal || op == UnaryOp::kImag) return real_dtype(input);
+  return input;
+}
+
+std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept {
+  if (!in_domain(info(op).domain, input)) return std::nullopt;
+  if (op == BinaryOp::kComplex) return complex_dtype(input);
+  return input;
+}
+
+Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
+  const std::string_view name = to_string(op);
+  TENFERRO_TRY(internal::check_view(name, "operand", x));
+  TENFERRO_TRY(check_domain(name, x, info(op).domain));
+  const std::string_view names[] = {"operand"};
+  TENFERRO_TRY(check_elementwise(name, out, *result_dtype(op, x.dtype), std::span<const TensorView>(&x, 1), names));
+  const std::int64_t grain = grain_of(info(op).cost);
+  switch (op) {
+#define TENFERRO_UNARY_OP(name, str, domain, cost)                                      \
+  case UnaryOp::k##name:                                                                \
+    dispatch_unary<internal::name##Op, OpDomain::k##domain>(x, out, ctx, grain, stats); \
+    break;
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+  }
+  return ok_status();
+}
+
+Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
+              KernelStats* stats) {
+  const std::string_view name = to_string(op);
+  TENFERRO_TRY(internal::check_view(name, "lhs", a));
+  TENFERRO_TRY(check_domain(name, a, info(op).domain));
+  TENFERRO_TRY(internal::check_dtype(name, "rhs", b, a.dtype));
+  const std::array<TensorView, 2> in = {a, b};
+  const std::string_view names[] = {"lhs", "rhs"};
+  TENFERRO_TRY(check_elementwise(name, out, *result_dtype(op, a.dtype), in, names));
+  if (op == BinaryOp::kDiv && is_integer(a.dtype)) TENFERRO_TRY(check_nonzero_divisor(b));
+  const std::int64_t grain = grain_of(info(op).cost);
+  switch (op) {
+#define TENFERRO_BINARY_OP(name, str, domain, cost)                                         \
+  case BinaryOp::k##name:                                                                   \
+    dispatch_binary<internal::name##Op, OpDomain::k##domain>(a, b, out, ctx, grain, stats); \
+    break;
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+  }
+  return ok_status();
+}
+
+Status compare(CompareDirection direction, const TensorView& a, const TensorView& b, const TensorView& out,
+               const ParallelContext& ctx, KernelStats* stats) {
+  const std::string_view name = "compare";
+  TENFERRO_TRY(internal::check_view(name, "lhs", a));
+  const bool ordered = direction != CompareDirection::kEq && direction != CompareDirection::kNe;
+  if (ordered && is_complex(a.dtype)) {
+    return make_error(ErrorCode::kDTypeMismatch, kStage, "compare: direction {} needs a non-complex dtype, found {}",
+                      to_string(direction), a.dtype);
+  }
+  TENFERRO_TRY(internal::check_dtype(name, "rhs", b, a.dtype));
+  const std::array<TensorView, 2> in = {a, b};
+  const std::string_view names[] = {"lhs", "rhs"};
+  TENFERRO_TRY(check_elementwise(name, out, DType::kBool, in, names));
+  visit_dtype(a.dtype, [&]<class T>(T) {
+    auto run = [&](auto op) { run_elementwise<bool, T, T>(op, out, in, ctx, kCheapGrain, stats); };
+    switch (direction) {
+      case CompareDirection::kEq:
+        return run(internal::EqOp{});
+      case CompareDirection::kNe:
+        return run(internal::NeOp{});
+      default:
+        break;
+    }
+    if constexpr (!internal::kIsComplex<T>) {
+      switch (direction) {
+        case CompareDirection::kLt:
+          return run(internal::LtOp{});
+        case CompareDirection::kLe:
+          return run(internal::LeOp{});
+        case CompareDirection::kGt:
+          return run(internal::GtOp{});
+        case CompareDirection::kGe:
+          return run(internal::GeOp{});
+        default:
+          break;
+      }
+    }
+  });
+  return ok_status();
+}
+
+Status select(const TensorView& pred, const TensorView& on_true, const TensorView& on_false, const TensorView& out,
+              const ParallelContext& ctx, KernelStats* stats) {
+  const std::string_view name = "select";
+  TENFERRO_TRY(internal::check_view(name, "pred", pred));
+  TENFERRO_TRY(internal::check_dtype(name, "pred", pred, DType::kBool));
+  TENFERRO_TRY(internal::check_view(name, "on_true", on_true));
+  TENFERRO_TRY(internal::check_dtype(name, "on_false", on_false, on_true.dtype));
+  const std::array<TensorView, 3> in = {pred, on_true, on_false};
+  const std::string_view names[] = {"pred", "on_true", "on_false"};
+  TENFERRO_TRY(check_elementwise(name, out, on_true.dtype, in, names));
+  visit_dtype(on_true.dtype, [&]<class T>(T) {
+    run_elementwise<T, bool, T, T>(internal::SelectOp{}, out, in, ctx, kCheapGrain, stats);
+  });
+  return ok_status();
+}
+
+Status convert(const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
+  const std::string_view name = "convert";
+  TENFERRO_TRY(internal::check_view(name, "operand", x));
+  const std::string_view names[] = {"operand"};
+  TENFERRO_TRY(check_elementwise(name, out, out.dtype, std::span<const TensorView>(&x, 1), names));
+  visit_dtype(out.dtype, [&]<class To>(To) {
+    visit_dtype(x.dtype, [&]<class From>(From) {
+      run_elementwise<To, From>(internal::ConvertOp<To>{}, out, std::span<const TensorView>(&x, 1), ctx, kCheapGrain,
+                                stats);
+    });
+  });
+  return ok_status();
+}
+
+}  // namespace tenferro::cpu

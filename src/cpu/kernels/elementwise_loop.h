@@ -1,0 +1,170 @@
+// run_elementwise: the one loop driver behind every elementwise kernel
+// (unary, binary, compare, select, convert), templated on the element types
+// and the scalar functor so the functor inlines into the inner loop.
+//
+// Note [Choosing the inner loop once]
+// A call first checks whether every operand is row-major dense; then the
+// elements are one flat array and the call runs a single contiguous loop (no
+// StridedLoop is built: this is the small-op fast path). Otherwise it builds
+// a StridedLoop (Note [Strided iteration]) and looks at the strides of the
+// fastest merged axis exactly once:
+//  - all contiguous                 -> contiguous loop over plain pointers;
+//  - output and some inputs contiguous, the rest stride 0
+//                                   -> the stride-0 inputs are loaded once
+//                                      per run and passed as scalars;
+//  - anything else                  -> byte-strided loop.
+// The chosen loop is a template instance, so there is no per-element branch,
+// virtual call or dtype switch. Contiguous loops carry an "ivdep" hint: the
+// output may be identical to an input (in place), which is a dependence
+// distance of zero and safe to vectorize, but the compiler cannot prove it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include "cpu/kernels/strided_loop.h"
+#include "tenferro/cpu/kernels/kernel_stats.h"
+#include "tenferro/cpu/parallel.h"
+
+#if defined(__clang__)
+#define TENFERRO_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TENFERRO_IVDEP _Pragma("GCC ivdep")
+#else
+#define TENFERRO_IVDEP
+#endif
+
+namespace tenferro::cpu::internal {
+
+/// Runs body(begin, end) over [0, n): through ctx in chunks of at least
+/// `grain` when that gives every thread work, inline otherwise.
+template <class Body>
+void parallel_or_inline(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, KernelStats* stats,
+                        Body&& body) {
+  if (ctx.max_threads() > 1 && n >= 2 * grain) {
+    if (stats != nullptr) ++stats->parallel_calls;
+    ctx.parallel_for(0, n, grain, body);
+  } else if (n > 0) {
+    body(std::int64_t{0}, n);
+  }
+}
+
+template <class T>
+struct ContiguousArg {
+  const T* p;
+  T operator[](std::int64_t i) const noexcept { return p[i]; }
+};
+template <class T>
+struct ScalarArg {
+  T v;
+  T operator[](std::int64_t) const noexcept { return v; }
+};
+
+template <class Out, class F, class... Args>
+inline void contiguous_loop(const F& f, Out* out, std::int64_t n, const Args... args) {
+  TENFERRO_IVDEP
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f(args[i]...);
+}
+
+// Input I is a scalar when bit I of Mask is set, contiguous otherwise.
+template <unsigned Mask, std::size_t I, class T>
+auto make_arg(const char* p) {
+  if constexpr (((Mask >> I) & 1u) != 0) {
+    return ScalarArg<T>{*reinterpret_cast<const T*>(p)};
+  } else {
+    return ContiguousArg<T>{reinterpret_cast<const T*>(p)};
+  }
+}
+
+template <class Out, class... In, unsigned Mask, class F, std::size_t... I>
+void masked_run(const F& f, char* const* p, std::int64_t n, std::integral_constant<unsigned, Mask>,
+                std::index_sequence<I...>) {
+  contiguous_loop<Out>(f, reinterpret_cast<Out*>(p[0]), n, make_arg<Mask, I, In>(p[I + 1])...);
+}
+
+template <class Out, class... In, class F, std::size_t... I>
+void strided_run(const F& f, char* const* p, const std::int64_t* s, std::int64_t n, std::index_sequence<I...>) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1])...);
+  }
+}
+
+/// out[i] = f(in_0[i], ..., in_K-1[i]) over validated views of one shape
+/// (element types Out and In...). Operands may be broadcast (stride 0) inputs
+/// and any strides; the output may be identical to an input.
+template <class Out, class... In, class F>
+void run_elementwise(const F& f, const TensorView& out, std::span<const TensorView> in, const ParallelContext& ctx,
+                     std::int64_t grain, KernelStats* stats) {
+  constexpr int K = sizeof...(In);
+  using Seq = std::make_index_sequence<K>;
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  bool flat = is_row_major_contiguous(out);
+  for (int k = 0; k < K; ++k) flat = flat && is_row_major_contiguous(in[k]);
+  if (flat) {
+    if (stats != nullptr) ++stats->flat_contiguous;
+    parallel_or_inline(ctx, n, grain, stats, [&](std::int64_t b, std::int64_t e) {
+      char* p[K + 1];
+      p[0] = static_cast<char*>(out.data) + b * static_cast<std::int64_t>(sizeof(Out));
+      constexpr std::int64_t kSizes[] = {static_cast<std::int64_t>(sizeof(In))...};
+      for (int k = 0; k < K; ++k) p[k + 1] = static_cast<char*>(in[k].data) + b * kSizes[k];
+      masked_run<Out, In...>(f, p, e - b, std::integral_constant<unsigned, 0>{}, Seq{});
+    });
+    return;
+  }
+
+  LoopOperand ops[K + 1];
+  ops[0] = {out.data, out.strides.data(), static_cast<std::int64_t>(sizeof(Out))};
+  {
+    constexpr std::int64_t kSizes[] = {static_cast<std::int64_t>(sizeof(In))...};
+    for (int k = 0; k < K; ++k) ops[k + 1] = {in[k].data, in[k].strides.data(), kSizes[k]};
+  }
+  StridedLoop<K + 1> loop;
+  init_strided_loop(out.shape, ops, loop);
+
+  // Note [Choosing the inner loop once].
+  std::int64_t inner[K + 1];
+  for (int k = 0; k <= K; ++k) inner[k] = loop.inner_stride(k);
+  bool contiguous = loop.rank == 0 || inner[0] == ops[0].item_size;
+  unsigned mask = 0;
+  for (int k = 0; k < K; ++k) {
+    if (inner[k + 1] == 0) {
+      mask |= 1u << k;
+    } else if (inner[k + 1] != ops[k + 1].item_size) {
+      contiguous = false;
+    }
+  }
+  auto run_with_mask = [&](auto mask_constant) {
+    if (stats != nullptr) ++(mask_constant.value == 0 ? stats->contiguous_inner : stats->broadcast_inner);
+    parallel_or_inline(ctx, loop.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
+      for_each_run(loop, b, e,
+                   [&](char* const* p, std::int64_t len) { masked_run<Out, In...>(f, p, len, mask_constant, Seq{}); });
+    });
+  };
+  if (contiguous && loop.rank > 0) {
+    if constexpr (K <= 2) {
+      switch (mask) {
+        case 0:
+          return run_with_mask(std::integral_constant<unsigned, 0>{});
+        case 1:
+          return run_with_mask(std::integral_constant<unsigned, 1>{});
+        case 2:
+          if constexpr (K == 2) return run_with_mask(std::integral_constant<unsigned, 2>{});
+          break;
+        default:
+          break;  // every input broadcast along the inner axis: strided loop
+      }
+    } else if (mask == 0) {
+      return run_with_mask(std::integral_constant<unsigned, 0>{});
+    }
+  }
+  if (stats != nullptr) ++stats->strided_inner;
+  parallel_or_inline(ctx, loop.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
+    for_each_run(loop, b, e,
+                 [&](char* const* p, std::int64_t len) { strided_run<Out, In...>(f, p, inner, len, Seq{}); });
+  });
+}
+
+}  // namespace tenferro::cpu::internal

@@ -1,0 +1,40 @@
+// KernelTable: the CPU kernels as a table of function pointers, so that the
+// kernel tests are written once and run against any implementation (the
+// future provider conformance suite instantiates them with other tables).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tenferro/cpu/kernels/elementwise.h"
+#include "tenferro/cpu/kernels/layout.h"
+
+namespace tenferro::cpu::testing {
+
+struct KernelTable {
+  const char* name;
+  decltype(&cpu::unary) unary;
+  decltype(&cpu::binary) binary;
+  decltype(&cpu::compare) compare;
+  decltype(&cpu::select) select;
+  decltype(&cpu::convert) convert;
+  decltype(&cpu::copy_into) copy_into;
+};
+
+/// The native CPU kernels.
+inline const KernelTable kNativeKernels = {
+    .name = "native",
+    .unary = &cpu::unary,
+    .binary = &cpu::binary,
+    .compare = &cpu::compare,
+    .select = &cpu::select,
+    .convert = &cpu::convert,
+    .copy_into = &cpu::copy_into,
+};
+
+inline std::string kernel_table_name(const ::testing::TestParamInfo<const KernelTable*>& info) {
+  return info.param->name;
+}
+
+}  // namespace tenferro::cpu::testing
