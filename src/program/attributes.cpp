@@ -1,0 +1,223 @@
+// Literals and the hashing/printing of core-op attribute structs.
+#include "tenferro/program/attributes.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "hashing.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::program {
+
+using internal::hash_combine;
+using internal::hash_int_range;
+
+// --- Literal ---
+
+Literal::Literal() : Literal(scalar(Scalar::of(0.0))) {}
+
+Literal Literal::scalar(const Scalar& value) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(dtype_size(value.dtype()));
+  // An explicit switch rather than visit_dtype: GCC 12 reports a false
+  // -Warray-bounds on visit_dtype's unreachable fallback here.
+  switch (value.dtype()) {
+#define TENFERRO_DTYPE(name, str, cpp, kind)  \
+  case DType::k##name: {                      \
+    cpp v = value.value<cpp>();               \
+    std::memcpy(bytes->data(), &v, sizeof v); \
+    break;                                    \
+  }
+#include "tenferro/tensor/dtype.def"
+  }
+  return Literal(value.dtype(), Dims{}, std::move(bytes));
+}
+
+Result<Literal> Literal::from_bytes(DType dtype, IntArrayRef shape, const void* data, std::size_t size) {
+  TENFERRO_ASSIGN_OR_RETURN(std::int64_t n, checked_numel(shape));
+  if (static_cast<std::size_t>(n) * dtype_size(dtype) != size) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "literal: shape {} holds {} elements, but {} bytes of {} were given", shape_to_string(shape), n,
+                      size, dtype);
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>(size);
+  if (size > 0) std::memcpy(bytes->data(), data, size);
+  return Literal(dtype, Dims(shape.span()), std::move(bytes));
+}
+
+Result<Literal> Literal::from_tensor(const Tensor& tensor) {
+  if (!tensor.defined() || !tensor.is_host()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "literal: expected a defined host tensor, found {}",
+                      tensor.defined() ? tensor.to_string() : std::string("an undefined tensor"));
+  }
+  auto bytes = std::make_shared<std::vector<std::byte>>(tensor.nbytes());
+  if (!bytes->empty()) tenferro::internal::copy_to_contiguous(tensor.view(), bytes->data());
+  return Literal(tensor.dtype(), Dims(tensor.shape()), std::move(bytes));
+}
+
+Scalar Literal::element(std::int64_t i) const {
+  return visit_dtype(dtype_, [&]<class T>(T) {
+    T v;
+    std::memcpy(&v, bytes_->data() + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+    return Scalar::of(v);
+  });
+}
+
+std::uint64_t Literal::hash() const noexcept {
+  std::uint64_t h = hash_combine(static_cast<std::uint64_t>(dtype_), 0x11735ULL);
+  h = hash_int_range(h, shape_);
+  return hash_combine(h, internal::hash_bytes(bytes_->data(), bytes_->size()));
+}
+
+std::string Literal::to_string() const {
+  std::string out = fmt::format("{}[{}]{{", dtype_, fmt::join(shape_, ", "));
+  const std::int64_t n = numel();
+  for (std::int64_t i = 0; i < n && i < 8; ++i) {
+    if (i > 0) out += ", ";
+    std::string s = element(i).to_string();
+    out += s.substr(0, s.rfind(':'));  // drop the ":dtype" suffix
+  }
+  if (n > 8) out += ", ...";
+  return out + "}";
+}
+
+bool operator==(const Literal& a, const Literal& b) noexcept {
+  return a.dtype_ == b.dtype_ && a.shape_ == b.shape_ && (a.bytes_ == b.bytes_ || *a.bytes_ == *b.bytes_);
+}
+
+// --- attribute structs ---
+
+std::string_view to_string(ComparisonDirection direction) noexcept {
+  switch (direction) {
+    case ComparisonDirection::kEq:
+      return "eq";
+    case ComparisonDirection::kNe:
+      return "ne";
+    case ComparisonDirection::kLt:
+      return "lt";
+    case ComparisonDirection::kLe:
+      return "le";
+    case ComparisonDirection::kGt:
+      return "gt";
+    case ComparisonDirection::kGe:
+      return "ge";
+  }
+  return "?";
+}
+
+std::string_view to_string(ScatterCombine combine) noexcept {
+  return combine == ScatterCombine::kAdd ? "add" : "replace";
+}
+
+namespace {
+
+std::uint64_t hash_shape(std::uint64_t seed, const SymbolicShape& shape) noexcept {
+  seed = hash_combine(seed, shape.size());
+  for (const SymbolicExtent& e : shape) seed = hash_combine(seed, e.hash());
+  return seed;
+}
+
+std::string ints(const Dims& values) { return fmt::format("[{}]", fmt::join(values, ", ")); }
+
+}  // namespace
+
+std::uint64_t hash_value(const NoAttributes&) noexcept { return 0x0a77ULL; }
+std::string to_string(const NoAttributes&) { return ""; }
+
+std::uint64_t hash_value(const CompareAttributes& a) noexcept {
+  return hash_combine(0xc0ULL, static_cast<std::uint64_t>(a.direction));
+}
+std::string to_string(const CompareAttributes& a) { return fmt::format("{{direction={}}}", to_string(a.direction)); }
+
+std::uint64_t hash_value(const ConvertAttributes& a) noexcept {
+  return hash_combine(0xc1ULL, static_cast<std::uint64_t>(a.dtype));
+}
+std::string to_string(const ConvertAttributes& a) { return fmt::format("{{dtype={}}}", a.dtype); }
+
+std::uint64_t hash_value(const ConstantAttributes& a) noexcept { return hash_combine(0xc2ULL, a.literal.hash()); }
+std::string to_string(const ConstantAttributes& a) { return fmt::format("{{literal={}}}", a.literal.to_string()); }
+
+std::uint64_t hash_value(const IotaAttributes& a) noexcept {
+  std::uint64_t h = hash_combine(0xc3ULL, static_cast<std::uint64_t>(a.dtype));
+  return hash_combine(hash_shape(h, a.shape), static_cast<std::uint64_t>(a.axis));
+}
+std::string to_string(const IotaAttributes& a) {
+  return fmt::format("{{dtype={}, shape={}, axis={}}}", a.dtype, shape_string(a.shape), a.axis);
+}
+
+std::uint64_t hash_value(const BroadcastInDimAttributes& a) noexcept {
+  return hash_int_range(hash_shape(0xc4ULL, a.shape), a.dims);
+}
+std::string to_string(const BroadcastInDimAttributes& a) {
+  return fmt::format("{{shape={}, dims={}}}", shape_string(a.shape), ints(a.dims));
+}
+
+std::uint64_t hash_value(const ReshapeAttributes& a) noexcept { return hash_shape(0xc5ULL, a.shape); }
+std::string to_string(const ReshapeAttributes& a) { return fmt::format("{{shape={}}}", shape_string(a.shape)); }
+
+std::uint64_t hash_value(const TransposeAttributes& a) noexcept { return hash_int_range(0xc6ULL, a.perm); }
+std::string to_string(const TransposeAttributes& a) { return fmt::format("{{perm={}}}", ints(a.perm)); }
+
+std::uint64_t hash_value(const SliceAttributes& a) noexcept {
+  return hash_int_range(hash_int_range(hash_int_range(0xc7ULL, a.start), a.limit), a.stride);
+}
+std::string to_string(const SliceAttributes& a) {
+  return fmt::format("{{start={}, limit={}, stride={}}}", ints(a.start), ints(a.limit), ints(a.stride));
+}
+
+std::uint64_t hash_value(const ReverseAttributes& a) noexcept { return hash_int_range(0xc8ULL, a.axes); }
+std::string to_string(const ReverseAttributes& a) { return fmt::format("{{axes={}}}", ints(a.axes)); }
+
+std::uint64_t hash_value(const ConcatenateAttributes& a) noexcept {
+  return hash_combine(0xc9ULL, static_cast<std::uint64_t>(a.axis));
+}
+std::string to_string(const ConcatenateAttributes& a) { return fmt::format("{{axis={}}}", a.axis); }
+
+std::uint64_t hash_value(const PadAttributes& a) noexcept {
+  return hash_int_range(hash_int_range(hash_int_range(0xcaULL, a.low), a.high), a.interior);
+}
+std::string to_string(const PadAttributes& a) {
+  return fmt::format("{{low={}, high={}, interior={}}}", ints(a.low), ints(a.high), ints(a.interior));
+}
+
+std::uint64_t hash_value(const DynamicSliceAttributes& a) noexcept { return hash_int_range(0xcbULL, a.sizes); }
+std::string to_string(const DynamicSliceAttributes& a) { return fmt::format("{{sizes={}}}", ints(a.sizes)); }
+
+std::uint64_t hash_value(const GatherAttributes& a) noexcept {
+  return hash_combine(0xccULL, static_cast<std::uint64_t>(a.axis));
+}
+std::string to_string(const GatherAttributes& a) { return fmt::format("{{axis={}}}", a.axis); }
+
+std::uint64_t hash_value(const ScatterAttributes& a) noexcept {
+  return hash_combine(hash_combine(0xcdULL, static_cast<std::uint64_t>(a.axis)), static_cast<std::uint64_t>(a.combine));
+}
+std::string to_string(const ScatterAttributes& a) {
+  return fmt::format("{{axis={}, combine={}}}", a.axis, to_string(a.combine));
+}
+
+std::uint64_t hash_value(const ReduceAttributes& a) noexcept { return hash_int_range(0xceULL, a.axes); }
+std::string to_string(const ReduceAttributes& a) { return fmt::format("{{axes={}}}", ints(a.axes)); }
+
+std::uint64_t hash_value(const ArgReduceAttributes& a) noexcept {
+  return hash_combine(0xcfULL, static_cast<std::uint64_t>(a.axis));
+}
+std::string to_string(const ArgReduceAttributes& a) { return fmt::format("{{axis={}}}", a.axis); }
+
+std::uint64_t hash_value(const DotGeneralAttributes& a) noexcept {
+  std::uint64_t h = hash_int_range(hash_int_range(0xd0ULL, a.lhs_batch), a.rhs_batch);
+  return hash_int_range(hash_int_range(h, a.lhs_contract), a.rhs_contract);
+}
+std::string to_string(const DotGeneralAttributes& a) {
+  return fmt::format("{{lhs_batch={}, rhs_batch={}, lhs_contract={}, rhs_contract={}}}", ints(a.lhs_batch),
+                     ints(a.rhs_batch), ints(a.lhs_contract), ints(a.rhs_contract));
+}
+
+std::uint64_t hash_value(const CoreAttributes& attributes) noexcept {
+  return hash_combine(attributes.index(), std::visit([](const auto& a) { return hash_value(a); }, attributes));
+}
+
+std::string to_string(const CoreAttributes& attributes) {
+  return std::visit([](const auto& a) { return to_string(a); }, attributes);
+}
+
+}  // namespace tenferro::program

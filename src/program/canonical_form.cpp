@@ -1,0 +1,182 @@
+// The canonical byte encoding of a program (Note [Canonical form and
+// fingerprint]): everything semantic in canonical order, nothing diagnostic
+// (provenance, input names, guard reasons) and no bindings.
+#include <cstring>
+
+#include "builder_impl.h"
+#include "dim_polynomial.h"
+
+namespace tenferro::program::internal {
+namespace {
+
+class CanonicalWriter {
+ public:
+  explicit CanonicalWriter(std::vector<std::byte>& out) : out_(out) {}
+
+  void u8(std::uint8_t v) { out_.push_back(static_cast<std::byte>(v)); }
+  void u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+  void size(std::size_t n) { u32(static_cast<std::uint32_t>(n)); }
+  void str(std::string_view s) {
+    size(s.size());
+    for (char c : s) u8(static_cast<std::uint8_t>(c));
+  }
+  void ints(IntArrayRef values) {
+    size(values.size());
+    for (std::int64_t v : values) i64(v);
+  }
+
+  void extent(const SymbolicExtent& e) {
+    const DimPolynomial* p = DimPolynomial::of(e);
+    if (p == nullptr) {
+      u8(0);
+      i64(DimPolynomial::constant_of(e));
+      return;
+    }
+    u8(1);
+    size(p->terms.size());
+    for (const DimTerm& t : p->terms) {
+      i64(t.coefficient);
+      size(t.factors.size());
+      for (const DimAtom& atom : t.factors) {
+        u8(static_cast<std::uint8_t>(atom.kind));
+        if (atom.kind == DimAtom::Kind::kSymbol) {
+          u32(atom.symbol);
+          i64(atom.bound);
+        } else {
+          extent((*atom.args)[0]);
+          extent((*atom.args)[1]);
+        }
+      }
+    }
+  }
+  void shape(std::span<const SymbolicExtent> s) {
+    size(s.size());
+    for (const SymbolicExtent& e : s) extent(e);
+  }
+  void metadata(const ValueMetadata& m) {
+    u8(static_cast<std::uint8_t>(m.dtype));
+    shape(m.shape);
+  }
+
+  // Attributes.
+  void attributes(const NoAttributes&) {}
+  void attributes(const CompareAttributes& a) { u8(static_cast<std::uint8_t>(a.direction)); }
+  void attributes(const ConvertAttributes& a) { u8(static_cast<std::uint8_t>(a.dtype)); }
+  void attributes(const ConstantAttributes& a) {
+    u8(static_cast<std::uint8_t>(a.literal.dtype()));
+    ints(a.literal.shape());
+    size(a.literal.nbytes());
+    const auto bytes = a.literal.bytes();
+    out_.insert(out_.end(), bytes.begin(), bytes.end());
+  }
+  void attributes(const IotaAttributes& a) {
+    u8(static_cast<std::uint8_t>(a.dtype));
+    shape(a.shape);
+    i64(a.axis);
+  }
+  void attributes(const BroadcastInDimAttributes& a) {
+    shape(a.shape);
+    ints(a.dims);
+  }
+  void attributes(const ReshapeAttributes& a) { shape(a.shape); }
+  void attributes(const TransposeAttributes& a) { ints(a.perm); }
+  void attributes(const SliceAttributes& a) {
+    ints(a.start);
+    ints(a.limit);
+    ints(a.stride);
+  }
+  void attributes(const ReverseAttributes& a) { ints(a.axes); }
+  void attributes(const ConcatenateAttributes& a) { i64(a.axis); }
+  void attributes(const PadAttributes& a) {
+    ints(a.low);
+    ints(a.high);
+    ints(a.interior);
+  }
+  void attributes(const DynamicSliceAttributes& a) { ints(a.sizes); }
+  void attributes(const GatherAttributes& a) { i64(a.axis); }
+  void attributes(const ScatterAttributes& a) {
+    i64(a.axis);
+    u8(static_cast<std::uint8_t>(a.combine));
+  }
+  void attributes(const ReduceAttributes& a) { ints(a.axes); }
+  void attributes(const ArgReduceAttributes& a) { i64(a.axis); }
+  void attributes(const DotGeneralAttributes& a) {
+    ints(a.lhs_batch);
+    ints(a.rhs_batch);
+    ints(a.lhs_contract);
+    ints(a.rhs_contract);
+  }
+
+  void resource(const ResourceId& r) {
+    u8(static_cast<std::uint8_t>(r.kind));
+    u64(r.id);
+  }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+}  // namespace
+
+std::vector<std::byte> encode_canonical_form(const ProgramParts& parts) {
+  std::vector<std::byte> out;
+  out.reserve(64 + 96 * parts.operations.size());
+  CanonicalWriter w(out);
+  w.str("tenferro.semantic_program.v1");
+  w.size(parts.symbols.size());
+  for (const SymbolInfo& s : parts.symbols) {
+    w.i64(s.upper_bound.value_or(-1));
+    w.u32(s.input);
+    w.u32(s.axis);
+  }
+  w.size(parts.num_inputs);
+  for (std::size_t i = 0; i < parts.num_inputs; ++i) w.metadata(parts.values[i].metadata);
+  w.size(parts.operations.size());
+  for (const OperationRecord& op : parts.operations) {
+    if (op.extension) {
+      w.u8(1);
+      w.str(op.extension->family_id());
+      w.u64(op.extension->payload_hash());
+    } else {
+      w.u8(0);
+      w.str(to_string(op.core));
+      w.size(op.attributes.index());
+      std::visit([&](const auto& a) { w.attributes(a); }, op.attributes);
+    }
+    w.size(op.operands.size());
+    for (ValueId v : op.operands) w.u32(v.index());
+    w.size(op.num_results);
+    for (std::uint32_t r = 0; r < op.num_results; ++r) w.metadata(parts.values[op.first_result + r].metadata);
+    w.size(op.effects.size());
+    for (const Effect& e : op.effects) {
+      w.resource(e.resource);
+      w.u8(static_cast<std::uint8_t>(e.access));
+    }
+    w.size(op.aliases.size());
+    for (const AliasDecl& a : op.aliases) {
+      w.u8(static_cast<std::uint8_t>(a.kind));
+      w.u32(a.kind == AliasKind::kViewOf || a.kind == AliasKind::kMustAlias ? a.operand : 0);
+      w.resource(a.kind == AliasKind::kExternalAlias ? a.resource : ResourceId{});
+    }
+    w.size(op.ordered_after.size());
+    for (OperationId p : op.ordered_after) w.u32(p.index());
+    w.u8(static_cast<std::uint8_t>(op.placement.where));
+    w.u32(op.placement.colocation_group);
+  }
+  w.size(parts.outputs.size());
+  for (ValueId v : parts.outputs) w.u32(v.index());
+  w.size(parts.guards.size());
+  for (const ShapeGuard& g : parts.guards) {
+    w.u8(static_cast<std::uint8_t>(g.kind));
+    w.extent(g.expression);
+  }
+  return out;
+}
+
+}  // namespace tenferro::program::internal
