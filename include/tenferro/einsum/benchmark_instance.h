@@ -1,0 +1,50 @@
+// BenchmarkInstance: one einsum problem in the instance-file format of the
+// einsum benchmark (../shared/bench/instances/*.json, described in
+// BENCHMARKS.md): row-major format_string, shapes, dtype and reference paths
+// in opt_einsum's pairwise format with their log10 flops and log2 size.
+// Tests, benchmarks and the `tenferro einsum` command read instances here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tenferro/base/int_array_ref.h"
+#include "tenferro/base/status.h"
+#include "tenferro/tensor/dtype.h"
+
+namespace tenferro::einsum {
+
+/// A reference contraction path of an instance file.
+struct ReferencePath {
+  /// opt_einsum pairs (ContractionOrder::from_opt_einsum_path).
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  /// As recorded in the file (Note [Flop convention] in cost_model.h).
+  double log10_flops = 0.0;
+  double log2_size = 0.0;
+};
+
+/// One instance file. Plain value type.
+struct BenchmarkInstance {
+  std::string name;
+  std::string format_string;
+  std::vector<std::vector<std::int64_t>> shapes;
+  DType dtype = DType::kFloat64;
+  std::optional<ReferencePath> opt_flops;
+  std::optional<ReferencePath> opt_size;
+
+  /// Borrowed views of `shapes`, valid while this instance lives unchanged.
+  std::vector<IntArrayRef> shape_refs() const;
+};
+
+/// Parses instance JSON. kInvalidArgument names the missing or malformed
+/// field; files without a format_string (permutation_patterns.json) are
+/// kInvalidArgument too.
+Result<BenchmarkInstance> parse_benchmark_instance(std::string_view json_text);
+/// Reads and parses `path`; kNotFound when the file cannot be read.
+Result<BenchmarkInstance> load_benchmark_instance(const std::string& path);
+
+}  // namespace tenferro::einsum

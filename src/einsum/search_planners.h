@@ -1,0 +1,50 @@
+// Internal: the search planners behind plan() (planner.cpp). Each works on
+// a SearchNetwork and returns a ContractionOrder; plan() builds and checks
+// the ContractionTree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "random.h"
+#include "search_network.h"
+#include "tenferro/einsum/contraction_order.h"
+#include "tenferro/einsum/contraction_tree.h"
+#include "tenferro/einsum/planner.h"
+
+namespace tenferro::einsum::internal {
+
+/// Greedy pair selection (Note [Greedy planner] in greedy_planner.cpp).
+struct GreedyOptions {
+  /// Pair cost = size(result) - alpha * (size(lhs) + size(rhs)).
+  double alpha = 1.0;
+  /// 0: deterministic; > 0: Gumbel noise of this scale on log-costs (needs rng).
+  double temperature = 0.0;
+};
+ContractionOrder greedy_order(const SearchNetwork& network, const GreedyOptions& options, Rng* rng,
+                              std::int64_t* candidates);
+
+/// Exact dynamic programming over subsets (Note [Optimal planner]).
+struct OptimalOptions {
+  /// Cost per element read or written, in flops.
+  double read_write_weight = 0.0;
+  /// Intermediates above this many log2 elements are infeasible.
+  std::optional<double> max_log2_elements;
+};
+/// kWorkspaceLimitExceeded when no order keeps every intermediate within
+/// max_log2_elements. The network must have at most kOptimalHardMaxInputs inputs.
+Result<ContractionOrder> optimal_order(const SearchNetwork& network, const OptimalOptions& options,
+                                       std::int64_t* candidates);
+
+/// Simulated annealing (Note [TreeSA] in treesa_planner.cpp).
+struct TreeSASettings {
+  TreeSAOptions options;
+  CostWeights weights;
+  Determinism determinism = Determinism::kFast;
+  std::uint64_t seed = 0;
+  /// Intermediates above this many log2 elements are penalised heavily.
+  std::optional<double> max_log2_elements;
+};
+ContractionOrder treesa_order(const SearchNetwork& network, const TreeSASettings& settings, PlanningStats& stats);
+
+}  // namespace tenferro::einsum::internal
