@@ -7,8 +7,10 @@
 
 #include <string>
 
+#include "tenferro/cpu/kernels/creation.h"
 #include "tenferro/cpu/kernels/elementwise.h"
 #include "tenferro/cpu/kernels/layout.h"
+#include "tenferro/cpu/kernels/reduction.h"
 
 namespace tenferro::cpu::testing {
 
@@ -20,6 +22,10 @@ struct KernelTable {
   decltype(&cpu::select) select;
   decltype(&cpu::convert) convert;
   decltype(&cpu::copy_into) copy_into;
+  decltype(&cpu::fill) fill;
+  decltype(&cpu::iota) iota;
+  decltype(&cpu::reduce) reduce;
+  decltype(&cpu::arg_reduce) arg_reduce;
 };
 
 /// The native CPU kernels.
@@ -31,6 +37,10 @@ inline const KernelTable kNativeKernels = {
     .select = &cpu::select,
     .convert = &cpu::convert,
     .copy_into = &cpu::copy_into,
+    .fill = &cpu::fill,
+    .iota = &cpu::iota,
+    .reduce = &cpu::reduce,
+    .arg_reduce = &cpu::arg_reduce,
 };
 
 inline std::string kernel_table_name(const ::testing::TestParamInfo<const KernelTable*>& info) {

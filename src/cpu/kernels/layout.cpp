@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "cpu/kernels/copy_kernel.h"
 #include "cpu/kernels/strided_loop.h"
 #include "cpu/kernels/validation.h"
 
@@ -69,10 +70,20 @@ Status validate_copy(const TensorView& src, const TensorView& dst) {
 Status copy_into(const TensorView& src, const TensorView& dst, const ParallelContext& ctx, KernelStats* stats) {
   TENFERRO_TRY(validate_copy(src, dst));
   if (dst.numel() == 0 || internal::same_layout(src, dst)) return ok_status();
-  const auto item = static_cast<std::int64_t>(dtype_size(src.dtype));
-  const LoopOperand ops[2] = {{dst.data, dst.strides.data(), item}, {src.data, src.strides.data(), item}};
+  internal::copy_elements(dst.shape, static_cast<std::int64_t>(dtype_size(src.dtype)), {dst.data, dst.strides.data()},
+                          {src.data, src.strides.data()}, ctx, stats);
+  return ok_status();
+}
+
+namespace internal {
+
+void copy_elements(IntArrayRef shape, std::int64_t item, const CopyOperand& dst, const CopyOperand& src,
+                   const ParallelContext& ctx, KernelStats* stats) {
+  const LoopOperand ops[2] = {{const_cast<void*>(dst.data), dst.strides, item},
+                              {const_cast<void*>(src.data), src.strides, item}};
   StridedLoop<2> loop;
-  internal::init_strided_loop(dst.shape, ops, loop);
+  init_strided_loop(shape, ops, loop);
+  if (loop.numel == 0) return;
   const bool flat = loop.rank <= 1 && loop.inner_stride(0) == item && loop.inner_stride(1) == item;
   if (stats != nullptr) ++(flat ? stats->memcpy_copies : stats->run_copies);
   const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrainBytes / item);
@@ -82,7 +93,7 @@ Status copy_into(const TensorView& src, const TensorView& dst, const ParallelCon
   } else {
     copy_range(loop, item, 0, loop.numel);
   }
-  return ok_status();
 }
 
+}  // namespace internal
 }  // namespace tenferro::cpu

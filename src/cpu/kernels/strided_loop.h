@@ -4,8 +4,9 @@
 // Note [Strided iteration]
 // A kernel call builds one StridedLoop from its (validated) operands:
 //  1. extent-1 axes are dropped (they never move a pointer);
-//  2. axes are ordered fastest first by the operands' strides (operand 0, the
-//     output, decides; a stride-0 operand defers to the next one);
+//  2. axes are ordered fastest first by the operands' absolute strides
+//     (operand 0, the output, decides; a stride-0 operand defers to the next
+//     one);
 //  3. neighbouring axes that are contiguous with each other in *every*
 //     operand are merged, so a dense tensor becomes one axis whatever its
 //     rank.
@@ -25,7 +26,8 @@
 namespace tenferro::cpu::internal {
 
 /// One operand of a StridedLoop: base address, element strides along the
-/// iteration shape (stride 0 broadcasts) and element size in bytes.
+/// iteration shape (stride 0 broadcasts; internal callers may pass negative
+/// strides, e.g. reverse) and element size in bytes.
 struct LoopOperand {
   void* data;
   const std::int64_t* strides;
@@ -67,8 +69,8 @@ void init_strided_loop(IntArrayRef shape, const LoopOperand (&ops)[N], StridedLo
   // Stable insertion sort, fastest axis first.
   auto faster = [&](int x, int y) {  // is axis x strictly faster than axis y?
     for (int k = 0; k < N; ++k) {
-      const std::int64_t sx = loop.strides[x][k];
-      const std::int64_t sy = loop.strides[y][k];
+      const std::int64_t sx = loop.strides[x][k] < 0 ? -loop.strides[x][k] : loop.strides[x][k];
+      const std::int64_t sy = loop.strides[y][k] < 0 ? -loop.strides[y][k] : loop.strides[y][k];
       if (sx == 0 || sy == 0 || sx == sy) continue;
       return sx < sy;
     }
