@@ -65,6 +65,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     max_log2_elements = std::log2(*config.workspace_limit_bytes / static_cast<double>(dtype_size(network.dtype())));
   }
 
+  const internal::SearchObjective objective{.weights = weights, .max_log2_elements = max_log2_elements};
   PlanningStats stats;
   stats.planner = kind;
   ContractionOrder order;
@@ -92,7 +93,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
       break;
     case PlannerKind::kGreedy: {
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
-      order = internal::greedy_order(search, {}, nullptr, &stats.candidates);
+      order = internal::best_greedy_order(search, objective, &stats.candidates).order;
       break;
     }
     case PlannerKind::kOptimal: {
@@ -109,11 +110,8 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     }
     case PlannerKind::kTreeSA: {
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
-      internal::TreeSASettings settings{.options = treesa,
-                                        .weights = weights,
-                                        .determinism = config.determinism,
-                                        .seed = config.seed,
-                                        .max_log2_elements = max_log2_elements};
+      const internal::TreeSASettings settings{
+          .options = treesa, .objective = objective, .determinism = config.determinism, .seed = config.seed};
       order = internal::treesa_order(search, settings, stats);
       break;
     }

@@ -1,8 +1,11 @@
-// Internal: building the bit-set search view of a Network.
+// Internal: building the bit-set search view of a Network, and the search
+// objective shared by the planners.
 #include "search_network.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "search_planners.h"
 
 namespace tenferro::einsum::internal {
 
@@ -32,6 +35,30 @@ SearchNetwork SearchNetwork::from(const Network& network) {
     }
   }
   return search;
+}
+
+namespace {
+// Penalty per log2 element above a hard workspace limit: steep enough that
+// no flop saving pays for it.
+constexpr double kLimitPenalty = 1000.0;
+}  // namespace
+
+double SearchObjective::excess(double log2_elements) const noexcept {
+  double penalty = weights.size * std::max(0.0, log2_elements - weights.size_target_log2);
+  if (max_log2_elements) penalty += kLimitPenalty * std::max(0.0, log2_elements - *max_log2_elements);
+  return penalty;
+}
+
+double SearchObjective::step_cost(double log2_union, bool contracted, double log2_lhs, double log2_rhs,
+                                  double log2_result) const noexcept {
+  double cost = std::exp2(log2_union) * (contracted ? 2.0 : 1.0);
+  if (weights.read_write != 0.0)
+    cost += weights.read_write * (std::exp2(log2_lhs) + std::exp2(log2_rhs) + std::exp2(log2_result));
+  return cost;
+}
+
+double SearchObjective::score(double total_cost, double max_log2) const noexcept {
+  return std::log2(std::max(total_cost, 1.0)) + excess(max_log2);
 }
 
 }  // namespace tenferro::einsum::internal

@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 #include "search_planners.h"
 
@@ -36,15 +35,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Penalty per log2 element above a hard workspace limit.
-constexpr double kLimitPenalty = 1000.0;
-
 class AnnealingTree {
  public:
-  AnnealingTree(const SearchNetwork& net, const CostWeights& weights, std::optional<double> limit)
+  AnnealingTree(const SearchNetwork& net, const SearchObjective& objective)
       : net_(net),
-        weights_(weights),
-        limit_(limit),
+        objective_(objective),
         nodes_(static_cast<std::size_t>(2 * net.num_inputs - 1)),
         left_(nodes_, -1),
         right_(nodes_, -1),
@@ -134,7 +129,7 @@ class AnnealingTree {
       max_log2 = std::max(max_log2, log2_size_[node]);
       total += cost_[node];
     }
-    return std::log2(std::max(total, 1.0)) + excess(max_log2);
+    return objective_.score(total, max_log2);
   }
 
   // One sweep: a proposed rewrite at every internal node, parents first.
@@ -165,16 +160,13 @@ class AnnealingTree {
  private:
   bool is_leaf(std::int32_t node) const { return node < net_.num_inputs; }
 
-  double excess(double log2_elements) const {
-    double penalty = weights_.size * std::max(0.0, log2_elements - weights_.size_target_log2);
-    if (limit_) penalty += kLimitPenalty * std::max(0.0, log2_elements - *limit_);
-    return penalty;
-  }
-
   // Linear cost of contracting p and q into a tensor with labels `result`.
   double step_cost(std::int32_t p, std::int32_t q, const Word* result) const {
-    const Word* P = labels_[static_cast<std::size_t>(p)];
-    const Word* Q = labels_[static_cast<std::size_t>(q)];
+    return local_cost(labels_[static_cast<std::size_t>(p)], log2_size_[static_cast<std::size_t>(p)],
+                      labels_[static_cast<std::size_t>(q)], log2_size_[static_cast<std::size_t>(q)], result);
+  }
+
+  double local_cost(const Word* P, double log2_p, const Word* Q, double log2_q, const Word* result) const {
     double log2_union = 0.0;
     bool contracted = false;
     for (std::int32_t w = 0; w < net_.words; ++w) {
@@ -183,13 +175,8 @@ class AnnealingTree {
       for (Word bits = all; bits != 0; bits &= bits - 1)
         log2_union += net_.log2_extent[static_cast<std::size_t>(w * 64 + std::countr_zero(bits))];
     }
-    double cost = std::exp2(log2_union) * (contracted ? 2.0 : 1.0);
-    if (weights_.read_write != 0.0) {
-      cost += weights_.read_write *
-              (std::exp2(log2_size_[static_cast<std::size_t>(p)]) + std::exp2(log2_size_[static_cast<std::size_t>(q)]) +
-               std::exp2(net_.log2_size(result)));
-    }
-    return cost;
+    const double log2_result = objective_.weights.read_write != 0.0 ? net_.log2_size(result) : 0.0;
+    return objective_.step_cost(log2_union, contracted, log2_p, log2_q, log2_result);
   }
 
   // Proposes one random rewrite at internal node `node`; returns whether it
@@ -221,10 +208,11 @@ class AnnealingTree {
 
     // Costs of the rebuilt child (kept, uncle) and of node (child', moved).
     const double child_cost = step_cost(kept, uncle, new_child);
-    const double node_cost = step_cost_with_child(moved, new_child, new_child_log2, Nl);
+    const double node_cost = local_cost(M, log2_size_[static_cast<std::size_t>(moved)], new_child, new_child_log2, Nl);
     const double old_local = cost_[cu] + cost_[u];
     const double new_local = child_cost + node_cost;
-    const double delta = std::log2(new_local / old_local) + excess(new_child_log2) - excess(log2_size_[cu]);
+    const double delta =
+        std::log2(new_local / old_local) + objective_.excess(new_child_log2) - objective_.excess(log2_size_[cu]);
     if (delta > 0.0 && rng.uniform() >= std::exp(-beta * delta)) return false;
 
     // Apply: child := (kept, uncle); node := (child, moved).
@@ -246,29 +234,8 @@ class AnnealingTree {
     return true;
   }
 
-  // step_cost for a node whose children are `other` and a child that is
-  // not yet stored (its labels and log2 size given).
-  double step_cost_with_child(std::int32_t other, const Word* child, double child_log2, const Word* result) const {
-    const Word* O = labels_[static_cast<std::size_t>(other)];
-    double log2_union = 0.0;
-    bool contracted = false;
-    for (std::int32_t w = 0; w < net_.words; ++w) {
-      const Word all = O[w] | child[w];
-      contracted = contracted || (all & ~result[w]) != 0;
-      for (Word bits = all; bits != 0; bits &= bits - 1)
-        log2_union += net_.log2_extent[static_cast<std::size_t>(w * 64 + std::countr_zero(bits))];
-    }
-    double cost = std::exp2(log2_union) * (contracted ? 2.0 : 1.0);
-    if (weights_.read_write != 0.0) {
-      cost += weights_.read_write * (std::exp2(log2_size_[static_cast<std::size_t>(other)]) + std::exp2(child_log2) +
-                                     std::exp2(net_.log2_size(result)));
-    }
-    return cost;
-  }
-
   const SearchNetwork& net_;
-  CostWeights weights_;
-  std::optional<double> limit_;
+  const SearchObjective& objective_;
   std::size_t nodes_;
   std::vector<std::int32_t> left_, right_, parent_;
   LabelSets labels_;
@@ -279,9 +246,8 @@ class AnnealingTree {
   std::vector<std::int32_t> stack_;
 };
 
-double order_score(const SearchNetwork& net, const CostWeights& weights, std::optional<double> limit,
-                   const ContractionOrder& order) {
-  AnnealingTree tree(net, weights, limit);
+double order_score(const SearchNetwork& net, const SearchObjective& objective, const ContractionOrder& order) {
+  AnnealingTree tree(net, objective);
   tree.load(order);
   return tree.score();
 }
@@ -295,13 +261,15 @@ ContractionOrder treesa_order(const SearchNetwork& net, const TreeSASettings& se
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
   // Deterministic greedy is the baseline every chain must beat.
+  const SearchObjective& objective = settings.objective;
   std::int64_t greedy_pairs = 0;  // not reported: candidates counts moves
-  ContractionOrder best_order = greedy_order(net, GreedyOptions{}, nullptr, &greedy_pairs);
-  double best_score = order_score(net, settings.weights, settings.max_log2_elements, best_order);
+  const GreedyResult greedy = best_greedy_order(net, objective, &greedy_pairs);
+  ContractionOrder best_order = greedy.order;
+  double best_score = order_score(net, objective, best_order);
   if (net.num_inputs < 3) return best_order;  // one tree shape only
 
-  AnnealingTree tree(net, settings.weights, settings.max_log2_elements);
-  AnnealingTree chain_best(net, settings.weights, settings.max_log2_elements);
+  AnnealingTree tree(net, objective);
+  AnnealingTree chain_best(net, objective);
   std::int64_t sweeps = 0;
   for (std::int32_t chain = 0; chain < options.chains; ++chain) {
     if (chain > 0 && timed && elapsed() >= options.time_budget_seconds) {
@@ -310,16 +278,16 @@ ContractionOrder treesa_order(const SearchNetwork& net, const TreeSASettings& se
     }
     if (options.max_sweeps > 0 && sweeps >= options.max_sweeps) break;
     Rng rng(Rng::derive(settings.seed, static_cast<std::uint64_t>(chain)));
-    // Starting tree: the best of a few randomised greedy orders.
-    ContractionOrder start_order = best_order;
-    double start_score = std::numeric_limits<double>::infinity();
-    for (std::int32_t trial = 0; trial < std::max(options.greedy_trials, 1); ++trial) {
-      GreedyOptions greedy{.alpha = rng.uniform(), .temperature = 0.5 + rng.uniform()};
-      ContractionOrder candidate = greedy_order(net, greedy, &rng, &greedy_pairs);
-      const double score = order_score(net, settings.weights, settings.max_log2_elements, candidate);
-      if (score < start_score) {
-        start_score = score;
-        start_order = std::move(candidate);
+    // Starting tree: the best of the deterministic greedy orders and a few
+    // randomised ones.
+    ContractionOrder start_order = greedy.order;
+    double start_score = greedy.score;
+    for (std::int32_t trial = 0; trial < options.greedy_trials; ++trial) {
+      const GreedyOptions noisy{.alpha = rng.uniform(), .temperature = 0.5 + rng.uniform()};
+      GreedyResult candidate = greedy_order(net, objective, noisy, &rng, &greedy_pairs);
+      if (candidate.score < start_score) {
+        start_score = candidate.score;
+        start_order = std::move(candidate.order);
       }
     }
     tree.load(start_order);
