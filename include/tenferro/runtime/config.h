@@ -68,6 +68,15 @@ struct FamilyPreference {
   std::vector<EngineId> engines;
 };
 
+/// How a CPU engine with several domains picks one when the placement
+/// does not name it (seed "Placement-bound eager API").
+enum class CpuAffinityPolicy : std::uint8_t {
+  /// The domain holding the most input bytes; ties by lowest domain id.
+  kDominantInputBytes,
+  /// As above, but inputs from several domains are a kPlacementError.
+  kRequireSingleDomain,
+};
+
 /// Policies of one configuration.
 struct RuntimePolicies {
   /// Default determinism for prepare options that do not set it.
@@ -80,6 +89,7 @@ struct RuntimePolicies {
   /// An explicitly configured fallback engine (resolution step 6); invalid =
   /// none. There is no other fallback.
   EngineId fallback_engine;
+  CpuAffinityPolicy cpu_affinity = CpuAffinityPolicy::kDominantInputBytes;
   /// Bounds of the prepared-plan cache.
   PlanCacheLimits plan_cache;
   /// Admission capacities (memory bytes per storage domain, CPU threads per

@@ -165,11 +165,21 @@ class PlanCache {
     erase_matching(pred);
   }
 
+  /// New bounds; evicts down to them at once.
+  void set_limits(PlanCacheLimits limits) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limits_ = limits;
+    evict_to_bounds();
+  }
+
   PlanCacheStats stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_;
   }
-  PlanCacheLimits limits() const noexcept { return limits_; }
+  PlanCacheLimits limits() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limits_;
+  }
 
  private:
   enum class State : std::uint8_t { kPreparing, kReady, kFailed };

@@ -1,0 +1,638 @@
+// EagerContext: runtime.on(placement) (Note [Eager fast path]).
+#include "tenferro/runtime/eager.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "runtime/runtime_state.h"
+#include "runtime/scheduled_graph.h"
+#include "tenferro/program/core_inference.h"
+#include "tenferro/program/program_builder.h"
+
+namespace tenferro::runtime {
+
+using program::CoreSemanticOp;
+
+namespace internal {
+
+// The polymorphic capability of one (op, input dtype, result dtype, rank).
+struct EagerCapability {
+  std::uint32_t key = 0;  // 0: empty
+  bool fast = false;      // false: promote
+  std::size_t scratch_bytes = 0;
+  std::shared_ptr<const ProviderPlan> plan;
+};
+
+// What a context caches (Note [Eager fast path]).
+struct EagerCache {
+  static constexpr std::size_t kCapabilitySlots = 64;
+
+  std::uint64_t epoch = 0;
+  std::shared_ptr<const RuntimeConfig> config;
+  const EngineEntry* engine = nullptr;
+  ResolvedPlacement placement;
+  bool per_call_domain = false;
+  EngineExecutor* executor = nullptr;
+  EngineAllocator* allocator = nullptr;
+  StorageDomainId storage;
+  std::array<const CoreFamilyRuntime*, 4> slots{};  // elementwise, reduction, indexing, dot_general
+  const LayoutRuntime* layout = nullptr;
+  Determinism determinism = Determinism::kFast;
+  std::array<EagerCapability, kCapabilitySlots> capabilities;
+  StorageRef scratch;
+  std::vector<std::pair<std::string, const ExtensionEngine*>> extensions;
+
+  const CoreFamilyRuntime* slot(OpFamily family) const noexcept {
+    switch (family) {
+      case OpFamily::kElementwise:
+        return slots[0];
+      case OpFamily::kReduction:
+        return slots[1];
+      case OpFamily::kIndexing:
+        return slots[2];
+      case OpFamily::kDotGeneral:
+        return slots[3];
+      default:
+        return nullptr;
+    }
+  }
+};
+
+}  // namespace internal
+
+namespace {
+
+Error eager_error(ErrorCode code, std::string message) { return Error(code, ErrorStage::kNone, std::move(message)); }
+
+std::uint32_t capability_key(CoreSemanticOp op, DType in, DType out, std::size_t rank) noexcept {
+  return 1u | (static_cast<std::uint32_t>(op) << 1) | (static_cast<std::uint32_t>(in) << 9) |
+         (static_cast<std::uint32_t>(out) << 15) | (static_cast<std::uint32_t>(std::min<std::size_t>(rank, 63)) << 21);
+}
+
+DType result_dtype(CoreSemanticOp op, DType operand) noexcept {
+  switch (program::core_op_info(op).result_dtype) {
+    case program::ResultDTypeRule::kRealOfOperand:
+      return real_dtype(operand);
+    case program::ResultDTypeRule::kComplexOfOperand:
+      return complex_dtype(operand).value_or(operand);
+    case program::ResultDTypeRule::kBool:
+      return DType::kBool;
+    case program::ResultDTypeRule::kInt64:
+      return DType::kInt64;
+    default:
+      return operand;
+  }
+}
+
+// numpy broadcasting of two shapes into `out`; false when incompatible.
+bool broadcast_shapes(IntArrayRef a, IntArrayRef b, Dims& out) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  out.resize(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const std::int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1) return false;
+    out[i] = x == 1 ? y : x;
+  }
+  return true;
+}
+
+program::ValueMetadata exact_metadata(const Tensor& t) { return program::ValueMetadata::exact(t.dtype(), t.shape()); }
+
+}  // namespace
+
+EagerContext::EagerContext(std::shared_ptr<internal::RuntimeState> runtime, Placement placement)
+    : runtime_(std::move(runtime)), placement_(placement) {}
+EagerContext::~EagerContext() = default;
+EagerContext::EagerContext(EagerContext&&) noexcept = default;
+EagerContext& EagerContext::operator=(EagerContext&&) noexcept = default;
+
+Status EagerContext::refresh() {
+  auto cache = std::make_unique<internal::EagerCache>();
+  cache->config = runtime_->snapshot();
+  cache->epoch = cache->config->epoch();
+  TENFERRO_ASSIGN_OR_RETURN(cache->placement, internal::resolve_placement(*cache->config, placement_, {}, nullptr));
+  cache->engine = cache->config->find_engine(cache->placement.engine);
+  const EngineEntry& e = *cache->engine;
+  if (!e.registration.executable()) {
+    return eager_error(ErrorCode::kFailedPrecondition,
+                       fmt::format("engine {} ('{}') is preparation-only; eager calls need an executable engine",
+                                   e.id(), e.metadata().name));
+  }
+  cache->per_call_domain = placement_.kind() != Placement::Kind::kCpuDomain &&
+                           placement_.kind() != Placement::Kind::kDevice && e.metadata().domains.size() > 1 &&
+                           e.metadata().hardware == HardwareClass::kCpu;
+  cache->executor = e.registration.executor.get();
+  cache->allocator = e.allocator.get();
+  cache->storage = e.metadata().storage;
+  const CoreCapabilities& c = e.registration.capabilities;
+  cache->slots = {c.elementwise.get(), c.reduction.get(), c.indexing.get(), c.dot_general.get()};
+  cache->layout = c.layout.get();
+  cache->determinism = cache->config->policies().determinism;
+  if (cache_ != nullptr) ++metrics_.refreshes;
+  cache_ = std::move(cache);
+  return ok_status();
+}
+
+inline Status EagerContext::ensure_fresh() {
+  if (cache_ != nullptr && cache_->epoch == runtime_->epoch.load(std::memory_order_acquire)) [[likely]]
+    return ok_status();
+  return refresh();
+}
+
+Result<ResolvedPlacement> EagerContext::resolved_placement() {
+  TENFERRO_TRY(ensure_fresh());
+  return cache_->placement;
+}
+
+// The fast path proper: `inputs` are validated views (broadcast already
+// applied); allocates the output and calls the resolved slot.
+Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorView> inputs, DType out_dtype,
+                                      IntArrayRef out_shape, const program::CoreAttributes& attributes,
+                                      FunctionRef<Result<TensorList>()> promote_call) {
+  internal::EagerCache& c = *cache_;
+  for (const TensorView& v : inputs) {
+    if (v.storage->storage_domain() != c.storage) {
+      return eager_error(ErrorCode::kPlacementError,
+                         fmt::format("{}: expected inputs in storage domain {} of engine {}, found storage domain {}; "
+                                     "eager calls never transfer implicitly (transfer explicitly first)",
+                                     program::to_string(op), c.storage, c.engine->id(), v.storage->storage_domain()));
+    }
+  }
+  const CoreFamilyRuntime* slot = c.slot(core_op_family(op));
+  const DType in_dtype = inputs.empty() ? out_dtype : inputs[0].dtype;
+  const std::uint32_t key = capability_key(op, in_dtype, out_dtype, out_shape.size());
+  internal::EagerCapability* cap = &c.capabilities[(key * 2654435761u >> 8) % internal::EagerCache::kCapabilitySlots];
+  if (cap->key != key) {
+    // Ask once: the polymorphic signature (dtypes and ranks only).
+    internal::EagerCapability fresh;
+    fresh.key = key;
+    if (slot != nullptr) {
+      SmallVector<OperandSignature, 4> operands;
+      for (const TensorView& v : inputs)
+        operands.push_back(OperandSignature{v.dtype, v.rank(), {}, LayoutClass::kStrided});
+      OperationSignature sig;
+      sig.op = op;
+      sig.attributes = &attributes;
+      sig.operands = std::span<const OperandSignature>(operands.data(), operands.size());
+      sig.result = OperandSignature{out_dtype, static_cast<std::int64_t>(out_shape.size()), {}, LayoutClass::kRowMajor};
+      sig.determinism = c.determinism;
+      sig.placement = c.placement;
+      ++metrics_.capability_queries;
+      Result<PrepareCapability> answer = [&]() -> Result<PrepareCapability> {
+        try {
+          return slot->prepare(sig);
+        } catch (...) {
+          return status_from_current_exception(ErrorStage::kNone, slot->name());
+        }
+      }();
+      if (!answer.ok()) return answer.status();
+      if (answer->kind() == PrepareCapability::Kind::kPrepared &&
+          (c.determinism == Determinism::kFast || answer->kernel().reproducible)) {
+        fresh.fast = true;
+        fresh.plan = answer->kernel().plan;
+        fresh.scratch_bytes = answer->kernel().scratch_bytes;
+      }
+    }
+    *cap = std::move(fresh);
+  }
+  if (!cap->fast) {
+    TENFERRO_ASSIGN_OR_RETURN(TensorList out, promote_call());
+    return std::move(out[0]);
+  }
+  ResolvedPlacement where = c.placement;
+  if (c.per_call_domain) {
+    std::array<internal::AffinityWeight, 8> weights;
+    std::size_t count = 0;
+    for (const TensorView& v : inputs) {
+      if (count == weights.size()) break;
+      weights[count++] =
+          internal::AffinityWeight{v.storage->affinity(), static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype)};
+    }
+    TENFERRO_ASSIGN_OR_RETURN(
+        where, internal::resolve_placement(*c.config, placement_, std::span(weights.data(), count), nullptr));
+  }
+  const std::int64_t numel = numel_unchecked(out_shape);
+  TENFERRO_ASSIGN_OR_RETURN(StorageRef storage,
+                            c.allocator->allocate(static_cast<std::size_t>(numel) * dtype_size(out_dtype), where));
+  TENFERRO_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::from_storage(std::move(storage), out_dtype, out_shape, row_major_strides(out_shape)));
+  std::span<std::byte> scratch;
+  if (cap->scratch_bytes > 0) {
+    if (!c.scratch || c.scratch->nbytes() < cap->scratch_bytes) {
+      TENFERRO_ASSIGN_OR_RETURN(c.scratch, c.allocator->allocate(cap->scratch_bytes, where));
+    }
+    scratch = std::span<std::byte>(static_cast<std::byte*>(c.scratch->data()), cap->scratch_bytes);
+  }
+  OperationRequest request;
+  request.op = op;
+  request.attributes = &attributes;
+  request.inputs = inputs;
+  request.output = out.view();
+  request.plan = cap->plan.get();
+  request.scratch = scratch;
+  const Status status = c.executor->enter(where, [&](ErasedExecutionContext context) -> Status {
+    try {
+      return slot->run(request, context);
+    } catch (...) {
+      return status_from_current_exception(ErrorStage::kNone, slot->name());
+    }
+  });
+  if (!status.ok()) return status;
+  ++metrics_.fast_path_calls;
+  return out;
+}
+
+Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Tensor& b) {
+  TENFERRO_TRY(ensure_fresh());
+  const program::CoreOpInfo& info = program::core_op_info(op);
+  if (info.min_operands != 2 || info.max_operands != 2 || core_op_family(op) != OpFamily::kElementwise ||
+      op == CoreSemanticOp::kCompare) {
+    return eager_error(ErrorCode::kInvalidArgument,
+                       fmt::format("binary: expected a binary elementwise op, found {}", program::to_string(op)));
+  }
+  if (!a.defined() || !b.defined())
+    return eager_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected defined tensors", info.name));
+  if (a.dtype() != b.dtype()) {
+    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected operands of one dtype, found {} and {}",
+                                                              info.name, a.dtype(), b.dtype()));
+  }
+  if (!program::dtype_in_class(a.dtype(), info.operand_dtypes)) {
+    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} dtype, found {}", info.name,
+                                                              program::to_string(info.operand_dtypes), a.dtype()));
+  }
+  static const program::CoreAttributes kNone = program::NoAttributes{};
+  if (IntArrayRef(a.shape()) == IntArrayRef(b.shape())) {
+    const TensorView views[2] = {a.view(), b.view()};
+    return run_core(op, views, result_dtype(op, a.dtype()), a.shape(), kNone, [&]() -> Result<TensorList> {
+      const Tensor both[2] = {a, b};
+      return promote(op, both, kNone);
+    });
+  }
+  Dims shape;
+  if (!broadcast_shapes(a.shape(), b.shape(), shape)) {
+    return eager_error(ErrorCode::kShapeMismatch, fmt::format("{}: shapes {} and {} do not broadcast", info.name,
+                                                              shape_to_string(a.shape()), shape_to_string(b.shape())));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(Tensor ab, a.broadcast_to(shape));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor bb, b.broadcast_to(shape));
+  const TensorView views[2] = {ab.view(), bb.view()};
+  return run_core(op, views, result_dtype(op, a.dtype()), shape, kNone, [&]() -> Result<TensorList> {
+    const Tensor both[2] = {ab, bb};
+    return promote(op, both, kNone);
+  });
+}
+
+Result<Tensor> EagerContext::unary(CoreSemanticOp op, const Tensor& x) {
+  TENFERRO_TRY(ensure_fresh());
+  const program::CoreOpInfo& info = program::core_op_info(op);
+  if (info.min_operands != 1 || info.max_operands != 1 || core_op_family(op) != OpFamily::kElementwise ||
+      op == CoreSemanticOp::kConvert) {
+    return eager_error(ErrorCode::kInvalidArgument,
+                       fmt::format("unary: expected a unary elementwise op, found {}", program::to_string(op)));
+  }
+  if (!x.defined())
+    return eager_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected a defined tensor", info.name));
+  if (!program::dtype_in_class(x.dtype(), info.operand_dtypes)) {
+    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} dtype, found {}", info.name,
+                                                              program::to_string(info.operand_dtypes), x.dtype()));
+  }
+  static const program::CoreAttributes kNone = program::NoAttributes{};
+  const TensorView views[1] = {x.view()};
+  return run_core(op, views, result_dtype(op, x.dtype()), x.shape(), kNone,
+                  [&]() { return promote(op, std::span<const Tensor>(&x, 1), kNone); });
+}
+
+Result<Tensor> EagerContext::compare(program::ComparisonDirection direction, const Tensor& a, const Tensor& b) {
+  const Tensor operands[2] = {a, b};
+  return apply(CoreSemanticOp::kCompare, operands, program::CompareAttributes{direction});
+}
+
+Result<Tensor> EagerContext::select(const Tensor& predicate, const Tensor& on_true, const Tensor& on_false) {
+  const Tensor operands[3] = {predicate, on_true, on_false};
+  return apply(CoreSemanticOp::kSelect, operands);
+}
+
+Result<Tensor> EagerContext::convert(const Tensor& x, DType dtype) {
+  return apply(CoreSemanticOp::kConvert, std::span<const Tensor>(&x, 1), program::ConvertAttributes{dtype});
+}
+
+Result<Tensor> EagerContext::matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) return eager_error(ErrorCode::kInvalidArgument, "matmul: expected defined tensors");
+  const std::int64_t ra = a.rank();
+  const std::int64_t rb = b.rank();
+  program::DotGeneralAttributes dims;
+  if (ra == 1 && rb == 1) {
+    dims.lhs_contract = {0};
+    dims.rhs_contract = {0};
+  } else if (ra == 2 && rb == 1) {
+    dims.lhs_contract = {1};
+    dims.rhs_contract = {0};
+  } else if (ra == 1 && rb == 2) {
+    dims.lhs_contract = {0};
+    dims.rhs_contract = {0};
+  } else if (ra >= 2 && ra == rb) {
+    for (std::int64_t i = 0; i < ra - 2; ++i) {
+      dims.lhs_batch.push_back(i);
+      dims.rhs_batch.push_back(i);
+    }
+    dims.lhs_contract = {ra - 1};
+    dims.rhs_contract = {rb - 2};
+  } else {
+    return eager_error(ErrorCode::kShapeMismatch,
+                       fmt::format("matmul: expected ranks (1|2, 1|2) or equal ranks >= 2, found {} and {}", ra, rb));
+  }
+  return dot_general(a, b, dims);
+}
+
+Result<Tensor> EagerContext::dot_general(const Tensor& lhs, const Tensor& rhs,
+                                         const program::DotGeneralAttributes& dims) {
+  const Tensor operands[2] = {lhs, rhs};
+  return apply(CoreSemanticOp::kDotGeneral, operands, dims);
+}
+
+Result<Tensor> EagerContext::sum(const Tensor& x, IntArrayRef axes) {
+  return apply(CoreSemanticOp::kReduceSum, std::span<const Tensor>(&x, 1),
+               program::ReduceAttributes{Dims(axes.span())});
+}
+Result<Tensor> EagerContext::prod(const Tensor& x, IntArrayRef axes) {
+  return apply(CoreSemanticOp::kReduceProd, std::span<const Tensor>(&x, 1),
+               program::ReduceAttributes{Dims(axes.span())});
+}
+Result<Tensor> EagerContext::max(const Tensor& x, IntArrayRef axes) {
+  return apply(CoreSemanticOp::kReduceMax, std::span<const Tensor>(&x, 1),
+               program::ReduceAttributes{Dims(axes.span())});
+}
+Result<Tensor> EagerContext::min(const Tensor& x, IntArrayRef axes) {
+  return apply(CoreSemanticOp::kReduceMin, std::span<const Tensor>(&x, 1),
+               program::ReduceAttributes{Dims(axes.span())});
+}
+Result<Tensor> EagerContext::argmax(const Tensor& x, std::int64_t axis) {
+  return apply(CoreSemanticOp::kArgmax, std::span<const Tensor>(&x, 1), program::ArgReduceAttributes{axis});
+}
+Result<Tensor> EagerContext::argmin(const Tensor& x, std::int64_t axis) {
+  return apply(CoreSemanticOp::kArgmin, std::span<const Tensor>(&x, 1), program::ArgReduceAttributes{axis});
+}
+Result<Tensor> EagerContext::gather(const Tensor& x, const Tensor& indices, std::int64_t axis) {
+  const Tensor operands[2] = {x, indices};
+  return apply(CoreSemanticOp::kGather, operands, program::GatherAttributes{axis});
+}
+Result<Tensor> EagerContext::concatenate(std::span<const Tensor> xs, std::int64_t axis) {
+  return apply(CoreSemanticOp::kConcatenate, xs, program::ConcatenateAttributes{axis});
+}
+
+Result<Tensor> EagerContext::contiguous(const Tensor& x) {
+  if (x.defined() && x.is_contiguous()) return x;
+  return copy(x);
+}
+
+Result<Tensor> EagerContext::copy(const Tensor& x) {
+  TENFERRO_TRY(ensure_fresh());
+  internal::EagerCache& c = *cache_;
+  if (!x.defined()) return eager_error(ErrorCode::kInvalidArgument, "copy: expected a defined tensor");
+  if (x.storage()->storage_domain() != c.storage) {
+    return eager_error(ErrorCode::kPlacementError,
+                       fmt::format("copy: expected storage domain {}, found {}; eager calls never transfer implicitly",
+                                   c.storage, x.storage()->storage_domain()));
+  }
+  if (c.layout == nullptr) {
+    return eager_error(ErrorCode::kUnsupportedOperation, fmt::format("copy: engine {} ('{}') has no layout slot",
+                                                                     c.engine->id(), c.engine->metadata().name));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(StorageRef storage, c.allocator->allocate(x.nbytes(), c.placement));
+  TENFERRO_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::from_storage(std::move(storage), x.dtype(), x.shape(), row_major_strides(x.shape())));
+  const LayoutRuntime* layout = c.layout;
+  const TensorView src = x.view();
+  const TensorView dst = out.view();
+  TENFERRO_TRY(c.executor->enter(c.placement, [&](ErasedExecutionContext context) -> Status {
+    try {
+      return layout->copy(src, dst, nullptr, context);
+    } catch (...) {
+      return status_from_current_exception(ErrorStage::kNone, layout->name());
+    }
+  }));
+  ++metrics_.fast_path_calls;
+  return out;
+}
+
+Result<Tensor> EagerContext::apply(CoreSemanticOp op, std::span<const Tensor> inputs,
+                                   const program::CoreAttributes& attributes) {
+  TENFERRO_TRY(ensure_fresh());
+  SmallVector<program::ValueMetadata, 4> metadata;
+  for (const Tensor& t : inputs) {
+    if (!t.defined())
+      return eager_error(ErrorCode::kInvalidArgument,
+                         fmt::format("{}: expected defined tensors", program::to_string(op)));
+    metadata.push_back(exact_metadata(t));
+  }
+  program::ShapeConstraints constraints(program::to_string(op), nullptr);
+  Result<program::ValueMetadata> inferred = program::infer_core_metadata(
+      op, attributes, std::span<const program::ValueMetadata>(metadata.data(), metadata.size()), constraints);
+  if (!inferred.ok()) return inferred.status().in_stage(ErrorStage::kNone);
+  const std::optional<Dims> shape = program::exact_shape(inferred->shape);
+  if (!shape) return eager_error(ErrorCode::kInternal, "eager inference produced a symbolic shape");
+  if (core_op_family(op) == OpFamily::kView) {
+    // Metadata only: never a provider.
+    ++metrics_.fast_path_calls;
+    return internal::apply_view_op(op, attributes, inputs[0], *shape);
+  }
+  SmallVector<TensorView, 4> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  return run_core(op, std::span<const TensorView>(views.data(), views.size()), inferred->dtype, *shape, attributes,
+                  [&]() { return promote(op, inputs, attributes); });
+}
+
+// --- promotion -------------------------------------------------------------
+
+Result<TensorList> EagerContext::promote(CoreSemanticOp op, std::span<const Tensor> inputs,
+                                         const program::CoreAttributes& attributes) {
+  const std::uint64_t t = internal::now_ns();
+  program::ProgramBuilder builder;
+  SmallVector<program::ProgramValue, 4> values;
+  for (const Tensor& x : inputs) {
+    const program::SymbolicShape shape = program::symbolic_shape(x.shape());
+    TENFERRO_ASSIGN_OR_RETURN(
+        program::ProgramValue v,
+        builder.add_input(x.dtype(), std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
+    values.push_back(v);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(
+      program::ProgramValue out,
+      builder.emit(op, std::span<const program::ProgramValue>(values.data(), values.size()), attributes));
+  TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen, builder.freeze({out}));
+  runtime_->metrics->compile.add(internal::now_ns() - t);
+  PrepareOptions options;
+  options.placement = placement_;
+  ++metrics_.promoted_calls;
+  runtime_->metrics->eager_promoted_calls.fetch_add(1, std::memory_order_relaxed);
+  return internal::run_program(*runtime_, frozen.program, inputs, options);
+}
+
+Result<TensorList> EagerContext::promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
+                                                   std::span<const Tensor> inputs) {
+  const std::uint64_t t = internal::now_ns();
+  program::ProgramBuilder builder;
+  SmallVector<program::ProgramValue, 4> values;
+  for (const Tensor& x : inputs) {
+    const program::SymbolicShape shape = program::symbolic_shape(x.shape());
+    TENFERRO_ASSIGN_OR_RETURN(
+        program::ProgramValue v,
+        builder.add_input(x.dtype(), std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
+    values.push_back(v);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(
+      auto outs, builder.emit_extension(op, std::span<const program::ProgramValue>(values.data(), values.size())));
+  TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen,
+                            builder.freeze(std::span<const program::ProgramValue>(outs.data(), outs.size())));
+  runtime_->metrics->compile.add(internal::now_ns() - t);
+  PrepareOptions options;
+  options.placement = placement_;
+  ++metrics_.promoted_calls;
+  runtime_->metrics->eager_promoted_calls.fetch_add(1, std::memory_order_relaxed);
+  return internal::run_program(*runtime_, frozen.program, inputs, options);
+}
+
+// --- extensions ------------------------------------------------------------
+
+ExtensionSlot EagerContext::resolve_extension(std::string_view family) {
+  ExtensionSlot slot;
+  slot.family_ = std::string(family);
+  if (!ensure_fresh().ok()) return slot;
+  const ExtensionRegistration* reg = cache_->config->find_extension(family, cache_->engine->id());
+  slot.engine_ = reg != nullptr ? reg->implementation.get() : nullptr;
+  slot.epoch_ = cache_->epoch;
+  return slot;
+}
+
+Result<TensorList> EagerContext::call(const std::shared_ptr<const program::ExtensionOp>& op,
+                                      std::span<const Tensor> inputs) {
+  if (op == nullptr) return eager_error(ErrorCode::kInvalidArgument, "call: expected an extension op, found null");
+  TENFERRO_TRY(ensure_fresh());
+  for (auto& [family, engine] : cache_->extensions) {
+    if (family == op->family_id()) {
+      ExtensionSlot slot;
+      slot.family_ = family;
+      slot.engine_ = engine;
+      slot.epoch_ = cache_->epoch;
+      return call(slot, op, inputs);
+    }
+  }
+  ExtensionSlot slot = resolve_extension(op->family_id());
+  cache_->extensions.emplace_back(slot.family_, slot.engine_);
+  return call(slot, op, inputs);
+}
+
+Result<TensorList> EagerContext::call(ExtensionSlot& slot, const std::shared_ptr<const program::ExtensionOp>& op,
+                                      std::span<const Tensor> inputs) {
+  if (op == nullptr) return eager_error(ErrorCode::kInvalidArgument, "call: expected an extension op, found null");
+  TENFERRO_TRY(ensure_fresh());
+  if (slot.family_ != op->family_id() || slot.epoch_ != cache_->epoch) slot = resolve_extension(op->family_id());
+  internal::EagerCache& c = *cache_;
+  SmallVector<program::ValueMetadata, 4> metadata;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) return eager_error(ErrorCode::kInvalidArgument, "call: expected defined tensors");
+    if (t.storage()->storage_domain() != c.storage) {
+      return eager_error(ErrorCode::kPlacementError,
+                         fmt::format("{}: expected inputs in storage domain {}, found {}; eager calls never transfer "
+                                     "implicitly",
+                                     op->family_id(), c.storage, t.storage()->storage_domain()));
+    }
+    metadata.push_back(exact_metadata(t));
+  }
+  const std::span<const program::ValueMetadata> operand_metadata(metadata.data(), metadata.size());
+  program::ShapeConstraints constraints(op->family_id(), nullptr);
+  TENFERRO_ASSIGN_OR_RETURN(auto results, op->infer_metadata(operand_metadata, constraints));
+
+  if (slot.engine_ != nullptr) {
+    using program::SpecializationAxis;
+    SmallVector<OperandSignature, 4> ops;
+    for (const Tensor& t : inputs) ops.push_back(OperandSignature{t.dtype(), t.rank(), t.shape(), layout_class_of(t)});
+    SmallVector<Dims, 2> shapes;
+    for (const program::ValueMetadata& m : results) shapes.push_back(*program::exact_shape(m.shape));
+    SmallVector<OperandSignature, 2> res;
+    for (std::size_t r = 0; r < results.size(); ++r)
+      res.push_back(OperandSignature{results[r].dtype, results[r].rank(), shapes[r].span(), LayoutClass::kRowMajor});
+    ExtensionSignature sig;
+    sig.op = op.get();
+    sig.operands = std::span<const OperandSignature>(ops.data(), ops.size());
+    sig.results = std::span<const OperandSignature>(res.data(), res.size());
+    sig.granted = program::SpecializationRequirements{SpecializationAxis::kConcreteDims, SpecializationAxis::kDType,
+                                                      SpecializationAxis::kPlacement, SpecializationAxis::kLayoutClass};
+    sig.determinism = c.determinism;
+    sig.placement = c.placement;
+    TENFERRO_ASSIGN_OR_RETURN(PrepareCapability answer, slot.engine_->prepare(sig));
+    if (answer.kind() == PrepareCapability::Kind::kPrepared &&
+        (c.determinism == Determinism::kFast || answer.kernel().reproducible)) {
+      TensorList outputs;
+      SmallVector<TensorView, 2> out_views;
+      for (std::size_t r = 0; r < results.size(); ++r) {
+        TENFERRO_ASSIGN_OR_RETURN(
+            StorageRef storage,
+            c.allocator->allocate(static_cast<std::size_t>(numel_unchecked(shapes[r])) * dtype_size(results[r].dtype),
+                                  c.placement));
+        TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::from_storage(std::move(storage), results[r].dtype, shapes[r],
+                                                                 row_major_strides(shapes[r])));
+        outputs.push_back(std::move(t));
+      }
+      for (const Tensor& t : outputs) out_views.push_back(t.view());
+      SmallVector<TensorView, 4> in_views;
+      for (const Tensor& t : inputs) in_views.push_back(t.view());
+      StorageRef scratch_storage;
+      std::span<std::byte> scratch;
+      if (answer.kernel().scratch_bytes > 0) {
+        TENFERRO_ASSIGN_OR_RETURN(scratch_storage, c.allocator->allocate(answer.kernel().scratch_bytes, c.placement));
+        scratch = std::span<std::byte>(static_cast<std::byte*>(scratch_storage->data()), answer.kernel().scratch_bytes);
+      }
+      ExtensionRequest request;
+      request.op = op.get();
+      request.inputs = std::span<const TensorView>(in_views.data(), in_views.size());
+      request.outputs = std::span<const TensorView>(out_views.data(), out_views.size());
+      request.plan = answer.kernel().plan.get();
+      request.scratch = scratch;
+      const ExtensionEngine* engine = slot.engine_;
+      TENFERRO_TRY(c.executor->enter(c.placement, [&](ErasedExecutionContext context) -> Status {
+        try {
+          return engine->run(request, context);
+        } catch (...) {
+          return status_from_current_exception(ErrorStage::kNone, engine->name());
+        }
+      }));
+      ++metrics_.fast_path_calls;
+      return outputs;
+    }
+  }
+  // No native engine (or it refused): a one-core-op lowering stays on the
+  // fast path; anything else is promoted.
+  Result<program::CoreLowering> lowering =
+      program::lower_extension_to_core(*op, operand_metadata,
+                                       program::SpecializationRequirements{program::SpecializationAxis::kConcreteDims,
+                                                                           program::SpecializationAxis::kDType},
+                                       program::make_provenance(std::string(op->family_id())));
+  if (lowering.ok() && lowering->kind == program::ExtensionLoweringOutcome::Kind::kLowered &&
+      lowering->fragment->num_operations() == 1 && lowering->fragment->operation(program::OperationId(0)).is_core()) {
+    const program::SemanticProgram& f = *lowering->fragment;
+    const program::OperationView fop = f.operation(program::OperationId(0));
+    // The single op must read the fragment inputs directly.
+    SmallVector<Tensor, 4> operands;
+    bool direct = f.outputs().size() == 1 && f.outputs()[0] == fop.result(0);
+    for (program::ValueId v : fop.operands()) {
+      if (v.index() >= f.num_inputs()) direct = false;
+      if (direct) operands.push_back(inputs[v.index()]);
+    }
+    if (direct) {
+      Result<Tensor> out =
+          apply(fop.core_op(), std::span<const Tensor>(operands.data(), operands.size()), fop.attributes());
+      if (!out.ok()) return out.status();
+      TensorList outputs;
+      outputs.push_back(std::move(*out));
+      return outputs;
+    }
+  }
+  return promote_extension(op, inputs);
+}
+
+}  // namespace tenferro::runtime

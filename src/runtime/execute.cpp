@@ -1,0 +1,545 @@
+// Executing a prepared program: run workspaces, run admission, node leases,
+// event-domain runs, the enqueue loop with fail-fast, and drain.
+//
+// Note [Fail-fast execution]
+// Before anything runs: the inputs are checked against the plan's
+// signature, the run is admitted (memory from the buffer plan), escaping
+// buffers are allocated, and one EventDomainRun is begun per event domain
+// in first-use order. Then nodes are enqueued in schedule order; a node's
+// resources are leased atomically just before its enqueue and released when
+// it completes. The first failure (lease, allocation, enqueue, a returned
+// token of the wrong origin, a host wait, a cancellation) becomes the
+// primary error and nothing more is enqueued. Every begun run is then
+// drained in first-use order, success or not; later failures are attached
+// to the primary as suppressed errors. Outputs are collected only after the
+// drain and only on success: there are no partial outputs. All storage,
+// leases and runs are released before returning.
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "runtime/runtime_state.h"
+#include "runtime/scheduled_graph.h"
+
+namespace tenferro::runtime::internal {
+
+namespace {
+
+Error enqueue_error(ErrorCode code, std::string message) {
+  return Error(code, ErrorStage::kEnqueue, std::move(message));
+}
+
+bool layout_satisfies(LayoutClass actual, LayoutClass planned) noexcept {
+  return static_cast<int>(actual) <= static_cast<int>(planned);
+}
+
+}  // namespace
+
+// One node's work; lives in the workspace so async domains can run it
+// after enqueue returned.
+class NodeWork final : public EnqueuedWork {
+ public:
+  void bind(const NodeRecord* node, RunWorkspace* workspace) noexcept {
+    node_ = node;
+    workspace_ = workspace;
+  }
+  Status execute(ErasedExecutionContext context) noexcept override;
+
+ private:
+  const NodeRecord* node_ = nullptr;
+  RunWorkspace* workspace_ = nullptr;
+};
+
+struct RunWorkspace {
+  const PreparedState* state = nullptr;
+  std::vector<Tensor> values;                         // per slot
+  std::vector<StorageRef> storage;                    // per buffer (workspace buffers persist)
+  std::vector<std::unique_ptr<EventDomainRun>> runs;  // per domain
+  std::vector<CompletionToken> tokens;                // per node
+  std::vector<ResourceLease> leases;                  // per node
+  std::vector<NodeWork> works;                        // per node
+  std::vector<std::uint32_t> outstanding;             // async nodes holding a lease
+  std::size_t outstanding_head = 0;
+};
+
+WorkspacePool::WorkspacePool() = default;
+WorkspacePool::~WorkspacePool() = default;
+
+std::unique_ptr<RunWorkspace> WorkspacePool::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return nullptr;
+  std::unique_ptr<RunWorkspace> w = std::move(free_.back());
+  free_.pop_back();
+  return w;
+}
+
+void WorkspacePool::give_back(std::unique_ptr<RunWorkspace> workspace) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(workspace));
+}
+
+Status NodeWork::execute(ErasedExecutionContext context) noexcept {
+  const NodeRecord& node = *node_;
+  RunWorkspace& ws = *workspace_;
+  try {
+    SmallVector<TensorView, 4> inputs;
+    for (std::uint32_t s : node.inputs) inputs.push_back(ws.values[s].view());
+    std::span<std::byte> scratch;
+    if (node.scratch_buffer != kNoIndex)
+      scratch =
+          std::span<std::byte>(static_cast<std::byte*>(ws.storage[node.scratch_buffer]->data()), node.scratch_bytes);
+    switch (node.kind) {
+      case ScheduledNodeKind::kOperation: {
+        OperationRequest request;
+        request.op = node.op;
+        request.attributes = node.attributes;
+        request.inputs = std::span<const TensorView>(inputs.data(), inputs.size());
+        request.output = ws.values[node.outputs[0]].view();
+        request.plan = node.plan.get();
+        request.scratch = scratch;
+        return node.provider->run(request, context);
+      }
+      case ScheduledNodeKind::kExtension: {
+        SmallVector<TensorView, 2> outputs;
+        for (std::uint32_t s : node.outputs) outputs.push_back(ws.values[s].view());
+        ExtensionRequest request;
+        request.op = node.extension_op;
+        request.inputs = std::span<const TensorView>(inputs.data(), inputs.size());
+        request.outputs = std::span<const TensorView>(outputs.data(), outputs.size());
+        request.plan = node.plan.get();
+        request.scratch = scratch;
+        return node.extension->run(request, context);
+      }
+      case ScheduledNodeKind::kCopy:
+        return node.layout->copy(inputs[0], ws.values[node.outputs[0]].view(), node.plan.get(), context);
+      case ScheduledNodeKind::kTransfer: {
+        TransferRequest request{inputs[0], ws.values[node.outputs[0]].view(), node.transfer_source,
+                                node.transfer_destination};
+        return node.transfer->transfer(request, context);
+      }
+      default:
+        return Error(ErrorCode::kInternal, ErrorStage::kEnqueue, "non-enqueueable node enqueued");
+    }
+  } catch (...) {
+    return status_from_current_exception(ErrorStage::kCompletion, node.provider_name);
+  }
+}
+
+namespace {
+
+// Creates a workspace: persistent buffers, their slot tensors, event-domain
+// runs. Errors are enqueue-stage (allocation, missing driver, create_run).
+Result<std::unique_ptr<RunWorkspace>> create_workspace(const PreparedState& st) {
+  auto ws = std::make_unique<RunWorkspace>();
+  ws->state = &st;
+  ws->values.resize(st.slots.size());
+  ws->storage.resize(st.buffers.size());
+  ws->tokens.resize(st.nodes.size());
+  ws->leases.resize(st.nodes.size());
+  ws->works.resize(st.nodes.size());
+  ws->outstanding.reserve(st.nodes.size());
+  for (std::size_t n = 0; n < st.nodes.size(); ++n) ws->works[n].bind(&st.nodes[n], ws.get());
+  for (std::size_t b = 0; b < st.buffers.size(); ++b) {
+    const BufferInfo& buffer = st.buffers[b];
+    if (buffer.per_run) continue;
+    Result<StorageRef> storage = st.engines[buffer.engine]->allocator->allocate(buffer.bytes, buffer.placement);
+    if (!storage.ok()) return storage.status().with_context("allocating a run workspace buffer", ErrorStage::kEnqueue);
+    ws->storage[b] = std::move(*storage);
+  }
+  for (std::size_t s = 0; s < st.slots.size(); ++s) {
+    const SlotInfo& slot = st.slots[s];
+    if (slot.buffer == kNoIndex || st.buffers[slot.buffer].per_run) continue;
+    TENFERRO_ASSIGN_OR_RETURN(ws->values[s],
+                              Tensor::from_storage(ws->storage[slot.buffer], slot.dtype, slot.shape, slot.strides));
+  }
+  for (const DomainUse& d : st.domains) {
+    const EngineEntry& engine = *st.engines[d.engine];
+    if (engine.registration.event_driver == nullptr) {
+      return event_domain_error(ErrorCode::kFailedPrecondition, ErrorStage::kEnqueue, d.id,
+                                EventDomainOperation::kBeginRun,
+                                fmt::format("engine {} ('{}') is preparation-only: it has no executor or event-domain "
+                                            "driver",
+                                            engine.id(), engine.metadata().name));
+    }
+    Result<std::unique_ptr<EventDomainRun>> run = [&]() -> Result<std::unique_ptr<EventDomainRun>> {
+      try {
+        return engine.registration.event_driver->create_run(d.id);
+      } catch (...) {
+        return status_from_current_exception(ErrorStage::kEnqueue, "event-domain driver create_run");
+      }
+    }();
+    if (!run.ok()) return run.status().in_stage(ErrorStage::kEnqueue);
+    ws->runs.push_back(std::move(*run));
+  }
+  return ws;
+}
+
+}  // namespace
+
+Result<Tensor> apply_view_op(program::CoreSemanticOp op, const program::CoreAttributes& attributes, const Tensor& src,
+                             IntArrayRef out_shape) {
+  using program::CoreSemanticOp;
+  switch (op) {
+    case CoreSemanticOp::kTranspose:
+      return src.permute(std::get<program::TransposeAttributes>(attributes).perm);
+    case CoreSemanticOp::kReshape:
+      return src.reshape(out_shape);
+    case CoreSemanticOp::kSlice: {
+      const auto& a = std::get<program::SliceAttributes>(attributes);
+      Tensor t = src;
+      for (std::size_t axis = 0; axis < a.start.size(); ++axis) {
+        TENFERRO_ASSIGN_OR_RETURN(
+            t, t.slice(static_cast<std::int64_t>(axis), a.start[axis], a.limit[axis], a.stride[axis]));
+      }
+      return t;
+    }
+    case CoreSemanticOp::kBroadcastInDim: {
+      const auto& a = std::get<program::BroadcastInDimAttributes>(attributes);
+      // Insert unit axes where the result has axes the operand lacks, then
+      // broadcast (numpy rules) to the result shape.
+      Tensor t = src;
+      std::size_t k = 0;
+      for (std::size_t axis = 0; axis < out_shape.size(); ++axis) {
+        if (k < a.dims.size() && a.dims[k] == static_cast<std::int64_t>(axis)) {
+          ++k;
+          continue;
+        }
+        TENFERRO_ASSIGN_OR_RETURN(t, t.unsqueeze(static_cast<std::int64_t>(axis)));
+      }
+      return t.broadcast_to(out_shape);
+    }
+    default:
+      return Error(ErrorCode::kInternal, ErrorStage::kNone, "not a view operation");
+  }
+}
+
+namespace {
+
+Status apply_view(const PreparedState& st, const NodeRecord& node, RunWorkspace& ws) {
+  TENFERRO_ASSIGN_OR_RETURN(
+      ws.values[node.outputs[0]],
+      apply_view_op(node.op, *node.attributes, ws.values[node.inputs[0]], st.slots[node.outputs[0]].shape));
+  return ok_status();
+}
+
+class RunExecution {
+ public:
+  RunExecution(const PreparedState& st, RunWorkspace& ws, MetricsState& metrics, const std::atomic<bool>* cancelled,
+               std::size_t runtime_refs)
+      : st_(st),
+        ws_(ws),
+        metrics_(metrics),
+        cancelled_(cancelled),
+        arbiter_(st.config->arbiter()),
+        runtime_refs_(runtime_refs) {}
+
+  Status run(std::span<const Tensor> inputs) {
+    Status primary = start(inputs);
+    loop_start_ = now_ns();
+    std::uint32_t n = 0;
+    const std::uint32_t count = static_cast<std::uint32_t>(st_.nodes.size());
+    while (primary.ok() && n < count) {
+      const NodeRecord& node = st_.nodes[n];
+      if (node.kind == ScheduledNodeKind::kOperation || node.kind == ScheduledNodeKind::kExtension ||
+          node.kind == ScheduledNodeKind::kCopy) {
+        const std::uint32_t end = node.segment_end;
+        EventDomainRun& run = *ws_.runs[node.domain];
+        primary = run.run_segment(node.placement, [&]() -> Status {
+          for (std::uint32_t k = n; k < end; ++k) TENFERRO_TRY(process(k));
+          return ok_status();
+        });
+        n = end;
+      } else {
+        primary = process(n);
+        ++n;
+      }
+    }
+    enqueue_end_ = now_ns();
+    return finish(std::move(primary));
+  }
+
+  std::uint64_t start_ns() const { return loop_start_; }
+  std::uint64_t enqueue_end_ns() const { return enqueue_end_; }
+  std::uint64_t enqueued() const { return enqueued_; }
+
+ private:
+  bool cancelled() const { return cancelled_ != nullptr && cancelled_->load(std::memory_order_acquire); }
+
+  Status start(std::span<const Tensor> inputs) {
+    start_ = now_ns();
+    if (cancelled())
+      return Error(ErrorCode::kCancelled, ErrorStage::kEnqueue, "the run was cancelled before it started");
+    if (!st_.admission.empty()) {
+      const std::uint64_t t = now_ns();
+      TENFERRO_TRY(arbiter_.acquire(st_.admission, cancelled_));
+      run_lease_ = ResourceLease(&arbiter_, st_.admission);
+      metrics_.admission_wait.add(now_ns() - t);
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) ws_.values[st_.input_slots[i]] = inputs[i];
+    // Donation: the output of an in-place capable node takes over a
+    // Donatable input's storage when nobody but the caller's tensor and the
+    // runtime's own references hold it (not shared, not viewed), it is
+    // ready, ours and row-major dense. Otherwise the output is allocated.
+    for (std::size_t n = 0; n < st_.nodes.size(); ++n) {
+      const NodeRecord& node = st_.nodes[n];
+      if (node.donate_input == kNoIndex) continue;
+      const Tensor& in = ws_.values[node.donate_input];
+      const Storage& storage = *in.storage();
+      if (storage.use_count() <= runtime_refs_ + 2 && storage.pending() == nullptr && in.is_contiguous() &&
+          storage.storage_domain() == st_.engines[node.engine]->metadata().storage) {
+        ws_.values[node.outputs[0]] = in;
+        ++donations_;
+      }
+    }
+    // Escaping buffers: allocated per run (unless donated).
+    for (std::size_t b = 0; b < st_.buffers.size(); ++b) {
+      const BufferInfo& buffer = st_.buffers[b];
+      if (!buffer.per_run) continue;
+      const std::uint32_t slot = buffer.occupants[0];
+      if (ws_.values[slot].defined()) continue;  // donated
+      Result<StorageRef> storage = st_.engines[buffer.engine]->allocator->allocate(buffer.bytes, buffer.placement);
+      if (!storage.ok()) return storage.status().with_context("allocating a run output buffer", ErrorStage::kEnqueue);
+      const SlotInfo& info = st_.slots[slot];
+      TENFERRO_ASSIGN_OR_RETURN(ws_.values[slot],
+                                Tensor::from_storage(std::move(*storage), info.dtype, info.shape, info.strides));
+    }
+    for (std::size_t d = 0; d < ws_.runs.size(); ++d) {
+      EventDomainRun& run = *ws_.runs[d];
+      if (run.domain() != st_.domains[d].id) {
+        return event_domain_error(
+            ErrorCode::kContractViolation, ErrorStage::kEnqueue, st_.domains[d].id, EventDomainOperation::kBeginRun,
+            fmt::format("expected the run of this domain, found a run of domain {}", run.domain()));
+      }
+      Status s = run.begin();
+      if (!s.ok()) return s.in_stage(ErrorStage::kEnqueue);
+      ++begun_;
+    }
+    return ok_status();
+  }
+
+  // Waits on the host for node `dep`'s completion (transfer sources,
+  // barriers).
+  Status host_wait(std::uint32_t dep) {
+    const CompletionToken token = ws_.tokens[dep];
+    if (!token.valid()) return ok_status();  // a view or barrier: nothing to wait for
+    EventDomainRun& run = *ws_.runs[st_.nodes[dep].domain];
+    Status s = run.wait(token);
+    if (!s.ok()) return s.in_stage(ErrorStage::kCompletion);
+    return ok_status();
+  }
+
+  Status acquire_lease(std::uint32_t k) {
+    const NodeRecord& node = st_.nodes[k];
+    const std::uint64_t t = now_ns();
+    for (;;) {
+      if (arbiter_.try_acquire(node.resources)) break;
+      if (ws_.outstanding_head == ws_.outstanding.size()) {
+        TENFERRO_TRY(arbiter_.acquire(node.resources, cancelled_));
+        break;
+      }
+      // Retire our own oldest in-flight node first: we never wait for
+      // resources we hold ourselves.
+      const std::uint32_t j = ws_.outstanding[ws_.outstanding_head++];
+      Status s = host_wait(j);
+      ws_.leases[j].reset();
+      TENFERRO_TRY(s);
+    }
+    ws_.leases[k] = ResourceLease(&arbiter_, node.resources);
+    metrics_.admission_wait.add(now_ns() - t);
+    return ok_status();
+  }
+
+  Status process(std::uint32_t k) {
+    if (cancelled()) return Error(ErrorCode::kCancelled, ErrorStage::kEnqueue, "the run was cancelled");
+    const NodeRecord& node = st_.nodes[k];
+    switch (node.kind) {
+      case ScheduledNodeKind::kView:
+        return apply_view(st_, node, ws_);
+      case ScheduledNodeKind::kBarrier:
+        for (std::uint32_t d : node.deps) TENFERRO_TRY(host_wait(d));
+        return ok_status();
+      case ScheduledNodeKind::kCollective:
+        return enqueue_error(ErrorCode::kUnimplemented, "collective nodes are reserved");
+      default:
+        break;
+    }
+    SmallVector<CompletionToken, 4> deps;
+    for (std::uint32_t d : node.deps) {
+      if (st_.nodes[d].domain == node.domain) {
+        if (ws_.tokens[d].valid()) deps.push_back(ws_.tokens[d]);
+      } else {
+        // Only transfers (source side) and barriers cross domains.
+        Status s = host_wait(d);
+        if (!s.ok()) {
+          return node.kind == ScheduledNodeKind::kTransfer
+                     ? Status(s.error().with_cause(event_domain_error(
+                           s.code(), ErrorStage::kCompletion, st_.domains[st_.nodes[d].domain].id,
+                           EventDomainOperation::kTransferBridge, "waiting for the transfer source failed")))
+                     : s;
+        }
+      }
+    }
+    if (!node.resources.empty()) TENFERRO_TRY(acquire_lease(k));
+    EventDomainRun& run = *ws_.runs[node.domain];
+    const EventDomainId expected = st_.domains[node.domain].id;
+    if (run.domain() != expected) {
+      ws_.leases[k].reset();
+      return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected,
+                                EventDomainOperation::kEnqueue,
+                                fmt::format("expected the run of this domain, found one of domain {}", run.domain()));
+    }
+    EnqueueRequest request;
+    request.dependencies = std::span<const CompletionToken>(deps.data(), deps.size());
+    request.work = &ws_.works[k];
+    request.placement = node.placement;
+    request.node = k;
+    Result<CompletionToken> token = run.enqueue(request);
+    if (!token.ok()) {
+      ws_.leases[k].reset();
+      return token.status().in_stage(ErrorStage::kEnqueue);
+    }
+    ++enqueued_;
+    if (node.kind == ScheduledNodeKind::kTransfer) ++transfers_;
+    if (token->origin != expected) {
+      // The work launched; the token is not recorded and nothing downstream
+      // may launch.
+      return event_domain_error(
+          ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected, EventDomainOperation::kValidateCompletion,
+          fmt::format("expected a completion of this domain, found one of domain {}", token->origin));
+    }
+    ws_.tokens[k] = *token;
+    if (ws_.leases[k].held()) {
+      if (run.completes_at_enqueue()) {
+        ws_.leases[k].reset();
+      } else {
+        ws_.outstanding.push_back(k);
+      }
+    }
+    return ok_status();
+  }
+
+  Status finish(Status primary) {
+    const std::uint64_t t = now_ns();
+    for (std::size_t d = 0; d < begun_; ++d) {
+      Status s = ws_.runs[d]->drain();
+      if (s.ok()) continue;
+      s = s.in_stage(ErrorStage::kCompletion);
+      if (primary.ok()) {
+        primary = s;
+      } else {
+        primary = primary.error().with_suppressed(s.error());
+      }
+    }
+    for (ResourceLease& lease : ws_.leases) lease.reset();
+    run_lease_.reset();
+    ws_.outstanding.clear();
+    ws_.outstanding_head = 0;
+    metrics_.completion.add(now_ns() - t);
+    return primary;
+  }
+
+ public:
+  std::uint64_t donations_ = 0;
+  std::uint64_t transfers_ = 0;
+
+ private:
+  const PreparedState& st_;
+  RunWorkspace& ws_;
+  MetricsState& metrics_;
+  const std::atomic<bool>* cancelled_;
+  ResourceArbiter& arbiter_;
+  ResourceLease run_lease_;
+  std::size_t begun_ = 0;
+  std::uint64_t enqueued_ = 0;
+  std::size_t runtime_refs_;
+  std::uint64_t start_ = 0;
+  std::uint64_t loop_start_ = 0;
+  std::uint64_t enqueue_end_ = 0;
+};
+
+// Drops per-run references (inputs, views, escaping buffers, tokens) so the
+// workspace retains only its own buffers.
+void reset_workspace(const PreparedState& st, RunWorkspace& ws) {
+  for (std::size_t s = 0; s < st.slots.size(); ++s) {
+    const SlotInfo& slot = st.slots[s];
+    if (slot.buffer == kNoIndex || st.buffers[slot.buffer].per_run) ws.values[s] = Tensor();
+  }
+  std::fill(ws.tokens.begin(), ws.tokens.end(), CompletionToken{});
+}
+
+Status check_inputs(const PreparedState& st, std::span<const Tensor> inputs) {
+  if (inputs.size() != st.input_slots.size()) {
+    return enqueue_error(ErrorCode::kInvalidArgument, fmt::format("expected {} inputs for this prepared program, "
+                                                                  "found {}",
+                                                                  st.input_slots.size(), inputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const InputDescriptor& d = st.signature.inputs()[i];
+    if (!t.defined()) return enqueue_error(ErrorCode::kInvalidArgument, fmt::format("input {} is undefined", i));
+    if (t.dtype() != d.dtype) {
+      return enqueue_error(ErrorCode::kDTypeMismatch,
+                           fmt::format("input {}: expected dtype {}, found {}", i, d.dtype, t.dtype()));
+    }
+    if (!(IntArrayRef(t.shape()) == IntArrayRef(d.shape))) {
+      return enqueue_error(ErrorCode::kShapeMismatch,
+                           fmt::format("input {}: expected shape {}, found {}", i, shape_to_string(d.shape),
+                                       shape_to_string(t.shape())));
+    }
+    if (t.storage()->storage_domain() != d.storage) {
+      return enqueue_error(ErrorCode::kInvalidArgument, fmt::format("input {}: expected storage domain {}, found {}", i,
+                                                                    d.storage, t.storage()->storage_domain()));
+    }
+    if (!layout_satisfies(layout_class_of(t), d.layout)) {
+      return enqueue_error(ErrorCode::kInvalidArgument,
+                           fmt::format("input {}: the plan expects a {} layout, found a {} one", i, to_string(d.layout),
+                                       to_string(layout_class_of(t))));
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<const Tensor> inputs,
+                                    MetricsState& metrics, const std::atomic<bool>* cancelled,
+                                    std::size_t runtime_refs) {
+  const PreparedState& st = prepared.state();
+  const std::uint64_t t0 = now_ns();
+  TENFERRO_TRY(check_inputs(st, inputs));
+  std::unique_ptr<RunWorkspace> ws = st.pool.take();
+  if (ws == nullptr) {
+    Result<std::unique_ptr<RunWorkspace>> created = create_workspace(st);
+    if (!created.ok()) {
+      metrics.failed_runs.fetch_add(1, std::memory_order_relaxed);
+      return created.status();
+    }
+    ws = std::move(*created);
+  }
+  metrics.specialization.add(now_ns() - t0);
+
+  RunExecution execution(st, *ws, metrics, cancelled, runtime_refs);
+  Status status = execution.run(inputs);
+  metrics.enqueue.add(execution.enqueue_end_ns() - execution.start_ns());
+  metrics.runs.fetch_add(1, std::memory_order_relaxed);
+  metrics.nodes_enqueued.fetch_add(execution.enqueued(), std::memory_order_relaxed);
+  if (execution.transfers_ != 0) metrics.transfers.fetch_add(execution.transfers_, std::memory_order_relaxed);
+  if (execution.donations_ != 0) metrics.donations.fetch_add(execution.donations_, std::memory_order_relaxed);
+
+  TensorList outputs;
+  if (status.ok()) {
+    for (std::uint32_t s : st.output_slots) outputs.push_back(ws->values[s]);
+  } else {
+    metrics.failed_runs.fetch_add(1, std::memory_order_relaxed);
+    if (status.code() == ErrorCode::kCancelled) metrics.cancelled_runs.fetch_add(1, std::memory_order_relaxed);
+  }
+  reset_workspace(st, *ws);
+  // A failed run's workspace is dropped: its event-domain runs may not be
+  // reusable after a failure (they were drained; destruction retires them).
+  if (status.ok()) st.pool.give_back(std::move(ws));
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+}  // namespace tenferro::runtime::internal
