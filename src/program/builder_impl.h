@@ -117,13 +117,14 @@ std::vector<std::byte> encode_canonical_form(const ProgramParts& parts);
 /// The node label used in compile errors: "name %index [provenance]".
 std::string node_label(std::string_view name, std::size_t value_index, const ProvenanceRef& provenance);
 
-/// Exceptions thrown by extension code become compile-stage errors.
+/// Calls extension or transform code; an exception it throws becomes an
+/// error of `stage` (errors.md: third-party code is caught at boundaries).
 template <class F>
-auto call_extension(std::string_view what, F&& f) -> decltype(f()) {
+auto call_extension(ErrorStage stage, std::string_view what, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (...) {
-    return status_from_current_exception(ErrorStage::kCompile, what);
+    return status_from_current_exception(stage, what);
   }
 }
 

@@ -72,9 +72,9 @@ Result<CoreLowering> lower_extension_to_core(const ExtensionOp& op, std::span<co
   fragment.set_provenance(scope);
   ExtensionLoweringContext context =
       internal::BuilderAccess::lowering_context(&fragment, std::move(inputs), std::move(input_metadata), granted);
-  TENFERRO_ASSIGN_OR_RETURN(
-      ExtensionLoweringOutcome outcome,
-      internal::call_extension("ExtensionOp::lower_to_core", [&]() { return op.lower_to_core(context); }));
+  TENFERRO_ASSIGN_OR_RETURN(ExtensionLoweringOutcome outcome,
+                            internal::call_extension(ErrorStage::kPrepare, "ExtensionOp::lower_to_core",
+                                                     [&]() { return op.lower_to_core(context); }));
   lowering.kind = outcome.kind();
   switch (outcome.kind()) {
     case ExtensionLoweringOutcome::Kind::kUnsupported:

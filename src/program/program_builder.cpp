@@ -208,15 +208,15 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
 
   using MetadataList = SmallVector<ValueMetadata, 2>;
   using AliasList = SmallVector<AliasDecl, 2>;
-  TENFERRO_ASSIGN_OR_RETURN(MetadataList results, internal::call_extension("ExtensionOp::infer_metadata", [&]() {
-                              return op->infer_metadata(metadata, constraints);
-                            }));
-  TENFERRO_ASSIGN_OR_RETURN(
-      EffectSet effects,
-      internal::call_extension("ExtensionOp::effects", [&]() -> Result<EffectSet> { return op->effects(); }));
-  TENFERRO_ASSIGN_OR_RETURN(
-      AliasList aliases,
-      internal::call_extension("ExtensionOp::aliases", [&]() -> Result<AliasList> { return op->aliases(); }));
+  TENFERRO_ASSIGN_OR_RETURN(MetadataList results,
+                            internal::call_extension(ErrorStage::kCompile, "ExtensionOp::infer_metadata",
+                                                     [&]() { return op->infer_metadata(metadata, constraints); }));
+  TENFERRO_ASSIGN_OR_RETURN(EffectSet effects,
+                            internal::call_extension(ErrorStage::kCompile, "ExtensionOp::effects",
+                                                     [&]() -> Result<EffectSet> { return op->effects(); }));
+  TENFERRO_ASSIGN_OR_RETURN(AliasList aliases,
+                            internal::call_extension(ErrorStage::kCompile, "ExtensionOp::aliases",
+                                                     [&]() -> Result<AliasList> { return op->aliases(); }));
 
   for (std::size_t r = 0; r < results.size(); ++r) {
     for (const SymbolicExtent& e : results[r].shape) {

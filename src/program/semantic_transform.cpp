@@ -65,9 +65,9 @@ Result<FrozenProgram> apply_transform(const SemanticTransform& transform, const 
   const std::string name(transform.name());
   TransformBuilder output(*input.program, name);
   using ValueList = SmallVector<ProgramValue, 4>;
-  TENFERRO_ASSIGN_OR_RETURN(ValueList outputs, internal::call_extension("SemanticTransform::run", [&]() {
-                              return transform.run(*input.program, output);
-                            }));
+  TENFERRO_ASSIGN_OR_RETURN(ValueList outputs,
+                            internal::call_extension(ErrorStage::kCompile, "SemanticTransform::run",
+                                                     [&]() { return transform.run(*input.program, output); }));
   TENFERRO_ASSIGN_OR_RETURN(FrozenProgram frozen, output.builder().freeze(outputs.span(), options));
   TENFERRO_TRY(validate_transform_output(*input.program, *frozen.program, name));
   frozen.bindings = input.bindings;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "builder_impl.h"
 #include "tenferro/program/extension_op.h"
 
 namespace tenferro::program {
@@ -59,7 +60,8 @@ Status validate_lowering(const ExtensionOp& op, const SemanticProgram& fragment,
   for (std::size_t i = 0; i < fragment.num_inputs(); ++i) operands.push_back(fragment.metadata(fragment.input(i)));
   std::vector<ShapeGuard> guards;
   ShapeConstraints constraints(family, &guards);
-  auto declared = op.infer_metadata(operands.span(), constraints);
+  auto declared = internal::call_extension(ErrorStage::kPrepare, "ExtensionOp::infer_metadata",
+                                           [&]() { return op.infer_metadata(operands.span(), constraints); });
   if (!declared.ok()) return reject("the operation's own metadata inference fails on its operands");
   if (fragment.outputs().size() != declared->size()) {
     return reject(
@@ -72,12 +74,19 @@ Status validate_lowering(const ExtensionOp& op, const SemanticProgram& fragment,
                                 (*declared)[r].to_string()));
     }
   }
-  const EffectSet effects = op.effects();
+  auto declared_effects = internal::call_extension(ErrorStage::kPrepare, "ExtensionOp::effects",
+                                                   [&]() -> Result<EffectSet> { return op.effects(); });
+  TENFERRO_TRY(declared_effects);
+  const EffectSet& effects = *declared_effects;
   if (!(fragment.effects() == effects)) {
     return reject(fmt::format("its effects are {}, the operation declares {}", fragment.effects().to_string(),
                               effects.to_string()));
   }
-  const SmallVector<AliasDecl, 2> aliases = op.aliases();
+  using AliasList = SmallVector<AliasDecl, 2>;
+  auto declared_aliases = internal::call_extension(ErrorStage::kPrepare, "ExtensionOp::aliases",
+                                                   [&]() -> Result<AliasList> { return op.aliases(); });
+  TENFERRO_TRY(declared_aliases);
+  const AliasList& aliases = *declared_aliases;
   for (std::size_t r = 0; r < declared->size() && r < aliases.size(); ++r) {
     AliasDecl produced = produced_alias(fragment, fragment.outputs()[r]);
     if (!alias_compatible(aliases[r], produced)) {

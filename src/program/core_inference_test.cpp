@@ -1,0 +1,272 @@
+#include "tenferro/program/core_inference.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace tenferro::program {
+namespace {
+
+ValueMetadata f64(std::initializer_list<SymbolicExtent> shape) {
+  return ValueMetadata{DType::kFloat64, SymbolicShape(shape.begin(), shape.end())};
+}
+ValueMetadata of(DType d, std::initializer_list<SymbolicExtent> shape) {
+  return ValueMetadata{d, SymbolicShape(shape.begin(), shape.end())};
+}
+SymbolicExtent sym(std::uint32_t i, std::optional<std::int64_t> bound = std::nullopt) {
+  return SymbolicExtent::symbol(i, bound);
+}
+
+struct Inferred {
+  Result<ValueMetadata> result;
+  std::vector<ShapeGuard> guards;
+};
+
+Inferred infer(CoreSemanticOp op, std::vector<ValueMetadata> operands, CoreAttributes attributes = NoAttributes{}) {
+  Inferred out{ValueMetadata{}, {}};
+  ShapeConstraints c("node", &out.guards);
+  out.result = infer_core_metadata(op, attributes, operands, c);
+  return out;
+}
+
+ErrorCode code_of(const Inferred& i) { return i.result.status().code(); }
+
+TEST(CoreOpTableTest, NamesAreUniqueAndParse) {
+  std::set<std::string_view> names;
+  for (int i = 0; i < kNumCoreOps; ++i) {
+    auto op = static_cast<CoreSemanticOp>(i);
+    EXPECT_TRUE(names.insert(to_string(op)).second) << to_string(op);
+    EXPECT_EQ(parse_core_op(to_string(op)), op);
+    const CoreOpInfo& info = core_op_info(op);
+    EXPECT_LT(info.attributes_index, std::variant_size_v<CoreAttributes>);
+    EXPECT_EQ(info.effect, EffectClass::kPure);
+  }
+  EXPECT_EQ(parse_core_op("no_such_op"), std::nullopt);
+  static_assert(std::is_same_v<CoreOpAttributes<CoreSemanticOp::kTranspose>, TransposeAttributes>);
+  static_assert(std::is_same_v<CoreOpAttributes<CoreSemanticOp::kAdd>, NoAttributes>);
+  static_assert(std::is_same_v<std::variant_alternative_t<0, CoreAttributes>, NoAttributes>);
+}
+
+// Every row of core_ops.def is documented in docs/core_ops.md.
+TEST(CoreOpTableTest, MatchesCoreOpsDocument) {
+  std::ifstream doc(std::string(TENFERRO_SOURCE_DIR) + "/docs/core_ops.md");
+  ASSERT_TRUE(doc.good());
+  std::stringstream text;
+  text << doc.rdbuf();
+  const std::string content = text.str();
+  for (int i = 0; i < kNumCoreOps; ++i) {
+    const std::string name(to_string(static_cast<CoreSemanticOp>(i)));
+    const bool listed =
+        content.find("| " + name) != std::string::npos || content.find(", " + name) != std::string::npos ||
+        content.find("`" + name + "(") != std::string::npos || content.find("`" + name + "`") != std::string::npos ||
+        content.find(name + "(") != std::string::npos;
+    EXPECT_TRUE(listed) << name << " is in core_ops.def but not in docs/core_ops.md";
+  }
+}
+
+TEST(CoreInferenceTest, ElementwiseDTypesAndShapes) {
+  auto r = infer(CoreSemanticOp::kAdd, {f64({2, 3}), f64({2, 3})});
+  ASSERT_TRUE(r.result.ok());
+  EXPECT_EQ(*r.result, f64({2, 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {f64({2, 3}), f64({3, 2})})), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {f64({2}), f64({2, 1})})), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {f64({2}), of(DType::kFloat32, {2})})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {of(DType::kBool, {2}), of(DType::kBool, {2})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kExp, {of(DType::kInt32, {2})})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {f64({2})})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAdd, {f64({2}), f64({2})}, TransposeAttributes{{0}})),
+            ErrorCode::kInvalidArgument);
+  // Result dtype rules.
+  EXPECT_EQ(infer(CoreSemanticOp::kAbs, {of(DType::kComplex128, {2})}).result->dtype, DType::kFloat64);
+  EXPECT_EQ(infer(CoreSemanticOp::kImag, {of(DType::kComplex64, {2})}).result->dtype, DType::kFloat32);
+  EXPECT_EQ(infer(CoreSemanticOp::kReal, {f64({2})}).result->dtype, DType::kFloat64);
+  EXPECT_EQ(infer(CoreSemanticOp::kComplex, {of(DType::kFloat32, {2}), of(DType::kFloat32, {2})}).result->dtype,
+            DType::kComplex64);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kComplex, {of(DType::kComplex64, {2}), of(DType::kComplex64, {2})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(
+      infer(CoreSemanticOp::kCompare, {f64({2}), f64({2})}, CompareAttributes{ComparisonDirection::kLt}).result->dtype,
+      DType::kBool);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kCompare, {of(DType::kComplex128, {2}), of(DType::kComplex128, {2})},
+                          CompareAttributes{ComparisonDirection::kLt})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_TRUE(infer(CoreSemanticOp::kCompare, {of(DType::kComplex128, {2}), of(DType::kComplex128, {2})},
+                    CompareAttributes{ComparisonDirection::kEq})
+                  .result.ok());
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kMax, {of(DType::kComplex64, {1}), of(DType::kComplex64, {1})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(infer(CoreSemanticOp::kNot, {of(DType::kBool, {4})}).result->dtype, DType::kBool);
+  EXPECT_EQ(infer(CoreSemanticOp::kConvert, {f64({2})}, ConvertAttributes{DType::kInt32}).result->dtype, DType::kInt32);
+}
+
+TEST(CoreInferenceTest, SelectNeedsBoolPredicate) {
+  auto ok = infer(CoreSemanticOp::kSelect, {of(DType::kBool, {3}), f64({3}), f64({3})});
+  ASSERT_TRUE(ok.result.ok());
+  EXPECT_EQ(*ok.result, f64({3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSelect, {f64({3}), f64({3}), f64({3})})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSelect, {of(DType::kBool, {4}), f64({3}), f64({3})})),
+            ErrorCode::kShapeMismatch);
+}
+
+TEST(CoreInferenceTest, SymbolicElementwiseAddsGuardAndPrefersExact) {
+  auto r = infer(CoreSemanticOp::kMul, {f64({sym(0), 3}), f64({4, sym(1)})});
+  ASSERT_TRUE(r.result.ok());
+  EXPECT_EQ(*r.result, f64({4, 3}));
+  EXPECT_EQ(r.guards.size(), 2u);  // s0 == 4, s1 == 3
+  auto same = infer(CoreSemanticOp::kMul, {f64({sym(0)}), f64({sym(0)})});
+  EXPECT_TRUE(same.guards.empty());
+  // A bounded input stays bounded through unary ops.
+  auto bounded = infer(CoreSemanticOp::kNeg, {f64({sym(0, 16)})});
+  EXPECT_EQ(bounded.result->shape[0].kind(), ExtentKind::kBounded);
+  EXPECT_EQ(bounded.result->shape[0].upper_bound(), 16);
+}
+
+TEST(CoreInferenceTest, CreationOps) {
+  auto lit = Literal::from_values<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  ASSERT_TRUE(lit.ok());
+  EXPECT_EQ(*infer(CoreSemanticOp::kConstant, {}, ConstantAttributes{*lit}).result, of(DType::kInt32, {2, 3}));
+  auto iota = infer(CoreSemanticOp::kIota, {}, IotaAttributes{DType::kInt64, {sym(0), 3}, 1});
+  EXPECT_EQ(*iota.result, of(DType::kInt64, {sym(0), 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kIota, {}, IotaAttributes{DType::kInt64, {3}, 1})),
+            ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kIota, {}, IotaAttributes{DType::kBool, {3}, 0})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kIota, {}, IotaAttributes{DType::kInt64, {-1}, 0})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kIota, {f64({1})}, IotaAttributes{DType::kInt64, {3}, 0})),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(CoreInferenceTest, ShapeOps) {
+  // broadcast_in_dim
+  EXPECT_EQ(*infer(CoreSemanticOp::kBroadcastInDim, {f64({3, 1})}, BroadcastInDimAttributes{{2, 3, 5}, {1, 2}}).result,
+            f64({2, 3, 5}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kBroadcastInDim, {f64({3, 2})}, BroadcastInDimAttributes{{2, 3, 5}, {1, 2}})),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kBroadcastInDim, {f64({3, 1})}, BroadcastInDimAttributes{{3, 5}, {1, 0}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kBroadcastInDim, {f64({3})}, BroadcastInDimAttributes{{3}, {1}})),
+            ErrorCode::kAxisOutOfRange);
+  // reshape
+  EXPECT_EQ(*infer(CoreSemanticOp::kReshape, {f64({2, 3})}, ReshapeAttributes{{3, 2}}).result, f64({3, 2}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kReshape, {f64({2, 3})}, ReshapeAttributes{{4, 2}})),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kReshape, {f64({std::int64_t{1} << 40, std::int64_t{1} << 40})},
+                          ReshapeAttributes{{1}})),
+            ErrorCode::kSizeOverflow);
+  auto sym_reshape = infer(CoreSemanticOp::kReshape, {f64({sym(0), sym(1)})}, ReshapeAttributes{{sym(0) * sym(1)}});
+  ASSERT_TRUE(sym_reshape.result.ok());
+  EXPECT_TRUE(sym_reshape.guards.empty()) << "n*m elements reshape to [n*m] provably";
+  // transpose
+  EXPECT_EQ(*infer(CoreSemanticOp::kTranspose, {f64({2, 3, 4})}, TransposeAttributes{{2, 0, 1}}).result,
+            f64({4, 2, 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kTranspose, {f64({2, 3})}, TransposeAttributes{{0, 0}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kTranspose, {f64({2, 3})}, TransposeAttributes{{0}})),
+            ErrorCode::kInvalidArgument);
+  // slice
+  EXPECT_EQ(*infer(CoreSemanticOp::kSlice, {f64({10, 4})}, SliceAttributes{{1, 0}, {8, 4}, {3, 1}}).result,
+            f64({3, 4}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSlice, {f64({10})}, SliceAttributes{{0}, {11}, {1}})),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSlice, {f64({10})}, SliceAttributes{{5}, {4}, {1}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSlice, {f64({10})}, SliceAttributes{{0}, {4}, {0}})),
+            ErrorCode::kInvalidArgument);
+  // reverse
+  EXPECT_EQ(*infer(CoreSemanticOp::kReverse, {f64({2, 3})}, ReverseAttributes{{1}}).result, f64({2, 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kReverse, {f64({2, 3})}, ReverseAttributes{{2}})),
+            ErrorCode::kAxisOutOfRange);
+  // concatenate: symbolic extents add up
+  auto cat = infer(CoreSemanticOp::kConcatenate, {f64({sym(0, 4), 3}), f64({2, 3}), f64({sym(0, 4), 3})},
+                   ConcatenateAttributes{0});
+  ASSERT_TRUE(cat.result.ok());
+  EXPECT_EQ(cat.result->shape[0], sym(0, 4) * 2 + 2);
+  EXPECT_EQ(cat.result->shape[0].upper_bound(), 10);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kConcatenate, {f64({2, 3}), f64({2, 4})}, ConcatenateAttributes{0})),
+            ErrorCode::kShapeMismatch);
+  // pad
+  auto pad = infer(CoreSemanticOp::kPad, {f64({4, 3}), f64({})}, PadAttributes{{1, 0}, {2, 0}, {0, 2}});
+  EXPECT_EQ(*pad.result, f64({7, 7}));
+  auto pad_empty = infer(CoreSemanticOp::kPad, {f64({0}), f64({})}, PadAttributes{{1}, {1}, {3}});
+  EXPECT_EQ(*pad_empty.result, f64({2}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kPad, {f64({4}), f64({1})}, PadAttributes{{1}, {1}, {0}})),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kPad, {f64({4}), f64({})}, PadAttributes{{-1}, {1}, {0}})),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(CoreInferenceTest, DynamicSlicingGatherScatter) {
+  const ValueMetadata i64s = of(DType::kInt64, {});
+  EXPECT_EQ(*infer(CoreSemanticOp::kDynamicSlice, {f64({5, 6}), i64s, i64s}, DynamicSliceAttributes{{2, 3}}).result,
+            f64({2, 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDynamicSlice, {f64({5, 6}), i64s}, DynamicSliceAttributes{{2, 3}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDynamicSlice, {f64({5, 6}), i64s, f64({})}, DynamicSliceAttributes{{2, 3}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDynamicSlice, {f64({5, 6}), i64s, i64s}, DynamicSliceAttributes{{6, 3}})),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(*infer(CoreSemanticOp::kDynamicUpdateSlice, {f64({5, 6}), f64({2, 2}), i64s, i64s}).result, f64({5, 6}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDynamicUpdateSlice, {f64({5, 6}), f64({6, 2}), i64s, i64s})),
+            ErrorCode::kShapeMismatch);
+  // gather: x[:axis] + indices.shape + x[axis+1:]
+  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {f64({4, 5, 6}), of(DType::kInt32, {2, 7})}, GatherAttributes{1}).result,
+            f64({4, 2, 7, 6}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kGather, {f64({4, 5}), f64({2})}, GatherAttributes{1})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(*infer(CoreSemanticOp::kScatter, {f64({4, 5}), of(DType::kInt64, {3}), f64({4, 3})},
+                   ScatterAttributes{1, ScatterCombine::kAdd})
+                 .result,
+            f64({4, 5}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kScatter, {f64({4, 5}), of(DType::kInt64, {3}), f64({4, 4})},
+                          ScatterAttributes{1, ScatterCombine::kAdd})),
+            ErrorCode::kShapeMismatch);
+}
+
+TEST(CoreInferenceTest, ReductionsAndDotGeneral) {
+  EXPECT_EQ(*infer(CoreSemanticOp::kReduceSum, {f64({2, 3, 4})}, ReduceAttributes{{0, 2}}).result, f64({3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kReduceSum, {f64({2, 3})}, ReduceAttributes{{1, 1}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kReduceMax, {of(DType::kComplex64, {2})}, ReduceAttributes{{0}})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(*infer(CoreSemanticOp::kArgmax, {f64({2, 3})}, ArgReduceAttributes{1}).result, of(DType::kInt64, {2}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kArgmin, {f64({2, 0})}, ArgReduceAttributes{1})), ErrorCode::kShapeMismatch);
+
+  // Batched matmul: [b, m, k] x [b, k, n] -> [b, m, n].
+  DotGeneralAttributes bmm{{0}, {0}, {2}, {1}};
+  EXPECT_EQ(*infer(CoreSemanticOp::kDotGeneral, {f64({7, 2, 3}), f64({7, 3, 4})}, bmm).result, f64({7, 2, 4}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDotGeneral, {f64({7, 2, 3}), f64({7, 5, 4})}, bmm)),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDotGeneral, {f64({7, 2, 3}), f64({7, 3, 4})},
+                          DotGeneralAttributes{{0}, {}, {2}, {1}})),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kDotGeneral, {f64({2, 3}), f64({3, 4})},
+                          DotGeneralAttributes{{}, {}, {1, 1}, {0, 0}})),
+            ErrorCode::kInvalidArgument);
+  // Free axes in operand order, rhs after lhs.
+  EXPECT_EQ(
+      *infer(CoreSemanticOp::kDotGeneral, {f64({2, 3, 5}), f64({6, 3})}, DotGeneralAttributes{{}, {}, {1}, {1}}).result,
+      f64({2, 5, 6}));
+  auto symbolic = infer(CoreSemanticOp::kDotGeneral, {f64({sym(0), sym(1)}), f64({sym(2), 4})},
+                        DotGeneralAttributes{{}, {}, {1}, {0}});
+  ASSERT_TRUE(symbolic.result.ok());
+  EXPECT_EQ(*symbolic.result, f64({sym(0), 4}));
+  ASSERT_EQ(symbolic.guards.size(), 1u);
+  EXPECT_NE(symbolic.guards[0].reason.find("contracting"), std::string::npos);
+}
+
+TEST(CoreInferenceTest, ErrorsNameTheNode) {
+  std::vector<ShapeGuard> guards;
+  ShapeConstraints c("dot_general %7 [einsum at model.cpp:12]", &guards);
+  std::vector<ValueMetadata> operands{f64({2, 3}), f64({4, 5})};
+  auto r = infer_core_metadata(CoreSemanticOp::kDotGeneral, DotGeneralAttributes{{}, {}, {1}, {0}}, operands, c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().stage(), ErrorStage::kCompile);
+  EXPECT_NE(r.status().message().find("dot_general %7 [einsum at model.cpp:12]"), std::string_view::npos);
+  EXPECT_NE(r.status().message().find("3 and 4"), std::string_view::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace tenferro::program
