@@ -9,6 +9,7 @@
 
 #include "tenferro/cpu/kernels/creation.h"
 #include "tenferro/cpu/kernels/elementwise.h"
+#include "tenferro/cpu/kernels/indexing.h"
 #include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/cpu/kernels/reduction.h"
 
@@ -26,6 +27,13 @@ struct KernelTable {
   decltype(&cpu::iota) iota;
   decltype(&cpu::reduce) reduce;
   decltype(&cpu::arg_reduce) arg_reduce;
+  decltype(&cpu::gather) gather;
+  decltype(&cpu::scatter) scatter;
+  decltype(&cpu::dynamic_slice) dynamic_slice;
+  decltype(&cpu::dynamic_update_slice) dynamic_update_slice;
+  decltype(&cpu::concatenate) concatenate;
+  decltype(&cpu::pad) pad;
+  decltype(&cpu::reverse) reverse;
 };
 
 /// The native CPU kernels.
@@ -41,6 +49,13 @@ inline const KernelTable kNativeKernels = {
     .iota = &cpu::iota,
     .reduce = &cpu::reduce,
     .arg_reduce = &cpu::arg_reduce,
+    .gather = &cpu::gather,
+    .scatter = &cpu::scatter,
+    .dynamic_slice = &cpu::dynamic_slice,
+    .dynamic_update_slice = &cpu::dynamic_update_slice,
+    .concatenate = &cpu::concatenate,
+    .pad = &cpu::pad,
+    .reverse = &cpu::reverse,
 };
 
 inline std::string kernel_table_name(const ::testing::TestParamInfo<const KernelTable*>& info) {

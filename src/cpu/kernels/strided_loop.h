@@ -101,19 +101,19 @@ void init_strided_loop(IntArrayRef shape, const LoopOperand (&ops)[N], StridedLo
 /// Calls run(ptrs, n) for consecutive runs along axis 0 that cover the
 /// linear iteration range [begin, end): ptrs[k] is operand k's address of
 /// the run's first element, and consecutive elements of operand k are
-/// loop.inner_stride(k) bytes apart.
+/// loop.inner_stride(k) bytes apart. With `base`, operand k starts at
+/// base[k] instead of loop.data[k] (one plan reused at many offsets).
 template <int N, class Run>
-void for_each_run(const StridedLoop<N>& loop, std::int64_t begin, std::int64_t end, Run&& run) {
+void for_each_run(const StridedLoop<N>& loop, std::int64_t begin, std::int64_t end, Run&& run,
+                  char* const* base = nullptr) {
   if (begin >= end) return;
+  char* ptrs[N];
+  for (int k = 0; k < N; ++k) ptrs[k] = base != nullptr ? base[k] : loop.data[k];
   if (loop.rank == 0) {
-    char* ptrs[N];
-    for (int k = 0; k < N; ++k) ptrs[k] = loop.data[k];
     run(static_cast<char* const*>(ptrs), std::int64_t{1});
     return;
   }
   std::int64_t index[kMaxKernelRank];
-  char* ptrs[N];
-  for (int k = 0; k < N; ++k) ptrs[k] = loop.data[k];
   std::int64_t rest = begin;
   for (int d = 0; d < loop.rank; ++d) {
     index[d] = rest % loop.shape[d];

@@ -1,0 +1,312 @@
+// Indexing kernels against references computed here element by element, for
+// every dtype and operand layout.
+#include "tenferro/cpu/kernels/indexing.h"
+
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <vector>
+
+#include "cpu/kernels/kernel_table.h"
+#include "cpu/kernels/kernel_test_support.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using C = std::complex<double>;
+using Index = std::vector<std::int64_t>;
+using testing::KernelTable;
+using testing::Layout;
+using testing::make_tensor;
+using testing::unravel;
+using testing::value_at;
+
+constexpr Layout kInputLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kSliced, Layout::kBroadcast};
+
+class IndexingConformance : public ::testing::TestWithParam<const KernelTable*> {
+ protected:
+  const KernelTable& k() const { return *GetParam(); }
+  const ParallelContext& seq() const { return testing::sequential_context(); }
+};
+
+// Checks every element of `out` against want(index).
+template <class Want>
+void expect_all(const Tensor& out, Want&& want) {
+  for (std::int64_t i = 0; i < out.numel(); ++i) {
+    const Index idx = unravel(i, out.shape());
+    ASSERT_EQ(value_at(out, idx), want(idx)) << "element " << i;
+  }
+}
+
+// An index tensor of `shape` with values in [0, extent), in `layout`.
+Tensor make_indices(const Index& shape, std::int64_t extent, DType dtype, Layout layout, std::uint64_t seed) {
+  Tensor t = make_tensor(shape, dtype, layout, seed);
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const Index idx = unravel(i, t.shape());
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.strides()[d];
+    const std::int64_t v = (i * 7 + static_cast<std::int64_t>(seed)) % extent;
+    if (dtype == DType::kInt32) {
+      static_cast<std::int32_t*>(t.data())[off] = static_cast<std::int32_t>(v);
+    } else {
+      static_cast<std::int64_t*>(t.data())[off] = v;
+    }
+  }
+  return t;
+}
+
+TEST_P(IndexingConformance, GatherTakesAlongEveryAxis) {
+  for (DType dtype : testing::kAllDTypes) {
+    for (DType index_dtype : {DType::kInt32, DType::kInt64}) {
+      for (const Index& shape : std::vector<Index>{{6}, {4, 5}, {3, 4, 5}}) {
+        for (std::int64_t axis = 0; axis < static_cast<std::int64_t>(shape.size()); ++axis) {
+          for (const Index& ishape : std::vector<Index>{{}, {3}, {2, 4}, {0}}) {
+            for (Layout xl : kInputLayouts) {
+              SCOPED_TRACE(fmt::format("{} idx {} x {} axis {} indices {} {}", dtype, index_dtype,
+                                       shape_to_string(shape), axis, shape_to_string(ishape), layout_name(xl)));
+              const auto a = static_cast<std::size_t>(axis);
+              Tensor x = make_tensor(shape, dtype, xl, 3);
+              Tensor idx = make_indices(ishape, shape[a], index_dtype,
+                                        xl == Layout::kBroadcast ? Layout::kBroadcast : Layout::kTransposed, 4);
+              Index out_shape(shape.begin(), shape.begin() + axis);
+              out_shape.insert(out_shape.end(), ishape.begin(), ishape.end());
+              out_shape.insert(out_shape.end(), shape.begin() + axis + 1, shape.end());
+              Tensor out = make_tensor(out_shape, dtype, Layout::kSliced, 5);
+              const Status st = k().gather(x.view(), idx.view(), axis, out.view(), seq(), nullptr);
+              ASSERT_TRUE(st.ok()) << st.to_string();
+              expect_all(out, [&](const Index& o) {
+                Index q(o.begin() + axis, o.begin() + axis + static_cast<std::int64_t>(ishape.size()));
+                Index xi(o.begin(), o.begin() + axis);
+                xi.push_back(static_cast<std::int64_t>(value_at(idx, q).real()));
+                xi.insert(xi.end(), o.begin() + axis + static_cast<std::int64_t>(ishape.size()), o.end());
+                return value_at(x, xi);
+              });
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IndexingConformance, ScatterReplacesAndAddsWithDuplicates) {
+  for (DType dtype : testing::kAllDTypes) {
+    for (ScatterCombine combine : {ScatterCombine::kReplace, ScatterCombine::kAdd}) {
+      if (combine == ScatterCombine::kAdd && dtype == DType::kBool) continue;
+      for (const Index& shape : std::vector<Index>{{6}, {4, 5}, {3, 4, 5}}) {
+        for (std::int64_t axis = 0; axis < static_cast<std::int64_t>(shape.size()); ++axis) {
+          for (bool in_place : {false, true}) {
+            const auto a = static_cast<std::size_t>(axis);
+            SCOPED_TRACE(fmt::format("{} {} x {} axis {} in_place {}", dtype,
+                                     combine == ScatterCombine::kAdd ? "add" : "replace", shape_to_string(shape), axis,
+                                     in_place));
+            Tensor x = make_tensor(shape, dtype, in_place ? Layout::kSliced : Layout::kTransposed, 6);
+            // Replace gets distinct indices (a reversal); add gets duplicates.
+            const Index ishape = combine == ScatterCombine::kAdd ? Index{2, 3} : Index{shape[a]};
+            Tensor idx = *Tensor::empty(ishape, DType::kInt64);
+            for (std::int64_t i = 0; i < idx.numel(); ++i) {
+              static_cast<std::int64_t*>(idx.data())[i] = combine == ScatterCombine::kAdd ? i % 2 : shape[a] - 1 - i;
+            }
+            Index ushape(shape.begin(), shape.begin() + axis);
+            ushape.insert(ushape.end(), ishape.begin(), ishape.end());
+            ushape.insert(ushape.end(), shape.begin() + axis + 1, shape.end());
+            Tensor updates = make_tensor(ushape, dtype, Layout::kTransposed, 7);
+            // Reference: start from x, apply every update in order.
+            std::vector<C> want(static_cast<std::size_t>(x.numel()));
+            for (std::int64_t i = 0; i < x.numel(); ++i)
+              want[static_cast<std::size_t>(i)] = value_at(x, unravel(i, x.shape()));
+            for (std::int64_t u = 0; u < updates.numel(); ++u) {
+              const Index ui = unravel(u, updates.shape());
+              Index q(ui.begin() + axis, ui.begin() + axis + static_cast<std::int64_t>(ishape.size()));
+              Index xi(ui.begin(), ui.begin() + axis);
+              xi.push_back(static_cast<std::int64_t>(value_at(idx, q).real()));
+              xi.insert(xi.end(), ui.begin() + axis + static_cast<std::int64_t>(ishape.size()), ui.end());
+              std::int64_t flat = 0;
+              for (std::size_t d = 0; d < xi.size(); ++d) flat = flat * shape[d] + xi[d];
+              C& w = want[static_cast<std::size_t>(flat)];
+              const C v = value_at(updates, ui);
+              w = combine == ScatterCombine::kAdd ? w + v : v;
+            }
+            Tensor out = in_place ? x : make_tensor(shape, dtype, Layout::kContiguous, 8);
+            const Status st = k().scatter(x.view(), idx.view(), updates.view(), axis, combine, out.view(),
+                                          testing::two_thread_context(), nullptr);
+            ASSERT_TRUE(st.ok()) << st.to_string();
+            for (std::int64_t i = 0; i < out.numel(); ++i) {
+              ASSERT_TRUE(
+                  testing::matches(value_at(out, unravel(i, out.shape())), want[static_cast<std::size_t>(i)], dtype))
+                  << "element " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IndexingConformance, DynamicSliceAndUpdateClampTheirStarts) {
+  for (DType dtype : testing::kAllDTypes) {
+    for (Layout xl : kInputLayouts) {
+      const Index shape = {5, 6, 4};
+      Tensor x = make_tensor(shape, dtype, xl, 9);
+      for (const Index& starts : std::vector<Index>{{0, 0, 0}, {1, 2, 3}, {-3, 9, 2}, {4, 4, 100}}) {
+        const Index window = {2, 3, 2};
+        Index clamped(3);
+        for (std::size_t d = 0; d < 3; ++d) clamped[d] = std::clamp<std::int64_t>(starts[d], 0, shape[d] - window[d]);
+        Tensor out = make_tensor(window, dtype, Layout::kSliced, 10);
+        ASSERT_TRUE(k().dynamic_slice(x.view(), starts, out.view(), seq(), nullptr).ok());
+        expect_all(out, [&](const Index& o) {
+          return value_at(x, Index{o[0] + clamped[0], o[1] + clamped[1], o[2] + clamped[2]});
+        });
+        Tensor update = make_tensor(window, dtype, Layout::kTransposed, 11);
+        auto in_window = [&](const Index& o) {
+          for (std::size_t d = 0; d < 3; ++d) {
+            if (o[d] < clamped[d] || o[d] >= clamped[d] + window[d]) return false;
+          }
+          return true;
+        };
+        if (xl != Layout::kBroadcast) {
+          // In place: only the window changes.
+          Tensor y = make_tensor(shape, dtype, xl, 12);
+          std::vector<C> before;
+          for (std::int64_t i = 0; i < y.numel(); ++i) before.push_back(value_at(y, unravel(i, y.shape())));
+          ASSERT_TRUE(k().dynamic_update_slice(y.view(), update.view(), starts, y.view(), seq(), nullptr).ok());
+          expect_all(y, [&](const Index& o) {
+            if (in_window(o)) return value_at(update, Index{o[0] - clamped[0], o[1] - clamped[1], o[2] - clamped[2]});
+            return before[static_cast<std::size_t>((o[0] * shape[1] + o[1]) * shape[2] + o[2])];
+          });
+        }
+        Tensor dus = make_tensor(shape, dtype, Layout::kContiguous, 13);
+        ASSERT_TRUE(k().dynamic_update_slice(x.view(), update.view(), starts, dus.view(), seq(), nullptr).ok());
+        expect_all(dus, [&](const Index& o) {
+          if (in_window(o)) return value_at(update, Index{o[0] - clamped[0], o[1] - clamped[1], o[2] - clamped[2]});
+          return value_at(x, o);
+        });
+      }
+    }
+  }
+}
+
+TEST_P(IndexingConformance, ConcatenatePadAndReverse) {
+  for (DType dtype : testing::kAllDTypes) {
+    for (std::int64_t axis = 0; axis < 3; ++axis) {
+      const auto a = static_cast<std::size_t>(axis);
+      Index s0 = {2, 3, 4}, s1 = {2, 3, 4}, s2 = {2, 3, 4};
+      s0[a] = 1;
+      s1[a] = 0;
+      s2[a] = 3;
+      Tensor x0 = make_tensor(s0, dtype, Layout::kTransposed, 14);
+      Tensor x1 = make_tensor(s1, dtype, Layout::kContiguous, 15);
+      Tensor x2 = make_tensor(s2, dtype, Layout::kBroadcast, 16);
+      Index os = {2, 3, 4};
+      os[a] = 4;
+      Tensor out = make_tensor(os, dtype, Layout::kSliced, 17);
+      const TensorView inputs[] = {x0.view(), x1.view(), x2.view()};
+      ASSERT_TRUE(k().concatenate(std::span<const TensorView>(inputs), axis, out.view(), seq(), nullptr).ok());
+      expect_all(out, [&](Index o) {
+        if (o[a] < 1) return value_at(x0, o);
+        o[a] -= 1;
+        return value_at(x2, o);
+      });
+    }
+    for (Layout xl : kInputLayouts) {
+      const Index shape = {3, 2, 4};
+      Tensor x = make_tensor(shape, dtype, xl, 18);
+      Tensor value = make_tensor({}, dtype, Layout::kContiguous, 19);
+      const Index low = {1, 0, 2}, high = {0, 3, 1}, interior = {2, 1, 0};
+      Index os(3);
+      for (std::size_t d = 0; d < 3; ++d) os[d] = low[d] + high[d] + shape[d] + (shape[d] - 1) * interior[d];
+      Tensor out = make_tensor(os, dtype, Layout::kTransposed, 20);
+      ASSERT_TRUE(k().pad(x.view(), value.view(), low, high, interior, out.view(), seq(), nullptr).ok());
+      expect_all(out, [&](const Index& o) {
+        Index xi(3);
+        for (std::size_t d = 0; d < 3; ++d) {
+          const std::int64_t p = o[d] - low[d];
+          if (p < 0 || p % (interior[d] + 1) != 0 || p / (interior[d] + 1) >= shape[d]) return value_at(value, Index{});
+          xi[d] = p / (interior[d] + 1);
+        }
+        return value_at(x, xi);
+      });
+      for (const Index& axes : std::vector<Index>{{}, {0}, {2, 1}, {0, 1, 2}}) {
+        Tensor r = make_tensor(shape, dtype, Layout::kSliced, 21);
+        ASSERT_TRUE(k().reverse(x.view(), axes, r.view(), seq(), nullptr).ok());
+        expect_all(r, [&](Index o) {
+          for (std::int64_t ax : axes)
+            o[static_cast<std::size_t>(ax)] = shape[static_cast<std::size_t>(ax)] - 1 - o[static_cast<std::size_t>(ax)];
+          return value_at(x, o);
+        });
+      }
+    }
+  }
+}
+
+TEST_P(IndexingConformance, BadInputIsATypedErrorAndWritesNothing) {
+  Tensor x = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);
+  Tensor out = make_tensor({4, 3}, DType::kFloat64, Layout::kContiguous, 2);
+  const auto before = testing::row_major_bytes(out);
+  auto expect_code = [&](const Status& st, ErrorCode code, ErrorStage stage = ErrorStage::kNone) {
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_EQ(st.stage(), stage) << st.to_string();
+    EXPECT_EQ(testing::row_major_bytes(out), before);
+  };
+  Tensor idx = *Tensor::from_values<std::int64_t>({0, 4, 5}, {3});  // 5 is out of range
+  expect_code(k().gather(x.view(), idx.view(), 1, out.view(), seq(), nullptr), ErrorCode::kOutOfRange,
+              ErrorStage::kCompletion);
+  Tensor neg = *Tensor::from_values<std::int32_t>({0, -1, 2}, {3});
+  expect_code(k().gather(x.view(), neg.view(), 1, out.view(), seq(), nullptr), ErrorCode::kOutOfRange,
+              ErrorStage::kCompletion);
+  Tensor fidx = *Tensor::from_values<double>({0, 1, 2}, {3});
+  expect_code(k().gather(x.view(), fidx.view(), 1, out.view(), seq(), nullptr), ErrorCode::kDTypeMismatch);
+  Tensor good = *Tensor::from_values<std::int64_t>({0, 1, 2}, {3});
+  expect_code(k().gather(x.view(), good.view(), 2, out.view(), seq(), nullptr), ErrorCode::kAxisOutOfRange);
+  expect_code(k().gather(x.view(), good.view(), 0, out.view(), seq(), nullptr), ErrorCode::kShapeMismatch);
+  // Scatter with a bad index leaves the in-place operand untouched.
+  const auto x_before = testing::row_major_bytes(x);
+  Tensor updates = make_tensor({4, 3}, DType::kFloat64, Layout::kContiguous, 3);
+  EXPECT_EQ(k().scatter(x.view(), idx.view(), updates.view(), 1, ScatterCombine::kAdd, x.view(), seq(), nullptr).code(),
+            ErrorCode::kOutOfRange);
+  EXPECT_EQ(testing::row_major_bytes(x), x_before);
+  // Updates overlapping the output.
+  EXPECT_EQ(k().scatter(x.view(), good.view(), x.slice(1, 0, 3)->view(), 1, ScatterCombine::kReplace, x.view(), seq(),
+                        nullptr)
+                .code(),
+            ErrorCode::kAliasConflict);
+  Tensor bools = make_tensor({4, 5}, DType::kBool, Layout::kContiguous);
+  Tensor bool_updates = make_tensor({4, 3}, DType::kBool, Layout::kContiguous);
+  EXPECT_EQ(
+      k().scatter(bools.view(), good.view(), bool_updates.view(), 1, ScatterCombine::kAdd, bools.view(), seq(), nullptr)
+          .code(),
+      ErrorCode::kDTypeMismatch);
+  // Slices, concatenation, padding, reversal.
+  expect_code(k().dynamic_slice(x.view(), {0}, out.view(), seq(), nullptr), ErrorCode::kShapeMismatch);
+  Tensor too_big = make_tensor({5, 5}, DType::kFloat64, Layout::kContiguous);
+  EXPECT_EQ(k().dynamic_slice(x.view(), {0, 0}, too_big.view(), seq(), nullptr).code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(k().dynamic_slice(x.view(), {0, 0}, x.slice(1, 0, 3)->view(), seq(), nullptr).code(),
+            ErrorCode::kAliasConflict);
+  Tensor y = make_tensor({4, 2}, DType::kFloat32, Layout::kContiguous);
+  const TensorView mixed[] = {x.view(), y.view()};
+  Tensor cat = make_tensor({4, 7}, DType::kFloat64, Layout::kContiguous);
+  EXPECT_EQ(k().concatenate(std::span<const TensorView>(mixed), 1, cat.view(), seq(), nullptr).code(),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(k().concatenate({}, 0, cat.view(), seq(), nullptr).code(), ErrorCode::kInvalidArgument);
+  Tensor value = make_tensor({}, DType::kFloat64, Layout::kContiguous);
+  expect_code(k().pad(x.view(), value.view(), {0, -1}, {0, 0}, {0, 0}, out.view(), seq(), nullptr),
+              ErrorCode::kInvalidArgument);
+  expect_code(k().pad(x.view(), value.view(), {0, 0}, {0, 0}, {0, 0}, out.view(), seq(), nullptr),
+              ErrorCode::kShapeMismatch);
+  EXPECT_EQ(k().reverse(x.view(), {0}, x.view(), seq(), nullptr).code(), ErrorCode::kAliasConflict);
+  EXPECT_EQ(testing::row_major_bytes(x), x_before);
+  Dims starts;
+  Tensor s0 = *Tensor::scalar<std::int32_t>(3);
+  Tensor s1 = *Tensor::scalar<std::int64_t>(-2);
+  const TensorView scalars[] = {s0.view(), s1.view()};
+  ASSERT_TRUE(read_start_indices(scalars, starts).ok());
+  EXPECT_EQ(IntArrayRef(starts), IntArrayRef({3, -2}));
+  const TensorView not_scalars[] = {x.view()};
+  EXPECT_EQ(read_start_indices(not_scalars, starts).code(), ErrorCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, IndexingConformance, ::testing::Values(&testing::kNativeKernels),
+                         testing::kernel_table_name);
+
+}  // namespace
+}  // namespace tenferro::cpu
