@@ -90,6 +90,12 @@ TEST(BenchmarkInstanceTest, PlannersReturnValidTreesAndTreeSAMeetsTheReference) 
       auto tree = plan(loaded.network, PlanningPolicy{.planner = planner}, config);
       ASSERT_TRUE(tree.ok()) << tree.status().to_string();
       expect_full_contraction(*tree);
+      // The search's own bookkeeping agrees with the tree built from scratch
+      // (searches leave out the order-independent pre-summing flops).
+      double product_flops = 0.0;
+      for (const ContractionStep& step : tree->steps())
+        product_flops += step.multiply_adds * (step.contracted.empty() ? 1.0 : 2.0);
+      EXPECT_NEAR(tree->stats().search_score, std::log2(product_flops), 1e-9);
       if (planner == PlannerKind::kTreeSA && loaded.instance.shapes.size() > 3) {
         EXPECT_LE(tree->cost().log10_flops(), loaded.instance.opt_flops->log10_flops + 0.05);
       }

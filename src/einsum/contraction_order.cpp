@@ -78,6 +78,94 @@ Result<ContractionOrder> ContractionOrder::from_opt_einsum_path(
   return from_ssa(num_inputs, steps);
 }
 
+namespace {
+
+// Recursive descent over node := integer | "(" node "," node ")".
+class OrderParser {
+ public:
+  OrderParser(std::int32_t num_inputs, std::string_view text)
+      : num_inputs_(num_inputs), text_(text), seen_(static_cast<std::size_t>(std::max(num_inputs, 0)), false) {}
+
+  Result<ContractionOrder> parse() {
+    std::int32_t root = 0;
+    TENFERRO_TRY(node(root, 0));
+    skip_spaces();
+    if (pos_ != text_.size()) return fail("the end of the order");
+    for (std::int32_t i = 0; i < num_inputs_; ++i) {
+      if (!seen_[static_cast<std::size_t>(i)]) {
+        return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                          "contraction order \"{}\" never uses input {}; expected every input 0..{} once", text_, i,
+                          num_inputs_ - 1);
+      }
+    }
+    return ContractionOrder::from_ssa(num_inputs_, steps_);
+  }
+
+ private:
+  void skip_spaces() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+
+  Status fail(std::string_view expected) const {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "contraction order \"{}\": expected {} at byte {}", text_, expected, pos_);
+  }
+
+  Status node(std::int32_t& id, int depth) {
+    skip_spaces();
+    if (depth > 4 * num_inputs_ + 8) return fail("less nesting");
+    if (pos_ < text_.size() && text_[pos_] == '(') {
+      ++pos_;
+      std::int32_t lhs = 0, rhs = 0;
+      TENFERRO_TRY(node(lhs, depth + 1));
+      skip_spaces();
+      if (pos_ >= text_.size() || text_[pos_] != ',') return fail("','");
+      ++pos_;
+      TENFERRO_TRY(node(rhs, depth + 1));
+      skip_spaces();
+      if (pos_ >= text_.size() || text_[pos_] != ')') return fail("')'");
+      ++pos_;
+      steps_.emplace_back(lhs, rhs);
+      id = num_inputs_ + static_cast<std::int32_t>(steps_.size()) - 1;
+      return ok_status();
+    }
+    const std::size_t start = pos_;
+    std::int64_t value = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9' && value <= num_inputs_) {
+      value = value * 10 + (text_[pos_++] - '0');
+    }
+    if (pos_ == start) return fail("an input index or '('");
+    if (value >= num_inputs_) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "contraction order \"{}\": input {} at byte {} is out of range; expected 0..{}", text_,
+                        text_.substr(start, pos_ - start), start, num_inputs_ - 1);
+    }
+    if (seen_[static_cast<std::size_t>(value)]) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "contraction order \"{}\": input {} appears twice (byte {})", text_, value, start);
+    }
+    seen_[static_cast<std::size_t>(value)] = true;
+    id = static_cast<std::int32_t>(value);
+    return ok_status();
+  }
+
+  std::int32_t num_inputs_;
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::vector<bool> seen_;
+  std::vector<ContractionOrder::Step> steps_;
+};
+
+}  // namespace
+
+Result<ContractionOrder> ContractionOrder::parse(std::int32_t num_inputs, std::string_view text) {
+  if (num_inputs < 1) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "contraction order over {} inputs; expected at least one input", num_inputs);
+  }
+  return OrderParser(num_inputs, text).parse();
+}
+
 ContractionOrder ContractionOrder::left_to_right(std::int32_t num_inputs) {
   std::vector<Step> steps;
   for (std::int32_t k = 0; k + 1 < num_inputs; ++k) steps.emplace_back(k == 0 ? 0 : num_inputs + k - 1, k + 1);

@@ -63,9 +63,14 @@ class NetworkBinder {
       const auto rank = static_cast<std::int64_t>(shapes_[static_cast<std::size_t>(i)].size());
       const auto named = static_cast<std::int64_t>(term.labels.size());
       if (rank < named || (!term.has_ellipsis() && rank != named)) {
+        std::string term_text;
+        for (LabelKey key : term.labels) {
+          if (!term_text.empty() && subscripts_.notation() == LabelNotation::kIntegers) term_text += ',';
+          term_text += label_key_name(key, subscripts_.notation());
+        }
         return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                          "einsum \"{}\": operand {} has rank {} but its subscripts name {} axes{}", text_, i, rank,
-                          named, term.has_ellipsis() ? " besides \"...\"" : "");
+                          "einsum \"{}\": operand {} has rank {} but its subscripts \"{}\" name {} axes{}", text_, i,
+                          rank, term_text, named, term.has_ellipsis() ? " besides \"...\"" : "");
       }
       ellipsis_rank_ = std::max(ellipsis_rank_, static_cast<std::int32_t>(rank - named));
     }

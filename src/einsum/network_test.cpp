@@ -86,7 +86,7 @@ TEST(NetworkTest, EllipsisAndSizeOneBroadcasting) {
 
 TEST(NetworkTest, TypedErrorsNameOperandAndLabel) {
   expect_error(bind_shapes("ijk,jk", {{2, 3}, {3, 4}}).status(), ErrorCode::kShapeMismatch,
-               {"operand 0", "rank 2", "3 axes"});
+               {"operand 0", "rank 2", "\"ijk\"", "3 axes"});
   expect_error(bind_shapes("ij,jk", {{2, 3}, {4, 5}}).status(), ErrorCode::kShapeMismatch,
                {"label 'j'", "extent 4 at operand 1 axis 0", "extent 3 at operand 0 axis 1"});
   expect_error(bind_shapes("ii", {{2, 3}}).status(), ErrorCode::kShapeMismatch,

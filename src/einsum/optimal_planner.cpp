@@ -16,6 +16,7 @@
 // hard intermediate-size limit (max_log2_elements) makes oversized subsets
 // infeasible. Ties keep the first split found, so the result is
 // deterministic.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -24,11 +25,14 @@
 namespace tenferro::einsum::internal {
 
 Result<ContractionOrder> optimal_order(const SearchNetwork& network, const OptimalOptions& options,
-                                       std::int64_t* candidates) {
+                                       std::int64_t* candidates, double* log2_cost) {
   const std::int32_t n = network.num_inputs;
   const std::int32_t words = network.words;
   TENFERRO_CHECK(n >= 1 && n <= kOptimalHardMaxInputs);
-  if (n == 1) return ContractionOrder();
+  if (n == 1) {
+    if (log2_cost) *log2_cost = 0.0;
+    return ContractionOrder();
+  }
   const std::uint32_t full = (std::uint32_t{1} << n) - 1;
   const std::size_t subsets = std::size_t{1} << n;
 
@@ -97,6 +101,7 @@ Result<ContractionOrder> optimal_order(const SearchNetwork& network, const Optim
     split[s] = best_a;
   }
   if (candidates) *candidates += evaluated;
+  if (log2_cost) *log2_cost = std::log2(std::max(best[full], 1.0));
   if (best[full] == kInfinity) {
     return make_error(ErrorCode::kWorkspaceLimitExceeded, ErrorStage::kPrepare,
                       "optimal planner: every contraction order of the {} inputs needs an intermediate above the "

@@ -93,7 +93,9 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
       break;
     case PlannerKind::kGreedy: {
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
-      order = internal::best_greedy_order(search, objective, &stats.candidates).order;
+      internal::GreedyResult greedy = internal::best_greedy_order(search, objective, &stats.candidates);
+      order = std::move(greedy.order);
+      stats.search_score = greedy.score;
       break;
     }
     case PlannerKind::kOptimal: {
@@ -105,7 +107,8 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
       }
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
       internal::OptimalOptions options{.read_write_weight = weights.read_write, .max_log2_elements = max_log2_elements};
-      TENFERRO_ASSIGN_OR_RETURN(order, internal::optimal_order(search, options, &stats.candidates));
+      TENFERRO_ASSIGN_OR_RETURN(order,
+                                internal::optimal_order(search, options, &stats.candidates, &stats.search_score));
       break;
     }
     case PlannerKind::kTreeSA: {

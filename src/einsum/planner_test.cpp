@@ -133,6 +133,34 @@ TEST(PlannerTest, StepGroupsAndCosts) {
   EXPECT_EQ(plan(Network::bind("ij,ij->ij", hr).value()).value().cost().flops, 12.0);
 }
 
+TEST(CostModelTest, CombinedScoreWeighsTimeMovesAndSize) {
+  PathCost cost;
+  cost.flops = 1000.0;
+  cost.read_write_elements = 500.0;
+  cost.max_intermediate_elements = 1024.0;  // 2^10
+  EXPECT_DOUBLE_EQ(combined_score(cost, CostWeights{}), std::log2(1000.0));
+  EXPECT_DOUBLE_EQ(combined_score(cost, CostWeights{.read_write = 2.0}), std::log2(2000.0));
+  EXPECT_DOUBLE_EQ(combined_score(cost, CostWeights{.size = 0.5, .size_target_log2 = 6.0}), std::log2(1000.0) + 2.0);
+  EXPECT_DOUBLE_EQ(combined_score(cost, CostWeights{.size = 0.5, .size_target_log2 = 12.0}), std::log2(1000.0));
+  EXPECT_DOUBLE_EQ(cost.log2_max_intermediate(), 10.0);
+  EXPECT_DOUBLE_EQ(PathCost{}.log10_flops(), 0.0);  // clamped at one flop
+}
+
+TEST(PlannerTest, SizeWeightTradesFlopsForSmallerIntermediates) {
+  // The flop-optimal order of this network holds a 30-element intermediate;
+  // with a strong size weight TreeSA prefers smaller ones at more flops.
+  const std::vector<std::vector<std::int64_t>> shapes{{6, 3, 5}, {}, {3, 2}, {6, 2, 5}};
+  const auto r = test_support::refs(shapes);
+  const Network net = Network::bind("cde,,ba,cae->d", r).value();
+  PlanningConfig config;
+  config.determinism = Determinism::kReproducible;
+  const PathCost by_flops = plan(net, PlanningPolicy{.planner = PlannerKind::kTreeSA}, config).value().cost();
+  PlanningPolicy sized{.planner = PlannerKind::kTreeSA, .weights = CostWeights{.size = 10.0, .size_target_log2 = 2.0}};
+  const PathCost by_size = plan(net, sized, config).value().cost();
+  EXPECT_LT(by_size.max_intermediate_elements, by_flops.max_intermediate_elements);
+  EXPECT_GT(by_size.flops, by_flops.flops);
+}
+
 TEST(PlannerTest, AutoResolvesAndRecordsThePlanner) {
   const auto small = test_support::random_einsum(7, 4, 5, 3, 3);
   EXPECT_EQ(plan(bind_or_die(small)).value().stats().planner, PlannerKind::kOptimal);

@@ -59,8 +59,9 @@ struct OptimalOptions {
 };
 /// kWorkspaceLimitExceeded when no order keeps every intermediate within
 /// max_log2_elements. The network must have at most kOptimalHardMaxInputs inputs.
+/// `log2_cost` receives log2 of the optimum's cost.
 Result<ContractionOrder> optimal_order(const SearchNetwork& network, const OptimalOptions& options,
-                                       std::int64_t* candidates);
+                                       std::int64_t* candidates, double* log2_cost);
 
 /// Simulated annealing (Note [TreeSA] in treesa_planner.cpp).
 struct TreeSASettings {

@@ -179,6 +179,19 @@ TEST(ContractionOrderTest, OptEinsumPathRoundTrip) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> incomplete{{0, 1}};
   expect_error(ContractionOrder::from_opt_einsum_path(3, incomplete).status(), {"1 pairs", "expected 2"});
 
+  auto parsed = ContractionOrder::parse(4, " ((0, 2),(3,1))");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  const std::vector<ContractionOrder::Step> parsed_steps{{0, 2}, {3, 1}, {4, 5}};
+  EXPECT_EQ(std::vector<ContractionOrder::Step>(parsed->steps().begin(), parsed->steps().end()), parsed_steps);
+  EXPECT_EQ(ContractionOrder::parse(4, parsed->to_string()).value(), *parsed);
+  EXPECT_EQ(ContractionOrder::parse(1, "0").value().root(), 0);
+  expect_error(ContractionOrder::parse(3, "((0,1),2").status(), {"')'", "byte 8"});
+  expect_error(ContractionOrder::parse(3, "((0,1),7)").status(), {"input 7", "out of range"});
+  expect_error(ContractionOrder::parse(3, "((0,1),1)").status(), {"input 1", "twice"});
+  expect_error(ContractionOrder::parse(3, "(0,1)").status(), {"never uses input 2"});
+  expect_error(ContractionOrder::parse(3, "((0,1)2)").status(), {"','"});
+  expect_error(ContractionOrder::parse(3, "((0,1),x)").status(), {"input index or '('"});
+
   const ContractionOrder ltr = ContractionOrder::left_to_right(4);
   EXPECT_EQ(ltr.to_string(), "(((0,1),2),3)");
   EXPECT_EQ(ContractionOrder::left_to_right(1).to_string(), "0");

@@ -266,6 +266,7 @@ ContractionOrder treesa_order(const SearchNetwork& net, const TreeSASettings& se
   const GreedyResult greedy = best_greedy_order(net, objective, &greedy_pairs);
   ContractionOrder best_order = greedy.order;
   double best_score = order_score(net, objective, best_order);
+  stats.search_score = best_score;
   if (net.num_inputs < 3) return best_order;  // one tree shape only
 
   AnnealingTree tree(net, objective);
@@ -331,6 +332,7 @@ ContractionOrder treesa_order(const SearchNetwork& net, const TreeSASettings& se
       best_order = chain_best.order();
     }
   }
+  stats.search_score = best_score;
   return best_order;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,11 @@ class ContractionOrder {
   /// The path must be complete: n-1 pairs. kInvalidArgument otherwise.
   static Result<ContractionOrder> from_opt_einsum_path(std::int32_t num_inputs,
                                                        std::span<const std::pair<std::int64_t, std::int64_t>> path);
+  /// Parses the nested form that to_string prints, e.g. "((0,2),(1,3))"
+  /// (spaces allowed): every input 0..num_inputs-1 exactly once, pairs in
+  /// parentheses. Steps are numbered in post order, left before right.
+  /// kInvalidArgument names the byte offset and what was expected.
+  static Result<ContractionOrder> parse(std::int32_t num_inputs, std::string_view text);
   /// ((0,1),2),3)...: inputs contracted left to right. num_inputs >= 1.
   static ContractionOrder left_to_right(std::int32_t num_inputs);
 

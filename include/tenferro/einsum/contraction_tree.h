@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,6 +67,12 @@ struct PlanningStats {
   std::int64_t accepted_moves = 0;
   std::int32_t chains = 0;
   bool stopped_by_time_budget = false;
+  /// The score the search itself computed for the chosen order (greedy and
+  /// treesa: the combined score; optimal: log2 of flops plus read/write
+  /// cost), pre-summing excluded; NaN for planners that do not search. It
+  /// equals combined_score(cost()) when no label is pre-summed, which tests
+  /// use to check the searches' incremental bookkeeping.
+  double search_score = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One binary contraction (Note [Step semantics]).
