@@ -52,7 +52,7 @@ class ExtensionEngine {
   /// Determinism::kReproducible).
   virtual bool reproducible() const noexcept { return false; }
   virtual Result<PrepareCapability> prepare(const ExtensionSignature& signature) const = 0;
-  virtual Status run(const ExtensionRequest& request, ErasedExecutionContext context) const noexcept = 0;
+  virtual Status run(const ExtensionRequest& request, ErasedExecutionContext context) const = 0;
 };
 
 }  // namespace tenferro::runtime

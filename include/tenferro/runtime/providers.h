@@ -14,9 +14,10 @@
 //  - run() receives a validated OperationRequest: inputs are borrowed strided
 //    views (strides >= 0, possibly 0 for broadcast), the output is a
 //    runtime-allocated row-major dense view of the inferred shape and dtype.
-//    It must not allocate per call in steady state, must not throw, must not
-//    create threads (the engine context carries the executor) and must not
-//    fall back to another implementation on failure.
+//    It must not allocate per call in steady state, must not create threads
+//    (the engine context carries the executor) and must not fall back to
+//    another implementation on failure. Exceptions are caught at the call
+//    boundary and become errors, but providers should return errors.
 //  - Prepared runs pass the plan from prepare() and `scratch` of the
 //    requested size. Eager fast-path calls pass plan == nullptr and no
 //    scratch: a provider that needs workspace then takes it from its engine
@@ -175,7 +176,7 @@ class CoreFamilyRuntime {
   /// fast path's check under Determinism::kReproducible).
   virtual bool reproducible() const noexcept { return false; }
   virtual Result<PrepareCapability> prepare(const OperationSignature& signature) const = 0;
-  virtual Status run(const OperationRequest& request, ErasedExecutionContext context) const noexcept = 0;
+  virtual Status run(const OperationRequest& request, ErasedExecutionContext context) const = 0;
 };
 
 /// Elementwise family (Note [Family membership]).
@@ -198,7 +199,7 @@ class LayoutRuntime {
   virtual Result<PrepareCapability> prepare_copy(const OperandSignature& src, const OperandSignature& dst,
                                                  ResolvedPlacement placement) const = 0;
   virtual Status copy(const TensorView& src, const TensorView& dst, const ProviderPlan* plan,
-                      ErasedExecutionContext context) const noexcept = 0;
+                      ErasedExecutionContext context) const = 0;
 };
 
 /// Optional multi-node compilation (fusion) for one engine. Reserved: the

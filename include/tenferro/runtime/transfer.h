@@ -36,12 +36,12 @@ struct TransferRequest {
 
 /// Moves data between two endpoints. Runs as a node of the destination's
 /// event domain, after the scheduler waited for the source-domain producer;
-/// `context` is the destination engine's execution context. Thread-safe;
-/// must not throw.
+/// `context` is the destination engine's execution context. Thread-safe.
+/// Exceptions become errors at the call boundary.
 class TransferProvider {
  public:
   virtual ~TransferProvider() = default;
-  virtual Status transfer(const TransferRequest& request, ErasedExecutionContext context) noexcept = 0;
+  virtual Status transfer(const TransferRequest& request, ErasedExecutionContext context) = 0;
 };
 
 }  // namespace tenferro::runtime
