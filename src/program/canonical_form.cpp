@@ -13,22 +13,24 @@ class CanonicalWriter {
  public:
   explicit CanonicalWriter(std::vector<std::byte>& out) : out_(out) {}
 
+  // Native byte order: fingerprints are process-local (no wire stability).
   void u8(std::uint8_t v) { out_.push_back(static_cast<std::byte>(v)); }
-  void u32(std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  void u32(std::uint32_t v) { raw(&v, sizeof v); }
+  void u64(std::uint64_t v) { raw(&v, sizeof v); }
+  void i64(std::int64_t v) { raw(&v, sizeof v); }
+  void raw(const void* data, std::size_t n) {
+    const std::size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, data, n);
   }
-  void u64(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
-  }
-  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
   void size(std::size_t n) { u32(static_cast<std::uint32_t>(n)); }
   void str(std::string_view s) {
     size(s.size());
-    for (char c : s) u8(static_cast<std::uint8_t>(c));
+    raw(s.data(), s.size());
   }
   void ints(IntArrayRef values) {
     size(values.size());
-    for (std::int64_t v : values) i64(v);
+    raw(values.data(), values.size() * sizeof(std::int64_t));
   }
 
   void extent(const SymbolicExtent& e) {
@@ -72,8 +74,7 @@ class CanonicalWriter {
     u8(static_cast<std::uint8_t>(a.literal.dtype()));
     ints(a.literal.shape());
     size(a.literal.nbytes());
-    const auto bytes = a.literal.bytes();
-    out_.insert(out_.end(), bytes.begin(), bytes.end());
+    raw(a.literal.bytes().data(), a.literal.nbytes());
   }
   void attributes(const IotaAttributes& a) {
     u8(static_cast<std::uint8_t>(a.dtype));
@@ -126,7 +127,7 @@ class CanonicalWriter {
 
 std::vector<std::byte> encode_canonical_form(const ProgramParts& parts) {
   std::vector<std::byte> out;
-  out.reserve(64 + 96 * parts.operations.size());
+  out.reserve(256 + 160 * parts.operations.size());
   CanonicalWriter w(out);
   w.str("tenferro.semantic_program.v1");
   w.size(parts.symbols.size());

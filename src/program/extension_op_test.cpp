@@ -164,6 +164,24 @@ TEST(ExtensionLoweringTest, LowersAnOperationOfAProgramWithConcreteSymbols) {
       << "exp is a core op";
 }
 
+TEST(ExtensionOpTest, OutputPruningKeepsLiveResultsInOrder) {
+  auto op = make_unary(
+      {.aliases = {AliasDecl::fresh(), AliasDecl::view_of(0), AliasDecl::fresh()}, .num_results = 3, .prunable = true});
+  const bool live[] = {false, true, true};
+  std::shared_ptr<const ExtensionOp> pruned = op->prune_outputs(live);
+  ASSERT_NE(pruned, nullptr);
+  EXPECT_FALSE(pruned->payload_equal(*op));
+  ProgramBuilder b;
+  auto x = *b.add_input(DType::kFloat64, {4});
+  auto results = b.emit_extension(pruned, {x});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  ASSERT_EQ(results->size(), 2u);
+  auto program = b.freeze(*results)->program;
+  EXPECT_EQ(program->operation(OperationId(0)).aliases()[0], AliasDecl::view_of(0));
+  EXPECT_EQ(program->operation(OperationId(0)).aliases()[1], AliasDecl::fresh());
+  EXPECT_EQ(make_unary({})->prune_outputs(live), nullptr) << "not prunable: the default";
+}
+
 TEST(SpecializationRequirementsTest, WideningIsStrictAndFinite) {
   using A = SpecializationAxis;
   SpecializationRequirements none;
