@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "message_text.h"
+
 namespace tenferro::einsum {
 
 Result<ContractionOrder> ContractionOrder::from_ssa(std::int32_t num_inputs, std::span<const Step> steps) {
@@ -84,7 +86,10 @@ namespace {
 class OrderParser {
  public:
   OrderParser(std::int32_t num_inputs, std::string_view text)
-      : num_inputs_(num_inputs), text_(text), seen_(static_cast<std::size_t>(std::max(num_inputs, 0)), false) {}
+      : num_inputs_(num_inputs),
+        text_(text),
+        shown_(internal::abbreviate(text)),
+        seen_(static_cast<std::size_t>(std::max(num_inputs, 0)), false) {}
 
   Result<ContractionOrder> parse() {
     std::int32_t root = 0;
@@ -94,7 +99,7 @@ class OrderParser {
     for (std::int32_t i = 0; i < num_inputs_; ++i) {
       if (!seen_[static_cast<std::size_t>(i)]) {
         return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                          "contraction order \"{}\" never uses input {}; expected every input 0..{} once", text_, i,
+                          "contraction order \"{}\" never uses input {}; expected every input 0..{} once", shown_, i,
                           num_inputs_ - 1);
       }
     }
@@ -108,7 +113,7 @@ class OrderParser {
 
   Status fail(std::string_view expected) const {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "contraction order \"{}\": expected {} at byte {}", text_, expected, pos_);
+                      "contraction order \"{}\": expected {} at byte {}", shown_, expected, pos_);
   }
 
   Status node(std::int32_t& id, int depth) {
@@ -137,12 +142,12 @@ class OrderParser {
     if (pos_ == start) return fail("an input index or '('");
     if (value >= num_inputs_) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                        "contraction order \"{}\": input {} at byte {} is out of range; expected 0..{}", text_,
+                        "contraction order \"{}\": input {} at byte {} is out of range; expected 0..{}", shown_,
                         text_.substr(start, pos_ - start), start, num_inputs_ - 1);
     }
     if (seen_[static_cast<std::size_t>(value)]) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                        "contraction order \"{}\": input {} appears twice (byte {})", text_, value, start);
+                        "contraction order \"{}\": input {} appears twice (byte {})", shown_, value, start);
     }
     seen_[static_cast<std::size_t>(value)] = true;
     id = static_cast<std::int32_t>(value);
@@ -151,6 +156,7 @@ class OrderParser {
 
   std::int32_t num_inputs_;
   std::string_view text_;
+  std::string shown_;  // text_ as quoted in messages
   std::size_t pos_ = 0;
   std::vector<bool> seen_;
   std::vector<ContractionOrder::Step> steps_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "message_text.h"
 #include "search_planners.h"
 
 namespace tenferro::einsum {
@@ -58,7 +59,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     return invalid(
         fmt::format("einsum \"{}\" fixes its order with parentheses; planner '{}' cannot change it "
                     "(expected planner 'nested' or 'auto')",
-                    network.to_string(), to_string(kind)));
+                    internal::abbreviate(network.to_string()), to_string(kind)));
   }
   std::optional<double> max_log2_elements;
   if (config.workspace_limit_bytes) {
@@ -78,7 +79,8 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
       if (!policy.path) return invalid("planner 'path' needs PlanningPolicy::path; none was given");
       if (policy.path->num_inputs() != n) {
         return invalid(fmt::format("the explicit path {} covers {} inputs; einsum \"{}\" has {} operands",
-                                   policy.path->to_string(), policy.path->num_inputs(), network.to_string(), n));
+                                   policy.path->to_string(), policy.path->num_inputs(),
+                                   internal::abbreviate(network.to_string()), n));
       }
       order = *policy.path;
       break;
@@ -87,7 +89,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
         return invalid(
             fmt::format("planner 'nested' needs parenthesised subscripts such as \"((ij,jk),kl)->il\"; "
                         "einsum \"{}\" has none",
-                        network.to_string()));
+                        internal::abbreviate(network.to_string())));
       }
       order = *network.nesting();
       break;
@@ -100,10 +102,10 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     }
     case PlannerKind::kOptimal: {
       if (n > config.optimal_max_inputs) {
-        return invalid(
-            fmt::format("planner 'optimal' handles at most {} inputs (PlanningConfig::optimal_max_inputs, "
-                        "at most {}); einsum \"{}\" has {}; use 'greedy' or 'treesa'",
-                        config.optimal_max_inputs, kOptimalHardMaxInputs, network.to_string(), n));
+        return invalid(fmt::format(
+            "planner 'optimal' handles at most {} inputs (PlanningConfig::optimal_max_inputs, "
+            "at most {}); einsum \"{}\" has {}; use 'greedy' or 'treesa'",
+            config.optimal_max_inputs, kOptimalHardMaxInputs, internal::abbreviate(network.to_string()), n));
       }
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
       internal::OptimalOptions options{.read_write_weight = weights.read_write, .max_log2_elements = max_log2_elements};
@@ -126,7 +128,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     return make_error(ErrorCode::kWorkspaceLimitExceeded, ErrorStage::kPrepare,
                       "einsum \"{}\": the {} path {} needs {:.6g} bytes of intermediate workspace; expected at most "
                       "the hard limit of {:.6g} bytes",
-                      network.to_string(), to_string(kind),
+                      internal::abbreviate(network.to_string()), to_string(kind),
                       n <= 16 ? order.to_string() : fmt::format("({} steps)", n - 1), tree.cost().workspace_bytes,
                       *config.workspace_limit_bytes);
   }

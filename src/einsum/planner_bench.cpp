@@ -1,7 +1,8 @@
 // Planner benchmark (Google Benchmark): for every einsum instance file,
 // greedy planning time and TreeSA under a 2 s budget, each reported with the
 // log10 flops of the path found next to the file's opt_flops reference
-// (ref_log10_flops) measured on the same network. Instances come from
+// (ref_log10_flops) measured on the same network, plus the whole cache-miss
+// cost (bind + plan) of small einsums. Instances come from
 // $TENFERRO_EINSUM_INSTANCES or <shared>/bench/instances.
 //   tenferro_einsum_bench --benchmark_filter=greedy
 #include <benchmark/benchmark.h>
@@ -81,6 +82,37 @@ void plan_treesa(benchmark::State& state, const Loaded* loaded) {
   state.counters["chains"] = tree->stats().chains;
 }
 
+// Small einsums of the kind an eager changing-shape sequence plans once per
+// new shape: parse + bind + plan(kAuto), the whole cache-miss cost.
+struct SmallCase {
+  const char* name;
+  const char* subscripts;
+  std::vector<std::vector<std::int64_t>> shapes;
+};
+
+const std::vector<SmallCase>& small_cases() {
+  static const std::vector<SmallCase> cases{
+      {"matmul_2x2", "ij,jk->ik", {{2, 2}, {2, 2}}},
+      {"chain3", "ij,jk,kl->il", {{8, 16}, {16, 4}, {4, 32}}},
+      {"tci_sandwich", "ai,ibj,jc->abc", {{4, 8}, {8, 2, 8}, {8, 4}}},
+      {"mps_env6", "ab,acd,bce,dfg,efh,gh->", {{4, 4}, {4, 2, 4}, {4, 2, 4}, {4, 2, 4}, {4, 2, 4}, {4, 4}}},
+  };
+  return cases;
+}
+
+void plan_small(benchmark::State& state, const SmallCase* c) {
+  std::vector<IntArrayRef> shapes;
+  for (const auto& shape : c->shapes) shapes.emplace_back(shape);
+  Result<ContractionTree> tree = Status(Error(ErrorCode::kUnknown, ErrorStage::kNone, "not run"));
+  for (auto _ : state) {
+    auto network = Network::bind(c->subscripts, shapes);
+    tree = plan(*network);
+    benchmark::DoNotOptimize(tree);
+  }
+  if (!tree.ok()) return state.SkipWithError(tree.status().to_string().c_str());
+  state.SetLabel(std::string(to_string(tree->stats().planner)));
+}
+
 }  // namespace
 }  // namespace tenferro::einsum
 
@@ -99,6 +131,10 @@ int main(int argc, char** argv) {
         ->Arg(2)
         ->Iterations(1)
         ->Unit(benchmark::kSecond);
+  }
+  for (const SmallCase& c : small_cases()) {
+    benchmark::RegisterBenchmark((std::string("plan_small/") + c.name).c_str(), plan_small, &c)
+        ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "message_text.h"
+
 namespace tenferro::einsum {
 
 namespace {
@@ -111,7 +113,7 @@ static Status check_output(const Subscripts& s, std::string_view text) {
 // Recursive-descent parser for string notation.
 class SubscriptsParser {
  public:
-  explicit SubscriptsParser(std::string_view text) : text_(text) {}
+  explicit SubscriptsParser(std::string_view text) : text_(text), shown_(internal::abbreviate(text)) {}
 
   Result<Subscripts> parse() {
     TENFERRO_TRY(parse_operand_list());
@@ -126,7 +128,7 @@ class SubscriptsParser {
       if (pos_ < text_.size()) return unexpected(-1);
       result_.output_ = std::move(output);
     }
-    TENFERRO_TRY(check_output(result_, text_));
+    TENFERRO_TRY(check_output(result_, shown_));
     if (has_parentheses_) {
       const auto n = static_cast<std::int32_t>(result_.operands_.size());
       std::vector<ContractionOrder::Step> steps;
@@ -180,13 +182,13 @@ class SubscriptsParser {
       if (pos_ >= text_.size() || text_[pos_] != ')') {
         return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                           "einsum subscripts \"{}\": the '(' at byte {} is not closed; expected ')' after operand {}",
-                          text_, open, result_.operands_.size() - 1);
+                          shown_, open, result_.operands_.size() - 1);
       }
       if (items.size() < 2) {
         return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                           "einsum subscripts \"{}\": the group at byte {} holds only operand {}; expected a "
                           "parenthesised group of two or more operands",
-                          text_, open, result_.operands_.size() - 1);
+                          shown_, open, result_.operands_.size() - 1);
       }
       ++pos_;
       item = chain(items);
@@ -223,13 +225,13 @@ class SubscriptsParser {
       if (c == '.') {
         if (text_.substr(pos_, 3) != "...") {
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                            "einsum subscripts \"{}\": {} has a '.' at byte {} that does not start \"...\"", text_,
+                            "einsum subscripts \"{}\": {} has a '.' at byte {} that does not start \"...\"", shown_,
                             where(operand), pos_);
         }
         if (term.has_ellipsis()) {
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                            "einsum subscripts \"{}\": {} has a second \"...\" at byte {}; expected at most one", text_,
-                            where(operand), pos_);
+                            "einsum subscripts \"{}\": {} has a second \"...\" at byte {}; expected at most one",
+                            shown_, where(operand), pos_);
         }
         term.ellipsis_at = static_cast<std::int32_t>(term.labels.size());
         pos_ += 3;
@@ -247,13 +249,13 @@ class SubscriptsParser {
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                             "einsum subscripts \"{}\": operand {} is followed by '(' at byte {}; expected ',' "
                             "before a parenthesised group",
-                            text_, operand, pos_);
+                            shown_, operand, pos_);
         }
         return make_error(
             ErrorCode::kInvalidArgument, ErrorStage::kNone,
             "einsum subscripts \"{}\": {} has '{}' at byte {}; expected a label (letter or digit), \"...\", ','"
             ", '(', ')' or \"->\"",
-            text_, where(operand), c, pos_);
+            shown_, where(operand), c, pos_);
       }
       if (cp >= 0x80 && cp <= 0x9F) {
         return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
@@ -271,18 +273,20 @@ class SubscriptsParser {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                         "einsum subscripts \"{}\": unexpected '{}' at byte {} after {}; expected a single \"->\" "
                         "between the operands and the output",
-                        text_, c, pos_, where(operand));
+                        shown_, c, pos_, where(operand));
     }
     if (c == ')') {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                        "einsum subscripts \"{}\": ')' at byte {} after {} closes no '('", text_, pos_, where(operand));
+                        "einsum subscripts \"{}\": ')' at byte {} after {} closes no '('", shown_, pos_,
+                        where(operand));
     }
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "einsum subscripts \"{}\": unexpected '{}' at byte {} in {}; the output is a single term", text_,
+                      "einsum subscripts \"{}\": unexpected '{}' at byte {} in {}; the output is a single term", shown_,
                       c, pos_, where(operand));
   }
 
   std::string_view text_;
+  std::string shown_;  // text_ as quoted in messages
   std::size_t pos_ = 0;
   Subscripts result_;
   bool has_parentheses_ = false;

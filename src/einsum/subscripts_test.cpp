@@ -146,6 +146,15 @@ TEST(SubscriptsTest, MalformedStringsNameOperandAndCharacter) {
   expect_error(Subscripts::parse("ij->(i)").status(), {"the output", "'('"});
 }
 
+TEST(SubscriptsTest, LongSubscriptsAreAbbreviatedInMessages) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "жa,";
+  text += "a?";
+  const Status status = Subscripts::parse(text).status();
+  expect_error(status, {"operand 300", "'?'", "…"});
+  EXPECT_LT(status.message().size(), 300u);
+}
+
 TEST(ContractionOrderTest, SsaValidation) {
   const std::vector<ContractionOrder::Step> good{{0, 1}, {3, 2}};
   auto order = ContractionOrder::from_ssa(3, good);
