@@ -41,6 +41,14 @@ CpuSet CpuSet::range(int first, int last) {
   return set;
 }
 
+CpuSet CpuSet::from_words(std::span<const std::uint64_t> words) {
+  CpuSet set;
+  const std::size_t n = std::min<std::size_t>(words.size(), kMaxCpus / kWordBits);
+  set.words_.assign(words.first(n));
+  set.trim();
+  return set;
+}
+
 Result<CpuSet> CpuSet::parse(std::string_view cpulist) {
   CpuSet set;
   if (strip(cpulist).empty()) return set;

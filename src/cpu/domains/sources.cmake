@@ -3,11 +3,25 @@
 # node-local memory pools, provider placement checks and the affinity
 # resolver. Paths are relative to src/cpu.
 list(APPEND TENFERRO_CPU_SOURCES
+  domains/cpu_domain_set.cpp
+  domains/cpu_resource_domain.cpp
   domains/cpu_set.cpp
+  domains/domain_spec.cpp
+  domains/managed_executor.cpp
+  domains/memory_pool.cpp
+  domains/thread_state.cpp
   domains/topology.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
   domains/cpu_set_test.cpp
+  domains/domain_spec_test.cpp
+  domains/managed_domain_test.cpp
   domains/topology_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb PkgConfig::HWLOC)
+# oneTBB is not instrumented for ThreadSanitizer, so neither is the one file
+# that uses it (Note [ThreadSanitizer and oneTBB] in managed_executor.cpp).
+if(TENFERRO_SANITIZE MATCHES "thread")
+  set_source_files_properties(domains/managed_executor.cpp PROPERTIES
+    COMPILE_OPTIONS -fno-sanitize=thread COMPILE_DEFINITIONS TENFERRO_TSAN_ANNOTATIONS=1)
+endif()

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,12 @@ class CpuSet {
   /// Parses a cpulist such as "0-3,8,10-11" (whitespace around items is
   /// allowed; "" is the empty set). kInvalidArgument names the bad item.
   static Result<CpuSet> parse(std::string_view cpulist);
+
+  /// The set whose CPU c is bit c % 64 of words[c / 64] (the layout of
+  /// cpu_set_t and hwloc bitmaps on 64-bit Linux); CPUs >= kMaxCpus are dropped.
+  static CpuSet from_words(std::span<const std::uint64_t> words);
+  /// The same layout, without trailing zero words.
+  std::span<const std::uint64_t> words() const noexcept { return words_.span(); }
 
   /// Adds `cpu`; precondition 0 <= cpu < kMaxCpus.
   void add(int cpu);

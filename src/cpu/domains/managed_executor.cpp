@@ -1,0 +1,248 @@
+// The managed executor: a oneTBB task_arena per domain, pinned threads.
+//
+// Note [Pinning]
+// Every thread that runs a managed domain's work runs on exactly the
+// domain's CPU set:
+//  - oneTBB workers are shared by all arenas of the process, so a worker is
+//    (re)bound when it starts a chunk or a task of this domain and is not
+//    already bound to it (ThreadDomainState::pinned_to, one compare per
+//    chunk; one pthread_setaffinity_np when it moves between domains). It
+//    stays bound afterwards; the next domain to use it re-binds it.
+//  - the thread that installs (the caller, or the worker oneTBB delegates
+//    the entry to) is bound for the duration of the entry when its current
+//    affinity is not already inside the CPU set, and its affinity is
+//    restored when the entry returns. When the domain covers every CPU the
+//    process may use, every thread of the process already runs inside it
+//    and no affinity call is made (measured: the check costs ~150 ns, a
+//    bind+restore pair ~1.3 us on this VM).
+// This replaces a task_scheduler_observer, whose callbacks cost ~100 ns on
+// every entry even when nothing needs pinning (DEPENDENCIES.md section 1:
+// oneTBB's own NUMA constraints bind to whole nodes, not exact CPU sets).
+// Binding is skipped on an injected topology, where it would silently do
+// nothing (or pin to CPUs of a machine we are not running on).
+//
+// Note [Arena slots]
+// The arena has thread_budget slots. With a budget above one, one slot is
+// reserved for the installing thread, so an entry never waits for a worker
+// and an installed job runs on the caller plus at most budget-1 workers.
+// A budget-one arena reserves nothing, so its single slot can also run
+// submitted tasks (a reserved slot would leave them without a thread).
+// oneTBB sizes its worker pool from the process mask (P-1 workers): on this
+// 2-CPU machine submitted tasks of all domains share one worker.
+//
+// Note [ThreadSanitizer and oneTBB]
+// oneTBB's library is not instrumented, so TSan cannot see the
+// synchronisation of its task hand-off and join, and it reports the task
+// code oneTBB inlines from its headers as racing. This file is the only one
+// that includes oneTBB; the TSan build compiles it without instrumentation
+// (src/cpu/domains/sources.cmake), and each hand-off tenferro relies on
+// (entry, loop chunks, submitted tasks) is annotated with __tsan_release
+// before it and __tsan_acquire on the receiving thread before any
+// instrumented code runs. Everything the hand-offs call (domain contexts,
+// kernels, jobs, tests) stays instrumented and checked.
+#include "cpu/domains/managed_executor.h"
+
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+
+#include "cpu/domains/thread_state.h"
+
+// Set by sources.cmake in ThreadSanitizer builds, where this file itself is
+// compiled without instrumentation (so __has_feature cannot tell).
+#ifdef TENFERRO_TSAN_ANNOTATIONS
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define TENFERRO_TSAN_ACQUIRE(p) __tsan_acquire(const_cast<void*>(static_cast<const void*>(p)))
+#define TENFERRO_TSAN_RELEASE(p) __tsan_release(const_cast<void*>(static_cast<const void*>(p)))
+#else
+#define TENFERRO_TSAN_ACQUIRE(p) static_cast<void>(0)
+#define TENFERRO_TSAN_RELEASE(p) static_cast<void>(0)
+#endif
+
+namespace tenferro::cpu::internal {
+namespace {
+
+// Where the threads of one executor must run. Shared with queued tasks so
+// that they can pin their worker even after the executor is gone.
+struct PinTarget {
+  std::uint64_t id = 0;  // process-unique, never 0
+  CpuSet cpus;
+  bool enabled = false;  // false on an injected topology (binding would not act)
+  std::shared_ptr<CpuResourceDomain::Counters> counters;
+
+  // Binds the calling worker thread to `cpus` unless it is already confined
+  // to them; it stays bound until another executor re-binds it.
+  void confine_worker() const noexcept;
+};
+
+class ManagedCpuExecutor final : public CpuDomainExecutor {
+ public:
+  explicit ManagedCpuExecutor(ManagedExecutorOptions options);
+
+  CpuExecutorCapabilities capabilities() const override;
+  Status install(FunctionRef<void(const ParallelContext& workers)> job) override;
+  Status submit(std::shared_ptr<CpuTask> task) override;
+
+ private:
+  // parallel_for over the arena's threads; valid inside install.
+  class ArenaContext final : public ParallelContext {
+   public:
+    ArenaContext(const PinTarget* pin, int threads) noexcept : pin_(pin), threads_(threads) {}
+    int max_threads() const noexcept override { return threads_; }
+    void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                      FunctionRef<void(std::int64_t, std::int64_t)> body) const override;
+
+   private:
+    const PinTarget* pin_;
+    int threads_;
+  };
+
+  std::shared_ptr<const PinTarget> pin_;
+  int thread_budget_;
+  bool pin_entering_threads_;
+  tbb::task_arena arena_;
+  ArenaContext context_;
+};
+
+// Binds the installing thread for one entry (Note [Pinning]).
+class EnteringThreadPin {
+ public:
+  EnteringThreadPin(const PinTarget& pin, bool may_be_outside) noexcept
+      : pin_(pin), state_(this_thread_domain_state()), previous_(state_.pinned_to) {
+    if (!pin_.enabled || previous_ == pin_.id) return;
+    if (may_be_outside) {
+      Result<CpuSet> current = this_thread_affinity();
+      if (!current.ok()) {
+        pin_.counters->pin_failures.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      if (!current->is_subset_of(pin_.cpus)) {
+        if (!bind_this_thread(pin_.cpus).ok()) {
+          pin_.counters->pin_failures.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        restore_ = std::move(current).value();
+        pin_.counters->entering_thread_pins.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    state_.pinned_to = pin_.id;
+  }
+  ~EnteringThreadPin() {
+    if (!restore_.empty() && !bind_this_thread(restore_).ok()) {
+      pin_.counters->pin_failures.fetch_add(1, std::memory_order_relaxed);
+    }
+    state_.pinned_to = previous_;
+  }
+  EnteringThreadPin(const EnteringThreadPin&) = delete;
+  EnteringThreadPin& operator=(const EnteringThreadPin&) = delete;
+
+ private:
+  const PinTarget& pin_;
+  ThreadDomainState& state_;
+  std::uint64_t previous_;
+  CpuSet restore_;  // the affinity to restore, empty when nothing was bound
+};
+
+void PinTarget::confine_worker() const noexcept {
+  if (!enabled) return;
+  ThreadDomainState& state = this_thread_domain_state();
+  if (state.pinned_to == id) return;
+  if (bind_this_thread(cpus).ok()) {
+    state.pinned_to = id;
+    counters->worker_pins.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters->pin_failures.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                                                    FunctionRef<void(std::int64_t, std::int64_t)> body) const {
+  const ChunkPlan plan = plan_chunks(end - begin, grain, threads_);
+  if (plan.chunks == 0) return;
+  if (plan.chunks == 1) {
+    body(begin, end);
+    return;
+  }
+  TENFERRO_TSAN_RELEASE(&body);
+  tbb::parallel_for(
+      std::int64_t{0}, plan.chunks,
+      [&](std::int64_t chunk) {
+        TENFERRO_TSAN_ACQUIRE(&body);
+        pin_->confine_worker();
+        const std::int64_t lo = begin + chunk * plan.chunk_size;
+        body(lo, std::min(end, lo + plan.chunk_size));
+        TENFERRO_TSAN_RELEASE(&body);
+      },
+      tbb::static_partitioner());
+  TENFERRO_TSAN_ACQUIRE(&body);
+}
+
+ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
+    : pin_(std::make_shared<const PinTarget>(
+          PinTarget{next_unique_id(), std::move(options.cpus), options.bind_threads, std::move(options.counters)})),
+      thread_budget_(options.thread_budget),
+      pin_entering_threads_(options.pin_entering_threads),
+      arena_(options.thread_budget, options.thread_budget > 1 ? 1 : 0),
+      context_(pin_.get(), options.thread_budget) {
+  arena_.initialize();
+}
+
+CpuExecutorCapabilities ManagedCpuExecutor::capabilities() const {
+  CpuExecutorCapabilities caps;
+  caps.workers = thread_budget_;
+  caps.supports_submit = true;
+  caps.inner_parallelism = thread_budget_ > 1;
+  caps.reentrant_install = false;
+  caps.affinity = pin_->enabled ? CpuAffinityGuarantee::kPinnedByTenferro : CpuAffinityGuarantee::kNone;
+  caps.shutdown_owner = CpuShutdownOwner::kTenferro;
+  caps.name = pin_->enabled ? "oneTBB task_arena, pinned"
+                            : "oneTBB task_arena, not pinned (the topology does not describe this system)";
+  return caps;
+}
+
+Status ManagedCpuExecutor::install(FunctionRef<void(const ParallelContext& workers)> job) {
+  TENFERRO_TSAN_RELEASE(&job);
+  arena_.execute([&] {
+    TENFERRO_TSAN_ACQUIRE(&job);
+    {
+      EnteringThreadPin pin(*pin_, pin_entering_threads_);
+      job(context_);
+    }
+    TENFERRO_TSAN_RELEASE(&job);
+  });
+  TENFERRO_TSAN_ACQUIRE(&job);
+  return ok_status();
+}
+
+Status ManagedCpuExecutor::submit(std::shared_ptr<CpuTask> task) {
+  TENFERRO_TSAN_RELEASE(task.get());
+  arena_.enqueue([pin = pin_, task = std::move(task)] {
+    TENFERRO_TSAN_ACQUIRE(task.get());
+    pin->confine_worker();
+    task->run();
+  });
+  return ok_status();
+}
+
+}  // namespace
+
+ChunkPlan plan_chunks(std::int64_t n, std::int64_t grain, int threads) noexcept {
+  if (n <= 0) return {};
+  grain = std::max<std::int64_t>(grain, 1);
+  const std::int64_t by_grain = (n + grain - 1) / grain;
+  const std::int64_t wanted = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, by_grain));
+  const std::int64_t chunk_size = (n + wanted - 1) / wanted;
+  return {(n + chunk_size - 1) / chunk_size, chunk_size};
+}
+
+// The executor's destructor does not wait: queued tasks keep what they need
+// (their PinTarget, their task) and oneTBB keeps the arena's internals until
+// its last task has run.
+std::shared_ptr<CpuDomainExecutor> make_managed_executor(ManagedExecutorOptions options) {
+  return std::make_shared<ManagedCpuExecutor>(std::move(options));
+}
+
+}  // namespace tenferro::cpu::internal
