@@ -72,6 +72,8 @@ struct MockBehaviour {
   /// Always answers NeedsSpecialization with what was already granted (a
   /// contract violation the runtime must reject).
   bool repeat_specialization = false;
+  /// Called at the start of every run (e.g. to cancel from inside a kernel).
+  std::function<void()> on_run;
   std::atomic<int> prepares{0};
   std::atomic<int> runs{0};
   std::atomic<int> wrong_context{0};
@@ -111,6 +113,7 @@ class MockProvider final : public ElementwiseRuntime {
     MockBehaviour& b = *behaviour_;
     if (context.type() != b.expected_context) ++b.wrong_context;
     const int n = b.runs.fetch_add(1);
+    if (b.on_run) b.on_run();
     if (n == b.fail_run_at) return Error(ErrorCode::kInternal, ErrorStage::kNone, "injected kernel failure");
     return compute(r);
   }
