@@ -70,6 +70,8 @@ struct PlanningPolicy {
   std::optional<ContractionOrder> path;
   std::optional<TreeSAOptions> treesa;
   std::optional<CostWeights> weights;
+
+  friend bool operator==(const PlanningPolicy&, const PlanningPolicy&) = default;
 };
 
 /// The resolved runtime planning configuration (a runtime snapshot owns it).
@@ -78,13 +80,16 @@ struct PlanningConfig {
   TreeSAOptions treesa;
   /// kOptimal refuses larger networks (at most kOptimalHardMaxInputs).
   std::int32_t optimal_max_inputs = 16;
-  /// kAuto uses kOptimal up to this many inputs, kGreedy beyond.
-  std::int32_t auto_optimal_max_inputs = 8;
+  /// kAuto uses kOptimal up to this many inputs (about a millisecond at
+  /// 10), kGreedy beyond.
+  std::int32_t auto_optimal_max_inputs = 10;
   /// Hard limit on the logical workspace in bytes (Note [Workspace limit]).
   std::optional<double> workspace_limit_bytes;
   Determinism determinism = Determinism::kFast;
   /// Seeds every randomised planner.
   std::uint64_t seed = 0;
+
+  friend bool operator==(const PlanningConfig&, const PlanningConfig&) = default;
 };
 
 /// The exact planner's memory and time grow as 2^n and 3^n.
@@ -95,7 +100,8 @@ inline constexpr std::int32_t kOptimalHardMaxInputs = 20;
 /// the network (missing or mismatched path, nested planner without
 /// parentheses, parentheses with another planner, optimal beyond its input
 /// limit, invalid options); kWorkspaceLimitExceeded. The returned tree
-/// records the planner used and its statistics.
+/// records the planner used and its statistics. Thread-safe: it only reads
+/// its arguments, so concurrent calls (even on one Network) are independent.
 Result<ContractionTree> plan(const Network& network, const PlanningPolicy& policy = {},
                              const PlanningConfig& config = {});
 
