@@ -1,0 +1,160 @@
+// The engine-owned dot_general composite (seed "CPU contraction and linalg
+// composition"): a validated binary contraction with StableHLO semantics
+// (docs/core_ops.md) executed either by a direct general-contraction
+// provider or by TTGT, i.e. layout transforms (only where strides demand
+// them) plus GEMM through a CpuGemmProvider.
+//
+// Note [TTGT without transposes]
+// Axes fall into four groups: batch (B: lhs, rhs, out), lhs free (M: lhs,
+// out), rhs free (N: rhs, out) and contracted (K: lhs, rhs); extent-1 axes
+// are dropped. A group becomes one GEMM dimension when its axes can be
+// ordered so that they fuse (stride[i] == stride[i+1] * extent[i+1]) in
+// every tensor that holds the group; the GEMM then reads operands at their
+// fused strides, transposed or not, so a permuted or sliced view costs no
+// copy. The planner tries every choice of tensors to keep as they are and
+// takes the feasible one that moves the fewest elements: a tensor it does
+// not keep is copied (copy_into) into a dense [B, M, K] / [B, K, N] buffer,
+// or, for the output, computed in a dense [B, M, N] buffer and copied out.
+// Batch axes never force a copy: runs that fuse become the strided-batch
+// dimension, the rest an outer loop. A tensor is also not kept when the GEMM
+// provider cannot take its fused strides (GemmSupport::strides), e.g. a
+// broadcast (stride-0) operand for a BLAS library. m = n = k = 1 everywhere
+// is an elementwise product and runs as one strided loop without GEMM.
+//
+// Note [dot_general parallel mode]
+// The mode is chosen once per call, before any provider runs (seed
+// "Normative faer batched-GEMM policy", "Target policy for strided-batched
+// dot_general"): with one thread, kSequential; with several GEMM jobs, at
+// least as many jobs as threads, small jobs (DotGeneralOptions) and a GEMM
+// provider that can be forced sequential on each worker
+// (can_run_sequential_per_worker: never parallel OpenBLAS), kOuter: the jobs
+// are spread with one ctx.parallel_for and every provider call gets a
+// SequentialContext; otherwise kInner: the job loop is sequential and each
+// provider call receives ctx. Layout copies run before the GEMM phase (with
+// ctx, one level). So at every size there is exactly one fan-out level,
+// whichever provider is plugged in. The starting thresholds are PyTorch-like
+// placeholders until tensor-network benchmarks pick tenferro's own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "tenferro/base/status.h"
+#include "tenferro/cpu/capabilities.h"
+#include "tenferro/cpu/gemm/gemm_provider.h"
+#include "tenferro/cpu/parallel.h"
+#include "tenferro/tensor/shape.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::cpu {
+
+namespace internal {
+struct TtgtPlan;
+}  // namespace internal
+
+/// StableHLO dot_general dimension numbers: axes of lhs and rhs.
+struct DotGeneralDims {
+  Dims lhs_batch;
+  Dims rhs_batch;
+  Dims lhs_contract;
+  Dims rhs_contract;
+};
+
+/// How a call was (or would be) executed.
+enum class DotGeneralPath : std::uint8_t {
+  kEmpty,        ///< the output has no elements
+  kZeroFill,     ///< a contracted extent is 0: the output is zeros
+  kElementwise,  ///< m = n = k = 1: out = lhs * rhs over the batch, one strided loop
+  kGemm,         ///< TTGT through the GEMM provider
+  kDirect,       ///< the direct general-contraction provider
+  kNaive,        ///< integer dtypes: plain loops (no GEMM provider computes integers)
+};
+std::string_view to_string(DotGeneralPath path) noexcept;
+std::string_view to_string(ParallelMode mode) noexcept;
+
+/// The plan of one call, for tests and explain(): which path and mode ran
+/// and what was copied. Filled before any kernel runs.
+struct DotGeneralPlan {
+  DotGeneralPath path = DotGeneralPath::kEmpty;
+  ParallelMode mode = ParallelMode::kSequential;
+  bool lhs_copied = false;           ///< lhs was materialized into a dense buffer
+  bool rhs_copied = false;           ///< rhs was materialized into a dense buffer
+  bool out_via_temp = false;         ///< computed into a buffer, then copied to the output
+  std::int64_t copied_elements = 0;  ///< elements moved by those copies
+  std::int64_t m = 1;                ///< fused GEMM extents
+  std::int64_t n = 1;
+  std::int64_t k = 1;
+  std::int64_t jobs = 0;             ///< GEMM problems (or elementwise products)
+  std::int64_t batch_loop_dims = 0;  ///< batch runs looped outside the strided batch
+  std::int64_t provider_calls = 0;   ///< calls made into the GEMM or direct provider
+};
+
+/// Tuning of the composite. Zero means the default.
+struct DotGeneralOptions {
+  /// kOuter needs per-job flops (2*m*n*k) at most this, or at least
+  /// 4 jobs per thread. Default 2 * 128^3.
+  std::int64_t outer_max_job_flops = 0;
+  /// Elementwise products below this many jobs never fork. Default 32768.
+  std::int64_t elementwise_parallel_min = 0;
+};
+
+/// A provider that contracts a whole binary dot_general itself (TBLIS-like
+/// label groups) without flattening it to GEMM. Thread-safe; uses `ctx` as
+/// its only parallelism, one fan-out level (it is called in kInner or
+/// kSequential mode). kUnsupported declines a request, and the composite
+/// then runs TTGT; any other error is returned to the caller.
+class CpuGeneralContractionProvider {
+ public:
+  virtual ~CpuGeneralContractionProvider() = default;
+  virtual std::string_view name() const noexcept = 0;
+  virtual const ProviderCapability& capability() const noexcept = 0;
+  /// out = dot_general(lhs, rhs) for a validated request; `out` has the
+  /// result shape and any non-overlapping strides.
+  virtual Status contract(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
+                          const TensorView& out, const ParallelContext& ctx) const = 0;
+};
+
+/// The composite. Holds its providers (shared, immutable); thread-safe.
+class DotGeneralComposite {
+ public:
+  /// `gemm` is required; `direct` is optional and tried first.
+  explicit DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> gemm,
+                               std::shared_ptr<const CpuGeneralContractionProvider> direct = nullptr,
+                               DotGeneralOptions options = {});
+
+  /// Returns dot_general(lhs, rhs) as a new tensor whose axes are batch, lhs
+  /// free, rhs free (StableHLO order) and whose memory order is chosen to
+  /// avoid copies (it may be a dense permuted view). Validation errors
+  /// (kDTypeMismatch, kShapeMismatch, kAxisOutOfRange, kInvalidArgument,
+  /// kUnsupported for bool or a dtype the GEMM provider lacks) come before
+  /// any kernel runs. Borrows lhs and rhs for the call. `plan`, when given,
+  /// receives what ran.
+  Result<Tensor> dot_general(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
+                             const ParallelContext& ctx, DotGeneralPlan* plan = nullptr) const;
+
+  /// Writes dot_general(lhs, rhs) into `out` (result shape, any
+  /// non-overlapping strides, not overlapping lhs or rhs: kAliasConflict).
+  Status dot_general_into(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
+                          const TensorView& out, const ParallelContext& ctx, DotGeneralPlan* plan = nullptr) const;
+
+  /// Validates and plans without running anything (for explain and tests);
+  /// `out` may be null (then the output layout is the composite's choice).
+  Result<DotGeneralPlan> plan(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
+                              const TensorView* out, int threads) const;
+
+  /// The result shape: batch, lhs free, rhs free. Validates.
+  static Result<Dims> result_shape(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims);
+
+  const CpuGemmProvider& gemm_provider() const noexcept { return *gemm_; }
+
+ private:
+  Status run_plan(internal::TtgtPlan& plan, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
+                  bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out) const;
+
+  std::shared_ptr<const CpuGemmProvider> gemm_;
+  std::shared_ptr<const CpuGeneralContractionProvider> direct_;
+  DotGeneralOptions options_;
+};
+
+}  // namespace tenferro::cpu

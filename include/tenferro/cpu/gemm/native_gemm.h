@@ -1,0 +1,104 @@
+// The native GEMM provider: tenferro's own sequential high-performance
+// kernels (BLIS-style packing, MC/KC/NC cache blocking, AVX-512 or AVX2
+// register micro-kernels, chosen once from the CPU's features), parallelised
+// only through the ParallelContext of the entered CPU domain.
+//
+// Note [Native GEMM parallelism]
+// With ctx.max_threads() > 1 and enough work, each (NC, KC) block step makes
+// two fork-joins on ctx: the packed B panel is filled in parallel, then the
+// C block is split into ctx.max_threads() rectangles (along M when M is the
+// larger extent, else along N), each packing its own A rows. A problem below
+// NativeGemmOptions::parallel_min_flops runs on the calling thread. Every
+// fork-join is a single level: nothing inside a chunk calls ctx again, so
+// the kernel can be given the domain's context under ParallelMode::kInner
+// and a SequentialContext under kOuter.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "tenferro/cpu/gemm/gemm_provider.h"
+
+namespace tenferro::cpu {
+
+namespace internal {
+struct GemmKernelTable;
+class GemmWorkspacePool;
+/// Storage behind NativeGemmCounters, bumped by the driver.
+struct NativeGemmAtomicCounters {
+  std::atomic<std::int64_t> small_problems{0};
+  std::atomic<std::int64_t> blocked_problems{0};
+  std::atomic<std::int64_t> parallel_problems{0};
+  std::atomic<std::int64_t> fork_joins{0};
+};
+}  // namespace internal
+
+/// Which micro-kernels the native provider uses.
+enum class NativeGemmIsa : std::uint8_t {
+  kAuto,      ///< the best the CPU supports (AVX-512, else AVX2, else portable)
+  kAvx512,    ///< AVX-512F kernels; kUnsupported at creation when the CPU lacks them
+  kAvx2,      ///< AVX2 + FMA kernels; kUnsupported when the CPU lacks them
+  kPortable,  ///< plain C++ kernels, any CPU
+};
+
+std::string_view to_string(NativeGemmIsa isa) noexcept;
+
+/// Construction options. Zero means "the tuned default".
+struct NativeGemmOptions {
+  NativeGemmIsa isa = NativeGemmIsa::kAuto;
+  /// Problems with m*n*k at most this run an unpacked loop (no workspace).
+  std::int64_t small_max_mnk = 0;
+  /// Problems below this many flops (2*m*n*k) never fork, whatever the context.
+  std::int64_t parallel_min_flops = 0;
+  /// Cache-blocking overrides (for tuning experiments); 0 keeps the ISA's.
+  int mc = 0;
+  int kc = 0;
+  int nc = 0;
+};
+
+/// Counters proving which paths ran (relaxed atomics; cheap to bump).
+struct NativeGemmCounters {
+  std::int64_t small_problems = 0;         ///< problems run by the unpacked small kernel
+  std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
+  std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context
+  std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
+  std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
+};
+
+/// See the file comment. Immutable after creation except for its workspace
+/// pool and counters, both thread-safe; thread-safe to call concurrently.
+/// Capability: kPerCall thread count on kEngineWorkers (it runs exactly on
+/// the workers of the context it is given).
+class NativeGemmProvider final : public CpuGemmProvider {
+ public:
+  /// kUnsupported when options.isa names kernels the CPU cannot run;
+  /// kInvalidArgument for negative or inconsistent options.
+  static Result<std::shared_ptr<NativeGemmProvider>> create(const NativeGemmOptions& options = {});
+  ~NativeGemmProvider() override;
+
+  std::string_view name() const noexcept override { return "native"; }
+  const ProviderCapability& capability() const noexcept override { return capability_; }
+  GemmSupport support() const noexcept override;
+  /// The kernels selected at creation (never kAuto).
+  NativeGemmIsa isa() const noexcept { return isa_; }
+  NativeGemmCounters counters() const noexcept;
+
+  Status gemm(const GemmRequest& request, const ParallelContext& ctx) const override;
+  Status gemm_strided_batched(const StridedBatchedGemmRequest& request, const ParallelContext& ctx) const override;
+  Status gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const override;
+
+ private:
+  NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table, const NativeGemmOptions& options);
+  Status run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx) const;
+
+  NativeGemmIsa isa_;
+  const internal::GemmKernelTable* table_;
+  NativeGemmOptions options_;
+  ProviderCapability capability_;
+  std::unique_ptr<internal::GemmWorkspacePool> workspace_;
+  mutable internal::NativeGemmAtomicCounters counters_;
+};
+
+}  // namespace tenferro::cpu

@@ -1,0 +1,462 @@
+// DotGeneralComposite: executes a TtgtPlan (dot_general_planner.h): layout
+// copies, then GEMM jobs in the parallel mode chosen once per call (Note
+// [dot_general parallel mode]), or the elementwise / integer loops.
+#include "tenferro/cpu/gemm/dot_general.h"
+
+#include <algorithm>
+#include <atomic>
+#include <complex>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/gemm/dot_general_planner.h"
+#include "tenferro/base/assert.h"
+#include "tenferro/cpu/kernels/layout.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using internal::AxisList;
+using internal::kLhs;
+using internal::kOut;
+using internal::kRhs;
+using internal::PlanAxis;
+using internal::Slot;
+using internal::TtgtPlan;
+
+// Records the first error of concurrent jobs.
+class FirstError {
+ public:
+  void set(Status st) {
+    if (st.ok()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.ok()) status_ = std::move(st);
+  }
+  Status take() { return std::move(status_); }
+
+ private:
+  std::mutex mutex_;
+  Status status_;
+};
+
+// Element offsets of job `outer` of the looped batch runs (last run fastest).
+void decode_outer(const AxisList& loops, std::int64_t outer, std::int64_t (&off)[3]) {
+  off[0] = off[1] = off[2] = 0;
+  for (std::size_t r = loops.size(); r-- > 0;) {
+    const std::int64_t idx = outer % loops[r].extent;
+    outer /= loops[r].extent;
+    for (int s = 0; s < 3; ++s) off[s] += idx * loops[r].stride[s];
+  }
+}
+
+// The batch split into looped runs and one inner (strided-batch) run.
+struct BatchGeometry {
+  AxisList loops;
+  PlanAxis inner;  // extent 1 when there is no batch
+  std::int64_t jobs = 1;
+
+  explicit BatchGeometry(const AxisList& batch) {
+    loops = internal::fuse_batch_runs(batch);
+    if (!loops.empty()) {
+      inner = loops.back();
+      loops.pop_back();
+    }
+    jobs = inner.extent * internal::group_extent(loops);
+  }
+
+  // Calls fn(offsets, first_inner, count) for the jobs [j0, j1) in runs
+  // that are contiguous in the inner batch.
+  template <class F>
+  void for_runs(std::int64_t j0, std::int64_t j1, F&& fn) const {
+    while (j0 < j1) {
+      const std::int64_t outer = j0 / inner.extent;
+      const std::int64_t i0 = j0 % inner.extent;
+      const std::int64_t count = std::min(inner.extent - i0, j1 - j0);
+      std::int64_t off[3];
+      decode_outer(loops, outer, off);
+      for (int s = 0; s < 3; ++s) off[s] += i0 * inner.stride[s];
+      fn(off, count);
+      j0 += count;
+    }
+  }
+};
+
+// A dense buffer whose memory order follows the plan ([B, first, second]
+// groups, each in plan order) viewed with axes in `logical_shape` order;
+// `axis_slot` selects which tensor's axis numbers the plan axes carry.
+Result<Tensor> allocate_in_plan_order(const AxisList& b, const AxisList& first, const AxisList& second, Slot axis_slot,
+                                      IntArrayRef logical_shape, DType dtype) {
+  const std::int64_t rank = static_cast<std::int64_t>(logical_shape.size());
+  Dims order;  // logical axes in memory order
+  SmallVector<bool, 8> placed(static_cast<std::size_t>(rank), false);
+  for (const AxisList* g : {&b, &first, &second}) {
+    for (const PlanAxis& a : *g) {
+      if (a.axis[axis_slot] >= 0) {
+        order.push_back(a.axis[axis_slot]);
+        placed[static_cast<std::size_t>(a.axis[axis_slot])] = true;
+      }
+    }
+  }
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (!placed[static_cast<std::size_t>(a)]) order.push_back(a);
+  Dims mem_shape;
+  for (std::int64_t a : order) mem_shape.push_back(logical_shape[static_cast<std::size_t>(a)]);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor buffer, Tensor::empty(mem_shape, dtype));
+  Dims inverse(static_cast<std::size_t>(rank));
+  for (std::int64_t i = 0; i < rank; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  return buffer.permute(inverse);
+}
+
+// Sets `slot` strides of the plan axes from `t`'s strides (axis numbers of
+// `axis_slot`).
+void take_strides(AxisList& group, Slot slot, Slot axis_slot, const Tensor& t) {
+  for (PlanAxis& a : group) a.stride[slot] = t.strides()[static_cast<std::size_t>(a.axis[axis_slot])];
+}
+
+// Copies an operand into a dense [B, first, second] buffer; the plan axes
+// then carry the buffer's strides. The buffer is viewed with the operand's
+// non-trivial axes renumbered 0..r-1 in memory order.
+Result<Tensor> materialize_operand(const TensorView& src, Slot slot, AxisList& b, AxisList& first, AxisList& second,
+                                   const ParallelContext& ctx) {
+  Dims shape, strides;
+  for (const AxisList* g : {&b, &first, &second}) {
+    for (const PlanAxis& a : *g) {
+      shape.push_back(a.extent);
+      strides.push_back(a.stride[slot]);
+    }
+  }
+  TENFERRO_ASSIGN_OR_RETURN(Tensor dense, Tensor::empty(shape, src.dtype));
+  const TensorView from{src.data, shape, strides, src.dtype, src.storage};
+  TENFERRO_TRY(copy_into(from, dense.view(), ctx));
+  std::size_t i = 0;
+  for (AxisList* g : {&b, &first, &second})
+    for (PlanAxis& a : *g) a.stride[slot] = dense.strides()[i++];
+  return dense;
+}
+
+template <class T>
+void zero_fill_typed(const TensorView& out) {
+  const std::int64_t rank = out.rank();
+  const std::int64_t total = out.numel();
+  Dims idx(static_cast<std::size_t>(rank), 0);
+  T* base = static_cast<T*>(out.data);
+  std::int64_t off = 0;
+  for (std::int64_t e = 0; e < total; ++e) {
+    base[off] = T(0);
+    for (std::int64_t d = rank - 1; d >= 0; --d) {
+      const auto du = static_cast<std::size_t>(d);
+      if (++idx[du] < out.shape[du]) {
+        off += out.strides[du];
+        break;
+      }
+      off -= (out.shape[du] - 1) * out.strides[du];
+      idx[du] = 0;
+    }
+  }
+}
+
+// Multiplication that wraps for integers (no signed-overflow UB).
+template <class T>
+inline T wrap_mul(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return x * y;
+  }
+}
+template <class T>
+inline T wrap_add(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return x + y;
+  }
+}
+
+// Element offsets of every index of a group in `slot` (mixed radix).
+std::vector<std::int64_t> group_offsets(const AxisList& g, Slot slot) {
+  std::vector<std::int64_t> offs(1, 0);
+  for (const PlanAxis& a : g) {
+    std::vector<std::int64_t> next;
+    next.reserve(offs.size() * static_cast<std::size_t>(a.extent));
+    for (std::int64_t o : offs)
+      for (std::int64_t i = 0; i < a.extent; ++i) next.push_back(o + i * a.stride[slot]);
+    offs = std::move(next);
+  }
+  return offs;
+}
+
+ParallelMode select_mode(int threads, std::int64_t jobs, double job_flops, bool provider_sequential_per_worker,
+                         const DotGeneralOptions& options) {
+  if (threads <= 1) return ParallelMode::kSequential;
+  const bool small_jobs = job_flops <= static_cast<double>(options.outer_max_job_flops);
+  if (jobs >= threads && provider_sequential_per_worker && (small_jobs || jobs >= 4LL * threads)) {
+    return ParallelMode::kOuter;
+  }
+  return ParallelMode::kInner;
+}
+
+}  // namespace
+
+std::string_view to_string(DotGeneralPath path) noexcept {
+  switch (path) {
+    case DotGeneralPath::kEmpty:
+      return "empty";
+    case DotGeneralPath::kZeroFill:
+      return "zero_fill";
+    case DotGeneralPath::kElementwise:
+      return "elementwise";
+    case DotGeneralPath::kGemm:
+      return "gemm";
+    case DotGeneralPath::kDirect:
+      return "direct";
+    case DotGeneralPath::kNaive:
+      return "naive";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ParallelMode mode) noexcept {
+  switch (mode) {
+    case ParallelMode::kSequential:
+      return "sequential";
+    case ParallelMode::kInner:
+      return "inner";
+    case ParallelMode::kOuter:
+      return "outer";
+  }
+  return "unknown";
+}
+
+DotGeneralComposite::DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> gemm,
+                                         std::shared_ptr<const CpuGeneralContractionProvider> direct,
+                                         DotGeneralOptions options)
+    : gemm_(std::move(gemm)), direct_(std::move(direct)), options_(options) {
+  TENFERRO_CHECK(gemm_ != nullptr);
+  if (options_.outer_max_job_flops <= 0) options_.outer_max_job_flops = 2LL * 128 * 128 * 128;
+  if (options_.elementwise_parallel_min <= 0) options_.elementwise_parallel_min = 32768;
+}
+
+Result<Dims> DotGeneralComposite::result_shape(const TensorView& lhs, const TensorView& rhs,
+                                               const DotGeneralDims& dims) {
+  GemmSupport all;
+  all.f32 = all.f64 = all.c64 = all.c128 = true;
+  TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, nullptr, all));
+  return internal::dot_general_result_shape(lhs, rhs, dims);
+}
+
+Result<DotGeneralPlan> DotGeneralComposite::plan(const TensorView& lhs, const TensorView& rhs,
+                                                 const DotGeneralDims& dims, const TensorView* out, int threads) const {
+  TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, out, gemm_->support()));
+  TtgtPlan p = internal::plan_ttgt(lhs, rhs, dims, out, gemm_->support().strides);
+  if (p.summary.path == DotGeneralPath::kGemm) {
+    p.summary.mode = select_mode(
+        threads, p.summary.jobs,
+        2.0 * static_cast<double>(p.summary.m) * static_cast<double>(p.summary.n) * static_cast<double>(p.summary.k),
+        can_run_sequential_per_worker(gemm_->capability()), options_);
+  } else if (p.summary.path == DotGeneralPath::kElementwise) {
+    p.summary.mode = threads > 1 && p.summary.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter
+                                                                                        : ParallelMode::kSequential;
+  }
+  return p.summary;
+}
+
+Result<Tensor> DotGeneralComposite::dot_general(const TensorView& lhs, const TensorView& rhs,
+                                                const DotGeneralDims& dims, const ParallelContext& ctx,
+                                                DotGeneralPlan* plan_out) const {
+  TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, nullptr, gemm_->support()));
+  const Dims shape = internal::dot_general_result_shape(lhs, rhs, dims);
+  if (direct_ != nullptr) {
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, lhs.dtype));
+    TENFERRO_TRY(dot_general_into(lhs, rhs, dims, out.view(), ctx, plan_out));
+    return out;
+  }
+  TtgtPlan p = internal::plan_ttgt(lhs, rhs, dims, nullptr, gemm_->support().strides);
+  Tensor out;
+  if (p.summary.path == DotGeneralPath::kEmpty || p.summary.path == DotGeneralPath::kZeroFill) {
+    TENFERRO_ASSIGN_OR_RETURN(out, Tensor::empty(shape, lhs.dtype));
+  } else {
+    TENFERRO_ASSIGN_OR_RETURN(out, allocate_in_plan_order(p.batch, p.m, p.n, kOut, shape, lhs.dtype));
+  }
+  TENFERRO_TRY(run_plan(p, lhs, rhs, out.view(), /*out_is_final=*/true, ctx, plan_out));
+  return out;
+}
+
+Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
+                                             const TensorView& out, const ParallelContext& ctx,
+                                             DotGeneralPlan* plan_out) const {
+  TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, &out, gemm_->support()));
+  if (direct_ != nullptr && out.numel() > 0) {
+    const Status st = direct_->contract(lhs, rhs, dims, out, ctx);
+    if (st.ok()) {
+      if (plan_out != nullptr) {
+        *plan_out = DotGeneralPlan{};
+        plan_out->path = DotGeneralPath::kDirect;
+        plan_out->mode = ctx.max_threads() > 1 ? ParallelMode::kInner : ParallelMode::kSequential;
+        plan_out->provider_calls = 1;
+      }
+      return ok_status();
+    }
+    if (st.code() != ErrorCode::kUnsupported) return st;
+  }
+  TtgtPlan p = internal::plan_ttgt(lhs, rhs, dims, &out, gemm_->support().strides);
+  return run_plan(p, lhs, rhs, out, /*out_is_final=*/false, ctx, plan_out);
+}
+
+Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
+                                     bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out) const {
+  DotGeneralPlan& s = p.summary;
+  const int threads = std::max(1, ctx.max_threads());
+  const DType dtype = lhs.dtype;
+  const std::int64_t elem = static_cast<std::int64_t>(dtype_size(dtype));
+  auto report = [&] {
+    if (plan_out != nullptr) *plan_out = s;
+  };
+
+  if (s.path == DotGeneralPath::kEmpty) {
+    report();
+    return ok_status();
+  }
+  if (s.path == DotGeneralPath::kZeroFill) {
+    visit_dtype(dtype, [&]<class T>(T) { zero_fill_typed<T>(out); });
+    report();
+    return ok_status();
+  }
+  // In "free output" mode the output buffer was allocated in plan order;
+  // take its strides (dot_general_into planned with the real ones).
+  if (out_is_final) {
+    for (AxisList* g : {&p.batch, &p.m, &p.n})
+      for (PlanAxis& a : *g) a.stride[kOut] = out.strides[static_cast<std::size_t>(a.axis[kOut])];
+  }
+
+  if (s.path == DotGeneralPath::kElementwise || s.path == DotGeneralPath::kNaive) {
+    const BatchGeometry geo(p.batch);
+    const auto* lb = static_cast<const char*>(lhs.data);
+    const auto* rb = static_cast<const char*>(rhs.data);
+    auto* ob = static_cast<char*>(out.data);
+    if (s.path == DotGeneralPath::kElementwise) {
+      s.jobs = geo.jobs;
+      s.mode = threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter
+                                                                            : ParallelMode::kSequential;
+      visit_dtype(dtype, [&]<class T>(T) {
+        if constexpr (!std::is_same_v<T, bool>) {
+          auto body = [&](std::int64_t j0, std::int64_t j1) {
+            geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
+              const T* l = reinterpret_cast<const T*>(lb) + off[kLhs];
+              const T* r = reinterpret_cast<const T*>(rb) + off[kRhs];
+              T* o = reinterpret_cast<T*>(ob) + off[kOut];
+              const std::int64_t sl = geo.inner.stride[kLhs], sr = geo.inner.stride[kRhs], so = geo.inner.stride[kOut];
+              if (sl == 1 && sr == 1 && so == 1) {
+                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], r[i]);
+              } else {
+                for (std::int64_t i = 0; i < count; ++i) o[i * so] = wrap_mul(l[i * sl], r[i * sr]);
+              }
+            });
+          };
+          if (s.mode == ParallelMode::kOuter) {
+            ctx.parallel_for(0, geo.jobs, options_.elementwise_parallel_min / 2, body);
+          } else {
+            body(0, geo.jobs);
+          }
+        }
+      });
+    } else {
+      // Integers: plain loops over the operands' strides, sequential.
+      s.mode = ParallelMode::kSequential;
+      const auto ml = group_offsets(p.m, kLhs), mo = group_offsets(p.m, kOut);
+      const auto nr = group_offsets(p.n, kRhs), no = group_offsets(p.n, kOut);
+      const auto kl = group_offsets(p.k, kLhs), kr = group_offsets(p.k, kRhs);
+      visit_dtype(dtype, [&]<class T>(T) {
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          geo.for_runs(0, geo.jobs, [&](const std::int64_t(&off)[3], std::int64_t count) {
+            for (std::int64_t b = 0; b < count; ++b) {
+              const T* l = reinterpret_cast<const T*>(lb) + off[kLhs] + b * geo.inner.stride[kLhs];
+              const T* r = reinterpret_cast<const T*>(rb) + off[kRhs] + b * geo.inner.stride[kRhs];
+              T* o = reinterpret_cast<T*>(ob) + off[kOut] + b * geo.inner.stride[kOut];
+              for (std::size_t i = 0; i < ml.size(); ++i)
+                for (std::size_t j = 0; j < nr.size(); ++j) {
+                  T acc = 0;
+                  for (std::size_t q = 0; q < kl.size(); ++q)
+                    acc = wrap_add(acc, wrap_mul(l[ml[i] + kl[q]], r[kr[q] + nr[j]]));
+                  o[mo[i] + no[j]] = acc;
+                }
+            }
+          });
+        }
+      });
+    }
+    report();
+    return ok_status();
+  }
+
+  // TTGT: layout copies (each one fan-out level on ctx), then GEMM jobs.
+  Tensor lhs_dense, rhs_dense, out_temp;
+  const void* lhs_data = lhs.data;
+  const void* rhs_data = rhs.data;
+  void* out_data = out.data;
+  if (p.replace[kLhs]) {
+    TENFERRO_ASSIGN_OR_RETURN(lhs_dense, materialize_operand(lhs, kLhs, p.batch, p.m, p.k, ctx));
+    lhs_data = lhs_dense.data();
+  }
+  if (p.replace[kRhs]) {
+    TENFERRO_ASSIGN_OR_RETURN(rhs_dense, materialize_operand(rhs, kRhs, p.batch, p.k, p.n, ctx));
+    rhs_data = rhs_dense.data();
+  }
+  if (p.replace[kOut] && !out_is_final) {
+    TENFERRO_ASSIGN_OR_RETURN(out_temp, allocate_in_plan_order(p.batch, p.m, p.n, kOut, out.shape, dtype));
+    for (AxisList* g : {&p.batch, &p.m, &p.n}) take_strides(*g, kOut, kOut, out_temp);
+    out_data = out_temp.data();
+  }
+
+  const BatchGeometry geo(p.batch);
+  s.jobs = geo.jobs;
+  s.batch_loop_dims = static_cast<std::int64_t>(geo.loops.size());
+  s.mode = select_mode(threads, geo.jobs,
+                       2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k),
+                       can_run_sequential_per_worker(gemm_->capability()), options_);
+  GemmProblem proto;
+  proto.m = s.m;
+  proto.n = s.n;
+  proto.k = s.k;
+  proto.a = GemmInput{nullptr, internal::group_stride(p.m, kLhs), internal::group_stride(p.k, kLhs)};
+  proto.b = GemmInput{nullptr, internal::group_stride(p.k, kRhs), internal::group_stride(p.n, kRhs)};
+  proto.c = GemmOutput{nullptr, internal::group_stride(p.m, kOut), internal::group_stride(p.n, kOut)};
+  std::atomic<std::int64_t> calls{0};
+  auto run_jobs = [&](std::int64_t j0, std::int64_t j1, const ParallelContext& kernel_ctx) -> Status {
+    Status first;
+    geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
+      if (!first.ok()) return;
+      GemmProblem prob = proto;
+      prob.a.data = static_cast<const char*>(lhs_data) + off[kLhs] * elem;
+      prob.b.data = static_cast<const char*>(rhs_data) + off[kRhs] * elem;
+      prob.c.data = static_cast<char*>(out_data) + off[kOut] * elem;
+      calls.fetch_add(1, std::memory_order_relaxed);
+      if (count == 1) {
+        first = gemm_->gemm(GemmRequest{dtype, prob}, kernel_ctx);
+      } else {
+        first = gemm_->gemm_strided_batched(StridedBatchedGemmRequest{dtype, prob, count, geo.inner.stride[kLhs],
+                                                                      geo.inner.stride[kRhs], geo.inner.stride[kOut]},
+                                            kernel_ctx);
+      }
+    });
+    return first;
+  };
+  if (s.mode == ParallelMode::kOuter) {
+    const SequentialContext sequential;
+    FirstError errors;
+    ctx.parallel_for(0, geo.jobs, 1,
+                     [&](std::int64_t j0, std::int64_t j1) { errors.set(run_jobs(j0, j1, sequential)); });
+    TENFERRO_TRY(errors.take());
+  } else {
+    TENFERRO_TRY(run_jobs(0, geo.jobs, ctx));
+  }
+  s.provider_calls = calls.load(std::memory_order_relaxed);
+  if (p.replace[kOut] && !out_is_final) TENFERRO_TRY(copy_into(out_temp.view(), out, ctx));
+  report();
+  return ok_status();
+}
+
+}  // namespace tenferro::cpu

@@ -1,0 +1,53 @@
+// The per-ISA building blocks of the native GEMM (BLIS-style): a register
+// micro-kernel, the two packing routines and the cache blocking tuned for
+// them. Each ISA translation unit (gemm_kernels_avx512.cpp, _avx2.cpp,
+// _portable.cpp) provides one GemmKernelTable; the driver (native_gemm.cpp)
+// picks a table once, at provider construction.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+
+namespace tenferro::cpu::internal {
+
+/// Kernels and blocking for element type T (float, double, std::complex<>).
+///
+/// Packed layouts: pack_a stores an mc x kc block of A as ceil(mc / mr)
+/// micro-panels, each kc steps of mr contiguous elements (rows past mc are
+/// zero). pack_b stores a kc x nc block of B as ceil(nc / nr) micro-panels,
+/// each kc steps of nr contiguous elements (columns past nc are zero). Both
+/// buffers are 64-byte aligned; panels are a multiple of 64 bytes apart.
+template <class T>
+struct GemmKernelSet {
+  int mr = 0;  ///< register block rows
+  int nr = 0;  ///< register block columns
+  int mc = 0;  ///< rows of A packed per block (L2-resident), multiple of mr
+  int kc = 0;  ///< depth per block (B micro-panel L1-resident)
+  int nc = 0;  ///< columns of B packed per block, multiple of nr
+  /// C[0:m_valid, 0:n_valid] = alpha * (Apanel * Bpanel) + beta * C, with C
+  /// at general strides; beta == 0 never reads C. m_valid <= mr, n_valid <= nr.
+  void (*micro_kernel)(std::int64_t k, const T* a_panel, const T* b_panel, T alpha, T beta, T* c, std::int64_t rs_c,
+                       std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) = nullptr;
+  void (*pack_a)(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
+  void (*pack_b)(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
+};
+
+/// The four dtypes of one ISA.
+struct GemmKernelTable {
+  const char* isa = "";
+  GemmKernelSet<float> f32;
+  GemmKernelSet<double> f64;
+  GemmKernelSet<std::complex<float>> c64;
+  GemmKernelSet<std::complex<double>> c128;
+};
+
+/// Tables compiled with the matching target flags; call only after checking
+/// the CPU supports the ISA (cpu_supports_avx512 / cpu_supports_avx2).
+const GemmKernelTable& avx512_kernel_table() noexcept;
+const GemmKernelTable& avx2_kernel_table() noexcept;
+const GemmKernelTable& portable_kernel_table() noexcept;
+
+bool cpu_supports_avx512() noexcept;
+bool cpu_supports_avx2() noexcept;
+
+}  // namespace tenferro::cpu::internal

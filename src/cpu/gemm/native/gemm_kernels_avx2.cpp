@@ -1,0 +1,60 @@
+// AVX2 + FMA GEMM kernels (compiled with -mavx2 -mfma; Note [ISA translation
+// units] in micro_kernels.h): the fallback for CPUs without AVX-512. 16 ymm
+// registers: 2 A vectors x 6 B columns for real types, 2 x 3 x (re, im) for
+// complex.
+#include <immintrin.h>
+
+#include "cpu/gemm/native/gemm_kernel_set.h"
+#include "cpu/gemm/native/micro_kernels.h"
+
+namespace tenferro::cpu::internal {
+namespace {
+
+struct Avx2D {
+  using S = double;
+  using V = __m256d;
+  static constexpr int kLanes = 4;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V load(const S* p) { return _mm256_load_pd(p); }
+  static V loadu(const S* p) { return _mm256_loadu_pd(p); }
+  static void storeu(S* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(S s) { return _mm256_set1_pd(s); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V swap_pairs(V x) { return _mm256_permute_pd(x, 0x5); }
+  static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_pd(a, b, c); }
+};
+
+struct Avx2S {
+  using S = float;
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const S* p) { return _mm256_load_ps(p); }
+  static V loadu(const S* p) { return _mm256_loadu_ps(p); }
+  static void storeu(S* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(S s) { return _mm256_set1_ps(s); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V swap_pairs(V x) { return _mm256_permute_ps(x, 0xB1); }
+  static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_ps(a, b, c); }
+};
+
+GemmKernelTable make_table() {
+  GemmKernelTable t;
+  t.isa = "avx2";
+  t.f32 = make_real_set<Avx2S, 2, 6>(/*mc=*/384, /*kc=*/384, /*nc=*/4080);
+  t.f64 = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
+  return t;
+}
+
+}  // namespace
+
+const GemmKernelTable& avx2_kernel_table() noexcept {
+  static const GemmKernelTable table = make_table();  // immutable after initialisation
+  return table;
+}
+
+}  // namespace tenferro::cpu::internal

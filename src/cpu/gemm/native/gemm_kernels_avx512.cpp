@@ -1,0 +1,67 @@
+// AVX-512 GEMM kernels (compiled with -mavx512f; Note [ISA translation units]
+// in micro_kernels.h). Register blocks use 24 of the 32 zmm registers for
+// accumulators: 3 A vectors x 8 B columns for real types (24x8 doubles,
+// 48x8 floats) and 3 A vectors x 4 B columns x (re, im) for complex.
+#include <immintrin.h>
+
+// GCC 12 warns inside its own _mm512_permute_{pd,ps} (_mm512_undefined_*
+// passed as the unused merge source, GCC PR105593); the code is not ours.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "cpu/gemm/native/gemm_kernel_set.h"
+#include "cpu/gemm/native/micro_kernels.h"
+
+namespace tenferro::cpu::internal {
+namespace {
+
+struct Avx512D {
+  using S = double;
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V load(const S* p) { return _mm512_load_pd(p); }
+  static V loadu(const S* p) { return _mm512_loadu_pd(p); }
+  static void storeu(S* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(S s) { return _mm512_set1_pd(s); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V swap_pairs(V x) { return _mm512_permute_pd(x, 0x55); }
+  static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_pd(a, b, c); }
+};
+
+struct Avx512S {
+  using S = float;
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const S* p) { return _mm512_load_ps(p); }
+  static V loadu(const S* p) { return _mm512_loadu_ps(p); }
+  static void storeu(S* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(S s) { return _mm512_set1_ps(s); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V swap_pairs(V x) { return _mm512_permute_ps(x, 0xB1); }
+  static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_ps(a, b, c); }
+};
+
+GemmKernelTable make_table() {
+  GemmKernelTable t;
+  t.isa = "avx512";
+  t.f32 = make_real_set<Avx512S, 3, 8>(/*mc=*/384, /*kc=*/384, /*nc=*/4096);
+  t.f64 = make_real_set<Avx512D, 3, 8>(/*mc=*/192, /*kc=*/256, /*nc=*/4096);
+  t.c64 = make_complex_set<Avx512S, 3, 4>(/*mc=*/192, /*kc=*/256, /*nc=*/4096);
+  t.c128 = make_complex_set<Avx512D, 3, 4>(/*mc=*/96, /*kc=*/256, /*nc=*/4096);
+  return t;
+}
+
+}  // namespace
+
+const GemmKernelTable& avx512_kernel_table() noexcept {
+  static const GemmKernelTable table = make_table();  // immutable after initialisation
+  return table;
+}
+
+}  // namespace tenferro::cpu::internal

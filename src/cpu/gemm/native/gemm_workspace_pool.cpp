@@ -1,0 +1,75 @@
+#include "cpu/gemm/native/gemm_workspace_pool.h"
+
+#include <cstdlib>
+#include <utility>
+
+namespace tenferro::cpu::internal {
+
+GemmWorkspacePool::Lease::Lease(Lease&& other) noexcept
+    : pool_(std::exchange(other.pool_, nullptr)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+GemmWorkspacePool::Lease& GemmWorkspacePool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (pool_ != nullptr) pool_->release(data_, bytes_);
+    pool_ = std::exchange(other.pool_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+GemmWorkspacePool::Lease::~Lease() {
+  if (pool_ != nullptr) pool_->release(data_, bytes_);
+}
+
+GemmWorkspacePool::GemmWorkspacePool() { idle_.reserve(kMaxCached); }
+
+GemmWorkspacePool::~GemmWorkspacePool() {
+  for (const Block& b : idle_) std::free(b.data);
+}
+
+GemmWorkspacePool::Lease GemmWorkspacePool::acquire(std::size_t bytes) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Best fit among idle buffers large enough.
+    std::size_t best = idle_.size();
+    for (std::size_t i = 0; i < idle_.size(); ++i) {
+      if (idle_[i].bytes >= bytes && (best == idle_.size() || idle_[i].bytes < idle_[best].bytes)) best = i;
+    }
+    if (best != idle_.size()) {
+      const Block b = idle_[best];
+      idle_[best] = idle_.back();
+      idle_.pop_back();
+      return Lease(this, b.data, b.bytes);
+    }
+  }
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (data == nullptr) return Lease();
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  return Lease(this, data, rounded);
+}
+
+void GemmWorkspacePool::release(void* data, std::size_t bytes) noexcept {
+  void* to_free = data;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.size() < kMaxCached) {
+      idle_.push_back(Block{data, bytes});
+      return;
+    }
+    // Full: keep the larger buffers.
+    std::size_t smallest = 0;
+    for (std::size_t i = 1; i < idle_.size(); ++i)
+      if (idle_[i].bytes < idle_[smallest].bytes) smallest = i;
+    if (idle_[smallest].bytes < bytes) {
+      to_free = idle_[smallest].data;
+      idle_[smallest] = Block{data, bytes};
+    }
+  }
+  std::free(to_free);
+}
+
+}  // namespace tenferro::cpu::internal

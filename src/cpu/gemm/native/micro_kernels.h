@@ -1,0 +1,294 @@
+// Micro-kernel and packing templates shared by the ISA translation units.
+// Each TU instantiates them with its own vector wrapper `Isa` (defined in an
+// anonymous namespace), so instantiations compiled with different target
+// flags never share a symbol name (Note [ISA translation units]).
+//
+// Isa provides: S (float/double), V (vector), kLanes, zero, load (aligned),
+// loadu, storeu, set1, fmadd(a, b, c) = a*b + c, mul, swap_pairs (exchange
+// lanes 2i and 2i+1), fmaddsub(a, b, c) = a*b - c on even lanes, a*b + c on
+// odd lanes.
+//
+// Note [ISA translation units]
+// gemm_kernels_avx512.cpp and gemm_kernels_avx2.cpp are compiled with
+// -mavx512*/-mavx2 flags regardless of TENFERRO_NATIVE_ARCH, and
+// gemm_kernels_portable.cpp with the project's flags. The driver calls a
+// table only after checking the CPU (cpu_supports_avx512/avx2), so a build
+// for a generic x86-64 target still runs everywhere and uses AVX-512 where
+// present.
+#pragma once
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+
+namespace tenferro::cpu::internal {
+
+template <class Isa, int MV, int NR>
+inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict a, const typename Isa::S* __restrict b,
+                              typename Isa::S alpha, typename Isa::S beta, typename Isa::S* c, std::int64_t rs_c,
+                              std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes;
+  constexpr int MR = MV * L;
+  V acc[MV][NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) acc[v][j] = Isa::zero();
+  const bool full_unit = m_valid == MR && n_valid == NR && rs_c == 1;
+  if (full_unit) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) __builtin_prefetch(c + j * cs_c, 1, 3);
+  }
+#pragma GCC unroll 4
+  for (std::int64_t p = 0; p < k; ++p) {
+    V av[MV];
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) av[v] = Isa::load(a + v * L);
+    __builtin_prefetch(a + 8 * MR, 0, 3);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const V bj = Isa::set1(b[j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) acc[v][j] = Isa::fmadd(av[v], bj, acc[v][j]);
+    }
+    a += MR;
+    b += NR;
+  }
+  if (full_unit) {
+    const V va = Isa::set1(alpha);
+    if (beta == S(0)) {
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+        for (int v = 0; v < MV; ++v) Isa::storeu(c + j * cs_c + v * L, Isa::mul(va, acc[v][j]));
+    } else {
+      const V vb = Isa::set1(beta);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+        for (int v = 0; v < MV; ++v) {
+          S* cp = c + j * cs_c + v * L;
+          Isa::storeu(cp, Isa::fmadd(va, acc[v][j], Isa::mul(vb, Isa::loadu(cp))));
+        }
+    }
+    return;
+  }
+  alignas(64) S tile[MR * NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) Isa::storeu(tile + j * MR + v * L, acc[v][j]);
+  for (std::int64_t j = 0; j < n_valid; ++j) {
+    for (std::int64_t i = 0; i < m_valid; ++i) {
+      S& cij = c[i * rs_c + j * cs_c];
+      cij = beta == S(0) ? alpha * tile[j * MR + i] : alpha * tile[j * MR + i] + beta * cij;
+    }
+  }
+}
+
+/// (x.re, x.im) * (sr, si) on every complex lane pair.
+template <class Isa>
+inline typename Isa::V complex_scale(typename Isa::V x, typename Isa::S sr, typename Isa::S si) {
+  return Isa::fmaddsub(x, Isa::set1(sr), Isa::mul(Isa::swap_pairs(x), Isa::set1(si)));
+}
+
+// Complex operands are interleaved (re, im) pairs. Per depth step the kernel
+// multiplies each A vector by the broadcast real and imaginary parts of a B
+// element into two accumulators; the complex products are formed once at
+// the end: re = sum(ar*br) - sum(ai*bi), im = sum(ai*br) + sum(ar*bi).
+template <class Isa, int MV, int NR>
+inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa::S>* a_panel,
+                                 const std::complex<typename Isa::S>* b_panel, std::complex<typename Isa::S> alpha,
+                                 std::complex<typename Isa::S> beta, std::complex<typename Isa::S>* c,
+                                 std::int64_t rs_c, std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes;  // reals per vector
+  constexpr int CL = L / 2;       // complex per vector
+  constexpr int MR = MV * CL;
+  const S* __restrict a = reinterpret_cast<const S*>(a_panel);
+  const S* __restrict b = reinterpret_cast<const S*>(b_panel);
+  V accr[MV][NR];
+  V acci[MV][NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) accr[v][j] = acci[v][j] = Isa::zero();
+#pragma GCC unroll 2
+  for (std::int64_t p = 0; p < k; ++p) {
+    V av[MV];
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) av[v] = Isa::load(a + v * L);
+    __builtin_prefetch(a + 8 * MR * 2, 0, 3);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const V br = Isa::set1(b[2 * j]);
+      const V bi = Isa::set1(b[2 * j + 1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) {
+        accr[v][j] = Isa::fmadd(av[v], br, accr[v][j]);
+        acci[v][j] = Isa::fmadd(av[v], bi, acci[v][j]);
+      }
+    }
+    a += 2 * MR;
+    b += 2 * NR;
+  }
+  const V ones = Isa::set1(S(1));
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) {
+      accr[v][j] = Isa::fmaddsub(accr[v][j], ones, Isa::swap_pairs(acci[v][j]));
+      accr[v][j] = complex_scale<Isa>(accr[v][j], alpha.real(), alpha.imag());
+    }
+  if (m_valid == MR && n_valid == NR && rs_c == 1) {
+    S* cs = reinterpret_cast<S*>(c);
+    const bool beta_zero = beta == std::complex<S>(0);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) {
+        S* cp = cs + 2 * j * cs_c + v * L;
+        V r = accr[v][j];
+        if (!beta_zero) r = Isa::fmadd(complex_scale<Isa>(Isa::loadu(cp), beta.real(), beta.imag()), ones, r);
+        Isa::storeu(cp, r);
+      }
+    return;
+  }
+  alignas(64) S tile[2 * MR * NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) Isa::storeu(tile + 2 * j * MR + v * L, accr[v][j]);
+  for (std::int64_t j = 0; j < n_valid; ++j) {
+    for (std::int64_t i = 0; i < m_valid; ++i) {
+      S* cij = reinterpret_cast<S*>(c + i * rs_c + j * cs_c);
+      const S tr = tile[2 * (j * MR + i)];
+      const S ti = tile[2 * (j * MR + i) + 1];
+      if (beta == std::complex<S>(0)) {
+        cij[0] = tr;
+        cij[1] = ti;
+      } else {
+        const S cr = cij[0];
+        const S ci = cij[1];
+        cij[0] = tr + beta.real() * cr - beta.imag() * ci;
+        cij[1] = ti + beta.real() * ci + beta.imag() * cr;
+      }
+    }
+  }
+}
+
+/// Packs an mc x kc block of A into MR-row micro-panels (see GemmKernelSet).
+template <class Isa, class T, int MR>
+void pack_a_panels(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) {
+  for (std::int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+    const std::int64_t mr = std::min<std::int64_t>(MR, mc - i0);
+    const T* src = a + i0 * rs;
+    if (mr == MR && rs == 1) {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const T* s = src + p * cs;
+        T* d = dst + p * MR;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) d[i] = s[i];
+      }
+    } else if (mr == MR) {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const T* s = src + p * cs;
+        T* d = dst + p * MR;
+        for (int i = 0; i < MR; ++i) d[i] = s[i * rs];
+      }
+    } else {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const T* s = src + p * cs;
+        T* d = dst + p * MR;
+        for (int i = 0; i < MR; ++i) d[i] = i < mr ? s[i * rs] : T(0);
+      }
+    }
+  }
+}
+
+/// Packs a kc x nc block of B into NR-column micro-panels.
+template <class Isa, class T, int NR>
+void pack_b_panels(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) {
+  for (std::int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
+    const std::int64_t nr = std::min<std::int64_t>(NR, nc - j0);
+    const T* src = b + j0 * cs;
+    if (nr == NR && cs == 1) {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const T* s = src + p * rs;
+        T* d = dst + p * NR;
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; ++j) d[j] = s[j];
+      }
+    } else if (nr == NR && rs == 1) {
+      // Columns contiguous in depth: read NR streams, write interleaved.
+      const T* cols[NR];
+      for (int j = 0; j < NR; ++j) cols[j] = src + j * cs;
+      for (std::int64_t p = 0; p < kc; ++p) {
+        T* d = dst + p * NR;
+#pragma GCC unroll 16
+        for (int j = 0; j < NR; ++j) d[j] = cols[j][p];
+      }
+    } else {
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const T* s = src + p * rs;
+        T* d = dst + p * NR;
+        for (int j = 0; j < NR; ++j) d[j] = j < nr ? s[j * cs] : T(0);
+      }
+    }
+  }
+}
+
+/// Adapts the real kernel to the GemmKernelSet signature.
+template <class Isa, int MV, int NR>
+void real_kernel_entry(std::int64_t k, const typename Isa::S* a, const typename Isa::S* b, typename Isa::S alpha,
+                       typename Isa::S beta, typename Isa::S* c, std::int64_t rs_c, std::int64_t cs_c,
+                       std::int64_t m_valid, std::int64_t n_valid) {
+  real_micro_kernel<Isa, MV, NR>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
+}
+
+template <class Isa, int MV, int NR>
+void complex_kernel_entry(std::int64_t k, const std::complex<typename Isa::S>* a,
+                          const std::complex<typename Isa::S>* b, std::complex<typename Isa::S> alpha,
+                          std::complex<typename Isa::S> beta, std::complex<typename Isa::S>* c, std::int64_t rs_c,
+                          std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+  complex_micro_kernel<Isa, MV, NR>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
+}
+
+/// Builds a GemmKernelSet for a real type from an Isa and register block.
+template <class Isa, int MV, int NR>
+GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
+  using S = typename Isa::S;
+  constexpr int MR = MV * Isa::kLanes;
+  GemmKernelSet<S> set;
+  set.mr = MR;
+  set.nr = NR;
+  set.mc = mc;
+  set.kc = kc;
+  set.nc = nc;
+  set.micro_kernel = &real_kernel_entry<Isa, MV, NR>;
+  set.pack_a = &pack_a_panels<Isa, S, MR>;
+  set.pack_b = &pack_b_panels<Isa, S, NR>;
+  return set;
+}
+
+template <class Isa, int MV, int NR>
+GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, int nc) {
+  using T = std::complex<typename Isa::S>;
+  constexpr int MR = MV * Isa::kLanes / 2;
+  GemmKernelSet<T> set;
+  set.mr = MR;
+  set.nr = NR;
+  set.mc = mc;
+  set.kc = kc;
+  set.nc = nc;
+  set.micro_kernel = &complex_kernel_entry<Isa, MV, NR>;
+  set.pack_a = &pack_a_panels<Isa, T, MR>;
+  set.pack_b = &pack_b_panels<Isa, T, NR>;
+  return set;
+}
+
+}  // namespace tenferro::cpu::internal

@@ -1,0 +1,375 @@
+// The native GEMM driver: orientation, small-problem loop, the BLIS-style
+// blocked loop nest (jc → pc → ic → jr → ir) over the selected kernel table,
+// and its partition across the ParallelContext (Note [Native GEMM
+// parallelism] in native_gemm.h).
+#include "tenferro/cpu/gemm/native_gemm.h"
+
+#include <algorithm>
+#include <complex>
+#include <type_traits>
+
+#include "cpu/gemm/native/gemm_kernel_set.h"
+#include "cpu/gemm/native/gemm_workspace_pool.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using internal::GemmKernelSet;
+using internal::GemmWorkspacePool;
+using internal::NativeGemmAtomicCounters;
+
+template <class T>
+struct IsComplex : std::false_type {};
+template <class S>
+struct IsComplex<std::complex<S>> : std::true_type {};
+
+template <class T>
+T to_scalar(std::complex<double> v) {
+  if constexpr (IsComplex<T>::value) {
+    using S = typename T::value_type;
+    return T(static_cast<S>(v.real()), static_cast<S>(v.imag()));
+  } else {
+    return static_cast<T>(v.real());
+  }
+}
+
+// Complex product without the C99 Annex G NaN recovery (BLAS semantics).
+template <class T>
+inline T mul(T x, T y) {
+  if constexpr (IsComplex<T>::value) {
+    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+  } else {
+    return x * y;
+  }
+}
+
+template <class T>
+struct TypedProblem {
+  std::int64_t m, n, k;
+  const T* a;
+  std::int64_t rsa, csa;
+  const T* b;
+  std::int64_t rsb, csb;
+  T* c;
+  std::int64_t rsc, csc;
+  T alpha, beta;
+};
+
+// C = A B  <=>  C^T = B^T A^T: swaps the roles so that C's unit stride runs
+// along M, where the micro-kernel stores whole vectors.
+template <class T>
+TypedProblem<T> oriented(const GemmProblem& p) {
+  TypedProblem<T> t{p.m,
+                    p.n,
+                    p.k,
+                    static_cast<const T*>(p.a.data),
+                    p.a.row_stride,
+                    p.a.col_stride,
+                    static_cast<const T*>(p.b.data),
+                    p.b.row_stride,
+                    p.b.col_stride,
+                    static_cast<T*>(p.c.data),
+                    p.c.row_stride,
+                    p.c.col_stride,
+                    to_scalar<T>(p.alpha),
+                    to_scalar<T>(p.beta)};
+  const bool unit_along_m = t.rsc == 1 && t.m > 1;
+  const bool unit_along_n = t.csc == 1 && t.n > 1;
+  if (unit_along_n && !unit_along_m) {
+    t = TypedProblem<T>{t.n, t.m, t.k, t.b, t.csb, t.rsb, t.a, t.csa, t.rsa, t.c, t.csc, t.rsc, t.alpha, t.beta};
+  }
+  return t;
+}
+
+template <class T>
+void scale_c(const TypedProblem<T>& p) {
+  for (std::int64_t j = 0; j < p.n; ++j) {
+    T* cj = p.c + j * p.csc;
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      T& x = cj[i * p.rsc];
+      x = p.beta == T(0) ? T(0) : mul(p.beta, x);
+    }
+  }
+}
+
+// Unpacked loop for tiny problems: no workspace, vectorised over i when A
+// and C are unit-stride along M.
+template <class T>
+void small_gemm(const TypedProblem<T>& p) {
+  for (std::int64_t j = 0; j < p.n; ++j) {
+    T* __restrict cj = p.c + j * p.csc;
+    if (p.beta == T(0)) {
+      for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] = T(0);
+    } else if (p.beta != T(1)) {
+      for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] = mul(p.beta, cj[i * p.rsc]);
+    }
+    for (std::int64_t l = 0; l < p.k; ++l) {
+      const T t = mul(p.alpha, p.b[l * p.rsb + j * p.csb]);
+      const T* __restrict al = p.a + l * p.csa;
+      if (p.rsa == 1 && p.rsc == 1) {
+        for (std::int64_t i = 0; i < p.m; ++i) cj[i] += mul(al[i], t);
+      } else {
+        for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] += mul(al[i * p.rsa], t);
+      }
+    }
+  }
+}
+
+std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
+std::int64_t round_up(std::int64_t x, std::int64_t y) { return ceil_div(x, y) * y; }
+
+struct Blocking {
+  std::int64_t mc, kc, nc;
+};
+
+// Splits [0, units) into `parts` nearly equal ranges; returns range `i`.
+inline std::pair<std::int64_t, std::int64_t> split_range(std::int64_t units, std::int64_t parts, std::int64_t i) {
+  return {units * i / parts, units * (i + 1) / parts};
+}
+
+// Chooses how many parts to split M and N into for `threads` workers. Each
+// task packs its own A rows and shares the packed B panel, so a split along
+// N packs A once per part; a split along M can be uneven because rows go in
+// whole micro-tiles. Cost, in micro-tiles, of the slowest task: its tiles
+// plus its A packing (about 1.5 micro-tiles of work per packed row panel).
+std::pair<std::int64_t, std::int64_t> choose_partition(std::int64_t m_units, std::int64_t n_units,
+                                                       std::int64_t threads) {
+  std::pair<std::int64_t, std::int64_t> best{1, 1};
+  double best_cost = -1;
+  for (std::int64_t mp = 1; mp <= threads; ++mp) {
+    if (threads % mp != 0) continue;
+    const std::int64_t np = threads / mp;
+    if (mp > m_units || np > n_units) continue;
+    const double rows = static_cast<double>(ceil_div(m_units, mp));
+    const double cost = rows * static_cast<double>(ceil_div(n_units, np)) + 1.5 * rows;
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = {mp, np};
+    }
+  }
+  return best;
+}
+
+template <class T>
+Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const TypedProblem<T>& p,
+                    const ParallelContext& ctx, std::int64_t threads, GemmWorkspacePool& pool,
+                    NativeGemmAtomicCounters& counters) {
+  const std::int64_t mr = ks.mr;
+  const std::int64_t nr = ks.nr;
+  // Balanced block sizes: as many blocks as the tuned size needs, equal sized.
+  const std::int64_t kc_max = ceil_div(p.k, ceil_div(p.k, blk.kc));
+  const std::int64_t nc_max = round_up(ceil_div(p.n, ceil_div(p.n, blk.nc)), nr);
+  const std::int64_t mc_max = blk.mc;
+  const std::int64_t b_elems = round_up(kc_max * nc_max, 64);
+  const std::int64_t a_elems = round_up(kc_max * mc_max, 64);
+  GemmWorkspacePool::Lease lease = pool.acquire(static_cast<std::size_t>(b_elems + threads * a_elems) * sizeof(T));
+  if (!lease) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                      "native gemm: could not allocate {} bytes of packing workspace",
+                      static_cast<std::size_t>(b_elems + threads * a_elems) * sizeof(T));
+  }
+  T* const bp = static_cast<T*>(lease.data());
+  T* const ap_all = bp + b_elems;
+  std::int64_t forks = 0;
+
+  for (std::int64_t jc = 0; jc < p.n; jc += nc_max) {
+    const std::int64_t nc = std::min(nc_max, p.n - jc);
+    const std::int64_t n_units = ceil_div(nc, nr);
+    const std::int64_t m_units = ceil_div(p.m, mr);
+    const auto [mparts, nparts] = choose_partition(m_units, n_units, threads);
+    for (std::int64_t pc = 0; pc < p.k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, p.k - pc);
+      const T beta = pc == 0 ? p.beta : T(1);
+      const T* b_block = p.b + pc * p.rsb + jc * p.csb;
+      auto pack_slivers = [&](std::int64_t s0, std::int64_t s1) {
+        const std::int64_t cols = std::min(nc, s1 * nr) - s0 * nr;
+        ks.pack_b(kc, cols, b_block + s0 * nr * p.csb, p.rsb, p.csb, bp + s0 * nr * kc);
+      };
+      if (threads > 1 && n_units >= 2) {
+        ctx.parallel_for(0, n_units, ceil_div(n_units, threads), pack_slivers);
+        ++forks;
+      } else {
+        pack_slivers(0, n_units);
+      }
+
+      auto run_tasks = [&](std::int64_t t0, std::int64_t t1) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+          T* ap = ap_all + t * a_elems;
+          const auto [mu0, mu1] = split_range(m_units, mparts, t / nparts);
+          const auto [nu0, nu1] = split_range(n_units, nparts, t % nparts);
+          const std::int64_t i_end = std::min(p.m, mu1 * mr);
+          const std::int64_t j_end = std::min(nc, nu1 * nr);
+          // Equal MC chunks of this task's rows, each a multiple of mr.
+          const std::int64_t rows = i_end - mu0 * mr;
+          const std::int64_t mc_step = round_up(ceil_div(rows, ceil_div(rows, mc_max)), mr);
+          for (std::int64_t ic = mu0 * mr; ic < i_end; ic += mc_step) {
+            const std::int64_t mc = std::min(mc_step, i_end - ic);
+            ks.pack_a(mc, kc, p.a + ic * p.rsa + pc * p.csa, p.rsa, p.csa, ap);
+            for (std::int64_t jr = nu0 * nr; jr < j_end; jr += nr) {
+              const std::int64_t nr_valid = std::min(nr, j_end - jr);
+              const T* b_panel = bp + jr * kc;
+              T* c_col = p.c + (jc + jr) * p.csc;
+              for (std::int64_t ir = 0; ir < mc; ir += mr) {
+                ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
+                                std::min(mr, mc - ir), nr_valid);
+              }
+            }
+          }
+        }
+      };
+      const std::int64_t tasks = mparts * nparts;
+      if (tasks > 1) {
+        ctx.parallel_for(0, tasks, 1, run_tasks);
+        ++forks;
+      } else {
+        run_tasks(0, 1);
+      }
+    }
+  }
+  counters.fork_joins.fetch_add(forks, std::memory_order_relaxed);
+  return ok_status();
+}
+
+}  // namespace
+
+std::string_view to_string(NativeGemmIsa isa) noexcept {
+  switch (isa) {
+    case NativeGemmIsa::kAuto:
+      return "auto";
+    case NativeGemmIsa::kAvx512:
+      return "avx512";
+    case NativeGemmIsa::kAvx2:
+      return "avx2";
+    case NativeGemmIsa::kPortable:
+      return "portable";
+  }
+  return "unknown";
+}
+
+Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const NativeGemmOptions& options) {
+  if (options.small_max_mnk < 0 || options.parallel_min_flops < 0 || options.mc < 0 || options.kc < 0 ||
+      options.nc < 0) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "native gemm: expected non-negative options, found small_max_mnk={}, parallel_min_flops={}, "
+                      "mc={}, kc={}, nc={}",
+                      options.small_max_mnk, options.parallel_min_flops, options.mc, options.kc, options.nc);
+  }
+  NativeGemmIsa isa = options.isa;
+  if (isa == NativeGemmIsa::kAuto) {
+    isa = internal::cpu_supports_avx512() ? NativeGemmIsa::kAvx512
+          : internal::cpu_supports_avx2() ? NativeGemmIsa::kAvx2
+                                          : NativeGemmIsa::kPortable;
+  }
+  const bool available = isa == NativeGemmIsa::kPortable ||
+                         (isa == NativeGemmIsa::kAvx512 && internal::cpu_supports_avx512()) ||
+                         (isa == NativeGemmIsa::kAvx2 && internal::cpu_supports_avx2());
+  if (!available) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                      "native gemm: expected a CPU with {} support, found one without it", to_string(isa));
+  }
+  const internal::GemmKernelTable& table = isa == NativeGemmIsa::kAvx512 ? internal::avx512_kernel_table()
+                                           : isa == NativeGemmIsa::kAvx2 ? internal::avx2_kernel_table()
+                                                                         : internal::portable_kernel_table();
+  return std::shared_ptr<NativeGemmProvider>(new NativeGemmProvider(isa, table, options));
+}
+
+NativeGemmProvider::NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table,
+                                       const NativeGemmOptions& options)
+    : isa_(isa), table_(&table), options_(options), workspace_(std::make_unique<internal::GemmWorkspacePool>()) {
+  if (options_.small_max_mnk == 0) options_.small_max_mnk = 16 * 16 * 16;
+  if (options_.parallel_min_flops == 0) options_.parallel_min_flops = 2LL * 64 * 64 * 64;
+  capability_.thread_count = ThreadCountControl::kPerCall;
+  capability_.placement = PlacementControl::kEngineWorkers;
+  capability_.detail = fmt::format("tenferro native GEMM ({} kernels) on the engine's ParallelContext", table.isa);
+}
+
+NativeGemmProvider::~NativeGemmProvider() = default;
+
+GemmSupport NativeGemmProvider::support() const noexcept {
+  GemmSupport s;
+  s.f32 = s.f64 = s.c64 = s.c128 = true;
+  s.strides = GemmStrideSupport::kAny;
+  return s;
+}
+
+NativeGemmCounters NativeGemmProvider::counters() const noexcept {
+  NativeGemmCounters c;
+  c.small_problems = counters_.small_problems.load(std::memory_order_relaxed);
+  c.blocked_problems = counters_.blocked_problems.load(std::memory_order_relaxed);
+  c.parallel_problems = counters_.parallel_problems.load(std::memory_order_relaxed);
+  c.fork_joins = counters_.fork_joins.load(std::memory_order_relaxed);
+  c.workspace_allocations = workspace_->allocations();
+  return c;
+}
+
+Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx) const {
+  auto run = [&]<class T>(const GemmKernelSet<T>& ks) -> Status {
+    const TypedProblem<T> p = oriented<T>(problem);
+    if (p.m == 0 || p.n == 0) return ok_status();
+    if (p.k == 0 || p.alpha == T(0)) {
+      scale_c(p);
+      return ok_status();
+    }
+    if (p.m * p.n * p.k <= options_.small_max_mnk) {
+      small_gemm(p);
+      counters_.small_problems.fetch_add(1, std::memory_order_relaxed);
+      return ok_status();
+    }
+    const Blocking blk{options_.mc > 0 ? round_up(options_.mc, ks.mr) : ks.mc, options_.kc > 0 ? options_.kc : ks.kc,
+                       options_.nc > 0 ? round_up(options_.nc, ks.nr) : ks.nc};
+    const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+    const std::int64_t threads =
+        flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+    counters_.blocked_problems.fetch_add(1, std::memory_order_relaxed);
+    if (threads > 1) counters_.parallel_problems.fetch_add(1, std::memory_order_relaxed);
+    return blocked_gemm(ks, blk, p, ctx, threads, *workspace_, counters_);
+  };
+  switch (dtype) {
+    case DType::kFloat32:
+      return run(table_->f32);
+    case DType::kFloat64:
+      return run(table_->f64);
+    case DType::kComplex64:
+      return run(table_->c64);
+    case DType::kComplex128:
+      return run(table_->c128);
+    default:
+      return check_dtype_supported(support(), dtype, "native");
+  }
+}
+
+Status NativeGemmProvider::gemm(const GemmRequest& request, const ParallelContext& ctx) const {
+  TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
+  TENFERRO_TRY(validate_gemm_problem(request.dtype, request.problem, "native gemm"));
+  return run_problem(request.dtype, request.problem, ctx);
+}
+
+Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest& request,
+                                                const ParallelContext& ctx) const {
+  TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
+  TENFERRO_TRY(validate_strided_batched(request, "native gemm_strided_batched"));
+  const std::int64_t elem = static_cast<std::int64_t>(dtype_size(request.dtype));
+  GemmProblem p = request.problem;
+  const auto* a0 = static_cast<const char*>(request.problem.a.data);
+  const auto* b0 = static_cast<const char*>(request.problem.b.data);
+  auto* c0 = static_cast<char*>(request.problem.c.data);
+  for (std::int64_t i = 0; i < request.batch_count; ++i) {
+    // Null operands are allowed only where they are never read; keep them null.
+    if (a0 != nullptr) p.a.data = a0 + i * request.a_batch_stride * elem;
+    if (b0 != nullptr) p.b.data = b0 + i * request.b_batch_stride * elem;
+    if (c0 != nullptr) p.c.data = c0 + i * request.c_batch_stride * elem;
+    TENFERRO_TRY(run_problem(request.dtype, p, ctx));
+  }
+  return ok_status();
+}
+
+Status NativeGemmProvider::gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const {
+  TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
+  for (const GemmProblem& p : request.problems) {
+    TENFERRO_TRY(validate_gemm_problem(request.dtype, p, "native gemm_grouped"));
+  }
+  for (const GemmProblem& p : request.problems) TENFERRO_TRY(run_problem(request.dtype, p, ctx));
+  return ok_status();
+}
+
+}  // namespace tenferro::cpu
