@@ -43,11 +43,10 @@ class AnnealingTree {
         nodes_(static_cast<std::size_t>(2 * net.num_inputs - 1)),
         left_(nodes_, -1),
         right_(nodes_, -1),
-        parent_(nodes_, -1),
         labels_(net.words, nodes_),
         log2_size_(nodes_, 0.0),
         cost_(nodes_, 0.0),
-        scratch_(net.words, 2) {}
+        scratch_(net.words, 1) {}
 
   // Loads an SSA order: leaves are inputs, internal node n+k is step k.
   void load(const ContractionOrder& order) {
@@ -67,7 +66,6 @@ class AnnealingTree {
       const auto c = static_cast<std::size_t>(n) + k;
       left_[c] = a;
       right_[c] = b;
-      parent_[static_cast<std::size_t>(a)] = parent_[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(c);
       const Word* A = labels_[static_cast<std::size_t>(a)];
       const Word* B = labels_[static_cast<std::size_t>(b)];
       Word* C = labels_[c];
@@ -87,7 +85,6 @@ class AnnealingTree {
       log2_size_[c] = net_.log2_size(C);
     }
     root_ = order.root();
-    parent_[static_cast<std::size_t>(root_)] = -1;
     for (std::size_t node = static_cast<std::size_t>(n); node < nodes_; ++node)
       cost_[node] = step_cost(left_[node], right_[node], labels_[node]);
   }
@@ -150,7 +147,6 @@ class AnnealingTree {
   void copy_from(const AnnealingTree& other) {
     left_ = other.left_;
     right_ = other.right_;
-    parent_ = other.parent_;
     labels_ = other.labels_;
     log2_size_ = other.log2_size_;
     cost_ = other.cost_;
@@ -218,7 +214,6 @@ class AnnealingTree {
     // Apply: child := (kept, uncle); node := (child, moved).
     left_[cu] = kept;
     right_[cu] = uncle;
-    parent_[static_cast<std::size_t>(uncle)] = child;
     if (rule < 2) {
       left_[u] = child;
       right_[u] = moved;
@@ -226,7 +221,6 @@ class AnnealingTree {
       left_[u] = moved;
       right_[u] = child;
     }
-    parent_[static_cast<std::size_t>(moved)] = node;
     std::copy_n(new_child, net_.words, labels_[cu]);
     log2_size_[cu] = new_child_log2;
     cost_[cu] = child_cost;
@@ -237,7 +231,7 @@ class AnnealingTree {
   const SearchNetwork& net_;
   const SearchObjective& objective_;
   std::size_t nodes_;
-  std::vector<std::int32_t> left_, right_, parent_;
+  std::vector<std::int32_t> left_, right_;
   LabelSets labels_;
   std::vector<double> log2_size_;
   std::vector<double> cost_;
