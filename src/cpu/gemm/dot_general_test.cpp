@@ -1,0 +1,439 @@
+// dot_general composite: results against a brute-force reference for many
+// dimension groupings, layouts and dtypes; the plan proves when no copy is
+// made and which parallel mode ran; a counting ParallelContext proves
+// exactly one fan-out level with every GEMM provider; bad requests are typed
+// errors before any kernel runs.
+#include "tenferro/cpu/gemm/dot_general.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <limits>
+
+#include "cpu/kernels/kernel_test_support.h"
+#include "tenferro/cpu/gemm/external_blas.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
+
+namespace tenferro::cpu::testing {
+namespace {
+
+// Counts parallel_for calls and detects nesting (a call made while another
+// call on this context is running is a second fan-out level).
+class CountingContext final : public ParallelContext {
+ public:
+  explicit CountingContext(int threads) : inner_(threads) {}
+  int max_threads() const noexcept override { return inner_.max_threads(); }
+  void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                    FunctionRef<void(std::int64_t, std::int64_t)> body) const override {
+    calls_.fetch_add(1);
+    if (active_.fetch_add(1) > 0) nested_.fetch_add(1);
+    inner_.parallel_for(begin, end, grain, body);
+    active_.fetch_sub(1);
+  }
+  int calls() const { return calls_.load(); }
+  int nested() const { return nested_.load(); }
+  void reset() { calls_ = nested_ = 0; }
+
+ private:
+  ArenaParallelContext inner_;
+  mutable std::atomic<int> calls_{0};
+  mutable std::atomic<int> active_{0};
+  mutable std::atomic<int> nested_{0};
+};
+
+std::vector<std::int64_t> unravel_index(std::int64_t flat, std::span<const std::int64_t> shape) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] == 0 ? 0 : flat % shape[d];
+    flat = shape[d] == 0 ? 0 : flat / shape[d];
+  }
+  return idx;
+}
+
+// Brute force: every output element is a sum over every contracted index.
+void check_against_reference(const Tensor& lhs, const Tensor& rhs, const DotGeneralDims& dims, const Tensor& out) {
+  Dims lhs_free, rhs_free;
+  auto listed = [](const Dims& x, const Dims& y, std::int64_t a) {
+    return std::find(x.begin(), x.end(), a) != x.end() || std::find(y.begin(), y.end(), a) != y.end();
+  };
+  for (std::int64_t a = 0; a < lhs.rank(); ++a)
+    if (!listed(dims.lhs_batch, dims.lhs_contract, a)) lhs_free.push_back(a);
+  for (std::int64_t a = 0; a < rhs.rank(); ++a)
+    if (!listed(dims.rhs_batch, dims.rhs_contract, a)) rhs_free.push_back(a);
+  Dims kshape;
+  for (std::int64_t a : dims.lhs_contract) kshape.push_back(lhs.size(a));
+  const std::int64_t kcount = numel_unchecked(kshape);
+  const std::size_t nb = dims.lhs_batch.size();
+  ASSERT_EQ(static_cast<std::size_t>(out.rank()), nb + lhs_free.size() + rhs_free.size());
+  const double eps = out.dtype() == DType::kFloat32 || out.dtype() == DType::kComplex64
+                         ? std::numeric_limits<float>::epsilon()
+                         : std::numeric_limits<double>::epsilon();
+  int failures = 0;
+  for (std::int64_t flat = 0; flat < out.numel() && failures < 5; ++flat) {
+    const auto oi = unravel_index(flat, out.shape());
+    std::vector<std::int64_t> li(static_cast<std::size_t>(lhs.rank())), ri(static_cast<std::size_t>(rhs.rank()));
+    for (std::size_t b = 0; b < nb; ++b) {
+      li[static_cast<std::size_t>(dims.lhs_batch[b])] = oi[b];
+      ri[static_cast<std::size_t>(dims.rhs_batch[b])] = oi[b];
+    }
+    for (std::size_t f = 0; f < lhs_free.size(); ++f) li[static_cast<std::size_t>(lhs_free[f])] = oi[nb + f];
+    for (std::size_t f = 0; f < rhs_free.size(); ++f)
+      ri[static_cast<std::size_t>(rhs_free[f])] = oi[nb + lhs_free.size() + f];
+    std::complex<double> want = 0;
+    double mag = 0;
+    for (std::int64_t kf = 0; kf < kcount; ++kf) {
+      const auto ki = unravel_index(kf, kshape);
+      for (std::size_t c = 0; c < ki.size(); ++c) {
+        li[static_cast<std::size_t>(dims.lhs_contract[c])] = ki[c];
+        ri[static_cast<std::size_t>(dims.rhs_contract[c])] = ki[c];
+      }
+      const std::complex<double> x = value_at(lhs, li), y = value_at(rhs, ri);
+      want += x * y;
+      mag += std::abs(x) * std::abs(y);
+    }
+    const std::complex<double> got = value_at(out, oi);
+    const double tol = is_integer(out.dtype()) ? 0.0 : 8.0 * eps * static_cast<double>(kcount + 2) * (mag + 1e-30);
+    if (is_integer(out.dtype()) ? got != want : !(std::abs(got - want) <= tol)) {
+      ADD_FAILURE() << "out[" << flat << "] = " << got << ", expected " << want;
+      ++failures;
+    }
+  }
+}
+
+DotGeneralDims dims_of(Dims lb, Dims rb, Dims lc, Dims rc) { return DotGeneralDims{lb, rb, lc, rc}; }
+
+std::shared_ptr<const CpuGemmProvider> native() {
+  static const std::shared_ptr<const CpuGemmProvider> p = *NativeGemmProvider::create();
+  return p;
+}
+
+struct Case {
+  const char* name;
+  std::vector<std::int64_t> lhs_shape, rhs_shape;
+  DotGeneralDims dims;
+};
+
+// Dimension groupings: plain, transposed, batched anywhere, several
+// contracting and free axes, outer products, elementwise, scalars.
+std::vector<Case> grouping_cases() {
+  return {
+      {"matmul", {7, 5}, {5, 9}, dims_of({}, {}, {1}, {0})},
+      {"matmul_t_lhs", {5, 7}, {5, 9}, dims_of({}, {}, {0}, {0})},
+      {"matmul_t_both", {5, 7}, {9, 5}, dims_of({}, {}, {0}, {1})},
+      {"batched", {3, 6, 4}, {3, 4, 5}, dims_of({0}, {0}, {2}, {1})},
+      {"batch_last", {6, 4, 3}, {4, 5, 3}, dims_of({2}, {2}, {1}, {0})},
+      {"batch_mixed", {4, 3, 6}, {5, 3, 4}, dims_of({1}, {1}, {0}, {2})},
+      {"two_batch", {2, 3, 4, 5}, {3, 2, 5, 6}, dims_of({0, 1}, {1, 0}, {3}, {2})},
+      {"two_contract", {4, 3, 5}, {3, 5, 6}, dims_of({}, {}, {1, 2}, {0, 1})},
+      {"contract_reversed", {4, 3, 5}, {5, 3, 6}, dims_of({}, {}, {1, 2}, {1, 0})},
+      {"two_free_each", {2, 3, 4}, {4, 5, 6}, dims_of({}, {}, {2}, {0})},
+      {"outer", {6}, {7}, dims_of({}, {}, {}, {})},
+      {"batched_outer", {5, 4, 3}, {5, 6}, dims_of({0}, {0}, {}, {})},
+      {"elementwise", {6, 7}, {6, 7}, dims_of({0, 1}, {0, 1}, {}, {})},
+      {"dot", {13}, {13}, dims_of({}, {}, {0}, {0})},
+      {"scalar_times_matrix", {}, {3, 4}, dims_of({}, {}, {}, {})},
+      {"matvec", {6, 8}, {8}, dims_of({}, {}, {1}, {0})},
+      {"unit_axes", {1, 5, 1, 4}, {4, 1, 3}, dims_of({}, {}, {3}, {0})},
+      {"big_k", {3, 40, 33}, {33, 40, 2}, dims_of({}, {}, {1, 2}, {1, 0})},
+      {"block_crossing", {70, 300}, {300, 45}, dims_of({}, {}, {1}, {0})},
+  };
+}
+
+class DotGeneralGroupings : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
+  const Case& c = GetParam();
+  const DotGeneralComposite composite(native());
+  for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kComplex128, DType::kComplex64, DType::kInt64}) {
+    for (Layout ll : kAllLayouts) {
+      for (Layout rl : {Layout::kContiguous, Layout::kTransposed, Layout::kBroadcast}) {
+        SCOPED_TRACE(::testing::Message()
+                     << c.name << " " << to_string(dtype) << " lhs " << layout_name(ll) << " rhs " << layout_name(rl));
+        const Tensor lhs = make_tensor(c.lhs_shape, dtype, ll, 11);
+        const Tensor rhs = make_tensor(c.rhs_shape, dtype, rl, 12);
+        DotGeneralPlan plan;
+        auto out = composite.dot_general(lhs.view(), rhs.view(), c.dims, sequential_context(), &plan);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        check_against_reference(lhs, rhs, c.dims, *out);
+        EXPECT_EQ(plan.path == DotGeneralPath::kNaive, is_integer(dtype));
+      }
+    }
+  }
+}
+
+TEST_P(DotGeneralGroupings, WritesIntoGivenOutputLayouts) {
+  const Case& c = GetParam();
+  const DotGeneralComposite composite(native());
+  const Tensor lhs = make_tensor(c.lhs_shape, DType::kFloat64, Layout::kContiguous, 3);
+  const Tensor rhs = make_tensor(c.rhs_shape, DType::kFloat64, Layout::kColMajor, 4);
+  const Dims shape = *DotGeneralComposite::result_shape(lhs.view(), rhs.view(), c.dims);
+  for (Layout ol : kOutputLayouts) {
+    SCOPED_TRACE(::testing::Message() << c.name << " out " << layout_name(ol));
+    Tensor out = make_tensor(shape, DType::kFloat64, ol, 5);
+    for (const auto& ctx : {&sequential_context(), &two_thread_context()}) {
+      ASSERT_TRUE(composite.dot_general_into(lhs.view(), rhs.view(), c.dims, out.view(), *ctx).ok());
+      check_against_reference(lhs, rhs, c.dims, out);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DotGeneralGroupings, ::testing::ValuesIn(grouping_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+TEST(DotGeneralTest, NoCopyWhenStridesAllowGemm) {
+  const DotGeneralComposite composite(native());
+  DotGeneralPlan plan;
+  // Row-major, column-major and transposed operands: GEMM reads them as they are.
+  for (Layout ll : {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed}) {
+    for (Layout rl : {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed}) {
+      const Tensor a = make_tensor({40, 30}, DType::kFloat64, ll, 1);
+      const Tensor b = make_tensor({30, 20}, DType::kFloat64, rl, 2);
+      auto out = composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+      ASSERT_TRUE(out.ok());
+      EXPECT_EQ(plan.path, DotGeneralPath::kGemm);
+      EXPECT_FALSE(plan.lhs_copied || plan.rhs_copied || plan.out_via_temp);
+      EXPECT_EQ(plan.copied_elements, 0);
+      EXPECT_EQ(plan.provider_calls, 1);
+    }
+  }
+  // Batched, with fused multi-axis groups: one strided-batched call.
+  const Tensor a = make_tensor({8, 6, 5, 4}, DType::kFloat64, Layout::kContiguous, 1);  // b, i, j, k
+  const Tensor b = make_tensor({8, 4, 7, 3}, DType::kFloat64, Layout::kContiguous, 2);  // b, k, l, m
+  auto out = composite.dot_general(a.view(), b.view(), dims_of({0}, {0}, {3}, {1}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(plan.lhs_copied || plan.rhs_copied);
+  EXPECT_EQ(plan.m, 30);
+  EXPECT_EQ(plan.n, 21);
+  EXPECT_EQ(plan.k, 4);
+  EXPECT_EQ(plan.jobs, 8);
+  EXPECT_EQ(plan.provider_calls, 1);
+  // The batched outer product C[t,o,k,j] = A[t,k,j] B[t,o] written into a
+  // [t,o,k,j] buffer: fused strides reach GEMM, nothing is copied.
+  const Tensor lhs = make_tensor({64, 16, 16}, DType::kFloat64, Layout::kContiguous, 3);
+  const Tensor rhs = make_tensor({64, 64}, DType::kFloat64, Layout::kContiguous, 4);
+  Tensor buffer = *Tensor::empty({64, 64, 16, 16}, DType::kFloat64);
+  const Tensor out_view = *buffer.permute({0, 2, 3, 1});  // (t, k, j, o)
+  ASSERT_TRUE(composite
+                  .dot_general_into(lhs.view(), rhs.view(), dims_of({0}, {0}, {}, {}), out_view.view(),
+                                    sequential_context(), &plan)
+                  .ok());
+  EXPECT_EQ(plan.copied_elements, 0);
+  EXPECT_EQ(plan.m, 256);
+  EXPECT_EQ(plan.k, 1);
+  check_against_reference(lhs, rhs, dims_of({0}, {0}, {}, {}), out_view);
+}
+
+TEST(DotGeneralTest, CopiesOnlyTheCheapestOperandWhenAGroupCannotFuse) {
+  const DotGeneralComposite composite(native());
+  DotGeneralPlan plan;
+  // C[t,o,k,j] = A[t,j,k] B[t,o] into a [t,o,k,j] buffer: the lhs free axes
+  // run in opposite orders in lhs and out, so one must move; lhs is smaller.
+  const Tensor lhs = make_tensor({64, 16, 16}, DType::kFloat64, Layout::kContiguous, 3);
+  const Tensor rhs = make_tensor({64, 64}, DType::kFloat64, Layout::kContiguous, 4);
+  Tensor buffer = *Tensor::empty({64, 64, 16, 16}, DType::kFloat64);
+  const Tensor out_view = *buffer.permute({0, 3, 2, 1});  // (t, j, k, o) over a (t, o, k, j) buffer
+  ASSERT_TRUE(composite
+                  .dot_general_into(lhs.view(), rhs.view(), dims_of({0}, {0}, {}, {}), out_view.view(),
+                                    sequential_context(), &plan)
+                  .ok());
+  EXPECT_TRUE(plan.lhs_copied);
+  EXPECT_FALSE(plan.rhs_copied || plan.out_via_temp);
+  EXPECT_EQ(plan.copied_elements, lhs.numel());
+  check_against_reference(lhs, rhs, dims_of({0}, {0}, {}, {}), out_view);
+  // Contracting axes in opposite orders: the smaller operand is copied.
+  const Tensor a = make_tensor({4, 3, 5}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({5, 3, 60}, DType::kFloat64, Layout::kContiguous, 2);
+  auto out = composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1, 2}, {1, 0}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(plan.lhs_copied);
+  EXPECT_FALSE(plan.rhs_copied);
+  check_against_reference(a, b, dims_of({}, {}, {1, 2}, {1, 0}), *out);
+}
+
+TEST(DotGeneralTest, BroadcastOperandIsReadInPlaceByNativeButCopiedForBlas) {
+  const Tensor a = make_tensor({30, 20}, DType::kFloat64, Layout::kBroadcast, 1);  // row stride 0
+  const Tensor b = make_tensor({20, 10}, DType::kFloat64, Layout::kContiguous, 2);
+  DotGeneralPlan plan;
+  const DotGeneralComposite native_composite(native());
+  auto out = native_composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(plan.lhs_copied);
+  check_against_reference(a, b, dims_of({}, {}, {1}, {0}), *out);
+  auto openblas = ExternalBlasGemmProvider::load_openblas({OpenBlasBuild::kSerial});
+  if (!openblas.ok()) GTEST_SKIP() << openblas.status().to_string();
+  const DotGeneralComposite blas_composite(*openblas);
+  out = blas_composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(plan.lhs_copied);
+  check_against_reference(a, b, dims_of({}, {}, {1}, {0}), *out);
+}
+
+TEST(DotGeneralTest, OuterModeForManySmallJobsInnerForOneLargeJob) {
+  const DotGeneralComposite composite(native());
+  CountingContext ctx(2);
+  DotGeneralPlan plan;
+  const Tensor a = make_tensor({32, 24, 24}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({32, 24, 24}, DType::kFloat64, Layout::kContiguous, 2);
+  auto out = composite.dot_general(a.view(), b.view(), dims_of({0}, {0}, {2}, {1}), ctx, &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(plan.mode, ParallelMode::kOuter);
+  EXPECT_EQ(ctx.calls(), 1) << "one fan-out over the jobs, sequential kernels inside";
+  EXPECT_EQ(ctx.nested(), 0);
+  check_against_reference(a, b, dims_of({0}, {0}, {2}, {1}), *out);
+
+  ctx.reset();
+  const Tensor c = make_tensor({300, 200}, DType::kFloat64, Layout::kContiguous, 3);
+  const Tensor d = make_tensor({200, 250}, DType::kFloat64, Layout::kContiguous, 4);
+  out = composite.dot_general(c.view(), d.view(), dims_of({}, {}, {1}, {0}), ctx, &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(plan.mode, ParallelMode::kInner);
+  EXPECT_GE(ctx.calls(), 1) << "the native kernel splits the single job";
+  EXPECT_EQ(ctx.nested(), 0);
+  check_against_reference(c, d, dims_of({}, {}, {1}, {0}), *out);
+
+  ctx.reset();
+  out = composite.dot_general(c.view(), d.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+  EXPECT_EQ(plan.mode, ParallelMode::kSequential);
+}
+
+// Every provider, one fan-out level: batched small and single large jobs,
+// with copies in front, never nest a parallel_for; parallel OpenBLAS (no
+// per-worker sequential control) is never used in outer jobs.
+TEST(DotGeneralTest, ExactlyOneFanOutLevelWithEveryProvider) {
+  std::vector<std::shared_ptr<const CpuGemmProvider>> providers = {native()};
+  if (auto p = ExternalBlasGemmProvider::load_openblas({OpenBlasBuild::kSerial}); p.ok()) providers.push_back(*p);
+  if (auto p = ExternalBlasGemmProvider::load_openblas({OpenBlasBuild::kPthread}); p.ok()) providers.push_back(*p);
+  if (auto p = ExternalBlasGemmProvider::load_blis(); p.ok()) providers.push_back(*p);
+  CountingContext ctx(2);
+  const Tensor small_a = make_tensor({16, 12, 10}, DType::kFloat64, Layout::kTransposed, 1);
+  const Tensor small_b = make_tensor({16, 10, 14}, DType::kFloat64, Layout::kSliced, 2);
+  const Tensor big_a = make_tensor({260, 240}, DType::kFloat64, Layout::kContiguous, 3);
+  const Tensor big_b = make_tensor({240, 230}, DType::kFloat64, Layout::kSliced, 4);
+  for (const auto& provider : providers) {
+    SCOPED_TRACE(provider->capability().detail);
+    const DotGeneralComposite composite(provider);
+    DotGeneralPlan plan;
+    ctx.reset();
+    // small_a is (b, i, k) in a transposed layout; small_b is (b, k, j).
+    const DotGeneralDims batched = dims_of({0}, {0}, {2}, {1});
+    auto out = composite.dot_general(small_a.view(), small_b.view(), batched, ctx, &plan);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(ctx.nested(), 0);
+    if (can_run_sequential_per_worker(provider->capability())) {
+      EXPECT_EQ(plan.mode, ParallelMode::kOuter);
+    } else {
+      EXPECT_EQ(plan.mode, ParallelMode::kInner) << "parallel OpenBLAS must not run inside outer jobs";
+    }
+    check_against_reference(small_a, small_b, batched, *out);
+    ctx.reset();
+    out = composite.dot_general(big_a.view(), big_b.view(), dims_of({}, {}, {1}, {0}), ctx, &plan);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(ctx.nested(), 0);
+    EXPECT_NE(plan.mode, ParallelMode::kOuter);
+    check_against_reference(big_a, big_b, dims_of({}, {}, {1}, {0}), *out);
+  }
+}
+
+TEST(DotGeneralTest, ElementwiseAndEmptyAndZeroContraction) {
+  const DotGeneralComposite composite(native());
+  DotGeneralPlan plan;
+  const Tensor a = make_tensor({300, 200}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({300, 200}, DType::kFloat64, Layout::kTransposed, 2);
+  auto out = composite.dot_general(a.view(), b.view(), dims_of({0, 1}, {0, 1}, {}, {}), two_thread_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(plan.path, DotGeneralPath::kElementwise);
+  EXPECT_EQ(plan.provider_calls, 0);
+  EXPECT_EQ(plan.mode, ParallelMode::kOuter);
+  check_against_reference(a, b, dims_of({0, 1}, {0, 1}, {}, {}), *out);
+
+  const Tensor e = make_tensor({3, 0}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor f = make_tensor({0, 4}, DType::kFloat64, Layout::kContiguous, 2);
+  out = composite.dot_general(e.view(), f.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(plan.path, DotGeneralPath::kZeroFill);
+  EXPECT_EQ(*out->to_vector<double>(), std::vector<double>(12, 0.0));
+  const Tensor g = make_tensor({0, 5}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor h = make_tensor({5, 3}, DType::kFloat64, Layout::kContiguous, 2);
+  out = composite.dot_general(g.view(), h.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(plan.path, DotGeneralPath::kEmpty);
+  EXPECT_EQ(out->numel(), 0);
+  EXPECT_EQ(out->size(1), 3);
+}
+
+TEST(DotGeneralTest, InvalidRequestsAreTypedErrorsBeforeAnyKernel) {
+  const DotGeneralComposite composite(native());
+  const Tensor a = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({5, 6}, DType::kFloat64, Layout::kContiguous, 2);
+  const Tensor bf = make_tensor({5, 6}, DType::kFloat32, Layout::kContiguous, 2);
+  const Tensor bb = make_tensor({5, 6}, DType::kBool, Layout::kContiguous, 2);
+  auto code = [&](const Tensor& x, const Tensor& y, const DotGeneralDims& d) {
+    return composite.dot_general(x.view(), y.view(), d, sequential_context()).status().code();
+  };
+  EXPECT_EQ(code(a, bf, dims_of({}, {}, {1}, {0})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code(bb, bb, dims_of({}, {}, {1}, {1})), ErrorCode::kUnsupported);
+  EXPECT_EQ(code(a, b, dims_of({}, {}, {0}, {0})), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code(a, b, dims_of({}, {}, {2}, {0})), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(code(a, b, dims_of({}, {}, {1, 1}, {0, 0})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(a, b, dims_of({}, {}, {1}, {})), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(a, b, dims_of({1}, {0}, {1}, {0})), ErrorCode::kInvalidArgument);  // axis used twice
+  EXPECT_EQ(code(a, b, dims_of({0}, {1}, {1}, {0})), ErrorCode::kShapeMismatch);    // batch 4 vs 6
+
+  // Output checks: shape, dtype, self-overlap, overlap with an operand. The
+  // output is left untouched.
+  Tensor out = make_tensor({4, 6}, DType::kFloat64, Layout::kContiguous, 9);
+  auto into = [&](const TensorView& o) {
+    return composite.dot_general_into(a.view(), b.view(), dims_of({}, {}, {1}, {0}), o, sequential_context()).code();
+  };
+  EXPECT_EQ(into(make_tensor({6, 4}, DType::kFloat64, Layout::kContiguous, 1).view()), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(into(make_tensor({4, 6}, DType::kFloat32, Layout::kContiguous, 1).view()), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(into(out.broadcast_to({4, 6})->view()), ErrorCode::kOk);
+  const Tensor squeezed = *out.slice(0, 0, 1)->broadcast_to({4, 6});  // rows alias each other
+  EXPECT_EQ(into(squeezed.view()), ErrorCode::kAliasConflict);
+  const Tensor over_b = *Tensor::from_storage(b.storage(), DType::kFloat64, {4, 6}, {6, 1});
+  EXPECT_EQ(into(over_b.view()), ErrorCode::kAliasConflict);
+
+  // A GEMM provider without the dtype: kUnsupported at validation.
+  const DotGeneralComposite null_composite(std::make_shared<NullGemmProvider>());
+  EXPECT_EQ(
+      null_composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context()).status().code(),
+      ErrorCode::kUnsupported);
+}
+
+// A direct provider is tried first; kUnsupported falls back to TTGT.
+class RecordingDirectProvider final : public CpuGeneralContractionProvider {
+ public:
+  explicit RecordingDirectProvider(bool accept) : accept_(accept) { cap_.detail = "test direct provider"; }
+  std::string_view name() const noexcept override { return "recording"; }
+  const ProviderCapability& capability() const noexcept override { return cap_; }
+  Status contract(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims, const TensorView& out,
+                  const ParallelContext& ctx) const override {
+    ++calls;
+    if (!accept_) return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "declined");
+    const DotGeneralComposite fallback(native());
+    return fallback.dot_general_into(lhs, rhs, dims, out, ctx);
+  }
+  mutable int calls = 0;
+
+ private:
+  bool accept_;
+  ProviderCapability cap_;
+};
+
+TEST(DotGeneralTest, DirectProviderSlot) {
+  const Tensor a = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({5, 6}, DType::kFloat64, Layout::kContiguous, 2);
+  for (bool accept : {true, false}) {
+    auto direct = std::make_shared<RecordingDirectProvider>(accept);
+    const DotGeneralComposite composite(native(), direct);
+    DotGeneralPlan plan;
+    auto out = composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(direct->calls, 1);
+    EXPECT_EQ(plan.path, accept ? DotGeneralPath::kDirect : DotGeneralPath::kGemm);
+    check_against_reference(a, b, dims_of({}, {}, {1}, {0}), *out);
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu::testing
