@@ -68,6 +68,58 @@ TEST(CopyIntoTest, LargeCopiesSplitOverTwoThreads) {
   }
 }
 
+// Note [Blocked transpose]: small axes are fused into tile groups, large
+// ones are blocked, both through the SIMD tile kernels.
+TEST(CopyIntoTest, PermutationsRunThroughVectorTiles) {
+  struct Case {
+    std::vector<std::int64_t> shape;
+    std::vector<std::int64_t> perm;
+  };
+  const std::vector<Case> cases = {
+      {{37, 45}, {1, 0}},                                                // edges in both directions
+      {{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},  // fused 2s
+      {{3, 3, 3, 3, 3, 3, 3}, {6, 5, 4, 3, 2, 1, 0}},                    // fused 3s with edges
+      {{3, 5, 7, 11}, {3, 1, 2, 0}},                                     // mixed
+      {{16, 9, 24}, {2, 0, 1}},
+  };
+  for (DType dtype : {DType::kInt32, DType::kFloat64, DType::kComplex64, DType::kComplex128}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("{} {} perm {}", dtype, shape_to_string(c.shape), shape_to_string(c.perm)));
+      Tensor src = *make_tensor(c.shape, dtype, Layout::kContiguous, 12).permute(c.perm);
+      Tensor dst = *Tensor::empty(src.shape(), dtype);
+      KernelStats stats;
+      ASSERT_TRUE(copy_into(src.view(), dst.view(), testing::sequential_context(), &stats).ok());
+      EXPECT_EQ(stats.tiled_transposes, 1u);
+      EXPECT_EQ(stats.vector_tiles, 1u);
+      EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+    }
+  }
+}
+
+TEST(CopyIntoTest, LargeTransposesStreamTheirStores) {
+  for (const ParallelContext* ctx : {&testing::sequential_context(), &testing::two_thread_context()}) {
+    Tensor src = *make_tensor({1100, 1001}, DType::kFloat64, Layout::kContiguous, 13).transpose(0, 1);
+    Tensor dst = *Tensor::empty(src.shape(), DType::kFloat64);
+    KernelStats stats;
+    ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx, &stats).ok());
+    EXPECT_EQ(stats.streaming_stores, 1u);
+    EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+  }
+}
+
+TEST(CopyIntoTest, StridedSourcesAndDestinationsUseScalarTiles) {
+  // Every other element on both sides: no contiguous side for SIMD tiles.
+  Tensor big_src = make_tensor({40, 60}, DType::kFloat32, Layout::kContiguous, 14);
+  Tensor src = *big_src.slice(0, 0, 40, 2)->slice(1, 0, 60, 2)->transpose(0, 1);
+  Tensor big_dst = *Tensor::empty({60, 40}, DType::kFloat32);
+  Tensor dst = *big_dst.slice(0, 0, 60, 2)->slice(1, 0, 40, 2);
+  KernelStats stats;
+  ASSERT_TRUE(copy_into(src.view(), dst.view(), testing::sequential_context(), &stats).ok());
+  EXPECT_EQ(stats.tiled_transposes, 1u);
+  EXPECT_EQ(stats.vector_tiles, 0u);
+  EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+}
+
 TEST(CopyIntoTest, ContiguousCopyIsOneMemcpy) {
   Tensor src = make_tensor({4, 5, 6}, DType::kFloat64, Layout::kContiguous);
   Tensor dst = *Tensor::empty({4, 5, 6}, DType::kFloat64);

@@ -1,12 +1,15 @@
 # CPU kernels (elementwise, reduction, indexing, creation, layout): plain
 # functions over borrowed TensorViews and a ParallelContext.
 list(APPEND TENFERRO_CPU_SOURCES
+  kernels/copy_kernel.cpp
   kernels/creation.cpp
   kernels/elementwise.cpp
   kernels/gather_scatter.cpp
   kernels/layout.cpp
   kernels/reduction.cpp
   kernels/slicing.cpp
+  kernels/transpose_micro_avx2.cpp
+  kernels/transpose_micro_avx512.cpp
   kernels/validation.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
@@ -16,3 +19,11 @@ list(APPEND TENFERRO_CPU_TESTS
   kernels/reduction_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
+
+# Note [ISA translation units] (transpose_micro.h): the SIMD tile transposes
+# get their ISA flags whatever TENFERRO_NATIVE_ARCH says; copy_kernel.cpp
+# checks the CPU before calling them.
+set_source_files_properties(kernels/transpose_micro_avx512.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx512f;-mavx512vl;-mavx2")
+set_source_files_properties(kernels/transpose_micro_avx2.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx2")

@@ -1,0 +1,325 @@
+// copy_elements: the layout kernel (flat memcpy, contiguous runs, blocked
+// transpose in the style of HPTT).
+//
+// Note [Blocked transpose]
+// After the StridedLoop merge (Note [Strided iteration]) the axes are
+// ordered by destination stride. When the destination's fastest axis is not
+// also the source's fastest, every contiguous destination run reads the
+// source with a large stride, so the copy is a transpose of two index groups:
+//  - A: the destination's fastest axes, chained while they are contiguous
+//    with each other in the destination (small axes are fused until the
+//    group has >= kGroupTarget elements);
+//  - B: the source's fastest remaining axes, chained the same way in the
+//    source.
+// Element (a, b) lives at src + srcA(a) + b * sb and dst + a * da + dstB(b),
+// where fused groups keep their other-side offsets in small tables. The
+// copy walks macro tiles of kMacroTile x kMacroTile (A fastest) for every
+// index of the remaining ("outer") axes, and each macro tile is covered by
+// W x W register-tile transposes (transpose_micro.h, AVX-512/AVX2) when
+// da == sb == element size, scalar moves at the edges. Each source row and
+// destination column of a W x W tile is a cache line for 8-byte elements,
+// so with large destinations the columns go out as non-temporal stores
+// (no read-for-ownership), fenced at the end of every parallel chunk.
+// Work units (outer index, B block, A block) are split over ParallelContext
+// in contiguous ranges. When both fastest axes coincide the copy is a loop
+// of contiguous runs (a single memcpy when everything merged into one
+// axis).
+#include "cpu/kernels/copy_kernel.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu/kernels/elementwise_loop.h"
+#include "cpu/kernels/strided_loop.h"
+#include "cpu/kernels/transpose_micro.h"
+
+namespace tenferro::cpu::internal {
+namespace {
+
+constexpr std::int64_t kParallelGrainBytes = 256 * 1024;
+// Destinations at least this large are written with streaming stores: they
+// do not fit in the per-core L2 and will not be read back from cache.
+constexpr std::int64_t kStreamingBytes = 8 << 20;
+constexpr std::int64_t kGroupTarget = 64;  // elements a fused group aims for
+constexpr std::int64_t kMaxTable = 1024;   // largest fused group (offset table entries)
+constexpr std::int64_t kMacroTile = 64;    // macro tile side, elements
+
+struct Word16 {
+  unsigned char bytes[16];
+};
+
+template <int Bytes>
+struct WordOf;
+template <>
+struct WordOf<1> {
+  using type = std::uint8_t;
+};
+template <>
+struct WordOf<4> {
+  using type = std::uint32_t;
+};
+template <>
+struct WordOf<8> {
+  using type = std::uint64_t;
+};
+template <>
+struct WordOf<16> {
+  using type = Word16;
+};
+
+template <class Word>
+inline void move_word(char* dst, const char* src) {
+  Word w;
+  std::memcpy(&w, src, sizeof(Word));
+  std::memcpy(dst, &w, sizeof(Word));
+}
+
+// ---- contiguous and strided runs ----
+
+template <class Word>
+void copy_runs(const StridedLoop<2>& loop, std::int64_t begin, std::int64_t end) {
+  const std::int64_t ds = loop.inner_stride(0);
+  const std::int64_t ss = loop.inner_stride(1);
+  constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
+  if (ds == item && ss == item) {
+    for_each_run(loop, begin, end, [&](char* const* p, std::int64_t n) {
+      std::memcpy(p[0], p[1], static_cast<std::size_t>(n) * sizeof(Word));
+    });
+  } else {
+    for_each_run(loop, begin, end, [&](char* const* p, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i) move_word<Word>(p[0] + i * ds, p[1] + i * ss);
+    });
+  }
+}
+
+// ---- blocked transpose ----
+
+// One index group: element i has offset table[i] (fused axes) or i * stride
+// on the side where the group is not linear.
+struct Group {
+  std::int64_t extent = 1;
+  std::int64_t linear_stride = 0;  // byte stride on the side where the group is linear
+  std::int64_t stride = 0;         // byte stride on the other side (single axis)
+  const std::int64_t* table = nullptr;
+  std::int64_t offset(std::int64_t i) const noexcept { return table != nullptr ? table[i] : i * stride; }
+};
+
+struct TilePlan {
+  Group a;  // linear in dst
+  Group b;  // linear in src
+  int outer_rank = 0;
+  std::int64_t outer_shape[kMaxKernelRank];
+  std::int64_t outer_ds[kMaxKernelRank];
+  std::int64_t outer_ss[kMaxKernelRank];
+  std::int64_t outer_numel = 1;
+  std::int64_t blocks_a = 1;
+  std::int64_t blocks_b = 1;
+  char* dst = nullptr;
+  const char* src = nullptr;
+  TileTranspose simd;
+  bool streaming = false;
+};
+
+// Builds group offsets over `count` axes (indices into shape/strides) into
+// `table`, first axis fastest.
+void fill_table(std::int64_t* table, const int* axes, int count, const StridedLoop<2>& loop, int side) {
+  std::int64_t n = 1;
+  table[0] = 0;
+  for (int k = 0; k < count; ++k) {
+    const int d = axes[k];
+    for (std::int64_t j = 1; j < loop.shape[d]; ++j) {
+      for (std::int64_t i = 0; i < n; ++i) table[j * n + i] = table[i] + j * loop.strides[d][side];
+    }
+    n *= loop.shape[d];
+  }
+}
+
+// Chains axes starting at `first` that are contiguous with each other on
+// `side` (0 = dst, 1 = src), skipping `used`, into `g`. Returns the axes.
+int chain_group(const StridedLoop<2>& loop, int first, int side, const bool* used, Group& g, std::int64_t* table,
+                int* axes) {
+  int count = 1;
+  axes[0] = first;
+  g.extent = loop.shape[first];
+  g.linear_stride = loop.strides[first][side];
+  while (g.extent < kGroupTarget) {
+    int next = -1;
+    for (int d = 0; d < loop.rank; ++d) {
+      bool taken = used[d];
+      for (int k = 0; k < count; ++k) taken = taken || axes[k] == d;
+      if (!taken && loop.strides[d][side] == g.extent * g.linear_stride) next = d;
+    }
+    if (next < 0 || g.extent * loop.shape[next] > kMaxTable) break;
+    axes[count++] = next;
+    g.extent *= loop.shape[next];
+  }
+  if (count == 1) {
+    g.stride = loop.strides[first][1 - side];
+  } else {
+    fill_table(table, axes, count, loop, 1 - side);
+    g.table = table;
+  }
+  return count;
+}
+
+template <class Word>
+void tile_scalar(const TilePlan& p, char* dst, const char* src, std::int64_t a0, std::int64_t a1, std::int64_t b0,
+                 std::int64_t b1) {
+  const std::int64_t da = p.a.linear_stride;
+  const std::int64_t sb = p.b.linear_stride;
+  for (std::int64_t b = b0; b < b1; ++b) {
+    char* d = dst + p.b.offset(b);
+    const char* s = src + b * sb;
+    if (p.a.table == nullptr) {
+      const std::int64_t sa = p.a.stride;
+      for (std::int64_t a = a0; a < a1; ++a) move_word<Word>(d + a * da, s + a * sa);
+    } else {
+      for (std::int64_t a = a0; a < a1; ++a) move_word<Word>(d + a * da, s + p.a.table[a]);
+    }
+  }
+}
+
+// One macro tile [a0, a1) x [b0, b1) at the given outer offsets.
+template <class Word>
+void macro_tile(const TilePlan& p, char* dst, const char* src, std::int64_t a0, std::int64_t a1, std::int64_t b0,
+                std::int64_t b1) {
+  const int w = p.simd.width;
+  if (w == 0) return tile_scalar<Word>(p, dst, src, a0, a1, b0, b1);
+  const std::int64_t a_full = a0 + (a1 - a0) / w * w;
+  const std::int64_t b_full = b0 + (b1 - b0) / w * w;
+  const char* rows[16];
+  char* cols[16];
+  for (std::int64_t b = b0; b < b_full; b += w) {
+    for (std::int64_t a = a0; a < a_full; a += w) {
+      for (int r = 0; r < w; ++r) rows[r] = src + p.a.offset(a + r) + b * static_cast<std::int64_t>(sizeof(Word));
+      for (int c = 0; c < w; ++c) cols[c] = dst + p.b.offset(b + c) + a * static_cast<std::int64_t>(sizeof(Word));
+      p.simd.run(rows, cols, p.streaming);
+    }
+  }
+  if (a_full < a1) tile_scalar<Word>(p, dst, src, a_full, a1, b0, b_full);
+  if (b_full < b1) tile_scalar<Word>(p, dst, src, a0, a1, b_full, b1);
+}
+
+// Work units [begin, end) of (outer, B block, A block), A block fastest.
+template <class Word>
+void run_tiles(const TilePlan& p, std::int64_t begin, std::int64_t end) {
+  std::int64_t unit = begin;
+  std::int64_t ba = unit % p.blocks_a;
+  std::int64_t bb = unit / p.blocks_a % p.blocks_b;
+  std::int64_t outer = unit / p.blocks_a / p.blocks_b;
+  std::int64_t index[kMaxKernelRank];
+  char* dst = p.dst;
+  const char* src = p.src;
+  for (int d = 0; d < p.outer_rank; ++d) {
+    index[d] = outer % p.outer_shape[d];
+    outer /= p.outer_shape[d];
+    dst += index[d] * p.outer_ds[d];
+    src += index[d] * p.outer_ss[d];
+  }
+  for (; unit < end; ++unit) {
+    const std::int64_t a0 = ba * kMacroTile;
+    const std::int64_t b0 = bb * kMacroTile;
+    macro_tile<Word>(p, dst, src, a0, std::min(a0 + kMacroTile, p.a.extent), b0, std::min(b0 + kMacroTile, p.b.extent));
+    if (++ba < p.blocks_a) continue;
+    ba = 0;
+    if (++bb < p.blocks_b) continue;
+    bb = 0;
+    for (int d = 0; d < p.outer_rank; ++d) {
+      dst += p.outer_ds[d];
+      src += p.outer_ss[d];
+      if (++index[d] < p.outer_shape[d]) break;
+      dst -= index[d] * p.outer_ds[d];
+      src -= index[d] * p.outer_ss[d];
+      index[d] = 0;
+    }
+  }
+  if (p.streaming) store_fence();
+}
+
+template <class Word>
+void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelStats* stats) {
+  constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
+  const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrainBytes / item);
+  // The source's fastest axis.
+  int b_first = 0;
+  for (int d = 1; d < loop.rank; ++d) {
+    if (std::abs(loop.strides[d][1]) < std::abs(loop.strides[b_first][1])) b_first = d;
+  }
+  if (loop.rank <= 1 || b_first == 0) {
+    const bool flat = loop.rank <= 1 && loop.inner_stride(0) == item && loop.inner_stride(1) == item;
+    if (stats != nullptr) ++(flat ? stats->memcpy_copies : stats->run_copies);
+    parallel_or_inline(ctx, loop.numel, grain, stats,
+                       [&](std::int64_t b, std::int64_t e) { copy_runs<Word>(loop, b, e); });
+    return;
+  }
+  TilePlan p;
+  std::int64_t a_table[kMaxTable];
+  std::int64_t b_table[kMaxTable];
+  int a_axes[kMaxKernelRank];
+  int b_axes[kMaxKernelRank];
+  bool used[kMaxKernelRank] = {};
+  used[b_first] = true;
+  const int na = chain_group(loop, 0, /*side=*/0, used, p.a, a_table, a_axes);
+  for (int k = 0; k < na; ++k) used[a_axes[k]] = true;
+  used[b_first] = false;
+  const int nb = chain_group(loop, b_first, /*side=*/1, used, p.b, b_table, b_axes);
+  for (int k = 0; k < nb; ++k) used[b_axes[k]] = true;
+  for (int d = 0; d < loop.rank; ++d) {
+    if (used[d]) continue;
+    p.outer_shape[p.outer_rank] = loop.shape[d];
+    p.outer_ds[p.outer_rank] = loop.strides[d][0];
+    p.outer_ss[p.outer_rank++] = loop.strides[d][1];
+    p.outer_numel *= loop.shape[d];
+  }
+  p.blocks_a = (p.a.extent + kMacroTile - 1) / kMacroTile;
+  p.blocks_b = (p.b.extent + kMacroTile - 1) / kMacroTile;
+  p.dst = loop.data[0];
+  p.src = loop.data[1];
+  if (p.a.linear_stride == item && p.b.linear_stride == item) p.simd = select_tile_transpose(item);
+  p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
+  if (stats != nullptr) {
+    ++stats->tiled_transposes;
+    if (p.simd.width > 0) ++stats->vector_tiles;
+    if (p.streaming) ++stats->streaming_stores;
+  }
+  const std::int64_t units = p.outer_numel * p.blocks_a * p.blocks_b;
+  const std::int64_t per_unit = std::max<std::int64_t>(1, loop.numel / units);
+  parallel_or_inline(ctx, units, std::max<std::int64_t>(1, grain / per_unit), stats,
+                     [&](std::int64_t b, std::int64_t e) { run_tiles<Word>(p, b, e); });
+}
+
+}  // namespace
+
+void copy_elements(IntArrayRef shape, std::int64_t item, const CopyOperand& dst, const CopyOperand& src,
+                   const ParallelContext& ctx, KernelStats* stats) {
+  const LoopOperand ops[2] = {{const_cast<void*>(dst.data), dst.strides, item},
+                              {const_cast<void*>(src.data), src.strides, item}};
+  StridedLoop<2> loop;
+  init_strided_loop(shape, ops, loop);
+  if (loop.numel == 0) return;
+  switch (item) {
+    case 1:
+      return copy_typed<WordOf<1>::type>(loop, ctx, stats);
+    case 4:
+      return copy_typed<WordOf<4>::type>(loop, ctx, stats);
+    case 8:
+      return copy_typed<WordOf<8>::type>(loop, ctx, stats);
+    default:
+      return copy_typed<WordOf<16>::type>(loop, ctx, stats);
+  }
+}
+
+void store_fence() noexcept { _mm_sfence(); }
+
+TileTranspose select_tile_transpose(std::int64_t item_size) noexcept {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+    return avx512_tile_transpose(item_size);
+  }
+  if (__builtin_cpu_supports("avx2")) return avx2_tile_transpose(item_size);
+  return {};
+}
+
+}  // namespace tenferro::cpu::internal
