@@ -102,6 +102,45 @@ bool broadcast_shapes(IntArrayRef a, IntArrayRef b, Dims& out) {
 
 program::ValueMetadata exact_metadata(const Tensor& t) { return program::ValueMetadata::exact(t.dtype(), t.shape()); }
 
+// Note [Eager dot_general validation]
+// The generic path validates with program::infer_core_metadata, the single
+// source of truth, which formats descriptions of its checks as it goes (and
+// so allocates). For dot_general, the hot eager op, this check accepts only
+// well-formed requests and computes the result shape without allocating;
+// anything it rejects goes through infer_core_metadata, which produces the
+// canonical error. eager_test checks that both agree on result shapes.
+bool fast_dot_general_shape(const Tensor& lhs, const Tensor& rhs, const program::DotGeneralAttributes& d, Dims& out) {
+  if (!lhs.defined() || !rhs.defined() || lhs.dtype() != rhs.dtype() ||
+      !program::dtype_in_class(lhs.dtype(), program::DTypeClass::kNumeric))
+    return false;
+  if (d.lhs_batch.size() != d.rhs_batch.size() || d.lhs_contract.size() != d.rhs_contract.size()) return false;
+  const std::int64_t lr = lhs.rank();
+  const std::int64_t rr = rhs.rank();
+  if (lr > 64 || rr > 64) return false;
+  std::uint64_t lused = 0;
+  std::uint64_t rused = 0;
+  auto take = [](std::int64_t axis, std::int64_t rank, std::uint64_t& used) {
+    if (axis < 0 || axis >= rank || (used >> axis & 1u) != 0) return false;
+    used |= std::uint64_t{1} << axis;
+    return true;
+  };
+  for (std::size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    if (!take(d.lhs_batch[i], lr, lused) || !take(d.rhs_batch[i], rr, rused)) return false;
+    if (lhs.size(d.lhs_batch[i]) != rhs.size(d.rhs_batch[i])) return false;
+  }
+  for (std::size_t i = 0; i < d.lhs_contract.size(); ++i) {
+    if (!take(d.lhs_contract[i], lr, lused) || !take(d.rhs_contract[i], rr, rused)) return false;
+    if (lhs.size(d.lhs_contract[i]) != rhs.size(d.rhs_contract[i])) return false;
+  }
+  out.clear();
+  for (std::int64_t axis : d.lhs_batch) out.push_back(lhs.size(axis));
+  for (std::int64_t axis = 0; axis < lr; ++axis)
+    if ((lused >> axis & 1u) == 0) out.push_back(lhs.size(axis));
+  for (std::int64_t axis = 0; axis < rr; ++axis)
+    if ((rused >> axis & 1u) == 0) out.push_back(rhs.size(axis));
+  return true;
+}
+
 }  // namespace
 
 EagerContext::EagerContext(std::shared_ptr<internal::RuntimeState> runtime, Placement placement)
@@ -350,8 +389,18 @@ Result<Tensor> EagerContext::matmul(const Tensor& a, const Tensor& b) {
 
 Result<Tensor> EagerContext::dot_general(const Tensor& lhs, const Tensor& rhs,
                                          const program::DotGeneralAttributes& dims) {
-  const Tensor operands[2] = {lhs, rhs};
-  return apply(CoreSemanticOp::kDotGeneral, operands, dims);
+  Dims shape;
+  if (!fast_dot_general_shape(lhs, rhs, dims, shape)) {
+    const Tensor operands[2] = {lhs, rhs};
+    return apply(CoreSemanticOp::kDotGeneral, operands, dims);  // the canonical error (or result)
+  }
+  TENFERRO_TRY(ensure_fresh());
+  const program::CoreAttributes attributes = dims;
+  const TensorView views[2] = {lhs.view(), rhs.view()};
+  return run_core(CoreSemanticOp::kDotGeneral, views, lhs.dtype(), shape, attributes, [&]() -> Result<TensorList> {
+    const Tensor operands[2] = {lhs, rhs};
+    return promote(CoreSemanticOp::kDotGeneral, operands, attributes);
+  });
 }
 
 Result<Tensor> EagerContext::sum(const Tensor& x, IntArrayRef axes) {

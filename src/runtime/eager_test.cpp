@@ -1,0 +1,399 @@
+// Eager contexts: numerics on the fast path, validation errors, zero
+// allocations besides the output (a counting operator new in this test
+// binary), epoch refresh, promotion, extensions, placement and domains.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "runtime/runtime_test_support.h"
+#include "tenferro/program/core_inference.h"
+#include "tenferro/runtime/eager.h"
+
+// Note [Counting allocator]
+// Every global operator new of this test binary counts into
+// g_allocations; tests read the difference around the code they check.
+// Storage::allocate_host uses the aligned nothrow form, so an output tensor
+// from the default host allocator is exactly one counted allocation.
+// The replacements pair malloc/aligned_alloc with free, which GCC's
+// -Wmismatched-new-delete cannot see through.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace {
+std::atomic<std::uint64_t> g_allocations{0};
+
+void* counted_malloc(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* counted_aligned(std::size_t n, std::align_val_t a) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t align = std::max<std::size_t>(static_cast<std::size_t>(a), sizeof(void*));
+  return std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  if (void* p = counted_aligned(n, a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  if (void* p = counted_aligned(n, a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(n, a); }
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_aligned(n, a);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace tenferro::runtime {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): test fixtures
+
+constexpr StorageDomainId kDevice{7};
+
+Tensor host_tensor(std::initializer_list<double> values, IntArrayRef shape) {
+  return *Tensor::from_values<double>(values, shape);
+}
+
+struct EagerSetup {
+  MockEngine host{1, kHostStorageDomain, "host"};
+  Runtime build(const std::function<void(RuntimeBuilder&)>& edit = nullptr, MockSlots slots = MockSlots(),
+                std::vector<std::uint64_t> domains = {}) {
+    RuntimeBuilder b;
+    b.set_submission_executor(std::make_shared<ManualSubmissionExecutor>());
+    EngineRegistration reg = host.registration(slots, std::move(domains));
+    reg.allocator = nullptr;  // the default host allocator: one allocation per output
+    b.add_engine(std::move(reg));
+    if (edit) edit(b);
+    auto rt = b.build();
+    EXPECT_TRUE(rt.ok()) << rt.status().to_string();
+    return std::move(*rt);
+  }
+};
+
+TEST(EagerTest, ElementwiseWithBroadcastingOnTheFastPath) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = host_tensor({10, 20, 30}, {3});
+  auto sum = ctx.add(a, b);
+  ASSERT_TRUE(sum.ok()) << sum.status().to_string();
+  EXPECT_EQ((*sum).to_vector<double>().value(), (std::vector<double>{11, 22, 33, 14, 25, 36}));
+  auto diff = ctx.sub(a, a);
+  ASSERT_TRUE(diff.ok());
+  EXPECT_EQ((*diff).to_vector<double>().value(), (std::vector<double>(6, 0.0)));
+  auto n = ctx.neg(b);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n).to_vector<double>().value(), (std::vector<double>{-10, -20, -30}));
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 3u);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
+  EXPECT_EQ(rt.plan_cache_stats().misses, 0u);  // no program was prepared
+  EXPECT_EQ(s.host.executor->enters.load(), 3);
+}
+
+TEST(EagerTest, ValidationErrorsAreTypedAndCallNothing) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3}, {3});
+  const Tensor b = host_tensor({1, 2}, {2});
+  const Tensor i = *Tensor::from_values<std::int64_t>({1, 2, 3}, {3});
+  EXPECT_EQ(ctx.add(a, b).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(ctx.add(a, i).status().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(ctx.add(a, Tensor()).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ctx.matmul(host_tensor({1, 2, 3}, {3}), host_tensor({1, 2, 3, 4}, {2, 2})).status().code(),
+            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(ctx.sum(a, {3}).status().code(), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(s.host.behaviour->runs.load(), 0);
+}
+
+TEST(EagerTest, MatmulReductionsAndViews) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3, 4}, {2, 2});
+  const Tensor b = host_tensor({5, 6, 7, 8}, {2, 2});
+  auto c = ctx.matmul(a, b);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ((*c).to_vector<double>().value(), (std::vector<double>{19, 22, 43, 50}));
+  const Tensor batched = host_tensor({1, 0, 0, 1, 2, 0, 0, 2}, {2, 2, 2});
+  auto d = ctx.matmul(batched, batched);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ((*d).to_vector<double>().value(), (std::vector<double>{1, 0, 0, 1, 4, 0, 0, 4}));
+  auto total = ctx.sum(a, {0, 1});
+  ASSERT_TRUE(total.ok());
+  EXPECT_EQ((*total).to_vector<double>().value(), (std::vector<double>{10}));
+  const int runs = s.host.behaviour->runs.load();
+  auto t = ctx.apply(CoreSemanticOp::kTranspose, std::span<const Tensor>(&a, 1), program::TransposeAttributes{{1, 0}});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t).storage().get(), a.storage().get());  // a view, no copy
+  EXPECT_EQ((*t).to_vector<double>().value(), (std::vector<double>{1, 3, 2, 4}));
+  EXPECT_EQ(s.host.behaviour->runs.load(), runs);  // views call no provider
+  auto copy = ctx.contiguous(*t);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_TRUE((*copy).is_contiguous());
+  EXPECT_EQ((*copy).to_vector<double>().value(), (std::vector<double>{1, 3, 2, 4}));
+  EXPECT_EQ(s.host.layout->copies.load(), 1);
+}
+
+TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3, 4, 5, 6, 7, 8}, {8});
+  const Tensor m = host_tensor({1, 2, 3, 4}, {2, 2});
+  ASSERT_TRUE(ctx.add(a, a).ok());  // warm up: capability query, slot cache
+  ASSERT_TRUE(ctx.matmul(m, m).ok());
+  constexpr int kCalls = 1000;
+  const std::uint64_t before = g_allocations.load();
+  for (int i = 0; i < kCalls; ++i) {
+    Result<Tensor> y = ctx.add(a, a);
+    ASSERT_TRUE(y.ok());
+  }
+  const std::uint64_t add_allocs = g_allocations.load() - before;
+  EXPECT_EQ(add_allocs, static_cast<std::uint64_t>(kCalls));  // exactly the outputs
+  const std::uint64_t before_mm = g_allocations.load();
+  for (int i = 0; i < kCalls; ++i) {
+    Result<Tensor> y = ctx.matmul(m, m);
+    ASSERT_TRUE(y.ok());
+  }
+  EXPECT_EQ(g_allocations.load() - before_mm, static_cast<std::uint64_t>(kCalls));
+  EXPECT_EQ(ctx.metrics().capability_queries, 2u);
+}
+
+TEST(EagerTest, ContextRefreshesAfterReconfiguration) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2}, {2});
+  ASSERT_TRUE(ctx.add(a, a).ok());
+  EXPECT_EQ(ctx.metrics().refreshes, 0u);
+  // Replace the engine's elementwise provider: the context must pick it up.
+  MockEngine replacement{1, kHostStorageDomain, "host2"};
+  ASSERT_TRUE(rt.reconfigure([&](RuntimeConfigBuilder& c) {
+                  EngineRegistration reg = replacement.registration();
+                  reg.allocator = nullptr;
+                  return c.replace_engine(std::move(reg));
+                }).ok());
+  auto y = ctx.add(a, a);
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ((*y).to_vector<double>().value(), (std::vector<double>{2, 4}));
+  EXPECT_EQ(ctx.metrics().refreshes, 1u);
+  EXPECT_EQ(replacement.behaviour->runs.load(), 1);
+  EXPECT_EQ(s.host.behaviour->runs.load(), 1);
+}
+
+TEST(EagerTest, MissingSlotPromotesToAPreparedGraph) {
+  EagerSetup s;
+  MockEngine other{3, kHostStorageDomain, "other"};
+  Runtime rt = s.build(
+      [&](RuntimeBuilder& b) {
+        b.add_engine(other.registration());
+        b.config().policies().fallback_engine = EngineId(3);
+      },
+      MockSlots{false, true, true, true});
+  EagerContext ctx = rt.on(Placement::engine(EngineId(1)));
+  const Tensor a = host_tensor({1, 2}, {2});
+  auto y = ctx.add(a, a);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ((*y).to_vector<double>().value(), (std::vector<double>{2, 4}));
+  EXPECT_EQ(ctx.metrics().promoted_calls, 1u);
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 0u);
+  EXPECT_EQ(rt.execution_metrics().eager_promoted_calls, 1u);
+  EXPECT_EQ(rt.plan_cache_stats().misses, 1u);
+  EXPECT_EQ(other.behaviour->runs.load(), 1);
+  // Still promoted (and now a cache hit) on the next call.
+  ASSERT_TRUE(ctx.add(a, a).ok());
+  EXPECT_EQ(rt.plan_cache_stats().hits, 1u);
+}
+
+TEST(EagerTest, UnsupportedEverywhereIsATypedError) {
+  EagerSetup s;
+  s.host.behaviour->unsupported.insert(CoreSemanticOp::kMul);
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2}, {2});
+  auto y = ctx.mul(a, a);
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupportedOperation);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 1u);
+}
+
+TEST(EagerTest, ReproduciblePolicyRejectsUndeclaredProviders) {
+  EagerSetup s;
+  s.host.behaviour->reproducible = false;
+  Runtime rt = s.build([](RuntimeBuilder& b) { b.config().policies().determinism = Determinism::kReproducible; });
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2}, {2});
+  EXPECT_EQ(ctx.add(a, a).status().code(), ErrorCode::kDeterminismUnsupported);
+}
+
+TEST(EagerTest, ExtensionsNativeOneOpLoweringAndPromotion) {
+  EagerSetup s;
+  auto native = std::make_shared<SquarePlusEngine>();
+  Runtime rt = s.build([&](RuntimeBuilder& b) {
+    b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
+  });
+  EagerContext ctx = rt.on();
+  const Tensor x = host_tensor({1, 2, 3}, {3});
+  auto op = std::make_shared<SquarePlusExtension>();
+  ExtensionSlot slot = ctx.resolve_extension("test.square_plus");
+  auto y = ctx.call(slot, op, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  EXPECT_EQ(native->runs.load(), 1);
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 1u);
+
+  auto negate = std::make_shared<NegateExtension>();  // lowers to exactly one core op
+  auto z = ctx.call(negate, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(z.ok()) << z.status().to_string();
+  EXPECT_EQ((*z)[0].to_vector<double>().value(), (std::vector<double>{-1, -2, -3}));
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 2u);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
+
+  native->unsupported = true;  // two core ops: promoted to a prepared graph
+  auto w = ctx.call(op, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ((*w)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  EXPECT_EQ(ctx.metrics().promoted_calls, 1u);
+}
+
+TEST(EagerTest, ForeignStorageIsAPlacementErrorNeverATransfer) {
+  EagerSetup s;
+  MockEngine device{2, kDevice, "device"};
+  auto transfer = std::make_shared<MockTransfer>();
+  Runtime rt = s.build([&](RuntimeBuilder& b) {
+    b.add_engine(device.registration());
+    b.add_transfer({{EngineId(2), kDevice}, {EngineId(1), kHostStorageDomain}, transfer});
+  });
+  EagerContext ctx = rt.on();
+  const Tensor d = make_tensor(*device.allocator, {1, 2}, {2});
+  const Tensor h = host_tensor({1, 2}, {2});
+  EXPECT_EQ(ctx.add(h, d).status().code(), ErrorCode::kPlacementError);
+  EXPECT_EQ(transfer->calls.load(), 0);
+  // The device context computes on device tensors.
+  EagerContext on_device = rt.on(Placement::engine(EngineId(2)));
+  auto y = on_device.add(d, d);
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ((*y).storage()->storage_domain(), kDevice);
+  EXPECT_EQ(values_of(*y), (std::vector<double>{2, 4}));
+}
+
+TEST(EagerTest, CpuDomainAffinityPolicy) {
+  EagerSetup s;
+  Runtime rt = s.build(nullptr, MockSlots(), {0, 1});
+  // Two tensors allocated in domain 1 dominate one in domain 0.
+  MockAllocator numa(kHostStorageDomain);
+  auto in_domain = [&](std::uint64_t domain, std::initializer_list<double> v) {
+    Result<StorageRef> st = numa.allocate(v.size() * sizeof(double), ResolvedPlacement{EngineId(1), domain});
+    std::memcpy((*st)->data(), v.begin(), v.size() * sizeof(double));
+    return *Tensor::from_storage(*st, DType::kFloat64, {static_cast<std::int64_t>(v.size())}, {1});
+  };
+  const Tensor small0 = in_domain(0, {1});
+  const Tensor big1 = in_domain(1, {1, 2, 3, 4});
+  const Tensor also1 = in_domain(1, {1, 2, 3, 4});
+  EagerContext ctx = rt.on();
+  ASSERT_TRUE(ctx.add(big1, also1).ok());
+  EXPECT_EQ(s.host.executor->last_domain.load(), 1u);  // DominantInputBytes
+  ASSERT_TRUE(ctx.add(small0, small0).ok());
+  EXPECT_EQ(s.host.executor->last_domain.load(), 0u);
+  EagerContext pinned = rt.on(Placement::cpu_domain(CpuDomainId(0)));
+  ASSERT_TRUE(pinned.add(big1, also1).ok());
+  EXPECT_EQ(s.host.executor->last_domain.load(), 0u);  // explicit placement wins
+  // Mixed affinities are fine by default (one address space)...
+  auto mixed = ctx.add(in_domain(0, {1, 1, 1, 1}), big1);
+  ASSERT_TRUE(mixed.ok());
+  // ...and rejected under RequireSingleDomain.
+  ASSERT_TRUE(rt.reconfigure([](RuntimeConfigBuilder& c) {
+                  c.policies().cpu_affinity = CpuAffinityPolicy::kRequireSingleDomain;
+                  return ok_status();
+                }).ok());
+  EXPECT_EQ(ctx.add(in_domain(0, {1, 1, 1, 1}), big1).status().code(), ErrorCode::kPlacementError);
+}
+
+}  // namespace
+}  // namespace tenferro::runtime
+
+namespace tenferro::runtime {
+namespace {
+
+// Note [Eager dot_general validation]: the allocation-free eager check and
+// program::infer_core_metadata agree on random well- and ill-formed cases.
+TEST(EagerTest, DotGeneralFastValidationAgreesWithInference) {
+  testing::MockEngine host{1, kHostStorageDomain, "host"};
+  RuntimeBuilder b;
+  b.set_submission_executor(std::make_shared<ManualSubmissionExecutor>());
+  b.add_engine(host.registration());
+  auto rt = b.build();
+  ASSERT_TRUE(rt.ok());
+  EagerContext ctx = rt->on();
+  std::uint64_t state = 12345;
+  auto next = [&](std::int64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::int64_t>((state >> 33) % static_cast<std::uint64_t>(n));
+  };
+  int agreed_ok = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Dims ls, rs;
+    for (std::int64_t i = 0, r = 1 + next(3); i < r; ++i) ls.push_back(1 + next(3));
+    for (std::int64_t i = 0, r = 1 + next(3); i < r; ++i) rs.push_back(1 + next(3));
+    program::DotGeneralAttributes d;
+    const std::int64_t pairs = next(3);
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      Dims& l = next(2) == 0 ? d.lhs_batch : d.lhs_contract;
+      Dims& r = (&l == &d.lhs_batch) ? d.rhs_batch : d.rhs_contract;
+      l.push_back(next(4) - (next(8) == 0 ? 1 : 0));
+      r.push_back(next(4));
+    }
+    std::vector<double> lv(static_cast<std::size_t>(numel_unchecked(ls)), 1.0);
+    std::vector<double> rv(static_cast<std::size_t>(numel_unchecked(rs)), 1.0);
+    const Tensor lhs = *Tensor::from_values<double>(std::span<const double>(lv), ls);
+    const Tensor rhs = *Tensor::from_values<double>(std::span<const double>(rv), rs);
+    const program::ValueMetadata md[2] = {program::ValueMetadata::exact(DType::kFloat64, ls),
+                                          program::ValueMetadata::exact(DType::kFloat64, rs)};
+    program::ShapeConstraints c("dot_general", nullptr);
+    auto inferred = program::infer_core_metadata(CoreSemanticOp::kDotGeneral, d, md, c);
+    auto eager = ctx.dot_general(lhs, rhs, d);
+    if (inferred.ok()) {
+      if (d.lhs_batch.size() > 0) continue;  // the mock kernel only does [..., m, k] x [..., k, n]
+      ASSERT_TRUE(eager.ok() || eager.status().code() == ErrorCode::kUnsupported) << eager.status().to_string();
+      if (eager.ok()) {
+        EXPECT_EQ(IntArrayRef(eager->shape()), IntArrayRef(*program::exact_shape(inferred->shape)));
+        ++agreed_ok;
+      }
+    } else {
+      EXPECT_EQ(eager.status().code(), inferred.status().code()) << inferred.status().to_string();
+    }
+  }
+  EXPECT_GT(agreed_ok, 10);
+}
+
+}  // namespace
+}  // namespace tenferro::runtime
