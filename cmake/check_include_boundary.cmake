@@ -3,6 +3,7 @@
 #   cmake -DDIRS="a;b" -DALLOWED="base;tensor;program" -P check_include_boundary.cmake
 # Used by the `boundary_program_includes` test (the link-level rule is checked
 # at configure time by tenferro_check_program_boundary()).
+cmake_minimum_required(VERSION 3.25)  # script mode needs IN_LIST (CMP0057)
 set(violations "")
 foreach(dir IN LISTS DIRS)
   file(GLOB_RECURSE files "${dir}/*.h" "${dir}/*.cpp" "${dir}/*.def" "${dir}/*.inc")
