@@ -364,16 +364,12 @@ Result<SmallVector<ProgramValue, 2>> ProgramBuilder::emit_extension(std::shared_
 void ProgramBuilder::set_provenance(ProvenanceRef provenance) {
   if (impl_) impl_->provenance = provenance ? std::move(provenance) : impl_->default_provenance;
 }
-const ProvenanceRef& ProgramBuilder::provenance() const noexcept {
-  static const ProvenanceRef kNone;  // only for a moved-from builder
-  return impl_ ? impl_->provenance : kNone;
-}
+ProvenanceRef ProgramBuilder::provenance() const { return impl_ ? impl_->provenance : nullptr; }
 void ProgramBuilder::set_placement(PlacementConstraint placement) {
   if (impl_) impl_->placement = placement;
 }
-const PlacementConstraint& ProgramBuilder::placement() const noexcept {
-  static const PlacementConstraint kAny;
-  return impl_ ? impl_->placement : kAny;
+PlacementConstraint ProgramBuilder::placement() const noexcept {
+  return impl_ ? impl_->placement : PlacementConstraint{};
 }
 
 Result<ValueMetadata> ProgramBuilder::metadata(ProgramValue value) const {

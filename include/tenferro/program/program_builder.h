@@ -108,9 +108,9 @@ class ProgramBuilder {
   /// Provenance of the next operations; null restores the builder's default
   /// ("unattributed") record.
   void set_provenance(ProvenanceRef provenance);
-  const ProvenanceRef& provenance() const noexcept;
+  ProvenanceRef provenance() const;
   void set_placement(PlacementConstraint placement);
-  const PlacementConstraint& placement() const noexcept;
+  PlacementConstraint placement() const noexcept;
 
   // --- queries ---
   /// A copy of the metadata of `value` (kForeignValue for another builder's token).
