@@ -71,6 +71,10 @@ struct ProgramBuilder::Impl {
   /// Infers, validates and appends one core op; returns its result index.
   Result<std::uint32_t> emit_core(CoreSemanticOp op, std::span<const std::uint32_t> operands, CoreAttributes attributes,
                                   const ProvenanceRef& provenance, const PlacementConstraint& placement);
+  /// Resolves tokens, checks the provenance scope and emits one core op in
+  /// the current scopes (no constant-policy check).
+  Result<ProgramValue> emit_in_scope(CoreSemanticOp op, std::span<const ProgramValue> operands,
+                                     CoreAttributes attributes);
   /// Infers, validates and appends one extension op; returns its first result index.
   Result<std::uint32_t> emit_extension(std::shared_ptr<const ExtensionOp> op, std::span<const std::uint32_t> operands,
                                        const ProvenanceRef& provenance, const PlacementConstraint& placement);

@@ -260,6 +260,28 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
   return first;
 }
 
+namespace {
+Result<SmallVector<std::uint32_t, 4>> resolve_operands(const ProgramBuilder::Impl& impl,
+                                                       std::span<const ProgramValue> operands) {
+  SmallVector<std::uint32_t, 4> indices;
+  for (ProgramValue v : operands) {
+    TENFERRO_ASSIGN_OR_RETURN(std::uint32_t index, impl.index_of(v));
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+Status check_provenance_scope(const ProgramBuilder::Impl& impl, std::string_view what) {
+  if (impl.require_explicit_provenance && impl.provenance == impl.default_provenance) {
+    return make_error(ErrorCode::kContractViolation, ErrorStage::kCompile,
+                      "{}: a transform must name the input operation it derives from (TransformBuilder::derive_from) "
+                      "before emitting",
+                      what);
+  }
+  return ok_status();
+}
+}  // namespace
+
 // --- ProgramBuilder ---
 
 ProgramBuilder::ProgramBuilder(ConstantPolicy constant_policy) : impl_(std::make_unique<Impl>()) {
@@ -291,13 +313,6 @@ Result<ProgramValue> ProgramBuilder::capture(const Tensor& tensor, std::string_v
 }
 
 Result<ProgramValue> ProgramBuilder::constant(const Literal& literal) {
-  if (!impl_) return moved_from_error();
-  if (literal.nbytes() > impl_->constant_policy.max_inline_bytes) {
-    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
-                      "constant: a literal of {} bytes exceeds the inline limit of {} bytes; capture the tensor as a "
-                      "binding or constantize it explicitly",
-                      literal.nbytes(), impl_->constant_policy.max_inline_bytes);
-  }
   return emit(CoreSemanticOp::kConstant, std::span<const ProgramValue>(), ConstantAttributes{literal});
 }
 
@@ -309,39 +324,29 @@ Result<ProgramValue> ProgramBuilder::constantize(const Tensor& tensor, const Con
                       tensor.nbytes(), policy.max_inline_bytes);
   }
   TENFERRO_ASSIGN_OR_RETURN(Literal literal, Literal::from_tensor(tensor));
-  return emit(CoreSemanticOp::kConstant, std::span<const ProgramValue>(), ConstantAttributes{std::move(literal)});
+  // The explicit policy replaces the builder's (Note [Constants and bindings]).
+  return impl_->emit_in_scope(CoreSemanticOp::kConstant, {}, ConstantAttributes{std::move(literal)});
 }
 
-namespace {
-Result<SmallVector<std::uint32_t, 4>> resolve_operands(const ProgramBuilder::Impl& impl,
-                                                       std::span<const ProgramValue> operands) {
-  SmallVector<std::uint32_t, 4> indices;
-  for (ProgramValue v : operands) {
-    TENFERRO_ASSIGN_OR_RETURN(std::uint32_t index, impl.index_of(v));
-    indices.push_back(index);
-  }
-  return indices;
+Result<ProgramValue> ProgramBuilder::Impl::emit_in_scope(CoreSemanticOp op, std::span<const ProgramValue> operands,
+                                                         CoreAttributes attributes) {
+  TENFERRO_ASSIGN_OR_RETURN(auto indices, resolve_operands(*this, operands));
+  TENFERRO_TRY(check_provenance_scope(*this, to_string(op)));
+  TENFERRO_ASSIGN_OR_RETURN(std::uint32_t v, emit_core(op, indices, std::move(attributes), provenance, placement));
+  return token(v);
 }
-
-Status check_provenance_scope(const ProgramBuilder::Impl& impl, std::string_view what) {
-  if (impl.require_explicit_provenance && impl.provenance == impl.default_provenance) {
-    return make_error(ErrorCode::kContractViolation, ErrorStage::kCompile,
-                      "{}: a transform must name the input operation it derives from (TransformBuilder::derive_from) "
-                      "before emitting",
-                      what);
-  }
-  return ok_status();
-}
-}  // namespace
 
 Result<ProgramValue> ProgramBuilder::emit(CoreSemanticOp op, std::span<const ProgramValue> operands,
                                           CoreAttributes attributes) {
   if (!impl_) return moved_from_error();
-  TENFERRO_ASSIGN_OR_RETURN(auto indices, resolve_operands(*impl_, operands));
-  TENFERRO_TRY(check_provenance_scope(*impl_, to_string(op)));
-  TENFERRO_ASSIGN_OR_RETURN(std::uint32_t v,
-                            impl_->emit_core(op, indices, std::move(attributes), impl_->provenance, impl_->placement));
-  return impl_->token(v);
+  if (const auto* c = std::get_if<ConstantAttributes>(&attributes);
+      c != nullptr && c->literal.nbytes() > impl_->constant_policy.max_inline_bytes) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
+                      "constant: a literal of {} bytes exceeds the inline limit of {} bytes; capture the tensor as a "
+                      "binding or constantize it explicitly",
+                      c->literal.nbytes(), impl_->constant_policy.max_inline_bytes);
+  }
+  return impl_->emit_in_scope(op, operands, std::move(attributes));
 }
 
 Result<SmallVector<ProgramValue, 2>> ProgramBuilder::emit_extension(std::shared_ptr<const ExtensionOp> op,

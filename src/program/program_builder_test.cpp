@@ -181,6 +181,9 @@ TEST(ProgramBuilderTest, ConstantsAndBindings) {
   std::vector<double> big_values(100, 1.0);
   auto big = *Literal::from_values<double>(big_values, {100});
   EXPECT_EQ(b.constant(big).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(b.emit(CoreSemanticOp::kConstant, std::span<const ProgramValue>(), ConstantAttributes{big}).status().code(),
+            ErrorCode::kInvalidArgument)
+      << "the policy holds for every way of emitting a constant";
   auto weights = Tensor::from_values<double>(std::vector<double>(12, 0.5), {3, 4});
   ASSERT_TRUE(weights.ok());
   EXPECT_EQ(b.constantize(*weights, ConstantPolicy{64}).status().code(), ErrorCode::kInvalidArgument);

@@ -48,7 +48,9 @@ Result<SmallVector<ProgramValue, 2>> TransformBuilder::copy_operation(const Oper
   builder_.set_placement(source.placement());
   Result<SmallVector<ProgramValue, 2>> result = [&]() -> Result<SmallVector<ProgramValue, 2>> {
     if (source.is_extension()) return builder_.emit_extension(source.shared_extension(), operands);
-    TENFERRO_ASSIGN_OR_RETURN(ProgramValue v, builder_.emit(source.core_op(), operands, source.attributes()));
+    // A copy keeps constants the input program already holds, whatever the policy.
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue v, internal::BuilderAccess::impl(builder_)->emit_in_scope(
+                                                  source.core_op(), operands, source.attributes()));
     SmallVector<ProgramValue, 2> out;
     out.push_back(v);
     return out;

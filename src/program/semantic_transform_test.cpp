@@ -195,5 +195,20 @@ TEST(SemanticTransformTest, InvalidOutputsAreRejected) {
   EXPECT_EQ(apply_transform(drops, input).status().code(), ErrorCode::kContractViolation);
 }
 
+TEST(SemanticTransformTest, CopiesKeepExplicitlyConstantizedTensors) {
+  ProgramBuilder b;
+  auto table = *Tensor::zeros({128}, DType::kFloat64);  // 1 KiB, above the default inline limit
+  auto c = b.constantize(table, ConstantPolicy{4096});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto x = *b.add_input(DType::kFloat64, {128});
+  auto y = *b.emit(CoreSemanticOp::kAdd, {x, *c});
+  FrozenProgram input = *b.freeze({y});
+  LambdaTransform identity("identity", 0,
+                           [](const SemanticProgram& p, TransformBuilder& out) { return copy_all(p, out); });
+  auto output = apply_transform(identity, input);
+  ASSERT_TRUE(output.ok()) << output.status().to_string();
+  EXPECT_EQ(output->program->fingerprint(), input.program->fingerprint());
+}
+
 }  // namespace
 }  // namespace tenferro::program
