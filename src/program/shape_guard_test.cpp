@@ -1,10 +1,28 @@
 // Guard construction at build time and evaluation against concrete inputs.
 #include "tenferro/program/shape_guard.h"
 
+#include <cstdlib>
+#include <new>
+
 #include <gtest/gtest.h>
 
 #include "tenferro/program/program_builder.h"
 #include "tenferro/tensor/tensor.h"
+
+// Counts allocations made by this thread while `counting` is set (test
+// binary only), to prove check_guards allocates nothing on success.
+namespace tenferro::program::alloc_counter {
+thread_local bool counting = false;
+thread_local long allocations = 0;
+}  // namespace tenferro::program::alloc_counter
+
+void* operator new(std::size_t size) {
+  if (tenferro::program::alloc_counter::counting) ++tenferro::program::alloc_counter::allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tenferro::program {
 namespace {
@@ -81,6 +99,29 @@ TEST(ShapeGuardTest, EvaluatesAgainstConcreteInputs) {
   EXPECT_TRUE(program->check_guards(ok_inputs).ok());
   const Tensor bad_inputs[] = {tx, tx};
   EXPECT_EQ(program->check_guards(bad_inputs).code(), ErrorCode::kShapeGuardFailed);
+}
+
+TEST(ShapeGuardTest, CheckingGuardsDoesNotAllocate) {
+  using alloc_counter::allocations;
+  using alloc_counter::counting;
+  auto program = symbolic_program();
+  std::int64_t xs[] = {4, 3}, ys[] = {5, 3};
+  const ConcreteInput inputs[] = {{DType::kFloat64, IntArrayRef(xs, 2)}, {DType::kFloat64, IntArrayRef(ys, 2)}};
+  SymbolValues symbols;
+  allocations = 0;
+  counting = true;
+  Status s = program->check_guards(inputs, &symbols);
+  const bool holds = program->guards()[0].holds(symbols);
+  counting = false;
+  EXPECT_TRUE(s.ok());
+  EXPECT_TRUE(holds);
+  EXPECT_EQ(allocations, 0) << "guard evaluation is on the run path";
+  ys[0] = 1;
+  counting = true;
+  Status failed = program->check_guards(inputs, &symbols);
+  counting = false;
+  EXPECT_FALSE(failed.ok());
+  EXPECT_GT(allocations, 0) << "the counter works: reporting an error allocates";
 }
 
 TEST(ShapeGuardTest, SharedSymbolsMustAgree) {
