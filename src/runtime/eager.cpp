@@ -363,39 +363,46 @@ Result<Tensor> EagerContext::matmul(const Tensor& a, const Tensor& b) {
   if (!a.defined() || !b.defined()) return eager_error(ErrorCode::kInvalidArgument, "matmul: expected defined tensors");
   const std::int64_t ra = a.rank();
   const std::int64_t rb = b.rank();
-  program::DotGeneralAttributes dims;
+  // Built in place in the variant the request borrows (no second copy).
+  program::CoreAttributes attributes{std::in_place_type<program::DotGeneralAttributes>};
+  program::DotGeneralAttributes& dims = std::get<program::DotGeneralAttributes>(attributes);
   if (ra == 1 && rb == 1) {
-    dims.lhs_contract = {0};
-    dims.rhs_contract = {0};
+    dims.lhs_contract.push_back(0);
+    dims.rhs_contract.push_back(0);
   } else if (ra == 2 && rb == 1) {
-    dims.lhs_contract = {1};
-    dims.rhs_contract = {0};
+    dims.lhs_contract.push_back(1);
+    dims.rhs_contract.push_back(0);
   } else if (ra == 1 && rb == 2) {
-    dims.lhs_contract = {0};
-    dims.rhs_contract = {0};
+    dims.lhs_contract.push_back(0);
+    dims.rhs_contract.push_back(0);
   } else if (ra >= 2 && ra == rb) {
     for (std::int64_t i = 0; i < ra - 2; ++i) {
       dims.lhs_batch.push_back(i);
       dims.rhs_batch.push_back(i);
     }
-    dims.lhs_contract = {ra - 1};
-    dims.rhs_contract = {rb - 2};
+    dims.lhs_contract.push_back(ra - 1);
+    dims.rhs_contract.push_back(rb - 2);
   } else {
     return eager_error(ErrorCode::kShapeMismatch,
                        fmt::format("matmul: expected ranks (1|2, 1|2) or equal ranks >= 2, found {} and {}", ra, rb));
   }
-  return dot_general(a, b, dims);
+  return dot_general_impl(a, b, attributes);
 }
 
 Result<Tensor> EagerContext::dot_general(const Tensor& lhs, const Tensor& rhs,
                                          const program::DotGeneralAttributes& dims) {
+  const program::CoreAttributes attributes = dims;
+  return dot_general_impl(lhs, rhs, attributes);
+}
+
+Result<Tensor> EagerContext::dot_general_impl(const Tensor& lhs, const Tensor& rhs,
+                                              const program::CoreAttributes& attributes) {
   Dims shape;
-  if (!fast_dot_general_shape(lhs, rhs, dims, shape)) {
+  if (!fast_dot_general_shape(lhs, rhs, std::get<program::DotGeneralAttributes>(attributes), shape)) {
     const Tensor operands[2] = {lhs, rhs};
-    return apply(CoreSemanticOp::kDotGeneral, operands, dims);  // the canonical error (or result)
+    return apply(CoreSemanticOp::kDotGeneral, operands, attributes);  // the canonical error (or result)
   }
   TENFERRO_TRY(ensure_fresh());
-  const program::CoreAttributes attributes = dims;
   const TensorView views[2] = {lhs.view(), rhs.view()};
   return run_core(CoreSemanticOp::kDotGeneral, views, lhs.dtype(), shape, attributes, [&]() -> Result<TensorList> {
     const Tensor operands[2] = {lhs, rhs};

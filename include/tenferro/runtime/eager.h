@@ -148,6 +148,7 @@ class EagerContext {
  private:
   Status refresh();
   Status ensure_fresh();
+  Result<Tensor> dot_general_impl(const Tensor& lhs, const Tensor& rhs, const program::CoreAttributes& attributes);
   Result<TensorList> promote(program::CoreSemanticOp op, std::span<const Tensor> inputs,
                              const program::CoreAttributes& attributes);
   Result<TensorList> promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
