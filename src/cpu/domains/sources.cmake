@@ -15,7 +15,9 @@ list(APPEND TENFERRO_CPU_SOURCES
 list(APPEND TENFERRO_CPU_TESTS
   domains/cpu_set_test.cpp
   domains/domain_spec_test.cpp
+  domains/external_domain_test.cpp
   domains/managed_domain_test.cpp
+  domains/memory_pool_test.cpp
   domains/topology_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb PkgConfig::HWLOC)
