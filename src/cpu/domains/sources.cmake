@@ -3,21 +3,25 @@
 # node-local memory pools, provider placement checks and the affinity
 # resolver. Paths are relative to src/cpu.
 list(APPEND TENFERRO_CPU_SOURCES
+  domains/affinity_policy.cpp
   domains/cpu_domain_set.cpp
   domains/cpu_resource_domain.cpp
   domains/cpu_set.cpp
   domains/domain_spec.cpp
   domains/managed_executor.cpp
   domains/memory_pool.cpp
+  domains/provider_placement.cpp
   domains/thread_state.cpp
   domains/topology.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
+  domains/affinity_policy_test.cpp
   domains/cpu_set_test.cpp
   domains/domain_spec_test.cpp
   domains/external_domain_test.cpp
   domains/managed_domain_test.cpp
   domains/memory_pool_test.cpp
+  domains/provider_placement_test.cpp
   domains/topology_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb PkgConfig::HWLOC)
