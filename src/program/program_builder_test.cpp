@@ -324,6 +324,13 @@ TEST(ProgramBuilderTest, ExtensionsEmitThroughTheSameBuilder) {
   ASSERT_TRUE(two.ok()) << two.status().to_string();
   EXPECT_EQ(two->size(), 2u);
   EXPECT_EQ(b.emit_extension(nullptr, {x}).status().code(), ErrorCode::kInvalidArgument);
+  // A bounded extent stays bounded through an extension's inference.
+  auto batch = *b.add_input(DType::kFloat64, {SymbolicExtent::bounded(16), 3});
+  auto bounded = b.emit_extension(std::make_shared<MatmulExtension>(), {batch, y});
+  ASSERT_TRUE(bounded.ok());
+  const SymbolicExtent rows = b.metadata((*bounded)[0])->shape[0];
+  EXPECT_EQ(rows.kind(), ExtentKind::kBounded);
+  EXPECT_EQ(rows.upper_bound(), 16);
   // Declarations that contradict the results are contract violations.
   EXPECT_EQ(b.emit_extension(make_unary({.aliases = {}}), {x}).status().code(), ErrorCode::kContractViolation);
   EXPECT_EQ(b.emit_extension(make_unary({.aliases = {AliasDecl::view_of(3)}}), {x}).status().code(),

@@ -260,7 +260,7 @@ class SemanticProgram {
   /// `symbols` (when given) holds the symbol values. Allocates only when
   /// the program has more than 8 symbols, or to report an error.
   Status check_guards(std::span<const ConcreteInput> inputs, SymbolValues* symbols = nullptr) const;
-  /// The same for tensors.
+  /// The same for tensors (also allocates for more than 8 inputs).
   Status check_guards(std::span<const Tensor> inputs, SymbolValues* symbols = nullptr) const;
   /// The concrete shape of `value` for symbol values from check_guards.
   Result<Dims> concrete_shape(ValueId value, std::span<const std::int64_t> symbols) const;
