@@ -4,6 +4,7 @@
 #include "tenferro/cpu/kernels/elementwise.h"
 
 #include <array>
+#include <utility>
 
 #include "cpu/kernels/elementwise_functors.h"
 #include "cpu/kernels/elementwise_loop.h"
@@ -126,6 +127,72 @@ Status check_nonzero_divisor(const TensorView& b) {
                     shape_to_string(b.shape));
 }
 
+// ---- the flat fast path: one function pointer per (op, dtype) ----
+
+using FlatUnaryFn = void (*)(char* out, const char* x, std::int64_t n);
+using FlatBinaryFn = void (*)(char* out, const char* a, const char* b, std::int64_t n);
+
+template <class Op, class T>
+void flat_unary(char* out, const char* x, std::int64_t n) {
+  using Out = decltype(Op{}(T{}));
+  internal::contiguous_loop<Out>(Op{}, reinterpret_cast<Out*>(out), n,
+                                 internal::ContiguousArg<T>{reinterpret_cast<const T*>(x)});
+}
+template <class Op, class T>
+void flat_binary(char* out, const char* a, const char* b, std::int64_t n) {
+  using Out = decltype(Op{}(T{}, T{}));
+  internal::contiguous_loop<Out>(Op{}, reinterpret_cast<Out*>(out), n,
+                                 internal::ContiguousArg<T>{reinterpret_cast<const T*>(a)},
+                                 internal::ContiguousArg<T>{reinterpret_cast<const T*>(b)});
+}
+
+template <class Op, OpDomain kDomain, DType D>
+constexpr FlatUnaryFn unary_entry() {
+  if constexpr (in_domain(kDomain, D)) {
+    return &flat_unary<Op, cpp_type<D>>;
+  } else {
+    return nullptr;
+  }
+}
+template <class Op, OpDomain kDomain, DType D>
+constexpr FlatBinaryFn binary_entry() {
+  if constexpr (in_domain(kDomain, D)) {
+    return &flat_binary<Op, cpp_type<D>>;
+  } else {
+    return nullptr;
+  }
+}
+template <class Op, OpDomain kDomain, std::size_t... I>
+constexpr std::array<FlatUnaryFn, kNumDTypes> unary_row(std::index_sequence<I...>) {
+  return {unary_entry<Op, kDomain, static_cast<DType>(I)>()...};
+}
+template <class Op, OpDomain kDomain, std::size_t... I>
+constexpr std::array<FlatBinaryFn, kNumDTypes> binary_row(std::index_sequence<I...>) {
+  return {binary_entry<Op, kDomain, static_cast<DType>(I)>()...};
+}
+
+constexpr std::array<FlatUnaryFn, kNumDTypes> kFlatUnary[] = {
+#define TENFERRO_UNARY_OP(name, str, domain, cost) \
+  unary_row<internal::name##Op, OpDomain::k##domain>(std::make_index_sequence<kNumDTypes>{}),
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+};
+constexpr std::array<FlatBinaryFn, kNumDTypes> kFlatBinary[] = {
+#define TENFERRO_BINARY_OP(name, str, domain, cost) \
+  binary_row<internal::name##Op, OpDomain::k##domain>(std::make_index_sequence<kNumDTypes>{}),
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+};
+
+// Runs body(begin, end) over [0, n): inline when small, split otherwise.
+template <class Body>
+void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, KernelStats* stats, Body&& body) {
+  if (stats != nullptr) ++stats->flat_contiguous;
+  if (n < 2 * grain) {
+    body(std::int64_t{0}, n);
+  } else {
+    internal::parallel_or_inline(ctx, n, grain, stats, body);
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(UnaryOp op) noexcept { return info(op).name; }
@@ -147,6 +214,17 @@ std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept {
 }
 
 Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
+  std::int64_t n = 0;
+  const FlatUnaryFn flat = kFlatUnary[static_cast<int>(op)][static_cast<int>(x.dtype)];
+  if (flat != nullptr && out.dtype == *result_dtype(op, x.dtype) &&
+      internal::flat_compatible(out, std::span<const TensorView>(&x, 1), n)) {
+    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
+    const auto sx = static_cast<std::int64_t>(dtype_size(x.dtype));
+    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
+      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(x.data) + lo * sx, hi - lo);
+    });
+    return ok_status();
+  }
   const std::string_view name = to_string(op);
   TENFERRO_TRY(internal::check_view(name, "operand", x));
   TENFERRO_TRY(check_domain(name, x, info(op).domain));
@@ -165,6 +243,20 @@ Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const Paral
 
 Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
               KernelStats* stats) {
+  std::int64_t n = 0;
+  const FlatBinaryFn flat = kFlatBinary[static_cast<int>(op)][static_cast<int>(a.dtype)];
+  const std::array<TensorView, 2> ab = {a, b};
+  // Integer division checks its divisor first: general path.
+  if (flat != nullptr && b.dtype == a.dtype && out.dtype == *result_dtype(op, a.dtype) &&
+      !(op == BinaryOp::kDiv && is_integer(a.dtype)) && internal::flat_compatible(out, ab, n)) {
+    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
+    const auto si = static_cast<std::int64_t>(dtype_size(a.dtype));
+    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
+      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(a.data) + lo * si,
+           static_cast<const char*>(b.data) + lo * si, hi - lo);
+    });
+    return ok_status();
+  }
   const std::string_view name = to_string(op);
   TENFERRO_TRY(internal::check_view(name, "lhs", a));
   TENFERRO_TRY(check_domain(name, a, info(op).domain));

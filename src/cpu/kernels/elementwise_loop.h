@@ -19,8 +19,10 @@
 // distance of zero and safe to vectorize, but the compiler cannot prove it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <utility>
 
@@ -136,12 +138,35 @@ void run_elementwise(const F& f, const TensorView& out, std::span<const TensorVi
       contiguous = false;
     }
   }
+  // Note [Tiled elementwise]: when an input's fastest axis is not axis 0,
+  // every element of a run along axis 0 would touch a new cache line of
+  // that input; visiting 2-D tiles over axis 0 and the input's fastest axis
+  // keeps those lines in cache until they are used up.
+  int tile_axis = -1;
+  for (int k = 1; k <= K && loop.rank >= 2 && tile_axis < 0; ++k) {
+    const std::int64_t s0 = std::abs(inner[k]);
+    if (s0 <= 64) continue;
+    for (int d = 1; d < loop.rank; ++d) {
+      const std::int64_t s = std::abs(loop.strides[d][k]);
+      if (s != 0 && s < s0 && (tile_axis < 0 || s < std::abs(loop.strides[tile_axis][k]))) tile_axis = d;
+    }
+  }
+  auto run_loop = [&](auto&& run) {
+    if (tile_axis < 0) {
+      parallel_or_inline(ctx, loop.numel, grain, stats,
+                         [&](std::int64_t b, std::int64_t e) { for_each_run(loop, b, e, run); });
+      return;
+    }
+    if (stats != nullptr) ++stats->tiled_inner;
+    constexpr std::int64_t kTile0 = 64, kTileD = 32;
+    const std::int64_t units = tiled_units(loop, tile_axis, kTile0, kTileD);
+    parallel_or_inline(
+        ctx, units, std::max<std::int64_t>(1, grain / (kTile0 * kTileD)), stats,
+        [&](std::int64_t b, std::int64_t e) { for_each_tiled_run(loop, tile_axis, kTile0, kTileD, b, e, run); });
+  };
   auto run_with_mask = [&](auto mask_constant) {
     if (stats != nullptr) ++(mask_constant.value == 0 ? stats->contiguous_inner : stats->broadcast_inner);
-    parallel_or_inline(ctx, loop.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
-      for_each_run(loop, b, e,
-                   [&](char* const* p, std::int64_t len) { masked_run<Out, In...>(f, p, len, mask_constant, Seq{}); });
-    });
+    run_loop([&](char* const* p, std::int64_t len) { masked_run<Out, In...>(f, p, len, mask_constant, Seq{}); });
   };
   if (contiguous && loop.rank > 0) {
     if constexpr (K <= 2) {
@@ -161,10 +186,7 @@ void run_elementwise(const F& f, const TensorView& out, std::span<const TensorVi
     }
   }
   if (stats != nullptr) ++stats->strided_inner;
-  parallel_or_inline(ctx, loop.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
-    for_each_run(loop, b, e,
-                 [&](char* const* p, std::int64_t len) { strided_run<Out, In...>(f, p, inner, len, Seq{}); });
-  });
+  run_loop([&](char* const* p, std::int64_t len) { strided_run<Out, In...>(f, p, inner, len, Seq{}); });
 }
 
 }  // namespace tenferro::cpu::internal

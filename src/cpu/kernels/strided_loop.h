@@ -139,4 +139,47 @@ void for_each_run(const StridedLoop<N>& loop, std::int64_t begin, std::int64_t e
   }
 }
 
+/// Number of work units of for_each_tiled_run: (index of the axes other
+/// than 0 and d) x (blocks of `tile_d` along d) x (blocks of `tile0` along 0).
+template <int N>
+std::int64_t tiled_units(const StridedLoop<N>& loop, int d, std::int64_t tile0, std::int64_t tile_d) noexcept {
+  const std::int64_t n0 = loop.shape[0], nd = loop.shape[d];
+  return loop.numel / n0 / nd * ((nd + tile_d - 1) / tile_d) * ((n0 + tile0 - 1) / tile0);
+}
+
+/// Visits the loop in tiles over axes 0 and d (d > 0): for every unit in
+/// [unit_begin, unit_end) (see tiled_units) it calls run(ptrs, n) for each
+/// index of axis d in the unit's block, a run of n <= tile0 elements along
+/// axis 0. Used when an operand's fastest axis is d: a tile then touches
+/// few cache lines of every operand.
+template <int N, class Run>
+void for_each_tiled_run(const StridedLoop<N>& loop, int d, std::int64_t tile0, std::int64_t tile_d,
+                        std::int64_t unit_begin, std::int64_t unit_end, Run&& run) {
+  const std::int64_t n0 = loop.shape[0], nd = loop.shape[d];
+  const std::int64_t blocks0 = (n0 + tile0 - 1) / tile0;
+  const std::int64_t blocks_d = (nd + tile_d - 1) / tile_d;
+  char* ptrs[N];
+  for (std::int64_t unit = unit_begin; unit < unit_end; ++unit) {
+    std::int64_t rest = unit;
+    const std::int64_t b0 = rest % blocks0;
+    rest /= blocks0;
+    const std::int64_t bd = rest % blocks_d;
+    rest /= blocks_d;
+    for (int k = 0; k < N; ++k)
+      ptrs[k] = loop.data[k] + b0 * tile0 * loop.strides[0][k] + bd * tile_d * loop.strides[d][k];
+    for (int a = 1; a < loop.rank; ++a) {
+      if (a == d) continue;
+      const std::int64_t i = rest % loop.shape[a];
+      rest /= loop.shape[a];
+      for (int k = 0; k < N; ++k) ptrs[k] += i * loop.strides[a][k];
+    }
+    const std::int64_t len0 = std::min(tile0, n0 - b0 * tile0);
+    const std::int64_t len_d = std::min(tile_d, nd - bd * tile_d);
+    for (std::int64_t j = 0; j < len_d; ++j) {
+      run(static_cast<char* const*>(ptrs), len0);
+      for (int k = 0; k < N; ++k) ptrs[k] += loop.strides[d][k];
+    }
+  }
+}
+
 }  // namespace tenferro::cpu::internal

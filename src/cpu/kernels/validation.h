@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "tenferro/base/int_array_ref.h"
@@ -51,6 +52,13 @@ bool may_overlap(const TensorView& a, const TensorView& b) noexcept;
 /// `allow_identical`.
 Status check_alias(std::string_view op, const TensorView& out, std::string_view in_name, const TensorView& in,
                    bool allow_identical);
+
+/// The whole shape and alias validation of the flat fast path, in one pass:
+/// every operand well formed, of the output's shape, row-major dense, with
+/// data and at least one element, and every input either identical to the
+/// output (same address and element size) or disjoint from it. Sets `numel`.
+/// False means "take the general path", which also reports any error.
+bool flat_compatible(const TensorView& out, std::span<const TensorView> in, std::int64_t& numel) noexcept;
 
 /// True when `view` is row-major dense (extent-1 axes ignored).
 bool is_row_major_contiguous(const TensorView& view) noexcept;
