@@ -21,6 +21,8 @@ constexpr Suite kSuites[] = {
                          options.threads.empty() ? 1 : options.threads.front(), static_cast<int>(ours.runs())});
        return 0;
      }},
+    {"permute", "copy_into over permutation_patterns.json vs memcpy of the same bytes", &run_permute_suite},
+    {"elementwise", "Large add/mul vs memcpy bandwidth; 8-element add vs a plain loop", &run_elementwise_suite},
 };
 
 const Suite* find_suite(const std::string& name) {

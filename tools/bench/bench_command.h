@@ -30,4 +30,8 @@ struct Suite {
 
 void add_bench_command(CLI::App& app);
 
+// Suites, one source file each under tools/bench/.
+int run_permute_suite(const SuiteOptions& options, Reporter& reporter);      // bench_permute.cpp
+int run_elementwise_suite(const SuiteOptions& options, Reporter& reporter);  // bench_elementwise.cpp
+
 }  // namespace tenferro::bench
