@@ -86,7 +86,8 @@ struct BatchGeometry {
 // groups, each in plan order) viewed with axes in `logical_shape` order;
 // `axis_slot` selects which tensor's axis numbers the plan axes carry.
 Result<Tensor> allocate_in_plan_order(const AxisList& b, const AxisList& first, const AxisList& second, Slot axis_slot,
-                                      IntArrayRef logical_shape, DType dtype) {
+                                      IntArrayRef logical_shape, DType dtype,
+                                      const std::shared_ptr<HostAllocator>& allocator) {
   const std::int64_t rank = static_cast<std::int64_t>(logical_shape.size());
   Dims order;  // logical axes in memory order
   SmallVector<bool, 8> placed(static_cast<std::size_t>(rank), false);
@@ -102,7 +103,7 @@ Result<Tensor> allocate_in_plan_order(const AxisList& b, const AxisList& first, 
     if (!placed[static_cast<std::size_t>(a)]) order.push_back(a);
   Dims mem_shape;
   for (std::int64_t a : order) mem_shape.push_back(logical_shape[static_cast<std::size_t>(a)]);
-  TENFERRO_ASSIGN_OR_RETURN(Tensor buffer, Tensor::empty(mem_shape, dtype));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor buffer, Tensor::empty(mem_shape, dtype, MemoryOrder::kRowMajor, allocator));
   Dims inverse(static_cast<std::size_t>(rank));
   for (std::int64_t i = 0; i < rank; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
   return buffer.permute(inverse);
@@ -118,7 +119,7 @@ void take_strides(AxisList& group, Slot slot, Slot axis_slot, const Tensor& t) {
 // then carry the buffer's strides. The buffer is viewed with the operand's
 // non-trivial axes renumbered 0..r-1 in memory order.
 Result<Tensor> materialize_operand(const TensorView& src, Slot slot, AxisList& b, AxisList& first, AxisList& second,
-                                   const ParallelContext& ctx) {
+                                   const ParallelContext& ctx, const std::shared_ptr<HostAllocator>& allocator) {
   Dims shape, strides;
   for (const AxisList* g : {&b, &first, &second}) {
     for (const PlanAxis& a : *g) {
@@ -126,7 +127,7 @@ Result<Tensor> materialize_operand(const TensorView& src, Slot slot, AxisList& b
       strides.push_back(a.stride[slot]);
     }
   }
-  TENFERRO_ASSIGN_OR_RETURN(Tensor dense, Tensor::empty(shape, src.dtype));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor dense, Tensor::empty(shape, src.dtype, MemoryOrder::kRowMajor, allocator));
   const TensorView from{src.data, shape, strides, src.dtype, src.storage};
   TENFERRO_TRY(copy_into(from, dense.view(), ctx));
   std::size_t i = 0;
@@ -266,28 +267,30 @@ Result<DotGeneralPlan> DotGeneralComposite::plan(const TensorView& lhs, const Te
 
 Result<Tensor> DotGeneralComposite::dot_general(const TensorView& lhs, const TensorView& rhs,
                                                 const DotGeneralDims& dims, const ParallelContext& ctx,
-                                                DotGeneralPlan* plan_out) const {
+                                                DotGeneralPlan* plan_out,
+                                                const std::shared_ptr<HostAllocator>& allocator) const {
   TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, nullptr, gemm_->support()));
   const Dims shape = internal::dot_general_result_shape(lhs, rhs, dims);
   if (direct_ != nullptr) {
-    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, lhs.dtype));
-    TENFERRO_TRY(dot_general_into(lhs, rhs, dims, out.view(), ctx, plan_out));
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, lhs.dtype, MemoryOrder::kRowMajor, allocator));
+    TENFERRO_TRY(dot_general_into(lhs, rhs, dims, out.view(), ctx, plan_out, allocator));
     return out;
   }
   TtgtPlan p = internal::plan_ttgt(lhs, rhs, dims, nullptr, gemm_->support().strides);
   Tensor out;
   if (p.summary.path == DotGeneralPath::kEmpty || p.summary.path == DotGeneralPath::kZeroFill) {
-    TENFERRO_ASSIGN_OR_RETURN(out, Tensor::empty(shape, lhs.dtype));
+    TENFERRO_ASSIGN_OR_RETURN(out, Tensor::empty(shape, lhs.dtype, MemoryOrder::kRowMajor, allocator));
   } else {
-    TENFERRO_ASSIGN_OR_RETURN(out, allocate_in_plan_order(p.batch, p.m, p.n, kOut, shape, lhs.dtype));
+    TENFERRO_ASSIGN_OR_RETURN(out, allocate_in_plan_order(p.batch, p.m, p.n, kOut, shape, lhs.dtype, allocator));
   }
-  TENFERRO_TRY(run_plan(p, lhs, rhs, out.view(), /*out_is_final=*/true, ctx, plan_out));
+  TENFERRO_TRY(run_plan(p, lhs, rhs, out.view(), /*out_is_final=*/true, ctx, plan_out, allocator));
   return out;
 }
 
 Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
                                              const TensorView& out, const ParallelContext& ctx,
-                                             DotGeneralPlan* plan_out) const {
+                                             DotGeneralPlan* plan_out,
+                                             const std::shared_ptr<HostAllocator>& allocator) const {
   TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, &out, gemm_->support()));
   if (direct_ != nullptr && out.numel() > 0) {
     const Status st = direct_->contract(lhs, rhs, dims, out, ctx);
@@ -303,11 +306,12 @@ Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const Tensor
     if (st.code() != ErrorCode::kUnsupported) return st;
   }
   TtgtPlan p = internal::plan_ttgt(lhs, rhs, dims, &out, gemm_->support().strides);
-  return run_plan(p, lhs, rhs, out, /*out_is_final=*/false, ctx, plan_out);
+  return run_plan(p, lhs, rhs, out, /*out_is_final=*/false, ctx, plan_out, allocator);
 }
 
 Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
-                                     bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out) const {
+                                     bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
+                                     const std::shared_ptr<HostAllocator>& allocator) const {
   DotGeneralPlan& s = p.summary;
   const int threads = std::max(1, ctx.max_threads());
   const DType dtype = lhs.dtype;
@@ -398,15 +402,15 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
   const void* rhs_data = rhs.data;
   void* out_data = out.data;
   if (p.replace[kLhs]) {
-    TENFERRO_ASSIGN_OR_RETURN(lhs_dense, materialize_operand(lhs, kLhs, p.batch, p.m, p.k, ctx));
+    TENFERRO_ASSIGN_OR_RETURN(lhs_dense, materialize_operand(lhs, kLhs, p.batch, p.m, p.k, ctx, allocator));
     lhs_data = lhs_dense.data();
   }
   if (p.replace[kRhs]) {
-    TENFERRO_ASSIGN_OR_RETURN(rhs_dense, materialize_operand(rhs, kRhs, p.batch, p.k, p.n, ctx));
+    TENFERRO_ASSIGN_OR_RETURN(rhs_dense, materialize_operand(rhs, kRhs, p.batch, p.k, p.n, ctx, allocator));
     rhs_data = rhs_dense.data();
   }
   if (p.replace[kOut] && !out_is_final) {
-    TENFERRO_ASSIGN_OR_RETURN(out_temp, allocate_in_plan_order(p.batch, p.m, p.n, kOut, out.shape, dtype));
+    TENFERRO_ASSIGN_OR_RETURN(out_temp, allocate_in_plan_order(p.batch, p.m, p.n, kOut, out.shape, dtype, allocator));
     for (AxisList* g : {&p.batch, &p.m, &p.n}) take_strides(*g, kOut, kOut, out_temp);
     out_data = out_temp.data();
   }

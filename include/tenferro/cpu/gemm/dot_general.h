@@ -129,14 +129,18 @@ class DotGeneralComposite {
   /// (kDTypeMismatch, kShapeMismatch, kAxisOutOfRange, kInvalidArgument,
   /// kUnsupported for bool or a dtype the GEMM provider lacks) come before
   /// any kernel runs. Borrows lhs and rhs for the call. `plan`, when given,
-  /// receives what ran.
+  /// receives what ran. The result and any temporary buffers come from
+  /// `allocator` (the executing domain's pool; null: the default heap).
   Result<Tensor> dot_general(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
-                             const ParallelContext& ctx, DotGeneralPlan* plan = nullptr) const;
+                             const ParallelContext& ctx, DotGeneralPlan* plan = nullptr,
+                             const std::shared_ptr<HostAllocator>& allocator = nullptr) const;
 
   /// Writes dot_general(lhs, rhs) into `out` (result shape, any
   /// non-overlapping strides, not overlapping lhs or rhs: kAliasConflict).
+  /// Temporary buffers come from `allocator`.
   Status dot_general_into(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims,
-                          const TensorView& out, const ParallelContext& ctx, DotGeneralPlan* plan = nullptr) const;
+                          const TensorView& out, const ParallelContext& ctx, DotGeneralPlan* plan = nullptr,
+                          const std::shared_ptr<HostAllocator>& allocator = nullptr) const;
 
   /// Validates and plans without running anything (for explain and tests);
   /// `out` may be null (then the output layout is the composite's choice).
@@ -150,7 +154,8 @@ class DotGeneralComposite {
 
  private:
   Status run_plan(internal::TtgtPlan& plan, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
-                  bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out) const;
+                  bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
+                  const std::shared_ptr<HostAllocator>& allocator) const;
 
   std::shared_ptr<const CpuGemmProvider> gemm_;
   std::shared_ptr<const CpuGeneralContractionProvider> direct_;

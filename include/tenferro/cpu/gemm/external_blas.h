@@ -88,6 +88,15 @@ class ExternalBlasGemmProvider final : public CpuGemmProvider {
   GemmSupport support() const noexcept override { return support_; }
   const ExternalBlasIdentity& identity() const noexcept { return identity_; }
 
+  /// Sets the library's process-global default thread count
+  /// (openblas_set_num_threads / bli_thread_set_num_threads). This is the
+  /// seed's "ProviderDefaultExclusive" compatibility knob, for benchmarks and
+  /// callers that own the whole process: it changes the library for every
+  /// user in the process, races with concurrent calls, and is never a
+  /// per-call control (capability() does not change). kUnsupported when the
+  /// library has no such setting.
+  Status set_global_thread_count(int threads) const;
+
   Status gemm(const GemmRequest& request, const ParallelContext& ctx) const override;
   Status gemm_strided_batched(const StridedBatchedGemmRequest& request, const ParallelContext& ctx) const override;
   Status gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const override;

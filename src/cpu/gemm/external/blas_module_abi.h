@@ -47,6 +47,9 @@ typedef struct TenferroBlasModule {
   void (*gemm_strided)(int dtype, int64_t m, int64_t n, int64_t k, const void* alpha, const void* a, int64_t rsa,
                        int64_t csa, const void* b, int64_t rsb, int64_t csb, const void* beta, void* c, int64_t rsc,
                        int64_t csc, int threads);
+  /* The library's process-global default thread count (openblas_set_num_threads,
+   * bli_thread_set_num_threads); NULL when it has none. */
+  void (*set_global_threads)(int threads);
 } TenferroBlasModule;
 
 typedef const TenferroBlasModule* (*TenferroBlasModuleEntry)(void);

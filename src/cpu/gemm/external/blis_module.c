@@ -93,6 +93,9 @@ static void gemm_strided(int dtype, int64_t m, int64_t n, int64_t k, const void*
   }
 }
 
-static const TenferroBlasModule kModule = {TENFERRO_BLAS_MODULE_ABI_VERSION, initialize, identify, NULL, gemm_strided};
+static void set_global_threads(int threads) { bli_thread_set_num_threads(threads); }
+
+static const TenferroBlasModule kModule = {
+    TENFERRO_BLAS_MODULE_ABI_VERSION, initialize, identify, NULL, gemm_strided, set_global_threads};
 
 __attribute__((visibility("default"))) const TenferroBlasModule* tenferro_blas_module_v1(void) { return &kModule; }

@@ -220,6 +220,19 @@ ExternalBlasGemmProvider::ExternalBlasGemmProvider(std::unique_ptr<internal::Bla
 
 ExternalBlasGemmProvider::~ExternalBlasGemmProvider() = default;
 
+Status ExternalBlasGemmProvider::set_global_thread_count(int threads) const {
+  if (threads < 1) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "{}: expected a thread count of at least 1, found {}", identity_.library, threads);
+  }
+  if (module_->module->set_global_threads == nullptr) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                      "{}: expected a library with a global thread count, found none", identity_.library);
+  }
+  module_->module->set_global_threads(threads);
+  return ok_status();
+}
+
 Status ExternalBlasGemmProvider::check(DType dtype, const GemmProblem& p) const {
   TENFERRO_TRY(check_dtype_supported(support_, dtype, identity_.library));
   TENFERRO_TRY(validate_gemm_problem(dtype, p, identity_.library));

@@ -12,6 +12,7 @@ char* openblas_get_config(void);
 char* openblas_get_corename(void);
 int openblas_get_parallel(void);
 int openblas_get_num_threads(void);
+void openblas_set_num_threads(int threads);
 
 enum { kColMajor = 102, kNoTrans = 111, kTrans = 112 };
 void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
@@ -75,6 +76,9 @@ static void gemm_colmajor(int dtype, int transa, int transb, int m, int n, int k
   }
 }
 
-static const TenferroBlasModule kModule = {TENFERRO_BLAS_MODULE_ABI_VERSION, initialize, identify, gemm_colmajor, NULL};
+static void set_global_threads(int threads) { openblas_set_num_threads(threads); }
+
+static const TenferroBlasModule kModule = {
+    TENFERRO_BLAS_MODULE_ABI_VERSION, initialize, identify, gemm_colmajor, NULL, set_global_threads};
 
 __attribute__((visibility("default"))) const TenferroBlasModule* tenferro_blas_module_v1(void) { return &kModule; }

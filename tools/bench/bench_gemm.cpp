@@ -1,0 +1,151 @@
+// `tenferro bench gemm`: the native GEMM provider against OpenBLAS, both
+// through the CpuGemmProvider interface, on square row-major problems
+// (C = A B, the numpy layout), interleaved sample by sample in one run.
+// Baseline: the pthread OpenBLAS build with its global thread count set to
+// the case's (1 thread equals the serial build, DEPENDENCIES.md section 3).
+// Ours: native kernels on a SequentialContext (1 thread) or on an
+// ArenaParallelContext (oneTBB arena) with the case's thread count.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/bench_command.h"
+#include "tenferro/cpu/gemm/external_blas.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu/kernels/arena_parallel_context.h"
+
+namespace tenferro::bench {
+namespace {
+
+using cpu::CpuGemmProvider;
+using cpu::GemmRequest;
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class T>
+std::vector<T> random_matrix(std::int64_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> v(static_cast<std::size_t>(n * n));
+  for (T& x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      x = static_cast<T>(u(rng));
+    } else {
+      const double re = u(rng);
+      x = T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(u(rng)));
+    }
+  }
+  return v;
+}
+
+struct GemmCase {
+  const char* prefix;  // "dgemm", ...
+  DType dtype;
+  std::int64_t n;
+};
+
+template <class T>
+void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, const CpuGemmProvider& ours,
+              const CpuGemmProvider* base, int runs_option, Reporter& reporter) {
+  const std::int64_t n = c.n;
+  const auto a = random_matrix<T>(n, 1), b = random_matrix<T>(n, 2);
+  std::vector<T> c_ours(static_cast<std::size_t>(n * n)), c_base(static_cast<std::size_t>(n * n));
+  auto request = [&](std::vector<T>& out) {
+    return GemmRequest{c.dtype, cpu::GemmProblem{n, n, n, cpu::GemmInput{a.data(), n, 1},
+                                                 cpu::GemmInput{b.data(), n, 1}, cpu::GemmOutput{out.data(), n, 1}}};
+  };
+  const GemmRequest req_ours = request(c_ours), req_base = request(c_base);
+  const cpu::SequentialContext seq;
+  auto call_ours = [&] { ours.gemm(req_ours, ctx).ignore(); };
+  auto call_base = [&] { base->gemm(req_base, seq).ignore(); };
+  // Warm up (packing buffers, library pools), then size the sample count
+  // from one call: about 0.8 s per side, 6..240 samples. The sides
+  // alternate call by call (ABAB...), so that load from other processes on
+  // this shared machine hits both alike; the medians are compared.
+  call_ours();
+  if (base != nullptr) call_base();
+  const double one = seconds_of(call_ours);
+  const int runs = runs_option > 0 ? runs_option : static_cast<int>(std::clamp(0.8 / std::max(one, 1e-9), 6.0, 240.0));
+  Samples so, sb;
+  for (int r = 0; r < runs; ++r) {
+    so.seconds.push_back(seconds_of(call_ours));
+    if (base != nullptr) sb.seconds.push_back(seconds_of(call_base));
+  }
+  const double flops =
+      (is_complex(c.dtype) ? 8.0 : 2.0) * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  Case out;
+  out.name = fmt::format("{}_n{}_t{}", c.prefix, n, threads);
+  out.ours = flops / so.median() * 1e-9;
+  out.unit = "GFLOP/s";
+  out.threads = threads;
+  out.runs = static_cast<int>(so.runs());
+  if (base != nullptr) {
+    out.baseline = flops / sb.median() * 1e-9;
+    out.baseline_name = "openblas";
+    double max_diff = 0, max_mag = 0;
+    for (std::size_t i = 0; i < c_ours.size(); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(c_ours[i] - c_base[i])));
+      max_mag = std::max(max_mag, static_cast<double>(std::abs(c_base[i])));
+    }
+    out.extra["max_rel_diff_vs_baseline"] = max_diff / std::max(max_mag, 1e-300);
+  }
+  reporter.add(std::move(out));
+}
+
+}  // namespace
+
+int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
+  auto native = cpu::NativeGemmProvider::create();
+  if (!native.ok()) {
+    reporter.progress(native.status().to_string());
+    return 1;
+  }
+  auto openblas = cpu::ExternalBlasGemmProvider::load_openblas({cpu::OpenBlasBuild::kPthread});
+  const cpu::ExternalBlasGemmProvider* base = openblas.ok() ? openblas->get() : nullptr;
+  if (base == nullptr) reporter.progress("no OpenBLAS baseline: " + openblas.status().to_string());
+  reporter.progress(fmt::format("ours: {}", (*native)->capability().detail));
+  if (base != nullptr) reporter.progress(fmt::format("baseline: {}", base->capability().detail));
+
+  std::vector<GemmCase> cases;
+  const std::vector<std::int64_t> sizes =
+      options.quick ? std::vector<std::int64_t>{256} : std::vector<std::int64_t>{256, 1024, 2048};
+  for (std::int64_t n : sizes) cases.push_back({"dgemm", DType::kFloat64, n});
+  for (std::int64_t n : sizes) cases.push_back({"sgemm", DType::kFloat32, n});
+  for (std::int64_t n : sizes) {
+    if (n <= 1024) cases.push_back({"zgemm", DType::kComplex128, n});
+  }
+  for (std::int64_t n : sizes) {
+    if (n <= 1024) cases.push_back({"cgemm", DType::kComplex64, n});
+  }
+  for (int threads : options.threads) {
+    std::unique_ptr<cpu::ParallelContext> ctx;
+    if (threads <= 1) {
+      ctx = std::make_unique<cpu::SequentialContext>();
+    } else {
+      ctx = std::make_unique<cpu::ArenaParallelContext>(threads);
+    }
+    if (base != nullptr) base->set_global_thread_count(threads).ignore();
+    for (const GemmCase& c : cases) {
+      reporter.progress(fmt::format("{} n={} threads={}", c.prefix, c.n, threads));
+      visit_dtype(c.dtype, [&]<class T>(T) {
+        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
+                      std::is_same_v<T, std::complex<double>>) {
+          run_case<T>(c, threads, *ctx, **native, base, options.runs, reporter);
+        }
+      });
+    }
+  }
+  return 0;
+}
+
+}  // namespace tenferro::bench
