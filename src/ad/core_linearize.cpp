@@ -1,0 +1,390 @@
+// linearize_core: the tangent rule of every core op (docs/ad.md, "Rules").
+//
+// Note [Derivative conventions at kinks]
+// Where a derivative is undefined the rules follow PyTorch: abs and sign
+// have derivative 0 at 0 (sign: 0 everywhere for real inputs); max/min and
+// reduce_max/reduce_min split the derivative evenly between tied elements;
+// pow's derivative in the exponent is 0 where the base is 0, and in the
+// base is 0 where the exponent is 0; reduce_prod is exact in the presence
+// of zeros (the product of the other elements, not y / x).
+#include <utility>
+
+#include "core_rules.h"
+#include "rule_ops.h"
+
+namespace tenferro::ad::internal {
+
+using program::ComparisonDirection;
+using program::CoreSemanticOp;
+
+namespace {
+
+using Tangent = std::optional<AdValue>;
+
+Result<Tangent> some(Result<AdValue> v) {
+  if (!v.ok()) return std::move(v).status();
+  return Tangent(*v);
+}
+
+// coefficient * tangent, both of the tangent's dtype.
+Result<Tangent> scaled(RuleOps& o, Result<AdValue> coefficient, AdValue tangent) {
+  if (!coefficient.ok()) return std::move(coefficient).status();
+  return some(o.mul(*coefficient, tangent));
+}
+
+// Broadcasts a reduction result back over the reduced axes of `x`.
+Result<AdValue> unreduce(RuleOps& o, AdValue reduced, AdValue x, IntArrayRef axes) {
+  const program::ValueMetadata& m = o.md(x);
+  return o.broadcast(reduced, m.shape, kept_axes(m.rank(), axes));
+}
+
+Result<Tangent> linearize_unary(const CoreLinearizeInput& in, RuleOps& o) {
+  const AdValue x = in.operands[0];
+  const AdValue t = *in.tangents[0];
+  const AdValue y = in.result;
+  const bool complex = is_complex(o.dtype(x));
+  switch (in.op) {
+    case CoreSemanticOp::kNeg:
+      return some(o.neg(t));
+    case CoreSemanticOp::kAbs: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue s, o.unary(CoreSemanticOp::kSign, x));
+      if (!complex) return scaled(o, s, t);
+      // d|z| = Re(conj(sgn z) dz).
+      TENFERRO_ASSIGN_OR_RETURN(AdValue cs, o.conj(s));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue p, o.mul(cs, t));
+      return some(o.unary(CoreSemanticOp::kReal, p));
+    }
+    case CoreSemanticOp::kSign: {
+      if (!complex) return Tangent();
+      // d(z/|z|) = (dz - s Re(conj(s) dz)) / |z|, and 0 at z = 0.
+      TENFERRO_ASSIGN_OR_RETURN(AdValue r, o.unary(CoreSemanticOp::kAbs, x));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, r));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, r));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue is_zero, o.compare(ComparisonDirection::kEq, r, zero));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue inv, o.div(one, r));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue inv_r, o.select(is_zero, zero, inv));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue inv_c, o.convert(inv_r, o.dtype(x)));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue cs, o.conj(y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue p, o.mul(cs, t));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue radial, o.unary(CoreSemanticOp::kReal, p));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue radial_c, o.convert(radial, o.dtype(x)));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue along, o.mul(y, radial_c));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue d, o.sub(t, along));
+      return some(o.mul(inv_c, d));
+    }
+    case CoreSemanticOp::kExp:
+      return some(o.mul(y, t));
+    case CoreSemanticOp::kLog:
+      return some(o.div(t, x));
+    case CoreSemanticOp::kLog1p: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue d, o.add(one, x));
+      return some(o.div(t, d));
+    }
+    case CoreSemanticOp::kExpm1: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, y));
+      return scaled(o, o.add(y, one), t);
+    }
+    case CoreSemanticOp::kSqrt: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue two, o.full_like(2.0, y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue d, o.mul(two, y));
+      return some(o.div(t, d));
+    }
+    case CoreSemanticOp::kRsqrt: {
+      // d x^(-1/2) = -1/2 x^(-1/2) / x.
+      TENFERRO_ASSIGN_OR_RETURN(AdValue half, o.full_like(-0.5, y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue hy, o.mul(half, y));
+      return scaled(o, o.div(hy, x), t);
+    }
+    case CoreSemanticOp::kSin:
+      return scaled(o, o.unary(CoreSemanticOp::kCos, x), t);
+    case CoreSemanticOp::kCos: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue s, o.unary(CoreSemanticOp::kSin, x));
+      return scaled(o, o.neg(s), t);
+    }
+    case CoreSemanticOp::kTan: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue yy, o.mul(y, y));
+      return scaled(o, o.add(one, yy), t);
+    }
+    case CoreSemanticOp::kTanh: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue yy, o.mul(y, y));
+      return scaled(o, o.sub(one, yy), t);
+    }
+    case CoreSemanticOp::kLogistic: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, y));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue rest, o.sub(one, y));
+      return scaled(o, o.mul(y, rest), t);
+    }
+    case CoreSemanticOp::kConj:
+      return complex ? some(o.unary(CoreSemanticOp::kConj, t)) : Tangent(t);
+    case CoreSemanticOp::kReal:
+      return complex ? some(o.unary(CoreSemanticOp::kReal, t)) : Tangent(t);
+    case CoreSemanticOp::kImag:
+      return complex ? some(o.unary(CoreSemanticOp::kImag, t)) : Tangent();
+    default:
+      break;
+  }
+  return Tangent();
+}
+
+// The even split of max/min: 1 where `x` wins, 1/2 on ties, 0 elsewhere.
+Result<AdValue> winner_weight(RuleOps& o, ComparisonDirection wins, AdValue x, AdValue other) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue strictly, o.compare(wins, x, other));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue tied, o.compare(ComparisonDirection::kEq, x, other));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue half, o.full_like(0.5, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue tie_weight, o.select(tied, half, zero));
+  return o.select(strictly, one, tie_weight);
+}
+
+Result<Tangent> linearize_binary(const CoreLinearizeInput& in, RuleOps& o) {
+  const AdValue a = in.operands[0];
+  const AdValue b = in.operands[1];
+  const Tangent& ta = in.tangents[0];
+  const Tangent& tb = in.tangents[1];
+  const AdValue y = in.result;
+  Tangent da, db;
+  switch (in.op) {
+    case CoreSemanticOp::kAdd:
+      return o.add_maybe(ta, tb);
+    case CoreSemanticOp::kSub:
+      if (ta && tb) return some(o.sub(*ta, *tb));
+      if (ta) return ta;
+      return some(o.neg(*tb));
+    case CoreSemanticOp::kMul:
+      if (ta) {
+        TENFERRO_ASSIGN_OR_RETURN(da, some(o.mul(b, *ta)));
+      }
+      if (tb) {
+        TENFERRO_ASSIGN_OR_RETURN(db, some(o.mul(a, *tb)));
+      }
+      return o.add_maybe(da, db);
+    case CoreSemanticOp::kDiv:
+      if (ta) {
+        TENFERRO_ASSIGN_OR_RETURN(da, some(o.div(*ta, b)));
+      }
+      if (tb) {
+        TENFERRO_ASSIGN_OR_RETURN(AdValue q, o.div(y, b));
+        TENFERRO_ASSIGN_OR_RETURN(db, scaled(o, o.neg(q), *tb));
+      }
+      return o.add_maybe(da, db);
+    case CoreSemanticOp::kPow: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, y));
+      if (ta) {
+        // b a^(b-1), 0 where b == 0.
+        TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, b));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue bm1, o.sub(b, one));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue p, o.binary(CoreSemanticOp::kPow, a, bm1));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue c, o.mul(b, p));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue b_zero, o.compare(ComparisonDirection::kEq, b, zero));
+        TENFERRO_ASSIGN_OR_RETURN(da, scaled(o, o.select(b_zero, zero, c), *ta));
+      }
+      if (tb) {
+        // y log(a), 0 where a == 0.
+        TENFERRO_ASSIGN_OR_RETURN(AdValue la, o.unary(CoreSemanticOp::kLog, a));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue c, o.mul(y, la));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue a_zero, o.compare(ComparisonDirection::kEq, a, zero));
+        TENFERRO_ASSIGN_OR_RETURN(db, scaled(o, o.select(a_zero, zero, c), *tb));
+      }
+      return o.add_maybe(da, db);
+    }
+    case CoreSemanticOp::kMax:
+    case CoreSemanticOp::kMin: {
+      const ComparisonDirection wins =
+          in.op == CoreSemanticOp::kMax ? ComparisonDirection::kGt : ComparisonDirection::kLt;
+      TENFERRO_ASSIGN_OR_RETURN(AdValue wa, winner_weight(o, wins, a, b));
+      if (ta) {
+        TENFERRO_ASSIGN_OR_RETURN(da, scaled(o, wa, *ta));
+      }
+      if (tb) {
+        TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, a));
+        TENFERRO_ASSIGN_OR_RETURN(db, scaled(o, o.sub(one, wa), *tb));
+      }
+      return o.add_maybe(da, db);
+    }
+    case CoreSemanticOp::kAtan2: {
+      // d atan2(a, b) = (b da - a db) / (a^2 + b^2).
+      TENFERRO_ASSIGN_OR_RETURN(AdValue aa, o.mul(a, a));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue bb, o.mul(b, b));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue denom, o.add(aa, bb));
+      if (ta) {
+        TENFERRO_ASSIGN_OR_RETURN(da, scaled(o, o.div(b, denom), *ta));
+      }
+      if (tb) {
+        TENFERRO_ASSIGN_OR_RETURN(AdValue q, o.div(a, denom));
+        TENFERRO_ASSIGN_OR_RETURN(db, scaled(o, o.neg(q), *tb));
+      }
+      return o.add_maybe(da, db);
+    }
+    case CoreSemanticOp::kComplex: {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue re, ta ? Result<AdValue>(*ta) : o.zeros_like(a));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue im, tb ? Result<AdValue>(*tb) : o.zeros_like(b));
+      return some(o.binary(CoreSemanticOp::kComplex, re, im));
+    }
+    default:
+      break;
+  }
+  return Tangent();
+}
+
+// Tangent operands with explicit zeros for absent ones, primal operands at
+// the positions in `primal` kept as they are.
+Result<SmallVector<AdValue, 4>> with_zeros(const CoreLinearizeInput& in, RuleOps& o, std::span<const bool> primal) {
+  SmallVector<AdValue, 4> out;
+  for (std::size_t i = 0; i < in.operands.size(); ++i) {
+    if (i < primal.size() && primal[i]) {
+      out.push_back(in.operands[i]);
+    } else if (in.tangents[i]) {
+      out.push_back(*in.tangents[i]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(AdValue z, o.zeros_like(in.operands[i]));
+      out.push_back(z);
+    }
+  }
+  return out;
+}
+
+// reduce_prod: the product of the other elements, exact with zeros.
+Result<AdValue> product_of_others(RuleOps& o, AdValue x, AdValue y, IntArrayRef axes) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue is_zero, o.compare(ComparisonDirection::kEq, x, zero));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue as_count, o.convert(is_zero, DType::kInt64));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue counts, o.reduce_sum(as_count, axes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue count, unreduce(o, counts, x, axes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero, o.select(is_zero, one, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero_products,
+                            o.builder().emit(CoreSemanticOp::kReduceProd, {nonzero},
+                                             program::ReduceAttributes{Dims(axes.begin(), axes.end())}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero_product, unreduce(o, nonzero_products, x, axes));
+  (void)y;
+  TENFERRO_ASSIGN_OR_RETURN(AdValue izero, o.full_like(0.0, count));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ione, o.full_like(1.0, count));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue no_zeros, o.compare(ComparisonDirection::kEq, count, izero));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue one_zero, o.compare(ComparisonDirection::kEq, count, ione));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue quotient, o.div(nonzero_product, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue at_zero, o.select(one_zero, nonzero_product, zero));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue elsewhere, o.select(no_zeros, quotient, zero));
+  return o.select(is_zero, at_zero, elsewhere);
+}
+
+// reduce_max/min: the winners' indicator divided by their count.
+Result<AdValue> extreme_weight(RuleOps& o, AdValue x, AdValue y, IntArrayRef axes) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue yb, unreduce(o, y, x, axes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue hit, o.compare(ComparisonDirection::kEq, x, yb));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue mask, o.convert(hit, o.dtype(x)));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue counts, o.reduce_sum(mask, axes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue count, unreduce(o, counts, x, axes));
+  return o.div(mask, count);
+}
+
+}  // namespace
+
+Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBuilder& builder) {
+  RuleOps o(builder);
+  if (!is_inexact(o.dtype(in.result))) return Tangent();
+  const program::CoreAttributes& attributes = *in.attributes;
+  const std::size_t arity = in.operands.size();
+  switch (in.op) {
+    case CoreSemanticOp::kNeg:
+    case CoreSemanticOp::kAbs:
+    case CoreSemanticOp::kSign:
+    case CoreSemanticOp::kExp:
+    case CoreSemanticOp::kLog:
+    case CoreSemanticOp::kLog1p:
+    case CoreSemanticOp::kExpm1:
+    case CoreSemanticOp::kSqrt:
+    case CoreSemanticOp::kRsqrt:
+    case CoreSemanticOp::kSin:
+    case CoreSemanticOp::kCos:
+    case CoreSemanticOp::kTan:
+    case CoreSemanticOp::kTanh:
+    case CoreSemanticOp::kLogistic:
+    case CoreSemanticOp::kConj:
+    case CoreSemanticOp::kReal:
+    case CoreSemanticOp::kImag:
+      return linearize_unary(in, o);
+    case CoreSemanticOp::kAdd:
+    case CoreSemanticOp::kSub:
+    case CoreSemanticOp::kMul:
+    case CoreSemanticOp::kDiv:
+    case CoreSemanticOp::kPow:
+    case CoreSemanticOp::kMax:
+    case CoreSemanticOp::kMin:
+    case CoreSemanticOp::kAtan2:
+    case CoreSemanticOp::kComplex:
+      return linearize_binary(in, o);
+    case CoreSemanticOp::kSelect: {
+      const bool primal[] = {true, false, false};
+      TENFERRO_ASSIGN_OR_RETURN(auto operands, with_zeros(in, o, primal));
+      return some(builder.emit(in.op, operands.span(), attributes));
+    }
+    case CoreSemanticOp::kConvert:
+      return some(builder.emit(in.op, {*in.tangents[0]}, attributes));
+    // Linear in operand 0; the other operands (indices, starts) stay primal.
+    case CoreSemanticOp::kBroadcastInDim:
+    case CoreSemanticOp::kReshape:
+    case CoreSemanticOp::kTranspose:
+    case CoreSemanticOp::kSlice:
+    case CoreSemanticOp::kReverse:
+    case CoreSemanticOp::kReduceSum:
+    case CoreSemanticOp::kDynamicSlice:
+    case CoreSemanticOp::kGather: {
+      SmallVector<AdValue, 4> operands(in.operands.begin(), in.operands.end());
+      operands[0] = *in.tangents[0];
+      return some(builder.emit(in.op, operands.span(), attributes));
+    }
+    // Linear in several operands together.
+    case CoreSemanticOp::kConcatenate:
+    case CoreSemanticOp::kPad:
+    case CoreSemanticOp::kDynamicUpdateSlice:
+    case CoreSemanticOp::kScatter: {
+      SmallVector<bool, 4> primal(arity, false);
+      if (in.op == CoreSemanticOp::kDynamicUpdateSlice)
+        for (std::size_t i = 2; i < arity; ++i) primal[i] = true;
+      if (in.op == CoreSemanticOp::kScatter) primal[1] = true;
+      TENFERRO_ASSIGN_OR_RETURN(auto operands, with_zeros(in, o, primal.span()));
+      return some(builder.emit(in.op, operands.span(), attributes));
+    }
+    case CoreSemanticOp::kReduceProd:
+    case CoreSemanticOp::kReduceMax:
+    case CoreSemanticOp::kReduceMin: {
+      const Dims& axes = std::get<program::ReduceAttributes>(attributes).axes;
+      const AdValue x = in.operands[0];
+      Result<AdValue> weight = in.op == CoreSemanticOp::kReduceProd ? product_of_others(o, x, in.result, axes)
+                                                                    : extreme_weight(o, x, in.result, axes);
+      TENFERRO_ASSIGN_OR_RETURN(AdValue w, std::move(weight));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue scaled_tangent, o.mul(w, *in.tangents[0]));
+      return some(o.reduce_sum(scaled_tangent, axes));
+    }
+    case CoreSemanticOp::kDotGeneral: {
+      Tangent da, db;
+      if (in.tangents[0]) {
+        TENFERRO_ASSIGN_OR_RETURN(da, some(builder.emit(in.op, {*in.tangents[0], in.operands[1]}, attributes)));
+      }
+      if (in.tangents[1]) {
+        TENFERRO_ASSIGN_OR_RETURN(db, some(builder.emit(in.op, {in.operands[0], *in.tangents[1]}, attributes)));
+      }
+      return o.add_maybe(da, db);
+    }
+    // Not differentiable: bool and integer results are caught above; these
+    // have inexact results only through dtype-preserving paths that never
+    // carry tangents (constants, iota).
+    case CoreSemanticOp::kNot:
+    case CoreSemanticOp::kAnd:
+    case CoreSemanticOp::kOr:
+    case CoreSemanticOp::kXor:
+    case CoreSemanticOp::kCompare:
+    case CoreSemanticOp::kConstant:
+    case CoreSemanticOp::kIota:
+    case CoreSemanticOp::kArgmax:
+    case CoreSemanticOp::kArgmin:
+      return Tangent();
+  }
+  return Tangent();
+}
+
+}  // namespace tenferro::ad::internal
