@@ -2,6 +2,9 @@
 // [Configuration snapshots and epochs]).
 #include "tenferro/runtime/config.h"
 
+#include "tenferro/runtime/extension.h"
+#include "tenferro/runtime/providers.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -291,12 +294,35 @@ Status RuntimeConfigBuilder::validate() const {
           fmt::format("engine {} ('{}'): default domain {} is not one of its domains", m.id, m.name, m.default_domain));
     }
   }
+  // The execution context identity every provider will check (seed
+  // "Prepared Graphs and Common Execution": preparation validates the same
+  // identity the provider's one type check relies on).
+  auto check_context = [](const EngineEntry& e, ExecutionContextTypeId wanted, std::string_view who) -> Status {
+    if (!wanted.valid() || !e.registration.executable()) return ok_status();
+    if (wanted == e.registration.executor->context_type()) return ok_status();
+    return config_error(ErrorCode::kContractViolation,
+                        fmt::format("engine {} ('{}'): {} expects another execution context type than the engine's "
+                                    "executor provides",
+                                    e.id(), e.metadata().name, who));
+  };
+  for (const EngineEntry& e : engines_) {
+    const CoreCapabilities& c = e.registration.capabilities;
+    for (const CoreFamilyRuntime* slot : {static_cast<const CoreFamilyRuntime*>(c.elementwise.get()),
+                                          static_cast<const CoreFamilyRuntime*>(c.reduction.get()),
+                                          static_cast<const CoreFamilyRuntime*>(c.indexing.get()),
+                                          static_cast<const CoreFamilyRuntime*>(c.dot_general.get())}) {
+      if (slot != nullptr) TENFERRO_TRY(check_context(e, slot->context_type(), slot->name()));
+    }
+    if (c.layout != nullptr) TENFERRO_TRY(check_context(e, c.layout->context_type(), c.layout->name()));
+  }
   for (const ExtensionRegistration& r : extensions_) {
-    if (find(r.engine) == nullptr) {
+    const EngineEntry* e = find(r.engine);
+    if (e == nullptr) {
       return config_error(
           ErrorCode::kNotFound,
           fmt::format("extension '{}': expected engine {} to be registered, found none", r.family_id, r.engine));
     }
+    TENFERRO_TRY(check_context(*e, r.implementation->context_type(), r.implementation->name()));
   }
   for (const TransferRegistration& t : transfers_) {
     for (const TransferEndpoint& end : {t.source, t.destination}) {
@@ -314,6 +340,7 @@ Status RuntimeConfigBuilder::validate() const {
                                         end.engine, e->metadata().storage));
       }
     }
+    TENFERRO_TRY(check_context(*find(t.destination.engine), t.provider->context_type(), "a transfer provider"));
     if (t.source == t.destination) {
       return config_error(ErrorCode::kInvalidArgument,
                           fmt::format("transfer {} -> itself: expected two different endpoints", t.source.to_string()));

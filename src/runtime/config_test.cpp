@@ -94,6 +94,29 @@ TEST(ConfigTest, ValidationOfWholeConfigurations) {
   }
 }
 
+// A provider that recovers a context type the engine's executor does not
+// provide is rejected when the configuration is built.
+class ForeignContextProvider final : public ElementwiseRuntime {
+ public:
+  struct OtherContext {};
+  std::string_view name() const noexcept override { return "foreign"; }
+  ExecutionContextTypeId context_type() const noexcept override { return ExecutionContextTypeId::of<OtherContext>(); }
+  Result<PrepareCapability> prepare(const OperationSignature&) const override { return PrepareCapability::prepared(); }
+  Status run(const OperationRequest&, ErasedExecutionContext) const override { return ok_status(); }
+};
+
+TEST(ConfigTest, ProviderContextTypeMustMatchTheExecutor) {
+  MockEngine host{1, kHostStorageDomain, "host"};
+  EngineRegistration reg = host.registration();
+  reg.capabilities.elementwise = std::make_shared<ForeignContextProvider>();
+  RuntimeConfigBuilder c;
+  ASSERT_TRUE(c.add_engine(reg).ok());
+  auto built = c.build(RuntimeId(1), 1);
+  EXPECT_EQ(built.status().code(), ErrorCode::kContractViolation);
+  EXPECT_EQ(built.status().stage(), ErrorStage::kConfiguration);
+  EXPECT_NE(built.status().message().find("foreign"), std::string::npos);
+}
+
 TEST(ConfigTest, ExtensionModulesAreAtomicAndDuplicatesExplicit) {
   MockEngine host{1, kHostStorageDomain, "host"};
   auto e1 = std::make_shared<SquarePlusEngine>();

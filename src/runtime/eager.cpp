@@ -18,10 +18,13 @@ using program::CoreSemanticOp;
 
 namespace internal {
 
-// The polymorphic capability of one (op, input dtype, result dtype, rank).
+// The polymorphic capability of one (op, input dtype, result dtype, rank,
+// attributes): a provider's answer may depend on attribute values (e.g. a
+// GEMM-only dot_general), so they are part of the identity.
 struct EagerCapability {
   std::uint32_t key = 0;  // 0: empty
-  bool fast = false;      // false: promote
+  program::CoreAttributes attributes;
+  bool fast = false;  // false: promote
   std::size_t scratch_bytes = 0;
   std::shared_ptr<const ProviderPlan> plan;
 };
@@ -29,6 +32,8 @@ struct EagerCapability {
 // What a context caches (Note [Eager fast path]).
 struct EagerCache {
   static constexpr std::size_t kCapabilitySlots = 64;
+  static constexpr std::size_t kProbe = 4;  ///< linear probing distance
+  std::size_t next_victim = 0;
 
   std::uint64_t epoch = 0;
   std::shared_ptr<const RuntimeConfig> config;
@@ -204,11 +209,17 @@ Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorV
   const CoreFamilyRuntime* slot = c.slot(core_op_family(op));
   const DType in_dtype = inputs.empty() ? out_dtype : inputs[0].dtype;
   const std::uint32_t key = capability_key(op, in_dtype, out_dtype, out_shape.size());
-  internal::EagerCapability* cap = &c.capabilities[(key * 2654435761u >> 8) % internal::EagerCache::kCapabilitySlots];
-  if (cap->key != key) {
-    // Ask once: the polymorphic signature (dtypes and ranks only).
+  const std::size_t home = (key * 2654435761u >> 8) % internal::EagerCache::kCapabilitySlots;
+  internal::EagerCapability* cap = nullptr;
+  for (std::size_t i = 0; i < internal::EagerCache::kProbe && cap == nullptr; ++i) {
+    internal::EagerCapability& entry = c.capabilities[(home + i) % internal::EagerCache::kCapabilitySlots];
+    if (entry.key == key && entry.attributes == attributes) cap = &entry;
+  }
+  if (cap == nullptr) {
+    // Ask once: the polymorphic signature (dtypes, ranks and attributes).
     internal::EagerCapability fresh;
     fresh.key = key;
+    fresh.attributes = attributes;
     if (slot != nullptr) {
       SmallVector<OperandSignature, 4> operands;
       for (const TensorView& v : inputs)
@@ -236,6 +247,11 @@ Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorV
         fresh.scratch_bytes = answer->kernel().scratch_bytes;
       }
     }
+    std::size_t target = internal::EagerCache::kProbe;
+    for (std::size_t i = 0; i < internal::EagerCache::kProbe && target == internal::EagerCache::kProbe; ++i)
+      if (c.capabilities[(home + i) % internal::EagerCache::kCapabilitySlots].key == 0) target = i;
+    if (target == internal::EagerCache::kProbe) target = c.next_victim++ % internal::EagerCache::kProbe;
+    cap = &c.capabilities[(home + target) % internal::EagerCache::kCapabilitySlots];
     *cap = std::move(fresh);
   }
   if (!cap->fast) {

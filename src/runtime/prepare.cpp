@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "runtime/scheduled_graph.h"
+#include "tenferro/program/core_inference.h"
 #include "tenferro/program/extension_op.h"
 
 namespace tenferro::runtime::internal {
@@ -320,6 +321,7 @@ class Planner {
                                   std::span<const std::uint32_t> operands, DType dtype, Dims shape,
                                   const ResolutionContext& ctx, std::span<const std::uint32_t> after,
                                   std::string_view name) {
+    TENFERRO_TRY(check_concrete(op, attributes, operands, dtype, shape, name));
     const OpFamily family = core_op_family(op);
     if (family == OpFamily::kView) return plan_view(op, attributes, operands[0], dtype, std::move(shape), ctx);
 
@@ -395,6 +397,37 @@ class Planner {
     for (const auto& [g, engine] : colocation_)
       if (g == group) return;
     colocation_.emplace_back(group, e);
+  }
+
+  // Note [Concrete validation]
+  // Providers receive "validated requests": before anything is asked of a
+  // provider, each core op is re-inferred from the concrete operand shapes
+  // (program::infer_core_metadata with no symbolic guards) and must give the
+  // result the program's symbolic metadata evaluates to. This catches any
+  // requirement the program's guards did not express, so a provider never
+  // sees operands it cannot trust.
+  Status check_concrete(CoreSemanticOp op, const program::CoreAttributes* attributes,
+                        std::span<const std::uint32_t> operands, DType dtype, IntArrayRef shape,
+                        std::string_view name) const {
+    SmallVector<program::ValueMetadata, 4> metadata;
+    for (std::uint32_t s : operands)
+      metadata.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
+    program::ShapeConstraints constraints(name, nullptr);
+    Result<program::ValueMetadata> inferred = program::infer_core_metadata(
+        op, *attributes, std::span<const program::ValueMetadata>(metadata.data(), metadata.size()), constraints);
+    if (!inferred.ok())
+      return inferred.status()
+          .in_stage(ErrorStage::kPrepare)
+          .with_context(fmt::format("{}: the concrete input shapes violate the operation's requirements", name),
+                        ErrorStage::kPrepare);
+    const std::optional<Dims> exact = program::exact_shape(inferred->shape);
+    if (!exact || inferred->dtype != dtype || !(IntArrayRef(*exact) == shape)) {
+      return prepare_error(ErrorCode::kContractViolation,
+                           fmt::format("{}: the program's metadata gives {}{}, the concrete operands give {}{}", name,
+                                       dtype, shape_to_string(shape), inferred->dtype,
+                                       exact ? shape_to_string(*exact) : std::string("(symbolic)")));
+    }
+    return ok_status();
   }
 
   const EngineEntry* fallback(std::span<const EngineEntry* const> tried) const {
@@ -637,6 +670,31 @@ class Planner {
       TENFERRO_ASSIGN_OR_RETURN(Dims shape, program_.concrete_shape(op.result(r), symbols_));
       shapes.push_back(std::move(shape));
       dtypes.push_back(program_.metadata(op.result(r)).dtype);
+    }
+    {  // Note [Concrete validation], for the extension's own inference.
+      SmallVector<program::ValueMetadata, 4> metadata;
+      for (std::uint32_t s : operands)
+        metadata.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
+      program::ShapeConstraints constraints(family, nullptr);
+      Result<SmallVector<program::ValueMetadata, 2>> inferred =
+          ext.infer_metadata(std::span<const program::ValueMetadata>(metadata.data(), metadata.size()), constraints);
+      if (!inferred.ok()) {
+        return inferred.status()
+            .in_stage(ErrorStage::kPrepare)
+            .with_context(fmt::format("{}: the concrete input shapes violate the operation's requirements", family),
+                          ErrorStage::kPrepare);
+      }
+      bool same = inferred->size() == shapes.size();
+      for (std::size_t r = 0; same && r < shapes.size(); ++r) {
+        const std::optional<Dims> exact = program::exact_shape((*inferred)[r].shape);
+        same = exact && (*inferred)[r].dtype == dtypes[r] && IntArrayRef(*exact) == IntArrayRef(shapes[r]);
+      }
+      if (!same) {
+        return prepare_error(ErrorCode::kContractViolation,
+                             fmt::format("{}: the program's result metadata disagrees with the extension's inference "
+                                         "for the concrete operands",
+                                         family));
+      }
     }
     std::string why;
     TENFERRO_ASSIGN_OR_RETURN(auto engines, candidates(ctx, OpFamily::kExtension, family, operands, &why));

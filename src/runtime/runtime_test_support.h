@@ -108,8 +108,17 @@ class MockProvider final : public ElementwiseRuntime {
       case CoreSemanticOp::kMax:
       case CoreSemanticOp::kMin:
       case CoreSemanticOp::kReduceSum:
-      case CoreSemanticOp::kDotGeneral:
         break;
+      case CoreSemanticOp::kDotGeneral: {
+        // Only [..., m, k] x [..., k, n] with leading batch axes.
+        const auto& d = std::get<program::DotGeneralAttributes>(*sig.attributes);
+        const std::int64_t batch = static_cast<std::int64_t>(d.lhs_batch.size());
+        bool standard = d.lhs_contract.size() == 1 && d.lhs_contract[0] == batch + 1 && d.rhs_contract[0] == batch &&
+                        sig.operands[0].rank == batch + 2 && sig.operands[1].rank == batch + 2;
+        for (std::int64_t i = 0; i < batch; ++i) standard = standard && d.lhs_batch[i] == i && d.rhs_batch[i] == i;
+        if (!standard) return PrepareCapability::unsupported("the mock multiplies [..., m, k] x [..., k, n] only");
+        break;
+      }
       default:
         return PrepareCapability::unsupported("the mock does not implement this op");
     }

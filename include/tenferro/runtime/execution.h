@@ -71,11 +71,11 @@ struct StageMetrics {
 /// planning cost is never reported as kernel cost.
 struct ExecutionMetrics {
   StageMetrics compile;         ///< building one-node programs for promoted eager calls
-  StageMetrics specialization;  ///< input validation, guards, signature derivation
+  StageMetrics specialization;  ///< signature derivation of run() (guards are checked while planning)
   StageMetrics cache_lookup;    ///< prepared-plan cache lookups (hits and waits)
   StageMetrics planning;        ///< prepare_for work (misses)
   StageMetrics admission_wait;  ///< run admission and node leases
-  StageMetrics enqueue;         ///< the scheduling loop up to the last enqueue
+  StageMetrics enqueue;         ///< input checks, workspace, admission and the loop up to the last enqueue
   StageMetrics completion;      ///< draining event-domain runs
   std::uint64_t runs = 0;
   std::uint64_t failed_runs = 0;

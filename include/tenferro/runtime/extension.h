@@ -51,6 +51,9 @@ class ExtensionEngine {
   /// True when every algorithm is reproducible (eager check under
   /// Determinism::kReproducible).
   virtual bool reproducible() const noexcept { return false; }
+  /// As CoreFamilyRuntime::context_type() (checked against the executor of
+  /// the engine it is registered for).
+  virtual ExecutionContextTypeId context_type() const noexcept { return {}; }
   virtual Result<PrepareCapability> prepare(const ExtensionSignature& signature) const = 0;
   virtual Status run(const ExtensionRequest& request, ErasedExecutionContext context) const = 0;
 };

@@ -175,6 +175,10 @@ class CoreFamilyRuntime {
   /// True when every algorithm of this provider is reproducible (the eager
   /// fast path's check under Determinism::kReproducible).
   virtual bool reproducible() const noexcept { return false; }
+  /// The execution context run() recovers; checked against the engine
+  /// executor's context type when the configuration is built. Invalid (the
+  /// default): the provider accepts any context.
+  virtual ExecutionContextTypeId context_type() const noexcept { return {}; }
   virtual Result<PrepareCapability> prepare(const OperationSignature& signature) const = 0;
   virtual Status run(const OperationRequest& request, ErasedExecutionContext context) const = 0;
 };
@@ -195,6 +199,8 @@ class LayoutRuntime {
   virtual ~LayoutRuntime() = default;
   virtual std::string_view name() const noexcept = 0;
   virtual bool reproducible() const noexcept { return true; }
+  /// As CoreFamilyRuntime::context_type().
+  virtual ExecutionContextTypeId context_type() const noexcept { return {}; }
   /// Unsupported for layouts/dtypes it cannot copy.
   virtual Result<PrepareCapability> prepare_copy(const OperandSignature& src, const OperandSignature& dst,
                                                  ResolvedPlacement placement) const = 0;

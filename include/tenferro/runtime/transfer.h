@@ -41,6 +41,9 @@ struct TransferRequest {
 class TransferProvider {
  public:
   virtual ~TransferProvider() = default;
+  /// The destination-engine context transfer() recovers (invalid: any);
+  /// checked when the configuration is built.
+  virtual ExecutionContextTypeId context_type() const noexcept { return {}; }
   virtual Status transfer(const TransferRequest& request, ErasedExecutionContext context) = 0;
 };
 
