@@ -493,13 +493,15 @@ Result<AdValue> AdBuilder::scalar(const Scalar& value, DType dtype) {
 }
 
 Result<AdValue> AdBuilder::full(const Scalar& value, const ValueMetadata& like) {
-  TENFERRO_ASSIGN_OR_RETURN(AdValue s, scalar(value, like.dtype));
-  if (like.shape.empty()) return s;
-  return emit(CoreSemanticOp::kBroadcastInDim, {s}, program::BroadcastInDimAttributes{like.shape, {}});
+  ValueMetadata target = like;  // `like` may live in the graph, which grows below
+  TENFERRO_ASSIGN_OR_RETURN(AdValue s, scalar(value, target.dtype));
+  if (target.shape.empty()) return s;
+  return emit(CoreSemanticOp::kBroadcastInDim, {s}, program::BroadcastInDimAttributes{std::move(target.shape), {}});
 }
 
-Result<AdValue> AdBuilder::zeros(const ValueMetadata& metadata) {
+Result<AdValue> AdBuilder::zeros(const ValueMetadata& like) {
   AdGraph& g = *graph_;
+  ValueMetadata metadata = like;  // `like` may live in the graph, which grows below
   if (g.scope().phase == EmitPhase::kTranspose) return full(Scalar::of(0.0), metadata);
   TENFERRO_ASSIGN_OR_RETURN(AdValue s, scalar(Scalar::of(0.0), metadata.dtype));
   const std::uint32_t operand = g.index_unchecked(s);
@@ -510,7 +512,7 @@ Result<AdValue> AdBuilder::zeros(const ValueMetadata& metadata) {
   return g.token(r);
 }
 
-const ValueMetadata& AdBuilder::metadata(AdValue value) const {
+ValueMetadata AdBuilder::metadata(AdValue value) const {
   return graph_->value(graph_->index_unchecked(value)).metadata;
 }
 

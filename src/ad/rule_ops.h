@@ -19,7 +19,7 @@ class RuleOps {
   explicit RuleOps(AdBuilder& builder) noexcept : b_(builder) {}
 
   AdBuilder& builder() noexcept { return b_; }
-  const program::ValueMetadata& md(AdValue v) const { return b_.metadata(v); }
+  program::ValueMetadata md(AdValue v) const { return b_.metadata(v); }
   DType dtype(AdValue v) const { return b_.metadata(v).dtype; }
 
   Result<AdValue> unary(program::CoreSemanticOp op, AdValue x) { return b_.emit(op, {x}); }

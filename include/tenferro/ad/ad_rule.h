@@ -118,8 +118,8 @@ class AdBuilder {
   /// linear op needs every operand), a plain value elsewhere.
   Result<AdValue> zeros(const program::ValueMetadata& metadata);
 
-  /// The metadata of `value`. Precondition: a token of this builder.
-  const program::ValueMetadata& metadata(AdValue value) const;
+  /// The metadata of `value` (a copy). Precondition: a token of this builder.
+  program::ValueMetadata metadata(AdValue value) const;
   /// True for a value linear in the tangents. Precondition as metadata().
   bool is_linear(AdValue value) const;
 
