@@ -48,19 +48,46 @@ PlannerKind resolve_auto(const Network& network, const PlanningConfig& config) {
 
 }  // namespace
 
+Status validate_policy(const PlanningPolicy& policy, std::int32_t num_operands, bool nested, std::string_view what,
+                       ErrorStage stage) {
+  const auto fail = [&](std::string message) { return Error(ErrorCode::kInvalidArgument, stage, std::move(message)); };
+  switch (policy.planner) {
+    case PlannerKind::kExplicitPath:
+      if (!policy.path) return fail("planner 'path' needs PlanningPolicy::path; none was given");
+      if (policy.path->num_inputs() != num_operands) {
+        return fail(fmt::format("the explicit path {} covers {} inputs; einsum \"{}\" has {} operands",
+                                policy.path->to_string(), policy.path->num_inputs(), what, num_operands));
+      }
+      break;
+    case PlannerKind::kNested:
+      if (!nested) {
+        return fail(
+            fmt::format("planner 'nested' needs parenthesised subscripts such as \"((ij,jk),kl)->il\"; einsum "
+                        "\"{}\" has none",
+                        what));
+      }
+      break;
+    default:
+      break;
+  }
+  if (nested && policy.planner != PlannerKind::kNested && policy.planner != PlannerKind::kAuto) {
+    return fail(
+        fmt::format("einsum \"{}\" fixes its order with parentheses; planner '{}' cannot change it (expected "
+                    "planner 'nested' or 'auto')",
+                    what, to_string(policy.planner)));
+  }
+  return ok_status();
+}
+
 Result<ContractionTree> plan(const Network& network, const PlanningPolicy& policy, const PlanningConfig& config) {
   const auto start = std::chrono::steady_clock::now();
   const CostWeights weights = policy.weights.value_or(config.weights);
   const TreeSAOptions treesa = policy.treesa.value_or(config.treesa);
   TENFERRO_TRY(check_config(config, treesa));
   const std::int32_t n = network.num_operands();
+  TENFERRO_TRY(validate_policy(policy, n, network.nesting().has_value(), internal::abbreviate(network.to_string()),
+                               ErrorStage::kPrepare));
   PlannerKind kind = policy.planner == PlannerKind::kAuto ? resolve_auto(network, config) : policy.planner;
-  if (network.nesting() && kind != PlannerKind::kNested) {
-    return invalid(
-        fmt::format("einsum \"{}\" fixes its order with parentheses; planner '{}' cannot change it "
-                    "(expected planner 'nested' or 'auto')",
-                    internal::abbreviate(network.to_string()), to_string(kind)));
-  }
   std::optional<double> max_log2_elements;
   if (config.workspace_limit_bytes) {
     max_log2_elements = std::log2(*config.workspace_limit_bytes / static_cast<double>(dtype_size(network.dtype())));
@@ -75,22 +102,10 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     case PlannerKind::kLeftToRight:
       order = ContractionOrder::left_to_right(n);
       break;
-    case PlannerKind::kExplicitPath:
-      if (!policy.path) return invalid("planner 'path' needs PlanningPolicy::path; none was given");
-      if (policy.path->num_inputs() != n) {
-        return invalid(fmt::format("the explicit path {} covers {} inputs; einsum \"{}\" has {} operands",
-                                   policy.path->to_string(), policy.path->num_inputs(),
-                                   internal::abbreviate(network.to_string()), n));
-      }
+    case PlannerKind::kExplicitPath:  // validate_policy checked the path
       order = *policy.path;
       break;
-    case PlannerKind::kNested:
-      if (!network.nesting()) {
-        return invalid(
-            fmt::format("planner 'nested' needs parenthesised subscripts such as \"((ij,jk),kl)->il\"; "
-                        "einsum \"{}\" has none",
-                        internal::abbreviate(network.to_string())));
-      }
+    case PlannerKind::kNested:  // validate_policy checked the parentheses
       order = *network.nesting();
       break;
     case PlannerKind::kGreedy: {

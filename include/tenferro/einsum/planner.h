@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "tenferro/base/status.h"
 #include "tenferro/einsum/contraction_order.h"
@@ -94,6 +95,14 @@ struct PlanningConfig {
 
 /// The exact planner's memory and time grow as 2^n and 3^n.
 inline constexpr std::int32_t kOptimalHardMaxInputs = 20;
+
+/// Checks that `policy` can apply to an einsum with `num_operands` operands
+/// whose subscripts do (`nested`) or do not carry parentheses: kInvalidArgument
+/// (stage `stage`) for an explicit path over another operand count, planner
+/// 'path' without a path, 'nested' without parentheses, or parentheses with a
+/// planner other than 'nested' / 'auto'. `what` names the einsum in messages.
+Status validate_policy(const PlanningPolicy& policy, std::int32_t num_operands, bool nested, std::string_view what,
+                       ErrorStage stage);
 
 /// Plans `network` (Note [Planner determinism], Note [Workspace limit]).
 /// Errors (stage kPrepare): kInvalidArgument for a policy that does not fit

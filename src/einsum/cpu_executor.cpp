@@ -1,0 +1,152 @@
+// CpuEinsumExecutor: plan cache in front of planning, workspace pool in
+// front of execution (cpu_executor.h).
+#include "tenferro/einsum/cpu_executor.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "message_text.h"
+#include "tenferro/program/core_op.h"
+#include "workspace_pool.h"
+
+namespace tenferro::einsum {
+
+CpuEinsumExecutor::CpuEinsumExecutor(std::shared_ptr<const cpu::DotGeneralComposite> composite,
+                                     CpuEinsumOptions options)
+    : composite_(std::move(composite)),
+      options_(std::move(options)),
+      cache_(std::make_shared<EinsumPlanCache>(options_.cache)),
+      workspace_(std::make_unique<internal::WorkspacePool>(options_.max_retained_workspace_bytes)) {}
+
+CpuEinsumExecutor::~CpuEinsumExecutor() = default;
+
+Result<std::shared_ptr<CpuEinsumExecutor>> CpuEinsumExecutor::create(
+    std::shared_ptr<const cpu::DotGeneralComposite> composite, CpuEinsumOptions options) {
+  if (composite == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "CpuEinsumExecutor: expected a dot_general composite, found null");
+  }
+  if (options.default_policy.planner == PlannerKind::kExplicitPath || options.default_policy.path) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "CpuEinsumExecutor: the default policy applies to every einsum, so it cannot be an explicit "
+                      "path; expected auto, greedy, optimal, treesa or left_to_right");
+  }
+  if (options.default_policy.planner == PlannerKind::kNested) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "CpuEinsumExecutor: planner 'nested' needs parenthesised subscripts, so it cannot be the "
+                      "default policy; expected auto, greedy, optimal, treesa or left_to_right (parenthesised "
+                      "subscripts are planned as written whatever the default)");
+  }
+  return std::shared_ptr<CpuEinsumExecutor>(new CpuEinsumExecutor(std::move(composite), std::move(options)));
+}
+
+Result<std::shared_ptr<const ExecutionPlan>> CpuEinsumExecutor::prepare(const EinsumOp& op,
+                                                                        std::span<const IntArrayRef> shapes,
+                                                                        DType dtype, Determinism determinism) {
+  const bool contractible = dtype != DType::kBool && program::dtype_in_class(dtype, program::DTypeClass::kNumeric) &&
+                            (!is_inexact(dtype) || composite_->gemm_provider().support().supports(dtype));
+  if (!contractible) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kPrepare,
+                      "einsum \"{}\": the native CPU engine with GEMM provider '{}' does not contract {}",
+                      internal::abbreviate(op.canonical_subscripts()), composite_->gemm_provider().name(), dtype);
+  }
+  const EinsumPlanKey key{&op, dtype, shapes, determinism};
+  if (std::shared_ptr<const ExecutionPlan> cached = cache_->find(key)) return cached;
+
+  const auto start = std::chrono::steady_clock::now();
+  Result<Network> bound = op.bind(shapes, dtype);
+  if (!bound.ok()) return bound.status().in_stage(ErrorStage::kPrepare);
+  PlanningConfig config = options_.planning;
+  config.determinism = determinism;
+  PlanningPolicy policy = op.policy().value_or(options_.default_policy);
+  // Parentheses are the user's order even when the policy is inherited.
+  if (!op.policy() && bound->nesting()) policy.planner = PlannerKind::kNested;
+  TENFERRO_ASSIGN_OR_RETURN(ContractionTree tree, plan(*bound, policy, config));
+  ExecutionPlanOptions plan_options;
+  plan_options.gemm_strides = composite_->gemm_provider().support().strides;
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> compiled, ExecutionPlan::compile(tree, plan_options));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  plans_built_.fetch_add(1, std::memory_order_relaxed);
+  planning_ns_.fetch_add(
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()),
+      std::memory_order_relaxed);
+  return cache_->insert(key, std::move(compiled));
+}
+
+Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const TensorView> inputs,
+                                  const TensorView& output, const cpu::ParallelContext& ctx) {
+  TENFERRO_ASSIGN_OR_RETURN(internal::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
+  ExecutionStats s;
+  const Status status = plan.execute(inputs, output, lease.bytes(), *composite_, ctx, &s);
+  constexpr auto relaxed = std::memory_order_relaxed;
+  executions_.fetch_add(s.executions, relaxed);
+  steps_.fetch_add(s.steps, relaxed);
+  gemm_steps_.fetch_add(s.gemm_steps, relaxed);
+  presums_.fetch_add(s.presums, relaxed);
+  planned_copies_.fetch_add(s.planned_copies, relaxed);
+  copied_elements_.fetch_add(s.copied_elements, relaxed);
+  composite_copies_.fetch_add(s.composite_copies, relaxed);
+  inner_steps_.fetch_add(s.inner_steps, relaxed);
+  outer_steps_.fetch_add(s.outer_steps, relaxed);
+  sequential_steps_.fetch_add(s.sequential_steps, relaxed);
+  return status;
+}
+
+Result<Tensor> CpuEinsumExecutor::einsum(const EinsumOp& op, std::span<const Tensor> inputs,
+                                         const cpu::ParallelContext& ctx) {
+  if (inputs.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "einsum \"{}\": expected {} operands, found none",
+                      internal::abbreviate(op.canonical_subscripts()), op.num_operands());
+  }
+  SmallVector<IntArrayRef, 8> shapes;
+  SmallVector<TensorView, 8> views;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "einsum: operand {} is an undefined tensor", i);
+    }
+    if (t.dtype() != inputs[0].dtype()) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                        "einsum \"{}\": operand {} has dtype {}, operand 0 has {}; expected one dtype for all "
+                        "operands (promote before calling einsum)",
+                        internal::abbreviate(op.canonical_subscripts()), i, t.dtype(), inputs[0].dtype());
+    }
+    shapes.push_back(IntArrayRef(t.shape()));
+    views.push_back(t.view());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan,
+                            prepare(op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), inputs[0].dtype()));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(plan->output_shape(), plan->dtype()));
+  TENFERRO_TRY(execute(*plan, std::span<const TensorView>(views.data(), views.size()), out.view(), ctx));
+  return out;
+}
+
+CpuEinsumMetrics CpuEinsumExecutor::metrics() const {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  CpuEinsumMetrics m;
+  m.cache = cache_->stats();
+  m.execution.executions = executions_.load(relaxed);
+  m.execution.steps = steps_.load(relaxed);
+  m.execution.gemm_steps = gemm_steps_.load(relaxed);
+  m.execution.presums = presums_.load(relaxed);
+  m.execution.planned_copies = planned_copies_.load(relaxed);
+  m.execution.copied_elements = copied_elements_.load(relaxed);
+  m.execution.composite_copies = composite_copies_.load(relaxed);
+  m.execution.inner_steps = inner_steps_.load(relaxed);
+  m.execution.outer_steps = outer_steps_.load(relaxed);
+  m.execution.sequential_steps = sequential_steps_.load(relaxed);
+  m.plans_built = plans_built_.load(relaxed);
+  m.planning_seconds = static_cast<double>(planning_ns_.load(relaxed)) * 1e-9;
+  const internal::WorkspacePoolStats w = workspace_->stats();
+  m.workspace_retained_bytes = w.retained_bytes;
+  m.workspace_allocations = w.allocations;
+  return m;
+}
+
+void CpuEinsumExecutor::clear() {
+  cache_->clear();
+  workspace_->clear();
+}
+
+}  // namespace tenferro::einsum

@@ -1,0 +1,129 @@
+// Internal: the native engine's pool of workspace buffers. An execution
+// borrows one buffer of at least its plan's workspace_bytes() and returns it
+// when done, so steady-state executions allocate nothing and touch warm
+// pages. Buffers stay retained up to a byte bound; a returned buffer that
+// would exceed it is freed. Thread-safe (one mutex).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "tenferro/base/status.h"
+
+namespace tenferro::einsum::internal {
+
+struct WorkspacePoolStats {
+  std::size_t retained_bytes = 0;  ///< bytes of buffers owned by the pool (free or lent)
+  std::uint64_t allocations = 0;   ///< buffers allocated
+  std::uint64_t reuses = 0;        ///< acquisitions served by a retained buffer
+};
+
+class WorkspacePool {
+ public:
+  /// A lent buffer; returns it to the pool when destroyed.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& other) noexcept : pool_(other.pool_), data_(other.data_), size_(other.size_) {
+      other.pool_ = nullptr;
+    }
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    ~Lease() {
+      if (pool_ != nullptr) pool_->give_back(data_, size_);
+    }
+    std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+
+   private:
+    friend class WorkspacePool;
+    Lease(WorkspacePool* pool, std::byte* data, std::size_t size) : pool_(pool), data_(data), size_(size) {}
+    WorkspacePool* pool_ = nullptr;
+    std::byte* data_ = nullptr;
+    std::size_t size_ = 0;
+  };
+
+  explicit WorkspacePool(std::size_t max_retained_bytes) : max_retained_(max_retained_bytes) {}
+  ~WorkspacePool() {
+    for (const Block& b : free_) std::free(b.data);
+  }
+  WorkspacePool(const WorkspacePool&) = delete;
+  WorkspacePool& operator=(const WorkspacePool&) = delete;
+
+  /// A buffer of at least `bytes` (64-byte aligned); an empty lease for 0.
+  /// kResourceExhausted when the memory cannot be allocated.
+  Result<Lease> acquire(std::size_t bytes) {
+    if (bytes == 0) return Lease();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::size_t best = free_.size();
+      for (std::size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].size >= bytes && (best == free_.size() || free_[i].size < free_[best].size)) best = i;
+      if (best < free_.size()) {
+        const Block b = free_[best];
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+        ++stats_.reuses;
+        return Lease(this, b.data, b.size);
+      }
+    }
+    const std::size_t size = (bytes + 4095) / 4096 * 4096;
+    void* data = std::aligned_alloc(4096, size);
+    if (data == nullptr) {
+      return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                        "einsum: could not allocate a workspace of {} bytes", size);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.retained_bytes += size;
+    ++stats_.allocations;
+    return Lease(this, static_cast<std::byte*>(data), size);
+  }
+
+  WorkspacePoolStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  /// Frees every buffer not currently lent.
+  void clear() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Block& b : free_) {
+      std::free(b.data);
+      stats_.retained_bytes -= b.size;
+    }
+    free_.clear();
+  }
+
+ private:
+  struct Block {
+    std::byte* data;
+    std::size_t size;
+  };
+
+  void give_back(std::byte* data, std::size_t size) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Keep the returned buffer when it fits the bound, dropping smaller free
+    // buffers first (a larger one serves every smaller request).
+    while (stats_.retained_bytes > max_retained_ && !free_.empty()) {
+      auto smallest =
+          std::min_element(free_.begin(), free_.end(), [](const Block& a, const Block& b) { return a.size < b.size; });
+      std::free(smallest->data);
+      stats_.retained_bytes -= smallest->size;
+      free_.erase(smallest);
+    }
+    if (stats_.retained_bytes > max_retained_) {
+      std::free(data);
+      stats_.retained_bytes -= size;
+      return;
+    }
+    free_.push_back(Block{data, size});
+  }
+
+  std::size_t max_retained_;
+  mutable std::mutex mutex_;
+  std::vector<Block> free_;
+  WorkspacePoolStats stats_;
+};
+
+}  // namespace tenferro::einsum::internal
