@@ -13,6 +13,7 @@ list(APPEND TENFERRO_CPU_SOURCES
 )
 list(APPEND TENFERRO_CPU_TESTS
   gemm/gemm_conformance_test.cpp
+  gemm/native/native_gemm_test.cpp
   gemm/external/external_blas_test.cpp
   gemm/dot_general_test.cpp
 )

@@ -1,0 +1,111 @@
+// Native GEMM provider specifics: the ISA chosen from the CPU, the paths its
+// counters prove were taken (small loop, blocked, parallel), steady-state
+// calls without workspace allocation, and option validation.
+#include "tenferro/cpu/gemm/native_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include "cpu/gemm/gemm_test_support.h"
+#include "cpu/gemm/native/gemm_kernel_set.h"
+#include "tenferro/cpu/kernels/arena_parallel_context.h"
+
+namespace tenferro::cpu::testing {
+namespace {
+
+Status run(const NativeGemmProvider& p, std::int64_t m, std::int64_t n, std::int64_t k, const ParallelContext& ctx,
+           StridedMatrix<double>& a, StridedMatrix<double>& b, StridedMatrix<double>& c) {
+  return p.gemm(GemmRequest{DType::kFloat64, GemmProblem{m, n, k, a.input(), b.input(), c.output()}}, ctx);
+}
+
+TEST(NativeGemmTest, AutoPicksTheBestIsaTheCpuHas) {
+  auto p = NativeGemmProvider::create();
+  ASSERT_TRUE(p.ok());
+  const NativeGemmIsa expected = internal::cpu_supports_avx512() ? NativeGemmIsa::kAvx512
+                                 : internal::cpu_supports_avx2() ? NativeGemmIsa::kAvx2
+                                                                 : NativeGemmIsa::kPortable;
+  EXPECT_EQ((*p)->isa(), expected);
+  EXPECT_NE((*p)->capability().detail.find(std::string(to_string(expected))), std::string::npos);
+  NativeGemmOptions bad;
+  bad.kc = -1;
+  EXPECT_EQ(NativeGemmProvider::create(bad).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(NativeGemmTest, CountersProveWhichPathRan) {
+  auto p = *NativeGemmProvider::create();
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  StridedMatrix<double> a(200, 200, MatLayout::kRowMajor, 1), b(200, 200, MatLayout::kColMajor, 2),
+      c(200, 200, MatLayout::kRowMajor, 3);
+
+  ASSERT_TRUE(run(*p, 8, 8, 8, seq, a, b, c).ok());  // 512 <= small_max_mnk
+  NativeGemmCounters n = p->counters();
+  EXPECT_EQ(n.small_problems, 1);
+  EXPECT_EQ(n.blocked_problems, 0);
+
+  ASSERT_TRUE(run(*p, 200, 200, 200, seq, a, b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.blocked_problems, 1);
+  EXPECT_EQ(n.parallel_problems, 0);
+  EXPECT_EQ(n.fork_joins, 0) << "a sequential context never forks";
+  const std::int64_t allocations = n.workspace_allocations;
+  EXPECT_GE(allocations, 1);
+
+  ASSERT_TRUE(run(*p, 200, 200, 200, two, a, b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.parallel_problems, 1);
+  EXPECT_GE(n.fork_joins, 2) << "B packing and the C blocks each fork once per block step";
+
+  // Steady state: repeated calls reuse the packing workspace.
+  const std::int64_t before = p->counters().workspace_allocations;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(run(*p, 200, 200, 200, seq, a, b, c).ok());
+    ASSERT_TRUE(run(*p, 200, 200, 200, two, a, b, c).ok());
+  }
+  EXPECT_EQ(p->counters().workspace_allocations, before);
+
+  // A problem below parallel_min_flops stays on the calling thread.
+  ASSERT_TRUE(run(*p, 20, 20, 20, two, a, b, c).ok());
+  EXPECT_EQ(p->counters().parallel_problems, 1 + 5);
+}
+
+TEST(NativeGemmTest, ForcedIsaThatTheCpuLacksIsUnsupported) {
+  for (NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2}) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    const bool available =
+        isa == NativeGemmIsa::kAvx512 ? internal::cpu_supports_avx512() : internal::cpu_supports_avx2();
+    auto p = NativeGemmProvider::create(o);
+    EXPECT_EQ(p.ok(), available);
+    if (!available) {
+      EXPECT_EQ(p.status().code(), ErrorCode::kUnsupported);
+    }
+  }
+}
+
+TEST(NativeGemmTest, TuningOverridesStillCompute) {
+  // Tiny cache blocks force many block steps, edge tiles and the parallel
+  // split on every path; the result must not change.
+  NativeGemmOptions o;
+  o.mc = 30;
+  o.kc = 7;
+  o.nc = 20;
+  o.small_max_mnk = 1;
+  o.parallel_min_flops = 1;
+  auto p = *NativeGemmProvider::create(o);
+  ArenaParallelContext two(2);
+  const std::int64_t m = 61, n = 45, k = 33;
+  StridedMatrix<double> a(m, k, MatLayout::kPadded, 1), b(k, n, MatLayout::kRowMajor, 2),
+      c(m, n, MatLayout::kColMajor, 3);
+  std::vector<std::complex<double>> ref;
+  std::vector<double> bound;
+  reference_gemm(a, b, 1.5, -0.5, c, ref, bound);
+  const auto before = c.buffer;
+  ASSERT_TRUE(
+      p->gemm(GemmRequest{DType::kFloat64, GemmProblem{m, n, k, a.input(), b.input(), c.output(), 1.5, -0.5}}, two)
+          .ok());
+  EXPECT_TRUE(matches_reference(c, ref, bound, k, before));
+  EXPECT_GT(p->counters().fork_joins, 4);
+}
+
+}  // namespace
+}  // namespace tenferro::cpu::testing
