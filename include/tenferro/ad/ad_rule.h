@@ -109,6 +109,10 @@ class AdBuilder {
   /// extension ops cannot be emitted by rules (kContractViolation).
   Result<SmallVector<AdValue, 2>> emit_extension(std::shared_ptr<const program::ExtensionOp> op,
                                                  std::span<const AdValue> operands);
+  Result<SmallVector<AdValue, 2>> emit_extension(std::shared_ptr<const program::ExtensionOp> op,
+                                                 std::initializer_list<AdValue> operands) {
+    return emit_extension(std::move(op), std::span<const AdValue>(operands.begin(), operands.size()));
+  }
 
   /// A primal rank-0 constant `value` converted to `dtype`.
   Result<AdValue> scalar(const Scalar& value, DType dtype);
