@@ -9,9 +9,13 @@
 #     PRIVATE_DEPENDS ...            # PRIVATE deps
 #     TESTS a_test.cpp ...           # GoogleTest sources beside the code
 #     TEST_DEPENDS ...               # extra libraries for the tests only
-#     TSAN)                          # also run the tests under ThreadSanitizer
+#     TSAN                           # also run the tests under ThreadSanitizer
 #                                    # (label gets `:tsan`; add the test target
 #                                    # to the tsan build preset)
+#     TSAN_TESTS c_test.cpp ...)     # tests of a component without TSAN that
+#                                    # do run under ThreadSanitizer: a second
+#                                    # program tenferro_<name>_tsan_tests,
+#                                    # label unit:<name>:tsan
 
 # Flags every tenferro target gets (not third-party code).
 function(tenferro_apply_flags target)
@@ -43,7 +47,7 @@ define_property(GLOBAL PROPERTY TENFERRO_COMPONENTS
   BRIEF_DOCS "tenferro components in declaration order" FULL_DOCS "-")
 
 function(tenferro_component name)
-  cmake_parse_arguments(ARG "TSAN" "" "SOURCES;DEPENDS;PRIVATE_DEPENDS;TESTS;TEST_DEPENDS" ${ARGN})
+  cmake_parse_arguments(ARG "TSAN" "" "SOURCES;DEPENDS;PRIVATE_DEPENDS;TESTS;TEST_DEPENDS;TSAN_TESTS" ${ARGN})
   set(target tenferro_${name})
   if(ARG_SOURCES)
     add_library(${target} STATIC ${ARG_SOURCES})
@@ -70,27 +74,37 @@ function(tenferro_component name)
   set_property(GLOBAL PROPERTY TENFERRO_DEPS_${name} "${component_deps}")
   set_property(GLOBAL APPEND PROPERTY TENFERRO_COMPONENTS ${name})
 
+  # One label per test, "unit:<component>[:tsan]": gtest_discover_tests
+  # cannot pass list-valued properties, and ctest -L matches a regular
+  # expression, so `-L unit`, `-L unit:runtime` and `-L tsan` all select.
   if(TENFERRO_BUILD_TESTS AND ARG_TESTS)
-    set(test_target tenferro_${name}_tests)
-    add_executable(${test_target} ${ARG_TESTS})
-    target_link_libraries(${test_target} PRIVATE ${target} ${ARG_TEST_DEPENDS}
-                          GTest::gtest GTest::gmock GTest::gtest_main)
-    target_include_directories(${test_target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
-    target_compile_definitions(${test_target} PRIVATE
-      TENFERRO_SHARED_DIR="${TENFERRO_SHARED_DIR}"
-      TENFERRO_REFERENCE_PYTHON="${TENFERRO_REFERENCE_PYTHON}"
-      TENFERRO_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-    tenferro_apply_flags(${test_target})
-    # One label per test, "unit:<component>[:tsan]": gtest_discover_tests
-    # cannot pass list-valued properties, and ctest -L matches a regular
-    # expression, so `-L unit`, `-L unit:runtime` and `-L tsan` all select.
     set(label "unit:${name}")
     if(ARG_TSAN)
       string(APPEND label ":tsan")
     endif()
-    gtest_discover_tests(${test_target}
-      PROPERTIES LABELS "${label}" DISCOVERY_TIMEOUT 60)
+    tenferro_unit_test_program(tenferro_${name}_tests ${target} "${label}"
+      SOURCES ${ARG_TESTS} DEPENDS ${ARG_TEST_DEPENDS})
   endif()
+  if(TENFERRO_BUILD_TESTS AND ARG_TSAN_TESTS)
+    tenferro_unit_test_program(tenferro_${name}_tsan_tests ${target} "unit:${name}:tsan"
+      SOURCES ${ARG_TSAN_TESTS} DEPENDS ${ARG_TEST_DEPENDS})
+  endif()
+endfunction()
+
+# A GoogleTest program over `library`, each test registered with `label`.
+function(tenferro_unit_test_program test_target library label)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS" ${ARGN})
+  add_executable(${test_target} ${ARG_SOURCES})
+  target_link_libraries(${test_target} PRIVATE ${library} ${ARG_DEPENDS}
+                        GTest::gtest GTest::gmock GTest::gtest_main)
+  target_include_directories(${test_target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(${test_target} PRIVATE
+    TENFERRO_SHARED_DIR="${TENFERRO_SHARED_DIR}"
+    TENFERRO_REFERENCE_PYTHON="${TENFERRO_REFERENCE_PYTHON}"
+    TENFERRO_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  tenferro_apply_flags(${test_target})
+  gtest_discover_tests(${test_target}
+    PROPERTIES LABELS "${label}" DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # Transitive component dependencies of `name` (excluding itself).

@@ -148,9 +148,11 @@ Status CpuResourceDomain::enter(FunctionRef<Status(const CpuDomainSession&)> bod
   counters_->installs.fetch_add(1, std::memory_order_relaxed);
   Status result;
   Status entry;
+  bool ran = false;
   try {
     entry = executor_->install([&](const ParallelContext& workers) {
       // The job may run on another thread than the caller (a delegated entry).
+      ran = true;
       internal::ScopedDomainWork work(this, /*in_fanout=*/false);
       const int threads = std::max(1, std::min(spec_.thread_budget, workers.max_threads()));
       DomainFanout fanout(this, &workers, threads, counters_.get());
@@ -165,6 +167,11 @@ Status CpuResourceDomain::enter(FunctionRef<Status(const CpuDomainSession&)> bod
     entry = status_from_current_exception(ErrorStage::kEnqueue, "CpuDomainExecutor::install");
   }
   if (!entry.ok()) return entry.with_context(fmt::format("CPU domain {}: the executor refused the entry", id()));
+  if (!ran) {
+    return make_error(ErrorCode::kProviderContractError, ErrorStage::kEnqueue,
+                      "CPU domain {}: executor '{}' reported a successful install without running the job", id(),
+                      capabilities_.name);
+  }
   return result;
 }
 

@@ -29,6 +29,7 @@ class AppThreadPool final : public CpuDomainExecutor {
     bool refuse_install = false;
     bool refuse_submit = false;
     bool drop_submitted = false;
+    bool skip_installed_job = false;  // a broken executor: install "succeeds" without running the job
   };
 
   explicit AppThreadPool(Options options) : options_(options), state_(std::make_shared<State>()), context_(this) {
@@ -65,6 +66,7 @@ class AppThreadPool final : public CpuDomainExecutor {
   Status install(FunctionRef<void(const ParallelContext& workers)> job) override {
     installs.fetch_add(1);
     if (options_.refuse_install) return make_error(ErrorCode::kUnavailable, ErrorStage::kEnqueue, "pool is draining");
+    if (options_.skip_installed_job) return ok_status();
     job(context_);
     return ok_status();
   }
@@ -326,6 +328,15 @@ TEST(ExternalDomainTest, RefusalsAreReportedWithContext) {
   EXPECT_EQ(submitted.code(), ErrorCode::kUnavailable);
   EXPECT_EQ(job->completions(), 0);  // a refused job is not completed: the caller got the error
   EXPECT_EQ(domain.metrics().submits, 0u);
+}
+
+TEST(ExternalDomainTest, AnInstallThatSkipsTheJobIsAContractError) {
+  auto pool = std::make_shared<AppThreadPool>(AppThreadPool::Options{1, false, false, false, true});
+  auto set = external_set(pool, CpuSet{0});
+  const Status s =
+      set->default_domain().run(ParallelMode::kSequential, [](const CpuExecutionContext&) { return ok_status(); });
+  EXPECT_EQ(s.code(), ErrorCode::kProviderContractError);
+  EXPECT_NE(s.message().find("without running the job"), std::string_view::npos);
 }
 
 TEST(ExternalDomainTest, NestedEntryFromAnExternalWorkerIsRejected) {

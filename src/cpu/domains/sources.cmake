@@ -14,7 +14,8 @@ list(APPEND TENFERRO_CPU_SOURCES
   domains/thread_state.cpp
   domains/topology.cpp
 )
-list(APPEND TENFERRO_CPU_TESTS
+# Every domain test also runs under ThreadSanitizer (label unit:cpu:tsan).
+list(APPEND TENFERRO_CPU_TSAN_TESTS
   domains/affinity_policy_test.cpp
   domains/cpu_set_test.cpp
   domains/domain_spec_test.cpp
