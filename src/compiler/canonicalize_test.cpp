@@ -215,6 +215,10 @@ TEST(Canonicalize, CanonicalFormIsAFixedPoint) {
   EXPECT_EQ(twice.metrics.views_composed + twice.metrics.dot_general_transposes_folded +
                 twice.metrics.dot_general_dimensions_sorted + twice.metrics.common_subexpressions,
             0u);
+  // Nothing to do: the input program is returned without re-emission.
+  EXPECT_EQ(once.metrics.unchanged_programs_reused, 0u);
+  EXPECT_EQ(twice.metrics.unchanged_programs_reused, 1u);
+  EXPECT_EQ(twice.program.get(), once.program.get());
   EXPECT_TRUE(same_results(g, once, 8));
 }
 

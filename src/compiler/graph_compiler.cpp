@@ -28,16 +28,27 @@ Status check_guards_kept(const program::SemanticProgram& traced, const program::
   return ok_status();
 }
 
+/// The number of rewrites `m` counts (each one changes the program).
+std::size_t rewrites(const CompileMetrics& m) {
+  return m.identities_removed + m.views_composed + m.commutative_operands_swapped + m.dot_general_transposes_folded +
+         m.dot_general_dimensions_sorted + m.common_subexpressions + m.dead_operations + m.extension_outputs_pruned;
+}
+
 /// Steps 1-6 of the fixed pipeline on `traced`.
 Result<program::FrozenProgram> run_fixed_pipeline(const program::FrozenProgram& traced, const CompilerOptions& options,
                                                   CompileMetrics& metrics) {
-  using namespace internal;                                  // NOLINT
+  using namespace internal;  // NOLINT
+  const std::size_t rewrites_before = rewrites(metrics);
   WorkingGraph graph = WorkingGraph::read(*traced.program);  // 1
   graph = canonicalize(graph, options, metrics);             // 2-4 (metadata re-checked)
   graph = eliminate_dead_code(graph, metrics);               // 4
   if (options.prune_extension_outputs) {                     // 5
     TENFERRO_ASSIGN_OR_RETURN(graph, prune_extension_outputs(graph, metrics));
     graph = eliminate_dead_code(graph, metrics);
+  }
+  if (rewrites(metrics) == rewrites_before) {  // nothing changed: `traced` is the result
+    ++metrics.unchanged_programs_reused;
+    return traced;
   }
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram compiled, emit_program(graph));  // 6
   TENFERRO_TRY(program::validate_transform_output(*traced.program, *compiled.program, "compiler pipeline"));
@@ -83,10 +94,11 @@ std::string CompiledGraph::explain() const {
   out += fmt::format(
       "pipeline: {} -> {} operations{}; identities removed {}, views composed {}, commutative operands ordered {}, "
       "dot_general transposes folded {}, dot_general dimensions sorted {}, common subexpressions {}, dead "
-      "operations {}, extension outputs pruned {}, custom transforms {}\n",
+      "operations {}, extension outputs pruned {}, custom transforms {}, unchanged programs reused {}\n",
       m.operations_in, m.operations_out, m.cache_hit ? " (cache hit)" : "", m.identities_removed, m.views_composed,
       m.commutative_operands_swapped, m.dot_general_transposes_folded, m.dot_general_dimensions_sorted,
-      m.common_subexpressions, m.dead_operations, m.extension_outputs_pruned, m.custom_transforms);
+      m.common_subexpressions, m.dead_operations, m.extension_outputs_pruned, m.custom_transforms,
+      m.unchanged_programs_reused);
   out += "bindings:";
   if (bindings.num_bound() == 0) out += " none (every input is a parameter)";
   for (std::size_t i = 0; i < bindings.num_inputs(); ++i) {

@@ -165,7 +165,9 @@ TEST(GraphCompiler, CompileErrorsAreTypedAndNameTheNodeAndProvenance) {
 
   TraceContext ctx2;
   TracedValue y = *ctx2.input(DType::kFloat64, {3});
-  auto drift = ctx2.emit_extension(std::make_shared<DriftingExtension>(), {y});
+  // The identity transpose makes the pipeline re-emit (an unchanged
+  // program is returned as traced), which re-runs the inference.
+  auto drift = ctx2.emit_extension(std::make_shared<DriftingExtension>(), {ctx2.transpose(y, {0})});
   Result<CompiledGraph> d = compile_uncached(*ctx2.finish({(*drift)[0]}));
   EXPECT_EQ(d.status().code(), ErrorCode::kContractViolation);
   EXPECT_EQ(d.status().stage(), ErrorStage::kCompile);

@@ -189,6 +189,7 @@ TEST(RandomTraces, CompilationPreservesResultsGuardsAndIsAFixedPoint) {
       ASSERT_TRUE(again.ok()) << again.status().to_string();
       EXPECT_TRUE(structurally_equal(*again->program, *c->program))
           << c->program->explain() << again->program->explain();
+      EXPECT_EQ(again->metrics.unchanged_programs_reused, 1u) << c->program->explain() << again->program->explain();
       if (variant == 0) {
         total.views_composed += c->metrics.views_composed;
         total.identities_removed += c->metrics.identities_removed;

@@ -24,7 +24,9 @@
 //     results, accepted only when the pruned op agrees with the original on
 //     the live results' metadata, aliases, effects and guards), then DCE;
 //  6. validation (validate_transform_output against the traced program, the
-//     guard check of step 2), freeze and fingerprint.
+//     guard check of step 2), freeze and fingerprint. When steps 4 and 5
+//     changed nothing, the input program is returned as it is: it was
+//     validated, frozen and fingerprinted when it was made.
 // Custom SemanticTransforms in CompilerOptions then run in order, each
 // through apply_transform (validated, provenance derived); when any ran,
 // steps 1-6 run once more, so a compiled program is always in canonical
@@ -92,6 +94,10 @@ struct CompileMetrics {
   std::size_t dead_operations = 0;        ///< operations removed by DCE
   std::size_t extension_outputs_pruned = 0;
   std::size_t custom_transforms = 0;
+  /// Fixed-pipeline runs that changed nothing and so returned their input
+  /// program as it was (already validated and fingerprinted), skipping
+  /// re-emission (Note [Compiler pipeline]).
+  std::size_t unchanged_programs_reused = 0;
 };
 
 /// The compiler's result: the frozen program and the bindings of its
