@@ -182,6 +182,27 @@ constexpr std::array<FlatBinaryFn, kNumDTypes> kFlatBinary[] = {
 #include "tenferro/cpu/kernels/elementwise_ops.def"
 };
 
+// Result dtypes per (op, input dtype); entries outside the op's domain are
+// never read (the flat function pointer is null there).
+constexpr DType unary_result(UnaryOp op, DType in) {
+  return op == UnaryOp::kAbs || op == UnaryOp::kReal || op == UnaryOp::kImag ? real_dtype(in) : in;
+}
+constexpr DType binary_result(BinaryOp op, DType in) {
+  return op == BinaryOp::kComplex ? complex_dtype(in).value_or(in) : in;
+}
+template <class Op, class Fn, std::size_t... I>
+constexpr std::array<DType, kNumDTypes> result_row(Op op, Fn fn, std::index_sequence<I...>) {
+  return {fn(op, static_cast<DType>(I))...};
+}
+template <class Op, std::size_t... O>
+constexpr auto result_table(DType (*fn)(Op, DType), std::index_sequence<O...>) {
+  return std::array<std::array<DType, kNumDTypes>, sizeof...(O)>{
+      result_row(static_cast<Op>(O), fn, std::make_index_sequence<kNumDTypes>{})...};
+}
+constexpr auto kUnaryResult = result_table<UnaryOp>(&unary_result, std::make_index_sequence<std::size(kUnaryInfo)>{});
+constexpr auto kBinaryResult =
+    result_table<BinaryOp>(&binary_result, std::make_index_sequence<std::size(kBinaryInfo)>{});
+
 // Runs body(begin, end) over [0, n): inline when small, split otherwise.
 template <class Body>
 void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, KernelStats* stats, Body&& body) {
@@ -193,38 +214,9 @@ void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, Ke
   }
 }
 
-}  // namespace
-
-std::string_view to_string(UnaryOp op) noexcept { return info(op).name; }
-std::string_view to_string(BinaryOp op) noexcept { return info(op).name; }
-std::string_view to_string(CompareDirection direction) noexcept { return kDirectionNames[static_cast<int>(direction)]; }
-OpDomain op_domain(UnaryOp op) noexcept { return info(op).domain; }
-OpDomain op_domain(BinaryOp op) noexcept { return info(op).domain; }
-
-std::optional<DType> result_dtype(UnaryOp op, DType input) noexcept {
-  if (!in_domain(info(op).domain, input)) return std::nullopt;
-  if (op == UnaryOp::kAbs || op == UnaryOp::kReal || op == UnaryOp::kImag) return real_dtype(input);
-  return input;
-}
-
-std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept {
-  if (!in_domain(info(op).domain, input)) return std::nullopt;
-  if (op == BinaryOp::kComplex) return complex_dtype(input);
-  return input;
-}
-
-Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
-  std::int64_t n = 0;
-  const FlatUnaryFn flat = kFlatUnary[static_cast<int>(op)][static_cast<int>(x.dtype)];
-  if (flat != nullptr && out.dtype == *result_dtype(op, x.dtype) &&
-      internal::flat_compatible(out, std::span<const TensorView>(&x, 1), n)) {
-    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
-    const auto sx = static_cast<std::int64_t>(dtype_size(x.dtype));
-    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
-      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(x.data) + lo * sx, hi - lo);
-    });
-    return ok_status();
-  }
+// The strided path of unary(): full validation, then one dispatch.
+[[gnu::noinline]] Status unary_general(UnaryOp op, const TensorView& x, const TensorView& out,
+                                       const ParallelContext& ctx, KernelStats* stats) {
   const std::string_view name = to_string(op);
   TENFERRO_TRY(internal::check_view(name, "operand", x));
   TENFERRO_TRY(check_domain(name, x, info(op).domain));
@@ -241,22 +233,9 @@ Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const Paral
   return ok_status();
 }
 
-Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
-              KernelStats* stats) {
-  std::int64_t n = 0;
-  const FlatBinaryFn flat = kFlatBinary[static_cast<int>(op)][static_cast<int>(a.dtype)];
-  const std::array<TensorView, 2> ab = {a, b};
-  // Integer division checks its divisor first: general path.
-  if (flat != nullptr && b.dtype == a.dtype && out.dtype == *result_dtype(op, a.dtype) &&
-      !(op == BinaryOp::kDiv && is_integer(a.dtype)) && internal::flat_compatible(out, ab, n)) {
-    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
-    const auto si = static_cast<std::int64_t>(dtype_size(a.dtype));
-    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
-      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(a.data) + lo * si,
-           static_cast<const char*>(b.data) + lo * si, hi - lo);
-    });
-    return ok_status();
-  }
+// The strided path of binary(): full validation, then one dispatch.
+[[gnu::noinline]] Status binary_general(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out,
+                                        const ParallelContext& ctx, KernelStats* stats) {
   const std::string_view name = to_string(op);
   TENFERRO_TRY(internal::check_view(name, "lhs", a));
   TENFERRO_TRY(check_domain(name, a, info(op).domain));
@@ -274,6 +253,60 @@ Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const Tenso
 #include "tenferro/cpu/kernels/elementwise_ops.def"
   }
   return ok_status();
+}
+
+}  // namespace
+
+std::string_view to_string(UnaryOp op) noexcept { return info(op).name; }
+std::string_view to_string(BinaryOp op) noexcept { return info(op).name; }
+std::string_view to_string(CompareDirection direction) noexcept { return kDirectionNames[static_cast<int>(direction)]; }
+OpDomain op_domain(UnaryOp op) noexcept { return info(op).domain; }
+OpDomain op_domain(BinaryOp op) noexcept { return info(op).domain; }
+
+std::optional<DType> result_dtype(UnaryOp op, DType input) noexcept {
+  if (!in_domain(info(op).domain, input)) return std::nullopt;
+  return unary_result(op, input);
+}
+
+std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept {
+  if (!in_domain(info(op).domain, input)) return std::nullopt;
+  return binary_result(op, input);
+}
+
+Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
+  std::int64_t n = 0;
+  const FlatUnaryFn flat = kFlatUnary[static_cast<int>(op)][static_cast<int>(x.dtype)];
+  const TensorView* const flat_in[] = {&x};
+  if (flat != nullptr && out.dtype == kUnaryResult[static_cast<int>(op)][static_cast<int>(x.dtype)] &&
+      internal::flat_compatible(out, flat_in, n)) {
+    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
+    const auto sx = static_cast<std::int64_t>(dtype_size(x.dtype));
+    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
+      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(x.data) + lo * sx, hi - lo);
+    });
+    return ok_status();
+  }
+  return unary_general(op, x, out, ctx, stats);
+}
+
+Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
+              KernelStats* stats) {
+  std::int64_t n = 0;
+  const FlatBinaryFn flat = kFlatBinary[static_cast<int>(op)][static_cast<int>(a.dtype)];
+  const TensorView* const flat_in[] = {&a, &b};
+  // Integer division checks its divisor first: general path.
+  if (flat != nullptr && b.dtype == a.dtype &&
+      out.dtype == kBinaryResult[static_cast<int>(op)][static_cast<int>(a.dtype)] &&
+      !(op == BinaryOp::kDiv && is_integer(a.dtype)) && internal::flat_compatible(out, flat_in, n)) {
+    const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
+    const auto si = static_cast<std::int64_t>(dtype_size(a.dtype));
+    run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
+      flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(a.data) + lo * si,
+           static_cast<const char*>(b.data) + lo * si, hi - lo);
+    });
+    return ok_status();
+  }
+  return binary_general(op, a, b, out, ctx, stats);
 }
 
 Status compare(CompareDirection direction, const TensorView& a, const TensorView& b, const TensorView& out,

@@ -16,6 +16,7 @@ list(APPEND TENFERRO_CPU_TESTS
   kernels/elementwise_test.cpp
   kernels/indexing_test.cpp
   kernels/layout_test.cpp
+  kernels/numpy_reference_test.cpp
   kernels/reduction_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)

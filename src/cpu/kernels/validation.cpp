@@ -135,42 +135,6 @@ Status check_alias(std::string_view op, const TensorView& out, std::string_view 
                     shape_to_string(out.strides), in_name, shape_to_string(in.shape), shape_to_string(in.strides));
 }
 
-bool flat_compatible(const TensorView& out, std::span<const TensorView> in, std::int64_t& numel) noexcept {
-  const std::size_t rank = out.shape.size();
-  if (out.strides.size() != rank || rank > static_cast<std::size_t>(kMaxKernelRank) || out.data == nullptr) {
-    return false;
-  }
-  for (const TensorView& v : in) {
-    if (v.shape.size() != rank || v.strides.size() != rank || v.data == nullptr) return false;
-  }
-  std::int64_t expected = 1;
-  for (std::size_t d = rank; d-- > 0;) {
-    const std::int64_t n = out.shape[d];
-    if (n < 1) return false;
-    for (const TensorView& v : in) {
-      if (v.shape[d] != n) return false;
-    }
-    if (n == 1) continue;
-    if (out.strides[d] != expected) return false;
-    for (const TensorView& v : in) {
-      if (v.strides[d] != expected) return false;
-    }
-    if (__builtin_mul_overflow(expected, n, &expected)) return false;
-  }
-  numel = expected;
-  const auto out_lo = reinterpret_cast<std::uintptr_t>(out.data);
-  const std::uintptr_t out_hi = out_lo + static_cast<std::uintptr_t>(numel) * dtype_size(out.dtype);
-  for (const TensorView& v : in) {
-    const auto lo = reinterpret_cast<std::uintptr_t>(v.data);
-    if (lo == out_lo) {
-      if (dtype_size(v.dtype) != dtype_size(out.dtype)) return false;
-    } else if (lo < out_hi && out_lo < lo + static_cast<std::uintptr_t>(numel) * dtype_size(v.dtype)) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_row_major_contiguous(const TensorView& view) noexcept {
   std::int64_t expected = 1;
   bool dense = true;

@@ -58,7 +58,40 @@ Status check_alias(std::string_view op, const TensorView& out, std::string_view 
 /// data and at least one element, and every input either identical to the
 /// output (same address and element size) or disjoint from it. Sets `numel`.
 /// False means "take the general path", which also reports any error.
-bool flat_compatible(const TensorView& out, std::span<const TensorView> in, std::int64_t& numel) noexcept;
+/// Inline and unrolled over the inputs: it is most of a small op's cost.
+template <std::size_t N>
+inline bool flat_compatible(const TensorView& out, const TensorView* const (&in)[N], std::int64_t& numel) noexcept {
+  const std::size_t rank = out.shape.size();
+  if (out.strides.size() != rank || rank > static_cast<std::size_t>(kMaxKernelRank) || out.data == nullptr) {
+    return false;
+  }
+  for (const TensorView* v : in) {
+    if (v->shape.size() != rank || v->strides.size() != rank || v->data == nullptr) return false;
+  }
+  std::int64_t expected = 1;
+  for (std::size_t d = rank; d-- > 0;) {
+    const std::int64_t n = out.shape[d];
+    bool ok = n >= 1;
+    for (const TensorView* v : in) ok = ok && v->shape[d] == n;
+    if (!ok) return false;
+    if (n == 1) continue;
+    ok = out.strides[d] == expected;
+    for (const TensorView* v : in) ok = ok && v->strides[d] == expected;
+    if (!ok || __builtin_mul_overflow(expected, n, &expected)) return false;
+  }
+  numel = expected;
+  const auto out_lo = reinterpret_cast<std::uintptr_t>(out.data);
+  const std::uintptr_t out_hi = out_lo + static_cast<std::uintptr_t>(numel) * dtype_size(out.dtype);
+  for (const TensorView* v : in) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(v->data);
+    if (lo == out_lo) {
+      if (dtype_size(v->dtype) != dtype_size(out.dtype)) return false;
+    } else if (lo < out_hi && out_lo < lo + static_cast<std::uintptr_t>(numel) * dtype_size(v->dtype)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 /// True when `view` is row-major dense (extent-1 axes ignored).
 bool is_row_major_contiguous(const TensorView& view) noexcept;

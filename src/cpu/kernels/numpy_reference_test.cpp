@@ -1,0 +1,227 @@
+// A sample of kernel results checked against numpy (TENFERRO_REFERENCE_PYTHON),
+// an implementation independent of this repository: elementwise math,
+// reductions, arg-reductions and indexing, on non-contiguous inputs. Skips
+// when python or numpy is unavailable.
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels/kernel_table.h"
+#include "cpu/kernels/kernel_test_support.h"
+
+namespace tenferro::cpu {
+namespace {
+
+using testing::Layout;
+using testing::make_tensor;
+
+// Collects named numpy expressions, runs them in one python process and
+// hands back each result as a flat list of doubles (complex as re, im).
+class NumpyBatch {
+ public:
+  /// Declares `name = np.array(values, dtype).reshape(shape)` for `t`.
+  void input(const std::string& name, const Tensor& t) {
+    std::string shape = "(";
+    for (std::int64_t s : t.shape()) shape += std::to_string(s) + ",";
+    shape += ")";
+    script_ << name << " = np.array(" << testing::python_list(t) << ", dtype=" << testing::numpy_dtype(t.dtype())
+            << ").reshape(" << shape << ")\n";
+  }
+  /// Records the value of `expression` under `name`.
+  void result(const std::string& name, const std::string& expression) {
+    script_ << "emit('" << name << "', " << expression << ")\n";
+  }
+  /// Runs the script; false when python or numpy is missing.
+  bool run() {
+    const std::string prelude =
+        "import sys\ntry:\n    import numpy as np\nexcept ImportError:\n    print('NO_NUMPY'); sys.exit(0)\n"
+        "def emit(name, v):\n    a = np.asarray(v).ravel()\n"
+        "    if np.iscomplexobj(a): a = np.stack([a.real, a.imag], axis=-1).ravel()\n"
+        "    print(name, ' '.join(repr(float(x)) for x in a))\n";
+    const std::string out = testing::run_python(prelude + script_.str());
+    if (out.empty() || out.find("NO_NUMPY") != std::string::npos) return false;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::string name;
+      words >> name;
+      std::string rest((std::istreambuf_iterator<char>(words)), std::istreambuf_iterator<char>());
+      results_[name] = testing::parse_numbers(rest);
+    }
+    return true;
+  }
+  const std::vector<double>& operator[](const std::string& name) { return results_[name]; }
+  bool has(const std::string& name) const { return results_.count(name) != 0; }
+
+ private:
+  std::ostringstream script_;
+  std::map<std::string, std::vector<double>> results_;
+};
+
+// The elements of `t` as doubles in row-major order (complex as re, im).
+std::vector<double> flat_values(const Tensor& t) {
+  std::vector<double> v;
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const std::complex<double> c = testing::value_at(t, testing::unravel(i, t.shape()));
+    v.push_back(c.real());
+    if (is_complex(t.dtype())) v.push_back(c.imag());
+  }
+  return v;
+}
+
+void expect_close(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
+                  double rtol) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], rtol * (1 + std::abs(want[i]))) << what << " element " << i;
+    }
+  }
+}
+
+TEST(NumpyReference, KernelsAgreeWithNumpy) {
+  const ParallelContext& ctx = testing::two_thread_context();
+  const testing::KernelTable& k = testing::kNativeKernels;
+  NumpyBatch np;
+  struct Check {
+    std::string name;
+    Tensor got;
+    double rtol;
+  };
+  std::vector<Check> checks;
+
+  // Elementwise on transposed / broadcast inputs.
+  Tensor x = make_tensor({3, 4}, DType::kFloat64, Layout::kTransposed, 101);
+  Tensor y = make_tensor({3, 4}, DType::kFloat64, Layout::kBroadcast, 102);
+  Tensor z = make_tensor({3, 4}, DType::kComplex128, Layout::kSliced, 103);
+  Tensor w = make_tensor({3, 4}, DType::kComplex128, Layout::kTransposed, 104);
+  np.input("x", x);
+  np.input("y", y);
+  np.input("z", z);
+  np.input("w", w);
+  const std::pair<UnaryOp, std::string> unary_cases[] = {
+      {UnaryOp::kExp, "np.exp"},   {UnaryOp::kLog1p, "np.log1p"}, {UnaryOp::kExpm1, "np.expm1"},
+      {UnaryOp::kTanh, "np.tanh"}, {UnaryOp::kSign, "np.sign"},   {UnaryOp::kSqrt, "np.sqrt"},
+      {UnaryOp::kTan, "np.tan"},   {UnaryOp::kAbs, "np.abs"},
+  };
+  for (const auto& [op, fn] : unary_cases) {
+    for (const auto& [name, t] : {std::pair<std::string, const Tensor*>{"x", &x}, {"z", &z}}) {
+      if (op == UnaryOp::kSign && name == "z") continue;  // numpy's complex sign differs (x/|x| here)
+      Tensor out = *Tensor::empty(t->shape(), *result_dtype(op, t->dtype()));
+      ASSERT_TRUE(k.unary(op, t->view(), out.view(), ctx, nullptr).ok());
+      const std::string id = std::string(to_string(op)) + "_" + name;
+      np.result(id, fn + "(" + name + ")");
+      checks.push_back({id, out, 1e-12});
+    }
+  }
+  const std::tuple<BinaryOp, std::string, const Tensor*, const Tensor*> binary_cases[] = {
+      {BinaryOp::kDiv, "x / y", &x, &y},
+      {BinaryOp::kPow, "np.power(np.abs(x), y)", nullptr, &y},
+      {BinaryOp::kAtan2, "np.arctan2(x, y)", &x, &y},
+      {BinaryOp::kMax, "np.maximum(x, y)", &x, &y},
+      {BinaryOp::kDiv, "z / w", &z, &w},
+      {BinaryOp::kMul, "z * w", &z, &w},
+  };
+  Tensor abs_x = *Tensor::empty({3, 4}, DType::kFloat64);
+  ASSERT_TRUE(k.unary(UnaryOp::kAbs, x.view(), abs_x.view(), ctx, nullptr).ok());
+  int id = 0;
+  for (const auto& [op, expr, a, b] : binary_cases) {
+    const Tensor& lhs = a != nullptr ? *a : abs_x;
+    Tensor out = *Tensor::empty({3, 4}, *result_dtype(op, lhs.dtype()));
+    ASSERT_TRUE(k.binary(op, lhs.view(), b->view(), out.view(), ctx, nullptr).ok());
+    const std::string name = "binary" + std::to_string(id++);
+    np.result(name, expr);
+    checks.push_back({name, out, 1e-12});
+  }
+
+  // Reductions over axis sets of a transposed 3-D input.
+  Tensor r = make_tensor({3, 4, 5}, DType::kFloat64, Layout::kTransposed, 105);
+  Tensor rc = make_tensor({3, 4, 5}, DType::kComplex128, Layout::kSliced, 106);
+  np.input("r", r);
+  np.input("rc", rc);
+  auto reduce_case = [&](ReduceOp op, const Tensor& in, std::vector<std::int64_t> axes, const std::string& expr) {
+    std::vector<std::int64_t> shape;
+    for (std::int64_t d = 0; d < in.rank(); ++d) {
+      if (std::find(axes.begin(), axes.end(), d) == axes.end()) shape.push_back(in.shape()[d]);
+    }
+    Tensor out = *Tensor::empty(shape, in.dtype());
+    ASSERT_TRUE(k.reduce(op, in.view(), axes, out.view(), ctx, nullptr).ok());
+    const std::string name = "reduce" + std::to_string(id++);
+    np.result(name, expr);
+    checks.push_back({name, out, 1e-12});
+  };
+  reduce_case(ReduceOp::kSum, r, {0, 2}, "r.sum(axis=(0, 2))");
+  reduce_case(ReduceOp::kSum, r, {1}, "r.sum(axis=1)");
+  reduce_case(ReduceOp::kMax, r, {2, 0}, "r.max(axis=(0, 2))");
+  reduce_case(ReduceOp::kMin, r, {0, 1, 2}, "r.min()");
+  reduce_case(ReduceOp::kProd, rc, {1}, "rc.prod(axis=1)");
+  reduce_case(ReduceOp::kSum, rc, {}, "rc");
+  for (std::int64_t axis = 0; axis < 3; ++axis) {
+    for (ArgReduceOp op : {ArgReduceOp::kArgmax, ArgReduceOp::kArgmin}) {
+      std::vector<std::int64_t> shape = {3, 4, 5};
+      shape.erase(shape.begin() + axis);
+      Tensor out = *Tensor::empty(shape, DType::kInt64);
+      ASSERT_TRUE(k.arg_reduce(op, r.view(), axis, out.view(), ctx, nullptr).ok());
+      const std::string name = "arg" + std::to_string(id++);
+      np.result(name, std::string("np.") + std::string(to_string(op)) + "(r, axis=" + std::to_string(axis) + ")");
+      checks.push_back({name, out, 0});
+    }
+  }
+
+  // Indexing.
+  Tensor g = make_tensor({4, 6, 3}, DType::kFloat64, Layout::kTransposed, 107);
+  Tensor idx = *Tensor::from_values<std::int64_t>({5, 0, 2, 2, 1, 5}, {2, 3});
+  np.input("g", g);
+  np.input("idx", idx);
+  {
+    Tensor out = *Tensor::empty({4, 2, 3, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.gather(g.view(), idx.view(), 1, out.view(), ctx, nullptr).ok());
+    np.result("take", "np.take(g, idx, axis=1)");
+    checks.push_back({"take", out, 0});
+  }
+  {
+    Tensor upd = make_tensor({4, 2, 3, 3}, DType::kFloat64, Layout::kContiguous, 108);
+    np.input("upd", upd);
+    Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.scatter(g.view(), idx.view(), upd.view(), 1, ScatterCombine::kAdd, out.view(), ctx, nullptr).ok());
+    np.result("scatter_add", "(lambda t: (np.add.at(t, (slice(None), idx), upd), t)[1])(g.copy())");
+    checks.push_back({"scatter_add", out, 1e-12});
+  }
+  {
+    Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.reverse(g.view(), {0, 2}, out.view(), ctx, nullptr).ok());
+    np.result("flip", "np.flip(g, axis=(0, 2))");
+    checks.push_back({"flip", out, 0});
+  }
+  {
+    Tensor value = *Tensor::scalar(-7.5);
+    Tensor out = *Tensor::empty({4 + 1 + 2 + 3, 6 + 0 + 1 + 5 * 1, 3 + 2 + 0 + 2 * 2}, DType::kFloat64);
+    ASSERT_TRUE(k.pad(g.view(), value.view(), {1, 0, 2}, {2, 1, 0}, {1, 1, 2}, out.view(), ctx, nullptr).ok());
+    np.result("pad",
+              "(lambda t: (t.__setitem__((slice(1, 8, 2), slice(0, 11, 2), slice(2, 9, 3)), g), t)[1])"
+              "(np.full((10, 12, 9), -7.5))");
+    checks.push_back({"pad", out, 0});
+  }
+  {
+    Tensor out = *Tensor::empty({4, 2, 2}, DType::kFloat64);
+    ASSERT_TRUE(k.dynamic_slice(g.view(), {3, -2, 1}, out.view(), ctx, nullptr).ok());
+    np.result("dynamic_slice", "g[0:4, 0:2, 1:3]");  // starts clamped to (0, 0, 1)
+    checks.push_back({"dynamic_slice", out, 0});
+  }
+
+  if (!np.run()) GTEST_SKIP() << "numpy (" << TENFERRO_REFERENCE_PYTHON << ") is not available";
+  for (const Check& c : checks) {
+    ASSERT_TRUE(np.has(c.name)) << c.name << ": numpy printed no result";
+    expect_close(c.name, flat_values(c.got), np[c.name], c.rtol);
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::cpu
