@@ -216,6 +216,71 @@ TEST(ReferenceEvaluator, DotGeneralBatchAndContract) {
   EXPECT_EQ(elements_of<std::int64_t>(y), (std::vector<std::int64_t>{3, 2, 7, 4, 10, 11, 14, 15}));
 }
 
+constexpr DType kAllDTypes[] = {DType::kBool,    DType::kInt32,     DType::kInt64,     DType::kFloat32,
+                                DType::kFloat64, DType::kComplex64, DType::kComplex128};
+
+/// Evaluates one op on random [2, 3] operands of `dtype` (integers in
+/// [1, 9], so no division by zero) and checks the result's metadata.
+void expect_evaluates(CoreSemanticOp op, DType dtype, int arity, CoreAttributes attributes = NoAttributes{}) {
+  SCOPED_TRACE(fmt::format("{} on {}", to_string(op), dtype));
+  ProgramBuilder b;
+  std::vector<ProgramValue> operands;
+  std::vector<Tensor> inputs;
+  RandomOptions positive;
+  positive.int_low = 1;
+  for (int i = 0; i < arity; ++i) {
+    operands.push_back(*b.add_input(dtype, {2, 3}));
+    inputs.push_back(*random_tensor(dtype, {2, 3}, static_cast<std::uint64_t>(i + 1), positive));
+  }
+  Result<ProgramValue> y = b.emit(op, operands, std::move(attributes));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  FrozenProgram f = *b.freeze({*y});
+  Result<std::vector<Tensor>> out = evaluate_reference(*f.program, inputs);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const ValueMetadata& m = f.program->metadata(f.program->outputs()[0]);
+  EXPECT_EQ((*out)[0].dtype(), m.dtype);
+  EXPECT_EQ(symbolic_shape((*out)[0].shape()), m.shape);
+}
+
+// Every elementwise, compare, convert, reduction and dot_general rule runs
+// on every dtype its DTypeClass admits (no "no reference rule" errors).
+TEST(ReferenceEvaluator, EveryOpOnEveryAdmittedDType) {
+  int evaluated = 0;
+  for (DType dtype : kAllDTypes) {
+    for (int o = 0; o < kNumCoreOps; ++o) {
+      const auto op = static_cast<CoreSemanticOp>(o);
+      const CoreOpInfo& info = core_op_info(op);
+      if (!dtype_in_class(dtype, info.operand_dtypes)) continue;
+      const bool elementwise = info.attributes_index == 0 && info.min_operands == info.max_operands &&
+                               info.min_operands >= 1 && info.min_operands <= 2;
+      if (elementwise) {
+        expect_evaluates(op, dtype, info.min_operands);
+      } else if (op == CoreSemanticOp::kReduceSum || op == CoreSemanticOp::kReduceProd ||
+                 op == CoreSemanticOp::kReduceMax || op == CoreSemanticOp::kReduceMin) {
+        expect_evaluates(op, dtype, 1, ReduceAttributes{{1}});
+      } else if (op == CoreSemanticOp::kArgmax || op == CoreSemanticOp::kArgmin) {
+        expect_evaluates(op, dtype, 1, ArgReduceAttributes{0});
+      } else if (op == CoreSemanticOp::kDotGeneral) {
+        expect_evaluates(op, dtype, 2, DotGeneralAttributes{{0}, {0}, {1}, {1}});
+      } else if (op == CoreSemanticOp::kCompare) {
+        const bool ordered = !is_complex(dtype);
+        for (auto d : {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt,
+                       ComparisonDirection::kLe, ComparisonDirection::kGt, ComparisonDirection::kGe}) {
+          if (ordered || d == ComparisonDirection::kEq || d == ComparisonDirection::kNe) {
+            expect_evaluates(op, dtype, 2, CompareAttributes{d});
+          }
+        }
+      } else if (op == CoreSemanticOp::kConvert) {
+        for (DType to : kAllDTypes) expect_evaluates(op, dtype, 1, ConvertAttributes{to});
+      } else {
+        continue;
+      }
+      ++evaluated;
+    }
+  }
+  EXPECT_GT(evaluated, 150);
+}
+
 std::optional<std::string> run_python(const std::string& script) {
   const std::string python = TENFERRO_REFERENCE_PYTHON;
   if (python.empty() || !std::filesystem::exists(python)) return std::nullopt;
