@@ -27,7 +27,6 @@
 #include <fmt/format.h>
 
 #include "runtime/scheduled_graph.h"
-#include "tenferro/program/core_inference.h"
 #include "tenferro/program/extension_op.h"
 
 namespace tenferro::runtime::internal {
@@ -321,7 +320,10 @@ class Planner {
                                   std::span<const std::uint32_t> operands, DType dtype, Dims shape,
                                   const ResolutionContext& ctx, std::span<const std::uint32_t> after,
                                   std::string_view name) {
-    TENFERRO_TRY(check_concrete(op, attributes, operands, dtype, shape, name));
+    SmallVector<program::ValueMetadata, 4> concrete;
+    for (std::uint32_t s : operands)
+      concrete.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
+    TENFERRO_TRY(check_concrete_core(op, *attributes, concrete, dtype, shape, name));
     const OpFamily family = core_op_family(op);
     if (family == OpFamily::kView) return plan_view(op, attributes, operands[0], dtype, std::move(shape), ctx);
 
@@ -397,37 +399,6 @@ class Planner {
     for (const auto& [g, engine] : colocation_)
       if (g == group) return;
     colocation_.emplace_back(group, e);
-  }
-
-  // Note [Concrete validation]
-  // Providers receive "validated requests": before anything is asked of a
-  // provider, each core op is re-inferred from the concrete operand shapes
-  // (program::infer_core_metadata with no symbolic guards) and must give the
-  // result the program's symbolic metadata evaluates to. This catches any
-  // requirement the program's guards did not express, so a provider never
-  // sees operands it cannot trust.
-  Status check_concrete(CoreSemanticOp op, const program::CoreAttributes* attributes,
-                        std::span<const std::uint32_t> operands, DType dtype, IntArrayRef shape,
-                        std::string_view name) const {
-    SmallVector<program::ValueMetadata, 4> metadata;
-    for (std::uint32_t s : operands)
-      metadata.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
-    program::ShapeConstraints constraints(name, nullptr);
-    Result<program::ValueMetadata> inferred = program::infer_core_metadata(
-        op, *attributes, std::span<const program::ValueMetadata>(metadata.data(), metadata.size()), constraints);
-    if (!inferred.ok())
-      return inferred.status()
-          .in_stage(ErrorStage::kPrepare)
-          .with_context(fmt::format("{}: the concrete input shapes violate the operation's requirements", name),
-                        ErrorStage::kPrepare);
-    const std::optional<Dims> exact = program::exact_shape(inferred->shape);
-    if (!exact || inferred->dtype != dtype || !(IntArrayRef(*exact) == shape)) {
-      return prepare_error(ErrorCode::kContractViolation,
-                           fmt::format("{}: the program's metadata gives {}{}, the concrete operands give {}{}", name,
-                                       dtype, shape_to_string(shape), inferred->dtype,
-                                       exact ? shape_to_string(*exact) : std::string("(symbolic)")));
-    }
-    return ok_status();
   }
 
   const EngineEntry* fallback(std::span<const EngineEntry* const> tried) const {
@@ -607,23 +578,6 @@ class Planner {
     return out;
   }
 
-  static LayoutClass view_layout(CoreSemanticOp op, LayoutClass source, IntArrayRef in_shape, IntArrayRef out_shape,
-                                 const program::CoreAttributes* attributes) {
-    switch (op) {
-      case CoreSemanticOp::kReshape:
-        return LayoutClass::kRowMajor;
-      case CoreSemanticOp::kTranspose: {
-        const auto* t = std::get_if<program::TransposeAttributes>(attributes);
-        bool identity = true;
-        for (std::size_t i = 0; t != nullptr && i < t->perm.size(); ++i) identity = identity && t->perm[i] == int(i);
-        if (identity) return source;
-        return source == LayoutClass::kStrided ? LayoutClass::kStrided : LayoutClass::kDense;
-      }
-      default:
-        return in_shape == out_shape ? source : LayoutClass::kStrided;
-    }
-  }
-
   // An explicit layout copy of `source` to row-major on its engine.
   Result<std::uint32_t> plan_copy(std::uint32_t source, const ResolutionContext& ctx) {
     const EngineEntry* e = st_.engines[st_.slots[source].engine];
@@ -671,30 +625,11 @@ class Planner {
       shapes.push_back(std::move(shape));
       dtypes.push_back(program_.metadata(op.result(r)).dtype);
     }
-    {  // Note [Concrete validation], for the extension's own inference.
-      SmallVector<program::ValueMetadata, 4> metadata;
+    {
+      SmallVector<program::ValueMetadata, 4> concrete;
       for (std::uint32_t s : operands)
-        metadata.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
-      program::ShapeConstraints constraints(family, nullptr);
-      Result<SmallVector<program::ValueMetadata, 2>> inferred =
-          ext.infer_metadata(std::span<const program::ValueMetadata>(metadata.data(), metadata.size()), constraints);
-      if (!inferred.ok()) {
-        return inferred.status()
-            .in_stage(ErrorStage::kPrepare)
-            .with_context(fmt::format("{}: the concrete input shapes violate the operation's requirements", family),
-                          ErrorStage::kPrepare);
-      }
-      bool same = inferred->size() == shapes.size();
-      for (std::size_t r = 0; same && r < shapes.size(); ++r) {
-        const std::optional<Dims> exact = program::exact_shape((*inferred)[r].shape);
-        same = exact && (*inferred)[r].dtype == dtypes[r] && IntArrayRef(*exact) == IntArrayRef(shapes[r]);
-      }
-      if (!same) {
-        return prepare_error(ErrorCode::kContractViolation,
-                             fmt::format("{}: the program's result metadata disagrees with the extension's inference "
-                                         "for the concrete operands",
-                                         family));
-      }
+        concrete.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
+      TENFERRO_TRY(check_concrete_extension(ext, concrete, dtypes, shapes));
     }
     std::string why;
     TENFERRO_ASSIGN_OR_RETURN(auto engines, candidates(ctx, OpFamily::kExtension, family, operands, &why));
@@ -846,90 +781,6 @@ class Planner {
 
 }  // namespace
 
-std::uint32_t PreparedState::engine_index(const EngineEntry* entry) {
-  for (std::size_t i = 0; i < engines.size(); ++i)
-    if (engines[i] == entry) return static_cast<std::uint32_t>(i);
-  engines.push_back(entry);
-  return static_cast<std::uint32_t>(engines.size() - 1);
-}
-
-Result<ResolvedPlacement> resolve_placement(const RuntimeConfig& config, Placement placement,
-                                            std::span<const AffinityWeight> inputs, std::string* reason) {
-  const EngineEntry* engine = nullptr;
-  auto placement_error = [&](std::string_view what) {
-    return prepare_error(ErrorCode::kPlacementError,
-                         fmt::format("placement {}: expected {}, found none", placement.to_string(), what));
-  };
-  switch (placement.kind()) {
-    case Placement::Kind::kDefault:
-      engine = config.default_engine();
-      if (engine == nullptr) return placement_error("a default engine");
-      break;
-    case Placement::Kind::kEngine:
-      engine = config.find_engine(placement.engine_id());
-      if (engine == nullptr) return placement_error("a registered engine with this id");
-      break;
-    case Placement::Kind::kCpuDomain:
-    case Placement::Kind::kDevice: {
-      const bool cpu = placement.kind() == Placement::Kind::kCpuDomain;
-      const std::uint64_t domain = cpu ? placement.cpu_domain_id().value() : placement.device_id().value();
-      for (const EngineEntry& e : config.engines()) {
-        if (placement.engine_id().valid() && e.id() != placement.engine_id()) continue;
-        const HardwareClass hw = e.metadata().hardware;
-        if ((cpu ? (hw == HardwareClass::kCpu || hw == HardwareClass::kReference) : hw == HardwareClass::kGpu) &&
-            e.serves(domain)) {
-          engine = &e;
-          break;
-        }
-      }
-      if (engine == nullptr)
-        return placement_error(cpu ? "an engine owning this CPU domain" : "an engine owning this device");
-      if (reason != nullptr) *reason = "explicit placement";
-      return ResolvedPlacement{engine->id(), domain};
-    }
-  }
-  const std::vector<std::uint64_t>& domains = engine->metadata().domains;
-  if (domains.size() <= 1 || engine->metadata().hardware != HardwareClass::kCpu) {
-    if (reason != nullptr) *reason = "the engine's default domain";
-    return ResolvedPlacement{engine->id(), engine->metadata().default_domain};
-  }
-  // DominantInputBytes (ties by lowest domain id; inputs without a CPU
-  // affinity of this engine do not count).
-  std::uint64_t best = 0;
-  std::size_t best_bytes = 0;
-  std::size_t contributing_domains = 0;
-  bool found = false;
-  for (std::uint64_t d : domains) {
-    std::size_t bytes = 0;
-    bool any = false;
-    for (const AffinityWeight& w : inputs) {
-      if (w.affinity.has_cpu_domain() && w.affinity.cpu_domain_id().value() == d) {
-        bytes += w.bytes;
-        any = true;
-      }
-    }
-    if (!any) continue;
-    ++contributing_domains;
-    if (!found || bytes > best_bytes || (bytes == best_bytes && d < best)) {
-      best = d;
-      best_bytes = bytes;
-      found = true;
-    }
-  }
-  if (config.policies().cpu_affinity == CpuAffinityPolicy::kRequireSingleDomain && contributing_domains > 1) {
-    return prepare_error(ErrorCode::kPlacementError,
-                         fmt::format("RequireSingleDomain: expected inputs from one CPU domain of engine {}, found "
-                                     "inputs from {} domains",
-                                     engine->id(), contributing_domains));
-  }
-  if (!found) {
-    if (reason != nullptr) *reason = "no input has a CPU-domain affinity: the engine's default domain";
-    return ResolvedPlacement{engine->id(), engine->metadata().default_domain};
-  }
-  if (reason != nullptr) *reason = fmt::format("DominantInputBytes ({} input bytes in domain {})", best_bytes, best);
-  return ResolvedPlacement{engine->id(), best};
-}
-
 Result<std::unique_ptr<PreparedState>> prepare_program(std::shared_ptr<const RuntimeConfig> config,
                                                        std::shared_ptr<const program::SemanticProgram> program,
                                                        const InputSignature& signature, const PrepareOptions& options) {
@@ -966,48 +817,6 @@ Result<std::unique_ptr<PreparedState>> prepare_program(std::shared_ptr<const Run
   for (const NodeRecord& n : state->nodes)
     for (const ResourceAmount& r : n.resources) TENFERRO_TRY(check_capacity(r, n.name));
   return state;
-}
-
-void finish_schedule(PreparedState& state) {
-  // Event domains in first-use order.
-  for (NodeRecord& n : state.nodes) {
-    if (n.kind == ScheduledNodeKind::kView) continue;
-    const EventDomainId id = state.engines[n.engine]->event_domain;
-    std::uint32_t index = kNoIndex;
-    for (std::size_t d = 0; d < state.domains.size(); ++d)
-      if (state.domains[d].id == id) index = static_cast<std::uint32_t>(d);
-    if (index == kNoIndex) {
-      state.domains.push_back(DomainUse{n.engine, id});
-      index = static_cast<std::uint32_t>(state.domains.size() - 1);
-    }
-    n.domain = index;
-  }
-  // Segments: maximal runs of enqueueing nodes in one domain and placement
-  // (views may sit inside; transfers and barriers end a segment because
-  // they wait on the host).
-  const std::uint32_t count = static_cast<std::uint32_t>(state.nodes.size());
-  for (std::uint32_t i = count; i-- > 0;) {
-    NodeRecord& n = state.nodes[i];
-    n.segment_end = i + 1;
-    const bool segmentable = n.kind == ScheduledNodeKind::kOperation || n.kind == ScheduledNodeKind::kExtension ||
-                             n.kind == ScheduledNodeKind::kCopy;
-    if (!segmentable) continue;
-    std::uint32_t j = i + 1;
-    while (j < count) {
-      const NodeRecord& m = state.nodes[j];
-      if (m.kind == ScheduledNodeKind::kView) {
-        ++j;
-        continue;
-      }
-      const bool same = (m.kind == ScheduledNodeKind::kOperation || m.kind == ScheduledNodeKind::kExtension ||
-                         m.kind == ScheduledNodeKind::kCopy) &&
-                        m.domain == n.domain && m.placement == n.placement;
-      if (!same) break;
-      j = m.segment_end;
-      break;
-    }
-    n.segment_end = j;
-  }
 }
 
 }  // namespace tenferro::runtime::internal

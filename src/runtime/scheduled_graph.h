@@ -190,8 +190,21 @@ Result<std::unique_ptr<PreparedState>> prepare_program(std::shared_ptr<const Run
 /// ordering edges, peak estimate and admission request (buffer_plan.cpp).
 void plan_buffers(PreparedState& state);
 
-/// Fills segment_end and the domain list (prepare.cpp).
+/// Fills segment_end and the domain list (schedule.cpp).
 void finish_schedule(PreparedState& state);
+
+/// Re-infers a core op / extension op from concrete operand metadata and
+/// checks it against the program's (Note [Concrete validation],
+/// schedule.cpp). Errors are kPrepare-stage.
+Status check_concrete_core(program::CoreSemanticOp op, const program::CoreAttributes& attributes,
+                           std::span<const program::ValueMetadata> operands, DType dtype, IntArrayRef shape,
+                           std::string_view name);
+Status check_concrete_extension(const program::ExtensionOp& op, std::span<const program::ValueMetadata> operands,
+                                std::span<const DType> dtypes, std::span<const Dims> shapes);
+
+/// The layout class of a view op's result given its source's (schedule.cpp).
+LayoutClass view_layout(program::CoreSemanticOp op, LayoutClass source, IntArrayRef in_shape, IntArrayRef out_shape,
+                        const program::CoreAttributes* attributes);
 
 /// A metadata-only view (transpose, reshape, slice, broadcast_in_dim) of
 /// `src` with result shape `out_shape`; shared by prepared runs and eager
