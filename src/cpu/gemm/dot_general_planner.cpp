@@ -11,7 +11,6 @@ namespace tenferro::cpu::internal {
 namespace {
 
 // Which slots hold each group.
-constexpr bool kBatchIn[3] = {true, true, true};
 constexpr bool kMIn[3] = {true, false, true};
 constexpr bool kNIn[3] = {false, true, true};
 constexpr bool kKIn[3] = {true, true, false};

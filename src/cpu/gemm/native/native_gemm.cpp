@@ -176,7 +176,10 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
     const std::int64_t nc = std::min(nc_max, p.n - jc);
     const std::int64_t n_units = ceil_div(nc, nr);
     const std::int64_t m_units = ceil_div(p.m, mr);
-    const auto [mparts, nparts] = choose_partition(m_units, n_units, threads);
+    // Plain variables: clang 14 cannot capture structured bindings.
+    const std::pair<std::int64_t, std::int64_t> partition = choose_partition(m_units, n_units, threads);
+    const std::int64_t mparts = partition.first;
+    const std::int64_t nparts = partition.second;
     for (std::int64_t pc = 0; pc < p.k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, p.k - pc);
       const T beta = pc == 0 ? p.beta : T(1);
