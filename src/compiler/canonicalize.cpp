@@ -144,7 +144,8 @@ class Canonicalizer {
         }
       }
     }
-    for (std::uint32_t r = 0; r < n.num_results; ++r) input_view_.push_back(produces_input_view(n, r));
+    for (std::size_t r = 0; r < results.size(); ++r)
+      input_view_.push_back(produces_input_view(n, static_cast<std::uint32_t>(r)));
     const std::uint32_t index = out_.append(std::move(n), results);
     if (merge) table_[key].push_back(index);
     return out_.nodes[index].first_result;

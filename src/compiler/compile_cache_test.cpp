@@ -160,6 +160,28 @@ TEST(CompileCache, FailedCompilesAreNotCached) {
   EXPECT_EQ(compiler.cache_stats().misses, 2u);
 }
 
+TEST(CompileCache, FingerprintCollisionsAreResolvedByStructuralEquality) {
+  // Two different programs forced to the same fingerprint.
+  FreezeOptions collide;
+  collide.fingerprint_function = [](std::span<const std::byte>) { return Digest256{}; };
+  auto make = [&](CoreSemanticOp op) {
+    ProgramBuilder b;
+    ProgramValue x = *b.add_input(DType::kFloat64, {3});
+    return TracedGraph(*b.freeze({*b.emit(op, {x})}, collide));
+  };
+  const TracedGraph neg = make(CoreSemanticOp::kNeg), exp = make(CoreSemanticOp::kExp);
+  ASSERT_EQ(neg.program()->fingerprint(), exp.program()->fingerprint());
+  GraphCompiler compiler;
+  CompiledGraph a = *compiler.compile(neg);
+  CompiledGraph b = *compiler.compile(exp);
+  EXPECT_FALSE(b.metrics.cache_hit);
+  EXPECT_EQ(compiler.cache_stats().entries, 2u);
+  EXPECT_EQ(a.program->operation(OperationId(0)).name(), "neg");
+  EXPECT_EQ(b.program->operation(OperationId(0)).name(), "exp");
+  EXPECT_EQ(compiler.compile(exp)->program.get(), b.program.get());
+  EXPECT_EQ(compiler.compile(neg)->program.get(), a.program.get());
+}
+
 TEST(CompileCache, ConcurrentCompilesShareOneEntry) {
   GraphCompiler compiler;
   const Tensor w = tensor(1);

@@ -3,6 +3,7 @@
 // computes the same outputs as the traced one (reference evaluator on
 // random inputs), keeps every guard, and compiling it again changes
 // nothing (the canonical form is a fixed point).
+#include <algorithm>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -17,15 +18,21 @@ namespace {
 using namespace tenferro::program;  // NOLINT
 namespace pt = ::tenferro::program::testing;
 
-/// Records random float64 programs over exact shapes, biased towards what
-/// the compiler rewrites: view chains, identities, duplicated and commuted
-/// operations, dot_generals over transposed operands, extensions.
+/// Records random float64 programs, biased towards what the compiler
+/// rewrites: view chains, identities, duplicated and commuted operations,
+/// dot_generals over transposed operands, extensions. With `symbolic`, the
+/// first input is [s0, s1] (unknown extents) and later shapes mix s0, s1
+/// and exact extents, so rewrites meet shape guards.
 class RandomTracer {
  public:
-  explicit RandomTracer(std::uint64_t seed) : rng_(seed) {}
+  RandomTracer(std::uint64_t seed, bool symbolic) : rng_(seed), symbolic_(symbolic) {}
 
   TracedGraph trace() {
     TraceContext ctx;
+    if (symbolic_) {
+      pool_.push_back(*ctx.input(DType::kFloat64, {SymbolicExtent::unknown(), SymbolicExtent::unknown()}));
+      symbols_ = {pool_[0].shape()[0], pool_[0].shape()[1]};
+    }
     const int num_inputs = pick(1, 3);
     for (int i = 0; i < num_inputs; ++i) pool_.push_back(*ctx.input(DType::kFloat64, random_shape()));
     if (pick(0, 1) == 1)
@@ -35,25 +42,28 @@ class RandomTracer {
       Result<TracedValue> v = step(ctx);
       if (v.ok()) pool_.push_back(*v);
     }
-    std::vector<TracedOperand> outputs;
-    const int num_outputs = pick(1, 3);
+    std::vector<TracedOperand> outputs{pool_.back()};
+    const int num_outputs = pick(0, 2);
     for (int i = 0; i < num_outputs; ++i) outputs.emplace_back(any());
     return *ctx.finish(outputs);
   }
 
  private:
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  const TracedValue& any() { return pool_[static_cast<std::size_t>(pick(0, static_cast<int>(pool_.size()) - 1))]; }
-  static std::int64_t extent(const TracedValue& v, std::size_t k) { return *v.shape()[k].exact_value(); }
-  static std::int64_t numel(const TracedValue& v) {
-    std::int64_t n = 1;
-    for (std::size_t k = 0; k < v.shape().size(); ++k) n *= extent(v, k);
-    return n;
+  /// A value of the pool, usually a recent one (so chains grow deep).
+  const TracedValue& any() {
+    const int n = static_cast<int>(pool_.size());
+    const int lo = pick(0, 2) == 0 ? 0 : std::max(0, n - 3);
+    return pool_[static_cast<std::size_t>(pick(lo, n - 1))];
   }
+  static const SymbolicExtent& extent(const TracedValue& v, std::size_t k) { return v.shape()[k]; }
   SymbolicShape random_shape() {
     SymbolicShape shape;
     const int rank = pick(1, 3);
-    for (int k = 0; k < rank; ++k) shape.push_back(SymbolicExtent(pick(1, 4)));
+    for (int k = 0; k < rank; ++k) {
+      const int choice = pick(0, symbols_.empty() ? 3 : 5);
+      shape.push_back(choice < 4 ? SymbolicExtent(choice + 1) : symbols_[static_cast<std::size_t>(choice - 4)]);
+    }
     return shape;
   }
   Dims random_perm(std::int64_t rank) {
@@ -88,10 +98,10 @@ class RandomTracer {
       case 4:
         return ctx.transpose(x, random_perm(x.rank()));
       case 5: {  // reshape: merge everything, or split into a random factorisation
-        const std::int64_t n = numel(x);
-        if (pick(0, 1) == 0 || n == 1) return ctx.reshape(x, {n});
-        for (std::int64_t f = 2; f <= n; ++f)
-          if (n % f == 0) return ctx.reshape(x, {f, n / f});
+        const SymbolicExtent n = symbolic_numel(x.shape());
+        if (pick(0, 1) == 0 || !n.is_exact()) return ctx.reshape(x, {n});
+        for (std::int64_t f = 2; f <= *n.exact_value(); ++f)
+          if (*n.exact_value() % f == 0) return ctx.reshape(x, {f, *n.exact_value() / f});
         return ctx.reshape(x, {n});
       }
       case 6: {  // broadcast: a new leading axis
@@ -115,9 +125,10 @@ class RandomTracer {
           case 2:
             return ctx.convert(x, DType::kFloat64);
           default: {
-            Dims start(static_cast<std::size_t>(x.rank()), 0), stride(static_cast<std::size_t>(x.rank()), 1), limit;
-            for (std::size_t k = 0; k < x.shape().size(); ++k) limit.push_back(extent(x, k));
-            return ctx.slice(x, start, limit, stride);
+            auto limit = exact_shape(x.shape());
+            if (!limit) return ctx.neg(x);
+            Dims start(static_cast<std::size_t>(x.rank()), 0), stride(static_cast<std::size_t>(x.rank()), 1);
+            return ctx.slice(x, start, *limit, stride);
           }
         }
       }
@@ -169,26 +180,49 @@ class RandomTracer {
   }
 
   std::mt19937_64 rng_;
+  bool symbolic_;
+  std::vector<SymbolicExtent> symbols_;
   std::vector<TracedValue> pool_;
 };
 
-TEST(RandomTraces, CompilationPreservesResultsGuardsAndIsAFixedPoint) {
+class RandomTraces : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RandomTraces, CompilationPreservesResultsGuardsAndIsAFixedPoint) {
+  const bool symbolic = GetParam();
   CompileMetrics total;
-  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 250; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    RandomTracer tracer(seed);
+    RandomTracer tracer(seed, symbolic);
     const TracedGraph g = tracer.trace();
+    // Symbol values that satisfy the traced guards (the first that do).
+    std::vector<std::int64_t> symbols;
+    if (symbolic) {
+      bool found = false;
+      for (std::int64_t s0 = 1; s0 <= 4 && !found; ++s0) {
+        for (std::int64_t s1 = 1; s1 <= 4 && !found; ++s1) {
+          symbols = {s0, s1};
+          found = std::all_of(g.program()->guards().begin(), g.program()->guards().end(),
+                              [&](const ShapeGuard& guard) { return guard.holds(symbols); });
+        }
+      }
+      if (!found) continue;
+    }
     for (int variant = 0; variant < 2; ++variant) {
       CompilerOptions options;
       options.eliminate_common_subexpressions = variant == 0;
       Result<CompiledGraph> c = compile_uncached(g, options);
       ASSERT_TRUE(c.ok()) << c.status().to_string() << "\n" << g.program()->explain();
-      ASSERT_TRUE(test_support::same_results(g, *c, seed)) << g.program()->explain() << c->program->explain();
+      ASSERT_TRUE(test_support::same_results(g, *c, seed, symbols)) << g.program()->explain() << c->program->explain();
+      // Every traced guard is kept (the pipeline checks it too).
+      for (const ShapeGuard& guard : g.program()->guards()) {
+        EXPECT_TRUE(std::any_of(c->program->guards().begin(), c->program->guards().end(),
+                                [&](const ShapeGuard& h) { return h.same_predicate(guard); }));
+      }
       EXPECT_LE(c->program->num_operations(), g.program()->num_operations() + c->metrics.dot_general_dimensions_sorted);
       Result<CompiledGraph> again = compile_uncached(TracedGraph(FrozenProgram{c->program, c->bindings}), options);
       ASSERT_TRUE(again.ok()) << again.status().to_string();
       EXPECT_TRUE(structurally_equal(*again->program, *c->program))
-          << c->program->explain() << again->program->explain();
+          << g.program()->explain() << c->program->explain() << again->program->explain();
       EXPECT_EQ(again->metrics.unchanged_programs_reused, 1u) << c->program->explain() << again->program->explain();
       if (variant == 0) {
         total.views_composed += c->metrics.views_composed;
@@ -210,6 +244,9 @@ TEST(RandomTraces, CompilationPreservesResultsGuardsAndIsAFixedPoint) {
   EXPECT_GT(total.commutative_operands_swapped, 0u);
   EXPECT_GT(total.extension_outputs_pruned, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(ExactAndSymbolic, RandomTraces, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "symbolic" : "exact"; });
 
 }  // namespace
 }  // namespace tenferro::compiler
