@@ -93,14 +93,23 @@ bool fuses(const AxisList& axes, Slot slot) {
   return true;
 }
 
-// Axes sorted by descending stride in `slot` (ties: the other slots).
-AxisList ordered_by(AxisList axes, Slot slot) {
-  std::stable_sort(axes.begin(), axes.end(), [slot](const PlanAxis& x, const PlanAxis& y) {
+// Axes sorted by descending stride in `slot` (ties: the other slots). An
+// insertion sort: groups hold a handful of axes, and std::stable_sort would
+// allocate a temporary buffer on this hot path.
+AxisList ordered_by(const AxisList& group, Slot slot) {
+  AxisList axes = group;
+  auto before = [slot](const PlanAxis& x, const PlanAxis& y) {
     if (x.stride[slot] != y.stride[slot]) return x.stride[slot] > y.stride[slot];
     for (int s = 0; s < 3; ++s)
       if (x.stride[s] != y.stride[s]) return x.stride[s] > y.stride[s];
     return false;
-  });
+  };
+  for (std::size_t i = 1; i < axes.size(); ++i) {
+    const PlanAxis key = axes[i];
+    std::size_t j = i;
+    for (; j > 0 && before(key, axes[j - 1]); --j) axes[j] = axes[j - 1];
+    axes[j] = key;
+  }
   return axes;
 }
 
@@ -108,6 +117,10 @@ AxisList ordered_by(AxisList axes, Slot slot) {
 // order of each kept holder in turn (out first: its order is the one the
 // caller asked for). A group held by no kept slot keeps its natural order.
 bool choose_order(const AxisList& group, const bool (&holds)[3], const bool (&kept)[3], AxisList& order) {
+  if (group.size() <= 1) {  // a single axis always fuses
+    order = group;
+    return true;
+  }
   bool any_kept = false;
   for (Slot s : {kOut, kLhs, kRhs}) {
     if (!holds[s] || !kept[s]) continue;
@@ -312,16 +325,21 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
   // Try every set of tensors to keep, cheapest copies first.
   s.path = DotGeneralPath::kGemm;
   const std::int64_t copy_cost[3] = {numel_of(lhs), numel_of(rhs), out != nullptr ? 2 * out_numel : 0};
+  // The 8 choices of replaced tensors (bit t: replace slot t), cheapest
+  // first; ties keep the numeric order (fewer and earlier replacements).
+  std::int64_t mask_cost[8];
   std::array<int, 8> masks = {0, 1, 2, 3, 4, 5, 6, 7};
-  std::stable_sort(masks.begin(), masks.end(), [&](int x, int y) {
-    auto cost = [&](int mask) {
-      std::int64_t c = 0;
-      for (int t = 0; t < 3; ++t)
-        if (mask & (1 << t)) c += copy_cost[t];
-      return c;
-    };
-    return cost(x) < cost(y);
-  });
+  for (int mask = 0; mask < 8; ++mask) {
+    mask_cost[mask] = 0;
+    for (int t = 0; t < 3; ++t)
+      if (mask & (1 << t)) mask_cost[mask] += copy_cost[t];
+  }
+  for (std::size_t i = 1; i < masks.size(); ++i) {
+    const int key = masks[i];
+    std::size_t j = i;
+    for (; j > 0 && mask_cost[key] < mask_cost[masks[j - 1]]; --j) masks[j] = masks[j - 1];
+    masks[j] = key;
+  }
   for (int mask : masks) {
     bool kept[3];
     for (int t = 0; t < 3; ++t) kept[t] = (mask & (1 << t)) == 0;
