@@ -11,6 +11,7 @@
 #include <complex>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -69,17 +70,23 @@ void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, c
   auto call_ours = [&] { ours.gemm(req_ours, ctx).ignore(); };
   auto call_base = [&] { base->gemm(req_base, seq).ignore(); };
   // Warm up (packing buffers, library pools), then size the sample count
-  // from one call: about 0.8 s per side, 6..240 samples. The sides
-  // alternate call by call (ABAB...), so that load from other processes on
-  // this shared machine hits both alike; the medians are compared.
+  // from one call: about 0.8 s per side, 8..240 samples. The sides
+  // alternate in blocks of consecutive calls (as real workloads issue
+  // them): after an OpenBLAS block a pause lets its worker threads, which
+  // keep spinning for ~0.1 s after a call, stop competing for the cores.
   call_ours();
   if (base != nullptr) call_base();
   const double one = seconds_of(call_ours);
-  const int runs = runs_option > 0 ? runs_option : static_cast<int>(std::clamp(0.8 / std::max(one, 1e-9), 6.0, 240.0));
+  const int runs = runs_option > 0 ? runs_option : static_cast<int>(std::clamp(0.8 / std::max(one, 1e-9), 8.0, 240.0));
+  constexpr int kRounds = 4;
+  const int block = std::max(2, runs / kRounds);
   Samples so, sb;
-  for (int r = 0; r < runs; ++r) {
-    so.seconds.push_back(seconds_of(call_ours));
-    if (base != nullptr) sb.seconds.push_back(seconds_of(call_base));
+  for (int round = 0; round < kRounds; ++round) {
+    for (int r = 0; r < block; ++r) so.seconds.push_back(seconds_of(call_ours));
+    if (base == nullptr) continue;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int r = 0; r < block; ++r) sb.seconds.push_back(seconds_of(call_base));
+    std::this_thread::sleep_for(std::chrono::milliseconds(threads > 1 ? 150 : 20));
   }
   const double flops =
       (is_complex(c.dtype) ? 8.0 : 2.0) * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
