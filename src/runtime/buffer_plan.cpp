@@ -126,7 +126,7 @@ void plan_buffers(PreparedState& st) {
     order_after_previous(b, n);
     occupant[b] = slot_or_node;
     occupant_is_slot[b] = is_slot ? 1 : 0;
-    st.buffers[b].occupants.push_back(slot_or_node);
+    st.buffers[b].occupants.push_back(is_slot ? slot_or_node : (kScratchOccupant | slot_or_node));
     st.buffers[b].last_node = std::max(st.buffers[b].last_node, n);
     if (is_slot) {
       st.slots[slot_or_node].buffer = b;
@@ -138,6 +138,14 @@ void plan_buffers(PreparedState& st) {
   for (std::uint32_t n = 0; n < count; ++n) {
     NodeRecord& node = st.nodes[n];
     if (writes_buffer(node.kind)) {
+      // Scratch first: it is the larger, shorter-lived request, so it gets
+      // the free buffer it fits best before outputs take one.
+      if (node.scratch_bytes > 0) {
+        std::uint32_t b = take_free(node.engine, node.scratch_bytes);
+        if (b == kNoIndex) b = new_buffer(node.engine, node.scratch_bytes, false, n);
+        assign(b, n, n, false);
+        node.scratch_buffer = b;
+      }
       for (std::size_t o = 0; o < node.outputs.size(); ++o) {
         const std::uint32_t s = node.outputs[o];
         SlotInfo& slot = st.slots[s];
@@ -168,12 +176,6 @@ void plan_buffers(PreparedState& st) {
         if (b == kNoIndex) b = take_free(slot.engine, bytes);
         if (b == kNoIndex) b = new_buffer(slot.engine, bytes, false, n);
         assign(b, s, n, true);
-      }
-      if (node.scratch_bytes > 0) {
-        std::uint32_t b = take_free(node.engine, node.scratch_bytes);
-        if (b == kNoIndex) b = new_buffer(node.engine, node.scratch_bytes, false, n);
-        assign(b, n, n, false);
-        node.scratch_buffer = b;
       }
     }
     // Release what died at n, and this node's scratch.

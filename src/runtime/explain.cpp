@@ -69,9 +69,11 @@ std::string explain_prepared(const PreparedState& st) {
   for (std::size_t b = 0; b < st.buffers.size(); ++b) {
     const BufferInfo& buffer = st.buffers[b];
     std::string occupants;
-    for (std::uint32_t o : buffer.occupants)
+    for (std::uint32_t o : buffer.occupants) {
+      occupants += occupants.empty() ? "" : ", ";
       occupants +=
-          fmt::format("{}{}{}", occupants.empty() ? "" : ", ", buffer.scratch && st.slots.size() <= o ? "#" : "s", o);
+          (o & kScratchOccupant) != 0 ? fmt::format("scratch of #{}", o & ~kScratchOccupant) : fmt::format("s{}", o);
+    }
     out += fmt::format("    b{}: {} bytes on {} ({}{}) live #{}..#{}; holds {}\n", b, buffer.bytes,
                        engine_name(st, buffer.engine),
                        buffer.per_run ? "allocated per run: escapes as output" : "run workspace, reused across runs",

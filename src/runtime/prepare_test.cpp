@@ -405,6 +405,24 @@ TEST(PrepareTest, BufferPlanReusesDeadBuffersAndWorksInPlace) {
   }
 }
 
+TEST(PrepareTest, ScratchIsAOneNodeBufferReusedAcrossNodes) {
+  Fixture f;
+  f.host.behaviour->scratch_bytes = 256;
+  auto rt = f.build();
+  ASSERT_TRUE(rt.ok());
+  auto p = rt->prepare_for(neg_chain(3), host_signature({{4}}));
+  ASSERT_TRUE(p.ok());
+  // Two alternating chain buffers, the output, one scratch buffer shared by
+  // the three nodes (each node's scratch dies with the node).
+  EXPECT_EQ((*p)->num_buffers(), 4u);
+  const std::string explain = (*p)->explain();
+  EXPECT_NE(explain.find("scratch of #0, scratch of #1, scratch of #2"), std::string::npos) << explain;
+  const Tensor x = make_tensor(*f.host.allocator, {1, 2, 3, 4}, {4});
+  ASSERT_TRUE(rt->run_prepared(**p, std::span<const Tensor>(&x, 1)).ok());
+  EXPECT_EQ(f.host.behaviour->runs.load(), 3);
+  EXPECT_EQ(f.host.behaviour->wrong_scratch.load(), 0);
+}
+
 TEST(PrepareTest, DonatableInputBecomesTheOutputOnlyWhenExclusive) {
   Fixture f;
   f.host.behaviour->in_place_ok = true;

@@ -79,6 +79,7 @@ struct MockBehaviour {
   std::atomic<int> prepares{0};
   std::atomic<int> runs{0};
   std::atomic<int> wrong_context{0};
+  std::atomic<int> wrong_scratch{0};  ///< runs whose scratch span had the wrong size
   ExecutionContextTypeId expected_context = ExecutionContextTypeId::of<NoExecutionContext>();
 };
 
@@ -138,6 +139,11 @@ class MockProvider final : public ElementwiseRuntime {
   Status run(const OperationRequest& r, ErasedExecutionContext context) const override {
     MockBehaviour& b = *behaviour_;
     if (context.type() != b.expected_context) ++b.wrong_context;
+    if (r.plan == nullptr && r.scratch.empty()) {
+      // An eager call without a plan: no runtime scratch is expected.
+    } else if (r.scratch.size() != b.scratch_bytes) {
+      ++b.wrong_scratch;
+    }
     const int n = b.runs.fetch_add(1);
     if (b.on_run) b.on_run();
     if (n == b.fail_run_at) return Error(ErrorCode::kInternal, ErrorStage::kNone, "injected kernel failure");

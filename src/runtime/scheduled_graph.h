@@ -36,6 +36,8 @@
 namespace tenferro::runtime::internal {
 
 inline constexpr std::uint32_t kNoIndex = UINT32_MAX;
+/// Marks a BufferInfo occupant that is a node's scratch.
+inline constexpr std::uint32_t kScratchOccupant = 0x80000000u;
 
 /// One runtime value (Note [Scheduled graph]).
 struct SlotInfo {
@@ -74,7 +76,8 @@ struct BufferInfo {
   /// the reusable run workspace.
   bool per_run = false;
   bool scratch = false;
-  /// The slots (or scratch of the nodes) it holds over time, in order.
+  /// What it holds over time, in order: slot indices, or kScratchOccupant |
+  /// node index for a node's scratch.
   SmallVector<std::uint32_t, 2> occupants;
   /// First and last schedule position it is live.
   std::uint32_t first_node = 0;
