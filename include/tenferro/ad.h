@@ -8,3 +8,4 @@
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/ad/ad_program.h"
 #include "tenferro/ad/ad_rule.h"
+#include "tenferro/ad/functional.h"

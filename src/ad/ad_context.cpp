@@ -43,17 +43,18 @@ namespace {
 struct CacheKey {
   Digest256 fingerprint;
   TransformKind kind = TransformKind::kJvp;
+  std::uint64_t option = 0;  // kReuseVjp: the number of differentiated outputs
   SmallVector<std::uint32_t, 4> active;
   std::uint64_t epoch = 0;
 
   std::uint64_t hash() const noexcept {
-    std::uint64_t h =
-        fingerprint.prefix64() ^ (static_cast<std::uint64_t>(kind) * 0x9e3779b97f4a7c15ULL) ^ (epoch << 17);
+    std::uint64_t h = fingerprint.prefix64() ^ (static_cast<std::uint64_t>(kind) * 0x9e3779b97f4a7c15ULL) ^
+                      (epoch << 17) ^ (option << 40);
     for (std::uint32_t a : active) h = (h ^ a) * 0x100000001b3ULL;
     return h;
   }
   bool same(const CacheKey& o) const noexcept {
-    return kind == o.kind && epoch == o.epoch && fingerprint == o.fingerprint &&
+    return kind == o.kind && option == o.option && epoch == o.epoch && fingerprint == o.fingerprint &&
            std::equal(active.begin(), active.end(), o.active.begin(), o.active.end());
   }
 };
@@ -71,9 +72,13 @@ std::size_t retained_bytes(const BuiltTransform& built) {
   return bytes;
 }
 
+}  // namespace
+
+namespace internal {
+
 // Bindings for a transformed program whose first `source_inputs` inputs are
 // the source's and whose `extra` further inputs are parameters.
-Result<ProgramBindings> extended_bindings(const ProgramBindings& source, std::size_t source_inputs, std::size_t extra) {
+Result<ProgramBindings> extend_bindings(const ProgramBindings& source, std::size_t source_inputs, std::size_t extra) {
   if (source.num_inputs() == 0 || source.num_bound() == 0) {
     return ProgramBindings::all_parameters(source_inputs + extra);
   }
@@ -96,7 +101,7 @@ Result<ProgramBindings> extended_bindings(const ProgramBindings& source, std::si
   return std::move(frozen.bindings);
 }
 
-}  // namespace
+}  // namespace internal
 
 struct AdContext::State {
   mutable std::mutex mutex;
@@ -152,13 +157,14 @@ struct AdContext::State {
   }
 
   Result<std::shared_ptr<const BuiltTransform>> transform(TransformKind kind, const FrozenProgram& source,
-                                                          std::span<const std::uint32_t> active) {
+                                                          std::span<const std::uint32_t> active,
+                                                          std::size_t option = SIZE_MAX) {
     if (!source.program) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
                         "AD transform: expected a program, found null");
     }
     TENFERRO_TRY(internal::check_active_inputs(*source.program, active));
-    CacheKey key{source.program->fingerprint().digest, kind,
+    CacheKey key{source.program->fingerprint().digest, kind, option,
                  SmallVector<std::uint32_t, 4>(active.begin(), active.end()), 0};
     std::shared_ptr<const RuleTable> snapshot;
     internal::TransformSetup setup;
@@ -180,7 +186,7 @@ struct AdContext::State {
     }
     setup.rules = snapshot.get();
     internal::TransformCounters counters;
-    Result<BuiltTransform> built = internal::build_transform(kind, *source.program, active, setup, counters);
+    Result<BuiltTransform> built = internal::build_transform(kind, *source.program, active, setup, counters, option);
     std::lock_guard lock(mutex);
     metrics.direct_vjp_nodes += counters.direct_vjp_nodes;
     metrics.lowering_fallbacks += counters.lowering_fallbacks;
@@ -234,26 +240,46 @@ void AdContext::set_fallback(LoweringFallback fallback) {
 Result<JvpProgram> AdContext::jvp(const FrozenProgram& source, std::span<const std::uint32_t> active_inputs) {
   TENFERRO_ASSIGN_OR_RETURN(auto built, state_->transform(TransformKind::kJvp, source, active_inputs));
   TENFERRO_ASSIGN_OR_RETURN(ProgramBindings bindings,
-                            extended_bindings(source.bindings, built->layout.num_inputs, active_inputs.size()));
+                            internal::extend_bindings(source.bindings, built->layout.num_inputs, active_inputs.size()));
   return JvpProgram{FrozenProgram{built->program, std::move(bindings)}, built->layout};
 }
 
 Result<VjpProgram> AdContext::vjp(const FrozenProgram& source, std::span<const std::uint32_t> active_inputs) {
   TENFERRO_ASSIGN_OR_RETURN(auto built, state_->transform(TransformKind::kVjp, source, active_inputs));
-  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings bindings, extended_bindings(source.bindings, built->layout.num_inputs,
-                                                                        built->layout.differentiated_outputs.size()));
+  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings bindings,
+                            internal::extend_bindings(source.bindings, built->layout.num_inputs,
+                                                      built->layout.differentiated_outputs.size()));
   return VjpProgram{FrozenProgram{built->program, std::move(bindings)}, built->layout};
 }
 
 Result<SplitVjpProgram> AdContext::split_vjp(const FrozenProgram& source,
                                              std::span<const std::uint32_t> active_inputs) {
   TENFERRO_ASSIGN_OR_RETURN(auto built, state_->transform(TransformKind::kSplitVjp, source, active_inputs));
-  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings forward, extended_bindings(source.bindings, built->layout.num_inputs, 0));
-  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings backward,
-                            extended_bindings(source.bindings, built->layout.num_inputs,
-                                              built->num_residuals + built->layout.differentiated_outputs.size()));
+  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings forward,
+                            internal::extend_bindings(source.bindings, built->layout.num_inputs, 0));
+  TENFERRO_ASSIGN_OR_RETURN(
+      ProgramBindings backward,
+      internal::extend_bindings(source.bindings, built->layout.num_inputs,
+                                built->num_residuals + built->layout.differentiated_outputs.size()));
   return SplitVjpProgram{FrozenProgram{built->program, std::move(forward)},
                          FrozenProgram{built->backward, std::move(backward)}, built->num_residuals, built->layout};
+}
+
+Result<ReusingVjpProgram> AdContext::vjp_reusing_outputs(const FrozenProgram& source,
+                                                         std::span<const std::uint32_t> active_inputs,
+                                                         std::size_t num_differentiated) {
+  if (source.program && num_differentiated > source.program->outputs().size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
+                      "vjp_reusing_outputs: {} differentiated outputs requested, the program has {}",
+                      num_differentiated, source.program->outputs().size());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(auto built,
+                            state_->transform(TransformKind::kReuseVjp, source, active_inputs, num_differentiated));
+  TENFERRO_ASSIGN_OR_RETURN(
+      ProgramBindings bindings,
+      internal::extend_bindings(source.bindings, built->layout.num_inputs,
+                                built->num_residuals + built->layout.differentiated_outputs.size()));
+  return ReusingVjpProgram{FrozenProgram{built->backward, std::move(bindings)}, built->reused_outputs, built->layout};
 }
 
 AdCacheStats AdContext::cache_stats() const {

@@ -1,9 +1,13 @@
 // Test support for the ad component (ad_test_support.h).
 #include "ad_test_support.h"
 
+#include <unistd.h>
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -233,6 +237,70 @@ std::vector<Tensor> evaluate(const FrozenProgram& program, std::span<const Tenso
     if (!s.ok()) return ::testing::AssertionFailure() << "split vjp gradient " << k << ": " << s.to_string();
   }
   return ::testing::AssertionSuccess();
+}
+
+std::optional<std::string> run_python(const std::string& script) {
+  const std::string python = TENFERRO_REFERENCE_PYTHON;
+  if (python.empty()) return std::nullopt;
+  char path[] = "/tmp/tenferro_ad_ref_XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return std::nullopt;
+  ::close(fd);
+  {
+    std::ofstream f(path);
+    f << script;
+  }
+  std::string out;
+  int status = -1;
+  if (std::FILE* pipe = ::popen((python + " " + path + " 2>/dev/null").c_str(), "r")) {
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+    status = ::pclose(pipe);
+  }
+  std::remove(path);
+  if (status != 0) return std::nullopt;
+  return out;
+}
+
+std::string numpy_literal(const Tensor& t) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "np.array([";
+  if (t.dtype() == DType::kComplex128) {
+    const auto v = *t.to_vector<std::complex<double>>();
+    for (std::size_t i = 0; i < v.size(); ++i)
+      s << (i ? "," : "") << "complex(" << v[i].real() << "," << v[i].imag() << ")";
+    s << "], dtype=np.complex128)";
+  } else {
+    const auto v = *t.to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+    s << "], dtype=np.float64)";
+  }
+  s << ".reshape((";
+  for (std::int64_t e : t.shape()) s << e << ",";
+  s << "))";
+  return s.str();
+}
+
+Result<Tensor> parse_tensor(std::string_view text, DType dtype, IntArrayRef shape) {
+  std::istringstream in{std::string(text)};
+  std::int64_t n = 1;
+  for (std::int64_t e : shape) n *= e;
+  if (dtype == DType::kComplex128) {
+    std::vector<std::complex<double>> v;
+    double re = 0, im = 0;
+    while (static_cast<std::int64_t>(v.size()) < n && in >> re >> im) v.emplace_back(re, im);
+    if (static_cast<std::int64_t>(v.size()) != n)
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "parse_tensor: too few values in '{}'", text);
+    return Tensor::from_values<std::complex<double>>(std::span<const std::complex<double>>(v), shape);
+  }
+  std::vector<double> v;
+  double x = 0;
+  while (static_cast<std::int64_t>(v.size()) < n && in >> x) v.push_back(x);
+  if (static_cast<std::int64_t>(v.size()) != n)
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "parse_tensor: too few values in '{}'", text);
+  return Tensor::from_values<double>(std::span<const double>(v), shape);
 }
 
 program::FrozenProgram make_program(std::span<const program::ValueMetadata> inputs, const ProgramBody& body) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ struct DerivativeCheck {
 /// operation of `source`.
 ::testing::AssertionResult provenance_derived(const program::SemanticProgram& source,
                                               const program::SemanticProgram& transformed);
+
+/// Runs `script` with TENFERRO_REFERENCE_PYTHON and returns its stdout;
+/// nullopt when python is unavailable or the script fails (callers skip).
+std::optional<std::string> run_python(const std::string& script);
+/// A numpy expression for `t` (float64 or complex128): np.array([...]).reshape(shape).
+std::string numpy_literal(const Tensor& t);
+/// Reads whitespace-separated numbers (complex values as "re im" pairs)
+/// into a contiguous tensor of `dtype` and `shape`.
+Result<Tensor> parse_tensor(std::string_view text, DType dtype, IntArrayRef shape);
 
 /// A one-off program: inputs of the given metadata, then `body`.
 using ProgramBody = std::function<Result<std::vector<program::ProgramValue>>(program::ProgramBuilder&,

@@ -2,6 +2,8 @@
 // split-VJP programs with the layout of Note [AD program layout].
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "transforms.h"
@@ -114,14 +116,17 @@ Result<BuiltTransform> build_vjp(Context& c, const std::vector<std::int64_t>& co
   return out;
 }
 
-// The coefficient and backward nodes the gradients need, and the primal
-// values (outside the inputs) those nodes read: the residuals.
+// The nodes the backward program runs for the gradients: every needed
+// coefficient and backward node, plus primal nodes whose values are not
+// `available` (recomputed); the available primal values they read (outside
+// the inputs) are the residuals.
 struct BackwardCut {
   std::vector<bool> node;
   std::vector<std::uint32_t> residuals;  // graph values, increasing
 };
 
-BackwardCut cut_backward(const AdGraph& graph, std::span<const std::uint32_t> roots) {
+BackwardCut cut_backward(const AdGraph& graph, std::span<const std::uint32_t> roots,
+                         const std::function<bool(std::uint32_t)>& available) {
   BackwardCut cut;
   cut.node.assign(graph.num_nodes(), false);
   std::vector<bool> seen(graph.num_values(), false);
@@ -135,7 +140,7 @@ BackwardCut cut_backward(const AdGraph& graph, std::span<const std::uint32_t> ro
     const GraphValue& value = graph.value(v);
     if (value.node < 0) continue;
     const GraphNode& producer = graph.node(static_cast<std::uint32_t>(value.node));
-    if (producer.role == NodeRole::kPrimal) {
+    if (producer.role == NodeRole::kPrimal && available(v)) {
       residual[v] = true;
       continue;
     }
@@ -147,41 +152,65 @@ BackwardCut cut_backward(const AdGraph& graph, std::span<const std::uint32_t> ro
   return cut;
 }
 
-Result<BuiltTransform> build_split(Context& c, const std::vector<std::int64_t>& cotangent) {
-  SmallVector<std::uint32_t, 4> roots;
-  const auto tangents = c.graph.inputs(InputClass::kTangent);
-  for (std::uint32_t t : tangents)
-    if (cotangent[t] >= 0) roots.push_back(static_cast<std::uint32_t>(cotangent[t]));
-  const BackwardCut cut = cut_backward(c.graph, roots.span());
+// backward: [x..., residuals..., cotangents...] -> gradients.
+Result<std::shared_ptr<const SemanticProgram>> build_backward(Context& c, const BackwardCut& cut,
+                                                              std::span<const std::uint32_t> roots) {
+  ProgramBuilder builder = make_builder();
+  std::vector<ProgramValue> map;
+  TENFERRO_TRY(mirror(c, builder, map));
+  for (std::size_t k = 0; k < cut.residuals.size(); ++k) {
+    const std::uint32_t r = cut.residuals[k];
+    TENFERRO_ASSIGN_OR_RETURN(
+        map[r], add_extra_input(builder, c.source, c.graph.value(r).metadata, fmt::format("residual {}", k)));
+  }
+  TENFERRO_TRY(add_cotangent_inputs(c, builder, map));
+  TENFERRO_TRY(replay(
+      c.graph, [&](std::uint32_t index, const GraphNode&) { return cut.node[index]; }, builder, map));
+  SmallVector<ProgramValue, 4> outputs;
+  for (std::uint32_t root : roots) outputs.push_back(map[root]);
+  return freeze(builder, outputs.span());
+}
 
+SmallVector<std::uint32_t, 4> gradient_roots(const AdGraph& graph, const std::vector<std::int64_t>& cotangent) {
+  SmallVector<std::uint32_t, 4> roots;
+  for (std::uint32_t t : graph.inputs(InputClass::kTangent))
+    if (cotangent[t] >= 0) roots.push_back(static_cast<std::uint32_t>(cotangent[t]));
+  return roots;
+}
+
+// Reuse VJP: the source outputs past the differentiated ones are values the
+// caller holds; the backward program reads them and recomputes the rest.
+Result<BuiltTransform> build_reuse(Context& c, const std::vector<std::int64_t>& cotangent,
+                                   std::size_t num_differentiated) {
+  std::vector<std::int64_t> output_of(c.graph.num_values(), -1);
+  const auto outputs = c.source.outputs();
+  for (std::size_t j = outputs.size(); j-- > num_differentiated;)
+    output_of[c.lin.primal[outputs[j].index()]] = static_cast<std::int64_t>(j);
+  const SmallVector<std::uint32_t, 4> roots = gradient_roots(c.graph, cotangent);
+  const BackwardCut cut = cut_backward(c.graph, roots.span(), [&](std::uint32_t v) { return output_of[v] >= 0; });
   BuiltTransform out;
-  {  // forward: the primal program plus the residuals
-    ProgramBuilder builder = make_builder();
-    std::vector<ProgramValue> map;
-    TENFERRO_TRY(mirror(c, builder, map));
-    TENFERRO_TRY(replay(
-        c.graph, [](std::uint32_t, const GraphNode& n) { return n.role == NodeRole::kPrimal; }, builder, map));
-    SmallVector<ProgramValue, 4> outputs;
-    for (ValueId v : c.source.outputs()) outputs.push_back(map[c.lin.primal[v.index()]]);
-    for (std::uint32_t r : cut.residuals) outputs.push_back(map[r]);
-    TENFERRO_ASSIGN_OR_RETURN(out.program, freeze(builder, outputs.span()));
-  }
-  {  // backward: residuals and cotangents in, gradients out
-    ProgramBuilder builder = make_builder();
-    std::vector<ProgramValue> map;
-    TENFERRO_TRY(mirror(c, builder, map));
-    for (std::size_t k = 0; k < cut.residuals.size(); ++k) {
-      const std::uint32_t r = cut.residuals[k];
-      TENFERRO_ASSIGN_OR_RETURN(
-          map[r], add_extra_input(builder, c.source, c.graph.value(r).metadata, fmt::format("residual {}", k)));
-    }
-    TENFERRO_TRY(add_cotangent_inputs(c, builder, map));
-    TENFERRO_TRY(replay(
-        c.graph, [&](std::uint32_t index, const GraphNode&) { return cut.node[index]; }, builder, map));
-    SmallVector<ProgramValue, 4> outputs;
-    for (std::uint32_t root : roots) outputs.push_back(map[root]);
-    TENFERRO_ASSIGN_OR_RETURN(out.backward, freeze(builder, outputs.span()));
-  }
+  TENFERRO_ASSIGN_OR_RETURN(out.backward, build_backward(c, cut, roots.span()));
+  for (std::uint32_t r : cut.residuals) out.reused_outputs.push_back(static_cast<std::uint32_t>(output_of[r]));
+  out.num_residuals = cut.residuals.size();
+  out.layout = c.layout;
+  return out;
+}
+
+Result<BuiltTransform> build_split(Context& c, const std::vector<std::int64_t>& cotangent) {
+  const SmallVector<std::uint32_t, 4> roots = gradient_roots(c.graph, cotangent);
+  const BackwardCut cut = cut_backward(c.graph, roots.span(), [](std::uint32_t) { return true; });
+  BuiltTransform out;
+  // forward: the primal program plus the residuals.
+  ProgramBuilder builder = make_builder();
+  std::vector<ProgramValue> map;
+  TENFERRO_TRY(mirror(c, builder, map));
+  TENFERRO_TRY(replay(
+      c.graph, [](std::uint32_t, const GraphNode& n) { return n.role == NodeRole::kPrimal; }, builder, map));
+  SmallVector<ProgramValue, 4> outputs;
+  for (ValueId v : c.source.outputs()) outputs.push_back(map[c.lin.primal[v.index()]]);
+  for (std::uint32_t r : cut.residuals) outputs.push_back(map[r]);
+  TENFERRO_ASSIGN_OR_RETURN(out.program, freeze(builder, outputs.span()));
+  TENFERRO_ASSIGN_OR_RETURN(out.backward, build_backward(c, cut, roots.span()));
   out.num_residuals = cut.residuals.size();
   out.layout = c.layout;
   return out;
@@ -191,7 +220,8 @@ Result<BuiltTransform> build_split(Context& c, const std::vector<std::int64_t>& 
 
 Result<BuiltTransform> build_transform(TransformKind kind, const SemanticProgram& source,
                                        std::span<const std::uint32_t> active, const TransformSetup& setup,
-                                       TransformCounters& counters) {
+                                       TransformCounters& counters, std::size_t num_differentiated) {
+  num_differentiated = std::min(num_differentiated, source.outputs().size());
   AdGraph graph(setup.rules);
   TransformSetup s = setup;
   s.reverse = kind != TransformKind::kJvp;
@@ -199,9 +229,9 @@ Result<BuiltTransform> build_transform(TransformKind kind, const SemanticProgram
 
   AdLayout layout;
   layout.num_inputs = source.num_inputs();
-  layout.num_outputs = source.outputs().size();
+  layout.num_outputs = num_differentiated;
   layout.active_inputs.append(active.begin(), active.end());
-  for (std::size_t j = 0; j < source.outputs().size(); ++j) {
+  for (std::size_t j = 0; j < num_differentiated; ++j) {
     const ValueId v = source.outputs()[j];
     const std::int64_t t = lin.tangent[v.index()];
     if (!is_inexact(source.metadata(v).dtype)) {
@@ -231,6 +261,7 @@ Result<BuiltTransform> build_transform(TransformKind kind, const SemanticProgram
     if (present) layout.gradient_inputs.push_back(layout.active_inputs[k]);
   }
   if (kind == TransformKind::kVjp) return build_vjp(c, cotangent);
+  if (kind == TransformKind::kReuseVjp) return build_reuse(c, cotangent, num_differentiated);
   return build_split(c, cotangent);
 }
 

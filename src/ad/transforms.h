@@ -52,21 +52,31 @@ Result<std::vector<std::int64_t>> transpose(AdGraph& graph, std::span<const std:
 
 /// The programs of one transform, without bindings (cached).
 struct BuiltTransform {
-  std::shared_ptr<const program::SemanticProgram> program;   ///< JVP or VJP
-  std::shared_ptr<const program::SemanticProgram> backward;  ///< split VJP only (program = forward)
+  std::shared_ptr<const program::SemanticProgram> program;   ///< JVP or VJP (split: forward; reuse: null)
+  std::shared_ptr<const program::SemanticProgram> backward;  ///< split and reuse VJP
   std::size_t num_residuals = 0;
+  /// Reuse VJP: the source output each residual input stands for.
+  SmallVector<std::uint32_t, 4> reused_outputs;
   AdLayout layout;
 };
 
-enum class TransformKind : std::uint8_t { kJvp, kVjp, kSplitVjp };
+enum class TransformKind : std::uint8_t { kJvp, kVjp, kSplitVjp, kReuseVjp };
 
-/// Runs the whole transform. `active` is validated by the caller.
+/// Runs the whole transform. `active` is validated by the caller. For
+/// kReuseVjp only outputs [0, num_differentiated) are differentiated and
+/// the backward program reads the remaining outputs' values instead of
+/// recomputing them (AdContext::vjp_reusing_outputs).
 Result<BuiltTransform> build_transform(TransformKind kind, const program::SemanticProgram& source,
                                        std::span<const std::uint32_t> active, const TransformSetup& setup,
-                                       TransformCounters& counters);
+                                       TransformCounters& counters, std::size_t num_differentiated = SIZE_MAX);
 
 /// Validates an active-input list against `source` (Note [AD program layout]).
 Status check_active_inputs(const program::SemanticProgram& source, std::span<const std::uint32_t> active);
+
+/// Bindings for a program whose first `source_inputs` inputs are bound like
+/// `source`'s and whose `extra` further inputs are parameters.
+Result<program::ProgramBindings> extend_bindings(const program::ProgramBindings& source, std::size_t source_inputs,
+                                                 std::size_t extra);
 
 /// "sin (operation 3; provenance: model.cpp:4)".
 std::string node_label(const program::OperationView& op);

@@ -36,10 +36,12 @@
 //
 // Note [Transform cache]
 // Transformed programs are cached per AdContext by (source fingerprint,
-// transform kind, active inputs, rule epoch). A hit is confirmed with
+// transform kind and its option, active inputs, rule epoch). A hit is confirmed with
 // structurally_equal() against the retained source program, so a
-// fingerprint collision is a miss, never a wrong program. Bindings are not
-// part of the key (they are attached per call). The cache is bounded in
+// fingerprint collision is a miss, never a wrong program. Bindings and
+// provenance are not part of the key: bindings are attached per call, and a
+// hit returns the program built for the first structurally equal source
+// (with that source's provenance and input names). The cache is bounded in
 // entries and retained bytes (canonical form bytes of the cached
 // programs), evicts least recently used entries, and reports statistics;
 // installing or replacing a rule, or changing the fallback policy,
@@ -126,6 +128,12 @@ class AdContext {
   /// Reverse mode split into a forward program that returns the residuals
   /// and a backward program that consumes them.
   Result<SplitVjpProgram> split_vjp(const program::FrozenProgram& source, std::span<const std::uint32_t> active_inputs);
+  /// Reverse mode of outputs [0, num_differentiated) for a caller that
+  /// holds the values of the other outputs (ReusingVjpProgram).
+  /// kInvalidArgument when num_differentiated exceeds the output count.
+  Result<ReusingVjpProgram> vjp_reusing_outputs(const program::FrozenProgram& source,
+                                                std::span<const std::uint32_t> active_inputs,
+                                                std::size_t num_differentiated);
 
   // --- cache and metrics ---
   AdCacheStats cache_stats() const;

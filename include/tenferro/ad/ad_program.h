@@ -87,6 +87,21 @@ struct SplitVjpProgram {
   AdLayout layout;
 };
 
+/// A backward program for a caller that already holds the source outputs'
+/// values (an eager recorder): only outputs [0, layout.num_outputs) are
+/// differentiated; the others name values the backward program reads
+/// instead of recomputing them.
+///   backward inputs  [x_0..x_{n-1}, r_0..r_{k-1}, ct_j for j in differentiated_outputs]
+///                    where r_i is the value of source output reused_outputs[i]
+///            outputs [ct_a for a in gradient_inputs]
+/// Primal values the backward pass needs that are not among the reused
+/// outputs are recomputed from the inputs and the reused values.
+struct ReusingVjpProgram {
+  program::FrozenProgram backward;
+  SmallVector<std::uint32_t, 4> reused_outputs;
+  AdLayout layout;
+};
+
 /// The positions of the inputs of `program` that can be active (floating
 /// and complex dtypes), in order.
 SmallVector<std::uint32_t, 4> differentiable_inputs(const program::SemanticProgram& program);
