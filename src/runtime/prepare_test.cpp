@@ -568,6 +568,29 @@ TEST(PrepareTest, PlanCacheHitsMissesNegativeEntriesAndEpochs) {
   EXPECT_EQ(rt->plan_cache_stats().entries, 0u);
 }
 
+TEST(PrepareTest, OutputsMayAliasInputsRepeatOrBeEmpty) {
+  Fixture f;
+  auto rt = f.build();
+  ASSERT_TRUE(rt.ok());
+  auto program = make_program({{4}}, [](ProgramBuilder& b, std::span<const ProgramValue> x) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y, b.emit(CoreSemanticOp::kNeg, {x[0]}));
+    return Values{x[0], y, y};
+  });
+  const Tensor x = make_tensor(*f.host.allocator, {1, 2, 3, 4}, {4});
+  auto out = rt->run(program, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 3u);
+  EXPECT_EQ((*out)[0].storage().get(), x.storage().get());  // the input itself
+  EXPECT_EQ((*out)[1].storage().get(), (*out)[2].storage().get());
+  EXPECT_EQ(values_of((*out)[1]), (std::vector<double>{-1, -2, -3, -4}));
+  auto empty = make_program({{4}}, [](ProgramBuilder&, std::span<const ProgramValue>) -> Result<Values> {
+    return Values{};
+  });
+  auto none = rt->run(empty, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(none->size(), 0u);
+}
+
 TEST(PrepareTest, RunPreparedValidatesInputsAgainstTheSignature) {
   Fixture f;
   auto rt = f.build();
