@@ -7,6 +7,17 @@
 #include <cstdlib>
 #include <new>
 
+// ThreadSanitizer's runtime defines operator new itself; under TSan the
+// counter is compiled out and allocation_count() stays 0.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TENFERRO_NO_COUNTING_NEW 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TENFERRO_NO_COUNTING_NEW 1
+#endif
+
 // The replacements pair malloc/aligned_alloc with free, which GCC's
 // -Wmismatched-new-delete cannot see through.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -14,8 +25,15 @@
 #endif
 
 namespace {
-
 std::atomic<std::uint64_t> allocations{0};
+}  // namespace
+
+namespace tenferro::bench {
+std::uint64_t allocation_count() noexcept { return allocations.load(std::memory_order_relaxed); }
+}  // namespace tenferro::bench
+
+#ifndef TENFERRO_NO_COUNTING_NEW
+namespace {
 
 void* counted(std::size_t n) noexcept {
   allocations.fetch_add(1, std::memory_order_relaxed);
@@ -29,10 +47,6 @@ void* counted_aligned(std::size_t n, std::align_val_t a) noexcept {
 }
 
 }  // namespace
-
-namespace tenferro::bench {
-std::uint64_t allocation_count() noexcept { return allocations.load(std::memory_order_relaxed); }
-}  // namespace tenferro::bench
 
 void* operator new(std::size_t n) {
   if (void* p = counted(n)) return p;
@@ -68,3 +82,4 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#endif  // TENFERRO_NO_COUNTING_NEW
