@@ -127,6 +127,27 @@ TEST(Canonicalize, CommutativeOperandOrderEnablesCse) {
   EXPECT_TRUE(structurally_equal(*plain.program, *g.program()));
 }
 
+TEST(Canonicalize, RewritesRespectPlacement) {
+  TraceContext ctx;
+  TracedValue a = *ctx.input(DType::kFloat64, {2, 3});
+  Result<TracedValue> host_neg = [&] {
+    PlacementScope host = ctx.placement({PlacementClass::kHost, 0});
+    return ctx.neg(a);
+  }();
+  Result<TracedValue> any_neg = ctx.neg(a);  // equal op, other placement: kept
+  Result<TracedValue> inner = ctx.transpose(a, {1, 0});
+  Result<TracedValue> outer = [&] {
+    PlacementScope device = ctx.placement({PlacementClass::kDevice, 0});
+    return ctx.transpose(inner, {1, 0});  // not composed across placements
+  }();
+  TracedGraph g = *ctx.finish({host_neg, any_neg, outer});
+  CompiledGraph c = compile_ok(g);
+  EXPECT_EQ(c.metrics.common_subexpressions, 0u);
+  EXPECT_EQ(c.metrics.views_composed, 0u);
+  EXPECT_EQ(count_ops(*c.program, "neg"), 2u);
+  EXPECT_EQ(count_ops(*c.program, "transpose"), 2u);
+}
+
 TEST(Canonicalize, CseMergesPureExtensionsOnly) {
   TraceContext ctx;
   TracedValue a = *ctx.input(DType::kFloat64, {2, 2});

@@ -123,10 +123,10 @@ Result<SmallVector<TracedValue, 2>> TraceContext::emit_extension(std::shared_ptr
   return out;
 }
 
-ProvenanceScope TraceContext::scope(std::string_view label, std::source_location where) {
+ProvenanceScope TraceContext::scope(std::string_view label, const char* file, int line) {
   program::ProvenanceRef previous = builder_.provenance();
   builder_.set_provenance(program::make_provenance(
-      fmt::format("{} at {}:{}", label, std::filesystem::path(where.file_name()).filename().string(), where.line()),
+      fmt::format("{} at {}:{}", label, std::filesystem::path(file != nullptr ? file : "?").filename().string(), line),
       previous));
   return ProvenanceScope(this, std::move(previous));
 }

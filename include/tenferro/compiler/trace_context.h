@@ -31,7 +31,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,7 +88,9 @@ struct TraceOptions {
 class TraceContext;
 
 /// While alive, operations recorded by its context get its provenance
-/// (Note [Provenance scopes]). Move-only; close in reverse order of opening.
+/// (Note [Provenance scopes]). Move-only; close in reverse order of opening,
+/// and do not move the context while a scope is open (the scope refers to
+/// it).
 class [[nodiscard]] ProvenanceScope {
  public:
   ProvenanceScope(ProvenanceScope&& other) noexcept;
@@ -231,8 +232,10 @@ class TraceContext {
   }
 
   // --- scopes (Note [Provenance scopes]) ---
-  /// Labels the operations recorded while the guard lives.
-  ProvenanceScope scope(std::string_view label, std::source_location where = std::source_location::current());
+  /// Labels the operations recorded while the guard lives; `file` and
+  /// `line` default to the caller's (std::source_location is not available
+  /// with clang 14 and libstdc++ 12, these builtins are).
+  ProvenanceScope scope(std::string_view label, const char* file = __builtin_FILE(), int line = __builtin_LINE());
   /// Constrains the placement of the operations recorded while the guard lives.
   PlacementScope placement(program::PlacementConstraint placement);
 
