@@ -148,6 +148,34 @@ TEST(GraphCompiler, PrunesUnusedExtensionOutputs) {
   EXPECT_EQ(compile_uncached(g, off)->metrics.extension_outputs_pruned, 0u);
 }
 
+TEST(GraphCompiler, EffectfulOperationsKeepTheirOrderThroughRewrites) {
+  const EffectSet rng{Effect{ResourceId{ResourceKind::kRandomState, 1}, EffectAccess::kReadWrite}};
+  TraceContext ctx;
+  TracedValue x = *ctx.input(DType::kFloat64, {2, 2});
+  auto first = ctx.emit_extension(pt::make_unary({.family = "test.rng_a", .effects = rng}), {ctx.transpose(x, {0, 1})});
+  auto second = ctx.emit_extension(pt::make_unary({.family = "test.rng_b", .effects = rng}), {x});
+  auto unused = ctx.emit_extension(pt::make_unary({.family = "test.rng_c", .effects = rng}), {ctx.neg(x)});
+  ASSERT_TRUE(unused.ok());
+  TracedGraph g = *ctx.finish({(*second)[0], (*first)[0]});
+  CompiledGraph c = *compile_uncached(g);
+  EXPECT_EQ(c.metrics.identities_removed, 1u);  // so the program was re-emitted
+  const SemanticProgram& p = *c.program;
+  std::optional<OperationId> a, b, u;
+  for (OperationView op : p.operations()) {
+    if (op.name() == "test.rng_a") a = op.id();
+    if (op.name() == "test.rng_b") b = op.id();
+    if (op.name() == "test.rng_c") u = op.id();
+  }
+  ASSERT_TRUE(a && b && u) << p.explain();  // the unused effectful op is kept
+  auto after = [&](OperationId later, OperationId earlier) {
+    auto preds = p.operation(later).ordered_after();
+    return std::find(preds.begin(), preds.end(), earlier) != preds.end();
+  };
+  EXPECT_TRUE(after(*b, *a));
+  EXPECT_TRUE(after(*u, *b));
+  EXPECT_EQ(p.effects(), g.program()->effects());
+}
+
 TEST(GraphCompiler, CompileErrorsAreTypedAndNameTheNodeAndProvenance) {
   TraceContext ctx;
   TracedValue x = *ctx.input(DType::kFloat64, {3});
