@@ -193,6 +193,49 @@ TEST(ManagedDomainTest, SmallAndNestedLoopsRunInline) {
   }
 }
 
+// A composite provider in the style of dot_general: an outer job loop on the
+// fan-out level, a sequential kernel per job, and a provider it delegates to
+// with the context it was given. One entry, one fan-out level.
+Status scale_kernel(const ParallelContext& ctx, std::vector<double>& v, std::int64_t job) {
+  ctx.parallel_for(0, 64, 8, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) v[static_cast<std::size_t>(job * 64 + i)] *= 2;
+  });
+  return ok_status();
+}
+
+Status composite(const CpuExecutionContext& ctx, std::vector<double>& v, std::int64_t jobs) {
+  if (ctx.parallel_mode() == ParallelMode::kOuter) {
+    ctx.parallel().parallel_for(0, jobs, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t job = b; job < e; ++job) scale_kernel(ctx.sequential(), v, job).ignore();
+    });
+    return ok_status();
+  }
+  for (std::int64_t job = 0; job < jobs; ++job) TENFERRO_TRY(scale_kernel(ctx.parallel(), v, job));
+  return ok_status();
+}
+
+TEST(ManagedDomainTest, ProviderCompositionReusesTheEnteredContext) {
+  auto set = whole_machine_set();
+  const CpuResourceDomain& domain = set->default_domain();
+  const CpuDomainMetrics before = domain.metrics();
+  std::vector<double> v(8 * 64, 1.0);
+  ASSERT_TRUE(domain
+                  .enter([&](const CpuDomainSession& session) {
+                    TENFERRO_TRY(composite(session.context(ParallelMode::kOuter), v, 8));
+                    return composite(session.context(ParallelMode::kInner), v, 8);
+                  })
+                  .ok());
+  for (double x : v) ASSERT_EQ(x, 4.0);
+  const CpuDomainMetrics after = domain.metrics();
+  EXPECT_EQ(after.installs - before.installs, 1u);
+  EXPECT_EQ(after.reentries_rejected, before.reentries_rejected);
+  if (domain.thread_budget() > 1) {
+    // Outer: one fan-out over the jobs (the kernels got a sequential context).
+    // Inner: one fan-out per job.
+    EXPECT_EQ(after.parallel_fanouts - before.parallel_fanouts, 1u + 8u);
+  }
+}
+
 TEST(ManagedDomainTest, NestedEntryIsATypedErrorAndTheSessionSurvives) {
   auto set = whole_machine_set();
   const CpuResourceDomain& domain = set->default_domain();

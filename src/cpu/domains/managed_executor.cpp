@@ -42,6 +42,7 @@
 // kernels, jobs, tests) stays instrumented and checked.
 #include "cpu/domains/managed_executor.h"
 
+#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
@@ -146,6 +147,13 @@ class EnteringThreadPin {
   CpuSet restore_;  // the affinity to restore, empty when nothing was bound
 };
 
+// The arena's slots (Note [Arena slots]): the budget, but never more threads
+// than this machine lets the process use. Only an injected topology can ask
+// for more (a 4-CPU synthetic domain on a 2-CPU machine); oneTBB would refuse
+// the extra workers with a warning on stderr. Loops still split into
+// budget-many chunks; fewer threads run them.
+int arena_slots(int thread_budget) { return std::max(1, std::min(thread_budget, tbb::info::default_concurrency())); }
+
 void PinTarget::confine_worker() const noexcept {
   if (!enabled) return;
   ThreadDomainState& state = this_thread_domain_state();
@@ -185,7 +193,7 @@ ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
           PinTarget{next_unique_id(), std::move(options.cpus), options.bind_threads, std::move(options.counters)})),
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
-      arena_(options.thread_budget, options.thread_budget > 1 ? 1 : 0),
+      arena_(arena_slots(options.thread_budget), arena_slots(options.thread_budget) > 1 ? 1 : 0),
       context_(pin_.get(), options.thread_budget) {
   arena_.initialize();
 }

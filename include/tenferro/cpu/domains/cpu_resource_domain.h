@@ -85,9 +85,13 @@ class CpuResourceDomain : public std::enable_shared_from_this<CpuResourceDomain>
 
   /// Enters the executor once and runs `body` with a session from which any
   /// number of operations derive their contexts (Note [Entered contexts
-  /// only]). Returns body's status; kReentryRejected (stage kEnqueue) when
-  /// the calling thread is already inside a domain; an executor refusal as
-  /// is; an exception thrown by body as kInternal (stage kCompletion).
+  /// only]). `body` runs on the calling thread or, when the executor
+  /// delegates the entry, on one of its threads; enter returns after it.
+  /// Returns body's status; kReentryRejected (stage kEnqueue) when the
+  /// calling thread is already running domain work; an executor refusal with
+  /// context added; kProviderContractError when an executor reports success
+  /// without running the body; an exception thrown by body as kInternal (or
+  /// kResourceExhausted for std::bad_alloc), stage kCompletion.
   Status enter(FunctionRef<Status(const CpuDomainSession&)> body) const;
 
   /// A standalone operation: one entry, one context in `mode`.
