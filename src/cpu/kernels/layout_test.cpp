@@ -81,6 +81,9 @@ TEST(CopyIntoTest, PermutationsRunThroughVectorTiles) {
       {{3, 3, 3, 3, 3, 3, 3}, {6, 5, 4, 3, 2, 1, 0}},                    // fused 3s with edges
       {{3, 5, 7, 11}, {3, 1, 2, 0}},                                     // mixed
       {{16, 9, 24}, {2, 0, 1}},
+      {{701, 3}, {1, 0}},  // interleaved source: strided runs
+      {{333, 2}, {1, 0}},
+      {{5, 129, 4}, {2, 0, 1}},
   };
   for (DType dtype : {DType::kInt32, DType::kFloat64, DType::kComplex64, DType::kComplex128}) {
     for (const Case& c : cases) {

@@ -9,11 +9,15 @@
 
 namespace tenferro::cpu::internal {
 
-/// dst_cols[c][r] = src_rows[r][c] for r, c < width: every source row and
-/// destination column is a contiguous run of `width` elements. With
-/// `streaming`, columns whose address is 64-byte aligned are written with
-/// non-temporal stores (the caller fences with store_fence()).
-using TileKernel = void (*)(const char* const* src_rows, char* const* dst_cols, bool streaming) noexcept;
+/// (dst_cols[c] + dst_offset)[r] = (src_rows[r] + src_offset)[c] for
+/// r, c < width (byte offsets; element indices): every source row and
+/// destination column is a contiguous run of `width` elements. The row and
+/// column bases of a whole macro tile are computed once and the offsets
+/// select the register tile. With `streaming`, columns whose address is
+/// 64-byte aligned are written with non-temporal stores (the caller fences
+/// with store_fence()).
+using TileKernel = void (*)(const char* const* src_rows, std::int64_t src_offset, char* const* dst_cols,
+                            std::int64_t dst_offset, bool streaming) noexcept;
 
 struct TileTranspose {
   int width = 0;  ///< 0: no SIMD kernel for this element size
