@@ -57,6 +57,16 @@ Result<program::FrozenProgram> run_fixed_pipeline(const program::FrozenProgram& 
   return compiled;
 }
 
+Status check_options(const CompilerOptions& options) {
+  for (std::size_t i = 0; i < options.transforms.size(); ++i) {
+    if (!options.transforms[i]) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
+                        "compile: expected a SemanticTransform, found null at CompilerOptions::transforms[{}]", i);
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<CompiledGraph> compile_uncached(const TracedGraph& graph, const CompilerOptions& options) {
@@ -67,11 +77,8 @@ Result<CompiledGraph> compile_uncached(const TracedGraph& graph, const CompilerO
   CompileMetrics metrics;
   metrics.operations_in = graph.program()->num_operations();
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram compiled, run_fixed_pipeline(graph.frozen(), options, metrics));
+  TENFERRO_TRY(check_options(options));
   for (const auto& transform : options.transforms) {
-    if (!transform) {
-      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
-                        "compile: CompilerOptions::transforms holds a null transform");
-    }
     auto next = program::apply_transform(*transform, compiled);
     if (!next.ok()) {
       return next.status().with_context(
@@ -116,6 +123,7 @@ GraphCompiler::~GraphCompiler() = default;
 
 Result<CompiledGraph> GraphCompiler::compile(const TracedGraph& graph, const CompilerOptions& options) {
   if (!graph.program()) return compile_uncached(graph, options);  // the typed error
+  TENFERRO_TRY(check_options(options));
   const internal::OptionsKey key = internal::OptionsKey::of(options);
   if (auto hit = cache_->find(*graph.program(), key)) {
     CompileMetrics metrics = hit->metrics;
