@@ -41,10 +41,10 @@ Result<program::FrozenProgram> run_fixed_pipeline(const program::FrozenProgram& 
   const std::size_t rewrites_before = rewrites(metrics);
   WorkingGraph graph = WorkingGraph::read(*traced.program);  // 1
   graph = canonicalize(graph, options, metrics);             // 2-4 (metadata re-checked)
-  graph = eliminate_dead_code(graph, metrics);               // 4
+  graph = eliminate_dead_code(std::move(graph), metrics);    // 4
   if (options.prune_extension_outputs) {                     // 5
-    TENFERRO_ASSIGN_OR_RETURN(graph, prune_extension_outputs(graph, metrics));
-    graph = eliminate_dead_code(graph, metrics);
+    TENFERRO_ASSIGN_OR_RETURN(graph, prune_extension_outputs(std::move(graph), metrics));
+    graph = eliminate_dead_code(std::move(graph), metrics);
   }
   if (rewrites(metrics) == rewrites_before) {  // nothing changed: `traced` is the result
     ++metrics.unchanged_programs_reused;

@@ -118,7 +118,7 @@ std::vector<bool> used_values(const WorkingGraph& graph, const std::vector<bool>
 
 }  // namespace
 
-WorkingGraph eliminate_dead_code(const WorkingGraph& graph, CompileMetrics& metrics) {
+WorkingGraph eliminate_dead_code(WorkingGraph graph, CompileMetrics& metrics) {
   std::vector<bool> live(graph.nodes.size(), false);
   std::vector<bool> needed(graph.values.size(), false);
   for (std::uint32_t v : graph.outputs) needed[v] = true;
@@ -213,8 +213,15 @@ Result<std::shared_ptr<const program::ExtensionOp>> checked_prune(const WorkingG
 
 }  // namespace
 
-Result<WorkingGraph> prune_extension_outputs(const WorkingGraph& graph, CompileMetrics& metrics) {
+Result<WorkingGraph> prune_extension_outputs(WorkingGraph graph, CompileMetrics& metrics) {
   const std::vector<bool> used = used_values(graph, std::vector<bool>(graph.nodes.size(), true));
+  const bool any_candidate = std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](const WorkingNode& n) {
+    if (n.is_core() || n.num_results < 2) return false;
+    const auto first = used.begin() + n.first_result;
+    const auto live = std::count(first, first + n.num_results, true);
+    return live > 0 && live < n.num_results;
+  });
+  if (!any_candidate) return graph;
   WorkingGraph out = graph.empty_copy();
   std::vector<std::uint32_t> value_map(graph.values.size(), kNoNode);
   for (std::uint32_t i = 0; i < graph.num_inputs; ++i) value_map[i] = i;

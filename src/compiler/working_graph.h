@@ -78,13 +78,13 @@ std::vector<bool> in_place_operands(const WorkingGraph& graph);
 WorkingGraph canonicalize(const WorkingGraph& graph, const CompilerOptions& options, CompileMetrics& metrics);
 
 /// DCE: keeps the nodes the outputs need and every effectful node.
-WorkingGraph eliminate_dead_code(const WorkingGraph& graph, CompileMetrics& metrics);
+WorkingGraph eliminate_dead_code(WorkingGraph graph, CompileMetrics& metrics);
 
 /// Pipeline step 5: replaces extension nodes with unused results by their
 /// prune_outputs() answer where it is consistent (see graph_compiler.h).
 /// kContractViolation naming the node when the pruned op's metadata
 /// inference fails or contradicts the original.
-Result<WorkingGraph> prune_extension_outputs(const WorkingGraph& graph, CompileMetrics& metrics);
+Result<WorkingGraph> prune_extension_outputs(WorkingGraph graph, CompileMetrics& metrics);
 
 /// Pipeline step 6 (without validation): emits the graph into a builder
 /// whose inputs mirror the source's, and freezes it. kContractViolation
