@@ -583,9 +583,8 @@ TEST(PrepareTest, OutputsMayAliasInputsRepeatOrBeEmpty) {
   EXPECT_EQ((*out)[0].storage().get(), x.storage().get());  // the input itself
   EXPECT_EQ((*out)[1].storage().get(), (*out)[2].storage().get());
   EXPECT_EQ(values_of((*out)[1]), (std::vector<double>{-1, -2, -3, -4}));
-  auto empty = make_program({{4}}, [](ProgramBuilder&, std::span<const ProgramValue>) -> Result<Values> {
-    return Values{};
-  });
+  auto empty =
+      make_program({{4}}, [](ProgramBuilder&, std::span<const ProgramValue>) -> Result<Values> { return Values{}; });
   auto none = rt->run(empty, std::span<const Tensor>(&x, 1));
   ASSERT_TRUE(none.ok()) << none.status().to_string();
   EXPECT_EQ(none->size(), 0u);

@@ -11,10 +11,10 @@ namespace tenferro::cpu {
 
 /// Can the provider enforce the execution thread budget for one call?
 enum class ThreadCountControl : std::uint8_t {
-  kSequential,             ///< never uses more than the calling thread (serial build, native kernels in a job)
-  kPerCall,                ///< any budget N per call (native kernels on engine workers, BLIS rntm_t)
-  kBinaryClampToOne,       ///< can force exactly one thread per call, nothing else
-  kGlobalOrUncontrolled,   ///< process-global or unknown (parallel OpenBLAS, MKL global)
+  kSequential,            ///< never uses more than the calling thread (serial build, native kernels in a job)
+  kPerCall,               ///< any budget N per call (native kernels on engine workers, BLIS rntm_t)
+  kBinaryClampToOne,      ///< can force exactly one thread per call, nothing else
+  kGlobalOrUncontrolled,  ///< process-global or unknown (parallel OpenBLAS, MKL global)
 };
 
 /// Are all workers used by a call confined to the selected domain's CpuSet?
