@@ -23,6 +23,8 @@ constexpr Suite kSuites[] = {
      }},
     {"permute", "copy_into over permutation_patterns.json vs memcpy of the same bytes", &run_permute_suite},
     {"elementwise", "Large add/mul vs memcpy bandwidth; 8-element add vs a plain loop", &run_elementwise_suite},
+    {"dispatch", "Runtime fixed costs (eager, prepared runs, plan cache) vs direct provider calls",
+     &run_dispatch_suite},
     {"gemm", "Native GEMM vs OpenBLAS (f64/f32/c128/c64, n = 256..2048), GFLOP/s", &run_gemm_suite},
     {"dot_general", "bin_*.json einsum instances through the dot_general composite vs numpy and torch",
      &run_dot_general_suite},

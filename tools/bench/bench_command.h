@@ -33,6 +33,7 @@ void add_bench_command(CLI::App& app);
 // Suites, one source file each under tools/bench/.
 int run_permute_suite(const SuiteOptions& options, Reporter& reporter);      // bench_permute.cpp
 int run_elementwise_suite(const SuiteOptions& options, Reporter& reporter);  // bench_elementwise.cpp
+int run_dispatch_suite(const SuiteOptions& options, Reporter& reporter);     // bench_dispatch.cpp
 int run_gemm_suite(const SuiteOptions& options, Reporter& reporter);         // bench_gemm.cpp
 int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter);  // bench_dot_general.cpp
 
