@@ -74,10 +74,10 @@ Result<CompiledGraph> compile_uncached(const TracedGraph& graph, const CompilerO
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
                       "compile: expected a TracedGraph from TraceContext::finish, found an empty one");
   }
+  TENFERRO_TRY(check_options(options));
   CompileMetrics metrics;
   metrics.operations_in = graph.program()->num_operations();
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram compiled, run_fixed_pipeline(graph.frozen(), options, metrics));
-  TENFERRO_TRY(check_options(options));
   for (const auto& transform : options.transforms) {
     auto next = program::apply_transform(*transform, compiled);
     if (!next.ok()) {
