@@ -1,6 +1,7 @@
 // Eager contexts: numerics on the fast path, validation errors, zero
 // allocations besides the output (a counting operator new in this test
-// binary), epoch refresh, promotion, extensions, placement and domains.
+// binary; steady-state run_prepared likewise), epoch refresh, promotion,
+// extensions, placement and domains.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -204,6 +205,45 @@ TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
   }
   EXPECT_EQ(g_allocations.load() - before_mm, static_cast<std::uint64_t>(kCalls));
   EXPECT_EQ(ctx.metrics().capability_queries, 2u);
+}
+
+// The same contract for prepared graphs: once a plan's run workspace exists
+// (first run), a steady-state run_prepared allocates only its output.
+TEST(EagerTest, SteadyStateRunPreparedAllocatesOnlyTheOutput) {
+#ifdef TENFERRO_NO_COUNTING_NEW
+  GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
+#endif
+  EagerSetup s;
+  Runtime rt = s.build();
+  auto program =
+      make_program({{8}},
+                   [](program::ProgramBuilder& b,
+                      std::span<const program::ProgramValue> in) -> Result<SmallVector<program::ProgramValue, 4>> {
+                     program::ProgramValue v = in[0];
+                     for (int i = 0; i < 4; ++i) {
+                       Result<program::ProgramValue> next = b.emit(program::CoreSemanticOp::kNeg, {v});
+                       if (!next.ok()) return next.status();
+                       v = *next;
+                     }
+                     return SmallVector<program::ProgramValue, 4>{v};
+                   });
+  ASSERT_NE(program, nullptr);
+  const Tensor x = host_tensor({1, 2, 3, 4, 5, 6, 7, 8}, {8});
+  auto plan = rt.prepare_for(program, InputSignature::of(std::span<const Tensor>(&x, 1)));
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ((*plan)->num_nodes(), 4u);
+  ASSERT_TRUE(rt.run_prepared(**plan, std::span<const Tensor>(&x, 1)).ok());  // creates the workspace
+  constexpr int kRuns = 200;
+  Tensor last;
+  const std::uint64_t before = g_allocations.load();
+  for (int i = 0; i < kRuns; ++i) {
+    Result<TensorList> y = rt.run_prepared(**plan, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(y.ok());
+    last = (*y)[0];
+  }
+  EXPECT_EQ(g_allocations.load() - before, static_cast<std::uint64_t>(kRuns));  // exactly the outputs
+  EXPECT_EQ(last.to_vector<double>().value(), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(s.host.behaviour->runs.load(), 4 * (kRuns + 1));
 }
 
 TEST(EagerTest, ContextRefreshesAfterReconfiguration) {
