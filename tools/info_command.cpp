@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenferro/base/build_info.h"
+#include "tenferro/cpu/domains/cpu_domain_set.h"
 
 namespace tenferro::cli {
 namespace {
@@ -25,10 +26,56 @@ nlohmann::json build_section() {
           {"assertions", b.assertions}};
 }
 
+// The CPU topology this process may use and the managed domains tenferro
+// builds on it by default (one per NUMA node).
+nlohmann::json cpu_section() {
+  using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
+  auto topo = CpuTopology::discover();
+  if (!topo.ok()) return {{"error", topo.status().to_string()}};
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NumaNode& node : topo->numa_nodes()) {
+    nodes.push_back({{"os_index", node.os_index},
+                     {"cpus", node.cpus.to_string()},
+                     {"memory_bytes", node.memory_bytes},
+                     {"memory_allowed", node.memory_allowed}});
+  }
+  nlohmann::json section;
+  section["topology"] = {{"source", topo->source_description()},
+                         {"this_system", topo->is_this_system()},
+                         {"machine_cpus", topo->machine_cpus().to_string()},
+                         {"allowed_cpus", topo->allowed_cpus().to_string()},
+                         {"cores", topo->cores().size()},
+                         {"cpus_outside_nodes", topo->cpus_outside_nodes().to_string()},
+                         {"numa_nodes", nodes}};
+  auto set = CpuDomainSet::create_managed(*topo);
+  if (!set.ok()) {
+    section["domains"] = {{"error", set.status().to_string()}};
+    return section;
+  }
+  nlohmann::json domains = nlohmann::json::array();
+  for (const auto& domain : (*set)->domains()) {
+    const CpuDomainReport r = domain->report();
+    domains.push_back({{"id", r.id.value()},
+                       {"mode", to_string(r.mode)},
+                       {"cpus", r.cpus.to_string()},
+                       {"numa_node", r.numa_node ? nlohmann::json(*r.numa_node) : nlohmann::json("none")},
+                       {"thread_budget", r.thread_budget},
+                       {"placement", to_string(r.placement)},
+                       {"executor", r.executor.name},
+                       {"affinity", to_string(r.executor.affinity)},
+                       {"shutdown_owner", to_string(r.executor.shutdown_owner)},
+                       {"memory", to_string(r.memory_policy)},
+                       {"notes", r.notes}});
+  }
+  section["domains"] = domains;
+  return section;
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
   info["build"] = build_section();
+  info["cpu"] = cpu_section();
   return info;
 }
 

@@ -28,6 +28,8 @@ constexpr Suite kSuites[] = {
     {"gemm", "Native GEMM vs OpenBLAS (f64/f32/c128/c64, n = 256..2048), GFLOP/s", &run_gemm_suite},
     {"dot_general", "bin_*.json einsum instances through the dot_general composite vs numpy and torch",
      &run_dot_general_suite},
+    {"domains", "CPU domain entry, per-op session overhead, fork-join and submit vs oneTBB arenas",
+     &run_domains_suite},
 };
 
 const Suite* find_suite(const std::string& name) {
