@@ -84,7 +84,9 @@ void GraphCompiler::Cache::erase(Lru::iterator it) {
 void GraphCompiler::Cache::insert(std::shared_ptr<const program::SemanticProgram> traced, internal::OptionsKey options,
                                   std::shared_ptr<const program::SemanticProgram> compiled,
                                   const CompileMetrics& metrics) {
-  const std::size_t bytes = traced->canonical_form().size() + compiled->canonical_form().size();
+  // A program the pipeline left unchanged is the traced one: count it once.
+  const std::size_t bytes =
+      traced->canonical_form().size() + (compiled == traced ? 0 : compiled->canonical_form().size());
   if (bytes > config_.max_bytes || config_.max_entries == 0) return;
   const std::uint64_t key = key_of(*traced, options);
   std::lock_guard<std::mutex> lock(mutex_);

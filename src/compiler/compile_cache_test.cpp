@@ -112,8 +112,10 @@ TEST(CompileCache, BoundsRetainedBytes) {
   const Tensor w = tensor(1);
   const TracedGraph small = chain(1, w), large = chain(40, w);
   GraphCompiler probe;
-  (void)*probe.compile(small);
+  // The pipeline leaves `small` unchanged: the entry retains one program.
+  ASSERT_EQ(probe.compile(small)->program, small.program());
   const std::size_t small_bytes = probe.cache_stats().bytes;
+  EXPECT_EQ(small_bytes, small.program()->canonical_form().size());
   (void)*probe.compile(large);
   const std::size_t large_bytes = probe.cache_stats().bytes - small_bytes;
   ASSERT_GT(large_bytes, 2 * small_bytes);

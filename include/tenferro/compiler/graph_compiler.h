@@ -153,7 +153,8 @@ struct CompileCacheStats {
 /// structurally equal trace (with that trace's provenance and input names)
 /// and the bindings of the graph being compiled. Least recently used
 /// entries are evicted beyond max_entries or max_bytes; an entry retains
-/// both programs, and its size is their canonical forms' bytes.
+/// both programs, and its size is their canonical forms' bytes (one
+/// program's when compilation returned the traced program unchanged).
 ///
 /// Thread-safety: compile(), cache_stats() and clear_cache() may be called
 /// concurrently. The cache lock is never held while compiling; two threads
