@@ -456,6 +456,31 @@ Result<Tensor> EagerContext::concatenate(std::span<const Tensor> xs, std::int64_
   return apply(CoreSemanticOp::kConcatenate, xs, program::ConcatenateAttributes{axis});
 }
 
+Result<Tensor> EagerContext::transpose(const Tensor& x, IntArrayRef perm) {
+  const program::CoreAttributes attributes = program::TransposeAttributes{Dims(perm.begin(), perm.end())};
+  return apply(CoreSemanticOp::kTranspose, std::span<const Tensor>(&x, 1), attributes);
+}
+
+Result<Tensor> EagerContext::reshape(const Tensor& x, IntArrayRef shape) {
+  // Resolve one -1 extent here; the core op takes the complete shape.
+  Dims extents(shape.begin(), shape.end());
+  if (x.defined()) {
+    std::int64_t known = 1;
+    int inferred_axis = -1;
+    for (std::size_t i = 0; i < extents.size(); ++i) {
+      if (extents[i] == -1 && inferred_axis < 0) {
+        inferred_axis = static_cast<int>(i);
+      } else {
+        known *= extents[i];
+      }
+    }
+    if (inferred_axis >= 0 && known > 0 && x.numel() % known == 0)
+      extents[static_cast<std::size_t>(inferred_axis)] = x.numel() / known;
+  }
+  const program::CoreAttributes attributes = program::ReshapeAttributes{program::symbolic_shape(extents)};
+  return apply(CoreSemanticOp::kReshape, std::span<const Tensor>(&x, 1), attributes);
+}
+
 Result<Tensor> EagerContext::contiguous(const Tensor& x) {
   if (x.defined() && x.is_contiguous()) return x;
   return copy(x);
@@ -508,9 +533,15 @@ Result<Tensor> EagerContext::apply(CoreSemanticOp op, std::span<const Tensor> in
   const std::optional<Dims> shape = program::exact_shape(inferred->shape);
   if (!shape) return eager_error(ErrorCode::kInternal, "eager inference produced a symbolic shape");
   if (core_op_family(op) == OpFamily::kView) {
-    // Metadata only: never a provider.
+    // Metadata only: never a provider, except that a reshape strides cannot
+    // express gets the explicit row-major copy a prepared graph would insert.
+    Result<Tensor> view = internal::apply_view_op(op, attributes, inputs[0], *shape);
+    if (op == CoreSemanticOp::kReshape && !view.ok() && view.status().code() == ErrorCode::kLayoutRequiresCopy) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor dense, copy(inputs[0]));
+      return dense.reshape(*shape);
+    }
     ++metrics_.fast_path_calls;
-    return internal::apply_view_op(op, attributes, inputs[0], *shape);
+    return view;
   }
   SmallVector<TensorView, 4> views;
   for (const Tensor& t : inputs) views.push_back(t.view());

@@ -207,6 +207,39 @@ TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
   EXPECT_EQ(ctx.metrics().capability_queries, 2u);
 }
 
+TEST(EagerTest, TransposeAndReshapeAreViewsAndCopyOnlyWhenStridesCannotExpressIt) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto t = ctx.transpose(a, {1, 0});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ((*t).storage().get(), a.storage().get());
+  EXPECT_EQ(std::vector<std::int64_t>((*t).shape().begin(), (*t).shape().end()), (std::vector<std::int64_t>{3, 2}));
+  EXPECT_EQ((*t).to_vector<double>().value(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  auto r = ctx.reshape(a, {3, -1});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ((*r).storage().get(), a.storage().get());
+  EXPECT_EQ(std::vector<std::int64_t>((*r).shape().begin(), (*r).shape().end()), (std::vector<std::int64_t>{3, 2}));
+  EXPECT_EQ(s.host.layout->copies.load(), 0);
+  // A transposed tensor cannot be flattened by strides: one explicit copy.
+  auto flat = ctx.reshape(*t, {6});
+  ASSERT_TRUE(flat.ok()) << flat.status().to_string();
+  EXPECT_NE((*flat).storage().get(), a.storage().get());
+  EXPECT_EQ((*flat).to_vector<double>().value(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(s.host.layout->copies.load(), 1);
+  // Typed errors, nothing run.
+  auto bad_count = ctx.reshape(a, {4, -1});
+  ASSERT_FALSE(bad_count.ok());
+  EXPECT_NE(bad_count.status().code(), ErrorCode::kInternal);
+  auto bad_perm = ctx.transpose(a, {0, 0});
+  ASSERT_FALSE(bad_perm.ok());
+  EXPECT_NE(bad_perm.status().code(), ErrorCode::kInternal);
+  EXPECT_FALSE(ctx.reshape(Tensor(), {1}).ok());
+  EXPECT_EQ(s.host.layout->copies.load(), 1);
+  EXPECT_EQ(s.host.behaviour->runs.load(), 0);
+}
+
 // The same contract for prepared graphs: once a plan's run workspace exists
 // (first run), a steady-state run_prepared allocates only its output.
 TEST(EagerTest, SteadyStateRunPreparedAllocatesOnlyTheOutput) {

@@ -119,6 +119,14 @@ class EagerContext {
   Result<Tensor> argmax(const Tensor& x, std::int64_t axis);
   Result<Tensor> argmin(const Tensor& x, std::int64_t axis);
 
+  // --- views (metadata only: no provider, no copy; see also apply) ---
+  /// Result axis i is x's axis perm[i].
+  Result<Tensor> transpose(const Tensor& x, IntArrayRef perm);
+  /// The elements of x in row-major order with `shape` (one extent may be
+  /// -1). Like a prepared graph, an x whose strides cannot express the
+  /// result is first copied to row-major through the LayoutRuntime.
+  Result<Tensor> reshape(const Tensor& x, IntArrayRef shape);
+
   // --- indexing and layout ---
   Result<Tensor> gather(const Tensor& x, const Tensor& indices, std::int64_t axis);
   Result<Tensor> concatenate(std::span<const Tensor> xs, std::int64_t axis);
@@ -127,7 +135,8 @@ class EagerContext {
   /// `x` itself when row-major dense, otherwise copy(x).
   Result<Tensor> contiguous(const Tensor& x);
 
-  /// Any core op (views return metadata-only views and call no provider).
+  /// Any core op (views return metadata-only views and call no provider;
+  /// a reshape that strides cannot express copies first, as reshape does).
   Result<Tensor> apply(program::CoreSemanticOp op, std::span<const Tensor> inputs,
                        const program::CoreAttributes& attributes = program::NoAttributes{});
 
