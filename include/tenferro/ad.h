@@ -9,3 +9,4 @@
 #include "tenferro/ad/ad_program.h"
 #include "tenferro/ad/ad_rule.h"
 #include "tenferro/ad/functional.h"
+#include "tenferro/ad/gradient_tape.h"

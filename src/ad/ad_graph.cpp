@@ -368,11 +368,12 @@ Result<SmallVector<program::ProgramValue, 4>> mirror_inputs(const program::Seman
 
 // --- AdBuilderAccess ---
 
-LinearizeContext AdBuilderAccess::linearize_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
+LinearizeContext AdBuilderAccess::linearize_context(std::shared_ptr<const program::ExtensionOp> op,
+                                                    SmallVector<AdValue, 4> operands,
                                                     SmallVector<std::optional<AdValue>, 4> tangents,
                                                     SmallVector<AdValue, 2> results, AdBuilder* builder) {
   LinearizeContext c;
-  c.op_ = op;
+  c.op_ = std::move(op);
   c.operands_ = std::move(operands);
   c.tangents_ = std::move(tangents);
   c.results_ = std::move(results);
@@ -380,13 +381,13 @@ LinearizeContext AdBuilderAccess::linearize_context(const program::ExtensionOp* 
   return c;
 }
 
-TransposeContext AdBuilderAccess::transpose_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
-                                                    SmallVector<bool, 4> linear,
+TransposeContext AdBuilderAccess::transpose_context(std::shared_ptr<const program::ExtensionOp> op,
+                                                    SmallVector<AdValue, 4> operands, SmallVector<bool, 4> linear,
                                                     SmallVector<ValueMetadata, 4> operand_metadata,
                                                     SmallVector<std::optional<AdValue>, 2> cotangents,
                                                     SmallVector<ValueMetadata, 2> result_metadata, AdBuilder* builder) {
   TransposeContext c;
-  c.op_ = op;
+  c.op_ = std::move(op);
   c.operands_ = std::move(operands);
   c.linear_ = std::move(linear);
   c.operand_metadata_ = std::move(operand_metadata);
@@ -396,12 +397,13 @@ TransposeContext AdBuilderAccess::transpose_context(const program::ExtensionOp* 
   return c;
 }
 
-DirectVjpContext AdBuilderAccess::direct_vjp_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
-                                                     SmallVector<bool, 4> needed, SmallVector<AdValue, 2> results,
+DirectVjpContext AdBuilderAccess::direct_vjp_context(std::shared_ptr<const program::ExtensionOp> op,
+                                                     SmallVector<AdValue, 4> operands, SmallVector<bool, 4> needed,
+                                                     SmallVector<AdValue, 2> results,
                                                      SmallVector<std::optional<AdValue>, 2> cotangents,
                                                      AdBuilder* builder) {
   DirectVjpContext c;
-  c.op_ = op;
+  c.op_ = std::move(op);
   c.operands_ = std::move(operands);
   c.needed_ = std::move(needed);
   c.results_ = std::move(results);

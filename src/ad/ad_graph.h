@@ -149,16 +149,18 @@ class AdGraph {
 /// Access to the private parts of the public rule types.
 struct AdBuilderAccess {
   static AdGraph* graph(AdBuilder& builder) noexcept { return builder.graph_; }
-  static LinearizeContext linearize_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
+  static LinearizeContext linearize_context(std::shared_ptr<const program::ExtensionOp> op,
+                                            SmallVector<AdValue, 4> operands,
                                             SmallVector<std::optional<AdValue>, 4> tangents,
                                             SmallVector<AdValue, 2> results, AdBuilder* builder);
-  static TransposeContext transpose_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
-                                            SmallVector<bool, 4> linear,
+  static TransposeContext transpose_context(std::shared_ptr<const program::ExtensionOp> op,
+                                            SmallVector<AdValue, 4> operands, SmallVector<bool, 4> linear,
                                             SmallVector<program::ValueMetadata, 4> operand_metadata,
                                             SmallVector<std::optional<AdValue>, 2> cotangents,
                                             SmallVector<program::ValueMetadata, 2> result_metadata, AdBuilder* builder);
-  static DirectVjpContext direct_vjp_context(const program::ExtensionOp* op, SmallVector<AdValue, 4> operands,
-                                             SmallVector<bool, 4> needed, SmallVector<AdValue, 2> results,
+  static DirectVjpContext direct_vjp_context(std::shared_ptr<const program::ExtensionOp> op,
+                                             SmallVector<AdValue, 4> operands, SmallVector<bool, 4> needed,
+                                             SmallVector<AdValue, 2> results,
                                              SmallVector<std::optional<AdValue>, 2> cotangents, AdBuilder* builder);
 };
 

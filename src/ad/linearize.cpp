@@ -136,8 +136,9 @@ class Linearizer {
       return out;
     }
     if (rule != nullptr) {
-      LinearizeContext context = AdBuilderAccess::linearize_context(
-          &ext, std::move(primal_operands), std::move(tangents), std::move(primal_results), &graph_.builder());
+      LinearizeContext context =
+          AdBuilderAccess::linearize_context(op.shared_extension(), std::move(primal_operands), std::move(tangents),
+                                             std::move(primal_results), &graph_.builder());
       ++counters_.extension_rule_calls;
       Result<TangentList> out = guarded("ExtensionAdRule::linearize", [&] { return rule->linearize(context); });
       if (!out.ok()) {

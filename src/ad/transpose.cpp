@@ -91,7 +91,7 @@ class Transposer {
       for (std::uint32_t k = 0; k < node.num_results; ++k)
         results.push_back(graph_.token(node.opaque_primal_results + k));
       DirectVjpContext context =
-          AdBuilderAccess::direct_vjp_context(node.extension.get(), std::move(operands), std::move(needed),
+          AdBuilderAccess::direct_vjp_context(node.extension, std::move(operands), std::move(needed),
                                               std::move(results), std::move(cotangents), &graph_.builder());
       ++counters_.direct_vjp_nodes;
       Result<CotangentList> r =
@@ -112,7 +112,7 @@ class Transposer {
         for (std::uint32_t k = 0; k < node.num_results; ++k)
           result_metadata.push_back(graph_.value(node.first_result + k).metadata);
         TransposeContext context =
-            AdBuilderAccess::transpose_context(node.extension.get(), std::move(operands), linear, operand_metadata,
+            AdBuilderAccess::transpose_context(node.extension, std::move(operands), linear, operand_metadata,
                                                std::move(cotangents), std::move(result_metadata), &graph_.builder());
         ++counters_.extension_rule_calls;
         Result<CotangentList> r = guarded("ExtensionAdRule::transpose", [&] { return rule->transpose(context); });

@@ -139,6 +139,8 @@ class LinearizeContext {
  public:
   /// The extension payload being differentiated.
   const program::ExtensionOp& op() const noexcept { return *op_; }
+  /// The same payload, shared (to emit it again, e.g. on a tangent).
+  const std::shared_ptr<const program::ExtensionOp>& shared_op() const noexcept { return op_; }
   std::size_t num_operands() const noexcept { return operands_.size(); }
   std::size_t num_results() const noexcept { return results_.size(); }
   /// Operand i's primal value.
@@ -152,7 +154,7 @@ class LinearizeContext {
  private:
   friend struct internal::AdBuilderAccess;
   LinearizeContext() = default;
-  const program::ExtensionOp* op_ = nullptr;
+  std::shared_ptr<const program::ExtensionOp> op_;
   SmallVector<AdValue, 4> operands_;
   SmallVector<std::optional<AdValue>, 4> tangents_;
   SmallVector<AdValue, 2> results_;
@@ -164,6 +166,7 @@ class TransposeContext {
  public:
   /// The linear node's payload (as emitted by the linearize rule).
   const program::ExtensionOp& op() const noexcept { return *op_; }
+  const std::shared_ptr<const program::ExtensionOp>& shared_op() const noexcept { return op_; }
   std::size_t num_operands() const noexcept { return linear_.size(); }
   std::size_t num_results() const noexcept { return cotangents_.size(); }
   /// True when operand i is a tangent (the node is linear in it).
@@ -181,7 +184,7 @@ class TransposeContext {
  private:
   friend struct internal::AdBuilderAccess;
   TransposeContext() = default;
-  const program::ExtensionOp* op_ = nullptr;
+  std::shared_ptr<const program::ExtensionOp> op_;
   SmallVector<AdValue, 4> operands_;
   SmallVector<bool, 4> linear_;
   SmallVector<program::ValueMetadata, 4> operand_metadata_;
@@ -194,6 +197,7 @@ class TransposeContext {
 class DirectVjpContext {
  public:
   const program::ExtensionOp& op() const noexcept { return *op_; }
+  const std::shared_ptr<const program::ExtensionOp>& shared_op() const noexcept { return op_; }
   std::size_t num_operands() const noexcept { return operands_.size(); }
   std::size_t num_results() const noexcept { return results_.size(); }
   AdValue primal_operand(std::size_t i) const noexcept { return operands_[i]; }
@@ -206,7 +210,7 @@ class DirectVjpContext {
  private:
   friend struct internal::AdBuilderAccess;
   DirectVjpContext() = default;
-  const program::ExtensionOp* op_ = nullptr;
+  std::shared_ptr<const program::ExtensionOp> op_;
   SmallVector<AdValue, 4> operands_;
   SmallVector<bool, 4> needed_;
   SmallVector<AdValue, 2> results_;
