@@ -76,20 +76,29 @@ Result<std::shared_ptr<const ExecutionPlan>> CpuEinsumExecutor::prepare(const Ei
 
 Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const TensorView> inputs,
                                   const TensorView& output, const cpu::ParallelContext& ctx) {
-  TENFERRO_ASSIGN_OR_RETURN(internal::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
   ExecutionStats s;
-  const Status status = plan.execute(inputs, output, lease.bytes(), *composite_, ctx, &s);
-  constexpr auto relaxed = std::memory_order_relaxed;
-  executions_.fetch_add(s.executions, relaxed);
-  steps_.fetch_add(s.steps, relaxed);
-  gemm_steps_.fetch_add(s.gemm_steps, relaxed);
-  presums_.fetch_add(s.presums, relaxed);
-  planned_copies_.fetch_add(s.planned_copies, relaxed);
-  copied_elements_.fetch_add(s.copied_elements, relaxed);
-  composite_copies_.fetch_add(s.composite_copies, relaxed);
-  inner_steps_.fetch_add(s.inner_steps, relaxed);
-  outer_steps_.fetch_add(s.outer_steps, relaxed);
-  sequential_steps_.fetch_add(s.sequential_steps, relaxed);
+  Status status;
+  if (plan.workspace_bytes() == 0) {
+    status = plan.execute(inputs, output, {}, *composite_, ctx, &s);
+  } else {
+    TENFERRO_ASSIGN_OR_RETURN(internal::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
+    status = plan.execute(inputs, output, lease.bytes(), *composite_, ctx, &s);
+  }
+  // Only the counters this run changed: a small einsum touches a few.
+  const auto add = [](std::atomic<std::int64_t>& counter, std::int64_t value) {
+    if (value != 0) counter.fetch_add(value, std::memory_order_relaxed);
+  };
+  add(executions_, s.executions);
+  add(steps_, s.steps);
+  add(gemm_steps_, s.gemm_steps);
+  add(direct_steps_, s.direct_steps);
+  add(presums_, s.presums);
+  add(planned_copies_, s.planned_copies);
+  add(copied_elements_, s.copied_elements);
+  add(composite_copies_, s.composite_copies);
+  add(inner_steps_, s.inner_steps);
+  add(outer_steps_, s.outer_steps);
+  add(sequential_steps_, s.sequential_steps);
   return status;
 }
 
@@ -129,6 +138,7 @@ CpuEinsumMetrics CpuEinsumExecutor::metrics() const {
   m.execution.executions = executions_.load(relaxed);
   m.execution.steps = steps_.load(relaxed);
   m.execution.gemm_steps = gemm_steps_.load(relaxed);
+  m.execution.direct_steps = direct_steps_.load(relaxed);
   m.execution.presums = presums_.load(relaxed);
   m.execution.planned_copies = planned_copies_.load(relaxed);
   m.execution.copied_elements = copied_elements_.load(relaxed);

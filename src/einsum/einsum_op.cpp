@@ -124,30 +124,34 @@ Result<Network> EinsumOp::bind(std::span<const IntArrayRef> shapes, DType dtype)
   return Network::bind(subscripts_, shapes, std::span<const DType>(dtypes.data(), dtypes.size()));
 }
 
+template <class Rank, class Extent>
+bool EinsumOp::flat_extents(std::size_t num_operands, Rank rank, Extent extent_of,
+                            SmallVector<std::int64_t, 16>& extent) const {
+  if (!flat_ || num_operands != flat_->operand_rank.size()) return false;
+  extent.assign(std::span<const std::int64_t>());
+  extent.resize(static_cast<std::size_t>(flat_->num_labels), -1);
+  std::size_t axis = 0;
+  for (std::size_t i = 0; i < num_operands; ++i) {
+    const std::size_t r = rank(i);
+    if (static_cast<std::int32_t>(r) != flat_->operand_rank[i]) return false;
+    for (std::size_t a = 0; a < r; ++a) {
+      const std::int64_t e = extent_of(i, a);
+      std::int64_t& slot = extent[static_cast<std::size_t>(flat_->axis_label[axis++])];
+      if (e < 0 || (slot >= 0 && slot != e)) return false;  // broadcasting or an error: the binder decides
+      slot = e;
+    }
+  }
+  return true;
+}
+
 Status EinsumOp::output_shape(std::span<const IntArrayRef> shapes, Dims& out) const {
-  if (flat_ && shapes.size() == flat_->operand_rank.size()) {
-    SmallVector<std::int64_t, 16> extent(static_cast<std::size_t>(flat_->num_labels), -1);
-    bool ok = true;
-    std::size_t axis = 0;
-    for (std::size_t i = 0; i < shapes.size() && ok; ++i) {
-      if (static_cast<std::int32_t>(shapes[i].size()) != flat_->operand_rank[i]) {
-        ok = false;
-        break;
-      }
-      for (std::int64_t e : shapes[i]) {
-        std::int64_t& slot = extent[static_cast<std::size_t>(flat_->axis_label[axis++])];
-        if (e < 0 || (slot >= 0 && slot != e)) {
-          ok = false;  // broadcasting or an error: the binder decides
-          break;
-        }
-        slot = e;
-      }
-    }
-    if (ok) {
-      out.clear();
-      for (std::int32_t label : flat_->output_label) out.push_back(extent[static_cast<std::size_t>(label)]);
-      return ok_status();
-    }
+  SmallVector<std::int64_t, 16> extent;
+  if (flat_extents(
+          shapes.size(), [&](std::size_t i) { return shapes[i].size(); },
+          [&](std::size_t i, std::size_t a) { return shapes[i][a]; }, extent)) {
+    out.clear();
+    for (std::int32_t label : flat_->output_label) out.push_back(extent[static_cast<std::size_t>(label)]);
+    return ok_status();
   }
   TENFERRO_ASSIGN_OR_RETURN(Network net, bind(shapes, DType::kFloat64));
   const std::vector<std::int64_t> shape = net.output_shape();
@@ -187,9 +191,20 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
   for (const ValueMetadata& m : operands) all_exact = all_exact && m.is_exact();
 
   SmallVector<ValueMetadata, 2> results;
+  SmallVector<std::int64_t, 16> flat;
+  if (all_exact && flat_extents(
+                       operands.size(), [&](std::size_t i) { return operands[i].shape.size(); },
+                       [&](std::size_t i, std::size_t a) { return *operands[i].shape[a].exact_value(); }, flat)) {
+    // The precompiled check decided (the eager hot path).
+    ValueMetadata out;
+    out.dtype = dtype;
+    for (std::int32_t label : flat_->output_label)
+      out.shape.push_back(SymbolicExtent(flat[static_cast<std::size_t>(label)]));
+    results.push_back(std::move(out));
+    return results;
+  }
   if (all_exact) {
-    // Exact shapes: the concrete binder's rules (and messages), without
-    // allocating when the precompiled check decides.
+    // Exact shapes: the concrete binder's rules (and messages).
     SmallVector<Dims, 4> shapes;
     SmallVector<IntArrayRef, 4> refs;
     for (const ValueMetadata& m : operands) {

@@ -42,7 +42,32 @@ struct OperandPlan {
   LabelList labels;  // the operand's logical axes as the GEMM sees them
 };
 
+// Note [Direct small steps]
+// For a small step (at most kDirectMaxMultiplyAdds multiply-adds) whose
+// groups all fuse in the planned views, compile() also records the GEMM
+// itself: fused m, n, k with their strides and the batch labels as loops.
+// execute() then calls the GEMM provider directly on the calling thread
+// (the composite would run such a step sequentially too), skipping its
+// per-call validation and planning, provided every input and the output
+// have the strides the plan assumed; otherwise the composite runs the step.
+constexpr double kDirectMaxMultiplyAdds = 16384.0;
+
+struct BatchLoop {
+  std::int64_t extent = 1;
+  std::int64_t stride[3] = {0, 0, 0};  // lhs, rhs, out (elements)
+};
+
+struct DirectGemm {
+  bool enabled = false;
+  std::int64_t m = 1, n = 1, k = 1;
+  std::int64_t lhs_rs = 0, lhs_cs = 0, rhs_rs = 0, rhs_cs = 0, out_rs = 0, out_cs = 0;
+  SmallVector<BatchLoop, 4> loops;  // outermost first
+  Dims operand_strides[2];          // the planned strides of the operands' final views
+  Dims out_strides;                 // the planned strides of the GEMM output view
+};
+
 struct StepPlan {
+  DirectGemm direct;
   OperandPlan operand[2];
   cpu::DotGeneralDims dims;
   LabelList result_labels;  // composite order: batch, lhs free, rhs free
@@ -136,6 +161,40 @@ void count_mode(cpu::ParallelMode mode, ExecutionStats& stats) {
   }
 }
 
+// Runs a step recorded by compile_direct (Note [Direct small steps]) on
+// the calling thread: one GEMM, or strided-batched GEMMs over the innermost
+// batch loop with the outer loops around them.
+Status run_direct(const DirectGemm& d, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
+                  const cpu::CpuGemmProvider& gemm, DType dtype) {
+  const cpu::SequentialContext sequential;
+  const auto elem = static_cast<std::int64_t>(dtype_size(dtype));
+  cpu::GemmProblem problem;
+  problem.m = d.m;
+  problem.n = d.n;
+  problem.k = d.k;
+  problem.a = cpu::GemmInput{lhs.data, d.lhs_rs, d.lhs_cs};
+  problem.b = cpu::GemmInput{rhs.data, d.rhs_rs, d.rhs_cs};
+  problem.c = cpu::GemmOutput{out.data, d.out_rs, d.out_cs};
+  if (d.loops.empty()) return gemm.gemm(cpu::GemmRequest{dtype, problem}, sequential);
+  const BatchLoop& inner = d.loops.back();
+  const std::size_t outer = d.loops.size() - 1;
+  SmallVector<std::int64_t, 4> index(outer, 0);
+  while (true) {
+    std::int64_t offset[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < outer; ++i)
+      for (int t = 0; t < 3; ++t) offset[t] += index[i] * d.loops[i].stride[t];
+    cpu::StridedBatchedGemmRequest request{dtype,           problem,         inner.extent,
+                                           inner.stride[0], inner.stride[1], inner.stride[2]};
+    request.problem.a.data = static_cast<const char*>(lhs.data) + offset[0] * elem;
+    request.problem.b.data = static_cast<const char*>(rhs.data) + offset[1] * elem;
+    request.problem.c.data = static_cast<char*>(out.data) + offset[2] * elem;
+    TENFERRO_TRY(gemm.gemm_strided_batched(request, sequential));
+    std::size_t axis = outer;
+    while (axis > 0 && ++index[axis - 1] == d.loops[axis - 1].extent) index[--axis] = 0;
+    if (axis == 0) return ok_status();
+  }
+}
+
 }  // namespace
 
 struct ExecutionPlan::Impl {
@@ -195,6 +254,76 @@ struct ExecutionPlan::Impl {
         single_output_axis.push_back(position(net.output(), labels[j]));
       }
     }
+  }
+
+  // The planned view of a step operand after pre-summing and copying.
+  Dims planned_operand_strides(const OperandPlan& o) const {
+    if (o.copy) return o.copy_out.strides;
+    if (o.presum) return o.presum_out.strides;
+    const LabelledView& v = layout.nodes[static_cast<std::size_t>(o.node)];
+    return to_dims(internal::strides_in_order(v, o.labels));
+  }
+
+  // Note [Direct small steps].
+  void compile_direct(const ContractionStep& s, StepPlan& p) const {
+    const Network& net = tree.network();
+    if (!(s.multiply_adds <= kDirectMaxMultiplyAdds)) return;
+    DirectGemm d;
+    d.operand_strides[0] = planned_operand_strides(p.operand[0]);
+    d.operand_strides[1] = planned_operand_strides(p.operand[1]);
+    if (p.temp) {
+      d.out_strides = p.temp_out.strides;
+    } else if (p.root) {
+      const Strides row_major = internal::dense_strides(net, net.output(), net.output());
+      for (std::int32_t axis : p.output_axis) d.out_strides.push_back(row_major[static_cast<std::size_t>(axis)]);
+    } else {
+      d.out_strides = p.result.strides;
+    }
+    const LabelList* labels[3] = {&p.operand[0].labels, &p.operand[1].labels, &p.result_labels};
+    const Dims* strides[3] = {&d.operand_strides[0], &d.operand_strides[1], &d.out_strides};
+    const auto stride = [&](int t, LabelId l) -> std::int64_t {
+      return (*strides[t])[static_cast<std::size_t>(position(*labels[t], l))];
+    };
+    // A group fuses in tensor t when its labels of extent > 1, by
+    // decreasing stride, are nested; then (extent, innermost stride).
+    const auto fuse = [&](const LabelList& group, int t, std::int64_t& extent, std::int64_t& inner) {
+      SmallVector<std::pair<std::int64_t, LabelId>, 8> e;
+      for (LabelId l : group) {
+        if (net.extent(l) == 0) return false;
+        if (net.extent(l) != 1) e.emplace_back(stride(t, l), l);
+      }
+      std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      extent = 1;
+      inner = 0;
+      for (std::size_t i = 0; i < e.size(); ++i) {
+        extent *= net.extent(e[i].second);
+        if (i + 1 < e.size() && e[i].first != e[i + 1].first * net.extent(e[i + 1].second)) return false;
+      }
+      if (!e.empty()) inner = e.back().first;
+      return true;
+    };
+    // The same label order in every tensor holding a group.
+    const auto same_order = [&](const LabelList& group, int t1, int t2) {
+      LabelList a, b;
+      for (LabelId l : group)
+        if (net.extent(l) != 1) a.push_back(l);
+      b = a;
+      std::sort(a.begin(), a.end(), [&](LabelId x, LabelId y) { return stride(t1, x) > stride(t1, y); });
+      std::sort(b.begin(), b.end(), [&](LabelId x, LabelId y) { return stride(t2, x) > stride(t2, y); });
+      return a == b;
+    };
+    std::int64_t ext = 1, other = 1;
+    if (!fuse(s.lhs_free, 0, d.m, d.lhs_rs) || !fuse(s.lhs_free, 2, ext, d.out_rs)) return;
+    if (!fuse(s.rhs_free, 1, d.n, d.rhs_cs) || !fuse(s.rhs_free, 2, other, d.out_cs)) return;
+    if (!fuse(s.contracted, 0, d.k, d.lhs_cs) || !fuse(s.contracted, 1, ext, d.rhs_rs)) return;
+    if (!same_order(s.lhs_free, 0, 2) || !same_order(s.rhs_free, 1, 2) || !same_order(s.contracted, 0, 1)) return;
+    for (LabelId l : s.batch) {
+      if (net.extent(l) == 0) return;
+      if (net.extent(l) == 1) continue;
+      d.loops.push_back(BatchLoop{net.extent(l), {stride(0, l), stride(1, l), stride(2, l)}});
+    }
+    d.enabled = true;
+    p.direct = std::move(d);
   }
 
   void compile_steps() {
@@ -273,6 +402,7 @@ struct ExecutionPlan::Impl {
         p.result.shape = result_shape;
         p.result.strides = to_dims(internal::dense_strides(net, order, p.result_labels));
       }
+      compile_direct(s, p);
       for (std::int32_t b : step_buffers) release(alloc, b);
       for (int side = 0; side < 2; ++side) {
         const std::int32_t node = p.operand[side].node;
@@ -424,13 +554,25 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
       destination = planned(s.result);
     }
     const TensorView gemm_out = s.temp ? planned(s.temp_out) : destination;
-    cpu::DotGeneralPlan summary;
-    const Status st = composite.dot_general_into(operand[0], operand[1], s.dims, gemm_out, ctx, &summary);
-    if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
     ++local.steps;
-    if (summary.path == cpu::DotGeneralPath::kGemm) ++local.gemm_steps;
-    if (summary.lhs_copied || summary.rhs_copied || summary.out_via_temp) ++local.composite_copies;
-    count_mode(summary.mode, local);
+    const DirectGemm& d = s.direct;
+    if (d.enabled && composite.gemm_provider().support().supports(dtype) &&
+        IntArrayRef(operand[0].strides) == IntArrayRef(d.operand_strides[0].span()) &&
+        IntArrayRef(operand[1].strides) == IntArrayRef(d.operand_strides[1].span()) &&
+        IntArrayRef(gemm_out.strides) == IntArrayRef(d.out_strides.span())) {
+      const Status st = run_direct(d, operand[0], operand[1], gemm_out, composite.gemm_provider(), dtype);
+      if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
+      ++local.direct_steps;
+      ++local.gemm_steps;
+      ++local.sequential_steps;
+    } else {
+      cpu::DotGeneralPlan summary;
+      const Status st = composite.dot_general_into(operand[0], operand[1], s.dims, gemm_out, ctx, &summary);
+      if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
+      if (summary.path == cpu::DotGeneralPath::kGemm) ++local.gemm_steps;
+      if (summary.lhs_copied || summary.rhs_copied || summary.out_via_temp) ++local.composite_copies;
+      count_mode(summary.mode, local);
+    }
     if (s.temp) {
       const Status copied = cpu::copy_into(gemm_out, destination, ctx);
       if (!copied.ok()) return copied.with_context(fmt::format("einsum step {}: result copy", k));
@@ -442,6 +584,7 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
     stats->executions += local.executions;
     stats->steps += local.steps;
     stats->gemm_steps += local.gemm_steps;
+    stats->direct_steps += local.direct_steps;
     stats->presums += local.presums;
     stats->planned_copies += local.planned_copies;
     stats->copied_elements += local.copied_elements;

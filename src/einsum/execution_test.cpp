@@ -231,6 +231,30 @@ TEST(EinsumExecution, LayoutPassAvoidsCopies) {
   }
 }
 
+// Note [Direct small steps]: small steps with the planned strides call the
+// GEMM provider directly; an input with other strides goes through the
+// composite instead, with the same result.
+TEST(EinsumExecution, SmallStepsCallTheGemmProviderDirectly) {
+  auto executor = make_executor();
+  const cpu::SequentialContext seq;
+  expect_matches_reference(*executor, "ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}, seq);
+  expect_matches_reference(*executor, "bij,bjk->bik", {{3, 4, 2}, {3, 2, 5}}, seq);
+  expect_matches_reference(*executor, "abij,bajk->abik", {{2, 3, 4, 2}, {3, 2, 2, 5}}, seq);
+  const CpuEinsumMetrics m = executor->metrics();
+  EXPECT_EQ(m.execution.direct_steps, 4);
+  EXPECT_EQ(m.execution.steps, 4);
+  // A transposed input: the planned strides do not hold, the composite runs.
+  Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create("ij,jk->ik");
+  const Dense a = random_dense({4, 3}, 21), b = random_dense({4, 5}, 22);
+  const Tensor ops[] = {*to_tensor(a).transpose(0, 1), to_tensor(b)};
+  Result<Tensor> out = executor->einsum(**op, ops, seq);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(executor->metrics().execution.direct_steps, 4);
+  EXPECT_EQ(executor->metrics().execution.steps, 5);
+  Network net = *Network::bind("ji,jk->ik", refs({{4, 3}, {4, 5}}));
+  EXPECT_LT(max_abs_diff(to_dense(*out), brute_force_einsum(net, {a, b})), 1e-12);
+}
+
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {
   auto executor = make_executor();
   const cpu::SequentialContext seq;

@@ -22,13 +22,17 @@ EinsumPlanCache::EinsumPlanCache(EinsumPlanCacheLimits limits) : limits_(limits)
 EinsumPlanCache::~EinsumPlanCache() = default;
 
 std::uint64_t EinsumPlanCache::hash_key(const EinsumPlanKey& key) noexcept {
-  std::uint64_t h = internal::hash_combine(key.op->payload_hash(), static_cast<std::uint64_t>(key.dtype));
-  h = internal::hash_combine(h, static_cast<std::uint64_t>(key.determinism));
+  // One multiply per field (FNV-style), one mix at the end: eager lookups
+  // hash every call.
+  constexpr std::uint64_t kPrime = 0x100000001b3ULL;
+  std::uint64_t h = key.op->payload_hash();
+  h = (h ^ static_cast<std::uint64_t>(key.dtype)) * kPrime;
+  h = (h ^ static_cast<std::uint64_t>(key.determinism)) * kPrime;
   for (IntArrayRef shape : key.shapes) {
-    h = internal::hash_combine(h, shape.size());
-    for (std::int64_t e : shape) h = internal::hash_combine(h, static_cast<std::uint64_t>(e));
+    h = (h ^ (shape.size() | 0x5a00u)) * kPrime;
+    for (std::int64_t e : shape) h = (h ^ static_cast<std::uint64_t>(e)) * kPrime;
   }
-  return h;
+  return internal::mix64(h);
 }
 
 bool EinsumPlanCache::matches(const Entry& entry, std::uint64_t hash, const EinsumPlanKey& key) noexcept {

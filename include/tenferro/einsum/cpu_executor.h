@@ -101,8 +101,9 @@ class CpuEinsumExecutor {
   std::atomic<std::uint64_t> plans_built_{0};
   std::atomic<std::uint64_t> planning_ns_{0};
   // ExecutionStats fields, accumulated atomically.
-  std::atomic<std::int64_t> executions_{0}, steps_{0}, gemm_steps_{0}, presums_{0}, planned_copies_{0},
-      copied_elements_{0}, composite_copies_{0}, inner_steps_{0}, outer_steps_{0}, sequential_steps_{0};
+  std::atomic<std::int64_t> executions_{0}, steps_{0}, gemm_steps_{0}, direct_steps_{0}, presums_{0},
+      planned_copies_{0}, copied_elements_{0}, composite_copies_{0}, inner_steps_{0}, outer_steps_{0},
+      sequential_steps_{0};
 };
 
 }  // namespace tenferro::einsum

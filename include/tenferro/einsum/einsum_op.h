@@ -102,6 +102,11 @@ class EinsumOp final : public program::ExtensionOp {
     std::int32_t num_labels = 0;
   };
 
+  // The extent of every label when the precompiled check decides (all
+  // occurrences equal, ranks as written); false otherwise.
+  template <class Rank, class Extent>
+  bool flat_extents(std::size_t num_operands, Rank rank, Extent extent_of, SmallVector<std::int64_t, 16>& extent) const;
+
   Subscripts subscripts_;
   std::optional<PlanningPolicy> policy_;
   std::string canonical_;

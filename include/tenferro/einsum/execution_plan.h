@@ -11,7 +11,8 @@
 // broadcast axis is dropped), so diagonals and traces never copy. Labels
 // summed out of one operand are reduced (cpu::reduce) into a workspace
 // buffer in the order the step wants. Each step then calls
-// DotGeneralComposite::dot_general_into writing straight into its result
+// DotGeneralComposite::dot_general_into (small steps whose layout the plan
+// knows call the GEMM provider directly) writing straight into its result
 // buffer, or into the user's output for the root (so the final permutation
 // is fused into the last GEMM's output strides), unless the layout pass
 // planned a copy. The composite chooses the step's parallel mode (Note
@@ -45,8 +46,11 @@ namespace tenferro::einsum {
 /// What executions did (accumulated over calls). Plain counters.
 struct ExecutionStats {
   std::int64_t executions = 0;
-  std::int64_t steps = 0;            ///< binary steps run
-  std::int64_t gemm_steps = 0;       ///< steps the composite ran as GEMMs
+  std::int64_t steps = 0;       ///< binary steps run
+  std::int64_t gemm_steps = 0;  ///< steps run as GEMMs
+  /// Small steps that called the GEMM provider directly (Note [Direct small
+  /// steps] in execution_plan.cpp) instead of the dot_general composite.
+  std::int64_t direct_steps = 0;
   std::int64_t presums = 0;          ///< operands reduced before their step
   std::int64_t planned_copies = 0;   ///< operand copies and result temporaries of the layout plan
   std::int64_t copied_elements = 0;  ///< elements those copies moved
