@@ -269,8 +269,10 @@ CpuDomainReport CpuResourceDomain::report() const {
   }
   r.notes.push_back(fmt::format("placement: {} for providers{}", to_string(placement()),
                                 covers_allowed_cpus_ ? " (the domain covers every allowed CPU)" : ""));
-  r.notes.push_back(managed ? "fairness: oneTBB arena (submitted jobs run in FIFO order on the arena's workers)"
-                            : "fairness: the owner's responsibility after submission; not verified by tenferro");
+  r.notes.push_back(
+      managed ? "fairness: oneTBB arena (submitted jobs are taken roughly in submission order; oneTBB does not "
+                "guarantee FIFO, so no job may wait on a later one)"
+              : "fairness: the owner's responsibility after submission; not verified by tenferro");
   r.notes.push_back(managed ? "shutdown: tenferro (the executor lives as long as its domain or a job needs it)"
                             : "shutdown: the external owner; tenferro only retains the executor while a domain or a "
                               "submitted job refers to it");
