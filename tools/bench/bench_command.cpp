@@ -30,6 +30,8 @@ constexpr Suite kSuites[] = {
      &run_dot_general_suite},
     {"domains", "CPU domain entry, per-op session overhead, fork-join and submit vs oneTBB arenas",
      &run_domains_suite},
+    {"ad", "JVP/VJP of a 100-step einsum chain through the runtime vs 3x its forward time (interleaved)",
+     &run_ad_suite},
 };
 
 const Suite* find_suite(const std::string& name) {
