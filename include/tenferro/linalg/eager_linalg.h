@@ -1,0 +1,57 @@
+// Eager linalg calls: one function per operation over a placement-bound
+// runtime::EagerContext (runtime.on(placement)). Each builds the LinalgOp and
+// calls it through the context: the native linalg engine when the context's
+// engine has the linalg module installed (the eager fast path), otherwise
+// whatever the runtime resolves (Note [Eager fast path] in runtime/eager.h).
+// Semantics, shapes and errors: Note [Linalg operation semantics] in
+// linalg_op.h. Thread-compatible like the context.
+#pragma once
+
+#include "tenferro/linalg/linalg_op.h"
+#include "tenferro/runtime/eager.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::linalg {
+
+struct SvdResult {
+  Tensor u;  ///< undefined for SvdMode::kValuesOnly
+  Tensor s;
+  Tensor vh;  ///< undefined for SvdMode::kValuesOnly
+};
+struct QrResult {
+  Tensor q;
+  Tensor r;
+};
+struct EigenResult {
+  Tensor eigenvalues;
+  Tensor eigenvectors;  ///< undefined when vectors were not requested
+};
+struct LuResult {
+  Tensor lu;
+  Tensor pivots;
+  Tensor permutation;
+};
+struct SlogdetResult {
+  Tensor sign;
+  Tensor logabsdet;
+};
+
+Result<SvdResult> svd(runtime::EagerContext& context, const Tensor& a, SvdMode mode = SvdMode::kThin);
+Result<QrResult> qr(runtime::EagerContext& context, const Tensor& a, QrMode mode = QrMode::kReduced);
+Result<EigenResult> eigh(runtime::EagerContext& context, const Tensor& a, bool compute_vectors = true);
+Result<EigenResult> eig(runtime::EagerContext& context, const Tensor& a, bool compute_vectors = true);
+Result<Tensor> cholesky(runtime::EagerContext& context, const Tensor& a);
+Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a);
+Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b);
+Result<Tensor> triangular_solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b, bool lower,
+                                bool unit_diagonal = false, TriangularTranspose transpose = TriangularTranspose::kNone);
+Result<Tensor> inv(runtime::EagerContext& context, const Tensor& a);
+Result<Tensor> det(runtime::EagerContext& context, const Tensor& a);
+Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a);
+Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond = -1.0);
+Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond = -1.0);
+Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kFrobenius);
+Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,
+                           double p = 2.0);
+
+}  // namespace tenferro::linalg
