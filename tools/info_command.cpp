@@ -11,6 +11,7 @@
 
 #include "tenferro/base/build_info.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
 
 namespace tenferro::cli {
 namespace {
@@ -71,11 +72,75 @@ nlohmann::json cpu_section() {
   return section;
 }
 
+std::string_view capability_name(tenferro::cpu::ThreadCountControl c) {
+  using tenferro::cpu::ThreadCountControl;
+  switch (c) {
+    case ThreadCountControl::kSequential:
+      return "sequential";
+    case ThreadCountControl::kPerCall:
+      return "per_call";
+    case ThreadCountControl::kBinaryClampToOne:
+      return "binary_clamp_to_one";
+    case ThreadCountControl::kGlobalOrUncontrolled:
+      return "global_or_uncontrolled";
+  }
+  return "unknown";
+}
+
+std::string_view capability_name(tenferro::cpu::PlacementControl c) {
+  using tenferro::cpu::PlacementControl;
+  switch (c) {
+    case PlacementControl::kCallingThread:
+      return "calling_thread";
+    case PlacementControl::kEngineWorkers:
+      return "engine_workers";
+    case PlacementControl::kExternalWorkers:
+      return "external_workers";
+  }
+  return "unknown";
+}
+
+// The CPU engine's providers for each GEMM choice, on the default managed
+// domains, with the thread-count and placement capability each reports (a
+// library that is not installed says why).
+nlohmann::json cpu_engine_section() {
+  using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
+  std::shared_ptr<const CpuDomainSet> domains;
+  if (auto topo = CpuTopology::discover(); topo.ok()) {
+    if (auto set = CpuDomainSet::create_managed(*topo); set.ok()) domains = *set;
+  }
+  nlohmann::json engines = nlohmann::json::array();
+  for (CpuGemmChoice choice : {CpuGemmChoice::kNative, CpuGemmChoice::kOpenBlas, CpuGemmChoice::kBlis}) {
+    CpuEngineOptions options;
+    options.gemm = choice;
+    options.domains = domains;
+    nlohmann::json entry = {{"gemm", to_string(choice)}, {"domains", domains ? "managed default" : "none"}};
+    auto engine = make_cpu_engine(options);
+    if (!engine.ok()) {
+      entry["error"] = engine.status().to_string();
+      engines.push_back(entry);
+      continue;
+    }
+    nlohmann::json providers = nlohmann::json::array();
+    for (const CpuEngineProviderInfo& p : engine->providers) {
+      providers.push_back({{"family", runtime::to_string(p.family)},
+                           {"name", p.name},
+                           {"thread_count", capability_name(p.capability.thread_count)},
+                           {"placement", capability_name(p.capability.placement)},
+                           {"detail", p.capability.detail}});
+    }
+    entry["providers"] = providers;
+    engines.push_back(entry);
+  }
+  return engines;
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
   info["build"] = build_section();
   info["cpu"] = cpu_section();
+  info["cpu_engine"] = cpu_engine_section();
   return info;
 }
 

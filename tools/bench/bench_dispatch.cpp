@@ -2,8 +2,9 @@
 // baselines (issue 4, "Performance").
 //
 // Note [Dispatch benchmark engines]
-// Until the CPU engine registration exists, the eager cases run on a small
-// test engine defined here whose providers do the real arithmetic on
+// eager_add_8_cpu and eager_matmul_2x2_cpu run on the real CPU engine
+// (cpu::make_cpu_engine) against its slot called directly. The other eager
+// cases run on a small test engine defined here whose providers do the real arithmetic on
 // TensorViews (contiguous float64 add; row-major 2x2 matmul). The baseline
 // of an eager case is the same provider called directly with a hand-built
 // request and an output from the same host allocator: the difference is
@@ -18,6 +19,7 @@
 
 #include "bench/alloc_counter.h"
 #include "bench/bench_command.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime.h"
 
@@ -189,6 +191,49 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       sink = sink + static_cast<double*>(out.data())[0];
     };
     reporter.add(make_case("eager_matmul_2x2", interleaved(ours, base, batch, rounds), "direct_provider_call"));
+  }
+  // --- eager_add_8_cpu / eager_matmul_2x2_cpu: the same calls through the
+  // real CPU engine (issue 5: <= 0.3 us per call), against its slot called
+  // directly with a CpuEngineContext and an output from the host allocator.
+  {
+    Result<cpu::CpuEngine> engine = cpu::make_cpu_engine();
+    if (!engine.ok()) {
+      reporter.progress(engine.status().to_string());
+      return 1;
+    }
+    RuntimeBuilder builder;
+    builder.add_engine(engine->registration);
+    Result<Runtime> cpu_rt = builder.build();
+    if (!cpu_rt.ok()) return 1;
+    EagerContext cpu_ctx = cpu_rt->on();
+    cpu::SequentialContext sequential;
+    cpu::CpuEngineContext cpu_context;
+    cpu_context.parallel = &sequential;
+    const program::CoreAttributes none = program::NoAttributes{};
+    const ElementwiseRuntime* volatile add_slot = engine->registration.capabilities.elementwise.get();
+    const Dims vector_strides = row_major_strides(a.shape());
+    auto add_ours = [&] { sink = sink + static_cast<double*>(cpu_ctx.add(a, a)->data())[0]; };
+    auto add_base = [&] {
+      Tensor out = *Tensor::from_storage(*Storage::allocate_host(64), DType::kFloat64, a.shape(), vector_strides);
+      const TensorView views[2] = {a.view(), a.view()};
+      OperationRequest r{CoreSemanticOp::kAdd, &none, views, out.view(), nullptr, {}};
+      (void)add_slot->run(r, ErasedExecutionContext::of(cpu_context));
+      sink = sink + static_cast<double*>(out.data())[0];
+    };
+    reporter.add(make_case("eager_add_8_cpu", interleaved(add_ours, add_base, batch, rounds), "direct_provider_call"));
+    const program::CoreAttributes matmul = program::DotGeneralAttributes{{}, {}, {1}, {0}};
+    const DotGeneralRuntime* volatile dot_slot = engine->registration.capabilities.dot_general.get();
+    const Dims matrix_strides = row_major_strides(m.shape());
+    auto mm_ours = [&] { sink = sink + static_cast<double*>(cpu_ctx.matmul(m, m)->data())[0]; };
+    auto mm_base = [&] {
+      Tensor out = *Tensor::from_storage(*Storage::allocate_host(32), DType::kFloat64, m.shape(), matrix_strides);
+      const TensorView views[2] = {m.view(), m.view()};
+      OperationRequest r{CoreSemanticOp::kDotGeneral, &matmul, views, out.view(), nullptr, {}};
+      (void)dot_slot->run(r, ErasedExecutionContext::of(cpu_context));
+      sink = sink + static_cast<double*>(out.data())[0];
+    };
+    reporter.add(
+        make_case("eager_matmul_2x2_cpu", interleaved(mm_ours, mm_base, batch, rounds), "direct_provider_call"));
   }
   // --- eager_allocs_per_call ---
   {
