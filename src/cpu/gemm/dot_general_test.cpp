@@ -50,7 +50,28 @@ std::vector<std::int64_t> unravel_index(std::int64_t flat, std::span<const std::
   return idx;
 }
 
+// All values of `t` in row-major logical order.
+std::vector<std::complex<double>> logical_values(const Tensor& t) {
+  std::vector<std::complex<double>> values(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t flat = 0; flat < t.numel(); ++flat) {
+    values[static_cast<std::size_t>(flat)] = value_at(t, unravel_index(flat, t.shape()));
+  }
+  return values;
+}
+
+// Row-major strides of `t`'s logical shape.
+std::vector<std::int64_t> logical_strides(const Tensor& t) {
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(t.rank()));
+  std::int64_t s = 1;
+  for (std::int64_t d = t.rank(); d-- > 0;) {
+    strides[static_cast<std::size_t>(d)] = s;
+    s *= t.size(d);
+  }
+  return strides;
+}
+
 // Brute force: every output element is a sum over every contracted index.
+// Operand values are read once into row-major buffers.
 void check_against_reference(const Tensor& lhs, const Tensor& rhs, const DotGeneralDims& dims, const Tensor& out) {
   Dims lhs_free, rhs_free;
   auto listed = [](const Dims& x, const Dims& y, std::int64_t a) {
@@ -65,32 +86,51 @@ void check_against_reference(const Tensor& lhs, const Tensor& rhs, const DotGene
   const std::int64_t kcount = numel_unchecked(kshape);
   const std::size_t nb = dims.lhs_batch.size();
   ASSERT_EQ(static_cast<std::size_t>(out.rank()), nb + lhs_free.size() + rhs_free.size());
+  const std::vector<std::complex<double>> lv = logical_values(lhs), rv = logical_values(rhs);
+  const std::vector<std::int64_t> ls = logical_strides(lhs), rs = logical_strides(rhs);
+  // Magnitudes for the error bound, and the product written out in real
+  // arithmetic: hypot and the NaN-checking complex multiply would dominate.
+  auto magnitudes = [](const std::vector<std::complex<double>>& values) {
+    std::vector<double> m(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) m[i] = std::abs(values[i]);
+    return m;
+  };
+  const std::vector<double> labs = magnitudes(lv), rabs = magnitudes(rv);
+  auto at = [](const std::vector<std::int64_t>& strides, std::int64_t axis) {
+    return strides[static_cast<std::size_t>(axis)];
+  };
+  // Offsets of every contracted index combination in both operands.
+  std::vector<std::int64_t> lk(static_cast<std::size_t>(kcount)), rk(static_cast<std::size_t>(kcount));
+  for (std::int64_t kf = 0; kf < kcount; ++kf) {
+    const auto ki = unravel_index(kf, kshape);
+    for (std::size_t c = 0; c < ki.size(); ++c) {
+      lk[static_cast<std::size_t>(kf)] += ki[c] * at(ls, dims.lhs_contract[c]);
+      rk[static_cast<std::size_t>(kf)] += ki[c] * at(rs, dims.rhs_contract[c]);
+    }
+  }
   const double eps = out.dtype() == DType::kFloat32 || out.dtype() == DType::kComplex64
                          ? std::numeric_limits<float>::epsilon()
                          : std::numeric_limits<double>::epsilon();
   int failures = 0;
   for (std::int64_t flat = 0; flat < out.numel() && failures < 5; ++flat) {
     const auto oi = unravel_index(flat, out.shape());
-    std::vector<std::int64_t> li(static_cast<std::size_t>(lhs.rank())), ri(static_cast<std::size_t>(rhs.rank()));
+    std::int64_t lbase = 0, rbase = 0;
     for (std::size_t b = 0; b < nb; ++b) {
-      li[static_cast<std::size_t>(dims.lhs_batch[b])] = oi[b];
-      ri[static_cast<std::size_t>(dims.rhs_batch[b])] = oi[b];
+      lbase += oi[b] * at(ls, dims.lhs_batch[b]);
+      rbase += oi[b] * at(rs, dims.rhs_batch[b]);
     }
-    for (std::size_t f = 0; f < lhs_free.size(); ++f) li[static_cast<std::size_t>(lhs_free[f])] = oi[nb + f];
-    for (std::size_t f = 0; f < rhs_free.size(); ++f)
-      ri[static_cast<std::size_t>(rhs_free[f])] = oi[nb + lhs_free.size() + f];
-    std::complex<double> want = 0;
-    double mag = 0;
+    for (std::size_t f = 0; f < lhs_free.size(); ++f) lbase += oi[nb + f] * at(ls, lhs_free[f]);
+    for (std::size_t f = 0; f < rhs_free.size(); ++f) rbase += oi[nb + lhs_free.size() + f] * at(rs, rhs_free[f]);
+    double want_re = 0, want_im = 0, mag = 0;
     for (std::int64_t kf = 0; kf < kcount; ++kf) {
-      const auto ki = unravel_index(kf, kshape);
-      for (std::size_t c = 0; c < ki.size(); ++c) {
-        li[static_cast<std::size_t>(dims.lhs_contract[c])] = ki[c];
-        ri[static_cast<std::size_t>(dims.rhs_contract[c])] = ki[c];
-      }
-      const std::complex<double> x = value_at(lhs, li), y = value_at(rhs, ri);
-      want += x * y;
-      mag += std::abs(x) * std::abs(y);
+      const auto li = static_cast<std::size_t>(lbase + lk[static_cast<std::size_t>(kf)]);
+      const auto ri = static_cast<std::size_t>(rbase + rk[static_cast<std::size_t>(kf)]);
+      const std::complex<double> x = lv[li], y = rv[ri];
+      want_re += x.real() * y.real() - x.imag() * y.imag();
+      want_im += x.real() * y.imag() + x.imag() * y.real();
+      mag += labs[li] * rabs[ri];
     }
+    const std::complex<double> want(want_re, want_im);
     const std::complex<double> got = value_at(out, oi);
     const double tol = is_integer(out.dtype()) ? 0.0 : 8.0 * eps * static_cast<double>(kcount + 2) * (mag + 1e-30);
     if (is_integer(out.dtype()) ? got != want : !(std::abs(got - want) <= tol)) {
