@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_command.h"
+#include "einsum_command.h"
 #include "info_command.h"
 #include "tenferro/base/build_info.h"
 
@@ -11,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tenferro::cli::add_info_command(app);
   tenferro::bench::add_bench_command(app);
+  tenferro::cli::add_einsum_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,69 @@
+// `tenferro einsum [FILE.json]`: the main job. Reads an einsum instance
+// (../shared/bench/instances format) or uses a built-in example network,
+// plans a contraction path, and contracts random float64 data with the
+// native CPU einsum engine through a Runtime (eager or prepared graph),
+// reporting the path's cost and the timings. The runner is shared with
+// `tenferro bench einsum`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tenferro/base/status.h"
+#include "tenferro/einsum/benchmark_instance.h"
+
+namespace tenferro::cli {
+
+/// How to run one instance (the command's options).
+struct EinsumRunOptions {
+  /// ref-flops, ref-size, greedy, optimal, treesa; empty: ref-flops when
+  /// the instance has it, else greedy.
+  std::string path;
+  int threads = 1;
+  std::string gemm = "native";  ///< native, openblas, blis
+  std::string mode = "eager";   ///< eager, graph
+  int runs = 5;
+  bool plan_only = false;
+  bool explain = false;
+  std::uint64_t seed = 0;
+};
+
+/// What a run measured.
+struct EinsumRunResult {
+  std::string instance;
+  std::string path;     ///< the --path value used
+  std::string planner;  ///< the planner that produced the tree
+  std::size_t tensors = 0;
+  double log10_flops = 0.0;
+  double log2_size = 0.0;
+  double multiply_adds = 0.0;
+  double plan_seconds = 0.0;     ///< path search
+  double prepare_seconds = 0.0;  ///< first call (eager) or prepare_for (graph), planning included
+  std::vector<double> seconds;   ///< timed runs (empty with plan_only)
+  /// Process CPU time of each timed run (all threads): steadier than wall
+  /// time on a loaded machine, and for one thread close to it.
+  std::vector<double> cpu_seconds;
+  std::size_t workspace_bytes = 0;
+  std::int64_t planned_copies = 0;
+  std::string explain;    ///< with EinsumRunOptions::explain
+  double checksum = 0.0;  ///< sum of the output elements (last run)
+
+  double median_seconds() const;
+  double min_seconds() const;
+  double median_cpu_seconds() const;
+};
+
+/// The built-in example network (an MPS-like chain with a reference path).
+einsum::BenchmarkInstance builtin_einsum_instance();
+
+/// Plans and (unless plan_only) runs `instance`. Typed errors for invalid
+/// options (kInvalidArgument), unavailable GEMM libraries (kUnsupported)
+/// and anything planning or execution reports.
+Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& instance, const EinsumRunOptions& options);
+
+void add_einsum_command(CLI::App& app);
+
+}  // namespace tenferro::cli
