@@ -32,6 +32,12 @@ constexpr Suite kSuites[] = {
      &run_domains_suite},
     {"einsum", "Instance files (FILES... or all) through the native einsum engine vs numpy and torch",
      &run_einsum_suite},
+    {"linalg",
+     "Each linalg op with LAPACK and Eigen vs numpy (n = 256, 1024); 1,000 batched 16x16 SVDs at 1 and 2 threads; "
+     "`crossover` re-measures the default provider table",
+     &run_linalg_suite},
+    {"ad", "JVP/VJP of a 100-step einsum chain through the runtime vs 3x its forward time (interleaved)",
+     &run_ad_suite},
 };
 
 const Suite* find_suite(const std::string& name) {

@@ -38,5 +38,7 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter);         // 
 int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter);  // bench_dot_general.cpp
 int run_domains_suite(const SuiteOptions& options, Reporter& reporter);      // bench_domains.cpp
 int run_einsum_suite(const SuiteOptions& options, Reporter& reporter);       // bench_einsum.cpp
+int run_linalg_suite(const SuiteOptions& options, Reporter& reporter);       // bench_linalg.cpp
+int run_ad_suite(const SuiteOptions& options, Reporter& reporter);           // bench_ad.cpp
 
 }  // namespace tenferro::bench
