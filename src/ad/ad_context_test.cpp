@@ -32,7 +32,9 @@ class ScaleOp final : public ExtensionOp {
   explicit ScaleOp(double factor) : factor_(factor) {}
   double factor() const noexcept { return factor_; }
   std::string_view family_id() const noexcept override { return "test.scale"; }
-  std::uint64_t payload_hash() const noexcept override { return static_cast<std::uint64_t>(factor_ * 1000); }
+  std::uint64_t payload_hash() const noexcept override {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(factor_ * 1000));
+  }
   bool payload_equal(const ExtensionOp& other) const noexcept override {
     return static_cast<const ScaleOp&>(other).factor_ == factor_;
   }
