@@ -428,7 +428,8 @@ TEST_P(ProviderConformance, MatrixAndVectorNorms) {
             want += std::pow(mag, ord == NormOrder::kOne ? 1.0 : p);
         }
         if (ord == NormOrder::kTwo || (ord == NormOrder::kP && p != 0.0)) want = std::pow(want, 1.0 / p);
-        EXPECT_NEAR(got[b].real(), want, tol * (1 + want)) << to_string(dtype) << " vector ord " << to_string(ord) << " p " << p;
+        EXPECT_NEAR(got[b].real(), want, tol * (1 + want))
+            << to_string(dtype) << " vector ord " << to_string(ord) << " p " << p;
       }
     }
   }
