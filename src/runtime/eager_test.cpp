@@ -417,6 +417,24 @@ TEST(EagerTest, CpuDomainAffinityPolicy) {
   EagerContext pinned = rt.on(Placement::cpu_domain(CpuDomainId(0)));
   ASSERT_TRUE(pinned.add(big1, also1).ok());
   EXPECT_EQ(s.host.executor->last_domain.load(), 0u);  // explicit placement wins
+  // Prepared programs apply the same policy; explain() names the domain and why.
+  auto program =
+      make_program({{4}, {4}},
+                   [](program::ProgramBuilder& b,
+                      std::span<const program::ProgramValue> in) -> Result<SmallVector<program::ProgramValue, 4>> {
+                     Result<program::ProgramValue> sum = b.emit(program::CoreSemanticOp::kAdd, {in[0], in[1]});
+                     if (!sum.ok()) return sum.status();
+                     return SmallVector<program::ProgramValue, 4>{*sum};
+                   });
+  ASSERT_NE(program, nullptr);
+  const Tensor pair[] = {big1, also1};
+  auto plan = rt.prepare_for(program, InputSignature::of(pair));
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_NE((*plan)->explain().find("runs in domain 1: DominantInputBytes (64 input bytes in domain 1)"),
+            std::string::npos)
+      << (*plan)->explain();
+  ASSERT_TRUE(rt.run_prepared(**plan, pair).ok());
+  EXPECT_EQ(s.host.executor->last_domain.load(), 1u);
   // Mixed affinities are fine by default (one address space)...
   auto mixed = ctx.add(in_domain(0, {1, 1, 1, 1}), big1);
   ASSERT_TRUE(mixed.ok());

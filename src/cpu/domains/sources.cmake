@@ -1,9 +1,9 @@
 # CPU resource domains: topology (hwloc), domain specs and validation,
 # managed (oneTBB) and external executors, entered execution contexts,
-# node-local memory pools, provider placement checks and the affinity
-# resolver. Paths are relative to src/cpu.
+# node-local memory pools and provider placement checks (the affinity policy
+# is the runtime's: resolve_placement in src/runtime/schedule.cpp). Paths are
+# relative to src/cpu.
 list(APPEND TENFERRO_CPU_SOURCES
-  domains/affinity_policy.cpp
   domains/cpu_domain_set.cpp
   domains/cpu_resource_domain.cpp
   domains/cpu_set.cpp
@@ -16,7 +16,6 @@ list(APPEND TENFERRO_CPU_SOURCES
 )
 # Every domain test also runs under ThreadSanitizer (label unit:cpu:tsan).
 list(APPEND TENFERRO_CPU_TSAN_TESTS
-  domains/affinity_policy_test.cpp
   domains/cpu_set_test.cpp
   domains/domain_spec_test.cpp
   domains/external_domain_test.cpp
