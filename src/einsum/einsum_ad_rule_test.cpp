@@ -17,6 +17,7 @@
 
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/einsum/cpu_engine.h"
 #include "tenferro/einsum/einsum_ad_rule.h"
@@ -270,6 +271,95 @@ TEST(EinsumAdRule, ReverseModeOfAContractionIsEinsumsOnly) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(check_allclose(a[i], b[i]).ok());
 }
 
+// y = x W_0 ... W_{n-1} as n binary einsums (the `tenferro bench ad` chain).
+FrozenProgram matmul_chain(int steps, std::int64_t n) {
+  auto op = EinsumOp::create("ij,jk->ik");
+  EXPECT_TRUE(op.ok());
+  ProgramBuilder b;
+  ProgramValue y = *b.add_input(DType::kFloat64, {n, n}, "x");
+  for (int i = 0; i < steps; ++i) {
+    const ProgramValue operands[] = {y, *b.add_input(DType::kFloat64, {n, n}, "W")};
+    y = *emit_einsum(b, *op, operands);
+  }
+  return *b.freeze({y});
+}
+
+struct OpCounts {
+  std::size_t einsums = 0, adds = 0, other_core = 0;
+  bool all_binary = true;
+};
+
+OpCounts count_ops(const program::SemanticProgram& p) {
+  OpCounts c;
+  for (program::OperationView op : p.operations()) {
+    if (op.is_extension()) {
+      ++c.einsums;
+      c.all_binary = c.all_binary && op.operands().size() == 2;
+    } else if (op.core_op() == program::CoreSemanticOp::kAdd) {
+      ++c.adds;
+    } else {
+      ++c.other_core;
+    }
+  }
+  return c;
+}
+
+// Note [Cost of the chain's derivatives]: the derivative programs of an
+// n-step binary einsum chain are minimal, so whatever they cost beyond
+// forward + 2 einsums per step is the runtime's, not the transform's:
+// reverse mode emits exactly two binary einsums per step (dY W^T and
+// Y^T dY, each writing its operand's layout directly: no transpose, copy,
+// zero fill or accumulation), forward mode two einsums and one add.
+TEST(EinsumAdRule, DerivativesOfAnEinsumChainAreMinimal) {
+  constexpr int kSteps = 5;
+  ad::AdContext context;
+  ASSERT_TRUE(context.install_rule(einsum_ad_rule()).ok());
+  const FrozenProgram chain = matmul_chain(kSteps, 4);
+  std::vector<std::uint32_t> all(kSteps + 1);
+  for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  const std::uint32_t x_only[] = {0};
+
+  auto vjp_all = context.vjp(chain, all);
+  ASSERT_TRUE(vjp_all.ok()) << vjp_all.status().to_string();
+  OpCounts c = count_ops(*vjp_all->program.program);
+  EXPECT_EQ(c.einsums, 3u * kSteps);
+  EXPECT_EQ(c.adds + c.other_core, 0u);
+  EXPECT_TRUE(c.all_binary);
+  // Every backward einsum's output is one operand's subscripts in order.
+  for (program::OperationView op : vjp_all->program.program->operations()) {
+    if (!op.is_extension()) continue;
+    const auto& subscripts = static_cast<const EinsumOp*>(op.extension())->canonical_subscripts();
+    EXPECT_TRUE(subscripts == "ij,jk->ik" || subscripts == "[0,2],[1,2]->[0,1]" || subscripts == "[0,2],[0,1]->[1,2]")
+        << subscripts;
+  }
+
+  auto vjp_x = context.vjp(chain, x_only);
+  ASSERT_TRUE(vjp_x.ok()) << vjp_x.status().to_string();
+  c = count_ops(*vjp_x->program.program);
+  EXPECT_EQ(c.einsums, 2u * kSteps);  // no gradient einsum for an inactive W
+  EXPECT_EQ(c.adds + c.other_core, 0u);
+
+  auto split = context.split_vjp(chain, all);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  EXPECT_EQ(split->num_residuals, static_cast<std::size_t>(kSteps - 1));  // y_1 .. y_{n-1}
+  c = count_ops(*split->backward.program);
+  EXPECT_EQ(c.einsums, 2u * kSteps);
+  EXPECT_EQ(c.adds + c.other_core, 0u);
+
+  auto jvp_all = context.jvp(chain, all);
+  ASSERT_TRUE(jvp_all.ok()) << jvp_all.status().to_string();
+  c = count_ops(*jvp_all->program.program);
+  EXPECT_EQ(c.einsums, 3u * kSteps);
+  EXPECT_EQ(c.adds, static_cast<std::size_t>(kSteps));
+  EXPECT_EQ(c.other_core, 0u);
+
+  auto jvp_x = context.jvp(chain, x_only);
+  ASSERT_TRUE(jvp_x.ok()) << jvp_x.status().to_string();
+  c = count_ops(*jvp_x->program.program);
+  EXPECT_EQ(c.einsums, 2u * kSteps);
+  EXPECT_EQ(c.adds + c.other_core, 0u);
+}
+
 TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   auto topology = cpu::CpuTopology::discover();
   ASSERT_TRUE(topology.ok()) << topology.status().to_string();
@@ -280,7 +370,10 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   auto executor = CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(*gemm));
   ASSERT_TRUE(executor.ok());
   runtime::RuntimeBuilder builder;
-  builder.add_engine(einsum_only_cpu_engine(EngineId(3), "cpu.einsum_only", (*domains)->domains()[0]));
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.id = EngineId(3);
+  cpu_options.domains = *domains;
+  ASSERT_TRUE(cpu::register_cpu_engine(builder, cpu_options).ok());
   builder.add_extension_module(cpu_extension_module(EngineId(3), *executor));
   auto rt = builder.build();
   ASSERT_TRUE(rt.ok()) << rt.status().to_string();
