@@ -3,7 +3,9 @@
 //
 // Note [Dispatch benchmark engines]
 // eager_add_8_cpu and eager_matmul_2x2_cpu run on the real CPU engine
-// (cpu::make_cpu_engine) against its slot called directly. The other eager
+// (cpu::make_cpu_engine) against its slot called directly;
+// eager_matmul_2x2_cpu_tiny compares that eager matmul with the same call on
+// an engine whose dot_general composite plans every call. The other eager
 // cases run on a small test engine defined here whose providers do the real arithmetic on
 // TensorViews (contiguous float64 add; row-major 2x2 matmul). The baseline
 // of an eager case is the same provider called directly with a hand-built
@@ -234,6 +236,20 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
     };
     reporter.add(
         make_case("eager_matmul_2x2_cpu", interleaved(mm_ours, mm_base, batch, rounds), "direct_provider_call"));
+    // The same eager matmul against an engine whose dot_general composite
+    // plans every call (tiny shortcut off: Note [Tiny dot_general]).
+    cpu::CpuEngineOptions planned_options;
+    planned_options.dot_general.tiny_max_work = -1;
+    Result<cpu::CpuEngine> planned = cpu::make_cpu_engine(planned_options);
+    if (!planned.ok()) return 1;
+    RuntimeBuilder planned_builder;
+    planned_builder.add_engine(planned->registration);
+    Result<Runtime> planned_rt = planned_builder.build();
+    if (!planned_rt.ok()) return 1;
+    EagerContext planned_ctx = planned_rt->on();
+    auto mm_planned = [&] { sink = sink + static_cast<double*>(planned_ctx.matmul(m, m)->data())[0]; };
+    reporter.add(make_case("eager_matmul_2x2_cpu_tiny", interleaved(mm_ours, mm_planned, batch, rounds),
+                           "eager_matmul_2x2_cpu_planned"));
   }
   // --- eager_allocs_per_call ---
   {

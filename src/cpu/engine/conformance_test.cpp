@@ -250,6 +250,10 @@ TEST_P(CpuConformance, DotGeneral) {
     EXPECT_GT(n.small_problems + n.blocked_problems, 0);
     EXPECT_GT(n.blocked_problems, 0);
   }
+  // The 2x2 products took the composite's tiny loop (Note [Tiny
+  // dot_general]); the larger and multi-axis ones were planned.
+  EXPECT_GT(engine_.dot_general->counters().tiny_calls, 0);
+  EXPECT_GT(engine_.dot_general->counters().planned_calls, 0);
 }
 
 TEST_P(CpuConformance, Layout) {

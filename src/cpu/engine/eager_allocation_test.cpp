@@ -100,7 +100,8 @@ TEST(CpuEngineEager, OnlyTheOutputIsAllocatedPerCall) {
   ASSERT_TRUE(ctx.matmul(m, m).ok());
   const auto* native = dynamic_cast<const NativeGemmProvider*>(engine->gemm.get());
   ASSERT_NE(native, nullptr);
-  const std::int64_t small_before = native->counters().small_problems;
+  const NativeGemmCounters gemm_before = native->counters();
+  const DotGeneralCounters dot_before = engine->dot_general->counters();
 
   constexpr int kCalls = 1000;
   const std::uint64_t before = g_allocations.load();
@@ -118,11 +119,14 @@ TEST(CpuEngineEager, OnlyTheOutputIsAllocatedPerCall) {
   EXPECT_EQ(g_allocations.load() - before_mm, static_cast<std::uint64_t>(kCalls));
 
   // Every call ran on the CPU engine's slots directly, and the matmuls on
-  // the native GEMM's small-problem kernel.
+  // the dot_general composite's tiny loop (Note [Tiny dot_general]): no
+  // planning, no GEMM provider call.
   EXPECT_EQ(ctx.metrics().fast_path_calls, 2u * kCalls + 2u);
   EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
   EXPECT_EQ(ctx.metrics().capability_queries, 2u);
-  EXPECT_EQ(native->counters().small_problems - small_before, kCalls);
+  EXPECT_EQ(engine->dot_general->counters().tiny_calls - dot_before.tiny_calls, kCalls);
+  EXPECT_EQ(engine->dot_general->counters().planned_calls, dot_before.planned_calls);
+  EXPECT_EQ(native->counters().small_problems, gemm_before.small_problems);
   auto y = ctx.matmul(m, m);
   ASSERT_TRUE(y.ok());
   EXPECT_EQ(y->to_vector<double>().value(), (std::vector<double>{7, 10, 15, 22}));

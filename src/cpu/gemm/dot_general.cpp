@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/gemm/dot_general_planner.h"
+#include "cpu/gemm/dot_general_tiny.h"
 #include "tenferro/base/assert.h"
 #include "tenferro/cpu/kernels/layout.h"
 
@@ -216,6 +217,8 @@ std::string_view to_string(DotGeneralPath path) noexcept {
       return "direct";
     case DotGeneralPath::kNaive:
       return "naive";
+    case DotGeneralPath::kTiny:
+      return "tiny";
   }
   return "unknown";
 }
@@ -239,6 +242,28 @@ DotGeneralComposite::DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> 
   TENFERRO_CHECK(gemm_ != nullptr);
   if (options_.outer_max_job_flops <= 0) options_.outer_max_job_flops = 2LL * 128 * 128 * 128;
   if (options_.elementwise_parallel_min <= 0) options_.elementwise_parallel_min = 32768;
+  if (options_.tiny_max_work == 0) options_.tiny_max_work = 256;
+}
+
+DotGeneralCounters DotGeneralComposite::counters() const noexcept {
+  DotGeneralCounters c;
+  c.tiny_calls = tiny_calls_.load(std::memory_order_relaxed);
+  c.planned_calls = planned_calls_.load(std::memory_order_relaxed);
+  return c;
+}
+
+void DotGeneralComposite::run_tiny(const internal::TinyContraction& t, const TensorView& lhs, const TensorView& rhs,
+                                   void* out, DotGeneralPlan* plan_out) const noexcept {
+  internal::run_tiny(lhs.dtype, t, lhs.data, rhs.data, out);
+  tiny_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (plan_out != nullptr) {
+    *plan_out = DotGeneralPlan{};
+    plan_out->path = DotGeneralPath::kTiny;
+    plan_out->m = t.m;
+    plan_out->n = t.n;
+    plan_out->k = t.k;
+    plan_out->jobs = t.batch;
+  }
 }
 
 Result<Dims> DotGeneralComposite::result_shape(const TensorView& lhs, const TensorView& rhs,
@@ -271,6 +296,16 @@ Result<Tensor> DotGeneralComposite::dot_general(const TensorView& lhs, const Ten
                                                 const std::shared_ptr<HostAllocator>& allocator) const {
   TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, nullptr, gemm_->support()));
   const Dims shape = internal::dot_general_result_shape(lhs, rhs, dims);
+  if (options_.tiny_max_work > 0) {
+    const Dims strides = row_major_strides(shape);
+    const TensorView row_major{nullptr, shape, strides, lhs.dtype, nullptr};
+    internal::TinyContraction tiny;
+    if (internal::match_tiny(lhs, rhs, dims, row_major, options_.tiny_max_work, tiny)) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, lhs.dtype, MemoryOrder::kRowMajor, allocator));
+      run_tiny(tiny, lhs, rhs, out.data(), plan_out);
+      return out;
+    }
+  }
   if (direct_ != nullptr) {
     TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, lhs.dtype, MemoryOrder::kRowMajor, allocator));
     TENFERRO_TRY(dot_general_into(lhs, rhs, dims, out.view(), ctx, plan_out, allocator));
@@ -292,6 +327,13 @@ Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const Tensor
                                              DotGeneralPlan* plan_out,
                                              const std::shared_ptr<HostAllocator>& allocator) const {
   TENFERRO_TRY(internal::validate_dot_general(lhs, rhs, dims, &out, gemm_->support()));
+  if (options_.tiny_max_work > 0) {
+    internal::TinyContraction tiny;
+    if (internal::match_tiny(lhs, rhs, dims, out, options_.tiny_max_work, tiny)) {
+      run_tiny(tiny, lhs, rhs, out.data, plan_out);
+      return ok_status();
+    }
+  }
   if (direct_ != nullptr && out.numel() > 0) {
     const Status st = direct_->contract(lhs, rhs, dims, out, ctx);
     if (st.ok()) {
@@ -312,6 +354,7 @@ Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const Tensor
 Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                                      bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
                                      const std::shared_ptr<HostAllocator>& allocator) const {
+  planned_calls_.fetch_add(1, std::memory_order_relaxed);
   DotGeneralPlan& s = p.summary;
   const int threads = std::max(1, ctx.max_threads());
   const DType dtype = lhs.dtype;

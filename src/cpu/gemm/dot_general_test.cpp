@@ -147,6 +147,14 @@ std::shared_ptr<const CpuGemmProvider> native() {
   return p;
 }
 
+// Options without the tiny shortcut: every call is planned (the tests of
+// planning, copies and parallel modes use small problems).
+DotGeneralOptions planned_only() {
+  DotGeneralOptions options;
+  options.tiny_max_work = -1;
+  return options;
+}
+
 struct Case {
   const char* name;
   std::vector<std::int64_t> lhs_shape, rhs_shape;
@@ -181,9 +189,12 @@ std::vector<Case> grouping_cases() {
 
 class DotGeneralGroupings : public ::testing::TestWithParam<Case> {};
 
+// Every case runs planned and with the tiny shortcut allowed (then the
+// counters say which one ran, and the plan agrees).
 TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
   const Case& c = GetParam();
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite planned(native(), nullptr, planned_only());
+  const DotGeneralComposite with_tiny(native());
   for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kComplex128, DType::kComplex64, DType::kInt64}) {
     for (Layout ll : kAllLayouts) {
       for (Layout rl : {Layout::kContiguous, Layout::kTransposed, Layout::kBroadcast}) {
@@ -192,10 +203,19 @@ TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
         const Tensor lhs = make_tensor(c.lhs_shape, dtype, ll, 11);
         const Tensor rhs = make_tensor(c.rhs_shape, dtype, rl, 12);
         DotGeneralPlan plan;
-        auto out = composite.dot_general(lhs.view(), rhs.view(), c.dims, sequential_context(), &plan);
+        auto out = planned.dot_general(lhs.view(), rhs.view(), c.dims, sequential_context(), &plan);
         ASSERT_TRUE(out.ok()) << out.status().to_string();
         check_against_reference(lhs, rhs, c.dims, *out);
         EXPECT_EQ(plan.path == DotGeneralPath::kNaive, is_integer(dtype));
+        EXPECT_EQ(planned.counters().tiny_calls, 0);
+
+        const DotGeneralCounters before = with_tiny.counters();
+        out = with_tiny.dot_general(lhs.view(), rhs.view(), c.dims, sequential_context(), &plan);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        check_against_reference(lhs, rhs, c.dims, *out);
+        const DotGeneralCounters after = with_tiny.counters();
+        EXPECT_EQ(after.tiny_calls - before.tiny_calls + after.planned_calls - before.planned_calls, 1);
+        EXPECT_EQ(plan.path == DotGeneralPath::kTiny, after.tiny_calls == before.tiny_calls + 1);
       }
     }
   }
@@ -203,25 +223,84 @@ TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
 
 TEST_P(DotGeneralGroupings, WritesIntoGivenOutputLayouts) {
   const Case& c = GetParam();
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite planned(native(), nullptr, planned_only());
+  const DotGeneralComposite with_tiny(native());
   const Tensor lhs = make_tensor(c.lhs_shape, DType::kFloat64, Layout::kContiguous, 3);
   const Tensor rhs = make_tensor(c.rhs_shape, DType::kFloat64, Layout::kColMajor, 4);
   const Dims shape = *DotGeneralComposite::result_shape(lhs.view(), rhs.view(), c.dims);
   for (Layout ol : kOutputLayouts) {
     SCOPED_TRACE(::testing::Message() << c.name << " out " << layout_name(ol));
-    Tensor out = make_tensor(shape, DType::kFloat64, ol, 5);
-    for (const auto& ctx : {&sequential_context(), &two_thread_context()}) {
-      ASSERT_TRUE(composite.dot_general_into(lhs.view(), rhs.view(), c.dims, out.view(), *ctx).ok());
-      check_against_reference(lhs, rhs, c.dims, out);
+    for (const DotGeneralComposite* composite : {&planned, &with_tiny}) {
+      Tensor out = make_tensor(shape, DType::kFloat64, ol, 5);
+      for (const auto& ctx : {&sequential_context(), &two_thread_context()}) {
+        ASSERT_TRUE(composite->dot_general_into(lhs.view(), rhs.view(), c.dims, out.view(), *ctx).ok());
+        check_against_reference(lhs, rhs, c.dims, out);
+      }
     }
   }
+}
+
+// Note [Tiny dot_general]: (batched) matrix, vector and outer products up to
+// tiny_max_work multiply-adds skip planning, in every dtype and layout;
+// larger or multi-axis problems, and a composite with the shortcut off, are
+// planned.
+TEST(DotGeneralTest, TinyShortcutRunsOnlyForTinyProblems) {
+  const DotGeneralComposite composite(native());
+  struct TinyCase {
+    const char* name;
+    std::vector<std::int64_t> lhs_shape, rhs_shape;
+    DotGeneralDims dims;
+    bool tiny;
+  };
+  const TinyCase cases[] = {
+      {"matmul_2x2", {2, 2}, {2, 2}, dims_of({}, {}, {1}, {0}), true},
+      {"matmul_t_both", {3, 2}, {4, 3}, dims_of({}, {}, {0}, {1}), true},
+      {"batched_last", {2, 3, 4}, {3, 2, 4}, dims_of({2}, {2}, {1}, {0}), true},
+      {"matvec", {5, 6}, {6}, dims_of({}, {}, {1}, {0}), true},
+      {"outer", {4}, {5}, dims_of({}, {}, {}, {}), true},
+      {"at_the_limit", {4, 8}, {8, 8}, dims_of({}, {}, {1}, {0}), true},  // 256 multiply-adds
+      {"over_the_limit", {4, 8}, {8, 9}, dims_of({}, {}, {1}, {0}), false},
+      {"two_contracted", {2, 2, 2}, {2, 2, 2}, dims_of({}, {}, {1, 2}, {0, 1}), false},
+      {"two_free", {2, 2, 2}, {2, 2}, dims_of({}, {}, {2}, {0}), false},
+      {"large", {16, 16}, {16, 16}, dims_of({}, {}, {1}, {0}), false},
+  };
+  for (const TinyCase& c : cases) {
+    for (DType dtype :
+         {DType::kFloat64, DType::kFloat32, DType::kComplex128, DType::kComplex64, DType::kInt64, DType::kInt32}) {
+      for (Layout l : {Layout::kContiguous, Layout::kTransposed, Layout::kSliced, Layout::kBroadcast}) {
+        SCOPED_TRACE(::testing::Message() << c.name << " " << to_string(dtype) << " " << layout_name(l));
+        const Tensor lhs = make_tensor(c.lhs_shape, dtype, l, 21);
+        const Tensor rhs = make_tensor(c.rhs_shape, dtype, Layout::kColMajor, 22);
+        const Dims shape = *DotGeneralComposite::result_shape(lhs.view(), rhs.view(), c.dims);
+        Tensor out = make_tensor(shape, dtype, Layout::kTransposed, 23);
+        const DotGeneralCounters before = composite.counters();
+        DotGeneralPlan plan;
+        ASSERT_TRUE(
+            composite.dot_general_into(lhs.view(), rhs.view(), c.dims, out.view(), sequential_context(), &plan).ok());
+        check_against_reference(lhs, rhs, c.dims, out);
+        const DotGeneralCounters after = composite.counters();
+        EXPECT_EQ(after.tiny_calls - before.tiny_calls, c.tiny ? 1 : 0);
+        EXPECT_EQ(after.planned_calls - before.planned_calls, c.tiny ? 0 : 1);
+        EXPECT_EQ(plan.path == DotGeneralPath::kTiny, c.tiny);
+        EXPECT_EQ(plan.provider_calls == 0, c.tiny || plan.path != DotGeneralPath::kGemm);
+      }
+    }
+  }
+  // The shortcut can be switched off.
+  const DotGeneralComposite planned(native(), nullptr, planned_only());
+  const Tensor a = make_tensor({2, 2}, DType::kFloat64, Layout::kContiguous, 1);
+  DotGeneralPlan plan;
+  ASSERT_TRUE(planned.dot_general(a.view(), a.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan).ok());
+  EXPECT_EQ(plan.path, DotGeneralPath::kGemm);
+  EXPECT_EQ(planned.counters().tiny_calls, 0);
+  EXPECT_EQ(planned.counters().planned_calls, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DotGeneralGroupings, ::testing::ValuesIn(grouping_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(DotGeneralTest, NoCopyWhenStridesAllowGemm) {
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
   DotGeneralPlan plan;
   // Row-major, column-major and transposed operands: GEMM reads them as they are.
   for (Layout ll : {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed}) {
@@ -264,7 +343,7 @@ TEST(DotGeneralTest, NoCopyWhenStridesAllowGemm) {
 }
 
 TEST(DotGeneralTest, CopiesOnlyTheCheapestOperandWhenAGroupCannotFuse) {
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
   DotGeneralPlan plan;
   // C[t,o,k,j] = A[t,j,k] B[t,o] into a [t,o,k,j] buffer: the lhs free axes
   // run in opposite orders in lhs and out, so one must move; lhs is smaller.
@@ -294,14 +373,14 @@ TEST(DotGeneralTest, BroadcastOperandIsReadInPlaceByNativeButCopiedForBlas) {
   const Tensor a = make_tensor({30, 20}, DType::kFloat64, Layout::kBroadcast, 1);  // row stride 0
   const Tensor b = make_tensor({20, 10}, DType::kFloat64, Layout::kContiguous, 2);
   DotGeneralPlan plan;
-  const DotGeneralComposite native_composite(native());
+  const DotGeneralComposite native_composite(native(), nullptr, planned_only());
   auto out = native_composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
   ASSERT_TRUE(out.ok());
   EXPECT_FALSE(plan.lhs_copied);
   check_against_reference(a, b, dims_of({}, {}, {1}, {0}), *out);
   auto openblas = ExternalBlasGemmProvider::load_openblas({OpenBlasBuild::kSerial});
   if (!openblas.ok()) GTEST_SKIP() << openblas.status().to_string();
-  const DotGeneralComposite blas_composite(*openblas);
+  const DotGeneralComposite blas_composite(*openblas, nullptr, planned_only());
   out = blas_composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(plan.lhs_copied);
@@ -309,7 +388,7 @@ TEST(DotGeneralTest, BroadcastOperandIsReadInPlaceByNativeButCopiedForBlas) {
 }
 
 TEST(DotGeneralTest, OuterModeForManySmallJobsInnerForOneLargeJob) {
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
   CountingContext ctx(2);
   DotGeneralPlan plan;
   const Tensor a = make_tensor({32, 24, 24}, DType::kFloat64, Layout::kContiguous, 1);
@@ -351,7 +430,7 @@ TEST(DotGeneralTest, ExactlyOneFanOutLevelWithEveryProvider) {
   const Tensor big_b = make_tensor({240, 230}, DType::kFloat64, Layout::kSliced, 4);
   for (const auto& provider : providers) {
     SCOPED_TRACE(provider->capability().detail);
-    const DotGeneralComposite composite(provider);
+    const DotGeneralComposite composite(provider, nullptr, planned_only());
     DotGeneralPlan plan;
     ctx.reset();
     // small_a is (b, i, k) in a transposed layout; small_b is (b, k, j).
@@ -375,7 +454,7 @@ TEST(DotGeneralTest, ExactlyOneFanOutLevelWithEveryProvider) {
 }
 
 TEST(DotGeneralTest, ElementwiseAndEmptyAndZeroContraction) {
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
   DotGeneralPlan plan;
   const Tensor a = make_tensor({300, 200}, DType::kFloat64, Layout::kContiguous, 1);
   const Tensor b = make_tensor({300, 200}, DType::kFloat64, Layout::kTransposed, 2);
@@ -402,7 +481,7 @@ TEST(DotGeneralTest, ElementwiseAndEmptyAndZeroContraction) {
 }
 
 TEST(DotGeneralTest, InvalidRequestsAreTypedErrorsBeforeAnyKernel) {
-  const DotGeneralComposite composite(native());
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
   const Tensor a = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);
   const Tensor b = make_tensor({5, 6}, DType::kFloat64, Layout::kContiguous, 2);
   const Tensor bf = make_tensor({5, 6}, DType::kFloat32, Layout::kContiguous, 2);
@@ -450,7 +529,7 @@ class RecordingDirectProvider final : public CpuGeneralContractionProvider {
                   const ParallelContext& ctx) const override {
     ++calls;
     if (!accept_) return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "declined");
-    const DotGeneralComposite fallback(native());
+    const DotGeneralComposite fallback(native(), nullptr, planned_only());
     return fallback.dot_general_into(lhs, rhs, dims, out, ctx);
   }
   mutable int calls = 0;
@@ -465,7 +544,7 @@ TEST(DotGeneralTest, DirectProviderSlot) {
   const Tensor b = make_tensor({5, 6}, DType::kFloat64, Layout::kContiguous, 2);
   for (bool accept : {true, false}) {
     auto direct = std::make_shared<RecordingDirectProvider>(accept);
-    const DotGeneralComposite composite(native(), direct);
+    const DotGeneralComposite composite(native(), direct, planned_only());
     DotGeneralPlan plan;
     auto out = composite.dot_general(a.view(), b.view(), dims_of({}, {}, {1}, {0}), sequential_context(), &plan);
     ASSERT_TRUE(out.ok());

@@ -9,6 +9,7 @@ list(APPEND TENFERRO_CPU_SOURCES
   gemm/native/native_gemm.cpp
   gemm/external/external_blas.cpp
   gemm/dot_general_planner.cpp
+  gemm/dot_general_tiny.cpp
   gemm/dot_general.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS

@@ -93,6 +93,75 @@ void strided_run(const F& f, char* const* p, const std::int64_t* s, std::int64_t
   }
 }
 
+// Note [Packed transposed tiles]
+// The common mixed layout is an output contiguous along axis 0 with every
+// input either contiguous along axis 0 too or contiguous along another axis
+// d (a transposed input, e.g. a + b.T). Then each kPackTile x kPackTile tile
+// over axes 0 and d first transposes the tile of every transposed input into
+// a stack buffer (reading runs along d, which are contiguous; the buffer
+// stays in L1), and runs the contiguous, vectorized loop over the tile's
+// rows along axis 0 with the buffer in place of the input. Each cache line
+// of every operand is then read once and fully used, and no inner loop is
+// strided (KernelStats::packed_tiles counts these calls).
+inline constexpr std::int64_t kPackTile = 32;
+
+template <class T>
+void pack_tile(const char* src, std::int64_t stride0, std::int64_t len0, std::int64_t len_d, char* buffer) {
+  T* out = reinterpret_cast<T*>(buffer);
+  for (std::int64_t i = 0; i < len0; ++i) {
+    const T* row = reinterpret_cast<const T*>(src + i * stride0);  // contiguous along d
+    for (std::int64_t j = 0; j < len_d; ++j) out[j * kPackTile + i] = row[j];
+  }
+}
+
+/// One tile of every input, packed (stack storage of a parallel chunk).
+template <int K, std::size_t ItemBytes>
+struct alignas(64) PackBuffer {
+  char bytes[K][kPackTile * kPackTile * ItemBytes];
+};
+
+/// Runs the loop as described in Note [Packed transposed tiles] over tile
+/// axis d; returns false (running nothing) when the layouts do not fit.
+template <class Out, class... In, class F, std::size_t... I>
+bool run_packed_tiles(const F& f, const StridedLoop<sizeof...(In) + 1>& loop, int d, const ParallelContext& ctx,
+                      std::int64_t grain, KernelStats* stats, std::index_sequence<I...>) {
+  constexpr int K = sizeof...(In);
+  constexpr std::int64_t kSizes[] = {static_cast<std::int64_t>(sizeof(Out)), static_cast<std::int64_t>(sizeof(In))...};
+  using Buffer = PackBuffer<K, std::max({sizeof(In)...})>;
+  if (loop.strides[0][0] != kSizes[0]) return false;
+  bool transposed[K] = {};
+  bool any = false;
+  for (int k = 0; k < K; ++k) {
+    if (loop.strides[0][k + 1] == kSizes[k + 1]) continue;
+    if (loop.strides[d][k + 1] != kSizes[k + 1]) return false;
+    transposed[k] = any = true;
+  }
+  if (!any) return false;
+  if (stats != nullptr) ++stats->packed_tiles;
+  auto tile = [&](Buffer& buffer, char* const* base, std::int64_t len0, std::int64_t len_d) {
+    ((transposed[I] ? pack_tile<In>(base[I + 1], loop.strides[0][I + 1], len0, len_d, buffer.bytes[I]) : void()), ...);
+    char* p[K + 1];
+    for (std::int64_t j = 0; j < len_d; ++j) {
+      p[0] = base[0] + j * loop.strides[d][0];
+      for (int k = 0; k < K; ++k) {
+        p[k + 1] =
+            transposed[k] ? buffer.bytes[k] + j * kPackTile * kSizes[k + 1] : base[k + 1] + j * loop.strides[d][k + 1];
+      }
+      masked_run<Out, In...>(f, p, len0, std::integral_constant<unsigned, 0>{}, std::index_sequence<I...>{});
+    }
+  };
+  const std::int64_t units = tiled_units(loop, d, kPackTile, kPackTile);
+  parallel_or_inline(ctx, units, std::max<std::int64_t>(1, grain / (kPackTile * kPackTile)), stats,
+                     [&](std::int64_t b, std::int64_t e) {
+                       Buffer buffer;
+                       for_each_tile(loop, d, kPackTile, kPackTile, b, e,
+                                     [&](char* const* base, std::int64_t len0, std::int64_t len_d) {
+                                       tile(buffer, base, len0, len_d);
+                                     });
+                     });
+  return true;
+}
+
 /// out[i] = f(in_0[i], ..., in_K-1[i]) over validated views of one shape
 /// (element types Out and In...). Operands may be broadcast (stride 0) inputs
 /// and any strides; the output may be identical to an input.
@@ -151,6 +220,7 @@ void run_elementwise(const F& f, const TensorView& out, std::span<const TensorVi
       if (s != 0 && s < s0 && (tile_axis < 0 || s < std::abs(loop.strides[tile_axis][k]))) tile_axis = d;
     }
   }
+  if (tile_axis >= 0 && run_packed_tiles<Out, In...>(f, loop, tile_axis, ctx, grain, stats, Seq{})) return;
   auto run_loop = [&](auto&& run) {
     if (tile_axis < 0) {
       parallel_or_inline(ctx, loop.numel, grain, stats,

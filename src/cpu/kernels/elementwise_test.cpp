@@ -409,13 +409,15 @@ TEST(ElementwiseLoopSelection, EachLayoutTakesItsLoop) {
   EXPECT_EQ(run(m, col, mo).broadcast_inner, 1u);
   Tensor t = make_tensor({4, 5}, DType::kFloat64, Layout::kTransposed);
   EXPECT_EQ(run(m, t, mo).strided_inner, 1u);
-  // A transposed input with long rows is visited in 2-D tiles; results match
-  // the untiled reference.
+  // A transposed input with long rows is packed tile by tile (Note [Packed
+  // transposed tiles]); results match the elementwise reference, with
+  // partial tiles at both edges, sequential and on two threads.
   Tensor big = make_tensor({70, 130}, DType::kFloat64, Layout::kContiguous, 71);
   Tensor big_t = make_tensor({70, 130}, DType::kFloat64, Layout::kTransposed, 72);
   Tensor big_out = *Tensor::empty({70, 130}, DType::kFloat64);
   const KernelStats s = run(big, big_t, big_out);
-  EXPECT_EQ(s.tiled_inner, 1u);
+  EXPECT_EQ(s.packed_tiles, 1u);
+  EXPECT_EQ(s.strided_inner + s.contiguous_inner + s.tiled_inner, 0u);
   const auto x = testing::values_of<double>(big), y = testing::values_of<double>(big_t);
   const auto z = testing::values_of<double>(big_out);
   for (std::size_t i = 0; i < z.size(); ++i) ASSERT_EQ(z[i], x[i] + y[i]) << i;
@@ -424,6 +426,34 @@ TEST(ElementwiseLoopSelection, EachLayoutTakesItsLoop) {
   ASSERT_TRUE(
       binary(BinaryOp::kAdd, big.view(), big_t.view(), par_out.view(), testing::two_thread_context(), &par).ok());
   EXPECT_EQ(testing::values_of<double>(par_out), z);
+  EXPECT_EQ(par.packed_tiles, 1u);  // 15 tiles: too few to fork (LargeOps* covers the split)
+  // Both inputs transposed (complex, the widest element), and a
+  // transposed lhs with a contiguous rhs.
+  Tensor ct = make_tensor({45, 67}, DType::kComplex128, Layout::kTransposed, 73);
+  Tensor cu = make_tensor({45, 67}, DType::kComplex128, Layout::kTransposed, 74);
+  Tensor cc = make_tensor({45, 67}, DType::kComplex128, Layout::kContiguous, 75);
+  for (const auto& [lhs, rhs] : {std::pair{&ct, &cu}, std::pair{&ct, &cc}}) {
+    Tensor co = *Tensor::empty({45, 67}, DType::kComplex128);
+    KernelStats cs;
+    ASSERT_TRUE(binary(BinaryOp::kAdd, lhs->view(), rhs->view(), co.view(), ctx, &cs).ok());
+    const auto cx = testing::values_of<std::complex<double>>(*lhs);
+    const auto cy = testing::values_of<std::complex<double>>(*rhs);
+    const auto cz = testing::values_of<std::complex<double>>(co);
+    for (std::size_t i = 0; i < cz.size(); ++i) ASSERT_EQ(cz[i], cx[i] + cy[i]) << i;
+    EXPECT_EQ(cs.packed_tiles, 1u);
+  }
+  // A transposed input that is not contiguous along its fastest axis (every
+  // other row of a transposed tensor: strides (2, 140)) cannot be packed:
+  // the strided loop runs in tiles.
+  Tensor tall_t = make_tensor({140, 130}, DType::kFloat64, Layout::kTransposed, 76);
+  const Tensor every_other = *tall_t.slice(0, 0, 140, 2);
+  KernelStats ts;
+  ASSERT_TRUE(binary(BinaryOp::kAdd, big.view(), every_other.view(), big_out.view(), ctx, &ts).ok());
+  EXPECT_EQ(ts.packed_tiles, 0u);
+  EXPECT_EQ(ts.tiled_inner, 1u);
+  const auto w = testing::values_of<double>(every_other);
+  const auto z2 = testing::values_of<double>(big_out);
+  for (std::size_t i = 0; i < z2.size(); ++i) ASSERT_EQ(z2[i], x[i] + w[i]) << i;
 }
 
 }  // namespace

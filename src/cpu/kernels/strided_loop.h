@@ -147,14 +147,13 @@ std::int64_t tiled_units(const StridedLoop<N>& loop, int d, std::int64_t tile0, 
   return loop.numel / n0 / nd * ((nd + tile_d - 1) / tile_d) * ((n0 + tile0 - 1) / tile0);
 }
 
-/// Visits the loop in tiles over axes 0 and d (d > 0): for every unit in
-/// [unit_begin, unit_end) (see tiled_units) it calls run(ptrs, n) for each
-/// index of axis d in the unit's block, a run of n <= tile0 elements along
-/// axis 0. Used when an operand's fastest axis is d: a tile then touches
-/// few cache lines of every operand.
-template <int N, class Run>
-void for_each_tiled_run(const StridedLoop<N>& loop, int d, std::int64_t tile0, std::int64_t tile_d,
-                        std::int64_t unit_begin, std::int64_t unit_end, Run&& run) {
+/// Visits the tiles over axes 0 and d (d > 0) of the units in
+/// [unit_begin, unit_end) (see tiled_units): calls tile(ptrs, len0, len_d)
+/// with the operands' addresses of the tile's first element and its extents
+/// along axis 0 (<= tile0) and d (<= tile_d).
+template <int N, class Tile>
+void for_each_tile(const StridedLoop<N>& loop, int d, std::int64_t tile0, std::int64_t tile_d, std::int64_t unit_begin,
+                   std::int64_t unit_end, Tile&& tile) {
   const std::int64_t n0 = loop.shape[0], nd = loop.shape[d];
   const std::int64_t blocks0 = (n0 + tile0 - 1) / tile0;
   const std::int64_t blocks_d = (nd + tile_d - 1) / tile_d;
@@ -173,13 +172,26 @@ void for_each_tiled_run(const StridedLoop<N>& loop, int d, std::int64_t tile0, s
       rest /= loop.shape[a];
       for (int k = 0; k < N; ++k) ptrs[k] += i * loop.strides[a][k];
     }
-    const std::int64_t len0 = std::min(tile0, n0 - b0 * tile0);
-    const std::int64_t len_d = std::min(tile_d, nd - bd * tile_d);
-    for (std::int64_t j = 0; j < len_d; ++j) {
-      run(static_cast<char* const*>(ptrs), len0);
-      for (int k = 0; k < N; ++k) ptrs[k] += loop.strides[d][k];
-    }
+    tile(static_cast<char* const*>(ptrs), std::min(tile0, n0 - b0 * tile0), std::min(tile_d, nd - bd * tile_d));
   }
+}
+
+/// Like for_each_tile, but calls run(ptrs, n) for each index of axis d in
+/// the tile, a run of n <= tile0 elements along axis 0. Used when an
+/// operand's fastest axis is d: a tile then touches few cache lines of
+/// every operand.
+template <int N, class Run>
+void for_each_tiled_run(const StridedLoop<N>& loop, int d, std::int64_t tile0, std::int64_t tile_d,
+                        std::int64_t unit_begin, std::int64_t unit_end, Run&& run) {
+  for_each_tile(loop, d, tile0, tile_d, unit_begin, unit_end,
+                [&](char* const* base, std::int64_t len0, std::int64_t len_d) {
+                  char* ptrs[N];
+                  for (int k = 0; k < N; ++k) ptrs[k] = base[k];
+                  for (std::int64_t j = 0; j < len_d; ++j) {
+                    run(static_cast<char* const*>(ptrs), len0);
+                    for (int k = 0; k < N; ++k) ptrs[k] += loop.strides[d][k];
+                  }
+                });
 }
 
 }  // namespace tenferro::cpu::internal

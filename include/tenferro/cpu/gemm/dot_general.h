@@ -34,8 +34,13 @@
 // ctx, one level). So at every size there is exactly one fan-out level,
 // whichever provider is plugged in. The starting thresholds are PyTorch-like
 // placeholders until tensor-network benchmarks pick tenferro's own.
+//
+// A (batched) matrix product of at most DotGeneralOptions::tiny_max_work
+// multiply-adds skips all of this and runs one strided loop on the calling
+// thread (Note [Tiny dot_general] in src/cpu/gemm/dot_general_tiny.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -51,6 +56,7 @@ namespace tenferro::cpu {
 
 namespace internal {
 struct TtgtPlan;
+struct TinyContraction;
 }  // namespace internal
 
 /// StableHLO dot_general dimension numbers: axes of lhs and rhs.
@@ -69,6 +75,7 @@ enum class DotGeneralPath : std::uint8_t {
   kGemm,         ///< TTGT through the GEMM provider
   kDirect,       ///< the direct general-contraction provider
   kNaive,        ///< integer dtypes: plain loops (no GEMM provider computes integers)
+  kTiny,         ///< a tiny (batched) matrix product: one strided loop, no planning
 };
 std::string_view to_string(DotGeneralPath path) noexcept;
 std::string_view to_string(ParallelMode mode) noexcept;
@@ -97,6 +104,15 @@ struct DotGeneralOptions {
   std::int64_t outer_max_job_flops = 0;
   /// Elementwise products below this many jobs never fork. Default 32768.
   std::int64_t elementwise_parallel_min = 0;
+  /// (Batched) matrix products with batch*m*n*k at most this run the tiny
+  /// loop (Note [Tiny dot_general]). Default 256; negative disables it.
+  std::int64_t tiny_max_work = 0;
+};
+
+/// Counters proving which paths ran (relaxed atomics; cheap to bump).
+struct DotGeneralCounters {
+  std::int64_t tiny_calls = 0;     ///< calls run by the tiny loop without planning
+  std::int64_t planned_calls = 0;  ///< calls planned (TTGT, elementwise, naive, empty, zero fill)
 };
 
 /// A provider that contracts a whole binary dot_general itself (TBLIS-like
@@ -151,8 +167,12 @@ class DotGeneralComposite {
   static Result<Dims> result_shape(const TensorView& lhs, const TensorView& rhs, const DotGeneralDims& dims);
 
   const CpuGemmProvider& gemm_provider() const noexcept { return *gemm_; }
+  DotGeneralCounters counters() const noexcept;
 
  private:
+  // Runs a matched tiny request (Note [Tiny dot_general]) into `out`.
+  void run_tiny(const internal::TinyContraction& t, const TensorView& lhs, const TensorView& rhs, void* out,
+                DotGeneralPlan* plan_out) const noexcept;
   Status run_plan(internal::TtgtPlan& plan, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                   bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
                   const std::shared_ptr<HostAllocator>& allocator) const;
@@ -160,6 +180,8 @@ class DotGeneralComposite {
   std::shared_ptr<const CpuGemmProvider> gemm_;
   std::shared_ptr<const CpuGeneralContractionProvider> direct_;
   DotGeneralOptions options_;
+  mutable std::atomic<std::int64_t> tiny_calls_{0};
+  mutable std::atomic<std::int64_t> planned_calls_{0};
 };
 
 }  // namespace tenferro::cpu

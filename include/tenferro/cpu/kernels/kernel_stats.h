@@ -16,6 +16,7 @@ struct KernelStats {
   std::uint64_t broadcast_inner = 0;   ///< inner loop with a stride-0 (broadcast) input, others contiguous
   std::uint64_t strided_inner = 0;     ///< general strided inner loop
   std::uint64_t tiled_inner = 0;       ///< of the above loops, visited in 2-D tiles (an input's fastest axis differs)
+  std::uint64_t packed_tiles = 0;      ///< 2-D tiles with transposed inputs packed into a buffer, contiguous inner loop
   std::uint64_t memcpy_copies = 0;     ///< copy_into that reduced to one flat memcpy
   std::uint64_t run_copies = 0;        ///< copy_into copying contiguous runs
   std::uint64_t tiled_transposes = 0;  ///< copy_into through the blocked transpose kernel
