@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/einsum.h"
@@ -259,8 +260,11 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuDomainSet> domains, make_domains(options.threads));
   runtime::RuntimeBuilder builder;
-  builder.add_engine(einsum::einsum_only_cpu_engine(EngineId(1), "cpu", domains->domains()[0]));
-  builder.add_extension_module(einsum::cpu_extension_module(EngineId(1), executor));
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.gemm_provider = gemm;
+  cpu_options.domains = domains;
+  TENFERRO_TRY(cpu::register_cpu_engine(builder, cpu_options));
+  builder.add_extension_module(einsum::cpu_extension_module(cpu_options.id, executor));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
   const std::vector<Tensor> inputs = random_inputs(instance, options.seed);
 

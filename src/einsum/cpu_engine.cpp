@@ -1,40 +1,15 @@
-// CpuEinsumEngine, the einsum extension module and the einsum-only CPU
-// engine registration (Note [Einsum extension engine] in cpu_engine.h).
+// CpuEinsumEngine and the einsum extension module (Note [Einsum extension
+// engine] in cpu_engine.h).
 #include "tenferro/einsum/cpu_engine.h"
 
 #include <utility>
 
 #include "message_text.h"
-#include "tenferro/cpu/domains/execution_context.h"
-#include "tenferro/runtime/event_domain.h"
+#include "tenferro/cpu/engine.h"
 
 namespace tenferro::einsum {
 
-namespace {
-
 using program::SpecializationAxis;
-
-// Enters one CPU resource domain per operation with a kInner context.
-class DomainEngineExecutor final : public runtime::EngineExecutor {
- public:
-  explicit DomainEngineExecutor(std::shared_ptr<const cpu::CpuResourceDomain> domain) : domain_(std::move(domain)) {}
-
-  runtime::ExecutionContextTypeId context_type() const noexcept override {
-    return runtime::ExecutionContextTypeId::of<cpu::CpuExecutionContext>();
-  }
-  Status enter(runtime::ResolvedPlacement /*placement*/,
-               FunctionRef<Status(runtime::ErasedExecutionContext)> body) noexcept override {
-    return domain_->run(cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) {
-      // Providers recover the context as a mutable type; nothing mutates it.
-      return body(runtime::ErasedExecutionContext::of(const_cast<cpu::CpuExecutionContext&>(context)));
-    });
-  }
-
- private:
-  std::shared_ptr<const cpu::CpuResourceDomain> domain_;
-};
-
-}  // namespace
 
 CpuEinsumEngine::CpuEinsumEngine(std::shared_ptr<CpuEinsumExecutor> executor,
                                  std::shared_ptr<const cpu::ParallelContext> fallback)
@@ -86,15 +61,15 @@ Status CpuEinsumEngine::run(const runtime::ExtensionRequest& request, runtime::E
                       "outputs",
                       plan == nullptr ? "no" : "a", request.outputs.size());
   }
-  const cpu::ParallelContext* parallel = nullptr;
-  if (const auto* cpu_context = context.get<cpu::CpuExecutionContext>()) {
-    parallel = &cpu_context->parallel();
-  } else if (context.get<runtime::NoExecutionContext>() != nullptr) {
+  const cpu::ParallelContext* parallel = cpu::parallel_context_of(context);
+  if (parallel == nullptr && context.get<runtime::NoExecutionContext>() != nullptr) {
     parallel = fallback_ != nullptr ? fallback_.get() : &sequential_;
-  } else {
+  }
+  if (parallel == nullptr) {
     return make_error(ErrorCode::kContractViolation, ErrorStage::kNone,
-                      "cpu.native_einsum: expected a cpu::CpuExecutionContext (or runtime::NoExecutionContext), "
-                      "found another execution context type");
+                      "cpu.native_einsum: expected a CPU engine context (cpu::CpuEngineContext or "
+                      "cpu::CpuExecutionContext) or runtime::NoExecutionContext, found another execution context "
+                      "type");
   }
   return executor_->execute(*plan, request.inputs, request.outputs[0], *parallel);
 }
@@ -107,18 +82,6 @@ runtime::ExtensionModule cpu_extension_module(EngineId engine, std::shared_ptr<C
       runtime::ExtensionRegistration{std::string(kEinsumFamilyId), engine,
                                      std::make_shared<CpuEinsumEngine>(std::move(executor), std::move(fallback))});
   return module;
-}
-
-runtime::EngineRegistration einsum_only_cpu_engine(EngineId id, std::string name,
-                                                   std::shared_ptr<const cpu::CpuResourceDomain> domain) {
-  runtime::EngineRegistration r;
-  r.metadata.id = id;
-  r.metadata.name = std::move(name);
-  r.metadata.hardware = runtime::HardwareClass::kCpu;
-  auto executor = std::make_shared<DomainEngineExecutor>(std::move(domain));
-  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
-  r.executor = std::move(executor);
-  return r;
 }
 
 }  // namespace tenferro::einsum

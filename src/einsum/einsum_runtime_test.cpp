@@ -8,6 +8,7 @@
 
 #include "engine_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/prepared_program.h"
@@ -229,14 +230,17 @@ TEST(EinsumRuntime, WorkspaceLimitIsAPrepareError) {
   EXPECT_EQ(out.status().stage(), ErrorStage::kPrepare);
 }
 
-TEST(EinsumRuntime, EinsumOnlyCpuEngineRunsOnARealDomain) {
+TEST(EinsumRuntime, RunsOnTheCpuEngineOfARealDomain) {
   Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
   ASSERT_TRUE(topology.ok()) << topology.status().to_string();
   Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cpu::CpuDomainSet::create_managed(*topology);
   ASSERT_TRUE(domains.ok()) << domains.status().to_string();
   auto executor = make_executor();
   runtime::RuntimeBuilder builder;
-  builder.add_engine(einsum_only_cpu_engine(EngineId(3), "cpu.einsum_only", (*domains)->domains()[0]));
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.id = EngineId(3);
+  cpu_options.domains = *domains;
+  ASSERT_TRUE(cpu::register_cpu_engine(builder, cpu_options).ok());
   builder.add_extension_module(cpu_extension_module(EngineId(3), executor));
   Result<runtime::Runtime> rt = builder.build();
   ASSERT_TRUE(rt.ok()) << rt.status().to_string();

@@ -37,10 +37,10 @@
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/einsum.h"
-#include "tenferro/runtime/event_domain.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::bench {
@@ -217,18 +217,13 @@ for _ in range(sweeps):
 print(json.dumps({'2x2': best[4], 'tci': (time.perf_counter() - t0) / calls}))
 )PY";
 
-// A runtime whose only engine runs work inline on the calling thread
-// (sequential), with the native einsum module.
+// The CPU engine without domains (work runs inline on the calling thread,
+// sequential), with the native einsum module.
 Result<runtime::Runtime> inline_einsum_runtime(std::shared_ptr<einsum::CpuEinsumExecutor> executor) {
-  runtime::EngineRegistration r;
-  r.metadata.id = EngineId(1);
-  r.metadata.name = "bench.inline_cpu";
-  auto inline_executor = std::make_shared<runtime::InlineEngineExecutor>();
-  r.event_driver = runtime::make_cpu_immediate_event_driver(inline_executor);
-  r.executor = inline_executor;
   runtime::RuntimeBuilder builder;
-  builder.add_engine(std::move(r));
-  builder.add_extension_module(einsum::cpu_extension_module(EngineId(1), std::move(executor)));
+  const cpu::CpuEngineOptions cpu_options;
+  TENFERRO_TRY(cpu::register_cpu_engine(builder, cpu_options));
+  builder.add_extension_module(einsum::cpu_extension_module(cpu_options.id, std::move(executor)));
   return builder.build();
 }
 

@@ -45,6 +45,7 @@
 #include "tenferro/cpu/parallel.h"
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/engine.h"
+#include "tenferro/runtime/execution_context.h"
 
 namespace tenferro::runtime {
 class RuntimeBuilder;
@@ -96,6 +97,14 @@ struct CpuEngineProviderInfo {
   std::string name;
   ProviderCapability capability;
 };
+
+/// The ParallelContext an extension provider (einsum, linalg) installed on
+/// a CPU engine runs with: CpuEngineContext::parallel on the engine built
+/// here, CpuExecutionContext::parallel() on an engine that enters one domain
+/// directly; null for any other context type (NoExecutionContext included),
+/// which the caller reports or replaces with its own fallback. One type
+/// comparison per recognised type, no allocation.
+const ParallelContext* parallel_context_of(runtime::ErasedExecutionContext context) noexcept;
 
 /// The engine registration plus what it is built from.
 struct CpuEngine {

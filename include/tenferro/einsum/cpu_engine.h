@@ -12,17 +12,23 @@
 // whole N-ary einsum is one prepared operation, eager or in a graph. Its
 // workspace comes from the executor's pool (scratch_bytes stays 0: the
 // pool keeps warm buffers across runs, which runtime scratch cannot do for
-// eager calls). run() takes its parallelism from the engine's context:
-// cpu::CpuExecutionContext::parallel() on a CPU engine, or the executor's
-// fallback context under runtime::NoExecutionContext (reference and test
-// engines); any other context type is a kContractViolation.
+// eager calls). run() takes its parallelism from the engine's context
+// (cpu::parallel_context_of: the CPU engine of cpu::register_cpu_engine, or
+// an engine entering one CPU domain), or the module's fallback context under
+// runtime::NoExecutionContext (reference and test engines); any other
+// context type is a kContractViolation.
+//
+// Usage (the CPU engine with the native einsum on it):
+//   runtime::RuntimeBuilder builder;
+//   TENFERRO_TRY(cpu::register_cpu_engine(builder, cpu_options));
+//   builder.add_extension_module(einsum::cpu_extension_module(cpu_options.id, executor));
 #pragma once
 
 #include <memory>
 #include <string_view>
 
 #include "tenferro/base/ids.h"
-#include "tenferro/cpu/domains/cpu_resource_domain.h"
+#include "tenferro/cpu/parallel.h"
 #include "tenferro/einsum/cpu_executor.h"
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/engine.h"
@@ -55,13 +61,5 @@ class CpuEinsumEngine final : public runtime::ExtensionEngine {
 /// family kEinsumFamilyId backed by `executor` (retained).
 runtime::ExtensionModule cpu_extension_module(EngineId engine, std::shared_ptr<CpuEinsumExecutor> executor,
                                               std::shared_ptr<const cpu::ParallelContext> fallback = nullptr);
-
-/// Stand-in until the CPU engine registration (src/cpu/engine) exists: an
-/// executable host engine with no core capability slots whose executor
-/// enters `domain` (one ParallelMode::kInner context per operation) and an
-/// immediate event driver. Enough to run einsum through a Runtime, eager or
-/// prepared. The domain is retained.
-runtime::EngineRegistration einsum_only_cpu_engine(EngineId id, std::string name,
-                                                   std::shared_ptr<const cpu::CpuResourceDomain> domain);
 
 }  // namespace tenferro::einsum

@@ -220,6 +220,12 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   return engine;
 }
 
+const ParallelContext* parallel_context_of(runtime::ErasedExecutionContext context) noexcept {
+  if (const auto* engine = context.get<CpuEngineContext>()) return engine->parallel;
+  if (const auto* domain = context.get<CpuExecutionContext>()) return &domain->parallel();
+  return nullptr;
+}
+
 Status register_cpu_engine(runtime::RuntimeBuilder& builder, const CpuEngineOptions& options) {
   TENFERRO_ASSIGN_OR_RETURN(CpuEngine engine, make_cpu_engine(options));
   return builder.config().add_engine(std::move(engine.registration));
