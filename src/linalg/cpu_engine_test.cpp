@@ -289,11 +289,14 @@ TEST(CpuLinalgEngineTest, DefaultTableIsVisibleAndDelegatesOnlyOnUnsupported) {
   auto eigen = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "eigen-recording");
   auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(refusing, eigen));
   for (const DefaultProviderRow& row : default_provider_table()) {
-    const std::int64_t n = row.crossover > 1 ? row.crossover - 1 : 8;
-    const LinalgProviderPolicy::Choice c = engine->policy().choose(row.slot, n);
-    ASSERT_NE(c.provider, nullptr);
-    EXPECT_EQ(c.provider == refusing.get() ? "lapack" : "eigen", row.below) << to_string(row.slot);
-    EXPECT_NE(std::string(c.reason).find("default table"), std::string::npos);
+    for (std::size_t k = 0; k < kNumSizeClasses; ++k) {
+      const LinalgProviderPolicy::Choice c = engine->policy().choose(row.slot, kDefaultTableSizes[k]);
+      ASSERT_NE(c.provider, nullptr);
+      EXPECT_EQ(c.provider == refusing.get() ? "lapack" : "eigen", row.pick(k)) << to_string(row.slot);
+      EXPECT_EQ(c.alternative, c.provider == refusing.get() ? static_cast<const CpuLinalgProvider*>(eigen.get())
+                                                            : static_cast<const CpuLinalgProvider*>(refusing.get()));
+      EXPECT_NE(std::string(c.reason).find("default table"), std::string::npos);
+    }
   }
   const auto op = LinalgOp::svd();
   const std::vector<std::int64_t> dims = {4, 300, 300};
@@ -309,6 +312,71 @@ TEST(CpuLinalgEngineTest, DefaultTableIsVisibleAndDelegatesOnlyOnUnsupported) {
   const std::string text = engine->explain(*op, DType::kFloat64, shapes, 2);
   EXPECT_NE(text.find("default table"), std::string::npos) << text;
   EXPECT_NE(text.find("mode outer"), std::string::npos) << text;
+}
+
+// One operation per provider slot, on n x n operands (plus an n x 2 right-hand side).
+struct SlotCase {
+  LinalgSlot slot;
+  std::shared_ptr<const LinalgOp> op;
+  bool rhs;
+};
+
+std::vector<SlotCase> slot_cases() {
+  return {{LinalgSlot::kSvd, LinalgOp::svd(), false},
+          {LinalgSlot::kQr, LinalgOp::qr(), false},
+          {LinalgSlot::kEigh, LinalgOp::eigh(), false},
+          {LinalgSlot::kEig, LinalgOp::eig(), false},
+          {LinalgSlot::kCholesky, LinalgOp::cholesky(), false},
+          {LinalgSlot::kLu, LinalgOp::lu(), false},
+          {LinalgSlot::kSolve, LinalgOp::solve(), true},
+          {LinalgSlot::kTriangularSolve, LinalgOp::triangular_solve(true), true},
+          {LinalgSlot::kInverse, LinalgOp::inv(), false},
+          {LinalgSlot::kLstsq, LinalgOp::lstsq(), true},
+          {LinalgSlot::kPinv, LinalgOp::pinv(), false}};
+}
+
+TEST(CpuLinalgEngineTest, SizeClassesSplitAtTheLogMidpointsOfTheMeasuredSizes) {
+  EXPECT_EQ(default_size_class(0), 0u);
+  EXPECT_EQ(default_size_class(31), 0u);
+  EXPECT_EQ(default_size_class(32), 1u);
+  EXPECT_EQ(default_size_class(127), 1u);
+  EXPECT_EQ(default_size_class(128), 2u);
+  EXPECT_EQ(default_size_class(511), 2u);
+  EXPECT_EQ(default_size_class(512), 3u);
+  EXPECT_EQ(default_size_class(std::int64_t{1} << 40), 3u);
+  for (std::size_t k = 0; k < kNumSizeClasses; ++k) EXPECT_EQ(default_size_class(kDefaultTableSizes[k]), k);
+  EXPECT_FALSE(default_provider_table_source().empty());
+}
+
+TEST(CpuLinalgEngineTest, DefaultEngineSelectsWhatTheMeasuredTableSays) {
+  // Through the engine's prepare-time selection (the plan explain() shows),
+  // for every slot at every measured size and at the first and last size of
+  // each class: the provider is the row's pick, and explain() quotes the row.
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  auto eigen = std::make_shared<EigenLinalgProvider>();
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(*lapack, eigen));
+  for (const SlotCase& c : slot_cases()) {
+    const DefaultProviderRow& row = default_provider_table()[static_cast<std::size_t>(c.slot)];
+    ASSERT_EQ(row.slot, c.slot);
+    for (std::int64_t n : {std::int64_t{2}, std::int64_t{16}, std::int64_t{31}, std::int64_t{32}, std::int64_t{64},
+                           std::int64_t{127}, std::int64_t{128}, std::int64_t{256}, std::int64_t{511},
+                           std::int64_t{512}, std::int64_t{1024}, std::int64_t{2048}}) {
+      const std::vector<std::int64_t> a = {n, n}, b = {n, 2};
+      std::vector<IntArrayRef> shapes = {IntArrayRef(a)};
+      if (c.rhs) shapes.emplace_back(b);
+      Result<LinalgSelection> s = engine->select(*c.op, DType::kFloat64, shapes, 1);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      const std::string_view want = row.pick(default_size_class(n));
+      EXPECT_EQ(s->provider, want == "lapack" ? (*lapack)->name() : eigen->name())
+          << to_string(c.slot) << " n=" << n << ": " << s->reason;
+      const std::string text = engine->explain(*c.op, DType::kFloat64, shapes, 1);
+      EXPECT_NE(text.find(fmt::format("measured at n={}", kDefaultTableSizes[default_size_class(n)])),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find(fmt::format("-> {}", want)), std::string::npos) << text;
+    }
+  }
 }
 
 TEST(CpuLinalgEngineTest, WorkspaceIsReusedAcrossEagerCalls) {

@@ -11,9 +11,13 @@
 //    (ArenaParallelContext as the engine's context), alternating; the
 //    2-thread case's baseline is the 1-thread time (ratio = speedup), the
 //    1-thread case's is numpy's batched svd on 1 thread.
-//  - `crossover`: each provider operation at n = 4 ... 512, Eigen (ours)
-//    against LAPACK (baseline), alternating; ratio > 1 means Eigen is
-//    faster. This is the measurement behind default_provider_table().
+//  - `crossover`: each provider operation at linalg::kDefaultTableSizes
+//    (n = 16, 64, 256, 1024; --quick: 16, 64), Eigen (ours) against LAPACK
+//    (baseline), alternating; ratio > 1 means Eigen is faster, `faster`
+//    applies the table's tie margin and `table` is what the committed
+//    default table picks there. The last progress lines are the table rows
+//    (medians in microseconds) these numbers give: the measurement behind
+//    default_provider_table().
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,7 +80,11 @@ std::vector<OpCase> op_cases() {
 constexpr const char* kPeerScript = R"PY(
 import json, sys, time
 import numpy as np
-import scipy.linalg as sl
+try:
+    import scipy.linalg as sl
+except ImportError:  # lu and triangular_solve then have no peer
+    sl = None
+    print("scipy is not installed: no peer for lu and triangular_solve", file=sys.stderr)
 jobs = json.loads(sys.argv[1])
 rng = np.random.default_rng(0)
 def inputs(kind, n, batch):
@@ -96,9 +104,9 @@ ops = {
     "eigh": lambda a, b: np.linalg.eigh(a),
     "eig": lambda a, b: np.linalg.eig(a),
     "cholesky": lambda a, b: np.linalg.cholesky(a),
-    "lu": lambda a, b: sl.lu_factor(a, check_finite=False),
+    "lu": lambda a, b: sl.lu_factor(a, check_finite=False) if sl else None,
     "solve": lambda a, b: np.linalg.solve(a, b),
-    "triangular_solve": lambda a, b: sl.solve_triangular(a, b, lower=True, check_finite=False),
+    "triangular_solve": lambda a, b: sl.solve_triangular(a, b, lower=True, check_finite=False) if sl else None,
     "inv": lambda a, b: np.linalg.inv(a),
     "det": lambda a, b: np.linalg.det(a),
     "slogdet": lambda a, b: np.linalg.slogdet(a),
@@ -107,6 +115,8 @@ ops = {
     "norm2": lambda a, b: np.linalg.norm(a, 2),
 }
 for job in jobs:
+    if sl is None and job["op"] in ("lu", "triangular_solve"):
+        continue
     a, b = inputs(job["input"], job["n"], job["batch"])
     fn = ops[job["op"]]
     fn(a, b)
@@ -322,13 +332,17 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& lapack,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& eigen) {
   runtime::Runtime rl = make_runtime(engine_with(lapack)), re = make_runtime(engine_with(eigen));
-  const std::vector<std::int64_t> sizes =
-      options.quick ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{4, 8, 16, 32, 64, 128, 256, 512};
+  const std::size_t classes = options.quick ? 2 : linalg::kNumSizeClasses;
+  // Per slot, the medians (microseconds) of its first operation, for the table.
+  std::map<linalg::LinalgSlot, std::pair<std::vector<double>, std::vector<double>>> medians;
   for (const OpCase& c : op_cases()) {
-    if (std::string(c.name) == "det" || std::string(c.name) == "slogdet" || std::string(c.name) == "norm2") {
-      continue;  // the lu / svd slots, measured through lu and svd_values
-    }
-    for (std::int64_t n : sizes) {
+    const std::string name = c.name;
+    if (name == "det" || name == "slogdet" || name == "norm2") continue;  // the lu / svd slots again
+    const linalg::LinalgSlot slot = linalg::slot_of(c.op->attributes());
+    const bool table_op = name != "svd_values";  // svd_values is shown, the thin svd makes the svd row
+    const linalg::DefaultProviderRow& row = linalg::default_provider_table()[static_cast<std::size_t>(slot)];
+    for (std::size_t k = 0; k < classes; ++k) {
+      const std::int64_t n = linalg::kDefaultTableSizes[k];
       reporter.progress(fmt::format("crossover {} n={}", c.name, n));
       std::vector<Tensor> inputs = {random_input(c.input, 1, n, 5)};
       if (c.rhs)
@@ -344,16 +358,31 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
       const int runs = options.runs > 0 ? options.runs : static_cast<int>(std::clamp(0.3 / one, 5.0, 2001.0));
       Samples sl, se;
       sample_pair(cl, ce, c.op, inputs, runs, sl, se);
-      Case row{fmt::format("{}_n{}_crossover", c.name, n),
+      Case out{fmt::format("{}_n{}_crossover", c.name, n),
                se.median(),
                "s",
                sl.median(),
                "lapack",
                1,
                static_cast<int>(se.runs())};
-      row.extra["faster"] = se.median() < sl.median() ? "eigen" : "lapack";
-      reporter.add(std::move(row));
+      out.extra["faster"] = se.median() < linalg::kDefaultTableTieMargin * sl.median() ? "eigen" : "lapack";
+      out.extra["table"] = std::string(row.pick(k));
+      reporter.add(std::move(out));
+      if (table_op) {
+        medians[slot].first.push_back(sl.median() * 1e6);
+        medians[slot].second.push_back(se.median() * 1e6);
+      }
     }
+  }
+  // The rows of kDefaultTable (src/linalg/provider_policy.cpp) these numbers give.
+  const auto list = [](const std::vector<double>& v) {
+    std::string out;
+    for (double x : v) out += fmt::format("{}{:.4g}", out.empty() ? "" : ", ", x);
+    return out;
+  };
+  for (const auto& [slot, m] : medians) {
+    reporter.progress(fmt::format("table row {}: lapack_us {{{}}}, eigen_us {{{}}}", linalg::to_string(slot),
+                                  list(m.first), list(m.second)));
   }
   return 0;
 }

@@ -4,17 +4,23 @@
 // Eigen providers on this machine.
 //
 // Note [Default provider table]
-// The measured default is a table, not a heuristic: for each slot a
-// crossover size n* (n = max(m, n) of the matrix) with the provider used
-// below it and the one used at or above it, and the benchmark evidence
-// behind it (Note [Measured crossovers] in src/linalg/provider_policy.cpp
-// lists the numbers; `tenferro bench linalg crossover` re-measures them).
-// The choice is made at prepare time from the concrete shape, recorded in
-// the engine's plan and shown by CpuLinalgEngine::explain(). When the
-// chosen provider answers kUnsupported for a problem (e.g. LAPACK's 32-bit
-// integers), the table's other provider is asked: an explicit, documented
-// delegation of the composite, never a fallback after an execution error.
-// A fixed bundle has no alternative.
+// The measured default is a table, not a heuristic: for each slot the median
+// time of one call with the LAPACK and with the Eigen provider at each of
+// kDefaultTableSizes (n = max(m, n), float64, one thread), measured by
+// `tenferro bench linalg crossover` (the command, date and load are in
+// default_provider_table_source(); the numbers are in
+// src/linalg/provider_policy.cpp). A problem of size n belongs to the size
+// class of the measured size nearest to n on a log scale (n < 32: 16,
+// n < 128: 64, n < 512: 256, else 1024), and the row picks the faster
+// provider there: Eigen when its median is below kDefaultTableTieMargin
+// times LAPACK's, else LAPACK (a tie goes to LAPACK, which takes all its
+// working memory from the engine's workspace). Other dtypes use the float64
+// row. The choice is made at prepare time from the concrete shape, recorded
+// in the engine's plan and shown by CpuLinalgEngine::explain() with the row's
+// numbers. When the chosen provider answers kUnsupported for a problem (e.g.
+// LAPACK's 32-bit integers), the table's other provider is asked: an
+// explicit, documented delegation of the composite, never a fallback after an
+// execution error. A fixed bundle has no alternative.
 #pragma once
 
 #include <array>
@@ -28,19 +34,31 @@
 
 namespace tenferro::linalg {
 
+/// The matrix sizes the default table was measured at, one size class each.
+inline constexpr std::array<std::int64_t, 4> kDefaultTableSizes = {16, 64, 256, 1024};
+inline constexpr std::size_t kNumSizeClasses = kDefaultTableSizes.size();
+/// Eigen is picked only when its median is below this fraction of LAPACK's.
+inline constexpr double kDefaultTableTieMargin = 0.95;
+
+/// The size class of n (= max(m, n)): the index of the measured size nearest
+/// to n on a log scale.
+std::size_t default_size_class(std::int64_t n) noexcept;
+
 /// One row of the measured default table.
 struct DefaultProviderRow {
   LinalgSlot slot = LinalgSlot::kSvd;
-  /// The provider below the crossover, at or above it ("lapack" or "eigen").
-  std::string_view below;
-  std::int64_t crossover = 0;
-  std::string_view at_or_above;
-  /// The measurement behind the row (sizes, medians, the command).
-  std::string_view evidence;
+  /// Median microseconds per call at kDefaultTableSizes[c] (0: not measured).
+  std::array<double, kNumSizeClasses> lapack_us{};
+  std::array<double, kNumSizeClasses> eigen_us{};
+  /// "eigen" when eigen_us[c] < kDefaultTableTieMargin * lapack_us[c] (both
+  /// measured), else "lapack".
+  std::string_view pick(std::size_t size_class) const noexcept;
 };
 
 /// The table (Note [Default provider table]), one row per slot in LinalgSlot order.
 std::span<const DefaultProviderRow> default_provider_table() noexcept;
+/// The command, date and machine load that produced the table.
+std::string_view default_provider_table_source() noexcept;
 
 /// See the Note. Immutable after construction; thread-safe.
 class LinalgProviderPolicy {
@@ -52,7 +70,7 @@ class LinalgProviderPolicy {
     std::string_view reason;                         ///< one line for explain()
   };
 
-  /// Every slot from `bundle`; an empty slot makes its operations kUnsupported.
+  /// Every slot from `bundle` at every size; an empty slot makes its operations kUnsupported.
   static LinalgProviderPolicy fixed(LinalgProviderBundle bundle);
   /// The measured default table over `lapack` and `eigen`. Either may be
   /// null (the other then serves every size of every slot); both null is a
@@ -68,14 +86,11 @@ class LinalgProviderPolicy {
 
  private:
   struct SlotRule {
-    std::shared_ptr<const CpuLinalgProvider> below;
-    std::shared_ptr<const CpuLinalgProvider> at_or_above;
-    std::int64_t crossover = 0;
-    std::string reason_below;
-    std::string reason_at_or_above;
-    /// The table's other provider on each side, asked on kUnsupported.
-    std::shared_ptr<const CpuLinalgProvider> alternative_below;
-    std::shared_ptr<const CpuLinalgProvider> alternative_at_or_above;
+    /// Per size class: the provider, the table's other provider (asked on
+    /// kUnsupported; null for a fixed bundle) and the reason.
+    std::array<std::shared_ptr<const CpuLinalgProvider>, kNumSizeClasses> provider;
+    std::array<std::shared_ptr<const CpuLinalgProvider>, kNumSizeClasses> alternative;
+    std::array<std::string, kNumSizeClasses> reason;
   };
   std::array<SlotRule, kNumLinalgSlots> rules_;
 };
