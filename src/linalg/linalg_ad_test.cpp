@@ -22,11 +22,15 @@ using program::ProgramBuilder;
 using program::ProgramValue;
 using Values = SmallVector<ProgramValue, 4>;
 
-enum class Kind { kGeneral, kSpd, kWell };
+// kHermitian / kSpd inputs get Hermitian tangents (the perturbation stays in
+// the space the operation is defined on) unless InputSpec::general_tangent;
+// the other kinds get general ones.
+enum class Kind { kGeneral, kSpd, kWell, kHermitian };
 
 struct InputSpec {
   Dims shape;
   Kind kind = Kind::kGeneral;
+  bool general_tangent = false;  ///< a general tangent even for a kSpd / kHermitian input
 };
 
 struct AdCase {
@@ -80,12 +84,30 @@ std::function<Result<Values>(ProgramBuilder&, const Values&)> op_of(std::shared_
 
 // --- numerics ---------------------------------------------------------------------------
 
+// (X + Xᴴ) / 2 of every matrix of a [..., n, n] batch.
+Tensor hermitian(const Tensor& x) {
+  std::vector<cd> v = values_of(x);
+  const std::int64_t n = x.size(x.rank() - 1);
+  for (std::size_t b = 0; b < v.size(); b += static_cast<std::size_t>(n * n))
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j <= i; ++j) {
+        cd& lower = v[b + static_cast<std::size_t>(i * n + j)];
+        cd& upper = v[b + static_cast<std::size_t>(j * n + i)];
+        const cd mean = (lower + std::conj(upper)) / 2.0;
+        lower = mean;
+        upper = std::conj(mean);
+      }
+  return tensor_of(x.dtype(), x.shape(), v);
+}
+
 Tensor make_input(DType dtype, const InputSpec& spec, std::uint32_t seed) {
   switch (spec.kind) {
     case Kind::kSpd:
       return hermitian_positive_definite(dtype, spec.shape, seed);
     case Kind::kWell:
       return well_conditioned(dtype, spec.shape, seed);
+    case Kind::kHermitian:
+      return hermitian(random_tensor(dtype, spec.shape, seed));
     default:
       return random_tensor(dtype, spec.shape, seed);
   }
@@ -133,7 +155,10 @@ class LinalgAdTest : public ::testing::TestWithParam<DType> {
     std::vector<std::uint32_t> active;
     for (std::size_t i = 0; i < c.inputs.size(); ++i) {
       x.push_back(make_input(dtype, c.inputs[i], 100 + static_cast<std::uint32_t>(i)));
-      u.push_back(random_tensor(dtype, c.inputs[i].shape, 200 + static_cast<std::uint32_t>(i)));
+      Tensor ui = random_tensor(dtype, c.inputs[i].shape, 200 + static_cast<std::uint32_t>(i));
+      const bool hermitian_space =
+          !c.inputs[i].general_tangent && (c.inputs[i].kind == Kind::kSpd || c.inputs[i].kind == Kind::kHermitian);
+      u.push_back(hermitian_space ? hermitian(ui) : ui);
       active.push_back(static_cast<std::uint32_t>(i));
     }
     Result<ad::JvpResult> jvp = ad::jvp(*runtime_, context_, *f, x, active, u);
@@ -226,16 +251,29 @@ TEST_P(LinalgAdTest, QrReducedCompleteAndWide) {
 }
 
 TEST_P(LinalgAdTest, EighEigAndCholesky) {
-  // Open (issue 9): for complex inputs the eigh eigenvector JVP (phase gauge)
-  // and the cholesky JVP disagree with central differences (relative error
-  // 0.2-0.3), so those two cases run for real dtypes only until the rules are
-  // fixed; docs/linalg.md lists the gap.
-  const bool complex_dtype = is_complex(GetParam());
-  if (!complex_dtype) check({"eigh batched", {{{2, 4, 4}}}, op_of(LinalgOp::eigh())});
+  // Hermitian inputs with Hermitian perturbations; the eigenvectors are
+  // compared in the engine's gauge (pivot real positive, applied to both
+  // finite-difference evaluations and by the rule) and through |V|² (gauge
+  // invariant).
+  check({"eigh batched", {{{2, 4, 4}, Kind::kHermitian}}, op_of(LinalgOp::eigh())});
+  check({"eigh |V|^2", {{{4, 4}, Kind::kHermitian}}, [](ProgramBuilder& b, const Values& in) -> Result<Values> {
+           TENFERRO_ASSIGN_OR_RETURN(auto o, b.emit_extension(LinalgOp::eigh(), {in[0]}));
+           TENFERRO_ASSIGN_OR_RETURN(ProgramValue vc, b.emit(program::CoreSemanticOp::kConj, {o[1]}));
+           TENFERRO_ASSIGN_OR_RETURN(ProgramValue v2, b.emit(program::CoreSemanticOp::kMul, {o[1], vc}));
+           return Values{o[0], v2};
+         }});
+  // A general input and tangent: eigh reads the lower triangle and the real
+  // diagonal, and so does its derivative.
+  check({"eigh of the lower triangle", {{{3, 3}}}, op_of(LinalgOp::eigh())});
   check({"eigvalsh", {{{3, 3}}}, op_of(LinalgOp::eigh(false))});
   check({"eig", {{{3, 3}}}, op_of(LinalgOp::eig())});
   check({"eigvals batched", {{{2, 3, 3}}}, op_of(LinalgOp::eig(false))});
-  if (!complex_dtype) check({"cholesky batched", {{{2, 3, 3}, Kind::kSpd}}, op_of(LinalgOp::cholesky())});
+  check({"cholesky batched", {{{2, 3, 3}, Kind::kSpd}}, op_of(LinalgOp::cholesky())});
+  // A general perturbation of an SPD input: only its lower triangle and real
+  // diagonal reach the factorization.
+  check({"cholesky of the lower triangle",
+         {{{2, 3, 3}, Kind::kSpd, /*general_tangent=*/true}},
+         op_of(LinalgOp::cholesky())});
 }
 
 TEST_P(LinalgAdTest, LuSquareAndRectangular) {

@@ -73,11 +73,19 @@ Result<AdValue> completion_tangent(MatrixAd& m, AdValue u1, AdValue du1, AdValue
 
 }  // namespace
 
+Result<AdValue> real_diagonal(MatrixAd& m, AdValue a) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue diag, m.keep(a, Triangle::kDiagonal));
+  if (!m.complex(a)) return diag;
+  TENFERRO_ASSIGN_OR_RETURN(AdValue diag_re, m.real(diag));
+  return m.to(diag_re, m.dtype(a));
+}
+
 Result<AdValue> hermitian_from_lower(MatrixAd& m, AdValue a) {
-  TENFERRO_ASSIGN_OR_RETURN(AdValue lower, m.keep(a, Triangle::kLower));
   TENFERRO_ASSIGN_OR_RETURN(AdValue strict, m.keep(a, Triangle::kStrictLower));
   TENFERRO_ASSIGN_OR_RETURN(AdValue strict_h, m.adjoint(strict));
-  return m.add(lower, strict_h);
+  TENFERRO_ASSIGN_OR_RETURN(AdValue diag, real_diagonal(m, a));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue off, m.add(strict, strict_h));
+  return m.add(off, diag);
 }
 
 Result<TangentList> linearize_svd(LinearizeContext& ctx, MatrixAd& m, const LinalgAttributes& attr) {
@@ -282,8 +290,11 @@ Result<TangentList> linearize_cholesky(LinearizeContext& ctx, MatrixAd& m) {
   TENFERRO_ASSIGN_OR_RETURN(AdValue y, tri_solve(m, l, dah, /*lower=*/true, false));
   TENFERRO_ASSIGN_OR_RETURN(AdValue yh, m.adjoint(y));
   TENFERRO_ASSIGN_OR_RETURN(AdValue x, tri_solve(m, l, yh, /*lower=*/true, false));  // L⁻¹ dA L⁻ᴴ
+  // Φ(X): strict lower triangle plus half the real diagonal (X is Hermitian
+  // in exact arithmetic; dropping the rounding-level imaginary diagonal keeps
+  // diag(L) real, as the forward op does).
   TENFERRO_ASSIGN_OR_RETURN(AdValue strict, m.keep(x, Triangle::kStrictLower));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue diag, m.keep(x, Triangle::kDiagonal));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue diag, real_diagonal(m, x));
   TENFERRO_ASSIGN_OR_RETURN(AdValue half_diag, m.scale(diag, 0.5));
   TENFERRO_ASSIGN_OR_RETURN(AdValue phi, m.add(strict, half_diag));
   TENFERRO_ASSIGN_OR_RETURN(AdValue dl, m.matmul(l, phi));

@@ -30,7 +30,12 @@ Result<TangentList> linearize_cholesky(LinearizeContext& ctx, MatrixAd& m);
 Result<TangentList> linearize_lu(LinearizeContext& ctx, MatrixAd& m);
 
 /// The Hermitian matrix a routine reading only the lower triangle of `a`
-/// sees: tril(a) + tril(a, -1)ᴴ (also for tangents: linear).
+/// sees: tril(a, -1) + tril(a, -1)ᴴ + Re diag(a) (LAPACK's ?heevd / ?potrf
+/// and Eigen ignore the imaginary part of the diagonal). Linear, so it also
+/// maps tangents.
 Result<AdValue> hermitian_from_lower(MatrixAd& m, AdValue a);
+
+/// diag(a) as a matrix, its real part for complex `a` (linear).
+Result<AdValue> real_diagonal(MatrixAd& m, AdValue a);
 
 }  // namespace tenferro::linalg::internal
