@@ -95,21 +95,6 @@ Result<std::shared_ptr<const cpu::CpuGemmProvider>> make_gemm(const std::string&
   return invalid(fmt::format("--gemm {}: expected native, openblas or blis", name));
 }
 
-// One managed CPU domain over the first `threads` allowed CPUs.
-Result<std::shared_ptr<const cpu::CpuDomainSet>> make_domains(int threads) {
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
-  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
-  if (threads > static_cast<int>(allowed.size())) {
-    return invalid(fmt::format("--threads {}: this process may use {} CPUs", threads, allowed.size()));
-  }
-  cpu::CpuDomainSpec spec;
-  spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
-  spec.thread_budget = threads;
-  const cpu::CpuDomainSpec specs[] = {spec};
-  return cpu::CpuDomainSet::create_managed(topology, specs);
-}
-
 std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
   std::vector<Tensor> inputs;
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -147,6 +132,20 @@ Result<std::shared_ptr<const program::SemanticProgram>> einsum_program(
 }
 
 }  // namespace
+
+Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads) {
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
+  if (threads > static_cast<int>(allowed.size())) {
+    return invalid(fmt::format("--threads {}: this process may use {} CPUs", threads, allowed.size()));
+  }
+  cpu::CpuDomainSpec spec;
+  spec.id = CpuDomainId(1);
+  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
+  spec.thread_budget = threads;
+  const cpu::CpuDomainSpec specs[] = {spec};
+  return cpu::CpuDomainSet::create_managed(topology, specs);
+}
 
 double EinsumRunResult::median_seconds() const { return median_of(seconds); }
 double EinsumRunResult::median_cpu_seconds() const { return median_of(cpu_seconds); }
@@ -258,7 +257,7 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuGemmProvider> gemm, make_gemm(options.gemm, options.threads));
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
                             einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuDomainSet> domains, make_domains(options.threads));
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuDomainSet> domains, managed_cpu_domains(options.threads));
   runtime::RuntimeBuilder builder;
   cpu::CpuEngineOptions cpu_options;
   cpu_options.gemm_provider = gemm;

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tenferro/base/status.h"
+#include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/einsum/benchmark_instance.h"
 
 namespace tenferro::cli {
@@ -57,6 +58,11 @@ struct EinsumRunResult {
 };
 
 /// The built-in example network (an MPS-like chain with a reference path).
+/// One Managed CPU domain (id 1) over the first `threads` CPUs this process
+/// may use, with a thread budget of `threads` (workers pinned). Errors:
+/// kInvalidArgument when fewer CPUs are allowed.
+Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads);
+
 einsum::BenchmarkInstance builtin_einsum_instance();
 
 /// Plans and (unless plan_only) runs `instance`. Typed errors for invalid

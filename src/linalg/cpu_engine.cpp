@@ -11,7 +11,7 @@
 
 #include "linalg/linalg_plan.h"
 #include "linalg/workspace_pool.h"
-#include "tenferro/cpu/domains/execution_context.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/linalg/eigen_provider.h"
 #include "tenferro/linalg/lapack_provider.h"
 
@@ -55,18 +55,6 @@ ModeDecision choose_mode(const LinalgPlan& plan, const LinalgEngineOptions& opti
   return {cpu::ParallelMode::kInner, 1,
           "the provider's threading is process-global (it cannot be made sequential per worker): sequential batch "
           "loop, the provider's own threads inside each call"};
-}
-
-std::string_view to_string(cpu::ParallelMode mode) {
-  switch (mode) {
-    case cpu::ParallelMode::kSequential:
-      return "sequential";
-    case cpu::ParallelMode::kInner:
-      return "inner";
-    case cpu::ParallelMode::kOuter:
-      return "outer";
-  }
-  return "unknown";
 }
 
 // The first failure of a batch, by lowest batch index (deterministic).
@@ -177,15 +165,14 @@ Status CpuLinalgEngine::run(const runtime::ExtensionRequest& request, runtime::E
                       "{} inputs and {} outputs",
                       plan == nullptr ? "no" : "a", request.inputs.size(), request.outputs.size());
   }
-  const cpu::ParallelContext* parallel = nullptr;
-  if (const auto* cpu_context = context.get<cpu::CpuExecutionContext>()) {
-    parallel = &cpu_context->parallel();
-  } else if (context.get<runtime::NoExecutionContext>() != nullptr) {
+  const cpu::ParallelContext* parallel = cpu::parallel_context_of(context);
+  if (parallel == nullptr && context.get<runtime::NoExecutionContext>() != nullptr) {
     parallel = fallback_ != nullptr ? fallback_.get() : &sequential_;
-  } else {
+  }
+  if (parallel == nullptr) {
     return make_error(ErrorCode::kContractViolation, ErrorStage::kNone,
-                      "cpu.linalg: expected a cpu::CpuExecutionContext (or runtime::NoExecutionContext), found another "
-                      "execution context type");
+                      "cpu.linalg: expected a CPU engine context (cpu::CpuEngineContext or cpu::CpuExecutionContext) "
+                      "or runtime::NoExecutionContext, found another execution context type");
   }
   counters_.runs.fetch_add(1, std::memory_order_relaxed);
   if (plan->batch == 0) return ok_status();
@@ -251,8 +238,8 @@ std::string CpuLinalgEngine::explain(const LinalgOp& op, DType dtype, std::span<
   Result<LinalgSelection> s = select(op, dtype, shapes, threads);
   if (!s.ok()) return fmt::format("{} {} {}: {}", op.describe(), dtype, operands, s.status().to_string());
   return fmt::format("{} {} {} with {} thread{}: provider {}; mode {} ({}); workspace {} bytes per worker",
-                     op.describe(), dtype, operands, threads, threads == 1 ? "" : "s", s->reason, to_string(s->mode),
-                     s->mode_reason, s->workspace_bytes_per_worker);
+                     op.describe(), dtype, operands, threads, threads == 1 ? "" : "s", s->reason,
+                     cpu::to_string(s->mode), s->mode_reason, s->workspace_bytes_per_worker);
 }
 
 LinalgEngineStats CpuLinalgEngine::stats() const noexcept {

@@ -9,6 +9,7 @@
 
 #include "linalg/linalg_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/program/program_builder.h"
 
@@ -171,14 +172,12 @@ TEST(CpuLinalgEngineTest, RunsInsideARealCpuDomain) {
   ASSERT_TRUE(domains.ok()) << domains.status().to_string();
   const std::shared_ptr<const cpu::CpuResourceDomain> domain = (*domains)->domains()[0];
   auto engine = CpuLinalgEngine::create_default();
+  // The CPU engine of cpu::register_cpu_engine, with the linalg module on it.
   runtime::RuntimeBuilder builder;
-  runtime::EngineRegistration r;
-  r.metadata.id = EngineId(7);
-  r.metadata.name = "cpu-domain";
-  auto executor = std::make_shared<DomainExecutor>(domain);
-  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
-  r.executor = executor;
-  builder.add_engine(std::move(r));
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.id = EngineId(7);
+  cpu_options.domains = *domains;
+  ASSERT_TRUE(cpu::register_cpu_engine(builder, cpu_options).ok());
   builder.add_extension_module(cpu_extension_module(EngineId(7), engine));
   runtime::Runtime rt = *builder.build();
   const Tensor a = hermitian_positive_definite(DType::kComplex128, {32, 12, 12}, 6);

@@ -41,25 +41,6 @@ inline runtime::Runtime make_runtime(std::shared_ptr<CpuLinalgEngine> linalg) {
   return std::move(rt).value();
 }
 
-/// Enters one CPU resource domain per operation (a kInner context): the
-/// stand-in for the CPU engine registration, as in the einsum component.
-class DomainExecutor final : public runtime::EngineExecutor {
- public:
-  explicit DomainExecutor(std::shared_ptr<const cpu::CpuResourceDomain> domain) : domain_(std::move(domain)) {}
-  runtime::ExecutionContextTypeId context_type() const noexcept override {
-    return runtime::ExecutionContextTypeId::of<cpu::CpuExecutionContext>();
-  }
-  Status enter(runtime::ResolvedPlacement,
-               FunctionRef<Status(runtime::ErasedExecutionContext)> body) noexcept override {
-    return domain_->run(cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) {
-      return body(runtime::ErasedExecutionContext::of(const_cast<cpu::CpuExecutionContext&>(context)));
-    });
-  }
-
- private:
-  std::shared_ptr<const cpu::CpuResourceDomain> domain_;
-};
-
 /// A small dense complex<double> matrix (row-major) for reference math.
 struct RefMatrix {
   std::int64_t rows = 0, cols = 0;

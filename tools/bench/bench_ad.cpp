@@ -8,69 +8,44 @@
 // forward, and the transform itself (AdContext::vjp with a cleared cache)
 // against building the source program.
 //
-// The engine runs work inline on the calling thread; einsums go to the
-// native engine (its fallback parallel context has the case's thread
-// count); the only core op the derivative programs need, add (summing the
-// tangents of the two operands in forward mode), goes to the CPU
-// elementwise kernel through a bench-local slot.
+// The runtime is the CPU engine (cpu::register_cpu_engine) over one managed
+// domain of the case's thread count, with the native einsum module; the
+// only core op the derivative programs need, add (summing the tangents of
+// the two operands in forward mode), goes to the engine's elementwise slot.
 #include <cmath>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "bench/bench_command.h"
+#include "einsum_command.h"
 #include "tenferro/ad/ad_context.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/cpu/kernels/arena_parallel_context.h"
-#include "tenferro/cpu/kernels/elementwise.h"
-#include "tenferro/cpu/parallel.h"
 #include "tenferro/einsum/cpu_engine.h"
 #include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/einsum_call.h"
-#include "tenferro/runtime/engine_executor.h"
-#include "tenferro/runtime/event_domain.h"
-#include "tenferro/runtime/providers.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::bench {
 namespace {
 
-using program::CoreSemanticOp;
 using program::FrozenProgram;
 
-// add through the CPU kernel; everything else is left to other slots.
-class AddOnly final : public runtime::ElementwiseRuntime {
- public:
-  std::string_view name() const noexcept override { return "bench.cpu_add"; }
-  Result<runtime::PrepareCapability> prepare(const runtime::OperationSignature& signature) const override {
-    if (signature.op != CoreSemanticOp::kAdd) return runtime::PrepareCapability::unsupported("bench engine: add only");
-    return runtime::PrepareCapability::prepared();
-  }
-  Status run(const runtime::OperationRequest& request, runtime::ErasedExecutionContext) const override {
-    return cpu::binary(cpu::BinaryOp::kAdd, request.inputs[0], request.inputs[1], request.output, sequential_);
-  }
-
- private:
-  cpu::SequentialContext sequential_;
-};
-
+// The CPU engine over one managed domain of `threads` pinned CPUs (outputs
+// come from the domain's memory pool, as for any user of the CPU engine),
+// with the native einsum module on it.
 Result<runtime::Runtime> chain_runtime(int threads) {
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
                             einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
-  std::shared_ptr<const cpu::ParallelContext> parallel;
-  if (threads > 1) parallel = std::make_shared<const cpu::ArenaParallelContext>(threads);
-  runtime::EngineRegistration r;
-  r.metadata.id = EngineId(1);
-  r.metadata.name = "bench.inline_cpu";
-  r.capabilities.elementwise = std::make_shared<AddOnly>();
-  auto inline_executor = std::make_shared<runtime::InlineEngineExecutor>();
-  r.executor = inline_executor;
-  r.event_driver = runtime::make_cpu_immediate_event_driver(inline_executor);
+  cpu::CpuEngineOptions options;
+  options.gemm_provider = gemm;
+  TENFERRO_ASSIGN_OR_RETURN(options.domains, cli::managed_cpu_domains(threads));
   runtime::RuntimeBuilder builder;
-  builder.add_engine(std::move(r));
-  builder.add_extension_module(einsum::cpu_extension_module(EngineId(1), std::move(executor), std::move(parallel)));
+  TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
+  builder.add_extension_module(einsum::cpu_extension_module(options.id, std::move(executor)));
   return builder.build();
 }
 
