@@ -3,8 +3,8 @@
 // (C = A B, the numpy layout), interleaved sample by sample in one run.
 // Baseline: the pthread OpenBLAS build with its global thread count set to
 // the case's (1 thread equals the serial build, DEPENDENCIES.md section 3).
-// Ours: native kernels on a SequentialContext (1 thread) or on an
-// ArenaParallelContext (oneTBB arena) with the case's thread count.
+// Ours: native kernels on a SequentialContext (1 thread) or, for more
+// threads, inside one managed CPU domain of that many pinned workers.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,9 +17,11 @@
 #include <fmt/format.h>
 
 #include "bench/bench_command.h"
+#include "einsum_command.h"
+#include "tenferro/cpu/domains/cpu_resource_domain.h"
+#include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/cpu/kernels/arena_parallel_context.h"
 
 namespace tenferro::bench {
 namespace {
@@ -135,21 +137,36 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
     if (n <= 1024) cases.push_back({"cgemm", DType::kComplex64, n});
   }
   for (int threads : options.threads) {
-    std::unique_ptr<cpu::ParallelContext> ctx;
-    if (threads <= 1) {
-      ctx = std::make_unique<cpu::SequentialContext>();
-    } else {
-      ctx = std::make_unique<cpu::ArenaParallelContext>(threads);
-    }
     if (base != nullptr) base->set_global_thread_count(threads).ignore();
-    for (const GemmCase& c : cases) {
-      reporter.progress(fmt::format("{} n={} threads={}", c.prefix, c.n, threads));
-      visit_dtype(c.dtype, [&]<class T>(T) {
-        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
-                      std::is_same_v<T, std::complex<double>>) {
-          run_case<T>(c, threads, *ctx, **native, base, options.runs, reporter);
-        }
-      });
+    const auto run_cases = [&](const cpu::ParallelContext& ctx) {
+      for (const GemmCase& c : cases) {
+        reporter.progress(fmt::format("{} n={} threads={}", c.prefix, c.n, threads));
+        visit_dtype(c.dtype, [&]<class T>(T) {
+          if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
+                        std::is_same_v<T, std::complex<double>>) {
+            run_case<T>(c, threads, ctx, **native, base, options.runs, reporter);
+          }
+        });
+      }
+    };
+    if (threads <= 1) {
+      run_cases(cpu::SequentialContext());
+      continue;
+    }
+    // Several threads: one managed domain with pinned workers, entered once.
+    Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cli::managed_cpu_domains(threads);
+    if (!domains.ok()) {
+      reporter.progress("gemm: " + domains.status().to_string());
+      return 1;
+    }
+    const Status entered = (*domains)->default_domain().run(cpu::ParallelMode::kInner,
+                                                            [&](const cpu::CpuExecutionContext& context) -> Status {
+                                                              run_cases(context.parallel());
+                                                              return ok_status();
+                                                            });
+    if (!entered.ok()) {
+      reporter.progress("gemm: " + entered.to_string());
+      return 1;
     }
   }
   return 0;
