@@ -65,6 +65,18 @@ extern "C" void __tsan_release(void* addr);
 
 namespace tenferro::cpu::internal {
 namespace {
+// The receiving end of a hand-off: releases when the scope ends, also by an
+// exception (a throwing loop chunk, which oneTBB rethrows on the caller).
+struct TsanReleaseAtExit {
+  const void* address;
+  ~TsanReleaseAtExit() { TENFERRO_TSAN_RELEASE(address); }
+};
+// The caller's end: acquires what every receiver released, also when oneTBB
+// rethrows.
+struct TsanAcquireAtExit {
+  const void* address;
+  ~TsanAcquireAtExit() { TENFERRO_TSAN_ACQUIRE(address); }
+};
 
 // Where the threads of one executor must run. Shared with queued tasks so
 // that they can pin their worker even after the executor is gone.
@@ -175,17 +187,17 @@ void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int
     return;
   }
   TENFERRO_TSAN_RELEASE(&body);
+  const TsanAcquireAtExit joined{&body};
   tbb::parallel_for(
       std::int64_t{0}, plan.chunks,
       [&](std::int64_t chunk) {
         TENFERRO_TSAN_ACQUIRE(&body);
+        const TsanReleaseAtExit done{&body};
         pin_->confine_worker();
         const std::int64_t lo = begin + chunk * plan.chunk_size;
         body(lo, std::min(end, lo + plan.chunk_size));
-        TENFERRO_TSAN_RELEASE(&body);
       },
       tbb::static_partitioner());
-  TENFERRO_TSAN_ACQUIRE(&body);
 }
 
 ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
@@ -213,25 +225,32 @@ CpuExecutorCapabilities ManagedCpuExecutor::capabilities() const {
 
 Status ManagedCpuExecutor::install(FunctionRef<void(const ParallelContext& workers)> job) {
   TENFERRO_TSAN_RELEASE(&job);
+  const TsanAcquireAtExit joined{&job};
   arena_.execute([&] {
     TENFERRO_TSAN_ACQUIRE(&job);
-    {
-      EnteringThreadPin pin(*pin_, pin_entering_threads_);
-      job(context_);
-    }
-    TENFERRO_TSAN_RELEASE(&job);
+    const TsanReleaseAtExit done{&job};
+    EnteringThreadPin pin(*pin_, pin_entering_threads_);
+    job(context_);
   });
-  TENFERRO_TSAN_ACQUIRE(&job);
   return ok_status();
 }
 
-Status ManagedCpuExecutor::submit(std::shared_ptr<CpuTask> task) {
-  TENFERRO_TSAN_RELEASE(task.get());
-  arena_.enqueue([pin = pin_, task = std::move(task)] {
+// A submitted task on a worker of the arena. oneTBB calls it as const; the
+// task reference is dropped by release_task, where TSan sees the count.
+struct SubmittedRun {
+  std::shared_ptr<const PinTarget> pin;
+  mutable std::shared_ptr<CpuTask> task;
+  void operator()() const {
     TENFERRO_TSAN_ACQUIRE(task.get());
     pin->confine_worker();
     task->run();
-  });
+    release_task(task);
+  }
+};
+
+Status ManagedCpuExecutor::submit(std::shared_ptr<CpuTask> task) {
+  TENFERRO_TSAN_RELEASE(task.get());
+  arena_.enqueue(SubmittedRun{pin_, std::move(task)});
   return ok_status();
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "tenferro/cpu/domains/cpu_domain_executor.h"
+
 namespace tenferro::cpu::internal {
 namespace {
 
@@ -56,5 +58,7 @@ Status bind_this_thread(const CpuSet& cpus) {
   }
   return ok_status();
 }
+
+void release_task(std::shared_ptr<CpuTask>& task) noexcept { task.reset(); }
 
 }  // namespace tenferro::cpu::internal

@@ -15,9 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_set.h"
+
+namespace tenferro::cpu {
+class CpuTask;
+}
 
 namespace tenferro::cpu::internal {
 
@@ -60,5 +65,14 @@ Result<CpuSet> this_thread_affinity();
 /// Binds the calling thread to exactly `cpus` (non-empty). kPlacementError
 /// when the OS refuses (for example CPUs outside the cgroup).
 Status bind_this_thread(const CpuSet& cpus);
+
+/// Drops a reference to a submitted task from this (sanitizer-instrumented)
+/// file. The managed executor calls it on its worker after running the task:
+/// that file is compiled without ThreadSanitizer instrumentation (Note
+/// [ThreadSanitizer and oneTBB] in managed_executor.cpp), so a reference
+/// count decremented there is invisible to TSan, and a submitter that drops
+/// the last reference and frees the task afterwards would be reported as
+/// racing with the worker's reads in CpuTask::run.
+void release_task(std::shared_ptr<CpuTask>& task) noexcept;
 
 }  // namespace tenferro::cpu::internal
