@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "message_text.h"
+#include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/program/core_op.h"
-#include "workspace_pool.h"
 
 namespace tenferro::einsum {
 
@@ -17,7 +17,7 @@ CpuEinsumExecutor::CpuEinsumExecutor(std::shared_ptr<const cpu::DotGeneralCompos
     : composite_(std::move(composite)),
       options_(std::move(options)),
       cache_(std::make_shared<EinsumPlanCache>(options_.cache)),
-      workspace_(std::make_unique<internal::WorkspacePool>(options_.max_retained_workspace_bytes)) {}
+      workspace_(std::make_unique<cpu::WorkspacePool>("einsum", options_.max_retained_workspace_bytes)) {}
 
 CpuEinsumExecutor::~CpuEinsumExecutor() = default;
 
@@ -81,7 +81,7 @@ Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const Ten
   if (plan.workspace_bytes() == 0) {
     status = plan.execute(inputs, output, {}, *composite_, ctx, &s);
   } else {
-    TENFERRO_ASSIGN_OR_RETURN(internal::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
+    TENFERRO_ASSIGN_OR_RETURN(cpu::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
     status = plan.execute(inputs, output, lease.bytes(), *composite_, ctx, &s);
   }
   // Only the counters this run changed: a small einsum touches a few.
@@ -148,7 +148,7 @@ CpuEinsumMetrics CpuEinsumExecutor::metrics() const {
   m.execution.sequential_steps = sequential_steps_.load(relaxed);
   m.plans_built = plans_built_.load(relaxed);
   m.planning_seconds = static_cast<double>(planning_ns_.load(relaxed)) * 1e-9;
-  const internal::WorkspacePoolStats w = workspace_->stats();
+  const cpu::WorkspacePoolStats w = workspace_->stats();
   m.workspace_retained_bytes = w.retained_bytes;
   m.workspace_allocations = w.allocations;
   return m;

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "linalg/linalg_plan.h"
-#include "linalg/workspace_pool.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/linalg/eigen_provider.h"
 #include "tenferro/linalg/lapack_provider.h"
 
@@ -104,7 +104,7 @@ CpuLinalgEngine::CpuLinalgEngine(LinalgProviderPolicy policy, LinalgEngineOption
     : policy_(std::move(policy)),
       options_(options),
       fallback_(std::move(fallback)),
-      pool_(std::make_unique<internal::LinalgWorkspacePool>(options.max_retained_workspace_bytes)) {}
+      pool_(std::make_unique<cpu::WorkspacePool>("linalg", options.max_retained_workspace_bytes)) {}
 
 CpuLinalgEngine::~CpuLinalgEngine() = default;
 
@@ -182,7 +182,7 @@ Status CpuLinalgEngine::run(const runtime::ExtensionRequest& request, runtime::E
   const bool calls_provider = plan->provider != nullptr && plan->m > 0 && plan->n > 0;
   const auto run_range = [&](std::int64_t begin, std::int64_t end) {
     if (failure.failed()) return;
-    Result<internal::LinalgWorkspacePool::Lease> lease = pool_->acquire(plan->layout.total);
+    Result<cpu::WorkspacePool::Lease> lease = pool_->acquire(plan->layout.total);
     if (!lease.ok()) {
       failure.record(begin, lease.status());
       return;
@@ -251,8 +251,9 @@ LinalgEngineStats CpuLinalgEngine::stats() const noexcept {
   s.inner_runs = counters_.inner_runs.load(std::memory_order_relaxed);
   s.outer_runs = counters_.outer_runs.load(std::memory_order_relaxed);
   s.outer_chunks = counters_.outer_chunks.load(std::memory_order_relaxed);
-  s.workspace_allocations = pool_->allocations();
-  s.workspace_reuses = pool_->reuses();
+  const cpu::WorkspacePoolStats w = pool_->stats();
+  s.workspace_allocations = w.allocations;
+  s.workspace_reuses = w.reuses;
   return s;
 }
 

@@ -1,42 +1,11 @@
 // Guard construction at build time and evaluation against concrete inputs.
 #include "tenferro/program/shape_guard.h"
 
-#include <cstdlib>
-#include <new>
-
 #include <gtest/gtest.h>
 
 #include "tenferro/program/program_builder.h"
 #include "tenferro/tensor/tensor.h"
-
-// Counts allocations made by this thread while `counting` is set (test
-// binary only), to prove check_guards allocates nothing on success. Not
-// under AddressSanitizer, which owns operator new itself.
-#if defined(__SANITIZE_ADDRESS__)
-#define TENFERRO_COUNTING_ALLOCATOR 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENFERRO_COUNTING_ALLOCATOR 0
-#endif
-#endif
-#ifndef TENFERRO_COUNTING_ALLOCATOR
-#define TENFERRO_COUNTING_ALLOCATOR 1
-#endif
-
-namespace tenferro::program::alloc_counter {
-thread_local bool counting = false;
-thread_local long allocations = 0;
-}  // namespace tenferro::program::alloc_counter
-
-#if TENFERRO_COUNTING_ALLOCATOR
-void* operator new(std::size_t size) {
-  if (tenferro::program::alloc_counter::counting) ++tenferro::program::alloc_counter::allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
+#include "testing/counting_new.h"
 
 namespace tenferro::program {
 namespace {
@@ -116,27 +85,25 @@ TEST(ShapeGuardTest, EvaluatesAgainstConcreteInputs) {
 }
 
 TEST(ShapeGuardTest, CheckingGuardsDoesNotAllocate) {
-  if (!TENFERRO_COUNTING_ALLOCATOR) GTEST_SKIP() << "no counting allocator under AddressSanitizer";
-  using alloc_counter::allocations;
-  using alloc_counter::counting;
+  // Every operator new of this test program counts (Note [Counting operator
+  // new] in src/testing/counting_new.h).
+  if (!tenferro::testing::kCountsAllocations) GTEST_SKIP() << "ThreadSanitizer owns operator new";
   auto program = symbolic_program();
   std::int64_t xs[] = {4, 3}, ys[] = {5, 3};
   const ConcreteInput inputs[] = {{DType::kFloat64, IntArrayRef(xs, 2)}, {DType::kFloat64, IntArrayRef(ys, 2)}};
   SymbolValues symbols;
-  allocations = 0;
-  counting = true;
+  std::uint64_t before = tenferro::testing::allocation_count();
   Status s = program->check_guards(inputs, &symbols);
   const bool holds = program->guards()[0].holds(symbols);
-  counting = false;
+  const std::uint64_t allocations = tenferro::testing::allocation_count() - before;
   EXPECT_TRUE(s.ok());
   EXPECT_TRUE(holds);
-  EXPECT_EQ(allocations, 0) << "guard evaluation is on the run path";
+  EXPECT_EQ(allocations, 0u) << "guard evaluation is on the run path";
   ys[0] = 1;
-  counting = true;
+  before = tenferro::testing::allocation_count();
   Status failed = program->check_guards(inputs, &symbols);
-  counting = false;
   EXPECT_FALSE(failed.ok());
-  EXPECT_GT(allocations, 0) << "the counter works: reporting an error allocates";
+  EXPECT_GT(tenferro::testing::allocation_count() - before, 0u) << "the counter works: reporting an error allocates";
 }
 
 TEST(ShapeGuardTest, SharedSymbolsMustAgree) {

@@ -4,87 +4,16 @@
 // extensions, placement and domains.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "runtime/runtime_test_support.h"
 #include "tenferro/program/core_inference.h"
 #include "tenferro/runtime/eager.h"
+#include "testing/counting_new.h"
 
-// Note [Counting allocator]
-// Every global operator new of this test binary counts into
-// g_allocations; tests read the difference around the code they check.
-// Storage::allocate_host uses the aligned nothrow form, so an output tensor
-// from the default host allocator is exactly one counted allocation.
-// ThreadSanitizer's runtime defines operator new itself (strongly), so the
-// replacement and the allocation test are compiled out under TSan.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
-// The replacements pair malloc/aligned_alloc with free, which GCC's
-// -Wmismatched-new-delete cannot see through.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-}  // namespace
-
-#ifndef TENFERRO_NO_COUNTING_NEW
-namespace {
-void* counted_malloc(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* counted_aligned(std::size_t n, std::align_val_t a) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t align = std::max<std::size_t>(static_cast<std::size_t>(a), sizeof(void*));
-  return std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(n, a);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-#endif  // TENFERRO_NO_COUNTING_NEW
+// Every global operator new of this test program counts (Note [Counting
+// operator new] in src/testing/counting_new.h); tests read the difference
+// around the code they check. Storage::allocate_host uses the aligned nothrow
+// form, so an output tensor from the default host allocator is exactly one
+// counted allocation.
 
 namespace tenferro::runtime {
 namespace {
@@ -180,9 +109,8 @@ TEST(EagerTest, MatmulReductionsAndViews) {
 }
 
 TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
-#ifdef TENFERRO_NO_COUNTING_NEW
-  GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-#endif
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
   EagerSetup s;
   Runtime rt = s.build();
   EagerContext ctx = rt.on();
@@ -191,19 +119,19 @@ TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
   ASSERT_TRUE(ctx.add(a, a).ok());  // warm up: capability query, slot cache
   ASSERT_TRUE(ctx.matmul(m, m).ok());
   constexpr int kCalls = 1000;
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kCalls; ++i) {
     Result<Tensor> y = ctx.add(a, a);
     ASSERT_TRUE(y.ok());
   }
-  const std::uint64_t add_allocs = g_allocations.load() - before;
+  const std::uint64_t add_allocs = ::tenferro::testing::allocation_count() - before;
   EXPECT_EQ(add_allocs, static_cast<std::uint64_t>(kCalls));  // exactly the outputs
-  const std::uint64_t before_mm = g_allocations.load();
+  const std::uint64_t before_mm = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kCalls; ++i) {
     Result<Tensor> y = ctx.matmul(m, m);
     ASSERT_TRUE(y.ok());
   }
-  EXPECT_EQ(g_allocations.load() - before_mm, static_cast<std::uint64_t>(kCalls));
+  EXPECT_EQ(::tenferro::testing::allocation_count() - before_mm, static_cast<std::uint64_t>(kCalls));
   EXPECT_EQ(ctx.metrics().capability_queries, 2u);
 }
 
@@ -243,9 +171,8 @@ TEST(EagerTest, TransposeAndReshapeAreViewsAndCopyOnlyWhenStridesCannotExpressIt
 // The same contract for prepared graphs: once a plan's run workspace exists
 // (first run), a steady-state run_prepared allocates only its output.
 TEST(EagerTest, SteadyStateRunPreparedAllocatesOnlyTheOutput) {
-#ifdef TENFERRO_NO_COUNTING_NEW
-  GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-#endif
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
   EagerSetup s;
   Runtime rt = s.build();
   auto program =
@@ -268,13 +195,14 @@ TEST(EagerTest, SteadyStateRunPreparedAllocatesOnlyTheOutput) {
   ASSERT_TRUE(rt.run_prepared(**plan, std::span<const Tensor>(&x, 1)).ok());  // creates the workspace
   constexpr int kRuns = 200;
   Tensor last;
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kRuns; ++i) {
     Result<TensorList> y = rt.run_prepared(**plan, std::span<const Tensor>(&x, 1));
     ASSERT_TRUE(y.ok());
     last = (*y)[0];
   }
-  EXPECT_EQ(g_allocations.load() - before, static_cast<std::uint64_t>(kRuns));  // exactly the outputs
+  EXPECT_EQ(::tenferro::testing::allocation_count() - before,
+            static_cast<std::uint64_t>(kRuns));  // exactly the outputs
   EXPECT_EQ(last.to_vector<double>().value(), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(s.host.behaviour->runs.load(), 4 * (kRuns + 1));
 }

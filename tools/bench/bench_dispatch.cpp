@@ -19,11 +19,11 @@
 #include <memory>
 #include <vector>
 
-#include "bench/alloc_counter.h"
 #include "bench/bench_command.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime.h"
+#include "testing/counting_new.h"
 
 namespace tenferro::bench {
 namespace {
@@ -254,15 +254,15 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
   // --- eager_allocs_per_call ---
   {
     constexpr int kCalls = 10000;
-    const std::uint64_t before = allocation_count();
+    const std::uint64_t before = testing::allocation_count();
     for (int i = 0; i < kCalls; ++i) sink = sink + static_cast<double*>(ctx.add(a, a)->data())[0];
-    const std::uint64_t eager = allocation_count() - before;
-    const std::uint64_t before_base = allocation_count();
+    const std::uint64_t eager = testing::allocation_count() - before;
+    const std::uint64_t before_base = testing::allocation_count();
     for (int i = 0; i < kCalls; ++i) {
       Tensor out = *Tensor::from_storage(*Storage::allocate_host(64), DType::kFloat64, a.shape(), a.strides());
       sink = sink + static_cast<double*>(out.data())[0];
     }
-    const std::uint64_t base = allocation_count() - before_base;
+    const std::uint64_t base = testing::allocation_count() - before_base;
     Case c{"eager_allocs_per_call",
            double(eager) / kCalls,
            "allocs",

@@ -28,11 +28,11 @@
 #include "tenferro/einsum/planner.h"
 #include "tenferro/tensor/tensor.h"
 
-namespace tenferro::einsum {
-
-namespace internal {
+namespace tenferro::cpu {
 class WorkspacePool;
-}  // namespace internal
+}  // namespace tenferro::cpu
+
+namespace tenferro::einsum {
 
 /// Configuration of a CpuEinsumExecutor, fixed at creation.
 struct CpuEinsumOptions {
@@ -97,7 +97,7 @@ class CpuEinsumExecutor {
   std::shared_ptr<const cpu::DotGeneralComposite> composite_;
   CpuEinsumOptions options_;
   std::shared_ptr<EinsumPlanCache> cache_;
-  std::unique_ptr<internal::WorkspacePool> workspace_;
+  std::unique_ptr<cpu::WorkspacePool> workspace_;
   std::atomic<std::uint64_t> plans_built_{0};
   std::atomic<std::uint64_t> planning_ns_{0};
   // ExecutionStats fields, accumulated atomically.

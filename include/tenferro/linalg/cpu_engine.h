@@ -56,11 +56,11 @@
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/extension.h"
 
-namespace tenferro::linalg {
+namespace tenferro::cpu {
+class WorkspacePool;
+}  // namespace tenferro::cpu
 
-namespace internal {
-class LinalgWorkspacePool;
-}  // namespace internal
+namespace tenferro::linalg {
 
 struct LinalgEngineOptions {
   /// Whether providers without per-call thread control are admitted.
@@ -140,7 +140,7 @@ class CpuLinalgEngine final : public runtime::ExtensionEngine {
   LinalgEngineOptions options_;
   std::shared_ptr<const cpu::ParallelContext> fallback_;
   cpu::SequentialContext sequential_;
-  std::unique_ptr<internal::LinalgWorkspacePool> pool_;
+  std::unique_ptr<cpu::WorkspacePool> pool_;
   mutable Counters counters_;
 };
 

@@ -6,89 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <new>
 
 #include "cpu/engine/engine_test_support.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "testing/counting_new.h"
 
-// Note [Counting allocator] (as in src/runtime/eager_test.cpp): every global
-// operator new of this binary counts into g_allocations. ThreadSanitizer's
-// runtime defines operator new itself, so the replacement and the test are
-// compiled out under TSan.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-}  // namespace
-
-#ifndef TENFERRO_NO_COUNTING_NEW
-namespace {
-void* counted_malloc(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* counted_aligned(std::size_t n, std::align_val_t a) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t align = std::max<std::size_t>(static_cast<std::size_t>(a), sizeof(void*));
-  return std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align);
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(n, a);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-#endif
+// Every global operator new of this test program counts (Note [Counting
+// operator new] in src/testing/counting_new.h); tests read the difference
+// around the code they check. Storage::allocate_host uses the aligned nothrow
+// form, so an output tensor from the default host allocator is exactly one
+// counted allocation.
 
 namespace tenferro::cpu {
 namespace {
 
 TEST(CpuEngineEager, OnlyTheOutputIsAllocatedPerCall) {
-#ifdef TENFERRO_NO_COUNTING_NEW
-  GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-#endif
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
   auto engine = make_cpu_engine();
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   auto rt = testing::runtime_over(*engine);
@@ -104,19 +38,19 @@ TEST(CpuEngineEager, OnlyTheOutputIsAllocatedPerCall) {
   const DotGeneralCounters dot_before = engine->dot_general->counters();
 
   constexpr int kCalls = 1000;
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kCalls; ++i) {
     Result<Tensor> y = ctx.add(a, a);
     ASSERT_TRUE(y.ok());
   }
   // Tensor storage is one allocation (Storage::allocate_host, aligned nothrow).
-  EXPECT_EQ(g_allocations.load() - before, static_cast<std::uint64_t>(kCalls));
-  const std::uint64_t before_mm = g_allocations.load();
+  EXPECT_EQ(::tenferro::testing::allocation_count() - before, static_cast<std::uint64_t>(kCalls));
+  const std::uint64_t before_mm = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kCalls; ++i) {
     Result<Tensor> y = ctx.matmul(m, m);
     ASSERT_TRUE(y.ok());
   }
-  EXPECT_EQ(g_allocations.load() - before_mm, static_cast<std::uint64_t>(kCalls));
+  EXPECT_EQ(::tenferro::testing::allocation_count() - before_mm, static_cast<std::uint64_t>(kCalls));
 
   // Every call ran on the CPU engine's slots directly, and the matmuls on
   // the dot_general composite's tiny loop (Note [Tiny dot_general]): no

@@ -18,5 +18,5 @@ if(TENFERRO_BUILD_TESTS)
     SOURCES engine/conformance_test.cpp engine/engine_test.cpp engine/numpy_sample_test.cpp
     DEPENDS tenferro::testing)
   cmake_language(DEFER CALL tenferro_unit_test_program tenferro_cpu_engine_alloc_tests tenferro_cpu "unit:cpu"
-    SOURCES engine/eager_allocation_test.cpp)
+    SOURCES engine/eager_allocation_test.cpp DEPENDS tenferro_counting_new)
 endif()

@@ -1,22 +1,11 @@
-// Counting replacements of the global operator new/delete for the
-// `tenferro` executable (Note [Benchmark allocation counter]).
-#include "bench/alloc_counter.h"
+// The counting operator new/delete (Note [Counting operator new] in
+// counting_new.h).
+#include "testing/counting_new.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
-
-// ThreadSanitizer's runtime defines operator new itself; under TSan the
-// counter is compiled out and allocation_count() stays 0.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define TENFERRO_NO_COUNTING_NEW 1
-#endif
 
 // The replacements pair malloc/aligned_alloc with free, which GCC's
 // -Wmismatched-new-delete cannot see through.
@@ -28,9 +17,9 @@ namespace {
 std::atomic<std::uint64_t> allocations{0};
 }  // namespace
 
-namespace tenferro::bench {
+namespace tenferro::testing {
 std::uint64_t allocation_count() noexcept { return allocations.load(std::memory_order_relaxed); }
-}  // namespace tenferro::bench
+}  // namespace tenferro::testing
 
 #ifndef TENFERRO_NO_COUNTING_NEW
 namespace {

@@ -1,10 +1,13 @@
-// Internal: the native engine's pool of workspace buffers. An execution
-// borrows one buffer of at least its plan's workspace_bytes() and returns it
-// when done, so steady-state executions allocate nothing and touch warm
-// pages. Buffers stay retained up to a byte bound; a returned buffer that
-// would exceed it is freed. Thread-safe (one mutex).
+// A pool of workspace buffers for engines that lend one scratch buffer per
+// run (or per outer chunk): the einsum and linalg engines. A run borrows one
+// buffer of at least its plan's workspace bytes and returns it when done, so
+// steady-state runs allocate nothing and touch warm pages. Buffers stay
+// retained up to a byte bound; a returned buffer that would exceed it is
+// freed, after smaller free buffers (a larger one serves every smaller
+// request). Thread-safe: one mutex, held only to pick or return a buffer.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,7 +17,7 @@
 
 #include "tenferro/base/status.h"
 
-namespace tenferro::einsum::internal {
+namespace tenferro::cpu {
 
 struct WorkspacePoolStats {
   std::size_t retained_bytes = 0;  ///< bytes of buffers owned by the pool (free or lent)
@@ -46,14 +49,15 @@ class WorkspacePool {
     std::size_t size_ = 0;
   };
 
-  explicit WorkspacePool(std::size_t max_retained_bytes) : max_retained_(max_retained_bytes) {}
+  /// `owner` names the component in error messages ("einsum", "linalg").
+  WorkspacePool(const char* owner, std::size_t max_retained_bytes) : owner_(owner), max_retained_(max_retained_bytes) {}
   ~WorkspacePool() {
     for (const Block& b : free_) std::free(b.data);
   }
   WorkspacePool(const WorkspacePool&) = delete;
   WorkspacePool& operator=(const WorkspacePool&) = delete;
 
-  /// A buffer of at least `bytes` (64-byte aligned); an empty lease for 0.
+  /// A buffer of at least `bytes` (4096-byte aligned, whole pages); an empty lease for 0.
   /// kResourceExhausted when the memory cannot be allocated.
   Result<Lease> acquire(std::size_t bytes) {
     if (bytes == 0) return Lease();
@@ -64,7 +68,8 @@ class WorkspacePool {
         if (free_[i].size >= bytes && (best == free_.size() || free_[i].size < free_[best].size)) best = i;
       if (best < free_.size()) {
         const Block b = free_[best];
-        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+        free_[best] = free_.back();
+        free_.pop_back();
         ++stats_.reuses;
         return Lease(this, b.data, b.size);
       }
@@ -72,8 +77,8 @@ class WorkspacePool {
     const std::size_t size = (bytes + 4095) / 4096 * 4096;
     void* data = std::aligned_alloc(4096, size);
     if (data == nullptr) {
-      return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
-                        "einsum: could not allocate a workspace of {} bytes", size);
+      return make_error(ErrorCode::kResourceExhausted, ErrorStage::kEnqueue,
+                        "{}: expected a workspace of {} bytes, found the allocation failing", owner_, size);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.retained_bytes += size;
@@ -110,7 +115,8 @@ class WorkspacePool {
           std::min_element(free_.begin(), free_.end(), [](const Block& a, const Block& b) { return a.size < b.size; });
       std::free(smallest->data);
       stats_.retained_bytes -= smallest->size;
-      free_.erase(smallest);
+      *smallest = free_.back();
+      free_.pop_back();
     }
     if (stats_.retained_bytes > max_retained_) {
       std::free(data);
@@ -120,10 +126,11 @@ class WorkspacePool {
     free_.push_back(Block{data, size});
   }
 
+  const char* owner_;
   std::size_t max_retained_;
   mutable std::mutex mutex_;
   std::vector<Block> free_;
   WorkspacePoolStats stats_;
 };
 
-}  // namespace tenferro::einsum::internal
+}  // namespace tenferro::cpu
