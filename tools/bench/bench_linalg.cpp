@@ -1,4 +1,4 @@
-// `tenferro bench linalg [crossover]`: the linalg extension through the
+// `tenferro bench linalg [crossover|batch]`: the linalg extension through the
 // runtime's eager path (an inline CPU engine with the linalg module), float64.
 //  - Providers: every operation at n = 256 and 1024 (--quick: 64, 256) with
 //    the LAPACK provider (serial OpenBLAS) and with the Eigen provider, each
@@ -7,8 +7,8 @@
 //    two halves of our samples. LAPACK and Eigen samples alternate (ABAB).
 //    `default` in each case says which provider the measured default table
 //    picks for that size.
-//  - Batch: 1,000 16x16 thin SVDs with the default engine at 1 and 2 threads
-//    (ArenaParallelContext as the engine's context), alternating; the
+//  - Batch (alone with `batch`): 1,000 16x16 thin SVDs with the default engine at 1 and 2 threads
+//    (the CPU engine over a managed domain of pinned workers), alternating; the
 //    2-thread case's baseline is the 1-thread time (ratio = speedup), the
 //    1-thread case's is numpy's batched svd on 1 thread.
 //  - `crossover`: each provider operation at linalg::kDefaultTableSizes
@@ -34,7 +34,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_command.h"
-#include "tenferro/cpu/kernels/arena_parallel_context.h"
+#include "einsum_command.h"
+#include "tenferro/cpu/engine.h"
 #include "tenferro/linalg.h"
 #include "tenferro/runtime/event_domain.h"
 #include "tenferro/runtime/runtime.h"
@@ -297,11 +298,29 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
   return 0;
 }
 
+// The CPU engine (cpu::register_cpu_engine) over one managed domain of
+// `threads` pinned CPUs with the linalg module on it, as a user runs it.
+Result<runtime::Runtime> domain_runtime(int threads, std::shared_ptr<linalg::CpuLinalgEngine> engine) {
+  cpu::CpuEngineOptions options;
+  TENFERRO_ASSIGN_OR_RETURN(options.domains, cli::managed_cpu_domains(threads));
+  runtime::RuntimeBuilder builder;
+  TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
+  builder.add_extension_module(linalg::cpu_extension_module(options.id, std::move(engine)));
+  return builder.build();
+}
+
 int run_batch(const SuiteOptions& options, Reporter& reporter) {
   const std::int64_t batch = 1000, n = 16;
-  auto t1 = linalg::CpuLinalgEngine::create_default({}, std::make_shared<cpu::ArenaParallelContext>(1));
-  auto t2 = linalg::CpuLinalgEngine::create_default({}, std::make_shared<cpu::ArenaParallelContext>(2));
-  runtime::Runtime r1 = make_runtime(t1), r2 = make_runtime(t2);
+  auto t1 = linalg::CpuLinalgEngine::create_default();
+  auto t2 = linalg::CpuLinalgEngine::create_default();
+  Result<runtime::Runtime> rt1 = domain_runtime(1, t1), rt2 = domain_runtime(2, t2);
+  if (!rt1.ok() || !rt2.ok()) {
+    reporter.progress("cannot build the CPU engine over managed domains: " +
+                      (rt1.ok() ? rt2.status() : rt1.status()).to_string());
+    return 1;
+  }
+  runtime::Runtime& r1 = *rt1;
+  runtime::Runtime& r2 = *rt2;
   const std::vector<Tensor> inputs = {random_input(OpCase::Input::kGeneral, batch, n, 3)};
   const auto op = LinalgOp::svd(linalg::SvdMode::kThin);
   runtime::EagerContext c1 = r1.on(), c2 = r2.on();
@@ -397,9 +416,11 @@ int run_linalg_suite(const SuiteOptions& options, Reporter& reporter) {
   }
   reporter.progress(fmt::format("LAPACK provider: {} ({})", (*lapack)->name(), (*lapack)->capability().detail));
   const auto eigen = std::make_shared<linalg::EigenLinalgProvider>();
-  const bool crossover = std::find(options.inputs.begin(), options.inputs.end(), "crossover") != options.inputs.end();
-  if (crossover) return run_crossover(options, reporter, *lapack, eigen);
-  if (const int rc = run_batch(options, reporter); rc != 0) return rc;
+  const auto asked = [&](std::string_view part) {
+    return std::find(options.inputs.begin(), options.inputs.end(), part) != options.inputs.end();
+  };
+  if (asked("crossover")) return run_crossover(options, reporter, *lapack, eigen);
+  if (const int rc = run_batch(options, reporter); rc != 0 || asked("batch")) return rc;
   return run_providers(options, reporter, *lapack, eigen);
 }
 
