@@ -3,6 +3,8 @@
 
 #include <new>
 
+#include "tenferro/base/huge_pages.h"
+
 namespace tenferro {
 namespace {
 
@@ -38,6 +40,7 @@ Result<StorageRef> Storage::allocate_host(std::size_t nbytes, std::shared_ptr<Ho
     block = allocator->allocate(total);
   } else {
     block = ::operator new(total, std::align_val_t(kHostAlignment), std::nothrow);
+    advise_huge_pages(block, total);  // before the first write (Note [Huge pages for large buffers])
   }
   if (block == nullptr) return exhausted(nbytes);
   const AllocationDomainId domain =

@@ -11,6 +11,7 @@
 #include <complex>
 #include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/tensor/tensor.h"
 
 namespace tenferro::bench {
 namespace {
@@ -35,12 +37,20 @@ double seconds_of(const std::function<void()>& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Matrices are tenferro tensors, as a user's operands would be (for n >= 724
+// their storage is backed by transparent huge pages, Note [Huge pages for
+// large buffers]); OpenBLAS gets the same buffers.
 template <class T>
-std::vector<T> random_matrix(std::int64_t n, std::uint64_t seed) {
+std::span<T> elements(Tensor& t) {
+  return {static_cast<T*>(t.data()), static_cast<std::size_t>(t.numel())};
+}
+
+template <class T>
+Tensor random_matrix(DType dtype, std::int64_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<T> v(static_cast<std::size_t>(n * n));
-  for (T& x : v) {
+  Tensor v = *Tensor::empty({n, n}, dtype);
+  for (T& x : elements<T>(v)) {
     if constexpr (std::is_floating_point_v<T>) {
       x = static_cast<T>(u(rng));
     } else {
@@ -61,9 +71,9 @@ template <class T>
 void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, const CpuGemmProvider& ours,
               const CpuGemmProvider* base, int runs_option, Reporter& reporter) {
   const std::int64_t n = c.n;
-  const auto a = random_matrix<T>(n, 1), b = random_matrix<T>(n, 2);
-  std::vector<T> c_ours(static_cast<std::size_t>(n * n)), c_base(static_cast<std::size_t>(n * n));
-  auto request = [&](std::vector<T>& out) {
+  Tensor a = random_matrix<T>(c.dtype, n, 1), b = random_matrix<T>(c.dtype, n, 2);
+  Tensor c_ours = *Tensor::zeros({n, n}, c.dtype), c_base = *Tensor::zeros({n, n}, c.dtype);
+  auto request = [&](Tensor& out) {
     return GemmRequest{c.dtype, cpu::GemmProblem{n, n, n, cpu::GemmInput{a.data(), n, 1},
                                                  cpu::GemmInput{b.data(), n, 1}, cpu::GemmOutput{out.data(), n, 1}}};
   };
@@ -102,9 +112,10 @@ void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, c
     out.baseline = flops / sb.median() * 1e-9;
     out.baseline_name = "openblas";
     double max_diff = 0, max_mag = 0;
-    for (std::size_t i = 0; i < c_ours.size(); ++i) {
-      max_diff = std::max(max_diff, static_cast<double>(std::abs(c_ours[i] - c_base[i])));
-      max_mag = std::max(max_mag, static_cast<double>(std::abs(c_base[i])));
+    const std::span<T> ours_c = elements<T>(c_ours), base_c = elements<T>(c_base);
+    for (std::size_t i = 0; i < ours_c.size(); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(ours_c[i] - base_c[i])));
+      max_mag = std::max(max_mag, static_cast<double>(std::abs(base_c[i])));
     }
     out.extra["max_rel_diff_vs_baseline"] = max_diff / std::max(max_mag, 1e-300);
   }

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "tenferro/base/huge_pages.h"
 #include "tenferro/base/status.h"
 
 namespace tenferro::cpu {
@@ -74,11 +75,11 @@ class WorkspacePool {
         return Lease(this, b.data, b.size);
       }
     }
-    const std::size_t size = (bytes + 4095) / 4096 * 4096;
-    void* data = std::aligned_alloc(4096, size);
+    std::size_t size = 0;
+    void* data = allocate_workspace_block(bytes, 4096, &size);  // Note [Huge pages for large buffers]
     if (data == nullptr) {
       return make_error(ErrorCode::kResourceExhausted, ErrorStage::kEnqueue,
-                        "{}: expected a workspace of {} bytes, found the allocation failing", owner_, size);
+                        "{}: expected a workspace of {} bytes, found the allocation failing", owner_, bytes);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.retained_bytes += size;

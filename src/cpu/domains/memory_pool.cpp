@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cpu/domains/hwloc_topology.h"
+#include "tenferro/base/huge_pages.h"
 
 namespace tenferro::cpu {
 
@@ -83,8 +84,10 @@ bool CpuDomainMemoryPool::binds(std::size_t rounded) const noexcept {
 }
 
 void* CpuDomainMemoryPool::fresh_block(std::size_t rounded) noexcept {
-  if (binds(rounded)) return hwloc_->allocate_on_node(rounded, *numa_node_);
-  return ::operator new(rounded, std::align_val_t(Storage::kHostAlignment), std::nothrow);
+  void* block = binds(rounded) ? hwloc_->allocate_on_node(rounded, *numa_node_)
+                               : ::operator new(rounded, std::align_val_t(Storage::kHostAlignment), std::nothrow);
+  advise_huge_pages(block, rounded);  // Note [Huge pages for large buffers]
+  return block;
 }
 
 void CpuDomainMemoryPool::release_block(void* block, std::size_t rounded) noexcept {

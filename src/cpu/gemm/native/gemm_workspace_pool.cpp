@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "tenferro/base/huge_pages.h"
+
 namespace tenferro::cpu::internal {
 
 GemmWorkspacePool::Lease::Lease(Lease&& other) noexcept
@@ -45,8 +47,8 @@ GemmWorkspacePool::Lease GemmWorkspacePool::acquire(std::size_t bytes) noexcept 
       return Lease(this, b.data, b.bytes);
     }
   }
-  const std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  std::size_t rounded = 0;
+  void* data = allocate_workspace_block(bytes, 64, &rounded);  // Note [Huge pages for large buffers]
   if (data == nullptr) return Lease();
   allocations_.fetch_add(1, std::memory_order_relaxed);
   return Lease(this, data, rounded);
