@@ -11,7 +11,7 @@
 
 // Every global operator new of this test program counts (Note [Counting
 // operator new] in src/testing/counting_new.h); tests read the difference
-// around the code they check. Storage::allocate_host uses the aligned nothrow
+// around the code they check. Storage::allocate_host uses the nothrow
 // form, so an output tensor from the default host allocator is exactly one
 // counted allocation.
 

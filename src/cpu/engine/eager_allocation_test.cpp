@@ -13,7 +13,7 @@
 
 // Every global operator new of this test program counts (Note [Counting
 // operator new] in src/testing/counting_new.h); tests read the difference
-// around the code they check. Storage::allocate_host uses the aligned nothrow
+// around the code they check. Storage::allocate_host uses the nothrow
 // form, so an output tensor from the default host allocator is exactly one
 // counted allocation.
 
@@ -43,7 +43,7 @@ TEST(CpuEngineEager, OnlyTheOutputIsAllocatedPerCall) {
     Result<Tensor> y = ctx.add(a, a);
     ASSERT_TRUE(y.ok());
   }
-  // Tensor storage is one allocation (Storage::allocate_host, aligned nothrow).
+  // Tensor storage is one allocation (Storage::allocate_host, nothrow operator new).
   EXPECT_EQ(::tenferro::testing::allocation_count() - before, static_cast<std::uint64_t>(kCalls));
   const std::uint64_t before_mm = ::tenferro::testing::allocation_count();
   for (int i = 0; i < kCalls; ++i) {
