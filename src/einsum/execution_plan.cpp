@@ -50,6 +50,8 @@ struct OperandPlan {
 // (the composite would run such a step sequentially too), skipping its
 // per-call validation and planning, provided every input and the output
 // have the strides the plan assumed; otherwise the composite runs the step.
+// A single GEMM of at most the composite's tiny_max_work multiply-adds runs
+// the composite's tiny loop instead of the provider (Note [Tiny dot_general]).
 constexpr double kDirectMaxMultiplyAdds = 16384.0;
 
 struct BatchLoop {
@@ -165,7 +167,8 @@ void count_mode(cpu::ParallelMode mode, ExecutionStats& stats) {
 // the calling thread: one GEMM, or strided-batched GEMMs over the innermost
 // batch loop with the outer loops around them.
 Status run_direct(const DirectGemm& d, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
-                  const cpu::CpuGemmProvider& gemm, DType dtype) {
+                  const cpu::DotGeneralComposite& composite, DType dtype) {
+  const cpu::CpuGemmProvider& gemm = composite.gemm_provider();
   const cpu::SequentialContext sequential;
   const auto elem = static_cast<std::int64_t>(dtype_size(dtype));
   cpu::GemmProblem problem;
@@ -175,7 +178,10 @@ Status run_direct(const DirectGemm& d, const TensorView& lhs, const TensorView& 
   problem.a = cpu::GemmInput{lhs.data, d.lhs_rs, d.lhs_cs};
   problem.b = cpu::GemmInput{rhs.data, d.rhs_rs, d.rhs_cs};
   problem.c = cpu::GemmOutput{out.data, d.out_rs, d.out_cs};
-  if (d.loops.empty()) return gemm.gemm(cpu::GemmRequest{dtype, problem}, sequential);
+  if (d.loops.empty()) {
+    if (composite.gemm_if_tiny(dtype, problem)) return ok_status();  // Note [Tiny dot_general]
+    return gemm.gemm(cpu::GemmRequest{dtype, problem}, sequential);
+  }
   const BatchLoop& inner = d.loops.back();
   const std::size_t outer = d.loops.size() - 1;
   SmallVector<std::int64_t, 4> index(outer, 0);
@@ -560,7 +566,7 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
         IntArrayRef(operand[0].strides) == IntArrayRef(d.operand_strides[0].span()) &&
         IntArrayRef(operand[1].strides) == IntArrayRef(d.operand_strides[1].span()) &&
         IntArrayRef(gemm_out.strides) == IntArrayRef(d.out_strides.span())) {
-      const Status st = run_direct(d, operand[0], operand[1], gemm_out, composite.gemm_provider(), dtype);
+      const Status st = run_direct(d, operand[0], operand[1], gemm_out, composite, dtype);
       if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
       ++local.direct_steps;
       ++local.gemm_steps;

@@ -255,6 +255,32 @@ TEST(EinsumExecution, SmallStepsCallTheGemmProviderDirectly) {
   EXPECT_LT(max_abs_diff(to_dense(*out), brute_force_einsum(net, {a, b})), 1e-12);
 }
 
+// A direct step of at most the composite's tiny_max_work multiply-adds
+// runs the composite's tiny loop: the GEMM provider is not called.
+TEST(EinsumExecution, TinyDirectStepsRunTheTinyLoop) {
+  Result<std::shared_ptr<cpu::NativeGemmProvider>> gemm = cpu::NativeGemmProvider::create();
+  ASSERT_TRUE(gemm.ok());
+  auto composite = std::make_shared<const cpu::DotGeneralComposite>(*gemm);
+  Result<std::shared_ptr<CpuEinsumExecutor>> executor = CpuEinsumExecutor::create(composite);
+  ASSERT_TRUE(executor.ok());
+  const cpu::SequentialContext seq;
+  const auto provider_problems = [&] {
+    const cpu::NativeGemmCounters c = (*gemm)->counters();
+    return c.small_problems + c.blocked_problems;
+  };
+  const std::int64_t before = provider_problems();
+  expect_matches_reference(**executor, "ij,jk->ik", {{2, 2}, {2, 2}}, seq);
+  expect_matches_reference(**executor, "ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}, seq);  // 60 and 30 multiply-adds
+  expect_matches_reference(**executor, "ji,jk->ik", {{3, 2}, {3, 4}}, seq);             // a transposed operand
+  EXPECT_EQ(composite->counters().tiny_calls, 4);
+  EXPECT_EQ((*executor)->metrics().execution.direct_steps, 4);
+  EXPECT_EQ(provider_problems(), before);
+  // Above the bound the provider runs the step.
+  expect_matches_reference(**executor, "ij,jk->ik", {{8, 8}, {8, 8}}, seq);  // 512 multiply-adds
+  EXPECT_EQ(composite->counters().tiny_calls, 4);
+  EXPECT_GT(provider_problems(), before);
+}
+
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {
   auto executor = make_executor();
   const cpu::SequentialContext seq;

@@ -266,6 +266,27 @@ void DotGeneralComposite::run_tiny(const internal::TinyContraction& t, const Ten
   }
 }
 
+bool DotGeneralComposite::gemm_if_tiny(DType dtype, const GemmProblem& p) const noexcept {
+  if (options_.tiny_max_work <= 0 || dtype == DType::kBool || p.alpha != 1.0 || p.beta != 0.0) return false;
+  if (p.m > options_.tiny_max_work || p.n > options_.tiny_max_work || p.k > options_.tiny_max_work ||
+      p.m * p.n * p.k > options_.tiny_max_work) {
+    return false;
+  }
+  internal::TinyContraction t;
+  t.m = p.m;
+  t.n = p.n;
+  t.k = p.k;
+  t.lhs[1] = p.a.row_stride;
+  t.lhs[2] = p.a.col_stride;
+  t.rhs[1] = p.b.row_stride;
+  t.rhs[2] = p.b.col_stride;
+  t.out[1] = p.c.row_stride;
+  t.out[2] = p.c.col_stride;
+  internal::run_tiny(dtype, t, p.a.data, p.b.data, p.c.data);
+  tiny_calls_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 Result<Dims> DotGeneralComposite::result_shape(const TensorView& lhs, const TensorView& rhs,
                                                const DotGeneralDims& dims) {
   GemmSupport all;

@@ -169,6 +169,13 @@ class DotGeneralComposite {
   const CpuGemmProvider& gemm_provider() const noexcept { return *gemm_; }
   DotGeneralCounters counters() const noexcept;
 
+  /// For callers that planned a GEMM themselves (the einsum engine's direct
+  /// steps): runs C = A B by the tiny loop (Note [Tiny dot_general]) and
+  /// returns true when m*n*k is at most tiny_max_work, alpha is 1, beta is 0
+  /// and dtype is not bool; otherwise does nothing and returns false. The
+  /// problem must be valid (as for a GEMM provider).
+  bool gemm_if_tiny(DType dtype, const GemmProblem& problem) const noexcept;
+
  private:
   // Runs a matched tiny request (Note [Tiny dot_general]) into `out`.
   void run_tiny(const internal::TinyContraction& t, const TensorView& lhs, const TensorView& rhs, void* out,
