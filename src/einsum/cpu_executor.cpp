@@ -2,6 +2,8 @@
 // front of execution (cpu_executor.h).
 #include "tenferro/einsum/cpu_executor.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -12,12 +14,23 @@
 
 namespace tenferro::einsum {
 
+namespace {
+
+std::size_t retained_workspace_bound(const CpuEinsumOptions& options) {
+  if (options.max_retained_workspace_bytes != 0) return options.max_retained_workspace_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::size_t{2} << 30;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4;
+}
+
+}  // namespace
+
 CpuEinsumExecutor::CpuEinsumExecutor(std::shared_ptr<const cpu::DotGeneralComposite> composite,
                                      CpuEinsumOptions options)
     : composite_(std::move(composite)),
       options_(std::move(options)),
       cache_(std::make_shared<EinsumPlanCache>(options_.cache)),
-      workspace_(std::make_unique<cpu::WorkspacePool>("einsum", options_.max_retained_workspace_bytes)) {}
+      workspace_(std::make_unique<cpu::WorkspacePool>("einsum", retained_workspace_bound(options_))) {}
 
 CpuEinsumExecutor::~CpuEinsumExecutor() = default;
 
