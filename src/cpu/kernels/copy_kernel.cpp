@@ -126,6 +126,7 @@ struct TilePlan {
   const char* src = nullptr;
   TileTranspose simd;
   bool streaming = false;
+  bool staged = false;  // streaming through an L1 stage (Note [Staged streaming])
 };
 
 // Builds group offsets over `count` axes (indices into shape/strides) into
@@ -223,6 +224,51 @@ bool small_b_tile(const TilePlan& p, char* dst, const char* src, std::int64_t a0
   return true;
 }
 
+// Note [Staged streaming]
+// The vector tiles stream a destination column only when it is one whole
+// cache line; otherwise every column store is an ordinary store, and each
+// destination line is first read for ownership. When the destination lines
+// of the plan are not whole lines (reverse_15d_3: every B offset is 24
+// bytes past a line), a full macro tile is transposed into an L1-resident
+// stage instead, and each destination column run (up to kMacroTile
+// elements) is then copied out with non-temporal 16-byte stores for its
+// whole lines and ordinary stores for the partial lines at both ends, which
+// neighbouring macro tiles complete.
+template <class Word>
+bool staged_macro_tile(const TilePlan& p, const char* const* rows, char* const* cols, std::int64_t a0, std::int64_t a1,
+                       std::int64_t b0, std::int64_t b1) {
+  constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
+  constexpr std::int64_t kLine = 64;
+  const int w = p.simd.width;
+  if ((a1 - a0) % w != 0 || (b1 - b0) % w != 0) return false;
+  alignas(64) char stage[kMacroTile * kMacroTile * item];
+  char* stage_cols[kMacroTile];
+  const std::int64_t run = (a1 - a0) * item;
+  for (std::int64_t j = 0; j < b1 - b0; ++j) stage_cols[j] = stage + j * run - a0 * item;
+  for (std::int64_t b = b0; b < b1; b += w) {
+    for (std::int64_t a = a0; a < a1; a += w)
+      p.simd.run(rows + (a - a0), b * item, stage_cols + (b - b0), a * item, /*streaming=*/false);
+  }
+  for (std::int64_t j = 0; j < b1 - b0; ++j) {
+    char* d = cols[j] + a0 * item;
+    const char* s = stage + j * run;
+    std::int64_t n = run;
+    const auto misalignment = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(d) % kLine);
+    const std::int64_t head = std::min(n, misalignment == 0 ? 0 : kLine - misalignment);
+    std::memcpy(d, s, static_cast<std::size_t>(head));
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= kLine; n -= kLine, d += kLine, s += kLine) {
+      for (int q = 0; q < 4; ++q) {
+        _mm_stream_si128(reinterpret_cast<__m128i*>(d) + q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + q));
+      }
+    }
+    std::memcpy(d, s, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
 // One macro tile [a0, a1) x [b0, b1) at the given outer offsets.
 template <class Word>
 void macro_tile(const TilePlan& p, char* dst, const char* src, std::int64_t a0, std::int64_t a1, std::int64_t b0,
@@ -236,6 +282,7 @@ void macro_tile(const TilePlan& p, char* dst, const char* src, std::int64_t a0, 
   char* cols[kMacroTile];
   for (std::int64_t a = a0; a < a1; ++a) rows[a - a0] = src + p.a.offset(a);
   for (std::int64_t b = b0; b < b1; ++b) cols[b - b0] = dst + p.b.offset(b);
+  if (p.staged && staged_macro_tile<Word>(p, rows, cols, a0, a1, b0, b1)) return;
   const std::int64_t a_full = a0 + (a1 - a0) / w * w;
   const std::int64_t b_full = b0 + (b1 - b0) / w * w;
   for (std::int64_t b = b0; b < b_full; b += w) {
@@ -282,6 +329,19 @@ void run_tiles(const TilePlan& p, std::int64_t begin, std::int64_t end) {
   if (p.streaming) store_fence();
 }
 
+// Whether every W-element destination column of a vector tile is one whole
+// cache line: the base, every B offset and every outer destination stride
+// are multiples of a line (Note [Staged streaming]).
+bool whole_lines(const TilePlan& p, const StridedLoop<2>& loop) noexcept {
+  constexpr std::int64_t kLine = 64;
+  if (reinterpret_cast<std::uintptr_t>(loop.data[0]) % kLine != 0) return false;
+  for (std::int64_t b = 0; b < p.b.extent; ++b)
+    if (p.b.offset(b) % kLine != 0) return false;
+  for (int d = 0; d < p.outer_rank; ++d)
+    if (p.outer_ds[d] % kLine != 0) return false;
+  return true;
+}
+
 template <class Word>
 void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelStats* stats) {
   constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
@@ -323,10 +383,12 @@ void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelSt
   p.src = loop.data[1];
   if (p.a.linear_stride == item && p.b.linear_stride == item) p.simd = select_tile_transpose(item);
   p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
+  p.staged = p.streaming && !whole_lines(p, loop);
   if (stats != nullptr) {
     ++stats->tiled_transposes;
     if (p.simd.width > 0) ++stats->vector_tiles;
     if (p.streaming) ++stats->streaming_stores;
+    if (p.staged) ++stats->staged_streaming;
   }
   const std::int64_t units = p.outer_numel * p.blocks_a * p.blocks_b;
   const std::int64_t per_unit = std::max<std::int64_t>(1, loop.numel / units);
