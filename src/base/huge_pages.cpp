@@ -13,11 +13,11 @@ namespace tenferro {
 
 bool advise_huge_pages(void* data, std::size_t bytes, std::size_t min_bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHugePage = kHugePageBytes;
   if (data == nullptr || bytes < min_bytes || bytes < kHugePageBytes) return false;
+  constexpr std::uintptr_t kMask = ~(std::uintptr_t{kHugePageBytes} - 1);
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  const std::uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
-  const std::uintptr_t last = (begin + bytes) & ~(kHugePage - 1);
+  const std::uintptr_t first = (begin + kHugePageBytes - 1) & kMask;
+  const std::uintptr_t last = (begin + bytes) & kMask;
   if (last <= first) return false;
   return madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE) == 0;
 #else

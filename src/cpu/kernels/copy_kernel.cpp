@@ -52,12 +52,14 @@ constexpr std::int64_t kGroupTarget = 512;  // elements a fused group aims for
 constexpr std::int64_t kMaxTable = 1024;    // largest fused group (offset table entries)
 constexpr std::int64_t kMacroTile = 64;     // macro tile side, elements (the largest)
 // Direct (unstaged) macro tiles are 32 x 32: their 32 source rows and 32
-// destination columns stay in L1 and the TLB together; measured against 64
-// on the permutation patterns: transpose_3d_256_201 0.62-0.67 -> 0.75 and
-// reverse_23d_2 0.70 -> 0.75 of memcpy. Staged tiles (Note [Staged
-// streaming]) stay 64 wide so that each column run has whole lines between
-// its partial ends (32 lost reverse_15d_3 0.55 -> 0.45).
+// destination columns stay in L1 and the TLB together. Against 64 on the
+// permutation patterns (tenferro bench permute, 1 thread): transpose_3d_256_201
+// 0.65 -> 0.74 and reverse_23d_2 0.63-0.67 -> 0.80-0.82 of memcpy. Staged
+// tiles (Note [Staged streaming]) stay 64 wide so that each column run has
+// whole lines between its partial ends (at 32, reverse_15d_3 fell from 0.55
+// to 0.45).
 constexpr std::int64_t kDirectTile = 32;
+constexpr std::int64_t kCacheLine = 64;  // bytes
 
 struct Word16 {
   unsigned char bytes[16];
@@ -246,7 +248,6 @@ template <class Word>
 bool staged_macro_tile(const TilePlan& p, const char* const* rows, char* const* cols, std::int64_t a0, std::int64_t a1,
                        std::int64_t b0, std::int64_t b1) {
   constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
-  constexpr std::int64_t kLine = 64;
   const int w = p.simd.width;
   if ((a1 - a0) % w != 0 || (b1 - b0) % w != 0) return false;
   alignas(64) char stage[kMacroTile * kMacroTile * item];
@@ -261,13 +262,13 @@ bool staged_macro_tile(const TilePlan& p, const char* const* rows, char* const* 
     char* d = cols[j] + a0 * item;
     const char* s = stage + j * run;
     std::int64_t n = run;
-    const auto misalignment = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(d) % kLine);
-    const std::int64_t head = std::min(n, misalignment == 0 ? 0 : kLine - misalignment);
+    const auto misalignment = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(d) % kCacheLine);
+    const std::int64_t head = std::min(n, misalignment == 0 ? 0 : kCacheLine - misalignment);
     std::memcpy(d, s, static_cast<std::size_t>(head));
     d += head;
     s += head;
     n -= head;
-    for (; n >= kLine; n -= kLine, d += kLine, s += kLine) {
+    for (; n >= kCacheLine; n -= kCacheLine, d += kCacheLine, s += kCacheLine) {
       for (int q = 0; q < 4; ++q) {
         _mm_stream_si128(reinterpret_cast<__m128i*>(d) + q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + q));
       }
@@ -341,12 +342,11 @@ void run_tiles(const TilePlan& p, std::int64_t begin, std::int64_t end) {
 // cache line: the base, every B offset and every outer destination stride
 // are multiples of a line (Note [Staged streaming]).
 bool whole_lines(const TilePlan& p, const StridedLoop<2>& loop) noexcept {
-  constexpr std::int64_t kLine = 64;
-  if (reinterpret_cast<std::uintptr_t>(loop.data[0]) % kLine != 0) return false;
+  if (reinterpret_cast<std::uintptr_t>(loop.data[0]) % kCacheLine != 0) return false;
   for (std::int64_t b = 0; b < p.b.extent; ++b)
-    if (p.b.offset(b) % kLine != 0) return false;
+    if (p.b.offset(b) % kCacheLine != 0) return false;
   for (int d = 0; d < p.outer_rank; ++d)
-    if (p.outer_ds[d] % kLine != 0) return false;
+    if (p.outer_ds[d] % kCacheLine != 0) return false;
   return true;
 }
 
