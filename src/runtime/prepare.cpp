@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/execution_order.h"
 #include "runtime/scheduled_graph.h"
 #include "tenferro/program/extension_op.h"
 
@@ -93,7 +94,7 @@ class Planner {
 
   Status run() {
     TENFERRO_TRY(bind_inputs());
-    for (OperationView op : program_.operations()) TENFERRO_TRY(plan_operation(op));
+    for (program::OperationId op : execution_order(program_)) TENFERRO_TRY(plan_operation(program_.operation(op)));
     for (program::ValueId v : program_.outputs()) {
       const std::uint32_t slot = value_slot_[v.index()];
       st_.output_slots.push_back(slot);

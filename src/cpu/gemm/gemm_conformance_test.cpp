@@ -158,6 +158,19 @@ TEST_P(GemmConformance, AllDTypesAcrossBlockBoundaries) {
   }
 }
 
+TEST_P(GemmConformance, AllLayoutsAcrossPanelEdges) {
+  // Whole packing panels in every layout -- including the transposing packs
+  // of row-major A and column-major B (Note [Transposing packs]) with a depth
+  // that is not a multiple of the register tile -- and M remainders of one
+  // and two vectors, which run the narrower edge kernels (Note [Edge tiles]).
+  for (auto [m, n, k] : {std::tuple{50, 20, 19}, {41, 16, 24}}) {
+    check_all_layouts<float>(m, n, k, seq_);
+    check_all_layouts<double>(m, n, k, seq_);
+    check_all_layouts<std::complex<float>>(m, n, k, seq_);
+    check_all_layouts<std::complex<double>>(m, n, k, seq_);
+  }
+}
+
 TEST_P(GemmConformance, AlphaBetaAndNaNInOutput) {
   const std::complex<double> alpha(0.75, -1.25);
   const std::complex<double> beta(-0.5, 0.25);

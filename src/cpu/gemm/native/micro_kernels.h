@@ -22,9 +22,21 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/transpose_micro.h"
+
 namespace tenferro::cpu::internal {
 
-template <class Isa, int MV, int NR>
+// Note [Edge tiles]
+// M is rarely a multiple of MR (24 doubles on AVX-512: 128 = 5 x 24 + 8), and
+// a full-width kernel on the last tile computes zero rows: at m = 128 it
+// spends 1/6 of the FMAs on padding. real_kernel_entry runs such a tile with
+// the narrowest kernel that covers its valid rows, reading a prefix of each
+// depth step of the (full-width) packed panel.
+//
+// MV vectors of A rows x NR columns of B per depth step; consecutive depth
+// steps of the A panel are MRS elements apart (MRS >= MV * lanes: the edge
+// variants below read a prefix of a wider panel).
+template <class Isa, int MV, int NR, int MRS = MV* Isa::kLanes>
 inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict a, const typename Isa::S* __restrict b,
                               typename Isa::S alpha, typename Isa::S beta, typename Isa::S* c, std::int64_t rs_c,
                               std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
@@ -47,14 +59,14 @@ inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict 
     V av[MV];
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) av[v] = Isa::load(a + v * L);
-    __builtin_prefetch(a + 8 * MR, 0, 3);
+    __builtin_prefetch(a + 8 * MRS, 0, 3);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const V bj = Isa::set1(b[j]);
 #pragma GCC unroll 4
       for (int v = 0; v < MV; ++v) acc[v][j] = Isa::fmadd(av[v], bj, acc[v][j]);
     }
-    a += MR;
+    a += MRS;
     b += NR;
   }
   if (full_unit) {
@@ -181,73 +193,111 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
   }
 }
 
-/// Packs an mc x kc block of A into MR-row micro-panels (see GemmKernelSet).
-template <class Isa, class T, int MR>
-void pack_a_panels(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) {
-  for (std::int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
-    const std::int64_t mr = std::min<std::int64_t>(MR, mc - i0);
-    const T* src = a + i0 * rs;
-    if (mr == MR && rs == 1) {
-      for (std::int64_t p = 0; p < kc; ++p) {
-        const T* s = src + p * cs;
-        T* d = dst + p * MR;
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) d[i] = s[i];
+// Note [Transposing packs]
+// A panel of R rows (of A) or columns (of B) whose elements are contiguous
+// along the depth -- A row-major, or B column-major, as the transposed
+// operands of a backward pass are -- is transposed while packed: panel step
+// p holds element p of each of the R source lines. Copied one element at a
+// time this cost ~1 cycle per element, a sixth of a 128^3 dgemm; the layout
+// kernel's register-tile transposes (cpu/kernels/transpose_micro.h) move
+// W x W blocks through vector registers instead. The depth remainder, and
+// panels whose width is not a multiple of W, are copied element-wise.
+
+/// dst[p * R + i] = src[i * ld + p] for i < R, p < kc.
+template <class Isa, class T, int R>
+inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* dst) {
+  std::int64_t p_end = 0;
+  const TileTranspose tile = select_tile_transpose(sizeof(T));
+  if (tile.width > 0 && R % tile.width == 0) {
+    const std::int64_t w = tile.width;
+    p_end = kc / w * w;
+    const char* rows[16];
+    char* cols[16];
+    for (std::int64_t i0 = 0; i0 < R; i0 += w) {
+      for (std::int64_t r = 0; r < w; ++r) {
+        rows[r] = reinterpret_cast<const char*>(src + (i0 + r) * ld);
+        cols[r] = reinterpret_cast<char*>(dst + r * R + i0);
       }
-    } else if (mr == MR) {
-      for (std::int64_t p = 0; p < kc; ++p) {
-        const T* s = src + p * cs;
-        T* d = dst + p * MR;
-        for (int i = 0; i < MR; ++i) d[i] = s[i * rs];
-      }
-    } else {
-      for (std::int64_t p = 0; p < kc; ++p) {
-        const T* s = src + p * cs;
-        T* d = dst + p * MR;
-        for (int i = 0; i < MR; ++i) d[i] = i < mr ? s[i * rs] : T(0);
+      for (std::int64_t p0 = 0; p0 < p_end; p0 += w) {
+        tile.run(rows, p0 * static_cast<std::int64_t>(sizeof(T)), cols, p0 * R * static_cast<std::int64_t>(sizeof(T)),
+                 /*streaming=*/false);
       }
     }
   }
+  for (std::int64_t p = p_end; p < kc; ++p) {
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) dst[p * R + i] = src[i * ld + p];
+  }
+}
+
+/// Packs `lines` lines of `depth` elements (line l, step p at src[l * ls +
+/// p * ds]) into R-line micro-panels: panel q holds, for each step p, the R
+/// elements of lines q*R .. q*R+R-1 (zeros past `lines`). A is packed with
+/// its rows as lines, B with its columns (see GemmKernelSet).
+template <class Isa, class T, int R>
+void pack_panels(std::int64_t lines, std::int64_t depth, const T* src, std::int64_t ls, std::int64_t ds, T* dst) {
+  const std::int64_t full = lines / R;
+  const std::int64_t panel = R * depth;
+  if (ls == 1) {
+    // Lines adjacent in memory: read one whole step of every panel at a
+    // time, so the source is walked in address order (a stream the
+    // hardware prefetcher follows, where panel by panel it is R-element
+    // pieces at stride ds).
+    for (std::int64_t q = 0; q < full; ++q) {
+      for (std::int64_t p = 0; p < depth; ++p) {
+        const T* s = src + p * ds + q * R;
+        T* d = dst + q * panel + p * R;
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) d[i] = s[i];
+      }
+    }
+  } else if (ds == 1) {
+    for (std::int64_t q = 0; q < full; ++q) interleave_rows<Isa, T, R>(depth, src + q * R * ls, ls, dst + q * panel);
+  } else {
+    for (std::int64_t q = 0; q < full; ++q) {
+      for (std::int64_t p = 0; p < depth; ++p) {
+        const T* s = src + q * R * ls + p * ds;
+        T* d = dst + q * panel + p * R;
+        for (int i = 0; i < R; ++i) d[i] = s[i * ls];
+      }
+    }
+  }
+  const std::int64_t tail = lines - full * R;
+  if (tail > 0) {
+    for (std::int64_t p = 0; p < depth; ++p) {
+      const T* s = src + full * R * ls + p * ds;
+      T* d = dst + full * panel + p * R;
+      for (int i = 0; i < R; ++i) d[i] = i < tail ? s[i * ls] : T(0);
+    }
+  }
+}
+
+/// Packs an mc x kc block of A into MR-row micro-panels (see GemmKernelSet).
+template <class Isa, class T, int MR>
+void pack_a_panels(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) {
+  pack_panels<Isa, T, MR>(mc, kc, a, rs, cs, dst);
 }
 
 /// Packs a kc x nc block of B into NR-column micro-panels.
 template <class Isa, class T, int NR>
 void pack_b_panels(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) {
-  for (std::int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
-    const std::int64_t nr = std::min<std::int64_t>(NR, nc - j0);
-    const T* src = b + j0 * cs;
-    if (nr == NR && cs == 1) {
-      for (std::int64_t p = 0; p < kc; ++p) {
-        const T* s = src + p * rs;
-        T* d = dst + p * NR;
-#pragma GCC unroll 8
-        for (int j = 0; j < NR; ++j) d[j] = s[j];
-      }
-    } else if (nr == NR && rs == 1) {
-      // Columns contiguous in depth: read NR streams, write interleaved.
-      const T* cols[NR];
-      for (int j = 0; j < NR; ++j) cols[j] = src + j * cs;
-      for (std::int64_t p = 0; p < kc; ++p) {
-        T* d = dst + p * NR;
-#pragma GCC unroll 16
-        for (int j = 0; j < NR; ++j) d[j] = cols[j][p];
-      }
-    } else {
-      for (std::int64_t p = 0; p < kc; ++p) {
-        const T* s = src + p * rs;
-        T* d = dst + p * NR;
-        for (int j = 0; j < NR; ++j) d[j] = j < nr ? s[j * cs] : T(0);
-      }
-    }
-  }
+  pack_panels<Isa, T, NR>(nc, kc, b, cs, rs, dst);
 }
 
-/// Adapts the real kernel to the GemmKernelSet signature.
-template <class Isa, int MV, int NR>
+/// Adapts the real kernel to the GemmKernelSet signature. A tile with at
+/// most (MV - 1) vectors of valid rows runs a narrower kernel over the same
+/// panel (Note [Edge tiles]).
+template <class Isa, int MV, int NR, int MRS = MV* Isa::kLanes>
 void real_kernel_entry(std::int64_t k, const typename Isa::S* a, const typename Isa::S* b, typename Isa::S alpha,
                        typename Isa::S beta, typename Isa::S* c, std::int64_t rs_c, std::int64_t cs_c,
                        std::int64_t m_valid, std::int64_t n_valid) {
-  real_micro_kernel<Isa, MV, NR>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
+  if constexpr (MV > 1) {
+    if (m_valid <= (MV - 1) * Isa::kLanes) {
+      real_kernel_entry<Isa, MV - 1, NR, MRS>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
+      return;
+    }
+  }
+  real_micro_kernel<Isa, MV, NR, MRS>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
 }
 
 template <class Isa, int MV, int NR>
