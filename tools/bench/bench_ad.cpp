@@ -1,5 +1,6 @@
 // `tenferro bench ad`: the cost of derivatives of a 100-step einsum chain
-// (y_{i+1} = einsum("ij,jk->ik", y_i, W_i)) through a Runtime with the
+// (y_{i+1} = einsum("ij,jk->ik", y_i, W_i), square matrices of 128 and of
+// 256; 20 steps of 32 with --quick) through a Runtime with the
 // native einsum engine, against the forward program measured in the same
 // run (interleaved). The target is reverse mode at most 3x the forward time
 // (the cheap-gradient principle), so the baseline of the derivative cases
@@ -89,10 +90,12 @@ Result<Prepared> prepare(runtime::Runtime& rt, std::string name, const FrozenPro
 
 }  // namespace
 
-int run_ad_suite(const SuiteOptions& options, Reporter& reporter) {
-  const int steps = options.quick ? 20 : 100;
-  const std::int64_t m = options.quick ? 32 : 128;
-  const std::int64_t n = options.quick ? 32 : 128;
+namespace {
+
+// One chain of `steps` [n, n] matrices (and an [n, n] x); the transform's
+// own cost is reported for the first size only.
+int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::int64_t n, bool time_transform) {
+  const std::int64_t m = n;
   const int runs = options.runs > 0 ? options.runs : (options.quick ? 3 : 11);
   const std::string tag = fmt::format("chain{}_n{}", steps, n);
 
@@ -194,6 +197,7 @@ int run_ad_suite(const SuiteOptions& options, Reporter& reporter) {
     }
   }
 
+  if (!time_transform) return 0;
   // The transform itself: AdContext::vjp on a cleared cache vs emitting and
   // freezing the source program.
   const Samples transform = time_runs(
@@ -205,6 +209,19 @@ int run_ad_suite(const SuiteOptions& options, Reporter& reporter) {
   const Samples build = time_runs([&] { (void)chain_program(steps, m, n); }, 3, 0.2, 200);
   reporter.add(Case{fmt::format("{}_vjp_transform", tag), transform.median(), "s", build.median(),
                     "build_source_program", 1, static_cast<int>(transform.runs())});
+  return 0;
+}
+
+}  // namespace
+
+int run_ad_suite(const SuiteOptions& options, Reporter& reporter) {
+  if (options.quick) return run_chain(options, reporter, 20, 32, true);
+  // 128: the reference case; 256: the same chain with 8x the flops per
+  // einsum and 4x the bytes, where reverse mode's extra memory traffic
+  // (residuals written, then read back cold) weighs less.
+  for (std::int64_t n : {128, 256}) {
+    if (const int rc = run_chain(options, reporter, 100, n, n == 128); rc != 0) return rc;
+  }
   return 0;
 }
 
