@@ -495,13 +495,14 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
   std::atomic<std::int64_t> calls{0};
   auto run_jobs = [&](std::int64_t j0, std::int64_t j1, const ParallelContext& kernel_ctx) -> Status {
     Status first;
+    std::int64_t chunk_calls = 0;  // one shared add per chunk, not per call
     geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
       if (!first.ok()) return;
       GemmProblem prob = proto;
       prob.a.data = static_cast<const char*>(lhs_data) + off[kLhs] * elem;
       prob.b.data = static_cast<const char*>(rhs_data) + off[kRhs] * elem;
       prob.c.data = static_cast<char*>(out_data) + off[kOut] * elem;
-      calls.fetch_add(1, std::memory_order_relaxed);
+      ++chunk_calls;
       if (count == 1) {
         first = gemm_->gemm(GemmRequest{dtype, prob}, kernel_ctx);
       } else {
@@ -510,6 +511,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
                                             kernel_ctx);
       }
     });
+    calls.fetch_add(chunk_calls, std::memory_order_relaxed);
     return first;
   };
   if (s.mode == ParallelMode::kOuter) {

@@ -305,7 +305,14 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   return c;
 }
 
-Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx) const {
+void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept {
+  if (t.small_problems != 0) small_problems.fetch_add(t.small_problems, std::memory_order_relaxed);
+  if (t.blocked_problems != 0) blocked_problems.fetch_add(t.blocked_problems, std::memory_order_relaxed);
+  if (t.parallel_problems != 0) parallel_problems.fetch_add(t.parallel_problems, std::memory_order_relaxed);
+}
+
+Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
+                                       internal::NativeGemmTally& tally) const {
   auto run = [&]<class T>(const GemmKernelSet<T>& ks) -> Status {
     const TypedProblem<T> p = oriented<T>(problem);
     if (p.m == 0 || p.n == 0) return ok_status();
@@ -315,7 +322,7 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     }
     if (p.m * p.n * p.k <= options_.small_max_mnk) {
       small_gemm(p);
-      counters_.small_problems.fetch_add(1, std::memory_order_relaxed);
+      ++tally.small_problems;
       return ok_status();
     }
     const Blocking blk{options_.mc > 0 ? round_up(options_.mc, ks.mr) : ks.mc, options_.kc > 0 ? options_.kc : ks.kc,
@@ -323,8 +330,8 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
     const std::int64_t threads =
         flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
-    counters_.blocked_problems.fetch_add(1, std::memory_order_relaxed);
-    if (threads > 1) counters_.parallel_problems.fetch_add(1, std::memory_order_relaxed);
+    ++tally.blocked_problems;
+    if (threads > 1) ++tally.parallel_problems;
     return blocked_gemm(ks, blk, p, ctx, threads, *workspace_, counters_);
   };
   switch (dtype) {
@@ -344,7 +351,10 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
 Status NativeGemmProvider::gemm(const GemmRequest& request, const ParallelContext& ctx) const {
   TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
   TENFERRO_TRY(validate_gemm_problem(request.dtype, request.problem, "native gemm"));
-  return run_problem(request.dtype, request.problem, ctx);
+  internal::NativeGemmTally tally;
+  const Status status = run_problem(request.dtype, request.problem, ctx, tally);
+  counters_.add(tally);
+  return status;
 }
 
 Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest& request,
@@ -356,14 +366,17 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
   const auto* a0 = static_cast<const char*>(request.problem.a.data);
   const auto* b0 = static_cast<const char*>(request.problem.b.data);
   auto* c0 = static_cast<char*>(request.problem.c.data);
-  for (std::int64_t i = 0; i < request.batch_count; ++i) {
+  internal::NativeGemmTally tally;
+  Status status;
+  for (std::int64_t i = 0; i < request.batch_count && status.ok(); ++i) {
     // Null operands are allowed only where they are never read; keep them null.
     if (a0 != nullptr) p.a.data = a0 + i * request.a_batch_stride * elem;
     if (b0 != nullptr) p.b.data = b0 + i * request.b_batch_stride * elem;
     if (c0 != nullptr) p.c.data = c0 + i * request.c_batch_stride * elem;
-    TENFERRO_TRY(run_problem(request.dtype, p, ctx));
+    status = run_problem(request.dtype, p, ctx, tally);
   }
-  return ok_status();
+  counters_.add(tally);
+  return status;
 }
 
 Status NativeGemmProvider::gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const {
@@ -371,8 +384,14 @@ Status NativeGemmProvider::gemm_grouped(const GroupedGemmRequest& request, const
   for (const GemmProblem& p : request.problems) {
     TENFERRO_TRY(validate_gemm_problem(request.dtype, p, "native gemm_grouped"));
   }
-  for (const GemmProblem& p : request.problems) TENFERRO_TRY(run_problem(request.dtype, p, ctx));
-  return ok_status();
+  internal::NativeGemmTally tally;
+  Status status;
+  for (const GemmProblem& p : request.problems) {
+    status = run_problem(request.dtype, p, ctx, tally);
+    if (!status.ok()) break;
+  }
+  counters_.add(tally);
+  return status;
 }
 
 }  // namespace tenferro::cpu
