@@ -162,13 +162,17 @@ std::vector<std::string> default_instances() {
   return files;
 }
 
-// OpenBLAS DGEMM rate (GFLOP/s, median) at n = 1024 with `threads`.
+// OpenBLAS DGEMM rate (GFLOP/s, median) at n = 1024 with `threads`. One
+// build, the pthread one, for every thread count: the loader shares a
+// loaded libopenblas.so.0 by SONAME (Note [External BLAS isolation]), so a
+// serial build loaded for one thread would also serve the request for two.
 std::optional<double> openblas_dgemm_rate(int threads, int runs) {
   cpu::OpenBlasOptions options;
-  options.build = threads > 1 ? cpu::OpenBlasBuild::kPthread : cpu::OpenBlasBuild::kSerial;
+  options.build = cpu::OpenBlasBuild::kPthread;
   Result<std::shared_ptr<cpu::ExternalBlasGemmProvider>> blas = cpu::ExternalBlasGemmProvider::load_openblas(options);
   if (!blas.ok()) return std::nullopt;
-  if (threads > 1 && !(*blas)->set_global_thread_count(threads).ok()) return std::nullopt;
+  if (threads > 1 && (*blas)->identity().threading == cpu::BlasThreading::kSerial) return std::nullopt;
+  if (!(*blas)->set_global_thread_count(threads).ok()) return std::nullopt;
   const std::int64_t n = 1024;
   std::vector<double> a(static_cast<std::size_t>(n * n)), b(a.size()), c(a.size());
   std::mt19937_64 rng(1);

@@ -239,10 +239,10 @@ void pack_panels(std::int64_t lines, std::int64_t depth, const T* src, std::int6
   const std::int64_t full = lines / R;
   const std::int64_t panel = R * depth;
   if (ls == 1) {
-    // Lines adjacent in memory: read one whole step of every panel at a
-    // time, so the source is walked in address order (a stream the
-    // hardware prefetcher follows, where panel by panel it is R-element
-    // pieces at stride ds).
+    // Lines adjacent in memory: panel by panel. (Walking the source in
+    // address order -- one step of every panel, or of groups of panels,
+    // at a time -- was slower in `tenferro bench ad`: the destinations, a
+    // whole panel apart, alias in L1.)
     for (std::int64_t q = 0; q < full; ++q) {
       for (std::int64_t p = 0; p < depth; ++p) {
         const T* s = src + p * ds + q * R;
