@@ -374,11 +374,13 @@ int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
         reporter.progress(fmt::format("einsum: {} failed: {}", instance->name, probe.status().to_string()));
         continue;
       }
-      // About a second of ours per block; 3..15 runs.
+      // About a second of ours per block; 3..100 runs (sub-millisecond
+      // instances need many: a block's first runs after the peers pay for
+      // waking the domain's workers).
       const int runs = options.runs > 0 ? options.runs
                        : options.quick
                            ? 1
-                           : static_cast<int>(std::clamp(1.0 / std::max(probe->min_seconds(), 1e-6), 3.0, 15.0));
+                           : static_cast<int>(std::clamp(1.0 / std::max(probe->min_seconds(), 1e-6), 3.0, 100.0));
       run.runs = runs;
       Result<cli::EinsumRunResult> first = cli::run_einsum_instance(*instance, run);
       const std::map<std::string, std::vector<double>> peers = instance->opt_flops && !script.empty()
