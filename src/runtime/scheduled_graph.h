@@ -4,8 +4,8 @@
 // execute.cpp, printed by explain.cpp.
 //
 // Note [Scheduled graph]
-// Nodes are in a valid execution order (program order, with transfers and
-// barriers inserted before their consumers). A slot is one runtime value:
+// Nodes are in a valid execution order (the order of Note [Execution
+// order], with transfers and barriers inserted before their consumers). A slot is one runtime value:
 // a program input, the result of a node, or a metadata-only view of another
 // slot. Every slot written by a provider is backed by a planned buffer.
 // Dependencies point only into the node's own event domain, except for

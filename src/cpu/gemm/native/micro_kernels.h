@@ -208,7 +208,7 @@ template <class Isa, class T, int R>
 inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* dst) {
   std::int64_t p_end = 0;
   const TileTranspose tile = select_tile_transpose(sizeof(T));
-  if (tile.width > 0 && R % tile.width == 0) {
+  if (tile.width > 0 && tile.width <= 16 && R % tile.width == 0) {  // rows/cols hold 16
     const std::int64_t w = tile.width;
     p_end = kc / w * w;
     const char* rows[16];
