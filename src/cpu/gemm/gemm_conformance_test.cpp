@@ -163,7 +163,8 @@ TEST_P(GemmConformance, AllLayoutsAcrossPanelEdges) {
   // of row-major A and column-major B (Note [Transposing packs]) with a depth
   // that is not a multiple of the register tile -- and M remainders of one
   // and two vectors, which run the narrower edge kernels (Note [Edge tiles]).
-  for (auto [m, n, k] : {std::tuple{50, 20, 19}, {41, 16, 24}}) {
+  // Depth 1 (outer products) takes the rank-1 path (Note [Rank-1 GEMM]).
+  for (auto [m, n, k] : {std::tuple{50, 20, 19}, {41, 16, 24}, {50, 20, 1}}) {
     check_all_layouts<float>(m, n, k, seq_);
     check_all_layouts<double>(m, n, k, seq_);
     check_all_layouts<std::complex<float>>(m, n, k, seq_);
@@ -174,7 +175,7 @@ TEST_P(GemmConformance, AllLayoutsAcrossPanelEdges) {
 TEST_P(GemmConformance, AlphaBetaAndNaNInOutput) {
   const std::complex<double> alpha(0.75, -1.25);
   const std::complex<double> beta(-0.5, 0.25);
-  for (auto [m, n, k] : {std::tuple{5, 4, 3}, {40, 30, 20}}) {
+  for (auto [m, n, k] : {std::tuple{5, 4, 3}, {40, 30, 20}, {40, 30, 1}}) {
     check_gemm<float>(m, n, k, MatLayout::kColMajor, MatLayout::kColMajor, MatLayout::kColMajor, 2.5, -1.5, seq_);
     check_gemm<double>(m, n, k, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kRowMajor, 2.5, 1.0, seq_);
     check_gemm<std::complex<float>>(m, n, k, MatLayout::kColMajor, MatLayout::kRowMajor, MatLayout::kColMajor, alpha,

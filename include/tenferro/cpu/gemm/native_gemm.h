@@ -32,12 +32,14 @@ class GemmWorkspacePool;
 /// per run of gm_queen5_5_3 at 2 threads).
 struct NativeGemmTally {
   std::int64_t small_problems = 0;
+  std::int64_t rank1_problems = 0;
   std::int64_t blocked_problems = 0;
   std::int64_t parallel_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver.
 struct NativeGemmAtomicCounters {
   std::atomic<std::int64_t> small_problems{0};
+  std::atomic<std::int64_t> rank1_problems{0};
   std::atomic<std::int64_t> blocked_problems{0};
   std::atomic<std::int64_t> parallel_problems{0};
   std::atomic<std::int64_t> fork_joins{0};
@@ -71,6 +73,7 @@ struct NativeGemmOptions {
 /// Counters proving which paths ran (relaxed atomics; cheap to bump).
 struct NativeGemmCounters {
   std::int64_t small_problems = 0;         ///< problems run by the unpacked small kernel
+  std::int64_t rank1_problems = 0;         ///< depth-1 problems written directly (Note [Rank-1 GEMM])
   std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
   std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context
   std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made

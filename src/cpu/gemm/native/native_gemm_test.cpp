@@ -66,6 +66,29 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   // A problem below parallel_min_flops stays on the calling thread.
   ASSERT_TRUE(run(*p, 20, 20, 20, two, a, b, c).ok());
   EXPECT_EQ(p->counters().parallel_problems, 1 + 5);
+
+  // Depth 1 is written directly (Note [Rank-1 GEMM]), split over the
+  // workers only when large: 200 x 200 is below parallel_min_flops.
+  const NativeGemmCounters before_rank1 = p->counters();
+  ASSERT_TRUE(run(*p, 200, 200, 1, two, a, b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.rank1_problems, before_rank1.rank1_problems + 1);
+  EXPECT_EQ(n.blocked_problems, before_rank1.blocked_problems);
+  EXPECT_EQ(n.small_problems, before_rank1.small_problems);
+  EXPECT_EQ(n.fork_joins, before_rank1.fork_joins);
+}
+
+TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
+  auto p = *NativeGemmProvider::create();
+  ArenaParallelContext two(2);
+  const std::int64_t m = 700, n = 600;  // 2 m n = 840,000 flops >= parallel_min_flops
+  StridedMatrix<double> a(m, 1, MatLayout::kColMajor, 1), b(1, n, MatLayout::kRowMajor, 2),
+      c(m, n, MatLayout::kRowMajor, 3);
+  ASSERT_TRUE(run(*p, m, n, 1, two, a, b, c).ok());
+  EXPECT_EQ(p->counters().rank1_problems, 1);
+  EXPECT_EQ(p->counters().fork_joins, 1);
+  for (std::int64_t i = 0; i < m; i += 37)
+    for (std::int64_t j = 0; j < n; j += 41) EXPECT_DOUBLE_EQ(c.at(i, j), a.at(i, 0) * b.at(0, j)) << i << "," << j;
 }
 
 TEST(NativeGemmTest, ForcedIsaThatTheCpuLacksIsUnsupported) {
