@@ -88,10 +88,6 @@ Result<Prepared> prepare(runtime::Runtime& rt, std::string name, const FrozenPro
   return Prepared{std::move(name), std::move(plan), std::move(inputs), {}};
 }
 
-}  // namespace
-
-namespace {
-
 // One chain of `steps` [n, n] matrices (and an [n, n] x); the transform's
 // own cost is reported for the first size only.
 int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::int64_t n, bool time_transform) {

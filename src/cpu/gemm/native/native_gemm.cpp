@@ -351,10 +351,12 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       scale_c(p);
       return ok_status();
     }
+    // Workers for a problem of `flops`: the context's, from parallel_min_flops on.
+    auto threads_for = [&](double flops) -> std::int64_t {
+      return flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+    };
     if (p.k == 1) {
-      const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n);
-      const std::int64_t threads =
-          flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+      const std::int64_t threads = threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n));
       if (threads > 1 && p.n > 1) {
         ctx.parallel_for(0, p.n, ceil_div(p.n, threads),
                          [&](std::int64_t j0, std::int64_t j1) { rank1_columns(p, j0, j1); });
@@ -372,9 +374,8 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     }
     const Blocking blk{options_.mc > 0 ? round_up(options_.mc, ks.mr) : ks.mc, options_.kc > 0 ? options_.kc : ks.kc,
                        options_.nc > 0 ? round_up(options_.nc, ks.nr) : ks.nc};
-    const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
     const std::int64_t threads =
-        flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+        threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     ++tally.blocked_problems;
     if (threads > 1) ++tally.parallel_problems;
     return blocked_gemm(ks, blk, p, ctx, threads, *workspace_, counters_);
