@@ -48,6 +48,7 @@ Result<runtime::PrepareCapability> CpuEinsumEngine::prepare(const runtime::Exten
     return plan.status();
   }
   runtime::PreparedKernel kernel;
+  kernel.work = (*plan)->tree().cost().flops;
   kernel.plan = std::move(plan).value();
   kernel.reproducible = true;
   return runtime::PrepareCapability::prepared(std::move(kernel));

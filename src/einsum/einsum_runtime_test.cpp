@@ -259,6 +259,55 @@ TEST(EinsumRuntime, RunsOnTheCpuEngineOfARealDomain) {
   EXPECT_LT(max_abs_diff(to_dense((*graph)[0]), reference(p, operands)), 1e-11);
 }
 
+// Two contractions that do not depend on each other, each with a work
+// estimate, form a concurrent group (Note [Concurrent groups]); on a domain
+// of two threads the CPU engine runs them side by side.
+TEST(EinsumRuntime, IndependentContractionsRunAsAConcurrentGroup) {
+  Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+  ASSERT_TRUE(topology.ok()) << topology.status().to_string();
+  Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cpu::CpuDomainSet::create_managed(*topology);
+  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
+  runtime::RuntimeBuilder builder;
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.id = EngineId(3);
+  cpu_options.domains = *domains;
+  ASSERT_TRUE(cpu::register_cpu_engine(builder, cpu_options).ok());
+  builder.add_extension_module(cpu_extension_module(EngineId(3), make_executor()));
+  Result<runtime::Runtime> rt = builder.build();
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+
+  const Problem p{"ij,jk->ik", {{48, 40}, {40, 56}}};
+  Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(p.subscripts);
+  ASSERT_TRUE(op.ok());
+  program::ProgramBuilder b;
+  SmallVector<program::ProgramValue, 4> x;
+  for (int i = 0; i < 4; ++i) x.push_back(*b.add_input(DType::kFloat64, {p.shapes[i % 2][0], p.shapes[i % 2][1]}));
+  const program::ProgramValue first[] = {x[0], x[1]};
+  const program::ProgramValue second[] = {x[2], x[3]};
+  Result<program::ProgramValue> y0 = emit_einsum(b, *op, first);
+  Result<program::ProgramValue> y1 = emit_einsum(b, *op, second);
+  ASSERT_TRUE(y0.ok() && y1.ok());
+  Result<program::FrozenProgram> frozen = b.freeze({*y0, *y1});
+  ASSERT_TRUE(frozen.ok()) << frozen.status().to_string();
+
+  std::vector<Dense> operands = random_operands(p.shapes, 5);
+  const std::vector<Dense> more = random_operands(p.shapes, 6);
+  operands.insert(operands.end(), more.begin(), more.end());
+  const std::vector<Tensor> inputs = to_tensors(operands);
+  auto plan = rt->prepare_for(frozen->program, runtime::InputSignature::of(inputs));
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_NE((*plan)->explain().find("concurrent group: #0..#1"), std::string::npos) << (*plan)->explain();
+  const Dense expected0 = reference(p, {operands[0], operands[1]});
+  const Dense expected1 = reference(p, {operands[2], operands[3]});
+  for (int run = 0; run < 20; ++run) {
+    Result<runtime::TensorList> out = rt->run_prepared(**plan, inputs);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_LT(max_abs_diff(to_dense((*out)[0]), expected0), 1e-11);
+    EXPECT_LT(max_abs_diff(to_dense((*out)[1]), expected1), 1e-11);
+  }
+  EXPECT_EQ(rt->execution_metrics().groups_enqueued, 20u);
+}
+
 TEST(EinsumRuntime, FallbackContextGivesTheInlineEngineThreads) {
   auto two = std::make_shared<const cpu::ArenaParallelContext>(2);
   TestRuntime t = make_test_runtime(/*native_einsum=*/true, {}, two);

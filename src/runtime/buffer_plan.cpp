@@ -20,6 +20,10 @@
 //    allows in-place writing may become that node's escaping output, when
 //    at run time the storage is exclusively owned, unviewed and ready.
 //  - Scratch is a buffer live for one node.
+//  - A concurrent group counts as one step (Note [Concurrent groups]):
+//    buffers its members free return to the free list after its last
+//    member, and a member writes in place only over an operand no other
+//    member reads.
 //  - The peak estimate is the sum of all planned buffers; the admission
 //    request is that sum per storage domain.
 #include <algorithm>
@@ -65,6 +69,22 @@ void plan_buffers(PreparedState& st) {
       st.slots[r].last_use = count;
     }
   }
+
+  // The concurrent group of each node: [group_start, group_end).
+  std::vector<std::uint32_t> group_start(count);
+  std::vector<std::uint32_t> group_end(count);
+  for (std::uint32_t n = 0; n < count;) {
+    const std::uint32_t end = std::max(st.nodes[n].group_end, n + 1);
+    for (std::uint32_t k = n; k < end; ++k) {
+      group_start[k] = n;
+      group_end[k] = end;
+    }
+    n = end;
+  }
+  auto read_by_other_member = [&](std::uint32_t slot, std::uint32_t n) {
+    return std::any_of(readers[slot].begin(), readers[slot].end(),
+                       [&](std::uint32_t r) { return r != n && r >= group_start[n] && r < group_end[n]; });
+  };
 
   std::map<std::uint32_t, std::vector<std::uint32_t>> free_by_engine;  // engine -> free buffers
   // Per buffer: its current (or, once free, previous) occupant: a slot, or
@@ -156,8 +176,8 @@ void plan_buffers(PreparedState& st) {
             const SlotInfo& in = st.slots[node.inputs[0]];
             const bool donatable =
                 in.input != kNoIndex && st.signature.inputs()[in.input].binding == BindingMode::kDonatable &&
-                in.last_use == n && !in.escapes && in.nbytes() == bytes && in.dtype == slot.dtype &&
-                in.shape == slot.shape &&
+                in.last_use == n && !read_by_other_member(node.inputs[0], n) && !in.escapes && in.nbytes() == bytes &&
+                in.dtype == slot.dtype && in.shape == slot.shape &&
                 st.engines[in.engine]->metadata().storage == st.engines[slot.engine]->metadata().storage;
             if (donatable) node.donate_input = node.inputs[0];
           }
@@ -169,7 +189,8 @@ void plan_buffers(PreparedState& st) {
           const SlotInfo& src = st.slots[in];
           if (src.buffer != kNoIndex && src.view_source == kNoIndex && src.last_use == n && !src.escapes &&
               !src.read_cross_domain && src.engine == slot.engine && st.buffers[src.buffer].bytes == bytes &&
-              occupant[src.buffer] == in && occupant_is_slot[src.buffer] && !is_free[src.buffer]) {
+              occupant[src.buffer] == in && occupant_is_slot[src.buffer] && !is_free[src.buffer] &&
+              !read_by_other_member(in, n)) {
             b = src.buffer;  // in place: the operand dies here
           }
         }
@@ -178,7 +199,9 @@ void plan_buffers(PreparedState& st) {
         assign(b, s, n, true);
       }
     }
-    // Release what died at n, and this node's scratch.
+    // Release what died at n, and this node's scratch (at a group's last
+    // member: what died anywhere in the group).
+    if (n + 1 < group_end[n]) continue;
     for (std::uint32_t b = 0; b < st.buffers.size(); ++b) {
       if (st.buffers[b].per_run || is_free[b] || occupant[b] == kNoIndex) continue;
       bool dead = false;

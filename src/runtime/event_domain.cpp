@@ -1,6 +1,7 @@
 // The CPU immediate event-domain driver and event-domain error helpers.
 #include "tenferro/runtime/event_domain.h"
 
+#include <array>
 #include <utility>
 
 #include <fmt/format.h>
@@ -28,6 +29,16 @@ Error event_domain_error(ErrorCode code, ErrorStage stage, EventDomainId domain,
   return make_error(code, stage, "event domain {} ({}): {}", domain, to_string(operation), message);
 }
 
+Status EventDomainRun::enqueue_group(std::span<const EnqueueRequest> requests,
+                                     std::span<CompletionToken> tokens) noexcept {
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    Result<CompletionToken> token = enqueue(requests[i]);
+    if (!token.ok()) return token.status();
+    tokens[i] = *token;
+  }
+  return ok_status();
+}
+
 namespace {
 
 // Note [CPU immediate runs]
@@ -53,18 +64,7 @@ class CpuImmediateRun final : public EventDomainRun {
   }
 
   Result<CompletionToken> enqueue(const EnqueueRequest& request) noexcept override {
-    if (!begun_) {
-      return event_domain_error(ErrorCode::kFailedPrecondition, ErrorStage::kEnqueue, domain_,
-                                EventDomainOperation::kEnqueue, "expected a begun run, found none");
-    }
-    for (const CompletionToken& dep : request.dependencies) {
-      if (dep.origin != domain_ || dep.sequence == 0 || dep.sequence >= next_sequence_) {
-        return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, domain_,
-                                  EventDomainOperation::kEnqueue,
-                                  fmt::format("expected a token of this run, found one from domain {} (sequence {})",
-                                              dep.origin, dep.sequence));
-      }
-    }
+    TENFERRO_TRY(check_request(request));
     const CompletionToken token{domain_, next_sequence_++};
     Status status;
     if (!segment_context_.empty() && request.placement == segment_placement_) {
@@ -76,6 +76,30 @@ class CpuImmediateRun final : public EventDomainRun {
     }
     if (!status.ok()) return status.in_stage(ErrorStage::kCompletion);
     return token;
+  }
+
+  // Inside a segment, a group placed there runs through the executor's
+  // run_concurrently; every member runs, and the first failure (in schedule
+  // order) is reported with the later ones suppressed.
+  Status enqueue_group(std::span<const EnqueueRequest> requests, std::span<CompletionToken> tokens) noexcept override {
+    bool in_segment = !segment_context_.empty();
+    for (const EnqueueRequest& r : requests) {
+      TENFERRO_TRY(check_request(r));
+      in_segment = in_segment && r.placement == segment_placement_;
+    }
+    if (!in_segment || requests.size() > kMaxGroup) return EventDomainRun::enqueue_group(requests, tokens);
+    std::array<Status, kMaxGroup> statuses;
+    executor_->run_concurrently(segment_context_, requests.size(), [&](std::size_t i, ErasedExecutionContext context) {
+      statuses[i] = requests[i].work->execute(context);
+    });
+    Status first;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      tokens[i] = CompletionToken{domain_, next_sequence_++};
+      if (statuses[i].ok()) continue;
+      const Status s = statuses[i].in_stage(ErrorStage::kCompletion);
+      first = first.ok() ? s : Status(first.error().with_suppressed(s.error()));
+    }
+    return first;
   }
 
   Status wait(CompletionToken token) noexcept override {
@@ -107,6 +131,25 @@ class CpuImmediateRun final : public EventDomainRun {
   }
 
  private:
+  // The largest group run concurrently (the scheduler's bound).
+  static constexpr std::size_t kMaxGroup = kMaxConcurrentGroup;
+
+  Status check_request(const EnqueueRequest& request) const {
+    if (!begun_) {
+      return event_domain_error(ErrorCode::kFailedPrecondition, ErrorStage::kEnqueue, domain_,
+                                EventDomainOperation::kEnqueue, "expected a begun run, found none");
+    }
+    for (const CompletionToken& dep : request.dependencies) {
+      if (dep.origin != domain_ || dep.sequence == 0 || dep.sequence >= next_sequence_) {
+        return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, domain_,
+                                  EventDomainOperation::kEnqueue,
+                                  fmt::format("expected a token of this run, found one from domain {} (sequence {})",
+                                              dep.origin, dep.sequence));
+      }
+    }
+    return ok_status();
+  }
+
   EventDomainId domain_;
   std::shared_ptr<EngineExecutor> executor_;
   bool begun_ = false;

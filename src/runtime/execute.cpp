@@ -15,6 +15,7 @@
 // drain and only on success: there are no partial outputs. All storage,
 // leases and runs are released before returning.
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include <fmt/format.h>
@@ -245,7 +246,16 @@ class RunExecution {
         const std::uint32_t end = node.segment_end;
         EventDomainRun& run = *ws_.runs[node.domain];
         primary = run.run_segment(node.placement, [&]() -> Status {
-          for (std::uint32_t k = n; k < end; ++k) TENFERRO_TRY(process(k));
+          for (std::uint32_t k = n; k < end;) {
+            const std::uint32_t group_end = st_.nodes[k].group_end;
+            if (group_end > k + 1) {
+              TENFERRO_TRY(process_group(k, group_end));
+              k = group_end;
+            } else {
+              TENFERRO_TRY(process(k));
+              ++k;
+            }
+          }
           return ok_status();
         });
         n = end;
@@ -369,29 +379,13 @@ class RunExecution {
         break;
     }
     SmallVector<CompletionToken, 4> deps;
-    for (std::uint32_t d : node.deps) {
-      if (st_.nodes[d].domain == node.domain) {
-        if (ws_.tokens[d].valid()) deps.push_back(ws_.tokens[d]);
-      } else {
-        // Only transfers (source side) and barriers cross domains.
-        Status s = host_wait(d);
-        if (!s.ok()) {
-          return node.kind == ScheduledNodeKind::kTransfer
-                     ? Status(s.error().with_cause(event_domain_error(
-                           s.code(), ErrorStage::kCompletion, st_.domains[st_.nodes[d].domain].id,
-                           EventDomainOperation::kTransferBridge, "waiting for the transfer source failed")))
-                     : s;
-        }
-      }
-    }
+    TENFERRO_TRY(gather_dependencies(node, deps));
     if (!node.resources.empty()) TENFERRO_TRY(acquire_lease(k));
     EventDomainRun& run = *ws_.runs[node.domain];
     const EventDomainId expected = st_.domains[node.domain].id;
     if (run.domain() != expected) {
       ws_.leases[k].reset();
-      return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected,
-                                EventDomainOperation::kEnqueue,
-                                fmt::format("expected the run of this domain, found one of domain {}", run.domain()));
+      return wrong_run(expected, run);
     }
     EnqueueRequest request;
     request.dependencies = std::span<const CompletionToken>(deps.data(), deps.size());
@@ -408,9 +402,7 @@ class RunExecution {
     if (token->origin != expected) {
       // The work launched; the token is not recorded and nothing downstream
       // may launch.
-      return event_domain_error(
-          ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected, EventDomainOperation::kValidateCompletion,
-          fmt::format("expected a completion of this domain, found one of domain {}", token->origin));
+      return foreign_token(expected, *token);
     }
     ws_.tokens[k] = *token;
     if (ws_.leases[k].held()) {
@@ -421,6 +413,78 @@ class RunExecution {
       }
     }
     return ok_status();
+  }
+
+  // The nodes [first, end) of a concurrent group (Note [Concurrent
+  // groups]): operation or extension nodes of one domain without leases,
+  // none depending on another.
+  Status process_group(std::uint32_t first, std::uint32_t end) {
+    if (cancelled()) return Error(ErrorCode::kCancelled, ErrorStage::kEnqueue, "the run was cancelled");
+    const std::uint32_t size = end - first;
+    SmallVector<CompletionToken, 16> deps;
+    std::array<std::size_t, kMaxConcurrentGroup + 1> offsets{};
+    for (std::uint32_t i = 0; i < size; ++i) {
+      offsets[i] = deps.size();
+      TENFERRO_TRY(gather_dependencies(st_.nodes[first + i], deps));
+    }
+    offsets[size] = deps.size();
+    const NodeRecord& node = st_.nodes[first];
+    EventDomainRun& run = *ws_.runs[node.domain];
+    const EventDomainId expected = st_.domains[node.domain].id;
+    if (run.domain() != expected) return wrong_run(expected, run);
+    std::array<EnqueueRequest, kMaxConcurrentGroup> requests;
+    std::array<CompletionToken, kMaxConcurrentGroup> tokens{};
+    for (std::uint32_t i = 0; i < size; ++i) {
+      requests[i].dependencies =
+          std::span<const CompletionToken>(deps.data() + offsets[i], offsets[i + 1] - offsets[i]);
+      requests[i].work = &ws_.works[first + i];
+      requests[i].placement = st_.nodes[first + i].placement;
+      requests[i].node = first + i;
+    }
+    ++groups_;
+    const Status status = run.enqueue_group(std::span<const EnqueueRequest>(requests.data(), size),
+                                            std::span<CompletionToken>(tokens.data(), size));
+    for (std::uint32_t i = 0; i < size; ++i) {
+      if (!tokens[i].valid()) continue;
+      ++enqueued_;
+      if (tokens[i].origin != expected) return foreign_token(expected, tokens[i]);
+      ws_.tokens[first + i] = tokens[i];
+    }
+    return status.in_stage(ErrorStage::kEnqueue);
+  }
+
+  // Appends the tokens of `node`'s same-domain dependencies to `deps`;
+  // waits on the host for the others (transfer sources, barriers).
+  template <std::size_t N>
+  Status gather_dependencies(const NodeRecord& node, SmallVector<CompletionToken, N>& deps) {
+    for (std::uint32_t d : node.deps) {
+      if (st_.nodes[d].domain == node.domain) {
+        if (ws_.tokens[d].valid()) deps.push_back(ws_.tokens[d]);
+        continue;
+      }
+      // Only transfers (source side) and barriers cross domains.
+      Status s = host_wait(d);
+      if (!s.ok()) {
+        return node.kind == ScheduledNodeKind::kTransfer
+                   ? Status(s.error().with_cause(event_domain_error(
+                         s.code(), ErrorStage::kCompletion, st_.domains[st_.nodes[d].domain].id,
+                         EventDomainOperation::kTransferBridge, "waiting for the transfer source failed")))
+                   : s;
+      }
+    }
+    return ok_status();
+  }
+
+  static Error wrong_run(EventDomainId expected, const EventDomainRun& run) {
+    return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected,
+                              EventDomainOperation::kEnqueue,
+                              fmt::format("expected the run of this domain, found one of domain {}", run.domain()));
+  }
+
+  static Error foreign_token(EventDomainId expected, CompletionToken token) {
+    return event_domain_error(
+        ErrorCode::kContractViolation, ErrorStage::kEnqueue, expected, EventDomainOperation::kValidateCompletion,
+        fmt::format("expected a completion of this domain, found one of domain {}", token.origin));
   }
 
   Status finish(Status primary) {
@@ -444,6 +508,7 @@ class RunExecution {
  public:
   std::uint64_t donations_ = 0;
   std::uint64_t transfers_ = 0;
+  std::uint64_t groups_ = 0;
 
  private:
   const PreparedState& st_;
@@ -526,6 +591,7 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
   metrics.completion.add(now_ns() - execution.enqueue_end_ns());
   metrics.runs.fetch_add(1, std::memory_order_relaxed);
   metrics.nodes_enqueued.fetch_add(execution.enqueued(), std::memory_order_relaxed);
+  if (execution.groups_ != 0) metrics.groups_enqueued.fetch_add(execution.groups_, std::memory_order_relaxed);
   if (execution.transfers_ != 0) metrics.transfers.fetch_add(execution.transfers_, std::memory_order_relaxed);
   if (execution.donations_ != 0) metrics.donations.fetch_add(execution.donations_, std::memory_order_relaxed);
 

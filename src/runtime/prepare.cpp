@@ -316,6 +316,19 @@ class Planner {
     return prepare_error(ErrorCode::kProviderContractError, fmt::format("{}: specialization did not converge", who));
   }
 
+  // The flops of a core operation the provider gave no estimate for (Note
+  // [Concurrent groups]): 2 x result elements x contracted extent for
+  // dot_general; 0 (unknown) for the others, which are memory-bound.
+  double core_work_estimate(CoreSemanticOp op, const program::CoreAttributes& attributes,
+                            std::span<const std::uint32_t> operands, IntArrayRef result) const {
+    const auto* dot = std::get_if<program::DotGeneralAttributes>(&attributes);
+    if (op != CoreSemanticOp::kDotGeneral || dot == nullptr || operands.empty()) return 0.0;
+    double work = 2.0 * static_cast<double>(numel_unchecked(result));
+    const Dims& lhs = st_.slots[operands[0]].shape;
+    for (std::int64_t axis : dot->lhs_contract) work *= static_cast<double>(lhs[static_cast<std::size_t>(axis)]);
+    return work;
+  }
+
   // A core operation; returns its result slot.
   Result<std::uint32_t> plan_core(CoreSemanticOp op, const program::CoreAttributes* attributes,
                                   std::span<const std::uint32_t> operands, DType dtype, Dims shape,
@@ -367,6 +380,7 @@ class Planner {
         determinism_only = determinism_only && answer.determinism_refusal;
         return std::optional<std::uint32_t>();
       }
+      if (answer.kernel.work == 0.0) answer.kernel.work = core_work_estimate(op, *attributes, operands, shape);
       NodeRecord node;
       node.kind = ScheduledNodeKind::kOperation;
       node.op = op;
@@ -450,6 +464,7 @@ class Planner {
     node.scratch_bytes = kernel.scratch_bytes;
     node.resources = std::move(kernel.resources);
     node.in_place_ok = kernel.in_place_ok;
+    node.work = kernel.work;
     SmallVector<std::uint32_t, 4> deps;
     for (std::uint32_t s : node.inputs)
       if (st_.slots[s].storage_producer != kNoIndex) deps.push_back(st_.slots[s].storage_producer);
@@ -796,8 +811,9 @@ Result<std::unique_ptr<PreparedState>> prepare_program(std::shared_ptr<const Run
 
   Planner planner(*state);
   TENFERRO_TRY(planner.run());
-  plan_buffers(*state);
   finish_schedule(*state);
+  form_concurrent_groups(*state);
+  plan_buffers(*state);
 
   if (options.workspace_limit_bytes && state->peak_bytes > *options.workspace_limit_bytes) {
     return prepare_error(ErrorCode::kWorkspaceLimitExceeded,

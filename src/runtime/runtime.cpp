@@ -37,6 +37,7 @@ ExecutionMetrics MetricsState::snapshot() {
   m.failed_runs = failed_runs.load(std::memory_order_relaxed);
   m.cancelled_runs = cancelled_runs.load(std::memory_order_relaxed);
   m.nodes_enqueued = nodes_enqueued.load(std::memory_order_relaxed);
+  m.groups_enqueued = groups_enqueued.load(std::memory_order_relaxed);
   m.transfers = transfers.load(std::memory_order_relaxed);
   m.donations = donations.load(std::memory_order_relaxed);
   m.eager_promoted_calls = eager_promoted_calls.load(std::memory_order_relaxed);

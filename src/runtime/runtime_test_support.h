@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -70,6 +71,8 @@ struct MockBehaviour {
   bool in_place_ok = false;
   std::size_t scratch_bytes = 0;
   SmallVector<ResourceAmount, 2> resources;
+  /// PreparedKernel::work per op (absent: 0, unknown).
+  std::map<CoreSemanticOp, double> work;
   int fail_run_at = -1;  ///< the n-th run (0-based, all slots) fails with kInternal
   /// Always answers NeedsSpecialization with what was already granted (a
   /// contract violation the runtime must reject).
@@ -133,6 +136,7 @@ class MockProvider final : public ElementwiseRuntime {
     k.in_place_ok = b.in_place_ok;
     k.scratch_bytes = b.scratch_bytes;
     k.resources = b.resources;
+    if (auto it = b.work.find(sig.op); it != b.work.end()) k.work = it->second;
     return PrepareCapability::prepared(std::move(k));
   }
 

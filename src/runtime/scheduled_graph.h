@@ -120,6 +120,11 @@ struct NodeRecord {
   /// First node after the segment of consecutive same-domain, same-placement
   /// nodes starting here (entry amortisation).
   std::uint32_t segment_end = 0;
+  /// Estimated flops of one run (PreparedKernel::work; 0 unknown).
+  double work = 0.0;
+  /// First node after the concurrent group this node starts; index + 1 when
+  /// it starts none (Note [Concurrent groups]).
+  std::uint32_t group_end = 0;
 
   // Explain.
   std::string name;
@@ -195,6 +200,10 @@ void plan_buffers(PreparedState& state);
 
 /// Fills segment_end and the domain list (schedule.cpp).
 void finish_schedule(PreparedState& state);
+
+/// Fills group_end from the data dependencies, before the buffer plan
+/// (concurrent_groups.cpp, Note [Concurrent groups]).
+void form_concurrent_groups(PreparedState& state);
 
 /// Re-infers a core op / extension op from concrete operand metadata and
 /// checks it against the program's (Note [Concrete validation],

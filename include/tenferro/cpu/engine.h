@@ -55,6 +55,7 @@ namespace tenferro::cpu {
 
 class CpuDomainSet;
 class CpuExecutionContext;
+class CpuDomainSession;
 
 /// The GEMM provider behind the engine's dot_general.
 enum class CpuGemmChoice : std::uint8_t {
@@ -88,6 +89,10 @@ struct CpuEngineContext {
   const CpuExecutionContext* domain = nullptr;
   /// Where temporaries come from (the domain's pool); null: default heap.
   const std::shared_ptr<HostAllocator>* allocator = nullptr;
+  /// The entry this context belongs to, from which the engine derives the
+  /// sequential contexts of a concurrent group (Note [Concurrent groups]);
+  /// null without domains and inside a group member.
+  const CpuDomainSession* session = nullptr;
 };
 
 /// One provider the engine registered, for `tenferro info` and explain().

@@ -4,6 +4,8 @@
 // selection for a GPU) around work the runtime hands it.
 #pragma once
 
+#include <cstddef>
+
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
 #include "tenferro/runtime/execution_context.h"
@@ -26,6 +28,17 @@ class EngineExecutor {
   /// steady state; must not throw. Nested entry into another domain of the
   /// same engine from inside `body` is the engine's to reject (kReentryRejected).
   virtual Status enter(ResolvedPlacement placement, FunctionRef<Status(ErasedExecutionContext)> body) noexcept = 0;
+
+  /// Calls `task(i, context_i)` once for every i < count, from inside an
+  /// entry: `entered` is the context enter() handed its body. The tasks are
+  /// independent of each other (a concurrent group, Note [Concurrent
+  /// groups]); an engine may run them at the same time, each with a context
+  /// of its own, and returns when all have run. Tasks report their own
+  /// failures. Must not throw. The default runs them in order with `entered`.
+  virtual void run_concurrently(ErasedExecutionContext entered, std::size_t count,
+                                FunctionRef<void(std::size_t, ErasedExecutionContext)> task) noexcept {
+    for (std::size_t i = 0; i < count; ++i) task(i, entered);
+  }
 };
 
 /// An executor that runs work inline on the calling thread with a

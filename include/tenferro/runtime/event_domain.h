@@ -16,6 +16,7 @@
 // executions (begin/drain), so steady-state runs allocate nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -55,6 +56,9 @@ class EnqueuedWork {
   ~EnqueuedWork() = default;
 };
 
+/// The most requests the scheduler puts in one EventDomainRun::enqueue_group.
+inline constexpr std::size_t kMaxConcurrentGroup = 8;
+
 /// One enqueue: borrowed for the duration of the call.
 struct EnqueueRequest {
   /// Tokens this work must wait for; all originate in the run's domain.
@@ -83,6 +87,13 @@ class EventDomainRun {
   /// dependencies. An error means the work was not launched, or, for
   /// immediate domains, that it ran and failed (completion stage).
   virtual Result<CompletionToken> enqueue(const EnqueueRequest& request) noexcept = 0;
+  /// Enqueues a concurrent group (Note [Concurrent groups]): requests that
+  /// do not depend on each other, in schedule order. Writes each launched
+  /// request's token to `tokens[i]` (others stay invalid) and returns the
+  /// first failure, later ones attached as suppressed. A driver may run the
+  /// group's work at the same time. The default enqueues them one by one and
+  /// stops at the first failure.
+  virtual Status enqueue_group(std::span<const EnqueueRequest> requests, std::span<CompletionToken> tokens) noexcept;
   /// Blocks the host until `token` (of this domain) completed; its work's
   /// failure, if any, is returned. Repeatable.
   virtual Status wait(CompletionToken token) noexcept = 0;

@@ -81,6 +81,9 @@ struct ExecutionMetrics {
   std::uint64_t failed_runs = 0;
   std::uint64_t cancelled_runs = 0;
   std::uint64_t nodes_enqueued = 0;
+  /// Concurrent groups handed to event domains (Note [Concurrent groups]);
+  /// their members count in nodes_enqueued.
+  std::uint64_t groups_enqueued = 0;
   std::uint64_t transfers = 0;
   std::uint64_t donations = 0;
   std::uint64_t eager_promoted_calls = 0;

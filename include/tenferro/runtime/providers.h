@@ -110,6 +110,12 @@ struct PreparedKernel {
   std::size_t scratch_bytes = 0;
   /// Resources the node leases while it runs (canonical order).
   SmallVector<ResourceAmount, 2> resources;
+  /// Estimated floating-point operations of one run (a contraction's
+  /// multiply-adds times two, ...); 0 when unknown (the runtime then
+  /// estimates a core dot_general itself). Only nodes with an estimate join
+  /// a concurrent group (Note [Concurrent groups] in
+  /// src/runtime/concurrent_groups.cpp).
+  double work = 0.0;
 };
 
 /// A provider's answer to prepare() (seed "Extension capability resolution").

@@ -87,8 +87,39 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
       context.parallel = &operation.parallel();
       context.domain = &operation;
       context.allocator = &served->pool;
+      context.session = &session;
       return body(runtime::ErasedExecutionContext::of(context));
     });
+  }
+
+  // Note [CPU concurrent groups]
+  // Inside an entry on a domain of T >= 2 threads the members run in
+  // batches of up to T, one per worker, each with a kSequential context of
+  // the same session; a single member left after the batches runs with the
+  // entry's own (kInner) context, so it still uses every worker.
+  void run_concurrently(runtime::ErasedExecutionContext entered, std::size_t count,
+                        FunctionRef<void(std::size_t, runtime::ErasedExecutionContext)> task) noexcept override {
+    const CpuEngineContext* context = entered.get<CpuEngineContext>();
+    const std::size_t threads = context != nullptr && context->session != nullptr
+                                    ? static_cast<std::size_t>(context->parallel->max_threads())
+                                    : 1;
+    std::size_t i = 0;
+    if (threads >= 2) {
+      const CpuExecutionContext sequential = context->session->context(ParallelMode::kSequential);
+      CpuEngineContext member;
+      member.parallel = &sequential.parallel();
+      member.domain = &sequential;
+      member.allocator = context->allocator;
+      const runtime::ErasedExecutionContext erased = runtime::ErasedExecutionContext::of(member);
+      while (count - i >= 2) {
+        const std::size_t batch = std::min(count - i, threads);
+        context->parallel->parallel_for(0, static_cast<std::int64_t>(batch), 1, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t q = b; q < e; ++q) task(i + static_cast<std::size_t>(q), erased);
+        });
+        i += batch;
+      }
+    }
+    for (; i < count; ++i) task(i, entered);
   }
 
  private:

@@ -5,6 +5,11 @@
 // checked against the reference evaluator.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "cpu/engine/engine_test_support.h"
@@ -269,6 +274,117 @@ TEST(CpuEngine, ExecutorHandsProvidersTheEnteredDomainsContext) {
   const runtime::RuntimeCacheReport report = rt->cache_report();
   ASSERT_EQ(report.engines.size(), 1u);
   EXPECT_GT(report.engines[0].usage.hits, 0u);  // freed outputs were reused
+}
+
+// Two independent products, 2 x 48 x 56 x 40 flops each: the dot_general
+// slot's estimates make them a concurrent group, which runs correctly on a
+// two-thread domain.
+TEST(CpuEngine, IndependentProductsFormAConcurrentGroup) {
+  auto domains = testing::two_thread_domain_set();
+  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
+  CpuEngineOptions options;
+  options.domains = *domains;
+  auto engine = make_cpu_engine(options);
+  ASSERT_TRUE(engine.ok());
+  auto rt = testing::runtime_over(*engine);
+  ASSERT_TRUE(rt.ok());
+  program::ProgramBuilder b;
+  const program::SymbolicExtent m = 48, k = 40, n = 56;
+  auto a0 = b.add_input(DType::kFloat64, {m, k});
+  auto b0 = b.add_input(DType::kFloat64, {k, n});
+  auto a1 = b.add_input(DType::kFloat64, {m, k});
+  auto b1 = b.add_input(DType::kFloat64, {k, n});
+  const program::DotGeneralAttributes matmul{{}, {}, Dims{1}, Dims{0}};
+  auto p0 = b.emit(CoreSemanticOp::kDotGeneral, {*a0, *b0}, matmul);
+  auto p1 = b.emit(CoreSemanticOp::kDotGeneral, {*a1, *b1}, matmul);
+  auto frozen = b.freeze({*p0, *p1});
+  ASSERT_TRUE(frozen.ok()) << frozen.status().to_string();
+  const std::vector<Tensor> inputs = {make_tensor({48, 40}, DType::kFloat64, Layout::kContiguous, 1),
+                                      make_tensor({40, 56}, DType::kFloat64, Layout::kTransposed, 2),
+                                      make_tensor({48, 40}, DType::kFloat64, Layout::kContiguous, 3),
+                                      make_tensor({40, 56}, DType::kFloat64, Layout::kContiguous, 4)};
+  const std::span<const Tensor> span(inputs.data(), inputs.size());
+  auto prepared = rt->prepare_for(frozen->program, runtime::InputSignature::of(span));
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  const std::string explain = (*prepared)->explain();
+  EXPECT_NE(explain.find("concurrent group: #0..#1 may run at the same time (work estimates 2.15e+05 2.15e+05"),
+            std::string::npos)
+      << explain;
+  auto expected = ::tenferro::testing::evaluate_reference(*frozen->program, span);
+  ASSERT_TRUE(expected.ok());
+  for (int run = 0; run < 10; ++run) {
+    auto outputs = rt->run_prepared(**prepared, span);
+    ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+    for (std::size_t o = 0; o < 2; ++o)
+      EXPECT_TRUE(::tenferro::testing::check_allclose((*outputs)[o], (*expected)[o]).ok());
+  }
+  EXPECT_EQ(rt->execution_metrics().groups_enqueued, 10u);
+}
+
+// Note [CPU concurrent groups]: on a two-thread domain the first two tasks
+// run at the same time on different threads, each with a sequential
+// context; the third, left over, runs with the entry's own context.
+TEST(CpuEngine, RunConcurrentlyRunsABatchOnTheWorkersAndTheRestWithTheEntry) {
+  auto domains = testing::two_thread_domain_set();
+  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
+  const CpuResourceDomain& domain = (*domains)->default_domain();
+  if (domain.thread_budget() < 2) GTEST_SKIP() << "needs two CPUs";
+  CpuEngineOptions options;
+  options.domains = *domains;
+  auto engine = make_cpu_engine(options);
+  ASSERT_TRUE(engine.ok());
+  runtime::EngineExecutor& executor = *engine->registration.executor;
+
+  struct Seen {
+    std::thread::id thread;
+    int threads = 0;
+    ParallelMode mode = ParallelMode::kInner;
+    bool met = false;
+  };
+  std::array<Seen, 3> seen;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int arrived = 0;
+  const Status s = executor.enter(
+      runtime::ResolvedPlacement{EngineId(1), domain.id().value()}, [&](runtime::ErasedExecutionContext entered) {
+        executor.run_concurrently(entered, 3, [&](std::size_t i, runtime::ErasedExecutionContext context) {
+          const CpuEngineContext* c = context.get<CpuEngineContext>();
+          seen[i].thread = std::this_thread::get_id();
+          seen[i].threads = c->parallel->max_threads();
+          seen[i].mode = c->domain->parallel_mode();
+          if (i < 2) {  // the batch: both must be inside at once
+            std::unique_lock<std::mutex> lock(mutex);
+            ++arrived;
+            cv.notify_all();
+            seen[i].met = cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived >= 2; });
+          }
+        });
+        return ok_status();
+      });
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(seen[0].met && seen[1].met) << "the batch did not run at the same time";
+  EXPECT_NE(seen[0].thread, seen[1].thread);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(seen[i].threads, 1);
+    EXPECT_EQ(seen[i].mode, ParallelMode::kSequential);
+  }
+  EXPECT_EQ(seen[2].threads, domain.thread_budget());
+  EXPECT_EQ(seen[2].mode, ParallelMode::kInner);
+
+  // Without domains every task runs in order with the entry's context.
+  auto inline_engine = make_cpu_engine();
+  ASSERT_TRUE(inline_engine.ok());
+  runtime::EngineExecutor& inline_executor = *inline_engine->registration.executor;
+  std::vector<std::size_t> order;
+  const Status t = inline_executor.enter({}, [&](runtime::ErasedExecutionContext entered) {
+    inline_executor.run_concurrently(entered, 3, [&](std::size_t i, runtime::ErasedExecutionContext context) {
+      order.push_back(i);
+      EXPECT_EQ(context.get<CpuEngineContext>(), entered.get<CpuEngineContext>());
+    });
+    return ok_status();
+  });
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2}));
 }
 
 }  // namespace
