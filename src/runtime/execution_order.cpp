@@ -2,8 +2,11 @@
 #include "execution_order.h"
 
 #include <cstdint>
+#include <optional>
 #include <queue>
 #include <tuple>
+
+#include "tenferro/base/small_vector.h"
 
 namespace tenferro::runtime::internal {
 
@@ -61,7 +64,33 @@ class Scheduler {
   std::vector<program::OperationId> run() {
     std::vector<program::OperationId> order;
     order.reserve(n_);
-    while (!ready_.empty()) {
+    while (true) {
+      const std::optional<std::uint32_t> op = pop_best([](std::uint32_t) { return true; });
+      if (!op) break;
+      // Its partner was ready before `op` ran, so it does not depend on it.
+      const std::optional<std::uint32_t> partner = pop_best([&](std::uint32_t r) { return pairable(*op, r); });
+      for (std::uint32_t next : {*op, partner.value_or(kNone)}) {
+        if (next == kNone) continue;
+        schedule(next, static_cast<std::int64_t>(order.size()));
+        order.push_back(program::OperationId(next));
+      }
+    }
+    return order;
+  }
+
+ private:
+  enum : std::uint8_t { kWaiting, kReady, kDone };
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  // How many ready entries a partner search looks at.
+  static constexpr int kPartnerSearch = 16;
+
+  // The highest-priority ready operation accepted by `accept` (among the
+  // first kPartnerSearch current entries), removed from the ready set.
+  template <class Accept>
+  std::optional<std::uint32_t> pop_best(Accept accept) {
+    std::optional<std::uint32_t> found;
+    SmallVector<Key, kPartnerSearch> skipped;
+    while (!ready_.empty() && !found && skipped.size() < kPartnerSearch) {
       const Key top = ready_.top();
       ready_.pop();
       if (state_[top.op] != kReady) continue;  // already scheduled
@@ -70,14 +99,26 @@ class Scheduler {
         ready_.push(current);
         continue;
       }
-      schedule(top.op, static_cast<std::int64_t>(order.size()));
-      order.push_back(program::OperationId(top.op));
+      if (accept(top.op)) {
+        found = top.op;
+      } else {
+        skipped.push_back(top);
+      }
     }
-    return order;
+    for (const Key& k : skipped) ready_.push(k);
+    return found;
   }
 
- private:
-  enum : std::uint8_t { kWaiting, kReady, kDone };
+  // Two pure operations of one kind that may carry work estimates (an
+  // extension family, or dot_general) may form a concurrent group (Note
+  // [Concurrent groups]); the runtime checks the estimates once providers
+  // are chosen.
+  bool pairable(std::uint32_t a, std::uint32_t b) const {
+    const program::OperationView x = p_.operation(program::OperationId(a));
+    const program::OperationView y = p_.operation(program::OperationId(b));
+    const bool estimated = x.is_extension() || x.core_op() == program::CoreSemanticOp::kDotGeneral;
+    return a != b && estimated && x.effects().is_pure() && y.effects().is_pure() && x.name() == y.name();
+  }
 
   void depend(std::uint32_t op, std::uint32_t pred) {
     ++pending_[op];

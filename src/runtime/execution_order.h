@@ -28,7 +28,17 @@ namespace tenferro::runtime::internal {
 // Effectful operations keep their program order among themselves. For the
 // 100-step chain gradient of `tenferro bench ad` this interleaves each
 // weight gradient with the chain step that produced its cotangent, and the
-// buffer plan keeps two chain values instead of a hundred. The order is a
+// buffer plan keeps two chain values instead of a hundred.
+//
+// Each pick is followed by a partner when one is ready: the best ready
+// operation (by the same keys) of the same kind, pure, and either an
+// extension or a dot_general -- operations that carry work estimates.
+// Being ready before the pick ran, the partner does not depend on it, so
+// the two can form a concurrent group (Note [Concurrent groups]). A
+// gradient of a linear chain thereby alternates between the forward chain
+// and the cotangent chain, which needs only the cotangent and the weights,
+// and on a domain of two threads both run side by side. Elementwise
+// operations are never paired: they run as before. The order is a
 // deterministic function of the program.
 std::vector<program::OperationId> execution_order(const program::SemanticProgram& program);
 

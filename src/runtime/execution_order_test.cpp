@@ -150,5 +150,49 @@ TEST(ExecutionOrderTest, EffectfulOperationsKeepTheirProgramOrder) {
   EXPECT_LT(effectful[0], effectful[1]);
 }
 
+// Two independent chains of products: each pick is followed by a ready
+// product of the other chain, so consecutive pairs never depend on each
+// other. Two chains of elementwise ops are not interleaved that way.
+TEST(ExecutionOrderTest, ProductsArePairedWithAReadyIndependentProduct) {
+  constexpr int kLength = 6;
+  auto two_chains = [](CoreSemanticOp op) {
+    return make_program({{4, 4}, {4, 4}, {4, 4}},
+                        [op](ProgramBuilder& b, std::span<const ProgramValue> x) -> Result<Values> {
+                          ProgramValue u = x[0];
+                          ProgramValue v = x[1];
+                          const program::CoreAttributes attributes =
+                              op == CoreSemanticOp::kDotGeneral
+                                  ? program::CoreAttributes(program::DotGeneralAttributes{{}, {}, Dims{1}, Dims{0}})
+                                  : program::CoreAttributes(program::NoAttributes{});
+                          for (int i = 0; i < kLength; ++i) {
+                            TENFERRO_ASSIGN_OR_RETURN(u, b.emit(op, {u, x[2]}, attributes));
+                            TENFERRO_ASSIGN_OR_RETURN(v, b.emit(op, {v, x[2]}, attributes));
+                          }
+                          TENFERRO_ASSIGN_OR_RETURN(ProgramValue w, b.emit(CoreSemanticOp::kAdd, {u, v}));
+                          return Values{w, u};  // the first output needs both chains
+                        });
+  };
+  auto chain_of = [](const SemanticProgram& p, OperationId op) {
+    // 0 for the chain starting at input 0, 1 for input 1.
+    program::ValueId v = p.operation(op).operands()[0];
+    while (!p.producer(v).is_input) v = p.operation(p.producer(v).operation).operands()[0];
+    return v.index();
+  };
+  auto products = two_chains(CoreSemanticOp::kDotGeneral);
+  ASSERT_NE(products, nullptr);
+  std::vector<OperationId> order = execution_order(*products);
+  expect_valid_order(*products, order);
+  for (int k = 0; k < 2 * kLength; k += 2)
+    EXPECT_NE(chain_of(*products, order[k]), chain_of(*products, order[k + 1])) << "positions " << k << ", " << k + 1;
+
+  auto sums = two_chains(CoreSemanticOp::kMul);
+  ASSERT_NE(sums, nullptr);
+  order = execution_order(*sums);
+  expect_valid_order(*sums, order);
+  int switches = 0;
+  for (int k = 0; k + 1 < 2 * kLength; ++k) switches += chain_of(*sums, order[k]) != chain_of(*sums, order[k + 1]);
+  EXPECT_LE(switches, 1) << "elementwise chains were interleaved";
+}
+
 }  // namespace
 }  // namespace tenferro::runtime
