@@ -204,6 +204,13 @@ TEST_P(GemmConformance, EmptyExtents) {
 
 TEST_P(GemmConformance, TwoThreadsLargeProblems) {
   ArenaParallelContext two(2);
+  // One (NC, KC) block split along M or N with edges in both (Note
+  // [Single-block parallel GEMM] for the native provider).
+  for (auto [m, n, k] : {std::tuple{130, 70, 90}, {100, 129, 64}, {27, 300, 40}}) {
+    check_all_layouts<double>(m, n, k, two);
+    check_all_layouts<std::complex<float>>(m, n, k, two);
+  }
+  check_gemm<float>(150, 90, 100, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kColMajor, 1.5, -0.5, two);
   check_gemm<double>(300, 280, 270, MatLayout::kRowMajor, MatLayout::kRowMajor, MatLayout::kRowMajor, 1.0, 0.0, two);
   check_gemm<float>(130, 520, 300, MatLayout::kColMajor, MatLayout::kRowMajor, MatLayout::kColMajor, 1.0, 1.0, two);
   check_gemm<std::complex<double>>(40, 300, 90, MatLayout::kColMajor, MatLayout::kColMajor, MatLayout::kRowMajor,

@@ -4,9 +4,12 @@
 // only through the ParallelContext of the entered CPU domain.
 //
 // Note [Native GEMM parallelism]
-// With ctx.max_threads() > 1 and enough work, each (NC, KC) block step makes
-// two fork-joins on ctx: the packed B panel is filled in parallel, then the
-// C block is split into ctx.max_threads() rectangles (along M when M is the
+// With ctx.max_threads() > 1 and enough work, a problem that is a single
+// (NC, KC) block of at most 512^3 multiply-adds is split in one fork-join,
+// each task packing its own A rows and B columns (Note [Single-block
+// parallel GEMM] in native_gemm.cpp). Larger problems make two fork-joins
+// per block step: the packed B panel is filled in parallel, then the C
+// block is split into ctx.max_threads() rectangles (along M when M is the
 // larger extent, else along N), each packing its own A rows. A problem below
 // NativeGemmOptions::parallel_min_flops runs on the calling thread. Every
 // fork-join is a single level: nothing inside a chunk calls ctx again, so

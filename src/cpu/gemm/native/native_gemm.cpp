@@ -5,6 +5,7 @@
 #include "tenferro/cpu/gemm/native_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <type_traits>
 
@@ -179,6 +180,94 @@ std::pair<std::int64_t, std::int64_t> choose_partition(std::int64_t m_units, std
   return best;
 }
 
+// Note [Single-block parallel GEMM]
+// A problem that is one (NC, KC) block -- every 128^3 or 256^3 product --
+// is split in one fork-join, and each task packs everything it reads: its
+// B slivers and its A rows, in buffers of its own. Sharing one B panel
+// packed by all workers (the blocked path below) costs a second fork-join
+// and, worse, makes every task read the slivers another core packed: those
+// lines sit modified in the other core's cache. At 2 threads a hot 128^3
+// dgemm took 42 us that way against 52 us on one thread (1.24x; a 64^3 one
+// was slower than on one thread). The split minimises the slowest task's
+// cost in micro-tiles: its tiles (rows counted exactly, so an M edge tile
+// of 8 rows weighs a third of a 24-row one), plus about 1.5 tiles per
+// packed A row panel and 0.5 per packed B sliver; a task packs the A rows
+// of its whole row range, so a split along N packs A once per part.
+// Above this (512^3) the duplicated packs of single_block_gemm start to
+// cost more than the shared panel's second fork-join.
+constexpr std::int64_t kSingleBlockMaxMnk = std::int64_t{1} << 27;
+
+template <class T>
+Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const TypedProblem<T>& p,
+                         const ParallelContext& ctx, std::int64_t threads, GemmWorkspacePool& pool,
+                         NativeGemmAtomicCounters& counters) {
+  const std::int64_t mr = ks.mr;
+  const std::int64_t nr = ks.nr;
+  const std::int64_t kc = p.k;
+  const std::int64_t m_units = ceil_div(p.m, mr);
+  const std::int64_t n_units = ceil_div(p.n, nr);
+  std::int64_t mparts = 1;
+  std::int64_t nparts = 1;
+  double best = -1;
+  for (std::int64_t mp = 1; mp <= threads; ++mp) {
+    if (threads % mp != 0) continue;
+    const std::int64_t np = threads / mp;
+    if (mp > m_units || np > n_units) continue;
+    double rows = 0;  // the largest part's rows, in micro-tiles
+    for (std::int64_t t = 0; t < mp; ++t) {
+      const auto [u0, u1] = split_range(m_units, mp, t);
+      rows = std::max(rows, static_cast<double>(std::min(p.m, u1 * mr) - u0 * mr) / static_cast<double>(mr));
+    }
+    const double cols = static_cast<double>(ceil_div(n_units, np));
+    const double cost = rows * cols + 1.5 * std::ceil(rows) + 0.5 * cols;
+    if (best < 0 || cost < best) {
+      best = cost;
+      mparts = mp;
+      nparts = np;
+    }
+  }
+  const std::int64_t mc_max = blk.mc;
+  const std::int64_t a_elems = round_up(kc * std::min(mc_max, round_up(ceil_div(m_units, mparts) * mr, mr)), 64);
+  const std::int64_t b_elems = round_up(kc * ceil_div(n_units, nparts) * nr, 64);
+  const std::int64_t tasks = mparts * nparts;
+  const std::size_t bytes = static_cast<std::size_t>(tasks * (a_elems + b_elems)) * sizeof(T);
+  GemmWorkspacePool::Lease lease = pool.acquire(bytes);
+  if (!lease) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                      "native gemm: could not allocate {} bytes of packing workspace", bytes);
+  }
+  T* const base = static_cast<T*>(lease.data());
+  ctx.parallel_for(0, tasks, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      T* const ap = base + t * (a_elems + b_elems);
+      T* const bp = ap + a_elems;
+      const auto [mu0, mu1] = split_range(m_units, mparts, t / nparts);
+      const auto [nu0, nu1] = split_range(n_units, nparts, t % nparts);
+      const std::int64_t i_end = std::min(p.m, mu1 * mr);
+      const std::int64_t j0 = nu0 * nr;
+      const std::int64_t j_end = std::min(p.n, nu1 * nr);
+      ks.pack_b(kc, j_end - j0, p.b + j0 * p.csb, p.rsb, p.csb, bp);
+      const std::int64_t rows = i_end - mu0 * mr;
+      const std::int64_t mc_step = round_up(ceil_div(rows, ceil_div(rows, mc_max)), mr);
+      for (std::int64_t ic = mu0 * mr; ic < i_end; ic += mc_step) {
+        const std::int64_t mc = std::min(mc_step, i_end - ic);
+        ks.pack_a(mc, kc, p.a + ic * p.rsa, p.rsa, p.csa, ap);
+        for (std::int64_t jr = j0; jr < j_end; jr += nr) {
+          const std::int64_t nr_valid = std::min(nr, j_end - jr);
+          const T* b_panel = bp + (jr - j0) * kc;
+          T* c_col = p.c + jr * p.csc;
+          for (std::int64_t ir = 0; ir < mc; ir += mr) {
+            ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, p.beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
+                            std::min(mr, mc - ir), nr_valid);
+          }
+        }
+      }
+    }
+  });
+  counters.fork_joins.fetch_add(1, std::memory_order_relaxed);
+  return ok_status();
+}
+
 template <class T>
 Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const TypedProblem<T>& p,
                     const ParallelContext& ctx, std::int64_t threads, GemmWorkspacePool& pool,
@@ -189,6 +278,8 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
   const std::int64_t kc_max = ceil_div(p.k, ceil_div(p.k, blk.kc));
   const std::int64_t nc_max = round_up(ceil_div(p.n, ceil_div(p.n, blk.nc)), nr);
   const std::int64_t mc_max = blk.mc;
+  if (threads > 1 && p.k <= kc_max && p.n <= nc_max && p.m * p.n * p.k <= kSingleBlockMaxMnk)
+    return single_block_gemm(ks, blk, p, ctx, threads, pool, counters);
   const std::int64_t b_elems = round_up(kc_max * nc_max, 64);
   const std::int64_t a_elems = round_up(kc_max * mc_max, 64);
   GemmWorkspacePool::Lease lease = pool.acquire(static_cast<std::size_t>(b_elems + threads * a_elems) * sizeof(T));

@@ -50,10 +50,18 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   const std::int64_t allocations = n.workspace_allocations;
   EXPECT_GE(allocations, 1);
 
+  // One (NC, KC) block: one fork-join, every task packing its own operands
+  // (Note [Single-block parallel GEMM]).
   ASSERT_TRUE(run(*p, 200, 200, 200, two, a, b, c).ok());
   n = p->counters();
   EXPECT_EQ(n.parallel_problems, 1);
-  EXPECT_GE(n.fork_joins, 2) << "B packing and the C blocks each fork once per block step";
+  EXPECT_EQ(n.fork_joins, 1);
+  // A depth above KC (256 doubles) takes the shared-panel path.
+  StridedMatrix<double> deep_a(200, 300, MatLayout::kRowMajor, 4), deep_b(300, 200, MatLayout::kColMajor, 5);
+  ASSERT_TRUE(run(*p, 200, 200, 300, two, deep_a, deep_b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.parallel_problems, 2);
+  EXPECT_GE(n.fork_joins, 1 + 2 * 2) << "B packing and the C blocks each fork once per block step";
 
   // Steady state: repeated calls reuse the packing workspace.
   const std::int64_t before = p->counters().workspace_allocations;
@@ -65,7 +73,7 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
 
   // A problem below parallel_min_flops stays on the calling thread.
   ASSERT_TRUE(run(*p, 20, 20, 20, two, a, b, c).ok());
-  EXPECT_EQ(p->counters().parallel_problems, 1 + 5);
+  EXPECT_EQ(p->counters().parallel_problems, 2 + 5);
 
   // Depth 1 is written directly (Note [Rank-1 GEMM]), split over the
   // workers only when large: 200 x 200 is below parallel_min_flops.
