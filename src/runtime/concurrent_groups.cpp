@@ -20,12 +20,11 @@
 //    kMinWork flops,
 //  - the largest estimate is at most kMaxImbalance times the smallest
 //    (kMaxLargeImbalance once the largest reaches kLargeWork), so no member
-//    runs alone on one worker for long while the others idle. Large
-//    members get the tighter bound because the workers already split one
-//    of them well: at two threads a 128^3 dgemm runs 1.2x faster than on
-//    one thread (the forward pass of `tenferro bench ad`), a 256^3 one
-//    1.8x, and a pair with ratio r beats splitting each only while r is
-//    below 1 / (speedup - 1),
+//    runs alone on one worker for long while the others idle. A pair with
+//    ratio r beats splitting each member over two workers only while r is
+//    below 1 / (s - 1), s being the two-thread speedup of one member: at
+//    two threads a 64^3 dgemm gains nothing, a 128^3 one runs 1.65x faster
+//    (hot, Note [Single-block parallel GEMM]) and a 256^3 one 1.5-1.8x,
 //  - it has at most kMaxConcurrentGroup members.
 // Groups are formed greedily in schedule order, before the buffer plan,
 // which then treats each group as one step: what a member frees is reused
@@ -54,7 +53,7 @@ namespace {
 
 // Below this a member is too short to pay for a fork-join (~0.5 us).
 constexpr double kMinWork = 65536.0;
-constexpr double kMaxImbalance = 2.0;
+constexpr double kMaxImbalance = 1.5;
 constexpr double kLargeWork = 16777216.0;  // 2^24 flops: ~0.2 ms on one core
 constexpr double kMaxLargeImbalance = 1.2;
 
