@@ -6,8 +6,10 @@
 // (the cheap-gradient principle), so the baseline of the derivative cases
 // is 3 x forward: ratio >= 1 means the target is met. Also reported: the
 // split backward program alone (residuals from the forward) against 2 x
-// forward, and the transform itself (AdContext::vjp with a cleared cache)
-// against building the source program.
+// forward, the eager path (one GradientTape step: record the chain,
+// loss = sum(y * ct), backward()) against 3 x forward, and the transform
+// itself (AdContext::vjp with a cleared cache) against building the source
+// program.
 //
 // The runtime is the CPU engine (cpu::register_cpu_engine) over one managed
 // domain of the case's thread count, with the native einsum module; the
@@ -21,6 +23,7 @@
 #include "bench/bench_command.h"
 #include "einsum_command.h"
 #include "tenferro/ad/ad_context.h"
+#include "tenferro/ad/gradient_tape.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
@@ -97,6 +100,8 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
 
   ad::AdContext context;
   if (!context.install_rule(einsum::einsum_ad_rule()).ok()) return 1;
+  Result<std::shared_ptr<const einsum::EinsumOp>> einsum_op = einsum::EinsumOp::create("ij,jk->ik");
+  if (!einsum_op.ok()) return 1;
   Result<FrozenProgram> forward = chain_program(steps, m, n);
   if (!forward.ok()) {
     reporter.progress("ad: " + forward.status().to_string());
@@ -157,7 +162,35 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
         !add("jvp_x", jvp_x->program, with_x_tangent) || !add("backward_all", split->backward, backward_inputs)) {
       return 1;
     }
-    // Interleaved: every round times each program once.
+    // The eager path: one training step on a GradientTape -- record the
+    // chain (each einsum runs eagerly), loss = sum(y * ct), backward() (the
+    // recorded values are the residuals: nothing is recomputed).
+    auto tape_context = std::make_shared<ad::AdContext>();
+    if (!tape_context->install_rule(einsum::einsum_ad_rule()).ok()) return 1;
+    ad::GradientTape tape(*rt, tape_context);
+    std::vector<ad::TapeTensor> variables;
+    for (const Tensor& t : x) variables.push_back(*tape.variable(t));
+    auto eager_step = [&]() -> Status {
+      TENFERRO_TRY(tape.clear());
+      tape.zero_grad();
+      ad::TapeTensor y = variables[0];
+      for (int i = 0; i < steps; ++i) {
+        const ad::TapeTensor operands[] = {y, variables[static_cast<std::size_t>(i) + 1]};
+        TENFERRO_ASSIGN_OR_RETURN(auto out, tape.apply(*einsum_op, operands));
+        y = out[0];
+      }
+      TENFERRO_ASSIGN_OR_RETURN(ad::TapeTensor c, tape.constant(ct));
+      TENFERRO_ASSIGN_OR_RETURN(ad::TapeTensor p, tape.apply(program::CoreSemanticOp::kMul, {y, c}));
+      TENFERRO_ASSIGN_OR_RETURN(ad::TapeTensor loss, tape.apply(program::CoreSemanticOp::kReduceSum, {p},
+                                                                program::ReduceAttributes{Dims{0, 1}}));
+      return tape.backward(loss);
+    };
+    if (const Status s = eager_step(); !s.ok()) {  // warm-up (compile and transform caches)
+      reporter.progress("ad: eager step: " + s.to_string());
+      return 1;
+    }
+    Samples eager;
+    // Interleaved: every round times each program once, then the eager step.
     for (int r = 0; r < runs; ++r) {
       for (Prepared& c : cases) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -169,6 +202,14 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
         }
         c.samples.seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
       }
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status s = eager_step();
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!s.ok()) {
+        reporter.progress("ad: eager step: " + s.to_string());
+        return 1;
+      }
+      eager.seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
     }
     const double fwd = cases[0].samples.median();
     reporter.add(Case{fmt::format("{}_forward_t{}", tag, threads),
@@ -191,6 +232,14 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
              {{"times_forward", cases[k].samples.median() / fwd}}};
       reporter.add(std::move(c));
     }
+    reporter.add(Case{fmt::format("{}_eager_step_t{}", tag, threads),
+                      eager.median(),
+                      "s",
+                      3.0 * fwd,
+                      "3x_forward",
+                      threads,
+                      runs,
+                      {{"times_forward", eager.median() / fwd}}});
   }
 
   if (!time_transform) return 0;
