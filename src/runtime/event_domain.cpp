@@ -87,8 +87,8 @@ class CpuImmediateRun final : public EventDomainRun {
       TENFERRO_TRY(check_request(r));
       in_segment = in_segment && r.placement == segment_placement_;
     }
-    if (!in_segment || requests.size() > kMaxGroup) return EventDomainRun::enqueue_group(requests, tokens);
-    std::array<Status, kMaxGroup> statuses;
+    if (!in_segment || requests.size() > kMaxConcurrentGroup) return EventDomainRun::enqueue_group(requests, tokens);
+    std::array<Status, kMaxConcurrentGroup> statuses;
     executor_->run_concurrently(segment_context_, requests.size(), [&](std::size_t i, ErasedExecutionContext context) {
       statuses[i] = requests[i].work->execute(context);
     });
@@ -131,9 +131,6 @@ class CpuImmediateRun final : public EventDomainRun {
   }
 
  private:
-  // The largest group run concurrently (the scheduler's bound).
-  static constexpr std::size_t kMaxGroup = kMaxConcurrentGroup;
-
   Status check_request(const EnqueueRequest& request) const {
     if (!begun_) {
       return event_domain_error(ErrorCode::kFailedPrecondition, ErrorStage::kEnqueue, domain_,
