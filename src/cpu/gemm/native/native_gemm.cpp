@@ -180,6 +180,33 @@ std::pair<std::int64_t, std::int64_t> choose_partition(std::int64_t m_units, std
   return best;
 }
 
+// C[i0:i_end, j0:j_end] (columns relative to c) = alpha * A B + beta * C
+// for one depth block of kc: A's rows (from a, depth block already offset)
+// are packed into ap in equal MC chunks, each a multiple of mr; B's packed
+// slivers for those columns start at b (sliver of column j at b + (j - j0) * kc).
+template <class T>
+void multiply_rows(const GemmKernelSet<T>& ks, const TypedProblem<T>& p, const T* a, std::int64_t kc, T beta,
+                   std::int64_t i0, std::int64_t i_end, std::int64_t mc_max, T* ap, const T* b, T* c, std::int64_t j0,
+                   std::int64_t j_end) {
+  const std::int64_t mr = ks.mr;
+  const std::int64_t nr = ks.nr;
+  const std::int64_t rows = i_end - i0;
+  const std::int64_t mc_step = round_up(ceil_div(rows, ceil_div(rows, mc_max)), mr);
+  for (std::int64_t ic = i0; ic < i_end; ic += mc_step) {
+    const std::int64_t mc = std::min(mc_step, i_end - ic);
+    ks.pack_a(mc, kc, a + ic * p.rsa, p.rsa, p.csa, ap);
+    for (std::int64_t jr = j0; jr < j_end; jr += nr) {
+      const std::int64_t nr_valid = std::min(nr, j_end - jr);
+      const T* b_panel = b + (jr - j0) * kc;
+      T* c_col = c + jr * p.csc;
+      for (std::int64_t ir = 0; ir < mc; ir += mr) {
+        ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
+                        std::min(mr, mc - ir), nr_valid);
+      }
+    }
+  }
+}
+
 // Note [Single-block parallel GEMM]
 // A problem that is one (NC, KC) block -- every 128^3 or 256^3 product --
 // is split in one fork-join, and each task packs everything it reads: its
@@ -247,21 +274,7 @@ Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const 
       const std::int64_t j0 = nu0 * nr;
       const std::int64_t j_end = std::min(p.n, nu1 * nr);
       ks.pack_b(kc, j_end - j0, p.b + j0 * p.csb, p.rsb, p.csb, bp);
-      const std::int64_t rows = i_end - mu0 * mr;
-      const std::int64_t mc_step = round_up(ceil_div(rows, ceil_div(rows, mc_max)), mr);
-      for (std::int64_t ic = mu0 * mr; ic < i_end; ic += mc_step) {
-        const std::int64_t mc = std::min(mc_step, i_end - ic);
-        ks.pack_a(mc, kc, p.a + ic * p.rsa, p.rsa, p.csa, ap);
-        for (std::int64_t jr = j0; jr < j_end; jr += nr) {
-          const std::int64_t nr_valid = std::min(nr, j_end - jr);
-          const T* b_panel = bp + (jr - j0) * kc;
-          T* c_col = p.c + jr * p.csc;
-          for (std::int64_t ir = 0; ir < mc; ir += mr) {
-            ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, p.beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
-                            std::min(mr, mc - ir), nr_valid);
-          }
-        }
-      }
+      multiply_rows(ks, p, p.a, kc, p.beta, mu0 * mr, i_end, mc_max, ap, bp, p.c, j0, j_end);
     }
   });
   counters.fork_joins.fetch_add(1, std::memory_order_relaxed);
@@ -321,23 +334,10 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
           const auto [mu0, mu1] = split_range(m_units, mparts, t / nparts);
           const auto [nu0, nu1] = split_range(n_units, nparts, t % nparts);
           const std::int64_t i_end = std::min(p.m, mu1 * mr);
+          const std::int64_t j0 = nu0 * nr;
           const std::int64_t j_end = std::min(nc, nu1 * nr);
-          // Equal MC chunks of this task's rows, each a multiple of mr.
-          const std::int64_t rows = i_end - mu0 * mr;
-          const std::int64_t mc_step = round_up(ceil_div(rows, ceil_div(rows, mc_max)), mr);
-          for (std::int64_t ic = mu0 * mr; ic < i_end; ic += mc_step) {
-            const std::int64_t mc = std::min(mc_step, i_end - ic);
-            ks.pack_a(mc, kc, p.a + ic * p.rsa + pc * p.csa, p.rsa, p.csa, ap);
-            for (std::int64_t jr = nu0 * nr; jr < j_end; jr += nr) {
-              const std::int64_t nr_valid = std::min(nr, j_end - jr);
-              const T* b_panel = bp + jr * kc;
-              T* c_col = p.c + (jc + jr) * p.csc;
-              for (std::int64_t ir = 0; ir < mc; ir += mr) {
-                ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
-                                std::min(mr, mc - ir), nr_valid);
-              }
-            }
-          }
+          multiply_rows(ks, p, p.a + pc * p.csa, kc, beta, mu0 * mr, i_end, mc_max, ap, bp + j0 * kc, p.c + jc * p.csc,
+                        j0, j_end);
         }
       };
       const std::int64_t tasks = mparts * nparts;
