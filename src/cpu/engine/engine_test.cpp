@@ -221,13 +221,10 @@ TEST(CpuEngine, ChainMatchesTheReferenceOnTheCallingThread) {
 }
 
 TEST(CpuEngine, ChainMatchesTheReferenceInAManagedTwoThreadDomain) {
-  auto domains = testing::two_thread_domain_set();
-  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
-  CpuEngineOptions options;
-  options.domains = *domains;
-  auto engine = make_cpu_engine(options);
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-  const CpuResourceDomain& domain = (*domains)->default_domain();
+  auto managed = testing::two_thread_engine();
+  ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+  const CpuResourceDomain& domain = managed->domains->default_domain();
+  CpuEngine* engine = &managed->engine;
   EXPECT_EQ(engine->registration.metadata.domains, std::vector<std::uint64_t>{domain.id().value()});
   EXPECT_EQ(engine->registration.metadata.default_domain, domain.id().value());
   EXPECT_EQ(engine->providers.front().capability.placement, PlacementControl::kEngineWorkers);
@@ -239,13 +236,10 @@ TEST(CpuEngine, ChainMatchesTheReferenceInAManagedTwoThreadDomain) {
 }
 
 TEST(CpuEngine, ExecutorHandsProvidersTheEnteredDomainsContext) {
-  auto domains = testing::two_thread_domain_set();
-  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
-  CpuEngineOptions options;
-  options.domains = *domains;
-  auto engine = make_cpu_engine(options);
-  ASSERT_TRUE(engine.ok());
-  const CpuResourceDomain& domain = (*domains)->default_domain();
+  auto managed = testing::two_thread_engine();
+  ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+  const CpuResourceDomain& domain = managed->domains->default_domain();
+  CpuEngine* engine = &managed->engine;
   runtime::EngineExecutor& executor = *engine->registration.executor;
   int threads = 0;
   const CpuResourceDomain* entered = nullptr;
@@ -280,13 +274,9 @@ TEST(CpuEngine, ExecutorHandsProvidersTheEnteredDomainsContext) {
 // slot's estimates make them a concurrent group, which runs correctly on a
 // two-thread domain.
 TEST(CpuEngine, IndependentProductsFormAConcurrentGroup) {
-  auto domains = testing::two_thread_domain_set();
-  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
-  CpuEngineOptions options;
-  options.domains = *domains;
-  auto engine = make_cpu_engine(options);
-  ASSERT_TRUE(engine.ok());
-  auto rt = testing::runtime_over(*engine);
+  auto managed = testing::two_thread_engine();
+  ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+  auto rt = testing::runtime_over(managed->engine);
   ASSERT_TRUE(rt.ok());
   program::ProgramBuilder b;
   const program::SymbolicExtent m = 48, k = 40, n = 56;
@@ -325,15 +315,11 @@ TEST(CpuEngine, IndependentProductsFormAConcurrentGroup) {
 // run at the same time on different threads, each with a sequential
 // context; the third, left over, runs with the entry's own context.
 TEST(CpuEngine, RunConcurrentlyRunsABatchOnTheWorkersAndTheRestWithTheEntry) {
-  auto domains = testing::two_thread_domain_set();
-  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
-  const CpuResourceDomain& domain = (*domains)->default_domain();
+  auto managed = testing::two_thread_engine();
+  ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+  const CpuResourceDomain& domain = managed->domains->default_domain();
   if (domain.thread_budget() < 2) GTEST_SKIP() << "needs two CPUs";
-  CpuEngineOptions options;
-  options.domains = *domains;
-  auto engine = make_cpu_engine(options);
-  ASSERT_TRUE(engine.ok());
-  runtime::EngineExecutor& executor = *engine->registration.executor;
+  runtime::EngineExecutor& executor = *managed->engine.registration.executor;
 
   struct Seen {
     std::thread::id thread;

@@ -28,6 +28,19 @@ inline Result<std::shared_ptr<const CpuDomainSet>> two_thread_domain_set() {
   return CpuDomainSet::create_managed(topology, specs);
 }
 
+/// The CPU engine over two_thread_domain_set(), with the set it serves.
+struct ManagedEngine {
+  std::shared_ptr<const CpuDomainSet> domains;
+  CpuEngine engine;
+};
+inline Result<ManagedEngine> two_thread_engine() {
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuDomainSet> domains, two_thread_domain_set());
+  CpuEngineOptions options;
+  options.domains = domains;
+  TENFERRO_ASSIGN_OR_RETURN(CpuEngine engine, make_cpu_engine(options));
+  return ManagedEngine{std::move(domains), std::move(engine)};
+}
+
 /// One entry of the provider table: how to build the engine under test.
 /// `make` answering kUnsupported (a library that is not installed) skips.
 struct ProviderCase {
@@ -55,9 +68,8 @@ inline std::vector<ProviderCase> provider_cases() {
                      return make_cpu_engine(o);
                    }});
   cases.push_back({"managed2", []() -> Result<CpuEngine> {
-                     CpuEngineOptions o;
-                     TENFERRO_ASSIGN_OR_RETURN(o.domains, two_thread_domain_set());
-                     return make_cpu_engine(o);
+                     TENFERRO_ASSIGN_OR_RETURN(ManagedEngine managed, two_thread_engine());
+                     return std::move(managed.engine);
                    }});
   cases.push_back({"partial", []() -> Result<CpuEngine> {
                      TENFERRO_ASSIGN_OR_RETURN(CpuEngine e, make_cpu_engine({}));
