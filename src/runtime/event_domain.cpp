@@ -103,13 +103,7 @@ class CpuImmediateRun final : public EventDomainRun {
   }
 
   Status wait(CompletionToken token) noexcept override {
-    if (token.origin != domain_ || token.sequence == 0 || token.sequence >= next_sequence_) {
-      return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, domain_,
-                                EventDomainOperation::kTransferBridge,
-                                fmt::format("expected a token of this run, found one from domain {} (sequence {})",
-                                            token.origin, token.sequence));
-    }
-    return ok_status();
+    return check_token(token, EventDomainOperation::kTransferBridge);
   }
 
   Status drain() noexcept override {
@@ -136,15 +130,17 @@ class CpuImmediateRun final : public EventDomainRun {
       return event_domain_error(ErrorCode::kFailedPrecondition, ErrorStage::kEnqueue, domain_,
                                 EventDomainOperation::kEnqueue, "expected a begun run, found none");
     }
-    for (const CompletionToken& dep : request.dependencies) {
-      if (dep.origin != domain_ || dep.sequence == 0 || dep.sequence >= next_sequence_) {
-        return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, domain_,
-                                  EventDomainOperation::kEnqueue,
-                                  fmt::format("expected a token of this run, found one from domain {} (sequence {})",
-                                              dep.origin, dep.sequence));
-      }
-    }
+    for (const CompletionToken& dep : request.dependencies)
+      TENFERRO_TRY(check_token(dep, EventDomainOperation::kEnqueue));
     return ok_status();
+  }
+
+  // A token handed out by this run and not from the future.
+  Status check_token(CompletionToken token, EventDomainOperation operation) const {
+    if (token.origin == domain_ && token.sequence != 0 && token.sequence < next_sequence_) return ok_status();
+    return event_domain_error(ErrorCode::kContractViolation, ErrorStage::kEnqueue, domain_, operation,
+                              fmt::format("expected a token of this run, found one from domain {} (sequence {})",
+                                          token.origin, token.sequence));
   }
 
   EventDomainId domain_;

@@ -49,12 +49,12 @@ std::string explain_prepared(const PreparedState& st) {
     if (!n.deps.empty()) out += fmt::format(" after [#{}]", fmt::join(n.deps, ", #"));
     out += "\n";
     if (!n.reason.empty()) out += fmt::format("        why: {}\n", n.reason);
-    if (n.group_end > i + 1)
+    if (n.group_end > i + 1) {
       out += fmt::format("        concurrent group: #{}..#{} may run at the same time (work estimates", i,
                          n.group_end - 1);
-    for (std::size_t k = i; k < n.group_end && n.group_end > i + 1; ++k)
-      out += fmt::format(" {:.3g}", st.nodes[k].work);
-    if (n.group_end > i + 1) out += " flops)\n";
+      for (std::size_t k = i; k < n.group_end; ++k) out += fmt::format(" {:.3g}", st.nodes[k].work);
+      out += " flops)\n";
+    }
     if (n.in_place_ok && !n.outputs.empty() && !n.inputs.empty() &&
         st.slots[n.outputs[0]].buffer == st.slots[n.inputs[0]].buffer && st.slots[n.inputs[0]].buffer != kNoIndex)
       out += "        in place: the result reuses operand 0's buffer\n";
