@@ -9,7 +9,6 @@
 // allocators), and returns the einsum output order as a view (no copy).
 // Interleaving is coarse: half of our samples before the python process,
 // half after it, in the same run.
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,9 +34,6 @@
 
 #ifndef TENFERRO_SHARED_DIR
 #define TENFERRO_SHARED_DIR ""
-#endif
-#ifndef TENFERRO_REFERENCE_PYTHON
-#define TENFERRO_REFERENCE_PYTHON "/usr/bin/python3"
 #endif
 
 namespace tenferro::bench {
@@ -172,26 +168,18 @@ std::vector<double> sample(F&& fn, int n) {
 std::map<std::string, nlohmann::json> run_peers(const std::vector<Instance>& instances, int threads,
                                                 Reporter& reporter) {
   std::map<std::string, nlohmann::json> out;
-  char path[] = "/tmp/tenferro_bench_dot_general_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return out;
-  close(fd);
-  {
-    std::ofstream f(path);
-    f << kPeerScript;
+  std::vector<std::string> args{std::to_string(threads)};
+  for (const Instance& inst : instances) args.push_back(inst.file);
+  const std::optional<std::string> text = run_python_peer(kPeerScript, args, threads);
+  if (!text) {
+    reporter.progress("the python peers exited with an error (numpy/torch missing?)");
+    return out;
   }
-  std::string cmd = fmt::format("OPENBLAS_NUM_THREADS={0} OMP_NUM_THREADS={0} MKL_NUM_THREADS={0} {1} {2} {0}", threads,
-                                TENFERRO_REFERENCE_PYTHON, path);
-  for (const Instance& inst : instances) cmd += " '" + inst.file + "'";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char line[8192];
-    while (std::fgets(line, sizeof(line), p) != nullptr) {
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("file")) out[j["file"].get<std::string>()] = j;
-    }
-    if (pclose(p) != 0) reporter.progress("the python peers exited with an error (numpy/torch missing?)");
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("file")) out[j["file"].get<std::string>()] = j;
   }
-  std::remove(path);
   return out;
 }
 

@@ -19,7 +19,6 @@
 // ones); ours is the mean per call over all sweeps, planning included,
 // against numpy.einsum(optimize=True) on the same sequence, and the case
 // records that the engine planned once per distinct shape.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -117,32 +116,14 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string write_peer_script() {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("tenferro_einsum_peers_{}.py", ::getpid())).string();
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return {};
-  std::fputs(kPeerScript, f);
-  std::fclose(f);
-  return path;
-}
-
 // Peer timings (seconds per run) by peer name; empty when python failed.
-std::map<std::string, std::vector<double>> run_peers(const std::string& script, const std::string& file, int threads,
-                                                     int runs) {
-  const std::string cmd = fmt::format(
-      "OPENBLAS_NUM_THREADS={0} OMP_NUM_THREADS={0} MKL_NUM_THREADS={0} /usr/bin/python3 {1} '{2}' {3} numpy,torch "
-      "2>/dev/null",
-      threads, script, file, runs);
-  std::FILE* pipe = ::popen(cmd.c_str(), "r");
+std::map<std::string, std::vector<double>> run_peers(const std::string& file, int threads, int runs) {
   std::map<std::string, std::vector<double>> out;
-  if (pipe == nullptr) return out;
-  std::string text;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) text.append(buffer, got);
-  if (::pclose(pipe) != 0) return out;
+  const std::string args[] = {file, std::to_string(runs), "numpy,torch"};
+  const std::optional<std::string> text = run_python_peer(kPeerScript, args, threads);
+  if (!text) return out;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json j = nlohmann::json::parse(*text);
     for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] = it.value().get<std::vector<double>>();
   } catch (const std::exception&) {
     out.clear();
@@ -260,30 +241,16 @@ void run_eager_cases(const SuiteOptions& options, Reporter& reporter) {
   const int sweeps = options.quick ? 2 : 5;
   std::string bond_list;
   for (std::size_t i = 0; i < bonds.size(); ++i) bond_list += (i > 0 ? "," : "") + std::to_string(bonds[i]);
-  const std::string script =
-      (std::filesystem::temp_directory_path() / fmt::format("tenferro_einsum_eager_{}.py", ::getpid())).string();
-  if (std::FILE* f = std::fopen(script.c_str(), "w")) {
-    std::fputs(kEagerPeerScript, f);
-    std::fclose(f);
-  }
   std::optional<double> numpy_2x2, numpy_tci;
-  if (std::FILE* pipe =
-          ::popen(fmt::format("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 {} {} {} 2>/dev/null", script, bond_list, sweeps)
-                      .c_str(),
-                  "r")) {
-    std::string text;
-    char buffer[1024];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) text.append(buffer, got);
-    if (::pclose(pipe) == 0) {
-      try {
-        const nlohmann::json j = nlohmann::json::parse(text);
-        numpy_2x2 = j["2x2"].get<double>() * 1e9;
-        numpy_tci = j["tci"].get<double>() * 1e6;
-      } catch (const std::exception&) {
-      }
+  const std::string args[] = {bond_list, std::to_string(sweeps)};
+  if (const std::optional<std::string> text = run_python_peer(kEagerPeerScript, args, 1)) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(*text);
+      numpy_2x2 = j["2x2"].get<double>() * 1e9;
+      numpy_tci = j["tci"].get<double>() * 1e6;
+    } catch (const std::exception&) {
     }
   }
-  std::filesystem::remove(script);
 
   // eager_einsum_2x2
   std::shared_ptr<const einsum::EinsumOp> mm = *einsum::EinsumOp::create("ij,jk->ik");
@@ -354,7 +321,6 @@ int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
     reporter.progress("einsum: no instance files given and ../shared/bench/instances is absent");
     return 1;
   }
-  const std::string script = write_peer_script();
   std::map<int, std::vector<double>> ratios;  // ours / best peer, per thread count
   std::map<int, double> mera_rate;
   for (const std::string& file : files) {
@@ -383,9 +349,8 @@ int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
                            : static_cast<int>(std::clamp(1.0 / std::max(probe->min_seconds(), 1e-6), 3.0, 100.0));
       run.runs = runs;
       Result<cli::EinsumRunResult> first = cli::run_einsum_instance(*instance, run);
-      const std::map<std::string, std::vector<double>> peers = instance->opt_flops && !script.empty()
-                                                                   ? run_peers(script, file, threads, runs)
-                                                                   : std::map<std::string, std::vector<double>>{};
+      const std::map<std::string, std::vector<double>> peers =
+          instance->opt_flops ? run_peers(file, threads, runs) : std::map<std::string, std::vector<double>>{};
       Result<cli::EinsumRunResult> second = cli::run_einsum_instance(*instance, run);
       if (!first.ok() || !second.ok()) continue;
       std::vector<double> ours = first->seconds;
@@ -458,7 +423,6 @@ int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
       reporter.add(std::move(g));
     }
   }
-  if (!script.empty()) std::filesystem::remove(script);
   if (eager_only || options.inputs.empty()) run_eager_cases(options, reporter);
   return 0;
 }

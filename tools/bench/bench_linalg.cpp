@@ -18,15 +18,13 @@
 //    default table picks there. The last progress lines are the table rows
 //    (medians in microseconds) these numbers give: the measurement behind
 //    default_provider_table().
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,10 +37,6 @@
 #include "tenferro/linalg.h"
 #include "tenferro/runtime/event_domain.h"
 #include "tenferro/runtime/runtime.h"
-
-#ifndef TENFERRO_REFERENCE_PYTHON
-#define TENFERRO_REFERENCE_PYTHON "/usr/bin/python3"
-#endif
 
 namespace tenferro::bench {
 namespace {
@@ -147,28 +141,20 @@ const char* input_name(OpCase::Input i) {
 // (op, n, batch) -> median seconds; empty when python failed.
 std::map<std::string, double> run_peers(const nlohmann::json& jobs, Reporter& reporter) {
   std::map<std::string, double> out;
-  char path[] = "/tmp/tenferro_bench_linalg_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return out;
-  close(fd);
-  {
-    std::ofstream f(path);
-    f << kPeerScript;
+  const std::string args[] = {jobs.dump()};
+  const std::optional<std::string> text = run_python_peer(kPeerScript, args, 1);
+  if (!text) {
+    reporter.progress("the numpy/scipy peer exited with an error");
+    return out;
   }
-  const std::string cmd =
-      fmt::format("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 {} {} '{}'", TENFERRO_REFERENCE_PYTHON, path, jobs.dump());
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char line[4096];
-    while (std::fgets(line, sizeof(line), p) != nullptr) {
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("op")) {
-        out[fmt::format("{}/{}/{}", j["op"].get<std::string>(), j["n"].get<int>(), j["batch"].get<int>())] =
-            j["seconds"].get<double>();
-      }
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("op")) {
+      out[fmt::format("{}/{}/{}", j["op"].get<std::string>(), j["n"].get<int>(), j["batch"].get<int>())] =
+          j["seconds"].get<double>();
     }
-    if (pclose(p) != 0) reporter.progress("the numpy/scipy peer exited with an error");
   }
-  std::remove(path);
   return out;
 }
 

@@ -1,8 +1,12 @@
 // Benchmark reporting and timing helpers (see bench_report.h).
 #include "bench/bench_report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -112,6 +116,31 @@ Samples time_batched(const std::function<void()>& fn, int batch, int min_samples
     samples.seconds.push_back(seconds_since(t0) / batch);
   }
   return samples;
+}
+
+std::optional<std::string> run_python_peer(std::string_view script, std::span<const std::string> args, int threads) {
+  for (const std::string& arg : args) {
+    if (arg.find('\'') != std::string::npos) return std::nullopt;
+  }
+  char path[] = "/tmp/tenferro_peer_XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return std::nullopt;
+  const bool written = ::write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+  ::close(fd);
+  std::optional<std::string> out;
+  if (written) {
+    std::string command = fmt::format("OPENBLAS_NUM_THREADS={0} OMP_NUM_THREADS={0} MKL_NUM_THREADS={0} {1} {2}",
+                                      threads, kPeerPython, path);
+    for (const std::string& arg : args) command += " '" + arg + "'";
+    if (std::FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r")) {
+      std::string text;
+      char buffer[4096];
+      while (const std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) text.append(buffer, got);
+      if (::pclose(pipe) == 0) out = std::move(text);
+    }
+  }
+  std::remove(path);
+  return out;
 }
 
 }  // namespace tenferro::bench

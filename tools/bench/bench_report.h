@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -72,5 +74,18 @@ Samples time_runs(const std::function<void()>& fn, int min_runs = 5, double min_
 /// Times `batch` calls of `fn` per sample and reports per-call seconds; for
 /// operations too short to time one by one.
 Samples time_batched(const std::function<void()>& fn, int batch, int min_samples = 9, double min_seconds = 0.2);
+
+/// The interpreter that runs the numpy and torch peers: Debian's, where
+/// python3-numpy and python3-torch install (the python3 first on PATH may
+/// lack them).
+inline constexpr const char* kPeerPython = "/usr/bin/python3";
+
+/// Runs `script` (Python source, written to a temporary file) with
+/// kPeerPython and `args` as its arguments, with OPENBLAS_NUM_THREADS,
+/// OMP_NUM_THREADS and MKL_NUM_THREADS set to `threads`. Returns what it
+/// printed on stdout; nullopt when it could not start or exited non-zero (a
+/// missing module, say), or when an argument holds a single quote. Its
+/// stderr is discarded.
+std::optional<std::string> run_python_peer(std::string_view script, std::span<const std::string> args, int threads);
 
 }  // namespace tenferro::bench

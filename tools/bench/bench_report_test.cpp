@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace tenferro::bench {
@@ -64,6 +65,21 @@ TEST(BenchReportTest, SamplesStatistics) {
   Samples t = time_runs([&calls] { ++calls; }, 4, 0.0);
   EXPECT_EQ(t.runs(), 4u);
   EXPECT_EQ(calls, 5);  // one warm-up
+}
+
+TEST(BenchReportTest, PythonPeerGetsItsArgumentsAndThreadCount) {
+  if (!std::filesystem::exists(kPeerPython)) GTEST_SKIP() << kPeerPython << " is absent";
+  const std::string args[] = {"a b", "{\"k\": [1, 2]}"};
+  const std::optional<std::string> out = run_python_peer(
+      "import os, sys\nprint(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'], "
+      "sys.argv[1:])\n",
+      args, 3);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(*out, "3 3 ['a b', '{\"k\": [1, 2]}']\n");
+  // A failing script, and an argument the shell quoting cannot carry.
+  EXPECT_FALSE(run_python_peer("import sys\nprint('partial')\nsys.exit(2)\n", {}, 1).has_value());
+  const std::string quoted[] = {"it's"};
+  EXPECT_FALSE(run_python_peer("print(1)\n", quoted, 1).has_value());
 }
 
 }  // namespace
