@@ -11,14 +11,37 @@
 // itself (AdContext::vjp with a cleared cache) against building the source
 // program.
 //
+// Two more baselines put the 3x target in context (Note [Reverse mode at
+// the GEMM floor]): torch (Debian's, /usr/bin/python3, same sizes and thread
+// count) runs the chain as `y @ W` -- its forward under no_grad is the
+// forward case's baseline, and its autograd step (record, then
+// torch.autograd.grad over all inputs) the baseline of `vjp_all_vs_torch`
+// and `eager_step_vs_torch`; and `gemm_sequence` issues the VJP's 300 GEMMs
+// straight to the GEMM provider, without the runtime, against 3x the
+// forward's 100 (each GEMM over the domain's threads), which is the ratio
+// the GEMMs alone impose.
+//
 // The runtime is the CPU engine (cpu::register_cpu_engine) over one managed
 // domain of the case's thread count, with the native einsum module; the
 // only core op the derivative programs need, add (summing the tangents of
 // the two operands in forward mode), goes to the engine's elementwise slot.
+//
+// Note [Reverse mode at the GEMM floor]
+// The VJP over all inputs does exactly three times the forward's flops: the
+// forward again (writing the residuals), the cotangent GEMM g W^T and the
+// weight gradient x^T g of every step. It can only come in under 3x the
+// forward if its GEMMs run faster than the forward's, and they run slower:
+// per step the forward reads one matrix that is not in cache (W), while the
+// VJP writes a residual, reads W again, reads the residual back and writes
+// a fresh gradient -- five cold matrices against one -- and its transposed
+// operands pack more slowly than the forward's. `gemm_sequence` measures
+// that floor in the same run: the same GEMMs, same buffers, no runtime.
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
@@ -37,16 +60,16 @@ namespace {
 
 using program::FrozenProgram;
 
-// The CPU engine over one managed domain of `threads` pinned CPUs (outputs
-// come from the domain's memory pool, as for any user of the CPU engine),
-// with the native einsum module on it.
-Result<runtime::Runtime> chain_runtime(int threads) {
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
+// The CPU engine over `domains` (outputs come from the domain's memory
+// pool, as for any user of the CPU engine), with the native einsum module
+// on it; `gemm` serves both.
+Result<runtime::Runtime> chain_runtime(std::shared_ptr<cpu::NativeGemmProvider> gemm,
+                                       std::shared_ptr<const cpu::CpuDomainSet> domains) {
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
                             einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
   cpu::CpuEngineOptions options;
-  options.gemm_provider = gemm;
-  TENFERRO_ASSIGN_OR_RETURN(options.domains, cli::managed_cpu_domains(threads));
+  options.gemm_provider = std::move(gemm);
+  options.domains = std::move(domains);
   runtime::RuntimeBuilder builder;
   TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
   builder.add_extension_module(einsum::cpu_extension_module(options.id, std::move(executor)));
@@ -91,6 +114,130 @@ Result<Prepared> prepare(runtime::Runtime& rt, std::string name, const FrozenPro
   return Prepared{std::move(name), std::move(plan), std::move(inputs), {}};
 }
 
+// The chain's GEMMs issued straight to the provider, on the programs' own
+// matrices (Note [Reverse mode at the GEMM floor]). The forward ping-pongs
+// between two buffers, as the forward program's buffer plan does; the VJP
+// keeps every step's result (the residuals), runs the cotangent chain
+// g_{i-1} = g_i W_i^T and writes each weight gradient x_{i-1}^T g_i to its
+// own buffer, as the VJP program does. Buffers are allocated once and reused
+// by every run, as pool blocks are.
+class GemmSequence {
+ public:
+  GemmSequence(const cpu::CpuGemmProvider& gemm, const std::vector<Tensor>& x, const Tensor& ct)
+      : gemm_(gemm), n_(x[0].shape()[1]), x_(x), ct_(ct) {
+    for (int i = 0; i < 2; ++i) {
+      ping_pong_.push_back(*Tensor::empty({n_, n_}, DType::kFloat64));
+      cotangents_.push_back(*Tensor::empty({n_, n_}, DType::kFloat64));
+    }
+    for (std::size_t i = 1; i < x.size(); ++i) {
+      residuals_.push_back(*Tensor::empty({n_, n_}, DType::kFloat64));
+      gradients_.push_back(*Tensor::empty({n_, n_}, DType::kFloat64));
+    }
+  }
+
+  Status forward(const cpu::ParallelContext& ctx) const {
+    const double* y = data(x_[0]);
+    for (std::size_t i = 1; i < x_.size(); ++i) {
+      double* out = data(ping_pong_[i % 2]);
+      TENFERRO_TRY(multiply(y, false, data(x_[i]), false, out, ctx));
+      y = out;
+    }
+    return ok_status();
+  }
+
+  Status vjp(const cpu::ParallelContext& ctx) const {
+    const std::size_t steps = residuals_.size();
+    for (std::size_t i = 0; i < steps; ++i) {
+      TENFERRO_TRY(multiply(input_of(i), false, data(x_[i + 1]), false, data(residuals_[i]), ctx));
+    }
+    const double* g = data(ct_);
+    for (std::size_t i = steps; i-- > 0;) {
+      double* next = data(cotangents_[i % 2]);
+      TENFERRO_TRY(multiply(g, false, data(x_[i + 1]), true, next, ctx));             // g W^T
+      TENFERRO_TRY(multiply(input_of(i), true, g, false, data(gradients_[i]), ctx));  // x^T g
+      g = next;
+    }
+    return ok_status();
+  }
+
+ private:
+  static double* data(const Tensor& t) { return static_cast<double*>(t.data()); }
+  // The input of step i: x for the first, the residual before it otherwise.
+  const double* input_of(std::size_t i) const { return i == 0 ? data(x_[0]) : data(residuals_[i - 1]); }
+
+  // c = op(a) op(b), row-major n x n.
+  Status multiply(const double* a, bool transpose_a, const double* b, bool transpose_b, double* c,
+                  const cpu::ParallelContext& ctx) const {
+    cpu::GemmRequest request;
+    request.dtype = DType::kFloat64;
+    cpu::GemmProblem& p = request.problem;
+    p.m = p.n = p.k = n_;
+    p.a = {a, transpose_a ? 1 : n_, transpose_a ? n_ : 1};
+    p.b = {b, transpose_b ? 1 : n_, transpose_b ? n_ : 1};
+    p.c = {c, n_, 1};
+    return gemm_.gemm(request, ctx);
+  }
+
+  const cpu::CpuGemmProvider& gemm_;
+  std::int64_t n_;
+  const std::vector<Tensor>& x_;
+  const Tensor& ct_;
+  std::vector<Tensor> ping_pong_, cotangents_, residuals_, gradients_;
+};
+
+// torch on the same chain, as `y @ W`: the forward under no_grad, and one
+// autograd step (record, then torch.autograd.grad over every input with the
+// cotangent), alternating; prints {"forward": [s...], "vjp": [s...]}.
+constexpr const char* kTorchScript = R"PY(
+import json, sys, time
+import torch
+n, steps, threads, runs = (int(a) for a in sys.argv[1:5])
+torch.set_num_threads(threads)
+gen = torch.Generator().manual_seed(7)
+def uniform(scale):
+    return (torch.rand(n, n, dtype=torch.float64, generator=gen) * 2 - 1) * scale
+x = uniform(1.0)
+ws = [uniform((3.0 / n) ** 0.5) for _ in range(steps)]
+ct = uniform(1.0)
+leaves = [t.clone().requires_grad_() for t in [x] + ws]
+def forward():
+    with torch.no_grad():
+        y = x
+        for w in ws:
+            y = y @ w
+def vjp():
+    y = leaves[0]
+    for w in leaves[1:]:
+        y = y @ w
+    torch.autograd.grad(y, leaves, ct)
+out = {'forward': [], 'vjp': []}
+forward()
+vjp()
+for _ in range(runs):
+    for name, fn in (('forward', forward), ('vjp', vjp)):
+        t0 = time.perf_counter()
+        fn()
+        out[name].append(time.perf_counter() - t0)
+print(json.dumps(out))
+)PY";
+
+struct TorchTimes {
+  Samples forward, vjp;
+};
+
+std::optional<TorchTimes> run_torch(std::int64_t n, int steps, int threads, int runs) {
+  const std::string args[] = {std::to_string(n), std::to_string(steps), std::to_string(threads), std::to_string(runs)};
+  const std::optional<std::string> text = run_python_peer(kTorchScript, args, threads);
+  if (!text) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("forward") || !j.contains("vjp")) return std::nullopt;
+  TorchTimes t;
+  t.forward.seconds = j["forward"].get<std::vector<double>>();
+  t.vjp.seconds = j["vjp"].get<std::vector<double>>();
+  if (t.forward.runs() == 0 || t.vjp.runs() == 0) return std::nullopt;
+  return t;
+}
+
 // One chain of `steps` [n, n] matrices (and an [n, n] x); the transform's
 // own cost is reported for the first size only.
 int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::int64_t n, bool time_transform) {
@@ -130,11 +277,32 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
 
   for (int threads : options.threads) {
     reporter.progress(fmt::format("ad: {} einsums of [{}, {}] x [{}, {}], {} thread(s)", steps, m, n, n, n, threads));
-    Result<runtime::Runtime> rt = chain_runtime(threads);
+    Result<std::shared_ptr<cpu::NativeGemmProvider>> gemm = cpu::NativeGemmProvider::create();
+    Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cli::managed_cpu_domains(threads);
+    Result<runtime::Runtime> rt = gemm.ok() && domains.ok()
+                                      ? chain_runtime(*gemm, *domains)
+                                      : Result<runtime::Runtime>(gemm.ok() ? domains.status() : gemm.status());
     if (!rt.ok()) {
       reporter.progress("ad: " + rt.status().to_string());
       return 1;
     }
+    const GemmSequence sequence(**gemm, x, ct);
+    Samples sequence_forward, sequence_vjp;
+    // Both sequences in one entry of the domain (as a prepared segment).
+    auto time_sequences = [&]() -> Status {
+      return (*domains)->default_domain().run(
+          cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) -> Status {
+            auto t0 = std::chrono::steady_clock::now();
+            TENFERRO_TRY(sequence.forward(context.parallel()));
+            auto t1 = std::chrono::steady_clock::now();
+            TENFERRO_TRY(sequence.vjp(context.parallel()));
+            auto t2 = std::chrono::steady_clock::now();
+            sequence_forward.seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+            sequence_vjp.seconds.push_back(std::chrono::duration<double>(t2 - t1).count());
+            return ok_status();
+          });
+    };
+    std::optional<TorchTimes> torch;
     std::vector<Tensor> with_ct = x;
     with_ct.push_back(ct);
     std::vector<Tensor> with_all_tangents = x;
@@ -189,9 +357,20 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
       reporter.progress("ad: eager step: " + s.to_string());
       return 1;
     }
+    if (const Status s = time_sequences(); !s.ok()) {  // warm-up
+      reporter.progress("ad: gemm sequence: " + s.to_string());
+      return 1;
+    }
+    sequence_forward.seconds.clear();
+    sequence_vjp.seconds.clear();
     Samples eager;
-    // Interleaved: every round times each program once, then the eager step.
+    // Interleaved: every round times each program once, then the eager step
+    // and the GEMM sequences; torch runs its rounds halfway.
     for (int r = 0; r < runs; ++r) {
+      if (r == runs / 2) {
+        torch = run_torch(n, steps, threads, runs);
+        if (!torch) reporter.progress("ad: no torch peer (python3-torch missing?)");
+      }
       for (Prepared& c : cases) {
         const auto t0 = std::chrono::steady_clock::now();
         Result<runtime::TensorList> out = rt->run_prepared(*c.plan, c.inputs);
@@ -210,13 +389,17 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
         return 1;
       }
       eager.seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+      if (const Status s = time_sequences(); !s.ok()) {
+        reporter.progress("ad: gemm sequence: " + s.to_string());
+        return 1;
+      }
     }
     const double fwd = cases[0].samples.median();
     reporter.add(Case{fmt::format("{}_forward_t{}", tag, threads),
                       fwd,
                       "s",
-                      std::nullopt,
-                      "",
+                      torch ? std::optional<double>(torch->forward.median()) : std::nullopt,
+                      torch ? "torch" : "",
                       threads,
                       runs,
                       {{"flop", 2.0 * static_cast<double>(m * n * n) * steps}}});
@@ -240,6 +423,34 @@ int run_chain(const SuiteOptions& options, Reporter& reporter, int steps, std::i
                       threads,
                       runs,
                       {{"times_forward", eager.median() / fwd}}});
+    if (torch) {
+      const double torch_ratio = torch->vjp.median() / torch->forward.median();
+      reporter.add(Case{fmt::format("{}_vjp_all_vs_torch_t{}", tag, threads),
+                        cases[1].samples.median(),
+                        "s",
+                        torch->vjp.median(),
+                        "torch_autograd",
+                        threads,
+                        runs,
+                        {{"torch_times_forward", torch_ratio}}});
+      reporter.add(Case{fmt::format("{}_eager_step_vs_torch_t{}", tag, threads),
+                        eager.median(),
+                        "s",
+                        torch->vjp.median(),
+                        "torch_autograd",
+                        threads,
+                        runs,
+                        {{"torch_times_forward", torch_ratio}}});
+    }
+    reporter.add(Case{fmt::format("{}_gemm_sequence_vjp_t{}", tag, threads),
+                      sequence_vjp.median(),
+                      "s",
+                      3.0 * sequence_forward.median(),
+                      "3x_gemm_sequence_forward",
+                      threads,
+                      runs,
+                      {{"times_forward", sequence_vjp.median() / sequence_forward.median()},
+                       {"forward_s", sequence_forward.median()}}});
   }
 
   if (!time_transform) return 0;
