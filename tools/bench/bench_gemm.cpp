@@ -5,6 +5,8 @@
 // the case's (1 thread equals the serial build, DEPENDENCIES.md section 3).
 // Ours: native kernels on a SequentialContext (1 thread) or, for more
 // threads, inside one managed CPU domain of that many pinned workers.
+// Small products (n = 4, 8, 16: Note [Small GEMM]) are reported in ns per
+// call, timed in batches of consecutive calls, at 1 thread only.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -122,6 +124,39 @@ void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, c
   reporter.add(std::move(out));
 }
 
+// ns per call of an n^3 product too short to time alone: batches of
+// consecutive calls, ours and OpenBLAS alternating batch by batch.
+template <class T>
+void run_small_case(const GemmCase& c, const CpuGemmProvider& ours, const CpuGemmProvider* base, Reporter& reporter) {
+  const std::int64_t n = c.n;
+  Tensor a = random_matrix<T>(c.dtype, n, 1), b = random_matrix<T>(c.dtype, n, 2);
+  Tensor out = *Tensor::zeros({n, n}, c.dtype);
+  const GemmRequest req{c.dtype, cpu::GemmProblem{n, n, n, cpu::GemmInput{a.data(), n, 1},
+                                                  cpu::GemmInput{b.data(), n, 1}, cpu::GemmOutput{out.data(), n, 1}}};
+  const cpu::SequentialContext seq;
+  constexpr int kBatch = 2000;
+  auto batch = [&](const CpuGemmProvider& p) {
+    return seconds_of([&] {
+             for (int i = 0; i < kBatch; ++i) p.gemm(req, seq).ignore();
+           }) /
+           kBatch;
+  };
+  batch(ours);
+  if (base != nullptr) batch(*base);
+  Samples so, sb;
+  for (int r = 0; r < 15; ++r) {
+    so.seconds.push_back(batch(ours));
+    if (base != nullptr) sb.seconds.push_back(batch(*base));
+  }
+  Case result{fmt::format("{}_n{}_t1", c.prefix, n), so.median() * 1e9, "ns"};
+  result.runs = static_cast<int>(so.runs()) * kBatch;
+  if (base != nullptr) {
+    result.baseline = sb.median() * 1e9;
+    result.baseline_name = "openblas";
+  }
+  reporter.add(std::move(result));
+}
+
 }  // namespace
 
 int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
@@ -146,6 +181,18 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
   }
   for (std::int64_t n : sizes) {
     if (n <= 1024) cases.push_back({"cgemm", DType::kComplex64, n});
+  }
+  if (std::find(options.threads.begin(), options.threads.end(), 1) != options.threads.end()) {
+    if (base != nullptr) base->set_global_thread_count(1).ignore();
+    for (const GemmCase& c : {GemmCase{"dgemm", DType::kFloat64, 4}, GemmCase{"dgemm", DType::kFloat64, 8},
+                              GemmCase{"dgemm", DType::kFloat64, 16}, GemmCase{"sgemm", DType::kFloat32, 16}}) {
+      reporter.progress(fmt::format("{} n={} threads=1", c.prefix, c.n));
+      if (c.dtype == DType::kFloat64) {
+        run_small_case<double>(c, **native, base, reporter);
+      } else {
+        run_small_case<float>(c, **native, base, reporter);
+      }
+    }
   }
   for (int threads : options.threads) {
     if (base != nullptr) base->set_global_thread_count(threads).ignore();

@@ -133,7 +133,23 @@ TEST_P(GemmConformance, ReportsCapabilityAtConstruction) {
 }
 
 TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {3, 5, 7}, {7, 3, 2}, {2, 9, 1}, {1, 17, 5}, {13, 1, 4}}) {
+  // Below the native provider's small-problem bound (Note [Small GEMM]):
+  // register tiles of one and two vectors of rows, whole and partial (m of
+  // 8, 16 and 20 against 8 doubles or 16 floats per vector), column
+  // remainders of 1-3, and an A block too large for the tiles' local copy
+  // (13 x 300), which runs the plain loop.
+  for (auto [m, n, k] : {std::tuple{1, 1, 1},
+                         {3, 5, 7},
+                         {7, 3, 2},
+                         {2, 9, 1},
+                         {1, 17, 5},
+                         {13, 1, 4},
+                         {8, 8, 8},
+                         {16, 16, 16},
+                         {20, 7, 9},
+                         {9, 12, 16},
+                         {13, 1, 300}}) {
+    check_all_layouts<float>(m, n, k, seq_);
     check_all_layouts<double>(m, n, k, seq_);
     check_all_layouts<std::complex<float>>(m, n, k, seq_);
   }

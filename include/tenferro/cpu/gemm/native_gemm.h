@@ -34,14 +34,16 @@ class GemmWorkspacePool;
 /// worker of an outer fan-out contends for one cache line (gm_queen5_5_3 at
 /// 2 threads: 1.27 s per run with it, 0.98 s without).
 struct NativeGemmTally {
-  std::int64_t small_problems = 0;
+  std::int64_t small_loop_problems = 0;
+  std::int64_t small_tiled_problems = 0;
   std::int64_t rank1_problems = 0;
   std::int64_t blocked_problems = 0;
   std::int64_t parallel_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver.
 struct NativeGemmAtomicCounters {
-  std::atomic<std::int64_t> small_problems{0};
+  std::atomic<std::int64_t> small_loop_problems{0};
+  std::atomic<std::int64_t> small_tiled_problems{0};
   std::atomic<std::int64_t> rank1_problems{0};
   std::atomic<std::int64_t> blocked_problems{0};
   std::atomic<std::int64_t> parallel_problems{0};
@@ -63,7 +65,8 @@ std::string_view to_string(NativeGemmIsa isa) noexcept;
 /// Construction options. Zero means "the tuned default".
 struct NativeGemmOptions {
   NativeGemmIsa isa = NativeGemmIsa::kAuto;
-  /// Problems with m*n*k at most this run an unpacked loop (no workspace).
+  /// Problems with m*n*k at most this run unpacked (no workspace; Note
+  /// [Small GEMM] in native_gemm.cpp).
   std::int64_t small_max_mnk = 0;
   /// Problems below this many flops (2*m*n*k) never fork, whatever the context.
   std::int64_t parallel_min_flops = 0;
@@ -75,7 +78,8 @@ struct NativeGemmOptions {
 
 /// Counters proving which paths ran (relaxed atomics; cheap to bump).
 struct NativeGemmCounters {
-  std::int64_t small_problems = 0;         ///< problems run by the unpacked small kernel
+  std::int64_t small_problems = 0;         ///< problems run unpacked (Note [Small GEMM])
+  std::int64_t small_tiled_problems = 0;   ///< of those, the ones run in register tiles
   std::int64_t rank1_problems = 0;         ///< depth-1 problems written directly (Note [Rank-1 GEMM])
   std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
   std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context

@@ -40,7 +40,13 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   ASSERT_TRUE(run(*p, 8, 8, 8, seq, a, b, c).ok());  // 512 <= small_max_mnk
   NativeGemmCounters n = p->counters();
   EXPECT_EQ(n.small_problems, 1);
+  EXPECT_EQ(n.small_tiled_problems, 1) << "a real 8^3 problem runs in register tiles (Note [Small GEMM])";
   EXPECT_EQ(n.blocked_problems, 0);
+  // An A block too large for the tiles' local copy runs the plain loop.
+  ASSERT_TRUE(run(*p, 13, 1, 200, seq, a, b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.small_problems, 2);
+  EXPECT_EQ(n.small_tiled_problems, 1);
 
   ASSERT_TRUE(run(*p, 200, 200, 200, seq, a, b, c).ok());
   n = p->counters();
