@@ -32,13 +32,28 @@ GemmWorkspacePool::~GemmWorkspacePool() {
   for (const Block& b : idle_) std::free(b.data);
 }
 
+namespace {
+
+// Identifies the calling thread (the address of a thread_local).
+const void* this_thread_token() noexcept {
+  static thread_local const char token = 0;
+  return &token;
+}
+
+}  // namespace
+
 GemmWorkspacePool::Lease GemmWorkspacePool::acquire(std::size_t bytes) noexcept {
+  const void* me = this_thread_token();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // Best fit among idle buffers large enough.
+    // Best fit among idle buffers large enough, this thread's first.
     std::size_t best = idle_.size();
+    auto better = [&](const Block& a, const Block& b) {
+      if ((a.owner == me) != (b.owner == me)) return a.owner == me;
+      return a.bytes < b.bytes;
+    };
     for (std::size_t i = 0; i < idle_.size(); ++i) {
-      if (idle_[i].bytes >= bytes && (best == idle_.size() || idle_[i].bytes < idle_[best].bytes)) best = i;
+      if (idle_[i].bytes >= bytes && (best == idle_.size() || better(idle_[i], idle_[best]))) best = i;
     }
     if (best != idle_.size()) {
       const Block b = idle_[best];
@@ -56,10 +71,11 @@ GemmWorkspacePool::Lease GemmWorkspacePool::acquire(std::size_t bytes) noexcept 
 
 void GemmWorkspacePool::release(void* data, std::size_t bytes) noexcept {
   void* to_free = data;
+  const void* me = this_thread_token();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() < kMaxCached) {
-      idle_.push_back(Block{data, bytes});
+      idle_.push_back(Block{data, bytes, me});
       return;
     }
     // Full: keep the larger buffers.
@@ -68,7 +84,7 @@ void GemmWorkspacePool::release(void* data, std::size_t bytes) noexcept {
       if (idle_[i].bytes < idle_[smallest].bytes) smallest = i;
     if (idle_[smallest].bytes < bytes) {
       to_free = idle_[smallest].data;
-      idle_[smallest] = Block{data, bytes};
+      idle_[smallest] = Block{data, bytes, me};
     }
   }
   std::free(to_free);

@@ -1,12 +1,16 @@
 // Native GEMM provider specifics: the ISA chosen from the CPU, the paths its
-// counters prove were taken (small loop, blocked, parallel), steady-state
-// calls without workspace allocation, and option validation.
+// counters prove were taken (small tiles or loop, blocked, parallel),
+// steady-state calls without workspace allocation, workspace affinity, and
+// option validation.
 #include "tenferro/cpu/gemm/native_gemm.h"
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "cpu/gemm/gemm_test_support.h"
 #include "cpu/gemm/native/gemm_kernel_set.h"
+#include "cpu/gemm/native/gemm_workspace_pool.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 
 namespace tenferro::cpu::testing {
@@ -142,6 +146,23 @@ TEST(NativeGemmTest, TuningOverridesStillCompute) {
           .ok());
   EXPECT_TRUE(matches_reference(c, ref, bound, k, before));
   EXPECT_GT(p->counters().fork_joins, 4);
+}
+
+TEST(GemmWorkspacePoolTest, AThreadGetsBackTheBufferItReleased) {
+  // Note [Workspace affinity]: two idle buffers of one size, the other
+  // thread's listed first; this thread's acquire returns its own.
+  internal::GemmWorkspacePool pool;
+  void* mine = nullptr;
+  void* theirs = nullptr;
+  {
+    internal::GemmWorkspacePool::Lease lease = pool.acquire(std::size_t{1} << 16);
+    mine = lease.data();
+    std::thread other([&] { theirs = pool.acquire(std::size_t{1} << 16).data(); });
+    other.join();
+  }
+  ASSERT_NE(mine, theirs);
+  EXPECT_EQ(pool.allocations(), 2);
+  EXPECT_EQ(pool.acquire(std::size_t{1} << 16).data(), mine);
 }
 
 }  // namespace
