@@ -99,7 +99,8 @@ void scale_c(const TypedProblem<T>& p) {
 // the blocked path: packing and its workspace cost more than the product.
 // A real problem whose A block fits kSmallLocalA elements copies A into a
 // column-major buffer on the stack, its rows padded with zeros to a whole
-// number of row blocks (whatever A's strides: the copy is 1/n of the work),
+// number of row blocks (whatever A's strides: the copy is 1/n of the work;
+// an A already unit-stride along M in whole row blocks is read in place),
 // and C is computed in register tiles of MB rows x NB columns, each tile
 // accumulating over the whole depth before it touches C once: MB =
 // kSmallRows (one 64-byte vector) rows when m fits one, else 2 x kSmallRows,
@@ -171,18 +172,23 @@ template <class T, int MV>
 void small_tiles(const TypedProblem<T>& p) {
   constexpr int kRows = MV * kSmallRows<T>;
   constexpr int kNb = 8 / MV;  // eight accumulators: enough FMAs in flight
-  const std::int64_t lda = (p.m + kRows - 1) / kRows * kRows;
-  T ap[kSmallLocalA];
-  for (std::int64_t l = 0; l < p.k; ++l) {
-    T* col = ap + l * lda;
-    const T* src = p.a + l * p.csa;
-    if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
-      for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i];
-    } else {
-      for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i * p.rsa];
+  // A unit-stride along M in whole row blocks is read in place.
+  const bool in_place = p.rsa == 1 && p.m % kRows == 0;
+  const std::int64_t lda = in_place ? p.csa : (p.m + kRows - 1) / kRows * kRows;
+  T local[kSmallLocalA];
+  if (!in_place) {
+    for (std::int64_t l = 0; l < p.k; ++l) {
+      T* col = local + l * lda;
+      const T* src = p.a + l * p.csa;
+      if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
+        for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i];
+      } else {
+        for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i * p.rsa];
+      }
+      for (std::int64_t i = p.m; i < lda; ++i) col[i] = T(0);
     }
-    for (std::int64_t i = p.m; i < lda; ++i) col[i] = T(0);
   }
+  const T* ap = in_place ? p.a : local;
   for (std::int64_t j = 0; j < p.n; j += kNb) {
     const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
     for (std::int64_t i = 0; i < p.m; i += kRows) {
