@@ -5,7 +5,7 @@
 // the case's (1 thread equals the serial build, DEPENDENCIES.md section 3).
 // Ours: native kernels on a SequentialContext (1 thread) or, for more
 // threads, inside one managed CPU domain of that many pinned workers.
-// Small products (n = 4, 8, 16: Note [Small GEMM]) are reported in ns per
+// Small products (n = 4 to 64: Note [Small GEMM]) are reported in ns per
 // call, timed in batches of consecutive calls, at 1 thread only.
 #include <algorithm>
 #include <chrono>
@@ -185,7 +185,10 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
   if (std::find(options.threads.begin(), options.threads.end(), 1) != options.threads.end()) {
     if (base != nullptr) base->set_global_thread_count(1).ignore();
     for (const GemmCase& c : {GemmCase{"dgemm", DType::kFloat64, 4}, GemmCase{"dgemm", DType::kFloat64, 8},
-                              GemmCase{"dgemm", DType::kFloat64, 16}, GemmCase{"sgemm", DType::kFloat32, 16}}) {
+                              GemmCase{"dgemm", DType::kFloat64, 16}, GemmCase{"dgemm", DType::kFloat64, 24},
+                              GemmCase{"dgemm", DType::kFloat64, 32}, GemmCase{"dgemm", DType::kFloat64, 48},
+                              GemmCase{"dgemm", DType::kFloat64, 64}, GemmCase{"sgemm", DType::kFloat32, 16},
+                              GemmCase{"sgemm", DType::kFloat32, 32}, GemmCase{"sgemm", DType::kFloat32, 64}}) {
       reporter.progress(fmt::format("{} n={} threads=1", c.prefix, c.n));
       if (c.dtype == DType::kFloat64) {
         run_small_case<double>(c, **native, base, reporter);

@@ -133,11 +133,13 @@ TEST_P(GemmConformance, ReportsCapabilityAtConstruction) {
 }
 
 TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
-  // Below the native provider's small-problem bound (Note [Small GEMM]):
+  // Below the native provider's small-problem bounds (Note [Small GEMM]):
   // register tiles of one and two vectors of rows, whole and partial (m of
-  // 8, 16 and 20 against 8 doubles or 16 floats per vector), column
-  // remainders of 1-3, and an A block too large for the tiles' local copy
-  // (13 x 300), which runs the plain loop.
+  // 8, 16, 20 and 33 against 8 doubles or 16 floats per vector; A read in
+  // place, copied, or both), column remainders, the largest tiled size
+  // (64^3 with AVX-512), an A block too large for the tiles' local copy
+  // (13 x 300, which runs the plain loop) and a larger such problem
+  // (40 x 100, which runs the blocked path).
   for (auto [m, n, k] : {std::tuple{1, 1, 1},
                          {3, 5, 7},
                          {7, 3, 2},
@@ -148,7 +150,11 @@ TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
                          {16, 16, 16},
                          {20, 7, 9},
                          {9, 12, 16},
-                         {13, 1, 300}}) {
+                         {13, 1, 300},
+                         {24, 24, 24},
+                         {33, 17, 40},
+                         {64, 64, 64},
+                         {40, 9, 100}}) {
     check_all_layouts<float>(m, n, k, seq_);
     check_all_layouts<double>(m, n, k, seq_);
     check_all_layouts<std::complex<float>>(m, n, k, seq_);

@@ -65,8 +65,8 @@ std::string_view to_string(NativeGemmIsa isa) noexcept;
 /// Construction options. Zero means "the tuned default".
 struct NativeGemmOptions {
   NativeGemmIsa isa = NativeGemmIsa::kAuto;
-  /// Problems with m*n*k at most this run unpacked (no workspace; Note
-  /// [Small GEMM] in native_gemm.cpp).
+  /// Problems with m*n*k at most this may run unpacked (no workspace; Note
+  /// [Small GEMM] in native_gemm.cpp); 1 forces the blocked path.
   std::int64_t small_max_mnk = 0;
   /// Problems below this many flops (2*m*n*k) never fork, whatever the context.
   std::int64_t parallel_min_flops = 0;

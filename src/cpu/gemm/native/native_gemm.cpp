@@ -95,22 +95,36 @@ void scale_c(const TypedProblem<T>& p) {
 }
 
 // Note [Small GEMM]
-// Problems of at most small_max_mnk multiply-adds (16^3 by default) skip
-// the blocked path: packing and its workspace cost more than the product.
-// A real problem whose A block fits kSmallLocalA elements copies A into a
-// column-major buffer on the stack, its rows padded with zeros to a whole
-// number of row blocks (whatever A's strides: the copy is 1/n of the work;
-// an A already unit-stride along M in whole row blocks is read in place),
-// and C is computed in register tiles of MB rows x NB columns, each tile
-// accumulating over the whole depth before it touches C once: MB =
-// kSmallRows (one 64-byte vector) rows when m fits one, else 2 x kSmallRows,
-// and NB = 8 or 4 columns (eight accumulators). Rows past m are computed
-// and never stored. Complex problems,
-// and real ones whose A block is larger (a long thin A with n = 1, say),
-// run the plain column loop below, vectorised over i when A and C are
-// unit-stride along M. Before the tiles, a 16^3 dgemm took 1.0-2.6 us
-// (depending on the operands' layouts) here, 2-5x the blocked path's time.
-constexpr std::int64_t kSmallLocalA = 2048;
+// Real problems of at most small_max_mnk multiply-adds (by default
+// kTileMaxMnk: 64^3 where the compiler targets AVX-512, else 16^3) skip the
+// blocked path when their A fits the tiles' local buffer: packing and its workspace cost more than
+// such a product. C is computed in register tiles of MB rows x NB columns,
+// each tile accumulating over the whole depth before it touches C once:
+// MB = kSmallRows (one 64-byte vector) rows when m fits one, else
+// 2 x kSmallRows, and NB columns such that the tile holds kTileAccumulators
+// vectors (16 with AVX-512's 32 registers, 8 otherwise; NB at most 8). B's
+// elements are broadcast from wherever they are, whatever its strides. A
+// is read in place in whole row blocks when it is unit-stride along M;
+// otherwise (and for a last partial row block) its rows are copied into a
+// column-major buffer on the stack, padded with zeros to a whole row block
+// -- rows past m are computed and never stored. A product large enough for
+// the context to split it (parallel_min_flops) runs the blocked path
+// instead. Problems up to
+// kLoopMaxMnk (16^3) that cannot use the tiles -- complex ones, or an A too
+// large for the buffer (a long thin A with n = 1, say) -- run the plain
+// column loop, vectorised over i when A and C are unit-stride along M.
+// Before the tiles, a 16^3 dgemm took 1.0-2.6 us (depending on the
+// operands' layouts) in that loop, 2-5x the blocked path's time, and
+// 24^3-48^3 ones ran the blocked path at 0.6-0.7x OpenBLAS.
+#if defined(__AVX512F__)
+constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
+constexpr int kTileAccumulators = 16;
+#else
+constexpr std::int64_t kTileMaxMnk = 16 * 16 * 16;
+constexpr int kTileAccumulators = 8;
+#endif
+constexpr std::int64_t kSmallLocalA = 4096;
+constexpr std::int64_t kLoopMaxMnk = 16 * 16 * 16;
 
 // A 64-byte vector of T (GCC/Clang vector extension; the compiler lowers it
 // to the target's registers, one zmm or two ymm).
@@ -168,51 +182,77 @@ void small_tile_columns(std::int64_t nb, std::int64_t k, const T* ap, std::int64
   small_tile<T, MV, NB>(k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
 }
 
-template <class T, int MV>
-void small_tiles(const TypedProblem<T>& p) {
+// The tiles of Note [Small GEMM] with row blocks of MV vectors, the first
+// `in_place` rows of A read where they are and the rest from a copy (rows
+// padded to lda_local) in a stack buffer of kLocal elements.
+template <class T, int MV, std::int64_t kLocal>
+void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t lda_local) {
   constexpr int kRows = MV * kSmallRows<T>;
-  constexpr int kNb = 8 / MV;  // eight accumulators: enough FMAs in flight
-  // A unit-stride along M in whole row blocks is read in place.
-  const bool in_place = p.rsa == 1 && p.m % kRows == 0;
-  const std::int64_t lda = in_place ? p.csa : (p.m + kRows - 1) / kRows * kRows;
-  T local[kSmallLocalA];
-  if (!in_place) {
-    for (std::int64_t l = 0; l < p.k; ++l) {
-      T* col = local + l * lda;
-      const T* src = p.a + l * p.csa;
-      if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
-        for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i];
-      } else {
-        for (std::int64_t i = 0; i < p.m; ++i) col[i] = src[i * p.rsa];
-      }
-      for (std::int64_t i = p.m; i < lda; ++i) col[i] = T(0);
+  constexpr int kNb = std::min(8, kTileAccumulators / MV);
+  const std::int64_t copied = p.m - in_place;
+  T local[kLocal];
+  for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
+    T* col = local + l * lda_local;
+    const T* src = p.a + in_place * p.rsa + l * p.csa;
+    if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
+      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i];
+    } else {
+      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i * p.rsa];
     }
+    for (std::int64_t i = copied; i < lda_local; ++i) col[i] = T(0);
   }
-  const T* ap = in_place ? p.a : local;
   for (std::int64_t j = 0; j < p.n; j += kNb) {
     const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
     for (std::int64_t i = 0; i < p.m; i += kRows) {
-      small_tile_columns<T, MV, kNb>(nb, p.k, ap + i, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta,
-                                     p.c + i * p.rsc + j * p.csc, p.rsc, p.csc, std::min<std::int64_t>(kRows, p.m - i));
+      const bool own = i < in_place;
+      const T* a = own ? p.a + i : local + (i - in_place);
+      const std::int64_t lda = own ? p.csa : lda_local;
+      const std::int64_t rows = std::min<std::int64_t>(kRows, p.m - i);
+      T* c = p.c + i * p.rsc + j * p.csc;
+      if (MV > 1 && rows <= kSmallRows<T>) {  // a last block of one vector: no padded rows computed
+        small_tile_columns<T, 1, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc, p.csc,
+                                      rows);
+      } else {
+        small_tile_columns<T, MV, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc, p.csc,
+                                       rows);
+      }
     }
   }
 }
 
-// Unpacked tiles or loop for tiny problems, no workspace (Note [Small
-// GEMM]); true when the tiles ran.
-template <class T>
-bool small_gemm(const TypedProblem<T>& p) {
-  if constexpr (!IsComplex<T>::value) {
-    constexpr std::int64_t r = kSmallRows<T>;
-    if (p.m <= r && r * p.k <= kSmallLocalA) {
-      small_tiles<T, 1>(p);
-      return true;
-    }
-    if ((p.m + 2 * r - 1) / (2 * r) * (2 * r) * p.k <= kSmallLocalA) {
-      small_tiles<T, 2>(p);
-      return true;
-    }
+// small_tiles with the smallest buffer that holds the copied rows (a large
+// stack frame costs a small product its probes); false, nothing written,
+// when kSmallLocalA does not hold them.
+template <class T, int MV>
+bool small_tiles(const TypedProblem<T>& p) {
+  constexpr int kRows = MV * kSmallRows<T>;
+  const std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
+  const std::int64_t lda_local = (p.m - in_place + kRows - 1) / kRows * kRows;
+  const std::int64_t needed = lda_local * p.k;
+  if (needed <= 512) {
+    small_tiles<T, MV, 512>(p, in_place, lda_local);
+  } else if (needed <= kSmallLocalA) {
+    small_tiles<T, MV, kSmallLocalA>(p, in_place, lda_local);
+  } else {
+    return false;
   }
+  return true;
+}
+
+// Real problems in register tiles (Note [Small GEMM]); false when they
+// cannot run there.
+template <class T>
+bool try_small_tiles(const TypedProblem<T>& p) {
+  if constexpr (IsComplex<T>::value) {
+    return false;
+  } else {
+    return p.m <= kSmallRows<T> ? small_tiles<T, 1>(p) : small_tiles<T, 2>(p);
+  }
+}
+
+// The plain column loop for tiny problems the tiles cannot run.
+template <class T>
+void small_loop(const TypedProblem<T>& p) {
   for (std::int64_t j = 0; j < p.n; ++j) {
     T* __restrict cj = p.c + j * p.csc;
     if (p.beta == T(0)) {
@@ -230,7 +270,6 @@ bool small_gemm(const TypedProblem<T>& p) {
       }
     }
   }
-  return false;
 }
 
 // Note [Rank-1 GEMM]
@@ -516,7 +555,7 @@ Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const Nat
 NativeGemmProvider::NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table,
                                        const NativeGemmOptions& options)
     : isa_(isa), table_(&table), options_(options), workspace_(std::make_unique<internal::GemmWorkspacePool>()) {
-  if (options_.small_max_mnk == 0) options_.small_max_mnk = 16 * 16 * 16;
+  if (options_.small_max_mnk == 0) options_.small_max_mnk = kTileMaxMnk;
   if (options_.parallel_min_flops == 0) options_.parallel_min_flops = 2LL * 64 * 64 * 64;
   capability_.thread_count = ThreadCountControl::kPerCall;
   capability_.placement = PlacementControl::kEngineWorkers;
@@ -577,14 +616,21 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       ++tally.rank1_problems;
       return ok_status();
     }
-    if (p.m * p.n * p.k <= options_.small_max_mnk) {
-      ++(small_gemm(p) ? tally.small_tiled_problems : tally.small_loop_problems);
+    const std::int64_t mnk = p.m * p.n * p.k;
+    const std::int64_t threads =
+        threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
+    // One thread's tiles; a product the context would split runs blocked.
+    if (mnk <= options_.small_max_mnk && threads == 1 && try_small_tiles(p)) {
+      ++tally.small_tiled_problems;
+      return ok_status();
+    }
+    if (mnk <= std::min(options_.small_max_mnk, kLoopMaxMnk)) {
+      small_loop(p);
+      ++tally.small_loop_problems;
       return ok_status();
     }
     const Blocking blk{options_.mc > 0 ? round_up(options_.mc, ks.mr) : ks.mc, options_.kc > 0 ? options_.kc : ks.kc,
                        options_.nc > 0 ? round_up(options_.nc, ks.nr) : ks.nc};
-    const std::int64_t threads =
-        threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     ++tally.blocked_problems;
     if (threads > 1) ++tally.parallel_problems;
     return blocked_gemm(ks, blk, p, ctx, threads, *workspace_, counters_);

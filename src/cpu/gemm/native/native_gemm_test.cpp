@@ -47,10 +47,19 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   EXPECT_EQ(n.small_tiled_problems, 1) << "a real 8^3 problem runs in register tiles (Note [Small GEMM])";
   EXPECT_EQ(n.blocked_problems, 0);
   // An A block too large for the tiles' local copy runs the plain loop.
-  ASSERT_TRUE(run(*p, 13, 1, 200, seq, a, b, c).ok());
+  StridedMatrix<double> thin_a(13, 300, MatLayout::kRowMajor, 7), thin_b(300, 1, MatLayout::kColMajor, 8),
+      thin_c(13, 1, MatLayout::kColMajor, 9);
+  ASSERT_TRUE(run(*p, 13, 1, 300, seq, thin_a, thin_b, thin_c).ok());
   n = p->counters();
   EXPECT_EQ(n.small_problems, 2);
   EXPECT_EQ(n.small_tiled_problems, 1);
+#if defined(__AVX512F__)
+  // With AVX-512 the tiles take products up to 64^3 (Note [Small GEMM]).
+  ASSERT_TRUE(run(*p, 48, 40, 64, seq, a, b, c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.small_tiled_problems, 2);
+  EXPECT_EQ(n.blocked_problems, 0);
+#endif
 
   ASSERT_TRUE(run(*p, 200, 200, 200, seq, a, b, c).ok());
   n = p->counters();
