@@ -95,26 +95,28 @@ void scale_c(const TypedProblem<T>& p) {
 }
 
 // Note [Small GEMM]
-// Real problems of at most small_max_mnk multiply-adds (by default
-// kTileMaxMnk: 64^3 where the compiler targets AVX-512, else 16^3) skip the
-// blocked path when their A fits the tiles' local buffer: packing and its workspace cost more than
-// such a product. C is computed in register tiles of MB rows x NB columns,
-// each tile accumulating over the whole depth before it touches C once:
-// MB = kSmallRows (one 64-byte vector) rows when m fits one, else
-// 2 x kSmallRows, and NB columns such that the tile holds kTileAccumulators
-// vectors (16 with AVX-512's 32 registers, 8 otherwise; NB at most 8). B's
-// elements are broadcast from wherever they are, whatever its strides. A
-// is read in place in whole row blocks when it is unit-stride along M;
-// otherwise (and for a last partial row block) its rows are copied into a
-// column-major buffer on the stack, padded with zeros to a whole row block
-// -- rows past m are computed and never stored. A product large enough for
-// the context to split it (parallel_min_flops) runs the blocked path
-// instead. Problems up to
-// kLoopMaxMnk (16^3) that cannot use the tiles -- complex ones, or an A too
-// large for the buffer (a long thin A with n = 1, say) -- run the plain
-// column loop, vectorised over i when A and C are unit-stride along M.
-// Before the tiles, a 16^3 dgemm took 1.0-2.6 us (depending on the
-// operands' layouts) in that loop, 2-5x the blocked path's time, and
+// Packing and its workspace cost more than a small product. Real problems
+// of at most small_max_mnk multiply-adds (by default kTileMaxMnk: 64^3
+// where the compiler targets AVX-512, else 16^3) therefore run in register
+// tiles when their A fits the tiles' stack buffer and the context would not
+// split them (parallel_min_flops):
+//  - a tile is MB rows x NB columns of C and accumulates over the whole
+//    depth before it touches C once; MB is one 64-byte vector of rows
+//    (kSmallRows) when m fits one, else two, with a last block of one
+//    vector when that is all that is left; NB makes the tile hold
+//    kTileAccumulators vectors (16 with AVX-512's 32 registers, else 8),
+//    at most 8 columns;
+//  - B's elements are broadcast from wherever they are, whatever its
+//    strides;
+//  - A is read in place, in whole row blocks, when it is unit-stride along
+//    M; its other rows are copied into a column-major buffer on the stack,
+//    padded with zeros to a whole block (rows past m are computed and never
+//    stored).
+// Problems up to kLoopMaxMnk (16^3) the tiles cannot run -- complex ones,
+// or an A too large for the buffer (a long thin A with n = 1, say) -- run
+// the plain column loop, vectorised over i when A and C are unit-stride
+// along M. Before the tiles, a 16^3 dgemm took 1.0-2.6 us in that loop
+// (depending on the operands' layouts), 2-5x the blocked path's time, and
 // 24^3-48^3 ones ran the blocked path at 0.6-0.7x OpenBLAS.
 #if defined(__AVX512F__)
 constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
