@@ -229,11 +229,14 @@ std::optional<TorchTimes> run_torch(std::int64_t n, int steps, int threads, int 
   const std::string args[] = {std::to_string(n), std::to_string(steps), std::to_string(threads), std::to_string(runs)};
   const std::optional<std::string> text = run_python_peer(kTorchScript, args, threads);
   if (!text) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("forward") || !j.contains("vjp")) return std::nullopt;
   TorchTimes t;
-  t.forward.seconds = j["forward"].get<std::vector<double>>();
-  t.vjp.seconds = j["vjp"].get<std::vector<double>>();
+  try {  // anything but {"forward": [s...], "vjp": [s...]} means no peer
+    const nlohmann::json j = nlohmann::json::parse(*text);
+    t.forward.seconds = j.at("forward").get<std::vector<double>>();
+    t.vjp.seconds = j.at("vjp").get<std::vector<double>>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
   if (t.forward.runs() == 0 || t.vjp.runs() == 0) return std::nullopt;
   return t;
 }

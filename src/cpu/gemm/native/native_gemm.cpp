@@ -116,7 +116,7 @@ void scale_c(const TypedProblem<T>& p) {
 // or an A too large for the buffer (a long thin A with n = 1, say) -- run
 // the plain column loop, vectorised over i when A and C are unit-stride
 // along M. Before the tiles, a 16^3 dgemm took 1.0-2.6 us in that loop
-// (depending on the operands' layouts), 2-5x the blocked path's time, and
+// (depending on the operands' layouts), 4-5x the blocked path's time, and
 // 24^3-48^3 ones ran the blocked path at 0.6-0.7x OpenBLAS.
 #if defined(__AVX512F__)
 constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
