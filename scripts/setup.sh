@@ -4,7 +4,7 @@
 # left alone, so rerunning costs one dpkg query.
 #
 #   scripts/setup.sh          build + test dependencies
-#   scripts/setup.sh --peers  also the Python peers used by benchmarks (torch)
+#   scripts/setup.sh --peers  also the tools some benchmarks use (hyperfine)
 set -euo pipefail
 
 packages=(
@@ -19,11 +19,14 @@ packages=(
   # BLAS/LAPACK providers: the serial OpenBLAS build is pinned by path
   libopenblas-dev libopenblas0-serial libopenblas0-pthread
   libblis-dev liblapacke-dev libeigen3-dev libfftw3-dev
-  # numeric reference for tests
-  python3 python3-numpy
+  # numeric reference for tests; the Python module (pybind11) and its tests
+  # (pytest; torch for DLPack and autograd comparisons)
+  python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-torch
+  # MPI (tenferro::mpi and its multi-rank tests)
+  libopenmpi-dev openmpi-bin
 )
 if [[ "${1:-}" == "--peers" ]]; then
-  packages+=(python3-torch hyperfine)
+  packages+=(hyperfine)
 fi
 
 missing=()
