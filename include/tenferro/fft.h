@@ -1,0 +1,23 @@
+// Umbrella header of the fft component: discrete Fourier transforms as an
+// extension (family "tenferro.fft"), with FFTW and native providers, a
+// batched CPU extension engine, eager calls and AD rules.
+//
+// Note [Using the fft component]
+// Install:   auto fft = fft::CpuFftEngine::create_default();                 // FFTW, FFTW_ESTIMATE plans
+//            runtime_builder.add_extension_module(fft::cpu_extension_module(cpu_engine_id, fft));
+// Eager:     auto ctx = runtime.on();
+//            Tensor y = *fft::fft(ctx, x);                                   // last axis, numpy semantics
+//            Tensor z = *fft::rfftn(ctx, x, {64, 64}, {0, 1}, fft::FftNorm::kOrtho);
+// Graph:     auto outs = *builder.emit_extension(*fft::FftOp::make(fft::FftKind::kIfft), {x});
+// Providers: std::make_shared<fft::CpuFftEngine>(std::make_shared<fft::NativeFftProvider>())
+// AD:        fft::install_fft_ad_rules(ad_context);
+// Explain:   fft->explain(op, DType::kComplex128, shape) -> provider, passes, blocks, workspace
+#pragma once
+
+#include "tenferro/fft/ad_rules.h"
+#include "tenferro/fft/cpu_engine.h"
+#include "tenferro/fft/eager_fft.h"
+#include "tenferro/fft/fft_op.h"
+#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft/fftw_provider.h"
+#include "tenferro/fft/native_provider.h"

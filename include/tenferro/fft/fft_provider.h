@@ -1,0 +1,125 @@
+// CpuFftProvider: what a CPU FFT library implements for the fft extension:
+// one batched one-dimensional transform (complex-to-complex, real-to-complex
+// or complex-to-real) over exact strides, prepared into an FftKernel at
+// prepare time and executed many times.
+//
+// Note [FFT provider contract]
+// The engine (CpuFftEngine) owns everything else: decomposing an N-D
+// transform into one pass per axis, padding/cropping, dtype promotion,
+// normalisation, conjugation (hfft/ihfft) and the split of a pass's batch
+// over the domain's workers (Note [FFT batch parallelism] in cpu_engine.h).
+//  - plan() runs at prepare time and may be slow (FFTW's planner); it
+//    answers kUnsupported for a problem it does not implement (the only
+//    answer that lets the engine try another provider) and never touches
+//    caller data. Kernels for equal problems may be shared (a provider's
+//    bounded cache); they are immutable.
+//  - FftKernel::execute() is thread-safe (one kernel runs concurrently on
+//    several workers, on disjoint data), allocates nothing, creates no
+//    threads and runs on the calling thread. A complex-to-real kernel may
+//    overwrite its input (the engine passes its own staging buffer).
+//  - Units: every stride counts elements of the array it applies to (real
+//    elements on the real side of r2c/c2r, complex elements otherwise).
+//    Strides are >= 0 and the arrays of one call do not overlap unless
+//    `in_place` (then in == out and the strides are equal).
+// Implementations are immutable after construction (apart from internal,
+// synchronised caches) and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tenferro/base/small_vector.h"
+#include "tenferro/base/status.h"
+#include "tenferro/cpu/capabilities.h"
+#include "tenferro/tensor/dtype.h"
+
+namespace tenferro::fft {
+
+enum class FftTransform : std::uint8_t {
+  kC2C,  ///< complex -> complex, sign -1 (forward) or +1 (backward)
+  kR2C,  ///< n reals -> n/2+1 complex, sign -1
+  kC2R,  ///< n/2+1 complex -> n reals, sign +1
+};
+std::string_view to_string(FftTransform transform) noexcept;
+
+/// One loop of a batched transform (FFTW's iodim).
+struct FftLoop {
+  std::int64_t n = 1;
+  std::int64_t in_stride = 0;
+  std::int64_t out_stride = 0;
+
+  friend bool operator==(const FftLoop&, const FftLoop&) = default;
+};
+
+/// One batched 1-D transform, value-free (what plan() sees). Regular value
+/// type.
+struct FftProblem {
+  FftTransform transform = FftTransform::kC2C;
+  DType precision = DType::kFloat64;  ///< kFloat32 or kFloat64
+  int sign = -1;                      ///< c2c only: -1 forward, +1 backward
+  FftLoop dim;                        ///< the transform: logical length n and strides
+  SmallVector<FftLoop, 4> batch;      ///< independent transforms (any number, any order)
+  bool in_place = false;
+  /// The engine passes SIMD-aligned (64-byte) in/out pointers to every
+  /// execute() of the kernel; false when it cannot promise that.
+  bool aligned = true;
+
+  std::int64_t howmany() const noexcept;
+  /// "c2c-1 float64 n=16 [4x(16,16)] in-place".
+  std::string to_string() const;
+  friend bool operator==(const FftProblem&, const FftProblem&) = default;
+};
+
+/// A prepared transform (Note [FFT provider contract]). Immutable;
+/// execute() is thread-safe.
+class FftKernel {
+ public:
+  virtual ~FftKernel() = default;
+  /// Workspace bytes one execute() needs (the engine lends a 64-byte aligned
+  /// buffer of at least this size, one per concurrent call).
+  virtual std::size_t workspace_bytes() const noexcept { return 0; }
+  /// Whether execute() accepts these pointers (FFTW: the SIMD alignment the
+  /// plan was made for). The engine checks before it calls.
+  virtual bool accepts(const void* /*in*/, const void* /*out*/) const noexcept { return true; }
+  /// Runs the transform from `in` to `out`. Never allocates or throws.
+  virtual Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept = 0;
+};
+
+/// Plan-cache counters of a provider (relaxed snapshot).
+struct FftPlanCacheStats {
+  std::size_t entries = 0;
+  std::size_t capacity = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t evictions = 0;
+};
+
+/// A CPU FFT provider (Note [FFT provider contract]). The base class is the
+/// null skeleton: plan() answers kUnsupported for everything.
+class CpuFftProvider {
+ public:
+  virtual ~CpuFftProvider() = default;
+  /// For explain(): "fftw 3.3.10 (estimate)", "native".
+  virtual std::string_view name() const noexcept = 0;
+  /// Thread-count and placement capability, fixed at construction.
+  virtual const cpu::ProviderCapability& capability() const noexcept = 0;
+  /// Prepares `problem` (prepare time), or kUnsupported. The default:
+  /// kUnsupported.
+  virtual Result<std::shared_ptr<const FftKernel>> plan(const FftProblem& problem) const;
+  /// The provider's plan cache (zeros when it has none).
+  virtual FftPlanCacheStats cache_stats() const { return {}; }
+  /// Drops every cached plan not held by a prepared kernel.
+  virtual void clear_cache() const {}
+};
+
+/// The null provider: a named skeleton that supports nothing.
+std::shared_ptr<const CpuFftProvider> make_null_fft_provider();
+
+/// kUnsupported naming the provider and the problem.
+Error unsupported_fft_problem(std::string_view provider, const FftProblem& problem, std::string_view why);
+
+}  // namespace tenferro::fft

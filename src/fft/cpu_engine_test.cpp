@@ -1,0 +1,173 @@
+// CpuFftEngine: the graph path against the eager path, the parallel split
+// of batches (Note [FFT batch parallelism]) against sequential runs, the
+// direct first pass and its fallbacks (strided or misaligned input),
+// workspace reuse, explain(), empty tensors and errors through eager calls.
+#include <gtest/gtest.h>
+
+#include "fft/fft_test_support.h"
+#include "tenferro/cpu/kernels/arena_parallel_context.h"
+#include "tenferro/program/program_builder.h"
+#include "tenferro/runtime/event_domain.h"
+
+namespace tenferro::fft {
+namespace {
+
+using namespace testing;
+
+// One engine running work inline: the fft engine sees NoExecutionContext and
+// uses its fallback parallel context.
+runtime::Runtime make_inline_runtime(std::shared_ptr<CpuFftEngine> fft) {
+  runtime::RuntimeBuilder builder;
+  runtime::EngineRegistration r;
+  r.metadata.id = EngineId(1);
+  r.metadata.name = "test-cpu";
+  auto executor = std::make_shared<runtime::InlineEngineExecutor>();
+  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
+  r.executor = std::move(executor);
+  builder.add_engine(std::move(r));
+  builder.add_extension_module(cpu_extension_module(EngineId(1), std::move(fft)));
+  Result<runtime::Runtime> rt = builder.build();
+  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
+  return std::move(rt).value();
+}
+
+TEST(CpuFftEngine, GraphPathMatchesEager) {
+  auto engine = CpuFftEngine::create_default();
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  Tensor x = random_tensor(DType::kFloat64, {6, 10, 7}, 1);
+  program::ProgramBuilder b;
+  auto in = b.add_input(DType::kFloat64, {6, 10, 7});
+  ASSERT_TRUE(in.ok());
+  auto op = FftOp::make_n(FftKind::kRfft, {-1, 12}, {0, 2}, FftNorm::kOrtho);
+  ASSERT_TRUE(op.ok());
+  auto y = b.emit_extension(*op, {*in});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  // Chain an irfft back (through the graph) to check the round trip too.
+  auto back = b.emit_extension(*FftOp::make_n(FftKind::kIrfft, {6, 12}, {0, 2}, FftNorm::kOrtho), {(*y)[0]});
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const program::ProgramValue outs[] = {(*y)[0], (*back)[0]};
+  auto frozen = b.freeze(outs);
+  ASSERT_TRUE(frozen.ok()) << frozen.status().to_string();
+  const Tensor inputs[] = {x};
+  auto got = rt.run(*frozen, inputs);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  Result<Tensor> eager = rfftn(ctx, x, {-1, 12}, {0, 2}, FftNorm::kOrtho);
+  ASSERT_TRUE(eager.ok());
+  expect_close(values_of((*got)[0]), values_of(*eager), 1e-13, "graph vs eager");
+  // irfftn(rfftn(x, s=12 along axis 2)) is x zero-padded to 12 along axis 2.
+  std::vector<cd> padded;
+  const std::vector<cd> xv = values_of(x);
+  for (std::int64_t i = 0; i < 6 * 10; ++i)
+    for (std::int64_t k = 0; k < 12; ++k) padded.push_back(k < 7 ? xv[static_cast<std::size_t>(i * 7 + k)] : cd(0));
+  expect_close(values_of((*got)[1]), padded, 1e-13, "round trip");
+}
+
+TEST(CpuFftEngine, BatchesSplitOverTheContextMatchSequential) {
+  FftEngineOptions options;
+  options.grain_flops = 1e3;
+  auto parallel = std::make_shared<cpu::ArenaParallelContext>(2);
+  for (const std::string name : {"fftw", "native"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<const CpuFftProvider> provider =
+        name == "fftw" ? std::shared_ptr<const CpuFftProvider>(std::make_shared<FftwFftProvider>())
+                       : std::make_shared<NativeFftProvider>();
+    auto split = std::make_shared<CpuFftEngine>(provider, options, parallel);
+    auto sequential = std::make_shared<CpuFftEngine>(provider, options);
+    runtime::Runtime rt_split = make_inline_runtime(split), rt_seq = make_inline_runtime(sequential);
+    runtime::EagerContext a = rt_split.on(), b = rt_seq.on();
+    for (DType dtype : {DType::kComplex64, DType::kComplex128}) {
+      Tensor x = random_tensor(dtype, {37, 24, 5}, 3);
+      Result<Tensor> ya = fftn(a, x, {}, {0, 1}), yb = fftn(b, x, {}, {0, 1});
+      ASSERT_TRUE(ya.ok() && yb.ok()) << ya.status().to_string() << yb.status().to_string();
+      expect_close(values_of(*ya), values_of(*yb), 1e-6, "fftn split vs sequential");
+      Tensor r = random_tensor(real_dtype(dtype), {33, 20}, 4);
+      Result<Tensor> ra = rfft(a, r, -1, 0), rb = rfft(b, r, -1, 0);
+      ASSERT_TRUE(ra.ok() && rb.ok());
+      expect_close(values_of(*ra), values_of(*rb), 1e-6, "rfft split vs sequential");
+      Result<Tensor> ia = irfftn(a, *ra, {33, 20}, {1, 0}), ib = irfftn(b, *rb, {33, 20}, {1, 0});
+      ASSERT_TRUE(ia.ok() && ib.ok());
+      expect_close(values_of(*ia), values_of(*ib), 1e-6, "irfftn split vs sequential");
+    }
+    EXPECT_GT(split->stats().outer_runs, 0u);
+    EXPECT_EQ(split->stats().sequential_runs, 0u);
+    EXPECT_EQ(sequential->stats().outer_runs, 0u);
+    EXPECT_GT(split->stats().kernel_calls, sequential->stats().kernel_calls);
+    auto op = FftOp::make_n(FftKind::kFft, {}, {0, 1});
+    const std::string text = split->explain(**op, DType::kComplex128, {37, 24, 5});
+    EXPECT_NE(text.find("blocks"), std::string::npos) << text;
+    EXPECT_NE(text.find(provider->name()), std::string::npos) << text;
+  }
+}
+
+TEST(CpuFftEngine, DirectFirstPassAndItsFallbacks) {
+  auto engine = CpuFftEngine::create_default();
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  Tensor x = random_tensor(DType::kComplex64, {9, 16}, 5);
+  Result<Tensor> direct = fft(ctx, x, -1, -1, FftNorm::kOrtho);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(engine->stats().direct_runs, 1u);
+  // The same values through a strided view and through a view one element
+  // off FFTW's SIMD alignment: both take the staged path.
+  Tensor wide = random_tensor(DType::kComplex64, {9, 17}, 6);
+  Tensor copy_into = *Tensor::empty({9, 17}, DType::kComplex64);
+  std::vector<cd> v = values_of(wide), xv = values_of(x);
+  for (std::int64_t i = 0; i < 9; ++i)
+    for (std::int64_t j = 0; j < 16; ++j)
+      v[static_cast<std::size_t>(i * 17 + j + 1)] = xv[static_cast<std::size_t>(i * 16 + j)];
+  Tensor holder = tensor_of(DType::kComplex64, {9 * 17}, v);
+  Tensor strided = *(*holder.reshape({9, 17})).slice(1, 1, 17);
+  Result<Tensor> via_strided = fft(ctx, strided, -1, -1, FftNorm::kOrtho);
+  ASSERT_TRUE(via_strided.ok());
+  Tensor shifted = *(*holder.slice(0, 1, 1 + 9 * 16)).reshape({9, 16});  // contiguous but 8 bytes off
+  std::vector<cd> sv = values_of(shifted);
+  Result<Tensor> via_shifted = fft(ctx, shifted, -1, -1, FftNorm::kOrtho);
+  ASSERT_TRUE(via_shifted.ok());
+  EXPECT_EQ(engine->stats().direct_runs, 1u);
+  expect_close(values_of(*via_strided), values_of(*direct), 1e-6, "strided");
+  Result<Tensor> reference = fft(ctx, tensor_of(DType::kComplex64, {9, 16}, sv), -1, -1, FftNorm::kOrtho);
+  expect_close(values_of(*via_shifted), values_of(*reference), 1e-6, "misaligned");
+}
+
+TEST(CpuFftEngine, WorkspaceIsReusedAcrossRuns) {
+  auto engine = std::make_shared<CpuFftEngine>(std::make_shared<NativeFftProvider>());
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  Tensor x = random_tensor(DType::kFloat64, {8, 30}, 7);
+  ASSERT_TRUE(rfft(ctx, x).ok());
+  const std::uint64_t allocations = engine->stats().workspace_allocations;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(rfft(ctx, x).ok());
+  EXPECT_EQ(engine->stats().workspace_allocations, allocations);
+  EXPECT_GE(engine->stats().workspace_reuses, 5u);
+}
+
+TEST(CpuFftEngine, EmptyTensorsAndPaddedEmptyAxes) {
+  runtime::Runtime rt = make_runtime(CpuFftEngine::create_default());
+  runtime::EagerContext ctx = rt.on();
+  Result<Tensor> empty_batch = fft(ctx, random_tensor(DType::kComplex128, {0, 8}, 1));
+  ASSERT_TRUE(empty_batch.ok()) << empty_batch.status().to_string();
+  EXPECT_EQ(Dims(empty_batch->shape()), (Dims{0, 8}));
+  Result<Tensor> padded = fft(ctx, *Tensor::zeros({3, 0}, DType::kFloat64), 4, 1);
+  ASSERT_TRUE(padded.ok()) << padded.status().to_string();
+  EXPECT_EQ(Dims(padded->shape()), (Dims{3, 4}));
+  for (const cd& z : values_of(*padded)) EXPECT_EQ(z, cd(0));
+}
+
+TEST(CpuFftEngine, BadInputThroughEagerCalls) {
+  runtime::Runtime rt = make_runtime(CpuFftEngine::create_default());
+  runtime::EagerContext ctx = rt.on();
+  Tensor c = random_tensor(DType::kComplex128, {4, 5}, 1);
+  Tensor r = random_tensor(DType::kFloat32, {4, 5}, 2);
+  EXPECT_EQ(fftn(ctx, c, {}, {0, -2}).status().code(), ErrorCode::kInvalidArgument);  // repeated
+  EXPECT_EQ(fft(ctx, c, -1, 2).status().code(), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(fft(ctx, c, 0).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(rfft(ctx, c).status().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(irfft(ctx, r).status().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(fft(ctx, *Tensor::zeros({4}, DType::kInt32)).status().code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(irfft(ctx, random_tensor(DType::kComplex64, {3, 1}, 3)).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(fftn(ctx, c, {4, 4, 4}).status().code(), ErrorCode::kInvalidArgument);  // s longer than the rank
+}
+
+}  // namespace
+}  // namespace tenferro::fft

@@ -1,0 +1,311 @@
+// Building FftPlan (Note [FFT extension engine], Note [FFT batch
+// parallelism] in cpu_engine.h) and the engine's copy kernels: staging the
+// input and the final scaling.
+#include "fft/fft_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <numeric>
+
+namespace tenferro::fft::internal {
+
+namespace {
+
+// A row-major array one pass reads or writes.
+struct ArrayDesc {
+  Dims shape;
+  Dims strides;
+  std::size_t element_bytes = 0;
+};
+
+ArrayDesc row_major(IntArrayRef shape, DType dtype) {
+  ArrayDesc a;
+  a.shape.assign(shape.span());
+  a.strides = row_major_strides(shape);
+  a.element_bytes = dtype_size(dtype);
+  return a;
+}
+
+double transform_flops(FftTransform t, std::int64_t n) {
+  const double nn = static_cast<double>(std::max<std::int64_t>(n, 2));
+  const double f = 5.0 * nn * std::log2(nn);
+  return t == FftTransform::kC2C ? f : 0.5 * f;
+}
+
+// The smallest block length whose pointer advance keeps 64-byte alignment.
+std::int64_t alignment_quantum(std::int64_t stride_bytes) {
+  const std::int64_t g = std::gcd<std::int64_t>(64, stride_bytes == 0 ? 64 : stride_bytes);
+  return 64 / g;
+}
+
+Result<FftPass> make_pass(const CpuFftProvider& provider, const FftEngineOptions& options, FftTransform transform,
+                          int sign, DType precision, std::int64_t n, std::int64_t axis, const ArrayDesc& src,
+                          const ArrayDesc& dst, BufferRole src_role, BufferRole dst_role) {
+  FftPass pass;
+  pass.src = src_role;
+  pass.dst = dst_role;
+  FftProblem& p = pass.problem;
+  p.transform = transform;
+  p.precision = precision;
+  p.sign = transform == FftTransform::kC2C ? sign : (transform == FftTransform::kR2C ? -1 : +1);
+  const std::size_t a = static_cast<std::size_t>(axis);
+  p.dim = FftLoop{n, src.strides[a], dst.strides[a]};
+  p.in_place = src_role == dst_role;
+  for (std::size_t d = 0; d < src.shape.size(); ++d) {
+    if (d == a || src.shape[d] == 1) continue;
+    const FftLoop cur{src.shape[d], src.strides[d], dst.strides[d]};
+    if (!p.batch.empty()) {
+      FftLoop& prev = p.batch.back();
+      if (prev.in_stride == cur.n * cur.in_stride && prev.out_stride == cur.n * cur.out_stride) {
+        prev = FftLoop{prev.n * cur.n, cur.in_stride, cur.out_stride};
+        continue;
+      }
+    }
+    p.batch.push_back(cur);
+  }
+  const double per = transform_flops(transform, n);
+  pass.flops = per * static_cast<double>(p.howmany());
+  TENFERRO_ASSIGN_OR_RETURN(pass.full, provider.plan(p));
+  pass.workspace_bytes = pass.full->workspace_bytes();
+
+  // Blocks along the largest loop (Note [FFT batch parallelism]).
+  if (p.batch.empty()) return pass;
+  std::size_t split = 0;
+  for (std::size_t i = 1; i < p.batch.size(); ++i)
+    if (p.batch[i].n > p.batch[split].n) split = i;
+  const FftLoop loop = p.batch[split];
+  const double wanted = std::floor(pass.flops / std::max(options.grain_flops, 1.0));
+  const std::int64_t blocks = std::clamp<std::int64_t>(static_cast<std::int64_t>(wanted), 1,
+                                                       std::min<std::int64_t>(options.max_blocks, loop.n));
+  if (blocks <= 1) return pass;
+  const std::int64_t src_bytes = loop.in_stride * static_cast<std::int64_t>(src.element_bytes);
+  const std::int64_t dst_bytes = loop.out_stride * static_cast<std::int64_t>(dst.element_bytes);
+  const std::int64_t qs = alignment_quantum(src_bytes), qd = alignment_quantum(dst_bytes);
+  const std::int64_t quantum = qs / std::gcd(qs, qd) * qd;
+  std::int64_t length = (loop.n + blocks - 1) / blocks;
+  length = (length + quantum - 1) / quantum * quantum;
+  const std::int64_t nblocks = (loop.n + length - 1) / length;
+  if (nblocks <= 1) return pass;
+  FftProblem block = p;
+  block.batch[split].n = length;
+  TENFERRO_ASSIGN_OR_RETURN(pass.block, provider.plan(block));
+  const std::int64_t rest = loop.n - (nblocks - 1) * length;
+  if (rest != length) {
+    FftProblem last = p;
+    last.batch[split].n = rest;
+    TENFERRO_ASSIGN_OR_RETURN(pass.last, provider.plan(last));
+    pass.workspace_bytes = std::max(pass.workspace_bytes, pass.last->workspace_bytes());
+  }
+  pass.workspace_bytes = std::max(pass.workspace_bytes, pass.block->workspace_bytes());
+  pass.nblocks = nblocks;
+  pass.src_block_bytes = length * src_bytes;
+  pass.dst_block_bytes = length * dst_bytes;
+  return pass;
+}
+
+bool real_to_complex(FftKind k) noexcept { return k == FftKind::kRfft || k == FftKind::kIhfft; }
+bool complex_to_real(FftKind k) noexcept { return k == FftKind::kIrfft || k == FftKind::kHfft; }
+
+}  // namespace
+
+Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, const FftEngineOptions& options,
+                                                const FftOp& op, DType input_dtype, IntArrayRef input_shape,
+                                                bool input_row_major) {
+  auto plan = std::make_shared<FftPlan>();
+  const FftKind kind = op.kind();
+  plan->kind = kind;
+  plan->input_dtype = input_dtype;
+  TENFERRO_ASSIGN_OR_RETURN(plan->output_dtype, op.result_dtype(input_dtype));
+  TENFERRO_ASSIGN_OR_RETURN(plan->geometry, op.geometry(input_shape));
+  plan->input_shape.assign(input_shape.span());
+  const FftGeometry& g = plan->geometry;
+  const DType precision = real_dtype(plan->output_dtype);
+  const DType complex = *complex_dtype(precision);
+  if (numel_unchecked(g.output_shape) == 0) {
+    plan->empty = true;
+    return plan;
+  }
+
+  // The staged array: the input with each transform axis at its staged extent.
+  Dims staged(input_shape.span());
+  for (std::size_t i = 0; i < g.axes.size(); ++i) staged[static_cast<std::size_t>(g.axes[i])] = g.staged_extents[i];
+  StageSpec& stage = plan->stage;
+  stage.dst_shape = staged;
+  for (std::size_t d = 0; d < staged.size(); ++d) {
+    stage.copy_extent.push_back(std::min(input_shape[d], staged[d]));
+    if (stage.copy_extent.back() < staged[d]) stage.zero_fill = true;
+  }
+  stage.scale = g.scale;
+  stage.conj = kind == FftKind::kHfft;
+  plan->post_conj = kind == FftKind::kIhfft;
+
+  const ArrayDesc out = row_major(g.output_shape, plan->output_dtype);
+  const std::int64_t last_axis = g.axes.back();
+  const std::int64_t last_n = g.lengths.back();
+  // The other axes, innermost first.
+  SmallVector<std::size_t, 6> others;
+  for (std::size_t i = 0; i + 1 < g.axes.size(); ++i) others.push_back(i);
+  std::sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) { return g.axes[a] > g.axes[b]; });
+
+  if (!real_to_complex(kind) && !complex_to_real(kind)) {
+    stage.dst = BufferRole::kOutput;
+    stage.dst_dtype = complex;
+    const int sign = kind == FftKind::kFft ? -1 : +1;
+    SmallVector<std::size_t, 6> order = others;
+    order.insert(order.begin(), g.axes.size() - 1);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return g.axes[a] > g.axes[b]; });
+    for (std::size_t i : order) {
+      TENFERRO_ASSIGN_OR_RETURN(
+          FftPass pass, make_pass(provider, options, FftTransform::kC2C, sign, precision, g.lengths[i], g.axes[i], out,
+                                  out, BufferRole::kOutput, BufferRole::kOutput));
+      plan->passes.push_back(std::move(pass));
+    }
+    const bool resized = g.input_extents != g.lengths;
+    if (input_row_major && input_dtype == complex && !resized) {
+      const ArrayDesc in = row_major(input_shape, input_dtype);
+      const std::size_t first = order[0];
+      TENFERRO_ASSIGN_OR_RETURN(plan->direct_first,
+                                make_pass(provider, options, FftTransform::kC2C, sign, precision, g.lengths[first],
+                                          g.axes[first], in, out, BufferRole::kInput, BufferRole::kOutput));
+      plan->has_direct = true;
+    }
+  } else if (real_to_complex(kind)) {
+    stage.dst = BufferRole::kStage;
+    stage.dst_dtype = precision;
+    const ArrayDesc st = row_major(staged, precision);
+    plan->stage_bytes = static_cast<std::size_t>(numel_unchecked(staged)) * dtype_size(precision);
+    TENFERRO_ASSIGN_OR_RETURN(FftPass first, make_pass(provider, options, FftTransform::kR2C, -1, precision, last_n,
+                                                       last_axis, st, out, BufferRole::kStage, BufferRole::kOutput));
+    plan->passes.push_back(std::move(first));
+    for (std::size_t i : others) {
+      TENFERRO_ASSIGN_OR_RETURN(
+          FftPass pass, make_pass(provider, options, FftTransform::kC2C, -1, precision, g.lengths[i], g.axes[i], out,
+                                  out, BufferRole::kOutput, BufferRole::kOutput));
+      plan->passes.push_back(std::move(pass));
+    }
+    const bool resized = g.input_extents != g.lengths;
+    if (input_row_major && !resized) {
+      const ArrayDesc in = row_major(input_shape, input_dtype);
+      TENFERRO_ASSIGN_OR_RETURN(plan->direct_first,
+                                make_pass(provider, options, FftTransform::kR2C, -1, precision, last_n, last_axis, in,
+                                          out, BufferRole::kInput, BufferRole::kOutput));
+      plan->has_direct = true;
+    }
+  } else {
+    stage.dst = BufferRole::kStage;
+    stage.dst_dtype = complex;
+    const ArrayDesc st = row_major(staged, complex);
+    plan->stage_bytes = static_cast<std::size_t>(numel_unchecked(staged)) * dtype_size(complex);
+    for (std::size_t i : others) {
+      TENFERRO_ASSIGN_OR_RETURN(
+          FftPass pass, make_pass(provider, options, FftTransform::kC2C, +1, precision, g.lengths[i], g.axes[i], st, st,
+                                  BufferRole::kStage, BufferRole::kStage));
+      plan->passes.push_back(std::move(pass));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(FftPass last, make_pass(provider, options, FftTransform::kC2R, +1, precision, last_n,
+                                                      last_axis, st, out, BufferRole::kStage, BufferRole::kOutput));
+    plan->passes.push_back(std::move(last));
+  }
+  for (const FftPass& p : plan->passes) {
+    plan->workspace_bytes = std::max(plan->workspace_bytes, p.workspace_bytes);
+    plan->flops += p.flops;
+  }
+  if (plan->has_direct) plan->workspace_bytes = std::max(plan->workspace_bytes, plan->direct_first.workspace_bytes);
+  return plan;
+}
+
+namespace {
+
+template <class R>
+std::complex<R> load_complex(const void* p, bool complex) {
+  if (complex) return *static_cast<const std::complex<R>*>(p);
+  return {*static_cast<const R*>(p), R(0)};
+}
+
+// One row of the copy: `count` elements from src (stride in elements) to dst.
+template <class R>
+void copy_row(const std::byte* src, std::int64_t src_stride, bool src_complex, void* dst, bool dst_complex,
+              std::int64_t count, R scale, bool conj) {
+  if (dst_complex) {
+    auto* d = static_cast<std::complex<R>*>(dst);
+    const std::size_t step = static_cast<std::size_t>(src_stride) * (src_complex ? sizeof(std::complex<R>) : sizeof(R));
+    for (std::int64_t j = 0; j < count; ++j) {
+      std::complex<R> v = load_complex<R>(src + static_cast<std::size_t>(j) * step, src_complex);
+      if (conj) v = std::conj(v);
+      d[j] = v * scale;
+    }
+  } else {
+    auto* d = static_cast<R*>(dst);
+    const R* s = reinterpret_cast<const R*>(src);
+    for (std::int64_t j = 0; j < count; ++j) d[j] = s[j * src_stride] * scale;
+  }
+}
+
+template <class R>
+void stage_typed(const TensorView& in, const StageSpec& spec, void* dst, const cpu::ParallelContext& parallel) {
+  const std::size_t rank = spec.dst_shape.size();
+  const bool src_complex = is_complex(in.dtype);
+  const bool dst_complex = is_complex(spec.dst_dtype);
+  const std::size_t src_bytes = dtype_size(in.dtype), dst_bytes = dtype_size(spec.dst_dtype);
+  const Dims dst_strides = row_major_strides(spec.dst_shape);
+  if (spec.zero_fill) {
+    std::memset(dst, 0, static_cast<std::size_t>(numel_unchecked(spec.dst_shape)) * dst_bytes);
+  }
+  const std::int64_t inner = spec.copy_extent[rank - 1];
+  std::int64_t rows = 1;
+  for (std::size_t d = 0; d + 1 < rank; ++d) rows *= spec.copy_extent[d];
+  if (rows == 0 || inner == 0) return;
+  const R scale = static_cast<R>(spec.scale);
+  const std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
+  parallel.parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      // Row index -> offsets (outer axes row-major over copy_extent).
+      std::int64_t rest = r, src_off = 0, dst_off = 0;
+      for (std::size_t d = rank - 1; d-- > 0;) {
+        const std::int64_t i = rest % spec.copy_extent[d];
+        rest /= spec.copy_extent[d];
+        src_off += i * in.strides[d];
+        dst_off += i * dst_strides[d];
+      }
+      copy_row<R>(static_cast<const std::byte*>(in.data) + src_off * static_cast<std::int64_t>(src_bytes),
+                  in.strides[rank - 1], src_complex,
+                  static_cast<std::byte*>(dst) + dst_off * static_cast<std::int64_t>(dst_bytes), dst_complex, inner,
+                  scale, spec.conj);
+    }
+  });
+}
+
+}  // namespace
+
+void stage_input(const TensorView& in, const StageSpec& spec, void* dst, const cpu::ParallelContext& parallel) {
+  if (real_dtype(spec.dst_dtype) == DType::kFloat32) {
+    stage_typed<float>(in, spec, dst, parallel);
+  } else {
+    stage_typed<double>(in, spec, dst, parallel);
+  }
+}
+
+void scale_in_place(void* data, DType dtype, std::int64_t count, double scale, bool conj,
+                    const cpu::ParallelContext& parallel) {
+  const auto run = [&]<class R>(R) {
+    const R s = static_cast<R>(scale);
+    parallel.parallel_for(0, count, 32768, [&](std::int64_t begin, std::int64_t end) {
+      if (is_complex(dtype)) {
+        auto* d = static_cast<std::complex<R>*>(data);
+        for (std::int64_t i = begin; i < end; ++i) d[i] = (conj ? std::conj(d[i]) : d[i]) * s;
+      } else {
+        auto* d = static_cast<R*>(data);
+        for (std::int64_t i = begin; i < end; ++i) d[i] *= s;
+      }
+    });
+  };
+  if (real_dtype(dtype) == DType::kFloat32) {
+    run(0.0f);
+  } else {
+    run(0.0);
+  }
+}
+
+}  // namespace tenferro::fft::internal

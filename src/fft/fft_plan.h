@@ -1,0 +1,83 @@
+// FftPlan: what CpuFftEngine::prepare() builds for one transform and
+// concrete input (Note [FFT extension engine] in cpu_engine.h): the staging
+// copy, one pass per axis with its provider kernels and batch blocks
+// (Note [FFT batch parallelism]), the optional direct first pass and the
+// final scaling. Immutable after build; shared by every run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tenferro/cpu/parallel.h"
+#include "tenferro/fft/cpu_engine.h"
+#include "tenferro/fft/fft_op.h"
+#include "tenferro/fft/fft_provider.h"
+#include "tenferro/runtime/providers.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::fft::internal {
+
+/// Which buffer a pass reads or writes.
+enum class BufferRole : std::uint8_t { kInput, kOutput, kStage };
+
+/// One batched 1-D transform and its kernels.
+struct FftPass {
+  FftProblem problem;
+  BufferRole src = BufferRole::kOutput;
+  BufferRole dst = BufferRole::kOutput;
+  std::shared_ptr<const FftKernel> full;   ///< the whole batch
+  std::shared_ptr<const FftKernel> block;  ///< one block (null when nblocks == 1)
+  std::shared_ptr<const FftKernel> last;   ///< the last, shorter block (null when all blocks are equal)
+  std::int64_t nblocks = 1;
+  std::int64_t src_block_bytes = 0;  ///< pointer advance per block
+  std::int64_t dst_block_bytes = 0;
+  std::size_t workspace_bytes = 0;  ///< largest kernel workspace
+  double flops = 0.0;
+};
+
+/// The copy of the input into the first pass's buffer.
+struct StageSpec {
+  BufferRole dst = BufferRole::kOutput;
+  DType dst_dtype = DType::kComplex128;
+  Dims dst_shape;    ///< row-major
+  Dims copy_extent;  ///< per axis: min(input extent, dst extent)
+  bool zero_fill = false;
+  double scale = 1.0;
+  bool conj = false;
+};
+
+struct FftPlan final : runtime::ProviderPlan {
+  std::shared_ptr<const FftOp> op_keepalive;  // unused by run(); keeps describe() valid for explain
+  FftGeometry geometry;
+  FftKind kind = FftKind::kFft;
+  DType input_dtype = DType::kComplex128;
+  DType output_dtype = DType::kComplex128;
+  Dims input_shape;
+  bool empty = false;  ///< the output has no elements
+  StageSpec stage;
+  std::size_t stage_bytes = 0;  ///< 0 when the stage goes to the output
+  std::vector<FftPass> passes;
+  bool has_direct = false;
+  FftPass direct_first;  ///< replaces passes[0] (and the staging copy) when the input allows
+  bool post_conj = false;
+  std::size_t workspace_bytes = 0;  ///< largest kernel workspace over all passes
+  double flops = 0.0;
+};
+
+/// Builds the plan (prepare time). `input_row_major`: the input's layout
+/// class is known to be row-major (enables the direct first pass).
+Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, const FftEngineOptions& options,
+                                                const FftOp& op, DType input_dtype, IntArrayRef input_shape,
+                                                bool input_row_major);
+
+/// Copies `in` into the row-major buffer `dst` as `spec` says (pad/crop,
+/// real -> complex, scale, conj), split over `parallel`.
+void stage_input(const TensorView& in, const StageSpec& spec, void* dst, const cpu::ParallelContext& parallel);
+
+/// data[i] = conj?(data[i]) * scale for `count` elements of `dtype`.
+void scale_in_place(void* data, DType dtype, std::int64_t count, double scale, bool conj,
+                    const cpu::ParallelContext& parallel);
+
+}  // namespace tenferro::fft::internal

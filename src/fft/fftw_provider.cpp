@@ -1,0 +1,239 @@
+// The FFTW provider (Note [FFTW planner state] in fftw_provider.h): guru64
+// plans over exact strides made under the provider's planner lock and
+// cached, executed with the thread-safe new-array functions.
+#include "tenferro/fft/fftw_provider.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fft/plan_cache.h"
+
+namespace tenferro::fft {
+
+namespace {
+
+template <class R>
+struct Fftw;
+
+template <>
+struct Fftw<double> {
+  using Complex = fftw_complex;
+  using Plan = fftw_plan;
+  static Plan dft(int rank, const fftw_iodim64* dims, int howmany_rank, const fftw_iodim64* howmany, void* in,
+                  void* out, int sign, unsigned flags) {
+    return fftw_plan_guru64_dft(rank, dims, howmany_rank, howmany, static_cast<Complex*>(in),
+                                static_cast<Complex*>(out), sign, flags);
+  }
+  static Plan r2c(int rank, const fftw_iodim64* dims, int howmany_rank, const fftw_iodim64* howmany, void* in,
+                  void* out, unsigned flags) {
+    return fftw_plan_guru64_dft_r2c(rank, dims, howmany_rank, howmany, static_cast<double*>(in),
+                                    static_cast<Complex*>(out), flags);
+  }
+  static Plan c2r(int rank, const fftw_iodim64* dims, int howmany_rank, const fftw_iodim64* howmany, void* in,
+                  void* out, unsigned flags) {
+    return fftw_plan_guru64_dft_c2r(rank, dims, howmany_rank, howmany, static_cast<Complex*>(in),
+                                    static_cast<double*>(out), flags);
+  }
+  static void execute(FftTransform t, Plan p, void* in, void* out) {
+    switch (t) {
+      case FftTransform::kC2C:
+        fftw_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
+        break;
+      case FftTransform::kR2C:
+        fftw_execute_dft_r2c(p, static_cast<double*>(in), static_cast<Complex*>(out));
+        break;
+      case FftTransform::kC2R:
+        fftw_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<double*>(out));
+        break;
+    }
+  }
+  static void destroy(Plan p) { fftw_destroy_plan(p); }
+  static void* malloc(std::size_t bytes) { return fftw_malloc(bytes); }
+  static void free(void* p) { fftw_free(p); }
+  static int alignment_of(void* p) { return fftw_alignment_of(static_cast<double*>(p)); }
+};
+
+template <>
+struct Fftw<float> {
+  using Complex = fftwf_complex;
+  using Plan = fftwf_plan;
+  static Plan dft(int rank, const fftwf_iodim64* dims, int howmany_rank, const fftwf_iodim64* howmany, void* in,
+                  void* out, int sign, unsigned flags) {
+    return fftwf_plan_guru64_dft(rank, dims, howmany_rank, howmany, static_cast<Complex*>(in),
+                                 static_cast<Complex*>(out), sign, flags);
+  }
+  static Plan r2c(int rank, const fftwf_iodim64* dims, int howmany_rank, const fftwf_iodim64* howmany, void* in,
+                  void* out, unsigned flags) {
+    return fftwf_plan_guru64_dft_r2c(rank, dims, howmany_rank, howmany, static_cast<float*>(in),
+                                     static_cast<Complex*>(out), flags);
+  }
+  static Plan c2r(int rank, const fftwf_iodim64* dims, int howmany_rank, const fftwf_iodim64* howmany, void* in,
+                  void* out, unsigned flags) {
+    return fftwf_plan_guru64_dft_c2r(rank, dims, howmany_rank, howmany, static_cast<Complex*>(in),
+                                     static_cast<float*>(out), flags);
+  }
+  static void execute(FftTransform t, Plan p, void* in, void* out) {
+    switch (t) {
+      case FftTransform::kC2C:
+        fftwf_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
+        break;
+      case FftTransform::kR2C:
+        fftwf_execute_dft_r2c(p, static_cast<float*>(in), static_cast<Complex*>(out));
+        break;
+      case FftTransform::kC2R:
+        fftwf_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<float*>(out));
+        break;
+    }
+  }
+  static void destroy(Plan p) { fftwf_destroy_plan(p); }
+  static void* malloc(std::size_t bytes) { return fftwf_malloc(bytes); }
+  static void free(void* p) { fftwf_free(p); }
+  static int alignment_of(void* p) { return fftwf_alignment_of(static_cast<float*>(p)); }
+};
+
+// One FFTW plan. Destroyed under the provider's planner lock.
+template <class R>
+class FftwKernel final : public FftKernel {
+ public:
+  using Plan = typename Fftw<R>::Plan;
+  FftwKernel(Plan plan, FftTransform transform, bool aligned, int in_alignment, int out_alignment,
+             std::shared_ptr<std::mutex> lock)
+      : plan_(plan),
+        transform_(transform),
+        aligned_(aligned),
+        in_alignment_(in_alignment),
+        out_alignment_(out_alignment),
+        lock_(std::move(lock)) {}
+  ~FftwKernel() override {
+    std::lock_guard<std::mutex> guard(*lock_);
+    Fftw<R>::destroy(plan_);
+  }
+  bool accepts(const void* in, const void* out) const noexcept override {
+    if (!aligned_) return true;
+    return Fftw<R>::alignment_of(const_cast<void*>(in)) == in_alignment_ &&
+           Fftw<R>::alignment_of(const_cast<void*>(out)) == out_alignment_;
+  }
+  Status execute(void* in, void* out, std::span<std::byte> /*workspace*/) const noexcept override {
+    Fftw<R>::execute(transform_, plan_, in, out);
+    return ok_status();
+  }
+
+ private:
+  Plan plan_;
+  FftTransform transform_;
+  bool aligned_;
+  int in_alignment_;
+  int out_alignment_;
+  std::shared_ptr<std::mutex> lock_;
+};
+
+// Elements one side of the problem addresses: 1 + sum (extent - 1) * stride.
+std::int64_t span_elements(std::int64_t n, std::int64_t stride, std::span<const FftLoop> batch, bool input) {
+  std::int64_t last = (n - 1) * stride;
+  for (const FftLoop& l : batch) last += (l.n - 1) * (input ? l.in_stride : l.out_stride);
+  return last + 1;
+}
+
+// Scratch arrays a plan is made on (FFTW_MEASURE overwrites them).
+class PlanningArray {
+ public:
+  template <class R>
+  static PlanningArray make(std::size_t bytes) {
+    return PlanningArray(Fftw<R>::malloc(std::max<std::size_t>(bytes, 64)), &Fftw<R>::free);
+  }
+  PlanningArray(PlanningArray&& o) noexcept : data_(o.data_), free_(o.free_) { o.data_ = nullptr; }
+  PlanningArray& operator=(PlanningArray&&) = delete;
+  ~PlanningArray() {
+    if (data_ != nullptr) free_(data_);
+  }
+  void* data() const noexcept { return data_; }
+
+ private:
+  PlanningArray(void* data, void (*free)(void*)) : data_(data), free_(free) {}
+  void* data_;
+  void (*free_)(void*);
+};
+
+template <class R>
+Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsigned flags,
+                                                     const std::shared_ptr<std::mutex>& lock, std::string_view name) {
+  using C = std::complex<R>;
+  const bool real_in = p.transform == FftTransform::kR2C;
+  const bool real_out = p.transform == FftTransform::kC2R;
+  const std::int64_t half = p.dim.n / 2 + 1;
+  const std::int64_t in_n = p.transform == FftTransform::kC2R ? half : p.dim.n;
+  const std::int64_t out_n = p.transform == FftTransform::kR2C ? half : p.dim.n;
+  const std::size_t in_bytes =
+      static_cast<std::size_t>(span_elements(in_n, p.dim.in_stride, p.batch, true)) * (real_in ? sizeof(R) : sizeof(C));
+  const std::size_t out_bytes = static_cast<std::size_t>(span_elements(out_n, p.dim.out_stride, p.batch, false)) *
+                                (real_out ? sizeof(R) : sizeof(C));
+  PlanningArray in = PlanningArray::make<R>(p.in_place ? std::max(in_bytes, out_bytes) : in_bytes);
+  PlanningArray out = PlanningArray::make<R>(p.in_place ? 0 : out_bytes);
+  if (in.data() == nullptr || out.data() == nullptr) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kPrepare,
+                      "fft provider {}: expected planning arrays of {} and {} bytes, found the allocation failing",
+                      name, in_bytes, out_bytes);
+  }
+  void* out_ptr = p.in_place ? in.data() : out.data();
+  fftw_iodim64 dim{p.dim.n, p.dim.in_stride, p.dim.out_stride};
+  SmallVector<fftw_iodim64, 4> loops;
+  for (const FftLoop& l : p.batch) loops.push_back(fftw_iodim64{l.n, l.in_stride, l.out_stride});
+  const int howmany_rank = static_cast<int>(loops.size());
+  typename Fftw<R>::Plan plan = nullptr;
+  switch (p.transform) {
+    case FftTransform::kC2C:
+      plan = Fftw<R>::dft(1, &dim, howmany_rank, loops.data(), in.data(), out_ptr,
+                          p.sign < 0 ? FFTW_FORWARD : FFTW_BACKWARD, flags);
+      break;
+    case FftTransform::kR2C:
+      plan = Fftw<R>::r2c(1, &dim, howmany_rank, loops.data(), in.data(), out_ptr, flags);
+      break;
+    case FftTransform::kC2R:
+      plan = Fftw<R>::c2r(1, &dim, howmany_rank, loops.data(), in.data(), out_ptr, flags | FFTW_DESTROY_INPUT);
+      break;
+  }
+  if (plan == nullptr) return unsupported_fft_problem(name, p, "FFTW's planner found no plan");
+  return std::shared_ptr<const FftKernel>(std::make_shared<FftwKernel<R>>(
+      plan, p.transform, p.aligned, Fftw<R>::alignment_of(in.data()), Fftw<R>::alignment_of(out_ptr), lock));
+}
+
+}  // namespace
+
+FftwFftProvider::FftwFftProvider(FftwProviderOptions options)
+    : options_(options), planner_lock_(std::make_shared<std::mutex>()) {
+  // Note [FFTW planner state]: FFTW's own lock around its process-global
+  // planner, so providers of independent runtimes cannot race on it.
+  fftw_make_planner_thread_safe();
+  fftwf_make_planner_thread_safe();
+  name_ =
+      fmt::format("fftw {} ({})", fftw_version, options_.mode == FftwPlannerMode::kEstimate ? "estimate" : "measure");
+  capability_ = cpu::ProviderCapability{cpu::ThreadCountControl::kSequential, cpu::PlacementControl::kCallingThread,
+                                        "FFTW without its threads library: every execute runs on the calling thread"};
+  cache_ = std::make_unique<internal::FftPlanCache>(options_.max_cached_plans, planner_lock_);
+}
+
+FftwFftProvider::~FftwFftProvider() = default;
+
+Result<std::shared_ptr<const FftKernel>> FftwFftProvider::plan(const FftProblem& problem) const {
+  if (problem.precision != DType::kFloat32 && problem.precision != DType::kFloat64) {
+    return unsupported_fft_problem(name_, problem, "expected precision float32 or float64");
+  }
+  if (problem.dim.n < 1) return unsupported_fft_problem(name_, problem, "expected a length >= 1");
+  unsigned flags = options_.mode == FftwPlannerMode::kEstimate ? FFTW_ESTIMATE : FFTW_MEASURE;
+  if (!problem.aligned) flags |= FFTW_UNALIGNED;
+  return cache_->get_or_create(problem, [&]() -> Result<std::shared_ptr<const FftKernel>> {
+    return problem.precision == DType::kFloat64 ? make_kernel<double>(problem, flags, planner_lock_, name_)
+                                                : make_kernel<float>(problem, flags, planner_lock_, name_);
+  });
+}
+
+FftPlanCacheStats FftwFftProvider::cache_stats() const { return cache_->stats(); }
+
+void FftwFftProvider::clear_cache() const { cache_->clear(); }
+
+}  // namespace tenferro::fft

@@ -1,0 +1,259 @@
+// The FFT provider conformance suite, written once and run against every
+// provider (FFTW, native): c2c in both directions, r2c and c2r, float32 and
+// float64, lengths with small, odd, prime and Bluestein-sized factors,
+// batches of several loops with arbitrary strides, in place and out of
+// place, each transform checked against a naive O(n²) DFT. The null
+// skeleton refuses everything (and an engine holding it reports the op as
+// unsupported); the providers' plan caches are bounded and shared kernels
+// outlive eviction.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "fft/fft_test_support.h"
+
+namespace tenferro::fft {
+namespace {
+
+using namespace testing;
+
+std::shared_ptr<const CpuFftProvider> provider_named(const std::string& name, std::size_t cache = 256) {
+  if (name == "fftw") {
+    FftwProviderOptions o;
+    o.max_cached_plans = cache;
+    return std::make_shared<FftwFftProvider>(o);
+  }
+  return std::make_shared<NativeFftProvider>(cache);
+}
+
+// 64-byte aligned zeroed bytes.
+struct Buffer {
+  explicit Buffer(std::size_t bytes) : size((bytes + 63) / 64 * 64 + 64) {
+    data = static_cast<std::byte*>(std::aligned_alloc(64, size));
+    std::memset(data, 0, size);
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  std::byte* data;
+  std::size_t size;
+};
+
+std::int64_t span_of(std::int64_t n, std::int64_t stride, const SmallVector<FftLoop, 4>& batch, bool in) {
+  std::int64_t last = (n - 1) * stride;
+  for (const FftLoop& l : batch) last += (l.n - 1) * (in ? l.in_stride : l.out_stride);
+  return last + 1;
+}
+
+// Runs `p` on random data and compares every transform with a naive DFT.
+void check_problem(const CpuFftProvider& provider, const FftProblem& p, std::uint32_t seed) {
+  SCOPED_TRACE(p.to_string());
+  Result<std::shared_ptr<const FftKernel>> kernel = provider.plan(p);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  const bool single = p.precision == DType::kFloat32;
+  const std::size_t real_bytes = single ? 4 : 8, complex_bytes = 2 * real_bytes;
+  const std::int64_t n = p.dim.n, half = n / 2 + 1;
+  const bool real_in = p.transform == FftTransform::kR2C, real_out = p.transform == FftTransform::kC2R;
+  const std::int64_t in_n = p.transform == FftTransform::kC2R ? half : n;
+  const std::int64_t out_n = p.transform == FftTransform::kR2C ? half : n;
+  const std::size_t in_bytes =
+      static_cast<std::size_t>(span_of(in_n, p.dim.in_stride, p.batch, true)) * (real_in ? real_bytes : complex_bytes);
+  const std::size_t out_bytes = static_cast<std::size_t>(span_of(out_n, p.dim.out_stride, p.batch, false)) *
+                                (real_out ? real_bytes : complex_bytes);
+  Buffer in(std::max(in_bytes, out_bytes)), out(out_bytes), ws((*kernel)->workspace_bytes());
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const auto load = [&](const std::byte* base, std::int64_t index, bool real) -> cd {
+    if (real)
+      return single ? cd(reinterpret_cast<const float*>(base)[index], 0)
+                    : cd(reinterpret_cast<const double*>(base)[index], 0);
+    if (single) {
+      const auto* c = reinterpret_cast<const std::complex<float>*>(base);
+      return cd(c[index].real(), c[index].imag());
+    }
+    return reinterpret_cast<const cd*>(base)[index];
+  };
+  const auto store = [&](std::byte* base, std::int64_t index, bool real, cd v) {
+    if (real) {
+      if (single) {
+        reinterpret_cast<float*>(base)[index] = static_cast<float>(v.real());
+      } else {
+        reinterpret_cast<double*>(base)[index] = v.real();
+      }
+    } else if (single) {
+      reinterpret_cast<std::complex<float>*>(base)[index] = {static_cast<float>(v.real()),
+                                                             static_cast<float>(v.imag())};
+    } else {
+      reinterpret_cast<cd*>(base)[index] = v;
+    }
+  };
+  // Batch offsets (row-major over the loops).
+  std::vector<std::pair<std::int64_t, std::int64_t>> offsets{{0, 0}};
+  for (const FftLoop& l : p.batch) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> next;
+    for (const auto& [i, o] : offsets)
+      for (std::int64_t k = 0; k < l.n; ++k) next.emplace_back(i + k * l.in_stride, o + k * l.out_stride);
+    offsets = std::move(next);
+  }
+  std::vector<std::vector<cd>> inputs;
+  for (const auto& [io, oo] : offsets) {
+    std::vector<cd> x(static_cast<std::size_t>(in_n));
+    for (std::int64_t j = 0; j < in_n; ++j) {
+      x[static_cast<std::size_t>(j)] = real_in ? cd(u(rng), 0) : cd(u(rng), u(rng));
+      store(in.data, io + j * p.dim.in_stride, real_in, x[static_cast<std::size_t>(j)]);
+    }
+    inputs.push_back(std::move(x));
+  }
+  std::byte* dst = p.in_place ? in.data : out.data;
+  ASSERT_TRUE((*kernel)->accepts(in.data, dst));
+  ASSERT_TRUE((*kernel)->execute(in.data, dst, std::span<std::byte>(ws.data, ws.size)).ok());
+  const int sign = p.transform == FftTransform::kC2C ? p.sign : (real_in ? -1 : +1);
+  for (std::size_t b = 0; b < offsets.size(); ++b) {
+    // The logical length-n input: c2r's is the Hermitian extension.
+    std::vector<cd> x(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (!real_out) {
+        x[static_cast<std::size_t>(j)] = inputs[b][static_cast<std::size_t>(j)];
+      } else {
+        x[static_cast<std::size_t>(j)] =
+            j < half ? inputs[b][static_cast<std::size_t>(j)] : std::conj(inputs[b][static_cast<std::size_t>(n - j)]);
+      }
+    }
+    std::vector<cd> want, got;
+    for (std::int64_t k = 0; k < out_n; ++k) {
+      cd acc = 0;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double angle = sign * 2.0 * M_PI * static_cast<double>((j * k) % n) / static_cast<double>(n);
+        acc += x[static_cast<std::size_t>(j)] * cd(std::cos(angle), std::sin(angle));
+      }
+      want.push_back(real_out ? cd(acc.real(), 0) : acc);
+      got.push_back(load(dst, offsets[b].second + k * p.dim.out_stride, real_out));
+    }
+    expect_close(got, want, single ? 1e-5 : 1e-12, fmt::format("batch element {}", b));
+  }
+}
+
+class ProviderConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProviderConformance, ComplexToComplex) {
+  auto provider = provider_named(GetParam());
+  std::uint32_t seed = 1;
+  for (DType precision : {DType::kFloat64, DType::kFloat32}) {
+    for (std::int64_t n : {1, 2, 3, 4, 5, 8, 12, 17, 30, 64, 67, 97, 100, 128, 243}) {
+      for (int sign : {-1, +1}) {
+        FftProblem p;
+        p.transform = FftTransform::kC2C;
+        p.precision = precision;
+        p.sign = sign;
+        p.dim = {n, 1, 1};
+        check_problem(*provider, p, seed++);
+        // Batched, strided, out of place: [3][n] read with stride 2, written transposed.
+        p.dim = {n, 2, 3};
+        p.batch = {{3, 2 * n, 1}};
+        check_problem(*provider, p, seed++);
+        // In place over two loops.
+        p.dim = {n, 4, 4};
+        p.batch = {{2, 4 * n, 4 * n}, {4, 1, 1}};
+        p.in_place = true;
+        check_problem(*provider, p, seed++);
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, RealToComplexAndBack) {
+  auto provider = provider_named(GetParam());
+  std::uint32_t seed = 100;
+  for (DType precision : {DType::kFloat64, DType::kFloat32}) {
+    for (std::int64_t n : {1, 2, 3, 4, 7, 8, 15, 16, 67, 100, 101}) {
+      for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
+        FftProblem p;
+        p.transform = t;
+        p.precision = precision;
+        p.dim = {n, 1, 1};
+        check_problem(*provider, p, seed++);
+        const std::int64_t half = n / 2 + 1;
+        const std::int64_t in_len = t == FftTransform::kR2C ? n : half;
+        const std::int64_t out_len = t == FftTransform::kR2C ? half : n;
+        // A batch of 5 along a loop with its own strides: the transform axis outer.
+        p.dim = {n, 5, 5};
+        p.batch = {{5, 1, 1}};
+        check_problem(*provider, p, seed++);
+        p.dim = {n, 1, 1};
+        p.batch = {{3, in_len + 2, out_len + 1}};
+        check_problem(*provider, p, seed++);
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, PlanCacheIsBoundedAndKernelsOutliveEviction) {
+  auto provider = provider_named(GetParam(), 2);
+  FftProblem p;
+  p.dim = {16, 1, 1};
+  auto first = provider->plan(p);
+  ASSERT_TRUE(first.ok());
+  auto again = provider->plan(p);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first->get(), again->get());  // shared from the cache
+  FftPlanCacheStats s = provider->cache_stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  for (std::int64_t n : {17, 18, 19}) {
+    FftProblem q = p;
+    q.dim.n = n;
+    ASSERT_TRUE(provider->plan(q).ok());
+  }
+  s = provider->cache_stats();
+  EXPECT_EQ(s.entries, 2u);
+  EXPECT_EQ(s.capacity, 2u);
+  EXPECT_EQ(s.evictions, 2u);
+  check_problem(*provider, p, 7);  // replans (a miss) while `first` still holds the evicted kernel
+  Buffer buf(1024), ws((*first)->workspace_bytes());
+  EXPECT_TRUE((*first)->execute(buf.data, buf.data + 256, std::span<std::byte>(ws.data, ws.size)).ok());
+  provider->clear_cache();
+  EXPECT_EQ(provider->cache_stats().entries, 0u);
+}
+
+TEST_P(ProviderConformance, UnsupportedPrecision) {
+  auto provider = provider_named(GetParam());
+  FftProblem p;
+  p.precision = DType::kInt32;
+  p.dim = {4, 1, 1};
+  EXPECT_EQ(provider->plan(p).status().code(), ErrorCode::kUnsupported);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, ProviderConformance, ::testing::Values("fftw", "native"),
+                         [](const auto& info) { return info.param; });
+
+TEST(FftwProvider, AlignmentIsPartOfThePlan) {
+  FftwFftProvider provider;
+  FftProblem p;
+  p.precision = DType::kFloat32;
+  p.dim = {64, 1, 1};
+  auto aligned = provider.plan(p);
+  p.aligned = false;
+  auto unaligned = provider.plan(p);
+  ASSERT_TRUE(aligned.ok() && unaligned.ok());
+  EXPECT_NE(aligned->get(), unaligned->get());
+  Buffer a(1024), b(1024);
+  EXPECT_TRUE((*aligned)->accepts(a.data, b.data));
+  EXPECT_FALSE((*aligned)->accepts(a.data + 8, b.data));  // off FFTW's SIMD alignment
+  EXPECT_TRUE((*unaligned)->accepts(a.data + 8, b.data));
+  check_problem(provider, p, 3);
+}
+
+TEST(NullProvider, RefusesEverythingAndTheRuntimeReportsIt) {
+  auto null = make_null_fft_provider();
+  FftProblem p;
+  p.dim = {8, 1, 1};
+  EXPECT_EQ(null->plan(p).status().code(), ErrorCode::kUnsupported);
+  runtime::Runtime rt = make_runtime(std::make_shared<CpuFftEngine>(null));
+  runtime::EagerContext ctx = rt.on();
+  Result<Tensor> y = fft::fft(ctx, random_tensor(DType::kComplex128, {8}, 1));
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupportedExtension) << y.status().to_string();
+}
+
+}  // namespace
+}  // namespace tenferro::fft
