@@ -1,0 +1,160 @@
+// Index slicing: fix some labels of a contraction to one value at a time so
+// that the largest intermediate of each slice fits a memory bound (or so
+// that there are enough slices to spread over workers or ranks), and the
+// strided views that give one slice's operands without copying.
+//
+// Note [Index slicing]
+// Slicing label l (extent d) turns one contraction into d independent ones:
+// slice v reads every operand with l fixed to v and yields, when l is an
+// output label, the output's hyperplane l = v, and otherwise a term of a sum
+// over v. A set S of sliced labels gives prod(extent(S)) slices. Each slice
+// is the original network with the labels of S removed, contracted along the
+// same ContractionOrder (the slice tree); intermediates that held a label of
+// S shrink by its extent, and steps whose labels miss S are repeated once
+// per slice, which is the flops overhead:
+//   overhead = num_slices * flops(slice tree) / flops(unsliced tree) >= 1
+// (it can fall a little below 1: a step that contracted only sliced labels
+// becomes an outer product, one flop per multiply-add instead of two).
+//
+// The greedy choice (cotengra's SliceFinder without its randomisation):
+// while the bound or the minimum slice count is not met, try every label
+// not yet sliced and keep the one with the lowest added overhead per unit of
+// reduction. While some intermediate exceeds the bound the reduction is that
+// of the excess (the sum over steps of elements beyond the bound, log2);
+// afterwards (only the minimum slice count is missing) the label that keeps
+// ceil(num_slices / workers) * flops(slice) lowest wins, so that the slices
+// spread evenly over the workers. Ties go to the larger reduction, then the
+// lower label id, so the choice is deterministic.
+//
+// Note [Slice views]
+// An operand's slice view is its input-node view (Note [Step semantics]:
+// diagonals taken, broadcast axes dropped) with the sliced labels fixed: a
+// label's axis stride is the sum of the strides of the input axes carrying
+// it (a diagonal), a sliced label adds value * those strides to the element
+// offset and loses its axis. No element is copied. The output's slice view
+// fixes the sliced output labels the same way.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tenferro/base/small_vector.h"
+#include "tenferro/base/status.h"
+#include "tenferro/einsum/contraction_tree.h"
+#include "tenferro/tensor/shape.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::einsum {
+
+/// What slice_contraction must achieve.
+struct SlicingOptions {
+  /// Bytes the largest intermediate of one slice (the output slice
+  /// included; Note [Flop convention]) may hold; 0 means no bound.
+  double max_intermediate_bytes = 0.0;
+  /// At least this many slices (e.g. one per rank); >= 1.
+  std::int64_t min_slices = 1;
+  /// The workers the slices will be spread over (balances the choice made
+  /// for min_slices, Note [Index slicing]); >= 1.
+  std::int64_t workers = 1;
+  /// Refuse a slicing with more slices than this (kResourceExhausted).
+  std::int64_t max_slices = std::int64_t{1} << 40;
+};
+
+/// A contraction tree with a set of sliced labels (Note [Index slicing]).
+/// Immutable value type; thread-compatible.
+class SlicedContraction {
+ public:
+  /// Chooses the labels to slice greedily so that `options` hold. Errors:
+  /// kInvalidArgument for a negative bound or min_slices/workers < 1;
+  /// kResourceExhausted (expected/found in the message) when no slicing
+  /// meets the bound (an intermediate of unsliceable labels is too large,
+  /// or the bound needs more than max_slices slices).
+  static Result<SlicedContraction> plan(const ContractionTree& tree, const SlicingOptions& options);
+  /// Slices exactly `labels` (each a label of the network, no repeats).
+  /// kInvalidArgument otherwise.
+  static Result<SlicedContraction> with_labels(const ContractionTree& tree, std::span<const LabelId> labels);
+
+  /// The unsliced tree.
+  const ContractionTree& tree() const noexcept { return tree_; }
+  const Network& network() const noexcept { return tree_.network(); }
+  /// The tree one slice runs: the network without the sliced labels, bound
+  /// with integer labels (each key is the original LabelId), same order.
+  const ContractionTree& slice_tree() const noexcept { return slice_tree_; }
+  /// The sliced labels of the original network: output labels first (in
+  /// output order), then summed labels; slice indices enumerate their
+  /// values row-major over this list.
+  std::span<const LabelId> sliced_labels() const noexcept { return sliced_; }
+  /// How many of sliced_labels() are output labels (they come first).
+  std::size_t num_sliced_output_labels() const noexcept { return sliced_output_count_; }
+  std::int64_t num_slices() const noexcept { return num_slices_; }
+  /// The number of distinct output slices (product of the sliced output
+  /// labels' extents); slice k writes output slice k / (num_slices /
+  /// num_output_slices).
+  std::int64_t num_output_slices() const noexcept { return num_output_slices_; }
+  /// The cost of one slice (slice_tree().cost()).
+  const PathCost& slice_cost() const noexcept { return slice_tree_.cost(); }
+  /// num_slices() * slice flops.
+  double total_flops() const noexcept { return static_cast<double>(num_slices_) * slice_cost().flops; }
+  /// total_flops() / unsliced flops (1 when nothing is sliced).
+  double overhead() const noexcept;
+  /// Bytes of the largest intermediate of one slice.
+  double slice_max_intermediate_bytes() const noexcept;
+
+  /// The value of every sliced label in slice `k` (0 <= k < num_slices()),
+  /// in sliced_labels() order; `values` has sliced_labels().size() entries.
+  void slice_values(std::int64_t k, std::span<std::int64_t> values) const noexcept;
+
+  /// Sliced labels, slice count, per-slice and total cost, one line each.
+  std::string explain() const;
+
+ private:
+  SlicedContraction(ContractionTree tree, ContractionTree slice_tree) noexcept
+      : tree_(std::move(tree)), slice_tree_(std::move(slice_tree)) {}
+  static Result<SlicedContraction> build(const ContractionTree& tree, LabelList sliced);
+
+  ContractionTree tree_;
+  ContractionTree slice_tree_;
+  LabelList sliced_;
+  std::size_t sliced_output_count_ = 0;
+  std::int64_t num_slices_ = 1;
+  std::int64_t num_output_slices_ = 1;
+};
+
+/// The operands and output of one slice as strided views into the caller's
+/// tensors (Note [Slice views]). Owns the views' shapes and strides, so it
+/// is neither copyable nor movable; bind() again for the next slice (no
+/// allocation after the first bind of a given contraction). The views
+/// borrow the data of the tensors given to bind(). Thread-compatible.
+class SliceViews {
+ public:
+  SliceViews() = default;
+  SliceViews(const SliceViews&) = delete;
+  SliceViews& operator=(const SliceViews&) = delete;
+
+  /// Views slice `k` of `sliced`. `inputs` have the original network's
+  /// operand shapes and dtype, `output` its output shape and dtype (any
+  /// strides). kInvalidArgument for a wrong operand count or slice index,
+  /// kShapeMismatch / kDTypeMismatch naming the operand otherwise.
+  Status bind(const SlicedContraction& sliced, std::int64_t k, std::span<const TensorView> inputs,
+              const TensorView& output);
+
+  /// One view per operand, with the slice tree's operand shapes.
+  std::span<const TensorView> inputs() const noexcept { return inputs_; }
+  /// The output slice, with the slice tree's output shape.
+  const TensorView& output() const noexcept { return output_; }
+  /// Values of the sliced labels of the bound slice.
+  std::span<const std::int64_t> values() const noexcept { return values_; }
+
+ private:
+  std::vector<Dims> shapes_;
+  std::vector<Dims> strides_;
+  std::vector<TensorView> inputs_;
+  Dims output_shape_;
+  Dims output_strides_;
+  TensorView output_;
+  std::vector<std::int64_t> values_;
+};
+
+}  // namespace tenferro::einsum

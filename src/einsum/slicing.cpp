@@ -1,0 +1,397 @@
+// Index slicing (slicing.h): the greedy choice of sliced labels, the slice
+// tree, and the strided views of one slice (Note [Index slicing], Note
+// [Slice views]).
+#include "tenferro/einsum/slicing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "message_text.h"
+#include "tenferro/einsum/subscripts.h"
+
+namespace tenferro::einsum {
+
+namespace {
+
+bool contains(std::span<const LabelId> labels, LabelId label) {
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+// The step quantities the greedy search re-evaluates for every candidate,
+// with sliced labels counting as extent 1.
+struct StepLabels {
+  LabelList lhs;       // the lhs node's labels (before pre-summing)
+  LabelList rhs;       // the rhs node's labels
+  LabelList lhs_kept;  // lhs minus lhs_summed
+  LabelList rhs_free;
+  LabelList result;
+  bool lhs_presum = false;
+  bool rhs_presum = false;
+  bool contracts = false;
+};
+
+class SliceCostModel {
+ public:
+  explicit SliceCostModel(const ContractionTree& tree) : network_(tree.network()) {
+    for (const ContractionStep& s : tree.steps()) {
+      StepLabels step;
+      step.lhs = tree.node_labels(s.lhs);
+      step.rhs = tree.node_labels(s.rhs);
+      for (LabelId l : step.lhs)
+        if (!contains(s.lhs_summed, l)) step.lhs_kept.push_back(l);
+      step.rhs_free = s.rhs_free;
+      step.result = s.result;
+      step.lhs_presum = !s.lhs_summed.empty();
+      step.rhs_presum = !s.rhs_summed.empty();
+      step.contracts = !s.contracted.empty();
+      steps_.push_back(std::move(step));
+    }
+    if (steps_.empty()) {
+      // One operand: the output is the only intermediate.
+      single_input_ = tree.node_labels(0);
+      single_presum_ = !tree.root_summed().empty();
+    }
+  }
+
+  struct Evaluation {
+    double max_size = 0.0;  // elements of the largest intermediate
+    double excess = 0.0;    // sum over intermediates of elements beyond the bound
+    double slice_flops = 0.0;
+  };
+
+  // Costs with the labels flagged in `sliced` fixed.
+  Evaluation evaluate(const std::vector<char>& sliced, double bound_elements) const {
+    const auto elements = [&](const LabelList& labels) {
+      double e = 1.0;
+      for (LabelId l : labels)
+        if (!sliced[static_cast<std::size_t>(l)]) e *= static_cast<double>(network_.extent(l));
+      return e;
+    };
+    Evaluation out;
+    const auto add_size = [&](double size) {
+      out.max_size = std::max(out.max_size, size);
+      if (bound_elements > 0.0 && size > bound_elements) out.excess += size - bound_elements;
+    };
+    if (steps_.empty()) {
+      add_size(elements(network_.output()));
+      out.slice_flops = single_presum_ ? elements(single_input_) : 0.0;
+      return out;
+    }
+    for (const StepLabels& step : steps_) {
+      add_size(elements(step.result));
+      double flops = elements(step.lhs_kept) * elements(step.rhs_free) * (step.contracts ? 2.0 : 1.0);
+      if (step.lhs_presum) flops += elements(step.lhs);
+      if (step.rhs_presum) flops += elements(step.rhs);
+      out.slice_flops += flops;
+    }
+    return out;
+  }
+
+  // Whether `label` occurs in an intermediate larger than the bound.
+  bool in_oversized(LabelId label, const std::vector<char>& sliced, double bound_elements) const {
+    const auto elements = [&](const LabelList& labels) {
+      double e = 1.0;
+      for (LabelId l : labels)
+        if (!sliced[static_cast<std::size_t>(l)]) e *= static_cast<double>(network_.extent(l));
+      return e;
+    };
+    if (steps_.empty()) return contains(network_.output(), label) && elements(network_.output()) > bound_elements;
+    for (const StepLabels& step : steps_)
+      if (contains(step.result, label) && elements(step.result) > bound_elements) return true;
+    return false;
+  }
+
+ private:
+  const Network& network_;
+  std::vector<StepLabels> steps_;
+  LabelList single_input_;
+  bool single_presum_ = false;
+};
+
+double log2_at_least_1(double x) { return std::log2(std::max(x, 1.0)); }
+
+}  // namespace
+
+double SlicedContraction::overhead() const noexcept {
+  const double base = tree_.cost().flops;
+  return base > 0.0 ? total_flops() / base : 1.0;
+}
+
+double SlicedContraction::slice_max_intermediate_bytes() const noexcept {
+  return slice_cost().max_intermediate_elements * static_cast<double>(dtype_size(network().dtype()));
+}
+
+void SlicedContraction::slice_values(std::int64_t k, std::span<std::int64_t> values) const noexcept {
+  for (std::size_t i = sliced_.size(); i > 0; --i) {
+    const std::int64_t extent = network().extent(sliced_[i - 1]);
+    values[i - 1] = k % extent;
+    k /= extent;
+  }
+}
+
+Result<SlicedContraction> SlicedContraction::build(const ContractionTree& tree, LabelList sliced) {
+  const Network& net = tree.network();
+  // Output labels first, in output order; then summed labels by id.
+  LabelList ordered;
+  for (LabelId l : net.output())
+    if (contains(sliced, l)) ordered.push_back(l);
+  const std::size_t output_count = ordered.size();
+  std::sort(sliced.begin(), sliced.end());
+  for (LabelId l : sliced)
+    if (!contains(net.output(), l)) ordered.push_back(l);
+
+  // The slice network in sublist form: each key is the original label id.
+  std::vector<std::vector<LabelKey>> operands;
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const NetworkOperand& op : net.operands()) {
+    std::vector<LabelKey>& keys = operands.emplace_back();
+    std::vector<std::int64_t>& shape = shapes.emplace_back();
+    for (LabelId l : op.labels) {
+      if (contains(ordered, l)) continue;
+      keys.push_back(l);
+      shape.push_back(net.extent(l));
+    }
+  }
+  std::vector<LabelKey> output;
+  for (LabelId l : net.output())
+    if (!contains(ordered, l)) output.push_back(l);
+  TENFERRO_ASSIGN_OR_RETURN(Subscripts subscripts, Subscripts::from_sublists(operands, output));
+  std::vector<IntArrayRef> shape_refs(shapes.begin(), shapes.end());
+  std::vector<DType> dtypes(shapes.size(), net.dtype());
+  TENFERRO_ASSIGN_OR_RETURN(Network slice_net, Network::bind(subscripts, shape_refs, dtypes));
+  TENFERRO_ASSIGN_OR_RETURN(ContractionTree slice_tree, ContractionTree::build(slice_net, tree.order()));
+  slice_tree.set_stats(tree.stats());
+
+  SlicedContraction out(tree, std::move(slice_tree));
+  out.sliced_ = std::move(ordered);
+  out.sliced_output_count_ = output_count;
+  double slices = 1.0, output_slices = 1.0;
+  for (std::size_t i = 0; i < out.sliced_.size(); ++i) {
+    const auto extent = static_cast<double>(net.extent(out.sliced_[i]));
+    slices *= extent;
+    if (i < output_count) output_slices *= extent;
+  }
+  if (slices > static_cast<double>(std::int64_t{1} << 62)) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                      "slicing labels \"{}\": expected at most 2^62 slices, found {:.4g}",
+                      net.labels_to_string(out.sliced_), slices);
+  }
+  out.num_slices_ = static_cast<std::int64_t>(slices);
+  out.num_output_slices_ = static_cast<std::int64_t>(output_slices);
+  return out;
+}
+
+Result<SlicedContraction> SlicedContraction::with_labels(const ContractionTree& tree, std::span<const LabelId> labels) {
+  const Network& net = tree.network();
+  LabelList sliced;
+  for (LabelId l : labels) {
+    if (l < 0 || l >= net.num_labels()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "slicing: expected label ids in [0, {}), found {}", net.num_labels(), l);
+    }
+    if (contains(sliced, l)) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "slicing: label \"{}\" is given twice; expected each label at most once", net.label_name(l));
+    }
+    if (net.extent(l) < 1) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "slicing: expected labels of extent >= 1, found \"{}\" of extent 0", net.label_name(l));
+    }
+    sliced.push_back(l);
+  }
+  return build(tree, std::move(sliced));
+}
+
+Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, const SlicingOptions& options) {
+  if (!(options.max_intermediate_bytes >= 0.0) || options.min_slices < 1 || options.workers < 1 ||
+      options.max_slices < 1) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "slicing: expected max_intermediate_bytes >= 0, min_slices >= 1, workers >= 1 and max_slices "
+                      ">= 1; found {}, {}, {} and {}",
+                      options.max_intermediate_bytes, options.min_slices, options.workers, options.max_slices);
+  }
+  const Network& net = tree.network();
+  const auto element_bytes = static_cast<double>(dtype_size(net.dtype()));
+  const double bound = options.max_intermediate_bytes > 0.0 ? options.max_intermediate_bytes / element_bytes : 0.0;
+  const SliceCostModel model(tree);
+  const auto num_labels = static_cast<std::size_t>(net.num_labels());
+  std::vector<char> sliced(num_labels, 0);
+  LabelList chosen;
+  double slices = 1.0;
+  SliceCostModel::Evaluation current = model.evaluate(sliced, bound);
+
+  const auto fits = [&](const SliceCostModel::Evaluation& e) { return bound == 0.0 || e.max_size <= bound; };
+  while (!fits(current) || slices < static_cast<double>(options.min_slices)) {
+    const bool shrinking = !fits(current);
+    const double total = log2_at_least_1(slices * current.slice_flops);
+    LabelId best = -1;
+    double best_key = std::numeric_limits<double>::infinity(), best_reduction = 0.0;
+    SliceCostModel::Evaluation best_eval;
+    bool over_max_slices = false;
+    for (std::size_t l = 0; l < num_labels; ++l) {
+      const auto label = static_cast<LabelId>(l);
+      const std::int64_t extent = net.extent(label);
+      if (sliced[l] || extent <= 1) continue;
+      if (shrinking && !model.in_oversized(label, sliced, bound)) continue;
+      const double n = slices * static_cast<double>(extent);
+      if (n > static_cast<double>(options.max_slices)) {
+        over_max_slices = true;
+        continue;
+      }
+      sliced[l] = 1;
+      const SliceCostModel::Evaluation e = model.evaluate(sliced, bound);
+      sliced[l] = 0;
+      double key = 0.0, reduction = 0.0;
+      if (shrinking) {
+        reduction = std::log2(1.0 + current.excess) - std::log2(1.0 + e.excess);
+        if (!(reduction > 0.0)) continue;
+        key = std::max(0.0, log2_at_least_1(n * e.slice_flops) - total) / reduction;
+      } else {
+        const double workers = static_cast<double>(options.workers);
+        reduction = std::log2(static_cast<double>(extent));
+        key = std::ceil(n / workers) * e.slice_flops;
+      }
+      if (key < best_key || (key == best_key && reduction > best_reduction)) {
+        best = label;
+        best_key = key;
+        best_reduction = reduction;
+        best_eval = e;
+      }
+    }
+    if (best < 0) {
+      if (!shrinking) break;  // min_slices is a target: every label is sliced already
+      return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                        "slicing \"{}\": expected the largest intermediate of a slice to fit {:.6g} bytes; found "
+                        "{:.6g} bytes after slicing \"{}\" ({} slices), and {}",
+                        internal::abbreviate(net.to_string()), options.max_intermediate_bytes,
+                        current.max_size * element_bytes, net.labels_to_string(chosen), slices,
+                        over_max_slices ? fmt::format("slicing more would exceed {} slices", options.max_slices)
+                                        : std::string("no label left to slice shrinks it"));
+    }
+    sliced[static_cast<std::size_t>(best)] = 1;
+    chosen.push_back(best);
+    slices *= static_cast<double>(net.extent(best));
+    current = best_eval;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction out, build(tree, std::move(chosen)));
+  if (bound > 0.0 && out.slice_cost().max_intermediate_elements > bound) {
+    return make_error(ErrorCode::kInternal, ErrorStage::kNone,
+                      "slicing: the slice tree's largest intermediate ({:.6g} elements) exceeds the bound ({:.6g}) "
+                      "the search met",
+                      out.slice_cost().max_intermediate_elements, bound);
+  }
+  return out;
+}
+
+std::string SlicedContraction::explain() const {
+  const Network& net = network();
+  std::string labels;
+  for (std::size_t i = 0; i < sliced_.size(); ++i) {
+    labels += fmt::format("{}{}({}{})", i > 0 ? " " : "", net.label_name(sliced_[i]), net.extent(sliced_[i]),
+                          i < sliced_output_count_ ? ", output" : "");
+  }
+  const double element_bytes = static_cast<double>(dtype_size(net.dtype()));
+  return fmt::format(
+      "sliced labels {}: {} slices ({} output slices)\n"
+      "per slice: log10 flops {:.4f}, largest intermediate {:.6g} bytes (unsliced {:.6g})\n"
+      "total: {:.6g} flops, overhead {:.4f}x the unsliced {:.6g}\n",
+      labels.empty() ? "none" : labels, num_slices_, num_output_slices_, slice_cost().log10_flops(),
+      slice_max_intermediate_bytes(), tree_.cost().max_intermediate_elements * element_bytes, total_flops(), overhead(),
+      tree_.cost().flops);
+}
+
+Status SliceViews::bind(const SlicedContraction& sliced, std::int64_t k, std::span<const TensorView> inputs,
+                        const TensorView& output) {
+  const Network& net = sliced.network();
+  if (static_cast<std::int64_t>(inputs.size()) != net.num_operands()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "slice views: expected {} operands, found {}",
+                      net.num_operands(), inputs.size());
+  }
+  if (k < 0 || k >= sliced.num_slices()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "slice views: expected a slice index in [0, {}), found {}", sliced.num_slices(), k);
+  }
+  const std::span<const LabelId> labels = sliced.sliced_labels();
+  values_.resize(labels.size());
+  sliced.slice_values(k, values_);
+  const auto value_of = [&](LabelId l) -> std::int64_t {
+    const auto it = std::find(labels.begin(), labels.end(), l);
+    return it == labels.end() ? -1 : values_[static_cast<std::size_t>(it - labels.begin())];
+  };
+
+  const std::size_t n = inputs.size();
+  shapes_.resize(n);
+  strides_.resize(n);
+  inputs_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const TensorView& in = inputs[i];
+    const NetworkOperand& op = net.operand(static_cast<std::int32_t>(i));
+    if (in.dtype != net.dtype()) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "slice views: operand {}: expected {}, found {}",
+                        i, net.dtype(), in.dtype);
+    }
+    bool shape_ok = in.shape.size() == op.axis_labels.size() && in.strides.size() == in.shape.size();
+    for (std::size_t a = 0; shape_ok && a < op.axis_labels.size(); ++a) {
+      const LabelId l = op.axis_labels[a];
+      shape_ok = in.shape[a] == (l == kBroadcastAxis ? 1 : net.extent(l));
+    }
+    if (!shape_ok) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "slice views: operand {}: expected a tensor of rank {} over labels \"{}\", found shape {}", i,
+                        op.axis_labels.size(), net.labels_to_string(op.labels), shape_to_string(in.shape));
+    }
+    Dims& shape = shapes_[i];
+    Dims& strides = strides_[i];
+    shape.clear();
+    strides.clear();
+    std::int64_t offset = 0;
+    for (LabelId l : op.labels) {
+      std::int64_t stride = 0;
+      for (std::size_t a = 0; a < op.axis_labels.size(); ++a)
+        if (op.axis_labels[a] == l) stride += in.strides[a];
+      const std::int64_t value = value_of(l);
+      if (value >= 0) {
+        offset += value * stride;
+      } else {
+        shape.push_back(net.extent(l));
+        strides.push_back(stride);
+      }
+    }
+    char* base = static_cast<char*>(in.data);
+    inputs_[i] = TensorView{base == nullptr ? nullptr : base + offset * static_cast<std::int64_t>(dtype_size(in.dtype)),
+                            shape, strides, in.dtype, in.storage};
+  }
+
+  const LabelList& out_labels = net.output();
+  if (output.dtype != net.dtype()) {
+    return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "slice views: output: expected {}, found {}",
+                      net.dtype(), output.dtype);
+  }
+  bool out_ok = output.shape.size() == out_labels.size() && output.strides.size() == output.shape.size();
+  for (std::size_t a = 0; out_ok && a < out_labels.size(); ++a) out_ok = output.shape[a] == net.extent(out_labels[a]);
+  if (!out_ok) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "slice views: output: expected shape {}, found {}",
+                      shape_to_string(net.output_shape()), shape_to_string(output.shape));
+  }
+  output_shape_.clear();
+  output_strides_.clear();
+  std::int64_t offset = 0;
+  for (std::size_t a = 0; a < out_labels.size(); ++a) {
+    const std::int64_t value = value_of(out_labels[a]);
+    if (value >= 0) {
+      offset += value * output.strides[a];
+    } else {
+      output_shape_.push_back(output.shape[a]);
+      output_strides_.push_back(output.strides[a]);
+    }
+  }
+  char* base = static_cast<char*>(output.data);
+  output_ = TensorView{base == nullptr ? nullptr : base + offset * static_cast<std::int64_t>(dtype_size(output.dtype)),
+                       output_shape_, output_strides_, output.dtype, output.storage};
+  return ok_status();
+}
+
+}  // namespace tenferro::einsum

@@ -1,0 +1,212 @@
+// Tests of index slicing: the chosen labels meet the bound, the sum over
+// slices (each contracted on its strided views along the slice tree) equals
+// the brute-force einsum of the unsliced network, the minimum slice count,
+// the typed errors of impossible bounds and of mismatched views.
+#include "tenferro/einsum/slicing.h"
+
+#include <gtest/gtest.h>
+
+#include "einsum_test_support.h"
+#include "tenferro/einsum/planner.h"
+
+namespace tenferro::einsum {
+namespace {
+
+using test_support::Dense;
+
+Network bind_or_die(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes) {
+  const auto r = test_support::refs(shapes);
+  auto net = Network::bind(subscripts, r);
+  EXPECT_TRUE(net.ok()) << subscripts << ": " << net.status().to_string();
+  return std::move(net).value();
+}
+
+Tensor tensor_of(const Dense& d) {
+  return Tensor::from_values<double>(std::span<const double>(d.data), IntArrayRef(d.shape)).value();
+}
+
+Dense dense_of(const TensorView& view) {
+  Dense d{std::vector<std::int64_t>(view.shape.begin(), view.shape.end()), {}};
+  d.data.resize(static_cast<std::size_t>(test_support::numel(d.shape)));
+  tenferro::internal::copy_to_contiguous(view, d.data.data());
+  return d;
+}
+
+// dst (any strides) += src (row-major, same shape).
+void add_into(const TensorView& dst, const Dense& src) {
+  ASSERT_EQ(std::vector<std::int64_t>(dst.shape.begin(), dst.shape.end()), src.shape);
+  auto* base = static_cast<double*>(dst.data);
+  std::int64_t k = 0;
+  test_support::for_each_index(src.shape, [&](const std::vector<std::int64_t>& index) {
+    std::int64_t offset = 0;
+    for (std::size_t a = 0; a < index.size(); ++a) offset += index[a] * dst.strides[a];
+    base[offset] += src.data[static_cast<std::size_t>(k++)];
+  });
+}
+
+// Contracts every slice of `sliced` on its views with the naive tree
+// executor and accumulates the slices into a zeroed output.
+Dense sum_over_slices(const SlicedContraction& sliced, const std::vector<Dense>& operands) {
+  std::vector<Tensor> tensors;
+  std::vector<TensorView> views;
+  for (const Dense& d : operands) tensors.push_back(tensor_of(d));
+  for (const Tensor& t : tensors) views.push_back(t.view());
+  Tensor out = Tensor::zeros(IntArrayRef(sliced.network().output_shape()), DType::kFloat64).value();
+  SliceViews slice;
+  for (std::int64_t k = 0; k < sliced.num_slices(); ++k) {
+    const Status bound = slice.bind(sliced, k, views, out.view());
+    EXPECT_TRUE(bound.ok()) << bound.to_string();
+    if (!bound.ok()) break;
+    std::vector<Dense> slice_operands;
+    for (const TensorView& v : slice.inputs()) slice_operands.push_back(dense_of(v));
+    add_into(slice.output(), test_support::execute_tree(sliced.slice_tree(), slice_operands));
+  }
+  Dense result{sliced.network().output_shape(), {}};
+  result.data = out.to_vector<double>().value();
+  return result;
+}
+
+TEST(SlicingTest, SumOverSlicesEqualsUnslicedOnRandomNetworks) {
+  int sliced_runs = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const int inputs = 1 + static_cast<int>(seed % 6);  // 1..6, diagonals and traces included
+    const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
+    SCOPED_TRACE(e.subscripts);
+    const Network net = bind_or_die(e.subscripts, e.shapes);
+    auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
+    ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+    const auto operands = test_support::random_operands(e.shapes, seed);
+    const Dense expected = test_support::brute_force_einsum(net, operands);
+
+    // A bound of a quarter of the largest intermediate (at least one element).
+    SlicingOptions options;
+    options.max_intermediate_bytes = std::max(8.0, tree->cost().max_intermediate_elements * 8.0 / 4.0);
+    auto sliced = SlicedContraction::plan(*tree, options);
+    if (!sliced.ok()) {
+      EXPECT_EQ(sliced.status().code(), ErrorCode::kResourceExhausted) << sliced.status().to_string();
+      continue;
+    }
+    EXPECT_LE(sliced->slice_max_intermediate_bytes(), options.max_intermediate_bytes) << sliced->explain();
+    EXPECT_EQ(sliced->slice_cost().max_intermediate_elements * 8.0, sliced->slice_max_intermediate_bytes());
+    if (sliced->num_slices() > 1) ++sliced_runs;
+    EXPECT_LT(test_support::max_abs_diff(sum_over_slices(*sliced, operands), expected), 1e-10)
+        << sliced->explain() << sliced->slice_tree().explain();
+
+    // Every label sliced at once: each slice is one term of the brute-force sum.
+    std::vector<LabelId> all;
+    for (LabelId l = 0; l < net.num_labels(); ++l)
+      if (net.extent(l) > 0) all.push_back(l);
+    auto everything = SlicedContraction::with_labels(*tree, all);
+    ASSERT_TRUE(everything.ok()) << everything.status().to_string();
+    EXPECT_EQ(everything->slice_cost().max_intermediate_elements, 1.0);
+    EXPECT_LT(test_support::max_abs_diff(sum_over_slices(*everything, operands), expected), 1e-10);
+  }
+  EXPECT_GT(sliced_runs, 20);
+}
+
+TEST(SlicingTest, SlicesOutputAndSummedLabelsOfDiagonalsAndBroadcasts) {
+  // i is a diagonal in operand 0 and an output label; j is summed; k
+  // broadcasts in operand 1 (extent 1 there).
+  const std::vector<std::vector<std::int64_t>> shapes = {{3, 3, 4}, {4, 1}, {5, 4}};
+  const Network net = bind_or_die("iij,jk,kj->ik", shapes);
+  auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kLeftToRight});
+  ASSERT_TRUE(tree.ok());
+  const auto operands = test_support::random_operands(shapes, 7);
+  const Dense expected = test_support::brute_force_einsum(net, operands);
+  for (const std::vector<LabelId>& labels : std::vector<std::vector<LabelId>>{{0}, {1}, {2}, {0, 1}, {1, 2}}) {
+    auto sliced = SlicedContraction::with_labels(*tree, labels);
+    ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
+    std::int64_t slices = 1;
+    for (LabelId l : labels) slices *= net.extent(l);
+    EXPECT_EQ(sliced->num_slices(), slices);
+    EXPECT_LT(test_support::max_abs_diff(sum_over_slices(*sliced, operands), expected), 1e-12) << sliced->explain();
+    // Output labels come first, and only they make distinct output slices.
+    const auto order = sliced->sliced_labels();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const bool is_output = std::find(net.output().begin(), net.output().end(), order[i]) != net.output().end();
+      EXPECT_EQ(is_output, i < sliced->num_sliced_output_labels());
+    }
+  }
+}
+
+TEST(SlicingTest, OverheadAndSliceCostFollowTheSliceTree) {
+  // A matrix chain: slicing the middle bond j of ij,jk,kl->il keeps every
+  // step that holds j and repeats nothing else.
+  const Network net = bind_or_die("ij,jk,kl->il", {{8, 16}, {16, 8}, {8, 8}});
+  auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kLeftToRight});
+  ASSERT_TRUE(tree.ok());
+  auto none = SlicedContraction::plan(*tree, SlicingOptions{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->num_slices(), 1);
+  EXPECT_TRUE(none->sliced_labels().empty());
+  EXPECT_DOUBLE_EQ(none->overhead(), 1.0);
+
+  SlicingOptions options;
+  options.min_slices = 4;
+  options.workers = 4;
+  auto four = SlicedContraction::plan(*tree, options);
+  ASSERT_TRUE(four.ok()) << four.status().to_string();
+  EXPECT_GE(four->num_slices(), 4);
+  EXPECT_DOUBLE_EQ(four->total_flops(), static_cast<double>(four->num_slices()) * four->slice_cost().flops);
+  EXPECT_NEAR(four->overhead(), four->total_flops() / tree->cost().flops, 1e-12);
+  EXPECT_GE(four->overhead(), 0.5);  // at most the contraction's factor 2 of a fully sliced sum
+  EXPECT_NE(four->explain().find("slices"), std::string::npos);
+}
+
+TEST(SlicingTest, ImpossibleBoundsAreTypedErrors) {
+  const Network net = bind_or_die("ij,jk->ik", {{4, 5}, {5, 6}});
+  auto tree = plan(net);
+  ASSERT_TRUE(tree.ok());
+  SlicingOptions options;
+  options.max_intermediate_bytes = 4.0;  // below one float64 element
+  auto r = SlicedContraction::plan(*tree, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("expected"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("found"), std::string::npos) << r.status().to_string();
+
+  options.max_intermediate_bytes = 8.0;  // one element: possible, by slicing i and k
+  options.max_slices = 10;               // ... but that takes 24 slices
+  r = SlicedContraction::plan(*tree, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("10 slices"), std::string::npos) << r.status().to_string();
+
+  options.max_intermediate_bytes = -1.0;
+  EXPECT_EQ(SlicedContraction::plan(*tree, options).status().code(), ErrorCode::kInvalidArgument);
+  const LabelId twice[] = {0, 0};
+  EXPECT_EQ(SlicedContraction::with_labels(*tree, twice).status().code(), ErrorCode::kInvalidArgument);
+  const LabelId unknown[] = {7};
+  EXPECT_EQ(SlicedContraction::with_labels(*tree, unknown).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(SlicingTest, SliceViewsCheckShapesAndShareStorage) {
+  const Network net = bind_or_die("ij,jk->ik", {{2, 3}, {3, 4}});
+  auto tree = plan(net);
+  ASSERT_TRUE(tree.ok());
+  const LabelId j[] = {1};
+  auto sliced = SlicedContraction::with_labels(*tree, j);
+  ASSERT_TRUE(sliced.ok());
+  Tensor a = Tensor::zeros({2, 3}, DType::kFloat64).value();
+  Tensor b = Tensor::zeros({3, 4}, DType::kFloat64).value();
+  Tensor out = Tensor::zeros({2, 4}, DType::kFloat64).value();
+  const TensorView views[] = {a.view(), b.view()};
+  SliceViews slice;
+  ASSERT_TRUE(slice.bind(*sliced, 2, views, out.view()).ok());
+  // j = 2: a's column 2 (offset 2, stride 3) and b's row 2 (offset 8, stride 1).
+  EXPECT_EQ(slice.inputs()[0].data, static_cast<double*>(a.data()) + 2);
+  EXPECT_EQ(std::vector<std::int64_t>(slice.inputs()[0].strides.begin(), slice.inputs()[0].strides.end()),
+            std::vector<std::int64_t>{3});
+  EXPECT_EQ(slice.inputs()[1].data, static_cast<double*>(b.data()) + 8);
+  EXPECT_EQ(slice.output().data, out.data());
+
+  const TensorView swapped[] = {b.view(), a.view()};
+  EXPECT_EQ(slice.bind(*sliced, 0, swapped, out.view()).code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(slice.bind(*sliced, 3, views, out.view()).code(), ErrorCode::kInvalidArgument);
+  Tensor f32 = Tensor::zeros({2, 3}, DType::kFloat32).value();
+  const TensorView wrong_dtype[] = {f32.view(), b.view()};
+  EXPECT_EQ(slice.bind(*sliced, 0, wrong_dtype, out.view()).code(), ErrorCode::kDTypeMismatch);
+}
+
+}  // namespace
+}  // namespace tenferro::einsum
