@@ -1,0 +1,282 @@
+/* The tenferro C API: a stable C99 interface to the native CPU einsum engine
+ * for programs that cannot link C++ (C, Fortran, Julia, Rust, ...), built as
+ * the shared library libtenferro_c.so. docs/c_api.md is the guide.
+ *
+ * Note [C API conventions]
+ *  - Opaque handles (tf_runtime, tf_einsum_plan, tf_error) are created and
+ *    destroyed only by this library. Every destroy function accepts NULL.
+ *  - Every fallible function returns a tf_code: TF_CODE_OK (0) on success,
+ *    otherwise the code of the failure. Its last parameter `error` may be
+ *    NULL; when it is not, *error is set to NULL on success and to a new
+ *    tf_error (code + message saying what was expected and what was found)
+ *    on failure, which the caller frees with tf_error_destroy. If even the
+ *    error object cannot be allocated, *error stays NULL and the code is
+ *    still returned. There is no global or thread-local "last error".
+ *  - Nothing is thrown or aborted on bad input: null pointers, wrong
+ *    struct_size, malformed subscripts, mismatched shapes, unsupported
+ *    dtypes and out-of-memory all come back as codes.
+ *  - Every struct passed across the boundary starts with `size_t
+ *    struct_size`, which the caller sets to sizeof(the struct) as compiled.
+ *    The library accepts the sizes of every version of the struct it knows
+ *    (TF_<STRUCT>_SIZE_V<n>, listed beside each struct; fields after the
+ *    caller's struct_size take their defaults) and rejects 0, any other
+ *    smaller size (TF_CODE_INVALID_ARGUMENT) and sizes from a newer header
+ *    (TF_CODE_UNIMPLEMENTED). Each version ends on an 8-byte boundary, so
+ *    sizeof(struct) of every version is exactly its TF_<STRUCT>_SIZE_V<n>.
+ *  - Tensors are caller-owned memory described by tf_tensor: shape and
+ *    strides in ELEMENTS (not bytes; numpy's strides divided by itemsize).
+ *    The library only borrows them for the duration of a call.
+ *  - Thread safety: a tf_runtime and a tf_einsum_plan may be used from any
+ *    number of threads at once; a tf_error belongs to the caller.
+ *  - Error codes (tf_code, generated from include/tenferro/base/error_code.def)
+ *    are tenferro's codes. Their numeric values follow that table; compare
+ *    against the TF_CODE_* names, and use tf_error_canonical_code to get the
+ *    coarse canonical class (invalid argument, unimplemented, ...). */
+#ifndef TENFERRO_C_TENFERRO_H_
+#define TENFERRO_C_TENFERRO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenferro/c/tenferro_codes.h" /* tf_code, generated at configure time */
+
+#if defined(TENFERRO_C_BUILDING_LIBRARY) && defined(__GNUC__)
+#define TF_API __attribute__((visibility("default")))
+#else
+#define TF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A failure: its code and a message. Owned by the caller once returned;
+ *  free with tf_error_destroy. Immutable; may be read from any thread. */
+typedef struct tf_error tf_error;
+
+/* --- Version ------------------------------------------------------------ */
+
+/** The version of this header. The library reports its own with
+ *  tf_get_version; a program built against major M runs only with a library
+ *  of major M. Minor versions only add (functions, struct versions, enum
+ *  values). */
+#define TF_API_VERSION_MAJOR 0
+#define TF_API_VERSION_MINOR 1
+
+/** The byte size of `type` up to and including `last_field`. */
+#define TF_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+
+/** What tf_get_version fills in. Strings are static (never freed). */
+typedef struct tf_version {
+  size_t struct_size;
+  int32_t api_major; /**< TF_API_VERSION_MAJOR of the library */
+  int32_t api_minor; /**< TF_API_VERSION_MINOR of the library */
+  /** tenferro's release, e.g. "0.1.0". */
+  const char* library_version;
+  /** The git revision the library was built from ("unknown" outside git). */
+  const char* git_revision;
+} tf_version;
+#define TF_VERSION_SIZE_V1 TF_STRUCT_SIZE(tf_version, git_revision)
+
+/** Fills `version` (struct_size set by the caller) with the library's
+ *  version. Thread-safe. */
+TF_API tf_code tf_get_version(tf_version* version, tf_error** error);
+
+/* --- Errors ------------------------------------------------------------- */
+
+/** The code of `error`; TF_CODE_OK for NULL. */
+TF_API tf_code tf_error_code(const tf_error* error);
+/** The canonical class `error`'s code refines (e.g. TF_CODE_INVALID_ARGUMENT
+ *  for TF_CODE_SHAPE_MISMATCH); TF_CODE_OK for NULL. */
+TF_API tf_code tf_error_canonical_code(const tf_error* error);
+/** "stage code: message" with the whole cause chain; "" for NULL. Owned by
+ *  `error`: valid until tf_error_destroy(error). */
+TF_API const char* tf_error_message(const tf_error* error);
+/** Frees `error` (NULL is allowed). */
+TF_API void tf_error_destroy(tf_error* error);
+/** The snake_case name of `code` (a tf_code), e.g. "shape_mismatch";
+ *  "unknown_code" for a value outside the table. A static string. Takes an
+ *  int32_t so that any value, even one no tf_code names, is valid input. */
+TF_API const char* tf_code_name(int32_t code);
+
+/* --- Tensors ------------------------------------------------------------ */
+
+/** Element types. Complex types are interleaved (re, im) pairs, layout-
+ *  compatible with C99 float _Complex / double _Complex. */
+typedef enum tf_dtype { TF_DTYPE_F32 = 1, TF_DTYPE_F64 = 2, TF_DTYPE_C64 = 3, TF_DTYPE_C128 = 4 } tf_dtype;
+
+/** A caller-owned strided array, borrowed for one call.
+ *  `data` addresses element (0, ..., 0) and must be aligned for the element
+ *  type's real component (4 bytes for F32/C64, 8 for F64/C128); it may be
+ *  NULL only when the array has no elements. `shape` holds `ndim` extents
+ *  (>= 0; NULL allowed when ndim is 0). `strides` holds `ndim` non-negative
+ *  strides in ELEMENTS, or is NULL for a dense row-major (C order) array.
+ *  Inputs are only read and may overlap each other. An output must address
+ *  each of its elements once (no zero or overlapping strides), and the byte
+ *  range from its first to its last element must not intersect any input's. */
+typedef struct tf_tensor {
+  size_t struct_size;
+  void* data;
+  const int64_t* shape;
+  const int64_t* strides;
+  int32_t ndim;
+  int32_t dtype; /**< a tf_dtype */
+} tf_tensor;
+#define TF_TENSOR_SIZE_V1 TF_STRUCT_SIZE(tf_tensor, dtype)
+
+/* --- Runtime ------------------------------------------------------------ */
+
+/** A tenferro runtime: the CPU engine (its GEMM provider and worker threads)
+ *  with the native einsum engine and its plan cache. Thread-safe. */
+typedef struct tf_runtime tf_runtime;
+
+/** GEMM providers behind the einsum engine. */
+typedef enum tf_gemm {
+  TF_GEMM_NATIVE = 0,   /**< tenferro's own GEMM (always available) */
+  TF_GEMM_OPENBLAS = 1, /**< OpenBLAS, loaded at runtime creation */
+  TF_GEMM_BLIS = 2      /**< BLIS, loaded at runtime creation */
+} tf_gemm;
+
+/** Options of tf_runtime_create. A zero-filled struct (with struct_size set)
+ *  is the default: one thread, native GEMM. */
+typedef struct tf_runtime_options {
+  size_t struct_size;
+  /** Worker threads. 0 or 1: every call runs on the calling thread. N > 1: a
+   *  managed CPU domain of the first N CPUs this process may use (pinned
+   *  workers); with OpenBLAS this also sets OpenBLAS's own process-wide
+   *  thread count to N. */
+  int32_t threads;
+  int32_t gemm; /**< a tf_gemm */
+} tf_runtime_options;
+#define TF_RUNTIME_OPTIONS_SIZE_V1 TF_STRUCT_SIZE(tf_runtime_options, gemm)
+
+/** Creates a runtime into *runtime. `options` may be NULL (the defaults).
+ *  Errors: TF_CODE_INVALID_ARGUMENT for bad options (negative or too many
+ *  threads, unknown gemm), TF_CODE_UNSUPPORTED when the chosen BLAS library
+ *  cannot be loaded (the message says which file and why). */
+TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime** runtime, tf_error** error);
+/** Releases the caller's reference (NULL is allowed). Plans created from the
+ *  runtime stay valid: they keep what they need alive. Must not race with a
+ *  call that uses `runtime`. */
+TF_API void tf_runtime_destroy(tf_runtime* runtime);
+
+/* --- Einsum ------------------------------------------------------------- */
+
+/** How the contraction order is chosen. */
+typedef enum tf_planner {
+  TF_PLANNER_AUTO = 0,    /**< optimal for up to 10 operands, greedy beyond */
+  TF_PLANNER_GREEDY = 1,  /**< opt_einsum-style greedy */
+  TF_PLANNER_OPTIMAL = 2, /**< exact dynamic programming (<= 16 operands) */
+  TF_PLANNER_TREESA = 3   /**< simulated annealing (large networks) */
+} tf_planner;
+
+/** Arguments of tf_einsum (one call: plan from the runtime's cache, then
+ *  contract). */
+typedef struct tf_einsum_args {
+  size_t struct_size;
+  tf_runtime* runtime;
+  /** numpy einsum notation, e.g. "ij,jk->ik", "...ij,...jk", "ii" (implicit
+   *  output, ellipsis and repeated indices as numpy; UTF-8). */
+  const char* subscripts;
+  /** `num_inputs` pointers to the operands, all of one dtype. */
+  const tf_tensor* const* inputs;
+  size_t num_inputs;
+  /** The result, written in place. Its dtype must be the inputs' and its
+   *  shape the einsum's output shape (ndim 0 for a scalar result). */
+  const tf_tensor* output;
+  /* Since V2: */
+  int32_t planner; /**< a tf_planner; TF_PLANNER_AUTO when absent */
+  int32_t reserved0;
+} tf_einsum_args;
+#define TF_EINSUM_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_einsum_args, output)
+#define TF_EINSUM_ARGS_SIZE_V2 TF_STRUCT_SIZE(tf_einsum_args, reserved0)
+
+/** Contracts `inputs` into `output`. Errors: TF_CODE_INVALID_ARGUMENT (null
+ *  pointers, bad struct_size, malformed subscripts, negative strides,
+ *  misaligned data, unknown planner), TF_CODE_SHAPE_MISMATCH (operands that
+ *  do not fit the subscripts, an output of the wrong shape),
+ *  TF_CODE_DTYPE_MISMATCH (mixed dtypes), TF_CODE_UNSUPPORTED (a dtype value
+ *  outside tf_dtype), TF_CODE_ALIAS_CONFLICT (an output
+ *  that overlaps itself or an input), TF_CODE_RESOURCE_EXHAUSTED. On error
+ *  the output may have been partly written only for errors raised during
+ *  the contraction itself (never for argument errors). Thread-safe. */
+TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error);
+
+/** A prepared einsum: subscripts bound to operand shapes and a dtype, its
+ *  contraction path planned and compiled once, to run many times. Immutable
+ *  and thread-safe; it keeps the runtime's engine alive. */
+typedef struct tf_einsum_plan tf_einsum_plan;
+
+/** Arguments of tf_einsum_prepare. Only the dtype, ndim and shape of each
+ *  input descriptor are read (data and strides are ignored and may be
+ *  NULL): the plan accepts any strides at run time. */
+typedef struct tf_einsum_prepare_args {
+  size_t struct_size;
+  tf_runtime* runtime;
+  const char* subscripts;
+  const tf_tensor* const* inputs;
+  size_t num_inputs;
+  int32_t planner; /**< a tf_planner */
+  int32_t reserved0;
+} tf_einsum_prepare_args;
+#define TF_EINSUM_PREPARE_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_einsum_prepare_args, reserved0)
+
+/** Plans and compiles an einsum into *plan (free with
+ *  tf_einsum_plan_destroy). Errors as tf_einsum's argument errors. */
+TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_plan** plan, tf_error** error);
+/** Frees `plan` (NULL is allowed). Must not race with a run of `plan`. */
+TF_API void tf_einsum_plan_destroy(tf_einsum_plan* plan);
+
+/** Arguments of tf_einsum_run. */
+typedef struct tf_einsum_run_args {
+  size_t struct_size;
+  const tf_einsum_plan* plan;
+  /** Operands of exactly the prepared shapes and dtype, any strides. */
+  const tf_tensor* const* inputs;
+  size_t num_inputs;
+  const tf_tensor* output;
+} tf_einsum_run_args;
+#define TF_EINSUM_RUN_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_einsum_run_args, output)
+
+/** Runs a prepared einsum: no parsing, planning or heap allocation of its
+ *  own in the steady state. Errors as tf_einsum; an operand whose shape or
+ *  dtype differs from the prepared one is TF_CODE_SHAPE_MISMATCH /
+ *  TF_CODE_DTYPE_MISMATCH. Thread-safe. */
+TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error);
+
+/** What a plan contracts and what it costs (the contract-path query). The
+ *  pointers are owned by the plan and valid until it is destroyed. */
+typedef struct tf_einsum_plan_info {
+  size_t struct_size;
+  /** Flops of the chosen path (opt_einsum's convention: 2 per multiply-add
+   *  of a step that sums, 1 otherwise; a complex multiply-add counts 1). */
+  double flops;
+  /** Multiply-adds of all binary steps. */
+  double multiply_adds;
+  /** Elements of the largest intermediate, the result included. */
+  double largest_intermediate;
+  /** Workspace bytes one run uses (intermediates and planned copies). */
+  double workspace_bytes;
+  /** The output shape: output_ndim extents. */
+  const int64_t* output_shape;
+  int32_t output_ndim;
+  int32_t dtype; /**< a tf_dtype */
+  /** The path in opt_einsum's format: num_steps pairs (path[2k],
+   *  path[2k+1]) of positions in the shrinking operand list; each pair's
+   *  operands are removed and their result appended. */
+  const int64_t* path;
+  int64_t num_steps;
+  /** The planner that chose the path: "greedy", "optimal", "treesa". A
+   *  static string. */
+  const char* planner;
+} tf_einsum_plan_info;
+#define TF_EINSUM_PLAN_INFO_SIZE_V1 TF_STRUCT_SIZE(tf_einsum_plan_info, planner)
+
+/** Fills `info` (struct_size set by the caller) for `plan`. Thread-safe. */
+TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_plan_info* info, tf_error** error);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TENFERRO_C_TENFERRO_H_ */

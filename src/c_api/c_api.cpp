@@ -1,0 +1,616 @@
+// The C API (include/tenferro/c/tenferro.h) over the native CPU einsum
+// engine. Every exported function runs its body inside guarded(), which
+// turns a Status, and any exception (std::bad_alloc included), into a
+// tf_code plus an optional tf_error: nothing escapes the C boundary.
+//
+// Note [C API execution]
+// tf_runtime_create builds a tenferro runtime the way `tenferro einsum`
+// does: the CPU engine over the chosen GEMM provider (and a managed CPU
+// domain for more than one thread), with the native einsum engine installed
+// as its extension. The einsum calls of this API use that engine's
+// CpuEinsumExecutor directly rather than an eager context, because the
+// result goes into the caller's buffer: the executor runs a compiled
+// ExecutionPlan over borrowed TensorViews, so the caller's strided output is
+// written in place (the last GEMM writes straight into it) with no
+// allocation and no copy. Parallel runs enter the domain the runtime's CPU
+// engine would enter, in the same mode (kInner). A tf_einsum_plan retains
+// the engine, so plans outlive tf_runtime_destroy safely.
+#include "tenferro/c/tenferro.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tenferro/base/build_info.h"
+#include "tenferro/base/small_vector.h"
+#include "tenferro/base/status.h"
+#include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu/gemm/external_blas.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/einsum/cpu_engine.h"
+#include "tenferro/einsum/cpu_executor.h"
+#include "tenferro/einsum/einsum_op.h"
+#include "tenferro/runtime/runtime.h"
+#include "tenferro/tensor/tensor.h"
+
+// tf_code enumerates error_code.def in order, as ErrorCode does; these catch
+// a generator that went wrong (both ends and a refinement in between).
+static_assert(TF_CODE_OK == static_cast<int>(tenferro::ErrorCode::kOk));
+static_assert(TF_CODE_SHAPE_MISMATCH == static_cast<int>(tenferro::ErrorCode::kShapeMismatch));
+static_assert(TF_CODE_NO_CONVERGENCE == static_cast<int>(tenferro::ErrorCode::kNoConvergence));
+static_assert(TF_CODE_COUNT == static_cast<int>(tenferro::ErrorCode::kNoConvergence) + 1);
+// Note [C API conventions] in tenferro.h: each struct version ends on an
+// 8-byte boundary, so an older caller's sizeof is exactly its version size.
+static_assert(sizeof(tf_version) == TF_VERSION_SIZE_V1);
+static_assert(sizeof(tf_tensor) == TF_TENSOR_SIZE_V1);
+static_assert(sizeof(tf_runtime_options) == TF_RUNTIME_OPTIONS_SIZE_V1);
+static_assert(sizeof(tf_einsum_args) == TF_EINSUM_ARGS_SIZE_V2 && TF_EINSUM_ARGS_SIZE_V1 % 8 == 0);
+static_assert(sizeof(tf_einsum_prepare_args) == TF_EINSUM_PREPARE_ARGS_SIZE_V1);
+static_assert(sizeof(tf_einsum_run_args) == TF_EINSUM_RUN_ARGS_SIZE_V1);
+static_assert(sizeof(tf_einsum_plan_info) == TF_EINSUM_PLAN_INFO_SIZE_V1);
+
+struct tf_error {
+  tenferro::ErrorCode code;
+  std::string message;
+};
+
+namespace tenferro::c_api {
+namespace {
+
+// The engine behind a tf_runtime, shared with its plans (Note [C API
+// execution]). Immutable after creation; the executor is thread-safe.
+struct EinsumEngine {
+  EinsumEngine(runtime::Runtime rt, std::shared_ptr<einsum::CpuEinsumExecutor> ex,
+               std::shared_ptr<const cpu::CpuDomainSet> ds)
+      : runtime(std::move(rt)), executor(std::move(ex)), domains(std::move(ds)) {}
+
+  runtime::Runtime runtime;
+  std::shared_ptr<einsum::CpuEinsumExecutor> executor;
+  std::shared_ptr<const cpu::CpuDomainSet> domains;  // null: the calling thread
+  cpu::SequentialContext sequential;
+
+  Status execute(const einsum::ExecutionPlan& plan, std::span<const TensorView> inputs,
+                 const TensorView& output) const {
+    if (domains == nullptr) return executor->execute(plan, inputs, output, sequential);
+    return domains->default_domain().run(cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) {
+      return executor->execute(plan, inputs, output, context.parallel());
+    });
+  }
+};
+
+Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
+
+// Runs `body` (returning Status) with every exception caught, and reports
+// the outcome through `error` (Note [C API conventions] in tenferro.h).
+template <class Body>
+tf_code guarded(tf_error** error, const char* where, Body&& body) noexcept {
+  if (error != nullptr) *error = nullptr;
+  Status status;
+  try {
+    status = body();
+  } catch (...) {
+    status = status_from_current_exception(ErrorStage::kNone, where);
+  }
+  if (status.ok()) [[likely]]
+    return TF_CODE_OK;
+  if (error != nullptr) {
+    try {
+      *error = new tf_error{status.code(), status.to_string()};
+    } catch (...) {
+      *error = nullptr;  // the code still says what failed
+    }
+  }
+  return static_cast<tf_code>(status.code());
+}
+
+// Checks `struct_size` of a struct named `name` against the sizes of the
+// versions this library knows (ascending).
+Status check_struct_size(std::string_view name, std::size_t found, std::initializer_list<std::size_t> known) {
+  for (std::size_t size : known)
+    if (found == size) return ok_status();
+  std::string sizes;
+  for (std::size_t size : known) sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", size);
+  if (found > *std::prev(known.end())) {
+    return make_error(ErrorCode::kUnimplemented, ErrorStage::kNone,
+                      "{}.struct_size is {}, larger than any version this library (C API {}.{}) knows ({}); the "
+                      "caller was built against a newer tenferro.h",
+                      name, found, TF_API_VERSION_MAJOR, TF_API_VERSION_MINOR, sizes);
+  }
+  return invalid(
+      fmt::format("{}.struct_size is {}; expected sizeof({}) of a known version ({})", name, found, name, sizes));
+}
+
+Status require(const void* pointer, std::string_view what) {
+  if (pointer == nullptr) return invalid(fmt::format("{} is NULL; expected a valid pointer", what));
+  return ok_status();
+}
+
+// The context (which descriptor) is added by the caller.
+Result<DType> dtype_of(std::int32_t dtype) {
+  switch (dtype) {
+    case TF_DTYPE_F32:
+      return DType::kFloat32;
+    case TF_DTYPE_F64:
+      return DType::kFloat64;
+    case TF_DTYPE_C64:
+      return DType::kComplex64;
+    case TF_DTYPE_C128:
+      return DType::kComplex128;
+    default:
+      return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                        "dtype is {}; expected TF_DTYPE_F32 (1), TF_DTYPE_F64 (2), TF_DTYPE_C64 (3) or "
+                        "TF_DTYPE_C128 (4)",
+                        dtype);
+  }
+}
+
+tf_dtype c_dtype(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kFloat32:
+      return TF_DTYPE_F32;
+    case DType::kComplex64:
+      return TF_DTYPE_C64;
+    case DType::kComplex128:
+      return TF_DTYPE_C128;
+    default:
+      return TF_DTYPE_F64;
+  }
+}
+
+// The byte alignment a tensor's data needs: its real component's.
+std::size_t component_alignment(DType dtype) noexcept {
+  return dtype == DType::kFloat32 || dtype == DType::kComplex64 ? alignof(float) : alignof(double);
+}
+
+// A descriptor's name in messages: "inputs[i]", or "output" for index -1.
+// Formatted only when an error is reported.
+std::string name_of(std::ptrdiff_t index) { return index < 0 ? "output" : fmt::format("inputs[{}]", index); }
+
+// The bytes [lo, hi) a tensor's elements occupy; empty without elements.
+struct ByteRange {
+  std::uintptr_t lo = 0, hi = 0;
+};
+
+// Validates the descriptor `desc` (input `index`, or the output for -1) into
+// `view`: shape and given strides stay the caller's arrays; row-major strides
+// for NULL `strides` are written to `strides_storage`, which must outlive
+// the view. `need_data`: data and strides matter (false for the shape-only
+// descriptors of prepare). The success path formats and allocates nothing.
+Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data, Dims& strides_storage,
+                    TensorView& view, ByteRange& range) {
+  if (desc == nullptr) return invalid(fmt::format("{} is NULL; expected a valid pointer", name_of(index)));
+  TENFERRO_TRY(check_struct_size("tf_tensor", desc->struct_size, {TF_TENSOR_SIZE_V1}));
+  Result<DType> dtype = dtype_of(desc->dtype);
+  if (!dtype.ok()) {
+    return Error(dtype.status().code(), ErrorStage::kNone,
+                 fmt::format("{}.{}", name_of(index), dtype.status().message()));
+  }
+  if (desc->ndim < 0) return invalid(fmt::format("{}.ndim is {}; expected ndim >= 0", name_of(index), desc->ndim));
+  const auto rank = static_cast<std::size_t>(desc->ndim);
+  if (rank > 0 && desc->shape == nullptr) {
+    return invalid(fmt::format("{}.shape is NULL; expected {} extents (ndim {})", name_of(index), rank, rank));
+  }
+  const std::span<const std::int64_t> shape(desc->shape, rank);
+  std::int64_t numel = 1;
+  for (std::size_t a = 0; a < rank; ++a) {
+    if (shape[a] < 0) {
+      return invalid(fmt::format("{}.shape[{}] is {}; expected an extent >= 0", name_of(index), a, shape[a]));
+    }
+    if (__builtin_mul_overflow(numel, shape[a], &numel)) {
+      return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "{}: shape {} has more than 2^63 elements",
+                        name_of(index), shape_to_string(shape));
+    }
+  }
+  view.shape = shape;
+  view.dtype = *dtype;
+  view.data = desc->data;
+  view.storage = nullptr;
+  range = ByteRange{};
+  if (!need_data) return ok_status();
+
+  if (desc->strides == nullptr) {
+    strides_storage.resize(rank);
+    std::int64_t stride = 1;
+    for (std::size_t a = rank; a-- > 0;) {
+      strides_storage[a] = stride;
+      stride *= std::max<std::int64_t>(shape[a], 1);  // bounded by numel, or an axis is empty
+    }
+    view.strides = strides_storage.span();
+  } else {
+    view.strides = std::span<const std::int64_t>(desc->strides, rank);
+    for (std::size_t a = 0; a < rank; ++a) {
+      if (view.strides[a] < 0) {
+        return invalid(fmt::format("{}.strides[{}] is {}; expected a stride >= 0 (in elements)", name_of(index), a,
+                                   view.strides[a]));
+      }
+    }
+  }
+  if (numel == 0) return ok_status();
+  if (desc->data == nullptr) {
+    return invalid(fmt::format("{}.data is NULL; expected the address of {} elements", name_of(index), numel));
+  }
+  const std::size_t align = component_alignment(*dtype);
+  if (reinterpret_cast<std::uintptr_t>(desc->data) % align != 0) {
+    return invalid(fmt::format("{}.data {} is not aligned for {}; expected a multiple of {} bytes", name_of(index),
+                               fmt::ptr(desc->data), *dtype, align));
+  }
+  // The last element's offset must be addressable.
+  std::int64_t last = 0;
+  for (std::size_t a = 0; a < rank; ++a) {
+    std::int64_t step = 0;
+    if (__builtin_mul_overflow(shape[a] - 1, view.strides[a], &step) || __builtin_add_overflow(last, step, &last)) {
+      return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone,
+                        "{}: shape {} with strides {} addresses beyond 2^63 elements", name_of(index),
+                        shape_to_string(shape), shape_to_string(view.strides));
+    }
+  }
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(dtype_size(*dtype)), &bytes)) {
+    return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "{}: the elements span more than 2^63 bytes",
+                      name_of(index));
+  }
+  range.lo = reinterpret_cast<std::uintptr_t>(desc->data);
+  range.hi = range.lo + static_cast<std::uintptr_t>(bytes);
+  return ok_status();
+}
+
+// An output must address each element once: sorted by stride, every axis
+// (of extent > 1) must step over the whole block of the axes below it. This
+// accepts every permutation of a dense or padded layout, which is what
+// strided C and numpy arrays are.
+Status check_output_layout(const TensorView& v) {
+  SmallVector<std::size_t, 8> axes;
+  for (std::size_t a = 0; a < v.shape.size(); ++a) {
+    if (v.shape[a] == 0) return ok_status();  // no elements
+    if (v.shape[a] > 1) axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end(), [&](std::size_t x, std::size_t y) { return v.strides[x] < v.strides[y]; });
+  std::int64_t block = 1;  // elements spanned by the axes so far
+  for (std::size_t a : axes) {
+    if (v.strides[a] < block) {
+      return make_error(ErrorCode::kAliasConflict, ErrorStage::kNone,
+                        "output: shape {} with strides {} addresses some elements more than once; expected an "
+                        "output with distinct addresses (no zero or overlapping strides)",
+                        shape_to_string(v.shape), shape_to_string(v.strides));
+    }
+    block = v.strides[a] * v.shape[a];  // no overflow: check_tensor bounded the span
+  }
+  return ok_status();
+}
+
+Status check_disjoint(const ByteRange& out, std::span<const ByteRange> inputs) {
+  if (out.lo == out.hi) return ok_status();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ByteRange& in = inputs[i];
+    if (in.lo != in.hi && in.lo < out.hi && out.lo < in.hi) {
+      return make_error(ErrorCode::kAliasConflict, ErrorStage::kNone,
+                        "output memory [{:#x}, {:#x}) overlaps input {} [{:#x}, {:#x}); expected an output whose "
+                        "address range intersects no input's",
+                        out.lo, out.hi, i, in.lo, in.hi);
+    }
+  }
+  return ok_status();
+}
+
+Result<std::optional<einsum::PlanningPolicy>> policy_of(std::int32_t planner) {
+  einsum::PlanningPolicy policy;
+  switch (planner) {
+    case TF_PLANNER_AUTO:
+      return std::optional<einsum::PlanningPolicy>();
+    case TF_PLANNER_GREEDY:
+      policy.planner = einsum::PlannerKind::kGreedy;
+      break;
+    case TF_PLANNER_OPTIMAL:
+      policy.planner = einsum::PlannerKind::kOptimal;
+      break;
+    case TF_PLANNER_TREESA:
+      policy.planner = einsum::PlannerKind::kTreeSA;
+      break;
+    default:
+      return invalid(
+          fmt::format("planner is {}; expected TF_PLANNER_AUTO (0), TF_PLANNER_GREEDY (1), TF_PLANNER_OPTIMAL (2) or "
+                      "TF_PLANNER_TREESA (3)",
+                      planner));
+  }
+  return std::optional<einsum::PlanningPolicy>(std::move(policy));
+}
+
+// The operands of one call, checked: views of the callers' arrays, their
+// byte ranges, and the row-major strides of descriptors without strides.
+constexpr std::size_t kInlineOperands = 8;
+struct CheckedOperands {
+  SmallVector<TensorView, kInlineOperands> views;
+  SmallVector<ByteRange, kInlineOperands> ranges;
+  SmallVector<Dims, kInlineOperands> strides;
+
+  SmallVector<IntArrayRef, kInlineOperands> shapes() const {
+    SmallVector<IntArrayRef, kInlineOperands> out;
+    for (const TensorView& v : views) out.push_back(IntArrayRef(v.shape));
+    return out;
+  }
+};
+
+// The output of one call, checked.
+struct CheckedOutput {
+  TensorView view;
+  ByteRange range;
+  Dims strides;
+};
+
+Status check_inputs(const tf_tensor* const* inputs, std::size_t num_inputs, bool need_data, CheckedOperands& ops) {
+  if (num_inputs == 0) return invalid("num_inputs is 0; expected at least one operand");
+  TENFERRO_TRY(require(inputs, "inputs"));
+  // Sized once: views point into `strides`.
+  ops.views.resize(num_inputs);
+  ops.ranges.resize(num_inputs);
+  ops.strides.resize(num_inputs);
+  for (std::size_t i = 0; i < num_inputs; ++i) {
+    TENFERRO_TRY(check_tensor(inputs[i], static_cast<std::ptrdiff_t>(i), need_data, ops.strides[i], ops.views[i],
+                              ops.ranges[i]));
+    if (ops.views[i].dtype != ops.views[0].dtype) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                        "inputs[{}] is {}, inputs[0] is {}; expected one dtype for all operands", i, ops.views[i].dtype,
+                        ops.views[0].dtype);
+    }
+  }
+  return ok_status();
+}
+
+Status check_output(const tf_tensor* output, DType dtype, CheckedOutput& out) {
+  TENFERRO_TRY(check_tensor(output, -1, true, out.strides, out.view, out.range));
+  if (out.view.dtype != dtype) {
+    return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "output is {}; expected {} like the inputs",
+                      out.view.dtype, dtype);
+  }
+  return check_output_layout(out.view);
+}
+
+Status check_output_shape(const CheckedOutput& out, const einsum::ExecutionPlan& plan, std::string_view subscripts) {
+  if (IntArrayRef(out.view.shape) != plan.output_shape()) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "output has shape {} (ndim {}); einsum \"{}\" on these operands gives shape {} (ndim {})",
+                      shape_to_string(out.view.shape), out.view.shape.size(), subscripts,
+                      shape_to_string(plan.output_shape()), plan.output_shape().size());
+  }
+  return ok_status();
+}
+
+Status run_checked(const EinsumEngine& engine, const einsum::ExecutionPlan& plan, const CheckedOperands& inputs,
+                   const CheckedOutput& out) {
+  TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(inputs.ranges.data(), inputs.ranges.size())));
+  return engine.execute(plan, std::span<const TensorView>(inputs.views.data(), inputs.views.size()), out.view);
+}
+
+Result<std::shared_ptr<const cpu::CpuGemmProvider>> make_gemm(std::int32_t gemm, int threads) {
+  switch (gemm) {
+    case TF_GEMM_NATIVE: {
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> native, cpu::NativeGemmProvider::create());
+      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(native));
+    }
+    case TF_GEMM_OPENBLAS: {
+      // As `tenferro einsum`: the serial build runs on the calling thread;
+      // for more threads OpenBLAS's process-wide count is its only control.
+      cpu::OpenBlasOptions options;
+      options.build = threads > 1 ? cpu::OpenBlasBuild::kPthread : cpu::OpenBlasBuild::kSerial;
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> blas,
+                                cpu::ExternalBlasGemmProvider::load_openblas(options));
+      if (threads > 1) TENFERRO_TRY(blas->set_global_thread_count(threads));
+      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(blas));
+    }
+    case TF_GEMM_BLIS: {
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> blas,
+                                cpu::ExternalBlasGemmProvider::load_blis());
+      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(blas));
+    }
+    default:
+      return invalid(fmt::format(
+          "tf_runtime_options.gemm is {}; expected TF_GEMM_NATIVE (0), TF_GEMM_OPENBLAS (1) or TF_GEMM_BLIS (2)",
+          gemm));
+  }
+}
+
+Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_domain(int threads) {
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
+  if (threads > static_cast<int>(allowed.size())) {
+    return invalid(fmt::format("tf_runtime_options.threads is {}; expected at most the {} CPUs this process may use",
+                               threads, allowed.size()));
+  }
+  cpu::CpuDomainSpec spec;
+  spec.id = CpuDomainId(1);
+  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
+  spec.thread_budget = threads;
+  const cpu::CpuDomainSpec specs[] = {spec};
+  return cpu::CpuDomainSet::create_managed(topology, specs);
+}
+
+Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_t gemm) {
+  if (threads < 0) return invalid(fmt::format("tf_runtime_options.threads is {}; expected >= 0", threads));
+  cpu::CpuEngineOptions options;
+  TENFERRO_ASSIGN_OR_RETURN(options.gemm_provider, make_gemm(gemm, threads));
+  if (threads > 1) {
+    TENFERRO_ASSIGN_OR_RETURN(options.domains, managed_domain(threads));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuEngine engine, cpu::make_cpu_engine(options));
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
+                            einsum::CpuEinsumExecutor::create(engine.dot_general));
+  runtime::RuntimeBuilder builder;
+  builder.add_engine(std::move(engine.registration));
+  builder.add_extension_module(einsum::cpu_extension_module(options.id, executor));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
+  return std::make_shared<const EinsumEngine>(std::move(rt), std::move(executor), std::move(options.domains));
+}
+
+}  // namespace
+}  // namespace tenferro::c_api
+
+struct tf_runtime {
+  std::shared_ptr<const tenferro::c_api::EinsumEngine> engine;
+};
+
+struct tf_einsum_plan {
+  std::shared_ptr<const tenferro::c_api::EinsumEngine> engine;
+  std::shared_ptr<const tenferro::einsum::EinsumOp> op;
+  std::shared_ptr<const tenferro::einsum::ExecutionPlan> plan;
+  std::vector<std::int64_t> path;  // opt_einsum pairs, flattened
+};
+
+using namespace tenferro;         // NOLINT(google-build-using-namespace): one .cpp
+using namespace tenferro::c_api;  // NOLINT(google-build-using-namespace)
+
+extern "C" {
+
+TF_API tf_code tf_get_version(tf_version* version, tf_error** error) {
+  return guarded(error, "tf_get_version", [&]() -> Status {
+    TENFERRO_TRY(require(version, "version"));
+    TENFERRO_TRY(check_struct_size("tf_version", version->struct_size, {TF_VERSION_SIZE_V1}));
+    version->api_major = TF_API_VERSION_MAJOR;
+    version->api_minor = TF_API_VERSION_MINOR;
+    version->library_version = build_info().version.data();
+    version->git_revision = build_info().git_revision.data();
+    return ok_status();
+  });
+}
+
+TF_API tf_code tf_error_code(const tf_error* error) {
+  return error == nullptr ? TF_CODE_OK : static_cast<tf_code>(error->code);
+}
+
+TF_API tf_code tf_error_canonical_code(const tf_error* error) {
+  return error == nullptr ? TF_CODE_OK : static_cast<tf_code>(canonical_code(error->code));
+}
+
+TF_API const char* tf_error_message(const tf_error* error) { return error == nullptr ? "" : error->message.c_str(); }
+
+TF_API void tf_error_destroy(tf_error* error) { delete error; }
+
+TF_API const char* tf_code_name(std::int32_t code) {
+  if (code < 0 || code >= TF_CODE_COUNT) return "unknown_code";
+  // The names are string literals of error_code.def: NUL-terminated.
+  return to_string(static_cast<ErrorCode>(code)).data();
+}
+
+TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime** runtime, tf_error** error) {
+  return guarded(error, "tf_runtime_create", [&]() -> Status {
+    TENFERRO_TRY(require(runtime, "runtime"));
+    *runtime = nullptr;
+    int threads = 0;
+    std::int32_t gemm = TF_GEMM_NATIVE;
+    if (options != nullptr) {
+      TENFERRO_TRY(check_struct_size("tf_runtime_options", options->struct_size, {TF_RUNTIME_OPTIONS_SIZE_V1}));
+      threads = options->threads;
+      gemm = options->gemm;
+    }
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumEngine> engine, make_engine(threads, gemm));
+    *runtime = new tf_runtime{std::move(engine)};
+    return ok_status();
+  });
+}
+
+TF_API void tf_runtime_destroy(tf_runtime* runtime) { delete runtime; }
+
+TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
+  return guarded(error, "tf_einsum", [&]() -> Status {
+    TENFERRO_TRY(require(args, "args"));
+    TENFERRO_TRY(
+        check_struct_size("tf_einsum_args", args->struct_size, {TF_EINSUM_ARGS_SIZE_V1, TF_EINSUM_ARGS_SIZE_V2}));
+    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
+    const std::int32_t planner = args->struct_size >= TF_EINSUM_ARGS_SIZE_V2 ? args->planner : TF_PLANNER_AUTO;
+    TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(planner));
+    CheckedOperands inputs;
+    TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
+    CheckedOutput out;
+    TENFERRO_TRY(check_output(args->output, inputs.views[0].dtype, out));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                              einsum::EinsumOp::create(args->subscripts, std::move(policy)));
+    const EinsumEngine& engine = *args->runtime->engine;
+    const auto shapes = inputs.shapes();
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::ExecutionPlan> plan,
+                              engine.executor->prepare(*op, std::span<const IntArrayRef>(shapes.data(), shapes.size()),
+                                                       inputs.views[0].dtype));
+    TENFERRO_TRY(check_output_shape(out, *plan, args->subscripts));
+    return run_checked(engine, *plan, inputs, out);
+  });
+}
+
+TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_plan** plan, tf_error** error) {
+  return guarded(error, "tf_einsum_prepare", [&]() -> Status {
+    TENFERRO_TRY(require(plan, "plan"));
+    *plan = nullptr;
+    TENFERRO_TRY(require(args, "args"));
+    TENFERRO_TRY(check_struct_size("tf_einsum_prepare_args", args->struct_size, {TF_EINSUM_PREPARE_ARGS_SIZE_V1}));
+    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
+    TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(args->planner));
+    CheckedOperands inputs;
+    TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, false, inputs));
+    auto result = std::make_unique<tf_einsum_plan>();
+    result->engine = args->runtime->engine;
+    TENFERRO_ASSIGN_OR_RETURN(result->op, einsum::EinsumOp::create(args->subscripts, std::move(policy)));
+    const auto shapes = inputs.shapes();
+    TENFERRO_ASSIGN_OR_RETURN(result->plan, result->engine->executor->prepare(
+                                                *result->op, std::span<const IntArrayRef>(shapes.data(), shapes.size()),
+                                                inputs.views[0].dtype));
+    for (const auto& [lhs, rhs] : result->plan->tree().order().to_opt_einsum_path()) {
+      result->path.push_back(lhs);
+      result->path.push_back(rhs);
+    }
+    *plan = result.release();
+    return ok_status();
+  });
+}
+
+TF_API void tf_einsum_plan_destroy(tf_einsum_plan* plan) { delete plan; }
+
+TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error) {
+  return guarded(error, "tf_einsum_run", [&]() -> Status {
+    TENFERRO_TRY(require(args, "args"));
+    TENFERRO_TRY(check_struct_size("tf_einsum_run_args", args->struct_size, {TF_EINSUM_RUN_ARGS_SIZE_V1}));
+    TENFERRO_TRY(require(args->plan, "args->plan"));
+    const einsum::ExecutionPlan& plan = *args->plan->plan;
+    CheckedOperands inputs;
+    TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
+    CheckedOutput out;
+    TENFERRO_TRY(check_output(args->output, plan.dtype(), out));
+    TENFERRO_TRY(check_output_shape(out, plan, args->plan->op->canonical_subscripts()));
+    // ExecutionPlan::execute names an operand whose count, shape or dtype
+    // differs from the prepared ones.
+    return run_checked(*args->plan->engine, plan, inputs, out);
+  });
+}
+
+TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_plan_info* info, tf_error** error) {
+  return guarded(error, "tf_einsum_plan_get_info", [&]() -> Status {
+    TENFERRO_TRY(require(plan, "plan"));
+    TENFERRO_TRY(require(info, "info"));
+    TENFERRO_TRY(check_struct_size("tf_einsum_plan_info", info->struct_size, {TF_EINSUM_PLAN_INFO_SIZE_V1}));
+    const einsum::ExecutionPlan& p = *plan->plan;
+    const einsum::PathCost& cost = p.tree().cost();
+    info->flops = cost.flops;
+    info->multiply_adds = cost.multiply_adds;
+    info->largest_intermediate = cost.max_intermediate_elements;
+    info->workspace_bytes = static_cast<double>(p.workspace_bytes());
+    info->output_shape = p.output_shape().data();
+    info->output_ndim = static_cast<std::int32_t>(p.output_shape().size());
+    info->dtype = c_dtype(p.dtype());
+    info->path = plan->path.data();
+    info->num_steps = static_cast<std::int64_t>(plan->path.size() / 2);
+    // PlannerKind names are string literals: NUL-terminated.
+    info->planner = einsum::to_string(p.tree().stats().planner).data();
+    return ok_status();
+  });
+}
+
+}  // extern "C"
