@@ -1,0 +1,74 @@
+// Host collectives over a Communicator, in place on tensors: the tensor's
+// storage is exported with export_host_mutable (host_interop.h), so a dense
+// row-major host tensor is communicated without any copy.
+//
+// Note [Checked collectives]
+// A rank that finds its own argument invalid (undefined or non-host tensor,
+// wrong shape, unsupported dtype) must not simply return: the other ranks
+// would wait in the collective forever. Every collective therefore starts
+// with one small MPI_Allreduce over (failed rank, dtype, element count,
+// operation, root) in which each rank takes part whatever it found. When a
+// rank failed, every rank returns an error (the failing rank its own; the
+// others that error's code with "rank R: " and its message, sent by that
+// rank), and nobody enters the data collective. When the ranks disagree on
+// dtype or element count, every rank returns kDTypeMismatch or
+// kShapeMismatch naming both extremes. Only then does the data call run.
+// The check costs one latency-bound allreduce of 9 integers per call.
+// agree() applies the same protocol to any local Status, e.g. after each
+// rank contracted its slices.
+//
+// Sizes: MPI counts are `int`, so a tensor (or one rank's block) of more
+// than INT_MAX elements is kSizeOverflow on its rank (and surfaces on all).
+#pragma once
+
+#include <cstdint>
+
+#include "tenferro/base/status.h"
+#include "tenferro/mpi/communicator.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::mpi {
+
+/// Reduction of allreduce and reduce_scatter.
+enum class ReduceOp : std::uint8_t {
+  kSum,  ///< numeric dtypes (not bool)
+  kMax,  ///< real dtypes (not bool, not complex)
+};
+
+/// Every rank's `tensor` becomes the elementwise reduction over all ranks
+/// (MPI_Allreduce, in place). Collective. Errors (on every rank, Note
+/// [Checked collectives]): kInvalidArgument for an undefined tensor or an
+/// op the dtype lacks, kFailedPrecondition for non-host storage,
+/// kDTypeMismatch / kShapeMismatch across ranks, kUnavailable from MPI.
+Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op);
+
+/// `tensor` has shape [size, ...]; rank r's block tensor[r] is sent to every
+/// rank, so afterwards every rank holds all blocks (MPI_Allgather in place).
+/// Collective. kShapeMismatch when the leading extent is not size().
+Status allgather(const Communicator& comm, Tensor& tensor);
+
+/// Every rank's `tensor` becomes root's (MPI_Bcast). Collective; `root`
+/// must be the same on every rank (kInvalidArgument otherwise).
+Status broadcast(const Communicator& comm, Tensor& tensor, int root);
+
+/// `tensor` has shape [size, ...]. Block r of the reduction over all ranks
+/// goes to rank r (MPI_Reduce_scatter_block in place): the returned view is
+/// `tensor`'s block 0, which holds this rank's reduced block afterwards
+/// (the other blocks are left unspecified). Collective.
+Result<Tensor> reduce_scatter(const Communicator& comm, Tensor& tensor, ReduceOp op);
+
+/// Sends `tensor` (read only; a non-contiguous tensor is read through one
+/// staging copy) to rank `dest` with `tag` (>= 0): a header with its dtype
+/// and element count, then the elements. Blocking (MPI_Send).
+Status send(const Communicator& comm, const Tensor& tensor, int dest, int tag);
+
+/// Receives a send() from `source` with `tag` into `tensor`, in place.
+/// kDTypeMismatch / kShapeMismatch when the sender's dtype or element count
+/// differ (the message is consumed either way, so the pair stays in step).
+Status recv(const Communicator& comm, Tensor& tensor, int source, int tag);
+
+/// Collective: ok on every rank when `local` is ok on every rank; otherwise
+/// each rank returns an error (Note [Checked collectives]).
+Status agree(const Communicator& comm, const Status& local);
+
+}  // namespace tenferro::mpi

@@ -1,0 +1,54 @@
+// Communicator (communicator.h): duplication, error handler, teardown, and
+// the translation of MPI error codes.
+#include "tenferro/mpi/communicator.h"
+
+#include <fmt/format.h>
+
+namespace tenferro::mpi {
+
+Status mpi_status(int code, std::string_view call) {
+  if (code == MPI_SUCCESS) return ok_status();
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  int error_class = code;
+  if (MPI_Error_class(code, &error_class) != MPI_SUCCESS) error_class = code;
+  return make_error(ErrorCode::kUnavailable, ErrorStage::kNone,
+                    "{}: expected MPI_SUCCESS, found error {} ({}, class {})", call, code,
+                    length > 0 ? std::string_view(text, static_cast<std::size_t>(length)) : "no text", error_class);
+}
+
+Result<std::shared_ptr<Communicator>> Communicator::duplicate(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  TENFERRO_TRY(mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));
+  TENFERRO_TRY(mpi_status(MPI_Finalized(&finalized), "MPI_Finalized"));
+  if (!initialized || finalized) {
+    return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kConfiguration,
+                      "communicator: expected MPI to be initialised by the application (MPI_Init) and not finalised; "
+                      "found it {}",
+                      finalized ? "finalised" : "not initialised");
+  }
+  if (comm == MPI_COMM_NULL) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "communicator: expected a valid MPI communicator, found MPI_COMM_NULL");
+  }
+  MPI_Comm dup = MPI_COMM_NULL;
+  TENFERRO_TRY(mpi_status(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup"));
+  const auto fail = [&](Status s) {
+    MPI_Comm_free(&dup);
+    return s;
+  };
+  if (Status s = mpi_status(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"); !s.ok())
+    return fail(std::move(s));
+  int rank = 0, size = 0;
+  if (Status s = mpi_status(MPI_Comm_rank(dup, &rank), "MPI_Comm_rank"); !s.ok()) return fail(std::move(s));
+  if (Status s = mpi_status(MPI_Comm_size(dup, &size), "MPI_Comm_size"); !s.ok()) return fail(std::move(s));
+  return std::shared_ptr<Communicator>(new Communicator(dup, rank, size));
+}
+
+Communicator::~Communicator() {
+  int finalized = 1;
+  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&comm_);
+}
+
+}  // namespace tenferro::mpi

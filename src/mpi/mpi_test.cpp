@@ -1,0 +1,364 @@
+// The mpi component's tests, run by ctest under mpirun with 2 and 4 ranks
+// (no GoogleTest: every rank must take part in every collective, and a
+// failed check on one rank must not stop it from reaching the next one).
+// Each check records a failure locally; at the end the failure counts are
+// summed over the ranks and the program exits non-zero on every rank when
+// any rank failed. The cases: every collective against a reference the rank
+// computes alone; an error on one rank surfacing on all ranks (and the
+// ranks staying in step for the next call); two communicators and two
+// runtimes in one process staying independent; a sliced einsum over the
+// ranks equal to the one-rank contraction.
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/domains/topology.h"
+#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/einsum.h"
+#include "tenferro/einsum/slice_executor.h"
+#include "tenferro/einsum/slicing.h"
+#include "tenferro/mpi.h"
+#include "tenferro/runtime/runtime.h"
+
+namespace tenferro::mpi {
+namespace {
+
+// This rank's failed checks.
+struct Checks {
+  int rank = 0;
+  int failures = 0;
+
+  void check(bool ok, const std::string& what) {
+    if (ok) return;
+    ++failures;
+    std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+  }
+  void check_ok(const Status& s, const std::string& what) { check(s.ok(), what + ": " + s.to_string()); }
+  void check_code(const Status& s, ErrorCode code, const std::string& what) {
+    check(s.code() == code, what + ": expected " + std::string(to_string(code)) + ", found " + s.to_string());
+  }
+};
+
+// A value only (rank, index) determines, so every rank can recompute any
+// rank's contribution.
+double value_of(int rank, std::int64_t i) { return std::sin(1.0 + rank * 7.0 + static_cast<double>(i) * 0.37); }
+
+template <class T>
+Tensor filled(std::vector<std::int64_t> shape, int rank) {
+  Tensor t = Tensor::empty(IntArrayRef(shape), dtype_of<T>).value();
+  T* p = static_cast<T*>(t.data());
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if constexpr (std::is_same_v<T, std::complex<double>>) {
+      p[i] = T(value_of(rank, i), value_of(rank + 100, i));
+    } else if constexpr (std::is_integral_v<T>) {
+      p[i] = static_cast<T>(std::lround(100.0 * value_of(rank, i)));
+    } else {
+      p[i] = static_cast<T>(value_of(rank, i));
+    }
+  }
+  return t;
+}
+
+template <class T>
+double max_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+  return d;
+}
+
+template <class T>
+void allreduce_case(Checks& c, const Communicator& comm, ReduceOp op, const char* name) {
+  Tensor t = filled<T>({3, 5}, comm.rank());
+  std::vector<T> expected = filled<T>({3, 5}, 0).template to_vector<T>().value();
+  for (int r = 1; r < comm.size(); ++r) {
+    const std::vector<T> other = filled<T>({3, 5}, r).template to_vector<T>().value();
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      if constexpr (std::is_same_v<T, std::complex<double>>) {
+        expected[i] += other[i];
+      } else {
+        expected[i] = op == ReduceOp::kSum ? expected[i] + other[i] : std::max(expected[i], other[i]);
+      }
+    }
+  }
+  c.check_ok(allreduce(comm, t, op), name);
+  // The reduction order differs from this loop's: float32 rounds differently.
+  const double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  c.check(max_diff(t.template to_vector<T>().value(), expected) < tolerance, std::string(name) + ": values");
+}
+
+void test_collectives(Checks& c, const Communicator& comm) {
+  allreduce_case<double>(c, comm, ReduceOp::kSum, "allreduce sum float64");
+  allreduce_case<double>(c, comm, ReduceOp::kMax, "allreduce max float64");
+  allreduce_case<float>(c, comm, ReduceOp::kSum, "allreduce sum float32");
+  allreduce_case<std::int32_t>(c, comm, ReduceOp::kMax, "allreduce max int32");
+  allreduce_case<std::int64_t>(c, comm, ReduceOp::kSum, "allreduce sum int64");
+  allreduce_case<std::complex<double>>(c, comm, ReduceOp::kSum, "allreduce sum complex128");
+
+  {  // A transposed view: exported through one copy, the result lands in the tensor.
+    Tensor t = filled<double>({4, 3}, comm.rank()).transpose(0, 1).value();
+    std::vector<double> expected(12, 0.0);
+    for (int r = 0; r < comm.size(); ++r) {
+      const std::vector<double> v = filled<double>({4, 3}, r).transpose(0, 1).value().to_vector<double>().value();
+      for (std::size_t i = 0; i < v.size(); ++i) expected[i] += v[i];
+    }
+    c.check_ok(allreduce(comm, t, ReduceOp::kSum), "allreduce transposed");
+    c.check(max_diff(t.to_vector<double>().value(), expected) < 1e-12, "allreduce transposed: values");
+  }
+  {  // allgather: rank r fills block r.
+    Tensor t = Tensor::zeros({comm.size(), 4}, DType::kFloat64).value();
+    auto* p = static_cast<double*>(t.data());
+    for (int i = 0; i < 4; ++i) p[comm.rank() * 4 + i] = value_of(comm.rank(), i);
+    c.check_ok(allgather(comm, t), "allgather");
+    std::vector<double> expected;
+    for (int r = 0; r < comm.size(); ++r)
+      for (int i = 0; i < 4; ++i) expected.push_back(value_of(r, i));
+    c.check(max_diff(t.to_vector<double>().value(), expected) == 0.0, "allgather: values");
+  }
+  {  // broadcast from the last rank.
+    const int root = comm.size() - 1;
+    Tensor t = filled<double>({2, 3}, comm.rank());
+    c.check_ok(broadcast(comm, t, root), "broadcast");
+    c.check(max_diff(t.to_vector<double>().value(), filled<double>({2, 3}, root).to_vector<double>().value()) == 0.0,
+            "broadcast: values");
+  }
+  {  // reduce_scatter: block b of rank r holds value_of(r, b * 4 + i).
+    Tensor t = filled<double>({comm.size(), 4}, comm.rank());
+    Result<Tensor> mine = reduce_scatter(comm, t, ReduceOp::kSum);
+    c.check_ok(mine.status(), "reduce_scatter");
+    if (mine.ok()) {
+      std::vector<double> expected(4, 0.0);
+      for (int r = 0; r < comm.size(); ++r)
+        for (int i = 0; i < 4; ++i) expected[static_cast<std::size_t>(i)] += value_of(r, comm.rank() * 4 + i);
+      c.check(mine->rank() == 1 && mine->size(0) == 4, "reduce_scatter: block shape");
+      c.check(max_diff(mine->to_vector<double>().value(), expected) < 1e-12, "reduce_scatter: values");
+    }
+  }
+  {  // send/recv around a ring (even ranks send first).
+    const int next = (comm.rank() + 1) % comm.size(), prev = (comm.rank() + comm.size() - 1) % comm.size();
+    Tensor out = filled<double>({5}, comm.rank());
+    Tensor in = Tensor::zeros({5}, DType::kFloat64).value();
+    if (comm.rank() % 2 == 0) {
+      c.check_ok(send(comm, out, next, 3), "send");
+      c.check_ok(recv(comm, in, prev, 3), "recv");
+    } else {
+      c.check_ok(recv(comm, in, prev, 3), "recv");
+      c.check_ok(send(comm, out, next, 3), "send");
+    }
+    c.check(max_diff(in.to_vector<double>().value(), filled<double>({5}, prev).to_vector<double>().value()) == 0.0,
+            "send/recv: values");
+  }
+}
+
+// Errors found on one rank surface on every rank, and the ranks stay in step.
+void test_errors(Checks& c, const Communicator& comm) {
+  const int last = comm.size() - 1;
+  {
+    Tensor t = comm.rank() == 0 ? filled<float>({3}, 0) : filled<double>({3}, comm.rank());
+    c.check_code(allreduce(comm, t, ReduceOp::kSum), ErrorCode::kDTypeMismatch, "dtype mismatch on rank 0");
+  }
+  {
+    Tensor t = filled<double>({comm.rank() == last ? 4 : 3}, comm.rank());
+    c.check_code(allreduce(comm, t, ReduceOp::kSum), ErrorCode::kShapeMismatch, "element count mismatch");
+  }
+  {
+    Tensor t = comm.rank() == last ? Tensor() : filled<double>({3}, comm.rank());
+    const Status s = broadcast(comm, t, 0);
+    c.check_code(s, ErrorCode::kInvalidArgument, "undefined tensor on the last rank");
+    if (comm.rank() != last) {
+      c.check(s.message().find("rank " + std::to_string(last)) != std::string_view::npos,
+              "the others name the failing rank: " + s.to_string());
+    }
+  }
+  {
+    Tensor t = filled<std::complex<double>>({2}, comm.rank());
+    c.check_code(allreduce(comm, t, ReduceOp::kMax), ErrorCode::kInvalidArgument, "max of complex");
+  }
+  {
+    Tensor t = filled<double>({2}, comm.rank());
+    c.check_code(broadcast(comm, t, comm.rank() == 0 ? 0 : 1), ErrorCode::kInvalidArgument, "roots differ");
+    c.check_code(broadcast(comm, t, comm.size()), ErrorCode::kInvalidArgument, "root out of range");
+    Tensor wrong = Tensor::zeros({comm.size() + 1, 2}, DType::kFloat64).value();
+    c.check_code(allgather(comm, wrong), ErrorCode::kShapeMismatch, "allgather leading extent");
+  }
+  {  // agree: one rank's failure, with its code, on all ranks.
+    const Status local =
+        comm.rank() == last ? Status(Error(ErrorCode::kResourceExhausted, ErrorStage::kNone, "boom")) : ok_status();
+    c.check_code(agree(comm, local), ErrorCode::kResourceExhausted, "agree");
+    c.check_ok(agree(comm, ok_status()), "agree when all are ok");
+  }
+  if (comm.size() >= 2) {  // recv of the wrong dtype consumes the message; the next pair matches.
+    if (comm.rank() == 0) {
+      c.check_ok(send(comm, filled<float>({3}, 0), 1, 9), "send float32");
+      c.check_ok(send(comm, filled<double>({3}, 0), 1, 9), "send float64");
+    } else if (comm.rank() == 1) {
+      Tensor in = Tensor::zeros({3}, DType::kFloat64).value();
+      c.check_code(recv(comm, in, 0, 9), ErrorCode::kDTypeMismatch, "recv dtype mismatch");
+      c.check_ok(recv(comm, in, 0, 9), "recv after a mismatch");
+      c.check(max_diff(in.to_vector<double>().value(), filled<double>({3}, 0).to_vector<double>().value()) == 0.0,
+              "recv after a mismatch: values");
+    }
+  }
+  {  // An MPI error code, translated with MPI_Error_string.
+    double x = 0.0;
+    const Status s = mpi_status(MPI_Send(&x, 1, MPI_DOUBLE, comm.size() + 5, 0, comm.comm()), "MPI_Send");
+    c.check_code(s, ErrorCode::kUnavailable, "MPI error translated");
+    c.check(s.message().find("MPI_Send") != std::string_view::npos, "MPI error names the call: " + s.to_string());
+  }
+  {  // Still in step: a plain collective after all of the above.
+    Tensor t = Tensor::scalar<double>(1.0).value();
+    c.check_ok(allreduce(comm, t, ReduceOp::kSum), "allreduce after errors");
+    c.check(t.to_vector<double>().value()[0] == comm.size(), "allreduce after errors: value");
+  }
+}
+
+// One rank's engine pieces: a Runtime with the CPU engine and the native
+// einsum, plus the communicator its application gave it.
+struct RankRuntime {
+  std::shared_ptr<Communicator> comm;
+  std::shared_ptr<einsum::CpuEinsumExecutor> executor;
+  std::shared_ptr<const cpu::CpuDomainSet> domains;
+  std::optional<runtime::Runtime> runtime;
+};
+
+Result<RankRuntime> make_rank_runtime() {
+  RankRuntime r;
+  TENFERRO_ASSIGN_OR_RETURN(r.comm, Communicator::duplicate(MPI_COMM_WORLD));
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
+  TENFERRO_ASSIGN_OR_RETURN(r.executor,
+                            einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
+  // One single-thread domain over this process's allowed CPUs.
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  cpu::CpuDomainSpec spec;
+  spec.id = CpuDomainId(1);
+  spec.cpus = topology.allowed_cpus();
+  spec.thread_budget = 1;
+  const cpu::CpuDomainSpec specs[] = {spec};
+  TENFERRO_ASSIGN_OR_RETURN(r.domains, cpu::CpuDomainSet::create_managed(topology, specs));
+  runtime::RuntimeBuilder builder;
+  cpu::CpuEngineOptions options;
+  options.gemm_provider = gemm;
+  options.domains = r.domains;
+  TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
+  builder.add_extension_module(einsum::cpu_extension_module(options.id, r.executor));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
+  r.runtime.emplace(std::move(rt));
+  return r;
+}
+
+// Two runtimes, two communicators: messages on one never match receives on
+// the other, and each runtime's sliced einsum over the ranks equals its
+// own one-rank einsum.
+void test_independent_runtimes_and_sliced_einsum(Checks& c) {
+  Result<RankRuntime> a = make_rank_runtime();
+  Result<RankRuntime> b = make_rank_runtime();
+  c.check_ok(a.status(), "runtime a");
+  c.check_ok(b.status(), "runtime b");
+  if (!a.ok() || !b.ok()) return;
+  const Communicator& ca = *a->comm;
+  const Communicator& cb = *b->comm;
+  if (ca.size() >= 2) {
+    // Rank 0 sends on a, then on b, same tag; rank 1 receives b first.
+    if (ca.rank() == 0) {
+      c.check_ok(send(ca, filled<double>({2}, 10), 1, 1), "send on a");
+      c.check_ok(send(cb, filled<double>({2}, 20), 1, 1), "send on b");
+    } else if (ca.rank() == 1) {
+      Tensor x = Tensor::zeros({2}, DType::kFloat64).value(), y = Tensor::zeros({2}, DType::kFloat64).value();
+      c.check_ok(recv(cb, y, 0, 1), "recv on b");
+      c.check_ok(recv(ca, x, 0, 1), "recv on a");
+      c.check(max_diff(y.to_vector<double>().value(), filled<double>({2}, 20).to_vector<double>().value()) == 0.0,
+              "b's message on b");
+      c.check(max_diff(x.to_vector<double>().value(), filled<double>({2}, 10).to_vector<double>().value()) == 0.0,
+              "a's message on a");
+    }
+  }
+
+  // An MPS-like network; same data on every rank.
+  const std::string subscripts = "ab,bcd,cef,dg,fgh->aeh";
+  const std::vector<std::vector<std::int64_t>> shapes = {{6, 7}, {7, 5, 8}, {5, 4, 6}, {8, 9}, {6, 9, 3}};
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < shapes.size(); ++i) inputs.push_back(filled<double>(shapes[i], 50 + static_cast<int>(i)));
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  std::vector<IntArrayRef> refs(shapes.begin(), shapes.end());
+
+  Result<einsum::Network> net = einsum::Network::bind(subscripts, refs);
+  c.check_ok(net.status(), "bind");
+  if (!net.ok()) return;
+  Result<einsum::ContractionTree> tree = einsum::plan(*net);
+  c.check_ok(tree.status(), "plan");
+  if (!tree.ok()) return;
+  einsum::SlicingOptions options;
+  options.min_slices = 2 * ca.size();
+  options.workers = ca.size();
+  options.max_intermediate_bytes = tree->cost().max_intermediate_elements * 8.0 / 4.0;
+  Result<einsum::SlicedContraction> sliced = einsum::SlicedContraction::plan(*tree, options);
+  c.check_ok(sliced.status(), "slicing");
+  if (!sliced.ok()) return;
+  c.check(sliced->num_slices() >= options.min_slices, "enough slices for the ranks");
+  for (RankRuntime* r : {&*a, &*b}) {
+    Result<einsum::SliceExecutor> runner = einsum::SliceExecutor::create(*sliced, r->executor);
+    c.check_ok(runner.status(), "slice executor");
+    if (!runner.ok()) return;
+    Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+    einsum::SliceRunStats stats;
+    c.check_ok(run_slices_over_ranks(*r->comm, *runner, views, out, r->domains->default_domain(), &stats),
+               "sliced einsum over ranks");
+    c.check(stats.slices == (sliced->num_slices() - r->comm->rank() + r->comm->size() - 1) / r->comm->size(),
+            "round-robin share");
+    // The one-rank reference: this runtime's own eager einsum, unsliced.
+    runtime::EagerContext eager = r->runtime->on();
+    Result<Tensor> whole = einsum::einsum(eager, subscripts, inputs);
+    c.check_ok(whole.status(), "eager einsum");
+    if (!whole.ok()) return;
+    const std::vector<double> expected = whole->to_vector<double>().value();
+    double scale = 0.0;
+    for (double v : expected) scale = std::max(scale, std::abs(v));
+    c.check(max_diff(out.to_vector<double>().value(), expected) <= 1e-12 * std::max(scale, 1.0),
+            "sliced einsum over ranks equals one rank");
+  }
+  // A failing rank (wrong input count) surfaces on all ranks without a hang.
+  Result<einsum::SliceExecutor> runner = einsum::SliceExecutor::create(*sliced, a->executor);
+  if (runner.ok()) {
+    Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+    const std::span<const TensorView> some =
+        ca.rank() == ca.size() - 1 ? std::span<const TensorView>(views).first(2) : std::span<const TensorView>(views);
+    c.check_code(run_slices_over_ranks(ca, *runner, some, out, a->domains->default_domain()),
+                 ErrorCode::kInvalidArgument, "one rank's einsum failure on all ranks");
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::mpi
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return 2;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  tenferro::mpi::Checks c;
+  c.rank = rank;
+  {
+    auto comm = tenferro::mpi::Communicator::duplicate(MPI_COMM_WORLD);
+    if (!comm.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().to_string().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    c.check((*comm)->rank() == rank && (*comm)->size() == size, "communicator rank and size");
+    tenferro::mpi::test_collectives(c, **comm);
+    tenferro::mpi::test_errors(c, **comm);
+    tenferro::mpi::test_independent_runtimes_and_sliced_einsum(c);
+  }
+  int failures = c.failures, total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("tenferro mpi tests on %d ranks: %d failed checks\n", size, total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
