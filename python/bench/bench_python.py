@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Benchmark of the tenferro Python module (docs/python.md, "Performance").
+
+(a) Per-call overhead: tenferro.einsum("ij,jk->ik") on 2x2 float64 from
+    Python against numpy.einsum of the same product, in the same run
+    (interleaved rounds, median time per call).
+(b) Instances: tenferro.einsum from Python on the shared instance files
+    (bin_*.json and str_matrix_chain*.json by default) against the CLI's
+    own timing of the same contraction (`tenferro einsum FILE --json`,
+    median_seconds), same path (the instance's opt_flops path, else greedy),
+    same thread count and GEMM, random float64 data; rounds interleave the
+    two. The ratio is CLI time / Python time (>= 1: Python is as fast).
+
+Usage (from the repository root, after building the module):
+    PYTHONPATH=build/<dir>/python /usr/bin/python3 python/bench/bench_python.py \
+        --cli build/<dir>/tenferro [--threads 1] [--rounds 3] [--json]
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import tenferro
+
+
+def per_call_seconds(fn, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def overhead_case(rounds, calls, runtime):
+    rng = np.random.default_rng(0)
+    a = rng.uniform(size=(2, 2))
+    b = rng.uniform(size=(2, 2))
+    ours_default = lambda: tenferro.einsum("ij,jk->ik", a, b)  # noqa: E731
+    ours_runtime = lambda: runtime.einsum("ij,jk->ik", a, b)  # noqa: E731
+    peer = lambda: np.einsum("ij,jk->ik", a, b)  # noqa: E731
+    for fn in (ours_default, ours_runtime, peer):
+        per_call_seconds(fn, calls // 10)  # warm: plans, op cache, allocator
+    samples = {"tenferro": [], "tenferro_runtime": [], "numpy": []}
+    for _ in range(rounds):
+        samples["tenferro"].append(per_call_seconds(ours_default, calls))
+        samples["tenferro_runtime"].append(per_call_seconds(ours_runtime, calls))
+        samples["numpy"].append(per_call_seconds(peer, calls))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def load_instance(path):
+    with open(path) as f:
+        inst = json.load(f)
+    ref = (inst.get("paths") or {}).get("opt_flops")
+    optimize = [tuple(p) for p in ref["path"]] if ref else "greedy"
+    return inst, optimize
+
+
+def python_seconds(inst, optimize, runtime, runs, seed):
+    rng = np.random.default_rng(seed)
+    ops = [rng.uniform(-1, 1, size=s) for s in inst["shapes"]]
+    out = runtime.einsum(inst["format_string"], *ops, optimize=optimize)  # first call plans
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = runtime.einsum(inst["format_string"], *ops, optimize=optimize)
+        times.append(time.perf_counter() - t0)
+    del out
+    return statistics.median(times)
+
+
+def cli_seconds(cli, path, runs, threads, gemm):
+    cmd = [cli, "einsum", path, "--json", "--runs", str(runs), "--threads", str(threads), "--gemm", gemm]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])["median_seconds"]
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(here))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", default=os.environ.get("TENFERRO_CLI", os.path.join(repo, "build/release/tenferro")))
+    parser.add_argument("--instances", default=os.path.join(repo, "..", "shared", "bench", "instances"))
+    parser.add_argument("--patterns", default="bin_*.json,str_matrix_chain*.json")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--gemm", default="native")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--skip-instances", action="store_true")
+    parser.add_argument("--json", action="store_true", help="one JSON object per case")
+    args = parser.parse_args()
+
+    runtime = tenferro.Runtime(threads=args.threads, gemm=args.gemm)
+    results = []
+    o = overhead_case(args.rounds * 3, args.calls, runtime)
+    results.append(
+        {
+            "case": "einsum_2x2_per_call",
+            "tenferro_us": o["tenferro"] * 1e6,
+            "tenferro_runtime_us": o["tenferro_runtime"] * 1e6,
+            "numpy_us": o["numpy"] * 1e6,
+            "default_threads": tenferro.default_runtime().threads,
+            "target_us": 3.0,
+        }
+    )
+
+    if not args.skip_instances:
+        if not os.path.exists(args.cli):
+            sys.exit(f"bench_python: CLI {args.cli} not found (pass --cli build/<dir>/tenferro)")
+        files = []
+        for pattern in args.patterns.split(","):
+            files += sorted(glob.glob(os.path.join(args.instances, pattern)))
+        for path in files:
+            inst, optimize = load_instance(path)
+            py, cli = [], []
+            for r in range(args.rounds):
+                py.append(python_seconds(inst, optimize, runtime, args.runs, r))
+                cli.append(cli_seconds(args.cli, path, args.runs, args.threads, args.gemm))
+            p, c = statistics.median(py), statistics.median(cli)
+            results.append(
+                {
+                    "case": inst["name"],
+                    "python_s": p,
+                    "cli_s": c,
+                    "ratio_cli_over_python": c / p,
+                    "threads": args.threads,
+                    "gemm": args.gemm,
+                }
+            )
+            if not args.json:
+                print(f"  {inst['name']}: python {p * 1e3:.3f} ms, cli {c * 1e3:.3f} ms", file=sys.stderr)
+
+    if args.json:
+        for r in results:
+            print(json.dumps(r))
+        return
+    r0 = results[0]
+    print(
+        f"einsum 2x2 per call: tenferro {r0['tenferro_us']:.2f} us (runtime.einsum {r0['tenferro_runtime_us']:.2f} us, "
+        f"default runtime threads={r0['default_threads']}), numpy.einsum {r0['numpy_us']:.2f} us; target <= 3 us"
+    )
+    if len(results) > 1:
+        print(f"{'instance':<58} {'python ms':>10} {'cli ms':>10} {'cli/python':>10}")
+        for r in results[1:]:
+            print(
+                f"{r['case']:<58} {r['python_s'] * 1e3:>10.3f} {r['cli_s'] * 1e3:>10.3f} "
+                f"{r['ratio_cli_over_python']:>10.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+// numpy <-> Tensor without copies, and errors as Python exceptions
+// (array_bridge.h).
+#include "array_bridge.h"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "numpy_api.h"
+
+namespace tenferro::python {
+namespace {
+
+constexpr std::string_view kCodeNames[] = {
+#define TENFERRO_ERROR_CODE(name, str, canonical) "k" #name,
+#include "tenferro/base/error_code.def"
+};
+
+std::string_view code_name(ErrorCode code) noexcept {
+  const auto i = static_cast<std::size_t>(code);
+  return i < std::size(kCodeNames) ? kCodeNames[i] : std::string_view("kUnknown");
+}
+
+int typenum_of(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kBool:
+      return NPY_BOOL;
+    case DType::kInt32:
+      return NPY_INT32;
+    case DType::kInt64:
+      return NPY_INT64;
+    case DType::kFloat32:
+      return NPY_FLOAT32;
+    case DType::kFloat64:
+      return NPY_FLOAT64;
+    case DType::kComplex64:
+      return NPY_COMPLEX64;
+    case DType::kComplex128:
+      return NPY_COMPLEX128;
+  }
+  return NPY_FLOAT64;
+}
+
+void destroy_tensor_capsule(PyObject* capsule) {
+  delete static_cast<Tensor*>(PyCapsule_GetPointer(capsule, "tenferro.Tensor"));
+}
+
+// A new ndarray over `t`'s elements with `base` as its base object (stolen).
+py::object array_over(const Tensor& t, PyObject* base, bool writeable) {
+  const int nd = static_cast<int>(t.rank());
+  const auto itemsize = static_cast<npy_intp>(dtype_size(t.dtype()));
+  SmallVector<npy_intp, 8> dims(static_cast<std::size_t>(nd)), strides(static_cast<std::size_t>(nd));
+  for (int i = 0; i < nd; ++i) {
+    dims[static_cast<std::size_t>(i)] = static_cast<npy_intp>(t.shape()[static_cast<std::size_t>(i)]);
+    strides[static_cast<std::size_t>(i)] = static_cast<npy_intp>(t.strides()[static_cast<std::size_t>(i)]) * itemsize;
+  }
+  PyArray_Descr* descr = PyArray_DescrFromType(typenum_of(t.dtype()));  // new reference, stolen below
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims.data(), strides.data(), t.data(),
+                                       writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+  if (arr == nullptr) {
+    Py_DECREF(base);
+    throw py::error_already_set();
+  }
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(arr), base) != 0) {  // steals base even on failure
+    Py_DECREF(arr);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(arr);
+}
+
+const char* dtype_list() { return "float32, float64, complex64 or complex128"; }
+
+// numpy's promotion among the four inexact dtypes.
+DType promote(DType a, DType b) noexcept {
+  const bool complex = is_complex(a) || is_complex(b);
+  const bool wide = a == DType::kFloat64 || a == DType::kComplex128 || b == DType::kFloat64 || b == DType::kComplex128;
+  if (complex) return wide ? DType::kComplex128 : DType::kComplex64;
+  return wide ? DType::kFloat64 : DType::kFloat32;
+}
+
+// Whether the array's layout can be borrowed: aligned, native byte order,
+// strides non-negative multiples of the item size (axes of extent <= 1 do
+// not count, their strides are never used).
+bool borrowable(PyArrayObject* a) {
+  if (!PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a)) return false;
+  const npy_intp itemsize = PyArray_ITEMSIZE(a);
+  const int nd = PyArray_NDIM(a);
+  for (int i = 0; i < nd; ++i) {
+    if (PyArray_DIM(a, i) <= 1) continue;
+    const npy_intp s = PyArray_STRIDE(a, i);
+    if (s < 0 || s % itemsize != 0) return false;
+  }
+  return true;
+}
+
+Result<Tensor> borrow(PyArrayObject* a, DType dtype) {
+  const int nd = PyArray_NDIM(a);
+  const npy_intp itemsize = PyArray_ITEMSIZE(a);
+  Dims shape(static_cast<std::size_t>(nd)), strides(static_cast<std::size_t>(nd));
+  std::int64_t last = 0;  // element offset of the last addressed element
+  bool empty = false;
+  for (int i = 0; i < nd; ++i) {
+    const std::int64_t n = PyArray_DIM(a, i);
+    const std::int64_t s = n <= 1 ? 0 : PyArray_STRIDE(a, i) / itemsize;
+    shape[static_cast<std::size_t>(i)] = n;
+    strides[static_cast<std::size_t>(i)] = s;
+    if (n == 0) empty = true;
+    if (n > 1) last += (n - 1) * s;
+  }
+  const std::size_t nbytes = empty ? 0 : static_cast<std::size_t>(last + 1) * static_cast<std::size_t>(itemsize);
+  TENFERRO_ASSIGN_OR_RETURN(StorageRef storage, Storage::wrap(PyArray_DATA(a), nbytes, StorageDescriptor{}, nullptr));
+  return Tensor::from_storage(std::move(storage), dtype, shape, strides);
+}
+
+}  // namespace
+
+std::optional<DType> dtype_of_typenum(int typenum) noexcept {
+  switch (typenum) {
+    case NPY_FLOAT32:
+      return DType::kFloat32;
+    case NPY_FLOAT64:
+      return DType::kFloat64;
+    case NPY_COMPLEX64:
+      return DType::kComplex64;
+    case NPY_COMPLEX128:
+      return DType::kComplex128;
+    default:
+      return std::nullopt;
+  }
+}
+
+void raise_status(const Status& status) {
+  py::module_ errors = py::module_::import("tenferro._errors");
+  py::object exc =
+      errors.attr("_make")(std::string(code_name(status.code())), std::string(code_name(canonical_code(status.code()))),
+                           std::string(to_string(status.stage())), std::string(status.message()), status.to_string());
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
+}
+
+void raise_error(ErrorCode code, std::string_view message) {
+  raise_status(Status(Error(code, ErrorStage::kNone, std::string(message))));
+}
+
+void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t index) {
+  // Formatted on the error paths only.
+  const auto what = [&] { return index < 0 ? std::string(what_text) : fmt::format("{} {}", what_text, index); };
+  py::object arr;
+  if (PyArray_Check(obj.ptr())) {
+    arr = py::reinterpret_borrow<py::object>(obj);
+  } else {
+    py::module_ np = py::module_::import("numpy");
+    if (py::hasattr(obj, "__dlpack__")) {
+      // DLPack producers (torch CPU tensors) are viewed through numpy
+      // without copying; a tensor that requires grad is detached first.
+      py::object source = py::reinterpret_borrow<py::object>(obj);
+      if (py::hasattr(source, "requires_grad") && py::hasattr(source, "detach") &&
+          py::bool_(source.attr("requires_grad"))) {
+        source = source.attr("detach")();
+      }
+      try {
+        arr = np.attr("from_dlpack")(source);
+      } catch (py::error_already_set& e) {
+        raise_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: expected a CPU array numpy can view through DLPack, found {} ({})", what(),
+                                std::string(py::str(py::type::handle_of(obj).attr("__name__"))), e.what()));
+      }
+    } else {
+      try {
+        arr = np.attr("asarray")(obj);
+      } catch (py::error_already_set& e) {
+        raise_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: expected an array, found {} ({})", what(),
+                                std::string(py::str(py::type::handle_of(obj).attr("__name__"))), e.what()));
+      }
+    }
+  }
+  auto* a = reinterpret_cast<PyArrayObject*>(arr.ptr());
+  const std::optional<DType> dtype = dtype_of_typenum(PyArray_TYPE(a));
+  if (!dtype) {
+    raise_error(ErrorCode::kDTypeMismatch,
+                fmt::format("{}: expected dtype {}, found {}", what(), dtype_list(),
+                            std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(a))))));
+  }
+  arrays_.push_back(std::move(arr));
+  dtypes_.push_back(*dtype);
+}
+
+DType OperandList::unify_dtypes() {
+  if (dtypes_.empty()) return DType::kFloat64;
+  DType d = dtypes_[0];
+  for (DType x : dtypes_) d = promote(d, x);
+  for (std::size_t i = 0; i < dtypes_.size(); ++i) cast(i, d);
+  return d;
+}
+
+void OperandList::cast(std::size_t i, DType dtype) {
+  if (dtypes_[i] == dtype) return;
+  PyObject* c = PyArray_CastToType(reinterpret_cast<PyArrayObject*>(arrays_[i].ptr()),
+                                   PyArray_DescrFromType(typenum_of(dtype)), 0);
+  if (c == nullptr) throw py::error_already_set();
+  arrays_[i] = py::reinterpret_steal<py::object>(c);
+  dtypes_[i] = dtype;
+}
+
+void OperandList::wrap() {
+  tensors_.clear();
+  for (std::size_t i = 0; i < arrays_.size(); ++i) {
+    auto* a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
+    if (!borrowable(a)) {
+      // Negative strides, strides that are not whole elements, misaligned or
+      // byte-swapped data: one C-order native copy (Note [Borrowed operands]).
+      PyObject* c = PyArray_FromArray(a, PyArray_DescrFromType(typenum_of(dtypes_[i])),
+                                      NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY);
+      if (c == nullptr) throw py::error_already_set();
+      arrays_[i] = py::reinterpret_steal<py::object>(c);
+      a = reinterpret_cast<PyArrayObject*>(c);
+    }
+    tensors_.push_back(value_or_raise(borrow(a, dtypes_[i])));
+  }
+}
+
+py::object OperandList::to_numpy(Tensor t) const {
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (t.storage().get() == tensors_[i].storage().get()) {
+      // A view of operand i: its base is that array, which owns the memory.
+      PyObject* base = arrays_[i].ptr();
+      Py_INCREF(base);
+      return array_over(t, base, PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(base)));
+    }
+  }
+  return tensor_to_numpy(std::move(t));
+}
+
+py::object tensor_to_numpy(Tensor t) {
+  if (!t.defined()) return py::none();
+  auto* owned = new Tensor(std::move(t));
+  PyObject* capsule = PyCapsule_New(owned, "tenferro.Tensor", destroy_tensor_capsule);
+  if (capsule == nullptr) {
+    delete owned;
+    throw py::error_already_set();
+  }
+  return array_over(*owned, capsule, true);
+}
+
+}  // namespace tenferro::python

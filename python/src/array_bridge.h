@@ -1,0 +1,94 @@
+// The numpy side of the Python module: numpy arrays (and DLPack producers,
+// through numpy.from_dlpack) borrowed as tenferro Tensors without copying,
+// tenferro Tensors handed out as numpy arrays over their own storage, and
+// tenferro Status values raised as tenferro.Error exceptions.
+//
+// Note [Borrowed operands]
+// An operand is wrapped in a Storage with no owner: the Tensor borrows the
+// array's memory. That is sound because every Tensor made from an operand
+// lives only inside one call, while the call's argument tuple (or the
+// OperandList that converted it) keeps the array alive, and the eager
+// einsum and linalg calls retain no input. A result that is a view of an
+// operand (an einsum that only permutes axes) shares a borrowed storage; it
+// is handed out as a numpy view whose base is that operand, never as a
+// capsule over the borrowed storage (Note [Zero-copy results]).
+//
+// Note [Zero-copy results]
+// A result Tensor becomes a numpy array whose data pointer is the tensor's
+// data and whose base is a capsule owning a copy of the Tensor (one
+// reference on its storage), so numpy frees tenferro's storage when the
+// last view of it goes away. No element is copied.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <pybind11/pybind11.h>
+
+#include "tenferro/base/small_vector.h"
+#include "tenferro/base/status.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::python {
+
+namespace py = pybind11;
+
+/// Raises `status` (not ok) as a tenferro.Error subclass chosen by
+/// tenferro._errors from its code (throws py::error_already_set).
+[[noreturn]] void raise_status(const Status& status);
+/// Raises a kInvalidArgument / kDTypeMismatch error built from a message.
+[[noreturn]] void raise_error(ErrorCode code, std::string_view message);
+
+/// Unwraps `r` or raises its error.
+template <class T>
+T value_or_raise(Result<T>&& r) {
+  if (!r.ok()) raise_status(r.status());
+  return std::move(r).value();
+}
+inline void ok_or_raise(const Status& s) {
+  if (!s.ok()) raise_status(s);
+}
+
+/// The operands of one call: each converted to a numpy array of a tenferro
+/// dtype (Note [Borrowed operands]) and wrapped as a Tensor. Holds the
+/// arrays (new references) for its own lifetime.
+class OperandList {
+ public:
+  OperandList() = default;
+  OperandList(const OperandList&) = delete;
+  OperandList& operator=(const OperandList&) = delete;
+
+  /// Converts `obj` (ndarray, DLPack producer or array-like) to an array.
+  /// Integer, bool and other dtypes are a DTypeError naming `what` (and
+  /// `index` when >= 0, e.g. "einsum operand 1").
+  void add(py::handle obj, const char* what, std::ptrdiff_t index = -1);
+  /// Casts every operand to one dtype (numpy's promotion among float32,
+  /// float64, complex64 and complex128; casting copies those operands).
+  DType unify_dtypes();
+  /// Casts operand `i` to `dtype` when it differs (a copy).
+  void cast(std::size_t i, DType dtype);
+  /// Wraps the arrays as Tensors (strided views without copying; negative
+  /// or non-element strides, misaligned or byte-swapped data copied once).
+  void wrap();
+
+  std::size_t size() const noexcept { return arrays_.size(); }
+  const SmallVector<Tensor, 8>& tensors() const noexcept { return tensors_; }
+  DType dtype(std::size_t i) const noexcept { return dtypes_[i]; }
+  py::handle array(std::size_t i) const noexcept { return arrays_[i]; }
+
+  /// `t` as a numpy array (Note [Zero-copy results]); a view of an operand
+  /// when `t` shares that operand's storage.
+  py::object to_numpy(Tensor t) const;
+
+ private:
+  SmallVector<py::object, 8> arrays_;
+  SmallVector<DType, 8> dtypes_;
+  SmallVector<Tensor, 8> tensors_;
+};
+
+/// The numpy dtype of `obj`'s array conversion as a tenferro dtype, or nullopt.
+std::optional<DType> dtype_of_typenum(int typenum) noexcept;
+/// A Tensor that tenferro allocated, as a numpy array (Note [Zero-copy results]).
+py::object tensor_to_numpy(Tensor t);
+
+}  // namespace tenferro::python

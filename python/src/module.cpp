@@ -1,0 +1,565 @@
+// The extension module tenferro._tenferro (docs/python.md): einsum and its
+// path planning, the linalg operations, einsum's VJP and the Runtime class.
+// The package's Python files (python/tenferro/*.py) add numpy.linalg's
+// conventions, contract_path's PathInfo and the exception classes.
+#define TENFERRO_PYTHON_IMPORT_ARRAY
+#include "numpy_api.h"
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "array_bridge.h"
+#include "py_runtime.h"
+#include "tenferro/ad/functional.h"
+#include "tenferro/einsum/contraction_tree.h"
+#include "tenferro/einsum/einsum_call.h"
+#include "tenferro/einsum/network.h"
+#include "tenferro/einsum/planner.h"
+#include "tenferro/einsum/subscripts.h"
+#include "tenferro/linalg/eager_linalg.h"
+#include "tenferro/program/program_builder.h"
+#include "tenferro/program/symbolic_extent.h"
+
+namespace tenferro::python {
+namespace {
+
+using einsum::PlannerKind;
+
+[[noreturn]] void raise_type_error(const std::string& message) {
+  PyErr_SetString(PyExc_TypeError, message.c_str());
+  throw py::error_already_set();
+}
+
+std::string type_name(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
+
+// ---------------------------------------------------------------------------
+// optimize=
+
+std::int64_t as_index(py::handle obj, const char* what) {
+  if (!PyLong_Check(obj.ptr())) {
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected an integer, found {}", what, type_name(obj)));
+  }
+  return py::cast<std::int64_t>(obj);
+}
+
+OptimizeSpec parse_optimize(py::handle optimize) {
+  OptimizeSpec spec;
+  if (optimize.is_none() || optimize.ptr() == Py_True) return spec;  // greedy
+  if (optimize.ptr() == Py_False) {
+    spec.planner = PlannerKind::kLeftToRight;
+    return spec;
+  }
+  if (PyUnicode_Check(optimize.ptr())) {
+    const std::string name = py::cast<std::string>(optimize);
+    const std::optional<PlannerKind> kind = einsum::parse_planner_kind(name);
+    if (!kind || *kind == PlannerKind::kExplicitPath) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  fmt::format("optimize='{}': expected 'greedy', 'optimal', 'treesa', 'auto', 'nested', "
+                              "'left_to_right', a bool or a path (list of index pairs)",
+                              name));
+    }
+    spec.planner = *kind;
+    return spec;
+  }
+  if (PyList_Check(optimize.ptr()) || PyTuple_Check(optimize.ptr())) {
+    spec.planner = PlannerKind::kExplicitPath;
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(optimize);
+    std::size_t start = 0;
+    // numpy.einsum_path's format starts with the string 'einsum_path'.
+    if (seq.size() > 0 && PyUnicode_Check(seq[0].ptr())) start = 1;
+    for (std::size_t i = start; i < seq.size(); ++i) {
+      py::handle step = seq[i];
+      if (!PySequence_Check(step.ptr()) || PyUnicode_Check(step.ptr())) {
+        raise_error(ErrorCode::kInvalidArgument,
+                    fmt::format("optimize path step {}: expected a pair of operand positions, found {}", i - start,
+                                type_name(step)));
+      }
+      py::sequence pair = py::reinterpret_borrow<py::sequence>(step);
+      if (pair.size() == 1) continue;  // (0,): opt_einsum's path of a single operand
+      if (pair.size() != 2) {
+        raise_error(ErrorCode::kInvalidArgument,
+                    fmt::format("optimize path step {}: expected a pair of operand positions, found {} positions "
+                                "(only pairwise contraction paths are supported)",
+                                i - start, pair.size()));
+      }
+      spec.path.emplace_back(as_index(pair[0], "optimize path"), as_index(pair[1], "optimize path"));
+    }
+    return spec;
+  }
+  raise_error(ErrorCode::kInvalidArgument,
+              fmt::format("optimize: expected a planner name, a bool or a path, found {}", type_name(optimize)));
+}
+
+// ---------------------------------------------------------------------------
+// Runtimes: the Runtime class wraps a PyRuntime; module-level calls without
+// runtime= use Python-owned module attributes (Note [Default runtimes]).
+//
+// Note [Default runtimes]
+// tenferro has no process-global state, so the module keeps its default
+// runtimes as attributes of the extension module (owned by Python, freed
+// with the module): `_default_runtime` for calls without threads=, and one
+// entry per thread count in the dict `_runtimes_by_threads`. Both are
+// created on first use. The default runtime uses every CPU the process may
+// use.
+
+py::object make_runtime(int threads, const std::string& gemm) {
+  std::unique_ptr<PyRuntime> rt = value_or_raise(PyRuntime::create(threads, gemm));
+  return py::cast(std::move(rt));
+}
+
+// The module's default runtime for `threads` (Note [Default runtimes]).
+py::object default_runtime_object(PyObject* module, py::handle threads) {
+  if (threads.is_none()) {
+    PyObject* rt = PyObject_GetAttrString(module, "_default_runtime");
+    if (rt == nullptr) throw py::error_already_set();
+    py::object owned = py::reinterpret_steal<py::object>(rt);
+    if (owned.is_none()) {
+      owned = make_runtime(0, "native");
+      if (PyObject_SetAttrString(module, "_default_runtime", owned.ptr()) != 0) throw py::error_already_set();
+    }
+    return owned;
+  }
+  const std::int64_t n = as_index(threads, "threads");
+  if (n < 1) raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={}: expected at least 1 (or None)", n));
+  py::dict by_threads = py::reinterpret_borrow<py::object>(py::handle(module)).attr("_runtimes_by_threads");
+  py::int_ key(n);
+  if (!by_threads.contains(key)) by_threads[key] = make_runtime(static_cast<int>(n), "native");
+  return by_threads[key];
+}
+
+// The module attribute keeps the runtime alive.
+PyRuntime& default_runtime(PyObject* module, py::handle threads) {
+  return py::cast<PyRuntime&>(default_runtime_object(module, threads));
+}
+
+// The runtime for a call's runtime= and threads= arguments.
+PyRuntime& runtime_for(PyObject* module, py::handle runtime, py::handle threads) {
+  if (runtime.is_none()) return default_runtime(module, threads);
+  if (!py::isinstance<PyRuntime>(runtime)) {
+    raise_type_error(fmt::format("runtime: expected a tenferro.Runtime, found {}", type_name(runtime)));
+  }
+  PyRuntime& rt = py::cast<PyRuntime&>(runtime);
+  if (!threads.is_none() && as_index(threads, "threads") != rt.threads()) {
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={} differs from the given runtime's threads={}",
+                                                         py::cast<std::int64_t>(threads), rt.threads()));
+  }
+  return rt;
+}
+
+// ---------------------------------------------------------------------------
+// einsum
+
+// numpy's sublist form: einsum(op0, sublist0, op1, sublist1, ..., [out]).
+std::vector<einsum::LabelKey> parse_sublist(py::handle obj, std::size_t index) {
+  if (!PySequence_Check(obj.ptr()) || PyUnicode_Check(obj.ptr())) {
+    raise_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("einsum: argument {} should be a sublist of integer labels, found {}", index, type_name(obj)));
+  }
+  std::vector<einsum::LabelKey> labels;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
+    if (item.ptr() == Py_Ellipsis) {
+      labels.push_back(einsum::kEllipsisKey);
+      continue;
+    }
+    const std::int64_t label = as_index(item, "einsum sublist label");
+    if (label < 0) {
+      raise_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("einsum: sublist label {} in argument {}: expected a non-negative integer", label, index));
+    }
+    labels.push_back(label);
+  }
+  return labels;
+}
+
+// Parses the positional arguments into an op and the operands.
+std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, const py::args& args, const OptimizeSpec& spec,
+                                                        OperandList& operands) {
+  const std::size_t n = args.size();
+  if (n == 0) raise_type_error("einsum() missing the subscripts argument");
+  std::shared_ptr<const einsum::EinsumOp> op;
+  PyObject* first = args[0].ptr();
+  if (PyUnicode_Check(first)) {
+    Py_ssize_t len = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(first, &len);
+    if (text == nullptr) throw py::error_already_set();
+    op = value_or_raise(rt.op_for(std::string_view(text, static_cast<std::size_t>(len)), spec));
+    for (std::size_t i = 1; i < n; ++i) operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i - 1));
+  } else {
+    std::vector<std::vector<einsum::LabelKey>> sublists;
+    std::optional<std::vector<einsum::LabelKey>> output;
+    std::size_t i = 0;
+    for (; i + 1 < n; i += 2) {
+      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i / 2));
+      sublists.push_back(parse_sublist(args[i + 1], i + 1));
+    }
+    if (i < n) output = parse_sublist(args[i], i);
+    einsum::Subscripts subscripts = value_or_raise(einsum::Subscripts::from_sublists(sublists, output));
+    einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, subscripts.num_operands()));
+    op = value_or_raise(einsum::EinsumOp::create(std::move(subscripts), std::move(policy)));
+  }
+  if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("einsum '{}': the subscripts name {} operand{}, found {}", op->canonical_subscripts(),
+                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()));
+  }
+  return op;
+}
+
+py::object einsum_call(PyRuntime& rt, const py::args& args, const OptimizeSpec& spec) {
+  OperandList operands;
+  std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
+  operands.unify_dtypes();
+  operands.wrap();
+  Result<Tensor> out = [&] {
+    py::gil_scoped_release nogil;
+    return rt.with_context([&](runtime::EagerContext& ctx) {
+      const SmallVector<Tensor, 8>& tensors = operands.tensors();
+      return einsum::einsum(ctx, op, std::span<const Tensor>(tensors.data(), tensors.size()));
+    });
+  }();
+  return operands.to_numpy(value_or_raise(std::move(out)));
+}
+
+struct EinsumKwargs {
+  py::handle optimize = py::none();
+  py::handle threads = py::none();
+  py::handle runtime = py::none();
+};
+
+EinsumKwargs parse_kwargs(const py::kwargs& kwargs, const char* function) {
+  EinsumKwargs k;
+  for (auto [key, value] : kwargs) {
+    const std::string name = py::cast<std::string>(key);
+    if (name == "optimize") {
+      k.optimize = value;
+    } else if (name == "threads") {
+      k.threads = value;
+    } else if (name == "runtime") {
+      k.runtime = value;
+    } else {
+      raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
+    }
+  }
+  return k;
+}
+
+// ---------------------------------------------------------------------------
+// contract_path's planning
+
+py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes,
+                   py::handle optimize) {
+  const OptimizeSpec spec = parse_optimize(optimize);
+  einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
+  if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("contract_path '{}': the subscripts name {} operands, found {}", subscripts,
+                            parsed.num_operands(), shapes.size()));
+  }
+  const einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, parsed.num_operands()));
+  std::vector<IntArrayRef> refs;
+  for (const auto& s : shapes) refs.emplace_back(s);
+  std::vector<DType> dtypes(shapes.size(), DType::kFloat64);
+  einsum::Network network = value_or_raise(einsum::Network::bind(parsed, refs, dtypes));
+  einsum::ContractionTree tree = [&] {
+    Result<einsum::ContractionTree> r = [&] {
+      py::gil_scoped_release nogil;
+      return einsum::plan(network, policy);
+    }();
+    return value_or_raise(std::move(r));
+  }();
+
+  py::list path;
+  if (network.num_operands() == 1) {
+    path.append(py::make_tuple(0));
+  } else {
+    for (const auto& [a, b] : tree.order().to_opt_einsum_path()) path.append(py::make_tuple(a, b));
+  }
+  const auto names = [&](std::span<const einsum::LabelId> labels) {
+    py::list l;
+    for (einsum::LabelId id : labels) l.append(network.label_name(id));
+    return l;
+  };
+  py::list steps;
+  for (const einsum::ContractionStep& s : tree.steps()) {
+    py::dict d;
+    d["lhs"] = names(tree.node_labels(s.lhs));
+    d["rhs"] = names(tree.node_labels(s.rhs));
+    d["result"] = names(s.result);
+    d["flops"] = s.flops;
+    d["result_elements"] = s.result_elements;
+    steps.append(d);
+  }
+  double naive_size = 1.0;
+  for (const einsum::LabelInfo& l : network.labels()) naive_size *= static_cast<double>(l.extent);
+  py::list operand_labels;
+  for (const einsum::NetworkOperand& o : network.operands()) operand_labels.append(names(o.labels));
+  py::dict info;
+  info["path"] = path;
+  info["steps"] = steps;
+  info["operand_labels"] = operand_labels;
+  info["output_labels"] = names(network.output());
+  info["num_labels"] = network.num_labels();
+  info["naive_size"] = naive_size;
+  info["flops"] = tree.cost().flops;
+  info["multiply_adds"] = tree.cost().multiply_adds;
+  info["log10_flops"] = tree.cost().log10_flops();
+  info["largest_intermediate"] = tree.cost().max_intermediate_elements;
+  info["log2_size"] = tree.cost().log2_max_intermediate();
+  info["read_write_elements"] = tree.cost().read_write_elements;
+  info["workspace_bytes"] = tree.cost().workspace_bytes;
+  info["planner"] = std::string(einsum::to_string(tree.stats().planner));
+  info["planning_seconds"] = tree.stats().seconds;
+  info["eq"] = parsed.to_string();
+  info["explain"] = tree.explain();
+  return info;
+}
+
+// ---------------------------------------------------------------------------
+// linalg
+
+linalg::SvdMode svd_mode(const std::string& mode) {
+  if (mode == "full") return linalg::SvdMode::kFull;
+  if (mode == "thin") return linalg::SvdMode::kThin;
+  if (mode == "values") return linalg::SvdMode::kValuesOnly;
+  raise_error(ErrorCode::kInvalidArgument, fmt::format("svd mode '{}': expected full, thin or values", mode));
+}
+
+linalg::QrMode qr_mode(const std::string& mode) {
+  if (mode == "reduced") return linalg::QrMode::kReduced;
+  if (mode == "complete") return linalg::QrMode::kComplete;
+  raise_error(ErrorCode::kInvalidArgument, fmt::format("qr mode '{}': expected reduced or complete", mode));
+}
+
+// One linalg operation on the runtime's eager context; the results that
+// are defined, in the order of Note [Linalg operation semantics].
+py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& args, const std::string& mode, bool flag,
+                      double rcond) {
+  const std::size_t expected = (name == "solve" || name == "lstsq") ? 2 : 1;
+  if (args.size() != expected) {
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("linalg.{}: expected {} operand{}, found {}", name, expected,
+                                                         expected == 1 ? "" : "s", args.size()));
+  }
+  OperandList operands;
+  const std::string what = "linalg." + name + " operand";
+  for (std::size_t i = 0; i < args.size(); ++i) operands.add(args[i], what.c_str(), static_cast<std::ptrdiff_t>(i));
+  operands.unify_dtypes();
+  operands.wrap();
+  const SmallVector<Tensor, 8>& t = operands.tensors();
+  const linalg::SvdMode svd = name == "svd" ? svd_mode(mode) : linalg::SvdMode::kThin;
+  const linalg::QrMode qr = name == "qr" ? qr_mode(mode) : linalg::QrMode::kReduced;
+  std::vector<Tensor> results;
+  Status status;
+  {
+    py::gil_scoped_release nogil;
+    status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
+      const auto keep = [&](Result<Tensor> r) -> Status {
+        TENFERRO_ASSIGN_OR_RETURN(Tensor x, std::move(r));
+        results.push_back(std::move(x));
+        return ok_status();
+      };
+      if (name == "svd") {
+        TENFERRO_ASSIGN_OR_RETURN(linalg::SvdResult r, linalg::svd(ctx, t[0], svd));
+        results = {r.u, r.s, r.vh};
+      } else if (name == "qr") {
+        TENFERRO_ASSIGN_OR_RETURN(linalg::QrResult r, linalg::qr(ctx, t[0], qr));
+        results = {r.q, r.r};
+      } else if (name == "eigh" || name == "eig") {
+        TENFERRO_ASSIGN_OR_RETURN(linalg::EigenResult r,
+                                  name == "eigh" ? linalg::eigh(ctx, t[0], flag) : linalg::eig(ctx, t[0], flag));
+        results = {r.eigenvalues, r.eigenvectors};
+      } else if (name == "slogdet") {
+        TENFERRO_ASSIGN_OR_RETURN(linalg::SlogdetResult r, linalg::slogdet(ctx, t[0]));
+        results = {r.sign, r.logabsdet};
+      } else if (name == "cholesky") {
+        return keep(linalg::cholesky(ctx, t[0]));
+      } else if (name == "solve") {
+        return keep(linalg::solve(ctx, t[0], t[1]));
+      } else if (name == "inv") {
+        return keep(linalg::inv(ctx, t[0]));
+      } else if (name == "det") {
+        return keep(linalg::det(ctx, t[0]));
+      } else if (name == "lstsq") {
+        return keep(linalg::lstsq(ctx, t[0], t[1], rcond));
+      } else if (name == "pinv") {
+        return keep(linalg::pinv(ctx, t[0], rcond));
+      } else {
+        return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg: unknown operation '{}'", name);
+      }
+      return ok_status();
+    });
+  }
+  ok_or_raise(status);
+  // Factors that were not requested (values-only SVD, eigenvalues only) are undefined: left out.
+  std::erase_if(results, [](const Tensor& r) { return !r.defined(); });
+  py::tuple out(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i) out[i] = operands.to_numpy(std::move(results[i]));
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// einsum's VJP through the AD transforms (the einsum AD rule)
+
+py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py::list& args, py::handle cotangent,
+                          py::handle optimize) {
+  const OptimizeSpec spec = parse_optimize(optimize);
+  std::shared_ptr<const einsum::EinsumOp> op = value_or_raise(rt.op_for(subscripts, spec));
+  OperandList operands;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    operands.add(args[i], "einsum_vjp operand", static_cast<std::ptrdiff_t>(i));
+  if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {}", op->canonical_subscripts(),
+                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()));
+  }
+  const DType dtype = operands.unify_dtypes();
+  operands.wrap();
+  std::vector<IntArrayRef> shapes;
+  for (const Tensor& t : operands.tensors()) shapes.emplace_back(t.shape());
+  Dims out_shape;
+  ok_or_raise(op->output_shape(shapes, out_shape));
+
+  OperandList ct;
+  ct.add(cotangent, "einsum_vjp cotangent");
+  if (is_complex(ct.dtype(0)) && !is_complex(dtype)) {
+    raise_error(
+        ErrorCode::kDTypeMismatch,
+        fmt::format("einsum_vjp: the cotangent is {} but the einsum's output is real ({})", ct.dtype(0), dtype));
+  }
+  ct.cast(0, dtype);
+  ct.wrap();
+  const Tensor& ct_tensor = ct.tensors()[0];
+  if (IntArrayRef(ct_tensor.shape()) != IntArrayRef(out_shape)) {
+    raise_error(ErrorCode::kShapeMismatch,
+                fmt::format("einsum_vjp: expected a cotangent of the output's shape {}, found {}",
+                            shape_to_string(out_shape), shape_to_string(ct_tensor.shape())));
+  }
+
+  program::ProgramBuilder b;
+  std::vector<program::ProgramValue> inputs;
+  for (const Tensor& t : operands.tensors()) {
+    const program::SymbolicShape s = program::symbolic_shape(t.shape());
+    inputs.push_back(value_or_raise(b.add_input(dtype, std::span<const program::SymbolicExtent>(s.data(), s.size()))));
+  }
+  const program::ProgramValue out = value_or_raise(einsum::emit_einsum(b, op, inputs));
+  const program::FrozenProgram f = value_or_raise(b.freeze({out}));
+  std::vector<std::uint32_t> active(operands.size());
+  for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
+  const SmallVector<Tensor, 8>& params = operands.tensors();
+  Result<ad::VjpResult> r = [&] {
+    py::gil_scoped_release nogil;
+    return ad::vjp(rt.runtime(), rt.ad(), f, std::span<const Tensor>(params.data(), params.size()), active,
+                   std::span<const Tensor>(&ct_tensor, 1));
+  }();
+  ad::VjpResult v = value_or_raise(std::move(r));
+  py::tuple grads(v.cotangents.size());
+  for (std::size_t i = 0; i < v.cotangents.size(); ++i) grads[i] = operands.to_numpy(std::move(v.cotangents[i]));
+  return grads;
+}
+
+}  // namespace
+}  // namespace tenferro::python
+
+PYBIND11_MODULE(_tenferro, m) {
+  using namespace tenferro;
+  using namespace tenferro::python;
+  if (_import_array() < 0) throw py::error_already_set();
+  m.doc() = "tenferro's compiled core; use the `tenferro` package (docs/python.md).";
+  PyObject* module = m.ptr();
+  m.attr("_default_runtime") = py::none();
+  m.attr("_runtimes_by_threads") = py::dict();
+
+  py::class_<PyRuntime>(m, "Runtime", R"doc(
+A tenferro runtime: the CPU engine with its GEMM provider and thread count,
+the native einsum and linalg engines, plan and op caches.
+
+Runtime(threads=None, gemm="native")
+  threads: worker threads (None: every CPU this process may use; 1 runs
+           inline on the calling thread).
+  gemm:    "native", "openblas" or "blis".
+Pass it as runtime= to tenferro.einsum, contract_path, einsum_vjp and the
+tenferro.linalg functions, or call its einsum method.)doc")
+      .def(py::init([](py::handle threads, const std::string& gemm) {
+             int n = 0;
+             if (!threads.is_none()) {
+               const std::int64_t t = as_index(threads, "threads");
+               if (t < 1) {
+                 raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={}: expected at least 1 (or None)", t));
+               }
+               n = static_cast<int>(t);
+             }
+             return value_or_raise(PyRuntime::create(n, gemm));
+           }),
+           py::arg("threads") = py::none(), py::arg("gemm") = "native")
+      .def_property_readonly("threads", &PyRuntime::threads)
+      .def_property_readonly("gemm", &PyRuntime::gemm)
+      .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum operations kept for reuse.")
+      .def("clear_caches", &PyRuntime::clear_caches, "Drops the parsed-op cache and the AD transform cache.")
+      .def(
+          "einsum",
+          [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {
+            const EinsumKwargs k = parse_kwargs(kwargs, "einsum");
+            if (!k.runtime.is_none()) raise_type_error("Runtime.einsum() got an unexpected keyword argument 'runtime'");
+            if (!k.threads.is_none() && as_index(k.threads, "threads") != rt.threads()) {
+              raise_error(ErrorCode::kInvalidArgument, "threads= differs from this runtime's threads");
+            }
+            return einsum_call(rt, args, parse_optimize(k.optimize));
+          },
+          "einsum on this runtime; see tenferro.einsum.")
+      .def("__repr__", [](const PyRuntime& rt) {
+        return fmt::format("tenferro.Runtime(threads={}, gemm='{}')", rt.threads(), rt.gemm());
+      });
+
+  m.def(
+      "einsum",
+      [module](const py::args& args, const py::kwargs& kwargs) {
+        if (kwargs.empty()) return einsum_call(default_runtime(module, py::none()), args, OptimizeSpec{});
+        const EinsumKwargs k = parse_kwargs(kwargs, "einsum");
+        return einsum_call(runtime_for(module, k.runtime, k.threads), args, parse_optimize(k.optimize));
+      },
+      R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
+
+numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
+sublist form) for float32/float64/complex64/complex128 operands; operands
+are borrowed without copying and the result is a numpy array over
+tenferro's storage. See docs/python.md.)doc");
+
+  m.def(
+      "default_runtime", [module](py::handle threads) { return default_runtime_object(module, threads); },
+      py::arg("threads") = py::none(),
+      "The module's runtime for threads= (None: every allowed CPU), created on first use.");
+  m.def(
+      "_operand_address",
+      [](py::handle obj) {
+        OperandList operands;
+        operands.add(obj, "operand");
+        operands.wrap();
+        return reinterpret_cast<std::uintptr_t>(operands.tensors()[0].data());
+      },
+      "The address of the Tensor an operand is borrowed as (for the zero-copy tests).");
+  m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none());
+  m.def(
+      "_linalg",
+      [module](py::handle runtime, const std::string& name, const py::list& args, const std::string& mode, bool flag,
+               double rcond) {
+        return linalg_call(runtime_for(module, runtime, py::none()), name, args, mode, flag, rcond);
+      },
+      py::arg("runtime"), py::arg("name"), py::arg("args"), py::arg("mode") = "", py::arg("flag") = true,
+      py::arg("rcond") = -1.0);
+  m.def(
+      "_einsum_vjp",
+      [module](py::handle runtime, py::handle threads, const std::string& subscripts, const py::list& args,
+               py::handle cotangent, py::handle optimize) {
+        return einsum_vjp_call(runtime_for(module, runtime, threads), subscripts, args, cotangent, optimize);
+      },
+      py::arg("runtime"), py::arg("threads"), py::arg("subscripts"), py::arg("args"), py::arg("cotangent"),
+      py::arg("optimize") = py::none());
+}

@@ -1,0 +1,100 @@
+// PyRuntime: what a tenferro.Runtime Python object owns: a tenferro Runtime
+// with the CPU engine (its GEMM provider and, above one thread, one managed
+// CPU domain), the native einsum and linalg extension modules on it, an
+// eager context for the calling threads, an AD context with the einsum and
+// linalg rules, and the parsed-EinsumOp cache of the Python fast path.
+//
+// Note [Python eager path]
+// tenferro.einsum parses its subscripts once per (subscripts, optimize) and
+// keeps the EinsumOp here, so a repeated call is: op cache lookup (GIL
+// held), operands wrapped as borrowed Tensors, the GIL released, one eager
+// fast-path call on the context (whose engine caches the execution plan per
+// shapes), the GIL taken back and the output wrapped. The op cache is only
+// touched with the GIL held. The eager context is thread-compatible, so a
+// call takes it under a mutex; a call that finds it busy (another Python
+// thread inside a call with the GIL released) runs on a fresh context.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tenferro/ad/ad_context.h"
+#include "tenferro/base/function_ref.h"
+#include "tenferro/base/status.h"
+#include "tenferro/einsum/einsum_op.h"
+#include "tenferro/runtime/eager.h"
+#include "tenferro/runtime/runtime.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::python {
+
+/// How tenferro.einsum / contract_path choose a contraction path.
+struct OptimizeSpec {
+  einsum::PlannerKind planner = einsum::PlannerKind::kGreedy;
+  /// opt_einsum-format pairs for kExplicitPath.
+  std::vector<std::pair<std::int64_t, std::int64_t>> path;
+};
+
+/// The planning policy `spec` stands for over `num_operands` operands.
+Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands);
+
+/// See the file comment. Thread-safe except for op_for (GIL held).
+class PyRuntime {
+ public:
+  /// `threads` 0: every CPU this process may use. `gemm`: native, openblas
+  /// or blis. kInvalidArgument for bad options, kUnsupported when the GEMM
+  /// library cannot be loaded.
+  static Result<std::unique_ptr<PyRuntime>> create(int threads, std::string gemm);
+
+  int threads() const noexcept { return threads_; }
+  const std::string& gemm() const noexcept { return gemm_; }
+  runtime::Runtime& runtime() noexcept { return runtime_; }
+  ad::AdContext& ad() noexcept { return *ad_; }
+
+  /// The cached EinsumOp for (subscripts, spec) (Note [Python eager path]);
+  /// call with the GIL held.
+  Result<std::shared_ptr<const einsum::EinsumOp>> op_for(std::string_view subscripts, const OptimizeSpec& spec);
+  /// Runs `body` on the eager context (Note [Python eager path]); the GIL
+  /// may be released.
+  template <class F>
+  auto with_context(F&& body) {
+    std::unique_lock<std::mutex> lock(context_mutex_, std::try_to_lock);
+    if (lock.owns_lock()) return body(context_);
+    runtime::EagerContext fresh = runtime_.on();
+    return body(fresh);
+  }
+  std::size_t cached_ops() const noexcept;
+  void clear_caches();
+
+ private:
+  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm);
+
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  using OpMap = std::unordered_map<std::string, std::shared_ptr<const einsum::EinsumOp>, StringHash, std::equal_to<>>;
+
+  runtime::Runtime runtime_;
+  int threads_;
+  std::string gemm_;
+  std::mutex context_mutex_;
+  runtime::EagerContext context_;
+  std::shared_ptr<ad::AdContext> ad_;
+  // One map per planner kind, keyed by the subscripts, and one for explicit
+  // paths keyed by the subscripts, '\x1f' and the path.
+  std::array<OpMap, 8> ops_;
+  OpMap path_ops_;
+};
+
+}  // namespace tenferro::python

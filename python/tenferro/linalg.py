@@ -1,0 +1,185 @@
+"""numpy.linalg-compatible linear algebra on tenferro's linalg engine.
+
+Every function accepts float32, float64, complex64 and complex128 arrays
+(integer and bool arrays are converted to float64, as numpy.linalg does) of
+shape (..., M, N), batched over the leading axes, and returns numpy arrays
+over tenferro's storage. Differences from numpy.linalg (docs/python.md):
+eig always returns complex eigenvalues and eigenvectors, sorted by (real,
+imag); singular vectors, eigenvectors and QR factors follow tenferro's gauge
+(largest-magnitude entry of each vector real and positive, R's diagonal
+non-negative); qr mode 'raw' is not supported. Errors are tenferro.Error
+subclasses; singular or non positive definite matrices raise
+tenferro.LinAlgError, which is a numpy.linalg.LinAlgError.
+"""
+
+import numpy as _np
+
+from . import _tenferro
+from ._errors import InvalidArgumentError, LinAlgError
+
+__all__ = ["svd", "qr", "eigh", "eig", "cholesky", "solve", "inv", "det", "slogdet", "lstsq", "pinv", "LinAlgError"]
+
+
+def _invalid(message):
+    return InvalidArgumentError(message, code="kInvalidArgument", canonical="kInvalidArgument")
+
+
+def _operand(a):
+    """`a` as something the extension borrows: arrays of a tenferro dtype
+    pass through (DLPack producers too); integer and bool data become
+    float64 like numpy.linalg."""
+    if isinstance(a, _np.ndarray):
+        arr = a
+    elif hasattr(a, "__dlpack__"):
+        return a
+    else:
+        arr = _np.asarray(a)
+    if arr.dtype.kind in "biu":
+        return arr.astype(_np.float64)
+    return arr
+
+
+def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
+    return _tenferro._linalg(runtime, name, list(operands), mode, flag, rcond)
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, runtime=None):
+    """U, S, Vh with a = U @ diag(S) @ Vh (numpy.linalg.svd); S only when
+    compute_uv is False. `hermitian` is accepted and ignored (the general
+    SVD is computed)."""
+    del hermitian
+    a = _operand(a)
+    if not compute_uv:
+        return _call("svd", [a], runtime, mode="values")[0]
+    u, s, vh = _call("svd", [a], runtime, mode="full" if full_matrices else "thin")
+    return u, s, vh
+
+
+def qr(a, mode="reduced", *, runtime=None):
+    """numpy.linalg.qr: mode 'reduced' or 'complete' returns (Q, R), 'r'
+    returns R of the reduced factorisation."""
+    if mode not in ("reduced", "complete", "r"):
+        raise _invalid(f"qr mode '{mode}': expected 'reduced', 'complete' or 'r' ('raw' is not supported)")
+    q, r = _call("qr", [_operand(a)], runtime, mode="complete" if mode == "complete" else "reduced")
+    return r if mode == "r" else (q, r)
+
+
+def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
+    """(w, v) of a Hermitian matrix from its lower ('L') or upper ('U')
+    triangle: w real ascending, v's columns the eigenvectors."""
+    a = _operand(a)
+    if UPLO not in ("L", "U"):
+        raise _invalid(f"eigh: UPLO '{UPLO}': expected 'L' or 'U'")
+    if UPLO == "U":
+        # The Hermitian matrix the upper triangle defines is the one the lower
+        # triangle of the conjugate transpose defines.
+        a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
+    return tuple(_call("eigh", [a], runtime, flag=True))
+
+
+def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
+    """The eigenvalues of eigh, ascending."""
+    a = _operand(a)
+    if UPLO == "U":
+        a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
+    return _call("eigh", [a], runtime, flag=False)[0]
+
+
+def eig(a, *, runtime=None):
+    """(w, v) of a general square matrix: always complex, w sorted by (real,
+    imag) ascending, v's columns unit-norm eigenvectors."""
+    return tuple(_call("eig", [_operand(a)], runtime, flag=True))
+
+
+def eigvals(a, *, runtime=None):
+    """The eigenvalues of eig (complex, sorted by (real, imag))."""
+    return _call("eig", [_operand(a)], runtime, flag=False)[0]
+
+
+def cholesky(a, *, runtime=None):
+    """Lower-triangular L with a = L @ L^H (reads the lower triangle)."""
+    return _call("cholesky", [_operand(a)], runtime)[0]
+
+
+def _batch_broadcast(a, b, b_core):
+    """Broadcasts the batch axes of a (core 2) and b (core b_core) against
+    each other as numpy does; the views have stride 0, nothing is copied."""
+    a = _np.asarray(a) if not isinstance(a, _np.ndarray) else a
+    b = _np.asarray(b) if not isinstance(b, _np.ndarray) else b
+    if a.ndim < 2:
+        raise _invalid(f"expected a matrix of rank >= 2, found shape {a.shape}")
+    batch = _np.broadcast_shapes(a.shape[:-2], b.shape[: b.ndim - b_core])
+    a = _np.broadcast_to(a, batch + a.shape[-2:])
+    b = _np.broadcast_to(b, batch + b.shape[b.ndim - b_core :])
+    return a, b
+
+
+def solve(a, b, *, runtime=None):
+    """x with a @ x = b; b of shape (..., M) (a vector per matrix, when
+    b.ndim == a.ndim - 1) or (..., M, K)."""
+    a = _operand(a)
+    b = _operand(b)
+    a_arr = _np.asarray(a)
+    b_arr = _np.asarray(b)
+    vector = b_arr.ndim == a_arr.ndim - 1 or b_arr.ndim == 1
+    if vector:
+        b_arr = b_arr[..., None]
+    try:
+        a_arr, b_arr = _batch_broadcast(a_arr, b_arr, 2)
+    except ValueError as e:
+        if isinstance(e, InvalidArgumentError):
+            raise
+        raise InvalidArgumentError(str(e), code="kShapeMismatch", canonical="kInvalidArgument") from None
+    x = _call("solve", [a_arr, b_arr], runtime)[0]
+    return x[..., 0] if vector else x
+
+
+def inv(a, *, runtime=None):
+    """The inverse of each square matrix."""
+    return _call("inv", [_operand(a)], runtime)[0]
+
+
+def det(a, *, runtime=None):
+    """The determinant of each square matrix (a's dtype; shape a.shape[:-2])."""
+    return _call("det", [_operand(a)], runtime)[0]
+
+
+def slogdet(a, *, runtime=None):
+    """(sign, logabsdet) of each square matrix."""
+    return tuple(_call("slogdet", [_operand(a)], runtime))
+
+
+def lstsq(a, b, rcond=None, *, runtime=None):
+    """numpy.linalg.lstsq's (x, residuals, rank, s): x the minimum-norm
+    least-squares solution of a @ x = b (b of shape (M,) or (M, K));
+    singular values below rcond * max(s) count as zero (rcond None:
+    machine precision * max(M, N)). Also accepts batches (..., M, N)."""
+    a = _np.asarray(_operand(a))
+    b = _np.asarray(_operand(b))
+    vector = b.ndim == a.ndim - 1
+    b2 = b[..., None] if vector else b
+    r = -1.0 if rcond is None or rcond == "warn" else float(rcond)
+    x = _call("lstsq", [a, b2], runtime, rcond=r)[0]
+    s = _call("svd", [a], runtime, mode="values")[0]
+    m, n = a.shape[-2], a.shape[-1]
+    eps_rcond = _np.finfo(s.dtype).eps * max(m, n) if r < 0 else r
+    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] > 0 else _np.zeros(s.shape[:-1] + (1,), s.dtype)
+    rank = _np.sum(s > eps_rcond * smax, axis=-1)
+    if a.ndim == 2:
+        rank = int(rank)
+    full_rank = _np.all(rank == n)
+    if full_rank and m > n:
+        residuals = _np.sum(_np.abs(b2 - a @ x) ** 2, axis=-2)
+    else:
+        residuals = _np.empty(b2.shape[:-2] + (0,), dtype=s.dtype)
+    if vector:
+        x = x[..., 0]
+    return x, residuals, rank, s
+
+
+def pinv(a, rcond=1e-15, hermitian=False, *, runtime=None):
+    """The Moore-Penrose pseudo-inverse; singular values below rcond *
+    max(s) count as zero (numpy's default rcond 1e-15). `hermitian` is
+    accepted and ignored."""
+    del hermitian
+    return _call("pinv", [_operand(a)], runtime, rcond=float(rcond))[0]

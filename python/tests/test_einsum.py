@@ -1,0 +1,187 @@
+"""tenferro.einsum against numpy.einsum: fixed cases covering numpy's
+semantics, random networks on random shapes, every dtype."""
+
+import numpy as np
+import pytest
+
+import tenferro
+from conftest import DTYPES, random_array, tolerance
+
+# (subscripts, shapes): numpy semantics the module must reproduce.
+CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),  # implicit output
+    ("ji,jk", [(4, 3), (4, 5)]),  # implicit output sorts labels
+    ("ii", [(4, 4)]),  # trace
+    ("ii->i", [(4, 4)]),  # diagonal
+    ("iij->j", [(3, 3, 2)]),
+    ("ij->", [(3, 4)]),
+    ("ijk->kji", [(2, 3, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("i,i", [(5,), (5,)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+    ("...ij,...jk", [(2, 1, 3, 4), (3, 4, 2)]),
+    ("i...,i...->...", [(3, 2, 2), (3, 2, 2)]),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("abc,cd,dbe->ae", [(2, 3, 4), (4, 5), (5, 3, 2)]),
+    ("ij,j->i", [(3, 1), (4,)]),  # size-1 broadcast of a named label
+    ("i,i->", [(0,), (0,)]),  # empty
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("subscripts,shapes", CASES)
+def test_matches_numpy(subscripts, shapes, dtype, rng):
+    ops = [random_array(rng, s, dtype) for s in shapes]
+    got = tenferro.einsum(subscripts, *ops)
+    want = np.einsum(subscripts, *ops)
+    assert isinstance(got, np.ndarray)
+    assert got.dtype == np.dtype(dtype)
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got, want, **tolerance(dtype))
+
+
+def random_network(rng):
+    """A random einsum: 1-4 operands over labels a-f with extents 1-4,
+    labels repeated within and across operands, a random output."""
+    labels = "abcdef"
+    extents = {c: int(rng.integers(1, 5)) for c in labels}
+    terms = []
+    for _ in range(int(rng.integers(1, 5))):
+        rank = int(rng.integers(0, 4))
+        terms.append("".join(rng.choice(list(labels), size=rank)))
+    used = sorted(set("".join(terms)))
+    out = "".join(c for c in used if rng.random() < 0.4)
+    out = "".join(rng.permutation(list(out))) if out else ""
+    subscripts = ",".join(terms) + "->" + out
+    shapes = [tuple(extents[c] for c in t) for t in terms]
+    return subscripts, shapes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_random_networks_match_numpy(dtype):
+    rng = np.random.default_rng(7 + DTYPES.index(dtype))
+    for _ in range(40):
+        subscripts, shapes = random_network(rng)
+        ops = [random_array(rng, s, dtype) for s in shapes]
+        got = tenferro.einsum(subscripts, *ops)
+        want = np.einsum(subscripts, *ops)
+        assert got.shape == want.shape, subscripts
+        np.testing.assert_allclose(got, want, err_msg=subscripts, **tolerance(dtype))
+
+
+def test_strided_views_match_numpy(rng):
+    base = random_array(rng, (6, 8, 5), np.float64)
+    views = [
+        base[::2, 1::3, :],  # steps
+        base.transpose(2, 0, 1)[:, :4, :],  # permuted
+        np.broadcast_to(base[0, 0], (3, 5)),  # stride 0
+        base[:, :, 2],  # non-contiguous 2-D
+        base[::-1, :, :],  # negative stride: copied once
+    ]
+    for v in views:
+        sub = "abc->cab" if v.ndim == 3 else "ab->ba"
+        np.testing.assert_allclose(tenferro.einsum(sub, v), np.einsum(sub, v))
+        np.testing.assert_allclose(tenferro.einsum(sub.split("->")[0] + "->", v), v.sum(), rtol=1e-12)
+    a, b = base[::2, ::2, 0], base[1::2, :4, 1].T
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b), a @ b, rtol=1e-12)
+
+
+def test_sublist_form(rng):
+    a = random_array(rng, (3, 4), np.float64)
+    b = random_array(rng, (4, 5), np.float64)
+    np.testing.assert_allclose(tenferro.einsum(a, [0, 1], b, [1, 2], [0, 2]), a @ b, rtol=1e-12)
+    np.testing.assert_allclose(tenferro.einsum(a, [0, 1], b, [1, 2]), np.einsum(a, [0, 1], b, [1, 2]), rtol=1e-12)
+    c = random_array(rng, (2, 3, 4), np.float64)
+    np.testing.assert_allclose(tenferro.einsum(c, [Ellipsis, 0, 1], [Ellipsis]), np.einsum(c, [Ellipsis, 0, 1], [Ellipsis]))
+
+
+def test_mixed_dtypes_promote_like_numpy(rng):
+    a32 = random_array(rng, (3, 4), np.float32)
+    b64 = random_array(rng, (4, 2), np.float64)
+    c64 = random_array(rng, (4, 2), np.complex64)
+    assert tenferro.einsum("ij,jk->ik", a32, b64).dtype == np.float64
+    assert tenferro.einsum("ij,jk->ik", a32, c64).dtype == np.complex64
+    assert tenferro.einsum("ij,jk->ik", b64.T, c64).dtype == np.complex128
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a32, b64), a32.astype(np.float64) @ b64, rtol=1e-6)
+
+
+def test_array_likes(rng):
+    np.testing.assert_allclose(tenferro.einsum("ij,j->i", [[1.0, 2.0], [3.0, 4.0]], (1.0, 1.0)), [3.0, 7.0])
+
+
+@pytest.mark.parametrize("optimize", ["greedy", "optimal", "treesa", "auto", "left_to_right", True, False])
+def test_planners_agree(optimize, rng):
+    shapes = [(3, 4), (4, 5), (5, 6), (6, 3)]
+    ops = [random_array(rng, s, np.float64) for s in shapes]
+    got = tenferro.einsum("ij,jk,kl,lm->im", *ops, optimize=optimize)
+    np.testing.assert_allclose(got, np.einsum("ij,jk,kl,lm->im", *ops), rtol=1e-10)
+
+
+def test_explicit_paths(rng):
+    ops = [random_array(rng, s, np.float64) for s in [(3, 4), (4, 5), (5, 6)]]
+    want = np.einsum("ij,jk,kl->il", *ops)
+    for path in ([(1, 2), (0, 1)], [(0, 1), (0, 1)], np.einsum_path("ij,jk,kl->il", *ops)[0]):
+        np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", *ops, optimize=path), want, rtol=1e-10)
+    path, _ = tenferro.contract_path("ij,jk,kl->il", *ops)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", *ops, optimize=path), want, rtol=1e-10)
+
+
+def test_nested_subscripts(rng):
+    ops = [random_array(rng, s, np.float64) for s in [(3, 4), (4, 5), (5, 6)]]
+    got = tenferro.einsum("(ij,(jk,kl))->il", *ops, optimize="auto")
+    np.testing.assert_allclose(got, np.einsum("ij,jk,kl->il", *ops), rtol=1e-10)
+
+
+def test_runtimes_and_threads(rng):
+    a = random_array(rng, (30, 40), np.float64)
+    b = random_array(rng, (40, 20), np.float64)
+    want = a @ b
+    rt = tenferro.Runtime(threads=1)
+    assert rt.threads == 1 and rt.gemm == "native"
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, runtime=rt), want, rtol=1e-12)
+    np.testing.assert_allclose(rt.einsum("ij,jk->ik", a, b), want, rtol=1e-12)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, threads=1), want, rtol=1e-12)
+    assert rt.cached_ops == 1
+    rt.clear_caches()
+    assert rt.cached_ops == 0
+    assert tenferro.default_runtime().threads >= 1
+    assert "Runtime(threads=" in repr(rt)
+
+
+@pytest.mark.parametrize("gemm", ["openblas", "blis"])
+def test_external_gemm(gemm, rng):
+    try:
+        rt = tenferro.Runtime(threads=1, gemm=gemm)
+    except tenferro.UnsupportedError as e:
+        pytest.skip(f"{gemm} not available: {e}")
+    a = random_array(rng, (20, 30), np.complex128)
+    b = random_array(rng, (30, 10), np.complex128)
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, runtime=rt), a @ b, rtol=1e-12)
+
+
+def test_threads_release_the_gil(rng):
+    # Several Python threads contracting on one runtime at once (the GIL is
+    # released during the call; a busy eager context is not shared).
+    import threading
+
+    rt = tenferro.Runtime(threads=1)
+    a = random_array(rng, (64, 64), np.float64)
+    want = a @ a
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                np.testing.assert_allclose(rt.einsum("ij,jk->ik", a, a), want, rtol=1e-12)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

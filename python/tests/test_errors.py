@@ -1,0 +1,100 @@
+"""Bad input gives a clean Python exception carrying tenferro's ErrorCode,
+never a crash."""
+
+import numpy as np
+import pytest
+
+import tenferro
+
+
+def raises(exc, code, fn, *args, **kwargs):
+    with pytest.raises(exc) as info:
+        fn(*args, **kwargs)
+    if code is not None:
+        assert isinstance(info.value, tenferro.Error)
+        assert info.value.code == code, str(info.value)
+        assert info.value.message
+        assert info.value.stage
+    return info.value
+
+
+def test_bad_subscripts():
+    a = np.ones((2, 2))
+    e = raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk-ik", a, a)
+    assert "ij,jk-ik" in str(e) or "-" in str(e)
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "i!j", a)
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->iz", a)  # output label nobody has
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ii", a)  # repeated output label
+
+
+def test_operand_count():
+    a = np.ones((2, 2))
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a)
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ij", a, a)
+    raises(TypeError, None, tenferro.einsum)
+
+
+def test_shape_errors():
+    raises(ValueError, "kShapeMismatch", tenferro.einsum, "ij,jk->ik", np.ones((2, 3)), np.ones((4, 5)))
+    raises(ValueError, "kShapeMismatch", tenferro.einsum, "ijk,jk->i", np.ones((2, 3)), np.ones((3, 2)))  # rank
+    raises(ValueError, "kShapeMismatch", tenferro.einsum, "ii->i", np.ones((2, 3)))
+
+
+def test_unsupported_dtypes():
+    e = raises(TypeError, "kDTypeMismatch", tenferro.einsum, "ij->ji", np.ones((2, 2), dtype=np.int64))
+    assert isinstance(e, tenferro.DTypeError) and isinstance(e, ValueError)
+    assert "int64" in str(e)
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.ones(3, dtype=bool))
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.ones(3, dtype=np.float16))
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.array(["a", "b"]))
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.array([object(), object()]))
+
+
+def test_non_contiguous_and_odd_layouts_work():
+    base = np.arange(24.0).reshape(4, 6)
+    np.testing.assert_allclose(tenferro.einsum("ij->", base[:, ::2]), base[:, ::2].sum())
+    np.testing.assert_allclose(tenferro.einsum("ij->", base[::-1, ::-2]), base[::-1, ::-2].sum())
+    swapped = base.astype(">f8")  # non-native byte order: copied
+    np.testing.assert_allclose(tenferro.einsum("ij->j", swapped), base.sum(axis=0))
+    raw = np.zeros(8 * 6 + 1, dtype=np.uint8)[1:].view(np.float64)  # misaligned
+    raw[:] = 1.0
+    np.testing.assert_allclose(tenferro.einsum("i->", raw), 6.0)
+
+
+def test_bad_options():
+    a = np.ones((2, 2))
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize="fastest")
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=[(0, 5)])
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[(0, 1, 2)])
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=3.5)
+    raises(TypeError, None, tenferro.einsum, "ij->ji", a, out=a)
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, threads=0)
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=0)
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=100000)
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, gemm="mkl")
+    rt = tenferro.Runtime(threads=1)
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, runtime=rt, threads=2)
+    raises(TypeError, None, tenferro.einsum, "ij->ji", a, runtime="not a runtime")
+
+
+def test_bad_operands():
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "ij,j->i", np.ones((2, 2)), "ab")
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", [[1.0, 2.0], [3.0]])  # ragged
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, np.ones(2), ["a"])  # sublist of non-integers
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, np.ones(2), [-1])
+
+
+def test_contract_path_errors():
+    raises(ValueError, "kInvalidArgument", tenferro.contract_path, "ij,jk->ik", (2, 3))
+    raises(ValueError, "kShapeMismatch", tenferro.contract_path, "ij,jk->ik", (2, 3), (4, 5))
+    raises(ValueError, "kInvalidArgument", tenferro.contract_path, "ij,jk->ik", (2, 3), "x")
+    raises(ValueError, "kInvalidArgument", tenferro.contract_path, 42, (2, 3))
+
+
+def test_exception_hierarchy():
+    assert issubclass(tenferro.LinAlgError, np.linalg.LinAlgError)
+    assert issubclass(tenferro.DTypeError, TypeError)
+    assert issubclass(tenferro.InvalidArgumentError, ValueError)
+    assert issubclass(tenferro.UnsupportedError, NotImplementedError)
+    for cls in (tenferro.LinAlgError, tenferro.DTypeError, tenferro.RuntimeFailure):
+        assert issubclass(cls, tenferro.Error)

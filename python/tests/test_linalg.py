@@ -1,0 +1,157 @@
+"""tenferro.linalg against numpy.linalg: values, shapes and conventions
+(gauge-dependent factors are checked through the identities they satisfy)."""
+
+import numpy as np
+import pytest
+
+import tenferro
+import tenferro.linalg as tl
+from conftest import DTYPES, random_array
+
+
+def tol(dtype):
+    single = np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.complex64))
+    return dict(rtol=2e-3, atol=2e-4) if single else dict(rtol=1e-9, atol=1e-10)
+
+
+def herm(a):
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
+def spd(rng, n, dtype, batch=()):
+    x = random_array(rng, batch + (n, n), dtype)
+    return (x @ herm(x) + n * np.eye(n)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3)])
+def test_svd(dtype, shape, rng):
+    a = random_array(rng, shape, dtype)
+    k = min(shape[-2:])
+    u, s, vh = tl.svd(a, full_matrices=False)
+    assert u.shape == shape[:-1] + (k,) and vh.shape == shape[:-2] + (k, shape[-1])
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, **tol(dtype))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), **tol(dtype))
+    assert s.dtype == np.linalg.svd(a, compute_uv=False).dtype
+    uf, sf, vhf = tl.svd(a)  # numpy's default: full matrices
+    assert uf.shape == shape[:-1] + (shape[-2],) and vhf.shape == shape[:-2] + (shape[-1], shape[-1])
+    np.testing.assert_allclose(herm(uf) @ uf, np.broadcast_to(np.eye(shape[-2]), uf.shape), **tol(dtype))
+    np.testing.assert_allclose(tl.svd(a, compute_uv=False), s, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+def test_qr(dtype, shape, rng):
+    a = random_array(rng, shape, dtype)
+    for mode in ("reduced", "complete"):
+        q, r = tl.qr(a, mode=mode)
+        qn, rn = np.linalg.qr(a, mode=mode)
+        assert q.shape == qn.shape and r.shape == rn.shape
+        np.testing.assert_allclose(q @ r, a, **tol(dtype))
+        np.testing.assert_allclose(np.triu(r), r, **tol(dtype))
+        assert np.all(np.real(np.diagonal(r)) >= -1e-6)
+    np.testing.assert_allclose(tl.qr(a, mode="r"), tl.qr(a)[1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh(dtype, rng):
+    a = random_array(rng, (5, 5), dtype)
+    a = (a + herm(a)) / 2
+    w, v = tl.eigh(a)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), **tol(dtype))
+    np.testing.assert_allclose(a @ v, v * w, **tol(dtype))
+    # UPLO selects the triangle that is read.
+    lower_only = np.tril(a)
+    upper_only = np.triu(a)
+    np.testing.assert_allclose(tl.eigh(lower_only, UPLO="L")[0], np.linalg.eigvalsh(lower_only, UPLO="L"), **tol(dtype))
+    np.testing.assert_allclose(tl.eigh(upper_only, UPLO="U")[0], np.linalg.eigvalsh(upper_only, UPLO="U"), **tol(dtype))
+    np.testing.assert_allclose(tl.eigvalsh(a), w, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eig(dtype, rng):
+    a = random_array(rng, (2, 4, 4), dtype)
+    w, v = tl.eig(a)
+    assert np.iscomplexobj(w) and np.iscomplexobj(v)
+    np.testing.assert_allclose(a @ v, v * w[..., None, :], **tol(dtype))
+    wn = np.linalg.eigvals(a)
+    for b in range(2):
+        want = sorted(wn[b], key=lambda z: (z.real, z.imag))
+        np.testing.assert_allclose(w[b], want, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_solve_inv_det(dtype, rng):
+    a = spd(rng, 4, dtype, batch=(3,))
+    np.testing.assert_allclose(tl.cholesky(a), np.linalg.cholesky(a), **tol(dtype))
+    b = random_array(rng, (3, 4, 2), dtype)
+    np.testing.assert_allclose(tl.solve(a, b), np.linalg.solve(a, b), **tol(dtype))
+    bv = random_array(rng, (3, 4), dtype)
+    np.testing.assert_allclose(tl.solve(a, bv), np.linalg.solve(a, bv), **tol(dtype))
+    np.testing.assert_allclose(tl.solve(a[0], bv[0]), np.linalg.solve(a[0], bv[0]), **tol(dtype))
+    np.testing.assert_allclose(tl.solve(a[0], b), np.linalg.solve(a[0], b), **tol(dtype))  # batch broadcast
+    np.testing.assert_allclose(tl.inv(a), np.linalg.inv(a), **tol(dtype))
+    np.testing.assert_allclose(tl.det(a), np.linalg.det(a), **tol(dtype))
+    sign, logdet = tl.slogdet(a)
+    sn, ln = np.linalg.slogdet(a)
+    np.testing.assert_allclose(sign, sn, **tol(dtype))
+    np.testing.assert_allclose(logdet, ln, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstsq_and_pinv(dtype, rng):
+    a = random_array(rng, (6, 3), dtype)
+    b = random_array(rng, (6, 2), dtype)
+    x, res, rank, s = tl.lstsq(a, b)
+    xn, resn, rankn, sn = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(x, xn, **tol(dtype))
+    np.testing.assert_allclose(res, resn, **tol(dtype))
+    assert rank == rankn
+    np.testing.assert_allclose(s, sn, **tol(dtype))
+    xv, resv, _, _ = tl.lstsq(a, b[:, 0])
+    np.testing.assert_allclose(xv, np.linalg.lstsq(a, b[:, 0], rcond=None)[0], **tol(dtype))
+    assert resv.shape == (1,)
+    # Rank deficient: no residuals, numpy's rank.
+    d = np.concatenate([a[:, :2], a[:, :1]], axis=1)
+    _, resd, rankd, _ = tl.lstsq(d, b)
+    assert rankd == 2 and resd.shape == (0,)
+    np.testing.assert_allclose(tl.pinv(a), np.linalg.pinv(a), **tol(dtype))
+
+
+def test_integer_input_becomes_float64():
+    a = np.array([[2, 1], [1, 3]])
+    np.testing.assert_allclose(tl.inv(a), np.linalg.inv(a))
+    assert tl.det(a).dtype == np.float64
+
+
+def test_singular_matrix_raises_linalg_error():
+    a = np.zeros((3, 3))
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        tl.inv(a)
+    assert isinstance(info.value, tenferro.LinAlgError)
+    assert info.value.code == "kSingularMatrix"
+    with pytest.raises(tenferro.LinAlgError) as info:
+        tl.cholesky(-np.eye(3))
+    assert info.value.code == "kNotPositiveDefinite"
+
+
+def test_linalg_bad_input():
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tl.inv(np.ones((3, 4)))  # not square
+    with pytest.raises(ValueError):
+        tl.qr(np.ones((3, 3)), mode="raw")
+    with pytest.raises(ValueError):
+        tl.eigh(np.eye(3), UPLO="X")
+    with pytest.raises(ValueError):
+        tl.solve(np.eye(3), np.ones((4, 2)))
+    with pytest.raises(tenferro.LinAlgError) as info:
+        tl.inv(np.array([[np.nan, 0.0], [0.0, 1.0]]))
+    assert info.value.code == "kNonFiniteInput"
+    with pytest.raises(TypeError):
+        tl.inv(np.eye(3, dtype=np.float16))
+
+
+def test_runtime_argument(rng):
+    rt = tenferro.Runtime(threads=1)
+    a = spd(rng, 5, np.float64)
+    np.testing.assert_allclose(tl.inv(a, runtime=rt), np.linalg.inv(a), rtol=1e-9)

@@ -1,0 +1,83 @@
+"""Zero-copy in and out: operands are borrowed by address (strided views
+included), results are numpy arrays over tenferro's storage, and torch
+tensors go in and come out through DLPack without copies."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import tenferro
+from tenferro import _tenferro
+
+
+def address(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_operands_are_borrowed_by_address(rng):
+    base = rng.uniform(size=(6, 8, 5))
+    for view in (base, base[::2, 1::3, :], base.transpose(2, 0, 1), base[:, :, 2], np.broadcast_to(base[0, 0], (4, 5))):
+        assert _tenferro._operand_address(view) == address(view)
+
+
+def test_negative_strides_are_copied_once(rng):
+    base = rng.uniform(size=(4, 5))
+    flipped = base[::-1]
+    assert _tenferro._operand_address(flipped) != address(flipped)
+    np.testing.assert_allclose(tenferro.einsum("ij->j", flipped), flipped.sum(axis=0), rtol=1e-12)
+
+
+def test_result_is_tenferro_storage(rng):
+    a = rng.uniform(size=(5, 6))
+    b = rng.uniform(size=(6, 7))
+    c = tenferro.einsum("ij,jk->ik", a, b)
+    # The base is the capsule owning tenferro's Tensor; the array does not
+    # own (or copy) its memory, which is 64-byte aligned like every host
+    # allocation tenferro makes.
+    assert "tenferro.Tensor" in repr(c.base)
+    assert not c.flags.owndata
+    assert c.flags.writeable
+    assert address(c) % 64 == 0
+    assert not np.shares_memory(c, a) and not np.shares_memory(c, b)
+    # It outlives its operands and the call.
+    want = a @ b
+    del a, b
+    gc.collect()
+    np.testing.assert_allclose(c, want, rtol=1e-12)
+    c[0, 0] = 42.0
+    assert c[0, 0] == 42.0
+
+
+def test_views_of_results_keep_the_storage_alive(rng):
+    a = rng.uniform(size=(5, 6))
+    v = tenferro.einsum("ij,jk->ik", a, a.T)[1:3]
+    gc.collect()
+    np.testing.assert_allclose(v, (a @ a.T)[1:3], rtol=1e-12)
+
+
+def test_torch_in_and_out(torch):
+    a = torch.randn(4, 5, dtype=torch.float64)
+    b = torch.randn(6, 5, dtype=torch.float64).t()  # a strided view
+    assert _tenferro._operand_address(a) == a.data_ptr()
+    assert _tenferro._operand_address(b) == b.data_ptr()
+    c = tenferro.einsum("ij,jk->ik", a, b)
+    assert isinstance(c, np.ndarray)
+    np.testing.assert_allclose(c, (a @ b).numpy(), rtol=1e-12)
+    t = torch.from_dlpack(c)
+    assert t.data_ptr() == address(c)  # no copy on the way out either
+    assert torch.allclose(t, a @ b)
+    # A tensor that requires grad is detached (not copied).
+    w = torch.randn(5, 3, dtype=torch.float32, requires_grad=True)
+    assert _tenferro._operand_address(w) == w.data_ptr()
+    np.testing.assert_allclose(tenferro.einsum("ij->ji", w), w.detach().numpy().T)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_torch_dtypes(torch, dtype):
+    t = torch.randn(3, 4, dtype=getattr(torch, dtype))
+    u = torch.randn(4, 2, dtype=getattr(torch, dtype))
+    got = torch.from_dlpack(tenferro.einsum("ij,jk->ik", t, u))
+    assert got.dtype == t.dtype
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
+    assert torch.allclose(got, torch.einsum("ij,jk->ik", t, u), rtol=tol, atol=tol)
