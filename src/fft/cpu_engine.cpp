@@ -158,6 +158,11 @@ Status CpuFftEngine::run(const runtime::ExtensionRequest& request, runtime::Eras
     const FftPass& pass = direct && i == 0 ? plan->direct_first : plan->passes[i];
     std::byte* src = buffer(pass.src);
     std::byte* dst = buffer(pass.dst);
+    if (pass.panel) {
+      went_parallel = went_parallel || (split && pass.panel_items > pass.panel_grain);
+      TENFERRO_TRY(internal::run_panel_pass(pass, dst, pass.problem.precision, *parallel, split, *pool_, &calls));
+      continue;
+    }
     if (!(direct && i == 0) && !accepts(pass, src, dst)) {
       return make_error(ErrorCode::kContractViolation, ErrorStage::kCompletion,
                         "cpu.fft: expected 64-byte aligned output and workspace buffers, found a kernel of {} "
@@ -206,6 +211,10 @@ Result<FftSelection> CpuFftEngine::select(const FftOp& op, DType dtype, IntArray
   FftSelection s;
   s.provider = std::string(provider_->name());
   const auto describe = [](const FftPass& p) {
+    if (p.panel) {
+      return fmt::format("{} in {} panels of {} columns (copied contiguous)", p.problem.to_string(), p.panel_items,
+                         p.panel_width);
+    }
     return fmt::format("{}{}", p.problem.to_string(),
                        p.nblocks > 1 ? fmt::format(" in {} blocks", p.nblocks) : std::string());
   };

@@ -95,7 +95,7 @@ TEST(CpuFftEngine, BatchesSplitOverTheContextMatchSequential) {
     EXPECT_GT(split->stats().kernel_calls, sequential->stats().kernel_calls);
     auto op = FftOp::make_n(FftKind::kFft, {}, {0, 1});
     const std::string text = split->explain(**op, DType::kComplex128, {37, 24, 5});
-    EXPECT_NE(text.find("blocks"), std::string::npos) << text;
+    EXPECT_NE(text.find("panels"), std::string::npos) << text;
     EXPECT_NE(text.find(provider->name()), std::string::npos) << text;
   }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tenferro/cpu/parallel.h"
+#include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/fft/cpu_engine.h"
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/fft/fft_provider.h"
@@ -35,7 +36,29 @@ struct FftPass {
   std::int64_t dst_block_bytes = 0;
   std::size_t workspace_bytes = 0;  ///< largest kernel workspace
   double flops = 0.0;
+
+  /// Panel mode (Note [FFT panels]): set for an in-place c2c pass along a
+  /// strided axis whose batch has a unit-stride loop. Then `full`, `block`
+  /// and `last` are null and the pass runs panel_kernel / panel_last on
+  /// contiguous copies of `panel_width` columns.
+  bool panel = false;
+  std::int64_t panel_width = 0;
+  std::int64_t panel_columns = 0;                 ///< extent of the unit-stride loop
+  std::int64_t panel_blocks = 0;                  ///< ceil(panel_columns / panel_width)
+  std::int64_t transform_stride = 0;              ///< elements between transform points
+  SmallVector<FftLoop, 4> panel_outer;            ///< the other loops (in == out strides)
+  std::int64_t panel_items = 0;                   ///< panel_blocks * product of panel_outer
+  std::int64_t panel_grain = 1;                   ///< items per parallel chunk (>= grain_flops of work)
+  std::size_t panel_bytes = 0;                    ///< one panel copy (64-byte rounded)
+  std::shared_ptr<const FftKernel> panel_kernel;  ///< [panel_width][n], contiguous, in place
+  std::shared_ptr<const FftKernel> panel_last;    ///< [columns % width][n] (null when it divides)
 };
+
+/// Runs a panel-mode pass in place on `data` (complex elements of
+/// `precision`), over `parallel`'s workers when `split`; workspace from
+/// `pool`. Returns the number of kernel calls in *calls.
+Status run_panel_pass(const FftPass& pass, std::byte* data, DType precision, const cpu::ParallelContext& parallel,
+                      bool split, cpu::WorkspacePool& pool, std::uint64_t* calls);
 
 /// The copy of the input into the first pass's buffer.
 struct StageSpec {
