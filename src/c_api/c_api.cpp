@@ -136,22 +136,23 @@ Status require(const void* pointer, std::string_view what) {
   return ok_status();
 }
 
-// The context (which descriptor) is added by the caller.
-Result<DType> dtype_of(std::int32_t dtype) {
-  switch (dtype) {
+// The tenferro dtype of a tf_dtype value; false for any other value.
+bool dtype_of(std::int32_t value, DType& dtype) noexcept {
+  switch (value) {
     case TF_DTYPE_F32:
-      return DType::kFloat32;
+      dtype = DType::kFloat32;
+      return true;
     case TF_DTYPE_F64:
-      return DType::kFloat64;
+      dtype = DType::kFloat64;
+      return true;
     case TF_DTYPE_C64:
-      return DType::kComplex64;
+      dtype = DType::kComplex64;
+      return true;
     case TF_DTYPE_C128:
-      return DType::kComplex128;
+      dtype = DType::kComplex128;
+      return true;
     default:
-      return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
-                        "dtype is {}; expected TF_DTYPE_F32 (1), TF_DTYPE_F64 (2), TF_DTYPE_C64 (3) or "
-                        "TF_DTYPE_C128 (4)",
-                        dtype);
+      return false;
   }
 }
 
@@ -191,10 +192,12 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
                     TensorView& view, ByteRange& range) {
   if (desc == nullptr) return invalid(fmt::format("{} is NULL; expected a valid pointer", name_of(index)));
   TENFERRO_TRY(check_struct_size("tf_tensor", desc->struct_size, {TF_TENSOR_SIZE_V1}));
-  Result<DType> dtype = dtype_of(desc->dtype);
-  if (!dtype.ok()) {
-    return Error(dtype.status().code(), ErrorStage::kNone,
-                 fmt::format("{}.{}", name_of(index), dtype.status().message()));
+  DType dtype;
+  if (!dtype_of(desc->dtype, dtype)) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                      "{}.dtype is {}; expected TF_DTYPE_F32 (1), TF_DTYPE_F64 (2), TF_DTYPE_C64 (3) or "
+                      "TF_DTYPE_C128 (4)",
+                      name_of(index), desc->dtype);
   }
   if (desc->ndim < 0) return invalid(fmt::format("{}.ndim is {}; expected ndim >= 0", name_of(index), desc->ndim));
   const auto rank = static_cast<std::size_t>(desc->ndim);
@@ -213,7 +216,7 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
     }
   }
   view.shape = shape;
-  view.dtype = *dtype;
+  view.dtype = dtype;
   view.data = desc->data;
   view.storage = nullptr;
   range = ByteRange{};
@@ -240,10 +243,10 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
   if (desc->data == nullptr) {
     return invalid(fmt::format("{}.data is NULL; expected the address of {} elements", name_of(index), numel));
   }
-  const std::size_t align = component_alignment(*dtype);
+  const std::size_t align = component_alignment(dtype);
   if (reinterpret_cast<std::uintptr_t>(desc->data) % align != 0) {
     return invalid(fmt::format("{}.data {} is not aligned for {}; expected a multiple of {} bytes", name_of(index),
-                               fmt::ptr(desc->data), *dtype, align));
+                               fmt::ptr(desc->data), dtype, align));
   }
   // The last element's offset must be addressable.
   std::int64_t last = 0;
@@ -256,7 +259,7 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
     }
   }
   std::int64_t bytes = 0;
-  if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(dtype_size(*dtype)), &bytes)) {
+  if (__builtin_mul_overflow(last + 1, static_cast<std::int64_t>(dtype_size(dtype)), &bytes)) {
     return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "{}: the elements span more than 2^63 bytes",
                       name_of(index));
   }

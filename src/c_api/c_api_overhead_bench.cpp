@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "tenferro/c/tenferro.h"
@@ -24,18 +26,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median over `batches` of the mean nanoseconds of one call in a batch.
-template <class Call>
-double median_ns(int calls, int batches, Call&& call) {
-  for (int i = 0; i < calls; ++i) call();  // warm-up: plans, caches, workspace
+// One measured call and the mean nanoseconds per call of each batch.
+struct Case {
+  const char* name;
+  std::function<void()> call;
   std::vector<double> ns;
-  for (int b = 0; b < batches; ++b) {
-    const auto start = Clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() / calls);
+  double median() {
+    std::sort(ns.begin(), ns.end());
+    return ns[ns.size() / 2];
   }
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
+};
+
+// Batches of the cases are interleaved, so that a machine whose load
+// changes during the run slows every case alike.
+void measure(std::span<Case> cases, int calls, int batches) {
+  for (Case& c : cases)
+    for (int i = 0; i < calls; ++i) c.call();  // warm-up: plans, caches, workspace
+  for (int b = 0; b < batches; ++b) {
+    for (Case& c : cases) {
+      const auto start = Clock::now();
+      for (int i = 0; i < calls; ++i) c.call();
+      c.ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() / calls);
+    }
+  }
 }
 
 [[noreturn]] void die(const char* what, tf_error* error) {
@@ -69,10 +82,6 @@ int main(int argc, char** argv) {
   if (tf_einsum_prepare(&prepare, &plan, &error) != TF_CODE_OK) die("tf_einsum_prepare", error);
   const tf_einsum_run_args run{sizeof(tf_einsum_run_args), plan, ins, 2, &tc};
   const tf_einsum_args once{sizeof(tf_einsum_args), rt, "ij,jk->ik", ins, 2, &tc, TF_PLANNER_AUTO, 0};
-  bool failed = false;
-  const double c_run = median_ns(calls, batches, [&] { failed |= tf_einsum_run(&run, nullptr) != TF_CODE_OK; });
-  const double c_once = median_ns(calls, batches, [&] { failed |= tf_einsum(&once, nullptr) != TF_CODE_OK; });
-  const double c_result = c[0] + c[1] + c[2] + c[3];
 
   // C++ eager, the same engine configuration.
   runtime::RuntimeBuilder builder;
@@ -94,25 +103,35 @@ int main(int argc, char** argv) {
   const std::shared_ptr<const einsum::EinsumOp> op = *einsum::EinsumOp::create("ij,jk->ik");
   const std::vector<Tensor> inputs = {*Tensor::from_values<double>({1, 2, 3, 4}, {2, 2}),
                                       *Tensor::from_values<double>({5, 6, 7, 8}, {2, 2})};
-  double cxx_result = 0;
-  const double cxx_eager = median_ns(calls, batches, [&] {
-    Result<Tensor> out = einsum::einsum(ctx, op, inputs);
-    if (!out.ok()) {
-      failed = true;
-      return;
-    }
-    cxx_result = static_cast<const double*>(out->data())[3];
-  });
-
-  // The floor under both: the executor running the compiled plan into a
-  // preallocated output (what tf_einsum_run calls after its checks).
   const std::vector<IntArrayRef> shapes = {IntArrayRef(inputs[0].shape()), IntArrayRef(inputs[1].shape())};
   const std::shared_ptr<const einsum::ExecutionPlan> plan_cxx = *(*executor)->prepare(*op, shapes, DType::kFloat64);
   const Tensor out = *Tensor::empty({2, 2}, DType::kFloat64);
   const TensorView views[2] = {inputs[0].view(), inputs[1].view()};
   const cpu::SequentialContext sequential;
-  const double floor = median_ns(
-      calls, batches, [&] { failed |= !(*executor)->execute(*plan_cxx, views, out.view(), sequential).ok(); });
+
+  bool failed = false;
+  double cxx_result = 0;
+  Case cases[] = {
+      {"C API tf_einsum_run (prepared)    ", [&] { failed |= tf_einsum_run(&run, nullptr) != TF_CODE_OK; }, {}},
+      {"C API tf_einsum (one-shot)        ", [&] { failed |= tf_einsum(&once, nullptr) != TF_CODE_OK; }, {}},
+      {"C++ einsum::einsum (eager context)",
+       [&] {
+         Result<Tensor> r = einsum::einsum(ctx, op, inputs);
+         if (r.ok()) {
+           cxx_result = static_cast<const double*>(r->data())[3];
+         } else {
+           failed = true;
+         }
+       },
+       {}},
+      // The floor under both: the executor running the compiled plan into a
+      // preallocated output (what tf_einsum_run calls after its checks).
+      {"C++ CpuEinsumExecutor::execute    ",
+       [&] { failed |= !(*executor)->execute(*plan_cxx, views, out.view(), sequential).ok(); },
+       {}},
+  };
+  measure(cases, calls, batches);
+  const double c_result = c[0] + c[1] + c[2] + c[3];
 
   if (failed || c_result != 19 + 22 + 43 + 50 || cxx_result != 50 || static_cast<const double*>(out.data())[3] != 50) {
     std::fprintf(stderr, "a call failed or gave a wrong result\n");
@@ -120,11 +139,8 @@ int main(int argc, char** argv) {
   }
   std::printf("2x2 float64 matmul \"ij,jk->ik\", calling thread, native GEMM; median of %d batches of %d calls\n",
               batches, calls);
-  std::printf("  C API tf_einsum_run (prepared)      %8.1f ns/call\n", c_run);
-  std::printf("  C API tf_einsum (one-shot)          %8.1f ns/call\n", c_once);
-  std::printf("  C++ einsum::einsum (eager context)  %8.1f ns/call\n", cxx_eager);
-  std::printf("  C++ CpuEinsumExecutor::execute      %8.1f ns/call (plan run into a preallocated output)\n", floor);
-  std::printf("  ratio C++ eager / C prepared        %8.2f\n", cxx_eager / c_run);
+  for (Case& c : cases) std::printf("  %s  %8.1f ns/call\n", c.name, c.median());
+  std::printf("  (the last: the plan run into a preallocated output, the floor under the others)\n");
   tf_einsum_plan_destroy(plan);
   tf_runtime_destroy(rt);
   return 0;
