@@ -12,6 +12,8 @@
 #include "tenferro/base/build_info.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/engine.h"
+#include "tenferro/fft/fftw_provider.h"
+#include "tenferro/fft/native_provider.h"
 
 namespace tenferro::cli {
 namespace {
@@ -135,12 +137,27 @@ nlohmann::json cpu_engine_section() {
   return engines;
 }
 
+// The FFT providers the fft engine can use, with their capability.
+nlohmann::json fft_section() {
+  nlohmann::json providers = nlohmann::json::array();
+  const std::shared_ptr<const fft::CpuFftProvider> all[] = {std::make_shared<fft::FftwFftProvider>(),
+                                                            std::make_shared<fft::NativeFftProvider>()};
+  for (const auto& p : all) {
+    providers.push_back({{"name", p->name()},
+                         {"thread_count", capability_name(p->capability().thread_count)},
+                         {"placement", capability_name(p->capability().placement)},
+                         {"detail", p->capability().detail}});
+  }
+  return {{"default", "fftw"}, {"providers", providers}};
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
   info["build"] = build_section();
   info["cpu"] = cpu_section();
   info["cpu_engine"] = cpu_engine_section();
+  info["fft"] = fft_section();
   return info;
 }
 

@@ -37,6 +37,10 @@ constexpr Suite kSuites[] = {
      &run_linalg_suite},
     {"ad", "JVP/VJP of a 100-step einsum chain through the runtime vs 3x its forward time (interleaved)",
      &run_ad_suite},
+    {"mpi", "MERA sliced over 2 ranks vs 1 rank unsliced; 64 MiB mpi::allreduce vs MPI_Allreduce (mpirun)",
+     &run_mpi_suite},
+    {"fft", "c128 fft (n = 2^10..2^20, 1024^2, 4096 x 256) through the FFTW engine vs numpy.fft and torch.fft",
+     &run_fft_suite},
 };
 
 const Suite* find_suite(const std::string& name) {

@@ -40,5 +40,7 @@ int run_domains_suite(const SuiteOptions& options, Reporter& reporter);      // 
 int run_einsum_suite(const SuiteOptions& options, Reporter& reporter);       // bench_einsum.cpp
 int run_linalg_suite(const SuiteOptions& options, Reporter& reporter);       // bench_linalg.cpp
 int run_ad_suite(const SuiteOptions& options, Reporter& reporter);           // bench_ad.cpp
+int run_mpi_suite(const SuiteOptions& options, Reporter& reporter);          // bench_mpi.cpp
+int run_fft_suite(const SuiteOptions& options, Reporter& reporter);          // bench_fft.cpp
 
 }  // namespace tenferro::bench
