@@ -30,28 +30,34 @@ import numpy as np
 import tenferro
 
 
-def per_call_seconds(fn, calls):
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def overhead_case(rounds, calls, runtime):
+def overhead_case(batches, batch_calls, runtime):
+    """Per-call seconds of each callable: batches of `batch_calls` calls,
+    the three callables interleaved batch by batch; the median and the 10th
+    percentile of the per-batch means (the latter filters preemption on a
+    loaded machine)."""
     rng = np.random.default_rng(0)
     a = rng.uniform(size=(2, 2))
     b = rng.uniform(size=(2, 2))
-    ours_default = lambda: tenferro.einsum("ij,jk->ik", a, b)  # noqa: E731
-    ours_runtime = lambda: runtime.einsum("ij,jk->ik", a, b)  # noqa: E731
-    peer = lambda: np.einsum("ij,jk->ik", a, b)  # noqa: E731
-    for fn in (ours_default, ours_runtime, peer):
-        per_call_seconds(fn, calls // 10)  # warm: plans, op cache, allocator
-    samples = {"tenferro": [], "tenferro_runtime": [], "numpy": []}
-    for _ in range(rounds):
-        samples["tenferro"].append(per_call_seconds(ours_default, calls))
-        samples["tenferro_runtime"].append(per_call_seconds(ours_runtime, calls))
-        samples["numpy"].append(per_call_seconds(peer, calls))
-    return {k: statistics.median(v) for k, v in samples.items()}
+    cases = {
+        "tenferro": lambda: tenferro.einsum("ij,jk->ik", a, b),
+        "tenferro_runtime": lambda: runtime.einsum("ij,jk->ik", a, b),
+        "numpy": lambda: np.einsum("ij,jk->ik", a, b),
+    }
+    samples = {k: [] for k in cases}
+    for fn in cases.values():  # warm: plans, op cache, allocator
+        for _ in range(1000):
+            fn()
+    for _ in range(batches):
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            for _ in range(batch_calls):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / batch_calls)
+    out = {}
+    for name, v in samples.items():
+        v.sort()
+        out[name] = (statistics.median(v), v[len(v) // 10])
+    return out
 
 
 def load_instance(path):
@@ -92,21 +98,26 @@ def main():
     parser.add_argument("--gemm", default="native")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--batches", type=int, default=1000)
+    parser.add_argument("--batch-calls", type=int, default=200)
     parser.add_argument("--skip-instances", action="store_true")
     parser.add_argument("--json", action="store_true", help="one JSON object per case")
     args = parser.parse_args()
 
     runtime = tenferro.Runtime(threads=args.threads, gemm=args.gemm)
     results = []
-    o = overhead_case(args.rounds * 3, args.calls, runtime)
+    o = overhead_case(args.batches, args.batch_calls, runtime)
     results.append(
         {
             "case": "einsum_2x2_per_call",
-            "tenferro_us": o["tenferro"] * 1e6,
-            "tenferro_runtime_us": o["tenferro_runtime"] * 1e6,
-            "numpy_us": o["numpy"] * 1e6,
+            "tenferro_us": o["tenferro"][0] * 1e6,
+            "tenferro_p10_us": o["tenferro"][1] * 1e6,
+            "tenferro_runtime_us": o["tenferro_runtime"][0] * 1e6,
+            "tenferro_runtime_p10_us": o["tenferro_runtime"][1] * 1e6,
+            "numpy_us": o["numpy"][0] * 1e6,
+            "numpy_p10_us": o["numpy"][1] * 1e6,
             "default_threads": tenferro.default_runtime().threads,
+            "runtime_threads": args.threads,
             "target_us": 3.0,
         }
     )
@@ -142,10 +153,16 @@ def main():
             print(json.dumps(r))
         return
     r0 = results[0]
+    print("einsum 2x2 per call (median / 10th percentile of batch means; target <= 3 us):")
     print(
-        f"einsum 2x2 per call: tenferro {r0['tenferro_us']:.2f} us (runtime.einsum {r0['tenferro_runtime_us']:.2f} us, "
-        f"default runtime threads={r0['default_threads']}), numpy.einsum {r0['numpy_us']:.2f} us; target <= 3 us"
+        f"  tenferro.einsum (default runtime, {r0['default_threads']} threads)  "
+        f"{r0['tenferro_us']:.2f} / {r0['tenferro_p10_us']:.2f} us"
     )
+    print(
+        f"  Runtime(threads={r0['runtime_threads']}).einsum              "
+        f"{r0['tenferro_runtime_us']:.2f} / {r0['tenferro_runtime_p10_us']:.2f} us"
+    )
+    print(f"  numpy.einsum                                 {r0['numpy_us']:.2f} / {r0['numpy_p10_us']:.2f} us")
     if len(results) > 1:
         print(f"{'instance':<58} {'python ms':>10} {'cli ms':>10} {'cli/python':>10}")
         for r in results[1:]:

@@ -17,6 +17,7 @@
 
 #include "array_bridge.h"
 #include "py_runtime.h"
+#include "tape.h"
 #include "tenferro/ad/functional.h"
 #include "tenferro/einsum/contraction_tree.h"
 #include "tenferro/einsum/einsum_call.h"
@@ -215,6 +216,10 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, const py:
 }
 
 py::object einsum_call(PyRuntime& rt, const py::args& args, const OptimizeSpec& spec) {
+  if (args.size() > 1 && PyUnicode_Check(args[0].ptr()) && any_traced(args, 1)) {
+    // Inside tenferro.vjp / grad: recorded on the operands' tape.
+    return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(args[0]), spec)));
+  }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
   operands.unify_dtypes();
@@ -476,6 +481,7 @@ PYBIND11_MODULE(_tenferro, m) {
   PyObject* module = m.ptr();
   m.attr("_default_runtime") = py::none();
   m.attr("_runtimes_by_threads") = py::dict();
+  register_tape(m);
 
   py::class_<PyRuntime>(m, "Runtime", R"doc(
 A tenferro runtime: the CPU engine with its GEMM provider and thread count,

@@ -60,6 +60,7 @@ class PyRuntime {
   const std::string& gemm() const noexcept { return gemm_; }
   runtime::Runtime& runtime() noexcept { return runtime_; }
   ad::AdContext& ad() noexcept { return *ad_; }
+  const std::shared_ptr<ad::AdContext>& ad_ptr() const noexcept { return ad_; }
 
   /// The cached EinsumOp for (subscripts, spec) (Note [Python eager path]);
   /// call with the GIL held.

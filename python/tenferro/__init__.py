@@ -25,7 +25,7 @@ from ._errors import (
     RuntimeFailure,
     UnsupportedError,
 )
-from ._tenferro import Runtime, default_runtime, einsum
+from ._tenferro import Runtime, Traced, default_runtime, einsum
 
 __all__ = [
     "Runtime",
@@ -34,6 +34,10 @@ __all__ = [
     "contract_path",
     "PathInfo",
     "einsum_vjp",
+    "vjp",
+    "grad",
+    "value_and_grad",
+    "Traced",
     "linalg",
     "Error",
     "InvalidArgumentError",
@@ -162,6 +166,115 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize="greedy", threads
             canonical="kInvalidArgument",
         )
     return _tenferro._einsum_vjp(runtime, threads, subscripts, list(operands), cotangent, optimize)
+
+
+# --- define-by-run gradients (docs/python.md, "Gradients") ---
+
+Traced.__add__ = lambda self, other: self._add(other)
+Traced.__radd__ = lambda self, other: self._add(other)
+Traced.__sub__ = lambda self, other: self._sub(other)
+Traced.__rsub__ = lambda self, other: self._rsub(other)
+Traced.__mul__ = lambda self, other: self._mul(other)
+Traced.__rmul__ = lambda self, other: self._mul(other)
+Traced.__neg__ = lambda self: self._neg()
+Traced.real = property(lambda self: self._real())
+Traced.imag = property(lambda self: self._imag())
+Traced.conj = lambda self: self._conj()
+Traced.sum = lambda self: einsum(_all_axes(self.ndim) + "->", self)
+Traced.__repr__ = lambda self: f"tenferro.Traced(shape={self.shape}, dtype={self.dtype})"
+Traced.__array__ = lambda self, dtype=None: self.numpy() if dtype is None else self.numpy().astype(dtype)
+
+_AXIS_LABELS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _all_axes(ndim):
+    if ndim > len(_AXIS_LABELS):
+        raise InvalidArgumentError(f"Traced.sum: rank {ndim} exceeds {len(_AXIS_LABELS)}", code="kInvalidArgument")
+    return _AXIS_LABELS[:ndim]
+
+
+def _start(primals, runtime):
+    rt = default_runtime() if runtime is None else runtime
+    tape = _tenferro._Tape(rt)
+    return tape, [tape.variable(p) for p in primals]
+
+
+def _zeros_if_none(g, like):
+    import numpy as _np
+
+    return _np.zeros(like.shape, dtype=like.dtype) if g is None else g
+
+
+def vjp(fun, *primals, runtime=None):
+    """Runs fun(*primals) with every primal traced (fun may call
+    tenferro.einsum and use +, -, *, .real, .imag, .conj(), .sum() on the
+    values) and returns (output, vjp_fn): output a numpy array, vjp_fn(ct)
+    the tuple of gradients J* ct, one per primal, as torch.autograd.grad
+    (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
+    tape, xs = _start(primals, runtime)
+    out = fun(*xs)
+    if not isinstance(out, Traced):
+        raise InvalidArgumentError(
+            "vjp: fun must return a value computed from its arguments with tenferro calls",
+            code="kInvalidArgument",
+            canonical="kInvalidArgument",
+        )
+
+    def vjp_fn(cotangent):
+        import numpy as _np
+
+        ct = _np.asarray(cotangent)
+        if ct.shape != out.shape:
+            raise InvalidArgumentError(
+                f"vjp: expected a cotangent of shape {out.shape}, found {ct.shape}",
+                code="kShapeMismatch",
+                canonical="kInvalidArgument",
+            )
+        tape.zero_grad()
+        # loss = Re sum(conj(ct) * out): its gradient is J* ct.
+        loss = einsum(_pair(out.ndim), _np.conj(ct).astype(out.dtype), out)
+        if _np.iscomplexobj(_np.empty(0, dtype=out.dtype)):
+            loss = loss.real
+        tape.backward(loss)
+        return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
+
+    return out.numpy(), vjp_fn
+
+
+def _pair(ndim):
+    axes = _all_axes(ndim)
+    return f"{axes},{axes}->"
+
+
+def value_and_grad(fun, argnums=0, runtime=None):
+    """A function returning (fun(*args), gradient of fun's real scalar
+    output with respect to the arguments `argnums` (an int or a tuple))."""
+
+    def wrapped(*args):
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        tape, xs = _start([args[i] for i in nums], runtime)
+        traced_args = list(args)
+        for i, x in zip(nums, xs):
+            traced_args[i] = x
+        out = fun(*traced_args)
+        if not isinstance(out, Traced) or out.ndim != 0:
+            raise InvalidArgumentError(
+                "grad: fun must return a real scalar computed with tenferro calls",
+                code="kInvalidArgument",
+                canonical="kInvalidArgument",
+            )
+        tape.backward(out)
+        grads = tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
+        return out.numpy(), (grads[0] if isinstance(argnums, int) else grads)
+
+    return wrapped
+
+
+def grad(fun, argnums=0, runtime=None):
+    """A function returning the gradient of fun's real scalar output with
+    respect to argument `argnums` (an int, or a tuple for several)."""
+    vg = value_and_grad(fun, argnums, runtime)
+    return lambda *args: vg(*args)[1]
 
 
 from . import linalg  # noqa: E402  (needs the names above)

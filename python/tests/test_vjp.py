@@ -59,3 +59,73 @@ def test_vjp_bad_input(rng):
         tenferro.einsum_vjp("ij,jk->ik", a, b, np.ones((3, 5), dtype=np.complex128))
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.einsum_vjp("ij,jk->ik", a, np.ones((3, 5)))  # one operand short
+
+
+# --- tenferro.vjp / grad over Python functions (a GradientTape recording) ---
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vjp_of_a_function_matches_torch(dtype, rng, torch):
+    x = random_array(rng, (3, 4), dtype)
+    y = random_array(rng, (4, 5), dtype)
+    z = random_array(rng, (5, 2), dtype)
+
+    def f(einsum, x, y, z):
+        xy = einsum("ij,jk->ik", x, y)
+        return einsum("ik,kl->il", xy * xy, z) - 0.5 * einsum("ik,kl->il", xy, z)
+
+    out, vjp_fn = tenferro.vjp(lambda *a: f(tenferro.einsum, *a), x, y, z)
+    ct = random_array(rng, out.shape, dtype)
+    grads = vjp_fn(ct)
+    ts = [torch.from_numpy(v.copy()).requires_grad_(True) for v in (x, y, z)]
+    tout = f(torch.einsum, *ts)
+    np.testing.assert_allclose(out, tout.detach().numpy(), **tolerance(dtype))
+    want = torch.autograd.grad(tout, ts, torch.from_numpy(ct.copy()))
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(g, w.numpy(), **tolerance(dtype))
+    # vjp_fn can be called again (gradients do not accumulate across calls).
+    for g, w in zip(vjp_fn(ct), want):
+        np.testing.assert_allclose(g, w.numpy(), **tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_grad_matches_torch(dtype, rng, torch):
+    a = random_array(rng, (4, 4), dtype)
+    b = random_array(rng, (4,), dtype)
+
+    def loss(einsum, a, b):
+        v = einsum("ij,j->i", a, b)
+        return einsum("i,i->", v.conj(), v).real + einsum("ii->", a).real
+
+    value, (ga, gb) = tenferro.value_and_grad(lambda a, b: loss(tenferro.einsum, a, b), argnums=(0, 1))(a, b)
+    ta, tb = (torch.from_numpy(v.copy()).requires_grad_(True) for v in (a, b))
+    tl = loss(torch.einsum, ta, tb)
+    want_a, want_b = torch.autograd.grad(tl, (ta, tb))
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-12)
+    np.testing.assert_allclose(ga, want_a.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gb, want_b.numpy(), rtol=1e-10, atol=1e-12)
+    g = tenferro.grad(lambda a: loss(tenferro.einsum, a, b))(a)
+    np.testing.assert_allclose(g, want_a.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_grad_without_torch(rng):
+    a = random_array(rng, (3, 4), np.float64)
+    g = tenferro.grad(lambda x: tenferro.einsum("ij,ij->", x, x))(a)
+    np.testing.assert_allclose(g, 2 * a, rtol=1e-12)
+    # An argument the output does not depend on gets zeros.
+    g0, g1 = tenferro.grad(lambda x, y: tenferro.einsum("ij->", x), argnums=(0, 1))(a, a)
+    np.testing.assert_allclose(g0, np.ones_like(a))
+    np.testing.assert_allclose(g1, np.zeros_like(a))
+
+
+def test_grad_bad_use(rng):
+    a = random_array(rng, (3, 4), np.float64)
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.grad(lambda x: tenferro.einsum("ij->i", x))(a)  # not a scalar
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.vjp(lambda x: np.ones(3), a)  # nothing traced
+    out, vjp_fn = tenferro.vjp(lambda x: tenferro.einsum("ij->ji", x), a)
+    with pytest.raises(tenferro.InvalidArgumentError):
+        vjp_fn(np.ones((3, 4)))  # wrong cotangent shape
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.grad(lambda x: (tenferro.einsum("ij->ji", x) + np.ones((2, 2))).sum())(a)  # bad broadcast

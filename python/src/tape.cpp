@@ -1,0 +1,160 @@
+// Traced values and tapes for tenferro.vjp / tenferro.grad (tape.h).
+#include "tape.h"
+
+#include <fmt/format.h>
+
+#include "array_bridge.h"
+#include "numpy_api.h"
+#include "tenferro/einsum/subscripts.h"
+
+namespace tenferro::python {
+namespace {
+
+using program::CoreSemanticOp;
+
+// A dense copy of `obj` (an array-like) as a tenferro tensor of `dtype`
+// (Note [Traced values]: tape leaves never borrow Python memory).
+Tensor copied_leaf(PyRuntime& runtime, py::handle obj, std::optional<DType> dtype, const char* what) {
+  OperandList operands;
+  operands.add(obj, what);
+  if (dtype) operands.cast(0, *dtype);
+  operands.wrap();
+  const Tensor& borrowed = operands.tensors()[0];
+  return value_or_raise(runtime.with_context([&](runtime::EagerContext& ctx) { return ctx.copy(borrowed); }));
+}
+
+PyTraced record(const std::shared_ptr<PyTape>& tape, Result<ad::TapeTensor> handle) {
+  ad::TapeTensor h = value_or_raise(std::move(handle));
+  Tensor value = value_or_raise(tape->tape.value(h));
+  return PyTraced{tape, h, std::move(value)};
+}
+
+// `other` as a handle on `self`'s tape: a Traced value of the same tape, or
+// an array of self's shape (broadcast as numpy would) recorded as a constant.
+ad::TapeTensor operand_on(const PyTraced& self, py::handle other, const char* what) {
+  if (py::isinstance<PyTraced>(other)) {
+    const PyTraced& o = py::cast<const PyTraced&>(other);
+    if (o.tape != self.tape) raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced values of two tapes", what));
+    return o.handle;
+  }
+  py::module_ np = py::module_::import("numpy");
+  py::tuple shape(self.value.rank());
+  for (std::int64_t i = 0; i < self.value.rank(); ++i)
+    shape[static_cast<std::size_t>(i)] = self.value.shape()[static_cast<std::size_t>(i)];
+  py::object broadcast;
+  try {
+    broadcast = np.attr("broadcast_to")(np.attr("asarray")(other), shape);
+  } catch (py::error_already_set& e) {
+    raise_error(ErrorCode::kShapeMismatch, fmt::format("{}: {}", what, e.what()));
+  }
+  Tensor leaf = copied_leaf(*self.tape->runtime, broadcast, self.value.dtype(), what);
+  return value_or_raise(self.tape->tape.constant(leaf));
+}
+
+}  // namespace
+
+bool any_traced(const py::args& args, std::size_t first) {
+  for (std::size_t i = first; i < args.size(); ++i) {
+    if (!PyArray_Check(args[i].ptr()) && py::isinstance<PyTraced>(args[i])) return true;
+  }
+  return false;
+}
+
+py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsum::EinsumOp>& op) {
+  std::shared_ptr<PyTape> tape;
+  std::optional<DType> dtype;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (!py::isinstance<PyTraced>(args[i])) continue;
+    const PyTraced& t = py::cast<const PyTraced&>(args[i]);
+    if (tape && t.tape != tape) raise_error(ErrorCode::kForeignValue, "einsum: Traced operands of two different tapes");
+    if (dtype && *dtype != t.value.dtype()) {
+      raise_error(
+          ErrorCode::kDTypeMismatch,
+          fmt::format("einsum: Traced operands of dtypes {} and {}; expected one dtype", *dtype, t.value.dtype()));
+    }
+    tape = t.tape;
+    dtype = t.value.dtype();
+  }
+  if (static_cast<std::size_t>(op->num_operands()) != args.size() - 1) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("einsum '{}': the subscripts name {} operands, found {}", op->canonical_subscripts(),
+                            op->num_operands(), args.size() - 1));
+  }
+  SmallVector<ad::TapeTensor, 8> handles;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (py::isinstance<PyTraced>(args[i])) {
+      handles.push_back(py::cast<const PyTraced&>(args[i]).handle);
+    } else {
+      Tensor leaf = copied_leaf(*tape->runtime, args[i], dtype, "einsum operand");
+      handles.push_back(value_or_raise(tape->tape.constant(leaf)));
+    }
+  }
+  SmallVector<ad::TapeTensor, 2> out =
+      value_or_raise(tape->tape.apply(op, std::span<const ad::TapeTensor>(handles.data(), handles.size())));
+  return py::cast(record(tape, out[0]));
+}
+
+void register_tape(py::module_& m) {
+  py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape")
+      .def(py::init([](py::object runtime) {
+        if (!py::isinstance<PyRuntime>(runtime)) raise_error(ErrorCode::kInvalidArgument, "_Tape: expected a Runtime");
+        return std::make_shared<PyTape>(std::move(runtime));
+      }))
+      .def("variable",
+           [](const std::shared_ptr<PyTape>& tape, py::handle value) {
+             Tensor leaf = copied_leaf(*tape->runtime, value, std::nullopt, "variable");
+             return record(tape, tape->tape.variable(leaf));
+           })
+      .def("backward",
+           [](PyTape& tape, const PyTraced& loss) {
+             if (loss.tape.get() != &tape) raise_error(ErrorCode::kForeignValue, "backward: a value of another tape");
+             ok_or_raise(tape.tape.backward(loss.handle));
+           })
+      .def("grad",
+           [](PyTape& tape, const PyTraced& variable) {
+             return tensor_to_numpy(value_or_raise(tape.tape.grad(variable.handle)));
+           })
+      .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); });
+
+  const auto unary = [](CoreSemanticOp op) {
+    return [op](const PyTraced& self) {
+      const ad::TapeTensor operands[] = {self.handle};
+      return record(self.tape, self.tape->tape.apply(op, std::span<const ad::TapeTensor>(operands)));
+    };
+  };
+  const auto binary = [](CoreSemanticOp op, bool reflected) {
+    return [op, reflected](const PyTraced& self, py::handle other) {
+      const ad::TapeTensor o = operand_on(self, other, "Traced arithmetic");
+      const ad::TapeTensor operands[] = {reflected ? o : self.handle, reflected ? self.handle : o};
+      return record(self.tape, self.tape->tape.apply(op, std::span<const ad::TapeTensor>(operands)));
+    };
+  };
+  py::class_<PyTraced>(m, "Traced", "A value recorded by tenferro.vjp / tenferro.grad (docs/python.md).")
+      .def_property_readonly("shape",
+                             [](const PyTraced& t) {
+                               py::tuple s(t.value.rank());
+                               for (std::int64_t i = 0; i < t.value.rank(); ++i) {
+                                 s[static_cast<std::size_t>(i)] = t.value.shape()[static_cast<std::size_t>(i)];
+                               }
+                               return s;
+                             })
+      .def_property_readonly("ndim", [](const PyTraced& t) { return t.value.rank(); })
+      .def_property_readonly(
+          "dtype",
+          [](const PyTraced& t) {
+            return py::module_::import("numpy").attr("dtype")(std::string(to_string(t.value.dtype())));
+          })
+      .def(
+          "numpy", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
+          "A copy of the eager value.")
+      .def("_neg", unary(CoreSemanticOp::kNeg))
+      .def("_real", unary(CoreSemanticOp::kReal))
+      .def("_imag", unary(CoreSemanticOp::kImag))
+      .def("_conj", unary(CoreSemanticOp::kConj))
+      .def("_add", binary(CoreSemanticOp::kAdd, false))
+      .def("_sub", binary(CoreSemanticOp::kSub, false))
+      .def("_rsub", binary(CoreSemanticOp::kSub, true))
+      .def("_mul", binary(CoreSemanticOp::kMul, false));
+}
+
+}  // namespace tenferro::python

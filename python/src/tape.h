@@ -1,0 +1,53 @@
+// Define-by-run gradients for tenferro.vjp / tenferro.grad: a Python
+// function built from tenferro.einsum (and the Traced value's few
+// elementwise operations) runs eagerly on Traced values while an
+// ad::GradientTape records it; the gradients come from the tape's
+// backward(), i.e. from the same AD transforms (and the einsum AD rule) as
+// the graph path.
+//
+// Note [Traced values]
+// A Traced value is one TapeTensor of one PyTape plus its eager value.
+// Arrays mixed with Traced values become tape constants (a copy: the tape
+// retains its leaves, which must not borrow Python memory, Note [Borrowed
+// operands]). All Traced operands of one call must come from the same tape.
+#pragma once
+
+#include <memory>
+
+#include <pybind11/pybind11.h>
+
+#include "py_runtime.h"
+#include "tenferro/ad/gradient_tape.h"
+#include "tenferro/einsum/einsum_op.h"
+
+namespace tenferro::python {
+
+namespace py = pybind11;
+
+/// One recording (see the file comment) on the runtime `runtime_ref`
+/// holds. Thread-compatible (used with the GIL held).
+struct PyTape {
+  explicit PyTape(py::object runtime_object)
+      : runtime_ref(std::move(runtime_object)),
+        runtime(&py::cast<PyRuntime&>(runtime_ref)),
+        tape(runtime->runtime(), runtime->ad_ptr()) {}
+  py::object runtime_ref;
+  PyRuntime* runtime;
+  ad::GradientTape tape;
+};
+
+/// A value recorded on a tape (Note [Traced values]).
+struct PyTraced {
+  std::shared_ptr<PyTape> tape;
+  ad::TapeTensor handle;
+  Tensor value;
+};
+
+/// Whether any positional argument of an einsum call is a Traced value.
+bool any_traced(const py::args& args, std::size_t first);
+/// einsum(subscripts, *operands) recorded on the operands' tape.
+py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsum::EinsumOp>& op);
+/// Registers the Tape and Traced classes.
+void register_tape(py::module_& m);
+
+}  // namespace tenferro::python
