@@ -66,7 +66,8 @@ CpuFftEngine::CpuFftEngine(std::shared_ptr<const CpuFftProvider> provider, FftEn
     : provider_(provider != nullptr ? std::move(provider) : make_null_fft_provider()),
       options_(options),
       fallback_(std::move(fallback)),
-      pool_(std::make_unique<cpu::WorkspacePool>("fft", options.max_retained_workspace_bytes)) {}
+      pool_(std::make_unique<cpu::WorkspacePool>("fft", options.max_retained_workspace_bytes)),
+      plans_(std::make_unique<internal::EnginePlanCache>(options.max_cached_plans)) {}
 
 CpuFftEngine::~CpuFftEngine() = default;
 
@@ -87,8 +88,10 @@ Result<runtime::PrepareCapability> CpuFftEngine::prepare(const runtime::Extensio
   }
   const auto& op = static_cast<const FftOp&>(*sig.op);
   const runtime::OperandSignature& x = sig.operands[0];
-  Result<std::shared_ptr<FftPlan>> plan = internal::build_fft_plan(
-      *provider_, options_, op, x.dtype, IntArrayRef(x.shape), x.layout == runtime::LayoutClass::kRowMajor);
+  const bool row_major = x.layout == runtime::LayoutClass::kRowMajor;
+  Result<std::shared_ptr<const FftPlan>> plan = plans_->get_or_build(
+      op, x.dtype, IntArrayRef(x.shape), row_major,
+      [&]() { return internal::build_fft_plan(*provider_, options_, op, x.dtype, IntArrayRef(x.shape), row_major); });
   if (!plan.ok()) {
     if (plan.status().code() == ErrorCode::kUnsupported) {
       return runtime::PrepareCapability::unsupported(std::string(plan.status().message()));
@@ -244,6 +247,8 @@ FftEngineStats CpuFftEngine::stats() const noexcept {
   const cpu::WorkspacePoolStats w = pool_->stats();
   s.workspace_allocations = w.allocations;
   s.workspace_reuses = w.reuses;
+  s.plan_cache_hits = plans_->hits();
+  s.plan_cache_misses = plans_->misses();
   return s;
 }
 

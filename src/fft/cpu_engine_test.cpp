@@ -140,6 +140,11 @@ TEST(CpuFftEngine, WorkspaceIsReusedAcrossRuns) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(rfft(ctx, x).ok());
   EXPECT_EQ(engine->stats().workspace_allocations, allocations);
   EXPECT_GE(engine->stats().workspace_reuses, 5u);
+  // Every eager call prepares; the engine built the plan once.
+  EXPECT_EQ(engine->stats().plan_cache_misses, 1u);
+  EXPECT_EQ(engine->stats().plan_cache_hits, 5u);
+  ASSERT_TRUE(rfft(ctx, *x.transpose(0, 1)).ok());  // another shape and layout: another plan
+  EXPECT_EQ(engine->stats().plan_cache_misses, 2u);
 }
 
 TEST(CpuFftEngine, EmptyTensorsAndPaddedEmptyAxes) {

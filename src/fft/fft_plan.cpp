@@ -273,6 +273,47 @@ Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, 
   return plan;
 }
 
+Result<std::shared_ptr<const FftPlan>> EnginePlanCache::get_or_build(
+    const FftOp& op, DType dtype, IntArrayRef shape, bool row_major,
+    FunctionRef<Result<std::shared_ptr<FftPlan>>()> build) {
+  std::uint64_t h =
+      op.payload_hash() ^ (static_cast<std::uint64_t>(dtype) * 0x9e3779b97f4a7c15ULL) ^ (row_major ? 1 : 0);
+  for (std::int64_t d : shape) h = (h ^ static_cast<std::uint64_t>(d)) * 0x100000001b3ULL;
+  const auto matches = [&](const Entry& e) {
+    return e.hash == h && e.dtype == dtype && e.row_major == row_major && IntArrayRef(e.shape) == shape &&
+           e.attributes == op.attributes();
+  };
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+      if (matches(*it)) {
+        lru_.splice(lru_.begin(), lru_, it);
+        ++hits_;
+        return lru_.front().plan;
+      }
+    }
+    ++misses_;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<FftPlan> built, build());
+  std::list<Entry> evicted;  // released outside the lock (kernel destructors take the planner lock)
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built});
+    while (lru_.size() > capacity_) evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
+  }
+  return std::shared_ptr<const FftPlan>(std::move(built));
+}
+
+std::uint64_t EnginePlanCache::hits() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return hits_;
+}
+
+std::uint64_t EnginePlanCache::misses() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return misses_;
+}
+
 namespace {
 
 template <class R>

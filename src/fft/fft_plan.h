@@ -7,9 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "tenferro/base/function_ref.h"
 #include "tenferro/cpu/parallel.h"
 #include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/fft/cpu_engine.h"
@@ -87,6 +90,34 @@ struct FftPlan final : runtime::ProviderPlan {
   bool post_conj = false;
   std::size_t workspace_bytes = 0;  ///< largest kernel workspace over all passes
   double flops = 0.0;
+};
+
+/// The engine's bounded LRU cache of built plans, keyed by the op's payload,
+/// the input dtype, shape and whether it is row-major, so repeated eager
+/// calls (which prepare every time) skip building passes. Thread-safe.
+class EnginePlanCache {
+ public:
+  explicit EnginePlanCache(std::size_t capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
+  /// The cached plan, or the one `build` makes (outside the lock; errors
+  /// are not cached).
+  Result<std::shared_ptr<const FftPlan>> get_or_build(const FftOp& op, DType dtype, IntArrayRef shape, bool row_major,
+                                                      FunctionRef<Result<std::shared_ptr<FftPlan>>()> build);
+  std::uint64_t hits() const;
+  std::uint64_t misses() const;
+
+ private:
+  struct Entry {
+    FftAttributes attributes;
+    DType dtype;
+    Dims shape;
+    bool row_major;
+    std::uint64_t hash;
+    std::shared_ptr<const FftPlan> plan;
+  };
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::list<Entry> lru_;  // most recent first
+  std::uint64_t hits_ = 0, misses_ = 0;
 };
 
 /// Builds the plan (prepare time). `input_row_major`: the input's layout

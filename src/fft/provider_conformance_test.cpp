@@ -243,6 +243,26 @@ TEST(FftwProvider, AlignmentIsPartOfThePlan) {
   check_problem(provider, p, 3);
 }
 
+TEST(FftwProvider, MeasureModePlansOnScratchArrays) {
+  FftwProviderOptions options;
+  options.mode = FftwPlannerMode::kMeasure;
+  FftwFftProvider provider(options);
+  EXPECT_NE(std::string(provider.name()).find("measure"), std::string::npos) << provider.name();
+  FftProblem p;
+  p.dim = {48, 3, 1};
+  p.batch = {{3, 1, 48}};
+  check_problem(provider, p, 41);  // planning overwrote only the provider's scratch arrays
+  p.transform = FftTransform::kR2C;
+  p.precision = DType::kFloat32;
+  p.dim = {30, 1, 1};
+  p.batch = {{2, 30, 16}};
+  check_problem(provider, p, 42);
+  p.transform = FftTransform::kC2R;
+  p.dim = {31, 1, 1};
+  p.batch = {{2, 16, 31}};
+  check_problem(provider, p, 43);
+}
+
 TEST(NullProvider, RefusesEverythingAndTheRuntimeReportsIt) {
   auto null = make_null_fft_provider();
   FftProblem p;

@@ -61,6 +61,10 @@ class WorkspacePool;
 
 namespace tenferro::fft {
 
+namespace internal {
+class EnginePlanCache;
+}  // namespace internal
+
 struct FftEngineOptions {
   /// Smallest estimated work (flops, 5 n log2 n per complex transform) of
   /// one parallel block.
@@ -69,6 +73,9 @@ struct FftEngineOptions {
   std::int64_t max_blocks = 64;
   /// Workspace bytes the engine keeps for reuse.
   std::size_t max_retained_workspace_bytes = std::size_t{256} << 20;
+  /// Built plans (per op payload, dtype, shape and layout) kept for repeated
+  /// prepares, least recently used evicted. Each holds its kernels.
+  std::size_t max_cached_plans = 64;
 };
 
 /// Run counters (relaxed snapshots).
@@ -80,6 +87,8 @@ struct FftEngineStats {
   std::uint64_t kernel_calls = 0;
   std::uint64_t workspace_allocations = 0;
   std::uint64_t workspace_reuses = 0;
+  std::uint64_t plan_cache_hits = 0;  ///< prepares served by a cached plan
+  std::uint64_t plan_cache_misses = 0;
 };
 
 /// What prepare() decides for one transform and concrete input.
@@ -129,6 +138,7 @@ class CpuFftEngine final : public runtime::ExtensionEngine {
   std::shared_ptr<const cpu::ParallelContext> fallback_;
   cpu::SequentialContext sequential_;
   std::unique_ptr<cpu::WorkspacePool> pool_;
+  std::unique_ptr<internal::EnginePlanCache> plans_;
   mutable Counters counters_;
 };
 
