@@ -1,5 +1,6 @@
 // `tenferro einsum`: the main job (einsum_command.h).
 #include "einsum_command.h"
+#include "einsum_slicing.h"
 
 #include <algorithm>
 #include <chrono>
@@ -312,8 +313,10 @@ void add_einsum_command(CLI::App& app) {
     std::string file;
     EinsumRunOptions options;
     bool json = false;
+    EinsumSlicingOptions slicing;
   };
   auto state = std::make_shared<State>();
+  add_einsum_slicing_options(*cmd, state->slicing);
   cmd->add_option("file", state->file, "Instance JSON (../shared/bench/instances format); default: built-in example");
   cmd->add_option("--path", state->options.path, "Contraction path: ref-flops, ref-size, greedy, optimal, treesa")
       ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa"}));
@@ -338,6 +341,12 @@ void add_einsum_command(CLI::App& app) {
         throw CLI::RuntimeError(1);
       }
       instance = std::move(*loaded);
+    }
+    if (state->slicing.requested()) {  // einsum_slicing.h
+      const Status sliced = run_sliced_einsum(instance, {}, state->options, state->slicing, {}, state->json).status();
+      if (!sliced.ok()) std::fprintf(stderr, "tenferro einsum: %s\n", sliced.to_string().c_str());
+      if (!sliced.ok()) throw CLI::RuntimeError(1);
+      return;
     }
     Result<EinsumRunResult> r = run_einsum_instance(instance, state->options);
     if (!r.ok()) {

@@ -1,0 +1,70 @@
+"""Checks `tenferro einsum --max-intermediate` and `--slice-over-ranks`
+against the unsliced command on the same random data (same seed): the
+checksum (sum of the output elements) must agree, the slicing must meet the
+bound, and an impossible bound must be a typed error.
+
+usage: check_einsum_slicing.py TENFERRO SHARED_DIR sequential
+       check_einsum_slicing.py TENFERRO SHARED_DIR mpi MPIEXEC [MPIEXEC_FLAGS...]
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    return p.returncode, p.stdout, p.stderr
+
+
+def last_json(out):
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1])
+
+
+def check(cond, message):
+    if not cond:
+        print("FAILED: " + message)
+        sys.exit(1)
+
+
+def main():
+    tenferro, shared, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    cases = [[]]  # the built-in network (closed: its output is a scalar)
+    chain = os.path.join(shared, "bench", "instances", "nary_matmul_chain_64.json")
+    if os.path.exists(chain):
+        cases.append([chain])  # a matrix output: output labels get sliced too
+    for case in cases:
+        base_cmd = [tenferro, "einsum", *case, "--runs", "1", "--seed", "7", "--json"]
+        rc, out, err = run(base_cmd)
+        check(rc == 0, f"{base_cmd}: {err}")
+        base = last_json(out)
+        bound = 2.0 ** base["log2_size"] * 8 / 16  # a sixteenth of the largest intermediate
+        if mode == "sequential":
+            cmd = base_cmd + ["--max-intermediate", str(bound)]
+        else:
+            cmd = [sys.argv[4], *sys.argv[5:], "-np", "2", *base_cmd, "--slice-over-ranks",
+                   "--max-intermediate", str(bound)]
+        rc, out, err = run(cmd)
+        check(rc == 0, f"{cmd}: {err}")
+        sliced = last_json(out)
+        check(sliced["slices"] > 1, f"{cmd}: expected several slices, found {sliced}")
+        check(sliced["slice_max_intermediate_bytes"] <= bound, f"{cmd}: bound {bound} not met: {sliced}")
+        check(sliced["overhead"] >= 0.5, f"{cmd}: overhead {sliced['overhead']}")
+        a, b = base["checksum"], sliced["checksum"]
+        check(abs(a - b) <= 1e-9 * max(1.0, abs(a)), f"{cmd}: checksum {b}, unsliced {a}")
+        if mode == "mpi":
+            check(sliced["ranks"] == 2, f"{cmd}: expected 2 ranks, found {sliced['ranks']}")
+        print(f"ok: {' '.join(case) or 'built-in'} {mode}: {sliced['slices']} slices, checksum {b} == {a}")
+
+    # An impossible bound: below one element.
+    cmd = [tenferro, "einsum", "--max-intermediate", "4", "--runs", "1"]
+    if mode == "mpi":
+        cmd = [sys.argv[4], *sys.argv[5:], "-np", "2", *cmd, "--slice-over-ranks"]
+    rc, out, err = run(cmd)
+    check(rc != 0 and "resource_exhausted" in err and "expected" in err, f"{cmd}: rc {rc}, stderr {err}")
+    print(f"ok: impossible bound ({mode}) is resource_exhausted")
+
+
+if __name__ == "__main__":
+    main()

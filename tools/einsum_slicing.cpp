@@ -1,0 +1,407 @@
+// The sliced paths of `tenferro einsum` (einsum_slicing.h).
+//
+// Note [One CLI with MPI]
+// When CMake finds MPI, the `tenferro` program links it (TENFERRO_HAVE_MPI)
+// rather than shipping a second program: Open MPI's library does nothing
+// until MPI_Init, so the plain command neither prints nor waits, and only
+// --slice-over-ranks initialises MPI (MPI_THREAD_FUNNELED: every MPI call
+// is made on the main thread; the contraction runs in the rank's CPU
+// domain) and finalises it before returning. Run without mpirun it is a
+// one-rank job (Open MPI's singleton mode).
+//
+// Note [Rank CPU domains]
+// Each rank builds one Managed CPU domain of --threads CPUs. mpirun may
+// already bind each rank to its own cores (then the rank's allowed CPUs are
+// those); when it does not (e.g. --bind-to none, or --oversubscribe), every
+// rank would otherwise pin its threads to the same first CPUs, so rank r of
+// the node (its rank in MPI_COMM_TYPE_SHARED) takes the CPUs from position
+// r * threads of the allowed list, wrapping around when the node has fewer.
+#include "einsum_slicing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <complex>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/domains/topology.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/einsum.h"
+#include "tenferro/einsum/slice_executor.h"
+#include "tenferro/einsum/slicing.h"
+#include "tenferro/tensor/shape.h"
+
+#ifdef TENFERRO_HAVE_MPI
+#include <mpi.h>
+
+#include "tenferro/mpi.h"
+#endif
+
+namespace tenferro::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
+
+// The --path choice, as `tenferro einsum` makes it.
+Result<einsum::PlanningPolicy> sliced_policy(const einsum::BenchmarkInstance& instance, std::string& path) {
+  using einsum::PlannerKind;
+  if (path.empty()) {
+    const bool nested = instance.format_string.find('(') != std::string::npos;
+    path = nested ? "nested" : instance.opt_flops ? "ref-flops" : "greedy";
+  }
+  einsum::PlanningPolicy policy;
+  if (path == "ref-flops" || path == "ref-size") {
+    const auto& ref = path == "ref-flops" ? instance.opt_flops : instance.opt_size;
+    if (!ref) return invalid(fmt::format("--path {}: instance '{}' has no such reference path", path, instance.name));
+    TENFERRO_ASSIGN_OR_RETURN(
+        einsum::ContractionOrder order,
+        einsum::ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance.shapes.size()), ref->pairs));
+    policy.planner = PlannerKind::kExplicitPath;
+    policy.path = std::move(order);
+  } else if (std::optional<PlannerKind> kind = einsum::parse_planner_kind(path);
+             kind && (*kind == PlannerKind::kGreedy || *kind == PlannerKind::kOptimal ||
+                      *kind == PlannerKind::kTreeSA || *kind == PlannerKind::kNested)) {
+    policy.planner = *kind;
+  } else {
+    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
+  }
+  return policy;
+}
+
+// The random float64 operands `tenferro einsum` uses for the same seed, so
+// that sliced and unsliced runs report the same checksum.
+std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
+  std::vector<Tensor> inputs;
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (std::size_t i = 0; i < instance.shapes.size(); ++i) {
+    std::mt19937_64 rng(seed * 1000003 + i);
+    Tensor t = *Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64);
+    auto* data = static_cast<double*>(t.data());
+    for (std::int64_t k = 0; k < t.numel(); ++k) data[k] = uniform(rng);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+// Note [Rank CPU domains].
+Result<std::shared_ptr<const cpu::CpuDomainSet>> rank_cpu_domains(int threads, int local_rank) {
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
+  if (threads > static_cast<int>(allowed.size())) {
+    return invalid(fmt::format("--threads {}: this rank may use {} CPUs", threads, allowed.size()));
+  }
+  cpu::CpuDomainSpec spec;
+  spec.id = CpuDomainId(1);
+  for (int i = 0; i < threads; ++i)
+    spec.cpus.add(allowed[static_cast<std::size_t>(local_rank * threads + i) % allowed.size()]);
+  spec.thread_budget = threads;
+  const cpu::CpuDomainSpec specs[] = {spec};
+  return cpu::CpuDomainSet::create_managed(topology, specs);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::complex<double> sum_of(const Tensor& t) {
+  std::complex<double> s = 0.0;
+  visit_dtype(t.dtype(), [&]<class T>(T) {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
+                  std::is_same_v<T, std::complex<double>>) {
+      Result<std::vector<T>> values = t.to_vector<T>();
+      if (!values.ok()) return;
+      for (const T& v : *values) s += std::complex<double>(v);
+    }
+  });
+  return s;
+}
+
+// The ranks of the job: MPI's when distributed, else a single one. Every
+// collective here is made on the main thread.
+class RankGroup {
+ public:
+#ifdef TENFERRO_HAVE_MPI
+  ~RankGroup() {
+    comm_.reset();  // frees the duplicate before MPI_Finalize
+    if (owns_mpi_) MPI_Finalize();
+  }
+
+  Status start_mpi() {
+    int initialized = 0;
+    TENFERRO_TRY(mpi::mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));
+    if (!initialized) {
+      int provided = 0;
+      TENFERRO_TRY(mpi::mpi_status(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init"));
+      owns_mpi_ = true;
+    }
+    TENFERRO_ASSIGN_OR_RETURN(comm_, mpi::Communicator::duplicate(MPI_COMM_WORLD));
+    MPI_Comm node = MPI_COMM_NULL;
+    TENFERRO_TRY(mpi::mpi_status(MPI_Comm_split_type(comm_->comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                                 "MPI_Comm_split_type"));
+    const Status ranked = mpi::mpi_status(MPI_Comm_rank(node, &local_rank_), "MPI_Comm_rank");
+    MPI_Comm_free(&node);
+    return ranked;
+  }
+#else
+  Status start_mpi() {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                      "--slice-over-ranks: expected a tenferro built with MPI (libopenmpi-dev), found one without");
+  }
+#endif
+
+  int rank() const noexcept { return distributed() ? comm_rank() : 0; }
+  int size() const noexcept { return distributed() ? comm_size() : 1; }
+  int local_rank() const noexcept { return local_rank_; }
+
+  // Every rank's status, agreed (Note [Checked collectives]).
+  Status agree(const Status& local) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) return mpi::agree(*comm_, local);
+#endif
+    return local;
+  }
+  Status barrier() {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) return mpi::mpi_status(MPI_Barrier(comm_->comm()), "MPI_Barrier");
+#endif
+    return ok_status();
+  }
+  // The largest `value` over the ranks.
+  Result<double> max(double value) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::scalar<double>(value));
+      TENFERRO_TRY(mpi::allreduce(*comm_, t, mpi::ReduceOp::kMax));
+      return *static_cast<const double*>(t.data());
+    }
+#endif
+    return value;
+  }
+  // Checks that every rank planned the same slicing (planning is
+  // reproducible, but a rank must never sum slices of another plan).
+  Status same_plan(const einsum::SlicedContraction& sliced) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) {
+      const std::string text = sliced.tree().order().to_string() + "|" + sliced.explain();
+      const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
+      TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
+      TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
+      TENFERRO_TRY(mpi::allreduce(*comm_, lo, mpi::ReduceOp::kMax));
+      TENFERRO_TRY(mpi::allreduce(*comm_, hi, mpi::ReduceOp::kMax));
+      if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
+        return make_error(ErrorCode::kInternal, ErrorStage::kPrepare,
+                          "--slice-over-ranks: expected every rank to plan the same sliced contraction, found "
+                          "different plans");
+      }
+    }
+#else
+    (void)sliced;
+#endif
+    return ok_status();
+  }
+  // This rank's share of the slices into `output`, in `domain`, summed over
+  // the ranks (Note [Failure before the allreduce] in mpi/sliced_einsum.h).
+  Status run(const einsum::SliceExecutor& runner, std::span<const TensorView> inputs, Tensor& output,
+             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats& stats) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) return mpi::run_slices_over_ranks(*comm_, runner, inputs, output, domain, &stats);
+#endif
+    const TensorView out = output.view();
+    return domain.enter([&](const cpu::CpuDomainSession& session) {
+      const cpu::CpuExecutionContext context = session.context(cpu::ParallelMode::kInner);
+      return runner.run(inputs, out, context.parallel(), 0, 1, &stats);
+    });
+  }
+
+ private:
+#ifdef TENFERRO_HAVE_MPI
+  bool distributed() const noexcept { return comm_ != nullptr; }
+  int comm_rank() const noexcept { return comm_->rank(); }
+  int comm_size() const noexcept { return comm_->size(); }
+  std::shared_ptr<mpi::Communicator> comm_;
+  bool owns_mpi_ = false;
+#else
+  bool distributed() const noexcept { return false; }
+  int comm_rank() const noexcept { return 0; }
+  int comm_size() const noexcept { return 1; }
+#endif
+  int local_rank_ = 0;
+};
+
+struct SlicedReport {
+  std::string path;
+  std::string planner;
+  double plan_seconds = 0.0;
+  double first_seconds = 0.0;
+  std::vector<double> seconds;
+  einsum::SliceRunStats stats;
+  Tensor output;
+};
+
+void print_report(const einsum::BenchmarkInstance& instance, bool random, const EinsumRunOptions& options,
+                  const EinsumSlicingOptions& slicing, const einsum::SlicedContraction& sliced, int ranks,
+                  const SlicedReport& r, const std::string& output_path, bool json) {
+  const einsum::PathCost& unsliced = sliced.tree().cost();
+  if (json) {
+    nlohmann::json j;
+    j["instance"] = instance.name;
+    j["tensors"] = instance.shapes.size();
+    j["dtype"] = std::string(to_string(instance.dtype));
+    j["path"] = r.path;
+    j["planner"] = r.planner;
+    j["log10_flops"] = unsliced.log10_flops();
+    j["log2_size"] = unsliced.log2_max_intermediate();
+    j["plan_seconds"] = r.plan_seconds;
+    j["threads"] = options.threads;
+    j["ranks"] = ranks;
+    j["max_intermediate_bytes"] = slicing.max_intermediate_bytes;
+    std::vector<std::string> labels;
+    for (einsum::LabelId l : sliced.sliced_labels()) labels.push_back(sliced.network().label_name(l));
+    j["sliced_labels"] = labels;
+    j["slices"] = sliced.num_slices();
+    j["slice_log10_flops"] = sliced.slice_cost().log10_flops();
+    j["slice_max_intermediate_bytes"] = sliced.slice_max_intermediate_bytes();
+    j["overhead"] = sliced.overhead();
+    j["plan_only"] = options.plan_only;
+    j["runs"] = r.seconds.size();
+    if (!options.plan_only) {
+      j["first_seconds"] = r.first_seconds;
+      j["seconds"] = r.seconds;
+      if (!r.seconds.empty()) j["median_seconds"] = median_of(r.seconds);
+      j["slices_on_rank0"] = r.stats.slices;
+      j["output_shape"] = std::vector<std::int64_t>(r.output.shape().begin(), r.output.shape().end());
+      const std::complex<double> checksum = sum_of(r.output);
+      j["checksum"] = checksum.real();
+      if (is_complex(r.output.dtype())) j["checksum_imag"] = checksum.imag();
+      if (!output_path.empty()) j["output"] = output_path;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  if (options.explain) std::printf("%s", sliced.tree().explain().c_str());
+  std::printf("instance   %s (%zu tensors, %s%s)\n", instance.name.c_str(), instance.shapes.size(),
+              std::string(to_string(instance.dtype)).c_str(), random ? ", random data" : "");
+  std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
+              r.path.c_str(), r.planner.c_str(), unsliced.log10_flops(), unsliced.log2_max_intermediate(),
+              r.plan_seconds * 1e3);
+  std::printf("slicing    %s", sliced.explain().c_str());
+  if (options.plan_only) return;
+  std::printf("engine     native einsum, %d rank%s x %d thread%s, slices round robin (%lld on rank 0)\n", ranks,
+              ranks == 1 ? "" : "s", options.threads, options.threads == 1 ? "" : "s",
+              static_cast<long long>(r.stats.slices));
+  if (!r.seconds.empty()) {
+    std::printf("time       median %.6g s over %zu runs (slowest rank; first call %.6g s)\n", median_of(r.seconds),
+                r.seconds.size(), r.first_seconds);
+  } else {
+    std::printf("time       %.6g s for one call (slowest rank)\n", r.first_seconds);
+  }
+  std::printf("output     %s %s%s%s\n", std::string(to_string(r.output.dtype())).c_str(),
+              shape_to_string(r.output.shape()).c_str(), output_path.empty() ? "" : " written to ",
+              output_path.c_str());
+  const std::complex<double> checksum = sum_of(r.output);
+  if (is_complex(r.output.dtype())) {
+    std::printf("checksum   %.17g %+.17gi\n", checksum.real(), checksum.imag());
+  } else {
+    std::printf("checksum   %.17g\n", checksum.real());
+  }
+}
+
+}  // namespace
+
+void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
+  cmd.add_option("--max-intermediate", options.max_intermediate_bytes,
+                 "Slice the contraction so that no intermediate of a slice exceeds BYTES; the slices run in sequence")
+      ->check(CLI::PositiveNumber);
+  cmd.add_flag("--slice-over-ranks", options.slice_over_ranks,
+               "Under mpirun: spread the slices over the ranks and allreduce the result (docs/mpi.md)");
+}
+
+Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> given,
+                                              const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
+                                              const std::string& output_path, bool json) {
+  if (options.threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", options.threads));
+  if (options.gemm != "native") {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                      "--gemm {}: sliced runs use the native GEMM; expected native", options.gemm);
+  }
+  if (given.empty() && instance.dtype != DType::kFloat64) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                      "instance '{}' is {}; sliced runs use random float64 data (give --inputs DIR for other dtypes)",
+                      instance.name, instance.dtype);
+  }
+  RankGroup ranks;
+  if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
+
+  SlicedReport report;
+  report.path = options.path;
+  Result<einsum::SlicedContraction> sliced = [&]() -> Result<einsum::SlicedContraction> {
+    TENFERRO_ASSIGN_OR_RETURN(einsum::PlanningPolicy policy, sliced_policy(instance, report.path));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                              einsum::EinsumOp::create(instance.format_string, policy));
+    const std::vector<IntArrayRef> shapes = instance.shape_refs();
+    TENFERRO_ASSIGN_OR_RETURN(einsum::Network network, op->bind(shapes, instance.dtype));
+    // Every rank must plan the same tree: no wall-clock budget.
+    einsum::PlanningConfig config;
+    config.determinism = einsum::Determinism::kReproducible;
+    TENFERRO_ASSIGN_OR_RETURN(einsum::ContractionTree tree, einsum::plan(network, policy, config));
+    report.planner = std::string(einsum::to_string(tree.stats().planner));
+    report.plan_seconds = tree.stats().seconds;
+    einsum::SlicingOptions so;
+    so.max_intermediate_bytes = slicing.max_intermediate_bytes;
+    so.min_slices = ranks.size();
+    so.workers = ranks.size();
+    return einsum::SlicedContraction::plan(tree, so);
+  }();
+  TENFERRO_TRY(ranks.agree(sliced.status()));
+  TENFERRO_TRY(ranks.same_plan(*sliced));
+  const bool random = given.empty();
+  if (options.plan_only) {
+    if (ranks.rank() == 0) print_report(instance, random, options, slicing, *sliced, ranks.size(), report, {}, json);
+    return SlicedEinsumOutcome{ranks.rank() == 0, Tensor()};
+  }
+
+  const std::vector<Tensor> generated = random ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
+  const std::span<const Tensor> inputs = random ? std::span<const Tensor>(generated) : given;
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = rank_cpu_domains(options.threads, ranks.local_rank());
+  Result<einsum::SliceExecutor> runner = [&]() -> Result<einsum::SliceExecutor> {
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
+    TENFERRO_ASSIGN_OR_RETURN(
+        std::shared_ptr<einsum::CpuEinsumExecutor> executor,
+        einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(std::move(gemm))));
+    return einsum::SliceExecutor::create(*sliced, std::move(executor));
+  }();
+  TENFERRO_TRY(ranks.agree(!domains.ok() ? domains.status() : runner.status()));
+
+  const auto timed_run = [&](double& seconds) -> Status {
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(sliced->network().output_shape()), instance.dtype));
+    TENFERRO_TRY(ranks.barrier());
+    const auto start = Clock::now();
+    TENFERRO_TRY(ranks.run(*runner, views, out, (*domains)->default_domain(), report.stats));
+    TENFERRO_ASSIGN_OR_RETURN(seconds, ranks.max(std::chrono::duration<double>(Clock::now() - start).count()));
+    report.output = std::move(out);
+    return ok_status();
+  };
+  TENFERRO_TRY(timed_run(report.first_seconds));
+  for (int r = 0; r < options.runs; ++r) TENFERRO_TRY(timed_run(report.seconds.emplace_back()));
+
+  if (ranks.rank() == 0) {
+    print_report(instance, random, options, slicing, *sliced, ranks.size(), report, output_path, json);
+  }
+  return SlicedEinsumOutcome{ranks.rank() == 0, std::move(report.output)};
+}
+
+}  // namespace tenferro::cli

@@ -1,0 +1,58 @@
+// The sliced paths of `tenferro einsum` (docs/mpi.md):
+//   --max-intermediate BYTES  slice the planned contraction so that no
+//                             intermediate of a slice exceeds BYTES, and run
+//                             the slices one after another;
+//   --slice-over-ranks        under mpirun: split the slices round robin over
+//                             the ranks (at least one slice per rank), each
+//                             rank contracts its share, one allreduce sums
+//                             them; rank 0 reports.
+// MPI is initialised here, and only for --slice-over-ranks, so the plain
+// command never touches MPI (Note [One CLI with MPI] in einsum_slicing.cpp).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "einsum_command.h"
+#include "tenferro/base/status.h"
+#include "tenferro/einsum/benchmark_instance.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::cli {
+
+/// The slicing options of `tenferro einsum`.
+struct EinsumSlicingOptions {
+  /// --max-intermediate: bytes per slice intermediate; 0: no bound.
+  double max_intermediate_bytes = 0.0;
+  /// --slice-over-ranks.
+  bool slice_over_ranks = false;
+
+  bool requested() const noexcept { return max_intermediate_bytes > 0.0 || slice_over_ranks; }
+};
+
+/// Adds --max-intermediate and --slice-over-ranks to `cmd`, writing `options`.
+void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options);
+
+/// What a sliced run leaves to its caller.
+struct SlicedEinsumOutcome {
+  /// Whether this process printed the report (rank 0, or the only one); only
+  /// it should write the output file.
+  bool reporting = true;
+  /// The result (every rank holds it; undefined with plan_only).
+  Tensor output;
+};
+
+/// Plans `instance` (options.path as `tenferro einsum`), slices it, runs the
+/// slices (over the MPI ranks with slice_over_ranks, then finalises MPI) on
+/// `inputs` or on the same random float64 data `tenferro einsum` uses, and
+/// prints the report on rank 0 (naming `output_path`, which the caller
+/// writes). Typed errors as planning, slicing (kResourceExhausted for an
+/// impossible bound) and execution, on every rank; kUnsupported for
+/// --slice-over-ranks in a build without MPI or for a GEMM other than native.
+Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> inputs,
+                                              const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
+                                              const std::string& output_path, bool json);
+
+}  // namespace tenferro::cli
