@@ -113,6 +113,12 @@ class SliceCostModel {
 
 double log2_at_least_1(double x) { return std::log2(std::max(x, 1.0)); }
 
+// Balancing (Note [Index slicing]) adds a label only when the busiest
+// worker's flops drop below this fraction of what they were, and stops at
+// this many slices per worker: every slice costs a fixed launch overhead.
+constexpr double kBalancingGain = 0.97;
+constexpr double kBalancingSlicesPerWorker = 16.0;
+
 }  // namespace
 
 double SlicedContraction::overhead() const noexcept {
@@ -224,8 +230,15 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
   SliceCostModel::Evaluation current = model.evaluate(sliced, bound);
 
   const auto fits = [&](const SliceCostModel::Evaluation& e) { return bound == 0.0 || e.max_size <= bound; };
-  while (!fits(current) || slices < static_cast<double>(options.min_slices)) {
+  const auto workers = static_cast<double>(options.workers);
+  const double max_balancing_slices =
+      std::min(static_cast<double>(options.max_slices), kBalancingSlicesPerWorker * workers);
+  while (true) {
     const bool shrinking = !fits(current);
+    const bool too_few = slices < static_cast<double>(options.min_slices);
+    // Balancing: more slices only while that shortens the busiest worker.
+    const bool balancing = !shrinking && !too_few && options.workers > 1;
+    if (!shrinking && !too_few && !balancing) break;
     const double total = log2_at_least_1(slices * current.slice_flops);
     LabelId best = -1;
     double best_key = std::numeric_limits<double>::infinity(), best_reduction = 0.0;
@@ -241,6 +254,7 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
         over_max_slices = true;
         continue;
       }
+      if (balancing && n > max_balancing_slices) continue;
       sliced[l] = 1;
       const SliceCostModel::Evaluation e = model.evaluate(sliced, bound);
       sliced[l] = 0;
@@ -250,7 +264,6 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
         if (!(reduction > 0.0)) continue;
         key = std::max(0.0, log2_at_least_1(n * e.slice_flops) - total) / reduction;
       } else {
-        const double workers = static_cast<double>(options.workers);
         reduction = std::log2(static_cast<double>(extent));
         key = std::ceil(n / workers) * e.slice_flops;
       }
@@ -261,6 +274,7 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
         best_eval = e;
       }
     }
+    if (balancing && !(best_key < kBalancingGain * std::ceil(slices / workers) * current.slice_flops)) break;
     if (best < 0) {
       if (!shrinking) break;  // min_slices is a target: every label is sliced already
       return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,

@@ -22,9 +22,12 @@
 // reduction. While some intermediate exceeds the bound the reduction is that
 // of the excess (the sum over steps of elements beyond the bound, log2);
 // afterwards (only the minimum slice count is missing) the label that keeps
-// ceil(num_slices / workers) * flops(slice) lowest wins, so that the slices
-// spread evenly over the workers. Ties go to the larger reduction, then the
-// lower label id, so the choice is deterministic.
+// ceil(num_slices / workers) * flops(slice), the busiest worker's flops,
+// lowest wins. With several workers the search then keeps slicing while that
+// lowers the busiest worker's flops by at least 3% (e.g. 9 slices over 2
+// workers leave one with 5/9 of the work; 18 slices, 9/18), up to 16 slices
+// per worker. Ties go to the larger reduction, then the lower label id, so
+// the choice is deterministic.
 //
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:
@@ -55,8 +58,8 @@ struct SlicingOptions {
   double max_intermediate_bytes = 0.0;
   /// At least this many slices (e.g. one per rank); >= 1.
   std::int64_t min_slices = 1;
-  /// The workers the slices will be spread over (balances the choice made
-  /// for min_slices, Note [Index slicing]); >= 1.
+  /// The workers the slices will be spread over round robin; with more than
+  /// one, labels are chosen to balance them (Note [Index slicing]); >= 1.
   std::int64_t workers = 1;
   /// Refuse a slicing with more slices than this (kResourceExhausted).
   std::int64_t max_slices = std::int64_t{1} << 40;
