@@ -153,5 +153,22 @@ TEST(AliasTest, ProducedAliasFollowsViews) {
   EXPECT_EQ(produced_alias(*p, p->outputs()[3]), AliasDecl::view_of(0));
 }
 
+TEST(EffectsTest, ExtensionsCannotDeclareACommunicatorEffect) {
+  // Collectives are scheduled nodes of their own; an extension op that says
+  // it talks to a communicator is refused at compile time.
+  ProgramBuilder b;
+  auto x = *b.add_input(DType::kFloat64, {3});
+  constexpr ResourceId kComm{ResourceKind::kCommunicator, 1};
+  for (EffectAccess access : {EffectAccess::kRead, EffectAccess::kWrite}) {
+    auto r = b.emit_extension(touching(kComm, access), {x});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kContractViolation);
+    EXPECT_EQ(r.status().stage(), ErrorStage::kCompile);
+    EXPECT_NE(r.status().message().find("communicator"), std::string_view::npos) << r.status().to_string();
+  }
+  // Other effects, alongside or alone, are still accepted.
+  EXPECT_TRUE(b.emit_extension(touching(kBuffer, EffectAccess::kWrite), {x}).ok());
+}
+
 }  // namespace
 }  // namespace tenferro::program

@@ -214,6 +214,16 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
   TENFERRO_ASSIGN_OR_RETURN(EffectSet effects,
                             internal::call_extension(ErrorStage::kCompile, "ExtensionOp::effects",
                                                      [&]() -> Result<EffectSet> { return op->effects(); }));
+  // A collective is a scheduler-owned node with explicit participants and
+  // ordering, never an arbitrary extension operation (seed "Scheduled graph").
+  for (const Effect& e : effects) {
+    if (e.resource.kind == ResourceKind::kCommunicator) {
+      return contract_error(fmt::format(
+          "declares {}; expected no communicator effect (collectives are scheduled collective nodes, not extension "
+          "operations)",
+          EffectSet{e}.to_string()));
+    }
+  }
   TENFERRO_ASSIGN_OR_RETURN(AliasList aliases,
                             internal::call_extension(ErrorStage::kCompile, "ExtensionOp::aliases",
                                                      [&]() -> Result<AliasList> { return op->aliases(); }));
