@@ -101,7 +101,7 @@ Result<runtime::PrepareCapability> CpuFftEngine::prepare(const runtime::Extensio
   runtime::PreparedKernel kernel;
   kernel.work = (*plan)->flops;
   kernel.plan = std::move(plan).value();
-  kernel.reproducible = false;
+  kernel.reproducible = provider_->reproducible();
   return runtime::PrepareCapability::prepared(std::move(kernel));
 }
 

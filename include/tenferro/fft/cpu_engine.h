@@ -114,7 +114,9 @@ class CpuFftEngine final : public runtime::ExtensionEngine {
                                                       std::shared_ptr<const cpu::ParallelContext> fallback = nullptr);
 
   std::string_view name() const noexcept override { return "cpu.fft"; }
-  bool reproducible() const noexcept override { return false; }
+  /// The provider's answer (the native provider: true; FFTW: false, its
+  /// plans for a block and for a whole batch may differ in rounding).
+  bool reproducible() const noexcept override { return provider_->reproducible(); }
   Result<runtime::PrepareCapability> prepare(const runtime::ExtensionSignature& signature) const override;
   Status run(const runtime::ExtensionRequest& request, runtime::ErasedExecutionContext context) const override;
 

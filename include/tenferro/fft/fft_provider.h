@@ -110,6 +110,10 @@ class CpuFftProvider {
   /// Prepares `problem` (prepare time), or kUnsupported. The default:
   /// kUnsupported.
   virtual Result<std::shared_ptr<const FftKernel>> plan(const FftProblem& problem) const;
+  /// True when a transform's result does not depend on how its batch is
+  /// grouped into kernels (the engine's blocks and panels), so runs give the
+  /// same bits at every thread count. The default: false.
+  virtual bool reproducible() const noexcept { return false; }
   /// The provider's plan cache (zeros when it has none).
   virtual FftPlanCacheStats cache_stats() const { return {}; }
   /// Drops every cached plan not held by a prepared kernel.

@@ -43,6 +43,8 @@ class NativeFftProvider final : public CpuFftProvider {
   std::string_view name() const noexcept override { return "native (stockham + bluestein)"; }
   const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
   Result<std::shared_ptr<const FftKernel>> plan(const FftProblem& problem) const override;
+  /// Every transform of a batch runs the same code on its own copy.
+  bool reproducible() const noexcept override { return true; }
   FftPlanCacheStats cache_stats() const override;
   void clear_cache() const override;
 
