@@ -210,8 +210,7 @@ FftwFftProvider::FftwFftProvider(FftwProviderOptions options)
   // planner, so providers of independent runtimes cannot race on it.
   fftw_make_planner_thread_safe();
   fftwf_make_planner_thread_safe();
-  name_ =
-      fmt::format("fftw {} ({})", fftw_version, options_.mode == FftwPlannerMode::kEstimate ? "estimate" : "measure");
+  name_ = fmt::format("{} ({})", fftw_version, options_.mode == FftwPlannerMode::kEstimate ? "estimate" : "measure");
   capability_ = cpu::ProviderCapability{cpu::ThreadCountControl::kSequential, cpu::PlacementControl::kCallingThread,
                                         "FFTW without its threads library: every execute runs on the calling thread"};
   cache_ = std::make_unique<internal::FftPlanCache>(options_.max_cached_plans, planner_lock_);

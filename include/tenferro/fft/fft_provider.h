@@ -103,7 +103,7 @@ struct FftPlanCacheStats {
 class CpuFftProvider {
  public:
   virtual ~CpuFftProvider() = default;
-  /// For explain(): "fftw 3.3.10 (estimate)", "native".
+  /// For explain(): "fftw-3.3.10-sse2-avx (estimate)", "native (stockham + bluestein)".
   virtual std::string_view name() const noexcept = 0;
   /// Thread-count and placement capability, fixed at construction.
   virtual const cpu::ProviderCapability& capability() const noexcept = 0;
