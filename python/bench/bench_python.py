@@ -69,22 +69,28 @@ def load_instance(path):
 
 
 def python_seconds(inst, optimize, runtime, runs, seed):
+    """(median wall, median process CPU) seconds of the timed calls, after
+    one call that plans, as the CLI times its runs."""
     rng = np.random.default_rng(seed)
     ops = [rng.uniform(-1, 1, size=s) for s in inst["shapes"]]
     out = runtime.einsum(inst["format_string"], *ops, optimize=optimize)  # first call plans
-    times = []
+    wall, cpu = [], []
     for _ in range(runs):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         out = runtime.einsum(inst["format_string"], *ops, optimize=optimize)
-        times.append(time.perf_counter() - t0)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     del out
-    return statistics.median(times)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def cli_seconds(cli, path, runs, threads, gemm):
+    """(median_seconds, median_cpu_seconds) the CLI reports."""
     cmd = [cli, "einsum", path, "--json", "--runs", str(runs), "--threads", str(threads), "--gemm", gemm]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])["median_seconds"]
+    j = json.loads(proc.stdout.strip().splitlines()[-1])
+    return j["median_seconds"], j["median_cpu_seconds"]
 
 
 def main():
@@ -96,6 +102,9 @@ def main():
     parser.add_argument("--patterns", default="bin_*.json,str_matrix_chain*.json")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--gemm", default="native")
+    parser.add_argument(
+        "--domain", default="managed", help="Runtime domain for (b): managed (as the CLI builds it) or inline"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--batches", type=int, default=1000)
@@ -132,17 +141,28 @@ def main():
             inst, optimize = load_instance(path)
             py, cli = [], []
             for r in range(args.rounds):
-                py.append(python_seconds(inst, optimize, runtime, args.runs, r))
+                # A fresh runtime per round, as each CLI run is a fresh process
+                # (its memory pool starts empty too).
+                rt = tenferro.Runtime(threads=args.threads, gemm=args.gemm, domain=args.domain)
+                py.append(python_seconds(inst, optimize, rt, args.runs, r))
+                del rt
                 cli.append(cli_seconds(args.cli, path, args.runs, args.threads, args.gemm))
-            p, c = statistics.median(py), statistics.median(cli)
+            p = statistics.median(w for w, _ in py)
+            pc = statistics.median(c for _, c in py)
+            c = statistics.median(w for w, _ in cli)
+            cc = statistics.median(c for _, c in cli)
             results.append(
                 {
                     "case": inst["name"],
                     "python_s": p,
                     "cli_s": c,
                     "ratio_cli_over_python": c / p,
+                    "python_cpu_s": pc,
+                    "cli_cpu_s": cc,
+                    "cpu_ratio_cli_over_python": cc / pc if pc > 0 else float("nan"),
                     "threads": args.threads,
                     "gemm": args.gemm,
+                    "domain": args.domain,
                 }
             )
             if not args.json:
@@ -164,11 +184,13 @@ def main():
     )
     print(f"  numpy.einsum                                 {r0['numpy_us']:.2f} / {r0['numpy_p10_us']:.2f} us")
     if len(results) > 1:
-        print(f"{'instance':<58} {'python ms':>10} {'cli ms':>10} {'cli/python':>10}")
+        print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
+        print(f"{'instance':<54} {'py ms':>9} {'cli ms':>9} {'cli/py':>7} {'py cpu':>9} {'cli cpu':>9} {'cli/py':>7}")
         for r in results[1:]:
             print(
-                f"{r['case']:<58} {r['python_s'] * 1e3:>10.3f} {r['cli_s'] * 1e3:>10.3f} "
-                f"{r['ratio_cli_over_python']:>10.3f}"
+                f"{r['case']:<54} {r['python_s'] * 1e3:>9.3f} {r['cli_s'] * 1e3:>9.3f} "
+                f"{r['ratio_cli_over_python']:>7.3f} {r['python_cpu_s'] * 1e3:>9.3f} {r['cli_cpu_s'] * 1e3:>9.3f} "
+                f"{r['cpu_ratio_cli_over_python']:>7.3f}"
             )
 
 

@@ -487,13 +487,15 @@ PYBIND11_MODULE(_tenferro, m) {
 A tenferro runtime: the CPU engine with its GEMM provider and thread count,
 the native einsum and linalg engines, plan and op caches.
 
-Runtime(threads=None, gemm="native")
-  threads: worker threads (None: every CPU this process may use; 1 runs
-           inline on the calling thread).
+Runtime(threads=None, gemm="native", domain=None)
+  threads: worker threads (None: every CPU this process may use).
   gemm:    "native", "openblas" or "blis".
+  domain:  "managed" (one managed CPU domain of `threads` pinned workers,
+           as the CLI builds it) or "inline" (threads=1 only: work runs on
+           the calling thread); None: inline for one thread, else managed.
 Pass it as runtime= to tenferro.einsum, contract_path, einsum_vjp and the
 tenferro.linalg functions, or call its einsum method.)doc")
-      .def(py::init([](py::handle threads, const std::string& gemm) {
+      .def(py::init([](py::handle threads, const std::string& gemm, py::handle domain) {
              int n = 0;
              if (!threads.is_none()) {
                const std::int64_t t = as_index(threads, "threads");
@@ -502,11 +504,13 @@ tenferro.linalg functions, or call its einsum method.)doc")
                }
                n = static_cast<int>(t);
              }
-             return value_or_raise(PyRuntime::create(n, gemm));
+             return value_or_raise(
+                 PyRuntime::create(n, gemm, domain.is_none() ? std::string() : py::cast<std::string>(domain)));
            }),
-           py::arg("threads") = py::none(), py::arg("gemm") = "native")
+           py::arg("threads") = py::none(), py::arg("gemm") = "native", py::arg("domain") = py::none())
       .def_property_readonly("threads", &PyRuntime::threads)
       .def_property_readonly("gemm", &PyRuntime::gemm)
+      .def_property_readonly("domain", &PyRuntime::domain)
       .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum operations kept for reuse.")
       .def("clear_caches", &PyRuntime::clear_caches, "Drops the parsed-op cache and the AD transform cache.")
       .def(
@@ -521,7 +525,8 @@ tenferro.linalg functions, or call its einsum method.)doc")
           },
           "einsum on this runtime; see tenferro.einsum.")
       .def("__repr__", [](const PyRuntime& rt) {
-        return fmt::format("tenferro.Runtime(threads={}, gemm='{}')", rt.threads(), rt.gemm());
+        return fmt::format("tenferro.Runtime(threads={}, gemm='{}', domain='{}')", rt.threads(), rt.gemm(),
+                           rt.domain());
       });
 
   m.def(

@@ -72,14 +72,15 @@ Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t 
   return policy;
 }
 
-PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm)
+PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain)
     : runtime_(std::move(runtime)),
       threads_(threads),
       gemm_(std::move(gemm)),
+      domain_(std::move(domain)),
       context_(runtime_.on()),
       ad_(std::make_shared<ad::AdContext>()) {}
 
-Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm) {
+Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm, std::string domain) {
   if (threads < 0) return invalid(fmt::format("Runtime: threads={}: expected at least 1 (or None)", threads));
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
   const int allowed = topology.allowed_cpus().count();
@@ -87,14 +88,22 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   if (threads > allowed) {
     return invalid(fmt::format("Runtime: threads={}: this process may use {} CPUs", threads, allowed));
   }
+  if (domain.empty()) domain = threads == 1 ? "inline" : "managed";
+  if (domain != "inline" && domain != "managed") {
+    return invalid(fmt::format("Runtime: domain '{}': expected 'inline' or 'managed'", domain));
+  }
+  if (domain == "inline" && threads != 1) {
+    return invalid(
+        fmt::format("Runtime: domain 'inline' runs on the calling thread; expected threads=1, found {}", threads));
+  }
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuGemmProvider> gemm_provider, make_gemm(gemm, threads));
   TENFERRO_ASSIGN_OR_RETURN(
       std::shared_ptr<einsum::CpuEinsumExecutor> executor,
       einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm_provider)));
   cpu::CpuEngineOptions cpu_options;
   cpu_options.gemm_provider = gemm_provider;
-  // One thread runs inline on the calling thread (no domain entry per call).
-  if (threads > 1) {
+  // Inline: no domain, so no domain entry (or pinning) per call.
+  if (domain == "managed") {
     TENFERRO_ASSIGN_OR_RETURN(cpu_options.domains, managed_domains(topology, threads));
   }
   runtime::RuntimeBuilder builder;
@@ -110,7 +119,7 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   builder.add_extension_module(
       linalg::cpu_extension_module(cpu_options.id, linalg::CpuLinalgEngine::create_default(linalg_options)));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
-  std::unique_ptr<PyRuntime> self(new PyRuntime(std::move(rt), threads, std::move(gemm)));
+  std::unique_ptr<PyRuntime> self(new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain)));
   TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));
   TENFERRO_TRY(linalg::install_linalg_ad_rules(*self->ad_));
   return self;

@@ -52,12 +52,16 @@ Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t 
 class PyRuntime {
  public:
   /// `threads` 0: every CPU this process may use. `gemm`: native, openblas
-  /// or blis. kInvalidArgument for bad options, kUnsupported when the GEMM
-  /// library cannot be loaded.
-  static Result<std::unique_ptr<PyRuntime>> create(int threads, std::string gemm);
+  /// or blis. `domain`: "managed" (one managed CPU domain of `threads`
+  /// pinned workers, as the CLI builds it), "inline" (no domain: work runs
+  /// sequentially on the calling thread; only with one thread) or empty
+  /// (inline for one thread, managed otherwise). kInvalidArgument for bad
+  /// options, kUnsupported when the GEMM library cannot be loaded.
+  static Result<std::unique_ptr<PyRuntime>> create(int threads, std::string gemm, std::string domain = {});
 
   int threads() const noexcept { return threads_; }
   const std::string& gemm() const noexcept { return gemm_; }
+  const std::string& domain() const noexcept { return domain_; }
   runtime::Runtime& runtime() noexcept { return runtime_; }
   ad::AdContext& ad() noexcept { return *ad_; }
   const std::shared_ptr<ad::AdContext>& ad_ptr() const noexcept { return ad_; }
@@ -78,7 +82,7 @@ class PyRuntime {
   void clear_caches();
 
  private:
-  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm);
+  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain);
 
   struct StringHash {
     using is_transparent = void;
@@ -89,6 +93,7 @@ class PyRuntime {
   runtime::Runtime runtime_;
   int threads_;
   std::string gemm_;
+  std::string domain_;
   std::mutex context_mutex_;
   runtime::EagerContext context_;
   std::shared_ptr<ad::AdContext> ad_;

@@ -149,6 +149,10 @@ def test_runtimes_and_threads(rng):
     assert rt.cached_ops == 0
     assert tenferro.default_runtime().threads >= 1
     assert "Runtime(threads=" in repr(rt)
+    assert rt.domain == "inline"
+    managed = tenferro.Runtime(threads=1, domain="managed")
+    assert managed.domain == "managed"
+    np.testing.assert_allclose(managed.einsum("ij,jk->ik", a, b), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("gemm", ["openblas", "blis"])

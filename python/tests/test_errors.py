@@ -72,6 +72,8 @@ def test_bad_options():
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=0)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=100000)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, gemm="mkl")
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=1, domain="numa")
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=2, domain="inline")
     rt = tenferro.Runtime(threads=1)
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, runtime=rt, threads=2)
     raises(TypeError, None, tenferro.einsum, "ij->ji", a, runtime="not a runtime")
