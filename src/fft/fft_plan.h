@@ -75,7 +75,6 @@ struct StageSpec {
 };
 
 struct FftPlan final : runtime::ProviderPlan {
-  std::shared_ptr<const FftOp> op_keepalive;  // unused by run(); keeps describe() valid for explain
   FftGeometry geometry;
   FftKind kind = FftKind::kFft;
   DType input_dtype = DType::kComplex128;

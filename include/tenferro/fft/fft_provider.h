@@ -14,7 +14,8 @@
 //    caller data. Kernels for equal problems may be shared (a provider's
 //    bounded cache); they are immutable.
 //  - FftKernel::execute() is thread-safe (one kernel runs concurrently on
-//    several workers, on disjoint data), allocates nothing, creates no
+//    several workers, on disjoint data), allocates nothing beyond what the
+//    library does internally (documented per provider), creates no
 //    threads and runs on the calling thread. A complex-to-real kernel may
 //    overwrite its input (the engine passes its own staging buffer).
 //  - Units: every stride counts elements of the array it applies to (real
@@ -85,7 +86,8 @@ class FftKernel {
   /// Whether execute() accepts these pointers (FFTW: the SIMD alignment the
   /// plan was made for). The engine checks before it calls.
   virtual bool accepts(const void* /*in*/, const void* /*out*/) const noexcept { return true; }
-  /// Runs the transform from `in` to `out`. Never allocates or throws.
+  /// Runs the transform from `in` to `out`. Never throws; allocates nothing
+  /// beyond the library's own temporaries (Note [FFT provider contract]).
   virtual Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept = 0;
 };
 

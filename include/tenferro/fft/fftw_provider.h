@@ -6,7 +6,10 @@
 // (fftw_plan_guru64_dft / _dft_r2c / _dft_c2r: one transform dimension with
 // exact strides, the batch as howmany loops) and executed in run() with the
 // new-array functions (fftw_execute_dft, _dft_r2c, _dft_c2r), which are
-// thread-safe and allocate nothing. A plan is valid for arrays with the same
+// thread-safe and plan nothing. (Some FFTW solvers, the buffered and
+// indirect ones, take temporary buffers inside execute: on the stack when
+// small, from malloc otherwise; a documented exception to the no-allocation
+// rule, like Eigen's in linalg.) A plan is valid for arrays with the same
 // SIMD alignment as the ones it was planned on: the provider plans on
 // 64-byte aligned scratch arrays, and FftKernel::accepts() compares
 // fftw_alignment_of() of the arrays at run time (a problem the engine marks
