@@ -166,9 +166,38 @@ def test_external_gemm(gemm, rng):
     np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, runtime=rt), a @ b, rtol=1e-12)
 
 
-def test_threads_release_the_gil(rng):
-    # Several Python threads contracting on one runtime at once (the GIL is
-    # released during the call; a busy eager context is not shared).
+def test_the_gil_is_released_during_a_contraction(rng):
+    # The worker stamps the time right before and after its call (holding
+    # the GIL); a main-thread stamp strictly between the two can only exist
+    # when the call released the GIL.
+    import threading
+    import time
+
+    a = random_array(rng, (700, 700), np.float64)
+    rt = tenferro.Runtime(threads=1)
+    rt.einsum("ij,jk->ik", a, a)  # plan outside the timed call
+    span = {}
+    started = threading.Event()
+
+    def work():
+        started.set()
+        span["start"] = time.perf_counter()
+        rt.einsum("ij,jk->ik", a, a)
+        span["end"] = time.perf_counter()
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    stamps = []
+    while t.is_alive():
+        stamps.append(time.perf_counter())
+    t.join()
+    assert any(span["start"] < s < span["end"] for s in stamps)
+
+
+def test_concurrent_calls_on_one_runtime(rng):
+    # Several Python threads contracting on one runtime at once (a busy
+    # eager context is not shared).
     import threading
 
     rt = tenferro.Runtime(threads=1)
