@@ -8,7 +8,9 @@
 // outlive eviction.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "fft/fft_test_support.h"
 
@@ -261,6 +263,33 @@ TEST(FftwProvider, MeasureModePlansOnScratchArrays) {
   p.dim = {31, 1, 1};
   p.batch = {{2, 16, 31}};
   check_problem(provider, p, 43);
+}
+
+// Note [FFTW planner state]: two providers (two runtimes) planning and
+// destroying plans at the same time share FFTW's process-global planner;
+// FFTW's own lock (fftw_make_planner_thread_safe) serialises them.
+TEST(FftwProvider, ProvidersPlanConcurrently) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &failures] {
+      FftwFftProvider provider(FftwProviderOptions{FftwPlannerMode::kEstimate, 4});  // small cache: evictions too
+      for (std::int64_t n = 10 + t; n < 200; n += 2) {
+        FftProblem p;
+        p.precision = n % 2 == 0 ? DType::kFloat64 : DType::kFloat32;
+        p.dim = {n, 1, 1};
+        p.batch = {{3, n, n}};
+        Result<std::shared_ptr<const FftKernel>> k = provider.plan(p);
+        if (!k.ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  FftwFftProvider provider;
+  FftProblem p;
+  p.dim = {24, 1, 1};
+  check_problem(provider, p, 9);
 }
 
 TEST(NullProvider, RefusesEverythingAndTheRuntimeReportsIt) {
