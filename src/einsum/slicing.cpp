@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "message_text.h"
+#include "tenferro/einsum/planner.h"
 #include "tenferro/einsum/subscripts.h"
 
 namespace tenferro::einsum {
@@ -296,6 +297,15 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
                       "slicing: the slice tree's largest intermediate ({:.6g} elements) exceeds the bound ({:.6g}) "
                       "the search met",
                       out.slice_cost().max_intermediate_elements, bound);
+  }
+  if (options.replan && out.num_slices() > 1) {
+    // The order was chosen for the unsliced network; the sliced one may
+    // contract more cheaply in another (Note [Index slicing]).
+    PlanningPolicy greedy;
+    greedy.planner = PlannerKind::kGreedy;
+    TENFERRO_ASSIGN_OR_RETURN(ContractionTree replanned, einsum::plan(out.slice_tree().network(), greedy));
+    const bool fits_bound = bound == 0.0 || replanned.cost().max_intermediate_elements <= bound;
+    if (fits_bound && replanned.cost().flops < out.slice_cost().flops) out.slice_tree_ = std::move(replanned);
   }
   return out;
 }

@@ -89,6 +89,14 @@ TEST(SlicingTest, SumOverSlicesEqualsUnslicedOnRandomNetworks) {
     EXPECT_LE(sliced->slice_max_intermediate_bytes(), options.max_intermediate_bytes) << sliced->explain();
     EXPECT_EQ(sliced->slice_cost().max_intermediate_elements * 8.0, sliced->slice_max_intermediate_bytes());
     if (sliced->num_slices() > 1) ++sliced_runs;
+    // Re-planning the sliced network only ever keeps a cheaper tree.
+    SlicingOptions fixed_order = options;
+    fixed_order.replan = false;
+    auto unreplanned = SlicedContraction::plan(*tree, fixed_order);
+    ASSERT_TRUE(unreplanned.ok());
+    EXPECT_EQ(unreplanned->slice_tree().order(), tree->order());
+    EXPECT_LE(sliced->slice_cost().flops, unreplanned->slice_cost().flops);
+    EXPECT_EQ(sliced->num_slices(), unreplanned->num_slices());
     EXPECT_LT(test_support::max_abs_diff(sum_over_slices(*sliced, operands), expected), 1e-10)
         << sliced->explain() << sliced->slice_tree().explain();
 

@@ -9,12 +9,13 @@
 // output label, the output's hyperplane l = v, and otherwise a term of a sum
 // over v. A set S of sliced labels gives prod(extent(S)) slices. Each slice
 // is the original network with the labels of S removed, contracted along the
-// same ContractionOrder (the slice tree); intermediates that held a label of
-// S shrink by its extent, and steps whose labels miss S are repeated once
-// per slice, which is the flops overhead:
-//   overhead = num_slices * flops(slice tree) / flops(unsliced tree) >= 1
-// (it can fall a little below 1: a step that contracted only sliced labels
-// becomes an outer product, one flop per multiply-add instead of two).
+// same ContractionOrder (the slice tree; but see re-planning below);
+// intermediates that held a label of S shrink by its extent, and steps whose
+// labels miss S are repeated once per slice, which is the flops overhead:
+//   overhead = num_slices * flops(slice tree) / flops(unsliced tree)
+// It is usually >= 1; it can fall below 1 when a step that contracted only
+// sliced labels becomes an outer product (one flop per multiply-add instead
+// of two) or when re-planning finds a cheaper order than the original.
 //
 // The greedy choice (cotengra's SliceFinder without its randomisation):
 // while the bound or the minimum slice count is not met, try every label
@@ -27,7 +28,11 @@
 // lowers the busiest worker's flops by at least 3% (e.g. 9 slices over 2
 // workers leave one with 5/9 of the work; 18 slices, 9/18), up to 16 slices
 // per worker. Ties go to the larger reduction, then the lower label id, so
-// the choice is deterministic.
+// the choice is deterministic. Finally (SlicingOptions::replan) the sliced
+// network is planned again with the greedy planner, and the slice tree is
+// that tree when it costs fewer flops and meets the bound: the original
+// order was chosen for the unsliced network (a cheap form of cotengra's
+// slice-and-reconfigure).
 //
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:
@@ -63,6 +68,9 @@ struct SlicingOptions {
   std::int64_t workers = 1;
   /// Refuse a slicing with more slices than this (kResourceExhausted).
   std::int64_t max_slices = std::int64_t{1} << 40;
+  /// Re-plan the sliced network with the greedy planner and keep that tree
+  /// when it has fewer flops and meets the bound (Note [Index slicing]).
+  bool replan = true;
 };
 
 /// A contraction tree with a set of sliced labels (Note [Index slicing]).
@@ -83,7 +91,8 @@ class SlicedContraction {
   const ContractionTree& tree() const noexcept { return tree_; }
   const Network& network() const noexcept { return tree_.network(); }
   /// The tree one slice runs: the network without the sliced labels, bound
-  /// with integer labels (each key is the original LabelId), same order.
+  /// with integer labels (each key is the original LabelId), contracted in
+  /// tree()'s order or, after re-planning, in a cheaper one.
   const ContractionTree& slice_tree() const noexcept { return slice_tree_; }
   /// The sliced labels of the original network: output labels first (in
   /// output order), then summed labels; slice indices enumerate their
