@@ -1,24 +1,31 @@
-// `tenferro einsum`: the main job (einsum_command.h).
+// `tenferro einsum`: the main job (einsum_command.h, docs/cli.md).
 #include "einsum_command.h"
 #include "einsum_slicing.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <complex>
 #include <cstdio>
+#include <filesystem>
 #include <random>
+#include <type_traits>
 
 #include <time.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "npy_io.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/einsum.h"
+#include "tenferro/einsum/subscripts.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/runtime.h"
+#include "tenferro/tensor/shape.h"
 
 namespace tenferro::cli {
 namespace {
@@ -46,7 +53,10 @@ Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, E
 // The operation-local policy for --path.
 Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& instance, std::string& path) {
   using einsum::PlannerKind;
-  if (path.empty()) path = instance.opt_flops ? "ref-flops" : "greedy";
+  if (path.empty()) {
+    const bool nested = instance.format_string.find('(') != std::string::npos;
+    path = nested ? "nested" : instance.opt_flops ? "ref-flops" : "greedy";
+  }
   einsum::PlanningPolicy policy;
   if (path == "ref-flops" || path == "ref-size") {
     const auto& ref = path == "ref-flops" ? instance.opt_flops : instance.opt_size;
@@ -67,8 +77,10 @@ Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& insta
     policy.planner = PlannerKind::kOptimal;
   } else if (path == "treesa") {
     policy.planner = PlannerKind::kTreeSA;
+  } else if (path == "nested") {
+    policy.planner = PlannerKind::kNested;
   } else {
-    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal or treesa", path));
+    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
   }
   return policy;
 }
@@ -109,10 +121,76 @@ std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std
   return inputs;
 }
 
-double sum_of(const Tensor& t) {
-  const auto* data = static_cast<const double*>(t.data());
-  double s = 0.0;
-  for (std::int64_t i = 0; i < t.numel(); ++i) s += data[i];
+template <class T>
+constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+template <class T>
+constexpr bool kIsInexact = std::is_floating_point_v<T> || kIsComplex<T>;
+
+// numpy's result type of two of the four einsum dtypes: complex when either
+// is, double precision when either is.
+DType promote(DType a, DType b) {
+  const bool complex = is_complex(a) || is_complex(b);
+  const bool wide = real_dtype(a) == DType::kFloat64 || real_dtype(b) == DType::kFloat64;
+  return complex ? (wide ? DType::kComplex128 : DType::kComplex64) : (wide ? DType::kFloat64 : DType::kFloat32);
+}
+
+// Converts the elements at `in` (element strides) in row-major order into
+// dense `out`; D is never narrower than S (promote).
+template <class S, class D>
+void convert_strided(const S* in, D* out, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
+  const auto rank = static_cast<std::ptrdiff_t>(shape.size());
+  Dims index(shape.size(), 0);
+  std::int64_t offset = 0;
+  const std::int64_t n = numel_unchecked(shape);
+  for (std::int64_t k = 0; k < n; ++k) {
+    if constexpr (kIsComplex<D> && kIsComplex<S>) {
+      using R = typename D::value_type;
+      out[k] = D(static_cast<R>(in[offset].real()), static_cast<R>(in[offset].imag()));
+    } else if constexpr (kIsComplex<D>) {
+      out[k] = D(static_cast<typename D::value_type>(in[offset]));
+    } else {
+      out[k] = static_cast<D>(in[offset]);
+    }
+    for (std::ptrdiff_t d = rank - 1; d >= 0; --d) {
+      const auto u = static_cast<std::size_t>(d);
+      if (++index[u] < shape[u]) {
+        offset += strides[u];
+        break;
+      }
+      offset -= strides[u] * (shape[u] - 1);
+      index[u] = 0;
+    }
+  }
+}
+
+// A row-major copy of `src` (any strides) converted to `to`.
+Result<Tensor> convert_copy(const Tensor& src, DType to) {
+  TENFERRO_ASSIGN_OR_RETURN(Tensor dst, Tensor::empty(src.shape(), to));
+  visit_dtype(src.dtype(), [&]<class S>(S) {
+    visit_dtype(to, [&]<class D>(D) {
+      if constexpr (kIsInexact<S> && kIsInexact<D> && (kIsComplex<D> || !kIsComplex<S>)) {
+        convert_strided(static_cast<const S*>(src.data()), static_cast<D*>(dst.data()), src.shape(), src.strides());
+      }
+    });
+  });
+  return dst;
+}
+
+// The sum of the elements as a complex number (imaginary part 0 for reals).
+std::complex<double> sum_of(const Tensor& t) {
+  Tensor dense = t;
+  if (!t.is_contiguous()) {
+    Result<Tensor> copy = convert_copy(t, t.dtype());
+    if (!copy.ok()) return std::nan("");
+    dense = std::move(*copy);
+  }
+  std::complex<double> s = 0.0;
+  visit_dtype(dense.dtype(), [&]<class T>(T) {
+    if constexpr (kIsInexact<T>) {
+      const T* p = static_cast<const T*>(dense.data());
+      for (std::int64_t i = 0; i < dense.numel(); ++i) s += std::complex<double>(p[i]);
+    }
+  });
   return s;
 }
 
@@ -124,7 +202,7 @@ Result<std::shared_ptr<const program::SemanticProgram>> einsum_program(
     const program::SymbolicShape shape = program::symbolic_shape(IntArrayRef(s));
     TENFERRO_ASSIGN_OR_RETURN(
         program::ProgramValue v,
-        b.add_input(DType::kFloat64, std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
+        b.add_input(instance.dtype, std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
     inputs.push_back(v);
   }
   TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue out, einsum::emit_einsum(b, op, inputs));
@@ -218,10 +296,10 @@ einsum::BenchmarkInstance builtin_einsum_instance() {
   return inst;
 }
 
-Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& instance,
-                                            const EinsumRunOptions& options) {
+Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& instance, const EinsumRunOptions& options,
+                                            std::span<const Tensor> given) {
   if (options.threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", options.threads));
-  if (options.runs < 1) return invalid(fmt::format("--runs {}: expected at least 1", options.runs));
+  if (options.runs < 0) return invalid(fmt::format("--runs {}: expected at least 0", options.runs));
   if (options.mode != "eager" && options.mode != "graph") {
     return invalid(fmt::format("--mode {}: expected eager or graph", options.mode));
   }
@@ -244,9 +322,28 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
     if (options.explain) result.explain = tree.explain();
     return result;
   }
-  if (instance.dtype != DType::kFloat64) {
+  if (!given.empty()) {
+    if (given.size() != instance.shapes.size()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "instance '{}' has {} operands, found {} inputs", instance.name, instance.shapes.size(),
+                        given.size());
+    }
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      if (!std::ranges::equal(given[i].shape(), instance.shapes[i])) {
+        return make_error(
+            ErrorCode::kShapeMismatch, ErrorStage::kNone, "input {}: expected shape {} of instance '{}', found {}", i,
+            shape_to_string(IntArrayRef(instance.shapes[i])), instance.name, shape_to_string(given[i].shape()));
+      }
+      if (given[i].dtype() != instance.dtype) {
+        return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "input {}: expected {}, found {}", i,
+                          instance.dtype, given[i].dtype());
+      }
+    }
+  } else if (instance.dtype != DType::kFloat64) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
-                      "instance '{}' is {}; tenferro einsum runs float64 instances", instance.name, instance.dtype);
+                      "instance '{}' is {}; tenferro einsum runs float64 instances on random data (give --inputs DIR "
+                      "for other dtypes)",
+                      instance.name, instance.dtype);
   }
 
   // Execution contracts along the planned order, so the search is not repeated.
@@ -266,7 +363,8 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
   TENFERRO_TRY(cpu::register_cpu_engine(builder, cpu_options));
   builder.add_extension_module(einsum::cpu_extension_module(cpu_options.id, executor));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
-  const std::vector<Tensor> inputs = random_inputs(instance, options.seed);
+  const std::vector<Tensor> random = given.empty() ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
+  const std::span<const Tensor> inputs = given.empty() ? std::span<const Tensor>(random) : given;
 
   Tensor out;
   if (options.mode == "eager") {
@@ -289,6 +387,7 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                               rt.prepare_for(program, runtime::InputSignature::of(inputs)));
     result.prepare_seconds = seconds_since(start);
     TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList warm, rt.run_prepared(*prepared, inputs));
+    out = warm[0];
     for (int r = 0; r < options.runs; ++r) {
       const double cpu = process_cpu_seconds();
       const auto t0 = Clock::now();
@@ -298,106 +397,251 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
       out = outs[0];
     }
   }
-  result.checksum = sum_of(out);
+  const std::complex<double> checksum = sum_of(out);
+  result.checksum = checksum.real();
+  result.checksum_imag = checksum.imag();
+  result.output = out;
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::ExecutionPlan> plan,
-                            executor->prepare(*run_op, shapes, DType::kFloat64));
+                            executor->prepare(*run_op, shapes, instance.dtype));
   result.workspace_bytes = plan->workspace_bytes();
   result.planned_copies = plan->planned_copies();
   if (options.explain) result.explain = plan->explain();
   return result;
 }
 
+namespace {
+
+// Note [einsum arguments]
+// The first positional argument names an instance file when it ends in
+// ".json" and contains neither ',' nor "->" (subscripts need one of them for
+// more than one operand or an explicit output, and '.' is not a label);
+// otherwise it is einsum subscripts and the remaining arguments are its
+// operand files, one per operand. No argument: the built-in example. The
+// instance forms take their operands from --inputs DIR, as DIR/0.npy,
+// DIR/1.npy, ... (operand index, no padding), or use random float64 data.
+bool is_instance_file(std::string_view arg) {
+  return arg.size() > 5 && arg.ends_with(".json") && arg.find(',') == std::string_view::npos &&
+         arg.find("->") == std::string_view::npos;
+}
+
+struct EinsumCommand {
+  std::vector<std::string> args;
+  std::string output;
+  std::string inputs_dir;
+  EinsumRunOptions options;
+  bool json = false;
+  bool runs_given = false;
+  EinsumSlicingOptions slicing;
+};
+
+// What to contract: an instance and its operands (none: random data).
+struct EinsumJob {
+  einsum::BenchmarkInstance instance;
+  bool from_subscripts = false;
+  std::vector<std::string> files;
+  std::vector<Tensor> inputs;
+};
+
+std::string operand_file(const std::string& dir, std::size_t i) {
+  return (std::filesystem::path(dir) / fmt::format("{}.npy", i)).string();
+}
+
+Result<std::vector<Tensor>> read_operands(const std::vector<std::string>& files) {
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    Result<Tensor> t = npy::read_npy(files[i]);
+    if (!t.ok())
+      return Error(t.status().code(), ErrorStage::kNone, fmt::format("operand {}: {}", i, t.status().message()));
+    inputs.push_back(std::move(*t));
+  }
+  return inputs;
+}
+
+Result<EinsumJob> job_for(const EinsumCommand& c) {
+  EinsumJob job;
+  if (c.args.empty() || is_instance_file(c.args[0])) {
+    if (c.args.size() > 1) {
+      return invalid(fmt::format("instance file '{}' takes its operands from --inputs DIR; found extra argument '{}'",
+                                 c.args[0], c.args[1]));
+    }
+    if (c.args.empty()) {
+      job.instance = builtin_einsum_instance();
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(job.instance, einsum::load_benchmark_instance(c.args[0]));
+    }
+    if (c.inputs_dir.empty()) return job;
+    for (std::size_t i = 0; i < job.instance.shapes.size(); ++i) job.files.push_back(operand_file(c.inputs_dir, i));
+    TENFERRO_ASSIGN_OR_RETURN(job.inputs, read_operands(job.files));
+    for (std::size_t i = 0; i < job.inputs.size(); ++i) {
+      if (!std::ranges::equal(job.inputs[i].shape(), job.instance.shapes[i])) {
+        return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                          "operand {} ({}): expected shape {} from instance '{}', found {}", i, job.files[i],
+                          shape_to_string(IntArrayRef(job.instance.shapes[i])), job.instance.name,
+                          shape_to_string(job.inputs[i].shape()));
+      }
+    }
+  } else {
+    const std::string& text = c.args[0];
+    Result<einsum::Subscripts> subscripts = einsum::Subscripts::parse(text);
+    if (!subscripts.ok()) {
+      return Error(subscripts.status().code(), ErrorStage::kNone,
+                   fmt::format("'{}' is neither einsum subscripts ({}) nor an instance file (a name ending in .json)",
+                               text, subscripts.status().message()));
+    }
+    const auto operands = static_cast<std::size_t>(subscripts->num_operands());
+    job.from_subscripts = true;
+    job.files.assign(c.args.begin() + 1, c.args.end());
+    if (!c.inputs_dir.empty()) {
+      if (!job.files.empty()) return invalid("give the operands as .npy arguments or as --inputs DIR, not both");
+      for (std::size_t i = 0; i < operands; ++i) job.files.push_back(operand_file(c.inputs_dir, i));
+    }
+    if (job.files.size() != operands || operands == 0) {
+      return invalid(fmt::format("subscripts '{}' have {} operand{}, found {} .npy file{}", text, operands,
+                                 operands == 1 ? "" : "s", job.files.size(), job.files.size() == 1 ? "" : "s"));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(job.inputs, read_operands(job.files));
+    job.instance.name = text;
+    job.instance.format_string = text;
+    for (const Tensor& t : job.inputs) job.instance.shapes.emplace_back(t.shape().begin(), t.shape().end());
+  }
+  // Mixed dtypes are promoted as numpy does; einsum runs in one dtype.
+  DType dtype = job.inputs.front().dtype();
+  for (const Tensor& t : job.inputs) dtype = promote(dtype, t.dtype());
+  for (Tensor& t : job.inputs) {
+    if (t.dtype() != dtype) {
+      TENFERRO_ASSIGN_OR_RETURN(t, convert_copy(t, dtype));
+    }
+  }
+  job.instance.dtype = dtype;
+  return job;
+}
+
+void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunOptions& o, const EinsumRunResult& r) {
+  const double flops = 2.0 * r.multiply_adds;
+  const bool timed = !r.seconds.empty();
+  if (c.json) {
+    nlohmann::json j;
+    j["instance"] = r.instance;
+    j["tensors"] = r.tensors;
+    j["dtype"] = std::string(to_string(job.instance.dtype));
+    if (!job.inputs.empty()) j["inputs"] = job.files;
+    j["path"] = r.path;
+    j["planner"] = r.planner;
+    j["log10_flops"] = r.log10_flops;
+    j["log2_size"] = r.log2_size;
+    j["plan_seconds"] = r.plan_seconds;
+    j["threads"] = o.threads;
+    j["gemm"] = o.gemm;
+    j["mode"] = o.mode;
+    j["plan_only"] = o.plan_only;
+    j["runs"] = r.seconds.size();
+    if (!o.plan_only) {
+      j["prepare_seconds"] = r.prepare_seconds;
+      if (timed) {
+        j["median_seconds"] = r.median_seconds();
+        j["min_seconds"] = r.min_seconds();
+        j["median_cpu_seconds"] = r.median_cpu_seconds();
+        j["effective_gflops"] = flops / r.median_seconds() * 1e-9;
+      }
+      j["seconds"] = r.seconds;
+      j["workspace_bytes"] = r.workspace_bytes;
+      j["planned_copies"] = r.planned_copies;
+      j["output_shape"] = std::vector<std::int64_t>(r.output.shape().begin(), r.output.shape().end());
+      j["checksum"] = r.checksum;
+      if (is_complex(r.output.dtype())) j["checksum_imag"] = r.checksum_imag;
+      if (!c.output.empty()) j["output"] = c.output;
+    }
+    if (o.explain) j["explain"] = r.explain;
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  if (o.explain) std::printf("%s", r.explain.c_str());
+  std::printf("instance   %s (%zu tensors, %s%s)\n", r.instance.c_str(), r.tensors,
+              std::string(to_string(job.instance.dtype)).c_str(), job.inputs.empty() ? ", random data" : "");
+  std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
+              r.path.c_str(), r.planner.c_str(), r.log10_flops, r.log2_size, r.plan_seconds * 1e3);
+  if (o.plan_only) return;
+  std::printf("engine     native einsum, gemm %s, %d thread%s, %s mode; workspace %.3g MB, %lld planned copies\n",
+              o.gemm.c_str(), o.threads, o.threads == 1 ? "" : "s", o.mode.c_str(),
+              static_cast<double>(r.workspace_bytes) / 1e6, static_cast<long long>(r.planned_copies));
+  if (timed) {
+    std::printf("time       median %.6g s, min %.6g s over %zu runs (first call %.6g s); %.2f GFLOP/s\n",
+                r.median_seconds(), r.min_seconds(), r.seconds.size(), r.prepare_seconds,
+                flops / r.median_seconds() * 1e-9);
+  } else {
+    std::printf("time       %.6g s for one call, planning and preparation included (--runs N to time N more)\n",
+                r.prepare_seconds);
+  }
+  std::printf("output     %s %s%s%s\n", std::string(to_string(r.output.dtype())).c_str(),
+              shape_to_string(r.output.shape()).c_str(), c.output.empty() ? "" : " written to ", c.output.c_str());
+  if (is_complex(r.output.dtype())) {
+    std::printf("checksum   %.17g %+.17gi\n", r.checksum, r.checksum_imag);
+  } else {
+    std::printf("checksum   %.17g\n", r.checksum);
+  }
+}
+
+Status run_command(const EinsumCommand& c) {
+  if (!c.output.empty()) {
+    if (c.options.plan_only) return invalid(fmt::format("-o {}: --plan-only contracts nothing to write", c.output));
+    const std::filesystem::path parent = std::filesystem::path(c.output).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      return make_error(ErrorCode::kNotFound, ErrorStage::kNone, "-o {}: expected an existing directory {}", c.output,
+                        parent.string());
+    }
+  }
+  TENFERRO_ASSIGN_OR_RETURN(EinsumJob job, job_for(c));
+  EinsumRunOptions options = c.options;
+  // Contracting user data is one call unless timing was asked for.
+  if (job.from_subscripts && !c.runs_given) options.runs = 0;
+  if (c.slicing.requested()) {  // einsum_slicing.h
+    TENFERRO_ASSIGN_OR_RETURN(SlicedEinsumOutcome sliced,
+                              run_sliced_einsum(job.instance, job.inputs, options, c.slicing, c.output, c.json));
+    return sliced.reporting && !c.output.empty() ? npy::write_npy(c.output, sliced.output) : ok_status();
+  }
+  TENFERRO_ASSIGN_OR_RETURN(EinsumRunResult r, run_einsum_instance(job.instance, options, job.inputs));
+  if (!c.output.empty()) TENFERRO_TRY(npy::write_npy(c.output, r.output));
+  print_report(c, job, options, r);
+  return ok_status();
+}
+
+}  // namespace
+
 void add_einsum_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("einsum", "Plan and contract an einsum instance (the main job)");
-  struct State {
-    std::string file;
-    EinsumRunOptions options;
-    bool json = false;
-    EinsumSlicingOptions slicing;
-  };
-  auto state = std::make_shared<State>();
+  auto* cmd = app.add_subcommand(
+      "einsum",
+      "Contract .npy operands (SUBSCRIPTS A.npy B.npy ... [-o OUT.npy]), an instance file (FILE.json [--inputs DIR]) "
+      "or the built-in example (no arguments); see docs/cli.md");
+  auto state = std::make_shared<EinsumCommand>();
   add_einsum_slicing_options(*cmd, state->slicing);
-  cmd->add_option("file", state->file, "Instance JSON (../shared/bench/instances format); default: built-in example");
-  cmd->add_option("--path", state->options.path, "Contraction path: ref-flops, ref-size, greedy, optimal, treesa")
-      ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa"}));
+  cmd->add_option("args", state->args,
+                  "SUBSCRIPTS followed by one .npy file per operand, or an instance FILE.json "
+                  "(../shared/bench/instances format); none: the built-in example");
+  cmd->add_option("-o,--output", state->output, "Write the result to this .npy file (row-major, native byte order)");
+  cmd->add_option("--inputs", state->inputs_dir, "Read operand i from DIR/i.npy (0.npy, 1.npy, ...)");
+  cmd->add_option("--path", state->options.path,
+                  "Contraction path: ref-flops, ref-size, greedy, optimal, treesa, nested")
+      ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa", "nested"}));
   cmd->add_option("--threads", state->options.threads, "Worker threads")->check(CLI::Range(1, 4096));
   cmd->add_option("--gemm", state->options.gemm, "GEMM provider: native, openblas, blis")
       ->check(CLI::IsMember({"native", "openblas", "blis"}));
   cmd->add_option("--mode", state->options.mode, "eager (one fast-path call) or graph (prepared program)")
       ->check(CLI::IsMember({"eager", "graph"}));
-  cmd->add_option("--runs", state->options.runs, "Timed repetitions")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--runs", state->options.runs,
+                  "Timed repetitions after the first call (default 5; 0 with SUBSCRIPTS: the first call only)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--seed", state->options.seed, "Seed of the random float64 inputs");
   cmd->add_flag("--plan-only", state->options.plan_only, "Plan and report the path without contracting");
   cmd->add_flag("--explain", state->options.explain, "Print the contraction tree and execution plan");
   cmd->add_flag("--json", state->json, "Print one JSON object");
-  cmd->callback([state] {
-    einsum::BenchmarkInstance instance;
-    if (state->file.empty()) {
-      instance = builtin_einsum_instance();
-    } else {
-      Result<einsum::BenchmarkInstance> loaded = einsum::load_benchmark_instance(state->file);
-      if (!loaded.ok()) {
-        std::fprintf(stderr, "tenferro einsum: %s\n", loaded.status().to_string().c_str());
-        throw CLI::RuntimeError(1);
-      }
-      instance = std::move(*loaded);
-    }
-    if (state->slicing.requested()) {  // einsum_slicing.h
-      const Status sliced = run_sliced_einsum(instance, {}, state->options, state->slicing, {}, state->json).status();
-      if (!sliced.ok()) std::fprintf(stderr, "tenferro einsum: %s\n", sliced.to_string().c_str());
-      if (!sliced.ok()) throw CLI::RuntimeError(1);
-      return;
-    }
-    Result<EinsumRunResult> r = run_einsum_instance(instance, state->options);
-    if (!r.ok()) {
-      std::fprintf(stderr, "tenferro einsum: %s\n", r.status().to_string().c_str());
+  cmd->callback([state, cmd] {
+    state->runs_given = cmd->count("--runs") > 0;
+    const Status status = run_command(*state);
+    if (!status.ok()) {
+      std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
       throw CLI::RuntimeError(1);
     }
-    const EinsumRunOptions& o = state->options;
-    const double flops = 2.0 * r->multiply_adds;
-    if (state->json) {
-      nlohmann::json j;
-      j["instance"] = r->instance;
-      j["tensors"] = r->tensors;
-      j["path"] = r->path;
-      j["planner"] = r->planner;
-      j["log10_flops"] = r->log10_flops;
-      j["log2_size"] = r->log2_size;
-      j["plan_seconds"] = r->plan_seconds;
-      j["threads"] = o.threads;
-      j["gemm"] = o.gemm;
-      j["mode"] = o.mode;
-      j["plan_only"] = o.plan_only;
-      if (!o.plan_only) {
-        j["prepare_seconds"] = r->prepare_seconds;
-        j["median_seconds"] = r->median_seconds();
-        j["min_seconds"] = r->min_seconds();
-        j["median_cpu_seconds"] = r->median_cpu_seconds();
-        j["runs"] = r->seconds.size();
-        j["seconds"] = r->seconds;
-        j["effective_gflops"] = flops / r->median_seconds() * 1e-9;
-        j["workspace_bytes"] = r->workspace_bytes;
-        j["planned_copies"] = r->planned_copies;
-        j["checksum"] = r->checksum;
-      } else {
-        j["runs"] = 0;
-      }
-      if (o.explain) j["explain"] = r->explain;
-      std::printf("%s\n", j.dump().c_str());
-      return;
-    }
-    if (o.explain) std::printf("%s", r->explain.c_str());
-    std::printf("instance   %s (%zu tensors)\n", r->instance.c_str(), r->tensors);
-    std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
-                r->path.c_str(), r->planner.c_str(), r->log10_flops, r->log2_size, r->plan_seconds * 1e3);
-    if (o.plan_only) return;
-    std::printf("engine     native einsum, gemm %s, %d thread%s, %s mode; workspace %.3g MB, %lld planned copies\n",
-                o.gemm.c_str(), o.threads, o.threads == 1 ? "" : "s", o.mode.c_str(),
-                static_cast<double>(r->workspace_bytes) / 1e6, static_cast<long long>(r->planned_copies));
-    std::printf("time       median %.6g s, min %.6g s over %zu runs (first call %.6g s); %.2f GFLOP/s\n",
-                r->median_seconds(), r->min_seconds(), r->seconds.size(), r->prepare_seconds,
-                flops / r->median_seconds() * 1e-9);
-    std::printf("checksum   %.17g\n", r->checksum);
   });
 }
 

@@ -1,12 +1,15 @@
-// `tenferro einsum [FILE.json]`: the main job. Reads an einsum instance
-// (../shared/bench/instances format) or uses a built-in example network,
-// plans a contraction path, and contracts random float64 data with the
-// native CPU einsum engine through a Runtime (eager or prepared graph),
-// reporting the path's cost and the timings. The runner is shared with
+// `tenferro einsum`: the main job. Contracts user data from .npy files
+// (`tenferro einsum SUBSCRIPTS A.npy B.npy ... [-o OUT.npy]`), or an einsum
+// instance (../shared/bench/instances format) or the built-in example network
+// with random float64 data or operands from `--inputs DIR`; plans a
+// contraction path and contracts with the native CPU einsum engine through a
+// Runtime (eager or prepared graph), reporting the path's cost and the
+// timings. docs/cli.md describes the command. The runner is shared with
 // `tenferro bench einsum`.
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,17 +18,20 @@
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/einsum/benchmark_instance.h"
+#include "tenferro/tensor/tensor.h"
 
 namespace tenferro::cli {
 
 /// How to run one instance (the command's options).
 struct EinsumRunOptions {
-  /// ref-flops, ref-size, greedy, optimal, treesa; empty: ref-flops when
-  /// the instance has it, else greedy.
+  /// ref-flops, ref-size, greedy, optimal, treesa, nested; empty: nested
+  /// for parenthesised subscripts, else ref-flops when the instance has it,
+  /// else greedy.
   std::string path;
   int threads = 1;
   std::string gemm = "native";  ///< native, openblas, blis
   std::string mode = "eager";   ///< eager, graph
+  /// Timed repetitions after the first call; 0: the first call only.
   int runs = 5;
   bool plan_only = false;
   bool explain = false;
@@ -49,8 +55,10 @@ struct EinsumRunResult {
   std::vector<double> cpu_seconds;
   std::size_t workspace_bytes = 0;
   std::int64_t planned_copies = 0;
-  std::string explain;    ///< with EinsumRunOptions::explain
-  double checksum = 0.0;  ///< sum of the output elements (last run)
+  std::string explain;         ///< with EinsumRunOptions::explain
+  double checksum = 0.0;       ///< sum of the output elements (last run); real part for complex
+  double checksum_imag = 0.0;  ///< imaginary part of that sum (complex outputs)
+  Tensor output;               ///< the result of the last run (undefined with plan_only)
 
   double median_seconds() const;
   double min_seconds() const;
@@ -65,10 +73,14 @@ Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads
 
 einsum::BenchmarkInstance builtin_einsum_instance();
 
-/// Plans and (unless plan_only) runs `instance`. Typed errors for invalid
-/// options (kInvalidArgument), unavailable GEMM libraries (kUnsupported)
-/// and anything planning or execution reports.
-Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& instance, const EinsumRunOptions& options);
+/// Plans and (unless plan_only) runs `instance` on `inputs`, or on random
+/// float64 data of the instance's shapes (options.seed) when `inputs` is
+/// empty. Given inputs must match the instance's shapes (kShapeMismatch)
+/// and dtype (kDTypeMismatch); they are borrowed for the call. Typed errors
+/// for invalid options (kInvalidArgument), unavailable GEMM libraries
+/// (kUnsupported) and anything planning or execution reports.
+Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& instance, const EinsumRunOptions& options,
+                                            std::span<const Tensor> inputs = {});
 
 void add_einsum_command(CLI::App& app);
 
