@@ -63,6 +63,27 @@ TEST(CpuFftEngine, GraphPathMatchesEager) {
   expect_close(values_of((*got)[1]), padded, 1e-13, "round trip");
 }
 
+TEST(CpuFftEngine, SymbolicProgramSpecialisesPerShape) {
+  auto engine = CpuFftEngine::create_default();
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  program::ProgramBuilder b;
+  auto in = b.add_input(DType::kComplex128, {program::SymbolicExtent::unknown(), 6});
+  ASSERT_TRUE(in.ok());
+  auto y = b.emit_extension(*FftOp::make_n(FftKind::kIfft, {}, {0, 1}, FftNorm::kOrtho), {*in});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  auto frozen = b.freeze({(*y)[0]});
+  ASSERT_TRUE(frozen.ok()) << frozen.status().to_string();
+  for (std::int64_t rows : {5, 8, 5}) {
+    const Tensor x = random_tensor(DType::kComplex128, {rows, 6}, static_cast<std::uint32_t>(rows));
+    const Tensor inputs[] = {x};
+    auto got = rt.run(*frozen, inputs);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(Dims((*got)[0].shape()), (Dims{rows, 6}));
+    expect_close(values_of((*got)[0]), values_of(*ifftn(ctx, x, {}, {}, FftNorm::kOrtho)), 1e-13, "symbolic");
+  }
+}
+
 TEST(CpuFftEngine, BatchesSplitOverTheContextMatchSequential) {
   FftEngineOptions options;
   options.grain_flops = 1e3;
