@@ -6,6 +6,7 @@
 #include "array_bridge.h"
 #include "numpy_api.h"
 #include "tenferro/einsum/subscripts.h"
+#include "tenferro/linalg/linalg_op.h"
 
 namespace tenferro::python {
 namespace {
@@ -94,7 +95,63 @@ py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsu
   return py::cast(record(tape, out[0]));
 }
 
+py::tuple traced_linalg(const std::string& name, const py::list& args, const std::string& mode, bool flag,
+                        double rcond) {
+  std::shared_ptr<const linalg::LinalgOp> op;
+  if (name == "svd") {
+    op = linalg::LinalgOp::svd(mode == "full"     ? linalg::SvdMode::kFull
+                               : mode == "values" ? linalg::SvdMode::kValuesOnly
+                                                  : linalg::SvdMode::kThin);
+  } else if (name == "qr") {
+    op = linalg::LinalgOp::qr(mode == "complete" ? linalg::QrMode::kComplete : linalg::QrMode::kReduced);
+  } else if (name == "eigh") {
+    op = linalg::LinalgOp::eigh(flag);
+  } else if (name == "eig") {
+    op = linalg::LinalgOp::eig(flag);
+  } else if (name == "cholesky") {
+    op = linalg::LinalgOp::cholesky();
+  } else if (name == "solve") {
+    op = linalg::LinalgOp::solve();
+  } else if (name == "inv") {
+    op = linalg::LinalgOp::inv();
+  } else if (name == "det") {
+    op = linalg::LinalgOp::det();
+  } else if (name == "slogdet") {
+    op = linalg::LinalgOp::slogdet();
+  } else if (name == "pinv") {
+    op = linalg::LinalgOp::pinv(rcond);
+  } else {
+    raise_error(ErrorCode::kUnimplemented, fmt::format("linalg.{} is not recorded inside tenferro.vjp / grad", name));
+  }
+  std::shared_ptr<PyTape> tape;
+  DType dtype = DType::kFloat64;
+  for (py::handle a : args) {
+    if (!py::isinstance<PyTraced>(a)) continue;
+    const PyTraced& t = py::cast<const PyTraced&>(a);
+    if (tape && t.tape != tape) raise_error(ErrorCode::kForeignValue, "linalg: Traced operands of two different tapes");
+    tape = t.tape;
+    dtype = t.value.dtype();
+  }
+  if (!tape) raise_error(ErrorCode::kInvalidArgument, fmt::format("linalg.{}: no Traced operand", name));
+  SmallVector<ad::TapeTensor, 8> handles;
+  for (py::handle a : args) {
+    if (py::isinstance<PyTraced>(a)) {
+      handles.push_back(py::cast<const PyTraced&>(a).handle);
+    } else {
+      Tensor leaf = copied_leaf(*tape->runtime, a, dtype, "linalg operand");
+      handles.push_back(value_or_raise(tape->tape.constant(leaf)));
+    }
+  }
+  SmallVector<ad::TapeTensor, 2> outs =
+      value_or_raise(tape->tape.apply(op, std::span<const ad::TapeTensor>(handles.data(), handles.size())));
+  py::tuple result(outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) result[i] = py::cast(record(tape, outs[i]));
+  return result;
+}
+
 void register_tape(py::module_& m) {
+  m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
+        py::arg("flag") = true, py::arg("rcond") = -1.0);
   py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape")
       .def(py::init([](py::object runtime) {
         if (!py::isinstance<PyRuntime>(runtime)) raise_error(ErrorCode::kInvalidArgument, "_Tape: expected a Runtime");

@@ -15,7 +15,7 @@ tenferro.LinAlgError, which is a numpy.linalg.LinAlgError.
 import numpy as _np
 
 from . import _tenferro
-from ._errors import InvalidArgumentError, LinAlgError
+from ._errors import InvalidArgumentError, LinAlgError, UnsupportedError
 
 __all__ = ["svd", "qr", "eigh", "eig", "cholesky", "solve", "inv", "det", "slogdet", "lstsq", "pinv", "LinAlgError"]
 
@@ -26,8 +26,10 @@ def _invalid(message):
 
 def _operand(a):
     """`a` as something the extension borrows: arrays of a tenferro dtype
-    pass through (DLPack producers too); integer and bool data become
-    float64 like numpy.linalg."""
+    pass through (DLPack producers and Traced values too); integer and bool
+    data become float64 like numpy.linalg."""
+    if isinstance(a, _tenferro.Traced):
+        return a
     if isinstance(a, _np.ndarray):
         arr = a
     elif hasattr(a, "__dlpack__"):
@@ -39,7 +41,20 @@ def _operand(a):
     return arr
 
 
+def _traced(*operands):
+    return any(isinstance(x, _tenferro.Traced) for x in operands)
+
+
+def _not_traced(what):
+    return UnsupportedError(
+        f"{what} is not recorded inside tenferro.vjp / grad", code="kUnimplemented", canonical="kUnimplemented"
+    )
+
+
 def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
+    if _traced(*operands):
+        # Inside tenferro.vjp / grad: recorded on the operands' tape.
+        return _tenferro._traced_linalg(name, list(operands), mode, flag, rcond)
     return _tenferro._linalg(runtime, name, list(operands), mode, flag, rcond)
 
 
@@ -71,6 +86,8 @@ def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
     if UPLO not in ("L", "U"):
         raise _invalid(f"eigh: UPLO '{UPLO}': expected 'L' or 'U'")
     if UPLO == "U":
+        if _traced(a):
+            raise _not_traced("eigh(UPLO='U')")
         # The Hermitian matrix the upper triangle defines is the one the lower
         # triangle of the conjugate transpose defines.
         a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
@@ -81,6 +98,8 @@ def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
     """The eigenvalues of eigh, ascending."""
     a = _operand(a)
     if UPLO == "U":
+        if _traced(a):
+            raise _not_traced("eigvalsh(UPLO='U')")
         a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
     return _call("eigh", [a], runtime, flag=False)[0]
 
@@ -119,6 +138,10 @@ def solve(a, b, *, runtime=None):
     b.ndim == a.ndim - 1) or (..., M, K)."""
     a = _operand(a)
     b = _operand(b)
+    if _traced(a, b):
+        if a.ndim != b.ndim:
+            raise _not_traced("solve with a vector right-hand side or broadcast batch axes")
+        return _call("solve", [a, b], runtime)[0]
     a_arr = _np.asarray(a)
     b_arr = _np.asarray(b)
     vector = b_arr.ndim == a_arr.ndim - 1 or b_arr.ndim == 1
@@ -154,6 +177,8 @@ def lstsq(a, b, rcond=None, *, runtime=None):
     least-squares solution of a @ x = b (b of shape (M,) or (M, K));
     singular values below rcond * max(s) count as zero (rcond None:
     machine precision * max(M, N)). Also accepts batches (..., M, N)."""
+    if _traced(a, b):
+        raise _not_traced("lstsq")
     a = _np.asarray(_operand(a))
     b = _np.asarray(_operand(b))
     vector = b.ndim == a.ndim - 1

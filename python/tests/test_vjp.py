@@ -129,3 +129,72 @@ def test_grad_bad_use(rng):
         vjp_fn(np.ones((3, 4)))  # wrong cotangent shape
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.grad(lambda x: (tenferro.einsum("ij->ji", x) + np.ones((2, 2))).sum())(a)  # bad broadcast
+
+
+# The backward programs of eigh and pinv currently fail on the CPU engine:
+# the runtime's buffer plan places an add (eigh) / a convert (pinv) output
+# on memory its operand view still uses (kAliasConflict at completion). A
+# library issue outside the Python module; strict xfail so the fix shows.
+def _squares(w):
+    return w * w
+
+
+_ALIAS_BUG = pytest.mark.xfail(
+    raises=tenferro.InvalidArgumentError, strict=True, reason="runtime buffer plan aliasing (kAliasConflict)"
+)
+LINALG_LOSSES = [
+    pytest.param(lambda L, x, b: L["det"](x) + L["inv"](x).sum(), id="det+inv"),
+    pytest.param(lambda L, x, b: L["svdvals"](x).sum(), id="svdvals"),
+    pytest.param(lambda L, x, b: L["solve"](x, b).sum(), id="solve"),
+    pytest.param(lambda L, x, b: L["slogdet"](x)[1], id="slogdet"),
+    pytest.param(lambda L, x, b: _squares(L["eigvalsh"](x + L["t"](x))).sum(), id="eigvalsh", marks=_ALIAS_BUG),
+    pytest.param(lambda L, x, b: L["pinv"](x).sum(), id="pinv", marks=_ALIAS_BUG),
+]
+
+
+def _tenferro_ops():
+    tl = tenferro.linalg
+    return {
+        "det": tl.det,
+        "inv": tl.inv,
+        "svdvals": lambda x: tl.svd(x, compute_uv=False),
+        "eigvalsh": tl.eigvalsh,
+        "t": lambda x: tenferro.einsum("ij->ji", x),
+        "solve": tl.solve,
+        "slogdet": tl.slogdet,
+        "pinv": tl.pinv,
+    }
+
+
+def _torch_ops(torch):
+    return {
+        "det": torch.linalg.det,
+        "inv": torch.linalg.inv,
+        "svdvals": torch.linalg.svdvals,
+        "eigvalsh": torch.linalg.eigvalsh,
+        "t": lambda x: x.T,
+        "solve": torch.linalg.solve,
+        "slogdet": torch.linalg.slogdet,
+        "pinv": torch.linalg.pinv,
+    }
+
+
+@pytest.mark.parametrize("loss", LINALG_LOSSES)
+def test_grad_through_linalg_matches_torch(loss, rng, torch):
+    x = random_array(rng, (4, 4), np.float64) + 3 * np.eye(4)
+    b = random_array(rng, (4, 2), np.float64)
+    value, (gx, gb) = tenferro.value_and_grad(lambda x, b: loss(_tenferro_ops(), x, b), argnums=(0, 1))(x, b)
+    tx, tb = (torch.from_numpy(v.copy()).requires_grad_(True) for v in (x, b))
+    tl = loss(_torch_ops(torch), tx, tb)
+    want_x, want_b = torch.autograd.grad(tl, (tx, tb), allow_unused=True)
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
+    np.testing.assert_allclose(gx, want_x.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(gb, np.zeros_like(b) if want_b is None else want_b.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_linalg_outside_the_traced_subset_says_so(rng):
+    x = random_array(rng, (3, 3), np.float64)
+    with pytest.raises(tenferro.UnsupportedError):
+        tenferro.grad(lambda a: tenferro.linalg.lstsq(a, np.ones(3))[0].sum())(x)
+    with pytest.raises(NotImplementedError):
+        tenferro.grad(lambda a: tenferro.linalg.eigvalsh(a, UPLO="U").sum())(x)
