@@ -371,7 +371,7 @@ bool write_all(int fd, const char* data, std::size_t n) {
 
 Result<std::size_t> npy_data_offset(const std::uint8_t* data, std::size_t size) {
   const std::size_t magic_bytes = std::min<std::size_t>(size, sizeof(kMagic));
-  if (std::memcmp(data, kMagic, magic_bytes) != 0) {
+  if (magic_bytes > 0 && std::memcmp(data, kMagic, magic_bytes) != 0) {
     std::string found;
     for (std::size_t i = 0; i < magic_bytes; ++i) found += fmt::format("{}{:02x}", i > 0 ? " " : "", data[i]);
     return invalid(
@@ -461,7 +461,7 @@ Result<Tensor> read_npy(const std::string& path) {
   const auto size = static_cast<std::size_t>(st.st_size);
 
   std::vector<std::uint8_t> header(std::min<std::size_t>(size, 12));
-  if (std::fread(header.data(), 1, header.size(), file.get()) != header.size()) {
+  if (!header.empty() && std::fread(header.data(), 1, header.size(), file.get()) != header.size()) {
     return file_error(path, "read it", errno);
   }
   Result<std::size_t> offset = npy_data_offset(header.data(), header.size());
