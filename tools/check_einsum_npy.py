@@ -80,6 +80,10 @@ def group_dtypes(d):
     expect_einsum(d, "ii->", [random((4, 4), np.float64)])
     expect_einsum(d, "i,j->ij", [random((3,), np.complex64), random((2,), np.complex64)])
     expect_einsum(d, ",ij->ij", [random((), np.float64), random((2, 3), np.float64)])
+    # tenferro's extension: parentheses fix the contraction order.
+    x, y, z = random((3, 4), np.float64), random((4, 5), np.float64), random((5, 2), np.float64)
+    rc, got, stdout, stderr = contract(d, "(ij,jk),kl->il", [x, y, z])
+    check(rc == 0 and np.allclose(got, x @ y @ z, rtol=1e-12), f"nested subscripts: exit {rc}: {stderr}")
     # Zero-size: a zero contracted extent gives zeros, a zero kept extent an empty result.
     expect_einsum(d, "ij,jk->ik", [random((3, 0), np.float64), random((0, 2), np.float64)])
     expect_einsum(d, "ij,jk->ik", [random((0, 4), np.float32), random((4, 2), np.float32)])

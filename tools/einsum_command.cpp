@@ -351,7 +351,9 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
   fixed.planner = einsum::PlannerKind::kExplicitPath;
   fixed.path = tree.order();
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> run_op,
-                            einsum::EinsumOp::create(instance.format_string, fixed));
+                            einsum::EinsumOp::create(instance.format_string,
+                                                     // Parenthesised subscripts accept only their own order.
+                                                     policy.planner == einsum::PlannerKind::kNested ? policy : fixed));
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuGemmProvider> gemm, make_gemm(options.gemm, options.threads));
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
                             einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
