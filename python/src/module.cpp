@@ -32,6 +32,8 @@ namespace tenferro::python {
 namespace {
 
 using einsum::PlannerKind;
+/// Positional arguments as the interpreter passes them (borrowed).
+using ArgSpan = std::span<PyObject* const>;
 
 [[noreturn]] void raise_type_error(const std::string& message) {
   PyErr_SetString(PyExc_TypeError, message.c_str());
@@ -182,12 +184,12 @@ std::vector<einsum::LabelKey> parse_sublist(py::handle obj, std::size_t index) {
 }
 
 // Parses the positional arguments into an op and the operands.
-std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, const py::args& args, const OptimizeSpec& spec,
+std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec,
                                                         OperandList& operands) {
   const std::size_t n = args.size();
   if (n == 0) raise_type_error("einsum() missing the subscripts argument");
   std::shared_ptr<const einsum::EinsumOp> op;
-  PyObject* first = args[0].ptr();
+  PyObject* first = args[0];
   if (PyUnicode_Check(first)) {
     Py_ssize_t len = 0;
     const char* text = PyUnicode_AsUTF8AndSize(first, &len);
@@ -215,10 +217,10 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, const py:
   return op;
 }
 
-py::object einsum_call(PyRuntime& rt, const py::args& args, const OptimizeSpec& spec) {
-  if (args.size() > 1 && PyUnicode_Check(args[0].ptr()) && any_traced(args, 1)) {
+py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec) {
+  if (args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1)) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
-    return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(args[0]), spec)));
+    return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
   }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
@@ -240,21 +242,54 @@ struct EinsumKwargs {
   py::handle runtime = py::none();
 };
 
+void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
+  const std::string name = py::cast<std::string>(key);
+  if (name == "optimize") {
+    k.optimize = value;
+  } else if (name == "threads") {
+    k.threads = value;
+  } else if (name == "runtime") {
+    k.runtime = value;
+  } else {
+    raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
+  }
+}
+
 EinsumKwargs parse_kwargs(const py::kwargs& kwargs, const char* function) {
   EinsumKwargs k;
-  for (auto [key, value] : kwargs) {
-    const std::string name = py::cast<std::string>(key);
-    if (name == "optimize") {
-      k.optimize = value;
-    } else if (name == "threads") {
-      k.threads = value;
-    } else if (name == "runtime") {
-      k.runtime = value;
-    } else {
-      raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
-    }
-  }
+  for (auto [key, value] : kwargs) set_kwarg(k, key, value, function);
   return k;
+}
+
+// The items of a positional-argument tuple.
+ArgSpan items_of(const py::args& args) {
+  return ArgSpan(&PyTuple_GET_ITEM(args.ptr(), 0), static_cast<std::size_t>(PyTuple_GET_SIZE(args.ptr())));
+}
+
+// tenferro.einsum as a vectorcall function (METH_FASTCALL | METH_KEYWORDS):
+// no argument tuple or keyword dict is built per call (Note [Python eager
+// path]); `module` is the extension module (Note [Default runtimes]).
+PyObject* einsum_fastcall(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  try {
+    const ArgSpan positional(args, static_cast<std::size_t>(nargs));
+    if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) {
+      return einsum_call(default_runtime(module, py::none()), positional, OptimizeSpec{}).release().ptr();
+    }
+    EinsumKwargs k;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+      set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
+    }
+    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize))
+        .release()
+        .ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------
@@ -521,7 +556,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
             if (!k.threads.is_none() && as_index(k.threads, "threads") != rt.threads()) {
               raise_error(ErrorCode::kInvalidArgument, "threads= differs from this runtime's threads");
             }
-            return einsum_call(rt, args, parse_optimize(k.optimize));
+            return einsum_call(rt, items_of(args), parse_optimize(k.optimize));
           },
           "einsum on this runtime; see tenferro.einsum.")
       .def("__repr__", [](const PyRuntime& rt) {
@@ -529,19 +564,17 @@ tenferro.linalg functions, or call its einsum method.)doc")
                            rt.domain());
       });
 
-  m.def(
-      "einsum",
-      [module](const py::args& args, const py::kwargs& kwargs) {
-        if (kwargs.empty()) return einsum_call(default_runtime(module, py::none()), args, OptimizeSpec{});
-        const EinsumKwargs k = parse_kwargs(kwargs, "einsum");
-        return einsum_call(runtime_for(module, k.runtime, k.threads), args, parse_optimize(k.optimize));
-      },
-      R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
+  static PyMethodDef einsum_def = {"einsum",
+                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
+                                   METH_FASTCALL | METH_KEYWORDS,
+                                   R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
 
 numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
 are borrowed without copying and the result is a numpy array over
-tenferro's storage. See docs/python.md.)doc");
+tenferro's storage. See docs/python.md.)doc"};
+  m.attr("einsum") =
+      py::reinterpret_steal<py::object>(PyCFunction_NewEx(&einsum_def, module, m.attr("__name__").ptr()));
 
   m.def(
       "default_runtime", [module](py::handle threads) { return default_runtime_object(module, threads); },

@@ -54,19 +54,19 @@ ad::TapeTensor operand_on(const PyTraced& self, py::handle other, const char* wh
 
 }  // namespace
 
-bool any_traced(const py::args& args, std::size_t first) {
+bool any_traced(std::span<PyObject* const> args, std::size_t first) {
   for (std::size_t i = first; i < args.size(); ++i) {
-    if (!PyArray_Check(args[i].ptr()) && py::isinstance<PyTraced>(args[i])) return true;
+    if (!PyArray_Check(args[i]) && py::isinstance<PyTraced>(py::handle(args[i]))) return true;
   }
   return false;
 }
 
-py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsum::EinsumOp>& op) {
+py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<const einsum::EinsumOp>& op) {
   std::shared_ptr<PyTape> tape;
   std::optional<DType> dtype;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (!py::isinstance<PyTraced>(args[i])) continue;
-    const PyTraced& t = py::cast<const PyTraced&>(args[i]);
+    if (!py::isinstance<PyTraced>(py::handle(args[i]))) continue;
+    const PyTraced& t = py::cast<const PyTraced&>(py::handle(args[i]));
     if (tape && t.tape != tape) raise_error(ErrorCode::kForeignValue, "einsum: Traced operands of two different tapes");
     if (dtype && *dtype != t.value.dtype()) {
       raise_error(
@@ -83,8 +83,8 @@ py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsu
   }
   SmallVector<ad::TapeTensor, 8> handles;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (py::isinstance<PyTraced>(args[i])) {
-      handles.push_back(py::cast<const PyTraced&>(args[i]).handle);
+    if (py::isinstance<PyTraced>(py::handle(args[i]))) {
+      handles.push_back(py::cast<const PyTraced&>(py::handle(args[i])).handle);
     } else {
       Tensor leaf = copied_leaf(*tape->runtime, args[i], dtype, "einsum operand");
       handles.push_back(value_or_raise(tape->tape.constant(leaf)));

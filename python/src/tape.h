@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -45,9 +46,9 @@ struct PyTraced {
 };
 
 /// Whether any positional argument of an einsum call is a Traced value.
-bool any_traced(const py::args& args, std::size_t first);
+bool any_traced(std::span<PyObject* const> args, std::size_t first);
 /// einsum(subscripts, *operands) recorded on the operands' tape.
-py::object traced_einsum(const py::args& args, const std::shared_ptr<const einsum::EinsumOp>& op);
+py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<const einsum::EinsumOp>& op);
 /// linalg operation `name` (as tenferro._linalg names it) recorded on the
 /// tape of the Traced operand(s); the results in LinalgOp's order.
 py::tuple traced_linalg(const std::string& name, const py::list& args, const std::string& mode, bool flag,
