@@ -7,6 +7,11 @@
 #     SOURCES a.cpp b.cpp            # explicit, never globbed
 #     DEPENDS tenferro::base ...     # PUBLIC component/third-party deps
 #     PRIVATE_DEPENDS ...            # PRIVATE deps
+#     BACKEND                        # backend-specific (CPU, CUDA, ...): no
+#                                    # backend-neutral component may depend
+#                                    # on it (Note [Component boundaries])
+#     MAY_DEPEND_ON base tensor      # the only components its closure may
+#                                    # hold (a boundary the design fixes)
 #     TESTS a_test.cpp ...           # GoogleTest sources beside the code
 #     TEST_DEPENDS ...               # extra libraries for the tests only
 #     TSAN                           # also run the tests under ThreadSanitizer
@@ -52,22 +57,28 @@ define_property(GLOBAL PROPERTY TENFERRO_COMPONENTS
   BRIEF_DOCS "tenferro components in declaration order" FULL_DOCS "-")
 
 function(tenferro_component name)
-  cmake_parse_arguments(ARG "TSAN" "" "SOURCES;DEPENDS;PRIVATE_DEPENDS;TESTS;TEST_DEPENDS;TSAN_TESTS" ${ARGN})
+  cmake_parse_arguments(ARG "TSAN;BACKEND" "" "SOURCES;DEPENDS;PRIVATE_DEPENDS;TESTS;TEST_DEPENDS;TSAN_TESTS;MAY_DEPEND_ON" ${ARGN})
   set(target tenferro_${name})
+  set(public_includes $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   if(ARG_SOURCES)
     add_library(${target} STATIC ${ARG_SOURCES})
     target_include_directories(${target}
-      PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include
+      PUBLIC ${public_includes}
       PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${target} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
     tenferro_apply_flags(${target})
   else()
     add_library(${target} INTERFACE)
-    target_include_directories(${target}
-      INTERFACE ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
+    target_include_directories(${target} INTERFACE ${public_includes})
     target_link_libraries(${target} INTERFACE ${ARG_DEPENDS})
   endif()
   add_library(tenferro::${name} ALIAS ${target})
+  # Installed and exported as tenferro::<name> (cmake/TenferroPackage.cmake).
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  install(TARGETS ${target} EXPORT tenferroTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
   # Record direct component dependencies for the boundary check.
   set(component_deps "")
@@ -77,6 +88,15 @@ function(tenferro_component name)
     endif()
   endforeach()
   set_property(GLOBAL PROPERTY TENFERRO_DEPS_${name} "${component_deps}")
+  set(test_deps "")
+  foreach(dep IN LISTS ARG_TEST_DEPENDS)
+    if(dep MATCHES "^tenferro::(.+)$")
+      list(APPEND test_deps ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY TENFERRO_TEST_DEPS_${name} "${test_deps}")
+  set_property(GLOBAL PROPERTY TENFERRO_BACKEND_${name} ${ARG_BACKEND})
+  set_property(GLOBAL PROPERTY TENFERRO_MAY_DEPEND_ON_${name} "${ARG_MAY_DEPEND_ON}")
   set_property(GLOBAL APPEND PROPERTY TENFERRO_COMPONENTS ${name})
 
   # One label per test, "unit:<component>[:tsan]": gtest_discover_tests
@@ -129,17 +149,58 @@ function(tenferro_component_closure name out)
   set(${out} "${seen}" PARENT_SCOPE)
 endfunction()
 
-# The seed requires the semantic program to stay independent of the runtime,
-# providers, scheduling and AD. Configure fails if `program` (transitively)
-# links any component other than base and tensor; the `boundary` test checks
-# #include lines for the same rule.
-function(tenferro_check_program_boundary)
-  tenferro_component_closure(program closure)
-  foreach(dep IN LISTS closure)
-    if(NOT dep STREQUAL "base" AND NOT dep STREQUAL "tensor")
-      message(FATAL_ERROR
-        "component boundary: tenferro::program may depend only on base and tensor, "
-        "but it depends on tenferro::${dep}")
-    endif()
+# Note [Component boundaries]
+# Components form a layered graph, checked at configure time:
+# - dependency order: a component depends only on components declared
+#   before it (the order of add_subdirectory in the top-level CMakeLists);
+# - backend neutrality: a component not marked BACKEND never depends,
+#   even transitively, on a BACKEND one (the semantic IR, runtime, AD and
+#   the einsum/linalg semantics stay usable by any engine);
+# - fixed boundaries (MAY_DEPEND_ON): `program` stays independent
+#   of the runtime, providers, scheduling and AD; the CPU kernel library
+#   `cpu` does not know the runtime.
+# The `boundary_includes` test checks the same graph on #include lines
+# (public headers of the closure, private headers of the component itself).
+function(tenferro_check_boundaries)
+  get_property(components GLOBAL PROPERTY TENFERRO_COMPONENTS)
+  set(declared "")
+  set(manifest "set(ALL_COMPONENTS \"${components}\")\n")
+  foreach(name IN LISTS components)
+    get_property(deps GLOBAL PROPERTY TENFERRO_DEPS_${name})
+    foreach(dep IN LISTS deps)
+      if(NOT dep IN_LIST declared)
+        message(FATAL_ERROR "component boundary: tenferro::${name} depends on tenferro::${dep}, "
+          "which is not declared before it (dependency order: ${declared})")
+      endif()
+    endforeach()
+    list(APPEND declared ${name})
+    tenferro_component_closure(${name} closure)
+    get_property(backend GLOBAL PROPERTY TENFERRO_BACKEND_${name})
+    get_property(may GLOBAL PROPERTY TENFERRO_MAY_DEPEND_ON_${name})
+    foreach(dep IN LISTS closure)
+      get_property(dep_backend GLOBAL PROPERTY TENFERRO_BACKEND_${dep})
+      if(dep_backend AND NOT backend)
+        message(FATAL_ERROR "component boundary: backend-neutral tenferro::${name} depends on "
+          "backend component tenferro::${dep}")
+      endif()
+      if(may AND NOT dep IN_LIST may)
+        message(FATAL_ERROR "component boundary: tenferro::${name} may depend only on ${may}, "
+          "but it depends on tenferro::${dep}")
+      endif()
+    endforeach()
+    get_property(test_deps GLOBAL PROPERTY TENFERRO_TEST_DEPS_${name})
+    set(test_allowed ${name} ${closure})
+    foreach(dep IN LISTS test_deps)
+      tenferro_component_closure(${dep} dep_closure)
+      list(APPEND test_allowed ${dep} ${dep_closure})
+    endforeach()
+    list(APPEND test_allowed testing)  # the test-only support library
+    list(REMOVE_DUPLICATES test_allowed)
+    string(APPEND manifest
+      "set(DIRS_${name} \"${PROJECT_SOURCE_DIR}/src/${name};${PROJECT_SOURCE_DIR}/include/tenferro/${name};"
+      "${PROJECT_SOURCE_DIR}/include/tenferro/${name}.h\")\n"
+      "set(ALLOWED_${name} \"${name};${closure}\")\n"
+      "set(TEST_ALLOWED_${name} \"${test_allowed}\")\n")
   endforeach()
+  file(WRITE ${PROJECT_BINARY_DIR}/boundary_manifest.cmake "${manifest}")
 endfunction()

@@ -1,5 +1,6 @@
 # Third-party dependencies, all from Debian 12 packages (scripts/setup.sh
 # installs them). Each is found once here and used through an imported target.
+include(GNUInstallDirs)
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)

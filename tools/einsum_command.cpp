@@ -18,11 +18,11 @@
 
 #include "npy_io.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/einsum.h"
 #include "tenferro/einsum/subscripts.h"
+#include "tenferro/einsum_cpu.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/shape.h"

@@ -11,7 +11,7 @@
 
 #include "tenferro/base/build_info.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft/fftw_provider.h"
 #include "tenferro/fft/native_provider.h"
 

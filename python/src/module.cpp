@@ -18,7 +18,7 @@
 #include "array_bridge.h"
 #include "py_runtime.h"
 #include "tape.h"
-#include "tenferro/ad/functional.h"
+#include "tenferro/ad_runtime/functional.h"
 #include "tenferro/einsum/contraction_tree.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/network.h"

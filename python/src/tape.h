@@ -19,7 +19,7 @@
 #include <pybind11/pybind11.h>
 
 #include "py_runtime.h"
-#include "tenferro/ad/gradient_tape.h"
+#include "tenferro/ad_runtime/gradient_tape.h"
 #include "tenferro/einsum/einsum_op.h"
 
 namespace tenferro::python {

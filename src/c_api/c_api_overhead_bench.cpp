@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "tenferro/c/tenferro.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/einsum.h"
+#include "tenferro/einsum_cpu.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler_test_support.h"
-#include "program/test_extensions.h"
+#include "program/extension_test_support.h"
 #include "tenferro/compiler/graph_compiler.h"
 
 namespace tenferro::compiler {

@@ -1,4 +1,4 @@
-// Benchmarks of the compiler component. The cases: compile time of a
+// Benchmarks of the compiler component. The cases: compile time of a
 // 300-input einsum-shaped trace, and (as the same-run comparison) freeze +
 // fingerprint of a 1,000-operation program, plus compiling that same
 // program, tracing the einsum, and a compile-cache hit. Run with

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler_test_support.h"
-#include "program/test_extensions.h"
+#include "program/extension_test_support.h"
 
 namespace tenferro::compiler {
 namespace {

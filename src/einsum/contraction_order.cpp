@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "message_text.h"
+#include "tenferro/base/abbreviate.h"
 
 namespace tenferro::einsum {
 
@@ -88,7 +88,7 @@ class OrderParser {
   OrderParser(std::int32_t num_inputs, std::string_view text)
       : num_inputs_(num_inputs),
         text_(text),
-        shown_(internal::abbreviate(text)),
+        shown_(abbreviate(text)),
         seen_(static_cast<std::size_t>(std::max(num_inputs, 0)), false) {}
 
   Result<ContractionOrder> parse() {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "message_text.h"
+#include "tenferro/base/abbreviate.h"
 
 namespace tenferro::einsum {
 
@@ -76,7 +76,7 @@ Result<ContractionTree> ContractionTree::build(const Network& network, const Con
   if (order.num_inputs() != n) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "contraction order {} covers {} inputs; the einsum \"{}\" has {} operands", order.to_string(),
-                      order.num_inputs(), internal::abbreviate(network.to_string()), n);
+                      order.num_inputs(), abbreviate(network.to_string()), n);
   }
   ContractionTree tree;
   tree.network_ = network;

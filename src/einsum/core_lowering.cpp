@@ -1,5 +1,5 @@
 // EinsumOp::lower_to_core: the portable expansion of an einsum into core
-// operations (seed "Generic extension lowering and specialization"), for
+// operations (Note [Core lowering] in extension_op.h), for
 // engines without a native einsum, AD and XLA.
 //
 // Note [Einsum core lowering]

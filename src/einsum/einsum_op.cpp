@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "einsum_hash.h"
-#include "message_text.h"
+#include "tenferro/base/abbreviate.h"
+#include "tenferro/base/hash.h"
 #include "tenferro/program/core_op.h"
 
 namespace tenferro::einsum {
@@ -20,9 +20,9 @@ using program::SymbolicExtent;
 using program::ValueMetadata;
 
 std::uint64_t hash_weights(std::uint64_t h, const CostWeights& w) noexcept {
-  h = internal::hash_double(h, w.read_write);
-  h = internal::hash_double(h, w.size);
-  return internal::hash_double(h, w.size_target_log2);
+  h = hashing::hash_double(h, w.read_write);
+  h = hashing::hash_double(h, w.size);
+  return hashing::hash_double(h, w.size_target_log2);
 }
 
 // One occurrence of a label: which operand and axis carry it.
@@ -34,27 +34,27 @@ struct Occurrence {
 }  // namespace
 
 std::uint64_t hash_policy(const PlanningPolicy& policy) noexcept {
-  std::uint64_t h = internal::hash_combine(0x5eed, static_cast<std::uint64_t>(policy.planner));
-  h = internal::hash_combine(h, policy.path.has_value());
+  std::uint64_t h = hashing::hash_combine(0x5eed, static_cast<std::uint64_t>(policy.planner));
+  h = hashing::hash_combine(h, policy.path.has_value());
   if (policy.path) {
-    h = internal::hash_combine(h, static_cast<std::uint64_t>(policy.path->num_inputs()));
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(policy.path->num_inputs()));
     for (auto [a, b] : policy.path->steps()) {
-      h = internal::hash_combine(h, (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b));
+      h = hashing::hash_combine(h, (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b));
     }
   }
-  h = internal::hash_combine(h, policy.treesa.has_value());
+  h = hashing::hash_combine(h, policy.treesa.has_value());
   if (policy.treesa) {
     const TreeSAOptions& t = *policy.treesa;
-    h = internal::hash_combine(h, static_cast<std::uint64_t>(t.chains));
-    h = internal::hash_double(h, t.beta_start);
-    h = internal::hash_double(h, t.beta_end);
-    h = internal::hash_double(h, t.beta_step);
-    h = internal::hash_combine(h, static_cast<std::uint64_t>(t.sweeps_per_beta));
-    h = internal::hash_combine(h, static_cast<std::uint64_t>(t.max_sweeps));
-    h = internal::hash_double(h, t.time_budget_seconds);
-    h = internal::hash_combine(h, static_cast<std::uint64_t>(t.greedy_trials));
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(t.chains));
+    h = hashing::hash_double(h, t.beta_start);
+    h = hashing::hash_double(h, t.beta_end);
+    h = hashing::hash_double(h, t.beta_step);
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(t.sweeps_per_beta));
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(t.max_sweeps));
+    h = hashing::hash_double(h, t.time_budget_seconds);
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(t.greedy_trials));
   }
-  h = internal::hash_combine(h, policy.weights.has_value());
+  h = hashing::hash_combine(h, policy.weights.has_value());
   if (policy.weights) h = hash_weights(h, *policy.weights);
   return h;
 }
@@ -78,9 +78,9 @@ std::string describe_policy(const std::optional<PlanningPolicy>& policy) {
 EinsumOp::EinsumOp(Subscripts subscripts, std::optional<PlanningPolicy> policy)
     : subscripts_(std::move(subscripts)), policy_(std::move(policy)) {
   canonical_ = subscripts_.to_string();
-  hash_ = internal::hash_string(internal::hash_combine(0xe1, static_cast<std::uint64_t>(subscripts_.notation())),
-                                canonical_);
-  hash_ = internal::hash_combine(hash_, policy_ ? hash_policy(*policy_) : 0x1be7);
+  hash_ =
+      hashing::hash_string(hashing::hash_combine(0xe1, static_cast<std::uint64_t>(subscripts_.notation())), canonical_);
+  hash_ = hashing::hash_combine(hash_, policy_ ? hash_policy(*policy_) : 0x1be7);
 }
 
 Result<std::shared_ptr<const EinsumOp>> EinsumOp::create(std::string_view subscripts,
@@ -92,7 +92,7 @@ Result<std::shared_ptr<const EinsumOp>> EinsumOp::create(std::string_view subscr
 Result<std::shared_ptr<const EinsumOp>> EinsumOp::create(Subscripts subscripts, std::optional<PlanningPolicy> policy) {
   if (policy) {
     TENFERRO_TRY(validate_policy(*policy, subscripts.num_operands(), subscripts.nesting().has_value(),
-                                 internal::abbreviate(subscripts.to_string()), ErrorStage::kNone));
+                                 abbreviate(subscripts.to_string()), ErrorStage::kNone));
   }
   std::shared_ptr<EinsumOp> op(new EinsumOp(std::move(subscripts), std::move(policy)));
   // Without "..." the label structure is fixed by the terms: precompile it
@@ -171,8 +171,8 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
   const auto n = static_cast<std::size_t>(num_operands());
   if (operands.size() != n) {
     return constraints.error(ErrorCode::kInvalidArgument,
-                             "einsum \"{}\" has {} operands; expected as many inputs, found {}",
-                             internal::abbreviate(canonical_), n, operands.size());
+                             "einsum \"{}\" has {} operands; expected as many inputs, found {}", abbreviate(canonical_),
+                             n, operands.size());
   }
   const DType dtype = operands[0].dtype;
   for (std::size_t i = 0; i < n; ++i) {
@@ -180,12 +180,12 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
       return constraints.error(ErrorCode::kDTypeMismatch,
                                "einsum \"{}\": operand {} has dtype {}, operand 0 has {}; expected one dtype for all "
                                "operands (promote before calling einsum)",
-                               internal::abbreviate(canonical_), i, operands[i].dtype, dtype);
+                               abbreviate(canonical_), i, operands[i].dtype, dtype);
     }
   }
   if (!program::dtype_in_class(dtype, program::DTypeClass::kNumeric)) {
     return constraints.error(ErrorCode::kDTypeMismatch, "einsum \"{}\": expected a numeric dtype, found {}",
-                             internal::abbreviate(canonical_), dtype);
+                             abbreviate(canonical_), dtype);
   }
   bool all_exact = true;
   for (const ValueMetadata& m : operands) all_exact = all_exact && m.is_exact();
@@ -255,8 +255,8 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
         return constraints.error(ErrorCode::kShapeMismatch,
                                  "einsum \"{}\": label '{}' has extent {} at operand {} axis {} but {} at operand {} "
                                  "axis {}; expected equal extents{}",
-                                 internal::abbreviate(canonical_), net.label_name(label), *a_exact, f.operand, f.axis,
-                                 *b_exact, i, a, same_operand ? " (repeated labels take a diagonal)" : " or 1");
+                                 abbreviate(canonical_), net.label_name(label), *a_exact, f.operand, f.axis, *b_exact,
+                                 i, a, same_operand ? " (repeated labels take a diagonal)" : " or 1");
       }
       TENFERRO_TRY(constraints.require_equal(*slot, e, "einsum label extents"));
       if (b_exact) slot = e;
@@ -274,7 +274,7 @@ program::EffectSet EinsumOp::effects() const { return program::EffectSet::pure()
 SmallVector<program::AliasDecl, 2> EinsumOp::aliases() const { return {program::AliasDecl::fresh()}; }
 
 std::string EinsumOp::describe() const {
-  return fmt::format("einsum {} (policy: {})", internal::abbreviate(canonical_), describe_policy(policy_));
+  return fmt::format("einsum {} (policy: {})", abbreviate(canonical_), describe_policy(policy_));
 }
 
 }  // namespace tenferro::einsum

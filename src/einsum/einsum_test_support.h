@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "random.h"
+#include "tenferro/base/random.h"
 #include "tenferro/einsum.h"
 
 namespace tenferro::einsum::test_support {
@@ -37,7 +37,7 @@ inline std::int64_t numel(const std::vector<std::int64_t>& shape) {
 
 /// Deterministic pseudo-random values in [-1, 1).
 inline Dense random_dense(const std::vector<std::int64_t>& shape, std::uint64_t seed) {
-  internal::Rng rng(seed);
+  Rng rng(seed);
   Dense t{shape, std::vector<double>(static_cast<std::size_t>(numel(shape)))};
   for (double& v : t.data) v = 2.0 * rng.uniform() - 1.0;
   return t;
@@ -200,7 +200,7 @@ struct RandomEinsum {
 };
 inline RandomEinsum random_einsum(std::uint64_t seed, int inputs, int num_labels, int max_rank, int max_extent,
                                   bool allow_repeats = true) {
-  internal::Rng rng(seed);
+  Rng rng(seed);
   std::vector<std::int64_t> extent(static_cast<std::size_t>(num_labels));
   for (auto& e : extent) e = 1 + rng.below(static_cast<std::uint32_t>(max_extent));
   RandomEinsum out;

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "message_text.h"
+#include "tenferro/base/abbreviate.h"
 #include "tenferro/tensor/shape.h"
 
 namespace tenferro::einsum {
@@ -27,7 +27,7 @@ struct ExtentSource {
 class NetworkBinder {
  public:
   NetworkBinder(const Subscripts& subscripts, std::span<const IntArrayRef> shapes)
-      : subscripts_(subscripts), shapes_(shapes), text_(internal::abbreviate(subscripts.to_string())) {}
+      : subscripts_(subscripts), shapes_(shapes), text_(abbreviate(subscripts.to_string())) {}
 
   Result<Network> bind(std::span<const DType> dtypes) {
     const std::int32_t n = subscripts_.num_operands();

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "message_text.h"
 #include "search_planners.h"
+#include "tenferro/base/abbreviate.h"
 
 namespace tenferro::einsum {
 
@@ -85,8 +85,8 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
   const TreeSAOptions treesa = policy.treesa.value_or(config.treesa);
   TENFERRO_TRY(check_config(config, treesa));
   const std::int32_t n = network.num_operands();
-  TENFERRO_TRY(validate_policy(policy, n, network.nesting().has_value(), internal::abbreviate(network.to_string()),
-                               ErrorStage::kPrepare));
+  TENFERRO_TRY(
+      validate_policy(policy, n, network.nesting().has_value(), abbreviate(network.to_string()), ErrorStage::kPrepare));
   PlannerKind kind = policy.planner == PlannerKind::kAuto ? resolve_auto(network, config) : policy.planner;
   std::optional<double> max_log2_elements;
   if (config.workspace_limit_bytes) {
@@ -117,10 +117,10 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     }
     case PlannerKind::kOptimal: {
       if (n > config.optimal_max_inputs) {
-        return invalid(fmt::format(
-            "planner 'optimal' handles at most {} inputs (PlanningConfig::optimal_max_inputs, "
-            "at most {}); einsum \"{}\" has {}; use 'greedy' or 'treesa'",
-            config.optimal_max_inputs, kOptimalHardMaxInputs, internal::abbreviate(network.to_string()), n));
+        return invalid(
+            fmt::format("planner 'optimal' handles at most {} inputs (PlanningConfig::optimal_max_inputs, "
+                        "at most {}); einsum \"{}\" has {}; use 'greedy' or 'treesa'",
+                        config.optimal_max_inputs, kOptimalHardMaxInputs, abbreviate(network.to_string()), n));
       }
       const internal::SearchNetwork search = internal::SearchNetwork::from(network);
       internal::OptimalOptions options{.read_write_weight = weights.read_write, .max_log2_elements = max_log2_elements};
@@ -143,7 +143,7 @@ Result<ContractionTree> plan(const Network& network, const PlanningPolicy& polic
     return make_error(ErrorCode::kWorkspaceLimitExceeded, ErrorStage::kPrepare,
                       "einsum \"{}\": the {} path {} needs {:.6g} bytes of intermediate workspace; expected at most "
                       "the hard limit of {:.6g} bytes",
-                      internal::abbreviate(network.to_string()), to_string(kind),
+                      abbreviate(network.to_string()), to_string(kind),
                       n <= 16 ? order.to_string() : fmt::format("({} steps)", n - 1), tree.cost().workspace_bytes,
                       *config.workspace_limit_bytes);
   }

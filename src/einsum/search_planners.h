@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "random.h"
 #include "search_network.h"
+#include "tenferro/base/random.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/contraction_tree.h"
 #include "tenferro/einsum/planner.h"

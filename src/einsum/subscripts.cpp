@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "message_text.h"
+#include "tenferro/base/abbreviate.h"
 
 namespace tenferro::einsum {
 
@@ -113,7 +113,7 @@ static Status check_output(const Subscripts& s, std::string_view text) {
 // Recursive-descent parser for string notation.
 class SubscriptsParser {
  public:
-  explicit SubscriptsParser(std::string_view text) : text_(text), shown_(internal::abbreviate(text)) {}
+  explicit SubscriptsParser(std::string_view text) : text_(text), shown_(abbreviate(text)) {}
 
   Result<Subscripts> parse() {
     TENFERRO_TRY(parse_operand_list());

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "fft/fft_plan.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/fft/fftw_provider.h"
 

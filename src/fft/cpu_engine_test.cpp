@@ -7,7 +7,7 @@
 #include "fft/fft_test_support.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/program/program_builder.h"
-#include "tenferro/runtime/event_domain.h"
+#include "tenferro/runtime/spi/event_domain.h"
 
 namespace tenferro::fft {
 namespace {

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "fft/fft_test_support.h"
-#include "tenferro/ad/functional.h"
+#include "tenferro/ad_runtime/functional.h"
 #include "tenferro/program/program_builder.h"
 
 namespace tenferro::fft {

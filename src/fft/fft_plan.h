@@ -18,7 +18,7 @@
 #include "tenferro/fft/cpu_engine.h"
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/fft/fft_provider.h"
-#include "tenferro/runtime/providers.h"
+#include "tenferro/runtime/spi/providers.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::fft::internal {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft.h"
 #include "tenferro/runtime/runtime.h"
 

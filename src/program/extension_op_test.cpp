@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "extension_test_support.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/program/validation.h"
-#include "test_extensions.h"
 
 namespace tenferro::program {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "extension_test_support.h"
 #include "tenferro/program/program_builder.h"
-#include "test_extensions.h"
 
 namespace tenferro::program {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_extensions.h"
+#include "extension_test_support.h"
 
 namespace tenferro::program {
 namespace {

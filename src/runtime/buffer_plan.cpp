@@ -1,7 +1,7 @@
-// The buffer plan (seed "Buffer Planning"): liveness over schedule
-// positions, buffer assignment with reuse of dead buffers, in-place reuse
-// for providers that allow it, donation of Donatable inputs, reuse ordering
-// edges, the peak-memory estimate and the run-level admission request.
+// The buffer plan: liveness over schedule positions, buffer assignment with
+// reuse of dead buffers, in-place reuse for providers that allow it, donation
+// of Donatable inputs, reuse ordering edges, the peak-memory estimate and the
+// run-level admission request.
 //
 // Note [Buffer planning]
 //  - A slot is live from its producer until its last reader; a view keeps

@@ -6,11 +6,11 @@
 // operations side by side: the reverse pass of a chain computes, per step,
 // the cotangent of the previous value and the gradient of the step's
 // weight, both from the same incoming cotangent. On a domain with several
-// workers each such operation used to run alone, split over all of them
+// workers each such operation would otherwise run alone, split over all of them
 // (ParallelMode::kInner). Two operations of similar size run faster side by
-// side, each on one worker at full single-thread efficiency, than one
-// after the other with each split in two: a split costs fork-joins and
-// partition edges, and small problems scale poorly.
+// side, each on one worker at full single-thread efficiency, than one after the
+// other with each split in two: a split costs fork-joins and partition edges,
+// and small problems scale poorly.
 //
 // A group is a run of consecutive nodes of one segment (same event domain
 // and placement, no view in between) such that
@@ -22,9 +22,10 @@
 //    (kMaxLargeImbalance once the largest reaches kLargeWork), so no member
 //    runs alone on one worker for long while the others idle. A pair with
 //    ratio r beats splitting each member over two workers only while r is
-//    below 1 / (s - 1), s being the two-thread speedup of one member: at
-//    two threads a 64^3 dgemm gains nothing, a 128^3 one runs 1.65x faster
-//    (hot, Note [Single-block parallel GEMM]) and a 256^3 one 1.5-1.8x,
+//    below 1 / (s - 1), s being the two-thread speedup of one member
+//    (Note [Single-block parallel GEMM]); the two limits follow that bound
+//    for the measured speedups (docs/performance_notes.md, "Runtime:
+//    concurrent groups"),
 //  - it has at most kMaxConcurrentGroup members.
 // Groups are formed greedily in schedule order, before the buffer plan,
 // which then treats each group as one step: what a member frees is reused
@@ -51,10 +52,11 @@
 namespace tenferro::runtime::internal {
 namespace {
 
-// Below this a member is too short to pay for a fork-join (~0.5 us).
+// Below this a member is too short to pay for a fork-join (its cost:
+// `tenferro bench domains`, parallel_for_2).
 constexpr double kMinWork = 65536.0;
 constexpr double kMaxImbalance = 1.5;
-constexpr double kLargeWork = 16777216.0;  // 2^24 flops: ~0.2 ms on one core
+constexpr double kLargeWork = 16777216.0;  // 2^24 flops: between a 128^3 and a 256^3 dgemm
 constexpr double kMaxLargeImbalance = 1.2;
 
 bool groupable(const NodeRecord& n) noexcept {

@@ -2,8 +2,8 @@
 // [Configuration snapshots and epochs]).
 #include "tenferro/runtime/config.h"
 
-#include "tenferro/runtime/extension.h"
-#include "tenferro/runtime/providers.h"
+#include "tenferro/runtime/spi/extension.h"
+#include "tenferro/runtime/spi/providers.h"
 
 #include <algorithm>
 #include <utility>
@@ -294,9 +294,8 @@ Status RuntimeConfigBuilder::validate() const {
           fmt::format("engine {} ('{}'): default domain {} is not one of its domains", m.id, m.name, m.default_domain));
     }
   }
-  // The execution context identity every provider will check (seed
-  // "Prepared Graphs and Common Execution": preparation validates the same
-  // identity the provider's one type check relies on).
+  // The execution context identity every provider will check (preparation
+  // validates the same identity the provider's one type check relies on).
   auto check_context = [](const EngineEntry& e, ExecutionContextTypeId wanted, std::string_view who) -> Status {
     if (!wanted.valid() || !e.registration.executable()) return ok_status();
     if (wanted == e.registration.executor->context_type()) return ok_status();

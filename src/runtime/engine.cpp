@@ -1,6 +1,6 @@
 // The default host engine allocator, placement formatting and the transient
 // failure classification of the plan cache.
-#include "tenferro/runtime/engine.h"
+#include "tenferro/runtime/spi/engine.h"
 
 #include <utility>
 

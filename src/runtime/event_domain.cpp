@@ -1,5 +1,5 @@
 // The CPU immediate event-domain driver and event-domain error helpers.
-#include "tenferro/runtime/event_domain.h"
+#include "tenferro/runtime/spi/event_domain.h"
 
 #include <array>
 #include <utility>

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "program/test_extensions.h"
+#include "program/extension_test_support.h"
 #include "runtime/runtime_test_support.h"
 
 namespace tenferro::runtime {

@@ -1,5 +1,6 @@
 // PreparedProgram::explain(): a readable account of every decision prepare
-// made (seed "Observability"). Formatting happens on demand only.
+// made (docs/runtime.md, "Observability and determinism"). Formatting
+// happens on demand only.
 #include <fmt/format.h>
 
 #include "runtime/scheduled_graph.h"

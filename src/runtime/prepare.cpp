@@ -4,7 +4,7 @@
 // planning and schedule finishing.
 //
 // Note [Resolution order]
-// For each operation (seed "Capability and Fallback Contract"):
+// For each operation (docs/runtime.md, "How `prepare_for` works"):
 //  1. an operation-local override (PrepareOptions::overrides) fixes the engine;
 //  2. otherwise placement (PrepareOptions::placement naming an engine,
 //     domain or device; the op's PlacementConstraint host/device/colocation)

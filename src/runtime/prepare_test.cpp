@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/runtime_test_support.h"
+#include "tenferro/runtime/spi/null_engine.h"
 
 namespace tenferro::runtime {
 namespace {
@@ -202,6 +203,41 @@ TEST(PrepareTest, OverridePlacementAndPreferenceChooseTheEngine) {
     EXPECT_EQ((*p)->node(0).engine, EngineId(3));
     EXPECT_NE((*p)->explain().find("runtime elementwise preference"), std::string::npos);
   }
+}
+
+// The null engine skeleton registers and builds like any engine, and each
+// of its slots answers Unsupported with its own name, so a runtime holding
+// only it fails at prepare with a typed error naming the refusal, and one
+// holding it next to a working engine resolves to the working one.
+TEST(PrepareTest, NullEngineAnswersUnsupportedForEveryFamily) {
+  RuntimeBuilder alone;
+  alone.add_engine(null_engine_registration(EngineId(5), "skeleton"));
+  auto rt = alone.build();
+  ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+  auto failed = rt->prepare_for(add_program(), host_signature({{4}, {4}}));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kUnsupportedOperation);
+  EXPECT_EQ(failed.status().stage(), ErrorStage::kPrepare);
+  EXPECT_NE(failed.status().message().find("skeleton.elementwise: not implemented"), std::string::npos)
+      << failed.status().message();
+
+  MockEngine host{1, kHostStorageDomain, "host"};
+  RuntimeBuilder both;
+  both.set_submission_executor(std::make_shared<ManualSubmissionExecutor>());
+  both.add_engine(null_engine_registration(EngineId(5), "skeleton")).add_engine(host.registration());
+  auto rt2 = both.build();
+  ASSERT_TRUE(rt2.ok()) << rt2.status().to_string();
+  auto p = rt2->prepare_for(add_program(), host_signature({{4}, {4}}));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ((*p)->node(0).engine, EngineId(1));
+
+  // Called directly (never through the runtime), the providers say why.
+  const EngineRegistration r = null_engine_registration(EngineId(6));
+  EXPECT_EQ(r.capabilities.dot_general->run(OperationRequest{}, ErasedExecutionContext{}).code(),
+            ErrorCode::kFailedPrecondition);
+  auto cap = r.capabilities.reduction->prepare(OperationSignature{});
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(cap->kind(), PrepareCapability::Kind::kUnsupported);
 }
 
 TEST(PrepareTest, FallbackEngineIsTriedLastAndOnlyWhenConfigured) {

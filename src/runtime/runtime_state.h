@@ -53,7 +53,7 @@ struct MetricsState {
   ExecutionMetrics snapshot();
 };
 
-/// The prepared-plan cache key (seed "Dynamic Shapes and Specialization"):
+/// The prepared-plan cache key (docs/runtime.md, "The plan cache contract"):
 /// fingerprint, runtime, epoch, options and the input signature. Equality
 /// compares the fingerprint digest and, when the program objects differ,
 /// decides with structural equality (the key retains its program: the

@@ -18,11 +18,11 @@
 
 #include "tenferro/program/extension_op.h"
 #include "tenferro/program/program_builder.h"
-#include "tenferro/runtime/engine.h"
-#include "tenferro/runtime/extension.h"
-#include "tenferro/runtime/providers.h"
 #include "tenferro/runtime/runtime.h"
-#include "tenferro/runtime/transfer.h"
+#include "tenferro/runtime/spi/engine.h"
+#include "tenferro/runtime/spi/extension.h"
+#include "tenferro/runtime/spi/providers.h"
+#include "tenferro/runtime/spi/transfer.h"
 
 namespace tenferro::runtime::testing {
 

@@ -27,11 +27,11 @@
 #include "tenferro/program/semantic_program.h"
 #include "tenferro/runtime/admission.h"
 #include "tenferro/runtime/config.h"
-#include "tenferro/runtime/extension.h"
 #include "tenferro/runtime/prepared_program.h"
-#include "tenferro/runtime/providers.h"
 #include "tenferro/runtime/signature.h"
-#include "tenferro/runtime/transfer.h"
+#include "tenferro/runtime/spi/extension.h"
+#include "tenferro/runtime/spi/providers.h"
+#include "tenferro/runtime/spi/transfer.h"
 
 namespace tenferro::runtime::internal {
 
@@ -233,8 +233,8 @@ struct AffinityWeight {
   std::size_t bytes = 0;
 };
 
-/// The placement resolver shared by eager and prepared paths (seed
-/// "Placement-bound eager API"): the engine for `placement` and, for an
+/// The placement resolver shared by eager and prepared paths (docs/runtime.md,
+/// "Eager contexts"): the engine for `placement` and, for an
 /// engine with several domains, the domain. An explicit domain wins;
 /// otherwise the policy applies: DominantInputBytes picks the domain with
 /// the largest sum of input bytes (ties by lowest domain id; inputs without

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "tenferro/runtime/prepared_program.h"
-#include "tenferro/runtime/providers.h"
+#include "tenferro/runtime/spi/providers.h"
 
 namespace tenferro::runtime {
 namespace {

@@ -35,9 +35,10 @@ Storage::~Storage() = default;
 Result<StorageRef> Storage::allocate_host(std::size_t nbytes, std::shared_ptr<HostAllocator> allocator) {
   // With an allocator the block is 64-byte aligned and the data follows a
   // header of header_bytes(). Without one the block comes from the plain
-  // operator new (16-byte aligned: glibc's memalign path cost 60-70 ns more
-  // per eager call with a small output, tenferro bench dispatch) and the data starts at the first 64-byte boundary
-  // after the header.
+  // operator new (16-byte aligned: glibc's memalign path is slower, which
+  // shows in the eager calls with a small output of `tenferro bench
+  // dispatch`) and the data starts at the first 64-byte boundary after the
+  // header.
   constexpr std::size_t kHeader = header_bytes();
   constexpr std::size_t kSlack = sizeof(Storage) + kHostAlignment - 1;
   static_assert(alignof(Storage) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);

@@ -17,7 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "program/test_extensions.h"
+#include "program/extension_test_support.h"
 #include "tenferro/program.h"
 #include "tenferro/testing/tensor_checks.h"
 

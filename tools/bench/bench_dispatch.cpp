@@ -1,5 +1,5 @@
 // `tenferro bench dispatch`: the runtime's fixed costs against same-run
-// baselines (issue 4, "Performance").
+// baselines.
 //
 // Note [Dispatch benchmark engines]
 // eager_add_8_cpu and eager_matmul_2x2_cpu run on the real CPU engine
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bench/bench_command.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime.h"
 #include "testing/counting_new.h"
@@ -195,7 +195,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
     reporter.add(make_case("eager_matmul_2x2", interleaved(ours, base, batch, rounds), "direct_provider_call"));
   }
   // --- eager_add_8_cpu / eager_matmul_2x2_cpu: the same calls through the
-  // real CPU engine (issue 5: <= 0.3 us per call), against its slot called
+  // real CPU engine (target: <= 0.3 us per call), against its slot called
   // directly with a CpuEngineContext and an output from the host allocator.
   {
     Result<cpu::CpuEngine> engine = cpu::make_cpu_engine();

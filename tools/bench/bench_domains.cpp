@@ -1,5 +1,5 @@
 // `tenferro bench domains`: the fixed costs of CPU resource domains against
-// same-run baselines (issue 6, "Performance").
+// same-run baselines.
 //
 // Note [Domain benchmark cases]
 //  - enter_empty_t<N>: CpuResourceDomain::enter with an empty body on a
@@ -59,7 +59,8 @@ double time_batch(const std::function<void()>& fn, int batch) {
 // One timed batch after an untimed warm-up of a quarter batch: oneTBB's
 // workers are shared by every arena of the process (one worker on a 2-CPU
 // machine), and moving a sleeping worker to the other side's arena costs
-// 0.1-1 ms that would otherwise land in the first calls of each batch.
+// far more than the calls timed, which would otherwise land in the first
+// calls of each batch.
 double warm_then_time(const std::function<void()>& fn, int batch) {
   for (int i = 0; i < std::max(1, batch / 4); ++i) fn();
   return time_batch(fn, batch);

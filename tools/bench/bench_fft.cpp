@@ -13,7 +13,7 @@
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft.h"
 #include "tenferro/runtime/runtime.h"
 

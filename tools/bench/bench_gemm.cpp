@@ -2,7 +2,7 @@
 // through the CpuGemmProvider interface, on square row-major problems
 // (C = A B, the numpy layout), interleaved sample by sample in one run.
 // Baseline: the pthread OpenBLAS build with its global thread count set to
-// the case's (1 thread equals the serial build, DEPENDENCIES.md section 3).
+// the case's (at 1 thread it runs the serial code path).
 // Ours: native kernels on a SequentialContext (1 thread) or, for more
 // threads, inside one managed CPU domain of that many pinned workers.
 // Small products (n = 4 to 64: Note [Small GEMM]) are reported in ns per
@@ -25,6 +25,7 @@
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::bench {
@@ -87,7 +88,7 @@ void run_case(const GemmCase& c, int threads, const cpu::ParallelContext& ctx, c
   // from one call: about 0.8 s per side, 8..240 samples. The sides
   // alternate in blocks of consecutive calls (as real workloads issue
   // them): after an OpenBLAS block a pause lets its worker threads, which
-  // keep spinning for ~0.1 s after a call, stop competing for the cores.
+  // keep spinning for a while after a call, stop competing for the cores.
   call_ours();
   if (base != nullptr) call_base();
   const double one = seconds_of(call_ours);
@@ -215,7 +216,7 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
       continue;
     }
     // Several threads: one managed domain with pinned workers, entered once.
-    Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cli::managed_cpu_domains(threads);
+    Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cpu::make_managed_domains(threads);
     if (!domains.ok()) {
       reporter.progress("gemm: " + domains.status().to_string());
       return 1;

@@ -33,9 +33,9 @@
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
-#include "tenferro/cpu/engine.h"
-#include "tenferro/linalg.h"
-#include "tenferro/runtime/event_domain.h"
+#include "tenferro/cpu_engine/engine.h"
+#include "tenferro/linalg_cpu.h"
+#include "tenferro/runtime/spi/event_domain.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::bench {

@@ -1,5 +1,5 @@
-// Reporting for `tenferro bench SUITE`, in the format of
-// ../shared/design/BENCHMARKS.md: a readable table by default, or one JSON
+// Reporting for `tenferro bench SUITE` (docs/CONTRIBUTING.md, "Benchmarks"):
+// a readable table by default, or one JSON
 // object per case with --json. Ratios are oriented so that >= 1 means tenferro
 // is as good as or better than the same-run baseline.
 #pragma once

@@ -1,8 +1,8 @@
-// AdContext: the owner of extension AD rules, the lowering-fallback policy
-// and the cache of transformed programs; its jvp / vjp / split_vjp methods
-// are the SemanticProgram -> SemanticProgram AD transforms (seed "Verified
-// semantic transforms and AD"). They run before runtime preparation: the
-// result is an ordinary frozen program for Runtime::prepare_for.
+// AdContext: the owner of extension AD rules, the lowering-fallback policy and
+// the cache of transformed programs; its jvp / vjp / split_vjp methods are the
+// SemanticProgram -> SemanticProgram AD transforms (docs/ad.md). They run
+// before runtime preparation: the result is an ordinary frozen program for
+// Runtime::prepare_for.
 //
 // Note [Linearize, then transpose]
 // Forward mode walks the source program once: every operation is copied

@@ -1,9 +1,8 @@
 // The rule-authoring interface of the AD transforms: AdValue tokens, the
 // validating AdBuilder that rules emit through, the contexts a linearize,
 // transpose or direct-VJP rule receives, and ExtensionAdRule, the interface
-// an extension family implements and installs in an AdContext (seed
-// "Verified semantic transforms and AD": SemanticLinearizeRule,
-// SemanticLinearTransposeRule, SemanticPrimalVjpRule).
+// an extension family implements and installs in an AdContext (docs/ad.md,
+// "Extension rules").
 //
 // Note [Writing an extension AD rule]
 // A rule sees immutable semantic values, never program internals, builders

@@ -15,6 +15,11 @@ struct BuildInfo {
   std::string_view sanitizers;  ///< empty when none
   bool native_arch;             ///< built with -march=native
   bool assertions;              ///< TENFERRO_ASSERT active
+  /// Where `cmake --install` puts the dlopen'ed provider modules (external
+  /// BLAS, LAPACK) for the configured install prefix; searched when a
+  /// module is not in the build tree. A relocated installation passes the
+  /// module directory explicitly (the providers' `module_dir` options).
+  std::string_view installed_module_dir;
 };
 
 /// The build configuration of this binary. Thread-safe.

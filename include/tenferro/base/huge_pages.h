@@ -2,22 +2,22 @@
 //
 // Note [Huge pages for large buffers]
 // A large operand streamed by a packing or permutation kernel takes one TLB
-// miss per 4 KiB page; on the development VM (Linux THP in `madvise` mode,
-// the Debian default) this halves single-thread dgemm at n = 2048 (40 vs
-// 70 GFLOP/s with the buffers advised, `tenferro bench gemm`). numpy advises
-// every array of 4 MiB or more for the same reason. tenferro's own
+// miss per 4 KiB page; where Linux THP is in `madvise` mode (the Debian
+// default) that costs large GEMMs a large share of their speed (`tenferro
+// bench gemm`; docs/performance_notes.md, "Huge pages"). numpy advises every
+// array of 4 MiB or more for the same reason. tenferro's own
 // allocators (default host storage, CPU domain pools, engine workspaces,
 // GEMM packing buffers) call advise_huge_pages on each fresh block before
 // touching it; buffers users adopt are left alone. It is a hint: where THP
 // is off, not Linux, or the range is small, nothing happens and nothing
 // fails.
 //
-// The price is paid on first touch: on the development VM, writing 3 GB of
-// fresh advised memory took 3.0-6.9 s against 1.75 s with 4 KiB pages (the
-// hypervisor backs each new 2 MiB block), while a second pass costs the same.
-// Pooled memory (workspaces, domain pools, packing buffers) pays it once; for
-// the einsum instance gm_queen5_5_3 (3.1 GB of workspace) the first call went
-// from 4 s to 10.8 s and every later call from 3.6-3.7 s to 2.3-3.0 s.
+// The price is paid on first touch: under a hypervisor, writing fresh
+// advised memory is slower than with 4 KiB pages (each new 2 MiB block is
+// backed on demand), while a second pass costs the same. Pooled memory
+// (workspaces, domain pools, packing buffers) pays it once, so a repeated
+// large einsum gets slower on its first call and faster on every later one
+// (docs/performance_notes.md, "Huge pages").
 #pragma once
 
 #include <cstddef>

@@ -41,7 +41,7 @@ std::string_view to_string(ErrorCode code) noexcept;
 /// The canonical class `code` refines (a canonical code maps to itself).
 ErrorCode canonical_code(ErrorCode code) noexcept;
 
-/// The lifecycle stage that raised an error (seed "Error Stages").
+/// The lifecycle stage that raised an error (docs/errors.md).
 enum class ErrorStage : std::uint8_t {
   kNone,           ///< a direct base/tensor API call outside the program lifecycle
   kCompile,        ///< semantic compile: invalid graph, payload, schema

@@ -1,7 +1,5 @@
 // GraphCompiler: the pure semantic compiler from a TracedGraph to a
-// CompiledGraph{program, bindings} (seed "Compiler and Artifact
-// Boundaries", "Verified semantic transforms and AD"), with its bounded
-// compile cache.
+// CompiledGraph{program, bindings}, with its bounded compile cache.
 //
 // Note [Compiler pipeline]
 // compile() runs a fixed, deterministic, target-independent pipeline:

@@ -1,6 +1,5 @@
-// TraceContext: mutable graph construction for the graph path (seed "Trace
-// and compiler responsibilities"), and TracedGraph, the immutable result
-// that GraphCompiler consumes.
+// TraceContext: mutable graph construction for the graph path, and TracedGraph,
+// the immutable result that GraphCompiler consumes.
 //
 // Note [Trace contexts and imports]
 // A TraceContext records operations on TracedValues through one

@@ -1,7 +1,7 @@
-// The two independent CPU resource-capability axes of a provider (seed
-// "Two capability axes: thread count and placement"). Every CPU provider
-// reports both once, at construction, from what it can actually enforce;
-// resource domains validate strict placement against them at prepare time.
+// The two independent CPU resource-capability axes of a provider: thread count
+// and placement. Every CPU provider reports both once, at construction, from
+// what it can actually enforce; resource domains validate strict placement
+// against them at prepare time.
 #pragma once
 
 #include <cstdint>

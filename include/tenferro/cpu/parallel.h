@@ -2,7 +2,7 @@
 //
 // Note [One fan-out level]
 // A CPU operation runs in exactly one ParallelMode, chosen once by the
-// engine-owned composite (seed "Normative faer batched-GEMM policy"):
+// engine-owned composite, so the thread budget is spent at one level only:
 //  - kSequential: everything runs on the calling (already pinned) thread;
 //  - kInner: the job loop is sequential and each kernel may split its own
 //    work with ParallelContext::parallel_for;

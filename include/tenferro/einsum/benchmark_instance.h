@@ -1,7 +1,7 @@
 // BenchmarkInstance: one einsum problem in the instance-file format of the
-// einsum benchmark (../shared/bench/instances/*.json, described in
-// BENCHMARKS.md): row-major format_string, shapes, dtype and reference paths
-// in opt_einsum's pairwise format with their log10 flops and log2 size.
+// einsum benchmark (../shared/bench/instances/*.json): row-major
+// format_string, shapes, dtype and reference paths in opt_einsum's pairwise
+// format with their log10 flops and log2 size.
 // Tests, benchmarks and the `tenferro einsum` command read instances here.
 #pragma once
 

@@ -17,7 +17,7 @@
 
 namespace tenferro::einsum {
 
-/// Eager einsum on `context` (seed "Eager single-operation cost contract"):
+/// Eager einsum on `context` (docs/runtime.md, "Eager contexts"):
 /// with a native engine installed for the context's engine this is one
 /// fast-path call that builds no program; otherwise the runtime promotes it
 /// to a prepared graph of the core lowering. Reuse `op` across calls to skip

@@ -2,7 +2,7 @@
 // appears in a SemanticProgram and in eager calls. Its payload is the parsed
 // subscripts plus the operation-local planning policy; the contraction
 // path, intermediate layouts and workspace are not part of it (they belong
-// to a prepared plan: seed "Einsum planning policy").
+// to a prepared plan, which depends on the concrete shapes).
 //
 // Note [Einsum payload identity]
 // Two EinsumOps are the same operation when their canonical subscripts

@@ -57,7 +57,7 @@ struct TreeSAOptions {
   friend bool operator==(const TreeSAOptions&, const TreeSAOptions&) = default;
 };
 
-/// ExecutionPolicy::determinism as it concerns planning (seed "Determinism Policy").
+/// ExecutionPolicy::determinism as it concerns planning (Note [Planner determinism]).
 enum class Determinism : std::uint8_t {
   kFast,          ///< deterministic except where a time budget stops a search
   kReproducible,  ///< identical inputs and config yield identical paths

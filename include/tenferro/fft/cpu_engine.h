@@ -53,7 +53,7 @@
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/fft/fft_provider.h"
 #include "tenferro/runtime/config.h"
-#include "tenferro/runtime/extension.h"
+#include "tenferro/runtime/spi/extension.h"
 
 namespace tenferro::cpu {
 class WorkspacePool;

@@ -17,7 +17,7 @@
 
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_resource_domain.h"
-#include "tenferro/einsum/slice_executor.h"
+#include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/mpi/communicator.h"
 #include "tenferro/tensor/tensor.h"
 

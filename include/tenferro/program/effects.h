@@ -1,5 +1,5 @@
 // Effects, alias declarations and placement constraints of semantic
-// operations (seed "Effects and aliases").
+// operations.
 //
 // Note [Effects and ordering]
 // An effect is observable state beyond returned values: random-number state,

@@ -1,7 +1,6 @@
 // ExtensionOp: the carrier for operation families outside the closed core
 // vocabulary (einsum, linalg, FFT, user ops), and its optional lowering to
-// core operations (seed "Extensions", "Generic extension lowering and
-// specialization").
+// core operations.
 //
 // Note [Extension contract]
 // An ExtensionOp is a pure, deterministic semantic object: a family id (a

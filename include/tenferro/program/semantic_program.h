@@ -1,6 +1,6 @@
-// SemanticProgram: the frozen, immutable, backend- and runtime-neutral
-// program artifact (seed "Compiler and Artifact Boundaries"), with read-only
-// views, shape-guard evaluation, its fingerprint and explain().
+// SemanticProgram: the frozen, immutable, backend- and runtime-neutral program
+// artifact, with read-only views, shape-guard evaluation, its fingerprint and
+// explain().
 //
 // Note [No runtime handles in a program]
 // A SemanticProgram holds only semantic data: metadata, the closed set of

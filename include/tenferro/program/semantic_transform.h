@@ -1,8 +1,7 @@
-// SemanticTransform: custom program-to-program rewrites with a read-only
-// input and a validating builder output (seed "Verified semantic transforms
-// and AD"). There is no global pass registry: callers hold transforms and
-// pass them explicitly; a transform's identity (name + options hash) enters
-// compile-cache keys.
+// SemanticTransform: custom program-to-program rewrites with a read-only input
+// and a validating builder output. There is no global pass registry: callers
+// hold transforms and pass them explicitly; a transform's identity (name +
+// options hash) enters compile-cache keys.
 #pragma once
 
 #include <cstdint>

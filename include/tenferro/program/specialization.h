@@ -1,8 +1,7 @@
-// SpecializationRequirements: the finite, typed projection of a concrete
-// input signature that a lowering or provider may ask for (seed "Dynamic
-// Shapes and Specialization"). The program component defines it because an
-// ExtensionOp's lower_to_core answers with it, and the program may not
-// depend on the runtime.
+// SpecializationRequirements: the finite, typed projection of a concrete input
+// signature that a lowering or provider may ask for. The program component
+// defines it because an ExtensionOp's lower_to_core answers with it, and the
+// program may not depend on the runtime.
 //
 // Note [Specialization widening]
 // Preparation starts polymorphic (nothing granted). A lowering or provider

@@ -1,7 +1,7 @@
 // Validation of rewrites: a core lowering of an extension op, or the output
-// of a SemanticTransform, must preserve what the seed calls the semantic
-// contract (seed "Effects and aliases"): arity, metadata, effects, aliases
-// and provenance.
+// of a SemanticTransform, must preserve the semantic contract (Note [Effects
+// and ordering], Note [Alias declarations] in effects.h): arity, metadata,
+// effects, aliases and provenance.
 //
 // Note [Alias strength]
 // Validation compares the aliasing a rewrite *produces* with what was

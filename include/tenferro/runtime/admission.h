@@ -1,4 +1,4 @@
-// Admission control (seed "Admission Control and Resource Leases"): a
+// Admission control (docs/runtime.md, "Admission policy"): a
 // ResourceArbiter grants sets of resources atomically; the runtime uses it
 // twice per execution, first for run-level memory admission from the buffer
 // plan, then for one atomic lease per scheduled node.

@@ -1,6 +1,6 @@
 // The runtime configuration: RuntimeConfigBuilder (mutable, validated as a
 // whole) and RuntimeConfig, the immutable snapshot a runtime publishes with
-// an epoch (seed "Runtime Ownership").
+// an epoch (docs/runtime.md, "Configuration, epochs and ownership").
 //
 // Note [Configuration snapshots and epochs]
 // A RuntimeConfig holds the engines (with the event domain the runtime
@@ -27,15 +27,15 @@
 #include "tenferro/base/ids.h"
 #include "tenferro/base/status.h"
 #include "tenferro/runtime/admission.h"
-#include "tenferro/runtime/engine.h"
 #include "tenferro/runtime/plan_cache.h"
-#include "tenferro/runtime/transfer.h"
+#include "tenferro/runtime/spi/engine.h"
+#include "tenferro/runtime/spi/transfer.h"
 
 namespace tenferro::runtime {
 
 class ExtensionEngine;
 
-/// ExecutionPolicy::determinism (seed "Determinism Policy").
+/// ExecutionPolicy::determinism (docs/runtime.md, "Observability and determinism").
 enum class Determinism : std::uint8_t {
   /// Deterministic compilation, selection and cache identity; no fixed
   /// concurrent order or bitwise-identical parallel reductions.
@@ -69,7 +69,7 @@ struct FamilyPreference {
 };
 
 /// How a CPU engine with several domains picks one when the placement
-/// does not name it (seed "Placement-bound eager API").
+/// does not name it (docs/runtime.md, "Eager contexts").
 enum class CpuAffinityPolicy : std::uint8_t {
   /// The domain holding the most input bytes; ties by lowest domain id.
   kDominantInputBytes,
@@ -106,7 +106,7 @@ struct ExtensionRegistration {
 };
 
 /// A set of extension registrations installed together (e.g. one operation
-/// crate's adapters for several engines).
+/// library's adapters for several engines).
 struct ExtensionModule {
   std::string name;
   std::vector<ExtensionRegistration> registrations;

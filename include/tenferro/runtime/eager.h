@@ -1,5 +1,5 @@
-// EagerContext: runtime.on(placement), the placement-bound eager API (seed
-// "Placement-bound eager API", "Eager single-operation cost contract").
+// EagerContext: runtime.on(placement), the placement-bound eager API
+// (docs/runtime.md, "Eager contexts").
 //
 // Note [Eager fast path]
 // A context resolves its engine once and caches the engine's capability

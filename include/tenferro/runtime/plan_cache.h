@@ -1,5 +1,5 @@
 // PlanCache<Key, Value>: the bounded, single-flight cache of prepared plans
-// (seed "Dynamic Shapes and Specialization", the repository cache contract).
+// (docs/runtime.md, "The plan cache contract").
 // Generic over the key so tests can drive it with small keys; the runtime
 // instantiates it with PreparedPlanKey.
 //

@@ -1,9 +1,8 @@
-// Runtime: the user-owned execution runtime (seed "Runtime Ownership",
-// "Public execution path"). It owns the configuration snapshot and its
-// epoch, the prepared-plan cache, execution metrics and the submission
-// executor; it prepares semantic programs for input signatures and runs
-// them, synchronously or through submit(); runtime.on(placement) returns
-// eager contexts.
+// Runtime: the user-owned execution runtime (docs/runtime.md). It owns the
+// configuration snapshot and its epoch, the prepared-plan cache, execution
+// metrics and the submission executor; it prepares semantic programs for input
+// signatures and runs them, synchronously or through submit();
+// runtime.on(placement) returns eager contexts.
 //
 // Note [Runtime thread safety]
 // Every Runtime method is thread-safe. Runtime is a cheap handle: copies
@@ -72,9 +71,9 @@ class Runtime {
   /// Cached plans of older epochs are dropped.
   Status reconfigure(FunctionRef<Status(RuntimeConfigBuilder&)> edit);
 
-  /// Prepares `program` for `signature` (seed "Runtime plan compilation"):
-  /// validates inputs and shape guards first, then resolves every operation
-  /// (override, placement, family preference, native capability, core
+  /// Prepares `program` for `signature` (docs/runtime.md, "How `prepare_for`
+  /// works"): validates inputs and shape guards first, then resolves every
+  /// operation (override, placement, family preference, native capability, core
   /// lowering, configured fallback), inserts explicit transfers, prepares
   /// engines and builds the schedule and buffer plan. Goes through the
   /// prepared-plan cache (single flight). Errors are kPrepare-stage.

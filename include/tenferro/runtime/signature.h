@@ -13,13 +13,14 @@
 #include "tenferro/program/semantic_program.h"
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/placement.h"
-#include "tenferro/runtime/providers.h"
+#include "tenferro/runtime/spi/providers.h"
 #include "tenferro/tensor/shape.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::runtime {
 
-/// How the runtime may use an external input (seed "Buffer Planning").
+/// How the runtime may use an external input (the buffer plan may reuse or
+/// donate it only as allowed here).
 enum class BindingMode : std::uint8_t {
   kBorrowed,   ///< read only (the default)
   kDonatable,  ///< may be overwritten in place at its last use when the

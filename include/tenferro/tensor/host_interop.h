@@ -1,5 +1,4 @@
-// Host interop for MPI, numpy and other code that wants a plain buffer
-// (seed "MPI and Multi-Process Compatibility").
+// Host interop for MPI, numpy and other code that wants a plain buffer.
 //
 // Note [Host export copies]
 // export_host_mutable() hands out a contiguous, mutable host buffer that IS

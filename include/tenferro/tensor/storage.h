@@ -1,7 +1,7 @@
 // Storage: a reference-counted block of tensor memory and its identities.
 //
 // Note [Storage identities]
-// Every storage records (seed "Runtime Ownership", "Memory locality"):
+// Every storage records:
 //  - its StorageDomainId: the address space / interoperability class (all
 //    host memory shares kHostStorageDomain, whatever NUMA node it is on);
 //  - its AllocationDomainId and owner: who reclaims the memory (the default

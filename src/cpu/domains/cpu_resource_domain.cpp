@@ -6,12 +6,12 @@
 // operation calling enter() or run() from inside its session, a parallel_for
 // chunk, or a submitted job) is rejected with kReentryRejected before the
 // executor is touched: nested entry would stack a second fan-out level and a
-// second thread budget on the first (seed "Re-entry during migration"). It
-// is a typed error, never a crash or a deadlock. Trusted composition (one
-// provider calling another) passes the CpuExecutionContext it received
-// instead. The check reads the thread-local domain state (Note [The
-// thread-local domain state] in thread_state.h), so it also catches entry
-// into a different domain or runtime from inside an entered one.
+// second thread budget on the first. It is a typed error, never a crash or a
+// deadlock. Trusted composition (one provider calling another) passes the
+// CpuExecutionContext it received instead. The check reads the thread-local
+// domain state (Note [The thread-local domain state] in thread_state.h), so it
+// also catches entry into a different domain or runtime from inside an entered
+// one.
 #include "tenferro/cpu/domains/cpu_resource_domain.h"
 
 #include <algorithm>

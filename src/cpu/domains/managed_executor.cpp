@@ -13,11 +13,11 @@
 //    affinity is not already inside the CPU set, and its affinity is
 //    restored when the entry returns. When the domain covers every CPU the
 //    process may use, every thread of the process already runs inside it
-//    and no affinity call is made (measured: the check costs ~150 ns, a
-//    bind+restore pair ~1.3 us on this VM).
-// This replaces a task_scheduler_observer, whose callbacks cost ~100 ns on
-// every entry even when nothing needs pinning (DEPENDENCIES.md section 1:
-// oneTBB's own NUMA constraints bind to whole nodes, not exact CPU sets).
+//    and no affinity call is made (the check is much cheaper than a
+//    bind+restore pair; docs/performance_notes.md, "CPU resource domains").
+// This replaces a task_scheduler_observer, whose callbacks cost time on
+// every entry even when nothing needs pinning (oneTBB's own NUMA
+// constraints bind to whole nodes, not exact CPU sets).
 // Binding is skipped on an injected topology, where it would silently do
 // nothing (or pin to CPUs of a machine we are not running on).
 //
@@ -27,7 +27,7 @@
 // and an installed job runs on the caller plus at most budget-1 workers.
 // A budget-one arena reserves nothing, so its single slot can also run
 // submitted tasks (a reserved slot would leave them without a thread).
-// oneTBB sizes its worker pool from the process mask (P-1 workers): on this
+// oneTBB sizes its worker pool from the process mask (P-1 workers): on a
 // 2-CPU machine submitted tasks of all domains share one worker.
 //
 // Note [ThreadSanitizer and oneTBB]

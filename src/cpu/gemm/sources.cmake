@@ -53,6 +53,7 @@ function(tenferro_add_blas_module name source library)
     C_VISIBILITY_PRESET hidden
     BUILD_RPATH ${library_dir}
     INSTALL_RPATH ${library_dir})
+  install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/tenferro)
 endfunction()
 
 set(_tf_libdir /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})

@@ -46,18 +46,18 @@ constexpr std::int64_t kParallelGrainBytes = 256 * 1024;
 // (fast strings) moves two. Non-temporal stores skip that read. Once the
 // destination is several times the per-core L2 it will not be read back
 // from a private cache anyway, and streaming wins even while the shared L3
-// could hold it (measured: 8 MiB f64 transposes 0.62 -> 0.86 of memcpy).
+// could hold it (chosen by measurement with `tenferro bench permute`;
+// docs/performance_notes.md, "CPU copy kernel").
 constexpr std::int64_t kStreamingBytes = 8 << 20;
 constexpr std::int64_t kGroupTarget = 512;  // elements a fused group aims for
 constexpr std::int64_t kMaxTable = 1024;    // largest fused group (offset table entries)
 constexpr std::int64_t kMacroTile = 64;     // macro tile side, elements (the largest)
 // Direct (unstaged) macro tiles are 32 x 32: their 32 source rows and 32
-// destination columns stay in L1 and the TLB together. Against 64 on the
-// permutation patterns (tenferro bench permute, 1 thread): transpose_3d_256_201
-// 0.65 -> 0.74 and reverse_23d_2 0.63-0.67 -> 0.80-0.82 of memcpy. Staged
-// tiles (Note [Staged streaming]) stay 64 wide so that each column run has
-// whole lines between its partial ends (at 32, reverse_15d_3 fell from 0.55
-// to 0.45).
+// destination columns stay in L1 and the TLB together, which 64 x 64 tiles
+// do not. Staged tiles (Note [Staged streaming]) stay 64 wide so that each
+// column run has whole lines between its partial ends. Both widths chosen by
+// measurement with `tenferro bench permute` (docs/performance_notes.md,
+// "CPU copy kernel").
 constexpr std::int64_t kDirectTile = 32;
 constexpr std::int64_t kCacheLine = 64;  // bytes
 

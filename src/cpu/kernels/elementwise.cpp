@@ -17,7 +17,8 @@ using internal::run_elementwise;
 
 constexpr ErrorStage kStage = ErrorStage::kNone;
 // Elements per parallel chunk. Memory-bound ops need large chunks to pay for
-// a fork-join (~0.2 us); ops calling libm (~10 ns per element) much smaller.
+// a fork-join (its cost: `tenferro bench domains`, parallel_for_2); ops
+// calling libm cost far more per element and need much smaller ones.
 constexpr std::int64_t kCheapGrain = 32768;
 constexpr std::int64_t kHeavyGrain = 2048;
 

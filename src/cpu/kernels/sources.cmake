@@ -21,7 +21,7 @@ list(APPEND TENFERRO_CPU_TESTS
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
 
-# Note [ISA translation units] (transpose_micro.h): the SIMD tile transposes
+# Note [ISA translation units] (gemm/native/micro_kernels.h): the SIMD tile transposes
 # get their ISA flags whatever TENFERRO_NATIVE_ARCH says; copy_kernel.cpp
 # checks the CPU before calling them.
 set_source_files_properties(kernels/transpose_micro_avx512.cpp PROPERTIES

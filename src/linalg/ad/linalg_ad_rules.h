@@ -1,5 +1,5 @@
 // Internal: the per-operation linearize functions of the linalg AD rule
-// (Note [Linalg AD rules] in docs/linalg.md). Each receives the rule's
+// ("Automatic differentiation" in docs/linalg.md). Each receives the rule's
 // context and helpers and returns one tangent per result (nullopt = zero or
 // not differentiable). Called only when at least one tangent is present.
 #pragma once

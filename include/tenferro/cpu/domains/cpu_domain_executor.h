@@ -1,8 +1,7 @@
 // CpuDomainExecutor: the small interface between a CPU resource domain and
 // the threads that run its work. tenferro's managed executor (one oneTBB
 // arena per domain, pinned workers) implements it; in ExternalManaged mode
-// the application implements it around its own pool (seed "CPU Resource
-// Model", "ExternalManaged mode").
+// the application implements it around its own pool.
 //
 // Note [Install and submit]
 // install is the synchronous entry: the executor runs one job, on the calling

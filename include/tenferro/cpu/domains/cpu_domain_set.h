@@ -1,7 +1,7 @@
 // CpuDomainSet: the validated set of CPU resource domains an engine owns, in
 // Managed mode (tenferro discovers topology, builds and pins one oneTBB
 // executor per domain) or ExternalManaged mode (the application supplies an
-// executor per domain; seed "Managed mode", "ExternalManaged mode").
+// executor per domain).
 // Construction is atomic: every spec is checked before any executor or
 // worker is created, and a failure creates nothing.
 #pragma once

@@ -1,10 +1,9 @@
-// CpuResourceDomain: one CPU resource domain (seed "Resource domains"): its
-// identity, exact CPU set, NUMA node, thread budget, executor, node-local
-// memory pool (also the scratch owner), and the only ways in: enter (one
-// install for a session of operations), run (a standalone operation) and
-// submit (outer work). Domains are built by CpuDomainSet and shared through
-// std::shared_ptr; a runtime may hold them by shared_ptr or by reference to
-// its set.
+// CpuResourceDomain: one CPU resource domain: its identity, exact CPU set, NUMA
+// node, thread budget, executor, node-local memory pool (also the scratch
+// owner), and the only ways in: enter (one install for a session of
+// operations), run (a standalone operation) and submit (outer work). Domains
+// are built by CpuDomainSet and shared through std::shared_ptr; a runtime may
+// hold them by shared_ptr or by reference to its set.
 #pragma once
 
 #include <atomic>

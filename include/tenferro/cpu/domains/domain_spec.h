@@ -16,8 +16,8 @@
 
 namespace tenferro::cpu {
 
-/// How strictly a domain's CPU set binds the providers that run in it (seed
-/// "Two capability axes"). Strict: every thread a call uses must be on the
+/// How strictly a domain's CPU set binds the providers that run in it
+/// (capabilities.h). Strict: every thread a call uses must be on the
 /// domain's CPUs, so a provider that cannot guarantee it is a placement
 /// error. Advisory: the CPU set is a preference; such providers are allowed
 /// and diagnostics say placement is not enforced.

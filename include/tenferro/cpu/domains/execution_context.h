@@ -3,8 +3,8 @@
 // operations.
 //
 // Note [Entered contexts only]
-// A CpuExecutionContext exists only inside an entered executor (seed
-// "Resource domains", "Executor-entry amortization"): CpuResourceDomain::
+// A CpuExecutionContext exists only inside an entered executor, so the cost
+// of entering is paid once per session, not per operation: CpuResourceDomain::
 // enter() installs once and hands the body a CpuDomainSession; each
 // operation derives its own context with session.context(mode), which costs
 // a few stores and no executor entry. A submitted job receives a sequential

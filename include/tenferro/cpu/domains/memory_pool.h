@@ -1,5 +1,5 @@
 // CpuDomainMemoryPool: the node-local buffer pool and scratch owner of one
-// CPU resource domain (seed "Memory locality").
+// CPU resource domain.
 //
 // Note [Node-local memory]
 // Outputs and scratch of an operation are allocated from the pool of the

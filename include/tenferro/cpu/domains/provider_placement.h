@@ -1,6 +1,5 @@
-// Enforcing the two CPU capability axes (seed "Two capability axes: thread
-// count and placement") when a provider is bound to a domain, at
-// construction or prepare time, never per call.
+// Enforcing the two CPU capability axes (capabilities.h) when a provider is
+// bound to a domain, at construction or prepare time, never per call.
 //
 // Note [Thread count and placement]
 // A provider reports, once, whether it can enforce a thread budget per call

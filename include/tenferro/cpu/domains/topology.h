@@ -2,13 +2,13 @@
 // hwloc from the real system or from an injected XML/synthetic description.
 //
 // Note [Allowed CPUs]
-// Resource domains are built only from CPUs the process may run on (seed
-// "MPI and Multi-Process Compatibility"): the topology's allowed cpuset
-// (cgroup cpuset restrictions) intersected with the process's CPU binding
-// (sched_setaffinity / taskset / mpirun --bind-to). hwloc's allowed cpuset
-// alone misses taskset (../shared/design/DEPENDENCIES.md section 2), so the
-// binding is read separately with hwloc_get_cpubind(HWLOC_CPUBIND_PROCESS),
-// the union over the process's threads. An injected description has no
+// Resource domains are built only from CPUs the process may run on, so MPI
+// ranks bound to disjoint CPUs get disjoint domains: the topology's allowed
+// cpuset (cgroup cpuset restrictions) intersected with the process's CPU
+// binding (sched_setaffinity / taskset / mpirun --bind-to). hwloc's allowed
+// cpuset alone misses taskset, so the binding is read separately with
+// hwloc_get_cpubind(HWLOC_CPUBIND_PROCESS), the union over the process's
+// threads. An injected description has no
 // process: TopologySource::process_cpus simulates the binding instead.
 // Discovery reads hwloc's usual environment (HWLOC_XMLFILE, HWLOC_SYNTHETIC,
 // HWLOC_THISSYSTEM) like every hwloc consumer; tenferro keeps no copy of it.
@@ -98,7 +98,7 @@ class CpuTopology {
   std::span<const CpuSet> cores() const noexcept { return cores_; }
   /// True when binding threads and memory acts on the running machine.
   /// Binding calls on an injected topology would silently do nothing, so
-  /// executors and allocators skip them (DEPENDENCIES.md section 2).
+  /// executors and allocators skip them.
   bool is_this_system() const noexcept { return this_system_; }
   const std::string& source_description() const noexcept { return source_; }
 

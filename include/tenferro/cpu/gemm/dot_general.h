@@ -1,8 +1,7 @@
-// The engine-owned dot_general composite (seed "CPU contraction and linalg
-// composition"): a validated binary contraction with StableHLO semantics
-// (docs/core_ops.md) executed either by a direct general-contraction
-// provider or by TTGT, i.e. layout transforms (only where strides demand
-// them) plus GEMM through a CpuGemmProvider.
+// The engine-owned dot_general composite: a validated binary contraction with
+// StableHLO semantics (docs/core_ops.md) executed either by a direct
+// general-contraction provider or by TTGT, i.e. layout transforms (only where
+// strides demand them) plus GEMM through a CpuGemmProvider.
 //
 // Note [TTGT without transposes]
 // Axes fall into four groups: batch (B: lhs, rhs, out), lhs free (M: lhs,
@@ -22,10 +21,9 @@
 // is an elementwise product and runs as one strided loop without GEMM.
 //
 // Note [dot_general parallel mode]
-// The mode is chosen once per call, before any provider runs (seed
-// "Normative faer batched-GEMM policy", "Target policy for strided-batched
-// dot_general"): with one thread, kSequential; with several GEMM jobs, at
-// least as many jobs as threads, small jobs (DotGeneralOptions) and a GEMM
+// The mode is chosen once per call, before any provider runs (Note [One fan-out
+// level] in parallel.h): with one thread, kSequential; with several GEMM jobs,
+// at least as many jobs as threads, small jobs (DotGeneralOptions) and a GEMM
 // provider that can be forced sequential on each worker
 // (can_run_sequential_per_worker: never parallel OpenBLAS), kOuter: the jobs
 // are spread with one ctx.parallel_for and every provider call gets a

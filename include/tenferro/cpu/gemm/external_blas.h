@@ -17,7 +17,7 @@
 // through LAPACKE -> libblas.so.3), a module gets that one. The provider
 // therefore never trusts the request: it identifies the build actually
 // loaded (openblas_get_parallel(), openblas_get_config(), dladdr) and
-// classifies its capability from that (seed "BLAS and faer behavior").
+// classifies its capability from that.
 #pragma once
 
 #include <memory>
@@ -67,7 +67,7 @@ struct BlisOptions {
 
 /// A CpuGemmProvider over one external BLAS library (see the Note above).
 /// Immutable after construction; thread-safe to call concurrently (the
-/// libraries are, per DEPENDENCIES.md). Capability, from the loaded build:
+/// libraries are). Capability, from the loaded build:
 ///   OpenBLAS serial                 kSequential / kCallingThread
 ///   OpenBLAS pthread or OpenMP      kGlobalOrUncontrolled / kExternalWorkers
 ///   BLIS with per-call threads      kPerCall / kExternalWorkers (exact
@@ -89,12 +89,11 @@ class ExternalBlasGemmProvider final : public CpuGemmProvider {
   const ExternalBlasIdentity& identity() const noexcept { return identity_; }
 
   /// Sets the library's process-global default thread count
-  /// (openblas_set_num_threads / bli_thread_set_num_threads). This is the
-  /// seed's "ProviderDefaultExclusive" compatibility knob, for benchmarks and
-  /// callers that own the whole process: it changes the library for every
-  /// user in the process, races with concurrent calls, and is never a
-  /// per-call control (capability() does not change). kUnsupported when the
-  /// library has no such setting.
+  /// (openblas_set_num_threads / bli_thread_set_num_threads). This is a
+  /// compatibility knob for benchmarks and callers that own the whole process:
+  /// it changes the library for every user in the process, races with
+  /// concurrent calls, and is never a per-call control (capability() does not
+  /// change). kUnsupported when the library has no such setting.
   Status set_global_thread_count(int threads) const;
 
   Status gemm(const GemmRequest& request, const ParallelContext& ctx) const override;

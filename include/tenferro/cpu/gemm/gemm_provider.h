@@ -1,8 +1,7 @@
-// CpuGemmProvider: the GEMM primitives a CPU dot_general composite builds on
-// (seed "CPU contraction and linalg composition"): one GEMM, strided-batched
-// GEMM and grouped GEMM over f32, f64, c64 and c128, with general row and
-// column strides. A provider computes; it does not own batch scheduling,
-// create threads or choose a resource domain.
+// CpuGemmProvider: the GEMM primitives a CPU dot_general composite builds on:
+// one GEMM, strided-batched GEMM and grouped GEMM over f32, f64, c64 and c128,
+// with general row and column strides. A provider computes; it does not own
+// batch scheduling, create threads or choose a resource domain.
 //
 // Note [GEMM operand strides]
 // Every operand is described by its first element and two element strides:

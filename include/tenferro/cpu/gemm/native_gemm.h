@@ -31,8 +31,8 @@ struct GemmKernelTable;
 class GemmWorkspacePool;
 /// One request's path counts, kept on the caller's stack and added to the
 /// shared counters once per request: a per-problem atomic add from every
-/// worker of an outer fan-out contends for one cache line (gm_queen5_5_3 at
-/// 2 threads: 1.27 s per run with it, 0.98 s without).
+/// worker of an outer fan-out contends for one cache line, which shows in
+/// `tenferro bench einsum` (docs/performance_notes.md, "Native GEMM").
 struct NativeGemmTally {
   std::int64_t small_loop_problems = 0;
   std::int64_t small_tiled_problems = 0;

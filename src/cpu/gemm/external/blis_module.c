@@ -5,13 +5,12 @@
  * Note [BLIS kernel selection]
  * BLIS 0.9 picks its kernels from the CPU brand string and chooses the AVX2
  * `haswell` kernels on CPUs whose brand string names no SKU (KVM guests), even
- * when the `skx` AVX-512 kernels are compiled in (../shared/design/
- * DEPENDENCIES.md section 3). The only selection interface is the
- * BLIS_ARCH_TYPE environment variable, read once by bli_init(). When asked to
- * and when the CPU has AVX-512F/DQ/BW/VL and the variable is unset,
+ * when the `skx` AVX-512 kernels are compiled in. The only selection interface
+ * is the BLIS_ARCH_TYPE environment variable, read once by bli_init(). When
+ * asked to and when the CPU has AVX-512F/DQ/BW/VL and the variable is unset,
  * initialize() sets it to the skx id, calls bli_init() and removes it again.
- * That touches the process environment once, at provider construction; the
- * arch actually in use is reported by identify(). */
+ * That touches the process environment once, at provider construction; the arch
+ * actually in use is reported by identify(). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 #include "tenferro/cpu/gemm/external_blas.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -15,6 +16,7 @@
 #include "cpu/gemm/external/blas_module_abi.h"
 #include "cpu/gemm/gemm_layout.h"
 #include "tenferro/base/assert.h"
+#include "tenferro/base/build_info.h"
 
 #ifndef TENFERRO_BLAS_MODULE_DIR
 #define TENFERRO_BLAS_MODULE_DIR ""
@@ -39,7 +41,11 @@ namespace {
 
 Result<std::unique_ptr<internal::BlasModuleHandle>> open_module(const std::string& dir, const std::string& file,
                                                                 bool select_avx512) {
-  const std::string base = dir.empty() ? std::string(TENFERRO_BLAS_MODULE_DIR) : dir;
+  std::string base = dir;
+  if (base.empty()) {  // the build tree's module, else the installed one
+    base = TENFERRO_BLAS_MODULE_DIR;
+    if (::access((base + "/" + file).c_str(), F_OK) != 0) base = std::string(build_info().installed_module_dir);
+  }
   auto h = std::make_unique<internal::BlasModuleHandle>();
   h->path = base + "/" + file;
   h->handle = dlopen(h->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
@@ -199,7 +205,7 @@ ExternalBlasGemmProvider::ExternalBlasGemmProvider(std::unique_ptr<internal::Bla
   identity_.pool_threads = raw.pool_threads;
   identity_.per_call_threads = raw.per_call_threads != 0 && module_->module->gemm_strided != nullptr;
 
-  // Seed "BLAS and faer behavior": classify from the build actually loaded.
+  // Classify from the build actually loaded (Note [External BLAS isolation]).
   if (identity_.threading == BlasThreading::kSerial) {
     capability_.thread_count = ThreadCountControl::kSequential;
     capability_.placement = PlacementControl::kCallingThread;

@@ -1,7 +1,7 @@
 // External BLAS providers: the loaded build is identified from the library
-// itself and classified as the seed's table says; OpenBLAS and BLIS work side
-// by side in one process without leaking their symbols into the global scope
-// (Note [External BLAS isolation]).
+// itself and classified as the capability table in external_blas.h says;
+// OpenBLAS and BLIS work side by side in one process without leaking their
+// symbols into the global scope (Note [External BLAS isolation]).
 #include "tenferro/cpu/gemm/external_blas.h"
 
 #include <dlfcn.h>

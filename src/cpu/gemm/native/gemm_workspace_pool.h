@@ -19,8 +19,8 @@ namespace tenferro::cpu::internal {
 /// writes the whole buffer, so a buffer another core used last has its lines
 /// modified in that core's cache, and each write first fetches the line from
 /// there: when two GEMMs of a concurrent group took each other's buffers
-/// (Note [CPU concurrent groups]), a pair of 128^3 dgemms took ~76 us
-/// against ~63 us for the same two GEMMs on two plain threads.
+/// (Note [CPU concurrent groups]), the pair ran clearly slower than the same
+/// two GEMMs on two plain threads (docs/performance_notes.md, "Native GEMM").
 class GemmWorkspacePool {
  public:
   static constexpr std::size_t kMaxCached = 16;

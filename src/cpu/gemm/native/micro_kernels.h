@@ -241,8 +241,8 @@ void pack_panels(std::int64_t lines, std::int64_t depth, const T* src, std::int6
   if (ls == 1) {
     // Lines adjacent in memory: panel by panel. (Walking the source in
     // address order -- one step of every panel, or of groups of panels,
-    // at a time -- was slower in `tenferro bench ad`: the destinations, a
-    // whole panel apart, alias in L1.)
+    // at a time -- makes the destinations, a whole panel apart, alias in
+    // L1; `tenferro bench ad` shows it.)
     for (std::int64_t q = 0; q < full; ++q) {
       for (std::int64_t p = 0; p < depth; ++p) {
         const T* s = src + p * ds + q * R;

@@ -115,9 +115,9 @@ void scale_c(const TypedProblem<T>& p) {
 // Problems up to kLoopMaxMnk (16^3) the tiles cannot run -- complex ones,
 // or an A too large for the buffer (a long thin A with n = 1, say) -- run
 // the plain column loop, vectorised over i when A and C are unit-stride
-// along M. Before the tiles, a 16^3 dgemm took 1.0-2.6 us in that loop
-// (depending on the operands' layouts), 4-5x the blocked path's time, and
-// 24^3-48^3 ones ran the blocked path at 0.6-0.7x OpenBLAS.
+// along M. The tiles cover the sizes where that loop, and above it the
+// blocked path, fell well behind OpenBLAS in `tenferro bench gemm`
+// (docs/performance_notes.md, "Native GEMM").
 #if defined(__AVX512F__)
 constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
 constexpr int kTileAccumulators = 16;
@@ -371,9 +371,9 @@ void multiply_rows(const GemmKernelSet<T>& ks, const TypedProblem<T>& p, const T
 // B slivers and its A rows, in buffers of its own. Sharing one B panel
 // packed by all workers (the blocked path below) costs a second fork-join
 // and, worse, makes every task read the slivers another core packed: those
-// lines sit modified in the other core's cache. At 2 threads a hot 128^3
-// dgemm took 42 us that way against 52 us on one thread (1.24x; a 64^3 one
-// was slower than on one thread). The split minimises the slowest task's
+// lines sit modified in the other core's cache, so at these sizes a second
+// thread gained little that way, or nothing (docs/performance_notes.md,
+// "Native GEMM"). The split minimises the slowest task's
 // cost in micro-tiles: its tiles (rows counted exactly, so an M edge tile
 // of 8 rows weighs a third of a 24-row one), plus about 1.5 tiles per
 // packed A row panel and 0.5 per packed B sliver; a task packs the A rows

@@ -1,0 +1,44 @@
+# The installable package: `cmake --install` puts the component libraries,
+# the public headers (not the test-only tenferro/testing ones), the provider
+# modules, a CMake package (find_package(tenferro CONFIG)) exporting
+# tenferro::<component> and the umbrella tenferro::tenferro, and a
+# pkg-config file (tenferro.pc) for non-CMake builds.
+include(CMakePackageConfigHelpers)
+
+# tenferro::tenferro: every component, for applications that want it all.
+get_property(_tf_components GLOBAL PROPERTY TENFERRO_COMPONENTS)
+add_library(tenferro_all INTERFACE)
+foreach(_tf_c IN LISTS _tf_components)
+  target_link_libraries(tenferro_all INTERFACE tenferro_${_tf_c})
+endforeach()
+set_target_properties(tenferro_all PROPERTIES EXPORT_NAME tenferro)
+add_library(tenferro::tenferro ALIAS tenferro_all)
+install(TARGETS tenferro_all EXPORT tenferroTargets)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tenferro DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  PATTERN testing EXCLUDE PATTERN testing.h EXCLUDE)
+
+set(_tf_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tenferro)
+install(EXPORT tenferroTargets NAMESPACE tenferro:: DESTINATION ${_tf_cmake_dir})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tenferroConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/tenferroConfig.cmake INSTALL_DESTINATION ${_tf_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/tenferroConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/tenferroConfig.cmake ${PROJECT_BINARY_DIR}/tenferroConfigVersion.cmake
+  DESTINATION ${_tf_cmake_dir})
+
+# pkg-config: the static component libraries in link order (dependents
+# first), then what they need.
+set(_tf_libs "")
+set(_tf_reversed ${_tf_components})
+list(REVERSE _tf_reversed)
+foreach(_tf_c IN LISTS _tf_reversed)
+  get_target_property(_tf_type tenferro_${_tf_c} TYPE)
+  if(_tf_type STREQUAL "STATIC_LIBRARY")
+    string(APPEND _tf_libs " -ltenferro_${_tf_c}")
+  endif()
+endforeach()
+# The prefix relative to the .pc file, so an installation can move.
+file(RELATIVE_PATH _tf_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro.pc.in ${PROJECT_BINARY_DIR}/tenferro.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tenferro.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,31 @@
+// The README's C++ quick start: an installed tenferro, a ready CPU runtime,
+// eager einsum and linalg calls.
+#include <cstdio>
+#include <vector>
+
+#include <tenferro/cpu_runtime.h>
+
+using namespace tenferro;
+
+Result<double> contract() {
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime({.threads = 1}));
+  runtime::EagerContext ctx = cpu.runtime.on();
+
+  TENFERRO_ASSIGN_OR_RETURN(Tensor a, Tensor::from_values<double>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor b, Tensor::from_values<double>({1, 0, 0, 1, 1, 1}, {3, 2}));
+  const Tensor ab[] = {a, b};
+  TENFERRO_ASSIGN_OR_RETURN(Tensor c, einsum::einsum(ctx, "ij,jk->ik", ab));  // [[4, 5], [10, 11]]
+  TENFERRO_ASSIGN_OR_RETURN(Tensor det, linalg::det(ctx, c));                 // 4 * 11 - 5 * 10
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<double> v, det.to_vector<double>());
+  return v[0];
+}
+
+int main() {
+  Result<double> det = contract();
+  if (!det.ok()) {  // bad input is a typed error: code, stage and message
+    std::fprintf(stderr, "error: %s\n", det.status().to_string().c_str());
+    return 1;
+  }
+  std::printf("det %g\n", *det);
+  return *det > -6.0 - 1e-9 && *det < -6.0 + 1e-9 ? 0 : 1;
+}

@@ -1,0 +1,59 @@
+// Functional differentiation executed through a Runtime: jvp / vjp / grad /
+// hvp over a program, built on the AD transforms (tenferro/ad) and the
+// derivative programs (tenferro/ad/derivative_programs.h).
+//
+// Note [Functional results]
+// The runtime entry points materialize structurally zero (co)tangents as
+// host zeros of the right dtype and shape, and report a non-differentiable
+// (bool/integer) output's tangent as an undefined Tensor. Parameters are
+// the program's caller-supplied inputs (ProgramBindings::parameters());
+// active inputs are positions among all program inputs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tenferro/ad/ad_context.h"
+#include "tenferro/ad/derivative_programs.h"
+#include "tenferro/base/status.h"
+#include "tenferro/program/program_builder.h"
+#include "tenferro/runtime/runtime.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::ad {
+
+struct JvpResult {
+  std::vector<Tensor> outputs;
+  /// One per output: the tangent, zeros, or undefined (not differentiable).
+  std::vector<Tensor> tangents;
+};
+
+struct VjpResult {
+  std::vector<Tensor> outputs;
+  /// One per active input (zeros where nothing depends on it).
+  std::vector<Tensor> cotangents;
+};
+
+/// f's outputs and J u, `tangents` holding one tensor per active input.
+Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
+                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                      std::span<const Tensor> tangents);
+
+/// f's outputs and J* v, `cotangents` holding one tensor per output (an
+/// undefined tensor means zero; non-differentiable outputs are ignored).
+Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
+                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                      std::span<const Tensor> cotangents);
+
+/// The gradient of f's real scalar output `output`, one tensor per active input.
+Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
+                                 std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                                 std::uint32_t output = 0);
+
+/// H v (forward over reverse) for `vectors`, one per active input.
+Result<std::vector<Tensor>> hvp(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
+                                std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                                std::span<const Tensor> vectors, std::uint32_t output = 0);
+
+}  // namespace tenferro::ad

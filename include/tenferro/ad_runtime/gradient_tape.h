@@ -1,0 +1,124 @@
+// GradientTape: eager (define-by-run) reverse mode on a runtime. Operations
+// run eagerly on the runtime's eager context and are recorded at the same
+// time; backward() turns the recording into a program and differentiates
+// it with the same transforms as the graph path (docs/ad.md): record ->
+// TracedGraph -> SemanticProgram -> AD transform -> Runtime::prepare_for.
+//
+// Note [Eager backward]
+// Every leaf (variable() or constant()) is a parameter input of one
+// TraceContext and every recorded operation is emitted into it. backward(loss)
+// finishes the trace with the outputs [loss, every recorded value],
+// compiles it (GraphCompiler: canonicalization, CSE, DCE; its cache makes a
+// re-recorded loop body compile once), asks the AdContext for
+// vjp_reusing_outputs(program, variables, 1) and runs that backward
+// program through Runtime::run with the recorded tensors as its residuals,
+// so the forward pass is not recomputed (only derivative coefficients
+// are). The seed is 1 (the loss must be a real floating scalar that
+// depends on a variable). Gradients are added into each variable's
+// accumulated gradient (grad()); zero_grad() clears them. Recording
+// continues after backward(), so several losses of one recording can be
+// differentiated; clear() starts a new recording, keeping variables, their
+// values and their gradients (tensors recorded before are then stale).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "tenferro/ad/ad_context.h"
+#include "tenferro/base/small_vector.h"
+#include "tenferro/base/status.h"
+#include "tenferro/program/attributes.h"
+#include "tenferro/program/core_op.h"
+#include "tenferro/program/extension_op.h"
+#include "tenferro/runtime/placement.h"
+#include "tenferro/runtime/runtime.h"
+#include "tenferro/tensor/tensor.h"
+
+namespace tenferro::ad {
+
+class GradientTape;
+
+/// A tensor recorded on one GradientTape: a cheap handle. Only its tape
+/// accepts it (kForeignValue otherwise); after clear() only variables stay
+/// valid (others answer kFailedPrecondition). Trivially copyable.
+class TapeTensor {
+ public:
+  TapeTensor() = default;
+  bool valid() const noexcept { return tape_ != nullptr; }
+
+ private:
+  friend class GradientTape;
+  TapeTensor(const GradientTape* tape, std::uint32_t index, std::uint64_t generation) noexcept
+      : tape_(tape), index_(index), generation_(generation) {}
+  const GradientTape* tape_ = nullptr;
+  std::uint32_t index_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+/// What backward() did (cumulative).
+struct TapeMetrics {
+  std::uint64_t operations_recorded = 0;
+  std::uint64_t backward_calls = 0;
+  std::uint64_t reused_values = 0;  ///< recorded tensors fed to backward programs as residuals
+};
+
+/// See Note [Eager backward]. Thread-compatible (one thread at a time).
+/// Retains the runtime (a handle) and the AdContext.
+class GradientTape {
+ public:
+  /// A tape running on `runtime.on(placement)` and differentiating with
+  /// `context` (a fresh AdContext when null).
+  explicit GradientTape(runtime::Runtime runtime, std::shared_ptr<AdContext> context = nullptr,
+                        runtime::Placement placement = runtime::Placement::default_placement());
+  ~GradientTape();
+  GradientTape(GradientTape&&) noexcept;
+  GradientTape& operator=(GradientTape&&) noexcept;
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  /// A leaf whose gradient is accumulated (floating or complex dtype;
+  /// kDTypeMismatch otherwise). The tensor is retained, not copied.
+  Result<TapeTensor> variable(const Tensor& value, std::string_view name = {});
+  /// A leaf without a gradient.
+  Result<TapeTensor> constant(const Tensor& value, std::string_view name = {});
+
+  /// Runs core op `op` eagerly and records it.
+  Result<TapeTensor> apply(program::CoreSemanticOp op, std::span<const TapeTensor> operands,
+                           program::CoreAttributes attributes = program::NoAttributes{});
+  Result<TapeTensor> apply(program::CoreSemanticOp op, std::initializer_list<TapeTensor> operands,
+                           program::CoreAttributes attributes = program::NoAttributes{}) {
+    return apply(op, std::span<const TapeTensor>(operands.begin(), operands.size()), std::move(attributes));
+  }
+  /// Runs extension op `op` eagerly (retained) and records it.
+  Result<SmallVector<TapeTensor, 2>> apply(std::shared_ptr<const program::ExtensionOp> op,
+                                           std::span<const TapeTensor> operands);
+
+  /// The eager value.
+  Result<Tensor> value(const TapeTensor& tensor) const;
+
+  /// Adds d loss / d variable into every variable's gradient (Note [Eager
+  /// backward]). kInvalidArgument for a loss that is not a real floating
+  /// scalar, kFailedPrecondition when it depends on no variable.
+  Status backward(const TapeTensor& loss);
+  /// The accumulated gradient of `variable`; an undefined Tensor when none
+  /// was accumulated since the last zero_grad().
+  Result<Tensor> grad(const TapeTensor& variable) const;
+  /// Clears every accumulated gradient.
+  void zero_grad();
+  /// Starts a new recording (Note [Eager backward]).
+  Status clear();
+
+  const TapeMetrics& metrics() const noexcept { return metrics_; }
+  AdContext& ad_context() const noexcept { return *context_; }
+
+  struct State;  // src/ad; not part of the API
+
+ private:
+  std::shared_ptr<AdContext> context_;
+  std::unique_ptr<State> state_;
+  TapeMetrics metrics_;
+};
+
+}  // namespace tenferro::ad

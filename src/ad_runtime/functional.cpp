@@ -1,0 +1,136 @@
+// Functional differentiation through a runtime (include/tenferro/ad_runtime/functional.h).
+#include "tenferro/ad_runtime/functional.h"
+
+namespace tenferro::ad {
+
+using program::FrozenProgram;
+
+namespace {
+
+Status check_program(const FrozenProgram& f, std::string_view who) {
+  if (!f.program) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile, "{}: expected a program, found null", who);
+  }
+  return ok_status();
+}
+
+Result<Tensor> host_zeros(const Tensor& like) { return Tensor::zeros(like.shape(), like.dtype()); }
+
+}  // namespace
+
+Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                      std::span<const Tensor> tangents) {
+  TENFERRO_TRY(check_program(f, "jvp"));
+  if (tangents.size() != active_inputs.size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "jvp: expected one tangent per active input ({}), found {}", active_inputs.size(),
+                      tangents.size());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(JvpProgram program, context.jvp(f, active_inputs));
+  std::vector<Tensor> inputs(parameters.begin(), parameters.end());
+  inputs.insert(inputs.end(), tangents.begin(), tangents.end());
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
+  JvpResult result;
+  const std::size_t m = program.layout.num_outputs;
+  result.outputs.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(m));
+  std::size_t next = m;
+  for (std::size_t j = 0; j < m; ++j) {
+    switch (program.layout.output_tangents[j]) {
+      case TangentState::kPresent:
+        result.tangents.push_back(out[next++]);
+        break;
+      case TangentState::kZero: {
+        TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(result.outputs[j]));
+        result.tangents.push_back(std::move(z));
+        break;
+      }
+      case TangentState::kNonDifferentiable:
+        result.tangents.emplace_back();
+        break;
+    }
+  }
+  return result;
+}
+
+Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                      std::span<const Tensor> cotangents) {
+  TENFERRO_TRY(check_program(f, "vjp"));
+  if (cotangents.size() != f.program->outputs().size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "vjp: expected one cotangent per output ({}), found {}", f.program->outputs().size(),
+                      cotangents.size());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(VjpProgram program, context.vjp(f, active_inputs));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> all_inputs,
+                            f.bindings.num_inputs() == 0
+                                ? Result<std::vector<Tensor>>(std::vector<Tensor>(parameters.begin(), parameters.end()))
+                                : f.bindings.assemble_inputs(parameters));
+  std::vector<Tensor> inputs(parameters.begin(), parameters.end());
+  // Undefined cotangents of differentiated outputs are zeros; their shapes
+  // come from the forward values, so compute those first when needed.
+  bool need_shapes = false;
+  for (std::uint32_t j : program.layout.differentiated_outputs) need_shapes = need_shapes || !cotangents[j].defined();
+  std::vector<Tensor> forward;
+  if (need_shapes) {
+    TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList y, runtime.run(f, parameters));
+    forward.assign(y.begin(), y.end());
+  }
+  for (std::uint32_t j : program.layout.differentiated_outputs) {
+    if (cotangents[j].defined()) {
+      inputs.push_back(cotangents[j]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(forward[j]));
+      inputs.push_back(std::move(z));
+    }
+  }
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
+  VjpResult result;
+  const std::size_t m = program.layout.num_outputs;
+  result.outputs.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(m));
+  std::size_t next = m;
+  for (std::size_t k = 0; k < active_inputs.size(); ++k) {
+    if (program.layout.input_cotangents[k] == TangentState::kPresent) {
+      result.cotangents.push_back(out[next++]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(all_inputs[active_inputs[k]]));
+      result.cotangents.push_back(std::move(z));
+    }
+  }
+  return result;
+}
+
+Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                                 std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                                 std::uint32_t output) {
+  TENFERRO_ASSIGN_OR_RETURN(FrozenProgram g, grad_program(context, f, active_inputs, output));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(g, parameters));
+  return std::vector<Tensor>(out.begin(), out.end());
+}
+
+Result<std::vector<Tensor>> hvp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                                std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                                std::span<const Tensor> vectors, std::uint32_t output) {
+  if (vectors.size() != active_inputs.size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "hvp: expected one vector per active input ({}), found {}", active_inputs.size(), vectors.size());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(JvpProgram program, hessian_vector_program(context, f, active_inputs, output));
+  std::vector<Tensor> inputs(parameters.begin(), parameters.end());
+  inputs.insert(inputs.end(), vectors.begin(), vectors.end());
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
+  std::vector<Tensor> result;
+  std::size_t next = program.layout.num_outputs;
+  for (std::size_t k = 0; k < active_inputs.size(); ++k) {
+    if (program.layout.output_tangents[k] == TangentState::kPresent) {
+      result.push_back(out[next++]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(out[k]));
+      result.push_back(std::move(z));
+    }
+  }
+  return result;
+}
+
+}  // namespace tenferro::ad

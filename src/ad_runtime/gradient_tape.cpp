@@ -1,0 +1,254 @@
+// GradientTape (include/tenferro/ad_runtime/gradient_tape.h).
+#include "tenferro/ad_runtime/gradient_tape.h"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tenferro/compiler/graph_compiler.h"
+#include "tenferro/compiler/trace_context.h"
+#include "tenferro/runtime/eager.h"
+
+namespace tenferro::ad {
+
+using compiler::TracedOperand;
+using compiler::TracedValue;
+using program::CoreSemanticOp;
+
+namespace {
+
+// Variables live across clear(); their handles carry this bit.
+constexpr std::uint32_t kVariableBit = 0x80000000u;
+
+struct Entry {
+  Tensor value;
+  TracedValue traced;
+  bool requires_grad = false;
+  bool leaf = false;
+  std::uint32_t input = 0;  // leaves: position among the trace's inputs
+  Tensor grad;              // variables: the accumulated gradient
+  std::string name;
+};
+
+Error tape_error(ErrorCode code, std::string message) { return Error(code, ErrorStage::kNone, std::move(message)); }
+
+}  // namespace
+
+struct GradientTape::State {
+  State(runtime::Runtime rt, runtime::Placement placement) : runtime(std::move(rt)), eager(runtime.on(placement)) {}
+
+  runtime::Runtime runtime;
+  runtime::EagerContext eager;
+  compiler::TraceContext trace;
+  compiler::GraphCompiler compiler;
+  std::vector<Entry> variables;
+  std::vector<Entry> recorded;
+  /// The leaf behind each trace input: a variable (kVariableBit) or a recorded constant.
+  std::vector<std::uint32_t> inputs;
+  std::uint64_t generation = 1;
+
+  Result<Entry*> resolve(std::uint32_t index, std::uint64_t generation) {
+    if (index & kVariableBit) {
+      const std::uint32_t i = index & ~kVariableBit;
+      if (i >= variables.size()) return tape_error(ErrorCode::kInvalidArgument, "invalid tape tensor");
+      return &variables[i];
+    }
+    if (generation != this->generation || index >= recorded.size()) {
+      return tape_error(ErrorCode::kFailedPrecondition,
+                        "the tape tensor was recorded before GradientTape::clear(); only variables survive a clear");
+    }
+    return &recorded[index];
+  }
+
+  Result<TracedValue> leaf_input(const Tensor& value, std::string_view name) {
+    if (!value.defined()) return tape_error(ErrorCode::kInvalidArgument, "expected a defined tensor for a tape leaf");
+    const program::SymbolicShape shape = program::symbolic_shape(value.shape());
+    return trace.input(value.dtype(), shape.span(), name);
+  }
+};
+
+GradientTape::GradientTape(runtime::Runtime runtime, std::shared_ptr<AdContext> context, runtime::Placement placement)
+    : context_(context ? std::move(context) : std::make_shared<AdContext>()),
+      state_(std::make_unique<State>(std::move(runtime), placement)) {}
+
+GradientTape::~GradientTape() = default;
+GradientTape::GradientTape(GradientTape&&) noexcept = default;
+GradientTape& GradientTape::operator=(GradientTape&&) noexcept = default;
+
+namespace {
+Status foreign(const GradientTape* tape, const GradientTape* owner) {
+  if (tape != owner) {
+    return Error(ErrorCode::kForeignValue, ErrorStage::kNone,
+                 tape == nullptr ? "expected a valid TapeTensor, found an invalid one"
+                                 : "the TapeTensor belongs to another GradientTape");
+  }
+  return ok_status();
+}
+}  // namespace
+
+Result<TapeTensor> GradientTape::variable(const Tensor& value, std::string_view name) {
+  if (value.defined() && !is_inexact(value.dtype())) {
+    return tape_error(ErrorCode::kDTypeMismatch,
+                      fmt::format("a variable must be floating or complex, found {} ('{}')", value.dtype(), name));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(TracedValue traced, state_->leaf_input(value, name));
+  Entry e{value, traced, true, true, static_cast<std::uint32_t>(state_->inputs.size()), Tensor(), std::string(name)};
+  const auto index = static_cast<std::uint32_t>(state_->variables.size());
+  state_->inputs.push_back(index | kVariableBit);
+  state_->variables.push_back(std::move(e));
+  return TapeTensor(this, index | kVariableBit, 0);
+}
+
+Result<TapeTensor> GradientTape::constant(const Tensor& value, std::string_view name) {
+  TENFERRO_ASSIGN_OR_RETURN(TracedValue traced, state_->leaf_input(value, name));
+  Entry e{value, traced, false, true, static_cast<std::uint32_t>(state_->inputs.size()), Tensor(), std::string(name)};
+  const auto index = static_cast<std::uint32_t>(state_->recorded.size());
+  state_->inputs.push_back(index);
+  state_->recorded.push_back(std::move(e));
+  return TapeTensor(this, index, state_->generation);
+}
+
+Result<TapeTensor> GradientTape::apply(CoreSemanticOp op, std::span<const TapeTensor> operands,
+                                       program::CoreAttributes attributes) {
+  SmallVector<Tensor, 4> values;
+  SmallVector<TracedOperand, 4> traced;
+  bool requires_grad = false;
+  for (const TapeTensor& t : operands) {
+    TENFERRO_TRY(foreign(t.tape_, this));
+    TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(t.index_, t.generation_));
+    values.push_back(e->value);
+    traced.push_back(e->traced);
+    requires_grad = requires_grad || e->requires_grad;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(TracedValue result, state_->trace.emit(op, traced.span(), attributes));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor value, state_->eager.apply(op, values.span(), attributes));
+  const auto index = static_cast<std::uint32_t>(state_->recorded.size());
+  requires_grad = requires_grad && is_inexact(value.dtype());
+  state_->recorded.push_back(Entry{std::move(value), std::move(result), requires_grad, false, 0, Tensor(), {}});
+  ++metrics_.operations_recorded;
+  return TapeTensor(this, index, state_->generation);
+}
+
+Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const program::ExtensionOp> op,
+                                                       std::span<const TapeTensor> operands) {
+  SmallVector<Tensor, 4> values;
+  SmallVector<TracedOperand, 4> traced;
+  bool requires_grad = false;
+  for (const TapeTensor& t : operands) {
+    TENFERRO_TRY(foreign(t.tape_, this));
+    TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(t.index_, t.generation_));
+    values.push_back(e->value);
+    traced.push_back(e->traced);
+    requires_grad = requires_grad || e->requires_grad;
+  }
+  using TracedList = SmallVector<TracedValue, 2>;
+  TENFERRO_ASSIGN_OR_RETURN(TracedList results, state_->trace.emit_extension(op, traced.span()));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList outputs, state_->eager.call(op, values.span()));
+  SmallVector<TapeTensor, 2> out;
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const auto index = static_cast<std::uint32_t>(state_->recorded.size());
+    const bool grad = requires_grad && is_inexact(outputs[k].dtype());
+    state_->recorded.push_back(Entry{outputs[k], results[k], grad, false, 0, Tensor(), {}});
+    out.push_back(TapeTensor(this, index, state_->generation));
+  }
+  ++metrics_.operations_recorded;
+  return out;
+}
+
+Result<Tensor> GradientTape::value(const TapeTensor& tensor) const {
+  TENFERRO_TRY(foreign(tensor.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(tensor.index_, tensor.generation_));
+  return e->value;
+}
+
+Status GradientTape::backward(const TapeTensor& loss) {
+  State& s = *state_;
+  TENFERRO_TRY(foreign(loss.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * loss_entry, s.resolve(loss.index_, loss.generation_));
+  if (loss_entry->value.rank() != 0 || !is_floating(loss_entry->value.dtype())) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("backward: expected a real floating scalar loss, found {}{}",
+                                  loss_entry->value.dtype(), shape_to_string(loss_entry->value.shape())));
+  }
+  if (!loss_entry->requires_grad) {
+    return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
+  }
+  // outputs: [loss, every recorded non-leaf value].
+  SmallVector<TracedOperand, 16> outputs;
+  SmallVector<const Entry*, 16> output_entries;
+  outputs.push_back(loss_entry->traced);
+  output_entries.push_back(loss_entry);
+  for (const Entry& e : s.recorded) {
+    if (e.leaf) continue;
+    outputs.push_back(e.traced);
+    output_entries.push_back(&e);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs.span()));
+  TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler.compile(graph));
+  SmallVector<std::uint32_t, 4> active;
+  for (const Entry& v : s.variables) active.push_back(v.input);
+  TENFERRO_ASSIGN_OR_RETURN(
+      ReusingVjpProgram program,
+      context_->vjp_reusing_outputs(program::FrozenProgram{compiled.program, compiled.bindings}, active.span(), 1));
+  if (program.layout.differentiated_outputs.empty()) {
+    return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
+  }
+  std::vector<Tensor> parameters;
+  for (std::uint32_t leaf : s.inputs)
+    parameters.push_back(leaf & kVariableBit ? s.variables[leaf & ~kVariableBit].value : s.recorded[leaf].value);
+  for (std::uint32_t j : program.reused_outputs) parameters.push_back(output_entries[j]->value);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor seed, loss_entry->value.dtype() == DType::kFloat32 ? Tensor::scalar<float>(1.0f)
+                                                                                      : Tensor::scalar<double>(1.0));
+  parameters.push_back(std::move(seed));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList gradients, s.runtime.run(program.backward, parameters));
+  ++metrics_.backward_calls;
+  metrics_.reused_values += program.reused_outputs.size();
+  for (std::size_t k = 0; k < program.layout.gradient_inputs.size(); ++k) {
+    Entry& v = s.variables[s.inputs[program.layout.gradient_inputs[k]] & ~kVariableBit];
+    if (!v.grad.defined()) {
+      v.grad = gradients[k];
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(v.grad, s.eager.add(v.grad, gradients[k]));
+    }
+  }
+  return ok_status();
+}
+
+Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
+  TENFERRO_TRY(foreign(variable.tape_, this));
+  if (!(variable.index_ & kVariableBit)) {
+    return tape_error(ErrorCode::kInvalidArgument, "grad: expected a variable of the tape");
+  }
+  TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(variable.index_, variable.generation_));
+  return e->grad;
+}
+
+void GradientTape::zero_grad() {
+  for (Entry& v : state_->variables) v.grad = Tensor();
+}
+
+Status GradientTape::clear() {
+  State& s = *state_;
+  compiler::TraceContext trace;
+  std::vector<std::uint32_t> inputs;
+  std::vector<TracedValue> traced;
+  for (std::size_t i = 0; i < s.variables.size(); ++i) {
+    const program::SymbolicShape shape = program::symbolic_shape(s.variables[i].value.shape());
+    TENFERRO_ASSIGN_OR_RETURN(TracedValue t,
+                              trace.input(s.variables[i].value.dtype(), shape.span(), s.variables[i].name));
+    traced.push_back(std::move(t));
+    inputs.push_back(static_cast<std::uint32_t>(i) | kVariableBit);
+  }
+  for (std::size_t i = 0; i < s.variables.size(); ++i) {
+    s.variables[i].traced = std::move(traced[i]);
+    s.variables[i].input = static_cast<std::uint32_t>(i);
+  }
+  s.trace = std::move(trace);
+  s.inputs = std::move(inputs);
+  s.recorded.clear();
+  ++s.generation;
+  return ok_status();
+}
+
+}  // namespace tenferro::ad

@@ -1,0 +1,65 @@
+// The ready CPU runtime: einsum and linalg run on it, options are honoured,
+// and bad options are typed errors.
+#include "tenferro/cpu_runtime/cpu_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include "tenferro/einsum/einsum_call.h"
+#include "tenferro/linalg/eager_linalg.h"
+
+namespace tenferro::cpu {
+namespace {
+
+TEST(CpuRuntimeTest, EinsumAndLinalgRunOnOneThread) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_EQ(cpu->threads, 1);
+  ASSERT_NE(cpu->einsum, nullptr);
+  ASSERT_NE(cpu->linalg, nullptr);
+  runtime::EagerContext ctx = cpu->runtime.on();
+  const Tensor operands[] = {*Tensor::from_values<double>({1, 2, 3, 4, 5, 6}, {2, 3}),
+                             *Tensor::from_values<double>({1, 0, 0, 1, 1, 1}, {3, 2})};
+  Result<Tensor> c = einsum::einsum(ctx, "ij,jk->ik", operands);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(*c->to_vector<double>(), (std::vector<double>{4, 5, 10, 11}));
+  Result<Tensor> det = linalg::det(ctx, *Tensor::from_values<double>({4, 5, 10, 11}, {2, 2}));
+  ASSERT_TRUE(det.ok()) << det.status().to_string();
+  EXPECT_NEAR((*det->to_vector<double>())[0], 4.0 * 11 - 5.0 * 10, 1e-12);
+}
+
+TEST(CpuRuntimeTest, ZeroThreadsTakesEveryAllowedCpu) {
+  Result<CpuRuntime> cpu = make_cpu_runtime();
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  Result<CpuTopology> topology = CpuTopology::discover();
+  ASSERT_TRUE(topology.ok());
+  EXPECT_EQ(cpu->threads, static_cast<int>(topology->allowed_cpus().to_vector().size()));
+}
+
+TEST(CpuRuntimeTest, WithoutLinalgTheLinalgFamilyIsUnsupported) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .linalg = false});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_EQ(cpu->linalg, nullptr);
+  runtime::EagerContext ctx = cpu->runtime.on();
+  Result<Tensor> det = linalg::det(ctx, *Tensor::from_values<double>({1, 2, 3, 4}, {2, 2}));
+  ASSERT_FALSE(det.ok());
+  EXPECT_EQ(det.status().code(), ErrorCode::kUnsupportedExtension) << det.status().to_string();
+}
+
+TEST(CpuRuntimeTest, BadThreadCountsAreTypedErrors) {
+  for (int threads : {-1, 1 << 20}) {
+    Result<CpuRuntime> cpu = make_cpu_runtime({.threads = threads});
+    ASSERT_FALSE(cpu.ok()) << threads;
+    EXPECT_EQ(cpu.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(cpu.status().message().find(std::to_string(threads)), std::string::npos) << cpu.status().message();
+  }
+}
+
+TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = CpuGemmChoice::kOpenBlas});
+  if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_NE(std::string(cpu->gemm->name()).find("openblas"), std::string::npos) << cpu->gemm->name();
+}
+
+}  // namespace
+}  // namespace tenferro::cpu

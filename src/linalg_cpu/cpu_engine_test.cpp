@@ -1,0 +1,417 @@
+// CpuLinalgEngine through the runtime: polymorphic prepare, prepared graphs
+// and the eager fast path, the batch policy (one fan-out level, proven with
+// counters), typed errors that leave inputs untouched, the measured default
+// table, delegation on Unsupported, explain(), workspace reuse and the
+// LAPACK provider's identification of what is loaded.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "linalg_cpu/linalg_test_support.h"
+#include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/kernels/arena_parallel_context.h"
+#include "tenferro/cpu_engine/engine.h"
+#include "tenferro/program/program_builder.h"
+
+namespace tenferro::linalg {
+namespace {
+
+using namespace testing;
+
+/// Forwards to `inner`, counts calls, records the problems it saw, and can
+/// claim another capability or refuse a dtype.
+class RecordingProvider final : public CpuLinalgProvider {
+ public:
+  explicit RecordingProvider(std::shared_ptr<const CpuLinalgProvider> inner, std::string name = "recording",
+                             std::optional<cpu::ThreadCountControl> claim = std::nullopt)
+      : inner_(std::move(inner)), name_(std::move(name)), capability_(inner_->capability()) {
+    if (claim) capability_.thread_count = *claim;
+  }
+  std::string_view name() const noexcept override { return name_; }
+  const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
+  Result<LinalgKernelPlan> plan(const LinalgProblem& p) const override {
+    if (refuse_dtype && p.dtype == *refuse_dtype) return unsupported_problem(name_, p, "refused by the test");
+    return inner_->plan(p);
+  }
+  Status run(const LinalgProblem& p, const LinalgKernelPlan& plan, const LinalgBuffers& b,
+             std::span<std::byte> w) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seen.push_back(*p.attributes);
+    }
+    calls.fetch_add(1);
+    return inner_->run(p, plan, b, w);
+  }
+  std::optional<DType> refuse_dtype;
+  mutable std::atomic<int> calls{0};
+  mutable std::vector<LinalgAttributes> seen;
+
+ private:
+  std::shared_ptr<const CpuLinalgProvider> inner_;
+  std::string name_;
+  cpu::ProviderCapability capability_;
+  mutable std::mutex mutex_;
+};
+
+std::shared_ptr<CpuLinalgEngine> eigen_engine(std::shared_ptr<const cpu::ParallelContext> parallel = nullptr,
+                                              LinalgEngineOptions options = {}) {
+  return std::make_shared<CpuLinalgEngine>(
+      LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::make_shared<EigenLinalgProvider>())), options,
+      std::move(parallel));
+}
+
+Result<runtime::TensorList> eager(runtime::Runtime& rt, const std::shared_ptr<const LinalgOp>& op,
+                                  std::initializer_list<Tensor> inputs) {
+  runtime::EagerContext ctx = rt.on();
+  return ctx.call(op, std::span<const Tensor>(inputs.begin(), inputs.size()));
+}
+
+TEST(CpuLinalgEngineTest, PolymorphicPrepareAsksForConcreteDims) {
+  auto engine = eigen_engine();
+  runtime::OperandSignature operand{DType::kFloat64, 2, {}, runtime::LayoutClass::kStrided};
+  runtime::ExtensionSignature sig;
+  const auto op = LinalgOp::svd();
+  sig.op = op.get();
+  sig.operands = std::span<const runtime::OperandSignature>(&operand, 1);
+  Result<runtime::PrepareCapability> answer = engine->prepare(sig);
+  ASSERT_TRUE(answer.ok());
+  ASSERT_EQ(answer->kind(), runtime::PrepareCapability::Kind::kNeedsSpecialization);
+  EXPECT_TRUE(answer->requirements().has(program::SpecializationAxis::kConcreteDims));
+}
+
+TEST(CpuLinalgEngineTest, PreparedProgramAndEagerFastPathAgree) {
+  auto engine = CpuLinalgEngine::create_default();
+  runtime::Runtime rt = make_runtime(engine);
+  program::ProgramBuilder b;
+  const auto x = *b.add_input(DType::kFloat64, {3, 6, 4}, "x");
+  const auto outs = *b.emit_extension(LinalgOp::svd(SvdMode::kThin), {x});
+  const auto frozen = *b.freeze({outs[0], outs[1], outs[2]});
+  const Tensor a = random_tensor(DType::kFloat64, {3, 6, 4}, 3);
+  Result<runtime::TensorList> graph = rt.run(frozen.program, std::span<const Tensor>(&a, 1));
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  runtime::EagerContext ctx = rt.on();
+  Result<SvdResult> direct = svd(ctx, a, SvdMode::kThin);
+  ASSERT_TRUE(direct.ok()) << direct.status().to_string();
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 1u);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
+  EXPECT_EQ(values_of((*graph)[0]), values_of(direct->u));
+  EXPECT_EQ(values_of((*graph)[1]), values_of(direct->s));
+  EXPECT_EQ(values_of((*graph)[2]), values_of(direct->vh));
+  Result<std::shared_ptr<const runtime::PreparedProgram>> prepared =
+      rt.prepare_for(frozen.program, runtime::InputSignature::of(std::span<const Tensor>(&a, 1)));
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  EXPECT_NE((*prepared)->explain().find("cpu.linalg"), std::string::npos) << (*prepared)->explain();
+}
+
+TEST(CpuLinalgEngineTest, OuterBatchParallelismForSequentialProvidersIsOneFanOutLevel) {
+  auto parallel = std::make_shared<cpu::ArenaParallelContext>(2);
+  auto recording = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "recording-eigen");
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording)),
+                                                  LinalgEngineOptions{}, parallel);
+  runtime::Runtime rt = make_runtime(engine);
+  const Tensor a = random_tensor(DType::kFloat64, {64, 16, 16}, 4);
+  Result<runtime::TensorList> outer = eager(rt, LinalgOp::svd(), {a});
+  ASSERT_TRUE(outer.ok()) << outer.status().to_string();
+  LinalgEngineStats s = engine->stats();
+  EXPECT_EQ(s.outer_runs, 1u);
+  EXPECT_EQ(s.outer_chunks, 2u);
+  EXPECT_EQ(s.inner_runs + s.sequential_runs, 0u);
+  EXPECT_EQ(s.provider_calls, 64u);
+  EXPECT_EQ(recording->calls.load(), 64);
+
+  // One matrix: sequential; the same numbers as one batch element.
+  const Tensor one = *a.slice(0, 5, 6);
+  Result<runtime::TensorList> single = eager(rt, LinalgOp::svd(), {one});
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(engine->stats().sequential_runs, 1u);
+  EXPECT_EQ(values_of((*single)[1]), vector_of((*outer)[1], 5));
+
+  // The same batch with one thread runs sequentially and gives identical bits.
+  auto sequential_engine =
+      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording)),
+                                        LinalgEngineOptions{}, std::make_shared<cpu::ArenaParallelContext>(1));
+  runtime::Runtime rt1 = make_runtime(sequential_engine);
+  Result<runtime::TensorList> seq = eager(rt1, LinalgOp::svd(), {a});
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ(sequential_engine->stats().sequential_runs, 1u);
+  EXPECT_EQ(sequential_engine->stats().outer_runs, 0u);
+  for (std::size_t r = 0; r < 3; ++r) EXPECT_EQ(values_of((*seq)[r]), values_of((*outer)[r]));
+}
+
+TEST(CpuLinalgEngineTest, UncontrolledProvidersNeverFanOutAndAreRejectedWhenStrict) {
+  auto parallel = std::make_shared<cpu::ArenaParallelContext>(2);
+  auto uncontrolled = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "global-pool",
+                                                          cpu::ThreadCountControl::kGlobalOrUncontrolled);
+  const Tensor a = random_tensor(DType::kFloat64, {8, 10, 10}, 5);
+
+  auto strict = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(uncontrolled)),
+                                                  LinalgEngineOptions{}, parallel);
+  runtime::Runtime rt_strict = make_runtime(strict);
+  Result<runtime::TensorList> rejected = eager(rt_strict, LinalgOp::qr(), {a});
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), ErrorCode::kPlacementError) << rejected.status().to_string();
+  EXPECT_EQ(uncontrolled->calls.load(), 0);
+
+  LinalgEngineOptions exclusive;
+  exclusive.threading = cpu::ProviderThreadingPolicy::kProviderDefaultExclusive;
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(uncontrolled)),
+                                                  exclusive, parallel);
+  runtime::Runtime rt = make_runtime(engine);
+  ASSERT_TRUE(eager(rt, LinalgOp::qr(), {a}).ok());
+  EXPECT_EQ(engine->stats().inner_runs, 1u);
+  EXPECT_EQ(engine->stats().outer_runs, 0u);
+  EXPECT_NE(engine->explain(*LinalgOp::qr(), DType::kFloat64, std::vector<IntArrayRef>{IntArrayRef({8, 10, 10})}, 2)
+                .find("process-global"),
+            std::string::npos);
+}
+
+TEST(CpuLinalgEngineTest, RunsInsideARealCpuDomain) {
+  Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+  ASSERT_TRUE(topology.ok()) << topology.status().to_string();
+  Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cpu::CpuDomainSet::create_managed(*topology);
+  ASSERT_TRUE(domains.ok()) << domains.status().to_string();
+  const std::shared_ptr<const cpu::CpuResourceDomain> domain = (*domains)->domains()[0];
+  auto engine = CpuLinalgEngine::create_default();
+  // The CPU engine of cpu::register_cpu_engine, with the linalg module on it.
+  runtime::RuntimeBuilder builder;
+  cpu::CpuEngineOptions cpu_options;
+  cpu_options.id = EngineId(7);
+  cpu_options.domains = *domains;
+  ASSERT_TRUE(cpu::register_cpu_engine(builder, cpu_options).ok());
+  builder.add_extension_module(cpu_extension_module(EngineId(7), engine));
+  runtime::Runtime rt = *builder.build();
+  const Tensor a = hermitian_positive_definite(DType::kComplex128, {32, 12, 12}, 6);
+  // One parallel_for through the entered domain's context: a fan-out over
+  // the workers, or inline when the batch fits one chunk of the grain.
+  const auto parallel_calls = [&] { return domain->metrics().parallel_fanouts + domain->metrics().parallel_inline; };
+  const std::uint64_t calls = parallel_calls();
+  Result<runtime::TensorList> out = eager(rt, LinalgOp::cholesky(), {a});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const LinalgEngineStats s = engine->stats();
+  if (domain->thread_budget() > 1) {
+    EXPECT_EQ(s.outer_runs, 1u);
+    EXPECT_EQ(parallel_calls(), calls + 1);
+  } else {
+    EXPECT_EQ(s.sequential_runs, 1u);
+  }
+  for (std::int64_t b : {0, 31}) {
+    const RefMatrix l = matrix_of((*out)[0], b);
+    const RefMatrix want = matrix_of(a, b);
+    EXPECT_LE((l * l.adjoint() - want).max_abs(), 1e-12 * want.max_abs());
+  }
+}
+
+TEST(CpuLinalgEngineTest, NumericalFailuresAreTypedWithInfoAndBatchElement) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default());
+  // Batch element 1 is singular (a zero row).
+  std::vector<cd> v = values_of(well_conditioned(DType::kFloat64, {3, 4, 4}, 7));
+  for (int j = 0; j < 4; ++j) v[static_cast<std::size_t>(16 + 2 * 4 + j)] = 0;
+  const Tensor a = tensor_of(DType::kFloat64, {3, 4, 4}, v);
+  const Tensor rhs = random_tensor(DType::kFloat64, {3, 4, 2}, 8);
+  const std::vector<cd> before = values_of(a);
+  for (const auto& op : {LinalgOp::solve(), LinalgOp::inv()}) {
+    Result<runtime::TensorList> out = op->kind() == LinalgOpKind::kSolve ? eager(rt, op, {a, rhs}) : eager(rt, op, {a});
+    ASSERT_FALSE(out.ok()) << op->describe();
+    EXPECT_EQ(out.status().code(), ErrorCode::kSingularMatrix);
+    const std::string text = out.status().to_string();
+    EXPECT_NE(text.find("LAPACK info = "), std::string::npos) << text;
+    EXPECT_NE(text.find("batch element 1 of 3"), std::string::npos) << text;
+  }
+  EXPECT_EQ(values_of(a), before) << "inputs are never modified";
+  // det of the singular element is 0, not an error.
+  Result<runtime::TensorList> det = eager(rt, LinalgOp::det(), {a});
+  ASSERT_TRUE(det.ok());
+  EXPECT_EQ(values_of((*det)[0])[1], cd(0));
+
+  const Tensor indefinite = tensor_of(DType::kFloat64, {4, 4}, {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, -1, 0, 0, 0, 0, 4});
+  Result<runtime::TensorList> chol = eager(rt, LinalgOp::cholesky(), {indefinite});
+  ASSERT_FALSE(chol.ok());
+  EXPECT_EQ(chol.status().code(), ErrorCode::kNotPositiveDefinite);
+  EXPECT_NE(chol.status().to_string().find("order 3"), std::string::npos) << chol.status().to_string();
+
+  const Tensor zero_diag = tensor_of(DType::kFloat64, {2, 2}, {1, 0, 5, 0});
+  Result<runtime::TensorList> tri =
+      eager(rt, LinalgOp::triangular_solve(true), {zero_diag, *Tensor::zeros({2, 1}, DType::kFloat64)});
+  ASSERT_FALSE(tri.ok());
+  EXPECT_EQ(tri.status().code(), ErrorCode::kSingularMatrix);
+  EXPECT_NE(tri.status().to_string().find("info = 2"), std::string::npos) << tri.status().to_string();
+}
+
+TEST(CpuLinalgEngineTest, NonFiniteInputsAndShapeMismatchesAreTypedErrors) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default());
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    std::vector<cd> v = values_of(random_tensor(DType::kComplex128, {2, 3, 3}, 9));
+    v[12] = cd(0, bad);
+    const Tensor a = tensor_of(DType::kComplex128, {2, 3, 3}, v);
+    for (const auto& op : {LinalgOp::svd(), LinalgOp::eig(), LinalgOp::qr(), LinalgOp::det()}) {
+      Result<runtime::TensorList> out = eager(rt, op, {a});
+      ASSERT_FALSE(out.ok()) << op->describe();
+      EXPECT_EQ(out.status().code(), ErrorCode::kNonFiniteInput) << out.status().to_string();
+      EXPECT_NE(out.status().to_string().find("batch element 1"), std::string::npos);
+    }
+    // Norms propagate instead (numpy semantics).
+    Result<runtime::TensorList> norm = eager(rt, *LinalgOp::matrix_norm(NormOrder::kTwo), {a});
+    ASSERT_TRUE(norm.ok()) << norm.status().to_string();
+    const double n1 = values_of((*norm)[0])[1].real();
+    EXPECT_TRUE(std::isnan(bad) ? std::isnan(n1) : std::isinf(n1)) << n1;
+  }
+  const Tensor a = random_tensor(DType::kFloat64, {3, 3}, 10);
+  Result<runtime::TensorList> mismatch = eager(rt, LinalgOp::solve(), {a, random_tensor(DType::kFloat64, {4, 1}, 11)});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().code(), ErrorCode::kShapeMismatch) << mismatch.status().to_string();
+  Result<runtime::TensorList> not_square = eager(rt, LinalgOp::eigh(), {random_tensor(DType::kFloat64, {3, 4}, 12)});
+  EXPECT_EQ(not_square.status().code(), ErrorCode::kShapeMismatch);
+  const Tensor ints = *Tensor::zeros({2, 2}, DType::kInt32);
+  EXPECT_EQ(eager(rt, LinalgOp::inv(), {ints}).status().code(), ErrorCode::kDTypeMismatch);
+}
+
+TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {
+  auto recording = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>());
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording)));
+  runtime::Runtime rt = make_runtime(engine);
+  const Tensor a = random_tensor(DType::kFloat32, {5, 4}, 13);
+  ASSERT_TRUE(eager(rt, LinalgOp::svd(SvdMode::kValuesOnly), {a}).ok());
+  ASSERT_TRUE(eager(rt, *LinalgOp::matrix_norm(NormOrder::kNuclear), {a}).ok());
+  ASSERT_TRUE(eager(rt, LinalgOp::eigh(false), {*a.slice(0, 0, 4)}).ok());
+  ASSERT_EQ(recording->seen.size(), 3u);
+  EXPECT_EQ(recording->seen[0].svd_mode, SvdMode::kValuesOnly);
+  EXPECT_EQ(recording->seen[1].kind, LinalgOpKind::kSvd);
+  EXPECT_EQ(recording->seen[1].svd_mode, SvdMode::kValuesOnly);
+  EXPECT_FALSE(recording->seen[2].compute_vectors);
+}
+
+TEST(CpuLinalgEngineTest, DefaultTableIsVisibleAndDelegatesOnlyOnUnsupported) {
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  auto refusing = std::make_shared<RecordingProvider>(*lapack, "refusing-lapack");
+  refusing->refuse_dtype = DType::kFloat32;
+  auto eigen = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "eigen-recording");
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(refusing, eigen));
+  for (const DefaultProviderRow& row : default_provider_table()) {
+    for (std::size_t k = 0; k < kNumSizeClasses; ++k) {
+      const LinalgProviderPolicy::Choice c = engine->policy().choose(row.slot, kDefaultTableSizes[k]);
+      ASSERT_NE(c.provider, nullptr);
+      EXPECT_EQ(c.provider == refusing.get() ? "lapack" : "eigen", row.pick(k)) << to_string(row.slot);
+      EXPECT_EQ(c.alternative, c.provider == refusing.get() ? static_cast<const CpuLinalgProvider*>(eigen.get())
+                                                            : static_cast<const CpuLinalgProvider*>(refusing.get()));
+      EXPECT_NE(std::string(c.reason).find("default table"), std::string::npos);
+    }
+  }
+  const auto op = LinalgOp::svd();
+  const std::vector<std::int64_t> dims = {4, 300, 300};
+  const std::vector<IntArrayRef> shapes = {IntArrayRef(dims)};
+  Result<LinalgSelection> f64 = engine->select(*op, DType::kFloat64, shapes, 2);
+  ASSERT_TRUE(f64.ok());
+  Result<LinalgSelection> f32 = engine->select(*op, DType::kFloat32, shapes, 2);
+  ASSERT_TRUE(f32.ok());
+  if (f64->provider == "refusing-lapack") {
+    EXPECT_EQ(f32->provider, "eigen-recording");
+    EXPECT_NE(f32->reason.find("delegated"), std::string::npos) << f32->reason;
+  }
+  const std::string text = engine->explain(*op, DType::kFloat64, shapes, 2);
+  EXPECT_NE(text.find("default table"), std::string::npos) << text;
+  EXPECT_NE(text.find("mode outer"), std::string::npos) << text;
+}
+
+// One operation per provider slot, on n x n operands (plus an n x 2 right-hand side).
+struct SlotCase {
+  LinalgSlot slot;
+  std::shared_ptr<const LinalgOp> op;
+  bool rhs;
+};
+
+std::vector<SlotCase> slot_cases() {
+  return {{LinalgSlot::kSvd, LinalgOp::svd(), false},
+          {LinalgSlot::kQr, LinalgOp::qr(), false},
+          {LinalgSlot::kEigh, LinalgOp::eigh(), false},
+          {LinalgSlot::kEig, LinalgOp::eig(), false},
+          {LinalgSlot::kCholesky, LinalgOp::cholesky(), false},
+          {LinalgSlot::kLu, LinalgOp::lu(), false},
+          {LinalgSlot::kSolve, LinalgOp::solve(), true},
+          {LinalgSlot::kTriangularSolve, LinalgOp::triangular_solve(true), true},
+          {LinalgSlot::kInverse, LinalgOp::inv(), false},
+          {LinalgSlot::kLstsq, LinalgOp::lstsq(), true},
+          {LinalgSlot::kPinv, LinalgOp::pinv(), false}};
+}
+
+TEST(CpuLinalgEngineTest, SizeClassesSplitAtTheLogMidpointsOfTheMeasuredSizes) {
+  EXPECT_EQ(default_size_class(0), 0u);
+  EXPECT_EQ(default_size_class(31), 0u);
+  EXPECT_EQ(default_size_class(32), 1u);
+  EXPECT_EQ(default_size_class(127), 1u);
+  EXPECT_EQ(default_size_class(128), 2u);
+  EXPECT_EQ(default_size_class(511), 2u);
+  EXPECT_EQ(default_size_class(512), 3u);
+  EXPECT_EQ(default_size_class(std::int64_t{1} << 40), 3u);
+  for (std::size_t k = 0; k < kNumSizeClasses; ++k) EXPECT_EQ(default_size_class(kDefaultTableSizes[k]), k);
+  EXPECT_FALSE(default_provider_table_source().empty());
+}
+
+TEST(CpuLinalgEngineTest, DefaultEngineSelectsWhatTheMeasuredTableSays) {
+  // Through the engine's prepare-time selection (the plan explain() shows),
+  // for every slot at every measured size and at the first and last size of
+  // each class: the provider is the row's pick, and explain() quotes the row.
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  auto eigen = std::make_shared<EigenLinalgProvider>();
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(*lapack, eigen));
+  for (const SlotCase& c : slot_cases()) {
+    const DefaultProviderRow& row = default_provider_table()[static_cast<std::size_t>(c.slot)];
+    ASSERT_EQ(row.slot, c.slot);
+    for (std::int64_t n : {std::int64_t{2}, std::int64_t{16}, std::int64_t{31}, std::int64_t{32}, std::int64_t{64},
+                           std::int64_t{127}, std::int64_t{128}, std::int64_t{256}, std::int64_t{511},
+                           std::int64_t{512}, std::int64_t{1024}, std::int64_t{2048}}) {
+      const std::vector<std::int64_t> a = {n, n}, b = {n, 2};
+      std::vector<IntArrayRef> shapes = {IntArrayRef(a)};
+      if (c.rhs) shapes.emplace_back(b);
+      Result<LinalgSelection> s = engine->select(*c.op, DType::kFloat64, shapes, 1);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      const std::string_view want = row.pick(default_size_class(n));
+      EXPECT_EQ(s->provider, want == "lapack" ? (*lapack)->name() : eigen->name())
+          << to_string(c.slot) << " n=" << n << ": " << s->reason;
+      const std::string text = engine->explain(*c.op, DType::kFloat64, shapes, 1);
+      EXPECT_NE(text.find(fmt::format("measured at n={}", kDefaultTableSizes[default_size_class(n)])),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find(fmt::format("-> {}", want)), std::string::npos) << text;
+    }
+  }
+}
+
+TEST(CpuLinalgEngineTest, WorkspaceIsReusedAcrossEagerCalls) {
+  auto engine = eigen_engine();
+  runtime::Runtime rt = make_runtime(engine);
+  const Tensor a = random_tensor(DType::kFloat64, {6, 6}, 14);
+  ASSERT_TRUE(eager(rt, LinalgOp::inv(), {a}).ok());
+  const LinalgEngineStats first = engine->stats();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(eager(rt, LinalgOp::inv(), {a}).ok());
+  const LinalgEngineStats later = engine->stats();
+  EXPECT_EQ(later.workspace_allocations, first.workspace_allocations);
+  EXPECT_EQ(later.workspace_reuses, first.workspace_reuses + 5);
+}
+
+TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {
+  Result<std::shared_ptr<LapackLinalgProvider>> serial = LapackLinalgProvider::load();
+  ASSERT_TRUE(serial.ok()) << serial.status().to_string();
+  const LapackIdentity& id = (*serial)->identity();
+  EXPECT_EQ(id.openblas_parallel, 0) << id.openblas_config;
+  EXPECT_NE(id.lapack_path.find("openblas-serial"), std::string::npos) << id.lapack_path;
+  EXPECT_NE(id.lapacke_path.find("liblapacke"), std::string::npos) << id.lapacke_path;
+  EXPECT_EQ((*serial)->capability().thread_count, cpu::ThreadCountControl::kSequential);
+  EXPECT_NE(std::string((*serial)->name()).find("serial"), std::string::npos);
+  // A second build cannot replace the OpenBLAS already loaded (same SONAME):
+  // the provider reports what it actually got.
+  LapackOptions pthread;
+  pthread.build = LapackBuild::kOpenBlasPthread;
+  Result<std::shared_ptr<LapackLinalgProvider>> other = LapackLinalgProvider::load(pthread);
+  if (other.ok()) {
+    EXPECT_EQ((*other)->identity().openblas_parallel, 0);
+    EXPECT_EQ((*other)->capability().thread_count, cpu::ThreadCountControl::kSequential);
+  }
+  LapackOptions missing;
+  missing.module_dir = "/nonexistent";
+  EXPECT_EQ(LapackLinalgProvider::load(missing).status().code(), ErrorCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace tenferro::linalg

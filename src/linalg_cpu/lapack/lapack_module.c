@@ -1,0 +1,38 @@
+/* The anchor module of the LAPACK linalg provider (Note [LAPACK provider
+ * isolation] in include/tenferro/linalg_cpu/lapack_provider.h). It is linked
+ * against netlib's liblapacke and ONE OpenBLAS build by full path, with a
+ * RUNPATH to that build's directory, and loaded with dlopen(RTLD_LOCAL): the
+ * provider then resolves every LAPACKE_*_work and cblas_*gemm symbol with
+ * dlsym on this module's handle, i.e. in this module's own dependency tree,
+ * where the chosen OpenBLAS (which contains LAPACK) comes before the
+ * liblapack.so.3 that liblapacke names. The module itself only reports what
+ * it was bound to. Plain C: it carries no C++ runtime. */
+#include <stdint.h>
+
+#include <lapacke.h>
+
+#define TENFERRO_LAPACK_MODULE_ABI_VERSION 1u
+
+/* OpenBLAS extensions (declared here so no OpenBLAS header directory is
+ * needed; every build exports them). */
+extern int openblas_get_parallel(void);
+extern char* openblas_get_config(void);
+extern int openblas_get_num_threads(void);
+
+typedef struct TenferroLapackModule {
+  uint32_t abi_version;
+  uint32_t lapack_int_bytes; /* sizeof(lapack_int): 4 for the LP64 interface */
+  int (*openblas_parallel)(void);
+  const char* (*openblas_config)(void);
+  int (*openblas_threads)(void);
+  const void* lapacke_anchor; /* keeps the link to liblapacke */
+} TenferroLapackModule;
+
+static const char* config(void) { return openblas_get_config(); }
+
+static const TenferroLapackModule kModule = {
+    TENFERRO_LAPACK_MODULE_ABI_VERSION, (uint32_t)sizeof(lapack_int),      &openblas_get_parallel, &config,
+    &openblas_get_num_threads,          (const void*)&LAPACKE_dgesdd_work,
+};
+
+__attribute__((visibility("default"))) const TenferroLapackModule* tenferro_lapack_module_v1(void) { return &kModule; }

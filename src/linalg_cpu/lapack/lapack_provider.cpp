@@ -1,0 +1,164 @@
+// LapackLinalgProvider: loads the anchor module of one OpenBLAS build
+// (Note [LAPACK provider isolation]), resolves the LAPACKE and CBLAS entry
+// points in the module's dependency tree, identifies what was actually bound
+// and classifies the capability from it.
+#include "tenferro/linalg_cpu/lapack_provider.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "linalg_cpu/lapack/lapack_symbols.h"
+#include "tenferro/base/build_info.h"
+
+#ifndef TENFERRO_LAPACK_MODULE_DIR
+#define TENFERRO_LAPACK_MODULE_DIR ""
+#endif
+
+namespace tenferro::linalg {
+
+namespace internal {
+
+// Mirrors TenferroLapackModule in lapack_module.c (ABI version 1).
+struct LapackModuleAbi {
+  std::uint32_t abi_version;
+  std::uint32_t lapack_int_bytes;
+  int (*openblas_parallel)();
+  const char* (*openblas_config)();
+  int (*openblas_threads)();
+  const void* lapacke_anchor;
+};
+
+struct LapackModule {
+  void* handle = nullptr;
+  const LapackModuleAbi* abi = nullptr;
+  std::string path;
+  LapackSymbols symbols;
+  ~LapackModule() {
+    if (handle != nullptr) dlclose(handle);
+  }
+};
+
+}  // namespace internal
+
+namespace {
+
+constexpr std::uint32_t kAbiVersion = 1;
+constexpr char kElementPrefix[4] = {'s', 'd', 'c', 'z'};
+
+std::string loaded_file(const void* address) {
+  Dl_info info;
+  if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
+  return "unknown";
+}
+
+Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions& options) {
+  const std::string file = fmt::format("tenferro_lapack_openblas_{}.so", to_string(options.build));
+  std::string dir = options.module_dir;
+  if (dir.empty()) {  // the build tree's module, else the installed one
+    dir = TENFERRO_LAPACK_MODULE_DIR;
+    if (::access((dir + "/" + file).c_str(), F_OK) != 0) dir = std::string(build_info().installed_module_dir);
+  }
+  auto module = std::make_unique<internal::LapackModule>();
+  module->path = dir + "/" + file;
+  module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (module->handle == nullptr) {
+    const char* why = dlerror();
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                      "LAPACK provider: expected a loadable module at {}, found: {}", module->path,
+                      why != nullptr ? why : "unknown dlopen error");
+  }
+  using Entry = const internal::LapackModuleAbi* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(module->handle, "tenferro_lapack_module_v1"));
+  module->abi = entry != nullptr ? entry() : nullptr;
+  if (module->abi == nullptr || module->abi->abi_version != kAbiVersion ||
+      module->abi->lapack_int_bytes != sizeof(internal::lapack_int)) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                      "LAPACK provider: expected module ABI {} with a {}-byte lapack_int in {}, found {}", kAbiVersion,
+                      sizeof(internal::lapack_int), module->path,
+                      module->abi == nullptr ? std::string("no entry point")
+                                             : fmt::format("ABI {} with {}-byte lapack_int", module->abi->abi_version,
+                                                           module->abi->lapack_int_bytes));
+  }
+  for (int r = 0; r < internal::kNumLapackRoutines; ++r) {
+    for (int t = 0; t < 4; ++t) {
+      const auto routine = static_cast<internal::LapackRoutine>(r);
+      const std::string symbol =
+          routine == internal::kGemm
+              ? fmt::format("cblas_{}gemm", kElementPrefix[t])
+              : fmt::format("LAPACKE_{}{}_work", kElementPrefix[t], internal::lapack_routine_name(routine, t >= 2));
+      void* fn = dlsym(module->handle, symbol.c_str());
+      if (fn == nullptr) {
+        return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                          "LAPACK provider: expected {} in the dependency tree of {}, found none", symbol,
+                          module->path);
+      }
+      module->symbols.fn[r][t] = fn;
+    }
+  }
+  return module;
+}
+
+}  // namespace
+
+std::string_view to_string(LapackBuild build) noexcept {
+  switch (build) {
+    case LapackBuild::kOpenBlasSerial:
+      return "serial";
+    case LapackBuild::kOpenBlasPthread:
+      return "pthread";
+    case LapackBuild::kOpenBlasOpenMP:
+      return "openmp";
+  }
+  return "unknown";
+}
+
+Result<std::shared_ptr<LapackLinalgProvider>> LapackLinalgProvider::load(const LapackOptions& options) {
+  TENFERRO_ASSIGN_OR_RETURN(auto module, open_module(options));
+  return std::shared_ptr<LapackLinalgProvider>(new LapackLinalgProvider(std::move(module)));
+}
+
+LapackLinalgProvider::LapackLinalgProvider(std::unique_ptr<internal::LapackModule> module)
+    : module_(std::move(module)) {
+  const internal::LapackModuleAbi& abi = *module_->abi;
+  identity_.openblas_config = abi.openblas_config();
+  identity_.openblas_parallel = abi.openblas_parallel();
+  identity_.openblas_threads = abi.openblas_threads();
+  identity_.lapack_path = loaded_file(dlsym(module_->handle, "dgesdd_"));
+  identity_.lapacke_path = loaded_file(module_->symbols.fn[internal::kGesdd][1]);
+  identity_.module_path = module_->path;
+
+  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." -> "0.3.21".
+  std::string version = "unknown";
+  const std::string& config = identity_.openblas_config;
+  if (const std::size_t space = config.find(' '); space != std::string::npos) {
+    const std::size_t end = config.find(' ', space + 1);
+    version = config.substr(space + 1, end == std::string::npos ? std::string::npos : end - space - 1);
+  }
+  const bool serial = identity_.openblas_parallel == 0;
+  const char* threading = serial ? "serial" : identity_.openblas_parallel == 2 ? "openmp" : "pthread";
+  name_ = fmt::format("lapack(openblas {} {})", version, threading);
+  capability_.thread_count =
+      serial ? cpu::ThreadCountControl::kSequential : cpu::ThreadCountControl::kGlobalOrUncontrolled;
+  capability_.placement = serial ? cpu::PlacementControl::kCallingThread : cpu::PlacementControl::kExternalWorkers;
+  capability_.detail = fmt::format("LAPACKE {} over OpenBLAS {} {} (openblas_get_parallel()={}, {} threads) from {}",
+                                   identity_.lapacke_path, version, threading, identity_.openblas_parallel,
+                                   identity_.openblas_threads, identity_.lapack_path);
+}
+
+LapackLinalgProvider::~LapackLinalgProvider() = default;
+
+Result<LinalgKernelPlan> LapackLinalgProvider::plan(const LinalgProblem& problem) const {
+  return internal::lapack_plan(module_->symbols, name_, problem);
+}
+
+Status LapackLinalgProvider::run(const LinalgProblem& problem, const LinalgKernelPlan& plan,
+                                 const LinalgBuffers& buffers, std::span<std::byte> workspace) const {
+  return internal::lapack_run(module_->symbols, name_, problem, plan, buffers, workspace);
+}
+
+}  // namespace tenferro::linalg

@@ -1,0 +1,65 @@
+// Internal: the linalg engine's prepared plan (the ProviderPlan of a
+// prepared linalg node) and the per-matrix processing it drives (Note
+// [Linalg extension engine] in cpu_engine.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tenferro/base/status.h"
+#include "tenferro/cpu/capabilities.h"
+#include "tenferro/linalg/linalg_op.h"
+#include "tenferro/linalg_cpu/linalg_provider.h"
+#include "tenferro/linalg_cpu/provider_policy.h"
+#include "tenferro/runtime/spi/providers.h"
+#include "tenferro/tensor/shape.h"
+
+namespace tenferro::linalg::internal {
+
+/// Byte offsets of the per-matrix scratch regions (64-byte aligned), and the
+/// matrices' shapes and leading dimensions (data filled per call).
+struct ScratchLayout {
+  std::size_t a = 0, b = 0, u = 0, v = 0, values = 0, pivots = 0, order = 0, workspace = 0;
+  std::size_t total = 0;
+  MatrixBuffer a_shape, b_shape, u_shape, v_shape;
+};
+
+/// See Note [Linalg extension engine]. Immutable; shared by every run of a
+/// prepared node (or built per eager call).
+struct LinalgPlan final : runtime::ProviderPlan {
+  LinalgAttributes attributes;           ///< the operation
+  LinalgAttributes provider_attributes;  ///< what the provider computes (lu for det, values-only svd for norms)
+  DType dtype = DType::kFloat64;
+  Dims batch_shape;
+  std::int64_t batch = 1;
+  std::int64_t m = 0, n = 0, nrhs = 0;
+  /// Null for engine-computed operations (most norms).
+  const CpuLinalgProvider* provider = nullptr;
+  LinalgKernelPlan kernel;
+  ScratchLayout layout;
+  /// Estimated flops of one matrix (batch policy only).
+  double flops = 0;
+  std::string reason;  ///< provider choice, for explain()
+
+  LinalgProblem problem() const noexcept { return {&provider_attributes, dtype, m, n, nrhs}; }
+  cpu::ThreadCountControl thread_count() const noexcept {
+    return provider != nullptr ? provider->capability().thread_count : cpu::ThreadCountControl::kSequential;
+  }
+};
+
+/// Validates `shapes` for `attributes` (kPrepare errors naming what was
+/// expected and found), chooses the provider and plans it. kUnsupported
+/// when no provider serves the problem.
+Result<std::shared_ptr<LinalgPlan>> build_plan(const LinalgProviderPolicy& policy, const LinalgAttributes& attributes,
+                                               DType dtype, std::span<const IntArrayRef> shapes);
+
+/// Computes batch element `index` of `plan`: gathers the inputs into
+/// `scratch` (plan.layout.total bytes), calls the provider, normalises and
+/// writes the outputs. Errors are stage kNone without the batch index.
+Status process_matrix(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                      std::int64_t index, std::span<std::byte> scratch);
+
+}  // namespace tenferro::linalg::internal

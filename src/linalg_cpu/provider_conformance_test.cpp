@@ -1,0 +1,525 @@
+// The linalg provider conformance suite, written once and run against every
+// provider (LAPACK over serial OpenBLAS, Eigen): each operation, dtype and
+// batched shape is checked against its definition (U·S·Vᴴ = A, QᴴQ = I,
+// A·X = B, ...) through a runtime whose linalg engine holds only the provider
+// under test, plus the gauge convention. The null skeleton must answer
+// kUnsupported for everything, and both providers must agree with each other.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "linalg_cpu/linalg_test_support.h"
+
+namespace tenferro::linalg {
+namespace {
+
+using namespace testing;
+
+std::shared_ptr<const CpuLinalgProvider> provider_named(const std::string& name) {
+  if (name == "lapack") {
+    Result<std::shared_ptr<LapackLinalgProvider>> p = LapackLinalgProvider::load();
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? std::shared_ptr<const CpuLinalgProvider>(*p) : nullptr;
+  }
+  return std::make_shared<EigenLinalgProvider>();
+}
+
+void expect_close(const RefMatrix& got, const RefMatrix& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.rows, want.rows) << what;
+  ASSERT_EQ(got.cols, want.cols) << what;
+  const double err = (got - want).max_abs();
+  EXPECT_LE(err, tol * std::max(1.0, want.max_abs())) << what << ": max |difference| " << err;
+}
+
+RefMatrix diag(const std::vector<cd>& s, std::int64_t rows, std::int64_t cols) {
+  RefMatrix d(rows, cols);
+  for (std::size_t i = 0; i < s.size(); ++i) d(static_cast<std::int64_t>(i), static_cast<std::int64_t>(i)) = s[i];
+  return d;
+}
+
+// The gauge pivot (first entry within 1e-3 of the largest magnitude) of each
+// column is real and positive.
+void expect_column_gauge(const RefMatrix& m, double tol, const std::string& what) {
+  for (std::int64_t j = 0; j < m.cols; ++j) {
+    double largest = 0;
+    for (std::int64_t i = 0; i < m.rows; ++i) largest = std::max(largest, std::abs(m(i, j)));
+    if (largest == 0) continue;
+    for (std::int64_t i = 0; i < m.rows; ++i) {
+      if (std::abs(m(i, j)) >= largest * (1 - 1e-3)) {
+        EXPECT_GT(m(i, j).real(), 0) << what << " column " << j;
+        EXPECT_LE(std::abs(m(i, j).imag()), tol) << what << " column " << j;
+        break;
+      }
+    }
+  }
+}
+
+std::string label(DType dtype, IntArrayRef shape) { return fmt::format("{} {}", dtype, shape_to_string(shape)); }
+
+const std::vector<Dims> kGeneralShapes = {{1, 1}, {5, 3}, {3, 5}, {3, 17, 20}, {2, 2, 20, 17}, {40, 33}, {33, 40}};
+const std::vector<Dims> kSquareShapes = {{1, 1}, {5, 5}, {3, 17, 17}, {2, 2, 4, 4}, {40, 40}};
+
+class ProviderConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    provider_ = provider_named(GetParam());
+    ASSERT_NE(provider_, nullptr);
+    engine_ = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(provider_)));
+    runtime_ = make_runtime(engine_);
+  }
+
+  runtime::TensorList call(const std::shared_ptr<const LinalgOp>& op, std::initializer_list<Tensor> inputs) {
+    runtime::EagerContext ctx = runtime_.on();
+    Result<runtime::TensorList> out = ctx.call(op, std::span<const Tensor>(inputs.begin(), inputs.size()));
+    EXPECT_TRUE(out.ok()) << op->describe() << ": " << out.status().to_string();
+    EXPECT_EQ(ctx.metrics().fast_path_calls, 1u) << "the native engine must serve the call";
+    return out.ok() ? std::move(out).value() : runtime::TensorList();
+  }
+
+  std::shared_ptr<const CpuLinalgProvider> provider_;
+  std::shared_ptr<CpuLinalgEngine> engine_;
+  runtime::Runtime runtime_ = make_runtime(std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed({})));
+};
+
+TEST_P(ProviderConformance, SvdReconstructsAndIsOrthonormalInEveryMode) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kGeneralShapes) {
+      const Tensor a = random_tensor(dtype, shape, 11);
+      const std::int64_t m = shape[shape.size() - 2], n = shape.back(), k = std::min(m, n);
+      const double tol = tolerance(dtype, std::max(m, n));
+      const runtime::TensorList values = call(LinalgOp::svd(SvdMode::kValuesOnly), {a});
+      for (SvdMode mode : {SvdMode::kThin, SvdMode::kFull}) {
+        const runtime::TensorList out = call(LinalgOp::svd(mode), {a});
+        ASSERT_EQ(out.size(), 3u);
+        const std::int64_t ucols = mode == SvdMode::kFull ? m : k, vrows = mode == SvdMode::kFull ? n : k;
+        EXPECT_EQ(out[0].size(out[0].rank() - 1), ucols);
+        EXPECT_EQ(out[2].size(out[2].rank() - 2), vrows);
+        EXPECT_EQ(out[1].dtype(), real_dtype(dtype));
+        for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+          const std::string what = label(dtype, shape) + " " + std::string(to_string(mode));
+          const RefMatrix u = matrix_of(out[0], b), vh = matrix_of(out[2], b);
+          const std::vector<cd> s = vector_of(out[1], b);
+          for (std::size_t i = 0; i + 1 < s.size(); ++i) EXPECT_GE(s[i].real(), s[i + 1].real() - tol) << what;
+          expect_close(u * diag(s, ucols, vrows) * vh, matrix_of(a, b), tol, what + " U S Vh = A");
+          expect_close(u.adjoint() * u, RefMatrix::identity(ucols), tol, what + " UᴴU = I");
+          expect_close(vh * vh.adjoint(), RefMatrix::identity(vrows), tol, what + " Vh Vhᴴ = I");
+          expect_column_gauge(u, tol, what + " U gauge");
+          const std::vector<cd> sv = vector_of(values[0], b);
+          for (std::int64_t i = 0; i < k; ++i) EXPECT_NEAR(sv[i].real(), s[i].real(), tol * (1 + s[0].real())) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, QrReducedAndCompleteIncludingWideMatrices) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kGeneralShapes) {
+      const Tensor a = random_tensor(dtype, shape, 12);
+      const std::int64_t m = shape[shape.size() - 2], n = shape.back(), k = std::min(m, n);
+      const double tol = tolerance(dtype, std::max(m, n));
+      for (QrMode mode : {QrMode::kReduced, QrMode::kComplete}) {
+        const runtime::TensorList out = call(LinalgOp::qr(mode), {a});
+        ASSERT_EQ(out.size(), 2u);
+        const std::int64_t qcols = mode == QrMode::kComplete ? m : k;
+        for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+          const std::string what = label(dtype, shape) + " " + std::string(to_string(mode));
+          const RefMatrix q = matrix_of(out[0], b), r = matrix_of(out[1], b);
+          ASSERT_EQ(q.cols, qcols);
+          expect_close(q * r, matrix_of(a, b), tol, what + " QR = A");
+          expect_close(q.adjoint() * q, RefMatrix::identity(qcols), tol, what + " QᴴQ = I");
+          for (std::int64_t i = 0; i < r.rows; ++i) {
+            for (std::int64_t j = 0; j < std::min(i, r.cols); ++j) EXPECT_EQ(r(i, j), cd(0)) << what << " R lower";
+            if (i < k) {
+              EXPECT_GE(r(i, i).real(), 0) << what << " diag(R) real non-negative";
+              EXPECT_LE(std::abs(r(i, i).imag()), tol) << what;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, EighDiagonalisesTheLowerTriangle) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kSquareShapes) {
+      // Only the lower triangle is read: garbage above must not matter.
+      const Tensor h = hermitian_positive_definite(dtype, shape, 13);
+      std::vector<cd> v = values_of(h);
+      const std::int64_t n = shape.back();
+      for (std::int64_t b = 0; b < batch_of(shape); ++b)
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = i + 1; j < n; ++j) v[static_cast<std::size_t>(b * n * n + i * n + j)] = cd(99, -7);
+      const Tensor a = tensor_of(dtype, shape, v);
+      const double tol = tolerance(dtype, n);
+      const runtime::TensorList out = call(LinalgOp::eigh(), {a});
+      const runtime::TensorList values = call(LinalgOp::eigh(false), {a});
+      ASSERT_EQ(out.size(), 2u);
+      ASSERT_EQ(values.size(), 1u);
+      for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+        const std::string what = label(dtype, shape);
+        const RefMatrix hm = matrix_of(h, b), vecs = matrix_of(out[1], b);
+        const std::vector<cd> w = vector_of(out[0], b), w2 = vector_of(values[0], b);
+        for (std::int64_t i = 0; i + 1 < n; ++i) EXPECT_LE(w[i].real(), w[i + 1].real()) << what << " ascending";
+        expect_close(hm * vecs, vecs * diag(w, n, n), tol * n, what + " A V = V diag(w)");
+        expect_close(vecs.adjoint() * vecs, RefMatrix::identity(n), tol, what + " VᴴV = I");
+        expect_column_gauge(vecs, tol, what + " V gauge");
+        for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(w[i].real(), w2[i].real(), tol * n * n) << what;
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, EigReturnsSortedComplexPairs) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kSquareShapes) {
+      const Tensor a = random_tensor(dtype, shape, 14);
+      const std::int64_t n = shape.back();
+      const double tol = tolerance(dtype, n) * 10;
+      const runtime::TensorList out = call(LinalgOp::eig(), {a});
+      const runtime::TensorList values = call(LinalgOp::eig(false), {a});
+      ASSERT_EQ(out.size(), 2u);
+      EXPECT_EQ(out[0].dtype(), *complex_dtype(dtype));
+      for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+        const std::string what = label(dtype, shape);
+        const RefMatrix am = matrix_of(a, b), vecs = matrix_of(out[1], b);
+        const std::vector<cd> w = vector_of(out[0], b), w2 = vector_of(values[0], b);
+        for (std::int64_t i = 0; i + 1 < n; ++i) {
+          EXPECT_TRUE(w[i].real() < w[i + 1].real() ||
+                      (w[i].real() == w[i + 1].real() && w[i].imag() <= w[i + 1].imag()))
+              << what << " sorted by (real, imag)";
+        }
+        expect_close(am * vecs, vecs * diag(w, n, n), tol * n, what + " A V = V diag(w)");
+        for (std::int64_t j = 0; j < n; ++j) {
+          double norm2 = 0;
+          for (std::int64_t i = 0; i < n; ++i) norm2 += std::norm(vecs(i, j));
+          EXPECT_NEAR(norm2, 1.0, tol) << what << " unit columns";
+        }
+        expect_column_gauge(vecs, tol, what + " V gauge");
+        for (std::int64_t i = 0; i < n; ++i) EXPECT_LE(std::abs(w[i] - w2[i]), tol * n * n) << what;
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, CholeskyLuSolveInverse) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kSquareShapes) {
+      const std::int64_t n = shape.back();
+      const double tol = tolerance(dtype, n);
+      const std::string what = label(dtype, shape);
+      const Tensor spd = hermitian_positive_definite(dtype, shape, 15);
+      const Tensor l = call(LinalgOp::cholesky(), {spd})[0];
+      const Tensor a = well_conditioned(dtype, shape, 16);
+      const runtime::TensorList lu = call(LinalgOp::lu(), {a});
+      const Tensor inv = call(LinalgOp::inv(), {a})[0];
+      Dims bshape = shape;
+      bshape.back() = 3;
+      const Tensor rhs = random_tensor(dtype, bshape, 17);
+      const Tensor x = call(LinalgOp::solve(), {a, rhs})[0];
+      for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+        const RefMatrix lm = matrix_of(l, b);
+        expect_close(lm * lm.adjoint(), matrix_of(spd, b), tol * n, what + " L Lᴴ = A");
+        for (std::int64_t i = 0; i < n; ++i) {
+          EXPECT_GT(lm(i, i).real(), 0) << what;
+          for (std::int64_t j = i + 1; j < n; ++j) EXPECT_EQ(lm(i, j), cd(0)) << what << " L lower";
+        }
+        // LU: A[perm] = L U with unit-lower L; pivots replay the permutation.
+        const RefMatrix packed = matrix_of(lu[0], b), am = matrix_of(a, b);
+        const std::vector<cd> piv = vector_of(lu[1], b), perm = vector_of(lu[2], b);
+        RefMatrix lower = RefMatrix::identity(n), upper(n, n), permuted(n, n);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j) (j < i ? lower(i, j) : upper(i, j)) = packed(i, j);
+        std::vector<std::int64_t> replay(static_cast<std::size_t>(n));
+        std::iota(replay.begin(), replay.end(), 0);
+        for (std::int64_t i = 0; i < n; ++i) {
+          std::swap(replay[static_cast<std::size_t>(i)], replay[static_cast<std::size_t>(piv[i].real())]);
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          EXPECT_EQ(static_cast<std::int64_t>(perm[i].real()), replay[static_cast<std::size_t>(i)]) << what;
+          for (std::int64_t j = 0; j < n; ++j) permuted(i, j) = am(static_cast<std::int64_t>(perm[i].real()), j);
+        }
+        expect_close(lower * upper, permuted, tol * n, what + " A[perm] = L U");
+        expect_close(am * matrix_of(inv, b), RefMatrix::identity(n), tol * n, what + " A A⁻¹ = I");
+        expect_close(am * matrix_of(x, b), matrix_of(rhs, b), tol * n, what + " A X = B");
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, TriangularSolveEveryTriangleAndTranspose) {
+  for (DType dtype : kAllDTypes) {
+    const Dims shape = {2, 6, 6};
+    const Tensor a = well_conditioned(dtype, shape, 18);
+    const Tensor rhs = random_tensor(dtype, {2, 6, 4}, 19);
+    const double tol = tolerance(dtype, 6) * 10;
+    for (bool lower : {true, false}) {
+      for (bool unit : {false, true}) {
+        for (TriangularTranspose t :
+             {TriangularTranspose::kNone, TriangularTranspose::kTranspose, TriangularTranspose::kAdjoint}) {
+          const Tensor x = call(LinalgOp::triangular_solve(lower, unit, t), {a, rhs})[0];
+          for (std::int64_t b = 0; b < 2; ++b) {
+            RefMatrix tri = matrix_of(a, b);
+            for (std::int64_t i = 0; i < 6; ++i)
+              for (std::int64_t j = 0; j < 6; ++j) {
+                if (lower ? j > i : j < i) tri(i, j) = 0;
+                if (unit && i == j) tri(i, j) = 1;
+              }
+            const RefMatrix op = t == TriangularTranspose::kNone        ? tri
+                                 : t == TriangularTranspose::kTranspose ? tri.transpose()
+                                                                        : tri.adjoint();
+            expect_close(op * matrix_of(x, b), matrix_of(rhs, b), tol,
+                         fmt::format("{} lower={} unit={} {}", dtype, lower, unit, to_string(t)));
+          }
+        }
+      }
+    }
+  }
+}
+
+// det via the test's own Gaussian elimination with partial pivoting.
+cd reference_det(RefMatrix m) {
+  cd det = 1;
+  for (std::int64_t c = 0; c < m.rows; ++c) {
+    std::int64_t p = c;
+    for (std::int64_t r = c + 1; r < m.rows; ++r)
+      if (std::abs(m(r, c)) > std::abs(m(p, c))) p = r;
+    if (m(p, c) == cd(0)) return 0;
+    if (p != c) {
+      for (std::int64_t j = 0; j < m.cols; ++j) std::swap(m(p, j), m(c, j));
+      det = -det;
+    }
+    det *= m(c, c);
+    for (std::int64_t r = c + 1; r < m.rows; ++r) {
+      const cd f = m(r, c) / m(c, c);
+      for (std::int64_t j = c; j < m.cols; ++j) m(r, j) -= f * m(c, j);
+    }
+  }
+  return det;
+}
+
+TEST_P(ProviderConformance, DetAndSlogdetMatchAReferenceElimination) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kSquareShapes) {
+      const Tensor a = random_tensor(dtype, shape, 20);
+      const std::int64_t n = shape.back();
+      const double tol = tolerance(dtype, n) * 10;
+      const Tensor det = call(LinalgOp::det(), {a})[0];
+      const runtime::TensorList sl = call(LinalgOp::slogdet(), {a});
+      EXPECT_EQ(det.dtype(), dtype);
+      EXPECT_EQ(sl[1].dtype(), real_dtype(dtype));
+      const std::vector<cd> d = values_of(det), sign = values_of(sl[0]), logabs = values_of(sl[1]);
+      for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+        const cd want = reference_det(matrix_of(a, b));
+        EXPECT_LE(std::abs(d[b] - want), tol * std::max(1.0, std::abs(want))) << label(dtype, shape);
+        EXPECT_NEAR(std::abs(sign[b]), 1.0, tol) << label(dtype, shape);
+        EXPECT_LE(std::abs(sign[b] * std::exp(logabs[b].real()) - want), tol * std::max(1.0, std::abs(want)))
+            << label(dtype, shape);
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, PinvSatisfiesThePenroseConditionsAndLstsqMatchesIt) {
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : kGeneralShapes) {
+      const Tensor a = random_tensor(dtype, shape, 21);
+      const std::int64_t m = shape[shape.size() - 2], n = shape.back();
+      const double tol = tolerance(dtype, std::max(m, n)) * 10;
+      const Tensor p = call(LinalgOp::pinv(), {a})[0];
+      Dims bshape = shape;
+      bshape.back() = 2;
+      const Tensor rhs = random_tensor(dtype, bshape, 22);
+      const Tensor x = call(LinalgOp::lstsq(), {a, rhs})[0];
+      for (std::int64_t b = 0; b < batch_of(shape); ++b) {
+        const std::string what = label(dtype, shape);
+        const RefMatrix am = matrix_of(a, b), pm = matrix_of(p, b);
+        expect_close(am * pm * am, am, tol, what + " A P A = A");
+        expect_close(pm * am * pm, pm, tol, what + " P A P = P");
+        expect_close((am * pm).adjoint(), am * pm, tol, what + " (AP)ᴴ = AP");
+        expect_close((pm * am).adjoint(), pm * am, tol, what + " (PA)ᴴ = PA");
+        expect_close(matrix_of(x, b), pm * matrix_of(rhs, b), tol, what + " lstsq X = A⁺ B");
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, RankDeficientLstsqIsTheMinimumNormSolution) {
+  // Rank 1: a = u vᴴ; the minimum-norm solution is A⁺ B.
+  const Tensor a = tensor_of(DType::kFloat64, {3, 3}, {1, 2, 3, 2, 4, 6, 3, 6, 9});
+  const Tensor rhs = tensor_of(DType::kFloat64, {3, 1}, {1, 2, 3});
+  const Tensor x = call(LinalgOp::lstsq(), {a, rhs})[0];
+  const std::vector<cd> v = values_of(x);
+  // A x = b is consistent: x = b·v/|v|² scaled: v = (1,2,3), |v|² = 14, b = 1·(1,2,3).
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(v[i].real(), (i + 1) / 14.0, 1e-12);
+}
+
+TEST_P(ProviderConformance, MatrixAndVectorNorms) {
+  for (DType dtype : kAllDTypes) {
+    const Dims shape = {3, 5, 4};
+    const Tensor a = random_tensor(dtype, shape, 23);
+    const double tol = tolerance(dtype, 5) * 10;
+    const Tensor s = call(LinalgOp::svd(SvdMode::kValuesOnly), {a})[0];
+    for (NormOrder ord : {NormOrder::kFrobenius, NormOrder::kNuclear, NormOrder::kOne, NormOrder::kNegOne,
+                          NormOrder::kTwo, NormOrder::kNegTwo, NormOrder::kInf, NormOrder::kNegInf}) {
+      const Tensor norm = call(*LinalgOp::matrix_norm(ord), {a})[0];
+      EXPECT_EQ(norm.dtype(), real_dtype(dtype));
+      const std::vector<cd> got = values_of(norm);
+      for (std::int64_t b = 0; b < 3; ++b) {
+        const RefMatrix m = matrix_of(a, b);
+        const std::vector<cd> sv = vector_of(s, b);
+        std::vector<double> cols(4, 0), rows(5, 0);
+        double fro = 0;
+        for (int i = 0; i < 5; ++i)
+          for (int j = 0; j < 4; ++j) {
+            cols[j] += std::abs(m(i, j));
+            rows[i] += std::abs(m(i, j));
+            fro += std::norm(m(i, j));
+          }
+        double want = 0;
+        switch (ord) {
+          case NormOrder::kFrobenius:
+            want = std::sqrt(fro);
+            break;
+          case NormOrder::kNuclear:
+            for (const cd& x : sv) want += x.real();
+            break;
+          case NormOrder::kOne:
+            want = *std::max_element(cols.begin(), cols.end());
+            break;
+          case NormOrder::kNegOne:
+            want = *std::min_element(cols.begin(), cols.end());
+            break;
+          case NormOrder::kTwo:
+            want = sv.front().real();
+            break;
+          case NormOrder::kNegTwo:
+            want = sv.back().real();
+            break;
+          case NormOrder::kInf:
+            want = *std::max_element(rows.begin(), rows.end());
+            break;
+          default:
+            want = *std::min_element(rows.begin(), rows.end());
+            break;
+        }
+        EXPECT_NEAR(got[b].real(), want, tol * (1 + want)) << to_string(dtype) << " ord " << to_string(ord);
+      }
+    }
+    const Tensor v = random_tensor(dtype, {2, 7}, 24);
+    for (auto [ord, p] :
+         {std::pair{NormOrder::kTwo, 2.0}, std::pair{NormOrder::kOne, 1.0}, std::pair{NormOrder::kP, 3.5},
+          std::pair{NormOrder::kP, 0.0}, std::pair{NormOrder::kInf, 0.0}, std::pair{NormOrder::kNegInf, 0.0}}) {
+      const std::vector<cd> got = values_of(call(*LinalgOp::vector_norm(ord, p), {v})[0]);
+      for (std::int64_t b = 0; b < 2; ++b) {
+        const std::vector<cd> x = vector_of(v, b);
+        double want = ord == NormOrder::kNegInf ? 1e300 : 0;
+        for (const cd& e : x) {
+          const double mag = std::abs(e);
+          if (ord == NormOrder::kInf)
+            want = std::max(want, mag);
+          else if (ord == NormOrder::kNegInf)
+            want = std::min(want, mag);
+          else if (p == 0.0)
+            want += mag != 0 ? 1 : 0;
+          else
+            want += std::pow(mag, ord == NormOrder::kOne ? 1.0 : p);
+        }
+        if (ord == NormOrder::kTwo || (ord == NormOrder::kP && p != 0.0)) want = std::pow(want, 1.0 / p);
+        EXPECT_NEAR(got[b].real(), want, tol * (1 + want))
+            << to_string(dtype) << " vector ord " << to_string(ord) << " p " << p;
+      }
+    }
+  }
+}
+
+TEST_P(ProviderConformance, EmptyMatricesFollowTheDefinitions) {
+  const Tensor wide = Tensor::zeros({2, 0, 3}, DType::kFloat64).value();
+  const runtime::TensorList svd = call(LinalgOp::svd(SvdMode::kFull), {wide});
+  EXPECT_EQ(matrix_of(svd[2], 1).max_abs(), 1.0);
+  expect_close(matrix_of(svd[2], 1), RefMatrix::identity(3), 0, "Vh of an empty matrix is I");
+  const Tensor empty_square = Tensor::zeros({2, 0, 0}, DType::kFloat64).value();
+  EXPECT_EQ(values_of(call(LinalgOp::det(), {empty_square})[0])[1], cd(1));
+  const runtime::TensorList lu = call(LinalgOp::lu(), {Tensor::zeros({3, 0}, DType::kFloat64).value()});
+  EXPECT_EQ(values_of(lu[2]), (std::vector<cd>{0, 1, 2}));
+  EXPECT_EQ(engine_->stats().provider_calls, 0u) << "providers never see an empty matrix";
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, ProviderConformance, ::testing::Values("lapack", "eigen"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// --- the null skeleton and the undeclared-operation contract -------------------------
+
+TEST(NullProvider, AnswersUnsupportedForEveryOperationAndTheRuntimeReportsIt) {
+  const auto null = make_null_linalg_provider();
+  for (int k = 0; k < kNumLinalgOps; ++k) {
+    LinalgAttributes a;
+    a.kind = static_cast<LinalgOpKind>(k);
+    if (a.kind == LinalgOpKind::kVectorNorm) a.norm = NormOrder::kP;
+    const LinalgProblem p{&a, DType::kFloat64, 4, 4, 1};
+    Result<LinalgKernelPlan> plan = null->plan(p);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported) << to_string(a.kind);
+  }
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(null)));
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  const Tensor a = random_tensor(DType::kFloat64, {4, 4}, 1);
+  Result<runtime::TensorList> out = ctx.call(LinalgOp::svd(), std::span<const Tensor>(&a, 1));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), ErrorCode::kUnsupportedExtension) << out.status().to_string();
+  EXPECT_NE(out.status().to_string().find("does not support svd"), std::string::npos) << out.status().to_string();
+}
+
+TEST(ProviderReplacement, LapackAndEigenAgreeAfterTheGaugeConvention) {
+  auto lapack = provider_named("lapack");
+  auto eigen = provider_named("eigen");
+  ASSERT_NE(lapack, nullptr);
+  runtime::Runtime rl =
+      make_runtime(std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(lapack))));
+  runtime::Runtime re =
+      make_runtime(std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(eigen))));
+  for (DType dtype : kAllDTypes) {
+    const Tensor a = random_tensor(dtype, {2, 9, 6}, 30);
+    const Tensor sq = well_conditioned(dtype, {2, 7, 7}, 31);
+    const Tensor spd = hermitian_positive_definite(dtype, {2, 7, 7}, 32);
+    const Tensor rhs = random_tensor(dtype, {2, 7, 3}, 33);
+    const double tol = tolerance(dtype, 9) * 100;
+    const std::vector<std::pair<std::shared_ptr<const LinalgOp>, std::vector<Tensor>>> cases = {
+        {LinalgOp::svd(SvdMode::kThin), {a}},
+        {LinalgOp::svd(SvdMode::kValuesOnly), {a}},
+        {LinalgOp::qr(QrMode::kReduced), {a}},
+        {LinalgOp::eigh(), {spd}},
+        {LinalgOp::eig(), {sq}},
+        {LinalgOp::cholesky(), {spd}},
+        {LinalgOp::lu(), {sq}},
+        {LinalgOp::solve(), {sq, rhs}},
+        {LinalgOp::inv(), {sq}},
+        {LinalgOp::det(), {sq}},
+        {LinalgOp::slogdet(), {sq}},
+        {LinalgOp::pinv(), {a}},
+        {LinalgOp::triangular_solve(true), {sq, rhs}}};
+    for (const auto& [op, inputs] : cases) {
+      runtime::EagerContext cl = rl.on(), ce = re.on();
+      Result<runtime::TensorList> x = cl.call(op, inputs);
+      Result<runtime::TensorList> y = ce.call(op, inputs);
+      ASSERT_TRUE(x.ok() && y.ok()) << op->describe();
+      ASSERT_EQ(x->size(), y->size());
+      for (std::size_t r = 0; r < x->size(); ++r) {
+        const std::vector<cd> vx = values_of((*x)[r]), vy = values_of((*y)[r]);
+        ASSERT_EQ(vx.size(), vy.size());
+        double err = 0, scale = 1;
+        for (std::size_t i = 0; i < vx.size(); ++i) {
+          err = std::max(err, std::abs(vx[i] - vy[i]));
+          scale = std::max(scale, std::abs(vy[i]));
+        }
+        EXPECT_LE(err, tol * scale) << op->describe() << " " << to_string(dtype) << " result " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenferro::linalg
