@@ -35,11 +35,11 @@
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
-#include "tenferro/cpu/engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/einsum/cpu_engine.h"
-#include "tenferro/einsum/cpu_executor.h"
+#include "tenferro/einsum_cpu/cpu_engine.h"
+#include "tenferro/einsum_cpu/cpu_executor.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
@@ -75,6 +75,10 @@ struct EinsumEngine {
                std::shared_ptr<const cpu::CpuDomainSet> ds)
       : runtime(std::move(rt)), executor(std::move(ex)), domains(std::move(ds)) {}
 
+  // The runtime this engine belongs to: its CPU engine holds the GEMM
+  // provider and the domains, and its einsum extension is `executor`. The C
+  // calls reach the executor directly (Note [C API execution]); holding the
+  // runtime keeps one owner for all of them.
   runtime::Runtime runtime;
   std::shared_ptr<einsum::CpuEinsumExecutor> executor;
   std::shared_ptr<const cpu::CpuDomainSet> domains;  // null: the calling thread

@@ -759,6 +759,7 @@ static void test_einsum_errors(tf_runtime* rt) {
 static void test_prepared_errors(tf_runtime* rt) {
   const int64_t s23[2] = {2, 3}, s34[2] = {3, 4}, s24[2] = {2, 4}, s35[2] = {3, 5};
   double a[6] = {0}, b[15] = {0}, c[8] = {0};
+  double complex z[12] = {0};
   tf_tensor ta = make_tensor(a, TF_DTYPE_F64, 2, s23, NULL);
   tf_tensor tb = make_tensor(b, TF_DTYPE_F64, 2, s34, NULL);
   tf_tensor tc = make_tensor(c, TF_DTYPE_F64, 2, s24, NULL);
@@ -818,7 +819,7 @@ static void test_prepared_errors(tf_runtime* rt) {
   t = make_tensor(b, TF_DTYPE_F64, 2, s35, NULL); /* binds, but not the prepared shape */
   ins[1] = &t;
   EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_SHAPE_MISMATCH, "input 1 has shape [3, 5]");
-  t = make_tensor(b, TF_DTYPE_C128, 2, s34, NULL);
+  t = make_tensor(z, TF_DTYPE_C128, 2, s34, NULL);
   ins[0] = &t;
   ins[1] = &t;
   EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_DTYPE_MISMATCH,
