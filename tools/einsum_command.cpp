@@ -19,8 +19,7 @@
 #include "npy_io.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu_engine/engine.h"
-#include "tenferro/cpu/gemm/external_blas.h"
-#include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/subscripts.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/program/program_builder.h"
@@ -83,29 +82,6 @@ Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& insta
     return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
   }
   return policy;
-}
-
-Result<std::shared_ptr<const cpu::CpuGemmProvider>> make_gemm(const std::string& name, int threads) {
-  if (name == "native") {
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
-    return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(gemm));
-  }
-  if (name == "openblas") {
-    // The serial build runs on the engine's thread; for more threads the
-    // pthread build's process-global count is the only control OpenBLAS has.
-    cpu::OpenBlasOptions options;
-    options.build = threads > 1 ? cpu::OpenBlasBuild::kPthread : cpu::OpenBlasBuild::kSerial;
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> gemm,
-                              cpu::ExternalBlasGemmProvider::load_openblas(options));
-    if (threads > 1) TENFERRO_TRY(gemm->set_global_thread_count(threads));
-    return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(gemm));
-  }
-  if (name == "blis") {
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> gemm,
-                              cpu::ExternalBlasGemmProvider::load_blis());
-    return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(gemm));
-  }
-  return invalid(fmt::format("--gemm {}: expected native, openblas or blis", name));
 }
 
 std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
@@ -213,17 +189,8 @@ Result<std::shared_ptr<const program::SemanticProgram>> einsum_program(
 }  // namespace
 
 Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads) {
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
-  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
-  if (threads > static_cast<int>(allowed.size())) {
-    return invalid(fmt::format("--threads {}: this process may use {} CPUs", threads, allowed.size()));
-  }
-  cpu::CpuDomainSpec spec;
-  spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
-  spec.thread_budget = threads;
-  const cpu::CpuDomainSpec specs[] = {spec};
-  return cpu::CpuDomainSet::create_managed(topology, specs);
+  if (threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", threads));
+  return cpu::make_managed_domains(threads);
 }
 
 double EinsumRunResult::median_seconds() const { return median_of(seconds); }
@@ -354,17 +321,11 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             einsum::EinsumOp::create(instance.format_string,
                                                      // Parenthesised subscripts accept only their own order.
                                                      policy.planner == einsum::PlannerKind::kNested ? policy : fixed));
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuGemmProvider> gemm, make_gemm(options.gemm, options.threads));
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
-                            einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(gemm)));
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const cpu::CpuDomainSet> domains, managed_cpu_domains(options.threads));
-  runtime::RuntimeBuilder builder;
-  cpu::CpuEngineOptions cpu_options;
-  cpu_options.gemm_provider = gemm;
-  cpu_options.domains = domains;
-  TENFERRO_TRY(cpu::register_cpu_engine(builder, cpu_options));
-  builder.add_extension_module(einsum::cpu_extension_module(cpu_options.id, executor));
-  TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuGemmChoice gemm, cpu::parse_gemm_choice(options.gemm));
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu,
+                            cpu::make_cpu_runtime({.threads = options.threads, .gemm = gemm, .linalg = false}));
+  runtime::Runtime& rt = cpu.runtime;
+  const std::shared_ptr<einsum::CpuEinsumExecutor>& executor = cpu.einsum;
   const std::vector<Tensor> random = given.empty() ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
   const std::span<const Tensor> inputs = given.empty() ? std::span<const Tensor>(random) : given;
 

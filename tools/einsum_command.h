@@ -65,12 +65,11 @@ struct EinsumRunResult {
   double median_cpu_seconds() const;
 };
 
-/// The built-in example network (an MPS-like chain with a reference path).
-/// One Managed CPU domain (id 1) over the first `threads` CPUs this process
-/// may use, with a thread budget of `threads` (workers pinned). Errors:
-/// kInvalidArgument when fewer CPUs are allowed.
+/// cpu::make_managed_domains for a --threads option: kInvalidArgument
+/// below 1 or above the CPUs this process may use.
 Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads);
 
+/// The built-in example network (an MPS-like chain with a reference path).
 einsum::BenchmarkInstance builtin_einsum_instance();
 
 /// Plans and (unless plan_only) runs `instance` on `inputs`, or on random

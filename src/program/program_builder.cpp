@@ -140,7 +140,7 @@ void ProgramBuilder::Impl::append_operation(internal::OperationRecord record, st
   for (std::uint32_t p : preds) record.ordered_after.push_back(OperationId(p));
 
   // Structural (Merkle) hash: everything semantic, nothing positional.
-  std::uint64_t h = record.extension ? hash_combine(hashing::hash_string(record.extension->family_id()),
+  std::uint64_t h = record.extension ? hash_combine(internal::hash_string(record.extension->family_id()),
                                                     record.extension->payload_hash())
                                      : hash_combine(0xc0deULL, static_cast<std::uint64_t>(record.core));
   h = hash_combine(h, hash_value(record.attributes));

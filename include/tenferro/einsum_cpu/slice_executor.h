@@ -20,9 +20,9 @@
 
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/parallel.h"
-#include "tenferro/einsum/cpu_executor.h"
-#include "tenferro/einsum/execution_plan.h"
 #include "tenferro/einsum/slicing.h"
+#include "tenferro/einsum_cpu/cpu_executor.h"
+#include "tenferro/einsum_cpu/execution_plan.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::einsum {
