@@ -5,11 +5,14 @@
 # pkg-config file (tenferro.pc) for non-CMake builds.
 include(CMakePackageConfigHelpers)
 
-# tenferro::tenferro: every component, for applications that want it all.
+# tenferro::tenferro: every component but mpi (which needs the application's
+# MPI), for applications that want it all.
 get_property(_tf_components GLOBAL PROPERTY TENFERRO_COMPONENTS)
 add_library(tenferro_all INTERFACE)
 foreach(_tf_c IN LISTS _tf_components)
-  target_link_libraries(tenferro_all INTERFACE tenferro_${_tf_c})
+  if(NOT _tf_c STREQUAL "mpi")
+    target_link_libraries(tenferro_all INTERFACE tenferro_${_tf_c})
+  endif()
 endforeach()
 set_target_properties(tenferro_all PROPERTIES EXPORT_NAME tenferro)
 add_library(tenferro::tenferro ALIAS tenferro_all)
@@ -19,6 +22,15 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tenferro DESTINATION ${CMAKE_INS
   PATTERN testing EXCLUDE PATTERN testing.h EXCLUDE)
 
 set(_tf_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tenferro)
+# Optional components whose third-party targets the package must find.
+set(TENFERRO_PACKAGE_HAS_FFT FALSE)
+set(TENFERRO_PACKAGE_HAS_MPI FALSE)
+if(TARGET tenferro_fft_cpu)
+  set(TENFERRO_PACKAGE_HAS_FFT TRUE)
+endif()
+if(TARGET tenferro_mpi)
+  set(TENFERRO_PACKAGE_HAS_MPI TRUE)
+endif()
 install(EXPORT tenferroTargets NAMESPACE tenferro:: DESTINATION ${_tf_cmake_dir})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tenferroConfig.cmake.in
   ${PROJECT_BINARY_DIR}/tenferroConfig.cmake INSTALL_DESTINATION ${_tf_cmake_dir})
@@ -38,6 +50,9 @@ foreach(_tf_c IN LISTS _tf_reversed)
     string(APPEND _tf_libs " -ltenferro_${_tf_c}")
   endif()
 endforeach()
+if(TENFERRO_PACKAGE_HAS_FFT)
+  string(APPEND _tf_libs " -lfftw3_threads -lfftw3f_threads -lfftw3 -lfftw3f")
+endif()
 # The prefix relative to the .pc file, so an installation can move.
 file(RELATIVE_PATH _tf_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro.pc.in ${PROJECT_BINARY_DIR}/tenferro.pc @ONLY)

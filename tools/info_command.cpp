@@ -12,8 +12,8 @@
 #include "tenferro/base/build_info.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu_engine/engine.h"
-#include "tenferro/fft/fftw_provider.h"
-#include "tenferro/fft/native_provider.h"
+#include "tenferro/fft_cpu/fftw_provider.h"
+#include "tenferro/fft_cpu/native_provider.h"
 
 namespace tenferro::cli {
 namespace {

@@ -1,6 +1,7 @@
-// Umbrella header of the fft component: discrete Fourier transforms as an
-// extension (family "tenferro.fft"), with FFTW and native providers, a
-// batched CPU extension engine, eager calls and AD rules.
+// Umbrella header of the fft component (backend-neutral): discrete Fourier
+// transforms as an extension (family "tenferro.fft"): the op, eager calls and
+// AD rules. The CPU engine with its FFTW and native providers is in
+// tenferro/fft_cpu.h.
 //
 // Note [Using the fft component]
 // Install:   auto fft = fft::CpuFftEngine::create_default();                 // FFTW, FFTW_ESTIMATE plans
@@ -15,9 +16,5 @@
 #pragma once
 
 #include "tenferro/fft/ad_rules.h"
-#include "tenferro/fft/cpu_engine.h"
 #include "tenferro/fft/eager_fft.h"
 #include "tenferro/fft/fft_op.h"
-#include "tenferro/fft/fft_provider.h"
-#include "tenferro/fft/fftw_provider.h"
-#include "tenferro/fft/native_provider.h"

@@ -14,7 +14,7 @@
 #include "bench/bench_command.h"
 #include "einsum_command.h"
 #include "tenferro/cpu_engine/engine.h"
-#include "tenferro/fft.h"
+#include "tenferro/fft_cpu.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::bench {

@@ -1,5 +1,5 @@
 // The native FFT provider (Note [Native FFT algorithm] in native_provider.h).
-#include "tenferro/fft/native_provider.h"
+#include "tenferro/fft_cpu/native_provider.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <numbers>
 #include <vector>
 
-#include "fft/plan_cache.h"
+#include "fft_cpu/plan_cache.h"
 
 namespace tenferro::fft {
 

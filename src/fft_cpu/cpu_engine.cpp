@@ -1,17 +1,17 @@
 // CpuFftEngine: prepare (Note [FFT extension engine]), the pass loop and
 // its one fan-out level (Note [FFT batch parallelism]), explain and the
 // extension module.
-#include "tenferro/fft/cpu_engine.h"
+#include "tenferro/fft_cpu/cpu_engine.h"
 
 #include <algorithm>
 #include <mutex>
 
 #include <fmt/format.h>
 
-#include "fft/fft_plan.h"
+#include "fft_cpu/fft_plan.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/workspace_pool.h"
-#include "tenferro/fft/fftw_provider.h"
+#include "tenferro/fft_cpu/fftw_provider.h"
 
 namespace tenferro::fft {
 

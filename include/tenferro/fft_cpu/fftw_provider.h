@@ -37,7 +37,7 @@
 #include <mutex>
 #include <string>
 
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 
 namespace tenferro::fft {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tenferro/base/function_ref.h"
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 
 namespace tenferro::fft::internal {
 

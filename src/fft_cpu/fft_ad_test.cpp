@@ -7,7 +7,7 @@
 // second check compares one gradient with torch.autograd when available.
 #include <gtest/gtest.h>
 
-#include "fft/fft_test_support.h"
+#include "fft_cpu/fft_test_support.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/program/program_builder.h"
 

@@ -15,9 +15,9 @@
 #include "tenferro/base/function_ref.h"
 #include "tenferro/cpu/parallel.h"
 #include "tenferro/cpu/workspace_pool.h"
-#include "tenferro/fft/cpu_engine.h"
+#include "tenferro/fft_cpu/cpu_engine.h"
 #include "tenferro/fft/fft_op.h"
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 #include "tenferro/runtime/spi/providers.h"
 #include "tenferro/tensor/tensor.h"
 

@@ -1,7 +1,7 @@
 // Building FftPlan (Note [FFT extension engine], Note [FFT batch
 // parallelism] in cpu_engine.h) and the engine's copy kernels: staging the
 // input and the final scaling.
-#include "fft/fft_plan.h"
+#include "fft_cpu/fft_plan.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // The FFTW provider (Note [FFTW planner state] in fftw_provider.h): guru64
 // plans over exact strides made under the provider's planner lock and
 // cached, executed with the thread-safe new-array functions.
-#include "tenferro/fft/fftw_provider.h"
+#include "tenferro/fft_cpu/fftw_provider.h"
 
 #include <fftw3.h>
 
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "fft/plan_cache.h"
+#include "fft_cpu/plan_cache.h"
 
 namespace tenferro::fft {
 

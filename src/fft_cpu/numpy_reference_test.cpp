@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "fft/fft_test_support.h"
+#include "fft_cpu/fft_test_support.h"
 
 namespace tenferro::fft {
 namespace {

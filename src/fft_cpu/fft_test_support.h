@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "tenferro/cpu_engine/engine.h"
-#include "tenferro/fft.h"
+#include "tenferro/fft_cpu.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::fft::testing {

@@ -23,7 +23,7 @@
 #include <memory>
 #include <mutex>
 
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 
 namespace tenferro::fft {
 

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "fft/fft_test_support.h"
+#include "fft_cpu/fft_test_support.h"
 
 namespace tenferro::fft {
 namespace {

@@ -4,7 +4,7 @@
 // workspace reuse, explain(), empty tensors and errors through eager calls.
 #include <gtest/gtest.h>
 
-#include "fft/fft_test_support.h"
+#include "fft_cpu/fft_test_support.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/spi/event_domain.h"

@@ -51,7 +51,7 @@
 #include "tenferro/base/ids.h"
 #include "tenferro/cpu/parallel.h"
 #include "tenferro/fft/fft_op.h"
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/spi/extension.h"
 

@@ -1,10 +1,10 @@
 // The provider skeleton (Note [FFT provider contract]), problem identity
 // and the null provider.
-#include "tenferro/fft/fft_provider.h"
+#include "tenferro/fft_cpu/fft_provider.h"
 
 #include <fmt/format.h>
 
-#include "fft/plan_cache.h"
+#include "fft_cpu/plan_cache.h"
 
 namespace tenferro::fft {
 
