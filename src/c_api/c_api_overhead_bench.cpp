@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "tenferro/c/tenferro.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/runtime/runtime.h"
 
