@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include "tenferro/cpu/domains/cpu_domain_set.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/einsum/contraction_order.h"
+#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum_cpu/cpu_engine.h"
 #include "tenferro/einsum_cpu/cpu_executor.h"
-#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/linalg/ad_rules.h"
 #include "tenferro/linalg_cpu/cpu_engine.h"
 

@@ -281,8 +281,8 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
       return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
                         "slicing \"{}\": expected the largest intermediate of a slice to fit {:.6g} bytes; found "
                         "{:.6g} bytes after slicing \"{}\" ({} slices), and {}",
-                        abbreviate(net.to_string()), options.max_intermediate_bytes,
-                        current.max_size * element_bytes, net.labels_to_string(chosen), slices,
+                        abbreviate(net.to_string()), options.max_intermediate_bytes, current.max_size * element_bytes,
+                        net.labels_to_string(chosen), slices,
                         over_max_slices ? fmt::format("slicing more would exceed {} slices", options.max_slices)
                                         : std::string("no label left to slice shrinks it"));
     }

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "fft_cpu/fft_plan.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/workspace_pool.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu/fftw_provider.h"
 
 namespace tenferro::fft {

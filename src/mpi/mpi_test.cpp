@@ -18,11 +18,11 @@
 
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/domains/topology.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_engine/engine.h"
+#include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/einsum_cpu/slice_executor.h"
-#include "tenferro/einsum/slicing.h"
 #include "tenferro/mpi.h"
 #include "tenferro/runtime/runtime.h"
 

@@ -47,12 +47,12 @@
 #include "einsum_command.h"
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/ad_runtime/gradient_tape.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/einsum_cpu/cpu_engine.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/einsum_call.h"
+#include "tenferro/einsum_cpu/cpu_engine.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::bench {

@@ -36,9 +36,9 @@
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/runtime/runtime.h"
 

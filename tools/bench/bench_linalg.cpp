@@ -35,8 +35,8 @@
 #include "einsum_command.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/linalg_cpu.h"
-#include "tenferro/runtime/spi/event_domain.h"
 #include "tenferro/runtime/runtime.h"
+#include "tenferro/runtime/spi/event_domain.h"
 
 namespace tenferro::bench {
 namespace {
