@@ -49,54 +49,6 @@ double median_of(std::vector<double> v) {
 
 Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
 
-// The operation-local policy for --path.
-Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& instance, std::string& path) {
-  using einsum::PlannerKind;
-  if (path.empty()) {
-    const bool nested = instance.format_string.find('(') != std::string::npos;
-    path = nested ? "nested" : instance.opt_flops ? "ref-flops" : "greedy";
-  }
-  einsum::PlanningPolicy policy;
-  if (path == "ref-flops" || path == "ref-size") {
-    const auto& ref = path == "ref-flops" ? instance.opt_flops : instance.opt_size;
-    if (!ref) {
-      return invalid(
-          fmt::format("--path {}: instance '{}' has no {} reference path; expected greedy, optimal or "
-                      "treesa",
-                      path, instance.name, path == "ref-flops" ? "opt_flops" : "opt_size"));
-    }
-    TENFERRO_ASSIGN_OR_RETURN(
-        einsum::ContractionOrder order,
-        einsum::ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance.shapes.size()), ref->pairs));
-    policy.planner = PlannerKind::kExplicitPath;
-    policy.path = std::move(order);
-  } else if (path == "greedy") {
-    policy.planner = PlannerKind::kGreedy;
-  } else if (path == "optimal") {
-    policy.planner = PlannerKind::kOptimal;
-  } else if (path == "treesa") {
-    policy.planner = PlannerKind::kTreeSA;
-  } else if (path == "nested") {
-    policy.planner = PlannerKind::kNested;
-  } else {
-    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
-  }
-  return policy;
-}
-
-std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
-  std::vector<Tensor> inputs;
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (std::size_t i = 0; i < instance.shapes.size(); ++i) {
-    std::mt19937_64 rng(seed * 1000003 + i);
-    Tensor t = *Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64);
-    auto* data = static_cast<double*>(t.data());
-    for (std::int64_t k = 0; k < t.numel(); ++k) data[k] = uniform(rng);
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
 template <class T>
 constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 template <class T>
@@ -187,6 +139,53 @@ Result<std::shared_ptr<const program::SemanticProgram>> einsum_program(
 }
 
 }  // namespace
+
+Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& instance, std::string& path) {
+  using einsum::PlannerKind;
+  if (path.empty()) {
+    const bool nested = instance.format_string.find('(') != std::string::npos;
+    path = nested ? "nested" : instance.opt_flops ? "ref-flops" : "greedy";
+  }
+  einsum::PlanningPolicy policy;
+  if (path == "ref-flops" || path == "ref-size") {
+    const auto& ref = path == "ref-flops" ? instance.opt_flops : instance.opt_size;
+    if (!ref) {
+      return invalid(
+          fmt::format("--path {}: instance '{}' has no {} reference path; expected greedy, optimal or "
+                      "treesa",
+                      path, instance.name, path == "ref-flops" ? "opt_flops" : "opt_size"));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(
+        einsum::ContractionOrder order,
+        einsum::ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance.shapes.size()), ref->pairs));
+    policy.planner = PlannerKind::kExplicitPath;
+    policy.path = std::move(order);
+  } else if (path == "greedy") {
+    policy.planner = PlannerKind::kGreedy;
+  } else if (path == "optimal") {
+    policy.planner = PlannerKind::kOptimal;
+  } else if (path == "treesa") {
+    policy.planner = PlannerKind::kTreeSA;
+  } else if (path == "nested") {
+    policy.planner = PlannerKind::kNested;
+  } else {
+    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
+  }
+  return policy;
+}
+
+std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
+  std::vector<Tensor> inputs;
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (std::size_t i = 0; i < instance.shapes.size(); ++i) {
+    std::mt19937_64 rng(seed * 1000003 + i);
+    Tensor t = *Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64);
+    auto* data = static_cast<double*>(t.data());
+    for (std::int64_t k = 0; k < t.numel(); ++k) data[k] = uniform(rng);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
 
 Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_cpu_domains(int threads) {
   if (threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", threads));

@@ -18,6 +18,7 @@
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/einsum/benchmark_instance.h"
+#include "tenferro/einsum/planner.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::cli {
@@ -64,6 +65,16 @@ struct EinsumRunResult {
   double min_seconds() const;
   double median_cpu_seconds() const;
 };
+
+/// The operation-local planning policy for `--path` on `instance`; an empty
+/// `path` becomes the default (nested for parenthesised subscripts, the
+/// instance's opt_flops path when it has one, else greedy).
+/// kInvalidArgument for an unknown choice or a missing reference path.
+Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& instance, std::string& path);
+
+/// The random float64 operands of `instance` for `seed`, the same in every
+/// command (sliced and unsliced runs report the same checksum).
+std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed);
 
 /// cpu::make_managed_domains for a --threads option: kInvalidArgument
 /// below 1 or above the CPUs this process may use.

@@ -18,6 +18,8 @@
 // r * threads of the allowed list, wrapping around when the node has fewer.
 #include "einsum_slicing.h"
 
+#include "einsum_command.h"
+
 #include <algorithm>
 #include <chrono>
 #include <complex>
@@ -52,47 +54,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
-
-// The --path choice, as `tenferro einsum` makes it.
-Result<einsum::PlanningPolicy> sliced_policy(const einsum::BenchmarkInstance& instance, std::string& path) {
-  using einsum::PlannerKind;
-  if (path.empty()) {
-    const bool nested = instance.format_string.find('(') != std::string::npos;
-    path = nested ? "nested" : instance.opt_flops ? "ref-flops" : "greedy";
-  }
-  einsum::PlanningPolicy policy;
-  if (path == "ref-flops" || path == "ref-size") {
-    const auto& ref = path == "ref-flops" ? instance.opt_flops : instance.opt_size;
-    if (!ref) return invalid(fmt::format("--path {}: instance '{}' has no such reference path", path, instance.name));
-    TENFERRO_ASSIGN_OR_RETURN(
-        einsum::ContractionOrder order,
-        einsum::ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance.shapes.size()), ref->pairs));
-    policy.planner = PlannerKind::kExplicitPath;
-    policy.path = std::move(order);
-  } else if (std::optional<PlannerKind> kind = einsum::parse_planner_kind(path);
-             kind && (*kind == PlannerKind::kGreedy || *kind == PlannerKind::kOptimal ||
-                      *kind == PlannerKind::kTreeSA || *kind == PlannerKind::kNested)) {
-    policy.planner = *kind;
-  } else {
-    return invalid(fmt::format("--path {}: expected ref-flops, ref-size, greedy, optimal, treesa or nested", path));
-  }
-  return policy;
-}
-
-// The random float64 operands `tenferro einsum` uses for the same seed, so
-// that sliced and unsliced runs report the same checksum.
-std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
-  std::vector<Tensor> inputs;
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (std::size_t i = 0; i < instance.shapes.size(); ++i) {
-    std::mt19937_64 rng(seed * 1000003 + i);
-    Tensor t = *Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64);
-    auto* data = static_cast<double*>(t.data());
-    for (std::int64_t k = 0; k < t.numel(); ++k) data[k] = uniform(rng);
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
 
 // Note [Rank CPU domains].
 Result<std::shared_ptr<const cpu::CpuDomainSet>> rank_cpu_domains(int threads, int local_rank) {
@@ -360,7 +321,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   SlicedReport report;
   report.path = options.path;
   Result<einsum::SlicedContraction> sliced = [&]() -> Result<einsum::SlicedContraction> {
-    TENFERRO_ASSIGN_OR_RETURN(einsum::PlanningPolicy policy, sliced_policy(instance, report.path));
+    TENFERRO_ASSIGN_OR_RETURN(einsum::PlanningPolicy policy, policy_for(instance, report.path));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
                               einsum::EinsumOp::create(instance.format_string, policy));
     const std::vector<IntArrayRef> shapes = instance.shape_refs();

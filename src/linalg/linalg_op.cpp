@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/base/hash.h"
+
 namespace tenferro::linalg {
 
 namespace {
@@ -30,14 +32,8 @@ constexpr OpInfo kOpInfo[] = {
 
 const OpInfo& info(LinalgOpKind kind) noexcept { return kOpInfo[static_cast<int>(kind)]; }
 
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 constexpr std::uint64_t combine(std::uint64_t seed, std::uint64_t value) noexcept {
-  return mix64(seed ^ (mix64(value) + (seed << 6) + (seed >> 2)));
+  return hashing::hash_combine(seed, value);
 }
 std::uint64_t double_bits(double v) noexcept {
   if (v == 0.0) v = 0.0;  // -0.0 and 0.0 are the same option
