@@ -207,9 +207,15 @@ TEST(PlanCacheTest, EightThreadsOverlappingKeysSingleFlight) {
           while (now > seen && !max_concurrent.compare_exchange_weak(seen, now)) {
           }
           // Keep this preparation open until another key's preparation ran
-          // concurrently, or a generous timeout passes.
+          // concurrently and some caller waited on a preparation in flight
+          // (each key has at least two threads in round 0, so both happen
+          // unless single flight or concurrency is broken), or a generous
+          // timeout passes. The cache holds no lock while preparing.
           const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-          while (max_concurrent.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+          while ((max_concurrent.load() < 2 || cache.stats().waits == 0) &&
+                 std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+          }
           active_preparations.fetch_sub(1);
           return make_value("plan" + std::to_string(key));
         });
