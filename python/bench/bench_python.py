@@ -68,11 +68,16 @@ def load_instance(path):
     return inst, optimize
 
 
-def python_seconds(inst, optimize, runtime, runs, seed):
+def python_seconds(inst, optimize, runtime, runs, seed, tenferro_memory=False):
     """(median wall, median process CPU) seconds of the timed calls, after
-    one call that plans, as the CLI times its runs."""
+    one call that plans, as the CLI times its runs. With `tenferro_memory`
+    the operands are first copied into tenferro storage (where the CLI's
+    random operands live, huge-page advised), so that both sides read the
+    same kind of memory and the difference is the call path alone."""
     rng = np.random.default_rng(seed)
     ops = [rng.uniform(-1, 1, size=s) for s in inst["shapes"]]
+    if tenferro_memory:
+        ops = [runtime.einsum("...->...", o) for o in ops]
     out = runtime.einsum(inst["format_string"], *ops, optimize=optimize)  # first call plans
     wall, cpu = [], []
     for _ in range(runs):
@@ -139,16 +144,18 @@ def main():
             files += sorted(glob.glob(os.path.join(args.instances, pattern)))
         for path in files:
             inst, optimize = load_instance(path)
-            py, cli = [], []
+            py, py_tf, cli = [], [], []
             for r in range(args.rounds):
                 # A fresh runtime per round, as each CLI run is a fresh process
                 # (its memory pool starts empty too).
                 rt = tenferro.Runtime(threads=args.threads, gemm=args.gemm, domain=args.domain)
                 py.append(python_seconds(inst, optimize, rt, args.runs, r))
+                py_tf.append(python_seconds(inst, optimize, rt, args.runs, r, tenferro_memory=True))
                 del rt
                 cli.append(cli_seconds(args.cli, path, args.runs, args.threads, args.gemm))
             p = statistics.median(w for w, _ in py)
             pc = statistics.median(c for _, c in py)
+            pt = statistics.median(w for w, _ in py_tf)
             c = statistics.median(w for w, _ in cli)
             cc = statistics.median(c for _, c in cli)
             results.append(
@@ -157,6 +164,8 @@ def main():
                     "python_s": p,
                     "cli_s": c,
                     "ratio_cli_over_python": c / p,
+                    "python_tenferro_memory_s": pt,
+                    "ratio_cli_over_python_tenferro_memory": c / pt,
                     "python_cpu_s": pc,
                     "cli_cpu_s": cc,
                     "cpu_ratio_cli_over_python": cc / pc if pc > 0 else float("nan"),
@@ -185,12 +194,17 @@ def main():
     print(f"  numpy.einsum                                 {r0['numpy_us']:.2f} / {r0['numpy_p10_us']:.2f} us")
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
-        print(f"{'instance':<54} {'py ms':>9} {'cli ms':>9} {'cli/py':>7} {'py cpu':>9} {'cli cpu':>9} {'cli/py':>7}")
+        print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are)")
+        print(
+            f"{'instance':<54} {'py ms':>9} {'cli ms':>9} {'cli/py':>7} {'py cpu':>9} {'cli cpu':>9} {'cli/py':>7}"
+            f" {'py tf ms':>9} {'cli/py tf':>9}"
+        )
         for r in results[1:]:
             print(
                 f"{r['case']:<54} {r['python_s'] * 1e3:>9.3f} {r['cli_s'] * 1e3:>9.3f} "
                 f"{r['ratio_cli_over_python']:>7.3f} {r['python_cpu_s'] * 1e3:>9.3f} {r['cli_cpu_s'] * 1e3:>9.3f} "
-                f"{r['cpu_ratio_cli_over_python']:>7.3f}"
+                f"{r['cpu_ratio_cli_over_python']:>7.3f} {r['python_tenferro_memory_s'] * 1e3:>9.3f} "
+                f"{r['ratio_cli_over_python_tenferro_memory']:>9.3f}"
             )
 
 
