@@ -4,10 +4,10 @@
 // tf_code plus an optional tf_error: nothing escapes the C boundary.
 //
 // Note [C API execution]
-// tf_runtime_create builds a tenferro runtime the way `tenferro einsum`
-// does: the CPU engine over the chosen GEMM provider (and a managed CPU
-// domain for more than one thread), with the native einsum engine installed
-// as its extension. The einsum calls of this API use that engine's
+// tf_runtime_create builds the ready CPU runtime (cpu::make_cpu_runtime,
+// as `tenferro einsum` and the Python module do) with the native einsum
+// engine: the calling thread for up to one thread, a managed CPU domain for
+// more. The einsum calls of this API use that engine's
 // CpuEinsumExecutor directly rather than an eager context, because the
 // result goes into the caller's buffer: the executor runs a compiled
 // ExecutionPlan over borrowed TensorViews, so the caller's strided output is
@@ -35,11 +35,8 @@
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
-#include "tenferro/cpu/gemm/external_blas.h"
-#include "tenferro/cpu/gemm/native_gemm.h"
-#include "tenferro/cpu_engine/engine.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
-#include "tenferro/einsum_cpu/cpu_engine.h"
 #include "tenferro/einsum_cpu/cpu_executor.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
@@ -399,27 +396,14 @@ Status run_checked(const EinsumEngine& engine, const einsum::ExecutionPlan& plan
   return engine.execute(plan, std::span<const TensorView>(inputs.views.data(), inputs.views.size()), out.view);
 }
 
-Result<std::shared_ptr<const cpu::CpuGemmProvider>> make_gemm(std::int32_t gemm, int threads) {
+Result<cpu::CpuGemmChoice> gemm_choice(std::int32_t gemm) {
   switch (gemm) {
-    case TF_GEMM_NATIVE: {
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> native, cpu::NativeGemmProvider::create());
-      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(native));
-    }
-    case TF_GEMM_OPENBLAS: {
-      // As `tenferro einsum`: the serial build runs on the calling thread;
-      // for more threads OpenBLAS's process-wide count is its only control.
-      cpu::OpenBlasOptions options;
-      options.build = threads > 1 ? cpu::OpenBlasBuild::kPthread : cpu::OpenBlasBuild::kSerial;
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> blas,
-                                cpu::ExternalBlasGemmProvider::load_openblas(options));
-      if (threads > 1) TENFERRO_TRY(blas->set_global_thread_count(threads));
-      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(blas));
-    }
-    case TF_GEMM_BLIS: {
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ExternalBlasGemmProvider> blas,
-                                cpu::ExternalBlasGemmProvider::load_blis());
-      return std::shared_ptr<const cpu::CpuGemmProvider>(std::move(blas));
-    }
+    case TF_GEMM_NATIVE:
+      return cpu::CpuGemmChoice::kNative;
+    case TF_GEMM_OPENBLAS:
+      return cpu::CpuGemmChoice::kOpenBlas;
+    case TF_GEMM_BLIS:
+      return cpu::CpuGemmChoice::kBlis;
     default:
       return invalid(fmt::format(
           "tf_runtime_options.gemm is {}; expected TF_GEMM_NATIVE (0), TF_GEMM_OPENBLAS (1) or TF_GEMM_BLIS (2)",
@@ -427,36 +411,17 @@ Result<std::shared_ptr<const cpu::CpuGemmProvider>> make_gemm(std::int32_t gemm,
   }
 }
 
-Result<std::shared_ptr<const cpu::CpuDomainSet>> managed_domain(int threads) {
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
-  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
-  if (threads > static_cast<int>(allowed.size())) {
-    return invalid(fmt::format("tf_runtime_options.threads is {}; expected at most the {} CPUs this process may use",
-                               threads, allowed.size()));
-  }
-  cpu::CpuDomainSpec spec;
-  spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
-  spec.thread_budget = threads;
-  const cpu::CpuDomainSpec specs[] = {spec};
-  return cpu::CpuDomainSet::create_managed(topology, specs);
-}
-
+// The ready CPU runtime with the einsum engine only; up to one thread runs
+// on the calling thread, more in one managed CPU domain.
 Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_t gemm) {
   if (threads < 0) return invalid(fmt::format("tf_runtime_options.threads is {}; expected >= 0", threads));
-  cpu::CpuEngineOptions options;
-  TENFERRO_ASSIGN_OR_RETURN(options.gemm_provider, make_gemm(gemm, threads));
-  if (threads > 1) {
-    TENFERRO_ASSIGN_OR_RETURN(options.domains, managed_domain(threads));
-  }
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuEngine engine, cpu::make_cpu_engine(options));
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<einsum::CpuEinsumExecutor> executor,
-                            einsum::CpuEinsumExecutor::create(engine.dot_general));
-  runtime::RuntimeBuilder builder;
-  builder.add_engine(std::move(engine.registration));
-  builder.add_extension_module(einsum::cpu_extension_module(options.id, executor));
-  TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
-  return std::make_shared<const EinsumEngine>(std::move(rt), std::move(executor), std::move(options.domains));
+  cpu::CpuRuntimeOptions options;
+  options.threads = threads;
+  options.on_calling_thread = threads <= 1;
+  TENFERRO_ASSIGN_OR_RETURN(options.gemm, gemm_choice(gemm));
+  options.linalg = false;
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
+  return std::make_shared<const EinsumEngine>(std::move(cpu.runtime), std::move(cpu.einsum), std::move(cpu.domains));
 }
 
 }  // namespace

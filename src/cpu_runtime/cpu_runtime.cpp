@@ -48,8 +48,20 @@ Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(CpuGemmChoice 
 }
 
 Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuDomainSet> domains, make_managed_domains(options.threads));
-  const int threads = domains->domains().front()->thread_budget();
+  std::shared_ptr<const CpuDomainSet> domains;
+  int threads = 1;
+  if (options.on_calling_thread) {
+    if (options.threads < 0 || options.threads > 1) {
+      return make_error(
+          ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+          "cpu runtime: on_calling_thread runs every call on the calling thread; expected threads 0 or 1, "
+          "found {}",
+          options.threads);
+    }
+  } else {
+    TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads));
+    threads = domains->domains().front()->thread_budget();
+  }
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuGemmProvider> gemm, make_gemm_provider(options.gemm, threads));
   runtime::RuntimeBuilder builder;
   CpuEngineOptions engine;
@@ -64,7 +76,7 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
   }
   std::shared_ptr<linalg::CpuLinalgEngine> linalg_engine;
   if (options.linalg) {
-    linalg_engine = linalg::CpuLinalgEngine::create_default();
+    linalg_engine = linalg::CpuLinalgEngine::create_default(options.linalg_options);
     builder.add_extension_module(linalg::cpu_extension_module(engine.id, linalg_engine));
   }
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());

@@ -54,6 +54,24 @@ TEST(CpuRuntimeTest, BadThreadCountsAreTypedErrors) {
   }
 }
 
+TEST(CpuRuntimeTest, OnTheCallingThreadThereIsNoDomainAndOneThread) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .on_calling_thread = true});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_EQ(cpu->domains, nullptr);
+  EXPECT_EQ(cpu->threads, 1);
+  runtime::EagerContext ctx = cpu->runtime.on();
+  const Tensor operands[] = {*Tensor::from_values<double>({1, 2, 3, 4}, {2, 2}),
+                             *Tensor::from_values<double>({1, 0, 0, 1}, {2, 2})};
+  Result<Tensor> c = einsum::einsum(ctx, "ij,jk->ik", operands);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(*c->to_vector<double>(), (std::vector<double>{1, 2, 3, 4}));
+
+  Result<CpuRuntime> two = make_cpu_runtime({.threads = 2, .on_calling_thread = true});
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(two.status().message().find("found 2"), std::string::npos) << two.status().message();
+}
+
 TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
   Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = CpuGemmChoice::kOpenBlas});
   if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();

@@ -9,6 +9,7 @@
 //   TENFERRO_ASSIGN_OR_RETURN(Tensor c, einsum::einsum(ctx, "ij,jk->ik", operands));
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -26,6 +27,10 @@ struct CpuRuntimeOptions {
   /// Worker threads of the runtime's CPU domain, pinned to the first
   /// `threads` CPUs this process may use; 0 takes all of them.
   int threads = 0;
+  /// No CPU domain: every call runs on the calling thread (threads 0 or 1;
+  /// no domain entry per call, no memory pool). Otherwise one managed
+  /// domain: pinned workers and a node-local memory pool.
+  bool on_calling_thread = false;
   /// The GEMM provider. OpenBLAS uses its serial build at one thread and
   /// its pthread build (with its process-wide thread count set to
   /// `threads`) otherwise.
@@ -34,6 +39,9 @@ struct CpuRuntimeOptions {
   bool einsum = true;
   /// Install the CPU linalg engine (otherwise linalg ops are unsupported).
   bool linalg = true;
+  /// The linalg engine's options (e.g. the threading policy its providers
+  /// must satisfy).
+  linalg::LinalgEngineOptions linalg_options;
 };
 
 /// A built CPU runtime and the engines it holds (shared with the runtime;
@@ -42,7 +50,7 @@ struct CpuRuntime {
   runtime::Runtime runtime;
   int threads = 0;
   std::shared_ptr<const CpuGemmProvider> gemm;
-  std::shared_ptr<const CpuDomainSet> domains;
+  std::shared_ptr<const CpuDomainSet> domains;        ///< null with on_calling_thread
   std::shared_ptr<einsum::CpuEinsumExecutor> einsum;  ///< null unless options.einsum
   std::shared_ptr<linalg::CpuLinalgEngine> linalg;    ///< null unless options.linalg
 };
@@ -59,7 +67,8 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads);
 /// The GEMM provider for `choice` at `threads` (the OpenBLAS rule above).
 Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(CpuGemmChoice choice, int threads);
 
-/// Builds the runtime. Errors: kInvalidArgument for a bad thread count;
+/// Builds the runtime. Errors: kInvalidArgument for a bad thread count
+/// (more than one with on_calling_thread);
 /// kUnsupported when the chosen external BLAS is not installed.
 Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options = {});
 
