@@ -37,6 +37,7 @@
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/einsum_cpu/slice_executor.h"
@@ -57,18 +58,8 @@ Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, E
 
 // Note [Rank CPU domains].
 Result<std::shared_ptr<const cpu::CpuDomainSet>> rank_cpu_domains(int threads, int local_rank) {
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
-  const std::vector<int> allowed = topology.allowed_cpus().to_vector();
-  if (threads > static_cast<int>(allowed.size())) {
-    return invalid(fmt::format("--threads {}: this rank may use {} CPUs", threads, allowed.size()));
-  }
-  cpu::CpuDomainSpec spec;
-  spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i)
-    spec.cpus.add(allowed[static_cast<std::size_t>(local_rank * threads + i) % allowed.size()]);
-  spec.thread_budget = threads;
-  const cpu::CpuDomainSpec specs[] = {spec};
-  return cpu::CpuDomainSet::create_managed(topology, specs);
+  if (threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", threads));
+  return cpu::make_managed_domains(threads, local_rank * threads);
 }
 
 // CPU time of this process (all threads), in seconds: on a loaded machine

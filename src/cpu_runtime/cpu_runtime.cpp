@@ -17,7 +17,7 @@ Result<CpuGemmChoice> parse_gemm_choice(std::string_view name) {
                     "gemm provider: expected native, openblas or blis, found '{}'", name);
 }
 
-Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads) {
+Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu) {
   TENFERRO_ASSIGN_OR_RETURN(CpuTopology topology, CpuTopology::discover());
   const std::vector<int> allowed = topology.allowed_cpus().to_vector();
   if (threads < 0 || threads > static_cast<int>(allowed.size())) {
@@ -25,10 +25,16 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads) {
                       "cpu runtime: expected 0 (all) to {} threads (the CPUs this process may use), found {}",
                       allowed.size(), threads);
   }
+  if (first_cpu < 0) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "cpu runtime: expected a first CPU position >= 0, found {}", first_cpu);
+  }
   if (threads == 0) threads = static_cast<int>(allowed.size());
   CpuDomainSpec spec;
   spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i) spec.cpus.add(allowed[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < threads; ++i) {
+    spec.cpus.add(allowed[static_cast<std::size_t>(first_cpu + i) % allowed.size()]);
+  }
   spec.thread_budget = threads;
   const CpuDomainSpec specs[] = {spec};
   return CpuDomainSet::create_managed(topology, specs);

@@ -72,6 +72,21 @@ TEST(CpuRuntimeTest, OnTheCallingThreadThereIsNoDomainAndOneThread) {
   EXPECT_NE(two.status().message().find("found 2"), std::string::npos) << two.status().message();
 }
 
+TEST(CpuRuntimeTest, ManagedDomainsStartAtTheGivenCpuAndWrapAround) {
+  Result<CpuTopology> topology = CpuTopology::discover();
+  ASSERT_TRUE(topology.ok());
+  const std::vector<int> allowed = topology->allowed_cpus().to_vector();
+  const int n = static_cast<int>(allowed.size());
+  for (int first : {0, 1, n}) {
+    Result<std::shared_ptr<const CpuDomainSet>> set = make_managed_domains(1, first);
+    ASSERT_TRUE(set.ok()) << set.status().to_string();
+    EXPECT_EQ((*set)->domains().front()->cpus().to_vector(),
+              std::vector<int>{allowed[static_cast<std::size_t>(first % n)]})
+        << "first " << first;
+  }
+  EXPECT_EQ(make_managed_domains(1, -1).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
   Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = CpuGemmChoice::kOpenBlas});
   if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();

@@ -8,6 +8,7 @@
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/spi/event_domain.h"
+#include "tenferro/testing/reference_engine.h"
 
 namespace tenferro::fft {
 namespace {
@@ -17,18 +18,7 @@ using namespace testing;
 // One engine running work inline: the fft engine sees NoExecutionContext and
 // uses its fallback parallel context.
 runtime::Runtime make_inline_runtime(std::shared_ptr<CpuFftEngine> fft) {
-  runtime::RuntimeBuilder builder;
-  runtime::EngineRegistration r;
-  r.metadata.id = EngineId(1);
-  r.metadata.name = "test-cpu";
-  auto executor = std::make_shared<runtime::InlineEngineExecutor>();
-  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
-  r.executor = std::move(executor);
-  builder.add_engine(std::move(r));
-  builder.add_extension_module(cpu_extension_module(EngineId(1), std::move(fft)));
-  Result<runtime::Runtime> rt = builder.build();
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return std::move(rt).value();
+  return tenferro::testing::make_inline_extension_runtime(cpu_extension_module(EngineId(1), std::move(fft)));
 }
 
 TEST(CpuFftEngine, GraphPathMatchesEager) {

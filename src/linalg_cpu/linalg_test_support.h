@@ -18,6 +18,7 @@
 #include "tenferro/linalg_cpu.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/runtime/spi/event_domain.h"
+#include "tenferro/testing/reference_engine.h"
 
 namespace tenferro::linalg::testing {
 
@@ -27,18 +28,7 @@ inline constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::
 /// A runtime with one CPU engine (id 1) running work inline (NoExecutionContext:
 /// the linalg engine uses its fallback parallel context) and `linalg` installed.
 inline runtime::Runtime make_runtime(std::shared_ptr<CpuLinalgEngine> linalg) {
-  runtime::RuntimeBuilder builder;
-  runtime::EngineRegistration r;
-  r.metadata.id = EngineId(1);
-  r.metadata.name = "test-cpu";
-  auto executor = std::make_shared<runtime::InlineEngineExecutor>();
-  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
-  r.executor = std::move(executor);
-  builder.add_engine(std::move(r));
-  builder.add_extension_module(cpu_extension_module(EngineId(1), std::move(linalg)));
-  Result<runtime::Runtime> rt = builder.build();
-  EXPECT_TRUE(rt.ok()) << rt.status().to_string();
-  return std::move(rt).value();
+  return tenferro::testing::make_inline_extension_runtime(cpu_extension_module(EngineId(1), std::move(linalg)));
 }
 
 /// A small dense complex<double> matrix (row-major) for reference math.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tenferro/base/assert.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/spi/engine.h"
 #include "tenferro/runtime/spi/engine_executor.h"
@@ -114,6 +115,21 @@ runtime::EngineRegistration reference_engine_registration(EngineId id, std::shar
   r.executor = executor;
   r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
   return r;
+}
+
+runtime::Runtime make_inline_extension_runtime(runtime::ExtensionModule module) {
+  runtime::RuntimeBuilder builder;
+  runtime::EngineRegistration r;
+  r.metadata.id = EngineId(1);
+  r.metadata.name = "test-cpu";
+  auto executor = std::make_shared<runtime::InlineEngineExecutor>();
+  r.event_driver = runtime::make_cpu_immediate_event_driver(executor);
+  r.executor = std::move(executor);
+  builder.add_engine(std::move(r));
+  builder.add_extension_module(std::move(module));
+  Result<runtime::Runtime> rt = builder.build();
+  TENFERRO_CHECK(rt.ok());  // a test's own module that does not install is a bug in the test
+  return std::move(rt).value();
 }
 
 Result<runtime::Runtime> make_reference_runtime(std::shared_ptr<ReferenceEngineStats> stats) {

@@ -59,10 +59,11 @@ struct CpuRuntime {
 /// otherwise.
 Result<CpuGemmChoice> parse_gemm_choice(std::string_view name);
 
-/// One managed CPU domain of `threads` workers on the first `threads` CPUs
-/// this process may use (0: all). kInvalidArgument when more are asked for
-/// than the process may use or `threads` is negative.
-Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads);
+/// One managed CPU domain of `threads` workers on `threads` consecutive
+/// CPUs of those this process may use, from position `first_cpu` of that
+/// list, wrapping around (0 threads: all of them). kInvalidArgument when
+/// more are asked for than the process may use or `threads` is negative.
+Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu = 0);
 
 /// The GEMM provider for `choice` at `threads` (the OpenBLAS rule above).
 Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(CpuGemmChoice choice, int threads);

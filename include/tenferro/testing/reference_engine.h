@@ -26,6 +26,11 @@ struct ReferenceEngineStats {
 runtime::EngineRegistration reference_engine_registration(EngineId id = EngineId(1),
                                                           std::shared_ptr<ReferenceEngineStats> stats = nullptr);
 
+/// A runtime with one host engine (id 1) that has no core slots and runs
+/// work inline on the calling thread (providers see NoExecutionContext),
+/// with `module` installed: for testing an extension engine alone.
+runtime::Runtime make_inline_extension_runtime(runtime::ExtensionModule module);
+
 /// A runtime with the reference engine (id 1) only.
 Result<runtime::Runtime> make_reference_runtime(std::shared_ptr<ReferenceEngineStats> stats = nullptr);
 
