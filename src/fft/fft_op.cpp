@@ -16,18 +16,16 @@ namespace {
 using program::SymbolicExtent;
 using program::ValueMetadata;
 
-constexpr std::uint64_t combine(std::uint64_t seed, std::uint64_t value) noexcept {
-  return hashing::hash_combine(seed, value);
-}
+using hashing::hash_combine;
 
 std::uint64_t hash_attributes(const FftAttributes& a) noexcept {
   std::uint64_t h = 0x666674ULL;  // "fft"
-  h = combine(h, static_cast<std::uint64_t>(a.kind));
-  h = combine(h, static_cast<std::uint64_t>(a.norm));
-  h = combine(h, a.axes.size());
-  for (std::int64_t axis : a.axes) h = combine(h, static_cast<std::uint64_t>(axis));
-  h = combine(h, a.lengths.size());
-  for (std::int64_t n : a.lengths) h = combine(h, static_cast<std::uint64_t>(n));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.kind));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.norm));
+  h = hash_combine(h, a.axes.size());
+  for (std::int64_t axis : a.axes) h = hash_combine(h, static_cast<std::uint64_t>(axis));
+  h = hash_combine(h, a.lengths.size());
+  for (std::int64_t n : a.lengths) h = hash_combine(h, static_cast<std::uint64_t>(n));
   return h;
 }
 

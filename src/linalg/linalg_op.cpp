@@ -32,9 +32,7 @@ constexpr OpInfo kOpInfo[] = {
 
 const OpInfo& info(LinalgOpKind kind) noexcept { return kOpInfo[static_cast<int>(kind)]; }
 
-constexpr std::uint64_t combine(std::uint64_t seed, std::uint64_t value) noexcept {
-  return hashing::hash_combine(seed, value);
-}
+using hashing::hash_combine;
 std::uint64_t double_bits(double v) noexcept {
   if (v == 0.0) v = 0.0;  // -0.0 and 0.0 are the same option
   std::uint64_t bits = 0;
@@ -44,14 +42,14 @@ std::uint64_t double_bits(double v) noexcept {
 
 std::uint64_t hash_attributes(const LinalgAttributes& a) noexcept {
   std::uint64_t h = 0x6c696e616c67ULL;  // "linalg"
-  h = combine(h, static_cast<std::uint64_t>(a.kind));
-  h = combine(h, static_cast<std::uint64_t>(a.svd_mode));
-  h = combine(h, static_cast<std::uint64_t>(a.qr_mode));
-  h = combine(h, (a.compute_vectors ? 1u : 0u) | (a.lower ? 2u : 0u) | (a.unit_diagonal ? 4u : 0u));
-  h = combine(h, static_cast<std::uint64_t>(a.transpose));
-  h = combine(h, double_bits(a.rcond));
-  h = combine(h, static_cast<std::uint64_t>(a.norm));
-  return combine(h, double_bits(a.p));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.kind));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.svd_mode));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.qr_mode));
+  h = hash_combine(h, (a.compute_vectors ? 1u : 0u) | (a.lower ? 2u : 0u) | (a.unit_diagonal ? 4u : 0u));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.transpose));
+  h = hash_combine(h, double_bits(a.rcond));
+  h = hash_combine(h, static_cast<std::uint64_t>(a.norm));
+  return hash_combine(h, double_bits(a.p));
 }
 
 bool is_linalg_dtype(DType d) noexcept {

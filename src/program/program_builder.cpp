@@ -215,7 +215,7 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
                             internal::call_extension(ErrorStage::kCompile, "ExtensionOp::effects",
                                                      [&]() -> Result<EffectSet> { return op->effects(); }));
   // A collective is a scheduler-owned node with explicit participants and
-  // ordering, never an arbitrary extension operation (seed "Scheduled graph").
+  // ordering, never an arbitrary extension operation (docs/mpi.md).
   for (const Effect& e : effects) {
     if (e.resource.kind == ResourceKind::kCommunicator) {
       return contract_error(fmt::format(
