@@ -18,6 +18,7 @@
 #pragma once
 
 #include "tenferro/program/attributes.h"
+#include "tenferro/program/collective_op.h"
 #include "tenferro/program/core_inference.h"
 #include "tenferro/program/core_op.h"
 #include "tenferro/program/effects.h"

@@ -9,6 +9,7 @@
 #include "builder_impl.h"
 #include "hashing.h"
 #include "tenferro/base/ids.h"
+#include "tenferro/program/collective_op.h"
 #include "tenferro/program/core_inference.h"
 
 namespace tenferro::program {
@@ -215,9 +216,10 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
                             internal::call_extension(ErrorStage::kCompile, "ExtensionOp::effects",
                                                      [&]() -> Result<EffectSet> { return op->effects(); }));
   // A collective is a scheduler-owned node with explicit participants and
-  // ordering, never an arbitrary extension operation (docs/mpi.md).
+  // ordering, never an arbitrary extension operation (Note [Collective
+  // operations]).
   for (const Effect& e : effects) {
-    if (e.resource.kind == ResourceKind::kCommunicator) {
+    if (e.resource.kind == ResourceKind::kCommunicator && as_collective(op.get()) == nullptr) {
       return contract_error(fmt::format(
           "declares {}; expected no communicator effect (collectives are scheduled collective nodes, not extension "
           "operations)",
@@ -374,6 +376,12 @@ Result<SmallVector<ProgramValue, 2>> ProgramBuilder::emit_extension(std::shared_
   SmallVector<ProgramValue, 2> results;
   for (std::uint32_t v = first; v < impl_->values.size(); ++v) results.push_back(impl_->token(v));
   return results;
+}
+
+Result<ProgramValue> ProgramBuilder::emit_collective(const CollectiveSpec& spec, ProgramValue operand) {
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CollectiveOp> op, CollectiveOp::create(spec));
+  TENFERRO_ASSIGN_OR_RETURN(auto results, emit_extension(std::move(op), {operand}));
+  return results[0];
 }
 
 void ProgramBuilder::set_provenance(ProvenanceRef provenance) {

@@ -36,7 +36,8 @@ namespace {
 
 bool writes_buffer(ScheduledNodeKind kind) noexcept {
   return kind == ScheduledNodeKind::kOperation || kind == ScheduledNodeKind::kExtension ||
-         kind == ScheduledNodeKind::kCopy || kind == ScheduledNodeKind::kTransfer;
+         kind == ScheduledNodeKind::kCopy || kind == ScheduledNodeKind::kTransfer ||
+         kind == ScheduledNodeKind::kCollective;
 }
 
 }  // namespace

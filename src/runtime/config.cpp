@@ -2,6 +2,7 @@
 // [Configuration snapshots and epochs]).
 #include "tenferro/runtime/config.h"
 
+#include "tenferro/runtime/spi/collective.h"
 #include "tenferro/runtime/spi/extension.h"
 #include "tenferro/runtime/spi/providers.h"
 
@@ -97,6 +98,12 @@ const ExtensionRegistration* RuntimeConfig::find_extension(std::string_view fami
   return nullptr;
 }
 
+const CollectiveProvider* RuntimeConfig::find_collective(std::uint64_t communicator) const noexcept {
+  for (const CollectiveRegistration& c : collectives_)
+    if (c.communicator == communicator) return c.provider.get();
+  return nullptr;
+}
+
 TransferProvider* RuntimeConfig::find_transfer(TransferEndpoint source, TransferEndpoint destination) const noexcept {
   for (const TransferRegistration& r : transfers_)
     if (r.source == source && r.destination == destination) return r.provider.get();
@@ -128,6 +135,8 @@ std::string RuntimeConfig::describe() const {
     out += fmt::format("  extension '{}' on engine {}\n", r.family_id, r.engine);
   for (const TransferRegistration& t : transfers_)
     out += fmt::format("  transfer {} -> {}\n", t.source.to_string(), t.destination.to_string());
+  for (const CollectiveRegistration& c : collectives_)
+    out += fmt::format("  collective communicator {}: {}\n", c.communicator, c.provider->name());
   out += fmt::format("  determinism {}, plan cache <= {} entries / {} bytes\n", to_string(policies_.determinism),
                      policies_.plan_cache.max_entries, policies_.plan_cache.max_bytes);
   if (policies_.fallback_engine.valid()) out += fmt::format("  fallback engine {}\n", policies_.fallback_engine);
@@ -143,6 +152,7 @@ RuntimeConfigBuilder::RuntimeConfigBuilder(const RuntimeConfig& snapshot)
     : engines_(snapshot.engines_),
       extensions_(snapshot.extensions_),
       transfers_(snapshot.transfers_),
+      collectives_(snapshot.collectives_),
       policies_(snapshot.policies_),
       arbiter_(snapshot.arbiter_),
       arbiter_capacities_(snapshot.policies_.capacities),
@@ -255,11 +265,31 @@ Status RuntimeConfigBuilder::replace_transfer(TransferRegistration registration)
                                   registration.source.to_string(), registration.destination.to_string()));
 }
 
-Status RuntimeConfigBuilder::add_collective(std::string_view name) {
-  return config_error(ErrorCode::kUnimplemented,
-                      fmt::format("collective '{}': the collective registry is reserved; no collective provider "
-                                  "contract exists yet",
-                                  name));
+Status RuntimeConfigBuilder::add_collective(CollectiveRegistration registration) {
+  if (registration.provider == nullptr) {
+    return config_error(ErrorCode::kInvalidArgument,
+                        fmt::format("collective provider of communicator {}: expected a provider, found null",
+                                    registration.communicator));
+  }
+  for (const CollectiveRegistration& c : collectives_) {
+    if (c.communicator != registration.communicator) continue;
+    if (c.provider == registration.provider) return ok_status();
+    return config_error(ErrorCode::kAlreadyExists,
+                        fmt::format("communicator {}: expected one collective provider, found '{}' already registered",
+                                    registration.communicator, c.provider->name()));
+  }
+  collectives_.push_back(std::move(registration));
+  return ok_status();
+}
+
+Status RuntimeConfigBuilder::remove_collective(std::uint64_t communicator) {
+  for (auto it = collectives_.begin(); it != collectives_.end(); ++it) {
+    if (it->communicator != communicator) continue;
+    collectives_.erase(it);
+    return ok_status();
+  }
+  return config_error(ErrorCode::kNotFound,
+                      fmt::format("expected a collective provider for communicator {}, found none", communicator));
 }
 
 Status RuntimeConfigBuilder::validate() const {
@@ -383,6 +413,7 @@ Result<std::shared_ptr<const RuntimeConfig>> RuntimeConfigBuilder::build(Runtime
   config->engines_ = engines_;
   config->extensions_ = extensions_;
   config->transfers_ = transfers_;
+  config->collectives_ = collectives_;
   config->policies_ = policies_;
   for (EngineEntry& e : config->engines_) {
     e.allocator = e.registration.allocator != nullptr ? e.registration.allocator : make_host_engine_allocator();

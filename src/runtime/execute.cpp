@@ -13,7 +13,9 @@
 // drained in first-use order, success or not; later failures are attached
 // to the primary as suppressed errors. Outputs are collected only after the
 // drain and only on success: there are no partial outputs. All storage,
-// leases and runs are released before returning.
+// leases and runs are released before returning. A failed run then
+// abandons the Collective nodes it did not reach (Note [Collective nodes]
+// in spi/collective.h).
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -265,7 +267,9 @@ class RunExecution {
       }
     }
     enqueue_end_ = now_ns();
-    return finish(std::move(primary));
+    Status status = finish(std::move(primary));
+    if (!status.ok()) abandon_collectives(st_, collective_resume_, status);
+    return status;
   }
 
   std::uint64_t enqueue_end_ns() const { return enqueue_end_; }
@@ -374,7 +378,7 @@ class RunExecution {
         for (std::uint32_t d : node.deps) TENFERRO_TRY(host_wait(d));
         return ok_status();
       case ScheduledNodeKind::kCollective:
-        return enqueue_error(ErrorCode::kUnimplemented, "collective nodes are reserved");
+        return run_collective(k);
       default:
         break;
     }
@@ -412,6 +416,31 @@ class RunExecution {
         ws_.outstanding.push_back(k);
       }
     }
+    return ok_status();
+  }
+
+  // A Collective node (Note [Collective nodes] in spi/collective.h): on
+  // this thread, once its producers completed, under its node lease. It
+  // records no completion token: it has completed when it returns.
+  Status run_collective(std::uint32_t k) {
+    const NodeRecord& node = st_.nodes[k];
+    for (std::uint32_t d : node.deps) TENFERRO_TRY(host_wait(d));
+    if (!node.resources.empty()) TENFERRO_TRY(acquire_lease(k));
+    CollectiveRequest request;
+    request.op = node.collective_op;
+    request.input = ws_.values[node.inputs[0]].view();
+    request.output = ws_.values[node.outputs[0]].view();
+    request.plan = node.plan.get();
+    collective_resume_ = k + 1;  // from here on the provider has taken part
+    Status status;
+    try {
+      status = node.collective->run(request);
+    } catch (...) {
+      status = status_from_current_exception(ErrorStage::kCompletion, node.provider_name);
+    }
+    ws_.leases[k].reset();
+    ++collectives_;
+    if (!status.ok()) return status.in_stage(ErrorStage::kCompletion);
     return ok_status();
   }
 
@@ -509,6 +538,7 @@ class RunExecution {
   std::uint64_t donations_ = 0;
   std::uint64_t transfers_ = 0;
   std::uint64_t groups_ = 0;
+  std::uint64_t collectives_ = 0;
 
  private:
   const PreparedState& st_;
@@ -518,6 +548,8 @@ class RunExecution {
   ResourceArbiter& arbiter_;
   ResourceLease run_lease_;
   std::size_t begun_ = 0;
+  // The first Collective node whose provider this run has not called.
+  std::uint32_t collective_resume_ = 0;
   std::uint64_t enqueued_ = 0;
   std::size_t runtime_refs_;
   std::uint64_t enqueue_end_ = 0;
@@ -572,12 +604,16 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
                                     std::size_t runtime_refs) {
   const PreparedState& st = prepared.state();
   const std::uint64_t t0 = now_ns();
-  TENFERRO_TRY(check_inputs(st, inputs));
+  if (Status checked = check_inputs(st, inputs); !checked.ok()) {
+    abandon_collectives(st, 0, checked);
+    return checked;
+  }
   std::unique_ptr<RunWorkspace> ws = st.pool.take();
   if (ws == nullptr) {
     Result<std::unique_ptr<RunWorkspace>> created = create_workspace(st);
     if (!created.ok()) {
       metrics.failed_runs.fetch_add(1, std::memory_order_relaxed);
+      abandon_collectives(st, 0, created.status());
       return created.status();
     }
     ws = std::move(*created);
@@ -593,6 +629,7 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
   metrics.nodes_enqueued.fetch_add(execution.enqueued(), std::memory_order_relaxed);
   if (execution.groups_ != 0) metrics.groups_enqueued.fetch_add(execution.groups_, std::memory_order_relaxed);
   if (execution.transfers_ != 0) metrics.transfers.fetch_add(execution.transfers_, std::memory_order_relaxed);
+  if (execution.collectives_ != 0) metrics.collectives.fetch_add(execution.collectives_, std::memory_order_relaxed);
   if (execution.donations_ != 0) metrics.donations.fetch_add(execution.donations_, std::memory_order_relaxed);
 
   TensorList outputs;

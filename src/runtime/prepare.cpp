@@ -197,6 +197,8 @@ class Planner {
                                 plan_core(op.core_op(), &op.attributes(), operands, program_.metadata(result).dtype,
                                           std::move(shape), ctx, after, op.name()));
       value_slot_[result.index()] = slot;
+    } else if (const program::CollectiveOp* collective = program::as_collective(op.extension())) {
+      TENFERRO_TRY(plan_collective(op, *collective, operands, ctx, after));
     } else {
       TENFERRO_TRY(plan_extension(op, operands, ctx, after));
     }
@@ -627,6 +629,43 @@ class Planner {
     result.engine = st_.slots[source].engine;
     const std::uint32_t operand[] = {source};
     return emit_node(std::move(node), e, operand, std::move(answer.kernel), {}, ctx.provenance, std::move(result));
+  }
+
+  // --- collectives (Note [Collective nodes] in spi/collective.h) ------------
+  // The node runs on the host engine holding its operand (the first host
+  // engine, behind a transfer, when the operand lives elsewhere).
+  Status plan_collective(OperationView op, const program::CollectiveOp& collective,
+                         std::span<const std::uint32_t> operands, const ResolutionContext& ctx,
+                         std::span<const std::uint32_t> after) {
+    auto is_host = [](const EngineEntry* e) {
+      return e->metadata().hardware == HardwareClass::kCpu || e->metadata().hardware == HardwareClass::kReference;
+    };
+    const EngineEntry* e = st_.engines[st_.slots[operands[0]].engine];
+    for (std::size_t i = 0; !is_host(e) && i < config_.engines().size(); ++i) e = &config_.engines()[i];
+    if (!is_host(e)) {
+      return prepare_error(ErrorCode::kPlacementError,
+                           fmt::format("{}: expected a host engine to run the collective on, found none",
+                                       collective.spec().to_string()));
+    }
+    SlotInfo result;
+    result.dtype = program_.metadata(op.result(0)).dtype;
+    TENFERRO_ASSIGN_OR_RETURN(result.shape, program_.concrete_shape(op.result(0), symbols_));
+    result.engine = st_.engine_index(e);
+    TENFERRO_ASSIGN_OR_RETURN(std::uint32_t operand, ensure_at(operands[0], e));
+    TENFERRO_ASSIGN_OR_RETURN(
+        ResolvedCollective resolved,
+        resolve_collective(st_, collective, st_.slots[operand], result.dtype, result.shape, placement_of(e)));
+    NodeRecord node;
+    node.kind = ScheduledNodeKind::kCollective;
+    node.collective = resolved.provider;
+    node.collective_op = &collective;
+    node.name = std::string(program::to_string(collective.spec().kind));
+    node.provider_name = std::string(resolved.provider->name());
+    node.reason = collective.spec().to_string();
+    TENFERRO_ASSIGN_OR_RETURN(value_slot_[op.result(0).index()],
+                              emit_node(std::move(node), e, std::span<const std::uint32_t>(&operand, 1),
+                                        std::move(resolved.kernel), after, ctx.provenance, std::move(result)));
+    return ok_status();
   }
 
   // --- extensions ----------------------------------------------------------

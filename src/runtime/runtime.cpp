@@ -39,6 +39,7 @@ ExecutionMetrics MetricsState::snapshot() {
   m.nodes_enqueued = nodes_enqueued.load(std::memory_order_relaxed);
   m.groups_enqueued = groups_enqueued.load(std::memory_order_relaxed);
   m.transfers = transfers.load(std::memory_order_relaxed);
+  m.collectives = collectives.load(std::memory_order_relaxed);
   m.donations = donations.load(std::memory_order_relaxed);
   m.eager_promoted_calls = eager_promoted_calls.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(detached_mutex);
@@ -540,6 +541,11 @@ RuntimeBuilder& RuntimeBuilder::add_extension_module(const ExtensionModule& modu
 
 RuntimeBuilder& RuntimeBuilder::add_transfer(TransferRegistration registration) {
   if (deferred_.ok()) deferred_ = config_.add_transfer(std::move(registration));
+  return *this;
+}
+
+RuntimeBuilder& RuntimeBuilder::add_collective(CollectiveRegistration registration) {
+  if (deferred_.ok()) deferred_ = config_.add_collective(std::move(registration));
   return *this;
 }
 

@@ -45,7 +45,7 @@ struct MetricsState {
 
   AtomicStage compile, specialization, cache_lookup, planning, admission_wait, enqueue, completion;
   std::atomic<std::uint64_t> runs{0}, failed_runs{0}, cancelled_runs{0}, nodes_enqueued{0}, groups_enqueued{0},
-      transfers{0}, donations{0}, eager_promoted_calls{0};
+      transfers{0}, collectives{0}, donations{0}, eager_promoted_calls{0};
   std::mutex detached_mutex;
   std::deque<Error> detached_failures;
 

@@ -5,7 +5,9 @@
 //
 // Note [Scheduled graph]
 // Nodes are in a valid execution order (the order of Note [Execution
-// order], with transfers and barriers inserted before their consumers). A slot is one runtime value:
+// order], with transfers and barriers inserted before their consumers;
+// Collective nodes run on the scheduling thread, Note [Collective nodes] in
+// spi/collective.h). A slot is one runtime value:
 // a program input, the result of a node, or a metadata-only view of another
 // slot. Every slot written by a provider is backed by a planned buffer.
 // Dependencies point only into the node's own event domain, except for
@@ -29,6 +31,7 @@
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/prepared_program.h"
 #include "tenferro/runtime/signature.h"
+#include "tenferro/runtime/spi/collective.h"
 #include "tenferro/runtime/spi/extension.h"
 #include "tenferro/runtime/spi/providers.h"
 #include "tenferro/runtime/spi/transfer.h"
@@ -108,6 +111,9 @@ struct NodeRecord {
   TransferProvider* transfer = nullptr;
   TransferEndpoint transfer_source;
   TransferEndpoint transfer_destination;
+  // Collective payload (Note [Collective nodes] in spi/collective.h).
+  const CollectiveProvider* collective = nullptr;
+  const program::CollectiveOp* collective_op = nullptr;
 
   std::shared_ptr<const ProviderPlan> plan;
   std::uint32_t scratch_buffer = kNoIndex;
@@ -213,6 +219,25 @@ Status check_concrete_core(program::CoreSemanticOp op, const program::CoreAttrib
                            std::string_view name);
 Status check_concrete_extension(const program::ExtensionOp& op, std::span<const program::ValueMetadata> operands,
                                 std::span<const DType> dtypes, std::span<const Dims> shapes);
+
+/// The provider and prepared kernel of a Collective node on host engine
+/// `engine` (collective_node.cpp). Errors are kPrepare-stage:
+/// kUnsupportedOperation without a provider for the communicator or when it
+/// refuses, kDeterminismUnsupported when reproducibility is required and
+/// the kernel is not reproducible, the provider's own errors.
+struct ResolvedCollective {
+  const CollectiveProvider* provider = nullptr;
+  PreparedKernel kernel;
+};
+Result<ResolvedCollective> resolve_collective(const PreparedState& state, const program::CollectiveOp& op,
+                                              const SlotInfo& operand, DType dtype, IntArrayRef shape,
+                                              ResolvedPlacement placement);
+
+/// Calls CollectiveProvider::abandon for every Collective node from
+/// position `first` on, in schedule order, after a run failed with
+/// `failure` (Note [Collective nodes]). Their errors are not reported: the
+/// run keeps `failure`.
+void abandon_collectives(const PreparedState& state, std::uint32_t first, const Status& failure);
 
 /// The layout class of a view op's result given its source's (schedule.cpp).
 LayoutClass view_layout(program::CoreSemanticOp op, LayoutClass source, IntArrayRef in_shape, IntArrayRef out_shape,

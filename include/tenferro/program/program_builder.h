@@ -27,6 +27,7 @@
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/program/attributes.h"
+#include "tenferro/program/collective_op.h"
 #include "tenferro/program/core_op.h"
 #include "tenferro/program/effects.h"
 #include "tenferro/program/program_bindings.h"
@@ -103,6 +104,12 @@ class ProgramBuilder {
                                                       std::initializer_list<ProgramValue> operands) {
     return emit_extension(std::move(op), std::span<const ProgramValue>(operands.begin(), operands.size()));
   }
+
+  /// Emits a collective (Note [Collective operations] in collective_op.h):
+  /// one operand, one fresh result, a read-write effect on the spec's
+  /// communicator, ordered after every earlier operation on it. Errors as
+  /// CollectiveOp::create and its infer_metadata.
+  Result<ProgramValue> emit_collective(const CollectiveSpec& spec, ProgramValue operand);
 
   // --- scopes applied to the operations emitted next ---
   /// Provenance of the next operations; null restores the builder's default

@@ -5,7 +5,7 @@
 // Note [Configuration snapshots and epochs]
 // A RuntimeConfig holds the engines (with the event domain the runtime
 // assigned to each), extension registrations, transfer providers, the
-// reserved collective registry, policies and the topology derived from the
+// collective providers, policies and the topology derived from the
 // engines. It never changes after it is built. Reconfiguration copies the
 // current snapshot into a builder, applies the caller's edits, validates the
 // complete replacement and only then publishes it with the epoch advanced by
@@ -33,6 +33,7 @@
 
 namespace tenferro::runtime {
 
+class CollectiveProvider;
 class ExtensionEngine;
 
 /// ExecutionPolicy::determinism (docs/runtime.md, "Observability and determinism").
@@ -119,6 +120,14 @@ struct TransferRegistration {
   std::shared_ptr<TransferProvider> provider;
 };
 
+/// The collective provider of one communicator (Note [Collective nodes] in
+/// spi/collective.h): collective operations whose spec names
+/// `communicator` run on `provider`.
+struct CollectiveRegistration {
+  std::uint64_t communicator = 0;
+  std::shared_ptr<CollectiveProvider> provider;
+};
+
 /// An engine with the event domain the runtime assigned to it.
 struct EngineEntry {
   EngineRegistration registration;
@@ -157,6 +166,9 @@ class RuntimeConfig {
   std::span<const TransferRegistration> transfers() const noexcept { return transfers_; }
   /// The provider for the endpoint pair, or null.
   TransferProvider* find_transfer(TransferEndpoint source, TransferEndpoint destination) const noexcept;
+  std::span<const CollectiveRegistration> collectives() const noexcept { return collectives_; }
+  /// The provider registered for `communicator`, or null.
+  const CollectiveProvider* find_collective(std::uint64_t communicator) const noexcept;
   /// Every (engine, domain) pair, in registration order.
   std::span<const TopologyEntry> topology() const noexcept { return topology_; }
   /// The admission arbiter of this configuration (never null).
@@ -175,6 +187,7 @@ class RuntimeConfig {
   std::vector<EngineEntry> engines_;
   std::vector<ExtensionRegistration> extensions_;
   std::vector<TransferRegistration> transfers_;
+  std::vector<CollectiveRegistration> collectives_;
   std::vector<TopologyEntry> topology_;
   RuntimePolicies policies_;
   std::shared_ptr<ResourceArbiter> arbiter_;
@@ -212,8 +225,12 @@ class RuntimeConfigBuilder {
   Status add_transfer(TransferRegistration registration);
   Status replace_transfer(TransferRegistration registration);
 
-  /// Collectives are reserved: always kUnimplemented for now.
-  Status add_collective(std::string_view name);
+  /// Registers the collective provider of a communicator: kInvalidArgument
+  /// for a null provider; the same communicator with another provider is
+  /// kAlreadyExists (the same one again is a no-op).
+  Status add_collective(CollectiveRegistration registration);
+  /// Removes the provider of `communicator` (kNotFound when absent).
+  Status remove_collective(std::uint64_t communicator);
 
   RuntimePolicies& policies() noexcept { return policies_; }
   const RuntimePolicies& policies() const noexcept { return policies_; }
@@ -237,6 +254,7 @@ class RuntimeConfigBuilder {
   std::vector<EngineEntry> engines_;
   std::vector<ExtensionRegistration> extensions_;
   std::vector<TransferRegistration> transfers_;
+  std::vector<CollectiveRegistration> collectives_;
   RuntimePolicies policies_;
   std::shared_ptr<ResourceArbiter> arbiter_;
   // Capacities the current (non-injected) arbiter was built from; it is

@@ -85,6 +85,8 @@ struct ExecutionMetrics {
   /// their members count in nodes_enqueued.
   std::uint64_t groups_enqueued = 0;
   std::uint64_t transfers = 0;
+  /// Collective nodes whose provider ran (abandoned ones do not count).
+  std::uint64_t collectives = 0;
   std::uint64_t donations = 0;
   std::uint64_t eager_promoted_calls = 0;
   /// Failures of runs whose handle was dropped (most recent last, bounded).

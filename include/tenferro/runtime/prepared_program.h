@@ -1,7 +1,7 @@
 // PreparedProgram: what Runtime::prepare_for returns. It binds one
 // SemanticProgram to one runtime, configuration epoch, input signature and
 // set of prepare options, and holds the ScheduledGraph the runtime executes:
-// Operation / Transfer / Barrier nodes (Collective reserved) with their
+// Operation / Transfer / Barrier / Collective nodes with their
 // resolved providers, dependency DAG, value slots, event dependencies and
 // buffer plan. Its public surface is immutable metadata and explain().
 #pragma once
@@ -31,7 +31,7 @@ enum class ScheduledNodeKind : std::uint8_t {
   kCopy,        ///< a layout materialisation (LayoutRuntime)
   kTransfer,    ///< an explicit transfer between endpoints
   kBarrier,     ///< a cross-event-domain ordering point
-  kCollective,  ///< reserved; never emitted yet
+  kCollective,  ///< a collective on a communicator (spi/collective.h)
 };
 std::string_view to_string(ScheduledNodeKind kind) noexcept;
 

@@ -138,6 +138,7 @@ class RuntimeBuilder {
   RuntimeBuilder& add_engine(EngineRegistration registration);
   RuntimeBuilder& add_extension_module(const ExtensionModule& module);
   RuntimeBuilder& add_transfer(TransferRegistration registration);
+  RuntimeBuilder& add_collective(CollectiveRegistration registration);
   /// Replaces the default worker-thread SubmissionExecutor.
   RuntimeBuilder& set_submission_executor(std::shared_ptr<SubmissionExecutor> executor);
 

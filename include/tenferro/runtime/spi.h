@@ -12,12 +12,14 @@
 //   spi/event_domain.h     event domains and their drivers (completion,
 //                          cross-engine waits)
 //   spi/transfer.h         transfers between storage domains
+//   spi/collective.h       collective providers (one per communicator)
 //   spi/null_engine.h      a complete engine that supports nothing: the
 //                          skeleton a new backend starts from
 //
 // docs/engines.md walks through writing an engine.
 #pragma once
 
+#include "tenferro/runtime/spi/collective.h"
 #include "tenferro/runtime/spi/engine.h"
 #include "tenferro/runtime/spi/engine_executor.h"
 #include "tenferro/runtime/spi/event_domain.h"
