@@ -3,6 +3,7 @@
 // einsum over ranks.
 #pragma once
 
+#include "tenferro/mpi/collective_provider.h"
 #include "tenferro/mpi/collectives.h"
 #include "tenferro/mpi/communicator.h"
 #include "tenferro/mpi/sliced_einsum.h"

@@ -16,6 +16,7 @@
 
 #include <mpi.h>
 
+#include "mpi_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
@@ -28,50 +29,6 @@
 
 namespace tenferro::mpi {
 namespace {
-
-// This rank's failed checks.
-struct Checks {
-  int rank = 0;
-  int failures = 0;
-
-  void check(bool ok, const std::string& what) {
-    if (ok) return;
-    ++failures;
-    std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
-  }
-  void check_ok(const Status& s, const std::string& what) { check(s.ok(), what + ": " + s.to_string()); }
-  void check_code(const Status& s, ErrorCode code, const std::string& what) {
-    check(s.code() == code, what + ": expected " + std::string(to_string(code)) + ", found " + s.to_string());
-  }
-};
-
-// A value only (rank, index) determines, so every rank can recompute any
-// rank's contribution.
-double value_of(int rank, std::int64_t i) { return std::sin(1.0 + rank * 7.0 + static_cast<double>(i) * 0.37); }
-
-template <class T>
-Tensor filled(std::vector<std::int64_t> shape, int rank) {
-  Tensor t = Tensor::empty(IntArrayRef(shape), dtype_of<T>).value();
-  T* p = static_cast<T*>(t.data());
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    if constexpr (std::is_same_v<T, std::complex<double>>) {
-      p[i] = T(value_of(rank, i), value_of(rank + 100, i));
-    } else if constexpr (std::is_integral_v<T>) {
-      p[i] = static_cast<T>(std::lround(100.0 * value_of(rank, i)));
-    } else {
-      p[i] = static_cast<T>(value_of(rank, i));
-    }
-  }
-  return t;
-}
-
-template <class T>
-double max_diff(const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double d = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
-  return d;
-}
 
 template <class T>
 void allreduce_case(Checks& c, const Communicator& comm, ReduceOp op, const char* name) {
@@ -338,27 +295,11 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
 }  // namespace tenferro::mpi
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return 2;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  tenferro::mpi::Checks c;
-  c.rank = rank;
-  {
-    auto comm = tenferro::mpi::Communicator::duplicate(MPI_COMM_WORLD);
-    if (!comm.ok()) {
-      std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().to_string().c_str());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    c.check((*comm)->rank() == rank && (*comm)->size() == size, "communicator rank and size");
-    tenferro::mpi::test_collectives(c, **comm);
-    tenferro::mpi::test_errors(c, **comm);
-    tenferro::mpi::test_independent_runtimes_and_sliced_einsum(c);
-  }
-  int failures = c.failures, total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("tenferro mpi tests on %d ranks: %d failed checks\n", size, total);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return tenferro::mpi::run_on_ranks(
+      argc, argv, "tenferro mpi tests",
+      [](tenferro::mpi::Checks& c, const std::shared_ptr<tenferro::mpi::Communicator>& comm) {
+        tenferro::mpi::test_collectives(c, *comm);
+        tenferro::mpi::test_errors(c, *comm);
+        tenferro::mpi::test_independent_runtimes_and_sliced_einsum(c);
+      });
 }

@@ -1,0 +1,141 @@
+// The shared pieces of Note [Checked collectives] (checked.h).
+#include "mpi/checked.h"
+
+#include <climits>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace tenferro::mpi::internal {
+
+namespace {
+
+std::string_view op_name(ReduceOp op) noexcept { return op == ReduceOp::kSum ? "sum" : "max"; }
+
+// One rank's failure, sent by that rank to all (Note [Checked collectives]).
+Status share_failure(const Communicator& comm, int failed_rank, const Status& local, std::string_view what) {
+  std::int64_t header[3] = {0, 0, 0};
+  std::string text;
+  if (comm.rank() == failed_rank) {
+    text = local.to_string();
+    header[0] = static_cast<std::int64_t>(local.code());
+    header[1] = static_cast<std::int64_t>(local.stage());
+    header[2] = static_cast<std::int64_t>(text.size());
+  }
+  TENFERRO_TRY(mpi_status(MPI_Bcast(header, 3, MPI_INT64_T, failed_rank, comm.comm()), "MPI_Bcast"));
+  text.resize(static_cast<std::size_t>(header[2]));
+  TENFERRO_TRY(
+      mpi_status(MPI_Bcast(text.data(), static_cast<int>(header[2]), MPI_CHAR, failed_rank, comm.comm()), "MPI_Bcast"));
+  if (comm.rank() == failed_rank) return local;
+  return Error(static_cast<ErrorCode>(header[0]), static_cast<ErrorStage>(header[1]),
+               fmt::format("{}: rank {} of {} failed: {}", what, failed_rank, comm.size(), text));
+}
+
+}  // namespace
+
+MPI_Datatype mpi_type(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kBool:
+      return MPI_C_BOOL;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kInt64:
+      return MPI_INT64_T;
+    case DType::kFloat32:
+      return MPI_FLOAT;
+    case DType::kFloat64:
+      return MPI_DOUBLE;
+    case DType::kComplex64:
+      return MPI_C_FLOAT_COMPLEX;
+    case DType::kComplex128:
+      return MPI_C_DOUBLE_COMPLEX;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+Status check_op(ReduceOp op, DType dtype, std::string_view what) {
+  const bool ok = op == ReduceOp::kSum ? dtype != DType::kBool : dtype != DType::kBool && !is_complex(dtype);
+  if (ok) return ok_status();
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                    "{}: expected a dtype with a {} reduction ({}), found {}", what, op_name(op),
+                    op == ReduceOp::kSum ? "integer, floating or complex" : "integer or floating", dtype);
+}
+
+// The agreement step: every rank contributes, whatever it found locally.
+Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype, std::int64_t numel,
+                std::int64_t op, std::int64_t root) {
+  const auto d = static_cast<std::int64_t>(dtype);
+  std::int64_t v[9] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root};
+  if (!local.ok()) {
+    // A failed rank's arguments must not look like a mismatch.
+    for (int i = 1; i < 9; ++i) v[i] = LLONG_MIN / 2;
+  }
+  TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 9, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
+  if (v[0] > 0) return share_failure(comm, static_cast<int>(v[0] - 1), local, what);
+  if (v[1] != -v[2]) {
+    return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                      "{}: expected one dtype on every rank ({} here), found dtypes from {} to {} across ranks", what,
+                      dtype, static_cast<DType>(-v[2]), static_cast<DType>(v[1]));
+  }
+  if (v[3] != -v[4]) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "{}: expected the same element count on every rank ({} here), found {} to {} across ranks", what,
+                      numel, -v[4], v[3]);
+  }
+  if (v[5] != -v[6] || v[7] != -v[8]) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "{}: expected the same operation and root on every rank, found operations {} to {} and roots {} "
+                      "to {}",
+                      what, -v[6], v[5], -v[8], v[7]);
+  }
+  return ok_status();
+}
+
+MPI_Op mpi_op(ReduceOp op) noexcept { return op == ReduceOp::kSum ? MPI_SUM : MPI_MAX; }
+
+Status send_elements(const Communicator& comm, const void* data, std::int64_t numel, DType dtype, int dest, int tag,
+                     const Status& local) {
+  // Header: the sender's error code (0: none), dtype, element count.
+  std::int64_t header[3] = {local.ok() ? 0 : static_cast<std::int64_t>(local.code()), static_cast<std::int64_t>(dtype),
+                            local.ok() ? numel : 0};
+  TENFERRO_TRY(mpi_status(MPI_Send(header, 3, MPI_INT64_T, dest, tag, comm.comm()), "MPI_Send"));
+  if (!local.ok()) return local;
+  return mpi_status(MPI_Send(data, static_cast<int>(numel), mpi_type(dtype), dest, tag, comm.comm()), "MPI_Send");
+}
+
+Status recv_elements(const Communicator& comm, void* data, std::int64_t numel, DType dtype, int source, int tag,
+                     const Status& local) {
+  constexpr std::string_view what = "mpi recv";
+  std::int64_t header[3] = {0, 0, 0};
+  TENFERRO_TRY(mpi_status(MPI_Recv(header, 3, MPI_INT64_T, source, tag, comm.comm(), MPI_STATUS_IGNORE), "MPI_Recv"));
+  if (header[0] != 0) {
+    return Error(static_cast<ErrorCode>(header[0]), ErrorStage::kNone,
+                 fmt::format("{}: rank {} could not send (its send failed with {})", what, source,
+                             to_string(static_cast<ErrorCode>(header[0]))));
+  }
+  const auto sent_dtype = static_cast<DType>(header[1]);
+  const std::int64_t sent_numel = header[2];
+  Status status = local;
+  if (status.ok() && sent_dtype != dtype) {
+    status = make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "{}: expected {} from rank {}, found {}", what,
+                        dtype, source, sent_dtype);
+  } else if (status.ok() && sent_numel != numel) {
+    status = make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "{}: expected {} elements from rank {}, found {}",
+                        what, numel, source, sent_numel);
+  }
+  if (!status.ok()) {
+    // Consume the elements so that the next message of this pair matches.
+    std::vector<std::byte> drain(static_cast<std::size_t>(sent_numel) * dtype_size(sent_dtype));
+    TENFERRO_TRY(mpi_status(MPI_Recv(drain.data(), static_cast<int>(sent_numel), mpi_type(sent_dtype), source, tag,
+                                     comm.comm(), MPI_STATUS_IGNORE),
+                            "MPI_Recv"));
+    return status;
+  }
+  return mpi_status(
+      MPI_Recv(data, static_cast<int>(numel), mpi_type(dtype), source, tag, comm.comm(), MPI_STATUS_IGNORE),
+      "MPI_Recv");
+}
+
+}  // namespace tenferro::mpi::internal
