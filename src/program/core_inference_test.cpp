@@ -76,7 +76,9 @@ TEST(CoreOpTableTest, FamilyColumnsAreConsistent) {
     SCOPED_TRACE(to_string(op));
     EXPECT_EQ(info.movement != MovementClass::kNone, info.family == CoreOpFamily::kDataMovement);
     EXPECT_EQ(info.alias == AliasClass::kViewOfOperand0, info.movement == MovementClass::kView);
-    if (info.family == CoreOpFamily::kCreation) EXPECT_EQ(info.min_operands, 0);
+    if (info.family == CoreOpFamily::kCreation) {
+      EXPECT_EQ(info.min_operands, 0);
+    }
     if (info.family != CoreOpFamily::kElementwise || info.attributes_index != 0 ||
         info.min_operands != info.max_operands || info.max_operands > 2) {
       continue;
