@@ -230,7 +230,7 @@ TEST(NumpyReference, KernelsAgreeWithNumpy) {
 // A row-major tensor of dtype `dtype` holding `values` converted to it.
 Tensor tensor_of(DType dtype, const std::vector<double>& values, IntArrayRef shape) {
   return visit_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       const std::vector<T> converted(values.begin(), values.end());
       return *Tensor::from_values<T>(std::span<const T>(converted), shape);
     } else {
