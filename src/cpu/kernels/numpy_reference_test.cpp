@@ -84,6 +84,8 @@ void expect_close(const std::string& what, const std::vector<double>& got, const
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::isnan(want[i])) {
       EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " element " << i;
     } else {
       EXPECT_NEAR(got[i], want[i], rtol * (1 + std::abs(want[i]))) << what << " element " << i;
     }
