@@ -6,7 +6,10 @@
 // reduce_max/reduce_min split the derivative evenly between tied elements;
 // pow's derivative in the exponent is 0 where the base is 0, and in the
 // base is 0 where the exponent is 0; reduce_prod is exact in the presence
-// of zeros (the product of the other elements, not y / x).
+// of zeros (the product of the other elements, not y / x); floor, ceil and
+// round have derivative 0 everywhere (also at their jumps); remainder and
+// fmod have derivative 1 in the dividend and -q in the divisor, q the
+// integer quotient they use, also at their jumps.
 #include <utility>
 
 #include "core_rules.h"
@@ -224,6 +227,15 @@ Result<Tangent> linearize_binary(const CoreLinearizeInput& in, RuleOps& o) {
       TENFERRO_ASSIGN_OR_RETURN(AdValue im, tb ? Result<AdValue>(*tb) : o.zeros_like(b));
       return some(o.binary(CoreSemanticOp::kComplex, re, im));
     }
+    case CoreSemanticOp::kRemainder:
+    case CoreSemanticOp::kFmod:
+      // y = a - q b with q piecewise constant, so -q = (y - a) / b exactly
+      // (both ops compute y exactly).
+      if (tb) {
+        TENFERRO_ASSIGN_OR_RETURN(AdValue d, o.sub(y, a));
+        TENFERRO_ASSIGN_OR_RETURN(db, scaled(o, o.div(d, b), *tb));
+      }
+      return o.add_maybe(ta, db);
     default:
       break;
   }
@@ -316,6 +328,8 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     case CoreSemanticOp::kMin:
     case CoreSemanticOp::kAtan2:
     case CoreSemanticOp::kComplex:
+    case CoreSemanticOp::kRemainder:
+    case CoreSemanticOp::kFmod:
       return linearize_binary(in, o);
     case CoreSemanticOp::kSelect: {
       const bool primal[] = {true, false, false};
@@ -370,6 +384,11 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
       }
       return o.add_maybe(da, db);
     }
+    // Piecewise constant: derivative 0 (Note [Derivative conventions at kinks]).
+    case CoreSemanticOp::kFloor:
+    case CoreSemanticOp::kCeil:
+    case CoreSemanticOp::kRound:
+      return Tangent();
     // Not differentiable: bool and integer results are caught above; these
     // have inexact results only through dtype-preserving paths that never
     // carry tangents (constants, iota).
@@ -377,6 +396,11 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     case CoreSemanticOp::kAnd:
     case CoreSemanticOp::kOr:
     case CoreSemanticOp::kXor:
+    case CoreSemanticOp::kShiftLeft:
+    case CoreSemanticOp::kShiftRightArithmetic:
+    case CoreSemanticOp::kShiftRightLogical:
+    case CoreSemanticOp::kIsFinite:
+    case CoreSemanticOp::kIsNan:
     case CoreSemanticOp::kCompare:
     case CoreSemanticOp::kConstant:
     case CoreSemanticOp::kIota:

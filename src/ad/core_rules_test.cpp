@@ -143,7 +143,8 @@ const BinaryCase kBinary[] = {
     {CoreSemanticOp::kMul, -1, 1, true},      {CoreSemanticOp::kDiv, 0.5, 2, true},
     {CoreSemanticOp::kPow, 0.5, 2, true},     {CoreSemanticOp::kMax, -1, 1, false},
     {CoreSemanticOp::kMin, -1, 1, false},     {CoreSemanticOp::kAtan2, -1, 1, false},
-    {CoreSemanticOp::kComplex, -1, 1, false},
+    {CoreSemanticOp::kComplex, -1, 1, false}, {CoreSemanticOp::kRemainder, 0.5, 3, false},
+    {CoreSemanticOp::kFmod, 0.5, 3, false},
 };
 
 TEST(CoreRules, BinaryWithBroadcasting) {
@@ -162,6 +163,15 @@ TEST(CoreRules, BinaryWithBroadcasting) {
       // Same shapes, no broadcast.
       EXPECT_TRUE(check_case({{dtype, a_shape, c.low, c.high}, {dtype, a_shape, c.low, c.high}}, single(c.op), ++seed));
     }
+  }
+}
+
+TEST(CoreRules, PiecewiseConstantOpsHaveZeroDerivative) {
+  std::uint64_t seed = 90;
+  for (CoreSemanticOp op : {CoreSemanticOp::kFloor, CoreSemanticOp::kCeil, CoreSemanticOp::kRound}) {
+    SCOPED_TRACE(fmt::format("{}", op));
+    // Finite differences away from the jumps are 0, and so must the rules be.
+    EXPECT_TRUE(check_case({{DType::kFloat64, Dims{3, 4}, -5, 5}}, single(op), ++seed));
   }
 }
 

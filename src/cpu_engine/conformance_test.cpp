@@ -147,6 +147,54 @@ TEST_P(CpuConformance, Elementwise) {
   check_all(cases);
 }
 
+// Nonzero integer divisors in [-9, 9] (zero divisors are an error, checked
+// in the kernel tests).
+Tensor nonzero_divisors(DType dtype, IntArrayRef shape, std::uint64_t seed) {
+  Tensor b = *::tenferro::testing::random_integers(dtype, shape, seed, -9, 8);
+  visit_dtype(dtype, [&]<class T>(T) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      T* p = static_cast<T*>(b.data());
+      for (std::int64_t i = 0; i < b.numel(); ++i) p[i] = p[i] >= 0 ? static_cast<T>(p[i] + 1) : p[i];
+    }
+  });
+  return b;
+}
+
+// Every unary and binary elementwise row of core_ops.def, on every dtype of
+// its OperandDTypes class: a new row without a kernel, a reference rule or
+// an eager path fails here.
+TEST_P(CpuConformance, EveryElementwiseOpOnEveryDType) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 500;
+  constexpr std::size_t kNoAttributes =
+      program::internal::VariantIndex<program::NoAttributes, program::CoreAttributes>::value;
+  for (int i = 0; i < program::kNumCoreOps; ++i) {
+    const auto op = static_cast<CoreSemanticOp>(i);
+    const program::CoreOpInfo& info = program::core_op_info(op);
+    if (info.family != program::CoreOpFamily::kElementwise || info.attributes_index != kNoAttributes ||
+        info.min_operands != info.max_operands || info.max_operands > 2) {
+      continue;
+    }
+    std::size_t dtypes = 0;
+    for (int k = 0; k < kNumDTypes; ++k) {
+      const auto d = static_cast<DType>(k);
+      if (!program::dtype_in_class(d, info.operand_dtypes)) continue;
+      ++dtypes;
+      const std::string tag = std::string(program::to_string(op)) + " " + std::string(to_string(d));
+      std::vector<Tensor> inputs = {make_tensor({3, 5}, d, Layout::kTransposed, seed++)};
+      if (info.max_operands == 2) {
+        const bool divides =
+            op == CoreSemanticOp::kDiv || op == CoreSemanticOp::kRemainder || op == CoreSemanticOp::kFmod;
+        inputs.push_back(divides && is_integer(d) ? nonzero_divisors(d, {3, 5}, seed++)
+                                                  : make_tensor({3, 5}, d, Layout::kContiguous, seed++));
+      }
+      cases.push_back({tag, op, std::move(inputs), program::NoAttributes{}});
+    }
+    EXPECT_GT(dtypes, 0u) << program::to_string(op) << " accepts no dtype";
+  }
+  check_all(cases);
+}
+
 TEST_P(CpuConformance, Reduction) {
   std::vector<OpCase> cases;
   std::uint64_t seed = 100;

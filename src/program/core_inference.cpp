@@ -157,6 +157,10 @@ class Inference {
 
 Result<ValueMetadata> infer_elementwise(CoreSemanticOp op, const CoreAttributes& attributes, Inference& in) {
   const std::size_t n = in.num_operands();
+  if (const auto* convert = std::get_if<ConvertAttributes>(&attributes)) {
+    TENFERRO_TRY(in.data_dtype({0}));
+    return ValueMetadata{convert->dtype, in.operand(0).shape};
+  }
   if (op == CoreSemanticOp::kSelect) {
     if (in.operand(0).dtype != DType::kBool) {
       return in.error(ErrorCode::kDTypeMismatch, "the predicate (operand 0) must be bool, found {}",
@@ -177,6 +181,19 @@ Result<ValueMetadata> infer_elementwise(CoreSemanticOp op, const CoreAttributes&
   TENFERRO_ASSIGN_OR_RETURN(DType result, in.result_dtype(dtype));
   TENFERRO_ASSIGN_OR_RETURN(SymbolicShape shape, n == 1 ? in.same_shape({0}) : in.same_shape({0, 1}));
   return ValueMetadata{result, std::move(shape)};
+}
+
+Result<ValueMetadata> infer_creation(const CoreAttributes& attributes, Inference& in) {
+  if (const auto* constant = std::get_if<ConstantAttributes>(&attributes)) {
+    return ValueMetadata::exact(constant->literal.dtype(), constant->literal.shape());
+  }
+  const auto& a = std::get<IotaAttributes>(attributes);
+  if (!dtype_in_class(a.dtype, DTypeClass::kNumeric)) {
+    return in.error(ErrorCode::kDTypeMismatch, "iota dtype must be numeric, found {}", a.dtype);
+  }
+  TENFERRO_TRY(in.check_attribute_shape(a.shape, "iota shape"));
+  TENFERRO_TRY(in.check_axes({a.axis}, static_cast<std::int64_t>(a.shape.size()), "iota axis"));
+  return ValueMetadata{a.dtype, a.shape};
 }
 
 Result<ValueMetadata> infer_reduction(CoreSemanticOp op, const CoreAttributes& attributes, Inference& in) {
@@ -261,48 +278,21 @@ Result<ValueMetadata> infer_core_metadata(CoreSemanticOp op, const CoreAttribute
                              attribute_name_of_index(attributes.index()));
   }
   Inference in(op, operands, constraints);
-  switch (op) {
-    case CoreSemanticOp::kReduceSum:
-    case CoreSemanticOp::kReduceProd:
-    case CoreSemanticOp::kReduceMax:
-    case CoreSemanticOp::kReduceMin:
-    case CoreSemanticOp::kArgmax:
-    case CoreSemanticOp::kArgmin:
-      return infer_reduction(op, attributes, in);
-    case CoreSemanticOp::kDotGeneral:
-      return infer_dot_general(std::get<DotGeneralAttributes>(attributes), in);
-    case CoreSemanticOp::kConvert: {
-      TENFERRO_TRY(in.data_dtype({0}));
-      return ValueMetadata{std::get<ConvertAttributes>(attributes).dtype, operands[0].shape};
-    }
-    case CoreSemanticOp::kConstant: {
-      const Literal& literal = std::get<ConstantAttributes>(attributes).literal;
-      return ValueMetadata::exact(literal.dtype(), literal.shape());
-    }
-    case CoreSemanticOp::kIota: {
-      const auto& a = std::get<IotaAttributes>(attributes);
-      if (!dtype_in_class(a.dtype, DTypeClass::kNumeric)) {
-        return in.error(ErrorCode::kDTypeMismatch, "iota dtype must be numeric, found {}", a.dtype);
-      }
-      TENFERRO_TRY(in.check_attribute_shape(a.shape, "iota shape"));
-      TENFERRO_TRY(in.check_axes({a.axis}, static_cast<std::int64_t>(a.shape.size()), "iota axis"));
-      return ValueMetadata{a.dtype, a.shape};
-    }
-    case CoreSemanticOp::kBroadcastInDim:
-    case CoreSemanticOp::kReshape:
-    case CoreSemanticOp::kTranspose:
-    case CoreSemanticOp::kSlice:
-    case CoreSemanticOp::kReverse:
-    case CoreSemanticOp::kConcatenate:
-    case CoreSemanticOp::kPad:
-    case CoreSemanticOp::kDynamicSlice:
-    case CoreSemanticOp::kDynamicUpdateSlice:
-    case CoreSemanticOp::kGather:
-    case CoreSemanticOp::kScatter:
-      return infer_data_movement(op, attributes, in);
-    default:
+  // Note [Core op families]: one rule per family; the family rules dispatch
+  // on the op only inside their own family.
+  switch (info.family) {
+    case CoreOpFamily::kElementwise:
       return infer_elementwise(op, attributes, in);
+    case CoreOpFamily::kCreation:
+      return infer_creation(attributes, in);
+    case CoreOpFamily::kDataMovement:
+      return infer_data_movement(op, attributes, in);
+    case CoreOpFamily::kReduction:
+      return infer_reduction(op, attributes, in);
+    case CoreOpFamily::kContraction:
+      return infer_dot_general(std::get<DotGeneralAttributes>(attributes), in);
   }
+  return in.error(ErrorCode::kInternal, "{} has no family", op);
 }
 
 namespace {

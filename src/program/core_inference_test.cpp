@@ -66,6 +66,55 @@ TEST(CoreOpTableTest, MatchesCoreOpsDocument) {
   }
 }
 
+// The family and movement columns agree with each other and with the alias
+// class, and every plain elementwise row is accepted by the elementwise
+// rule on same-shape operands (a row given the wrong family fails here).
+TEST(CoreOpTableTest, FamilyColumnsAreConsistent) {
+  for (int i = 0; i < kNumCoreOps; ++i) {
+    const auto op = static_cast<CoreSemanticOp>(i);
+    const CoreOpInfo& info = core_op_info(op);
+    SCOPED_TRACE(to_string(op));
+    EXPECT_EQ(info.movement != MovementClass::kNone, info.family == CoreOpFamily::kDataMovement);
+    EXPECT_EQ(info.alias == AliasClass::kViewOfOperand0, info.movement == MovementClass::kView);
+    if (info.family == CoreOpFamily::kCreation) {
+      EXPECT_EQ(info.min_operands, 0);
+    }
+    if (info.family != CoreOpFamily::kElementwise || info.attributes_index != 0 ||
+        info.min_operands != info.max_operands || info.max_operands > 2) {
+      continue;
+    }
+    // A plain elementwise row: same-shape operands of its first dtype.
+    for (int k = 0; k < kNumDTypes; ++k) {
+      const auto d = static_cast<DType>(k);
+      if (!dtype_in_class(d, info.operand_dtypes)) continue;
+      std::vector<ValueMetadata> operands(static_cast<std::size_t>(info.max_operands), of(d, {2, 3}));
+      auto r = infer(op, operands);
+      ASSERT_TRUE(r.result.ok()) << r.result.status().to_string();
+      EXPECT_EQ(r.result->shape, of(d, {2, 3}).shape);
+      break;
+    }
+  }
+}
+
+TEST(CoreInferenceTest, RoundingModuloAndBitwiseDTypes) {
+  EXPECT_EQ(infer(CoreSemanticOp::kRound, {f64({2})}).result->dtype, DType::kFloat64);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kFloor, {of(DType::kInt32, {2})})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(infer(CoreSemanticOp::kIsNan, {of(DType::kComplex64, {2})}).result->dtype, DType::kBool);
+  EXPECT_EQ(infer(CoreSemanticOp::kIsFinite, {of(DType::kFloat32, {2})}).result->dtype, DType::kBool);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kIsFinite, {of(DType::kInt64, {2})})), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(infer(CoreSemanticOp::kRemainder, {of(DType::kInt64, {2}), of(DType::kInt64, {2})}).result->dtype,
+            DType::kInt64);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kFmod, {of(DType::kComplex128, {2}), of(DType::kComplex128, {2})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(infer(CoreSemanticOp::kXor, {of(DType::kInt32, {2}), of(DType::kInt32, {2})}).result->dtype, DType::kInt32);
+  EXPECT_EQ(infer(CoreSemanticOp::kNot, {of(DType::kInt64, {2})}).result->dtype, DType::kInt64);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kAnd, {f64({2}), f64({2})})), ErrorCode::kDTypeMismatch);
+  const Inferred shift = infer(CoreSemanticOp::kShiftLeft, {of(DType::kBool, {2}), of(DType::kBool, {2})});
+  EXPECT_EQ(code_of(shift), ErrorCode::kDTypeMismatch);
+  EXPECT_NE(shift.result.status().message().find("an integer dtype"), std::string::npos)
+      << shift.result.status().to_string();
+}
+
 TEST(CoreInferenceTest, ElementwiseDTypesAndShapes) {
   auto r = infer(CoreSemanticOp::kAdd, {f64({2, 3}), f64({2, 3})});
   ASSERT_TRUE(r.result.ok());

@@ -11,6 +11,22 @@ std::optional<CoreSemanticOp> parse_core_op(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view to_string(CoreOpFamily family) noexcept {
+  switch (family) {
+    case CoreOpFamily::kElementwise:
+      return "elementwise";
+    case CoreOpFamily::kCreation:
+      return "creation";
+    case CoreOpFamily::kDataMovement:
+      return "data_movement";
+    case CoreOpFamily::kReduction:
+      return "reduction";
+    case CoreOpFamily::kContraction:
+      return "contraction";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(DTypeClass dtype_class) noexcept {
   switch (dtype_class) {
     case DTypeClass::kAny:
@@ -25,6 +41,10 @@ std::string_view to_string(DTypeClass dtype_class) noexcept {
       return "an inexact dtype (floating or complex)";
     case DTypeClass::kFloating:
       return "a floating dtype";
+    case DTypeClass::kIntegral:
+      return "bool or an integer dtype";
+    case DTypeClass::kInteger:
+      return "an integer dtype";
   }
   return "?";
 }
@@ -43,6 +63,10 @@ bool dtype_in_class(DType dtype, DTypeClass dtype_class) noexcept {
       return is_inexact(dtype);
     case DTypeClass::kFloating:
       return is_floating(dtype);
+    case DTypeClass::kIntegral:
+      return dtype == DType::kBool || is_integer(dtype);
+    case DTypeClass::kInteger:
+      return is_integer(dtype);
   }
   return false;
 }

@@ -15,33 +15,20 @@ inline void mix(std::uint64_t& h, std::uint64_t v) noexcept { h ^= v + 0x9E3779B
 }  // namespace
 
 OpFamily core_op_family(program::CoreSemanticOp op) noexcept {
-  using program::CoreSemanticOp;
-  switch (op) {
-    case CoreSemanticOp::kBroadcastInDim:
-    case CoreSemanticOp::kReshape:
-    case CoreSemanticOp::kTranspose:
-    case CoreSemanticOp::kSlice:
-      return OpFamily::kView;
-    case CoreSemanticOp::kReverse:
-    case CoreSemanticOp::kConcatenate:
-    case CoreSemanticOp::kPad:
-    case CoreSemanticOp::kDynamicSlice:
-    case CoreSemanticOp::kDynamicUpdateSlice:
-    case CoreSemanticOp::kGather:
-    case CoreSemanticOp::kScatter:
-      return OpFamily::kIndexing;
-    case CoreSemanticOp::kReduceSum:
-    case CoreSemanticOp::kReduceProd:
-    case CoreSemanticOp::kReduceMax:
-    case CoreSemanticOp::kReduceMin:
-    case CoreSemanticOp::kArgmax:
-    case CoreSemanticOp::kArgmin:
-      return OpFamily::kReduction;
-    case CoreSemanticOp::kDotGeneral:
-      return OpFamily::kDotGeneral;
-    default:
+  using program::CoreOpFamily;
+  const program::CoreOpInfo& info = program::core_op_info(op);
+  switch (info.family) {
+    case CoreOpFamily::kElementwise:
+    case CoreOpFamily::kCreation:  // fills are served by the elementwise slot
       return OpFamily::kElementwise;
+    case CoreOpFamily::kDataMovement:
+      return info.movement == program::MovementClass::kView ? OpFamily::kView : OpFamily::kIndexing;
+    case CoreOpFamily::kReduction:
+      return OpFamily::kReduction;
+    case CoreOpFamily::kContraction:
+      return OpFamily::kDotGeneral;
   }
+  return OpFamily::kElementwise;
 }
 
 std::string_view to_string(LayoutClass layout) noexcept {

@@ -88,6 +88,19 @@ Result<Tensor> unary_inexact(const CoreCall& call, const Tensor& x) {
     default:
       break;
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (call.op.core_op()) {
+      case CoreSemanticOp::kFloor:
+        return map_unary<T, T>(x, [](T v) { return std::floor(v); });
+      case CoreSemanticOp::kCeil:
+        return map_unary<T, T>(x, [](T v) { return std::ceil(v); });
+      case CoreSemanticOp::kRound:
+        // The oracle relies on the default round-to-nearest-even mode.
+        return map_unary<T, T>(x, [](T v) { return std::nearbyint(v); });
+      default:
+        break;
+    }
+  }
   return unexpected(call, x.dtype());
 }
 
@@ -98,6 +111,22 @@ Result<Tensor> unary(const CoreCall& call) {
   switch (call.op.core_op()) {
     case CoreSemanticOp::kNot:
       if constexpr (std::is_same_v<T, bool>) return map_unary<bool, bool>(x, [](bool v) { return !v; });
+      // Two's complement: ~v == -v - 1.
+      if constexpr (kIsInteger<T>) return map_unary<T, T>(x, [](T v) { return wrap_sub(wrap_sub(T{}, v), T(1)); });
+      break;
+    case CoreSemanticOp::kIsFinite:
+      if constexpr (kIsComplex<T>) {
+        return map_unary<bool, T>(x, [](T v) { return std::isfinite(v.real()) && std::isfinite(v.imag()); });
+      } else if constexpr (std::is_floating_point_v<T>) {
+        return map_unary<bool, T>(x, [](T v) { return v - v == v - v; });  // inf - inf and NaN are NaN
+      }
+      break;
+    case CoreSemanticOp::kIsNan:
+      if constexpr (kIsComplex<T>) {
+        return map_unary<bool, T>(x, [](T v) { return v.real() != v.real() || v.imag() != v.imag(); });
+      } else if constexpr (std::is_floating_point_v<T>) {
+        return map_unary<bool, T>(x, [](T v) { return v != v; });
+      }
       break;
     case CoreSemanticOp::kNeg:
       if constexpr (!std::is_same_v<T, bool>) return map_unary<T, T>(x, [](T v) { return wrap_sub(T{}, v); });
@@ -169,6 +198,56 @@ Result<Tensor> compare(const CoreCall& call, ComparisonDirection direction) {
   return unexpected(call, a.dtype());
 }
 
+/// kInvalidArgument when integer divisor `b` holds a zero.
+template <class T>
+Status check_divisor(const CoreCall& call, const Tensor& b) {
+  const T* pb = elements<T>(b);
+  for (std::int64_t i = 0; i < b.numel(); ++i) {
+    if (pb[i] == 0) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompletion,
+                        "{}: integer division by zero (divisor element {} of {} is 0)", call.op.name(), i,
+                        shape_to_string(b.shape()));
+    }
+  }
+  return ok_status();
+}
+
+/// fmod (sign of a) and remainder (sign of b, numpy.remainder) of integers.
+template <class T>
+Result<Tensor> integer_modulo(const CoreCall& call, bool floor_mode) {
+  const Tensor& a = call.operands[0];
+  const Tensor& b = call.operands[1];
+  TENFERRO_TRY(check_divisor<T>(call, b));
+  return map_binary<T, T>(a, b, [&](T x, T y) -> T {
+    if (y == -1) return T{0};  // lowest % -1 would overflow
+    const T r = static_cast<T>(x - (x / y) * y);
+    if (!floor_mode || r == 0) return r;
+    return (r < 0) != (y < 0) ? static_cast<T>(r + y) : r;
+  });
+}
+
+/// Shifts with StableHLO's results for amounts outside [0, bits).
+template <class T>
+Result<Tensor> shift(const CoreCall& call, CoreSemanticOp op) {
+  using U = std::make_unsigned_t<T>;
+  constexpr T kBits = static_cast<T>(8 * sizeof(T));
+  return map_binary<T, T>(call.operands[0], call.operands[1], [op](T x, T n) -> T {
+    const bool in_range = n >= 0 && n < kBits;
+    U pow2 = 1;
+    for (T k = 0; in_range && k < n; ++k) pow2 = static_cast<U>(pow2 * 2u);
+    switch (op) {
+      case CoreSemanticOp::kShiftLeft:
+        return in_range ? static_cast<T>(static_cast<U>(x) * pow2) : T{0};
+      case CoreSemanticOp::kShiftRightLogical:
+        return in_range ? static_cast<T>(static_cast<U>(x) / pow2) : T{0};
+      default:  // arithmetic: floor(x / 2^n)
+        if (!in_range) return x < 0 ? T{-1} : T{0};
+        return x >= 0 ? static_cast<T>(static_cast<U>(x) / pow2)
+                      : static_cast<T>(-static_cast<T>(static_cast<U>(-(x + 1)) / pow2) - 1);
+    }
+  });
+}
+
 template <class T>
 Result<Tensor> binary(const CoreSemanticOp op, const CoreCall& call) {
   const Tensor& a = call.operands[0];
@@ -185,6 +264,26 @@ Result<Tensor> binary(const CoreSemanticOp op, const CoreCall& call) {
         return unexpected(call, a.dtype());
     }
   } else {
+    if constexpr (kIsInteger<T>) {
+      switch (op) {
+        case CoreSemanticOp::kAnd:
+          return map_binary<T, T>(a, b, [](T x, T y) { return static_cast<T>(x & y); });
+        case CoreSemanticOp::kOr:
+          return map_binary<T, T>(a, b, [](T x, T y) { return static_cast<T>(x | y); });
+        case CoreSemanticOp::kXor:
+          return map_binary<T, T>(a, b, [](T x, T y) { return static_cast<T>(x ^ y); });
+        case CoreSemanticOp::kShiftLeft:
+        case CoreSemanticOp::kShiftRightArithmetic:
+        case CoreSemanticOp::kShiftRightLogical:
+          return shift<T>(call, op);
+        case CoreSemanticOp::kFmod:
+          return integer_modulo<T>(call, /*floor_mode=*/false);
+        case CoreSemanticOp::kRemainder:
+          return integer_modulo<T>(call, /*floor_mode=*/true);
+        default:
+          break;
+      }
+    }
     switch (op) {
       case CoreSemanticOp::kAdd:
         return map_binary<T, T>(a, b, [](T x, T y) { return wrap_add(x, y); });
@@ -194,14 +293,7 @@ Result<Tensor> binary(const CoreSemanticOp op, const CoreCall& call) {
         return map_binary<T, T>(a, b, [](T x, T y) { return wrap_mul(x, y); });
       case CoreSemanticOp::kDiv:
         if constexpr (kIsInteger<T>) {
-          const T* pb = elements<T>(b);
-          for (std::int64_t i = 0; i < b.numel(); ++i) {
-            if (pb[i] == 0) {
-              return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompletion,
-                                "div: integer division by zero (divisor element {} of {} is 0)", i,
-                                shape_to_string(b.shape()));
-            }
-          }
+          TENFERRO_TRY(check_divisor<T>(call, b));
           // Truncates toward zero; lowest / -1 wraps (Note [Reference evaluator]).
           return map_binary<T, T>(a, b, [](T x, T y) { return y == -1 ? wrap_sub(T{}, x) : static_cast<T>(x / y); });
         } else {
@@ -230,6 +322,19 @@ Result<Tensor> binary(const CoreSemanticOp op, const CoreCall& call) {
           return map_binary<T, T>(a, b, [](T x, T y) { return std::atan2(x, y); });
         case CoreSemanticOp::kComplex:
           return map_binary<std::complex<T>, T>(a, b, [](T x, T y) { return std::complex<T>(x, y); });
+        case CoreSemanticOp::kFmod:
+          return map_binary<T, T>(a, b, [](T x, T y) { return std::fmod(x, y); });
+        case CoreSemanticOp::kRemainder:
+          // x - y * floor(x / y), computed exactly through std::remainder's
+          // nearest-quotient residue, shifted by y when its sign differs.
+          return map_binary<T, T>(a, b, [](T x, T y) {
+            if (y == 0 || std::isinf(x) || std::isnan(x) || std::isnan(y)) return std::fmod(x, y);
+            if (x == 0) return std::copysign(T(0), y);
+            if (std::isinf(y)) return (x < 0) == (y < 0) ? x : y;
+            T r = std::remainder(x, y);
+            if (r != 0 && (r < 0) != (y < 0)) r += y;
+            return r == 0 ? std::copysign(T(0), y) : r;
+          });
         default:
           break;
       }

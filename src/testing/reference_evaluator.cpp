@@ -32,32 +32,17 @@ Result<std::vector<Tensor>> evaluate(const SemanticProgram& program, std::span<c
 Result<Tensor> evaluate_core(const OperationView& op, std::span<const Tensor> operands, DType dtype,
                              IntArrayRef shape) {
   const internal::CoreCall call{op, operands, dtype, shape};
-  switch (op.core_op()) {
-    case CoreSemanticOp::kConstant:
-    case CoreSemanticOp::kIota:
-    case CoreSemanticOp::kBroadcastInDim:
-    case CoreSemanticOp::kReshape:
-    case CoreSemanticOp::kTranspose:
-    case CoreSemanticOp::kSlice:
-    case CoreSemanticOp::kReverse:
-    case CoreSemanticOp::kConcatenate:
-    case CoreSemanticOp::kPad:
-    case CoreSemanticOp::kDynamicSlice:
-    case CoreSemanticOp::kDynamicUpdateSlice:
-    case CoreSemanticOp::kGather:
-    case CoreSemanticOp::kScatter:
+  switch (program::core_op_info(op.core_op()).family) {
+    case program::CoreOpFamily::kCreation:
+    case program::CoreOpFamily::kDataMovement:
       return internal::evaluate_movement(call);
-    case CoreSemanticOp::kReduceSum:
-    case CoreSemanticOp::kReduceProd:
-    case CoreSemanticOp::kReduceMax:
-    case CoreSemanticOp::kReduceMin:
-    case CoreSemanticOp::kArgmax:
-    case CoreSemanticOp::kArgmin:
-    case CoreSemanticOp::kDotGeneral:
+    case program::CoreOpFamily::kReduction:
+    case program::CoreOpFamily::kContraction:
       return internal::evaluate_reduction(call);
-    default:
+    case program::CoreOpFamily::kElementwise:
       return internal::evaluate_elementwise(call);
   }
+  return make_error(ErrorCode::kInternal, ErrorStage::kPrepare, "reference evaluator: {} has no family", op.name());
 }
 
 /// Lowers extension `op` for the concrete operand shapes (granting concrete

@@ -38,6 +38,8 @@ enum class DTypeClass : std::uint8_t {
   kRealNumeric,  ///< integers and floating
   kInexact,      ///< floating and complex
   kFloating,     ///< floating only
+  kIntegral,     ///< bool and integers (bitwise ops)
+  kInteger,      ///< integers only (shifts)
 };
 std::string_view to_string(DTypeClass dtype_class) noexcept;
 bool dtype_in_class(DType dtype, DTypeClass dtype_class) noexcept;
@@ -54,10 +56,38 @@ enum class ResultDTypeRule : std::uint8_t {
 
 /// Effects of a core op (all pure today; the column keeps the table honest).
 enum class EffectClass : std::uint8_t { kPure };
-/// Aliasing of a core op's single result.
+/// Aliasing of a core op's single result (follows from its MovementClass).
 enum class AliasClass : std::uint8_t {
   kFresh,           ///< a new value
   kViewOfOperand0,  ///< may be a view of operand 0 (transpose, reshape, ...)
+};
+
+// Note [Core op families]
+// Every core op names its family in core_ops.def, and every consumer that
+// treats ops by kind (metadata inference, the reference evaluator, the
+// runtime's provider family, AD) dispatches on that column with an
+// exhaustive switch over CoreOpFamily, never on a hand-kept list of ops with
+// a default branch. A new op therefore cannot fall silently into the wrong
+// kind: it must declare its family to compile, and a family whose per-op
+// rule is missing fails loudly (kInternal) rather than running another
+// family's rule.
+
+/// The kind of computation a core op performs (core_ops.def column Family).
+enum class CoreOpFamily : std::uint8_t {
+  kElementwise,   ///< y[i] = f(x0[i], x1[i], ...), same shapes
+  kCreation,      ///< no data operands (constant, iota)
+  kDataMovement,  ///< moves or selects elements without arithmetic
+  kReduction,     ///< removes axes by combining elements
+  kContraction,   ///< dot_general
+};
+std::string_view to_string(CoreOpFamily family) noexcept;
+
+/// How a data-movement op produces its result (core_ops.def column
+/// Movement); kNone for every other family.
+enum class MovementClass : std::uint8_t {
+  kNone,  ///< not a data-movement op
+  kView,  ///< metadata-only: the result may stay a view of operand 0
+  kCopy,  ///< writes a fresh result (an indexing provider)
 };
 
 /// The traits of one core op, from its row in core_ops.def.
@@ -69,7 +99,9 @@ struct CoreOpInfo {
   DTypeClass operand_dtypes;
   ResultDTypeRule result_dtype;
   EffectClass effect;
-  AliasClass alias;
+  CoreOpFamily family;
+  MovementClass movement;
+  AliasClass alias;  ///< kViewOfOperand0 exactly when movement is kView
 };
 
 namespace internal {
@@ -87,7 +119,7 @@ struct VariantIndex<T, std::variant<Ts...>> {
 
 inline constexpr CoreOpInfo kCoreOpInfo[] = {
 #define TENFERRO_CORE_OP(name, str, min_operands, max_operands, attributes, operand_dtypes, result_dtype, effect, \
-                         alias)                                                                                   \
+                         family, movement)                                                                        \
   {str,                                                                                                           \
    min_operands,                                                                                                  \
    max_operands,                                                                                                  \
@@ -95,9 +127,19 @@ inline constexpr CoreOpInfo kCoreOpInfo[] = {
    DTypeClass::k##operand_dtypes,                                                                                 \
    ResultDTypeRule::k##result_dtype,                                                                              \
    EffectClass::k##effect,                                                                                        \
-   AliasClass::k##alias},
+   CoreOpFamily::k##family,                                                                                       \
+   MovementClass::k##movement,                                                                                    \
+   MovementClass::k##movement == MovementClass::kView ? AliasClass::kViewOfOperand0 : AliasClass::kFresh},
 #include "tenferro/program/core_ops.def"
 };
+
+/// A Movement other than None exactly on data-movement rows.
+constexpr bool movement_matches_family() {
+  for (const CoreOpInfo& info : kCoreOpInfo)
+    if ((info.movement != MovementClass::kNone) != (info.family == CoreOpFamily::kDataMovement)) return false;
+  return true;
+}
+static_assert(movement_matches_family(), "core_ops.def: Movement must be None exactly when Family is not DataMovement");
 }  // namespace internal
 
 /// The traits of `op`.

@@ -55,6 +55,10 @@ std::string_view domain_name(OpDomain d) {
       return "an integer or floating dtype";
     case OpDomain::kBool:
       return "bool";
+    case OpDomain::kIntegral:
+      return "bool or an integer dtype";
+    case OpDomain::kInteger:
+      return "an integer dtype";
     case OpDomain::kAny:
       return "any dtype";
   }
@@ -106,8 +110,12 @@ void dispatch_binary(const TensorView& a, const TensorView& b, const TensorView&
   });
 }
 
-// Integer division checks its divisor before anything is written.
-Status check_nonzero_divisor(const TensorView& b) {
+// Integer division (div, remainder, fmod) checks its divisor before anything
+// is written.
+constexpr bool needs_divisor_check(BinaryOp op, DType dtype) {
+  return is_integer(dtype) && (op == BinaryOp::kDiv || op == BinaryOp::kRemainder || op == BinaryOp::kFmod);
+}
+Status check_nonzero_divisor(BinaryOp op, const TensorView& b) {
   bool zero = false;
   visit_dtype(b.dtype, [&]<class T>(T) {
     if constexpr (internal::kIsWrappingInt<T>) {
@@ -124,7 +132,7 @@ Status check_nonzero_divisor(const TensorView& b) {
   });
   if (!zero) return ok_status();
   return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompletion,
-                    "div: integer division by zero (the {} divisor of shape {} contains a zero)", b.dtype,
+                    "{}: integer division by zero (the {} divisor of shape {} contains a zero)", to_string(op), b.dtype,
                     shape_to_string(b.shape));
 }
 
@@ -186,6 +194,7 @@ constexpr std::array<FlatBinaryFn, kNumDTypes> kFlatBinary[] = {
 // Result dtypes per (op, input dtype); entries outside the op's domain are
 // never read (the flat function pointer is null there).
 constexpr DType unary_result(UnaryOp op, DType in) {
+  if (op == UnaryOp::kIsFinite || op == UnaryOp::kIsNan) return DType::kBool;
   return op == UnaryOp::kAbs || op == UnaryOp::kReal || op == UnaryOp::kImag ? real_dtype(in) : in;
 }
 constexpr DType binary_result(BinaryOp op, DType in) {
@@ -244,7 +253,7 @@ void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, Ke
   const std::array<TensorView, 2> in = {a, b};
   const std::string_view names[] = {"lhs", "rhs"};
   TENFERRO_TRY(check_elementwise(name, out, *result_dtype(op, a.dtype), in, names));
-  if (op == BinaryOp::kDiv && is_integer(a.dtype)) TENFERRO_TRY(check_nonzero_divisor(b));
+  if (needs_divisor_check(op, a.dtype)) TENFERRO_TRY(check_nonzero_divisor(op, b));
   const std::int64_t grain = grain_of(info(op).cost);
   switch (op) {
 #define TENFERRO_BINARY_OP(name, str, domain, cost)                                         \
@@ -298,7 +307,7 @@ Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const Tenso
   // Integer division checks its divisor first: general path.
   if (flat != nullptr && b.dtype == a.dtype &&
       out.dtype == kBinaryResult[static_cast<int>(op)][static_cast<int>(a.dtype)] &&
-      !(op == BinaryOp::kDiv && is_integer(a.dtype)) && internal::flat_compatible(out, flat_in, n)) {
+      !needs_divisor_check(op, a.dtype) && internal::flat_compatible(out, flat_in, n)) {
     const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
     const auto si = static_cast<std::int64_t>(dtype_size(a.dtype));
     run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {

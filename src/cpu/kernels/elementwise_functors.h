@@ -203,8 +203,56 @@ struct ImagOp {
     }
   }
 };
+struct FloorOp {
+  template <class T>
+  T operator()(T x) const noexcept {
+    return std::floor(x);
+  }
+};
+struct CeilOp {
+  template <class T>
+  T operator()(T x) const noexcept {
+    return std::ceil(x);
+  }
+};
+// Half to even without depending on the thread's floating-point rounding
+// mode (std::nearbyint would follow it).
+struct RoundOp {
+  template <class T>
+  T operator()(T x) const noexcept {
+    const T r = std::round(x);
+    return std::abs(x - r) == T(0.5) ? T(2) * std::round(x / T(2)) : r;
+  }
+};
+struct IsFiniteOp {
+  template <class T>
+  bool operator()(T x) const noexcept {
+    if constexpr (kIsComplex<T>) {
+      return std::isfinite(x.real()) && std::isfinite(x.imag());
+    } else {
+      return std::isfinite(x);
+    }
+  }
+};
+struct IsNanOp {
+  template <class T>
+  bool operator()(T x) const noexcept {
+    if constexpr (kIsComplex<T>) {
+      return std::isnan(x.real()) || std::isnan(x.imag());
+    } else {
+      return std::isnan(x);
+    }
+  }
+};
 struct NotOp {
-  bool operator()(bool x) const noexcept { return !x; }
+  template <class T>
+  T operator()(T x) const noexcept {
+    if constexpr (std::is_same_v<T, bool>) {
+      return !x;
+    } else {
+      return static_cast<T>(~x);
+    }
+  }
 };
 
 // ---- binary ----
@@ -271,14 +319,77 @@ struct ComplexOp {
     return {re, im};
   }
 };
+// fmod: the sign of the dividend (C fmod). Integer divisors are nonzero
+// (checked before the loop); -1 is special-cased because INT_MIN % -1
+// overflows.
+struct FmodOp {
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    if constexpr (kIsWrappingInt<T>) {
+      return b == -1 ? T{0} : static_cast<T>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+// remainder: the sign of the divisor (Python %, numpy.remainder), with a
+// zero result carrying the divisor's sign as numpy does.
+struct RemainderOp {
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    T r = FmodOp{}(a, b);
+    if constexpr (kIsWrappingInt<T>) {
+      return r != 0 && ((r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
+    } else {
+      if (b == 0) return r;  // NaN
+      if (r == 0) return std::copysign(T(0), b);
+      return (r < 0) != (b < 0) ? r + b : r;
+    }
+  }
+};
 struct AndOp {
-  bool operator()(bool a, bool b) const noexcept { return a && b; }
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    return static_cast<T>(a & b);
+  }
 };
 struct OrOp {
-  bool operator()(bool a, bool b) const noexcept { return a || b; }
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    return static_cast<T>(a | b);
+  }
 };
 struct XorOp {
-  bool operator()(bool a, bool b) const noexcept { return a != b; }
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    return static_cast<T>(a ^ b);
+  }
+};
+// Shifts by a negative amount or by at least the bit width are defined as
+// in StableHLO instead of being undefined behaviour.
+template <class T>
+constexpr bool shift_in_range(T amount) noexcept {
+  return amount >= 0 && amount < static_cast<T>(sizeof(T) * 8);
+}
+struct ShiftLeftOp {
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    using U = std::make_unsigned_t<T>;
+    return shift_in_range(b) ? static_cast<T>(static_cast<U>(a) << b) : T{0};
+  }
+};
+struct ShiftRightArithmeticOp {
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    return shift_in_range(b) ? static_cast<T>(a >> b) : (a < 0 ? T{-1} : T{0});
+  }
+};
+struct ShiftRightLogicalOp {
+  template <class T>
+  T operator()(T a, T b) const noexcept {
+    using U = std::make_unsigned_t<T>;
+    return shift_in_range(b) ? static_cast<T>(static_cast<U>(a) >> b) : T{0};
+  }
 };
 
 // ---- compare, select, convert ----

@@ -72,10 +72,52 @@ C ref_unary(UnaryOp op, DType dtype, C z) {
       return z.real();
     case UnaryOp::kImag:
       return z.imag();
+    case UnaryOp::kFloor:
+      return std::floor(x);
+    case UnaryOp::kCeil:
+      return std::ceil(x);
+    case UnaryOp::kRound:
+      return std::nearbyint(x);  // the default rounding mode: half to even
+    case UnaryOp::kIsFinite:
+      return std::isfinite(z.real()) && std::isfinite(z.imag()) ? 1.0 : 0.0;
+    case UnaryOp::kIsNan:
+      return std::isnan(z.real()) || std::isnan(z.imag()) ? 1.0 : 0.0;
     case UnaryOp::kNot:
-      return x == 0 ? 1.0 : 0.0;
+      if (dtype == DType::kBool) return x == 0 ? 1.0 : 0.0;
+      return -x - 1;  // two's complement
   }
   return {};
+}
+
+// An unsigned bit pattern read as the signed integer dtype `dtype`.
+double as_signed(DType dtype, std::uint64_t bits) {
+  if (dtype == DType::kInt32) return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
+  return static_cast<double>(static_cast<std::int64_t>(bits));
+}
+
+// Shifts through powers of two; out-of-range amounts as in StableHLO.
+double ref_shift(BinaryOp op, DType dtype, double x, double y) {
+  const double width = dtype == DType::kInt32 ? 32 : 64;
+  const bool in_range = y >= 0 && y < width;
+  const auto n = static_cast<int>(y);
+  switch (op) {
+    case BinaryOp::kShiftLeft: {
+      if (!in_range) return 0;
+      auto v = static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
+      for (int k = 0; k < n; ++k) v *= 2;
+      return as_signed(dtype, v);
+    }
+    case BinaryOp::kShiftRightArithmetic:
+      if (!in_range) return x < 0 ? -1 : 0;
+      return std::floor(x / std::ldexp(1.0, n));
+    default: {
+      if (!in_range) return 0;
+      const auto i = static_cast<std::int64_t>(x);
+      const std::uint64_t u = dtype == DType::kInt32 ? static_cast<std::uint32_t>(static_cast<std::int32_t>(i))
+                                                     : static_cast<std::uint64_t>(i);
+      return as_signed(dtype, u >> n);
+    }
+  }
 }
 
 C ref_binary(BinaryOp op, DType dtype, C a, C b) {
@@ -103,12 +145,21 @@ C ref_binary(BinaryOp op, DType dtype, C a, C b) {
       return std::atan2(x, y);
     case BinaryOp::kComplex:
       return {x, y};
+    case BinaryOp::kRemainder:
+      return x - y * std::floor(x / y);
+    case BinaryOp::kFmod:
+      return x - y * std::trunc(x / y);
+    // Bool operands are 0 or 1, so the bitwise forms are the logical ones.
     case BinaryOp::kAnd:
-      return (x != 0 && y != 0) ? 1.0 : 0.0;
+      return static_cast<double>(static_cast<std::int64_t>(x) & static_cast<std::int64_t>(y));
     case BinaryOp::kOr:
-      return (x != 0 || y != 0) ? 1.0 : 0.0;
+      return static_cast<double>(static_cast<std::int64_t>(x) | static_cast<std::int64_t>(y));
     case BinaryOp::kXor:
-      return ((x != 0) != (y != 0)) ? 1.0 : 0.0;
+      return static_cast<double>(static_cast<std::int64_t>(x) ^ static_cast<std::int64_t>(y));
+    case BinaryOp::kShiftLeft:
+    case BinaryOp::kShiftRightArithmetic:
+    case BinaryOp::kShiftRightLogical:
+      return ref_shift(op, dtype, x, y);
   }
   return {};
 }
@@ -199,7 +250,7 @@ TEST_P(ElementwiseConformance, BinaryOpsMatchTheReferenceForEveryDTypeAndLayout)
                                      layout_name(al), layout_name(bl)));
             Tensor a = make_tensor(shape, dtype, al, 21);
             Tensor b = make_tensor(shape, dtype, bl, 22);
-            if (op == BinaryOp::kDiv) make_nonzero(b);
+            if (op == BinaryOp::kDiv || op == BinaryOp::kRemainder || op == BinaryOp::kFmod) make_nonzero(b);
             Tensor out = make_tensor(shape, *out_dtype, Layout::kSliced, 23);
             ASSERT_TRUE(k().binary(op, a.view(), b.view(), out.view(), testing::sequential_context(), nullptr).ok());
             expect_elements(out,
@@ -375,6 +426,12 @@ TEST_P(ElementwiseConformance, BadInputIsATypedErrorAndWritesNothing) {
   const Status st = k().binary(BinaryOp::kDiv, ia.view(), ib.view(), iout.view(), ctx, nullptr);
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.to_string();
   EXPECT_EQ(testing::row_major_bytes(iout), iout_before);
+  for (BinaryOp op : {BinaryOp::kRemainder, BinaryOp::kFmod}) {
+    const Status modulo = k().binary(op, ia.view(), ib.view(), iout.view(), ctx, nullptr);
+    EXPECT_EQ(modulo.code(), ErrorCode::kInvalidArgument) << modulo.to_string();
+    EXPECT_NE(modulo.message().find(to_string(op)), std::string::npos) << modulo.to_string();
+    EXPECT_EQ(testing::row_major_bytes(iout), iout_before);
+  }
   // In place into the divisor still fails cleanly.
   const auto ib_before = testing::row_major_bytes(ib);
   EXPECT_FALSE(k().binary(BinaryOp::kDiv, ia.view(), ib.view(), ib.view(), ctx, nullptr).ok());

@@ -4,11 +4,15 @@
 // when python or numpy is unavailable.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <complex>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cpu/kernels/kernel_table.h"
 #include "cpu/kernels/kernel_test_support.h"
@@ -80,6 +84,8 @@ void expect_close(const std::string& what, const std::vector<double>& got, const
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (std::isnan(want[i])) {
       EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " element " << i;
     } else {
       EXPECT_NEAR(got[i], want[i], rtol * (1 + std::abs(want[i]))) << what << " element " << i;
     }
@@ -220,6 +226,112 @@ TEST(NumpyReference, KernelsAgreeWithNumpy) {
   for (const Check& c : checks) {
     ASSERT_TRUE(np.has(c.name)) << c.name << ": numpy printed no result";
     expect_close(c.name, flat_values(c.got), np[c.name], c.rtol);
+  }
+}
+
+// A row-major tensor of dtype `dtype` holding `values` converted to it.
+Tensor tensor_of(DType dtype, const std::vector<double>& values, IntArrayRef shape) {
+  return visit_dtype(dtype, [&]<class T>(T) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const std::vector<T> converted(values.begin(), values.end());
+      return *Tensor::from_values<T>(std::span<const T>(converted), shape);
+    } else {
+      return Tensor();
+    }
+  });
+}
+
+// Rounding, classification, modulo and bitwise ops on inputs chosen for
+// their edge cases: exact halves (round half to even), signed zeros and
+// infinities, divisors and dividends of both signs, and shift amounts across
+// the range numpy defines (numpy leaves shifts by >= the bit width to the
+// platform; the conformance suite checks those against the reference).
+TEST(NumpyReference, RoundingModuloAndBitwiseAgreeWithNumpy) {
+  const ParallelContext& ctx = testing::two_thread_context();
+  const testing::KernelTable& k = testing::kNativeKernels;
+  NumpyBatch np;
+  std::vector<std::pair<std::string, Tensor>> checks;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> edges = {-3.5,  -2.5, -1.5,  -0.5, -0.0, 0.5, 1.5, 2.5,  3.5,    0.49999999999999994,
+                                     -7.25, 7.75, 1e300, inf,  -inf, nan, 6.0, -5.0, 1e-310, 4503599627370495.5};
+  for (DType d : {DType::kFloat64, DType::kFloat32}) {
+    const Tensor x = tensor_of(d, edges, {4, 5});
+    const std::string xs = d == DType::kFloat64 ? "f64" : "f32";
+    np.input(xs, x);
+    const std::pair<UnaryOp, std::string> cases[] = {{UnaryOp::kFloor, "np.floor"},
+                                                     {UnaryOp::kCeil, "np.ceil"},
+                                                     {UnaryOp::kRound, "np.round"},
+                                                     {UnaryOp::kIsFinite, "np.isfinite"},
+                                                     {UnaryOp::kIsNan, "np.isnan"}};
+    for (const auto& [op, fn] : cases) {
+      Tensor out = *Tensor::empty({4, 5}, *result_dtype(op, d));
+      ASSERT_TRUE(k.unary(op, x.view(), out.view(), ctx, nullptr).ok()) << to_string(op);
+      const std::string id = std::string(to_string(op)) + "_" + xs;
+      np.result(id, fn + "(" + xs + ")");
+      checks.emplace_back(id, out);
+    }
+  }
+  {
+    const std::vector<double> a = {7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 5.0, -5.0, 1.0, -1.0, inf, 3.0};
+    const std::vector<double> b = {2.0, 2.0, -2.0, -2.0, -3.0, 3.0, 2.5, 2.5, inf, inf, 2.0, 0.0};
+    const Tensor ta = tensor_of(DType::kFloat64, a, {12});
+    const Tensor tb = tensor_of(DType::kFloat64, b, {12});
+    np.input("fa", ta);
+    np.input("fb", tb);
+    for (const auto& [op, fn] :
+         {std::pair<BinaryOp, std::string>{BinaryOp::kRemainder, "np.remainder"}, {BinaryOp::kFmod, "np.fmod"}}) {
+      Tensor out = *Tensor::empty({12}, DType::kFloat64);
+      ASSERT_TRUE(k.binary(op, ta.view(), tb.view(), out.view(), ctx, nullptr).ok());
+      const std::string id = std::string(to_string(op)) + "_f64";
+      np.result(id, fn + "(fa, fb)");
+      checks.emplace_back(id, out);
+      // Zeros compare equal whatever their sign; numpy's sign of a zero
+      // result is checked on its own.
+      const std::string zid = id + "_zero_sign";
+      np.result(zid, "np.signbit(" + fn + "(fa, fb))");
+      Tensor sign = *Tensor::empty({12}, DType::kBool);
+      for (std::int64_t i = 0; i < 12; ++i)
+        static_cast<bool*>(sign.data())[i] = std::signbit(static_cast<const double*>(out.data())[i]);
+      checks.emplace_back(zid, sign);
+    }
+  }
+  for (DType d : {DType::kInt32, DType::kInt64}) {
+    const std::string ds = d == DType::kInt32 ? "i32" : "i64";
+    const Tensor a = tensor_of(d, {7, -7, 7, -7, 0, 13, -13, 1000003, -1, 6, 255, -256}, {12});
+    const Tensor b = tensor_of(d, {3, 3, -3, -3, 5, 1, -1, 97, 7, -4, 9, -17}, {12});
+    const Tensor s = tensor_of(d, {0, 1, 3, 7, 12, 2, 5, 9, 30, 4, 1, 6}, {12});
+    np.input("a" + ds, a);
+    np.input("b" + ds, b);
+    np.input("s" + ds, s);
+    const std::tuple<BinaryOp, std::string, const Tensor*> cases[] = {
+        {BinaryOp::kRemainder, "np.remainder(a{0}, b{0})", &b},
+        {BinaryOp::kFmod, "np.fmod(a{0}, b{0})", &b},
+        {BinaryOp::kAnd, "np.bitwise_and(a{0}, b{0})", &b},
+        {BinaryOp::kOr, "np.bitwise_or(a{0}, b{0})", &b},
+        {BinaryOp::kXor, "np.bitwise_xor(a{0}, b{0})", &b},
+        {BinaryOp::kShiftLeft, "np.left_shift(a{0}, s{0})", &s},
+        {BinaryOp::kShiftRightArithmetic, "np.right_shift(a{0}, s{0})", &s},
+        {BinaryOp::kShiftRightLogical,
+         "np.right_shift(a{0}.view(np.uint{1}), s{0}.astype(np.uint{1})).view(a{0}.dtype)", &s},
+    };
+    for (const auto& [op, pattern, rhs] : cases) {
+      Tensor out = *Tensor::empty({12}, d);
+      ASSERT_TRUE(k.binary(op, a.view(), rhs->view(), out.view(), ctx, nullptr).ok()) << to_string(op);
+      const std::string id = std::string(to_string(op)) + "_" + ds;
+      np.result(id, fmt::format(fmt::runtime(pattern), ds, d == DType::kInt32 ? 32 : 64));
+      checks.emplace_back(id, out);
+    }
+    Tensor inverted = *Tensor::empty({12}, d);
+    ASSERT_TRUE(k.unary(UnaryOp::kNot, a.view(), inverted.view(), ctx, nullptr).ok());
+    np.result("not_" + ds, "np.invert(a" + ds + ")");
+    checks.emplace_back("not_" + ds, inverted);
+  }
+
+  if (!np.run()) GTEST_SKIP() << "numpy (" << TENFERRO_REFERENCE_PYTHON << ") is not available";
+  for (const auto& [name, got] : checks) {
+    ASSERT_TRUE(np.has(name)) << name << ": numpy printed no result";
+    expect_close(name, flat_values(got), np[name], 0);
   }
 }
 

@@ -24,7 +24,7 @@
 namespace tenferro::cpu {
 
 /// The input dtypes an op is defined for.
-enum class OpDomain : std::uint8_t { kNumeric, kInexact, kFloating, kRealNumeric, kBool, kAny };
+enum class OpDomain : std::uint8_t { kNumeric, kInexact, kFloating, kRealNumeric, kBool, kIntegral, kInteger, kAny };
 /// True when `dtype` belongs to `domain`.
 constexpr bool in_domain(OpDomain domain, DType dtype) noexcept {
   switch (domain) {
@@ -38,6 +38,10 @@ constexpr bool in_domain(OpDomain domain, DType dtype) noexcept {
       return is_integer(dtype) || is_floating(dtype);
     case OpDomain::kBool:
       return dtype == DType::kBool;
+    case OpDomain::kIntegral:
+      return dtype == DType::kBool || is_integer(dtype);
+    case OpDomain::kInteger:
+      return is_integer(dtype);
     case OpDomain::kAny:
       return true;
   }
@@ -68,14 +72,18 @@ std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept;
 
 /// out = op(x). out.dtype must be result_dtype(op, x.dtype).
 /// Integer neg/abs wrap (abs(INT_MIN) == INT_MIN); sign of a complex is
-/// x/|x| (0 at 0).
+/// x/|x| (0 at 0); round rounds half to even; not of an integer is bitwise.
 Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx,
              KernelStats* stats = nullptr);
 
 /// out = op(a, b); a and b have the same dtype. Integer add/sub/mul wrap;
 /// integer div truncates toward zero, INT_MIN / -1 wraps to INT_MIN, and a
 /// zero divisor is a kInvalidArgument error (ErrorStage::kCompletion)
-/// detected before anything is written. max/min propagate NaN.
+/// detected before anything is written. max/min propagate NaN. remainder
+/// takes the divisor's sign (Python %), fmod the dividend's (C fmod); on
+/// integers a zero divisor is the same error as for div. Shifts by a
+/// negative amount or by at least the bit width give 0 (left, logical) or
+/// the sign fill (arithmetic), as in StableHLO.
 Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,
               KernelStats* stats = nullptr);
 
