@@ -20,6 +20,11 @@ install(TARGETS tenferro_all EXPORT tenferroTargets)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tenferro DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   PATTERN testing EXCLUDE PATTERN testing.h EXCLUDE)
+# The linalg engine's measured provider table (Note [Provider table file]),
+# found there through BuildInfo::installed_data_dir.
+if(TARGET tenferro_linalg_cpu)
+  install(FILES ${PROJECT_SOURCE_DIR}/data/linalg_provider_table.json DESTINATION ${CMAKE_INSTALL_DATADIR}/tenferro)
+endif()
 
 set(_tf_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tenferro)
 # Optional components whose third-party targets the package must find.

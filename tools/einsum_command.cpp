@@ -320,7 +320,7 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             einsum::EinsumOp::create(instance.format_string,
                                                      // Parenthesised subscripts accept only their own order.
                                                      policy.planner == einsum::PlannerKind::kNested ? policy : fixed));
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuGemmChoice gemm, cpu::parse_gemm_choice(options.gemm));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<std::string> gemm, cpu::parse_gemm_candidates(options.gemm));
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu,
                             cpu::make_cpu_runtime({.threads = options.threads, .gemm = gemm, .linalg = false}));
   runtime::Runtime& rt = cpu.runtime;
@@ -586,8 +586,12 @@ void add_einsum_command(CLI::App& app) {
                   "Contraction path: ref-flops, ref-size, greedy, optimal, treesa, nested")
       ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa", "nested"}));
   cmd->add_option("--threads", state->options.threads, "Worker threads")->check(CLI::Range(1, 4096));
-  cmd->add_option("--gemm", state->options.gemm, "GEMM provider: native, openblas, blis")
-      ->check(CLI::IsMember({"native", "openblas", "blis"}));
+  cmd->add_option("--gemm", state->options.gemm,
+                  "GEMM provider candidates in order, e.g. openblas,native (names: native, openblas, blis)")
+      ->check([](const std::string& list) {
+        Result<std::vector<std::string>> parsed = cpu::parse_gemm_candidates(list);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      });
   cmd->add_option("--mode", state->options.mode, "eager (one fast-path call) or graph (prepared program)")
       ->check(CLI::IsMember({"eager", "graph"}));
   cmd->add_option("--runs", state->options.runs,

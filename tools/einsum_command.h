@@ -30,7 +30,7 @@ struct EinsumRunOptions {
   /// else greedy.
   std::string path;
   int threads = 1;
-  std::string gemm = "native";  ///< native, openblas, blis
+  std::string gemm = "native";  ///< GEMM candidates: native, openblas, blis, comma-separated
   std::string mode = "eager";   ///< eager, graph
   /// Timed repetitions after the first call; 0: the first call only.
   int runs = 5;

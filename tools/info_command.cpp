@@ -14,6 +14,7 @@
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu/fftw_provider.h"
 #include "tenferro/fft_cpu/native_provider.h"
+#include "tenferro/linalg_cpu/provider_policy.h"
 
 namespace tenferro::cli {
 namespace {
@@ -26,7 +27,9 @@ nlohmann::json build_section() {
           {"cxx_flags", b.cxx_flags},
           {"sanitizers", b.sanitizers.empty() ? "none" : b.sanitizers},
           {"native_arch", b.native_arch},
-          {"assertions", b.assertions}};
+          {"assertions", b.assertions},
+          {"installed_module_dir", b.installed_module_dir},
+          {"installed_data_dir", b.installed_data_dir}};
 }
 
 // The CPU topology this process may use and the managed domains tenferro
@@ -102,9 +105,9 @@ std::string_view capability_name(tenferro::cpu::PlacementControl c) {
   return "unknown";
 }
 
-// The CPU engine's providers for each GEMM choice, on the default managed
-// domains, with the thread-count and placement capability each reports (a
-// library that is not installed says why).
+// The CPU engine's providers for each GEMM provider name, on the default
+// managed domains, with the thread-count and placement capability each
+// reports (a library that is not installed says why).
 nlohmann::json cpu_engine_section() {
   using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
   std::shared_ptr<const CpuDomainSet> domains;
@@ -112,11 +115,11 @@ nlohmann::json cpu_engine_section() {
     if (auto set = CpuDomainSet::create_managed(*topo); set.ok()) domains = *set;
   }
   nlohmann::json engines = nlohmann::json::array();
-  for (CpuGemmChoice choice : {CpuGemmChoice::kNative, CpuGemmChoice::kOpenBlas, CpuGemmChoice::kBlis}) {
+  for (std::string_view name : kGemmProviderNames) {
     CpuEngineOptions options;
-    options.gemm = choice;
+    options.gemm = {std::string(name)};
     options.domains = domains;
-    nlohmann::json entry = {{"gemm", to_string(choice)}, {"domains", domains ? "managed default" : "none"}};
+    nlohmann::json entry = {{"gemm", name}, {"domains", domains ? "managed default" : "none"}};
     auto engine = make_cpu_engine(options);
     if (!engine.ok()) {
       entry["error"] = engine.status().to_string();
@@ -125,11 +128,15 @@ nlohmann::json cpu_engine_section() {
     }
     nlohmann::json providers = nlohmann::json::array();
     for (const CpuEngineProviderInfo& p : engine->providers) {
+      nlohmann::json refusals = nlohmann::json::array();
+      for (const ProviderRefusal& r : p.refusals)
+        refusals.push_back({{"candidate", r.candidate}, {"reason", r.reason}});
       providers.push_back({{"family", runtime::to_string(p.family)},
                            {"name", p.name},
                            {"thread_count", capability_name(p.capability.thread_count)},
                            {"placement", capability_name(p.capability.placement)},
-                           {"detail", p.capability.detail}});
+                           {"detail", p.capability.detail},
+                           {"refusals", refusals}});
     }
     entry["providers"] = providers;
     engines.push_back(entry);
@@ -151,6 +158,21 @@ nlohmann::json fft_section() {
   return {{"default", "fftw"}, {"providers", providers}};
 }
 
+// The measured provider table the default linalg engine reads (Note
+// [Provider table file]): where it is and what produced it, or why it
+// cannot be read.
+nlohmann::json linalg_section() {
+  const std::string path = linalg::default_provider_table_path();
+  nlohmann::json section = {{"provider_table", path}};
+  Result<linalg::ProviderTable> table = linalg::read_provider_table(path);
+  if (table.ok()) {
+    section["source"] = table->source;
+  } else {
+    section["error"] = table.status().to_string();
+  }
+  return section;
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
@@ -158,6 +180,7 @@ nlohmann::json gather() {
   info["cpu"] = cpu_section();
   info["cpu_engine"] = cpu_engine_section();
   info["fft"] = fft_section();
+  info["linalg"] = linalg_section();
   return info;
 }
 

@@ -4,7 +4,7 @@
 // in tenferro/linalg_cpu.h.
 //
 // Note [Using the linalg component]
-// Install:   auto linalg = linalg::CpuLinalgEngine::create_default();        // provider table
+// Install:   auto linalg = *linalg::CpuLinalgEngine::create_default();       // provider table file
 //            runtime_builder.add_extension_module(linalg::cpu_extension_module(cpu_engine_id, linalg));
 // Eager:     auto ctx = runtime.on();
 //            linalg::SvdResult r = *linalg::svd(ctx, a, linalg::SvdMode::kThin);   // U, S, Vh

@@ -45,11 +45,10 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   if (domain != "inline" && domain != "managed") {
     return invalid(fmt::format("Runtime: domain '{}': expected 'inline' or 'managed'", domain));
   }
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuGemmChoice gemm_choice, cpu::parse_gemm_choice(gemm));
   cpu::CpuRuntimeOptions options;
+  TENFERRO_ASSIGN_OR_RETURN(options.gemm, cpu::parse_gemm_candidates(gemm));
   options.threads = threads;  // 0: every CPU this process may use
   options.on_calling_thread = domain == "inline";
-  options.gemm = gemm_choice;
   // Note [Linalg threading in Python]: numpy, loaded first in the same
   // process, brings the system's OpenBLAS (usually the pthread build), and
   // the LAPACK provider then resolves to it; its threading is process-global,

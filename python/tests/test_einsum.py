@@ -166,6 +166,15 @@ def test_external_gemm(gemm, rng):
     np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a, b, runtime=rt), a @ b, rtol=1e-12)
 
 
+def test_gemm_candidate_list_falls_back_to_native(rng):
+    # Whether or not BLIS is installed, the list yields a working runtime.
+    rt = tenferro.Runtime(threads=1, gemm="blis,native")
+    assert rt.gemm == "blis,native"
+    a = random_array(rng, (20, 30), np.float64)
+    b = random_array(rng, (30, 10), np.float64)
+    np.testing.assert_allclose(rt.einsum("ij,jk->ik", a, b), a @ b, rtol=1e-12)
+
+
 def test_the_gil_is_released_during_a_contraction(rng):
     # The worker stamps the time right before and after its call (holding
     # the GIL); a main-thread stamp strictly between the two can only exist

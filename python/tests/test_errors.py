@@ -72,6 +72,8 @@ def test_bad_options():
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=0)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=100000)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, gemm="mkl")
+    unknown = raises(ValueError, "kInvalidArgument", tenferro.Runtime, gemm="native,mkl")
+    assert "native, openblas, blis" in unknown.message
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=1, domain="numa")
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=2, domain="inline")
     rt = tenferro.Runtime(threads=1)

@@ -396,14 +396,15 @@ Status run_checked(const EinsumEngine& engine, const einsum::ExecutionPlan& plan
   return engine.execute(plan, std::span<const TensorView>(inputs.views.data(), inputs.views.size()), out.view);
 }
 
-Result<cpu::CpuGemmChoice> gemm_choice(std::int32_t gemm) {
+// The one-candidate GEMM list the C enum names.
+Result<std::vector<std::string>> gemm_choice(std::int32_t gemm) {
   switch (gemm) {
     case TF_GEMM_NATIVE:
-      return cpu::CpuGemmChoice::kNative;
+      return std::vector<std::string>{"native"};
     case TF_GEMM_OPENBLAS:
-      return cpu::CpuGemmChoice::kOpenBlas;
+      return std::vector<std::string>{"openblas"};
     case TF_GEMM_BLIS:
-      return cpu::CpuGemmChoice::kBlis;
+      return std::vector<std::string>{"blis"};
     default:
       return invalid(fmt::format(
           "tf_runtime_options.gemm is {}; expected TF_GEMM_NATIVE (0), TF_GEMM_OPENBLAS (1) or TF_GEMM_BLIS (2)",

@@ -3,7 +3,10 @@
 // cache owner over the pools, and make_cpu_engine.
 #include "tenferro/cpu_engine/engine.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cpu_engine/engine_slots.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
@@ -13,16 +16,27 @@
 
 namespace tenferro::cpu {
 
-std::string_view to_string(CpuGemmChoice choice) noexcept {
-  switch (choice) {
-    case CpuGemmChoice::kNative:
-      return "native";
-    case CpuGemmChoice::kOpenBlas:
-      return "openblas";
-    case CpuGemmChoice::kBlis:
-      return "blis";
+Result<std::vector<std::string>> parse_gemm_candidates(std::string_view list) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', begin);
+    std::string_view name = list.substr(begin, comma == std::string_view::npos ? list.size() - begin : comma - begin);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (std::find(kGemmProviderNames.begin(), kGemmProviderNames.end(), name) == kGemmProviderNames.end()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                        "gemm provider list '{}': expected names from {} separated by commas, found '{}'", list,
+                        fmt::join(kGemmProviderNames, ", "), name);
+    }
+    if (std::find(out.begin(), out.end(), name) != out.end()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                        "gemm provider list '{}': expected each name once, found '{}' twice", list, name);
+    }
+    out.emplace_back(name);
+    if (comma == std::string_view::npos) return out;
+    begin = comma + 1;
   }
-  return "unknown";
 }
 
 namespace {
@@ -171,28 +185,53 @@ class CpuEngineCacheOwner final : public runtime::CacheOwner {
   std::shared_ptr<const CpuDomainSet> domains_;
 };
 
-}  // namespace
-
-Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(const CpuEngineOptions& options) {
-  if (options.gemm_provider != nullptr) return options.gemm_provider;
-  switch (options.gemm) {
-    case CpuGemmChoice::kNative: {
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<NativeGemmProvider> p, NativeGemmProvider::create());
-      return std::shared_ptr<const CpuGemmProvider>(std::move(p));
-    }
-    case CpuGemmChoice::kOpenBlas: {
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<ExternalBlasGemmProvider> p,
-                                ExternalBlasGemmProvider::load_openblas(options.openblas));
-      return std::shared_ptr<const CpuGemmProvider>(std::move(p));
-    }
-    case CpuGemmChoice::kBlis: {
-      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<ExternalBlasGemmProvider> p,
-                                ExternalBlasGemmProvider::load_blis(options.blis));
-      return std::shared_ptr<const CpuGemmProvider>(std::move(p));
-    }
+// One named candidate created with the options' library settings.
+Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_candidate(std::string_view name,
+                                                                   const CpuEngineOptions& options) {
+  if (name == "native") {
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<NativeGemmProvider> p, NativeGemmProvider::create());
+    return std::shared_ptr<const CpuGemmProvider>(std::move(p));
+  }
+  if (name == "openblas") {
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<ExternalBlasGemmProvider> p,
+                              ExternalBlasGemmProvider::load_openblas(options.openblas));
+    return std::shared_ptr<const CpuGemmProvider>(std::move(p));
+  }
+  if (name == "blis") {
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<ExternalBlasGemmProvider> p,
+                              ExternalBlasGemmProvider::load_blis(options.blis));
+    return std::shared_ptr<const CpuGemmProvider>(std::move(p));
   }
   return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
-                    "cpu engine: expected a CpuGemmChoice, found {}", static_cast<int>(options.gemm));
+                    "gemm provider: expected one of {}, found '{}'", fmt::join(kGemmProviderNames, ", "), name);
+}
+
+}  // namespace
+
+Result<GemmSelection> select_gemm_provider(const CpuEngineOptions& options) {
+  if (options.gemm_provider != nullptr) return GemmSelection{options.gemm_provider, "caller-supplied", {}};
+  if (options.gemm.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "gemm provider list: expected at least one of {}, found none",
+                      fmt::join(kGemmProviderNames, ", "));
+  }
+  GemmSelection selection;
+  for (const std::string& name : options.gemm) {
+    Result<std::shared_ptr<const CpuGemmProvider>> created = make_gemm_candidate(name, options);
+    if (created.ok()) {
+      selection.provider = *std::move(created);
+      selection.candidate = name;
+      return selection;
+    }
+    // Only kUnsupported lets the next candidate be tried (Note [GEMM candidates]).
+    if (created.status().code() != ErrorCode::kUnsupported) return created.status();
+    selection.refusals.push_back({name, std::string(created.status().message())});
+  }
+  std::string refused;
+  for (const ProviderRefusal& r : selection.refusals) refused += fmt::format("; {}: {}", r.candidate, r.reason);
+  return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
+                    "gemm provider: expected one of the candidates {} to be available, found every one refused{}",
+                    fmt::join(options.gemm, ", "), refused);
 }
 
 Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
@@ -200,16 +239,14 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
                       "cpu engine '{}': expected a non-zero engine id, found 0", options.name);
   }
-  Result<std::shared_ptr<const CpuGemmProvider>> gemm = make_gemm_provider(options);
+  Result<GemmSelection> gemm = select_gemm_provider(options);
   if (!gemm.ok()) {
-    return gemm.status().with_context(
-        fmt::format("cpu engine '{}': {} GEMM provider: {}", options.name,
-                    options.gemm_provider != nullptr ? "caller-supplied" : to_string(options.gemm),
-                    gemm.status().message()),
-        ErrorStage::kConfiguration);
+    return gemm.status().with_context(fmt::format("cpu engine '{}': {}", options.name, gemm.status().message()),
+                                      ErrorStage::kConfiguration);
   }
   CpuEngine engine;
-  engine.gemm = *std::move(gemm);
+  engine.gemm = std::move(gemm->provider);
+  engine.gemm_candidate = std::move(gemm->candidate);
   engine.dot_general = std::make_shared<const DotGeneralComposite>(engine.gemm, nullptr, options.dot_general);
 
   runtime::EngineRegistration& r = engine.registration;
@@ -246,9 +283,19 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   ProviderCapability composite = kernels;
   composite.detail = fmt::format("TTGT composite over the {} GEMM provider", engine.gemm->name());
   engine.providers.push_back({OpFamily::kDotGeneral, std::string(r.capabilities.dot_general->name()), composite});
-  engine.providers.push_back(
-      {OpFamily::kDotGeneral, fmt::format("gemm.{}", engine.gemm->name()), engine.gemm->capability()});
+  engine.providers.push_back({OpFamily::kDotGeneral, fmt::format("gemm.{}", engine.gemm->name()),
+                              engine.gemm->capability(), std::move(gemm->refusals)});
   return engine;
+}
+
+std::string CpuEngine::explain() const {
+  std::string out;
+  for (const CpuEngineProviderInfo& p : providers) {
+    out += fmt::format("{}: {} ({})", runtime::to_string(p.family), p.name, p.capability.detail);
+    for (const ProviderRefusal& r : p.refusals) out += fmt::format("; candidate {} refused: {}", r.candidate, r.reason);
+    out += "\n";
+  }
+  return out;
 }
 
 const ParallelContext* parallel_context_of(runtime::ErasedExecutionContext context) noexcept {

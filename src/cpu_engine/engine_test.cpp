@@ -75,7 +75,7 @@ TEST(CpuEngine, BadOptionsAreTypedErrors) {
   EXPECT_EQ(bad_id.status().stage(), ErrorStage::kConfiguration);
 
   CpuEngineOptions missing;
-  missing.gemm = CpuGemmChoice::kOpenBlas;
+  missing.gemm = {"openblas"};
   missing.openblas.module_dir = "/nonexistent/tenferro/modules";
   auto no_library = make_cpu_engine(missing);
   ASSERT_FALSE(no_library.ok());

@@ -59,12 +59,12 @@ inline std::vector<ProviderCase> provider_cases() {
   cases.push_back({"native", [] { return make_cpu_engine({}); }});
   cases.push_back({"openblas", [] {
                      CpuEngineOptions o;
-                     o.gemm = CpuGemmChoice::kOpenBlas;
+                     o.gemm = {"openblas"};
                      return make_cpu_engine(o);
                    }});
   cases.push_back({"blis", [] {
                      CpuEngineOptions o;
-                     o.gemm = CpuGemmChoice::kBlis;
+                     o.gemm = {"blis"};
                      return make_cpu_engine(o);
                    }});
   cases.push_back({"managed2", []() -> Result<CpuEngine> {

@@ -9,14 +9,6 @@
 
 namespace tenferro::cpu {
 
-Result<CpuGemmChoice> parse_gemm_choice(std::string_view name) {
-  for (CpuGemmChoice c : {CpuGemmChoice::kNative, CpuGemmChoice::kOpenBlas, CpuGemmChoice::kBlis}) {
-    if (name == to_string(c)) return c;
-  }
-  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
-                    "gemm provider: expected native, openblas or blis, found '{}'", name);
-}
-
 Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu) {
   TENFERRO_ASSIGN_OR_RETURN(CpuTopology topology, CpuTopology::discover());
   const std::vector<int> allowed = topology.allowed_cpus().to_vector();
@@ -40,19 +32,6 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, in
   return CpuDomainSet::create_managed(topology, specs);
 }
 
-Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(CpuGemmChoice choice, int threads) {
-  CpuEngineOptions options;
-  options.gemm = choice;
-  // The serial build runs on the engine's thread; for more threads the
-  // pthread build's process-wide count is the only control OpenBLAS has.
-  options.openblas.build = threads > 1 ? OpenBlasBuild::kPthread : OpenBlasBuild::kSerial;
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuGemmProvider> gemm, make_gemm_provider(options));
-  if (choice == CpuGemmChoice::kOpenBlas && threads > 1) {
-    TENFERRO_TRY(static_cast<const ExternalBlasGemmProvider&>(*gemm).set_global_thread_count(threads));
-  }
-  return gemm;
-}
-
 Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
   std::shared_ptr<const CpuDomainSet> domains;
   int threads = 1;
@@ -68,12 +47,19 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
     TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads));
     threads = domains->domains().front()->thread_budget();
   }
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuGemmProvider> gemm, make_gemm_provider(options.gemm, threads));
-  runtime::RuntimeBuilder builder;
   CpuEngineOptions engine;
-  engine.gemm_provider = gemm;
+  engine.gemm = options.gemm;
+  // The serial build runs on the engine's thread; for more threads the
+  // pthread build's process-wide count is the only control OpenBLAS has.
+  engine.openblas.build = threads > 1 ? OpenBlasBuild::kPthread : OpenBlasBuild::kSerial;
   engine.domains = domains;
-  TENFERRO_TRY(register_cpu_engine(builder, engine));
+  TENFERRO_ASSIGN_OR_RETURN(CpuEngine cpu_engine, make_cpu_engine(engine));
+  if (cpu_engine.gemm_candidate == "openblas" && threads > 1) {
+    TENFERRO_TRY(static_cast<const ExternalBlasGemmProvider&>(*cpu_engine.gemm).set_global_thread_count(threads));
+  }
+  std::shared_ptr<const CpuGemmProvider> gemm = cpu_engine.gemm;
+  runtime::RuntimeBuilder builder;
+  TENFERRO_TRY(builder.config().add_engine(std::move(cpu_engine.registration)));
   std::shared_ptr<einsum::CpuEinsumExecutor> einsum_engine;
   if (options.einsum) {
     TENFERRO_ASSIGN_OR_RETURN(einsum_engine,
@@ -82,11 +68,13 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
   }
   std::shared_ptr<linalg::CpuLinalgEngine> linalg_engine;
   if (options.linalg) {
-    linalg_engine = linalg::CpuLinalgEngine::create_default(options.linalg_options);
+    TENFERRO_ASSIGN_OR_RETURN(linalg_engine, linalg::CpuLinalgEngine::create_default(options.linalg_options));
     builder.add_extension_module(linalg::cpu_extension_module(engine.id, linalg_engine));
   }
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
-  return CpuRuntime{std::move(rt),           threads, std::move(gemm), std::move(domains), std::move(einsum_engine),
+  return CpuRuntime{std::move(rt),           threads,
+                    std::move(gemm),         std::move(cpu_engine.providers),
+                    std::move(domains),      std::move(einsum_engine),
                     std::move(linalg_engine)};
 }
 

@@ -88,7 +88,7 @@ TEST(CpuRuntimeTest, ManagedDomainsStartAtTheGivenCpuAndWrapAround) {
 }
 
 TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
-  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = CpuGemmChoice::kOpenBlas});
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = {"openblas"}});
   if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   EXPECT_NE(std::string(cpu->gemm->name()).find("openblas"), std::string::npos) << cpu->gemm->name();

@@ -102,20 +102,22 @@ Status check_threading(const LinalgPlan& plan, const LinalgEngineOptions& option
 CpuLinalgEngine::CpuLinalgEngine(LinalgProviderPolicy policy, LinalgEngineOptions options,
                                  std::shared_ptr<const cpu::ParallelContext> fallback)
     : policy_(std::move(policy)),
-      options_(options),
+      options_(std::move(options)),
       fallback_(std::move(fallback)),
-      pool_(std::make_unique<cpu::WorkspacePool>("linalg", options.max_retained_workspace_bytes)) {}
+      pool_(std::make_unique<cpu::WorkspacePool>("linalg", options_.max_retained_workspace_bytes)) {}
 
 CpuLinalgEngine::~CpuLinalgEngine() = default;
 
-std::shared_ptr<CpuLinalgEngine> CpuLinalgEngine::create_default(LinalgEngineOptions options,
-                                                                 std::shared_ptr<const cpu::ParallelContext> fallback) {
+Result<std::shared_ptr<CpuLinalgEngine>> CpuLinalgEngine::create_default(
+    LinalgEngineOptions options, std::shared_ptr<const cpu::ParallelContext> fallback) {
+  TENFERRO_ASSIGN_OR_RETURN(ProviderTable table,
+                            read_provider_table(default_provider_table_path(options.provider_table)));
   Result<std::shared_ptr<LapackLinalgProvider>> lapack = LapackLinalgProvider::load();
   std::shared_ptr<const CpuLinalgProvider> lapack_provider;
   if (lapack.ok()) lapack_provider = *lapack;
   return std::make_shared<CpuLinalgEngine>(
-      LinalgProviderPolicy::measured_default(std::move(lapack_provider), std::make_shared<EigenLinalgProvider>()),
-      options, std::move(fallback));
+      LinalgProviderPolicy::measured(table, std::move(lapack_provider), std::make_shared<EigenLinalgProvider>()),
+      std::move(options), std::move(fallback));
 }
 
 Result<runtime::PrepareCapability> CpuLinalgEngine::prepare(const runtime::ExtensionSignature& sig) const {

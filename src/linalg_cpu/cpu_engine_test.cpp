@@ -1,7 +1,8 @@
 // CpuLinalgEngine through the runtime: polymorphic prepare, prepared graphs
 // and the eager fast path, the batch policy (one fan-out level, proven with
 // counters), typed errors that leave inputs untouched, the measured default
-// table, delegation on Unsupported, explain(), workspace reuse and the
+// table's candidate order, passing over Unsupported refusals (and every
+// candidate refusing), explain(), workspace reuse and the
 // LAPACK provider's identification of what is loaded.
 #include <gtest/gtest.h>
 
@@ -80,7 +81,7 @@ TEST(CpuLinalgEngineTest, PolymorphicPrepareAsksForConcreteDims) {
 }
 
 TEST(CpuLinalgEngineTest, PreparedProgramAndEagerFastPathAgree) {
-  auto engine = CpuLinalgEngine::create_default();
+  auto engine = CpuLinalgEngine::create_default().value();
   runtime::Runtime rt = make_runtime(engine);
   program::ProgramBuilder b;
   const auto x = *b.add_input(DType::kFloat64, {3, 6, 4}, "x");
@@ -171,7 +172,7 @@ TEST(CpuLinalgEngineTest, RunsInsideARealCpuDomain) {
   Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = cpu::CpuDomainSet::create_managed(*topology);
   ASSERT_TRUE(domains.ok()) << domains.status().to_string();
   const std::shared_ptr<const cpu::CpuResourceDomain> domain = (*domains)->domains()[0];
-  auto engine = CpuLinalgEngine::create_default();
+  auto engine = CpuLinalgEngine::create_default().value();
   // The CPU engine of cpu::register_cpu_engine, with the linalg module on it.
   runtime::RuntimeBuilder builder;
   cpu::CpuEngineOptions cpu_options;
@@ -202,7 +203,7 @@ TEST(CpuLinalgEngineTest, RunsInsideARealCpuDomain) {
 }
 
 TEST(CpuLinalgEngineTest, NumericalFailuresAreTypedWithInfoAndBatchElement) {
-  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default());
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
   // Batch element 1 is singular (a zero row).
   std::vector<cd> v = values_of(well_conditioned(DType::kFloat64, {3, 4, 4}, 7));
   for (int j = 0; j < 4; ++j) v[static_cast<std::size_t>(16 + 2 * 4 + j)] = 0;
@@ -238,7 +239,7 @@ TEST(CpuLinalgEngineTest, NumericalFailuresAreTypedWithInfoAndBatchElement) {
 }
 
 TEST(CpuLinalgEngineTest, NonFiniteInputsAndShapeMismatchesAreTypedErrors) {
-  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default());
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
   for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     std::vector<cd> v = values_of(random_tensor(DType::kComplex128, {2, 3, 3}, 9));
     v[12] = cd(0, bad);
@@ -280,20 +281,24 @@ TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {
   EXPECT_FALSE(recording->seen[2].compute_vectors);
 }
 
-TEST(CpuLinalgEngineTest, DefaultTableIsVisibleAndDelegatesOnlyOnUnsupported) {
+// The packaged provider table (Note [Provider table file]).
+ProviderTable packaged_table() { return read_provider_table(default_provider_table_path()).value(); }
+
+TEST(CpuLinalgEngineTest, DefaultTableOrdersTheCandidatesAndPassesOverOnlyUnsupported) {
   auto lapack = LapackLinalgProvider::load();
   ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
   auto refusing = std::make_shared<RecordingProvider>(*lapack, "refusing-lapack");
   refusing->refuse_dtype = DType::kFloat32;
   auto eigen = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "eigen-recording");
-  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(refusing, eigen));
-  for (const DefaultProviderRow& row : default_provider_table()) {
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured(packaged_table(), refusing, eigen));
+  for (const DefaultProviderRow& row : engine->policy().table().rows) {
     for (std::size_t k = 0; k < kNumSizeClasses; ++k) {
       const LinalgProviderPolicy::Choice c = engine->policy().choose(row.slot, kDefaultTableSizes[k]);
-      ASSERT_NE(c.provider, nullptr);
-      EXPECT_EQ(c.provider == refusing.get() ? "lapack" : "eigen", row.pick(k)) << to_string(row.slot);
-      EXPECT_EQ(c.alternative, c.provider == refusing.get() ? static_cast<const CpuLinalgProvider*>(eigen.get())
-                                                            : static_cast<const CpuLinalgProvider*>(refusing.get()));
+      ASSERT_EQ(c.candidates.size(), 2u);
+      EXPECT_EQ(c.candidates[0] == refusing.get() ? "lapack" : "eigen", row.pick(k)) << to_string(row.slot);
+      EXPECT_EQ(c.candidates[1], c.candidates[0] == refusing.get()
+                                     ? static_cast<const CpuLinalgProvider*>(eigen.get())
+                                     : static_cast<const CpuLinalgProvider*>(refusing.get()));
       EXPECT_NE(std::string(c.reason).find("default table"), std::string::npos);
     }
   }
@@ -306,11 +311,45 @@ TEST(CpuLinalgEngineTest, DefaultTableIsVisibleAndDelegatesOnlyOnUnsupported) {
   ASSERT_TRUE(f32.ok());
   if (f64->provider == "refusing-lapack") {
     EXPECT_EQ(f32->provider, "eigen-recording");
-    EXPECT_NE(f32->reason.find("delegated"), std::string::npos) << f32->reason;
+    EXPECT_NE(f32->reason.find("candidate refusing-lapack refused"), std::string::npos) << f32->reason;
+    EXPECT_NE(engine->explain(*op, DType::kFloat32, shapes, 2).find("candidate refusing-lapack refused"),
+              std::string::npos);
+  } else {
+    EXPECT_EQ(f64->provider, "eigen-recording");
+    EXPECT_EQ(f32->provider, "eigen-recording");
+    EXPECT_EQ(f32->reason.find("refused"), std::string::npos) << f32->reason;
   }
   const std::string text = engine->explain(*op, DType::kFloat64, shapes, 2);
   EXPECT_NE(text.find("default table"), std::string::npos) << text;
   EXPECT_NE(text.find("mode outer"), std::string::npos) << text;
+}
+
+TEST(CpuLinalgEngineTest, EveryCandidateRefusingIsUnsupportedListingEachRefusal) {
+  auto first = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "first");
+  auto second = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "second");
+  first->refuse_dtype = DType::kFloat32;
+  second->refuse_dtype = DType::kFloat32;
+  // `first` is the lapack column of the table and measured faster everywhere.
+  ProviderTable table = packaged_table();
+  for (DefaultProviderRow& row : table.rows) {
+    row.lapack_us.fill(1);
+    row.eigen_us.fill(2);
+  }
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured(table, first, second));
+  const auto op = LinalgOp::qr();
+  const std::vector<std::int64_t> dims = {8, 8};
+  const std::vector<IntArrayRef> shapes = {IntArrayRef(dims)};
+  Result<LinalgSelection> f64 = engine->select(*op, DType::kFloat64, shapes, 1);
+  ASSERT_TRUE(f64.ok()) << f64.status().to_string();
+  EXPECT_EQ(f64->provider, "first");
+  Result<LinalgSelection> f32 = engine->select(*op, DType::kFloat32, shapes, 1);
+  ASSERT_FALSE(f32.ok());
+  EXPECT_EQ(f32.status().code(), ErrorCode::kUnsupported);
+  const std::string message(f32.status().message());
+  const std::size_t a = message.find("candidate first refused"), b = message.find("candidate second refused");
+  EXPECT_NE(a, std::string::npos) << message;
+  EXPECT_NE(b, std::string::npos) << message;
+  EXPECT_LT(a, b) << message;
 }
 
 // One operation per provider slot, on n x n operands (plus an n x 2 right-hand side).
@@ -344,7 +383,7 @@ TEST(CpuLinalgEngineTest, SizeClassesSplitAtTheLogMidpointsOfTheMeasuredSizes) {
   EXPECT_EQ(default_size_class(512), 3u);
   EXPECT_EQ(default_size_class(std::int64_t{1} << 40), 3u);
   for (std::size_t k = 0; k < kNumSizeClasses; ++k) EXPECT_EQ(default_size_class(kDefaultTableSizes[k]), k);
-  EXPECT_FALSE(default_provider_table_source().empty());
+  EXPECT_FALSE(packaged_table().source.empty());
 }
 
 TEST(CpuLinalgEngineTest, DefaultEngineSelectsWhatTheMeasuredTableSays) {
@@ -354,9 +393,9 @@ TEST(CpuLinalgEngineTest, DefaultEngineSelectsWhatTheMeasuredTableSays) {
   auto lapack = LapackLinalgProvider::load();
   ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
   auto eigen = std::make_shared<EigenLinalgProvider>();
-  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured_default(*lapack, eigen));
+  auto engine = std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::measured(packaged_table(), *lapack, eigen));
   for (const SlotCase& c : slot_cases()) {
-    const DefaultProviderRow& row = default_provider_table()[static_cast<std::size_t>(c.slot)];
+    const DefaultProviderRow& row = engine->policy().table().rows[static_cast<std::size_t>(c.slot)];
     ASSERT_EQ(row.slot, c.slot);
     for (std::int64_t n : {std::int64_t{2}, std::int64_t{16}, std::int64_t{31}, std::int64_t{32}, std::int64_t{64},
                            std::int64_t{127}, std::int64_t{128}, std::int64_t{256}, std::int64_t{511},

@@ -137,7 +137,7 @@ class LinalgAdTest : public ::testing::TestWithParam<DType> {
     // engine installed for the same engine id.
     runtime::RuntimeBuilder builder;
     builder.add_engine(tenferro::testing::reference_engine_registration(EngineId(1)));
-    builder.add_extension_module(cpu_extension_module(EngineId(1), CpuLinalgEngine::create_default()));
+    builder.add_extension_module(cpu_extension_module(EngineId(1), CpuLinalgEngine::create_default().value()));
     Result<runtime::Runtime> rt = builder.build();
     ASSERT_TRUE(rt.ok()) << rt.status().to_string();
     runtime_ = std::make_unique<runtime::Runtime>(std::move(rt).value());

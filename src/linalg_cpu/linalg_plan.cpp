@@ -208,29 +208,30 @@ Result<std::shared_ptr<LinalgPlan>> build_plan(const LinalgProviderPolicy& polic
     plan->reason = "computed by the engine (no provider slot)";
   } else {
     const LinalgProviderPolicy::Choice choice = policy.choose(slot, std::max(plan->m, plan->n));
-    if (choice.provider == nullptr) {
+    if (choice.candidates.empty()) {
       return Error(ErrorCode::kUnsupported, ErrorStage::kPrepare,
                    fmt::format("linalg.{}: the {} slot has no provider ({})", to_string(a.kind), to_string(slot),
                                choice.reason));
     }
-    plan->provider = choice.provider;
-    plan->reason = fmt::format("{} ({})", choice.provider->name(), choice.reason);
+    // Note [Linalg candidates]: in order, past kUnsupported refusals only.
     const bool empty = plan->m == 0 || plan->n == 0;
-    if (!empty) {
-      Result<LinalgKernelPlan> kernel = choice.provider->plan(plan->problem());
-      if (!kernel.ok() && kernel.status().code() == ErrorCode::kUnsupported && choice.alternative != nullptr) {
-        Result<LinalgKernelPlan> other = choice.alternative->plan(plan->problem());
-        if (other.ok()) {
-          plan->reason = fmt::format(
-              "{} (the table's {} answered unsupported: {}; delegated to the table's other "
-              "provider)",
-              choice.alternative->name(), choice.provider->name(), kernel.status().message());
-          plan->provider = choice.alternative;
-          kernel = std::move(other);
-        }
+    std::string refusals;
+    for (const CpuLinalgProvider* candidate : choice.candidates) {
+      Result<LinalgKernelPlan> kernel =
+          empty ? Result<LinalgKernelPlan>(LinalgKernelPlan{}) : candidate->plan(plan->problem());
+      if (kernel.ok()) {
+        plan->provider = candidate;
+        plan->reason = fmt::format("{} ({}{})", candidate->name(), choice.reason, refusals);
+        plan->kernel = *kernel;
+        break;
       }
-      if (!kernel.ok()) return kernel.status();
-      plan->kernel = *kernel;
+      if (kernel.status().code() != ErrorCode::kUnsupported) return kernel.status();
+      refusals += fmt::format("; candidate {} refused: {}", candidate->name(), kernel.status().message());
+    }
+    if (plan->provider == nullptr) {
+      return Error(ErrorCode::kUnsupported, ErrorStage::kPrepare,
+                   fmt::format("linalg.{}: every candidate of the {} slot refused ({}{})", to_string(a.kind),
+                               to_string(slot), choice.reason, refusals));
     }
   }
   lay_out(*plan);

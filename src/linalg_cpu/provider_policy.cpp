@@ -1,43 +1,59 @@
-// LinalgProviderPolicy and the measured default provider table (Note
-// [Default provider table] in provider_policy.h).
+// LinalgProviderPolicy, its candidate lists and the provider table file
+// (Notes [Default provider table], [Linalg candidates] and [Provider table
+// file] in provider_policy.h).
 #include "tenferro/linalg_cpu/provider_policy.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "tenferro/base/build_info.h"
 
 namespace tenferro::linalg {
 
 namespace {
 
-// Note [Measured crossovers]
-// Medians of one call in microseconds, float64, one thread, LAPACK (serial
-// OpenBLAS) and Eigen alternating, at kDefaultTableSizes; produced by
-// `tenferro bench linalg crossover` (its last progress lines print these
-// rows). A 0 is a size not measured: LAPACK is used there.
-constexpr std::string_view kTableSource =
-    "`tenferro bench linalg crossover` on 2026-11-30, 2-core Xeon VM (AVX-512), OpenBLAS 0.3.21 serial, load < 1";
-constexpr DefaultProviderRow kDefaultTable[] = {
-    {LinalgSlot::kSvd, {41.37, 491.4, 1.375e+04, 1.01e+06}, {60.2, 1424, 2.968e+04, 1.418e+06}},
-    {LinalgSlot::kQr, {6.518, 91.94, 3113, 2.487e+05}, {7.113, 116, 3039, 2.725e+05}},
-    {LinalgSlot::kEigh, {22.75, 285.5, 6463, 4.067e+05}, {16.43, 230.2, 8043, 8.707e+05}},
-    {LinalgSlot::kEig, {59.13, 1418, 4.57e+04, 1.564e+06}, {39.58, 1163, 1.404e+05, 2.01e+07}},
-    {LinalgSlot::kCholesky, {1.409, 16.11, 414.4, 5.064e+04}, {1.26, 14.11, 356.8, 5.052e+04}},
-    {LinalgSlot::kLu, {2.477, 28.09, 753.3, 8.136e+04}, {2.16, 24.19, 910.7, 9.201e+04}},
-    {LinalgSlot::kSolve, {5.74, 42.64, 813, 6.857e+04}, {3.456, 31.62, 802, 7.365e+04}},
-    {LinalgSlot::kTriangularSolve, {3.142, 14.37, 177, 1.706e+04}, {1.832, 10.59, 136.1, 1.844e+04}},
-    {LinalgSlot::kInverse, {3.549, 58.18, 1789, 1.519e+05}, {3.65, 57.3, 2148, 2.313e+05}},
-    {LinalgSlot::kLstsq, {48.34, 507.6, 9713, 5.471e+05}, {64.77, 1387, 2.97e+04, 1.658e+06}},
-    {LinalgSlot::kPinv, {40.41, 478.4, 1.404e+04, 9.639e+05}, {58.79, 1285, 2.757e+04, 1.377e+06}},
-};
-static_assert(std::size(kDefaultTable) == kNumLinalgSlots);
+#ifndef TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH
+#define TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH ""
+#endif
 
-constexpr bool rows_in_slot_order() {
-  for (std::size_t i = 0; i < std::size(kDefaultTable); ++i)
-    if (static_cast<std::size_t>(kDefaultTable[i].slot) != i) return false;
-  return true;
+constexpr std::string_view kTableFormat = "tenferro.linalg_provider_table";
+constexpr std::string_view kTableFileName = "linalg_provider_table.json";
+
+Status malformed(std::string_view file, std::string_view what) {
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration, "linalg provider table {}: {}", file,
+                    what);
 }
-static_assert(rows_in_slot_order());
+
+// `row[key]`: kNumSizeClasses non-negative numbers.
+Result<std::array<double, kNumSizeClasses>> read_medians(const nlohmann::json& row, std::string_view key,
+                                                         std::string_view slot, std::string_view file) {
+  const auto it = row.find(key);
+  if (it == row.end() || !it->is_array() || it->size() != kNumSizeClasses) {
+    return malformed(file, fmt::format("row '{}': expected \"{}\" to be an array of {} numbers, found {}", slot, key,
+                                       kNumSizeClasses, it == row.end() ? "none" : it->dump()));
+  }
+  std::array<double, kNumSizeClasses> out{};
+  for (std::size_t c = 0; c < kNumSizeClasses; ++c) {
+    const nlohmann::json& v = (*it)[c];
+    if (!v.is_number() || v.get<double>() < 0) {
+      return malformed(
+          file, fmt::format("row '{}': expected \"{}\"[{}] to be a number >= 0 (0: not measured), found {}", slot, key,
+                            c, v.dump()));
+    }
+    out[c] = v.get<double>();
+  }
+  return out;
+}
 
 // "n < 32" / "32 <= n < 128" / "n >= 512": the sizes of class c.
 std::string class_range(std::size_t c) {
@@ -66,9 +82,100 @@ std::string_view DefaultProviderRow::pick(std::size_t size_class) const noexcept
   return l > 0 && e > 0 && e < kDefaultTableTieMargin * l ? "eigen" : "lapack";
 }
 
-std::span<const DefaultProviderRow> default_provider_table() noexcept { return kDefaultTable; }
+Result<ProviderTable> parse_provider_table(std::string_view text, std::string_view file) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return malformed(file, "expected a JSON document, found text that does not parse");
+  if (!doc.is_object()) return malformed(file, fmt::format("expected a JSON object, found {}", doc.type_name()));
+  const auto format = doc.find("format");
+  if (format == doc.end() || *format != kTableFormat) {
+    return malformed(file, fmt::format("expected \"format\": \"{}\", found {}", kTableFormat,
+                                       format == doc.end() ? "none" : format->dump()));
+  }
+  const auto version = doc.find("version");
+  if (version == doc.end() || *version != 1) {
+    return malformed(file,
+                     fmt::format("expected \"version\": 1, found {}", version == doc.end() ? "none" : version->dump()));
+  }
+  const auto sizes = doc.find("sizes");
+  const nlohmann::json want_sizes(kDefaultTableSizes);
+  if (sizes == doc.end() || *sizes != want_sizes) {
+    return malformed(file, fmt::format("expected \"sizes\": {} (the size classes are fixed), found {}",
+                                       want_sizes.dump(), sizes == doc.end() ? "none" : sizes->dump()));
+  }
+  ProviderTable table;
+  if (const auto source = doc.find("source"); source != doc.end() && source->is_string()) {
+    table.source = source->get<std::string>();
+  } else {
+    return malformed(file, "expected \"source\" to be a string naming the command, date and machine");
+  }
+  const auto rows = doc.find("rows");
+  if (rows == doc.end() || !rows->is_array()) return malformed(file, "expected \"rows\" to be an array");
+  std::array<bool, kNumLinalgSlots> seen{};
+  for (const nlohmann::json& row : *rows) {
+    const auto slot_name = row.is_object() ? row.find("slot") : row.end();
+    if (!row.is_object() || slot_name == row.end() || !slot_name->is_string()) {
+      return malformed(file,
+                       fmt::format("expected each row to be an object with a \"slot\" name, found {}", row.dump()));
+    }
+    const std::string name = slot_name->get<std::string>();
+    int slot = 0;
+    while (slot < kNumLinalgSlots && to_string(static_cast<LinalgSlot>(slot)) != name) ++slot;
+    if (slot == kNumLinalgSlots) return malformed(file, fmt::format("expected a linalg slot name, found '{}'", name));
+    const auto index = static_cast<std::size_t>(slot);
+    if (seen[index]) return malformed(file, fmt::format("expected one row per slot, found '{}' twice", name));
+    seen[index] = true;
+    DefaultProviderRow& out = table.rows[index];
+    out.slot = static_cast<LinalgSlot>(slot);
+    TENFERRO_ASSIGN_OR_RETURN(out.lapack_us, read_medians(row, "lapack_us", name, file));
+    TENFERRO_ASSIGN_OR_RETURN(out.eigen_us, read_medians(row, "eigen_us", name, file));
+  }
+  for (int slot = 0; slot < kNumLinalgSlots; ++slot) {
+    if (!seen[static_cast<std::size_t>(slot)]) {
+      return malformed(file, fmt::format("expected a row for every slot, found none for '{}'",
+                                         to_string(static_cast<LinalgSlot>(slot))));
+    }
+  }
+  return table;
+}
 
-std::string_view default_provider_table_source() noexcept { return kTableSource; }
+Result<ProviderTable> read_provider_table(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) {
+    return make_error(ErrorCode::kNotFound, ErrorStage::kConfiguration,
+                      "linalg provider table {}: expected a readable file, found: {}", path, std::strerror(errno));
+  }
+  return parse_provider_table(text.str(), path);
+}
+
+std::string format_provider_table(const ProviderTable& table) {
+  const auto list = [](const std::array<double, kNumSizeClasses>& v) {
+    std::string out;
+    for (double x : v) out += fmt::format("{}{:.4g}", out.empty() ? "" : ", ", x);
+    return out;
+  };
+  std::string out = fmt::format(
+      "{{\n  \"format\": \"{}\",\n  \"version\": 1,\n  \"source\": {},\n  \"sizes\": [{}],\n  \"rows\": [\n",
+      kTableFormat, nlohmann::json(table.source).dump(), fmt::join(kDefaultTableSizes, ", "));
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const DefaultProviderRow& row = table.rows[i];
+    out += fmt::format("    {{\"slot\": \"{}\", \"lapack_us\": [{}], \"eigen_us\": [{}]}}{}\n", to_string(row.slot),
+                       list(row.lapack_us), list(row.eigen_us), i + 1 < table.rows.size() ? "," : "");
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+std::string default_provider_table_path(std::string_view explicit_path) {
+  if (!explicit_path.empty()) return std::string(explicit_path);
+  // Reading the environment at engine construction (not cached): a
+  // configuration input like the option, not process state of ours.
+  if (const char* env = std::getenv(kProviderTableEnv.data()); env != nullptr && *env != '\0') return env;
+  const std::string build = TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH;
+  if (!build.empty() && ::access(build.c_str(), F_OK) == 0) return build;
+  return fmt::format("{}/{}", build_info().installed_data_dir, kTableFileName);
+}
 
 LinalgProviderPolicy LinalgProviderPolicy::fixed(LinalgProviderBundle bundle) {
   LinalgProviderPolicy policy;
@@ -78,32 +185,35 @@ LinalgProviderPolicy LinalgProviderPolicy::fixed(LinalgProviderBundle bundle) {
     const std::shared_ptr<const CpuLinalgProvider> provider = bundle.get(slot);
     const std::string reason = provider != nullptr ? fmt::format("explicit bundle slot {}", to_string(slot))
                                                    : fmt::format("explicit bundle: slot {} is empty", to_string(slot));
-    rule.provider.fill(provider);
+    if (provider != nullptr) {
+      rule.candidates.fill({provider.get()});
+      policy.owned_.push_back(provider);
+    }
     rule.reason.fill(reason);
   }
   return policy;
 }
 
-LinalgProviderPolicy LinalgProviderPolicy::measured_default(std::shared_ptr<const CpuLinalgProvider> lapack,
-                                                            std::shared_ptr<const CpuLinalgProvider> eigen) {
+LinalgProviderPolicy LinalgProviderPolicy::measured(const ProviderTable& table,
+                                                    std::shared_ptr<const CpuLinalgProvider> lapack,
+                                                    std::shared_ptr<const CpuLinalgProvider> eigen) {
   LinalgProviderPolicy policy;
-  for (const DefaultProviderRow& row : kDefaultTable) {
+  policy.table_ = table;
+  for (const auto& p : {lapack, eigen})
+    if (p != nullptr) policy.owned_.push_back(p);
+  for (const DefaultProviderRow& row : table.rows) {
     SlotRule& rule = policy.rules_[static_cast<std::size_t>(row.slot)];
     for (std::size_t c = 0; c < kNumSizeClasses; ++c) {
       const std::string_view pick = row.pick(c);
-      std::shared_ptr<const CpuLinalgProvider> chosen = pick == "lapack" ? lapack : eigen;
-      std::shared_ptr<const CpuLinalgProvider> other = pick == "lapack" ? eigen : lapack;
-      std::string missing;
-      if (chosen == nullptr) {
-        chosen = std::move(other);
-        missing = fmt::format("; {} is not available", pick);
-      }
-      rule.provider[c] = chosen;
-      rule.alternative[c] = other;
+      const CpuLinalgProvider* first = pick == "lapack" ? lapack.get() : eigen.get();
+      const CpuLinalgProvider* second = pick == "lapack" ? eigen.get() : lapack.get();
+      for (const CpuLinalgProvider* p : {first, second})
+        if (p != nullptr) rule.candidates[c].push_back(p);
       rule.reason[c] = fmt::format("default table: {} {} measured at n={}: lapack {} us, eigen {} us -> {}{}",
                                    to_string(row.slot), class_range(c), kDefaultTableSizes[c],
                                    row.lapack_us[c] > 0 ? fmt::format("{:.4g}", row.lapack_us[c]) : "?",
-                                   row.eigen_us[c] > 0 ? fmt::format("{:.4g}", row.eigen_us[c]) : "?", pick, missing);
+                                   row.eigen_us[c] > 0 ? fmt::format("{:.4g}", row.eigen_us[c]) : "?", pick,
+                                   first == nullptr ? fmt::format("; {} is not available", pick) : "");
     }
   }
   return policy;
@@ -113,25 +223,27 @@ LinalgProviderPolicy::Choice LinalgProviderPolicy::choose(LinalgSlot slot, std::
   if (slot == LinalgSlot::kNone) return {};
   const SlotRule& rule = rules_[static_cast<std::size_t>(slot)];
   const std::size_t c = default_size_class(size);
-  const CpuLinalgProvider* chosen = rule.provider[c].get();
-  const CpuLinalgProvider* other = rule.alternative[c].get();
-  return Choice{chosen, other != chosen ? other : nullptr, rule.reason[c]};
+  return Choice{rule.candidates[c], rule.reason[c]};
 }
 
 std::string LinalgProviderPolicy::describe() const {
   std::string out;
   for (int s = 0; s < kNumLinalgSlots; ++s) {
     const SlotRule& rule = rules_[static_cast<std::size_t>(s)];
-    const auto name = [](const std::shared_ptr<const CpuLinalgProvider>& p) {
-      return p != nullptr ? std::string(p->name()) : std::string("(empty)");
+    const auto names = [](const std::vector<const CpuLinalgProvider*>& candidates) {
+      if (candidates.empty()) return std::string("(empty)");
+      std::string out;
+      for (const CpuLinalgProvider* p : candidates) out += fmt::format("{}{}", out.empty() ? "" : " then ", p->name());
+      return out;
     };
     out += fmt::format("{}:", to_string(static_cast<LinalgSlot>(s)));
-    if (std::all_of(rule.provider.begin(), rule.provider.end(), [&](const auto& p) { return p == rule.provider[0]; })) {
-      out += fmt::format(" {}\n", name(rule.provider[0]));
+    if (std::all_of(rule.candidates.begin(), rule.candidates.end(),
+                    [&](const auto& c) { return c == rule.candidates[0]; })) {
+      out += fmt::format(" {}\n", names(rule.candidates[0]));
       continue;
     }
     for (std::size_t c = 0; c < kNumSizeClasses; ++c) {
-      out += fmt::format("{} {} for {}", c == 0 ? "" : ",", name(rule.provider[c]), class_range(c));
+      out += fmt::format("{} {} for {}", c == 0 ? "" : ",", names(rule.candidates[c]), class_range(c));
     }
     out += "\n";
   }

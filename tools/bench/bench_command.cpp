@@ -67,6 +67,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--quick", state->options.quick, "Smaller problem sizes (smoke test)");
   cmd->add_option("--threads", state->options.threads, "Thread counts to measure (default: 1 2)")->delimiter(',');
   cmd->add_option("--runs", state->options.runs, "Timed repetitions per case");
+  cmd->add_option("--table-out", state->options.table_out,
+                  "linalg crossover: write the measured provider table (the file the linalg engine reads) here");
   cmd->callback([state] {
     if (state->list || state->suite.empty()) {
       for (const Suite& s : kSuites) std::printf("%-12s %s\n", s.name, s.description);

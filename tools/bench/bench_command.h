@@ -18,6 +18,7 @@ struct SuiteOptions {
   int runs = 0;                     ///< timed repetitions; 0 = the suite's default
   bool quick = false;               ///< smaller sizes, for smoke tests
   std::vector<std::string> inputs;  ///< positional arguments (e.g. instance files)
+  std::string table_out;            ///< linalg crossover: write the provider table file here
 };
 
 /// A suite returns 0 when it ran (whatever the ratios), non-zero when it

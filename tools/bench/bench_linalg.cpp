@@ -14,18 +14,24 @@
 //  - `crossover`: each provider operation at linalg::kDefaultTableSizes
 //    (n = 16, 64, 256, 1024; --quick: 16, 64), Eigen (ours) against LAPACK
 //    (baseline), alternating; ratio > 1 means Eigen is faster, `faster`
-//    applies the table's tie margin and `table` is what the committed
-//    default table picks there. The last progress lines are the table rows
-//    (medians in microseconds) these numbers give: the measurement behind
-//    default_provider_table().
+//    applies the table's tie margin and `table` is what the engine's current
+//    provider table picks there ("none" when it cannot be read). With
+//    --table-out FILE the medians (microseconds) are written as a provider
+//    table file (Note [Provider table file]) the linalg engine reads
+//    (LinalgEngineOptions::provider_table, TENFERRO_LINALG_PROVIDER_TABLE);
+//    sizes not measured (--quick) are 0 there.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -222,7 +228,7 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& lapack,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& eigen) {
   runtime::Runtime rl = make_runtime(engine_with(lapack)), re = make_runtime(engine_with(eigen));
-  const auto table = linalg::CpuLinalgEngine::create_default();
+  const auto table = linalg::CpuLinalgEngine::create_default().value();
   const std::vector<std::int64_t> sizes =
       options.quick ? std::vector<std::int64_t>{64, 256} : std::vector<std::int64_t>{256, 1024};
   for (std::int64_t n : sizes) {
@@ -297,8 +303,8 @@ Result<runtime::Runtime> domain_runtime(int threads, std::shared_ptr<linalg::Cpu
 
 int run_batch(const SuiteOptions& options, Reporter& reporter) {
   const std::int64_t batch = 1000, n = 16;
-  auto t1 = linalg::CpuLinalgEngine::create_default();
-  auto t2 = linalg::CpuLinalgEngine::create_default();
+  auto t1 = linalg::CpuLinalgEngine::create_default().value();
+  auto t2 = linalg::CpuLinalgEngine::create_default().value();
   Result<runtime::Runtime> rt1 = domain_runtime(1, t1), rt2 = domain_runtime(2, t2);
   if (!rt1.ok() || !rt2.ok()) {
     reporter.progress("cannot build the CPU engine over managed domains: " +
@@ -338,14 +344,16 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& eigen) {
   runtime::Runtime rl = make_runtime(engine_with(lapack)), re = make_runtime(engine_with(eigen));
   const std::size_t classes = options.quick ? 2 : linalg::kNumSizeClasses;
-  // Per slot, the medians (microseconds) of its first operation, for the table.
-  std::map<linalg::LinalgSlot, std::pair<std::vector<double>, std::vector<double>>> medians;
+  // What the current table picks, for comparison; the measured one is built below.
+  const Result<linalg::ProviderTable> current = linalg::read_provider_table(linalg::default_provider_table_path());
+  linalg::ProviderTable measured;
+  for (int s = 0; s < linalg::kNumLinalgSlots; ++s)
+    measured.rows[static_cast<std::size_t>(s)].slot = static_cast<linalg::LinalgSlot>(s);
   for (const OpCase& c : op_cases()) {
     const std::string name = c.name;
     if (name == "det" || name == "slogdet" || name == "norm2") continue;  // the lu / svd slots again
     const linalg::LinalgSlot slot = linalg::slot_of(c.op->attributes());
     const bool table_op = name != "svd_values";  // svd_values is shown, the thin svd makes the svd row
-    const linalg::DefaultProviderRow& row = linalg::default_provider_table()[static_cast<std::size_t>(slot)];
     for (std::size_t k = 0; k < classes; ++k) {
       const std::int64_t n = linalg::kDefaultTableSizes[k];
       reporter.progress(fmt::format("crossover {} n={}", c.name, n));
@@ -371,24 +379,30 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
                1,
                static_cast<int>(se.runs())};
       out.extra["faster"] = se.median() < linalg::kDefaultTableTieMargin * sl.median() ? "eigen" : "lapack";
-      out.extra["table"] = std::string(row.pick(k));
+      out.extra["table"] = current.ok() ? std::string(current->rows[static_cast<std::size_t>(slot)].pick(k)) : "none";
       reporter.add(std::move(out));
       if (table_op) {
-        medians[slot].first.push_back(sl.median() * 1e6);
-        medians[slot].second.push_back(se.median() * 1e6);
+        measured.rows[static_cast<std::size_t>(slot)].lapack_us[k] = sl.median() * 1e6;
+        measured.rows[static_cast<std::size_t>(slot)].eigen_us[k] = se.median() * 1e6;
       }
     }
   }
-  // The rows of kDefaultTable (src/linalg/provider_policy.cpp) these numbers give.
-  const auto list = [](const std::vector<double>& v) {
-    std::string out;
-    for (double x : v) out += fmt::format("{}{:.4g}", out.empty() ? "" : ", ", x);
-    return out;
-  };
-  for (const auto& [slot, m] : medians) {
-    reporter.progress(fmt::format("table row {}: lapack_us {{{}}}, eigen_us {{{}}}", linalg::to_string(slot),
-                                  list(m.first), list(m.second)));
+  if (options.table_out.empty()) return 0;
+  double load[1] = {-1};
+  (void)getloadavg(load, 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32] = {};
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  measured.source = fmt::format("`tenferro bench linalg crossover{}` on {}, {} CPUs online, load {:.2f}",
+                                options.quick ? " --quick" : "", date, std::thread::hardware_concurrency(), load[0]);
+  std::ofstream file(options.table_out, std::ios::binary | std::ios::trunc);
+  file << linalg::format_provider_table(measured);
+  file.close();
+  if (!file) {
+    reporter.progress(fmt::format("cannot write the provider table to {}", options.table_out));
+    return 1;
   }
+  reporter.progress(fmt::format("provider table written to {}", options.table_out));
   return 0;
 }
 
@@ -406,6 +420,11 @@ int run_linalg_suite(const SuiteOptions& options, Reporter& reporter) {
     return std::find(options.inputs.begin(), options.inputs.end(), part) != options.inputs.end();
   };
   if (asked("crossover")) return run_crossover(options, reporter, *lapack, eigen);
+  // The other parts run the default engine, which needs the table.
+  if (Result<linalg::ProviderTable> t = linalg::read_provider_table(linalg::default_provider_table_path()); !t.ok()) {
+    reporter.progress("cannot read the linalg provider table: " + t.status().to_string());
+    return 1;
+  }
   if (const int rc = run_batch(options, reporter); rc != 0 || asked("batch")) return rc;
   return run_providers(options, reporter, *lapack, eigen);
 }

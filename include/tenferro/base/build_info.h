@@ -20,6 +20,10 @@ struct BuildInfo {
   /// module is not in the build tree. A relocated installation passes the
   /// module directory explicitly (the providers' `module_dir` options).
   std::string_view installed_module_dir;
+  /// Where `cmake --install` puts tenferro's data files (the linalg provider
+  /// table); searched when a file is not in the build tree, relocated as
+  /// installed_module_dir is.
+  std::string_view installed_data_dir;
 };
 
 /// The build configuration of this binary. Thread-safe.

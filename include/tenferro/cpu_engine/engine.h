@@ -5,6 +5,7 @@
 // Usage:
 //   runtime::RuntimeBuilder builder;
 //   cpu::CpuEngineOptions options;            // native GEMM, calling thread
+//   options.gemm = {"openblas", "native"};    // optional: GEMM candidates in order
 //   options.domains = my_domain_set;          // optional: Managed/External domains
 //   TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
 //   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
@@ -15,9 +16,9 @@
 //  - Every core capability slot is filled: elementwise (unary, binary,
 //    compare, select, convert, constant, iota), reduction (incl. argmax /
 //    argmin), indexing (gather, scatter, dynamic slices, concatenate, pad,
-//    reverse), dot_general (DotGeneralComposite over the chosen GEMM
-//    provider: native by default, OpenBLAS or BLIS) and layout (copy_into).
-//    No subgraph compiler.
+//    reverse), dot_general (DotGeneralComposite over the GEMM provider the
+//    candidate list selects: native by default, OpenBLAS or BLIS; Note
+//    [GEMM candidates]) and layout (copy_into). No subgraph compiler.
 //  - The typed execution context is CpuEngineContext. Without domains the
 //    executor runs inline on the calling thread with a SequentialContext;
 //    with a CpuDomainSet, enter() enters the placed domain once (one
@@ -32,9 +33,11 @@
 //    written: bad input is a typed error and leaves every object valid.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tenferro/base/ids.h"
@@ -57,22 +60,47 @@ class CpuDomainSet;
 class CpuExecutionContext;
 class CpuDomainSession;
 
-/// The GEMM provider behind the engine's dot_general.
-enum class CpuGemmChoice : std::uint8_t {
-  kNative,    ///< NativeGemmProvider (runs on the entered domain's workers)
-  kOpenBlas,  ///< ExternalBlasGemmProvider::load_openblas(openblas)
-  kBlis,      ///< ExternalBlasGemmProvider::load_blis(blis)
+// Note [GEMM candidates]
+// The GEMM provider behind dot_general comes from an ordered candidate list
+// (oneDNN's implementation-list style): each name is created in turn, and a
+// candidate whose creation answers kUnsupported (its library is not
+// installed, the CPU lacks the instruction set it needs) is passed over with
+// its reason recorded; any other error stops construction, since only
+// kUnsupported lets resolution try the next candidate. The first candidate
+// that is created serves every call for the engine's lifetime: the choice is
+// made once at construction, so the run path is the same as with a single
+// fixed provider. When every candidate refuses, construction fails with
+// kUnsupported listing each refusal. The refusals are kept in CpuEngine and
+// shown by CpuEngine::explain() and `tenferro info`.
+//
+// The names:
+//   "native"    NativeGemmProvider (runs on the entered domain's workers)
+//   "openblas"  ExternalBlasGemmProvider::load_openblas(openblas)
+//   "blis"      ExternalBlasGemmProvider::load_blis(blis)
+inline constexpr std::array<std::string_view, 3> kGemmProviderNames = {"native", "openblas", "blis"};
+
+/// A GEMM candidate list from one name or several separated by commas
+/// ("openblas,native"), in order. kInvalidArgument naming the valid names
+/// for an unknown, empty or repeated name.
+Result<std::vector<std::string>> parse_gemm_candidates(std::string_view list);
+
+/// A candidate passed over during selection, and why.
+struct ProviderRefusal {
+  std::string candidate;
+  std::string reason;
 };
-std::string_view to_string(CpuGemmChoice choice) noexcept;
 
 struct CpuEngineOptions {
   /// Unique within the runtime; non-zero.
   EngineId id = EngineId(1);
   std::string name = "cpu";
-  CpuGemmChoice gemm = CpuGemmChoice::kNative;
+  /// The GEMM candidates, tried in order (Note [GEMM candidates]); names
+  /// from kGemmProviderNames.
+  std::vector<std::string> gemm = {"native"};
   OpenBlasOptions openblas;
   BlisOptions blis;
-  /// When set, used instead of `gemm` (e.g. a NullGemmProvider in tests).
+  /// When set, used instead of the `gemm` candidates (e.g. a
+  /// NullGemmProvider in tests).
   std::shared_ptr<const CpuGemmProvider> gemm_provider;
   DotGeneralOptions dot_general;
   /// The resource domains the engine serves. Null: one implicit domain 0
@@ -101,6 +129,8 @@ struct CpuEngineProviderInfo {
   runtime::OpFamily family = runtime::OpFamily::kElementwise;
   std::string name;
   ProviderCapability capability;
+  /// The candidates passed over before this provider (the GEMM entry only).
+  std::vector<ProviderRefusal> refusals;
 };
 
 /// The ParallelContext an extension provider (einsum, linalg) installed on
@@ -111,24 +141,41 @@ struct CpuEngineProviderInfo {
 /// comparison per recognised type, no allocation.
 const ParallelContext* parallel_context_of(runtime::ErasedExecutionContext context) noexcept;
 
+/// The GEMM provider a candidate list selected, and the candidates passed
+/// over before it.
+struct GemmSelection {
+  std::shared_ptr<const CpuGemmProvider> provider;
+  /// The candidate's name ("caller-supplied" for CpuEngineOptions::gemm_provider).
+  std::string candidate;
+  std::vector<ProviderRefusal> refusals;
+};
+
+/// The GEMM provider `options` select: `gemm_provider` when set, otherwise
+/// the first of the `gemm` candidates that can be created (Note [GEMM
+/// candidates]). Errors: kInvalidArgument for an unknown name or an empty
+/// list; kUnsupported listing every refusal when no candidate can be
+/// created; any other creation error as is.
+Result<GemmSelection> select_gemm_provider(const CpuEngineOptions& options);
+
 /// The engine registration plus what it is built from.
 struct CpuEngine {
   runtime::EngineRegistration registration;
   std::shared_ptr<const CpuGemmProvider> gemm;
+  /// The GEMM candidate that was selected ("native", ...).
+  std::string gemm_candidate;
   std::shared_ptr<const DotGeneralComposite> dot_general;
-  /// One entry per filled slot (and the GEMM provider behind dot_general).
+  /// One entry per filled slot (and the GEMM provider behind dot_general,
+  /// with the candidates refused before it).
   std::vector<CpuEngineProviderInfo> providers;
+
+  /// One line per provider: family, name, capability detail and refusals.
+  std::string explain() const;
 };
 
-/// The GEMM provider `options` choose: `gemm_provider` when set, otherwise
-/// the one `gemm` names (with the openblas / blis options). kUnsupported
-/// when the chosen external library is not available.
-Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(const CpuEngineOptions& options);
-
-/// Builds the CPU engine. Errors: kInvalidArgument for an invalid id;
-/// kUnsupported when the chosen external GEMM library is not available (the
-/// message says which file and why); kResourceExhausted / kUnsupported from
-/// the native GEMM provider's creation.
+/// Builds the CPU engine. Errors: kInvalidArgument for an invalid id or an
+/// unknown GEMM candidate; kUnsupported when no GEMM candidate can be
+/// created (the message lists each refusal: which file and why); other
+/// errors from the selected GEMM provider's creation.
 Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options = {});
 
 /// make_cpu_engine(options) added to `builder` (builder.config().add_engine).

@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
@@ -31,10 +33,11 @@ struct CpuRuntimeOptions {
   /// no domain entry per call, no memory pool). Otherwise one managed
   /// domain: pinned workers and a node-local memory pool.
   bool on_calling_thread = false;
-  /// The GEMM provider. OpenBLAS uses its serial build at one thread and
-  /// its pthread build (with its process-wide thread count set to
-  /// `threads`) otherwise.
-  CpuGemmChoice gemm = CpuGemmChoice::kNative;
+  /// The GEMM candidates, tried in order (Note [GEMM candidates]). OpenBLAS
+  /// uses its serial build at one thread and its pthread build (with its
+  /// process-wide thread count set to `threads` once it is selected)
+  /// otherwise.
+  std::vector<std::string> gemm = {"native"};
   /// Install the native einsum engine (otherwise einsum lowers to core ops).
   bool einsum = true;
   /// Install the CPU linalg engine (otherwise linalg ops are unsupported).
@@ -50,14 +53,13 @@ struct CpuRuntime {
   runtime::Runtime runtime;
   int threads = 0;
   std::shared_ptr<const CpuGemmProvider> gemm;
+  /// The CPU engine's providers, with the GEMM candidates refused before
+  /// the selected one (CpuEngine::providers).
+  std::vector<CpuEngineProviderInfo> providers;
   std::shared_ptr<const CpuDomainSet> domains;        ///< null with on_calling_thread
   std::shared_ptr<einsum::CpuEinsumExecutor> einsum;  ///< null unless options.einsum
   std::shared_ptr<linalg::CpuLinalgEngine> linalg;    ///< null unless options.linalg
 };
-
-/// "native", "openblas" or "blis"; kInvalidArgument naming the choices
-/// otherwise.
-Result<CpuGemmChoice> parse_gemm_choice(std::string_view name);
 
 /// One managed CPU domain of `threads` workers on `threads` consecutive
 /// CPUs of those this process may use, from position `first_cpu` of that
@@ -65,12 +67,11 @@ Result<CpuGemmChoice> parse_gemm_choice(std::string_view name);
 /// more are asked for than the process may use or `threads` is negative.
 Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu = 0);
 
-/// The GEMM provider for `choice` at `threads` (the OpenBLAS rule above).
-Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_provider(CpuGemmChoice choice, int threads);
-
 /// Builds the runtime. Errors: kInvalidArgument for a bad thread count
 /// (more than one with on_calling_thread);
-/// kUnsupported when the chosen external BLAS is not installed.
+/// kInvalidArgument for an unknown GEMM candidate; kUnsupported listing each
+/// refusal when no GEMM candidate is available; the linalg engine's provider
+/// table errors (linalg::read_provider_table).
 Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options = {});
 
 }  // namespace tenferro::cpu

@@ -71,6 +71,10 @@ struct LinalgEngineOptions {
   double inner_threshold_flops = 5.0e7;
   /// Workspace bytes the engine keeps for reuse.
   std::size_t max_retained_workspace_bytes = std::size_t{64} << 20;
+  /// The measured provider table create_default() reads; empty: the
+  /// TENFERRO_LINALG_PROVIDER_TABLE environment variable, else the packaged
+  /// table (Note [Provider table file]).
+  std::string provider_table;
 };
 
 /// Run counters (relaxed snapshots).
@@ -105,11 +109,13 @@ class CpuLinalgEngine final : public runtime::ExtensionEngine {
                            std::shared_ptr<const cpu::ParallelContext> fallback = nullptr);
   ~CpuLinalgEngine() override;
 
-  /// The measured default: LAPACK over the serial OpenBLAS plus Eigen,
-  /// chosen per slot and size by default_provider_table(). When the LAPACK
-  /// module cannot be loaded, Eigen serves every slot (the reason is in
-  /// policy().describe()).
-  static std::shared_ptr<CpuLinalgEngine> create_default(
+  /// The measured default: LAPACK over the serial OpenBLAS plus Eigen, in
+  /// the order the provider table gives per slot and size (Notes [Default
+  /// provider table], [Linalg candidates]). When the LAPACK module cannot
+  /// be loaded, Eigen is the only candidate (the reason is in
+  /// policy().describe()). Errors: those of read_provider_table, naming
+  /// the file.
+  static Result<std::shared_ptr<CpuLinalgEngine>> create_default(
       LinalgEngineOptions options = {}, std::shared_ptr<const cpu::ParallelContext> fallback = nullptr);
 
   std::string_view name() const noexcept override { return "cpu.linalg"; }

@@ -1,26 +1,47 @@
-// LinalgProviderPolicy: which provider fills each slot of the linalg
-// family, either fixed (an explicit LinalgProviderBundle) or the measured
-// default that picks, per slot and matrix size, the faster of the LAPACK and
-// Eigen providers as measured by `tenferro bench linalg crossover`.
+// LinalgProviderPolicy: which providers fill each slot of the linalg family,
+// as an ordered candidate list per slot and size class: either fixed (an
+// explicit LinalgProviderBundle, one candidate) or the measured default,
+// whose first candidate is the faster of the LAPACK and Eigen providers as
+// measured by `tenferro bench linalg crossover`.
 //
 // Note [Default provider table]
 // The measured default is a table, not a heuristic: for each slot the median
 // time of one call with the LAPACK and with the Eigen provider at each of
 // kDefaultTableSizes (n = max(m, n), float64, one thread), measured by
-// `tenferro bench linalg crossover` (the command, date and load are in
-// default_provider_table_source(); the numbers are in
-// src/linalg_cpu/provider_policy.cpp). A problem of size n belongs to the size
-// class of the measured size nearest to n on a log scale (n < 32: 16,
-// n < 128: 64, n < 512: 256, else 1024), and the row picks the faster
-// provider there: Eigen when its median is below kDefaultTableTieMargin
-// times LAPACK's, else LAPACK (a tie goes to LAPACK, which takes all its
-// working memory from the engine's workspace). Other dtypes use the float64
-// row. The choice is made at prepare time from the concrete shape, recorded
-// in the engine's plan and shown by CpuLinalgEngine::explain() with the row's
-// numbers. When the chosen provider answers kUnsupported for a problem (e.g.
-// LAPACK's 32-bit integers), the table's other provider is asked: an
-// explicit, documented delegation of the composite, never a fallback after an
-// execution error. A fixed bundle has no alternative.
+// `tenferro bench linalg crossover --table-out FILE`. The numbers are data,
+// not code: data/linalg_provider_table.json, installed with the package
+// (Note [Provider table file]). A problem of size n belongs to the size class
+// of the measured size nearest to n on a log scale (n < 32: 16, n < 128: 64,
+// n < 512: 256, else 1024), and the row orders the candidates there: Eigen
+// first when its median is below kDefaultTableTieMargin times LAPACK's, else
+// LAPACK first (a tie goes to LAPACK, which takes all its working memory from
+// the engine's workspace). Other dtypes use the float64 row. The choice is
+// made at prepare time from the concrete shape, recorded in the engine's plan
+// and shown by CpuLinalgEngine::explain() with the row's numbers.
+//
+// Note [Linalg candidates]
+// Each slot and size class has an ordered candidate list (oneDNN's
+// implementation-list style). At prepare time the candidates plan the
+// problem in order; one that answers kUnsupported (e.g. LAPACK's 32-bit
+// integers) is passed over and its reason recorded in the plan's reason,
+// which explain() shows; the first that accepts serves the plan, and any
+// other error stops resolution. When every candidate refuses, prepare fails
+// with kUnsupported listing each refusal. An execution error never moves work
+// to another candidate. A fixed bundle has one candidate per slot.
+//
+// Note [Provider table file]
+// JSON: {"format": "tenferro.linalg_provider_table", "version": 1,
+// "source": "<command, date, machine, load>", "sizes": [16, 64, 256, 1024],
+// "rows": [{"slot": "svd", "lapack_us": [4 numbers], "eigen_us": [...]},
+// ...]}, one row per slot (any order, each once), medians in microseconds,
+// 0 for a size not measured (LAPACK first there). `sizes` must equal
+// kDefaultTableSizes: the size classes are fixed in code. The default engine
+// reads it from LinalgEngineOptions::provider_table, else the file named by
+// the TENFERRO_LINALG_PROVIDER_TABLE environment variable, else the build
+// tree's copy, else BuildInfo::installed_data_dir. A missing or malformed
+// file is a typed error naming the file and what was wrong; there is no
+// built-in fallback order, so a machine's measured choice is never replaced
+// silently by another.
 #pragma once
 
 #include <array>
@@ -29,6 +50,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "tenferro/base/status.h"
 
 #include "tenferro/linalg_cpu/linalg_provider.h"
 
@@ -44,6 +68,9 @@ inline constexpr double kDefaultTableTieMargin = 0.95;
 /// to n on a log scale.
 std::size_t default_size_class(std::int64_t n) noexcept;
 
+/// The environment variable that names a provider table file.
+inline constexpr std::string_view kProviderTableEnv = "TENFERRO_LINALG_PROVIDER_TABLE";
+
 /// One row of the measured default table.
 struct DefaultProviderRow {
   LinalgSlot slot = LinalgSlot::kSvd;
@@ -55,44 +82,62 @@ struct DefaultProviderRow {
   std::string_view pick(std::size_t size_class) const noexcept;
 };
 
-/// The table (Note [Default provider table]), one row per slot in LinalgSlot order.
-std::span<const DefaultProviderRow> default_provider_table() noexcept;
-/// The command, date and machine load that produced the table.
-std::string_view default_provider_table_source() noexcept;
+/// A measured table (Note [Default provider table]).
+struct ProviderTable {
+  /// The command, date and machine load that produced the table.
+  std::string source;
+  /// One row per slot, in LinalgSlot order.
+  std::array<DefaultProviderRow, kNumLinalgSlots> rows{};
+};
+
+/// The table in `text` (Note [Provider table file]); `file` names it in
+/// errors. kInvalidArgument saying what was expected and found.
+Result<ProviderTable> parse_provider_table(std::string_view text, std::string_view file);
+/// The table in the file at `path`. kNotFound when it cannot be read,
+/// kInvalidArgument when it is malformed; both name the file.
+Result<ProviderTable> read_provider_table(const std::string& path);
+/// `table` in the file format, as parse_provider_table reads it.
+std::string format_provider_table(const ProviderTable& table);
+/// The file the default engine reads given `explicit_path` (an option;
+/// empty: none): see Note [Provider table file].
+std::string default_provider_table_path(std::string_view explicit_path = {});
 
 /// See the Note. Immutable after construction; thread-safe.
 class LinalgProviderPolicy {
  public:
-  /// The provider chosen for one problem.
+  /// The candidates for one problem (Note [Linalg candidates]).
   struct Choice {
-    const CpuLinalgProvider* provider = nullptr;     ///< null: the slot is empty
-    const CpuLinalgProvider* alternative = nullptr;  ///< asked when `provider` answers kUnsupported
-    std::string_view reason;                         ///< one line for explain()
+    /// In order; empty: the slot is empty. Borrowed from the policy.
+    std::span<const CpuLinalgProvider* const> candidates;
+    std::string_view reason;  ///< why this order, one line for explain()
   };
 
   /// Every slot from `bundle` at every size; an empty slot makes its operations kUnsupported.
   static LinalgProviderPolicy fixed(LinalgProviderBundle bundle);
-  /// The measured default table over `lapack` and `eigen`. Either may be
-  /// null (the other then serves every size of every slot); both null is a
+  /// `table` over `lapack` and `eigen`. Either may be null (the other then
+  /// is the only candidate at every size of every slot); both null is a
   /// policy with every slot empty.
-  static LinalgProviderPolicy measured_default(std::shared_ptr<const CpuLinalgProvider> lapack,
-                                               std::shared_ptr<const CpuLinalgProvider> eigen);
+  static LinalgProviderPolicy measured(const ProviderTable& table, std::shared_ptr<const CpuLinalgProvider> lapack,
+                                       std::shared_ptr<const CpuLinalgProvider> eigen);
 
-  /// The provider for `slot` at matrix size `size` (= max(m, n)). No
+  /// The candidates for `slot` at matrix size `size` (= max(m, n)). No
   /// allocation.
   Choice choose(LinalgSlot slot, std::int64_t size) const noexcept;
   /// One line per slot.
   std::string describe() const;
+  /// The table a measured policy was built from (source empty for a fixed one).
+  const ProviderTable& table() const noexcept { return table_; }
 
  private:
   struct SlotRule {
-    /// Per size class: the provider, the table's other provider (asked on
-    /// kUnsupported; null for a fixed bundle) and the reason.
-    std::array<std::shared_ptr<const CpuLinalgProvider>, kNumSizeClasses> provider;
-    std::array<std::shared_ptr<const CpuLinalgProvider>, kNumSizeClasses> alternative;
+    /// Per size class: the candidates in order and why.
+    std::array<std::vector<const CpuLinalgProvider*>, kNumSizeClasses> candidates;
     std::array<std::string, kNumSizeClasses> reason;
   };
+  /// Keeps the candidates alive.
+  std::vector<std::shared_ptr<const CpuLinalgProvider>> owned_;
   std::array<SlotRule, kNumLinalgSlots> rules_;
+  ProviderTable table_;
 };
 
 }  // namespace tenferro::linalg
