@@ -10,7 +10,7 @@
 # next comment line). This script lists every reference whose title has no
 # definition in any scanned file and fails if there is one. It scans the
 # C/C++ sources, headers, .def, .cmake, CMakeLists.txt and markdown files
-# under DIRS (default: src include tools cmake examples docs, relative to
+# under DIRS (default: src include tools cmake examples docs fuzz, relative to
 # ROOT), skipping any testdata/ folder, so the fixtures of its own test are
 # not part of the tree it checks. Inline code spans (`...`) in markdown are
 # ignored (CONTRIBUTING.md shows the syntax that way).
@@ -21,7 +21,7 @@ if(NOT DEFINED ROOT)
 endif()
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 if(NOT DEFINED DIRS)
-  set(DIRS src include tools cmake examples docs)
+  set(DIRS src include tools cmake examples docs fuzz)
 endif()
 
 # "[" and "]" would change how CMake splits lists, so file contents are

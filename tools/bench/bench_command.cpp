@@ -41,6 +41,8 @@ constexpr Suite kSuites[] = {
      &run_mpi_suite},
     {"fft", "c128 fft (n = 2^10..2^20, 1024^2, 4096 x 256) through the FFTW engine vs numpy.fft and torch.fft",
      &run_fft_suite},
+    {"soak", "1e6 eager calls and 1e4 prepares over changing shapes in one process: RSS and cache sizes vs bounds",
+     &run_soak_suite},
 };
 
 const Suite* find_suite(const std::string& name) {

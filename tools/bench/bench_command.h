@@ -43,5 +43,6 @@ int run_linalg_suite(const SuiteOptions& options, Reporter& reporter);       // 
 int run_ad_suite(const SuiteOptions& options, Reporter& reporter);           // bench_ad.cpp
 int run_mpi_suite(const SuiteOptions& options, Reporter& reporter);          // bench_mpi.cpp
 int run_fft_suite(const SuiteOptions& options, Reporter& reporter);          // bench_fft.cpp
+int run_soak_suite(const SuiteOptions& options, Reporter& reporter);         // bench_soak.cpp
 
 }  // namespace tenferro::bench
