@@ -195,6 +195,7 @@ LinearPattern linear_pattern(CoreSemanticOp op) noexcept {
     case kImag:
     case kConvert:
     case kReduceSum:
+    case kCumsum:
     case kBroadcastInDim:
     case kReshape:
     case kTranspose:

@@ -9,7 +9,10 @@
 // of zeros (the product of the other elements, not y / x); floor, ceil and
 // round have derivative 0 everywhere (also at their jumps); remainder and
 // fmod have derivative 1 in the dividend and -q in the divisor, q the
-// integer quotient they use, also at their jumps.
+// integer quotient they use, also at their jumps. clamp(lo, x, hi) passes
+// the tangent of x where lo < x < hi, of lo where x <= lo < hi and of hi
+// elsewhere (hi wins when lo >= hi, as the result is hi there).
+#include <cstdint>
 #include <utility>
 
 #include "core_rules.h"
@@ -293,6 +296,67 @@ Result<AdValue> extreme_weight(RuleOps& o, AdValue x, AdValue y, IntArrayRef axe
   return o.div(mask, count);
 }
 
+// clamp(lo, x, hi): the tangent of whichever operand the result equals
+// (Note [Derivative conventions at kinks]).
+Result<Tangent> linearize_clamp(const CoreLinearizeInput& in, RuleOps& o) {
+  const AdValue lo = in.operands[0], x = in.operands[1], hi = in.operands[2];
+  TENFERRO_ASSIGN_OR_RETURN(auto t, with_zeros(in, o, {}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue above_lo, o.compare(ComparisonDirection::kLt, lo, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue below_hi, o.compare(ComparisonDirection::kLt, x, hi));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue from_x, o.binary(CoreSemanticOp::kAnd, above_lo, below_hi));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue at_lo, o.compare(ComparisonDirection::kLe, x, lo));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ordered, o.compare(ComparisonDirection::kLt, lo, hi));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue from_lo, o.binary(CoreSemanticOp::kAnd, at_lo, ordered));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue bound, o.select(from_lo, t[0], t[2]));
+  return some(o.select(from_x, t[1], bound));
+}
+
+// cumprod: d y = y * cumulative_sum(dx / x) with the same attributes. Exact
+// where x has no zeros; a zero in x makes the tangent NaN or infinite from
+// it onwards (docs/ad.md states this restriction).
+Result<Tangent> linearize_cumprod(const CoreLinearizeInput& in, RuleOps& o) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ratio, o.div(*in.tangents[0], in.operands[0]));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sums, o.builder().emit(CoreSemanticOp::kCumsum, {ratio}, *in.attributes));
+  return scaled(o, in.result, sums);
+}
+
+// Note [Sort tangent]
+// Each sorted element carries its own tangent: dy = take_along_axis(dx, p)
+// with p = argsort(x). gather takes whole index tensors along one axis, so
+// the tangent is flattened and p turned into flat offsets: the position i
+// with i[axis] replaced by p[i], i.e. linear(i) + (p[i] - i[axis]) * stride.
+// Gather is linear, so the transpose is the scatter-add that puts every
+// cotangent back at its element's original position. The strides must be
+// known, so the rule needs exact extents.
+Result<Tangent> linearize_sort(const CoreLinearizeInput& in, RuleOps& o) {
+  const auto& a = std::get<program::SortAttributes>(*in.attributes);
+  const program::ValueMetadata m = o.md(in.operands[0]);
+  std::int64_t numel = 1, stride = 1;
+  for (std::size_t k = 0; k < m.shape.size(); ++k) {
+    const std::optional<std::int64_t> e = m.shape[k].exact_value();
+    if (!e) {
+      return make_error(ErrorCode::kUnimplemented, ErrorStage::kCompile,
+                        "the derivative of sort needs exact extents, found {}", m.to_string());
+    }
+    numel *= *e;
+    if (static_cast<std::int64_t>(k) > a.axis) stride *= *e;
+  }
+  AdBuilder& b = o.builder();
+  TENFERRO_ASSIGN_OR_RETURN(AdValue perm, b.emit(CoreSemanticOp::kArgsort, {in.operands[0]}, a));
+  const program::SymbolicShape flat_shape{program::SymbolicExtent(numel)};
+  TENFERRO_ASSIGN_OR_RETURN(AdValue linear,
+                            b.emit(CoreSemanticOp::kIota, {}, program::IotaAttributes{DType::kInt64, flat_shape, 0}));
+  TENFERRO_ASSIGN_OR_RETURN(linear, o.reshape(linear, m.shape));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue along,
+                            b.emit(CoreSemanticOp::kIota, {}, program::IotaAttributes{DType::kInt64, m.shape, a.axis}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue shift, o.sub(perm, along));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue strides, b.full(Scalar::of(stride), o.md(perm)));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue offsets, o.mul(shift, strides));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue index, o.add(linear, offsets));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue flat_tangent, o.reshape(*in.tangents[0], flat_shape));
+  return some(b.emit(CoreSemanticOp::kGather, {flat_tangent, index}, program::GatherAttributes{0}));
+}
+
 }  // namespace
 
 Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBuilder& builder) {
@@ -338,6 +402,12 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     }
     case CoreSemanticOp::kConvert:
       return some(builder.emit(in.op, {*in.tangents[0]}, attributes));
+    case CoreSemanticOp::kClamp:
+      return linearize_clamp(in, o);
+    case CoreSemanticOp::kCumprod:
+      return linearize_cumprod(in, o);
+    case CoreSemanticOp::kSort:
+      return linearize_sort(in, o);
     // Linear in operand 0; the other operands (indices, starts) stay primal.
     case CoreSemanticOp::kBroadcastInDim:
     case CoreSemanticOp::kReshape:
@@ -345,6 +415,7 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     case CoreSemanticOp::kSlice:
     case CoreSemanticOp::kReverse:
     case CoreSemanticOp::kReduceSum:
+    case CoreSemanticOp::kCumsum:
     case CoreSemanticOp::kDynamicSlice:
     case CoreSemanticOp::kGather: {
       SmallVector<AdValue, 4> operands(in.operands.begin(), in.operands.end());
@@ -404,8 +475,10 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     case CoreSemanticOp::kCompare:
     case CoreSemanticOp::kConstant:
     case CoreSemanticOp::kIota:
+    case CoreSemanticOp::kRngPhilox:  // no operands: nothing to differentiate
     case CoreSemanticOp::kArgmax:
     case CoreSemanticOp::kArgmin:
+    case CoreSemanticOp::kArgsort:
       return Tangent();
   }
   return Tangent();

@@ -175,6 +175,58 @@ TEST(CoreRules, PiecewiseConstantOpsHaveZeroDerivative) {
   }
 }
 
+TEST(CoreRules, ClampFollowsTheOperandItReturns) {
+  // Bounds overlapping x's range, so every element picks one of lo, x, hi.
+  const InputSpec lo{DType::kFloat64, {4, 5}, -0.8, 0.0};
+  const InputSpec x{DType::kFloat64, {4, 5}, -1.0, 1.0};
+  const InputSpec hi{DType::kFloat64, {4, 5}, 0.0, 0.8};
+  EXPECT_TRUE(check_case({lo, x, hi}, single(CoreSemanticOp::kClamp), 95));
+  // lo > hi everywhere: the result is hi, so only hi has a derivative.
+  const InputSpec high_lo{DType::kFloat64, {6}, 0.2, 0.6};
+  const InputSpec low_hi{DType::kFloat64, {6}, -0.6, -0.2};
+  const InputSpec x6{DType::kFloat64, {6}, -1.0, 1.0};
+  EXPECT_TRUE(check_case({high_lo, x6, low_hi}, single(CoreSemanticOp::kClamp), 96));
+}
+
+TEST(CoreRules, CumulativeSumAndProduct) {
+  std::uint64_t seed = 700;
+  for (CoreSemanticOp op : {CoreSemanticOp::kCumsum, CoreSemanticOp::kCumprod}) {
+    for (DType dtype : {DType::kFloat64, DType::kComplex128}) {
+      for (std::int64_t axis : {0, 1}) {
+        for (int flags = 0; flags < 4; ++flags) {
+          const program::CumulativeAttributes a{axis, (flags & 1) != 0, (flags & 2) != 0};
+          SCOPED_TRACE(fmt::format("{} {} {}", op, to_string(dtype), program::to_string(a)));
+          // cumprod's rule divides by x: values stay away from 0.
+          EXPECT_TRUE(check_case({{dtype, {3, 4}, 0.5, 1.5}}, single(op, a), ++seed));
+        }
+      }
+    }
+  }
+}
+
+TEST(CoreRules, SortMovesTangentsWithTheirElements) {
+  std::uint64_t seed = 720;
+  for (std::int64_t axis : {0, 1, 2}) {
+    for (bool descending : {false, true}) {
+      SCOPED_TRACE(fmt::format("axis {} descending {}", axis, descending));
+      EXPECT_TRUE(check_case({{DType::kFloat64, {3, 4, 2}}},
+                             single(CoreSemanticOp::kSort, program::SortAttributes{axis, descending}), ++seed));
+    }
+  }
+}
+
+TEST(CoreRules, RandomValuesAreConstants) {
+  // y = x * r with r = rng_philox(...): dy/dx = r, and r has no derivative.
+  auto body = [](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
+    const program::RandomAttributes a{DType::kFloat64, program::symbolic_shape(Dims{2, 3}), 5, 0,
+                                      program::RandomDistribution::kNormal};
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue r, emit(b, CoreSemanticOp::kRngPhilox, {}, a));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y, emit(b, CoreSemanticOp::kMul, {in[0], r}));
+    return Values{y, r};
+  };
+  EXPECT_TRUE(check_case({{DType::kFloat64, {2, 3}}}, body, 730));
+}
+
 TEST(CoreRules, MaxMinTiesSplitEvenly) {
   // max(x, x): each side gets half, so d/dx max(x, x) = 1.
   auto body = [](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {

@@ -345,6 +345,13 @@ Result<CotangentList> transpose_core(const CoreTransposeInput& in, AdBuilder& bu
           out[2], builder.emit(CoreSemanticOp::kGather, {ct, in.operands[1]}, program::GatherAttributes{scatter.axis}));
       return out;
     }
+    case CoreSemanticOp::kCumsum: {
+      // Each x[j] reaches every y[i] at or after it (before it when
+      // reversed), so the cotangent accumulates in the other direction.
+      program::CumulativeAttributes flipped = std::get<program::CumulativeAttributes>(attributes);
+      flipped.reverse = !flipped.reverse;
+      return single(arity, 0, builder.emit(CoreSemanticOp::kCumsum, {ct}, flipped));
+    }
     default:
       break;
   }

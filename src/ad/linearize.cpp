@@ -39,6 +39,7 @@ program::CoreAttributes substitute_symbols(const program::CoreAttributes& attrib
   if (auto* a = std::get_if<program::ReshapeAttributes>(&out)) rewrite(a->shape);
   if (auto* a = std::get_if<program::BroadcastInDimAttributes>(&out)) rewrite(a->shape);
   if (auto* a = std::get_if<program::IotaAttributes>(&out)) rewrite(a->shape);
+  if (auto* a = std::get_if<program::RandomAttributes>(&out)) rewrite(a->shape);
   return out;
 }
 

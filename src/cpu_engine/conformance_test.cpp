@@ -8,6 +8,7 @@
 // (numpy_reference_test.cpp in this directory).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <optional>
 
 #include "cpu/kernels/kernel_test_support.h"
@@ -141,6 +142,14 @@ TEST_P(CpuConformance, Elementwise) {
   }
   program::IotaAttributes iota{DType::kInt64, program::symbolic_shape(Dims{2, 3}), 1};
   cases.push_back({"iota", CoreSemanticOp::kIota, {}, iota});
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    for (auto distribution : {program::RandomDistribution::kUniform, program::RandomDistribution::kNormal}) {
+      // 15 elements: the last normal pair is cut in half.
+      const program::RandomAttributes random{d, program::symbolic_shape(Dims{3, 5}), 0x0123456789abcdefULL, 41,
+                                             distribution};
+      cases.push_back({"rng_philox " + program::to_string(random), CoreSemanticOp::kRngPhilox, {}, random});
+    }
+  }
   auto literal = program::Literal::from_values<double>({1.5, -2, 3, 4.25}, Dims{2, 2});
   ASSERT_TRUE(literal.ok());
   cases.push_back({"constant", CoreSemanticOp::kConstant, {}, program::ConstantAttributes{*literal}});
@@ -215,6 +224,65 @@ TEST_P(CpuConformance, Reduction) {
         cases.push_back({tag + " argmax", CoreSemanticOp::kArgmax, {x}, program::ArgReduceAttributes{2}});
         cases.push_back({tag + " argmin", CoreSemanticOp::kArgmin, {x}, program::ArgReduceAttributes{0}});
       }
+    }
+  }
+  check_all(cases);
+}
+
+// clamp on every dtype of its class, with bounds drawn independently of x
+// (so some elements have lo > hi).
+TEST_P(CpuConformance, ClampOnEveryDType) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 650;
+  const program::CoreOpInfo& info = program::core_op_info(CoreSemanticOp::kClamp);
+  for (int k = 0; k < kNumDTypes; ++k) {
+    const auto d = static_cast<DType>(k);
+    if (!program::dtype_in_class(d, info.operand_dtypes)) continue;
+    for (Layout l : {Layout::kContiguous, Layout::kTransposed}) {
+      cases.push_back({std::string(to_string(d)) + "/" + testing::layout_name(l),
+                       CoreSemanticOp::kClamp,
+                       {make_tensor({3, 5}, d, Layout::kContiguous, seed++), make_tensor({3, 5}, d, l, seed++),
+                        make_tensor({3, 5}, d, Layout::kSliced, seed++)},
+                       program::NoAttributes{}});
+    }
+  }
+  EXPECT_GE(cases.size(), 2u);
+  check_all(cases);
+}
+
+// cumsum / cumprod with every flag combination, sort / argsort in both
+// directions, along every axis of strided operands.
+TEST_P(CpuConformance, AlongAxis) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 660;
+  for (DType d : {DType::kFloat64, DType::kFloat32, DType::kComplex128, DType::kInt32}) {
+    for (Layout l : {Layout::kContiguous, Layout::kTransposed, Layout::kSliced}) {
+      const std::string tag = std::string(to_string(d)) + "/" + testing::layout_name(l);
+      const Tensor x = make_tensor({4, 3, 5}, d, l, seed++);
+      for (std::int64_t axis = 0; axis < 3; ++axis) {
+        for (int flags = 0; flags < 4; ++flags) {
+          const program::CumulativeAttributes a{axis, (flags & 1) != 0, (flags & 2) != 0};
+          cases.push_back({tag + " cumsum " + program::to_string(a), CoreSemanticOp::kCumsum, {x}, a});
+          cases.push_back({tag + " cumprod " + program::to_string(a), CoreSemanticOp::kCumprod, {x}, a});
+        }
+        if (is_complex(d)) continue;
+        for (bool descending : {false, true}) {
+          const program::SortAttributes a{axis, descending};
+          cases.push_back({tag + " sort " + program::to_string(a), CoreSemanticOp::kSort, {x}, a});
+          cases.push_back({tag + " argsort " + program::to_string(a), CoreSemanticOp::kArgsort, {x}, a});
+        }
+      }
+    }
+  }
+  // Ties, signed zeros and NaNs: stable order, NaNs last both ways.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto special = Tensor::from_values<double>({3, nan, 1, 3, -0.0, 0.0, nan, 1, 2, -1, 2, nan}, Dims{3, 4});
+  ASSERT_TRUE(special.ok());
+  for (std::int64_t axis : {0, 1}) {
+    for (bool descending : {false, true}) {
+      const program::SortAttributes a{axis, descending};
+      cases.push_back({"special sort " + program::to_string(a), CoreSemanticOp::kSort, {*special}, a});
+      cases.push_back({"special argsort " + program::to_string(a), CoreSemanticOp::kArgsort, {*special}, a});
     }
   }
   check_all(cases);

@@ -116,12 +116,21 @@ class CpuElementwiseRuntime final : public runtime::ElementwiseRuntime {
                        request.output, ctx);
       case CoreSemanticOp::kSelect:
         return select(in[0], in[1], in[2], request.output, ctx);
+      case CoreSemanticOp::kClamp:
+        return clamp(in[0], in[1], in[2], request.output, ctx);
       case CoreSemanticOp::kConvert:
         return convert(in[0], request.output, ctx);
       case CoreSemanticOp::kConstant:
         return write_constant(request.attributes_as<program::ConstantAttributes>(), request.output, ctx);
       case CoreSemanticOp::kIota:
         return iota(request.output, request.attributes_as<program::IotaAttributes>().axis, ctx);
+      case CoreSemanticOp::kRngPhilox: {
+        const auto& a = request.attributes_as<program::RandomAttributes>();
+        return random_philox(request.output, a.key, a.counter,
+                             a.distribution == program::RandomDistribution::kNormal ? RandomDistribution::kNormal
+                                                                                    : RandomDistribution::kUniform,
+                             ctx);
+      }
       default:
         break;
     }

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -233,6 +234,35 @@ TEST(CpuEngine, ChainMatchesTheReferenceInAManagedTwoThreadDomain) {
   // Entry is amortised: the three operations of a run form one same-domain
   // segment, so each of the two runs installs into the domain exactly once.
   EXPECT_EQ(domain.metrics().installs - installs, 2u);
+}
+
+// rng_philox through whole runtimes: a calling-thread engine and a managed
+// two-thread one give the same bits (the kernel splits the work by blocks).
+TEST(CpuEngine, RandomBitsDoNotDependOnTheRuntimesThreadCount) {
+  auto sequential = make_cpu_engine();
+  ASSERT_TRUE(sequential.ok());
+  auto managed = testing::two_thread_engine();
+  ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (auto distribution : {program::RandomDistribution::kUniform, program::RandomDistribution::kNormal}) {
+      SCOPED_TRACE(fmt::format("{} {}", to_string(dtype), program::to_string(distribution)));
+      const program::RandomAttributes a{dtype, program::symbolic_shape(Dims{300, 171}), 0xfeedface'12345678ull, 9,
+                                        distribution};
+      auto program = testing::one_op_program(CoreSemanticOp::kRngPhilox, {}, a);
+      ASSERT_TRUE(program.ok()) << program.status().to_string();
+      std::vector<Tensor> results;
+      for (const CpuEngine* engine : {&*sequential, &managed->engine}) {
+        auto rt = testing::runtime_over(*engine);
+        ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+        auto out = rt->run(*program, {});
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        ASSERT_TRUE((*out)[0].is_contiguous());
+        results.push_back((*out)[0]);
+      }
+      ASSERT_EQ(results[0].nbytes(), results[1].nbytes());
+      EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].nbytes()), 0);
+    }
+  }
 }
 
 TEST(CpuEngine, ExecutorHandsProvidersTheEnteredDomainsContext) {

@@ -1,6 +1,8 @@
 // The CPU engine's ReductionRuntime: reduce_sum / prod / max / min over any
-// axes and argmax / argmin over the cpu/kernels reductions.
+// axes and argmax / argmin over the cpu/kernels reductions, and the
+// along-axis ops (cumsum, cumprod, sort, argsort), which share the family.
 #include "cpu_engine/engine_slots.h"
+#include "tenferro/cpu/kernels/along_axis.h"
 #include "tenferro/cpu/kernels/reduction.h"
 #include "tenferro/program/core_op.h"
 
@@ -44,6 +46,18 @@ class CpuReductionRuntime final : public runtime::ReductionRuntime {
       case CoreSemanticOp::kArgmin:
         return arg_reduce(ArgReduceOp::kArgmin, x, request.attributes_as<program::ArgReduceAttributes>().axis,
                           request.output, ctx);
+      case CoreSemanticOp::kCumsum:
+      case CoreSemanticOp::kCumprod: {
+        const auto& a = request.attributes_as<program::CumulativeAttributes>();
+        return cumulative(request.op == CoreSemanticOp::kCumsum ? CumulativeOp::kSum : CumulativeOp::kProd, x, a.axis,
+                          a.reverse, a.exclusive, request.output, ctx);
+      }
+      case CoreSemanticOp::kSort:
+      case CoreSemanticOp::kArgsort: {
+        const auto& a = request.attributes_as<program::SortAttributes>();
+        return sort(request.op == CoreSemanticOp::kSort ? SortResult::kValues : SortResult::kIndices, x, a.axis,
+                    a.descending, request.output, ctx);
+      }
       default:
         return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kName,
                           program::to_string(request.op));

@@ -32,6 +32,7 @@ std::optional<DType> expected_result_dtype(CoreSemanticOp op, std::span<const DT
       if (const auto* c = std::get_if<program::ConvertAttributes>(&attributes)) return c->dtype;
       if (const auto* c = std::get_if<program::ConstantAttributes>(&attributes)) return c->literal.dtype();
       if (const auto* c = std::get_if<program::IotaAttributes>(&attributes)) return c->dtype;
+      if (const auto* c = std::get_if<program::RandomAttributes>(&attributes)) return c->dtype;
       return std::nullopt;
     default:
       break;

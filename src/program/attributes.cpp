@@ -145,6 +145,20 @@ std::string to_string(const IotaAttributes& a) {
   return fmt::format("{{dtype={}, shape={}, axis={}}}", a.dtype, shape_string(a.shape), a.axis);
 }
 
+std::string_view to_string(RandomDistribution distribution) noexcept {
+  return distribution == RandomDistribution::kNormal ? "normal" : "uniform";
+}
+
+std::uint64_t hash_value(const RandomAttributes& a) noexcept {
+  std::uint64_t h = hash_shape(hash_combine(0xd3ULL, static_cast<std::uint64_t>(a.dtype)), a.shape);
+  h = hash_combine(hash_combine(h, a.key), a.counter);
+  return hash_combine(h, static_cast<std::uint64_t>(a.distribution));
+}
+std::string to_string(const RandomAttributes& a) {
+  return fmt::format("{{dtype={}, shape={}, key={:#x}, counter={}, distribution={}}}", a.dtype, shape_string(a.shape),
+                     a.key, a.counter, to_string(a.distribution));
+}
+
 std::uint64_t hash_value(const BroadcastInDimAttributes& a) noexcept {
   return hash_int_range(hash_shape(0xc4ULL, a.shape), a.dims);
 }
@@ -202,6 +216,21 @@ std::uint64_t hash_value(const ArgReduceAttributes& a) noexcept {
   return hash_combine(0xcfULL, static_cast<std::uint64_t>(a.axis));
 }
 std::string to_string(const ArgReduceAttributes& a) { return fmt::format("{{axis={}}}", a.axis); }
+
+std::uint64_t hash_value(const CumulativeAttributes& a) noexcept {
+  const std::uint64_t flags = (a.reverse ? 1U : 0U) | (a.exclusive ? 2U : 0U);
+  return hash_combine(hash_combine(0xd1ULL, static_cast<std::uint64_t>(a.axis)), flags);
+}
+std::string to_string(const CumulativeAttributes& a) {
+  return fmt::format("{{axis={}, reverse={}, exclusive={}}}", a.axis, a.reverse, a.exclusive);
+}
+
+std::uint64_t hash_value(const SortAttributes& a) noexcept {
+  return hash_combine(hash_combine(0xd2ULL, static_cast<std::uint64_t>(a.axis)), a.descending ? 1U : 0U);
+}
+std::string to_string(const SortAttributes& a) {
+  return fmt::format("{{axis={}, descending={}}}", a.axis, a.descending);
+}
 
 std::uint64_t hash_value(const DotGeneralAttributes& a) noexcept {
   std::uint64_t h = hash_int_range(hash_int_range(0xd0ULL, a.lhs_batch), a.rhs_batch);

@@ -81,6 +81,13 @@ class CanonicalWriter {
     shape(a.shape);
     i64(a.axis);
   }
+  void attributes(const RandomAttributes& a) {
+    u8(static_cast<std::uint8_t>(a.dtype));
+    shape(a.shape);
+    u64(a.key);
+    u64(a.counter);
+    u8(static_cast<std::uint8_t>(a.distribution));
+  }
   void attributes(const BroadcastInDimAttributes& a) {
     shape(a.shape);
     ints(a.dims);
@@ -107,6 +114,14 @@ class CanonicalWriter {
   }
   void attributes(const ReduceAttributes& a) { ints(a.axes); }
   void attributes(const ArgReduceAttributes& a) { i64(a.axis); }
+  void attributes(const CumulativeAttributes& a) {
+    i64(a.axis);
+    u8(static_cast<std::uint8_t>((a.reverse ? 1U : 0U) | (a.exclusive ? 2U : 0U)));
+  }
+  void attributes(const SortAttributes& a) {
+    i64(a.axis);
+    u8(a.descending ? 1 : 0);
+  }
   void attributes(const DotGeneralAttributes& a) {
     ints(a.lhs_batch);
     ints(a.rhs_batch);

@@ -170,6 +170,11 @@ Result<ValueMetadata> infer_elementwise(CoreSemanticOp op, const CoreAttributes&
     TENFERRO_ASSIGN_OR_RETURN(SymbolicShape shape, in.same_shape({0, 1, 2}));
     return ValueMetadata{dtype, std::move(shape)};
   }
+  if (op == CoreSemanticOp::kClamp) {
+    TENFERRO_ASSIGN_OR_RETURN(DType dtype, in.data_dtype({0, 1, 2}));
+    TENFERRO_ASSIGN_OR_RETURN(SymbolicShape shape, in.same_shape({0, 1, 2}));
+    return ValueMetadata{dtype, std::move(shape)};
+  }
   TENFERRO_ASSIGN_OR_RETURN(DType dtype, n == 1 ? in.data_dtype({0}) : in.data_dtype({0, 1}));
   if (op == CoreSemanticOp::kCompare && is_complex(dtype)) {
     auto direction = std::get<CompareAttributes>(attributes).direction;
@@ -186,6 +191,14 @@ Result<ValueMetadata> infer_elementwise(CoreSemanticOp op, const CoreAttributes&
 Result<ValueMetadata> infer_creation(const CoreAttributes& attributes, Inference& in) {
   if (const auto* constant = std::get_if<ConstantAttributes>(&attributes)) {
     return ValueMetadata::exact(constant->literal.dtype(), constant->literal.shape());
+  }
+  if (const auto* random = std::get_if<RandomAttributes>(&attributes)) {
+    if (random->dtype != DType::kFloat32 && random->dtype != DType::kFloat64) {
+      return in.error(ErrorCode::kDTypeMismatch, "rng_philox dtype must be float32 or float64, found {}",
+                      random->dtype);
+    }
+    TENFERRO_TRY(in.check_attribute_shape(random->shape, "rng_philox shape"));
+    return ValueMetadata{random->dtype, random->shape};
   }
   const auto& a = std::get<IotaAttributes>(attributes);
   if (!dtype_in_class(a.dtype, DTypeClass::kNumeric)) {
@@ -215,6 +228,16 @@ Result<ValueMetadata> infer_reduction(CoreSemanticOp op, const CoreAttributes& a
   for (std::size_t k = 0; k < x.shape.size(); ++k)
     if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(k)) == axes.end()) shape.push_back(x.shape[k]);
   return ValueMetadata{result, std::move(shape)};
+}
+
+// cumsum, cumprod, sort, argsort: one axis, the operand's shape.
+Result<ValueMetadata> infer_along_axis(const CoreAttributes& attributes, Inference& in) {
+  TENFERRO_ASSIGN_OR_RETURN(DType dtype, in.data_dtype({0}));
+  TENFERRO_ASSIGN_OR_RETURN(DType result, in.result_dtype(dtype));
+  const auto* cumulative = std::get_if<CumulativeAttributes>(&attributes);
+  const std::int64_t axis = cumulative != nullptr ? cumulative->axis : std::get<SortAttributes>(attributes).axis;
+  TENFERRO_TRY(in.check_axes({axis}, in.operand(0).rank(), "axis"));
+  return ValueMetadata{result, in.operand(0).shape};
 }
 
 Result<ValueMetadata> infer_dot_general(const DotGeneralAttributes& a, Inference& in) {
@@ -289,6 +312,8 @@ Result<ValueMetadata> infer_core_metadata(CoreSemanticOp op, const CoreAttribute
       return infer_data_movement(op, attributes, in);
     case CoreOpFamily::kReduction:
       return infer_reduction(op, attributes, in);
+    case CoreOpFamily::kAlongAxis:
+      return infer_along_axis(attributes, in);
     case CoreOpFamily::kContraction:
       return infer_dot_general(std::get<DotGeneralAttributes>(attributes), in);
   }

@@ -160,6 +160,49 @@ TEST(CoreInferenceTest, SelectNeedsBoolPredicate) {
             ErrorCode::kShapeMismatch);
 }
 
+TEST(CoreInferenceTest, ClampNeedsOneDTypeAndShape) {
+  auto ok = infer(CoreSemanticOp::kClamp, {f64({2, 3}), f64({2, 3}), f64({2, 3})});
+  ASSERT_TRUE(ok.result.ok());
+  EXPECT_EQ(*ok.result, f64({2, 3}));
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kClamp, {of(DType::kFloat32, {3}), f64({3}), f64({3})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kClamp, {f64({}), f64({3}), f64({3})})), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kClamp,
+                          {of(DType::kComplex128, {3}), of(DType::kComplex128, {3}), of(DType::kComplex128, {3})})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kClamp, {f64({3}), f64({3})})), ErrorCode::kInvalidArgument);
+}
+
+TEST(CoreInferenceTest, AlongAxisKeepsTheShape) {
+  auto sum = infer(CoreSemanticOp::kCumsum, {of(DType::kComplex64, {sym(0), 4})}, CumulativeAttributes{1, true, true});
+  ASSERT_TRUE(sum.result.ok());
+  EXPECT_EQ(*sum.result, of(DType::kComplex64, {sym(0), 4}));
+  auto order = infer(CoreSemanticOp::kArgsort, {f64({3, 5})}, SortAttributes{0, true});
+  ASSERT_TRUE(order.result.ok());
+  EXPECT_EQ(*order.result, of(DType::kInt64, {3, 5}));
+  EXPECT_EQ(infer(CoreSemanticOp::kSort, {of(DType::kInt32, {3})}, SortAttributes{}).result->dtype, DType::kInt32);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kCumprod, {f64({3})}, CumulativeAttributes{1})), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSort, {f64({})}, SortAttributes{})), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSort, {of(DType::kComplex128, {3})}, SortAttributes{})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kCumsum, {of(DType::kBool, {3})}, CumulativeAttributes{})),
+            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kSort, {f64({3})}, CumulativeAttributes{})), ErrorCode::kInvalidArgument);
+}
+
+TEST(CoreInferenceTest, RandomTakesAFloatingDTypeAndItsShape) {
+  RandomAttributes a{DType::kFloat32, SymbolicShape{sym(0), 3}, 1, 2, RandomDistribution::kNormal};
+  auto ok = infer(CoreSemanticOp::kRngPhilox, {}, a);
+  ASSERT_TRUE(ok.result.ok()) << ok.result.status().to_string();
+  EXPECT_EQ(*ok.result, of(DType::kFloat32, {sym(0), 3}));
+  a.dtype = DType::kInt32;
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kRngPhilox, {}, a)), ErrorCode::kDTypeMismatch);
+  a.dtype = DType::kFloat64;
+  a.shape = SymbolicShape{-2};
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kRngPhilox, {}, a)), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kRngPhilox, {f64({2})}, a)), ErrorCode::kInvalidArgument);
+}
+
 TEST(CoreInferenceTest, SymbolicElementwiseAddsGuardAndPrefersExact) {
   auto r = infer(CoreSemanticOp::kMul, {f64({sym(0), 3}), f64({4, sym(1)})});
   ASSERT_TRUE(r.result.ok());

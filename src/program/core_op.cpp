@@ -21,6 +21,8 @@ std::string_view to_string(CoreOpFamily family) noexcept {
       return "data_movement";
     case CoreOpFamily::kReduction:
       return "reduction";
+    case CoreOpFamily::kAlongAxis:
+      return "along_axis";
     case CoreOpFamily::kContraction:
       return "contraction";
   }

@@ -69,7 +69,7 @@ struct AllAttributes<std::variant<Ts...>> {
   static constexpr std::size_t size = sizeof...(Ts);
 };
 static_assert(AllAttributes<CoreAttributes>::value);
-static_assert(AllAttributes<CoreAttributes>::size == 18, "one alternative per attribute struct in core_ops.def");
+static_assert(AllAttributes<CoreAttributes>::size == 21, "one alternative per attribute struct in core_ops.def");
 static_assert(!SemanticAttribute<int*>);
 static_assert(!SemanticAttribute<std::shared_ptr<FakeStream>>);
 

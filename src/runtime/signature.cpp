@@ -24,6 +24,7 @@ OpFamily core_op_family(program::CoreSemanticOp op) noexcept {
     case CoreOpFamily::kDataMovement:
       return info.movement == program::MovementClass::kView ? OpFamily::kView : OpFamily::kIndexing;
     case CoreOpFamily::kReduction:
+    case CoreOpFamily::kAlongAxis:  // lane-wise ops live with the reductions' providers
       return OpFamily::kReduction;
     case CoreOpFamily::kContraction:
       return OpFamily::kDotGeneral;

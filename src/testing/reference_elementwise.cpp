@@ -161,15 +161,6 @@ Result<Tensor> unary(const CoreCall& call) {
 }
 
 template <class T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
-
-template <class T>
 Result<Tensor> compare(const CoreCall& call, ComparisonDirection direction) {
   const Tensor& a = call.operands[0];
   const Tensor& b = call.operands[1];
@@ -391,6 +382,31 @@ Result<Tensor> select(const CoreCall& call) {
   });
 }
 
+// min(max(x, lo), hi), a NaN anywhere giving NaN (as max and min do).
+Result<Tensor> clamp(const CoreCall& call) {
+  const Tensor& lo = call.operands[0];
+  const Tensor& x = call.operands[1];
+  const Tensor& hi = call.operands[2];
+  return visit_dtype(x.dtype(), [&]<class T>(T) -> Result<Tensor> {
+    if constexpr (kIsComplex<T> || std::is_same_v<T, bool>) {
+      return unexpected(call, x.dtype());
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor y, Tensor::empty(x.shape(), x.dtype()));
+      for (std::int64_t i = 0; i < y.numel(); ++i) {
+        const T l = elements<T>(lo)[i], v = elements<T>(x)[i], h = elements<T>(hi)[i];
+        T r = v;
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(l) || std::isnan(h)) r = std::numeric_limits<T>::quiet_NaN();
+        }
+        if (r < l) r = l;
+        if (r > h) r = h;
+        mutable_elements<T>(y)[i] = r;
+      }
+      return y;
+    }
+  });
+}
+
 }  // namespace
 
 Result<Tensor> evaluate_elementwise(const CoreCall& call) {
@@ -401,6 +417,8 @@ Result<Tensor> evaluate_elementwise(const CoreCall& call) {
       return convert(call);
     case CoreSemanticOp::kSelect:
       return select(call);
+    case CoreSemanticOp::kClamp:
+      return clamp(call);
     case CoreSemanticOp::kCompare: {
       const auto* attributes = call.op.attributes_as<program::CompareAttributes>();
       return visit_dtype(x.dtype(), [&]<class T>(T) { return compare<T>(call, attributes->direction); });

@@ -39,6 +39,8 @@ Result<Tensor> evaluate_core(const OperationView& op, std::span<const Tensor> op
     case program::CoreOpFamily::kReduction:
     case program::CoreOpFamily::kContraction:
       return internal::evaluate_reduction(call);
+    case program::CoreOpFamily::kAlongAxis:
+      return internal::evaluate_along_axis(call);
     case program::CoreOpFamily::kElementwise:
       return internal::evaluate_elementwise(call);
   }

@@ -95,6 +95,39 @@ TEST(ReferenceEvaluator, ElementwiseArithmetic) {
   EXPECT_NEAR(std::abs(e[0] - (std::exp(C(3, 4)) - 1.0)), 0.0, 1e-12);
 }
 
+TEST(ReferenceEvaluator, ClampCumulativeAndSort) {
+  const double nan = std::nan("");
+  Tensor lo = values<double>({0, 0, 0, 2, nan}, {5});
+  Tensor x = values<double>({-1, 0.5, 3, 1, 1}, {5});
+  Tensor hi = values<double>({1, 1, 1, 1, 1}, {5});
+  const std::vector<double> clamped = elements_of<double>(run_op(CoreSemanticOp::kClamp, {lo, x, hi}));
+  ASSERT_EQ(clamped.size(), 5u);
+  EXPECT_EQ(std::vector<double>(clamped.begin(), clamped.begin() + 4), (std::vector<double>{0, 0.5, 1, 1}));
+  EXPECT_TRUE(std::isnan(clamped[4]));
+
+  // Rows [1 2 3], [4 5 6] along axis 1, and the columns along axis 0.
+  Tensor m = values<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(elements_of<std::int32_t>(run_op(CoreSemanticOp::kCumsum, {m}, CumulativeAttributes{1})),
+            (std::vector<std::int32_t>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(elements_of<std::int32_t>(run_op(CoreSemanticOp::kCumsum, {m}, CumulativeAttributes{1, true, true})),
+            (std::vector<std::int32_t>{5, 3, 0, 11, 6, 0}));
+  EXPECT_EQ(elements_of<std::int32_t>(run_op(CoreSemanticOp::kCumprod, {m}, CumulativeAttributes{0, false, true})),
+            (std::vector<std::int32_t>{1, 1, 1, 1, 2, 3}));
+  EXPECT_EQ(elements_of<std::int32_t>(run_op(CoreSemanticOp::kCumprod, {m}, CumulativeAttributes{1, true, false})),
+            (std::vector<std::int32_t>{6, 6, 3, 120, 30, 6}));
+
+  Tensor s = values<double>({2, nan, -1, 2, 0}, {5});
+  const std::vector<double> up = elements_of<double>(run_op(CoreSemanticOp::kSort, {s}, SortAttributes{0, false}));
+  ASSERT_EQ(up.size(), 5u);
+  EXPECT_EQ(std::vector<double>(up.begin(), up.begin() + 4), (std::vector<double>{-1, 0, 2, 2}));
+  EXPECT_TRUE(std::isnan(up[4]));
+  // Stable: the two 2s keep their order both ways; NaN stays last.
+  EXPECT_EQ(elements_of<std::int64_t>(run_op(CoreSemanticOp::kArgsort, {s}, SortAttributes{0, false})),
+            (std::vector<std::int64_t>{2, 4, 0, 3, 1}));
+  EXPECT_EQ(elements_of<std::int64_t>(run_op(CoreSemanticOp::kArgsort, {s}, SortAttributes{0, true})),
+            (std::vector<std::int64_t>{0, 3, 4, 2, 1}));
+}
+
 TEST(ReferenceEvaluator, CompareSelectConvert) {
   Tensor a = values<float>({1.0f, 2.0f, 3.0f}, {3});
   Tensor b = values<float>({2.0f, 2.0f, 2.0f}, {3});
@@ -242,8 +275,8 @@ void expect_evaluates(CoreSemanticOp op, DType dtype, int arity, CoreAttributes 
   EXPECT_EQ(symbolic_shape((*out)[0].shape()), m.shape);
 }
 
-// Every elementwise, compare, convert, reduction and dot_general rule runs
-// on every dtype its DTypeClass admits (no "no reference rule" errors).
+// Every elementwise, compare, convert, reduction, along-axis and dot_general
+// rule runs on every dtype its DTypeClass admits (no "no reference rule" errors).
 TEST(ReferenceEvaluator, EveryOpOnEveryAdmittedDType) {
   int evaluated = 0;
   for (DType dtype : kAllDTypes) {
@@ -262,6 +295,12 @@ TEST(ReferenceEvaluator, EveryOpOnEveryAdmittedDType) {
         expect_evaluates(op, dtype, 1, ArgReduceAttributes{0});
       } else if (op == CoreSemanticOp::kDotGeneral) {
         expect_evaluates(op, dtype, 2, DotGeneralAttributes{{0}, {0}, {1}, {1}});
+      } else if (op == CoreSemanticOp::kClamp) {
+        expect_evaluates(op, dtype, 3);
+      } else if (op == CoreSemanticOp::kCumsum || op == CoreSemanticOp::kCumprod) {
+        expect_evaluates(op, dtype, 1, CumulativeAttributes{1, true, false});
+      } else if (op == CoreSemanticOp::kSort || op == CoreSemanticOp::kArgsort) {
+        expect_evaluates(op, dtype, 1, SortAttributes{0, true});
       } else if (op == CoreSemanticOp::kCompare) {
         const bool ordered = !is_complex(dtype);
         for (auto d : {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt,

@@ -185,6 +185,8 @@ Result<Tensor> evaluate_movement(const CoreCall& call) {
       return constant(call);
     case CoreSemanticOp::kIota:
       return iota(call);
+    case CoreSemanticOp::kRngPhilox:
+      return evaluate_random(call);
     case CoreSemanticOp::kConcatenate:
       return concatenate(call);
     case CoreSemanticOp::kPad:

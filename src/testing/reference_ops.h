@@ -3,6 +3,7 @@
 // contiguous row-major host tensor.
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <span>
@@ -29,6 +30,16 @@ inline constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, b
 template <class T>
 using Accumulator =
     std::conditional_t<kIsComplex<T>, std::complex<double>, std::conditional_t<std::is_floating_point_v<T>, double, T>>;
+
+/// Whether v is a NaN (never for integers and bool).
+template <class T>
+bool is_nan(T v) noexcept {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
 
 /// a + b, a - b, a * b with two's-complement wrap for integers.
 template <class T>
@@ -116,5 +127,9 @@ Result<Tensor> evaluate_elementwise(const CoreCall& call);
 Result<Tensor> evaluate_movement(const CoreCall& call);
 /// Reductions, arg-reductions and dot_general (reference_reduction.cpp).
 Result<Tensor> evaluate_reduction(const CoreCall& call);
+/// rng_philox (reference_random.cpp).
+Result<Tensor> evaluate_random(const CoreCall& call);
+/// cumsum, cumprod, sort, argsort (reference_along_axis.cpp).
+Result<Tensor> evaluate_along_axis(const CoreCall& call);
 
 }  // namespace tenferro::testing::internal

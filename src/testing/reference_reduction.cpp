@@ -40,15 +40,6 @@ void for_each_reduced(const Tensor& x, const Dims& axes, F f) {
 }
 
 template <class T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
-
-template <class T>
 Result<Tensor> reduce(const CoreCall& call, const Dims& axes) {
   const Tensor& x = call.operands[0];
   const CoreSemanticOp op = call.op.core_op();

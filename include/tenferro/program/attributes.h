@@ -115,6 +115,23 @@ struct IotaAttributes {
   friend bool operator==(const IotaAttributes&, const IotaAttributes&) = default;
 };
 
+enum class RandomDistribution : std::uint8_t { kUniform, kNormal };
+std::string_view to_string(RandomDistribution distribution) noexcept;
+
+/// rng_philox: `dtype` (float32 or float64) values of `shape` drawn from
+/// the Philox-4x32-10 stream of `key`, starting at block `counter`
+/// (docs/core_ops.md "Creation" fixes the layout). The same attributes give
+/// the same bits, so the op is pure; callers advance `counter` for fresh
+/// numbers.
+struct RandomAttributes {
+  DType dtype = DType::kFloat64;
+  SymbolicShape shape;
+  std::uint64_t key = 0;
+  std::uint64_t counter = 0;
+  RandomDistribution distribution = RandomDistribution::kUniform;
+  friend bool operator==(const RandomAttributes&, const RandomAttributes&) = default;
+};
+
 /// Operand axis k maps to result axis dims[k] (strictly increasing).
 struct BroadcastInDimAttributes {
   SymbolicShape shape;
@@ -187,6 +204,23 @@ struct ArgReduceAttributes {
   friend bool operator==(const ArgReduceAttributes&, const ArgReduceAttributes&) = default;
 };
 
+/// cumsum / cumprod along `axis`: y[i] combines x[0..i] (x[i..n) with
+/// `reverse`); `exclusive` leaves x[i] itself out (y starts at the identity).
+struct CumulativeAttributes {
+  std::int64_t axis = 0;
+  bool reverse = false;
+  bool exclusive = false;
+  friend bool operator==(const CumulativeAttributes&, const CumulativeAttributes&) = default;
+};
+
+/// sort / argsort along `axis`: stable, ascending unless `descending`; NaNs
+/// go last in either direction.
+struct SortAttributes {
+  std::int64_t axis = 0;
+  bool descending = false;
+  friend bool operator==(const SortAttributes&, const SortAttributes&) = default;
+};
+
 /// StableHLO dot_general dimension numbers.
 struct DotGeneralAttributes {
   Dims lhs_batch;
@@ -205,6 +239,7 @@ TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(CompareAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ConvertAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ConstantAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(IotaAttributes)
+TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(RandomAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(BroadcastInDimAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ReshapeAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(TransposeAttributes)
@@ -217,6 +252,8 @@ TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(GatherAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ScatterAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ReduceAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(ArgReduceAttributes)
+TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(CumulativeAttributes)
+TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(SortAttributes)
 TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS(DotGeneralAttributes)
 #undef TENFERRO_DECLARE_ATTRIBUTE_FUNCTIONS
 

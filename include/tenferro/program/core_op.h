@@ -78,6 +78,7 @@ enum class CoreOpFamily : std::uint8_t {
   kCreation,      ///< no data operands (constant, iota)
   kDataMovement,  ///< moves or selects elements without arithmetic
   kReduction,     ///< removes axes by combining elements
+  kAlongAxis,     ///< maps every lane along one axis to a lane of equal length (scans, sorts)
   kContraction,   ///< dot_general
 };
 std::string_view to_string(CoreOpFamily family) noexcept;

@@ -376,6 +376,28 @@ Status select(const TensorView& pred, const TensorView& on_true, const TensorVie
   return ok_status();
 }
 
+Status clamp(const TensorView& lo, const TensorView& x, const TensorView& hi, const TensorView& out,
+             const ParallelContext& ctx, KernelStats* stats) {
+  const std::string_view name = "clamp";
+  TENFERRO_TRY(internal::check_view(name, "operand", x));
+  if (x.dtype == DType::kBool || is_complex(x.dtype)) {
+    return make_error(ErrorCode::kDTypeMismatch, kStage, "{}: expected an integer or floating dtype, found {}", name,
+                      x.dtype);
+  }
+  TENFERRO_TRY(internal::check_view(name, "min", lo));
+  TENFERRO_TRY(internal::check_dtype(name, "min", lo, x.dtype));
+  TENFERRO_TRY(internal::check_dtype(name, "max", hi, x.dtype));
+  const std::array<TensorView, 3> in = {lo, x, hi};
+  const std::string_view names[] = {"min", "operand", "max"};
+  TENFERRO_TRY(check_elementwise(name, out, x.dtype, in, names));
+  visit_dtype(x.dtype, [&]<class T>(T) {
+    if constexpr (!internal::kIsComplex<T> && !std::is_same_v<T, bool>) {
+      run_elementwise<T, T, T, T>(internal::ClampOp{}, out, in, ctx, kCheapGrain, stats);
+    }
+  });
+  return ok_status();
+}
+
 Status convert(const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
   const std::string_view name = "convert";
   TENFERRO_TRY(internal::check_view(name, "operand", x));

@@ -436,6 +436,13 @@ struct SelectOp {
   }
 };
 
+struct ClampOp {
+  template <class T>
+  T operator()(T lo, T x, T hi) const noexcept {
+    return MinOp{}(MaxOp{}(x, lo), hi);
+  }
+};
+
 /// Converts one value (see convert() in elementwise.h for the rules).
 template <class To, class From>
 To convert_value(From x) noexcept {

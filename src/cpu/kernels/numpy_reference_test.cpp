@@ -16,6 +16,8 @@
 
 #include "cpu/kernels/kernel_table.h"
 #include "cpu/kernels/kernel_test_support.h"
+#include "tenferro/cpu/kernels/along_axis.h"
+#include "tenferro/cpu/kernels/elementwise.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -332,6 +334,73 @@ TEST(NumpyReference, RoundingModuloAndBitwiseAgreeWithNumpy) {
   for (const auto& [name, got] : checks) {
     ASSERT_TRUE(np.has(name)) << name << ": numpy printed no result";
     expect_close(name, flat_values(got), np[name], 0);
+  }
+}
+
+// cumsum / cumprod (every flag), stable sort / argsort (NaNs, ties and
+// signed zeros; descending as numpy's stable argsort of -x, which keeps
+// NaNs last) and clamp, on transposed inputs.
+TEST(NumpyReference, AlongAxisAndClampAgreeWithNumpy) {
+  const ParallelContext& ctx = testing::two_thread_context();
+  NumpyBatch np;
+  std::vector<std::pair<std::string, Tensor>> checks;
+  const Tensor c = make_tensor({3, 4, 5}, DType::kFloat64, Layout::kTransposed, 801);
+  np.input("c", c);
+  for (std::int64_t axis = 0; axis < 3; ++axis) {
+    for (CumulativeOp op : {CumulativeOp::kSum, CumulativeOp::kProd}) {
+      for (int flags = 0; flags < 4; ++flags) {
+        const bool reverse = (flags & 1) != 0, exclusive = (flags & 2) != 0;
+        Tensor out = *Tensor::empty({3, 4, 5}, DType::kFloat64);
+        ASSERT_TRUE(cumulative(op, c.view(), axis, reverse, exclusive, out.view(), ctx).ok());
+        const std::string fn = op == CumulativeOp::kSum ? "np.cumsum" : "np.cumprod";
+        const std::string identity = op == CumulativeOp::kSum ? "np.zeros_like" : "np.ones_like";
+        // Exclusive: the inclusive scan shifted one step along the axis.
+        const std::string src = reverse ? fmt::format("np.flip(c, {})", axis) : "c";
+        std::string scan = fmt::format("{}({}, axis={})", fn, src, axis);
+        if (exclusive) {
+          scan =
+              fmt::format("np.concatenate([{1}(np.take({2}, [0], axis={0})), np.delete({3}, -1, axis={0})], axis={0})",
+                          axis, identity, src, scan);
+        }
+        const std::string id = fmt::format("cum{}_{}_{}", static_cast<int>(op), axis, flags);
+        np.result(id, reverse ? fmt::format("np.flip({}, {})", scan, axis) : scan);
+        checks.emplace_back(id, out);
+      }
+    }
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor s = *Tensor::from_values<double>({3, nan, 1, 3, -0.0, 0.0, nan, 1, 2, -1, 2, nan, 5, 5, -2, 0}, {4, 4});
+  const Tensor st = *s.permute({1, 0});
+  np.input("st", st);
+  for (std::int64_t axis = 0; axis < 2; ++axis) {
+    for (bool descending : {false, true}) {
+      const std::string order = fmt::format("np.argsort({}st, axis={}, kind='stable')", descending ? "-" : "", axis);
+      Tensor values = *Tensor::empty({4, 4}, DType::kFloat64);
+      Tensor indices = *Tensor::empty({4, 4}, DType::kInt64);
+      ASSERT_TRUE(sort(SortResult::kValues, st.view(), axis, descending, values.view(), ctx).ok());
+      ASSERT_TRUE(sort(SortResult::kIndices, st.view(), axis, descending, indices.view(), ctx).ok());
+      const std::string id = fmt::format("sort_{}_{}", axis, descending);
+      np.result(id, fmt::format("np.take_along_axis(st, {}, axis={})", order, axis));
+      np.result("arg" + id, order);
+      checks.emplace_back(id, values);
+      checks.emplace_back("arg" + id, indices);
+    }
+  }
+  const Tensor lo = *Tensor::from_values<double>({-1, 0, nan, 2, 0, -5}, {6});
+  const Tensor x = *Tensor::from_values<double>({-3, 0.5, 1, nan, 4, 7}, {6});
+  const Tensor hi = *Tensor::from_values<double>({1, 1, 2, 3, -1, nan}, {6});
+  np.input("lo", lo);
+  np.input("x", x);
+  np.input("hi", hi);
+  Tensor clamped = *Tensor::empty({6}, DType::kFloat64);
+  ASSERT_TRUE(clamp(lo.view(), x.view(), hi.view(), clamped.view(), ctx).ok());
+  np.result("clamp", "np.minimum(np.maximum(x, lo), hi)");
+  checks.emplace_back("clamp", clamped);
+
+  if (!np.run()) GTEST_SKIP() << "numpy (" << TENFERRO_REFERENCE_PYTHON << ") is not available";
+  for (const auto& [name, got] : checks) {
+    ASSERT_TRUE(np.has(name)) << name << ": numpy printed no result";
+    expect_close(name, flat_values(got), np[name], 1e-12);
   }
 }
 

@@ -6,6 +6,8 @@ list(APPEND TENFERRO_CPU_SOURCES
   kernels/elementwise.cpp
   kernels/gather_scatter.cpp
   kernels/layout.cpp
+  kernels/random.cpp
+  kernels/along_axis.cpp
   kernels/reduction.cpp
   kernels/slicing.cpp
   kernels/transpose_micro_avx2.cpp
@@ -13,10 +15,12 @@ list(APPEND TENFERRO_CPU_SOURCES
   kernels/validation.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
+  kernels/along_axis_test.cpp
   kernels/elementwise_test.cpp
   kernels/indexing_test.cpp
   kernels/layout_test.cpp
   kernels/numpy_reference_test.cpp
+  kernels/random_test.cpp
   kernels/reduction_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)

@@ -96,6 +96,12 @@ Status compare(CompareDirection direction, const TensorView& a, const TensorView
 Status select(const TensorView& pred, const TensorView& on_true, const TensorView& on_false, const TensorView& out,
               const ParallelContext& ctx, KernelStats* stats = nullptr);
 
+/// out = min(max(x, lo), hi), elementwise (StableHLO clamp); lo, x, hi and
+/// out share an integer or floating dtype. A NaN in any operand gives NaN;
+/// where lo > hi the result is hi.
+Status clamp(const TensorView& lo, const TensorView& x, const TensorView& hi, const TensorView& out,
+             const ParallelContext& ctx, KernelStats* stats = nullptr);
+
 /// out = x converted to out.dtype: C++ conversion, except that complex ->
 /// real takes the real part, -> bool is x != 0, and floating -> integer
 /// saturates at the integer range with NaN -> 0 (C++ leaves those undefined).
