@@ -86,6 +86,22 @@ CoreAttributes make(FuzzInput& in, std::type_identity<ReduceAttributes>) { retur
 CoreAttributes make(FuzzInput& in, std::type_identity<ArgReduceAttributes>) {
   return ArgReduceAttributes{in.in_range(-1, 3)};
 }
+CoreAttributes make(FuzzInput& in, std::type_identity<CumulativeAttributes>) {
+  const std::int64_t axis = in.in_range(-1, 3);
+  const bool reverse = in.flag();
+  return CumulativeAttributes{axis, reverse, in.flag()};
+}
+CoreAttributes make(FuzzInput& in, std::type_identity<SortAttributes>) {
+  const std::int64_t axis = in.in_range(-1, 3);
+  return SortAttributes{axis, in.flag()};
+}
+CoreAttributes make(FuzzInput& in, std::type_identity<RandomAttributes>) {
+  RandomAttributes a{any_dtype(in), shape(in)};
+  a.key = in.byte();
+  a.counter = in.byte();
+  a.distribution = in.flag() ? RandomDistribution::kNormal : RandomDistribution::kUniform;
+  return a;
+}
 CoreAttributes make(FuzzInput& in, std::type_identity<DotGeneralAttributes>) {
   Dims lb = axes(in, 2), rb = axes(in, 2), lc = axes(in, 2), rc = axes(in, 2);
   return DotGeneralAttributes{std::move(lb), std::move(rb), std::move(lc), std::move(rc)};

@@ -76,7 +76,9 @@ TEST(LinalgConcurrency, EigenEngineSharedByEagerThreads) {
 }
 
 TEST(LinalgConcurrency, DefaultEngineSharedByEagerThreads) {
-  expect_concurrent_calls_match_sequential(CpuLinalgEngine::create_default());
+  Result<std::shared_ptr<CpuLinalgEngine>> engine = CpuLinalgEngine::create_default();
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  expect_concurrent_calls_match_sequential(engine.value());
 }
 
 }  // namespace
