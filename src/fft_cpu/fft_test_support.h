@@ -7,13 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <cmath>
 #include <complex>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -21,11 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "cpu/kernels/kernel_test_support.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu.h"
 #include "tenferro/runtime/runtime.h"
 
 namespace tenferro::fft::testing {
+
+using cpu::testing::run_python;
 
 using cd = std::complex<double>;
 
@@ -136,30 +136,6 @@ inline void expect_close(const std::vector<cd>& got, const std::vector<cd>& want
   }
   EXPECT_LE(err, tol * std::max(scale, 1e-300))
       << what << ": max |difference| " << err << " at " << worst << " (scale " << scale << ")";
-}
-
-/// Runs `script` with numpy's python and returns its stdout (empty when
-/// python is unavailable).
-inline std::string run_python(const std::string& script) {
-  const std::string python = TENFERRO_REFERENCE_PYTHON;
-  if (python.empty()) return {};
-  char path[] = "/tmp/tenferro_fft_ref_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return {};
-  close(fd);
-  {
-    std::ofstream f(path);
-    f << script;
-  }
-  std::string out;
-  if (FILE* p = popen((python + " " + path + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    pclose(p);
-  }
-  std::remove(path);
-  return out;
 }
 
 /// Named numpy expressions over named inputs, evaluated in one python run.
