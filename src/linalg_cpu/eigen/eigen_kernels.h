@@ -3,6 +3,15 @@
 // their own translation units (eigen_svd.cpp, eigen_qr_eig.cpp,
 // eigen_lu.cpp) so no single file has to compile every Eigen
 // decomposition. Buffers follow Note [Linalg provider contract].
+//
+// Note [Eigen kernels per type]
+// Eigen's decompositions are the most expensive code of the build to
+// compile (BDCSVD alone costs ~20-40 s of g++ front end per scalar type). The
+// build therefore compiles eigen_svd.cpp and eigen_qr_eig.cpp once per type
+// (src/linalg_cpu/CMakeLists.txt generates the wrappers, each defining
+// TENFERRO_EIGEN_ONLY_TYPE), so the types compile in parallel and no single
+// object holds up the end of the build. TENFERRO_EIGEN_INSTANTIATE expands to
+// the one type when it is set and to every type otherwise.
 #pragma once
 
 #include <complex>
@@ -54,5 +63,11 @@ Status eigen_inverse(const LinalgProblem& problem, const LinalgBuffers& buffers,
   MACRO(double)                             \
   MACRO(std::complex<float>)                \
   MACRO(std::complex<double>)
+
+#ifdef TENFERRO_EIGEN_ONLY_TYPE
+#define TENFERRO_EIGEN_INSTANTIATE(MACRO) MACRO(TENFERRO_EIGEN_ONLY_TYPE)
+#else
+#define TENFERRO_EIGEN_INSTANTIATE(MACRO) TENFERRO_EIGEN_FOR_EACH_TYPE(MACRO)
+#endif
 
 }  // namespace tenferro::linalg::internal

@@ -65,7 +65,7 @@ Status eigen_eig(const LinalgProblem& p, const LinalgBuffers& b) {
   template Status eigen_qr<T>(const LinalgProblem&, const LinalgBuffers&);   \
   template Status eigen_eigh<T>(const LinalgProblem&, const LinalgBuffers&); \
   template Status eigen_eig<T>(const LinalgProblem&, const LinalgBuffers&);
-TENFERRO_EIGEN_FOR_EACH_TYPE(TENFERRO_INSTANTIATE)
+TENFERRO_EIGEN_INSTANTIATE(TENFERRO_INSTANTIATE)
 #undef TENFERRO_INSTANTIATE
 
 }  // namespace tenferro::linalg::internal

@@ -1,4 +1,7 @@
-// Eigen kernels built on BDCSVD: svd, lstsq, pinv.
+// Eigen kernels built on BDCSVD: svd, lstsq, pinv. lstsq and pinv share one
+// thin SVD and one pseudo-inverse product, so BDCSVD and its products are
+// instantiated once per type (Eigen's SVD is the most expensive header to
+// compile; docs/CONTRIBUTING.md "Build time").
 #include <Eigen/SVD>
 
 #include "linalg_cpu/eigen/eigen_maps.h"
@@ -8,10 +11,27 @@ namespace tenferro::linalg::internal {
 namespace {
 
 template <class T>
-Status svd_failure(const Eigen::BDCSVD<EigenMatrix<T>>& svd, LinalgOpKind op) {
+using Svd = Eigen::BDCSVD<EigenMatrix<T>>;
+
+template <class T>
+Status svd_failure(const Svd<T>& svd, LinalgOpKind op) {
   return svd.info() == Eigen::Success
              ? ok_status()
              : Status(no_convergence_error(op, kEigenProviderName, static_cast<std::int64_t>(svd.info())));
+}
+
+// out := V_r S_r⁻¹ U_rᴴ rhs, where r counts the singular values above
+// rcond * s_max (LAPACK gelsd's and numpy.linalg.pinv's rule).
+template <class T>
+void apply_pseudo_inverse(const Svd<T>& svd, double rcond, const EigenMatrix<T>& rhs, EigenMap<T> out) {
+  using R = EigenReal<T>;
+  const auto& s = svd.singularValues();
+  const R cutoff = static_cast<R>(rcond) * (s.size() > 0 ? s(0) : R(0));
+  Eigen::Index rank = 0;
+  while (rank < s.size() && s(rank) > cutoff) ++rank;
+  EigenMatrix<T> projected = svd.matrixU().leftCols(rank).adjoint() * rhs;
+  projected = s.head(rank).cwiseInverse().asDiagonal() * projected;
+  out.noalias() = svd.matrixV().leftCols(rank) * projected;
 }
 
 }  // namespace
@@ -24,7 +44,7 @@ Status eigen_svd(const LinalgProblem& p, const LinalgBuffers& b) {
                          : mode == SvdMode::kThin ? Eigen::ComputeThinU | Eigen::ComputeThinV
                                                   : 0u;
   // flags == 0: Eigen computes the singular values only (no vectors).
-  Eigen::BDCSVD<EigenMatrix<T>> svd(map<T>(b.a, p.m, p.n), flags);
+  Svd<T> svd(map<T>(b.a, p.m, p.n), flags);
   TENFERRO_TRY(svd_failure<T>(svd, p.kind()));
   const std::int64_t k = std::min(p.m, p.n);
   Eigen::Map<Eigen::Matrix<R, Eigen::Dynamic, 1>>(static_cast<R*>(b.values), k) = svd.singularValues().head(k);
@@ -36,23 +56,18 @@ Status eigen_svd(const LinalgProblem& p, const LinalgBuffers& b) {
 
 template <class T>
 Status eigen_lstsq(const LinalgProblem& p, const LinalgBuffers& b) {
-  Eigen::BDCSVD<EigenMatrix<T>> svd(map<T>(b.a, p.m, p.n), Eigen::ComputeThinU | Eigen::ComputeThinV);
+  Svd<T> svd(map<T>(b.a, p.m, p.n), Eigen::ComputeThinU | Eigen::ComputeThinV);
   TENFERRO_TRY(svd_failure<T>(svd, p.kind()));
-  svd.setThreshold(static_cast<EigenReal<T>>(effective_rcond(p)));
-  EigenMatrix<T> x = svd.solve(map<T>(b.b, p.m, p.nrhs));
-  map<T>(b.b, p.n, p.nrhs) = x;
+  const EigenMatrix<T> rhs = map<T>(b.b, p.m, p.nrhs);
+  apply_pseudo_inverse<T>(svd, effective_rcond(p), rhs, map<T>(b.b, p.n, p.nrhs));
   return ok_status();
 }
 
 template <class T>
 Status eigen_pinv(const LinalgProblem& p, const LinalgBuffers& b) {
-  using R = EigenReal<T>;
-  Eigen::BDCSVD<EigenMatrix<T>> svd(map<T>(b.a, p.m, p.n), Eigen::ComputeThinU | Eigen::ComputeThinV);
+  Svd<T> svd(map<T>(b.a, p.m, p.n), Eigen::ComputeThinU | Eigen::ComputeThinV);
   TENFERRO_TRY(svd_failure<T>(svd, p.kind()));
-  const auto& s = svd.singularValues();
-  const R cutoff = static_cast<R>(effective_rcond(p)) * (s.size() > 0 ? s(0) : R(0));
-  Eigen::Matrix<R, Eigen::Dynamic, 1> inverse = s.unaryExpr([cutoff](R x) { return x > cutoff ? R(1) / x : R(0); });
-  map<T>(b.v, p.n, p.m).noalias() = svd.matrixV() * inverse.asDiagonal() * svd.matrixU().adjoint();
+  apply_pseudo_inverse<T>(svd, effective_rcond(p), EigenMatrix<T>::Identity(p.m, p.m), map<T>(b.v, p.n, p.m));
   return ok_status();
 }
 
@@ -60,7 +75,7 @@ Status eigen_pinv(const LinalgProblem& p, const LinalgBuffers& b) {
   template Status eigen_svd<T>(const LinalgProblem&, const LinalgBuffers&);   \
   template Status eigen_lstsq<T>(const LinalgProblem&, const LinalgBuffers&); \
   template Status eigen_pinv<T>(const LinalgProblem&, const LinalgBuffers&);
-TENFERRO_EIGEN_FOR_EACH_TYPE(TENFERRO_INSTANTIATE)
+TENFERRO_EIGEN_INSTANTIATE(TENFERRO_INSTANTIATE)
 #undef TENFERRO_INSTANTIATE
 
 }  // namespace tenferro::linalg::internal
