@@ -33,6 +33,12 @@ function(tenferro_apply_flags target)
     # GCC 12 reports false -Wrestrict positives inside libstdc++'s
     # std::string at -O3 (GCC PR105651); the code involved is not ours.
     target_compile_options(${target} PRIVATE -Wno-restrict)
+    if(CMAKE_UNITY_BUILD)
+      # Note [Unity builds]: a unity source #includes the .cpp files, so GCC
+      # takes a class defined in one of them for a header's class and warns
+      # that its members use that file's anonymous namespace.
+      target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+    endif()
   elseif(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     # `#pragma clang loop vectorize(assume_safety)` (TENFERRO_IVDEP) is a
     # hint: clang reports -Wpass-failed when an instantiation does not

@@ -33,22 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// CPU time of the whole process (all threads), in seconds.
-double process_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
-
 template <class T>
 constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 template <class T>
@@ -102,24 +86,6 @@ Result<Tensor> convert_copy(const Tensor& src, DType to) {
     });
   });
   return dst;
-}
-
-// The sum of the elements as a complex number (imaginary part 0 for reals).
-std::complex<double> sum_of(const Tensor& t) {
-  Tensor dense = t;
-  if (!t.is_contiguous()) {
-    Result<Tensor> copy = convert_copy(t, t.dtype());
-    if (!copy.ok()) return std::nan("");
-    dense = std::move(*copy);
-  }
-  std::complex<double> s = 0.0;
-  visit_dtype(dense.dtype(), [&]<class T>(T) {
-    if constexpr (kIsInexact<T>) {
-      const T* p = static_cast<const T*>(dense.data());
-      for (std::int64_t i = 0; i < dense.numel(); ++i) s += std::complex<double>(p[i]);
-    }
-  });
-  return s;
 }
 
 Result<std::shared_ptr<const program::SemanticProgram>> einsum_program(
@@ -609,6 +575,38 @@ void add_einsum_command(CLI::App& app) {
       throw CLI::RuntimeError(1);
     }
   });
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
+
+std::complex<double> sum_of(const Tensor& t) {
+  Tensor dense = t;
+  if (!t.is_contiguous()) {
+    Result<Tensor> copy = convert_copy(t, t.dtype());
+    if (!copy.ok()) return std::nan("");
+    dense = std::move(*copy);
+  }
+  std::complex<double> s = 0.0;
+  visit_dtype(dense.dtype(), [&]<class T>(T) {
+    if constexpr (kIsInexact<T>) {
+      const T* p = static_cast<const T*>(dense.data());
+      for (std::int64_t i = 0; i < dense.numel(); ++i) s += std::complex<double>(p[i]);
+    }
+  });
+  return s;
 }
 
 }  // namespace tenferro::cli

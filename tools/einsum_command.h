@@ -8,6 +8,7 @@
 // `tenferro bench einsum`.
 #pragma once
 
+#include <complex>
 #include <optional>
 #include <span>
 #include <string>
@@ -93,5 +94,14 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                                             std::span<const Tensor> inputs = {});
 
 void add_einsum_command(CLI::App& app);
+
+/// CPU time of the whole process (all threads), in seconds.
+double process_cpu_seconds();
+/// The median (the mean of the middle two for an even count); 0 for none.
+double median_of(std::vector<double> values);
+/// The sum of the elements as a complex number (imaginary part 0 for reals).
+std::complex<double> sum_of(const Tensor& t);
+/// A kInvalidArgument error about the command line or its files.
+Error invalid(std::string message);
 
 }  // namespace tenferro::cli

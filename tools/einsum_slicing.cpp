@@ -54,41 +54,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
-
 // Note [Rank CPU domains].
 Result<std::shared_ptr<const cpu::CpuDomainSet>> rank_cpu_domains(int threads, int local_rank) {
   if (threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", threads));
   return cpu::make_managed_domains(threads, local_rank * threads);
-}
-
-// CPU time of this process (all threads), in seconds: on a loaded machine
-// the busiest rank's CPU time shows the split of the work better than the
-// wall time does.
-double process_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::complex<double> sum_of(const Tensor& t) {
-  std::complex<double> s = 0.0;
-  visit_dtype(t.dtype(), [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
-                  std::is_same_v<T, std::complex<double>>) {
-      Result<std::vector<T>> values = t.to_vector<T>();
-      if (!values.ok()) return;
-      for (const T& v : *values) s += std::complex<double>(v);
-    }
-  });
-  return s;
 }
 
 // The ranks of the job: MPI's when distributed, else a single one. Every

@@ -44,16 +44,6 @@ Scalar convert_scalar(const Scalar& value, DType dtype) {
   return value;
 }
 
-// Calls rule or extension code; an exception becomes a compile-stage error.
-template <class F>
-auto guarded(std::string_view what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (...) {
-    return status_from_current_exception(ErrorStage::kCompile, what);
-  }
-}
-
 }  // namespace
 
 // --- AdGraph ---

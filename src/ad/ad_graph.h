@@ -40,6 +40,17 @@
 
 namespace tenferro::ad::internal {
 
+/// Runs rule or extension code `f`; an escaping exception becomes a
+/// kCompile error naming `what`.
+template <class F>
+auto guarded(std::string_view what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    return status_from_current_exception(ErrorStage::kCompile, what);
+  }
+}
+
 enum class ValueKind : std::uint8_t { kPrimal, kLinear, kBackward };
 enum class NodeRole : std::uint8_t { kPrimal, kCoefficient, kLinear, kOpaqueLinear, kBackward };
 enum class InputClass : std::uint8_t { kPrimal, kTangent, kCotangent };

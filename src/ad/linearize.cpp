@@ -18,15 +18,6 @@ namespace {
 
 constexpr std::uint32_t kUnmapped = UINT32_MAX;
 
-template <class F>
-auto guarded(std::string_view what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (...) {
-    return status_from_current_exception(ErrorStage::kCompile, what);
-  }
-}
-
 // Extents in core-op attributes that a lowering fragment states in its own
 // symbols, rewritten in the caller's (CoreLowering::symbol_meaning).
 program::CoreAttributes substitute_symbols(const program::CoreAttributes& attributes,

@@ -14,15 +14,6 @@ using program::ValueMetadata;
 
 namespace {
 
-template <class F>
-auto guarded(std::string_view what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (...) {
-    return status_from_current_exception(ErrorStage::kCompile, what);
-  }
-}
-
 class Transposer {
  public:
   Transposer(AdGraph& graph, TransformCounters& counters)

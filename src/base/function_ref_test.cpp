@@ -9,7 +9,7 @@ namespace {
 
 int apply(FunctionRef<int(int)> f, int x) { return f(x); }
 
-int twice(int x) { return 2 * x; }
+int double_it(int x) { return 2 * x; }
 
 TEST(FunctionRefTest, CallsLambdasFunctionsAndMutableState) {
   int calls = 0;
@@ -21,7 +21,7 @@ TEST(FunctionRefTest, CallsLambdasFunctionsAndMutableState) {
                 4),
             5);
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(apply(twice, 21), 42);
+  EXPECT_EQ(apply(double_it, 21), 42);
   struct Counter {
     int n = 0;
     int operator()(int x) { return n += x; }

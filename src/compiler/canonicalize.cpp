@@ -12,6 +12,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "tenferro/base/hash.h"
 #include "tenferro/program/core_inference.h"
 #include "tenferro/program/shape_guard.h"
 #include "working_graph.h"
@@ -21,10 +22,6 @@ namespace {
 
 using program::CoreSemanticOp;
 using program::ValueMetadata;
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {
-  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-}
 
 bool is_iota(const Dims& dims) {
   for (std::size_t i = 0; i < dims.size(); ++i)
@@ -131,9 +128,9 @@ class Canonicalizer {
     std::uint64_t key = 0;
     if (merge) {
       key = n.is_core() ? static_cast<std::uint64_t>(n.core) + 1 : n.extension->payload_hash();
-      key = mix(key, program::hash_value(n.attributes));
-      key = mix(key, n.placement.hash());
-      for (std::uint32_t v : n.operands) key = mix(key, v);
+      key = hashing::hash_combine(key, program::hash_value(n.attributes));
+      key = hashing::hash_combine(key, n.placement.hash());
+      for (std::uint32_t v : n.operands) key = hashing::hash_combine(key, v);
       auto it = table_.find(key);
       if (it != table_.end()) {
         for (std::uint32_t candidate : it->second) {

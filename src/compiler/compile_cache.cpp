@@ -5,15 +5,10 @@
 #include <functional>
 #include <string_view>
 
+#include "tenferro/base/hash.h"
+
 namespace tenferro::compiler {
 namespace internal {
-namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {
-  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-}
-
-}  // namespace
 
 OptionsKey OptionsKey::of(const CompilerOptions& options) {
   OptionsKey key;
@@ -29,8 +24,8 @@ OptionsKey OptionsKey::of(const CompilerOptions& options) {
 std::uint64_t OptionsKey::hash() const noexcept {
   std::uint64_t h = flags;
   for (const program::TransformIdentity& t : transforms) {
-    h = mix(h, std::hash<std::string_view>()(t.name));
-    h = mix(h, t.options_hash);
+    h = hashing::hash_combine(h, std::hash<std::string_view>()(t.name));
+    h = hashing::hash_combine(h, t.options_hash);
   }
   return h;
 }
@@ -39,7 +34,7 @@ std::uint64_t OptionsKey::hash() const noexcept {
 
 std::uint64_t GraphCompiler::Cache::key_of(const program::SemanticProgram& traced,
                                            const internal::OptionsKey& options) noexcept {
-  return internal::mix(traced.fingerprint().prefix64(), options.hash());
+  return hashing::hash_combine(traced.fingerprint().prefix64(), options.hash());
 }
 
 GraphCompiler::Cache::Lru::iterator GraphCompiler::Cache::lookup(std::uint64_t key,

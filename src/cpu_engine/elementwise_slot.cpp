@@ -17,7 +17,7 @@ namespace {
 using program::CoreSemanticOp;
 using runtime::OperationRequest;
 
-constexpr std::string_view kName = "cpu.elementwise";
+constexpr std::string_view kElementwiseName = "cpu.elementwise";
 
 // Note [Core op to kernel op]
 // The kernels' unary and binary op lists (elementwise_ops.def) use the core
@@ -69,13 +69,13 @@ Status write_constant(const program::ConstantAttributes& attributes, const Tenso
   const std::span<const std::int64_t> shape = literal.shape();
   if (shape.size() != out.shape.size() || !std::equal(shape.begin(), shape.end(), out.shape.begin())) {
     return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                      "{}: constant expected an output of the literal's shape [{}], found [{}]", kName,
+                      "{}: constant expected an output of the literal's shape [{}], found [{}]", kElementwiseName,
                       fmt::join(shape, ", "), fmt::join(out.shape, ", "));
   }
   std::array<std::int64_t, 64> strides{};
   if (shape.size() > strides.size()) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: constant of rank {} (at most {} supported)",
-                      kName, shape.size(), strides.size());
+                      kElementwiseName, shape.size(), strides.size());
   }
   std::int64_t stride = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
@@ -92,7 +92,7 @@ Status write_constant(const program::ConstantAttributes& attributes, const Tenso
 
 class CpuElementwiseRuntime final : public runtime::ElementwiseRuntime {
  public:
-  std::string_view name() const noexcept override { return kName; }
+  std::string_view name() const noexcept override { return kElementwiseName; }
   bool reproducible() const noexcept override { return true; }
   runtime::ExecutionContextTypeId context_type() const noexcept override {
     return runtime::ExecutionContextTypeId::of<CpuEngineContext>();
@@ -106,8 +106,8 @@ class CpuElementwiseRuntime final : public runtime::ElementwiseRuntime {
   }
 
   Status run(const OperationRequest& request, runtime::ErasedExecutionContext context) const override {
-    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kName));
-    TENFERRO_TRY(check_request(request, runtime::OpFamily::kElementwise, kName));
+    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kElementwiseName));
+    TENFERRO_TRY(check_request(request, runtime::OpFamily::kElementwise, kElementwiseName));
     const ParallelContext& ctx = *engine->parallel;
     const std::span<const TensorView> in = request.inputs;
     switch (request.op) {
@@ -138,7 +138,7 @@ class CpuElementwiseRuntime final : public runtime::ElementwiseRuntime {
       return binary(*op, in[0], in[1], request.output, ctx);
     }
     if (const std::optional<UnaryOp> op = unary_kernel_op(request.op)) return unary(*op, in[0], request.output, ctx);
-    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kName,
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kElementwiseName,
                       program::to_string(request.op));
   }
 };

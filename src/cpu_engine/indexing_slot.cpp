@@ -13,11 +13,11 @@ namespace {
 
 using program::CoreSemanticOp;
 
-constexpr std::string_view kName = "cpu.indexing";
+constexpr std::string_view kIndexingName = "cpu.indexing";
 
 class CpuIndexingRuntime final : public runtime::IndexingRuntime {
  public:
-  std::string_view name() const noexcept override { return kName; }
+  std::string_view name() const noexcept override { return kIndexingName; }
   // scatter is not (duplicate indices: an unspecified write wins, or a
   // parallel accumulation order); every other op is.
   bool reproducible() const noexcept override { return false; }
@@ -34,8 +34,8 @@ class CpuIndexingRuntime final : public runtime::IndexingRuntime {
   }
 
   Status run(const runtime::OperationRequest& request, runtime::ErasedExecutionContext context) const override {
-    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kName));
-    TENFERRO_TRY(check_request(request, runtime::OpFamily::kIndexing, kName));
+    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kIndexingName));
+    TENFERRO_TRY(check_request(request, runtime::OpFamily::kIndexing, kIndexingName));
     const ParallelContext& ctx = *engine->parallel;
     const std::span<const TensorView> in = request.inputs;
     const TensorView& out = request.output;
@@ -52,7 +52,7 @@ class CpuIndexingRuntime final : public runtime::IndexingRuntime {
         const Dims& sizes = request.attributes_as<program::DynamicSliceAttributes>().sizes;
         if (!std::equal(sizes.begin(), sizes.end(), out.shape.begin(), out.shape.end())) {
           return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                            "{}: dynamic_slice expected an output of the slice sizes [{}], found [{}]", kName,
+                            "{}: dynamic_slice expected an output of the slice sizes [{}], found [{}]", kIndexingName,
                             fmt::join(sizes, ", "), fmt::join(out.shape, ", "));
         }
         Dims starts;
@@ -73,7 +73,7 @@ class CpuIndexingRuntime final : public runtime::IndexingRuntime {
         return scatter(in[0], in[1], in[2], a.axis, combine, out, ctx);
       }
       default:
-        return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kName,
+        return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kIndexingName,
                           program::to_string(request.op));
     }
   }

@@ -11,11 +11,11 @@ namespace {
 
 using program::CoreSemanticOp;
 
-constexpr std::string_view kName = "cpu.reduction";
+constexpr std::string_view kReductionName = "cpu.reduction";
 
 class CpuReductionRuntime final : public runtime::ReductionRuntime {
  public:
-  std::string_view name() const noexcept override { return kName; }
+  std::string_view name() const noexcept override { return kReductionName; }
   // Results do not depend on the thread count (reduction.h).
   bool reproducible() const noexcept override { return true; }
   runtime::ExecutionContextTypeId context_type() const noexcept override {
@@ -27,8 +27,8 @@ class CpuReductionRuntime final : public runtime::ReductionRuntime {
   }
 
   Status run(const runtime::OperationRequest& request, runtime::ErasedExecutionContext context) const override {
-    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kName));
-    TENFERRO_TRY(check_request(request, runtime::OpFamily::kReduction, kName));
+    TENFERRO_ASSIGN_OR_RETURN(const CpuEngineContext* engine, engine_context(context, kReductionName));
+    TENFERRO_TRY(check_request(request, runtime::OpFamily::kReduction, kReductionName));
     const ParallelContext& ctx = *engine->parallel;
     const TensorView& x = request.inputs[0];
     switch (request.op) {
@@ -59,7 +59,7 @@ class CpuReductionRuntime final : public runtime::ReductionRuntime {
                     a.descending, request.output, ctx);
       }
       default:
-        return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kName,
+        return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kReductionName,
                           program::to_string(request.op));
     }
   }

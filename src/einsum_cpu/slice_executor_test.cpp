@@ -14,14 +14,14 @@ namespace {
 
 using test_support::Dense;
 
-struct Case {
+struct SliceCase {
   Network network;
   ContractionTree tree;
   std::vector<Dense> operands;
   Dense expected;
 };
 
-Case make_case(std::uint64_t seed) {
+SliceCase make_case(std::uint64_t seed) {
   const int inputs = 2 + static_cast<int>(seed % 5);  // 2..6
   const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
   const auto r = test_support::refs(e.shapes);
@@ -29,7 +29,7 @@ Case make_case(std::uint64_t seed) {
   ContractionTree tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy}).value();
   auto operands = test_support::random_operands(e.shapes, seed);
   Dense expected = test_support::brute_force_einsum(net, operands);
-  return Case{std::move(net), std::move(tree), std::move(operands), std::move(expected)};
+  return SliceCase{std::move(net), std::move(tree), std::move(operands), std::move(expected)};
 }
 
 TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
@@ -37,7 +37,7 @@ TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
   const cpu::SequentialContext ctx;
   int multi_slice = 0;
   for (std::uint64_t seed = 200; seed < 240; ++seed) {
-    const Case c = make_case(seed);
+    const SliceCase c = make_case(seed);
     SCOPED_TRACE(c.network.to_string());
     SlicingOptions options;
     options.max_intermediate_bytes = std::max(8.0, c.tree.cost().max_intermediate_elements * 8.0 / 6.0);

@@ -52,10 +52,6 @@ std::uint64_t hash_attributes(const LinalgAttributes& a) noexcept {
   return hash_combine(h, double_bits(a.p));
 }
 
-bool is_linalg_dtype(DType d) noexcept {
-  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kComplex64 || d == DType::kComplex128;
-}
-
 bool is_vector_order(NormOrder o) noexcept {
   return o == NormOrder::kOne || o == NormOrder::kTwo || o == NormOrder::kInf || o == NormOrder::kNegInf ||
          o == NormOrder::kP;

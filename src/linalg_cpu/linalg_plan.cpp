@@ -24,10 +24,6 @@ constexpr LinalgAttributes values_only_svd_attributes() {
   return a;
 }
 
-bool is_linalg_dtype(DType d) noexcept {
-  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kComplex64 || d == DType::kComplex128;
-}
-
 Error prepare_error(ErrorCode code, const LinalgAttributes& a, std::string message) {
   return Error(code, ErrorStage::kPrepare, fmt::format("linalg.{}: {}", to_string(a.kind), message));
 }

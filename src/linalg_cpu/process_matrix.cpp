@@ -12,24 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "linalg_cpu/lapack/lapack_symbols.h"
 #include "linalg_cpu/linalg_plan.h"
 
 namespace tenferro::linalg::internal {
 
 namespace {
-
-template <class T>
-struct Real {
-  using type = T;
-};
-template <class R>
-struct Real<std::complex<R>> {
-  using type = R;
-};
-template <class T>
-using RealOf = typename Real<T>::type;
-template <class T>
-inline constexpr bool kComplex = !std::is_same_v<T, RealOf<T>>;
 
 // Gauge pivot: the first entry within this relative distance of the
 // largest magnitude is made real and positive. The tolerance keeps the
@@ -38,7 +26,7 @@ constexpr double kGaugeTieTolerance = 1e-3;
 
 template <class T>
 bool finite(T x) noexcept {
-  if constexpr (kComplex<T>) {
+  if constexpr (kIsComplex<T>) {
     return std::isfinite(x.real()) && std::isfinite(x.imag());
   } else {
     return std::isfinite(x);
@@ -60,7 +48,7 @@ T unit_phase(T x) noexcept {
 
 template <class T>
 T conj_of(T x) noexcept {
-  if constexpr (kComplex<T>) {
+  if constexpr (kIsComplex<T>) {
     return std::conj(x);
   } else {
     return x;

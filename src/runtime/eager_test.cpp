@@ -20,8 +20,6 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace): test fixtures
 
-constexpr StorageDomainId kDevice{7};
-
 Tensor host_tensor(std::initializer_list<double> values, IntArrayRef shape) {
   return *Tensor::from_values<double>(values, shape);
 }

@@ -17,7 +17,6 @@ using program::ProgramBuilder;
 using program::ProgramValue;
 using Values = SmallVector<ProgramValue, 4>;
 
-constexpr StorageDomainId kDevice{7};
 constexpr ResourceKey kThreads{ResourceKind::kCpuThreads, 0};
 
 // A deterministic arbiter: records every request, can refuse the n-th one,

@@ -26,6 +26,9 @@
 
 namespace tenferro::runtime::testing {
 
+/// The storage domain of the mock "device" engine in transfer tests.
+inline constexpr StorageDomainId kDevice{7};
+
 using program::CoreSemanticOp;
 
 /// Calls f(offset_a, offset_b, ...) style: visits every multi-index of

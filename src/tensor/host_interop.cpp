@@ -6,8 +6,6 @@
 namespace tenferro {
 namespace {
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
-
 class DeleterOwner final : public StorageOwner {
  public:
   explicit DeleterOwner(std::function<void(void*)> deleter) : deleter_(std::move(deleter)) {}
@@ -28,15 +26,16 @@ class DeleterOwner final : public StorageOwner {
 }  // namespace
 
 Result<HostBuffer> export_host_mutable(Tensor& tensor) {
-  if (!tensor.defined()) return make_error(ErrorCode::kFailedPrecondition, kStage, "export of an undefined tensor");
+  if (!tensor.defined())
+    return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone, "export of an undefined tensor");
   if (!tensor.is_host()) {
-    return make_error(ErrorCode::kFailedPrecondition, kStage,
+    return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,
                       "host export needs host storage, found storage domain {}; transfer explicitly first",
                       tensor.storage()->storage_domain());
   }
   for (std::size_t i = 0; i < tensor.shape().size(); ++i) {
     if (tensor.strides()[i] == 0 && tensor.shape()[i] > 1) {
-      return make_error(ErrorCode::kFailedPrecondition, kStage,
+      return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,
                         "host export of a broadcast tensor {}: its elements share addresses, so a mutable buffer "
                         "cannot represent it",
                         tensor.to_string());
@@ -54,21 +53,21 @@ Result<HostBuffer> export_host_mutable(Tensor& tensor) {
 }
 
 Result<Tensor> adopt_host(void* data, IntArrayRef shape, DType dtype, std::function<void(void*)> deleter) {
-  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, kStage, "adopt_host: null data");
+  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "adopt_host: null data");
   if (reinterpret_cast<std::uintptr_t>(data) % dtype_alignment(dtype) != 0) {
-    return make_error(ErrorCode::kInvalidArgument, kStage, "adopt_host: address {} is not aligned for {}",
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "adopt_host: address {} is not aligned for {}",
                       fmt::ptr(data), dtype);
   }
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t n, checked_numel(shape));
   std::size_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<std::size_t>(n), dtype_size(dtype), &bytes)) {
-    return make_error(ErrorCode::kSizeOverflow, kStage, "adopt_host: {} elements overflow", n);
+    return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "adopt_host: {} elements overflow", n);
   }
   std::shared_ptr<StorageOwner> owner;
   try {
     owner = std::make_shared<DeleterOwner>(std::move(deleter));
   } catch (...) {
-    return status_from_current_exception(kStage, "adopt_host");
+    return status_from_current_exception(ErrorStage::kNone, "adopt_host");
   }
   TENFERRO_ASSIGN_OR_RETURN(StorageRef storage, Storage::wrap(data, bytes, StorageDescriptor{}, std::move(owner)));
   return Tensor::from_storage(std::move(storage), dtype, shape, row_major_strides(shape));
@@ -77,7 +76,8 @@ Result<Tensor> adopt_host(void* data, IntArrayRef shape, DType dtype, std::funct
 Result<Tensor> import_host_copy(const void* data, IntArrayRef shape, DType dtype) {
   TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(shape, dtype));
   if (t.nbytes() != 0) {
-    if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, kStage, "import_host_copy: null data");
+    if (data == nullptr)
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "import_host_copy: null data");
     std::memcpy(t.data(), data, t.nbytes());
   }
   return t;

@@ -10,13 +10,12 @@
 namespace tenferro {
 namespace {
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
-
 // Bytes needed by `numel` elements of `dtype`, with overflow checking.
 Result<std::size_t> checked_nbytes(std::int64_t numel, DType dtype) {
   std::size_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<std::size_t>(numel), dtype_size(dtype), &bytes)) {
-    return make_error(ErrorCode::kSizeOverflow, kStage, "{} elements of {} do not fit in memory", numel, dtype);
+    return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "{} elements of {} do not fit in memory", numel,
+                      dtype);
   }
   return bytes;
 }
@@ -61,7 +60,7 @@ std::optional<Dims> view_strides(IntArrayRef old_shape, IntArrayRef old_strides,
 namespace internal {
 
 Status dtype_mismatch(DType expected, DType found) {
-  return make_error(ErrorCode::kDTypeMismatch, kStage, "expected dtype {}, found {}", expected, found);
+  return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "expected dtype {}, found {}", expected, found);
 }
 
 void copy_to_contiguous(const TensorView& src, void* dst) noexcept {
@@ -110,16 +109,18 @@ Result<Tensor> Tensor::zeros(IntArrayRef shape, DType dtype, MemoryOrder order) 
 
 Result<Tensor> Tensor::from_storage(StorageRef storage, DType dtype, IntArrayRef shape, IntArrayRef strides,
                                     std::int64_t offset) {
-  if (!storage) return make_error(ErrorCode::kInvalidArgument, kStage, "from_storage: null storage");
+  if (!storage) return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "from_storage: null storage");
   if (shape.size() != strides.size()) {
-    return make_error(ErrorCode::kShapeMismatch, kStage, "from_storage: shape {} has rank {} but strides {} rank {}",
-                      shape_to_string(shape), shape.size(), shape_to_string(strides), strides.size());
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "from_storage: shape {} has rank {} but strides {} rank {}", shape_to_string(shape), shape.size(),
+                      shape_to_string(strides), strides.size());
   }
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t n, checked_numel(shape));
-  if (offset < 0) return make_error(ErrorCode::kOutOfRange, kStage, "from_storage: negative offset {}", offset);
+  if (offset < 0)
+    return make_error(ErrorCode::kOutOfRange, ErrorStage::kNone, "from_storage: negative offset {}", offset);
   for (std::int64_t s : strides) {
     if (s < 0) {
-      return make_error(ErrorCode::kInvalidArgument, kStage, "from_storage: strides {} must be non-negative",
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "from_storage: strides {} must be non-negative",
                         shape_to_string(strides));
     }
   }
@@ -134,7 +135,7 @@ Result<Tensor> Tensor::from_storage(StorageRef storage, DType dtype, IntArrayRef
     }
   }
   if (overflow || (n > 0 && last >= capacity) || offset > capacity) {
-    return make_error(ErrorCode::kOutOfRange, kStage,
+    return make_error(ErrorCode::kOutOfRange, ErrorStage::kNone,
                       "from_storage: shape {} strides {} offset {} address elements beyond the {} {} elements of the "
                       "storage",
                       shape_to_string(shape), shape_to_string(strides), offset, capacity, dtype);
@@ -143,14 +144,15 @@ Result<Tensor> Tensor::from_storage(StorageRef storage, DType dtype, IntArrayRef
 }
 
 Result<Tensor> Tensor::with_layout(Dims shape, Dims strides, std::int64_t offset) const {
-  if (!defined()) return make_error(ErrorCode::kFailedPrecondition, kStage, "view of an undefined tensor");
+  if (!defined()) return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone, "view of an undefined tensor");
   return Tensor(storage_, dtype_, std::move(shape), std::move(strides), offset);
 }
 
 Result<Tensor> Tensor::permute(IntArrayRef perm) const {
   if (static_cast<std::int64_t>(perm.size()) != rank()) {
-    return make_error(ErrorCode::kInvalidArgument, kStage, "permute: expected {} axes for shape {}, found {}", rank(),
-                      shape_to_string(shape_), shape_to_string(perm));
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "permute: expected {} axes for shape {}, found {}", rank(), shape_to_string(shape_),
+                      shape_to_string(perm));
   }
   Dims shape(perm.size());
   Dims strides(perm.size());
@@ -160,7 +162,8 @@ Result<Tensor> Tensor::permute(IntArrayRef perm) const {
     if (!axis.ok()) return axis.status().with_context(fmt::format("permute {}", shape_to_string(perm)));
     const auto a = static_cast<std::size_t>(*axis);
     if (seen[a]) {
-      return make_error(ErrorCode::kInvalidArgument, kStage, "permute: {} repeats axis {}", shape_to_string(perm), a);
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "permute: {} repeats axis {}",
+                        shape_to_string(perm), a);
     }
     seen[a] = true;
     shape[i] = shape_[a];
@@ -186,31 +189,33 @@ Result<Tensor> Tensor::reshape(IntArrayRef shape) const {
   for (std::size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
       if (inferred >= 0) {
-        return make_error(ErrorCode::kInvalidArgument, kStage, "reshape: {} has more than one -1",
+        return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "reshape: {} has more than one -1",
                           shape_to_string(shape));
       }
       inferred = static_cast<std::int64_t>(i);
     } else if (target[i] < 0) {
-      return make_error(ErrorCode::kInvalidArgument, kStage, "reshape: negative extent in {}", shape_to_string(shape));
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "reshape: negative extent in {}",
+                        shape_to_string(shape));
     } else if (__builtin_mul_overflow(known, target[i], &known)) {
-      return make_error(ErrorCode::kSizeOverflow, kStage, "reshape: element count of {} overflows",
+      return make_error(ErrorCode::kSizeOverflow, ErrorStage::kNone, "reshape: element count of {} overflows",
                         shape_to_string(shape));
     }
   }
   const std::int64_t n = numel();
   if (inferred >= 0) {
     if (known == 0 || n % known != 0) {
-      return make_error(ErrorCode::kShapeMismatch, kStage, "reshape: cannot infer -1 in {} for {} elements",
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "reshape: cannot infer -1 in {} for {} elements",
                         shape_to_string(shape), n);
     }
     target[static_cast<std::size_t>(inferred)] = n / known;
   } else if (known != n) {
-    return make_error(ErrorCode::kShapeMismatch, kStage, "reshape: shape {} holds {} elements, tensor has {} ({})",
-                      shape_to_string(shape), known, n, shape_to_string(shape_));
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "reshape: shape {} holds {} elements, tensor has {} ({})", shape_to_string(shape), known, n,
+                      shape_to_string(shape_));
   }
   std::optional<Dims> strides = view_strides(shape_, strides_, target);
   if (!strides) {
-    return make_error(ErrorCode::kLayoutRequiresCopy, kStage,
+    return make_error(ErrorCode::kLayoutRequiresCopy, ErrorStage::kNone,
                       "reshape: shape {} with strides {} cannot be viewed as {} without a copy; materialize it "
                       "explicitly first",
                       shape_to_string(shape_), shape_to_string(strides_), shape_to_string(target));
@@ -220,8 +225,9 @@ Result<Tensor> Tensor::reshape(IntArrayRef shape) const {
 
 Result<Tensor> Tensor::broadcast_to(IntArrayRef shape) const {
   if (shape.size() < shape_.size()) {
-    return make_error(ErrorCode::kShapeMismatch, kStage, "broadcast_to: cannot broadcast {} to lower rank {}",
-                      shape_to_string(shape_), shape_to_string(shape));
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "broadcast_to: cannot broadcast {} to lower rank {}", shape_to_string(shape_),
+                      shape_to_string(shape));
   }
   TENFERRO_TRY(checked_numel(shape));
   const std::size_t lead = shape.size() - shape_.size();
@@ -232,7 +238,7 @@ Result<Tensor> Tensor::broadcast_to(IntArrayRef shape) const {
     if (have == want) {
       strides[lead + i] = strides_[i];
     } else if (have != 1) {
-      return make_error(ErrorCode::kShapeMismatch, kStage,
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
                         "broadcast_to: cannot broadcast {} to {} (axis {} has extent {}, expected 1 or {})",
                         shape_to_string(shape_), shape_to_string(shape), i, have, want);
     }
@@ -243,7 +249,7 @@ Result<Tensor> Tensor::broadcast_to(IntArrayRef shape) const {
 Result<Tensor> Tensor::slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t a, normalize_axis(axis, rank()));
   if (step < 1) {
-    return make_error(ErrorCode::kInvalidArgument, kStage,
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "slice: step must be >= 1 (views have non-negative strides), found {}", step);
   }
   const auto ax = static_cast<std::size_t>(a);
@@ -267,7 +273,7 @@ Result<Tensor> Tensor::diagonal(std::int64_t axis0, std::int64_t axis1) const {
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t a, normalize_axis(axis0, rank()));
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t b, normalize_axis(axis1, rank()));
   if (a == b) {
-    return make_error(ErrorCode::kInvalidArgument, kStage, "diagonal: axes must differ, both are {}", a);
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "diagonal: axes must differ, both are {}", a);
   }
   Dims shape;
   Dims strides;
@@ -287,8 +293,8 @@ Result<Tensor> Tensor::squeeze(std::int64_t axis) const {
   TENFERRO_ASSIGN_OR_RETURN(std::int64_t a, normalize_axis(axis, rank()));
   const auto ax = static_cast<std::size_t>(a);
   if (shape_[ax] != 1) {
-    return make_error(ErrorCode::kShapeMismatch, kStage, "squeeze: axis {} of {} has extent {}, expected 1", a,
-                      shape_to_string(shape_), shape_[ax]);
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "squeeze: axis {} of {} has extent {}, expected 1",
+                      a, shape_to_string(shape_), shape_[ax]);
   }
   Dims shape = shape_;
   Dims strides = strides_;
@@ -356,9 +362,9 @@ bool Tensor::is_non_overlapping_and_dense() const noexcept {
 }
 
 Status Tensor::copy_elements_to(void* dst) const {
-  if (!defined()) return make_error(ErrorCode::kFailedPrecondition, kStage, "read of an undefined tensor");
+  if (!defined()) return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone, "read of an undefined tensor");
   if (!is_host()) {
-    return make_error(ErrorCode::kFailedPrecondition, kStage,
+    return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,
                       "host read of a tensor in storage domain {}; transfer it to the host explicitly first",
                       storage_->storage_domain());
   }

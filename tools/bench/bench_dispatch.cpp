@@ -114,12 +114,13 @@ std::shared_ptr<const program::SemanticProgram> neg_chain(int length) {
 
 // Medians of interleaved rounds: each round times `batch` calls of ours,
 // then of the baseline. Returns {ours, baseline} in seconds per call.
-struct Pair {
+struct CallPair {
   double ours = 0;
   double baseline = 0;
   int runs = 0;
 };
-Pair interleaved(const std::function<void()>& ours, const std::function<void()>& baseline, int batch, int rounds) {
+CallPair interleaved_medians(const std::function<void()>& ours, const std::function<void()>& baseline, int batch,
+                             int rounds) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < batch; ++i) {
     ours();
@@ -142,7 +143,7 @@ Pair interleaved(const std::function<void()>& ours, const std::function<void()>&
   return {median(a), median(b), rounds};
 }
 
-Case make_case(std::string name, const Pair& p, std::string baseline_name) {
+Case make_case(std::string name, const CallPair& p, std::string baseline_name) {
   Case c{std::move(name), p.ours * 1e9, "ns", p.baseline * 1e9, std::move(baseline_name), 1, p.runs};
   c.extra["overhead_ns"] = (p.ours - p.baseline) * 1e9;
   return c;
@@ -176,7 +177,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       (void)add_slot->run(r, ErasedExecutionContext::of(no_context));
       sink = sink + static_cast<double*>(out.data())[0];
     };
-    reporter.add(make_case("eager_add_8", interleaved(ours, base, batch, rounds), "direct_provider_call"));
+    reporter.add(make_case("eager_add_8", interleaved_medians(ours, base, batch, rounds), "direct_provider_call"));
   }
   // --- eager_matmul_2x2 ---
   {
@@ -192,7 +193,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       (void)dot->run(r, ErasedExecutionContext::of(no_context));
       sink = sink + static_cast<double*>(out.data())[0];
     };
-    reporter.add(make_case("eager_matmul_2x2", interleaved(ours, base, batch, rounds), "direct_provider_call"));
+    reporter.add(make_case("eager_matmul_2x2", interleaved_medians(ours, base, batch, rounds), "direct_provider_call"));
   }
   // --- eager_add_8_cpu / eager_matmul_2x2_cpu: the same calls through the
   // real CPU engine (target: <= 0.3 us per call), against its slot called
@@ -222,7 +223,8 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       (void)add_slot->run(r, ErasedExecutionContext::of(cpu_context));
       sink = sink + static_cast<double*>(out.data())[0];
     };
-    reporter.add(make_case("eager_add_8_cpu", interleaved(add_ours, add_base, batch, rounds), "direct_provider_call"));
+    reporter.add(
+        make_case("eager_add_8_cpu", interleaved_medians(add_ours, add_base, batch, rounds), "direct_provider_call"));
     const program::CoreAttributes matmul = program::DotGeneralAttributes{{}, {}, {1}, {0}};
     const DotGeneralRuntime* volatile dot_slot = engine->registration.capabilities.dot_general.get();
     const Dims matrix_strides = row_major_strides(m.shape());
@@ -234,8 +236,8 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       (void)dot_slot->run(r, ErasedExecutionContext::of(cpu_context));
       sink = sink + static_cast<double*>(out.data())[0];
     };
-    reporter.add(
-        make_case("eager_matmul_2x2_cpu", interleaved(mm_ours, mm_base, batch, rounds), "direct_provider_call"));
+    reporter.add(make_case("eager_matmul_2x2_cpu", interleaved_medians(mm_ours, mm_base, batch, rounds),
+                           "direct_provider_call"));
     // The same eager matmul against an engine whose dot_general composite
     // plans every call (tiny shortcut off: Note [Tiny dot_general]).
     cpu::CpuEngineOptions planned_options;
@@ -248,7 +250,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
     if (!planned_rt.ok()) return 1;
     EagerContext planned_ctx = planned_rt->on();
     auto mm_planned = [&] { sink = sink + static_cast<double*>(planned_ctx.matmul(m, m)->data())[0]; };
-    reporter.add(make_case("eager_matmul_2x2_cpu_tiny", interleaved(mm_ours, mm_planned, batch, rounds),
+    reporter.add(make_case("eager_matmul_2x2_cpu_tiny", interleaved_medians(mm_ours, mm_planned, batch, rounds),
                            "eager_matmul_2x2_cpu_planned"));
   }
   // --- eager_allocs_per_call ---
@@ -298,12 +300,12 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
     auto run_long = [&] {
       sink = sink + double((*nrt->run_prepared(*long_plan, std::span<const Tensor>(&a, 1))).size());
     };
-    const Pair short_vs_long = interleaved(run_long, run_short, batch / 8 + 1, rounds);
+    const CallPair short_vs_long = interleaved_medians(run_long, run_short, batch / 8 + 1, rounds);
     auto direct_batch = [&] {
       for (int i = 0; i < kLong - 1; ++i) direct();
     };
-    const Pair direct_pair = interleaved(direct_batch, direct_batch, batch / 8 + 1, rounds);
-    Pair node;
+    const CallPair direct_pair = interleaved_medians(direct_batch, direct_batch, batch / 8 + 1, rounds);
+    CallPair node;
     node.ours = (short_vs_long.ours - short_vs_long.baseline) / (kLong - 1);
     node.baseline = direct_pair.ours / (kLong - 1);
     node.runs = rounds;
@@ -317,7 +319,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       (void)slot->run(r, ErasedExecutionContext::of(no_context));
       sink = sink + static_cast<double*>(out.data())[0];
     };
-    reporter.add(make_case("prepared_run_overhead", interleaved(run_short, base_run, batch, rounds),
+    reporter.add(make_case("prepared_run_overhead", interleaved_medians(run_short, base_run, batch, rounds),
                            "direct_provider_call_with_output_allocation"));
   }
   // --- plan_cache_hit ---
@@ -335,7 +337,7 @@ int run_dispatch(const SuiteOptions& options, Reporter& reporter) {
       std::shared_ptr<const program::SemanticProgram> copy = it->second;
       sink = sink + double(copy->num_operations());
     };
-    Case c = make_case("plan_cache_hit", interleaved(ours, base, batch, rounds), "mutex_unordered_map_find");
+    Case c = make_case("plan_cache_hit", interleaved_medians(ours, base, batch, rounds), "mutex_unordered_map_find");
     c.extra["note"] = "Runtime::prepare_for hit (key build, hash, lookup, shared_ptr copy) for a prebuilt signature";
     reporter.add(std::move(c));
   }

@@ -41,7 +41,7 @@ namespace {
 
 // The peers, timed in one python process per thread count; prints one JSON
 // object per instance: {"file", "numpy_s", "torch_s"} (medians, seconds).
-constexpr const char* kPeerScript = R"PY(
+constexpr const char* kDotGeneralPeerScript = R"PY(
 import json, sys, time
 import numpy as np
 threads = int(sys.argv[1])
@@ -170,7 +170,7 @@ std::map<std::string, nlohmann::json> run_peers(const std::vector<Instance>& ins
   std::map<std::string, nlohmann::json> out;
   std::vector<std::string> args{std::to_string(threads)};
   for (const Instance& inst : instances) args.push_back(inst.file);
-  const std::optional<std::string> text = run_python_peer(kPeerScript, args, threads);
+  const std::optional<std::string> text = run_python_peer(kDotGeneralPeerScript, args, threads);
   if (!text) {
     reporter.progress("the python peers exited with an error (numpy/torch missing?)");
     return out;
@@ -183,7 +183,7 @@ std::map<std::string, nlohmann::json> run_peers(const std::vector<Instance>& ins
   return out;
 }
 
-std::vector<std::string> default_instances() {
+std::vector<std::string> bin_instances() {
   std::vector<std::string> files;
   const std::filesystem::path dir = std::filesystem::path(TENFERRO_SHARED_DIR) / "bench" / "instances";
   std::error_code ec;
@@ -199,7 +199,7 @@ std::vector<std::string> default_instances() {
 }  // namespace
 
 int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter) {
-  const std::vector<std::string> files = options.inputs.empty() ? default_instances() : options.inputs;
+  const std::vector<std::string> files = options.inputs.empty() ? bin_instances() : options.inputs;
   if (files.empty()) {
     reporter.progress(
         fmt::format("no instances (looked for bin_*.json in {}/bench/instances); nothing to run", TENFERRO_SHARED_DIR));

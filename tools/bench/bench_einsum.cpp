@@ -48,7 +48,7 @@ namespace {
 // Pairwise contraction along the opt_flops path, opt_einsum's convention
 // (the two positions are popped, larger first, and the result appended),
 // labels renamed to ASCII letters per step for numpy.
-constexpr const char* kPeerScript = R"PY(
+constexpr const char* kEinsumPeerScript = R"PY(
 import json, sys, time
 import numpy as np
 inst = json.load(open(sys.argv[1]))
@@ -120,7 +120,7 @@ double median(std::vector<double> v) {
 std::map<std::string, std::vector<double>> run_peers(const std::string& file, int threads, int runs) {
   std::map<std::string, std::vector<double>> out;
   const std::string args[] = {file, std::to_string(runs), "numpy,torch"};
-  const std::optional<std::string> text = run_python_peer(kPeerScript, args, threads);
+  const std::optional<std::string> text = run_python_peer(kEinsumPeerScript, args, threads);
   if (!text) return out;
   try {
     const nlohmann::json j = nlohmann::json::parse(*text);
@@ -131,7 +131,7 @@ std::map<std::string, std::vector<double>> run_peers(const std::string& file, in
   return out;
 }
 
-std::vector<std::string> default_instances() {
+std::vector<std::string> all_instances() {
   std::vector<std::string> files;
   const std::string dir = std::string(TENFERRO_SHARED_DIR) + "/bench/instances";
   if (!std::filesystem::is_directory(dir)) return files;
@@ -315,7 +315,7 @@ void run_eager_cases(const SuiteOptions& options, Reporter& reporter) {
 int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
   const bool eager_only = options.inputs.size() == 1 && options.inputs[0] == "eager";
   const std::vector<std::string> files = eager_only               ? std::vector<std::string>{}
-                                         : options.inputs.empty() ? default_instances()
+                                         : options.inputs.empty() ? all_instances()
                                                                   : options.inputs;
   if (files.empty() && !eager_only) {
     reporter.progress("einsum: no instance files given and ../shared/bench/instances is absent");

@@ -34,7 +34,7 @@ std::vector<FftCase> fft_cases(bool quick) {
   return cases;
 }
 
-constexpr const char* kPeerScript = R"PY(
+constexpr const char* kFftPeerScript = R"PY(
 import json, sys, time
 import numpy as np
 try:
@@ -107,7 +107,7 @@ int run_fft_suite(const SuiteOptions& options, Reporter& reporter) {
     for (const FftCase& c : cases) jobs.push_back({{"name", c.name}, {"shape", c.shape}, {"axes", c.axes}});
     reporter.progress(fmt::format("numpy.fft / torch.fft at {} thread(s)", threads));
     const std::string args[] = {jobs.dump(), std::to_string(threads)};
-    const std::optional<std::string> text = run_python_peer(kPeerScript, args, threads);
+    const std::optional<std::string> text = run_python_peer(kFftPeerScript, args, threads);
     std::map<std::string, nlohmann::json> peers;
     if (text) {
       std::istringstream lines(*text);

@@ -78,7 +78,7 @@ std::vector<OpCase> op_cases() {
 }
 
 // numpy/scipy equivalents; prints {"op", "n", "batch", "seconds"} per job.
-constexpr const char* kPeerScript = R"PY(
+constexpr const char* kLinalgPeerScript = R"PY(
 import json, sys, time
 import numpy as np
 try:
@@ -148,7 +148,7 @@ const char* input_name(OpCase::Input i) {
 std::map<std::string, double> run_peers(const nlohmann::json& jobs, Reporter& reporter) {
   std::map<std::string, double> out;
   const std::string args[] = {jobs.dump()};
-  const std::optional<std::string> text = run_python_peer(kPeerScript, args, 1);
+  const std::optional<std::string> text = run_python_peer(kLinalgPeerScript, args, 1);
   if (!text) {
     reporter.progress("the numpy/scipy peer exited with an error");
     return out;

@@ -65,6 +65,11 @@ namespace tenferro::linalg {
 /// The extension family id of LinalgOp.
 inline constexpr std::string_view kLinalgFamilyId = "tenferro.linalg";
 
+/// The element types every linalg operation takes: f32, f64, c64, c128.
+constexpr bool is_linalg_dtype(DType d) noexcept {
+  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kComplex64 || d == DType::kComplex128;
+}
+
 /// The operations, generated from linalg_ops.def.
 enum class LinalgOpKind : std::uint8_t {
 #define TENFERRO_LINALG_OP(name, ...) k##name,

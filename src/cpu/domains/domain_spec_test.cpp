@@ -4,18 +4,11 @@
 
 #include <string>
 
+#include "cpu/domains/domain_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 
 namespace tenferro::cpu {
 namespace {
-
-std::string fixture(const char* name) { return std::string(TENFERRO_SOURCE_DIR) + "/src/cpu/domains/testdata/" + name; }
-
-CpuTopology load(TopologySource source) {
-  auto topo = CpuTopology::discover(source);
-  EXPECT_TRUE(topo.ok()) << topo.status().to_string();
-  return std::move(topo).value();
-}
 
 void expect_error(const Status& status, ErrorCode code, std::string_view fragment) {
   ASSERT_FALSE(status.ok());
@@ -25,7 +18,8 @@ void expect_error(const Status& status, ErrorCode code, std::string_view fragmen
 }
 
 TEST(DomainSpecTest, DefaultsFollowNodesWithSparseIds) {
-  const auto specs = default_domain_specs(load(TopologySource::xml_file(fixture("sparse_node_ids.xml"))));
+  const auto specs = default_domain_specs(
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("sparse_node_ids.xml"))));
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].id, CpuDomainId(1));
   EXPECT_EQ(specs[0].numa_node, 0u);
@@ -36,7 +30,8 @@ TEST(DomainSpecTest, DefaultsFollowNodesWithSparseIds) {
 }
 
 TEST(DomainSpecTest, MemoryOnlyNodeGetsNoDomain) {
-  const auto specs = default_domain_specs(load(TopologySource::xml_file(fixture("memory_only_node.xml"))));
+  const auto specs = default_domain_specs(
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("memory_only_node.xml"))));
   ASSERT_EQ(specs.size(), 2u);
   for (const CpuDomainSpec& spec : specs) {
     EXPECT_FALSE(spec.cpus.empty());
@@ -46,7 +41,8 @@ TEST(DomainSpecTest, MemoryOnlyNodeGetsNoDomain) {
 }
 
 TEST(DomainSpecTest, CpusOutsideNodesGetTheirOwnNodelessDomain) {
-  const auto specs = default_domain_specs(load(TopologySource::xml_file(fixture("cpus_outside_nodes.xml"))));
+  const auto specs = default_domain_specs(
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("cpus_outside_nodes.xml"))));
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].cpus, CpuSet::range(0, 3));
   EXPECT_EQ(specs[1].cpus, CpuSet::range(4, 7));
@@ -54,7 +50,8 @@ TEST(DomainSpecTest, CpusOutsideNodesGetTheirOwnNodelessDomain) {
 }
 
 TEST(DomainSpecTest, RestrictedMaskBuildsDomainsFromAllowedCpusOnly) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("restricted_four_node_smt.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("restricted_four_node_smt.xml")));
   const auto specs = default_domain_specs(topo);
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].cpus.to_string(), "2-3,18-19");
@@ -83,7 +80,8 @@ TEST(DomainSpecTest, StaticChecks) {
 }
 
 TEST(DomainSpecTest, ResolveChecksAgainstTheAllowedCpus) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("restricted_four_node_smt.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("restricted_four_node_smt.xml")));
   const CpuDomainSpec outside[] = {{CpuDomainId(1), CpuSet{2, 3, 4}}};
   expect_error(resolve_specs(topo, outside).status(), ErrorCode::kPlacementError, "found CPUs 4 outside them");
   const CpuDomainSpec bad_node[] = {{CpuDomainId(1), CpuSet{2, 3}, 0, 2u}};  // node 2 is not allowed
@@ -98,7 +96,7 @@ TEST(DomainSpecTest, ResolveChecksAgainstTheAllowedCpus) {
 }
 
 TEST(DomainSpecTest, ManagedSetOnAnInjectedTopologyDoesNotPin) {
-  const CpuTopology topo = load(TopologySource::synthetic("pack:4 numa:1 core:2 pu:1"));
+  const CpuTopology topo = testing::load_topology(TopologySource::synthetic("pack:4 numa:1 core:2 pu:1"));
   auto set = CpuDomainSet::create_managed(topo);
   ASSERT_TRUE(set.ok()) << set.status().to_string();
   ASSERT_EQ((*set)->domains().size(), 4u);
@@ -119,7 +117,7 @@ TEST(DomainSpecTest, ManagedSetOnAnInjectedTopologyDoesNotPin) {
 }
 
 TEST(DomainSpecTest, FailedManagedConstructionBuildsNothing) {
-  const CpuTopology topo = load(TopologySource::synthetic("pack:2 numa:1 core:2 pu:1"));
+  const CpuTopology topo = testing::load_topology(TopologySource::synthetic("pack:2 numa:1 core:2 pu:1"));
   const CpuDomainSpec specs[] = {{CpuDomainId(1), CpuSet{0, 1}}, {CpuDomainId(2), CpuSet{1, 2}}};
   auto set = CpuDomainSet::create_managed(topo, specs);
   EXPECT_EQ(set.status().code(), ErrorCode::kInvalidArgument);

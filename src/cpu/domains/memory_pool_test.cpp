@@ -6,17 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/domains/domain_test_support.h"
 #include "cpu/domains/hwloc_topology.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 
 namespace tenferro::cpu {
 namespace {
-
-CpuTopology load(TopologySource source) {
-  auto topo = CpuTopology::discover(source);
-  EXPECT_TRUE(topo.ok()) << topo.status().to_string();
-  return std::move(topo).value();
-}
 
 TEST(MemoryPoolTest, SizeClassesRoundUpByAtMostAQuarter) {
   std::size_t previous = 0;
@@ -63,7 +58,7 @@ TEST(MemoryPoolTest, StorageRemembersItsDomainAndIsReused) {
 }
 
 TEST(MemoryPoolTest, BuffersReturnToTheirOwnPoolWhereverTheyAreDropped) {
-  const CpuTopology topo = load(TopologySource::synthetic("pack:2 numa:1 core:1 pu:1"));
+  const CpuTopology topo = testing::load_topology(TopologySource::synthetic("pack:2 numa:1 core:1 pu:1"));
   auto set = CpuDomainSet::create_managed(topo);
   ASSERT_TRUE(set.ok()) << set.status().to_string();
   const CpuResourceDomain& a = *(*set)->find(CpuDomainId(1));
@@ -90,7 +85,7 @@ TEST(MemoryPoolTest, BuffersReturnToTheirOwnPoolWhereverTheyAreDropped) {
 }
 
 TEST(MemoryPoolTest, NodeBoundAllocationLandsOnTheNode) {
-  const CpuTopology topo = load(TopologySource::this_system());
+  const CpuTopology topo = testing::load_topology(TopologySource::this_system());
   const unsigned node = topo.numa_nodes().front().os_index;
   ASSERT_TRUE(topo.hwloc()->supports_node_binding());
   auto pool = CpuDomainMemoryPool::create(CpuDomainId(1), node, topo.hwloc());

@@ -1,4 +1,5 @@
 #include "tenferro/cpu/domains/topology.h"
+#include "cpu/domains/domain_test_support.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -9,14 +10,6 @@
 
 namespace tenferro::cpu {
 namespace {
-
-std::string fixture(const char* name) { return std::string(TENFERRO_SOURCE_DIR) + "/src/cpu/domains/testdata/" + name; }
-
-CpuTopology load(TopologySource source) {
-  auto topo = CpuTopology::discover(source);
-  EXPECT_TRUE(topo.ok()) << topo.status().to_string();
-  return std::move(topo).value();
-}
 
 CpuSet sched_affinity() {
   cpu_set_t mask;
@@ -30,7 +23,7 @@ CpuSet sched_affinity() {
 }
 
 TEST(TopologyTest, ThisSystemIsRestrictedToTheProcessAffinity) {
-  const CpuTopology topo = load(TopologySource::this_system());
+  const CpuTopology topo = testing::load_topology(TopologySource::this_system());
   EXPECT_TRUE(topo.is_this_system());
   EXPECT_FALSE(topo.allowed_cpus().empty());
   // Every CPU this thread may run on is allowed, and nothing outside the machine.
@@ -46,23 +39,24 @@ TEST(TopologyTest, ThisSystemIsRestrictedToTheProcessAffinity) {
 }
 
 TEST(TopologyTest, ThisSystemNarrowedToOneCpu) {
-  const CpuTopology full = load(TopologySource::this_system());
+  const CpuTopology full = testing::load_topology(TopologySource::this_system());
   const int last = full.allowed_cpus().last();
-  const CpuTopology one = load(TopologySource::this_system().restricted_to(CpuSet{last}));
+  const CpuTopology one = testing::load_topology(TopologySource::this_system().restricted_to(CpuSet{last}));
   EXPECT_EQ(one.allowed_cpus(), CpuSet{last});
   EXPECT_EQ(one.machine_cpus(), full.machine_cpus());
   EXPECT_EQ(one.cores().size(), 1u);
 }
 
 TEST(TopologyTest, SyntheticTwoAndFourNodeLayouts) {
-  const CpuTopology two = load(TopologySource::synthetic("pack:2 numa:1 core:2 pu:1"));
+  const CpuTopology two = testing::load_topology(TopologySource::synthetic("pack:2 numa:1 core:2 pu:1"));
   EXPECT_FALSE(two.is_this_system());
   ASSERT_EQ(two.numa_nodes().size(), 2u);
   EXPECT_EQ(two.numa_nodes()[0].cpus, CpuSet::range(0, 1));
   EXPECT_EQ(two.numa_nodes()[1].cpus, CpuSet::range(2, 3));
   EXPECT_EQ(two.allowed_cpus(), CpuSet::range(0, 3));
 
-  const CpuTopology four = load(TopologySource::synthetic("pack:4 [numa(memory=1073741824)] core:2 pu:2"));
+  const CpuTopology four =
+      testing::load_topology(TopologySource::synthetic("pack:4 [numa(memory=1073741824)] core:2 pu:2"));
   ASSERT_EQ(four.numa_nodes().size(), 4u);
   EXPECT_EQ(four.allowed_cpus().count(), 16);
   EXPECT_EQ(four.cores().size(), 8u);
@@ -72,7 +66,8 @@ TEST(TopologyTest, SyntheticTwoAndFourNodeLayouts) {
 }
 
 TEST(TopologyTest, SimulatedProcessBindingRestrictsNodes) {
-  const CpuTopology topo = load(TopologySource::synthetic("pack:2 numa:1 core:4 pu:1").restricted_to(CpuSet{2, 3, 4}));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::synthetic("pack:2 numa:1 core:4 pu:1").restricted_to(CpuSet{2, 3, 4}));
   EXPECT_EQ(topo.machine_cpus().count(), 8);
   EXPECT_EQ(topo.allowed_cpus(), (CpuSet{2, 3, 4}));
   EXPECT_EQ(topo.numa_nodes()[0].cpus, (CpuSet{2, 3}));
@@ -80,7 +75,8 @@ TEST(TopologyTest, SimulatedProcessBindingRestrictsNodes) {
 }
 
 TEST(TopologyTest, FixtureSparseNodeIds) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("sparse_node_ids.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("sparse_node_ids.xml")));
   ASSERT_EQ(topo.numa_nodes().size(), 2u);
   EXPECT_EQ(topo.numa_nodes()[0].os_index, 0u);
   EXPECT_EQ(topo.numa_nodes()[1].os_index, 2u);
@@ -91,7 +87,8 @@ TEST(TopologyTest, FixtureSparseNodeIds) {
 }
 
 TEST(TopologyTest, FixtureMemoryOnlyNodeHasAnEmptyCpulist) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("memory_only_node.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("memory_only_node.xml")));
   ASSERT_EQ(topo.numa_nodes().size(), 3u);
   const NumaNode* hbm = topo.find_node(3);
   ASSERT_NE(hbm, nullptr);
@@ -101,14 +98,16 @@ TEST(TopologyTest, FixtureMemoryOnlyNodeHasAnEmptyCpulist) {
 }
 
 TEST(TopologyTest, FixtureCpusOutsideEveryNode) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("cpus_outside_nodes.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("cpus_outside_nodes.xml")));
   ASSERT_EQ(topo.numa_nodes().size(), 1u);
   EXPECT_EQ(topo.numa_nodes()[0].cpus, CpuSet::range(0, 3));
   EXPECT_EQ(topo.cpus_outside_nodes(), CpuSet::range(4, 7));
 }
 
 TEST(TopologyTest, FixtureRestrictedMaskUsesAllowedCpusOnly) {
-  const CpuTopology topo = load(TopologySource::xml_file(fixture("restricted_four_node_smt.xml")));
+  const CpuTopology topo =
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("restricted_four_node_smt.xml")));
   EXPECT_EQ(topo.machine_cpus().count(), 32);
   EXPECT_EQ(topo.allowed_cpus().to_string(), "2-3,6-7,18-19,22-23");
   ASSERT_EQ(topo.numa_nodes().size(), 4u);
@@ -121,15 +120,16 @@ TEST(TopologyTest, FixtureRestrictedMaskUsesAllowedCpusOnly) {
   EXPECT_EQ(topo.cores()[0], (CpuSet{2, 18}));
   // A further (simulated) process binding narrows the cgroup set.
   const CpuTopology narrowed =
-      load(TopologySource::xml_file(fixture("restricted_four_node_smt.xml")).restricted_to(CpuSet::range(0, 7)));
+      testing::load_topology(TopologySource::xml_file(testing::topology_fixture("restricted_four_node_smt.xml"))
+                                 .restricted_to(CpuSet::range(0, 7)));
   EXPECT_EQ(narrowed.allowed_cpus().to_string(), "2-3,6-7");
 }
 
 TEST(TopologyTest, XmlBufferRoundTrip) {
-  std::ifstream in(fixture("sparse_node_ids.xml"));
+  std::ifstream in(testing::topology_fixture("sparse_node_ids.xml"));
   std::stringstream text;
   text << in.rdbuf();
-  const CpuTopology topo = load(TopologySource::xml_buffer(text.str()));
+  const CpuTopology topo = testing::load_topology(TopologySource::xml_buffer(text.str()));
   EXPECT_EQ(topo.allowed_cpus().count(), 8);
 }
 

@@ -59,7 +59,7 @@ Status check_view(const TensorView& t, std::string_view which) {
 }
 
 // Byte range [lo, hi) of a view's elements; empty for an empty view.
-std::pair<std::uintptr_t, std::uintptr_t> byte_range(const TensorView& t) {
+std::pair<std::uintptr_t, std::uintptr_t> view_byte_range(const TensorView& t) {
   if (t.numel() == 0) return {0, 0};
   std::int64_t last = 0;
   for (std::size_t i = 0; i < t.shape.size(); ++i) last += (t.shape[i] - 1) * t.strides[i];
@@ -68,8 +68,8 @@ std::pair<std::uintptr_t, std::uintptr_t> byte_range(const TensorView& t) {
 }
 
 bool overlaps(const TensorView& x, const TensorView& y) {
-  const auto [xl, xh] = byte_range(x);
-  const auto [yl, yh] = byte_range(y);
+  const auto [xl, xh] = view_byte_range(x);
+  const auto [yl, yh] = view_byte_range(y);
   return xl < xh && yl < yh && xl < yh && yl < xh;
 }
 

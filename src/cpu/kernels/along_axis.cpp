@@ -14,10 +14,10 @@
 namespace tenferro::cpu {
 namespace {
 
+using internal::kStage;
 using internal::LoopOperand;
 using internal::StridedLoop;
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
 constexpr std::int64_t kLaneGrain = 16384;  // lane elements per parallel chunk
 
 // The iteration over lanes: the shape and strides of x and out without

@@ -13,9 +13,9 @@
 namespace tenferro::cpu {
 namespace {
 
+using internal::kStage;
 using internal::run_elementwise;
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
 // Elements per parallel chunk. Memory-bound ops need large chunks to pay for
 // a fork-join (its cost: `tenferro bench domains`, parallel_for_2); ops
 // calling libm cost far more per element and need much smaller ones.

@@ -24,10 +24,10 @@ namespace tenferro::cpu {
 namespace {
 
 using internal::kMaxKernelRank;
+using internal::kStage;
 using internal::LoopOperand;
 using internal::StridedLoop;
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
 constexpr std::int64_t kIndexGrain = 32768;  // elements moved per parallel chunk
 
 // Shapes and strides of one gather/scatter call split into P, Q, R parts.

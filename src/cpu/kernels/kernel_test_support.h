@@ -37,6 +37,10 @@ enum class Layout {
 };
 inline constexpr Layout kAllLayouts[] = {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed, Layout::kSliced,
                                          Layout::kBroadcast};
+/// The input layouts of the indexing and reduction sweeps (row-major,
+/// transposed, sliced, broadcast).
+inline constexpr Layout kSweepInputLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kSliced,
+                                                Layout::kBroadcast};
 /// Layouts an output may have (no broadcast).
 inline constexpr Layout kOutputLayouts[] = {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed,
                                             Layout::kSliced};

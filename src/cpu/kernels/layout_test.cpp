@@ -19,12 +19,12 @@ using testing::make_tensor;
 
 using testing::row_major_bytes;
 
-const std::vector<std::vector<std::int64_t>> kShapes = {{},        {0},          {3, 0, 2},      {7}, {1, 1}, {3, 4},
-                                                        {2, 3, 5}, {4, 1, 5, 3}, {2, 3, 1, 2, 3}};
+const std::vector<std::vector<std::int64_t>> kLayoutShapes = {
+    {}, {0}, {3, 0, 2}, {7}, {1, 1}, {3, 4}, {2, 3, 5}, {4, 1, 5, 3}, {2, 3, 1, 2, 3}};
 
 TEST(CopyIntoTest, EveryDTypeLayoutAndShapeMatchesTheSource) {
   for (DType dtype : kAllDTypes) {
-    for (const auto& shape : kShapes) {
+    for (const auto& shape : kLayoutShapes) {
       for (Layout src_layout : kAllLayouts) {
         for (Layout dst_layout : kOutputLayouts) {
           for (const ParallelContext* ctx : {&testing::sequential_context(), &testing::two_thread_context()}) {

@@ -31,10 +31,10 @@
 namespace tenferro::cpu {
 namespace {
 
+using internal::kStage;
 using internal::LoopOperand;
 using internal::StridedLoop;
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
 constexpr std::int64_t kReduceGrain = 32768;      // input elements per parallel chunk
 constexpr std::int64_t kPartialElements = 65536;  // input elements per partial of a full reduction
 constexpr int kMaxPartials = 64;

@@ -13,8 +13,7 @@ namespace tenferro::cpu {
 namespace {
 
 using internal::kMaxKernelRank;
-
-constexpr ErrorStage kStage = ErrorStage::kNone;
+using internal::kStage;
 
 char* element_address(const TensorView& v, IntArrayRef index) {
   std::int64_t off = 0;

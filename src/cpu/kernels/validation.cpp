@@ -8,8 +8,6 @@
 namespace tenferro::cpu::internal {
 namespace {
 
-constexpr ErrorStage kStage = ErrorStage::kNone;
-
 // First and one-past-last byte addressed by a view with elements.
 struct ByteRange {
   std::uintptr_t lo;

@@ -26,6 +26,9 @@
 
 namespace tenferro::cpu::internal {
 
+/// The stage every kernel error carries (the runtime restages it).
+inline constexpr ErrorStage kStage = ErrorStage::kNone;
+
 /// The largest rank a kernel iterates (after validation; extent-1 axes
 /// included). Larger ranks are kUnsupported.
 inline constexpr int kMaxKernelRank = 64;

@@ -9,8 +9,6 @@ namespace {
 
 using program::SymbolicExtent;
 
-AdValue first(const SmallVector<AdValue, 2>& values) { return values[0]; }
-
 // Exact (m, n) of the last two axes, when both are known.
 std::optional<std::pair<std::int64_t, std::int64_t>> exact_matrix(MatrixAd& m, AdValue a) {
   const auto rows = m.extent_from_end(a, 2).exact_value();

@@ -16,8 +16,6 @@ namespace {
 
 using program::ComparisonDirection;
 
-AdValue first(const SmallVector<AdValue, 2>& values) { return values[0]; }
-
 // b - a, or -a when b is absent.
 Result<AdValue> minus(MatrixAd& m, std::optional<AdValue> b, AdValue a) { return b ? m.sub(*b, a) : m.neg(a); }
 

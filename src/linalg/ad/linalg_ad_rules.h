@@ -8,6 +8,9 @@
 
 namespace tenferro::linalg::internal {
 
+/// The first result of a rule-op call that returns several.
+inline ad::AdValue first(const SmallVector<ad::AdValue, 2>& values) { return values[0]; }
+
 using ad::LinearizeContext;
 using ad::TangentList;
 

@@ -424,10 +424,6 @@ auto visit_linalg_dtype(DType dtype, F&& f) {
   }
 }
 
-bool is_linalg_dtype(DType d) noexcept {
-  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kComplex64 || d == DType::kComplex128;
-}
-
 }  // namespace
 
 const char* lapack_routine_name(LapackRoutine routine, bool complex) noexcept {
