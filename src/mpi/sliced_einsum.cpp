@@ -3,6 +3,7 @@
 #include "tenferro/mpi/sliced_einsum.h"
 
 #include <cstring>
+#include <vector>
 
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/mpi/collectives.h"
@@ -60,20 +61,19 @@ Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime
   }();
   TENFERRO_TRY(agree(comm, local));
 
-  // Only our references may remain for the partial to be donated: the
-  // caller's `output` (when it is the partial) and the one we pass.
-  Tensor dst = std::move(output);
-  if (partial.storage().get() == dst.storage().get()) partial = Tensor();
-  const Tensor& operand = partial.defined() ? partial : dst;
+  // For the partial to be donated, only the caller's `output` (when it is
+  // the partial) and the reference we pass may hold its storage.
+  if (partial.storage().get() == output.storage().get()) partial = Tensor();
+  const Tensor& operand = partial.defined() ? partial : output;
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList sum,
                             runtime.run_prepared(*prepared, std::span<const Tensor>(&operand, 1)));
-  if (sum[0].storage().get() == dst.storage().get() || !dst.is_contiguous()) {
-    output = std::move(sum[0]);  // reduced in place, or rebound (non-contiguous output)
+  if (sum[0].storage().get() == output.storage().get()) return ok_status();  // reduced in place
+  if (!output.is_contiguous()) {
+    output = std::move(sum[0]);  // rebound, as host_interop.h rebinds
     return ok_status();
   }
   // A contiguous output somebody else also holds: the sum lands in it.
-  std::memcpy(dst.data(), sum[0].data(), sum[0].nbytes());
-  output = std::move(dst);
+  std::memcpy(output.data(), sum[0].data(), sum[0].nbytes());
   return ok_status();
 }
 
