@@ -46,6 +46,7 @@
 #ifdef TENFERRO_HAVE_MPI
 #include <mpi.h>
 
+#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/mpi.h"
 #endif
 
@@ -66,7 +67,8 @@ class RankGroup {
  public:
 #ifdef TENFERRO_HAVE_MPI
   ~RankGroup() {
-    comm_.reset();  // frees the duplicate before MPI_Finalize
+    runtime_.reset();  // the runtime's collective provider retains comm_
+    comm_.reset();     // frees the duplicate before MPI_Finalize
     if (owns_mpi_) MPI_Finalize();
   }
 
@@ -79,6 +81,15 @@ class RankGroup {
       owns_mpi_ = true;
     }
     TENFERRO_ASSIGN_OR_RETURN(comm_, mpi::Communicator::duplicate(MPI_COMM_WORLD));
+    // The rank sum runs as a collective node (sliced_einsum.h) of a runtime
+    // whose CPU engine runs on this thread: the node only communicates.
+    runtime::RuntimeBuilder builder;
+    TENFERRO_TRY(cpu::register_cpu_engine(builder));
+    builder.add_collective(mpi::collective_registration(comm_, kSliceCommunicator));
+    builder.config().policies().capacities.push_back(
+        runtime::ResourceAmount{mpi::collective_lease_key(kSliceCommunicator), 1});
+    TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
+    runtime_.emplace(std::move(rt));
     MPI_Comm node = MPI_COMM_NULL;
     TENFERRO_TRY(mpi::mpi_status(MPI_Comm_split_type(comm_->comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
                                  "MPI_Comm_split_type"));
@@ -148,7 +159,9 @@ class RankGroup {
   Status run(const einsum::SliceExecutor& runner, std::span<const TensorView> inputs, Tensor& output,
              const cpu::CpuResourceDomain& domain, einsum::SliceRunStats& stats) {
 #ifdef TENFERRO_HAVE_MPI
-    if (comm_) return mpi::run_slices_over_ranks(*comm_, runner, inputs, output, domain, &stats);
+    if (comm_) {
+      return mpi::run_slices_over_ranks(*comm_, *runtime_, kSliceCommunicator, runner, inputs, output, domain, &stats);
+    }
 #endif
     const TensorView out = output.view();
     return domain.enter([&](const cpu::CpuDomainSession& session) {
@@ -162,7 +175,9 @@ class RankGroup {
   bool distributed() const noexcept { return comm_ != nullptr; }
   int comm_rank() const noexcept { return comm_->rank(); }
   int comm_size() const noexcept { return comm_->size(); }
+  static constexpr std::uint64_t kSliceCommunicator = 1;
   std::shared_ptr<mpi::Communicator> comm_;
+  std::optional<runtime::Runtime> runtime_;
   bool owns_mpi_ = false;
 #else
   bool distributed() const noexcept { return false; }

@@ -131,24 +131,21 @@ def test_grad_bad_use(rng):
         tenferro.grad(lambda x: (tenferro.einsum("ij->ji", x) + np.ones((2, 2))).sum())(a)  # bad broadcast
 
 
-# The backward programs of eigh and pinv currently fail on the CPU engine:
-# the runtime's buffer plan places an add (eigh) / a convert (pinv) output
-# on memory its operand view still uses (kAliasConflict at completion). A
-# library issue outside the Python module; strict xfail so the fix shows.
+# eigh and pinv once failed here with kAliasConflict: the runtime's buffer
+# plan wrote an add in place over an operand another operand read
+# transposed (eigh), and a convert over a larger reused buffer of another
+# dtype (pinv). C++ regressions: CpuRuntimeTest.InPlace*.
 def _squares(w):
     return w * w
 
 
-_ALIAS_BUG = pytest.mark.xfail(
-    raises=tenferro.InvalidArgumentError, strict=True, reason="runtime buffer plan aliasing (kAliasConflict)"
-)
 LINALG_LOSSES = [
     pytest.param(lambda L, x, b: L["det"](x) + L["inv"](x).sum(), id="det+inv"),
     pytest.param(lambda L, x, b: L["svdvals"](x).sum(), id="svdvals"),
     pytest.param(lambda L, x, b: L["solve"](x, b).sum(), id="solve"),
     pytest.param(lambda L, x, b: L["slogdet"](x)[1], id="slogdet"),
-    pytest.param(lambda L, x, b: _squares(L["eigvalsh"](x + L["t"](x))).sum(), id="eigvalsh", marks=_ALIAS_BUG),
-    pytest.param(lambda L, x, b: L["pinv"](x).sum(), id="pinv", marks=_ALIAS_BUG),
+    pytest.param(lambda L, x, b: _squares(L["eigvalsh"](x + L["t"](x))).sum(), id="eigvalsh"),
+    pytest.param(lambda L, x, b: L["pinv"](x).sum(), id="pinv"),
 ]
 
 

@@ -6,6 +6,7 @@
 
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/linalg/eager_linalg.h"
+#include "tenferro/program/program_builder.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -92,6 +93,65 @@ TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
   if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   EXPECT_NE(std::string(cpu->gemm->name()).find("openblas"), std::string::npos) << cpu->gemm->name();
+}
+
+// Regression (issue 17, the eigh / pinv backward programs): the buffer plan
+// wrote an elementwise result in place over operand 0 while another operand
+// read the same memory through a transpose, and over a reused buffer that
+// only had the result's byte size (an f32 value converted to f64). Both
+// reached the kernels as kAliasConflict at completion (Note [Buffer
+// planning]).
+std::shared_ptr<const program::SemanticProgram> freeze(program::ProgramBuilder& b, program::ProgramValue out) {
+  Result<program::FrozenProgram> frozen = b.freeze(std::span<const program::ProgramValue>(&out, 1));
+  return frozen.ok() ? frozen->program : nullptr;
+}
+
+Result<runtime::TensorList> run_once(runtime::Runtime& rt,
+                                     const std::shared_ptr<const program::SemanticProgram>& program, const Tensor& x) {
+  TENFERRO_ASSIGN_OR_RETURN(auto prepared, rt.prepare_for(program, runtime::InputSignature::of({&x, 1})));
+  return rt.run_prepared(*prepared, {&x, 1});
+}
+
+TEST(CpuRuntimeTest, InPlaceNeverOverlapsAnOperandViewingOperandZero) {
+  using program::CoreSemanticOp;
+  program::ProgramBuilder b;
+  program::ProgramValue x = *b.add_input(DType::kFloat64, {3, 3});
+  // y dies at the add, which also reads it transposed: y + y^T may not be
+  // written over y.
+  program::ProgramValue y = *b.emit(CoreSemanticOp::kNeg, {x});
+  program::ProgramValue yt = *b.emit(CoreSemanticOp::kTranspose, {y}, program::TransposeAttributes{Dims{1, 0}});
+  program::ProgramValue sum = *b.emit(CoreSemanticOp::kAdd, {y, yt});
+  program::ProgramValue out = *b.emit(CoreSemanticOp::kNeg, {sum});
+  auto program = freeze(b, out);
+  ASSERT_NE(program, nullptr);
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  Result<runtime::TensorList> got =
+      run_once(cpu->runtime, program, *Tensor::from_values<double>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3}));
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*(*got)[0].to_vector<double>(), (std::vector<double>{2, 6, 10, 6, 10, 14, 10, 14, 18}));
+}
+
+TEST(CpuRuntimeTest, InPlaceNeedsTheOperandsDtypeNotJustItsBuffersSize) {
+  using program::CoreSemanticOp;
+  program::ProgramBuilder b;
+  program::ProgramValue x = *b.add_input(DType::kFloat64, {4});
+  // a (f64, 32 bytes) dies at the first convert; its buffer is free when
+  // c (f32, 16 bytes) needs one, so c sits in a 32-byte buffer. Converting
+  // c to f64 (32 bytes) must not be written over it.
+  program::ProgramValue a = *b.emit(CoreSemanticOp::kNeg, {x});
+  program::ProgramValue f32 = *b.emit(CoreSemanticOp::kConvert, {a}, program::ConvertAttributes{DType::kFloat32});
+  program::ProgramValue c = *b.emit(CoreSemanticOp::kNeg, {f32});
+  program::ProgramValue c64 = *b.emit(CoreSemanticOp::kConvert, {c}, program::ConvertAttributes{DType::kFloat64});
+  program::ProgramValue f64 = *b.emit(CoreSemanticOp::kConvert, {f32}, program::ConvertAttributes{DType::kFloat64});
+  program::ProgramValue out = *b.emit(CoreSemanticOp::kSub, {c64, f64});
+  auto program = freeze(b, out);
+  ASSERT_NE(program, nullptr);
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  Result<runtime::TensorList> got = run_once(cpu->runtime, program, *Tensor::from_values<double>({1, 2, 3, 4}, {4}));
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*(*got)[0].to_vector<double>(), (std::vector<double>{2, 4, 6, 8}));
 }
 
 }  // namespace

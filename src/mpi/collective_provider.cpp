@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "mpi/checked.h"
+#include "tenferro/mpi/collectives.h"
 #include "tenferro/runtime/spi/collective.h"
 
 namespace tenferro::mpi {
@@ -141,6 +142,14 @@ runtime::CollectiveRegistration collective_registration(std::shared_ptr<const Co
 
 runtime::ResourceKey collective_lease_key(std::uint64_t communicator) noexcept {
   return runtime::ResourceKey{runtime::ResourceKind::kExclusive, communicator};
+}
+
+Result<std::shared_ptr<const runtime::PreparedProgram>> prepare_on_all_ranks(
+    const Communicator& comm, runtime::Runtime& runtime, const std::shared_ptr<const program::SemanticProgram>& program,
+    const runtime::InputSignature& signature, const runtime::PrepareOptions& options) {
+  Result<std::shared_ptr<const runtime::PreparedProgram>> prepared = runtime.prepare_for(program, signature, options);
+  TENFERRO_TRY(agree(comm, prepared.status()));
+  return prepared;
 }
 
 }  // namespace tenferro::mpi

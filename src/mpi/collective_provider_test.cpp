@@ -6,8 +6,10 @@
 // reference the rank computes alone. Errors: element counts that differ
 // across ranks fail the first collective on every rank, and a run rejected
 // on one rank before it starts reaches the others at their first
-// collective; after both the ranks are still in step. Two runtimes over two
-// communicators in one process stay independent.
+// collective; after both the ranks are still in step. A prepare failure on
+// one rank becomes the same typed error on all ranks (prepare_on_all_ranks)
+// instead of leaving the others waiting in the first collective. Two
+// runtimes over two communicators in one process stay independent.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -167,6 +169,50 @@ void test_prepared_collectives(Checks& c, std::shared_ptr<Communicator> comm) {
   if (again.ok()) check_outputs(c, *comm, *again, 11, 5, "run after errors");
 }
 
+// x -> all_reduce(sum) on communicator id `communicator`.
+std::shared_ptr<const program::SemanticProgram> allreduce_program(const Communicator& comm,
+                                                                  std::uint64_t communicator) {
+  ProgramBuilder b;
+  ProgramValue x = b.add_input(DType::kFloat64, {4}, "x").value();
+  CollectiveSpec spec;
+  spec.communicator = communicator;
+  spec.ranks = comm.size();
+  ProgramValue sum = b.emit_collective(spec, x).value();
+  return b.freeze({sum}).value().program;
+}
+
+// The last rank's program names a communicator id its runtime has no
+// provider for: its prepare fails (kUnsupportedOperation) while the other
+// ranks prepare theirs. prepare_on_all_ranks makes that an error on every
+// rank, so nobody runs the allreduce the last rank will never reach.
+void test_prepare_failure_on_one_rank(Checks& c, std::shared_ptr<Communicator> comm) {
+  Result<runtime::Runtime> rt = make_runtime(comm);
+  c.check_ok(rt.status(), "runtime");
+  if (!rt.ok()) return;
+  const Tensor x = filled<double>({4}, comm->rank());
+  const runtime::InputSignature signature = runtime::InputSignature::of(std::span<const Tensor>(&x, 1));
+  const bool last = comm->rank() == comm->size() - 1;
+  auto failing = prepare_on_all_ranks(*comm, *rt, allreduce_program(*comm, last ? kComm + 1 : kComm), signature);
+  c.check_code(failing.status(), ErrorCode::kUnsupportedOperation, "one rank's prepare failure on all ranks");
+  if (!last) {
+    c.check(failing.status().message().find("rank " + std::to_string(comm->size() - 1)) != std::string::npos,
+            "the error names the failed rank: " + failing.status().to_string());
+  }
+  // Still in step: the same program prepared everywhere runs.
+  auto prepared = prepare_on_all_ranks(*comm, *rt, allreduce_program(*comm, kComm), signature);
+  c.check_ok(prepared.status(), "prepare on all ranks");
+  if (!prepared.ok()) return;
+  Result<TensorList> out = rt->run_prepared(**prepared, std::span<const Tensor>(&x, 1));
+  c.check_ok(out.status(), "run after a prepare failure");
+  if (!out.ok()) return;
+  std::vector<double> sum(4, 0.0);
+  for (int q = 0; q < comm->size(); ++q) {
+    const std::vector<double> v = values(filled<double>({4}, q));
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  c.check(max_diff(values((*out)[0]), sum) <= 1e-12, "allreduce after a prepare failure");
+}
+
 // Two runtimes, each with its own communicator under the same id: one's
 // collectives never meet the other's.
 void test_two_runtimes(Checks& c) {
@@ -199,6 +245,7 @@ int main(int argc, char** argv) {
       argc, argv, "tenferro collective node tests",
       [](tenferro::mpi::Checks& c, const std::shared_ptr<tenferro::mpi::Communicator>& comm) {
         tenferro::mpi::test_prepared_collectives(c, comm);
+        tenferro::mpi::test_prepare_failure_on_one_rank(c, comm);
         tenferro::mpi::test_two_runtimes(c);
       });
 }

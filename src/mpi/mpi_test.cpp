@@ -7,7 +7,9 @@
 // computes alone; an error on one rank surfacing on all ranks (and the
 // ranks staying in step for the next call); two communicators and two
 // runtimes in one process staying independent; a sliced einsum over the
-// ranks equal to the one-rank contraction.
+// ranks (its rank sum a collective node of the rank's runtime) equal to the
+// one-rank contraction, and one rank's contraction or prepare failure
+// surfacing on all ranks.
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -175,8 +177,12 @@ void test_errors(Checks& c, const Communicator& comm) {
   }
 }
 
-// One rank's engine pieces: a Runtime with the CPU engine and the native
-// einsum, plus the communicator its application gave it.
+// The communicator id the rank runtimes bind their communicator to.
+constexpr std::uint64_t kSliceComm = 5;
+
+// One rank's engine pieces: a Runtime with the CPU engine, the native
+// einsum and collective id kSliceComm bound to `comm`, plus the
+// communicator its application gave it.
 struct RankRuntime {
   std::shared_ptr<Communicator> comm;
   std::shared_ptr<einsum::CpuEinsumExecutor> executor;
@@ -204,6 +210,8 @@ Result<RankRuntime> make_rank_runtime() {
   options.domains = r.domains;
   TENFERRO_TRY(cpu::register_cpu_engine(builder, options));
   builder.add_extension_module(einsum::cpu_extension_module(options.id, r.executor));
+  builder.add_collective(collective_registration(r.comm, kSliceComm));
+  builder.config().policies().capacities.push_back(runtime::ResourceAmount{collective_lease_key(kSliceComm), 1});
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
   r.runtime.emplace(std::move(rt));
   return r;
@@ -265,8 +273,14 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
     if (!runner.ok()) return;
     Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
     einsum::SliceRunStats stats;
-    c.check_ok(run_slices_over_ranks(*r->comm, *runner, views, out, r->domains->default_domain(), &stats),
+    const std::uint64_t donations = r->runtime->execution_metrics().donations;
+    const Storage* storage = out.storage().get();
+    c.check_ok(run_slices_over_ranks(*r->comm, *r->runtime, kSliceComm, *runner, views, out,
+                                     r->domains->default_domain(), &stats),
                "sliced einsum over ranks");
+    // The rank sum ran as the runtime's collective node, in place in `out`.
+    c.check(r->runtime->execution_metrics().donations == donations + 1 && out.storage().get() == storage,
+            "the rank sum reduces the output in place");
     c.check(stats.slices == (sliced->num_slices() - r->comm->rank() + r->comm->size() - 1) / r->comm->size(),
             "round-robin share");
     // The one-rank reference: this runtime's own eager einsum, unsliced.
@@ -286,8 +300,42 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
     Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
     const std::span<const TensorView> some =
         ca.rank() == ca.size() - 1 ? std::span<const TensorView>(views).first(2) : std::span<const TensorView>(views);
-    c.check_code(run_slices_over_ranks(ca, *runner, some, out, a->domains->default_domain()),
+    c.check_code(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, some, out, a->domains->default_domain()),
                  ErrorCode::kInvalidArgument, "one rank's einsum failure on all ranks");
+    // A prepare failure on one rank: the last rank names a communicator id
+    // its runtime has no collective provider for, so its reduction program
+    // fails to prepare (kUnsupportedOperation) while the others prepare
+    // theirs; every rank reports that code and none waits in the allreduce.
+    const std::uint64_t id = ca.rank() == ca.size() - 1 ? kSliceComm + 100 : kSliceComm;
+    einsum::SliceRunStats stats;
+    c.check_code(run_slices_over_ranks(ca, *a->runtime, id, *runner, views, out, a->domains->default_domain(), &stats),
+                 ErrorCode::kUnsupportedOperation, "one rank's prepare failure on all ranks");
+    c.check(ca.rank() != ca.size() - 1 || stats.slices == 0, "a rank that failed to prepare contracts nothing");
+    // Still in step: the same call with the right id on every rank.
+    Tensor again = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+    c.check_ok(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, again, a->domains->default_domain()),
+               "sliced einsum after a prepare failure");
+    // A non-contiguous output is rebound; one shared with another holder
+    // receives the sum in its own storage.
+    Tensor shared = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+    const Tensor holder = shared;
+    c.check_ok(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, shared, a->domains->default_domain()),
+               "sliced einsum into a shared output");
+    const std::vector<double> reference = again.to_vector<double>().value();
+    double scale = 1.0;
+    for (double v : reference) scale = std::max(scale, std::abs(v));
+    c.check(shared.storage().get() == holder.storage().get() &&
+                max_diff(holder.to_vector<double>().value(), reference) <= 1e-12 * scale,
+            "a shared output receives the sum in place");
+    Tensor wide =
+        Tensor::empty({net->output_shape()[2], net->output_shape()[1], net->output_shape()[0]}, DType::kFloat64)
+            .value();
+    Tensor strided = wide.permute({2, 1, 0}).value();
+    c.check_ok(
+        run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, strided, a->domains->default_domain()),
+        "sliced einsum into a non-contiguous output");
+    c.check(max_diff(strided.to_vector<double>().value(), reference) <= 1e-12 * scale,
+            "a non-contiguous output holds the sum");
   }
 }
 

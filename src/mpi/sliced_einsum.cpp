@@ -1,28 +1,80 @@
-// run_slices_over_ranks (sliced_einsum.h).
+// run_slices_over_ranks (sliced_einsum.h): the contraction in the rank's CPU
+// domain, then the rank sum as a one-node collective program.
 #include "tenferro/mpi/sliced_einsum.h"
+
+#include <cstring>
+#include <vector>
 
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/mpi/collectives.h"
+#include "tenferro/program/program_builder.h"
 
 namespace tenferro::mpi {
+namespace {
 
-Status run_slices_over_ranks(const Communicator& comm, const einsum::SliceExecutor& executor,
-                             std::span<const TensorView> inputs, Tensor& output, const cpu::CpuResourceDomain& domain,
-                             einsum::SliceRunStats* stats) {
-  Status local;
-  if (!output.defined() || !output.is_host()) {
-    local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                       "sliced einsum over ranks: expected a host output tensor, found {}",
-                       output.defined() ? output.to_string() : std::string("an undefined tensor"));
-  } else {
-    const TensorView out = output.view();
-    local = domain.enter([&](const cpu::CpuDomainSession& session) {
+// partial -> all_reduce(sum) over `communicator`, for `partial`'s dtype and shape.
+Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const Tensor& partial,
+                                                                         std::uint64_t communicator, int ranks) {
+  program::ProgramBuilder b;
+  std::vector<program::SymbolicExtent> shape(partial.shape().begin(), partial.shape().end());
+  TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue x, b.add_input(partial.dtype(), shape, "partial"));
+  program::CollectiveSpec spec;
+  spec.kind = program::CollectiveKind::kAllReduce;
+  spec.reduction = program::CollectiveReduction::kSum;
+  spec.communicator = communicator;
+  spec.ranks = ranks;
+  TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue sum, b.emit_collective(spec, x));
+  TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen, b.freeze(std::span<const program::ProgramValue>(&sum, 1)));
+  return frozen.program;
+}
+
+}  // namespace
+
+Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
+                             const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
+                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats) {
+  // Note [Failure before the allreduce]: prepare, contract, agree, reduce.
+  const runtime::BindingMode donate[] = {runtime::BindingMode::kDonatable};
+  Tensor partial;
+  std::shared_ptr<const runtime::PreparedProgram> prepared;
+  Status local = [&]() -> Status {
+    if (!output.defined() || !output.is_host()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "sliced einsum over ranks: expected a host output tensor, found {}",
+                        output.defined() ? output.to_string() : std::string("an undefined tensor"));
+    }
+    // The collective node reads a row-major dense operand.
+    if (output.is_contiguous()) {
+      partial = output;
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(partial, Tensor::empty(output.shape(), output.dtype()));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(auto program, rank_sum_program(partial, communicator, comm.size()));
+    TENFERRO_ASSIGN_OR_RETURN(
+        prepared,
+        runtime.prepare_for(program, runtime::InputSignature::of(std::span<const Tensor>(&partial, 1), donate)));
+    const TensorView out = partial.view();
+    return domain.enter([&](const cpu::CpuDomainSession& session) {
       const cpu::CpuExecutionContext context = session.context(cpu::ParallelMode::kInner);
       return executor.run(inputs, out, context.parallel(), comm.rank(), comm.size(), stats);
     });
-  }
+  }();
   TENFERRO_TRY(agree(comm, local));
-  return allreduce(comm, output, ReduceOp::kSum);
+
+  // For the partial to be donated, only the caller's `output` (when it is
+  // the partial) and the reference we pass may hold its storage.
+  if (partial.storage().get() == output.storage().get()) partial = Tensor();
+  const Tensor& operand = partial.defined() ? partial : output;
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList sum,
+                            runtime.run_prepared(*prepared, std::span<const Tensor>(&operand, 1)));
+  if (sum[0].storage().get() == output.storage().get()) return ok_status();  // reduced in place
+  if (!output.is_contiguous()) {
+    output = std::move(sum[0]);  // rebound, as host_interop.h rebinds
+    return ok_status();
+  }
+  // A contiguous output somebody else also holds: the sum lands in it.
+  std::memcpy(output.data(), sum[0].data(), sum[0].nbytes());
+  return ok_status();
 }
 
 }  // namespace tenferro::mpi

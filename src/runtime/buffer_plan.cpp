@@ -15,10 +15,18 @@
 //  - Reusing a buffer makes the new writer depend on every reader of the
 //    previous occupant, so out-of-order event domains stay correct.
 //  - In place: when the provider allows it and operand 0 dies at this node
-//    with the same byte size, the result takes over operand 0's buffer.
+//    with the result's dtype and shape, the result takes over operand 0's
+//    buffer. Not when another operand of the node reads that memory through
+//    a view (a transpose of operand 0, say): the output would overlap that
+//    operand without having its layout, which no kernel may be handed
+//    (Note [Kernel alias contract]). Operand 0 repeated as it is (x * x)
+//    is identical to the output and stays allowed. Comparing the operand's
+//    own bytes, not its buffer's, matters: a reused buffer may be larger
+//    than the value in it.
 //  - Donation: a Donatable program input dying at a node whose provider
 //    allows in-place writing may become that node's escaping output, when
-//    at run time the storage is exclusively owned, unviewed and ready.
+//    at run time the storage is exclusively owned, unviewed and ready; the
+//    same rule about other operands viewing it applies.
 //  - Scratch is a buffer live for one node.
 //  - A concurrent group counts as one step (Note [Concurrent groups]):
 //    buffers its members free return to the free list after its last
@@ -85,6 +93,16 @@ void plan_buffers(PreparedState& st) {
   auto read_by_other_member = [&](std::uint32_t slot, std::uint32_t n) {
     return std::any_of(readers[slot].begin(), readers[slot].end(),
                        [&](std::uint32_t r) { return r != n && r >= group_start[n] && r < group_end[n]; });
+  };
+  // True when an operand of node `n` other than operand 0 reads `slot`'s
+  // memory through a view (Note [Buffer planning], in place).
+  auto viewed_by_other_operand = [&](std::uint32_t slot, const NodeRecord& node) {
+    for (std::size_t i = 1; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == slot) continue;  // the same value: identical layout
+      for (std::uint32_t r = node.inputs[i]; r != kNoIndex; r = st.slots[r].view_source)
+        if (r == slot) return true;
+    }
+    return false;
   };
 
   std::map<std::uint32_t, std::vector<std::uint32_t>> free_by_engine;  // engine -> free buffers
@@ -177,7 +195,8 @@ void plan_buffers(PreparedState& st) {
             const SlotInfo& in = st.slots[node.inputs[0]];
             const bool donatable =
                 in.input != kNoIndex && st.signature.inputs()[in.input].binding == BindingMode::kDonatable &&
-                in.last_use == n && !read_by_other_member(node.inputs[0], n) && !in.escapes && in.nbytes() == bytes &&
+                in.last_use == n && !read_by_other_member(node.inputs[0], n) &&
+                !viewed_by_other_operand(node.inputs[0], node) && !in.escapes && in.nbytes() == bytes &&
                 in.dtype == slot.dtype && in.shape == slot.shape &&
                 st.engines[in.engine]->metadata().storage == st.engines[slot.engine]->metadata().storage;
             if (donatable) node.donate_input = node.inputs[0];
@@ -189,9 +208,9 @@ void plan_buffers(PreparedState& st) {
           const std::uint32_t in = node.inputs[0];
           const SlotInfo& src = st.slots[in];
           if (src.buffer != kNoIndex && src.view_source == kNoIndex && src.last_use == n && !src.escapes &&
-              !src.read_cross_domain && src.engine == slot.engine && st.buffers[src.buffer].bytes == bytes &&
-              occupant[src.buffer] == in && occupant_is_slot[src.buffer] && !is_free[src.buffer] &&
-              !read_by_other_member(in, n)) {
+              !src.read_cross_domain && src.engine == slot.engine && src.dtype == slot.dtype &&
+              src.shape == slot.shape && occupant[src.buffer] == in && occupant_is_slot[src.buffer] &&
+              !is_free[src.buffer] && !read_by_other_member(in, n) && !viewed_by_other_operand(in, node)) {
             b = src.buffer;  // in place: the operand dies here
           }
         }

@@ -441,6 +441,30 @@ TEST(PrepareTest, BufferPlanReusesDeadBuffersAndWorksInPlace) {
   }
 }
 
+TEST(PrepareTest, NoInPlaceOverOperandZeroWhileAnotherOperandViewsIt) {
+  // y + transpose(y) with y dying at the add: writing over y would change
+  // the transposed operand under the kernel (Note [Buffer planning]).
+  auto program = make_program({{2, 2}}, [](ProgramBuilder& b, std::span<const ProgramValue> x) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y, b.emit(CoreSemanticOp::kNeg, {x[0]}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue yt,
+                              b.emit(CoreSemanticOp::kTranspose, {y}, program::TransposeAttributes{Dims{1, 0}}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue sum, b.emit(CoreSemanticOp::kAdd, {y, yt}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue out, b.emit(CoreSemanticOp::kNeg, {sum}));
+    return Values{out};
+  });
+  ASSERT_NE(program, nullptr);
+  Fixture f;
+  f.host.behaviour->in_place_ok = true;
+  auto rt = f.build();
+  ASSERT_TRUE(rt.ok());
+  auto p = rt->prepare_for(program, host_signature({{2, 2}}));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const Tensor x = make_tensor(*f.host.allocator, {1, 2, 3, 4}, {2, 2});
+  auto out = rt->run_prepared(**p, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(values_of((*out)[0]), (std::vector<double>{2, 5, 5, 8})) << (*p)->explain();
+}
+
 TEST(PrepareTest, ScratchIsAOneNodeBufferReusedAcrossNodes) {
   Fixture f;
   f.host.behaviour->scratch_bytes = 256;

@@ -14,9 +14,11 @@
 // buffer, and otherwise read the operand and write the result directly
 // (broadcast's root and send copy the operand into the result once);
 // allgather and reduce_scatter read the operand and write the result.
-// Ranks must run the same sequence of collective nodes on a communicator;
-// preparation is per rank, so a rank whose prepare fails must tell the
-// others itself (e.g. with mpi::agree).
+// Ranks must run the same sequence of collective nodes on a communicator.
+// Preparation is per rank: a rank whose prepare fails would never reach
+// the collectives the others wait in, so prepare_on_all_ranks agrees on
+// the outcome (Note [Checked collectives]) and every rank gets the plan or
+// the failing rank's typed error.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 
 #include "tenferro/mpi/communicator.h"
 #include "tenferro/runtime/config.h"
+#include "tenferro/runtime/runtime.h"
 
 namespace tenferro::mpi {
 
@@ -40,5 +43,15 @@ runtime::CollectiveRegistration collective_registration(std::shared_ptr<const Co
 
 /// The node lease of the collectives on `communicator`.
 runtime::ResourceKey collective_lease_key(std::uint64_t communicator) noexcept;
+
+/// Collective over `comm`: runtime.prepare_for(program, signature) on every
+/// rank, then one agreement step, so that a prepare failure on any rank is
+/// an error on all of them (the failing rank its own; the others its code
+/// with "rank R: " and its message) and no rank goes on to run collectives
+/// the failing one never reaches. Borrows everything for the call; every
+/// rank must call it (Note [MPI collective nodes]).
+Result<std::shared_ptr<const runtime::PreparedProgram>> prepare_on_all_ranks(
+    const Communicator& comm, runtime::Runtime& runtime, const std::shared_ptr<const program::SemanticProgram>& program,
+    const runtime::InputSignature& signature, const runtime::PrepareOptions& options = {});
 
 }  // namespace tenferro::mpi

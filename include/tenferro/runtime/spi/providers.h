@@ -104,7 +104,10 @@ struct PreparedKernel {
   /// the same hardware class (required under Determinism::kReproducible).
   bool reproducible = false;
   /// The output may be written into the buffer of operand 0 when that value
-  /// dies at this node (same dtype and shape, row-major dense).
+  /// dies at this node (same dtype and shape, row-major dense). The kernel
+  /// must then accept an output identical to operand 0, also when operand 0
+  /// appears again as another operand; the runtime never writes in place
+  /// when another operand reads operand 0's memory through a view.
   bool in_place_ok = false;
   /// Workspace bytes the runtime passes as `scratch` to every run.
   std::size_t scratch_bytes = 0;
