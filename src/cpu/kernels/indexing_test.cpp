@@ -310,6 +310,52 @@ TEST_P(IndexingConformance, GeneralGatherAndScatterMatchABruteForceReference) {
   }
 }
 
+// A window big enough that scatter splits it across threads (Note [Gather
+// and scatter loops]): duplicate rows still accumulate in one fixed order,
+// so two threads give the sequential result bit for bit.
+TEST_P(IndexingConformance, LargeScatterWindowsSplitAcrossThreadsDeterministically) {
+  Tensor x = make_tensor({3, 256, 300}, DType::kFloat64, Layout::kContiguous, 21);
+  Tensor rows = *Tensor::from_values<std::int64_t>({1, 0, 1, 7, 1}, {5});  // 7 is skipped
+  Tensor updates = make_tensor({5, 256, 300}, DType::kFloat64, Layout::kTransposed, 22);
+  const ScatterDimensions dims = take_scatter_dimensions(3, 1, 0);
+  Tensor sequential = *Tensor::empty({3, 256, 300}, DType::kFloat64);
+  Tensor parallel = *Tensor::empty({3, 256, 300}, DType::kFloat64);
+  ASSERT_TRUE(
+      k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kAdd, sequential.view(), seq(), nullptr)
+          .ok());
+  ASSERT_TRUE(k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kAdd, parallel.view(),
+                          testing::two_thread_context(), nullptr)
+                  .ok());
+  EXPECT_EQ(testing::row_major_bytes(parallel), testing::row_major_bytes(sequential));
+  for (std::int64_t i = 0; i < x.numel(); i += 997) {
+    const Index at = unravel(i, x.shape());
+    C want = value_at(x, at);
+    const std::int64_t row = at[0];
+    for (std::int64_t u = 0; u < 5; ++u) {
+      const std::int64_t r = static_cast<std::int64_t*>(rows.data())[u];
+      if (r == row) want += value_at(updates, Index{u, at[1], at[2]});
+    }
+    ASSERT_NEAR(value_at(parallel, at).real(), want.real(), 1e-12) << "element " << i;
+  }
+  // Replace: the last of the duplicate rows is not promised, but every
+  // element of row 1 holds one of its writes and row 2 is untouched.
+  ASSERT_TRUE(k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kReplace, parallel.view(),
+                          testing::two_thread_context(), nullptr)
+                  .ok());
+  for (std::int64_t i = 0; i < x.numel(); i += 991) {
+    const Index at = unravel(i, x.shape());
+    const C got = value_at(parallel, at);
+    if (at[0] == 2) {
+      EXPECT_EQ(got, value_at(x, at));
+    } else if (at[0] == 0) {
+      EXPECT_EQ(got, value_at(updates, Index{1, at[1], at[2]}));
+    } else {
+      EXPECT_TRUE(got == value_at(updates, Index{0, at[1], at[2]}) ||
+                  got == value_at(updates, Index{2, at[1], at[2]}) || got == value_at(updates, Index{4, at[1], at[2]}));
+    }
+  }
+}
+
 TEST_P(IndexingConformance, DynamicSliceAndUpdateClampTheirStarts) {
   for (DType dtype : testing::kAllDTypes) {
     for (Layout xl : kInputLayouts) {
