@@ -76,11 +76,23 @@ CoreAttributes make(FuzzInput& in, std::type_identity<DynamicSliceAttributes>) {
   return DynamicSliceAttributes{axes(in)};
 }
 CoreAttributes make(FuzzInput& in, std::type_identity<GatherAttributes>) {
-  return GatherAttributes{in.in_range(-1, 3)};
+  GatherAttributes a;
+  a.offset_dims = axes(in);
+  a.collapsed_slice_dims = axes(in);
+  a.start_index_map = axes(in);
+  a.index_vector_dim = in.in_range(-1, 3);
+  a.slice_sizes = shape(in);
+  a.indices_are_sorted = in.flag();
+  return a;
 }
 CoreAttributes make(FuzzInput& in, std::type_identity<ScatterAttributes>) {
-  const std::int64_t axis = in.in_range(-1, 3);
-  return ScatterAttributes{axis, in.flag() ? ScatterCombine::kAdd : ScatterCombine::kReplace};
+  ScatterAttributes a;
+  a.update_window_dims = axes(in);
+  a.inserted_window_dims = axes(in);
+  a.scatter_dims_to_operand_dims = axes(in);
+  a.index_vector_dim = in.in_range(-1, 3);
+  a.combine = in.flag() ? ScatterCombine::kAdd : ScatterCombine::kReplace;
+  return a;
 }
 CoreAttributes make(FuzzInput& in, std::type_identity<ReduceAttributes>) { return ReduceAttributes{axes(in)}; }
 CoreAttributes make(FuzzInput& in, std::type_identity<ArgReduceAttributes>) {

@@ -322,8 +322,8 @@ Result<Tangent> linearize_cumprod(const CoreLinearizeInput& in, RuleOps& o) {
 
 // Note [Sort tangent]
 // Each sorted element carries its own tangent: dy = take_along_axis(dx, p)
-// with p = argsort(x). gather takes whole index tensors along one axis, so
-// the tangent is flattened and p turned into flat offsets: the position i
+// with p = argsort(x). A take-style gather indexes one axis, so the
+// tangent is flattened and p turned into flat offsets: the position i
 // with i[axis] replaced by p[i], i.e. linear(i) + (p[i] - i[axis]) * stride.
 // Gather is linear, so the transpose is the scatter-add that puts every
 // cotangent back at its element's original position. The strides must be
@@ -354,7 +354,8 @@ Result<Tangent> linearize_sort(const CoreLinearizeInput& in, RuleOps& o) {
   TENFERRO_ASSIGN_OR_RETURN(AdValue offsets, o.mul(shift, strides));
   TENFERRO_ASSIGN_OR_RETURN(AdValue index, o.add(linear, offsets));
   TENFERRO_ASSIGN_OR_RETURN(AdValue flat_tangent, o.reshape(*in.tangents[0], flat_shape));
-  return some(b.emit(CoreSemanticOp::kGather, {flat_tangent, index}, program::GatherAttributes{0}));
+  return some(
+      b.emit(CoreSemanticOp::kGather, {flat_tangent, index}, program::take_attributes(flat_shape, m.rank(), 0)));
 }
 
 }  // namespace

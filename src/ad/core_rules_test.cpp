@@ -373,22 +373,95 @@ TEST(CoreRules, DynamicSlices) {
 }
 
 TEST(CoreRules, GatherScatter) {
+  using program::SymbolicExtent;
   const InputSpec indices{DType::kInt64, {2, 3}, 0, 0, 0, 3};  // duplicates likely
+  const program::SymbolicShape x_shape{SymbolicExtent(2), SymbolicExtent(4), SymbolicExtent(3)};
   EXPECT_TRUE(check_case({{DType::kFloat64, {2, 4, 3}}, indices},
-                         single(CoreSemanticOp::kGather, program::GatherAttributes{1}), 601));
+                         single(CoreSemanticOp::kGather, program::take_attributes(x_shape, 2, 1)), 601));
   // scatter-add: updates shape = x.shape[:1] + indices.shape + x.shape[2:].
-  EXPECT_TRUE(check_case({{DType::kComplex128, {2, 4, 3}}, indices, {DType::kComplex128, {2, 2, 3, 3}}},
-                         single(CoreSemanticOp::kScatter, program::ScatterAttributes{1, program::ScatterCombine::kAdd}),
-                         602));
+  EXPECT_TRUE(check_case(
+      {{DType::kComplex128, {2, 4, 3}}, indices, {DType::kComplex128, {2, 2, 3, 3}}},
+      single(CoreSemanticOp::kScatter, program::take_scatter_attributes(3, 2, 1, program::ScatterCombine::kAdd)), 602));
   // scatter-replace with unique indices (0, 2): the derivative is defined.
   auto body = [](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
     TENFERRO_ASSIGN_OR_RETURN(program::Literal idx, program::Literal::from_values<std::int64_t>({0, 2}, {2}));
     TENFERRO_ASSIGN_OR_RETURN(ProgramValue i, b.constant(idx));
-    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y, emit(b, CoreSemanticOp::kScatter, {in[0], i, in[1]},
-                                                   program::ScatterAttributes{0, program::ScatterCombine::kReplace}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y,
+                              emit(b, CoreSemanticOp::kScatter, {in[0], i, in[1]},
+                                   program::take_scatter_attributes(2, 1, 0, program::ScatterCombine::kReplace)));
     return Values{y};
   };
   EXPECT_TRUE(check_case({{DType::kFloat64, {4, 2}}, {DType::kFloat64, {2, 2}}}, body, 603));
+}
+
+// General windows whose starts fall partly outside the operand: gather
+// clamps them (its transpose scatters at the clamped starts), scatter skips
+// them (its transpose gives their updates a zero cotangent)
+// (Note [Out-of-range starts in gather and scatter transposes]).
+TEST(CoreRules, GeneralGatherScatterWithOutOfRangeStarts) {
+  using program::SymbolicExtent;
+  const InputSpec starts{DType::kInt32, {3, 2}, 0, 0, -2, 5};
+  const program::GatherAttributes windows{{1, 2}, {}, {0, 1}, 1, {SymbolicExtent(2), SymbolicExtent(3)}};
+  for (std::uint64_t seed : {611, 612, 613}) {
+    EXPECT_TRUE(check_case({{DType::kFloat64, {4, 5}}, starts}, single(CoreSemanticOp::kGather, windows), seed));
+  }
+  const program::ScatterAttributes add{{1, 2}, {}, {0, 1}, 1, program::ScatterCombine::kAdd};
+  const program::ScatterAttributes replace{{1, 2}, {}, {0, 1}, 1, program::ScatterCombine::kReplace};
+  for (std::uint64_t seed : {621, 622, 623}) {
+    EXPECT_TRUE(check_case({{DType::kFloat64, {4, 5}}, starts, {DType::kFloat64, {3, 2, 3}}},
+                           single(CoreSemanticOp::kScatter, add), seed));
+  }
+  // Point scatter-replace x[i, j] = u with distinct in-range pairs and one
+  // pair outside (skipped).
+  auto body = [](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(program::Literal idx,
+                              program::Literal::from_values<std::int64_t>({0, 1, 3, 4, 4, 0}, {3, 2}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue i, b.constant(idx));
+    TENFERRO_ASSIGN_OR_RETURN(
+        ProgramValue y, emit(b, CoreSemanticOp::kScatter, {in[0], i, in[1]},
+                             program::ScatterAttributes{{}, {0, 1}, {0, 1}, 1, program::ScatterCombine::kReplace}));
+    return Values{y};
+  };
+  EXPECT_TRUE(check_case({{DType::kFloat64, {4, 5}}, {DType::kFloat64, {3}}}, body, 631));
+  // Windows of the replace form, in range and distinct.
+  auto windows_body = [&](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(program::Literal idx, program::Literal::from_values<std::int32_t>({0, 0, 2, 2}, {2, 2}));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue i, b.constant(idx));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue y, emit(b, CoreSemanticOp::kScatter, {in[0], i, in[1]}, replace));
+    return Values{y};
+  };
+  EXPECT_TRUE(check_case({{DType::kFloat64, {4, 5}}, {DType::kFloat64, {2, 2, 3}}}, windows_body, 632));
+}
+
+// A symbolic operand extent: the transposes compute the start bounds at run
+// time (Note [Out-of-range starts in gather and scatter transposes]).
+TEST(CoreRules, GatherScatterTransposesWithSymbolicExtents) {
+  using program::SymbolicExtent;
+  const std::vector<ValueMetadata> metadata = {ValueMetadata{DType::kFloat64, {SymbolicExtent::unknown(), 5}},
+                                               ValueMetadata::exact(DType::kInt64, Dims{6}),
+                                               ValueMetadata{DType::kFloat64, {SymbolicExtent(6), SymbolicExtent(5)}}};
+  auto body = [&](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(ValueMetadata x, b.metadata(in[0]));
+    EXPECT_FALSE(x.shape[0].is_exact());
+    TENFERRO_ASSIGN_OR_RETURN(
+        ProgramValue g, emit(b, CoreSemanticOp::kGather, {in[0], in[1]}, program::take_attributes(x.shape, 1, 0)));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue s,
+                              emit(b, CoreSemanticOp::kScatter, {in[0], in[1], in[2]},
+                                   program::take_scatter_attributes(2, 1, 0, program::ScatterCombine::kAdd)));
+    return Values{g, s};
+  };
+  FrozenProgram program = testing::make_program(metadata, body);
+  for (std::uint64_t seed : {641, 642}) {
+    // Rows in [-2, 5] against an operand of 4 rows: clamped and skipped.
+    std::vector<Tensor> inputs = {make_input({DType::kFloat64, {4, 5}}, seed),
+                                  make_input({DType::kInt64, {6}, 0, 0, -2, 5}, seed + 1),
+                                  make_input({DType::kFloat64, {6, 5}}, seed + 2)};
+    AdContext context;
+    DerivativeCheck c;
+    c.seed = seed;
+    const std::vector<std::uint32_t> active = {0, 2};
+    EXPECT_TRUE(check_derivatives(context, program, inputs, active, c));
+  }
 }
 
 TEST(CoreRules, NonDifferentiableValuesAreExplicit) {

@@ -46,6 +46,81 @@ Error needs_exact(CoreSemanticOp op, std::string_view what, const ValueMetadata&
       op, what, m.to_string());
 }
 
+// Note [Out-of-range starts in gather and scatter transposes]
+// gather clamps every start into [0, extent - window]; scatter skips a
+// window that does not fit. So the transpose of gather scatter-adds the
+// cotangent at the clamped starts (where the windows were read), and the
+// transpose of scatter in its updates gathers the cotangent's windows and
+// zeroes those the scatter skipped. Both need the bound extent - window of
+// every index component: a constant when exact, otherwise computed at run
+// time as the largest element of an iota of extent bound + 1.
+
+// The indices clamped into their windows' valid starts (the indices
+// themselves when the index vectors are empty).
+Result<AdValue> clamp_starts(RuleOps& o, AdValue indices, IntArrayRef index_map, std::int64_t index_vector_dim,
+                             const ValueMetadata& operand, const SymbolicShape& window) {
+  if (index_map.empty()) return indices;
+  AdBuilder& b = o.builder();
+  const ValueMetadata m = o.md(indices);
+  const bool explicit_vector = index_vector_dim < m.rank();
+  ValueMetadata piece = m;
+  if (explicit_vector) piece.shape[static_cast<std::size_t>(index_vector_dim)] = SymbolicExtent(1);
+  AdValue bounds{};
+  for (std::size_t k = 0; k < index_map.size(); ++k) {
+    const auto d = static_cast<std::size_t>(index_map[k]);
+    const SymbolicExtent bound = operand.shape[d] - window[d];
+    AdValue component{};
+    if (const std::optional<std::int64_t> exact = bound.exact_value()) {
+      TENFERRO_ASSIGN_OR_RETURN(component, b.full(Scalar::of(*exact), piece));
+    } else {
+      const SymbolicShape span{bound + SymbolicExtent(1)};
+      TENFERRO_ASSIGN_OR_RETURN(AdValue iota,
+                                b.emit(CoreSemanticOp::kIota, {}, program::IotaAttributes{m.dtype, span, 0}));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue largest,
+                                b.emit(CoreSemanticOp::kReduceMax, {iota}, program::ReduceAttributes{{0}}));
+      TENFERRO_ASSIGN_OR_RETURN(component, o.broadcast(largest, piece.shape, {}));
+    }
+    if (k == 0) {
+      bounds = component;
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(bounds, b.emit(CoreSemanticOp::kConcatenate, {bounds, component},
+                                               program::ConcatenateAttributes{index_vector_dim}));
+    }
+  }
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, b.zeros(m));
+  return b.emit(CoreSemanticOp::kClamp, {zero, indices, bounds});
+}
+
+// `gathered` (the updates' cotangent) with the windows a scatter skipped
+// set to zero.
+Result<AdValue> zero_skipped_windows(RuleOps& o, AdValue gathered, AdValue indices,
+                                     const program::ScatterAttributes& scatter, const ValueMetadata& operand,
+                                     const SymbolicShape& window) {
+  if (scatter.scatter_dims_to_operand_dims.empty()) return gathered;
+  AdBuilder& b = o.builder();
+  TENFERRO_ASSIGN_OR_RETURN(AdValue clamped, clamp_starts(o, indices, scatter.scatter_dims_to_operand_dims,
+                                                          scatter.index_vector_dim, operand, window));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue fits, o.compare(program::ComparisonDirection::kEq, clamped, indices));
+  const ValueMetadata m = o.md(indices);
+  if (scatter.index_vector_dim < m.rank()) {
+    // A window fits when every component of its start does.
+    TENFERRO_ASSIGN_OR_RETURN(AdValue as_int, o.convert(fits, DType::kInt32));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue all, b.emit(CoreSemanticOp::kReduceMin, {as_int},
+                                                  program::ReduceAttributes{{scatter.index_vector_dim}}));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue zero, b.zeros(o.md(all)));
+    TENFERRO_ASSIGN_OR_RETURN(fits, o.compare(program::ComparisonDirection::kNe, all, zero));
+  }
+  const ValueMetadata g = o.md(gathered);
+  Dims batch_axes;
+  for (std::int64_t k = 0; k < g.rank(); ++k)
+    if (std::find(scatter.update_window_dims.begin(), scatter.update_window_dims.end(), k) ==
+        scatter.update_window_dims.end())
+      batch_axes.push_back(k);
+  TENFERRO_ASSIGN_OR_RETURN(AdValue mask, o.broadcast(fits, g.shape, batch_axes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, b.zeros(g));
+  return o.select(mask, gathered, zero);
+}
+
 // Transpose of slice: the cotangent placed back into zeros.
 Result<AdValue> unslice(RuleOps& o, AdValue ct, const ValueMetadata& x, const program::SliceAttributes& slice) {
   const std::size_t rank = x.shape.size();
@@ -325,24 +400,29 @@ Result<CotangentList> transpose_core(const CoreTransposeInput& in, AdBuilder& bu
       return out;
     }
     case CoreSemanticOp::kGather: {
-      const std::int64_t axis = std::get<program::GatherAttributes>(attributes).axis;
+      const auto& gather = std::get<program::GatherAttributes>(attributes);
+      TENFERRO_ASSIGN_OR_RETURN(AdValue clamped, clamp_starts(o, in.operands[1], gather.start_index_map,
+                                                              gather.index_vector_dim, x, gather.slice_sizes));
       TENFERRO_ASSIGN_OR_RETURN(AdValue zero, builder.zeros(x));
       return single(arity, 0,
-                    builder.emit(CoreSemanticOp::kScatter, {zero, in.operands[1], ct},
-                                 program::ScatterAttributes{axis, program::ScatterCombine::kAdd}));
+                    builder.emit(CoreSemanticOp::kScatter, {zero, clamped, ct},
+                                 program::scatter_of_gather(gather, program::ScatterCombine::kAdd)));
     }
     case CoreSemanticOp::kScatter: {
       const auto& scatter = std::get<program::ScatterAttributes>(attributes);
+      const ValueMetadata& updates = in.operand_metadata[2];
       CotangentList out(arity);
       if (scatter.combine == program::ScatterCombine::kAdd) {
         out[0] = ct;
       } else {
         // Overwritten positions do not reach the result.
-        TENFERRO_ASSIGN_OR_RETURN(AdValue zero, builder.zeros(in.operand_metadata[2]));
+        TENFERRO_ASSIGN_OR_RETURN(AdValue zero, builder.zeros(updates));
         TENFERRO_ASSIGN_OR_RETURN(out[0], builder.emit(CoreSemanticOp::kScatter, {ct, in.operands[1], zero}, scatter));
       }
-      TENFERRO_ASSIGN_OR_RETURN(
-          out[2], builder.emit(CoreSemanticOp::kGather, {ct, in.operands[1]}, program::GatherAttributes{scatter.axis}));
+      const program::GatherAttributes back = program::gather_of_scatter(scatter, x.rank(), updates.shape);
+      TENFERRO_ASSIGN_OR_RETURN(AdValue gathered, builder.emit(CoreSemanticOp::kGather, {ct, in.operands[1]}, back));
+      TENFERRO_ASSIGN_OR_RETURN(out[2],
+                                zero_skipped_windows(o, gathered, in.operands[1], scatter, x, back.slice_sizes));
       return out;
     }
     case CoreSemanticOp::kCumsum: {

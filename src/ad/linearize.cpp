@@ -31,6 +31,7 @@ program::CoreAttributes substitute_symbols(const program::CoreAttributes& attrib
   if (auto* a = std::get_if<program::BroadcastInDimAttributes>(&out)) rewrite(a->shape);
   if (auto* a = std::get_if<program::IotaAttributes>(&out)) rewrite(a->shape);
   if (auto* a = std::get_if<program::RandomAttributes>(&out)) rewrite(a->shape);
+  if (auto* a = std::get_if<program::GatherAttributes>(&out)) rewrite(a->slice_sizes);
   return out;
 }
 

@@ -311,18 +311,58 @@ TEST_P(CpuConformance, Indexing) {
                        program::NoAttributes{}});
       auto indices = Tensor::from_values<std::int64_t>({5, 0, 3, 3, 1}, Dims{5});
       ASSERT_TRUE(indices.ok());
-      cases.push_back({tag + " gather", CoreSemanticOp::kGather, {x, *indices}, program::GatherAttributes{1}});
+      const program::SymbolicShape x_shape = program::symbolic_shape(Dims{4, 6});
+      cases.push_back(
+          {tag + " gather (take)", CoreSemanticOp::kGather, {x, *indices}, program::take_attributes(x_shape, 1, 1)});
       auto rows = Tensor::from_values<std::int64_t>({2, 0}, Dims{2});
       ASSERT_TRUE(rows.ok());
       const Tensor updates = make_tensor({2, 6}, d, Layout::kContiguous, seed++);
-      cases.push_back({tag + " scatter", CoreSemanticOp::kScatter, {x, *rows, updates}, program::ScatterAttributes{0}});
+      cases.push_back({tag + " scatter",
+                       CoreSemanticOp::kScatter,
+                       {x, *rows, updates},
+                       program::take_scatter_attributes(2, 1, 0, program::ScatterCombine::kReplace)});
+      // General forms: 2x3 windows at (row, col) starts, some outside
+      // (gather clamps them, scatter skips them); point gathers x[i, j].
+      auto starts = Tensor::from_values<std::int32_t>({0, 0, 3, 5, -1, 2, 1, 3}, Dims{4, 2});
+      ASSERT_TRUE(starts.ok());
+      const program::GatherAttributes windows{{1, 2}, {}, {0, 1}, 1, program::symbolic_shape(Dims{2, 3})};
+      cases.push_back({tag + " gather windows", CoreSemanticOp::kGather, {x, *starts}, windows});
+      auto starts_first = Tensor::from_values<std::int64_t>({0, 3, -1, 1, 0, 5, 2, 3}, Dims{2, 4});
+      ASSERT_TRUE(starts_first.ok());
+      cases.push_back({tag + " gather windows, vector axis 0, batch last",
+                       CoreSemanticOp::kGather,
+                       {x, *starts_first},
+                       program::GatherAttributes{{0, 1}, {}, {0, 1}, 0, program::symbolic_shape(Dims{2, 3})}});
+      auto points = Tensor::from_values<std::int64_t>({3, 5, 0, 0, 2, 1, 1, 4, 3, 0, 0, 5}, Dims{2, 3, 2});
+      ASSERT_TRUE(points.ok());
+      cases.push_back({tag + " gather points",
+                       CoreSemanticOp::kGather,
+                       {x, *points},
+                       program::GatherAttributes{{}, {0, 1}, {1, 0}, 2, program::symbolic_shape(Dims{1, 1})}});
+      const Tensor window_updates = make_tensor({4, 2, 3}, d, Layout::kTransposed, seed++);
+      // Distinct in-range windows (0, 0) and (2, 3); (3, 5) and (-1, 2) skip.
+      auto distinct = Tensor::from_values<std::int32_t>({0, 0, 3, 5, -1, 2, 2, 3}, Dims{4, 2});
+      ASSERT_TRUE(distinct.ok());
+      cases.push_back({tag + " scatter windows",
+                       CoreSemanticOp::kScatter,
+                       {x, *distinct, window_updates},
+                       program::ScatterAttributes{{1, 2}, {}, {0, 1}, 1, program::ScatterCombine::kReplace}});
       if (d != DType::kBool) {
         auto dup = Tensor::from_values<std::int64_t>({1, 1}, Dims{2});
         ASSERT_TRUE(dup.ok());
         cases.push_back({tag + " scatter add",
                          CoreSemanticOp::kScatter,
                          {x, *dup, updates},
-                         program::ScatterAttributes{0, program::ScatterCombine::kAdd}});
+                         program::take_scatter_attributes(2, 1, 0, program::ScatterCombine::kAdd)});
+        cases.push_back({tag + " scatter add windows",
+                         CoreSemanticOp::kScatter,
+                         {x, *starts, window_updates},
+                         program::ScatterAttributes{{1, 2}, {}, {0, 1}, 1, program::ScatterCombine::kAdd}});
+        const Tensor point_updates = make_tensor({2, 3}, d, Layout::kTransposed, seed++);
+        cases.push_back({tag + " scatter add points",
+                         CoreSemanticOp::kScatter,
+                         {x, *points, point_updates},
+                         program::ScatterAttributes{{}, {0, 1}, {1, 0}, 2, program::ScatterCombine::kAdd}});
       }
     }
   }

@@ -15,6 +15,27 @@ using program::CoreSemanticOp;
 
 constexpr std::string_view kIndexingName = "cpu.indexing";
 
+// The gather kernel takes its window extents from the output; the exact
+// slice sizes of the attributes must agree with them (symbolic ones were
+// resolved when the output shape was).
+Status check_slice_sizes(const program::GatherAttributes& a, const TensorView& out) {
+  std::size_t window = 0;
+  for (std::size_t d = 0; d < a.slice_sizes.size(); ++d) {
+    if (std::find(a.collapsed_slice_dims.begin(), a.collapsed_slice_dims.end(), static_cast<std::int64_t>(d)) !=
+        a.collapsed_slice_dims.end())
+      continue;
+    if (window >= a.offset_dims.size()) break;
+    const auto axis = static_cast<std::size_t>(a.offset_dims[window++]);
+    const std::optional<std::int64_t> size = a.slice_sizes[d].exact_value();
+    if (size && axis < out.shape.size() && *size != out.shape[axis]) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "{}: gather slice size {} of operand axis {} does not match output axis {} extent {}", kName,
+                        *size, d, axis, out.shape[axis]);
+    }
+  }
+  return ok_status();
+}
+
 class CpuIndexingRuntime final : public runtime::IndexingRuntime {
  public:
   std::string_view name() const noexcept override { return kIndexingName; }
@@ -64,13 +85,20 @@ class CpuIndexingRuntime final : public runtime::IndexingRuntime {
         TENFERRO_TRY(read_start_indices(in.subspan(2), starts));
         return dynamic_update_slice(in[0], in[1], starts, out, ctx);
       }
-      case CoreSemanticOp::kGather:
-        return gather(in[0], in[1], request.attributes_as<program::GatherAttributes>().axis, out, ctx);
+      case CoreSemanticOp::kGather: {
+        const auto& a = request.attributes_as<program::GatherAttributes>();
+        TENFERRO_TRY(check_slice_sizes(a, out));
+        return gather(in[0], in[1], {a.offset_dims, a.collapsed_slice_dims, a.start_index_map, a.index_vector_dim}, out,
+                      ctx);
+      }
       case CoreSemanticOp::kScatter: {
         const auto& a = request.attributes_as<program::ScatterAttributes>();
         const ScatterCombine combine =
             a.combine == program::ScatterCombine::kAdd ? ScatterCombine::kAdd : ScatterCombine::kReplace;
-        return scatter(in[0], in[1], in[2], a.axis, combine, out, ctx);
+        return scatter(
+            in[0], in[1], in[2],
+            {a.update_window_dims, a.inserted_window_dims, a.scatter_dims_to_operand_dims, a.index_vector_dim}, combine,
+            out, ctx);
       }
       default:
         return make_error(ErrorCode::kUnsupported, ErrorStage::kNone, "{}: no kernel for {}", kIndexingName,

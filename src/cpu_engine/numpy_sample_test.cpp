@@ -61,16 +61,29 @@ TEST(CpuEngineNumpy, SampleMatchesNumpy) {
   keep("argmax_x", ctx.argmax(x, 1));
   keep("gather_x", ctx.gather(x, idx, 2));
   keep("tanh_a", ctx.tanh(a));
+  // General gather/scatter through the eager API: x[i0, :, i2] and
+  // np.add.at on those positions.
+  const Tensor pairs = *Tensor::from_values<std::int32_t>({1, 3, 0, 0, 1, 3, 0, 2}, Dims{4, 2});
+  const Tensor u = make_tensor({4, 5}, DType::kFloat64, Layout::kTransposed, 5);
+  const program::SymbolicShape window = program::symbolic_shape(Dims{1, 5, 1});
+  keep("fancy_x", ctx.gather(x, pairs, program::GatherAttributes{{1}, {0, 2}, {0, 2}, 1, window}));
+  keep("add_at_x",
+       ctx.scatter(x, pairs, u, program::ScatterAttributes{{1}, {0, 2}, {0, 2}, 1, program::ScatterCombine::kAdd}));
+  // A malformed attribute is a typed error from inference.
+  const Result<Tensor> bad = ctx.gather(x, pairs, program::GatherAttributes{{1}, {0, 2}, {0, 0}, 1, window});
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument) << bad.status().to_string();
   std::string script =
       "import sys\ntry:\n    import numpy as np\nexcept ImportError:\n    print('NO_NUMPY'); sys.exit(0)\n"
       "def emit(name, v):\n    a = np.asarray(v).ravel()\n"
       "    if np.iscomplexobj(a): a = np.stack([a.real, a.imag], axis=-1).ravel()\n"
       "    print(name, ' '.join(repr(float(x)) for x in a))\n";
-  script += declare("a", a) + declare("b", b) + declare("x", x) + declare("y", y);
+  script +=
+      declare("a", a) + declare("b", b) + declare("x", x) + declare("y", y) + declare("pairs", pairs) + declare("u", u);
   script +=
       "emit('ab', a @ b)\nemit('xy', x @ y)\nemit('sum_x', x.sum(axis=(0, 2)))\n"
       "emit('argmax_x', x.argmax(axis=1))\nemit('gather_x', np.take(x, [3, 0, 3, 1], axis=2))\n"
-      "emit('tanh_a', np.tanh(a))\n";
+      "emit('tanh_a', np.tanh(a))\nemit('fancy_x', x[pairs[:, 0], :, pairs[:, 1]])\n"
+      "t = x.copy()\nnp.add.at(t, (pairs[:, 0], slice(None), pairs[:, 1]), u)\nemit('add_at_x', t)\n";
   const std::string out = testing::run_python(script);
   if (out.empty() || out.find("NO_NUMPY") != std::string::npos) GTEST_SKIP() << "numpy unavailable";
   std::istringstream lines(out);

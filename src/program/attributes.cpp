@@ -1,6 +1,8 @@
 // Literals and the hashing/printing of core-op attribute structs.
 #include "tenferro/program/attributes.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -198,15 +200,91 @@ std::uint64_t hash_value(const DynamicSliceAttributes& a) noexcept { return hash
 std::string to_string(const DynamicSliceAttributes& a) { return fmt::format("{{sizes={}}}", ints(a.sizes)); }
 
 std::uint64_t hash_value(const GatherAttributes& a) noexcept {
-  return hash_combine(0xccULL, static_cast<std::uint64_t>(a.axis));
+  std::uint64_t h =
+      hash_int_range(hash_int_range(hash_int_range(0xccULL, a.offset_dims), a.collapsed_slice_dims), a.start_index_map);
+  h = hash_shape(hash_combine(h, static_cast<std::uint64_t>(a.index_vector_dim)), a.slice_sizes);
+  return hash_combine(h, a.indices_are_sorted ? 1U : 0U);
 }
-std::string to_string(const GatherAttributes& a) { return fmt::format("{{axis={}}}", a.axis); }
+std::string to_string(const GatherAttributes& a) {
+  return fmt::format(
+      "{{offset_dims={}, collapsed_slice_dims={}, start_index_map={}, index_vector_dim={}, slice_sizes={}{}}}",
+      ints(a.offset_dims), ints(a.collapsed_slice_dims), ints(a.start_index_map), a.index_vector_dim,
+      shape_string(a.slice_sizes), a.indices_are_sorted ? ", indices_are_sorted" : "");
+}
 
 std::uint64_t hash_value(const ScatterAttributes& a) noexcept {
-  return hash_combine(hash_combine(0xcdULL, static_cast<std::uint64_t>(a.axis)), static_cast<std::uint64_t>(a.combine));
+  std::uint64_t h =
+      hash_int_range(hash_int_range(hash_int_range(0xcdULL, a.update_window_dims), a.inserted_window_dims),
+                     a.scatter_dims_to_operand_dims);
+  h = hash_combine(hash_combine(h, static_cast<std::uint64_t>(a.index_vector_dim)),
+                   static_cast<std::uint64_t>(a.combine));
+  return hash_combine(h, (a.indices_are_sorted ? 1U : 0U) | (a.unique_indices ? 2U : 0U));
 }
 std::string to_string(const ScatterAttributes& a) {
-  return fmt::format("{{axis={}, combine={}}}", a.axis, to_string(a.combine));
+  return fmt::format(
+      "{{update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, index_vector_dim={}, "
+      "combine={}{}{}}}",
+      ints(a.update_window_dims), ints(a.inserted_window_dims), ints(a.scatter_dims_to_operand_dims),
+      a.index_vector_dim, to_string(a.combine), a.indices_are_sorted ? ", indices_are_sorted" : "",
+      a.unique_indices ? ", unique_indices" : "");
+}
+
+GatherAttributes take_attributes(const SymbolicShape& operand_shape, std::int64_t indices_rank, std::int64_t axis) {
+  GatherAttributes a;
+  const auto rank = static_cast<std::int64_t>(operand_shape.size());
+  for (std::int64_t k = 0; k < axis; ++k) a.offset_dims.push_back(k);
+  for (std::int64_t k = axis + 1; k < rank; ++k) a.offset_dims.push_back(k - 1 + indices_rank);
+  a.collapsed_slice_dims.push_back(axis);
+  a.start_index_map.push_back(axis);
+  a.index_vector_dim = indices_rank;
+  a.slice_sizes = operand_shape;
+  if (axis >= 0 && axis < rank) a.slice_sizes[static_cast<std::size_t>(axis)] = SymbolicExtent(1);
+  return a;
+}
+
+ScatterAttributes take_scatter_attributes(std::int64_t operand_rank, std::int64_t indices_rank, std::int64_t axis,
+                                          ScatterCombine combine) {
+  ScatterAttributes a;
+  for (std::int64_t k = 0; k < axis; ++k) a.update_window_dims.push_back(k);
+  for (std::int64_t k = axis + 1; k < operand_rank; ++k) a.update_window_dims.push_back(k - 1 + indices_rank);
+  a.inserted_window_dims.push_back(axis);
+  a.scatter_dims_to_operand_dims.push_back(axis);
+  a.index_vector_dim = indices_rank;
+  a.combine = combine;
+  return a;
+}
+
+GatherAttributes gather_of_scatter(const ScatterAttributes& scatter, std::int64_t operand_rank,
+                                   const SymbolicShape& updates_shape) {
+  GatherAttributes a;
+  a.offset_dims = scatter.update_window_dims;
+  a.collapsed_slice_dims = scatter.inserted_window_dims;
+  a.start_index_map = scatter.scatter_dims_to_operand_dims;
+  a.index_vector_dim = scatter.index_vector_dim;
+  a.indices_are_sorted = scatter.indices_are_sorted;
+  std::size_t window = 0;
+  for (std::int64_t d = 0; d < operand_rank; ++d) {
+    const auto& inserted = scatter.inserted_window_dims;
+    if (std::find(inserted.begin(), inserted.end(), d) != inserted.end() ||
+        window >= scatter.update_window_dims.size()) {
+      a.slice_sizes.push_back(SymbolicExtent(1));
+      continue;
+    }
+    const auto axis = static_cast<std::size_t>(scatter.update_window_dims[window++]);
+    a.slice_sizes.push_back(axis < updates_shape.size() ? updates_shape[axis] : SymbolicExtent(1));
+  }
+  return a;
+}
+
+ScatterAttributes scatter_of_gather(const GatherAttributes& gather, ScatterCombine combine) {
+  ScatterAttributes a;
+  a.update_window_dims = gather.offset_dims;
+  a.inserted_window_dims = gather.collapsed_slice_dims;
+  a.scatter_dims_to_operand_dims = gather.start_index_map;
+  a.index_vector_dim = gather.index_vector_dim;
+  a.combine = combine;
+  a.indices_are_sorted = gather.indices_are_sorted;
+  return a;
 }
 
 std::uint64_t hash_value(const ReduceAttributes& a) noexcept { return hash_int_range(0xceULL, a.axes); }

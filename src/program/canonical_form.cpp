@@ -107,10 +107,21 @@ class CanonicalWriter {
     ints(a.interior);
   }
   void attributes(const DynamicSliceAttributes& a) { ints(a.sizes); }
-  void attributes(const GatherAttributes& a) { i64(a.axis); }
+  void attributes(const GatherAttributes& a) {
+    ints(a.offset_dims);
+    ints(a.collapsed_slice_dims);
+    ints(a.start_index_map);
+    i64(a.index_vector_dim);
+    shape(a.slice_sizes);
+    u8(a.indices_are_sorted ? 1 : 0);
+  }
   void attributes(const ScatterAttributes& a) {
-    i64(a.axis);
+    ints(a.update_window_dims);
+    ints(a.inserted_window_dims);
+    ints(a.scatter_dims_to_operand_dims);
+    i64(a.index_vector_dim);
     u8(static_cast<std::uint8_t>(a.combine));
+    u8(static_cast<std::uint8_t>((a.indices_are_sorted ? 1U : 0U) | (a.unique_indices ? 2U : 0U)));
   }
   void attributes(const ReduceAttributes& a) { ints(a.axes); }
   void attributes(const ArgReduceAttributes& a) { i64(a.axis); }

@@ -279,6 +279,142 @@ Result<ValueMetadata> infer_dot_general(const DotGeneralAttributes& a, Inference
   return ValueMetadata{dtype, std::move(shape)};
 }
 
+// Note [General gather and scatter]: the StableHLO constraints (gather
+// C1-C15, scatter C1-C15 without the batching dims), each a typed error that
+// names the attribute, what was expected and what was found.
+
+// `axes` strictly increasing and each in [0, rank).
+Status check_sorted_axes(Inference& in, IntArrayRef axes, std::int64_t rank, std::string_view what) {
+  TENFERRO_TRY(in.check_axes(axes, rank, what));
+  for (std::size_t k = 1; k < axes.size(); ++k) {
+    if (axes[k] <= axes[k - 1]) {
+      return in.error(ErrorCode::kInvalidArgument, "{} {} must be strictly increasing", what, ints(axes));
+    }
+  }
+  return ok_status();
+}
+
+bool contains(IntArrayRef axes, std::int64_t axis) { return std::find(axes.begin(), axes.end(), axis) != axes.end(); }
+
+// The index operand (operand 1): int32/int64; index_vector_dim in
+// [0, rank]; the index-vector length matches `index_map` (a distinct set of
+// operand axes). Returns the indices' batch extents (all axes but
+// index_vector_dim).
+Result<SymbolicShape> check_index_operand(Inference& in, std::int64_t index_vector_dim, IntArrayRef index_map,
+                                          std::int64_t operand_rank, std::string_view map_name) {
+  TENFERRO_TRY(in.require_index_dtype(1));
+  const ValueMetadata& indices = in.operand(1);
+  const std::int64_t rank = indices.rank();
+  if (index_vector_dim < 0 || index_vector_dim > rank) {
+    return in.error(ErrorCode::kAxisOutOfRange, "index_vector_dim must be in [0, {}] (indices rank {}), found {}", rank,
+                    rank, index_vector_dim);
+  }
+  if (index_vector_dim < rank) {
+    TENFERRO_TRY(in.constraints().require_equal(
+        indices.shape[static_cast<std::size_t>(index_vector_dim)], static_cast<std::int64_t>(index_map.size()),
+        fmt::format("indices extent of index_vector_dim {} equals the length of {} {}", index_vector_dim, map_name,
+                    ints(index_map))));
+  } else if (index_map.size() != 1) {
+    return in.error(ErrorCode::kInvalidArgument,
+                    "index_vector_dim {} == indices rank means index vectors of length 1, but {} {} has length {}",
+                    index_vector_dim, map_name, ints(index_map), index_map.size());
+  }
+  TENFERRO_TRY(in.check_axes(index_map, operand_rank, map_name));
+  SymbolicShape batch;
+  for (std::int64_t k = 0; k < rank; ++k)
+    if (k != index_vector_dim) batch.push_back(indices.shape[static_cast<std::size_t>(k)]);
+  return batch;
+}
+
+Result<ValueMetadata> infer_gather(const GatherAttributes& a, Inference& in) {
+  auto& c = in.constraints();
+  const ValueMetadata& x = in.operand(0);
+  const std::int64_t rank = x.rank();
+  TENFERRO_TRY(check_sorted_axes(in, a.collapsed_slice_dims, rank, "collapsed_slice_dims"));
+  TENFERRO_ASSIGN_OR_RETURN(SymbolicShape batch,
+                            check_index_operand(in, a.index_vector_dim, a.start_index_map, rank, "start_index_map"));
+  if (static_cast<std::int64_t>(a.slice_sizes.size()) != rank) {
+    return in.error(ErrorCode::kInvalidArgument, "slice_sizes {} must have one entry per operand axis (rank {})",
+                    shape_string(a.slice_sizes), rank);
+  }
+  TENFERRO_TRY(in.check_attribute_shape(a.slice_sizes, "slice_sizes"));
+  const auto window_rank = static_cast<std::int64_t>(rank - static_cast<std::int64_t>(a.collapsed_slice_dims.size()));
+  if (static_cast<std::int64_t>(a.offset_dims.size()) != window_rank) {
+    return in.error(ErrorCode::kInvalidArgument,
+                    "offset_dims {} must name one result axis per operand axis not in collapsed_slice_dims {} "
+                    "(expected {}, found {})",
+                    ints(a.offset_dims), ints(a.collapsed_slice_dims), window_rank, a.offset_dims.size());
+  }
+  const auto result_rank = static_cast<std::int64_t>(batch.size()) + window_rank;
+  TENFERRO_TRY(check_sorted_axes(in, a.offset_dims, result_rank, "offset_dims"));
+  SymbolicShape window;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    const SymbolicExtent& size = a.slice_sizes[static_cast<std::size_t>(d)];
+    if (contains(a.collapsed_slice_dims, d)) {
+      if (!size.is_exact() || *size.exact_value() != 1) {
+        return in.error(ErrorCode::kInvalidArgument,
+                        "slice_sizes {}: collapsed axis {} must have slice size 1, found {}",
+                        shape_string(a.slice_sizes), d, size.to_string());
+      }
+      continue;
+    }
+    TENFERRO_TRY(c.require_less_equal(size, x.shape[static_cast<std::size_t>(d)],
+                                      fmt::format("slice size of operand axis {} <= extent", d)));
+    window.push_back(size);
+  }
+  SymbolicShape shape;
+  std::size_t next_batch = 0, next_window = 0;
+  for (std::int64_t k = 0; k < result_rank; ++k)
+    shape.push_back(contains(a.offset_dims, k) ? window[next_window++] : batch[next_batch++]);
+  return ValueMetadata{x.dtype, std::move(shape)};
+}
+
+Result<ValueMetadata> infer_scatter(const ScatterAttributes& a, Inference& in) {
+  auto& c = in.constraints();
+  const ValueMetadata& x = in.operand(0);
+  const ValueMetadata& updates = in.operand(2);
+  const std::int64_t rank = x.rank();
+  TENFERRO_ASSIGN_OR_RETURN(DType dtype, in.data_dtype({0, 2}));
+  if (a.combine == ScatterCombine::kAdd && dtype == DType::kBool) {
+    return in.error(ErrorCode::kDTypeMismatch, "scatter with combine add needs a numeric dtype, found bool");
+  }
+  TENFERRO_TRY(check_sorted_axes(in, a.inserted_window_dims, rank, "inserted_window_dims"));
+  TENFERRO_ASSIGN_OR_RETURN(SymbolicShape batch,
+                            check_index_operand(in, a.index_vector_dim, a.scatter_dims_to_operand_dims, rank,
+                                                "scatter_dims_to_operand_dims"));
+  const auto window_rank = static_cast<std::int64_t>(rank - static_cast<std::int64_t>(a.inserted_window_dims.size()));
+  if (static_cast<std::int64_t>(a.update_window_dims.size()) != window_rank) {
+    return in.error(ErrorCode::kInvalidArgument,
+                    "update_window_dims {} must name one updates axis per operand axis not in inserted_window_dims {} "
+                    "(expected {}, found {})",
+                    ints(a.update_window_dims), ints(a.inserted_window_dims), window_rank, a.update_window_dims.size());
+  }
+  const auto updates_rank = static_cast<std::int64_t>(batch.size()) + window_rank;
+  if (updates.rank() != updates_rank) {
+    return in.error(ErrorCode::kShapeMismatch,
+                    "updates must have rank {} ({} scatter axes from the indices + {} window axes), found {}",
+                    updates_rank, batch.size(), window_rank, updates.to_string());
+  }
+  TENFERRO_TRY(check_sorted_axes(in, a.update_window_dims, updates_rank, "update_window_dims"));
+  std::size_t next_batch = 0;
+  std::int64_t operand_axis = 0;
+  for (std::int64_t k = 0; k < updates_rank; ++k) {
+    const SymbolicExtent& e = updates.shape[static_cast<std::size_t>(k)];
+    if (!contains(a.update_window_dims, k)) {
+      TENFERRO_TRY(c.require_equal(
+          e, batch[next_batch], fmt::format("updates scatter axis {} matches indices batch axis {}", k, next_batch)));
+      ++next_batch;
+      continue;
+    }
+    while (contains(a.inserted_window_dims, operand_axis)) ++operand_axis;
+    TENFERRO_TRY(
+        c.require_less_equal(e, x.shape[static_cast<std::size_t>(operand_axis)],
+                             fmt::format("updates window axis {} <= extent of operand axis {}", k, operand_axis)));
+    ++operand_axis;
+  }
+  return ValueMetadata{dtype, x.shape};
+}
+
 Result<ValueMetadata> infer_data_movement(CoreSemanticOp op, const CoreAttributes& attributes, Inference& in);
 
 }  // namespace
@@ -486,35 +622,10 @@ Result<ValueMetadata> infer_data_movement(CoreSemanticOp op, const CoreAttribute
       }
       return x;
     }
-    case CoreSemanticOp::kGather: {
-      const std::int64_t axis = std::get<GatherAttributes>(attributes).axis;
-      TENFERRO_TRY(in.require_index_dtype(1));
-      TENFERRO_TRY(in.check_axes({axis}, rank, "gather axis"));
-      SymbolicShape shape;
-      for (std::int64_t k = 0; k < axis; ++k) shape.push_back(x.shape[static_cast<std::size_t>(k)]);
-      for (const SymbolicExtent& e : in.operand(1).shape) shape.push_back(e);
-      for (std::int64_t k = axis + 1; k < rank; ++k) shape.push_back(x.shape[static_cast<std::size_t>(k)]);
-      return ValueMetadata{x.dtype, std::move(shape)};
-    }
-    case CoreSemanticOp::kScatter: {
-      const auto& a = std::get<ScatterAttributes>(attributes);
-      TENFERRO_TRY(in.require_index_dtype(1));
-      TENFERRO_TRY(in.data_dtype({0, 2}));
-      TENFERRO_TRY(in.check_axes({a.axis}, rank, "scatter axis"));
-      SymbolicShape expected;
-      for (std::int64_t k = 0; k < a.axis; ++k) expected.push_back(x.shape[static_cast<std::size_t>(k)]);
-      for (const SymbolicExtent& e : in.operand(1).shape) expected.push_back(e);
-      for (std::int64_t k = a.axis + 1; k < rank; ++k) expected.push_back(x.shape[static_cast<std::size_t>(k)]);
-      const ValueMetadata& updates = in.operand(2);
-      if (updates.shape.size() != expected.size()) {
-        return in.error(ErrorCode::kShapeMismatch, "updates must have shape {}, found {}", shape_string(expected),
-                        shape_string(updates.shape));
-      }
-      for (std::size_t k = 0; k < expected.size(); ++k) {
-        TENFERRO_TRY(c.require_equal(updates.shape[k], expected[k], fmt::format("updates axis {} extent", k)));
-      }
-      return x;
-    }
+    case CoreSemanticOp::kGather:
+      return infer_gather(std::get<GatherAttributes>(attributes), in);
+    case CoreSemanticOp::kScatter:
+      return infer_scatter(std::get<ScatterAttributes>(attributes), in);
     default:
       break;
   }

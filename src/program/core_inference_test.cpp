@@ -303,18 +303,128 @@ TEST(CoreInferenceTest, DynamicSlicingGatherScatter) {
   EXPECT_EQ(*infer(CoreSemanticOp::kDynamicUpdateSlice, {f64({5, 6}), f64({2, 2}), i64s, i64s}).result, f64({5, 6}));
   EXPECT_EQ(code_of(infer(CoreSemanticOp::kDynamicUpdateSlice, {f64({5, 6}), f64({6, 2}), i64s, i64s})),
             ErrorCode::kShapeMismatch);
-  // gather: x[:axis] + indices.shape + x[axis+1:]
-  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {f64({4, 5, 6}), of(DType::kInt32, {2, 7})}, GatherAttributes{1}).result,
+  // take-style gather: x[:axis] + indices.shape + x[axis+1:]
+  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {f64({4, 5, 6}), of(DType::kInt32, {2, 7})},
+                   take_attributes(SymbolicShape{4, 5, 6}, 2, 1))
+                 .result,
             f64({4, 2, 7, 6}));
-  EXPECT_EQ(code_of(infer(CoreSemanticOp::kGather, {f64({4, 5}), f64({2})}, GatherAttributes{1})),
-            ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(
+      code_of(infer(CoreSemanticOp::kGather, {f64({4, 5}), f64({2})}, take_attributes(SymbolicShape{4, 5}, 1, 1))),
+      ErrorCode::kDTypeMismatch);
   EXPECT_EQ(*infer(CoreSemanticOp::kScatter, {f64({4, 5}), of(DType::kInt64, {3}), f64({4, 3})},
-                   ScatterAttributes{1, ScatterCombine::kAdd})
+                   take_scatter_attributes(2, 1, 1, ScatterCombine::kAdd))
                  .result,
             f64({4, 5}));
   EXPECT_EQ(code_of(infer(CoreSemanticOp::kScatter, {f64({4, 5}), of(DType::kInt64, {3}), f64({4, 4})},
-                          ScatterAttributes{1, ScatterCombine::kAdd})),
+                          take_scatter_attributes(2, 1, 1, ScatterCombine::kAdd))),
             ErrorCode::kShapeMismatch);
+}
+
+// Gather result shapes follow StableHLO: batch axes (indices minus
+// index_vector_dim) fill the result axes not in offset_dims, in order.
+TEST(CoreInferenceTest, GeneralGatherShapes) {
+  const ValueMetadata x = f64({4, 5, 6});
+  // Windows (2, 3, 6) at (i, j) starts, index vectors on indices axis 1.
+  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {x, of(DType::kInt64, {7, 2})},
+                   GatherAttributes{{1, 2, 3}, {}, {0, 1}, 1, {2, 3, 6}})
+                 .result,
+            f64({7, 2, 3, 6}));
+  // Offset dims interleaved with batch axes; the index vector first.
+  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {x, of(DType::kInt32, {2, 7, 8})},
+                   GatherAttributes{{1, 3}, {1}, {1, 0}, 0, {2, 1, 3}})
+                 .result,
+            f64({7, 2, 8, 3}));
+  // Point gather: every axis collapsed, index vectors of length 3.
+  EXPECT_EQ(*infer(CoreSemanticOp::kGather, {x, of(DType::kInt64, {9, 3})},
+                   GatherAttributes{{}, {0, 1, 2}, {0, 1, 2}, 1, {1, 1, 1}})
+                 .result,
+            f64({9}));
+  // Symbolic operand extents: the slice size is guarded against the extent.
+  auto symbolic = infer(CoreSemanticOp::kGather, {f64({sym(0), 5}), of(DType::kInt64, {3})},
+                        GatherAttributes{{1}, {1}, {1}, 1, {4, 1}});
+  ASSERT_TRUE(symbolic.result.ok()) << symbolic.result.status().to_string();
+  EXPECT_EQ(*symbolic.result, f64({3, 4}));
+  EXPECT_EQ(symbolic.guards.size(), 1u);
+  // A symbolic slice size (a take of a symbolic operand).
+  auto take = infer(CoreSemanticOp::kGather, {f64({sym(0), sym(1)}), of(DType::kInt64, {3})},
+                    take_attributes(SymbolicShape{sym(0), sym(1)}, 1, 1));
+  ASSERT_TRUE(take.result.ok()) << take.result.status().to_string();
+  EXPECT_EQ(*take.result, f64({sym(0), 3}));
+}
+
+// Every malformed gather/scatter is a typed error whose message names the
+// attribute.
+TEST(CoreInferenceTest, GeneralGatherScatterBadAttributes) {
+  const ValueMetadata x = f64({4, 5, 6});
+  const ValueMetadata pairs = of(DType::kInt64, {7, 2});
+  struct Bad {
+    GatherAttributes attributes;
+    ErrorCode code;
+    std::string mention;
+  };
+  const std::vector<Bad> gathers = {
+      {{{1, 2, 3}, {}, {0, 1}, 2, {2, 3, 6}}, ErrorCode::kInvalidArgument, "index_vector_dim"},  // implicit length 1
+      {{{1, 2, 3}, {}, {0, 1}, 3, {2, 3, 6}}, ErrorCode::kAxisOutOfRange, "index_vector_dim"},
+      {{{1, 2, 3}, {}, {0, 0}, 1, {2, 3, 6}}, ErrorCode::kInvalidArgument, "start_index_map"},
+      {{{1, 2, 3}, {}, {0, 3}, 1, {2, 3, 6}}, ErrorCode::kAxisOutOfRange, "start_index_map"},
+      {{{1, 2}, {}, {0, 1}, 1, {2, 3, 6}}, ErrorCode::kInvalidArgument, "offset_dims"},
+      {{{1, 3, 2}, {}, {0, 1}, 1, {2, 3, 6}}, ErrorCode::kInvalidArgument, "offset_dims"},
+      {{{1, 2, 4}, {}, {0, 1}, 1, {2, 3, 6}}, ErrorCode::kAxisOutOfRange, "offset_dims"},
+      {{{1, 2}, {2, 0}, {0, 1}, 1, {1, 3, 1}}, ErrorCode::kInvalidArgument, "collapsed_slice_dims"},
+      {{{1, 2}, {3}, {0, 1}, 1, {2, 3, 1}}, ErrorCode::kAxisOutOfRange, "collapsed_slice_dims"},
+      {{{1, 2}, {0}, {0, 1}, 1, {2, 3, 6}}, ErrorCode::kInvalidArgument, "slice size 1"},
+      {{{1, 2, 3}, {}, {0, 1}, 1, {2, 3}}, ErrorCode::kInvalidArgument, "slice_sizes"},
+      {{{1, 2, 3}, {}, {0, 1}, 1, {2, 3, 7}}, ErrorCode::kShapeMismatch, "slice size"},
+      {{{1, 2, 3}, {}, {0, 1}, 1, {2, -1, 6}}, ErrorCode::kInvalidArgument, "slice_sizes"},
+  };
+  for (const Bad& bad : gathers) {
+    SCOPED_TRACE(to_string(bad.attributes));
+    const Inferred r = infer(CoreSemanticOp::kGather, {x, pairs}, bad.attributes);
+    ASSERT_FALSE(r.result.ok());
+    EXPECT_EQ(code_of(r), bad.code) << r.result.status().to_string();
+    EXPECT_NE(r.result.status().to_string().find(bad.mention), std::string::npos) << r.result.status().to_string();
+  }
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kGather, {x, of(DType::kFloat32, {7, 2})},
+                          GatherAttributes{{1, 2, 3}, {}, {0, 1}, 1, {2, 3, 6}})),
+            ErrorCode::kDTypeMismatch);
+
+  struct BadScatter {
+    ScatterAttributes attributes;
+    ValueMetadata updates;
+    ErrorCode code;
+    std::string mention;
+  };
+  const ScatterCombine add = ScatterCombine::kAdd;
+  const std::vector<BadScatter> scatters = {
+      {{{1, 2, 3}, {}, {0, 1}, 1, add}, f64({7, 2, 3, 7}), ErrorCode::kShapeMismatch, "window axis"},
+      {{{1, 2, 3}, {}, {0, 1}, 1, add}, f64({6, 2, 3, 6}), ErrorCode::kShapeMismatch, "scatter axis"},
+      {{{1, 2, 3}, {}, {0, 1}, 1, add}, f64({7, 2, 3}), ErrorCode::kShapeMismatch, "updates must have rank"},
+      {{{1, 2}, {}, {0, 1}, 1, add}, f64({7, 2, 3}), ErrorCode::kInvalidArgument, "update_window_dims"},
+      {{{2, 1, 3}, {}, {0, 1}, 1, add}, f64({7, 2, 3, 6}), ErrorCode::kInvalidArgument, "update_window_dims"},
+      {{{1, 2}, {1, 1}, {0, 1}, 1, add}, f64({7, 2, 6}), ErrorCode::kInvalidArgument, "inserted_window_dims"},
+      {{{1, 2, 3}, {}, {1, 1}, 1, add}, f64({7, 2, 3, 6}), ErrorCode::kInvalidArgument, "scatter_dims_to_operand_dims"},
+      {{{1, 2, 3}, {}, {0}, 1, add}, f64({7, 2, 3, 6}), ErrorCode::kShapeMismatch, "scatter_dims_to_operand_dims"},
+      {{{1, 2, 3}, {}, {0, 1}, 5, add}, f64({7, 2, 3, 6}), ErrorCode::kAxisOutOfRange, "index_vector_dim"},
+  };
+  for (const BadScatter& bad : scatters) {
+    SCOPED_TRACE(to_string(bad.attributes));
+    const Inferred r = infer(CoreSemanticOp::kScatter, {x, pairs, bad.updates}, bad.attributes);
+    ASSERT_FALSE(r.result.ok());
+    EXPECT_EQ(code_of(r), bad.code) << r.result.status().to_string();
+    EXPECT_NE(r.result.status().to_string().find(bad.mention), std::string::npos) << r.result.status().to_string();
+  }
+  // A valid window scatter, then bool with add and mixed dtypes.
+  EXPECT_EQ(
+      *infer(CoreSemanticOp::kScatter, {x, pairs, f64({7, 2, 3, 6})}, ScatterAttributes{{1, 2, 3}, {}, {0, 1}, 1, add})
+           .result,
+      x);
+  EXPECT_EQ(
+      code_of(infer(CoreSemanticOp::kScatter, {of(DType::kBool, {4}), of(DType::kInt64, {2}), of(DType::kBool, {2})},
+                    take_scatter_attributes(1, 1, 0, add))),
+      ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(code_of(infer(CoreSemanticOp::kScatter, {x, pairs, of(DType::kFloat32, {7, 2, 3, 6})},
+                          ScatterAttributes{{1, 2, 3}, {}, {0, 1}, 1, add})),
+            ErrorCode::kDTypeMismatch);
 }
 
 TEST(CoreInferenceTest, ReductionsAndDotGeneral) {

@@ -450,7 +450,18 @@ Result<Tensor> EagerContext::argmin(const Tensor& x, std::int64_t axis) {
 }
 Result<Tensor> EagerContext::gather(const Tensor& x, const Tensor& indices, std::int64_t axis) {
   const Tensor operands[2] = {x, indices};
-  return apply(CoreSemanticOp::kGather, operands, program::GatherAttributes{axis});
+  return apply(CoreSemanticOp::kGather, operands,
+               program::take_attributes(program::symbolic_shape(x.shape()), indices.rank(), axis));
+}
+Result<Tensor> EagerContext::gather(const Tensor& x, const Tensor& indices,
+                                    const program::GatherAttributes& attributes) {
+  const Tensor operands[2] = {x, indices};
+  return apply(CoreSemanticOp::kGather, operands, attributes);
+}
+Result<Tensor> EagerContext::scatter(const Tensor& x, const Tensor& indices, const Tensor& updates,
+                                     const program::ScatterAttributes& attributes) {
+  const Tensor operands[3] = {x, indices, updates};
+  return apply(CoreSemanticOp::kScatter, operands, attributes);
 }
 Result<Tensor> EagerContext::concatenate(std::span<const Tensor> xs, std::int64_t axis) {
   return apply(CoreSemanticOp::kConcatenate, xs, program::ConcatenateAttributes{axis});

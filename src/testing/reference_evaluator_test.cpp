@@ -189,28 +189,45 @@ TEST(ReferenceEvaluator, ConcatenatePadDynamicSlices) {
 
 TEST(ReferenceEvaluator, GatherScatter) {
   Tensor x = values<double>({0, 1, 2, 3, 4, 5}, {2, 3});
+  const SymbolicShape x_shape{SymbolicExtent(2), SymbolicExtent(3)};
   Tensor idx = values<std::int64_t>({2, 0, 2, 1}, {2, 2});
-  Result<Tensor> g = run_op(CoreSemanticOp::kGather, {x, idx}, GatherAttributes{1});
+  Result<Tensor> g = run_op(CoreSemanticOp::kGather, {x, idx}, take_attributes(x_shape, 2, 1));
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   EXPECT_EQ(std::vector<std::int64_t>(g->shape().begin(), g->shape().end()), (std::vector<std::int64_t>{2, 2, 2}));
   EXPECT_EQ(*g->to_vector<double>(), (std::vector<double>{2, 0, 2, 1, 5, 3, 5, 4}));
-  Tensor bad = values<std::int32_t>({0, 3}, {2});
-  Result<Tensor> oob = run_op(CoreSemanticOp::kGather, {x, bad}, GatherAttributes{1});
-  EXPECT_EQ(oob.status().code(), ErrorCode::kOutOfRange);
-  EXPECT_EQ(oob.status().stage(), ErrorStage::kCompletion);
-  EXPECT_THAT(std::string(oob.status().message()), HasSubstr("index 3"));
+  // Out-of-range starts are clamped (StableHLO): 3 -> 2, -1 -> 0.
+  Tensor far = values<std::int32_t>({3, -1}, {2});
+  EXPECT_EQ(elements_of<double>(run_op(CoreSemanticOp::kGather, {x, far}, take_attributes(x_shape, 1, 1))),
+            (std::vector<double>{2, 0, 5, 3}));
+  // Point gather x[i, j] with index pairs along axis 1 of the indices.
+  Tensor points = values<std::int32_t>({1, 2, 0, 1, 1, 0}, {3, 2});
+  EXPECT_EQ(
+      elements_of<double>(run_op(CoreSemanticOp::kGather, {x, points},
+                                 GatherAttributes{{}, {0, 1}, {0, 1}, 1, {SymbolicExtent(1), SymbolicExtent(1)}})),
+      (std::vector<double>{5, 1, 3}));
+  // 1x2 windows at starts (row, col), the column start clamped to 1.
+  Tensor starts = values<std::int64_t>({0, 0, 1, 2}, {2, 2});
+  EXPECT_EQ(elements_of<double>(run_op(CoreSemanticOp::kGather, {x, starts},
+                                       GatherAttributes{{1}, {0}, {0, 1}, 1, {SymbolicExtent(1), SymbolicExtent(2)}})),
+            (std::vector<double>{0, 1, 4, 5}));
 
   Tensor dup = values<std::int32_t>({1, 1, 0}, {3});
   Tensor updates = values<double>({10, 20, 30, 40, 50, 60}, {2, 3});
   Tensor base = values<double>({0, 1, 2, 3, 4, 5}, {2, 3});
-  EXPECT_EQ(elements_of<double>(
-                run_op(CoreSemanticOp::kScatter, {base, dup, updates}, ScatterAttributes{1, ScatterCombine::kAdd})),
+  EXPECT_EQ(elements_of<double>(run_op(CoreSemanticOp::kScatter, {base, dup, updates},
+                                       take_scatter_attributes(2, 1, 1, ScatterCombine::kAdd))),
             (std::vector<double>{30, 31, 2, 63, 94, 5}));
   Tensor one = values<std::int32_t>({2}, {1});
   Tensor upd1 = values<double>({-1, -2}, {2, 1});
-  EXPECT_EQ(elements_of<double>(
-                run_op(CoreSemanticOp::kScatter, {base, one, upd1}, ScatterAttributes{1, ScatterCombine::kReplace})),
+  EXPECT_EQ(elements_of<double>(run_op(CoreSemanticOp::kScatter, {base, one, upd1},
+                                       take_scatter_attributes(2, 1, 1, ScatterCombine::kReplace))),
             (std::vector<double>{0, 1, -1, 3, 4, -2}));
+  // 1x2 windows: (0, 1) fits, (1, 2) does not and is skipped (no clamping).
+  Tensor wstarts = values<std::int64_t>({0, 1, 1, 2}, {2, 2});
+  Tensor wupd = values<double>({10, 20, 30, 40}, {2, 2});
+  EXPECT_EQ(elements_of<double>(run_op(CoreSemanticOp::kScatter, {base, wstarts, wupd},
+                                       ScatterAttributes{{1}, {0}, {0, 1}, 1, ScatterCombine::kAdd})),
+            (std::vector<double>{0, 11, 22, 3, 4, 5}));
 }
 
 TEST(ReferenceEvaluator, Reductions) {
@@ -370,6 +387,8 @@ TEST(ReferenceEvaluator, AgreesWithNumpy) {
   Tensor idx = *random_integers(DType::kInt64, {2, 3}, 4, 0, 3);
   Tensor upd = *random_tensor(DType::kFloat64, {3, 2, 3, 5}, 5);
   Tensor pad_value = *Tensor::scalar<double>(0.25);
+  Tensor pairs = *random_integers(DType::kInt64, {4, 2}, 6, 0, 2);  // (i0, i2) pairs, in range
+  Tensor pupd = *random_tensor(DType::kFloat64, {4, 4}, 7);
 
   ProgramBuilder b;
   ProgramValue l = *b.add_input(DType::kFloat64, {3, 4, 5, 2});
@@ -378,14 +397,24 @@ TEST(ReferenceEvaluator, AgreesWithNumpy) {
   ProgramValue iv = *b.add_input(DType::kInt64, {2, 3});
   ProgramValue uv = *b.add_input(DType::kFloat64, {3, 2, 3, 5});
   ProgramValue pv = *b.add_input(DType::kFloat64, {});
+  ProgramValue pairs_v = *b.add_input(DType::kInt64, {4, 2});
+  ProgramValue pupd_v = *b.add_input(DType::kFloat64, {4, 4});
   ProgramValue dot = *b.emit(CoreSemanticOp::kDotGeneral, {l, r}, DotGeneralAttributes{{0}, {2}, {2, 3}, {3, 0}});
   ProgramValue red = *b.emit(CoreSemanticOp::kReduceSum, {xv}, ReduceAttributes{{0, 2}});
   ProgramValue tr = *b.emit(CoreSemanticOp::kTranspose, {xv}, TransposeAttributes{{2, 0, 1}});
-  ProgramValue ga = *b.emit(CoreSemanticOp::kGather, {xv, iv}, GatherAttributes{1});
-  ProgramValue sc = *b.emit(CoreSemanticOp::kScatter, {xv, iv, uv}, ScatterAttributes{1, ScatterCombine::kAdd});
+  const SymbolicShape x_shape{SymbolicExtent(3), SymbolicExtent(4), SymbolicExtent(5)};
+  ProgramValue ga = *b.emit(CoreSemanticOp::kGather, {xv, iv}, take_attributes(x_shape, 2, 1));
+  ProgramValue sc =
+      *b.emit(CoreSemanticOp::kScatter, {xv, iv, uv}, take_scatter_attributes(3, 2, 1, ScatterCombine::kAdd));
   ProgramValue pd = *b.emit(CoreSemanticOp::kPad, {xv, pv}, PadAttributes{{1, 0, 2}, {0, 2, 1}, {0, 0, 0}});
-  FrozenProgram f = *b.freeze({dot, red, tr, ga, sc, pd});
-  std::vector<Tensor> ours = *evaluate_reference(*f.program, {lhs, rhs, x, idx, upd, pad_value});
+  // Fancy indexing x[i0, :, i2] and np.add.at on the same positions.
+  const SymbolicShape one_four_one{SymbolicExtent(1), SymbolicExtent(4), SymbolicExtent(1)};
+  ProgramValue fancy =
+      *b.emit(CoreSemanticOp::kGather, {xv, pairs_v}, GatherAttributes{{1}, {0, 2}, {0, 2}, 1, one_four_one});
+  ProgramValue fancy_add = *b.emit(CoreSemanticOp::kScatter, {xv, pairs_v, pupd_v},
+                                   ScatterAttributes{{1}, {0, 2}, {0, 2}, 1, ScatterCombine::kAdd});
+  FrozenProgram f = *b.freeze({dot, red, tr, ga, sc, pd, fancy, fancy_add});
+  std::vector<Tensor> ours = *evaluate_reference(*f.program, {lhs, rhs, x, idx, upd, pad_value, pairs, pupd});
 
   const std::string script = fmt::format(
       "import numpy as np\n"
@@ -400,9 +429,13 @@ TEST(ReferenceEvaluator, AgreesWithNumpy) {
       "    for q1 in range(3):\n"
       "      sc[p, idx[q0,q1], :] += upd[p, q0, q1, :]\n"
       "pd=np.pad(x, ((1,0),(0,2),(2,1)), constant_values=0.25)\n"
-      "for a in (dot, red, tr, ga, sc, pd): print(' '.join(repr(float(v)) for v in a.ravel()))\n",
+      "pairs={}.astype(np.int64)\npupd={}\n"
+      "fancy=x[pairs[:,0], :, pairs[:,1]]\n"
+      "fancy_add=x.copy()\nnp.add.at(fancy_add, (pairs[:,0], slice(None), pairs[:,1]), pupd)\n"
+      "for a in (dot, red, tr, ga, sc, pd, fancy, fancy_add): print(' '.join(repr(float(v)) for v in a.ravel()))\n",
       numpy_array(lhs), numpy_array(rhs), numpy_array(x),
-      numpy_array(*run_op(CoreSemanticOp::kConvert, {idx}, ConvertAttributes{DType::kFloat64})), numpy_array(upd));
+      numpy_array(*run_op(CoreSemanticOp::kConvert, {idx}, ConvertAttributes{DType::kFloat64})), numpy_array(upd),
+      numpy_array(*run_op(CoreSemanticOp::kConvert, {pairs}, ConvertAttributes{DType::kFloat64})), numpy_array(pupd));
   std::optional<std::string> out = run_python(script);
   if (!out) GTEST_SKIP() << "numpy is not available";
   std::vector<std::string> lines;

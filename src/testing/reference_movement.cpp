@@ -117,27 +117,61 @@ Dims clamped_starts(std::span<const Tensor> starts, IntArrayRef operand_shape, I
   return out;
 }
 
-Error index_out_of_range(std::string_view op, std::int64_t value, std::int64_t position, std::int64_t extent) {
-  return make_error(ErrorCode::kOutOfRange, ErrorStage::kCompletion,
-                    "{}: index {} (element {} of the indices) is outside [0, {})", op, value, position, extent);
+bool contains(IntArrayRef axes, std::int64_t axis) { return std::find(axes.begin(), axes.end(), axis) != axes.end(); }
+
+// Note [Reference gather and scatter]
+// Straight from the StableHLO spec, one element at a time: an element of
+// the result (gather) or of the updates (scatter) at index `i` splits into
+// batch axes (not in `window_dims`) and window axes; the batch part, with
+// the index-vector axis inserted, reads the start vector from the indices.
+struct IndexMap {
+  IntArrayRef window_dims;  // offset_dims / update_window_dims
+  IntArrayRef dropped;      // collapsed_slice_dims / inserted_window_dims
+  IntArrayRef start_map;    // start_index_map / scatter_dims_to_operand_dims
+  std::int64_t index_vector_dim;
+};
+
+// Fills `start` (unclamped, one per operand axis) and `offset` (operand
+// axes, 0 on dropped ones) for element `i` of the dense side.
+void split_index(const IndexMap& m, const Tensor& indices, std::span<const std::int64_t> i, Dims& start, Dims& offset) {
+  Dims batch, window;
+  for (std::size_t k = 0; k < i.size(); ++k)
+    (contains(m.window_dims, static_cast<std::int64_t>(k)) ? window : batch).push_back(i[k]);
+  std::fill(start.begin(), start.end(), 0);
+  const bool explicit_vector = m.index_vector_dim < indices.rank();
+  for (std::size_t k = 0; k < m.start_map.size(); ++k) {
+    Dims at = batch;
+    if (explicit_vector) at.insert(at.begin() + m.index_vector_dim, static_cast<std::int64_t>(k));
+    start[static_cast<std::size_t>(m.start_map[k])] = index_element(indices, linear_offset(at.span(), indices.shape()));
+  }
+  std::size_t next = 0;
+  for (std::size_t d = 0; d < offset.size(); ++d)
+    offset[d] = contains(m.dropped, static_cast<std::int64_t>(d)) ? 0 : window[next++];
+}
+
+// The window extent of every operand axis: the dense side's extents at the
+// window axes, 1 on dropped axes.
+Dims window_extents(const IndexMap& m, std::int64_t rank, IntArrayRef dense_shape) {
+  Dims out;
+  std::size_t next = 0;
+  for (std::int64_t d = 0; d < rank; ++d)
+    out.push_back(contains(m.dropped, d) ? 1 : dense_shape[static_cast<std::size_t>(m.window_dims[next++])]);
+  return out;
 }
 
 Result<Tensor> gather(const CoreCall& call) {
   const Tensor& x = call.operands[0];
   const Tensor& indices = call.operands[1];
-  const auto axis = static_cast<std::size_t>(call.op.attributes_as<program::GatherAttributes>()->axis);
-  for (std::int64_t i = 0; i < indices.numel(); ++i) {
-    const std::int64_t v = index_element(indices, i);
-    if (v < 0 || v >= x.size(static_cast<std::int64_t>(axis))) {
-      return index_out_of_range("gather", v, i, x.size(static_cast<std::int64_t>(axis)));
-    }
-  }
-  const std::size_t q = indices.shape().size();
-  // y[p, q, r] = x[p, indices[q], r].
+  const auto& a = *call.op.attributes_as<program::GatherAttributes>();
+  const IndexMap m{a.offset_dims, a.collapsed_slice_dims, a.start_index_map, a.index_vector_dim};
+  const Dims window = window_extents(m, x.rank(), call.result_shape);
+  Dims start(static_cast<std::size_t>(x.rank()), 0), offset(start.size(), 0);
   return copy_mapped(x, call.result_shape, [&](std::span<const std::int64_t> out, std::span<std::int64_t> in) {
-    for (std::size_t k = 0; k < axis; ++k) in[k] = out[k];
-    in[axis] = index_element(indices, linear_offset(out.subspan(axis, q), indices.shape()));
-    for (std::size_t k = axis + 1; k < in.size(); ++k) in[k] = out[k - 1 + q];
+    split_index(m, indices, out, start, offset);
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      const std::int64_t s = std::clamp<std::int64_t>(start[d], 0, x.shape()[d] - window[d]);
+      in[d] = s + offset[d];
+    }
   });
 }
 
@@ -145,31 +179,30 @@ Result<Tensor> scatter(const CoreCall& call) {
   const Tensor& x = call.operands[0];
   const Tensor& indices = call.operands[1];
   const Tensor& updates = call.operands[2];
-  const auto& attributes = *call.op.attributes_as<program::ScatterAttributes>();
-  const auto axis = static_cast<std::size_t>(attributes.axis);
-  for (std::int64_t i = 0; i < indices.numel(); ++i) {
-    const std::int64_t v = index_element(indices, i);
-    if (v < 0 || v >= x.size(static_cast<std::int64_t>(axis))) {
-      return index_out_of_range("scatter", v, i, x.size(static_cast<std::int64_t>(axis)));
-    }
-  }
+  const auto& a = *call.op.attributes_as<program::ScatterAttributes>();
+  const IndexMap m{a.update_window_dims, a.inserted_window_dims, a.scatter_dims_to_operand_dims, a.index_vector_dim};
+  const Dims window = window_extents(m, x.rank(), updates.shape());
   TENFERRO_ASSIGN_OR_RETURN(Tensor y, clone(x));
-  const std::size_t q = indices.shape().size();
-  const bool add = attributes.combine == program::ScatterCombine::kAdd;
+  const bool add = a.combine == program::ScatterCombine::kAdd;
   visit_dtype(x.dtype(), [&]<class T>(T) {
     T* dst = mutable_elements<T>(y);
     const T* src = elements<T>(updates);
-    Dims target(static_cast<std::size_t>(x.rank()), 0);
+    Dims start(static_cast<std::size_t>(x.rank()), 0), offset(start.size(), 0), target(start.size(), 0);
     std::int64_t i = 0;
     for_each_index(updates.shape(), [&](std::span<const std::int64_t> u) {
-      for (std::size_t k = 0; k < axis; ++k) target[k] = u[k];
-      target[axis] = index_element(indices, linear_offset(u.subspan(axis, q), indices.shape()));
-      for (std::size_t k = axis + 1; k < target.size(); ++k) target[k] = u[k - 1 + q];
-      T& slot = dst[linear_offset(target.span(), x.shape())];
-      if constexpr (std::is_same_v<T, bool>) {
-        slot = add ? (slot || src[i]) : src[i];
-      } else {
-        slot = add ? wrap_add(slot, src[i]) : src[i];
+      split_index(m, indices, u, start, offset);
+      bool inside = true;  // the whole window lies in x, else it is skipped
+      for (std::size_t d = 0; d < target.size(); ++d) {
+        inside = inside && start[d] >= 0 && start[d] + window[d] <= x.shape()[d];
+        target[d] = start[d] + offset[d];
+      }
+      if (inside) {
+        T& slot = dst[linear_offset(target.span(), x.shape())];
+        if constexpr (std::is_same_v<T, bool>) {
+          slot = add ? (slot || src[i]) : src[i];
+        } else {
+          slot = add ? wrap_add(slot, src[i]) : src[i];
+        }
       }
       ++i;
     });

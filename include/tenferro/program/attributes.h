@@ -179,19 +179,72 @@ struct DynamicSliceAttributes {
   friend bool operator==(const DynamicSliceAttributes&, const DynamicSliceAttributes&) = default;
 };
 
+/// StableHLO gather dimension numbers (Note [General gather and scatter] in
+/// docs/core_ops.md states the semantics). With B the indices' axes other
+/// than `index_vector_dim`, result = B-axes interleaved with the window
+/// axes: the window axes sit at `offset_dims` (increasing), and are the
+/// operand axes not in `collapsed_slice_dims`, in order, with extents
+/// `slice_sizes`. `start_index_map[k]` is the operand axis that index-vector
+/// component k starts; each start is clamped into
+/// [0, operand extent - slice size]. `index_vector_dim` == indices rank means
+/// an implicit trailing index vector of length 1. StableHLO's batching dims
+/// (operand_batching_dims / start_indices_batching_dims) are not supported:
+/// express them with an iota concatenated to the indices.
+/// `indices_are_sorted` is a hint and ignored.
 struct GatherAttributes {
-  std::int64_t axis = 0;
+  Dims offset_dims;
+  Dims collapsed_slice_dims;
+  Dims start_index_map;
+  std::int64_t index_vector_dim = 0;
+  SymbolicShape slice_sizes;  // one per operand axis; may be symbolic
+  bool indices_are_sorted = false;
   friend bool operator==(const GatherAttributes&, const GatherAttributes&) = default;
 };
+
+/// numpy `take(x, indices, axis)` as a general gather: operand of shape
+/// `operand_shape`, indices of rank `indices_rank`, result shape
+/// x.shape[:axis] + indices.shape + x.shape[axis+1:].
+GatherAttributes take_attributes(const SymbolicShape& operand_shape, std::int64_t indices_rank, std::int64_t axis);
 
 enum class ScatterCombine : std::uint8_t { kReplace, kAdd };
 std::string_view to_string(ScatterCombine combine) noexcept;
 
+/// StableHLO scatter dimension numbers. With B the updates' axes not in
+/// `update_window_dims` (which must match the indices' axes other than
+/// `index_vector_dim`, in order), each update window (the axes
+/// `update_window_dims`, increasing) lands in the operand axes not in
+/// `inserted_window_dims`, in order, at the start whose component k is on
+/// operand axis `scatter_dims_to_operand_dims[k]`. A window that does not
+/// lie wholly inside the operand is skipped (never clamped). `combine`
+/// replaces (duplicates: one unspecified write wins) or adds. Batching dims
+/// are not supported (see GatherAttributes).
 struct ScatterAttributes {
-  std::int64_t axis = 0;
+  Dims update_window_dims;
+  Dims inserted_window_dims;
+  Dims scatter_dims_to_operand_dims;
+  std::int64_t index_vector_dim = 0;
   ScatterCombine combine = ScatterCombine::kReplace;
+  bool indices_are_sorted = false;
+  bool unique_indices = false;
   friend bool operator==(const ScatterAttributes&, const ScatterAttributes&) = default;
 };
+
+/// The scatter matching take_attributes: updates of shape
+/// x.shape[:axis] + indices.shape + x.shape[axis+1:] land at
+/// y[p, indices[q], r] (numpy `add.at(y, (slice(None),)*axis + (indices,), u)`
+/// for kAdd).
+ScatterAttributes take_scatter_attributes(std::int64_t operand_rank, std::int64_t indices_rank, std::int64_t axis,
+                                          ScatterCombine combine);
+
+/// The gather that reads back, for every update window of `scatter`, the
+/// operand window it lands on (the transpose of scatter-add in `updates`):
+/// `updates_shape` gives the window extents.
+GatherAttributes gather_of_scatter(const ScatterAttributes& scatter, std::int64_t operand_rank,
+                                   const SymbolicShape& updates_shape);
+
+/// The scatter that writes each window of `gather` back (the transpose of
+/// gather); combine as given.
+ScatterAttributes scatter_of_gather(const GatherAttributes& gather, ScatterCombine combine);
 
 /// The listed axes are reduced away.
 struct ReduceAttributes {

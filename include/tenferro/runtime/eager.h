@@ -128,7 +128,14 @@ class EagerContext {
   Result<Tensor> reshape(const Tensor& x, IntArrayRef shape);
 
   // --- indexing and layout ---
+  /// numpy take(x, indices, axis): a general gather made by
+  /// program::take_attributes. Out-of-range indices are clamped.
   Result<Tensor> gather(const Tensor& x, const Tensor& indices, std::int64_t axis);
+  /// General StableHLO gather / scatter (docs/core_ops.md); bad dimension
+  /// numbers are typed errors from metadata inference.
+  Result<Tensor> gather(const Tensor& x, const Tensor& indices, const program::GatherAttributes& attributes);
+  Result<Tensor> scatter(const Tensor& x, const Tensor& indices, const Tensor& updates,
+                         const program::ScatterAttributes& attributes);
   Result<Tensor> concatenate(std::span<const Tensor> xs, std::int64_t axis);
   /// A row-major dense copy (through the engine's LayoutRuntime).
   Result<Tensor> copy(const Tensor& x);

@@ -1,16 +1,17 @@
-// gather and scatter along one axis.
+// General (StableHLO) gather and scatter, without batching dims.
 //
 // Note [Gather and scatter loops]
-// With P = the axes before `axis`, Q = the index axes and R = the axes after
-// `axis`, gather is out[p, q, r] = x[p, idx[q], r]. One StridedLoop<3> runs
-// over P ++ Q with operands (out, x with stride 0 along Q, idx with stride 0
-// along P); for every (p, q) it reads the index and copies the R block with
-// a second loop built once over R (a memcpy when R is dense in both, one
-// element when R is empty). Scatter runs the same nest with the roles of
-// out and x swapped, but only the P axes are split across threads: two q
-// with the same index write the same elements, so one p's Q loop must stay
-// on one thread. Indices are scanned for range errors before anything is
-// written.
+// Both ops pair a batch loop with a window loop. The batch loop runs over
+// the indices' batch axes (all but index_vector_dim) together with the
+// matching axes of the dense operand (out for gather, updates for scatter)
+// and reads one index vector per position; the window loop, built once,
+// moves one window between the dense operand's window axes and the indexed
+// operand's non-collapsed axes (a memcpy when both are dense). Gather
+// splits the batch loop across threads (windows write disjoint outputs).
+// Scatter keeps batch positions in order on one thread, because two
+// windows may overlap, and splits one large window across threads instead,
+// so every element's writes happen in batch order whatever the thread
+// count.
 #include <algorithm>
 #include <cstring>
 
@@ -30,49 +31,128 @@ using internal::StridedLoop;
 
 constexpr std::int64_t kIndexGrain = 32768;  // elements moved per parallel chunk
 
-// Shapes and strides of one gather/scatter call split into P, Q, R parts.
+bool contains(IntArrayRef axes, std::int64_t axis) { return std::find(axes.begin(), axes.end(), axis) != axes.end(); }
+
+std::string ints(IntArrayRef values) { return shape_to_string(values); }
+
+Status invalid(std::string_view op, std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, kStage, "{}: {}", op, message);
+}
+
+// `axes` strictly increasing inside [0, rank).
+Status check_sorted(std::string_view op, std::string_view what, IntArrayRef axes, std::int64_t rank) {
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < 0 || axes[k] >= rank) {
+      return make_error(ErrorCode::kAxisOutOfRange, kStage, "{}: {} {} must lie in [0, {})", op, what, ints(axes),
+                        rank);
+    }
+    if (k > 0 && axes[k] <= axes[k - 1]) {
+      return invalid(op, fmt::format("{} {} must be strictly increasing", what, ints(axes)));
+    }
+  }
+  return ok_status();
+}
+
+// One gather/scatter call resolved into its two loop nests. "dense" is out
+// (gather) or updates (scatter); "target" is x (gather) or out (scatter).
 struct IndexedLayout {
-  std::int64_t pq_shape[kMaxKernelRank];
-  std::int64_t dense_pq[kMaxKernelRank];   // strides of the operand with P ++ Q axes (out / updates)
-  std::int64_t target_pq[kMaxKernelRank];  // strides of the indexed operand: P, then 0 for Q
-  std::int64_t index_pq[kMaxKernelRank];   // index strides: 0 for P, then Q
-  std::size_t pq_rank = 0;
-  std::size_t p_rank = 0;
-  std::int64_t r_shape[kMaxKernelRank];
-  std::int64_t dense_r[kMaxKernelRank];
-  std::int64_t target_r[kMaxKernelRank];
-  std::size_t r_rank = 0;
-  std::int64_t axis_extent = 0;
-  std::int64_t axis_stride = 0;  // of the indexed operand, in elements
+  std::int64_t batch_shape[kMaxKernelRank];
+  std::int64_t dense_batch[kMaxKernelRank];
+  std::int64_t index_batch[kMaxKernelRank];
+  std::size_t batch_rank = 0;
+  std::int64_t window_shape[kMaxKernelRank];
+  std::int64_t dense_window[kMaxKernelRank];
+  std::int64_t target_window[kMaxKernelRank];
+  std::size_t window_rank = 0;
+  std::int64_t vector_length = 1;
+  std::int64_t vector_stride = 0;  // of the indices, in elements
+  // Per index-vector component: target axis extent - window extent, and
+  // the target stride (elements).
+  std::int64_t limit[kMaxKernelRank];
+  std::int64_t target_stride[kMaxKernelRank];
 };
 
-// `indexed` is x (gather) or out (scatter); `dense` is out (gather) or
-// updates (scatter), whose shape was checked to be P ++ Q ++ R.
-IndexedLayout split_layout(const TensorView& indexed, const TensorView& indices, const TensorView& dense,
-                           std::size_t axis) {
-  IndexedLayout l;
-  const std::size_t q_rank = indices.shape.size();
-  for (std::size_t d = 0; d < axis; ++d) {
-    l.pq_shape[l.pq_rank] = indexed.shape[d];
-    l.dense_pq[l.pq_rank] = dense.strides[d];
-    l.target_pq[l.pq_rank] = indexed.strides[d];
-    l.index_pq[l.pq_rank++] = 0;
+// Checks the dimension numbers against the shapes and fills the layout.
+// `window_dims` are the dense operand's window axes, `dropped` the target
+// axes outside the window, `index_map` the target axis of each component.
+Status resolve_layout(std::string_view op, const TensorView& target, const TensorView& indices, const TensorView& dense,
+                      IntArrayRef window_dims, IntArrayRef dropped, IntArrayRef index_map,
+                      std::int64_t index_vector_dim, std::string_view dense_name, std::string_view window_name,
+                      std::string_view dropped_name, std::string_view map_name, IndexedLayout& l) {
+  const std::int64_t rank = target.rank();
+  const std::int64_t index_rank = indices.rank();
+  TENFERRO_TRY(check_sorted(op, dropped_name, dropped, rank));
+  if (index_vector_dim < 0 || index_vector_dim > index_rank) {
+    return make_error(ErrorCode::kAxisOutOfRange, kStage, "{}: index_vector_dim must be in [0, {}], found {}", op,
+                      index_rank, index_vector_dim);
   }
-  l.p_rank = axis;
-  for (std::size_t d = 0; d < q_rank; ++d) {
-    l.pq_shape[l.pq_rank] = indices.shape[d];
-    l.dense_pq[l.pq_rank] = dense.strides[axis + d];
-    l.target_pq[l.pq_rank] = 0;
-    l.index_pq[l.pq_rank++] = indices.strides[d];
+  l.vector_length = index_vector_dim < index_rank ? indices.shape[static_cast<std::size_t>(index_vector_dim)] : 1;
+  l.vector_stride = index_vector_dim < index_rank ? indices.strides[static_cast<std::size_t>(index_vector_dim)] : 0;
+  if (static_cast<std::int64_t>(index_map.size()) != l.vector_length) {
+    return invalid(op, fmt::format("{} {} must have one entry per index-vector component ({}), found {}", map_name,
+                                   ints(index_map), l.vector_length, index_map.size()));
   }
-  for (std::size_t d = axis + 1; d < indexed.shape.size(); ++d) {
-    l.r_shape[l.r_rank] = indexed.shape[d];
-    l.dense_r[l.r_rank] = dense.strides[d - 1 + q_rank];
-    l.target_r[l.r_rank++] = indexed.strides[d];
+  for (std::size_t k = 0; k < index_map.size(); ++k) {
+    if (index_map[k] < 0 || index_map[k] >= rank) {
+      return make_error(ErrorCode::kAxisOutOfRange, kStage, "{}: {} {} must lie in [0, {})", op, map_name,
+                        ints(index_map), rank);
+    }
+    for (std::size_t j = 0; j < k; ++j)
+      if (index_map[j] == index_map[k])
+        return invalid(op, fmt::format("{} {} repeats an axis", map_name, ints(index_map)));
   }
-  l.axis_extent = indexed.shape[axis];
-  l.axis_stride = indexed.strides[axis];
-  return l;
+  const std::int64_t window_rank = rank - static_cast<std::int64_t>(dropped.size());
+  const std::int64_t batch_rank = index_rank - (index_vector_dim < index_rank ? 1 : 0);
+  if (static_cast<std::int64_t>(window_dims.size()) != window_rank) {
+    return invalid(op,
+                   fmt::format("{} {} must have {} entries (one per operand axis outside {} {}), found {}", window_name,
+                               ints(window_dims), window_rank, dropped_name, ints(dropped), window_dims.size()));
+  }
+  TENFERRO_TRY(check_sorted(op, window_name, window_dims, batch_rank + window_rank));
+  if (dense.rank() != batch_rank + window_rank) {
+    return make_error(ErrorCode::kShapeMismatch, kStage,
+                      "{}: {} must have rank {} ({} batch + {} window axes), found {}", op, dense_name,
+                      batch_rank + window_rank, batch_rank, window_rank, ints(dense.shape));
+  }
+  if (batch_rank > kMaxKernelRank || window_rank > kMaxKernelRank) {
+    return make_error(ErrorCode::kUnsupported, kStage, "{}: more than {} batch or window axes", op, kMaxKernelRank);
+  }
+  Dims window_extent(static_cast<std::size_t>(rank), 1);
+  std::size_t next_window = 0;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (contains(dropped, d)) continue;
+    const auto axis = static_cast<std::size_t>(window_dims[next_window++]);
+    const std::int64_t e = dense.shape[axis];
+    if (e > target.shape[static_cast<std::size_t>(d)]) {
+      return make_error(ErrorCode::kShapeMismatch, kStage,
+                        "{}: window extent {} ({} axis {}) exceeds the operand's axis {} extent {}", op, e, dense_name,
+                        axis, d, target.shape[static_cast<std::size_t>(d)]);
+    }
+    window_extent[static_cast<std::size_t>(d)] = e;
+    l.window_shape[l.window_rank] = e;
+    l.dense_window[l.window_rank] = dense.strides[axis];
+    l.target_window[l.window_rank++] = target.strides[static_cast<std::size_t>(d)];
+  }
+  std::int64_t index_axis = 0;
+  for (std::int64_t k = 0; k < dense.rank(); ++k) {
+    if (contains(window_dims, k)) continue;
+    if (index_axis == index_vector_dim) ++index_axis;
+    const auto i = static_cast<std::size_t>(index_axis++);
+    if (dense.shape[static_cast<std::size_t>(k)] != indices.shape[i]) {
+      return make_error(ErrorCode::kShapeMismatch, kStage,
+                        "{}: {} batch axis {} has extent {}, but the matching indices axis {} has {}", op, dense_name,
+                        k, dense.shape[static_cast<std::size_t>(k)], i, indices.shape[i]);
+    }
+    l.batch_shape[l.batch_rank] = indices.shape[i];
+    l.dense_batch[l.batch_rank] = dense.strides[static_cast<std::size_t>(k)];
+    l.index_batch[l.batch_rank++] = indices.strides[i];
+  }
+  for (std::size_t k = 0; k < index_map.size(); ++k) {
+    const auto d = static_cast<std::size_t>(index_map[k]);
+    l.limit[k] = target.shape[d] - window_extent[d];
+    l.target_stride[k] = target.strides[d];
+  }
+  return ok_status();
 }
 
 Status check_indices(std::string_view op, const TensorView& indices) {
@@ -80,50 +160,6 @@ Status check_indices(std::string_view op, const TensorView& indices) {
   if (indices.dtype == DType::kInt32 || indices.dtype == DType::kInt64) return ok_status();
   return make_error(ErrorCode::kDTypeMismatch, kStage, "{}: indices must be int32 or int64, found {}", op,
                     indices.dtype);
-}
-
-// The expected shape x.shape[:axis] + indices.shape + x.shape[axis+1:].
-Dims indexed_shape(const TensorView& x, const TensorView& indices, std::size_t axis) {
-  Dims shape;
-  for (std::size_t d = 0; d < axis; ++d) shape.push_back(x.shape[d]);
-  for (std::int64_t s : indices.shape) shape.push_back(s);
-  for (std::size_t d = axis + 1; d < x.shape.size(); ++d) shape.push_back(x.shape[d]);
-  return shape;
-}
-
-// kOutOfRange for the first index outside [0, extent).
-template <class I>
-Status scan_indices(std::string_view op, const TensorView& indices, std::int64_t extent) {
-  const LoopOperand ops[1] = {{indices.data, indices.strides.data(), static_cast<std::int64_t>(sizeof(I))}};
-  StridedLoop<1> loop;
-  internal::init_strided_loop(indices.shape, ops, loop);
-  const std::int64_t s = loop.inner_stride(0);
-  bool bad = false;
-  std::int64_t bad_value = 0;
-  internal::for_each_run(loop, 0, loop.numel, [&](char* const* p, std::int64_t n) {
-    if (bad) return;
-    bool any = false;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto v = static_cast<std::int64_t>(*reinterpret_cast<const I*>(p[0] + i * s));
-      any |= v < 0 || v >= extent;
-    }
-    if (!any) return;
-    for (std::int64_t i = 0; i < n && !bad; ++i) {
-      const auto v = static_cast<std::int64_t>(*reinterpret_cast<const I*>(p[0] + i * s));
-      if (v < 0 || v >= extent) {
-        bad = true;
-        bad_value = v;
-      }
-    }
-  });
-  if (!bad) return ok_status();
-  return make_error(ErrorCode::kOutOfRange, ErrorStage::kCompletion, "{}: index {} is outside [0, {})", op, bad_value,
-                    extent);
-}
-
-Status scan_any_indices(std::string_view op, const TensorView& indices, std::int64_t extent) {
-  return indices.dtype == DType::kInt32 ? scan_indices<std::int32_t>(op, indices, extent)
-                                        : scan_indices<std::int64_t>(op, indices, extent);
 }
 
 // Moves one R block from `src` to `dst` (elements of type T) with `r_loop`
@@ -153,13 +189,38 @@ void move_block(const StridedLoop<2>& r_loop, bool dense, char* dst, char* src) 
       base);
 }
 
-StridedLoop<2> r_loop_of(const IndexedLayout& l, std::int64_t item, bool dst_is_dense, bool& dense) {
-  const LoopOperand ops[2] = {{nullptr, dst_is_dense ? l.dense_r : l.target_r, item},
-                              {nullptr, dst_is_dense ? l.target_r : l.dense_r, item}};
+StridedLoop<2> window_loop_of(const IndexedLayout& l, std::int64_t item, bool dst_is_dense, bool& dense) {
+  const LoopOperand ops[2] = {{nullptr, dst_is_dense ? l.dense_window : l.target_window, item},
+                              {nullptr, dst_is_dense ? l.target_window : l.dense_window, item}};
   StridedLoop<2> loop;
-  internal::init_strided_loop(IntArrayRef(l.r_shape, l.r_rank), ops, loop);
+  internal::init_strided_loop(IntArrayRef(l.window_shape, l.window_rank), ops, loop);
   dense = loop.rank == 0 || (loop.rank == 1 && loop.strides[0][0] == item && loop.strides[0][1] == item);
   return loop;
+}
+
+StridedLoop<2> batch_loop_of(const IndexedLayout& l, char* dense_data, std::int64_t item, char* index_data,
+                             std::int64_t index_item) {
+  const LoopOperand ops[2] = {{dense_data, l.dense_batch, item}, {index_data, l.index_batch, index_item}};
+  StridedLoop<2> loop;
+  internal::init_strided_loop(IntArrayRef(l.batch_shape, l.batch_rank), ops, loop);
+  return loop;
+}
+
+// The byte offset of the window start in the target for the index vector
+// at `vector`; gather clamps, scatter reports a window outside as false.
+template <class I, bool kClamp>
+bool window_offset(const IndexedLayout& l, const char* vector, std::int64_t item, std::int64_t& offset) {
+  offset = 0;
+  for (std::int64_t k = 0; k < l.vector_length; ++k) {
+    auto v = static_cast<std::int64_t>(*reinterpret_cast<const I*>(vector + k * l.vector_stride * sizeof(I)));
+    if constexpr (kClamp) {
+      v = std::clamp<std::int64_t>(v, 0, l.limit[k]);
+    } else {
+      if (v < 0 || v > l.limit[k]) return false;
+    }
+    offset += v * l.target_stride[k] * item;
+  }
+  return true;
 }
 
 template <class T, class I>
@@ -167,21 +228,19 @@ void run_gather(const TensorView& x, const TensorView& indices, const IndexedLay
                 const ParallelContext& ctx, KernelStats* stats) {
   constexpr auto item = static_cast<std::int64_t>(sizeof(T));
   bool dense = false;
-  const StridedLoop<2> r_loop = r_loop_of(l, item, /*dst_is_dense=*/true, dense);
-  const LoopOperand ops[3] = {{out.data, l.dense_pq, item},
-                              {x.data, l.target_pq, item},
-                              {indices.data, l.index_pq, static_cast<std::int64_t>(sizeof(I))}};
-  StridedLoop<3> pq;
-  internal::init_strided_loop(IntArrayRef(l.pq_shape, l.pq_rank), ops, pq);
-  const std::int64_t axis_bytes = l.axis_stride * item;
-  const std::int64_t grain = std::max<std::int64_t>(1, kIndexGrain / std::max<std::int64_t>(1, r_loop.numel));
+  const StridedLoop<2> window = window_loop_of(l, item, /*dst_is_dense=*/true, dense);
+  const StridedLoop<2> batch =
+      batch_loop_of(l, static_cast<char*>(out.data), item, static_cast<char*>(indices.data), sizeof(I));
+  char* const x_data = static_cast<char*>(x.data);
+  const std::int64_t grain = std::max<std::int64_t>(1, kIndexGrain / std::max<std::int64_t>(1, window.numel));
   if (stats != nullptr) ++(dense ? stats->contiguous_inner : stats->strided_inner);
-  internal::parallel_or_inline(ctx, pq.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
-    const std::int64_t s0 = pq.inner_stride(0), s1 = pq.inner_stride(1), s2 = pq.inner_stride(2);
-    internal::for_each_run(pq, b, e, [&](char* const* p, std::int64_t n) {
+  internal::parallel_or_inline(ctx, batch.numel, grain, stats, [&](std::int64_t b, std::int64_t e) {
+    const std::int64_t s0 = batch.inner_stride(0), s1 = batch.inner_stride(1);
+    internal::for_each_run(batch, b, e, [&](char* const* p, std::int64_t n) {
       for (std::int64_t i = 0; i < n; ++i) {
-        const auto index = static_cast<std::int64_t>(*reinterpret_cast<const I*>(p[2] + i * s2));
-        move_block<T, false>(r_loop, dense, p[0] + i * s0, p[1] + i * s1 + index * axis_bytes);
+        std::int64_t offset = 0;
+        window_offset<I, true>(l, p[1] + i * s1, item, offset);
+        move_block<T, false>(window, dense, p[0] + i * s0, x_data + offset);
       }
     });
   });
@@ -192,38 +251,44 @@ void run_scatter(const TensorView& indices, const TensorView& updates, const Ind
                  const ParallelContext& ctx, KernelStats* stats) {
   constexpr auto item = static_cast<std::int64_t>(sizeof(T));
   bool dense = false;
-  const StridedLoop<2> r_loop = r_loop_of(l, item, /*dst_is_dense=*/false, dense);
-  // P loop over (out, updates); Q loop over (updates, indices).
-  const LoopOperand p_ops[2] = {{out.data, l.target_pq, item}, {updates.data, l.dense_pq, item}};
-  StridedLoop<2> p_loop;
-  internal::init_strided_loop(IntArrayRef(l.pq_shape, l.p_rank), p_ops, p_loop);
-  const LoopOperand q_ops[2] = {{updates.data, l.dense_pq + l.p_rank, item},
-                                {indices.data, l.index_pq + l.p_rank, static_cast<std::int64_t>(sizeof(I))}};
-  StridedLoop<2> q_loop;
-  internal::init_strided_loop(IntArrayRef(l.pq_shape + l.p_rank, l.pq_rank - l.p_rank), q_ops, q_loop);
-  const std::int64_t axis_bytes = l.axis_stride * item;
-  const std::int64_t per_p = std::max<std::int64_t>(1, q_loop.numel * r_loop.numel);
+  const StridedLoop<2> window = window_loop_of(l, item, /*dst_is_dense=*/false, dense);
+  dense = dense && !kAdd;
+  const StridedLoop<2> batch =
+      batch_loop_of(l, static_cast<char*>(updates.data), item, static_cast<char*>(indices.data), sizeof(I));
+  char* const out_data = static_cast<char*>(out.data);
+  const bool split_window = window.numel >= 2 * kIndexGrain && ctx.max_threads() > 1;
   if (stats != nullptr) ++(dense ? stats->contiguous_inner : stats->strided_inner);
-  internal::parallel_or_inline(
-      ctx, p_loop.numel, std::max<std::int64_t>(1, kIndexGrain / per_p), stats, [&](std::int64_t b, std::int64_t e) {
-        const std::int64_t ps0 = p_loop.inner_stride(0), ps1 = p_loop.inner_stride(1);
-        const std::int64_t qs0 = q_loop.inner_stride(0), qs1 = q_loop.inner_stride(1);
-        internal::for_each_run(p_loop, b, e, [&](char* const* pp, std::int64_t pn) {
-          for (std::int64_t pi = 0; pi < pn; ++pi) {
-            char* out_p = pp[0] + pi * ps0;
-            char* q_base[2] = {pp[1] + pi * ps1, q_loop.data[1]};
-            internal::for_each_run(
-                q_loop, 0, q_loop.numel,
-                [&](char* const* q, std::int64_t qn) {
-                  for (std::int64_t qi = 0; qi < qn; ++qi) {
-                    const auto index = static_cast<std::int64_t>(*reinterpret_cast<const I*>(q[1] + qi * qs1));
-                    move_block<T, kAdd>(r_loop, dense && !kAdd, out_p + index * axis_bytes, q[0] + qi * qs0);
-                  }
-                },
-                q_base);
-          }
-        });
+  const std::int64_t s0 = batch.inner_stride(0), s1 = batch.inner_stride(1);
+  const std::int64_t ws0 = window.inner_stride(0), ws1 = window.inner_stride(1);
+  internal::for_each_run(batch, 0, batch.numel, [&](char* const* p, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t offset = 0;
+      if (!window_offset<I, false>(l, p[1] + i * s1, item, offset)) continue;
+      char* dst = out_data + offset;
+      char* src = p[0] + i * s0;
+      if (!split_window) {
+        move_block<T, kAdd>(window, dense, dst, src);
+        continue;
+      }
+      char* base[2] = {dst, src};
+      internal::parallel_or_inline(ctx, window.numel, kIndexGrain, stats, [&](std::int64_t b, std::int64_t e) {
+        internal::for_each_run(
+            window, b, e,
+            [&](char* const* w, std::int64_t m) {
+              for (std::int64_t j = 0; j < m; ++j) {
+                T* d = reinterpret_cast<T*>(w[0] + j * ws0);
+                const T v = *reinterpret_cast<const T*>(w[1] + j * ws1);
+                if constexpr (kAdd) {
+                  *d = internal::AddOp{}(*d, v);
+                } else {
+                  *d = v;
+                }
+              }
+            },
+            base);
       });
+    }
+  });
 }
 
 template <class F>
@@ -237,26 +302,35 @@ void visit_index_type(DType d, F&& f) {
 
 }  // namespace
 
-Status gather(const TensorView& x, const TensorView& indices, std::int64_t axis, const TensorView& out,
+GatherDimensions take_dimensions(std::int64_t x_rank, std::int64_t indices_rank, std::int64_t axis) {
+  GatherDimensions d;
+  for (std::int64_t k = 0; k < axis; ++k) d.offset_dims.push_back(k);
+  for (std::int64_t k = axis + 1; k < x_rank; ++k) d.offset_dims.push_back(k - 1 + indices_rank);
+  d.collapsed_slice_dims.push_back(axis);
+  d.start_index_map.push_back(axis);
+  d.index_vector_dim = indices_rank;
+  return d;
+}
+
+ScatterDimensions take_scatter_dimensions(std::int64_t x_rank, std::int64_t indices_rank, std::int64_t axis) {
+  const GatherDimensions g = take_dimensions(x_rank, indices_rank, axis);
+  return {g.offset_dims, g.collapsed_slice_dims, g.start_index_map, g.index_vector_dim};
+}
+
+Status gather(const TensorView& x, const TensorView& indices, const GatherDimensions& dims, const TensorView& out,
               const ParallelContext& ctx, KernelStats* stats) {
   constexpr std::string_view kOp = "gather";
   TENFERRO_TRY(internal::check_view(kOp, "operand", x));
   TENFERRO_TRY(check_indices(kOp, indices));
-  if (axis < 0 || axis >= x.rank()) {
-    return make_error(ErrorCode::kAxisOutOfRange, kStage, "gather: axis must be in [0, {}), found {}", x.rank(), axis);
-  }
-  const auto a = static_cast<std::size_t>(axis);
-  if (x.shape.size() - 1 + indices.shape.size() > static_cast<std::size_t>(kMaxKernelRank)) {
-    return make_error(ErrorCode::kUnsupported, kStage, "gather: result rank above {}", kMaxKernelRank);
-  }
   TENFERRO_TRY(internal::check_output_view(kOp, "output", out));
   TENFERRO_TRY(internal::check_dtype(kOp, "output", out, x.dtype));
-  TENFERRO_TRY(internal::check_shape(kOp, "output", out, indexed_shape(x, indices, a)));
+  IndexedLayout l;
+  TENFERRO_TRY(resolve_layout(kOp, x, indices, out, dims.offset_dims, dims.collapsed_slice_dims, dims.start_index_map,
+                              dims.index_vector_dim, "output", "offset_dims", "collapsed_slice_dims", "start_index_map",
+                              l));
   TENFERRO_TRY(internal::check_alias(kOp, out, "operand", x, /*allow_identical=*/false));
   TENFERRO_TRY(internal::check_alias(kOp, out, "indices", indices, /*allow_identical=*/false));
-  TENFERRO_TRY(scan_any_indices(kOp, indices, x.shape[a]));
   if (out.numel() == 0) return ok_status();
-  const IndexedLayout l = split_layout(x, indices, out, a);
   visit_index_type(indices.dtype, [&]<class I>(I) {
     switch (dtype_size(x.dtype)) {
       case 1:
@@ -272,38 +346,32 @@ Status gather(const TensorView& x, const TensorView& indices, std::int64_t axis,
   return ok_status();
 }
 
-Status scatter(const TensorView& x, const TensorView& indices, const TensorView& updates, std::int64_t axis,
+Status scatter(const TensorView& x, const TensorView& indices, const TensorView& updates, const ScatterDimensions& dims,
                ScatterCombine combine, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
   constexpr std::string_view kOp = "scatter";
   TENFERRO_TRY(internal::check_view(kOp, "operand", x));
   TENFERRO_TRY(check_indices(kOp, indices));
   TENFERRO_TRY(internal::check_view(kOp, "updates", updates));
-  if (axis < 0 || axis >= x.rank()) {
-    return make_error(ErrorCode::kAxisOutOfRange, kStage, "scatter: axis must be in [0, {}), found {}", x.rank(), axis);
-  }
-  const auto a = static_cast<std::size_t>(axis);
   if (combine == ScatterCombine::kAdd && x.dtype == DType::kBool) {
     return make_error(ErrorCode::kDTypeMismatch, kStage, "scatter: add needs a numeric dtype, found bool");
   }
   TENFERRO_TRY(internal::check_dtype(kOp, "updates", updates, x.dtype));
-  if (x.shape.size() - 1 + indices.shape.size() > static_cast<std::size_t>(kMaxKernelRank)) {
-    return make_error(ErrorCode::kUnsupported, kStage, "scatter: updates rank above {}", kMaxKernelRank);
-  }
-  TENFERRO_TRY(internal::check_shape(kOp, "updates", updates, indexed_shape(x, indices, a)));
   TENFERRO_TRY(internal::check_output_view(kOp, "output", out));
   TENFERRO_TRY(internal::check_dtype(kOp, "output", out, x.dtype));
   TENFERRO_TRY(internal::check_shape(kOp, "output", out, x.shape));
+  IndexedLayout l;
+  TENFERRO_TRY(resolve_layout(kOp, out, indices, updates, dims.update_window_dims, dims.inserted_window_dims,
+                              dims.scatter_dims_to_operand_dims, dims.index_vector_dim, "updates", "update_window_dims",
+                              "inserted_window_dims", "scatter_dims_to_operand_dims", l));
   TENFERRO_TRY(internal::check_alias(kOp, out, "operand", x, /*allow_identical=*/true));
   TENFERRO_TRY(internal::check_alias(kOp, out, "updates", updates, /*allow_identical=*/false));
   TENFERRO_TRY(internal::check_alias(kOp, out, "indices", indices, /*allow_identical=*/false));
-  TENFERRO_TRY(scan_any_indices(kOp, indices, x.shape[a]));
   if (out.numel() == 0) return ok_status();
   if (!internal::same_layout(out, x)) {
     internal::copy_elements(x.shape, static_cast<std::int64_t>(dtype_size(x.dtype)), {out.data, out.strides.data()},
                             {x.data, x.strides.data()}, ctx, stats);
   }
   if (updates.numel() == 0) return ok_status();
-  const IndexedLayout l = split_layout(out, indices, updates, a);
   visit_index_type(indices.dtype, [&]<class I>(I) {
     visit_dtype(x.dtype, [&]<class T>(T) {
       if constexpr (!std::is_same_v<T, bool>) {

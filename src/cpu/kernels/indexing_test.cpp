@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <complex>
+#include <random>
 #include <vector>
 
 #include "cpu/kernels/kernel_table.h"
@@ -27,6 +29,10 @@ class IndexingConformance : public ::testing::TestWithParam<const KernelTable*> 
   const KernelTable& k() const { return *GetParam(); }
   const ParallelContext& seq() const { return testing::sequential_context(); }
 };
+
+bool contains_axis(const Dims& axes, std::int64_t axis) {
+  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+}
 
 // Checks every element of `out` against want(index).
 template <class Want>
@@ -71,7 +77,8 @@ TEST_P(IndexingConformance, GatherTakesAlongEveryAxis) {
               out_shape.insert(out_shape.end(), ishape.begin(), ishape.end());
               out_shape.insert(out_shape.end(), shape.begin() + axis + 1, shape.end());
               Tensor out = make_tensor(out_shape, dtype, Layout::kSliced, 5);
-              const Status st = k().gather(x.view(), idx.view(), axis, out.view(), seq(), nullptr);
+              const Status st = k().gather(x.view(), idx.view(), take_dimensions(x.rank(), idx.rank(), axis),
+                                           out.view(), seq(), nullptr);
               ASSERT_TRUE(st.ok()) << st.to_string();
               expect_all(out, [&](const Index& o) {
                 Index q(o.begin() + axis, o.begin() + axis + static_cast<std::int64_t>(ishape.size()));
@@ -127,8 +134,9 @@ TEST_P(IndexingConformance, ScatterReplacesAndAddsWithDuplicates) {
               w = combine == ScatterCombine::kAdd ? w + v : v;
             }
             Tensor out = in_place ? x : make_tensor(shape, dtype, Layout::kContiguous, 8);
-            const Status st = k().scatter(x.view(), idx.view(), updates.view(), axis, combine, out.view(),
-                                          testing::two_thread_context(), nullptr);
+            const Status st =
+                k().scatter(x.view(), idx.view(), updates.view(), take_scatter_dimensions(x.rank(), idx.rank(), axis),
+                            combine, out.view(), testing::two_thread_context(), nullptr);
             ASSERT_TRUE(st.ok()) << st.to_string();
             for (std::int64_t i = 0; i < out.numel(); ++i) {
               ASSERT_TRUE(
@@ -138,6 +146,211 @@ TEST_P(IndexingConformance, ScatterReplacesAndAddsWithDuplicates) {
           }
         }
       }
+    }
+  }
+}
+
+// Note [Random gather and scatter configurations]
+// A random StableHLO gather: operand rank 1..3 with extents 1..4, a random
+// set of collapsed axes, a random start_index_map (distinct axes, in random
+// order, possibly none collapsed), slice sizes 1..extent, 0..2 batch axes,
+// the index vector on a random indices axis (or implicit when it has length
+// 1) and offset_dims a random increasing subset of the result axes. Index
+// values range over [-2, extent + 1] so clamping (gather) and skipped
+// windows (scatter) both happen.
+struct RandomIndexing {
+  Index x_shape;
+  Index window;  // per operand axis; 1 on collapsed axes
+  GatherDimensions dims;
+  Index indices_shape;
+  std::vector<std::int64_t> index_values;
+  Index out_shape;
+};
+
+RandomIndexing random_indexing(std::mt19937_64& rng) {
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  RandomIndexing r;
+  const std::int64_t rank = uniform(1, 3);
+  for (std::int64_t d = 0; d < rank; ++d) r.x_shape.push_back(uniform(1, 4));
+  Index axes(static_cast<std::size_t>(rank));
+  for (std::int64_t d = 0; d < rank; ++d) axes[static_cast<std::size_t>(d)] = d;
+  std::shuffle(axes.begin(), axes.end(), rng);
+  const std::int64_t n = uniform(1, rank);
+  for (std::int64_t k = 0; k < n; ++k) r.dims.start_index_map.push_back(axes[static_cast<std::size_t>(k)]);
+  for (std::int64_t d = 0; d < rank; ++d) {
+    const bool collapse = uniform(0, 2) == 0;
+    if (collapse) r.dims.collapsed_slice_dims.push_back(d);
+    r.window.push_back(collapse ? 1 : uniform(1, r.x_shape[static_cast<std::size_t>(d)]));
+  }
+  const std::int64_t batch_rank = uniform(0, 2);
+  Index batch;
+  for (std::int64_t b = 0; b < batch_rank; ++b) batch.push_back(uniform(1, 3));
+  const bool implicit = n == 1 && uniform(0, 1) == 0;
+  r.dims.index_vector_dim = implicit ? batch_rank : uniform(0, batch_rank);
+  r.indices_shape = batch;
+  if (!implicit) r.indices_shape.insert(r.indices_shape.begin() + r.dims.index_vector_dim, n);
+  std::int64_t count = 1;
+  for (std::int64_t e : r.indices_shape) count *= e;
+  for (std::int64_t i = 0; i < count; ++i) r.index_values.push_back(uniform(-2, 5));
+  const std::int64_t window_rank = rank - static_cast<std::int64_t>(r.dims.collapsed_slice_dims.size());
+  Index positions(static_cast<std::size_t>(batch_rank + window_rank));
+  for (std::size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<std::int64_t>(k);
+  std::shuffle(positions.begin(), positions.end(), rng);
+  std::sort(positions.begin(), positions.begin() + window_rank);
+  for (std::int64_t k = 0; k < window_rank; ++k) r.dims.offset_dims.push_back(positions[static_cast<std::size_t>(k)]);
+  std::size_t next_batch = 0, next_window = 0;
+  Index window_extents;
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (!contains_axis(r.dims.collapsed_slice_dims, d)) window_extents.push_back(r.window[static_cast<std::size_t>(d)]);
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    r.out_shape.push_back(contains_axis(r.dims.offset_dims, static_cast<std::int64_t>(k))
+                              ? window_extents[next_window++]
+                              : batch[next_batch++]);
+  }
+  return r;
+}
+
+// For the result (or updates) element `o`: the operand index its window
+// start and offset give, unclamped starts in `start` (brute force, straight
+// from the StableHLO spec).
+Index operand_index_of(const RandomIndexing& r, const Tensor& indices, const Index& o, bool clamp, Index& start) {
+  Index batch, offset;
+  for (std::size_t k = 0; k < o.size(); ++k)
+    (contains_axis(r.dims.offset_dims, static_cast<std::int64_t>(k)) ? offset : batch).push_back(o[k]);
+  const auto rank = r.x_shape.size();
+  start.assign(rank, 0);
+  for (std::size_t k = 0; k < r.dims.start_index_map.size(); ++k) {
+    Index at = batch;
+    if (static_cast<std::size_t>(r.dims.index_vector_dim) <= at.size() && r.indices_shape.size() > batch.size())
+      at.insert(at.begin() + r.dims.index_vector_dim, static_cast<std::int64_t>(k));
+    const auto v = static_cast<std::int64_t>(value_at(indices, at).real());
+    const auto d = static_cast<std::size_t>(r.dims.start_index_map[k]);
+    start[d] = clamp ? std::clamp<std::int64_t>(v, 0, r.x_shape[d] - r.window[d]) : v;
+  }
+  Index full(rank, 0);
+  std::size_t next = 0;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t w =
+        contains_axis(r.dims.collapsed_slice_dims, static_cast<std::int64_t>(d)) ? 0 : offset[next++];
+    full[d] = start[d] + w;
+  }
+  return full;
+}
+
+TEST_P(IndexingConformance, GeneralGatherAndScatterMatchABruteForceReference) {
+  std::mt19937_64 rng(20261202);
+  for (int trial = 0; trial < 300; ++trial) {
+    const RandomIndexing r = random_indexing(rng);
+    const DType dtype = trial % 3 == 0 ? DType::kComplex64 : (trial % 3 == 1 ? DType::kFloat64 : DType::kInt32);
+    const DType index_dtype = trial % 2 == 0 ? DType::kInt32 : DType::kInt64;
+    SCOPED_TRACE(
+        fmt::format("trial {}: x {} window {} offset_dims {} collapsed {} start_index_map {} ivd {} indices {}", trial,
+                    shape_to_string(r.x_shape), shape_to_string(r.window), shape_to_string(r.dims.offset_dims),
+                    shape_to_string(r.dims.collapsed_slice_dims), shape_to_string(r.dims.start_index_map),
+                    r.dims.index_vector_dim, shape_to_string(r.indices_shape)));
+    Tensor x = make_tensor(r.x_shape, dtype, trial % 2 == 0 ? Layout::kTransposed : Layout::kContiguous, 11);
+    Tensor indices = *Tensor::empty(r.indices_shape, index_dtype);
+    for (std::size_t i = 0; i < r.index_values.size(); ++i) {
+      if (index_dtype == DType::kInt32) {
+        static_cast<std::int32_t*>(indices.data())[i] = static_cast<std::int32_t>(r.index_values[i]);
+      } else {
+        static_cast<std::int64_t*>(indices.data())[i] = r.index_values[i];
+      }
+    }
+    Tensor out = make_tensor(r.out_shape, dtype, Layout::kSliced, 12);
+    const ParallelContext& ctx = trial % 2 == 0 ? seq() : testing::two_thread_context();
+    Status st = k().gather(x.view(), indices.view(), r.dims, out.view(), ctx, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    Index start;
+    expect_all(out, [&](const Index& o) { return value_at(x, operand_index_of(r, indices, o, true, start)); });
+
+    // The scatter with the same dimension numbers; updates have the gather
+    // result's shape. Windows outside the operand are skipped.
+    const ScatterDimensions sd{r.dims.offset_dims, r.dims.collapsed_slice_dims, r.dims.start_index_map,
+                               r.dims.index_vector_dim};
+    Tensor updates = make_tensor(r.out_shape, dtype, Layout::kTransposed, 13);
+    for (ScatterCombine combine : {ScatterCombine::kAdd, ScatterCombine::kReplace}) {
+      // want: the sum (add) or the original value; written: every value a
+      // replace may leave (duplicate windows: any one write wins).
+      std::vector<C> want(static_cast<std::size_t>(x.numel()));
+      std::vector<std::vector<C>> written(want.size());
+      for (std::int64_t i = 0; i < x.numel(); ++i)
+        want[static_cast<std::size_t>(i)] = value_at(x, unravel(i, x.shape()));
+      for (std::int64_t u = 0; u < updates.numel(); ++u) {
+        const Index ui = unravel(u, updates.shape());
+        const Index target = operand_index_of(r, indices, ui, false, start);
+        bool inside = true;
+        for (std::size_t d = 0; d < start.size(); ++d)
+          inside = inside && start[d] >= 0 && start[d] + r.window[d] <= r.x_shape[d];
+        if (!inside) continue;
+        std::int64_t flat = 0;
+        for (std::size_t d = 0; d < target.size(); ++d) flat = flat * r.x_shape[d] + target[d];
+        want[static_cast<std::size_t>(flat)] += value_at(updates, ui);
+        written[static_cast<std::size_t>(flat)].push_back(value_at(updates, ui));
+      }
+      Tensor scattered = make_tensor(r.x_shape, dtype, Layout::kContiguous, 14);
+      st = k().scatter(x.view(), indices.view(), updates.view(), sd, combine, scattered.view(), ctx, nullptr);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      for (std::int64_t i = 0; i < scattered.numel(); ++i) {
+        const C got = value_at(scattered, unravel(i, scattered.shape()));
+        const auto f = static_cast<std::size_t>(i);
+        if (combine == ScatterCombine::kAdd) {
+          ASSERT_TRUE(testing::matches(got, want[f], dtype, 1e-6)) << "add element " << i;
+        } else if (written[f].empty()) {
+          ASSERT_EQ(got, value_at(x, unravel(i, x.shape()))) << "untouched element " << i;
+        } else {
+          ASSERT_TRUE(std::find(written[f].begin(), written[f].end(), got) != written[f].end())
+              << "replace element " << i << " holds none of its " << written[f].size() << " writes";
+        }
+      }
+    }
+  }
+}
+
+// A window big enough that scatter splits it across threads (Note [Gather
+// and scatter loops]): duplicate rows still accumulate in one fixed order,
+// so two threads give the sequential result bit for bit.
+TEST_P(IndexingConformance, LargeScatterWindowsSplitAcrossThreadsDeterministically) {
+  Tensor x = make_tensor({3, 256, 300}, DType::kFloat64, Layout::kContiguous, 21);
+  Tensor rows = *Tensor::from_values<std::int64_t>({1, 0, 1, 7, 1}, {5});  // 7 is skipped
+  Tensor updates = make_tensor({5, 256, 300}, DType::kFloat64, Layout::kTransposed, 22);
+  const ScatterDimensions dims = take_scatter_dimensions(3, 1, 0);
+  Tensor sequential = *Tensor::empty({3, 256, 300}, DType::kFloat64);
+  Tensor parallel = *Tensor::empty({3, 256, 300}, DType::kFloat64);
+  ASSERT_TRUE(
+      k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kAdd, sequential.view(), seq(), nullptr)
+          .ok());
+  ASSERT_TRUE(k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kAdd, parallel.view(),
+                          testing::two_thread_context(), nullptr)
+                  .ok());
+  EXPECT_EQ(testing::row_major_bytes(parallel), testing::row_major_bytes(sequential));
+  for (std::int64_t i = 0; i < x.numel(); i += 997) {
+    const Index at = unravel(i, x.shape());
+    C want = value_at(x, at);
+    const std::int64_t row = at[0];
+    for (std::int64_t u = 0; u < 5; ++u) {
+      const std::int64_t r = static_cast<std::int64_t*>(rows.data())[u];
+      if (r == row) want += value_at(updates, Index{u, at[1], at[2]});
+    }
+    ASSERT_NEAR(value_at(parallel, at).real(), want.real(), 1e-12) << "element " << i;
+  }
+  // Replace: the last of the duplicate rows is not promised, but every
+  // element of row 1 holds one of its writes and row 2 is untouched.
+  ASSERT_TRUE(k().scatter(x.view(), rows.view(), updates.view(), dims, ScatterCombine::kReplace, parallel.view(),
+                          testing::two_thread_context(), nullptr)
+                  .ok());
+  for (std::int64_t i = 0; i < x.numel(); i += 991) {
+    const Index at = unravel(i, x.shape());
+    const C got = value_at(parallel, at);
+    if (at[0] == 2) {
+      EXPECT_EQ(got, value_at(x, at));
+    } else if (at[0] == 0) {
+      EXPECT_EQ(got, value_at(updates, Index{1, at[1], at[2]}));
+    } else {
+      EXPECT_TRUE(got == value_at(updates, Index{0, at[1], at[2]}) ||
+                  got == value_at(updates, Index{2, at[1], at[2]}) || got == value_at(updates, Index{4, at[1], at[2]}));
     }
   }
 }
@@ -247,34 +460,58 @@ TEST_P(IndexingConformance, BadInputIsATypedErrorAndWritesNothing) {
     EXPECT_EQ(st.stage(), stage) << st.to_string();
     EXPECT_EQ(testing::row_major_bytes(out), before);
   };
-  Tensor idx = *Tensor::from_values<std::int64_t>({0, 4, 5}, {3});  // 5 is out of range
-  expect_code(k().gather(x.view(), idx.view(), 1, out.view(), seq(), nullptr), ErrorCode::kOutOfRange,
-              ErrorStage::kCompletion);
-  Tensor neg = *Tensor::from_values<std::int32_t>({0, -1, 2}, {3});
-  expect_code(k().gather(x.view(), neg.view(), 1, out.view(), seq(), nullptr), ErrorCode::kOutOfRange,
-              ErrorStage::kCompletion);
+  auto take = [](std::int64_t axis) { return take_dimensions(2, 1, axis); };
   Tensor fidx = *Tensor::from_values<double>({0, 1, 2}, {3});
-  expect_code(k().gather(x.view(), fidx.view(), 1, out.view(), seq(), nullptr), ErrorCode::kDTypeMismatch);
+  expect_code(k().gather(x.view(), fidx.view(), take(1), out.view(), seq(), nullptr), ErrorCode::kDTypeMismatch);
   Tensor good = *Tensor::from_values<std::int64_t>({0, 1, 2}, {3});
-  expect_code(k().gather(x.view(), good.view(), 2, out.view(), seq(), nullptr), ErrorCode::kAxisOutOfRange);
-  expect_code(k().gather(x.view(), good.view(), 0, out.view(), seq(), nullptr), ErrorCode::kShapeMismatch);
-  // Scatter with a bad index leaves the in-place operand untouched.
+  expect_code(k().gather(x.view(), good.view(), take(2), out.view(), seq(), nullptr), ErrorCode::kAxisOutOfRange);
+  expect_code(k().gather(x.view(), good.view(), take(0), out.view(), seq(), nullptr), ErrorCode::kShapeMismatch);
+  // Bad dimension numbers: unsorted offset_dims, a repeated start_index_map
+  // axis, a wrong index-vector length, index_vector_dim past the rank, too
+  // few offset_dims, a window wider than the operand.
+  expect_code(k().gather(x.view(), good.view(), GatherDimensions{{1, 0}, {}, {1}, 1}, out.view(), seq(), nullptr),
+              ErrorCode::kInvalidArgument);
+  Tensor pairs = *Tensor::from_values<std::int64_t>({0, 1, 2, 3, 1, 1}, {3, 2});
+  expect_code(k().gather(x.view(), pairs.view(), GatherDimensions{{}, {0, 1}, {1, 1}, 1}, out.view(), seq(), nullptr),
+              ErrorCode::kInvalidArgument);
+  expect_code(k().gather(x.view(), pairs.view(), GatherDimensions{{1}, {0}, {0}, 1}, out.view(), seq(), nullptr),
+              ErrorCode::kInvalidArgument);
+  expect_code(k().gather(x.view(), good.view(), GatherDimensions{{0}, {1}, {1}, 2}, out.view(), seq(), nullptr),
+              ErrorCode::kAxisOutOfRange);
+  expect_code(k().gather(x.view(), good.view(), GatherDimensions{{}, {1}, {1}, 1}, out.view(), seq(), nullptr),
+              ErrorCode::kInvalidArgument);
+  Tensor wide = make_tensor({3, 6}, DType::kFloat64, Layout::kContiguous, 2);
+  EXPECT_EQ(k().gather(x.view(), good.view(), GatherDimensions{{1}, {0}, {0}, 1}, wide.view(), seq(), nullptr).code(),
+            ErrorCode::kShapeMismatch);
+  // Out-of-range indices are no error: gather clamps, scatter skips.
+  Tensor far = *Tensor::from_values<std::int64_t>({0, 4, 5}, {3});
+  Tensor clamped = make_tensor({4, 3}, DType::kFloat64, Layout::kContiguous, 2);
+  EXPECT_TRUE(k().gather(x.view(), far.view(), take(1), clamped.view(), seq(), nullptr).ok());
+  EXPECT_EQ(value_at(clamped, Index{2, 2}), value_at(x, Index{2, 4}));  // 5 clamped to 4
   const auto x_before = testing::row_major_bytes(x);
   Tensor updates = make_tensor({4, 3}, DType::kFloat64, Layout::kContiguous, 3);
-  EXPECT_EQ(k().scatter(x.view(), idx.view(), updates.view(), 1, ScatterCombine::kAdd, x.view(), seq(), nullptr).code(),
-            ErrorCode::kOutOfRange);
+  Tensor outside = *Tensor::from_values<std::int64_t>({5, -1, 9}, {3});
+  EXPECT_TRUE(k().scatter(x.view(), outside.view(), updates.view(), take_scatter_dimensions(2, 1, 1),
+                          ScatterCombine::kAdd, x.view(), seq(), nullptr)
+                  .ok());
   EXPECT_EQ(testing::row_major_bytes(x), x_before);
   // Updates overlapping the output.
-  EXPECT_EQ(k().scatter(x.view(), good.view(), x.slice(1, 0, 3)->view(), 1, ScatterCombine::kReplace, x.view(), seq(),
-                        nullptr)
+  EXPECT_EQ(k().scatter(x.view(), good.view(), x.slice(1, 0, 3)->view(), take_scatter_dimensions(2, 1, 1),
+                        ScatterCombine::kReplace, x.view(), seq(), nullptr)
                 .code(),
             ErrorCode::kAliasConflict);
   Tensor bools = make_tensor({4, 5}, DType::kBool, Layout::kContiguous);
   Tensor bool_updates = make_tensor({4, 3}, DType::kBool, Layout::kContiguous);
-  EXPECT_EQ(
-      k().scatter(bools.view(), good.view(), bool_updates.view(), 1, ScatterCombine::kAdd, bools.view(), seq(), nullptr)
-          .code(),
-      ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(k().scatter(bools.view(), good.view(), bool_updates.view(), take_scatter_dimensions(2, 1, 1),
+                        ScatterCombine::kAdd, bools.view(), seq(), nullptr)
+                .code(),
+            ErrorCode::kDTypeMismatch);
+  // Updates whose batch extent does not match the indices.
+  Tensor short_updates = make_tensor({4, 2}, DType::kFloat64, Layout::kContiguous, 4);
+  EXPECT_EQ(k().scatter(x.view(), good.view(), short_updates.view(), take_scatter_dimensions(2, 1, 1),
+                        ScatterCombine::kAdd, x.view(), seq(), nullptr)
+                .code(),
+            ErrorCode::kShapeMismatch);
   // Slices, concatenation, padding, reversal.
   expect_code(k().dynamic_slice(x.view(), {0}, out.view(), seq(), nullptr), ErrorCode::kShapeMismatch);
   Tensor too_big = make_tensor({5, 5}, DType::kFloat64, Layout::kContiguous);

@@ -190,7 +190,7 @@ TEST(NumpyReference, KernelsAgreeWithNumpy) {
   np.input("idx", idx);
   {
     Tensor out = *Tensor::empty({4, 2, 3, 3}, DType::kFloat64);
-    ASSERT_TRUE(k.gather(g.view(), idx.view(), 1, out.view(), ctx, nullptr).ok());
+    ASSERT_TRUE(k.gather(g.view(), idx.view(), take_dimensions(3, 2, 1), out.view(), ctx, nullptr).ok());
     np.result("take", "np.take(g, idx, axis=1)");
     checks.push_back({"take", out, 0});
   }
@@ -198,9 +198,82 @@ TEST(NumpyReference, KernelsAgreeWithNumpy) {
     Tensor upd = make_tensor({4, 2, 3, 3}, DType::kFloat64, Layout::kContiguous, 108);
     np.input("upd", upd);
     Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
-    ASSERT_TRUE(k.scatter(g.view(), idx.view(), upd.view(), 1, ScatterCombine::kAdd, out.view(), ctx, nullptr).ok());
+    ASSERT_TRUE(k.scatter(g.view(), idx.view(), upd.view(), take_scatter_dimensions(3, 2, 1), ScatterCombine::kAdd,
+                          out.view(), ctx, nullptr)
+                    .ok());
     np.result("scatter_add", "(lambda t: (np.add.at(t, (slice(None), idx), upd), t)[1])(g.copy())");
     checks.push_back({"scatter_add", out, 1e-12});
+  }
+  // General gather/scatter: fancy indexing on axes 0 and 2 with index pairs
+  // along indices axis 1 (g[i0, :, i2]); out-of-range entries are clamped.
+  Tensor pairs = *Tensor::from_values<std::int32_t>({3, 2, 0, 0, 1, 2, 3, 1, 2, 0}, {5, 2});
+  np.input("pairs", pairs);
+  {
+    Tensor out = *Tensor::empty({5, 6}, DType::kFloat64);
+    ASSERT_TRUE(
+        k.gather(g.view(), pairs.view(), GatherDimensions{{1}, {0, 2}, {0, 2}, 1}, out.view(), ctx, nullptr).ok());
+    np.result("fancy", "g[pairs[:, 0], :, pairs[:, 1]]");
+    checks.push_back({"fancy", out, 0});
+  }
+  {
+    // Point gather g[i0, i1, i2] with the index vectors along indices axis 0.
+    Tensor points = *Tensor::from_values<std::int64_t>({0, 3, 1, 2, 5, 0, 4, 1, 2, 0, 1, 2}, {3, 4});
+    np.input("points", points);
+    Tensor out = *Tensor::empty({4}, DType::kFloat64);
+    ASSERT_TRUE(
+        k.gather(g.view(), points.view(), GatherDimensions{{}, {0, 1, 2}, {0, 1, 2}, 0}, out.view(), ctx, nullptr)
+            .ok());
+    np.result("points", "g[tuple(points)]");
+    checks.push_back({"points", out, 0});
+  }
+  // Windows of extent (2, 3, 3) at starts (s0, s1), clamped into range.
+  Tensor starts = *Tensor::from_values<std::int64_t>({1, 2, 5, -1, 3, 3}, {3, 2});
+  np.input("starts", starts);
+  {
+    Tensor out = *Tensor::empty({3, 2, 3, 3}, DType::kFloat64);
+    ASSERT_TRUE(
+        k.gather(g.view(), starts.view(), GatherDimensions{{1, 2, 3}, {}, {0, 1}, 1}, out.view(), ctx, nullptr).ok());
+    np.result("windows",
+              "np.stack([g[a:a + 2, b:b + 3, :] for a, b in zip(np.clip(starts[:, 0], 0, 2), np.clip(starts[:, 1], 0, "
+              "3))])");
+    checks.push_back({"windows", out, 0});
+  }
+  {
+    // np.add.at with index pairs (duplicates (0, 0) and (3, ...) accumulate).
+    Tensor upd = make_tensor({5, 6}, DType::kFloat64, Layout::kTransposed, 109);
+    Tensor in_range = *Tensor::from_values<std::int32_t>({3, 2, 0, 0, 1, 2, 3, 1, 0, 0}, {5, 2});
+    np.input("fupd", upd);
+    np.input("fpairs", in_range);
+    Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.scatter(g.view(), in_range.view(), upd.view(), ScatterDimensions{{1}, {0, 2}, {0, 2}, 1},
+                          ScatterCombine::kAdd, out.view(), ctx, nullptr)
+                    .ok());
+    np.result("fancy_add",
+              "(lambda t: (np.add.at(t, (fpairs[:, 0], slice(None), fpairs[:, 1]), fupd), t)[1])(g.copy())");
+    checks.push_back({"fancy_add", out, 1e-12});
+    // Replace with distinct pairs: t[i0, :, i2] = u.
+    Tensor distinct = *Tensor::from_values<std::int32_t>({3, 2, 0, 0, 1, 2, 3, 1, 2, 0}, {5, 2});
+    Tensor replaced = *Tensor::empty({4, 6, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.scatter(g.view(), distinct.view(), upd.view(), ScatterDimensions{{1}, {0, 2}, {0, 2}, 1},
+                          ScatterCombine::kReplace, replaced.view(), ctx, nullptr)
+                    .ok());
+    np.result("fancy_set",
+              "(lambda t: (t.__setitem__((pairs[:, 0], slice(None), pairs[:, 1]), fupd), t)[1])(g.copy())");
+    checks.push_back({"fancy_set", replaced, 0});
+  }
+  {
+    // Window scatter-add; windows that do not fit (start (5, -1), (3, 3))
+    // are skipped, not clamped.
+    Tensor upd = make_tensor({3, 2, 3, 3}, DType::kFloat64, Layout::kContiguous, 110);
+    np.input("wupd", upd);
+    Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
+    ASSERT_TRUE(k.scatter(g.view(), starts.view(), upd.view(), ScatterDimensions{{1, 2, 3}, {}, {0, 1}, 1},
+                          ScatterCombine::kAdd, out.view(), ctx, nullptr)
+                    .ok());
+    np.result("window_add",
+              "(lambda t: ([t.__setitem__((slice(a, a + 2), slice(b, b + 3)), t[a:a + 2, b:b + 3] + w) "
+              "for (a, b), w in zip(starts, wupd) if 0 <= a <= 2 and 0 <= b <= 3], t)[1])(g.copy())");
+    checks.push_back({"window_add", out, 1e-12});
   }
   {
     Tensor out = *Tensor::empty({4, 6, 3}, DType::kFloat64);
