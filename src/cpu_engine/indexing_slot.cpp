@@ -29,8 +29,8 @@ Status check_slice_sizes(const program::GatherAttributes& a, const TensorView& o
     const std::optional<std::int64_t> size = a.slice_sizes[d].exact_value();
     if (size && axis < out.shape.size() && *size != out.shape[axis]) {
       return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                        "{}: gather slice size {} of operand axis {} does not match output axis {} extent {}", kName,
-                        *size, d, axis, out.shape[axis]);
+                        "{}: gather slice size {} of operand axis {} does not match output axis {} extent {}",
+                        kIndexingName, *size, d, axis, out.shape[axis]);
     }
   }
   return ok_status();

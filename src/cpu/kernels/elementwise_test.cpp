@@ -209,7 +209,6 @@ void expect_elements(const Tensor& out, Want&& want, double rtol = 0) {
 }
 
 const std::vector<std::vector<std::int64_t>> kShapes = {{}, {0}, {5}, {3, 4}, {2, 3, 4}, {2, 1, 3, 5}};
-constexpr Layout kInputLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kSliced, Layout::kBroadcast};
 constexpr Layout kOutLayouts[] = {Layout::kContiguous, Layout::kSliced};
 
 class ElementwiseConformance : public ::testing::TestWithParam<const KernelTable*> {
@@ -223,7 +222,7 @@ TEST_P(ElementwiseConformance, UnaryOpsMatchTheReferenceForEveryDTypeAndLayout) 
       const std::optional<DType> out_dtype = result_dtype(op, dtype);
       if (!out_dtype) continue;
       for (const auto& shape : kShapes) {
-        for (Layout xl : kInputLayouts) {
+        for (Layout xl : testing::kSweepInputLayouts) {
           for (Layout ol : kOutLayouts) {
             SCOPED_TRACE(fmt::format("{} {} {} x:{} out:{}", to_string(op), dtype, shape_to_string(shape),
                                      layout_name(xl), layout_name(ol)));
@@ -244,7 +243,7 @@ TEST_P(ElementwiseConformance, BinaryOpsMatchTheReferenceForEveryDTypeAndLayout)
       const std::optional<DType> out_dtype = result_dtype(op, dtype);
       if (!out_dtype) continue;
       for (const auto& shape : kShapes) {
-        for (Layout al : kInputLayouts) {
+        for (Layout al : testing::kSweepInputLayouts) {
           for (Layout bl : {Layout::kContiguous, Layout::kTransposed, Layout::kBroadcast}) {
             SCOPED_TRACE(fmt::format("{} {} {} a:{} b:{}", to_string(op), dtype, shape_to_string(shape),
                                      layout_name(al), layout_name(bl)));

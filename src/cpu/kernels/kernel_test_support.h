@@ -37,7 +37,7 @@ enum class Layout {
 };
 inline constexpr Layout kAllLayouts[] = {Layout::kContiguous, Layout::kColMajor, Layout::kTransposed, Layout::kSliced,
                                          Layout::kBroadcast};
-/// The input layouts of the indexing and reduction sweeps (row-major,
+/// The input layouts of the elementwise, indexing and reduction sweeps (row-major,
 /// transposed, sliced, broadcast).
 inline constexpr Layout kSweepInputLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kSliced,
                                                 Layout::kBroadcast};
