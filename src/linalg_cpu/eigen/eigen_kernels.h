@@ -6,7 +6,7 @@
 //
 // Note [Eigen kernels per type]
 // Eigen's decompositions are the most expensive code of the build to
-// compile (BDCSVD alone costs ~20-40 s of g++ front end per scalar type). The
+// compile (docs/performance_notes.md, "Build time"). The
 // build therefore compiles eigen_svd.cpp and eigen_qr_eig.cpp once per type
 // (src/linalg_cpu/CMakeLists.txt generates the wrappers, each defining
 // TENFERRO_EIGEN_ONLY_TYPE), so the types compile in parallel and no single

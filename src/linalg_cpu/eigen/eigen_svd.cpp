@@ -21,7 +21,9 @@ Status svd_failure(const Svd<T>& svd, LinalgOpKind op) {
 }
 
 // out := V_r S_r⁻¹ U_rᴴ rhs, where r counts the singular values above
-// rcond * s_max (LAPACK gelsd's and numpy.linalg.pinv's rule).
+// rcond * s_max (LAPACK gelsd's and numpy.linalg.pinv's rule). pinv passes
+// the identity as rhs: an extra m·m·r product, small beside the SVD, bought
+// for one instantiation of the products per type.
 template <class T>
 void apply_pseudo_inverse(const Svd<T>& svd, double rcond, const EigenMatrix<T>& rhs, EigenMap<T> out) {
   using R = EigenReal<T>;
