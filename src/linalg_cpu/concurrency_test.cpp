@@ -1,7 +1,7 @@
 // The CPU linalg engine under concurrent eager callers (built into
 // tenferro_linalg_cpu_tsan_tests, which also runs under ThreadSanitizer):
 // threads share one runtime, one engine and its workspace pool, calling
-// svd, qr and solve on matrices of several sizes. Each result must equal,
+// eigh, qr, solve and (where the engine serves it) svd on matrices of several sizes. Each result must equal,
 // bit for bit, the result of the same call made before any thread started
 // (the providers are deterministic for a given input), so a race on a
 // shared workspace or plan shows up as a wrong value even without TSan.
@@ -22,13 +22,16 @@ using namespace testing;  // NOLINT(google-build-using-namespace): test helpers
 struct Call {
   Tensor a;
   Tensor b;
-  int kind = 0;  // 0 svd, 1 qr, 2 solve
+  int kind = 0;  // 0 eigh, 1 qr, 2 solve, 3 svd
 };
 
 std::vector<std::vector<cd>> evaluate(runtime::Runtime& rt, const Call& c) {
   runtime::EagerContext ctx = rt.on();
   std::vector<std::vector<cd>> out;
   if (c.kind == 0) {
+    Result<EigenResult> r = eigh(ctx, c.a);
+    if (r.ok()) out = {values_of(r->eigenvalues), values_of(r->eigenvectors)};
+  } else if (c.kind == 3) {
     Result<SvdResult> r = svd(ctx, c.a);
     if (r.ok()) out = {values_of(r->u), values_of(r->s), values_of(r->vh)};
   } else if (c.kind == 1) {
@@ -41,14 +44,16 @@ std::vector<std::vector<cd>> evaluate(runtime::Runtime& rt, const Call& c) {
   return out;
 }
 
-void expect_concurrent_calls_match_sequential(const std::shared_ptr<CpuLinalgEngine>& engine) {
+// `with_svd`: the engine serves svd (the Eigen provider leaves it to LAPACK).
+void expect_concurrent_calls_match_sequential(const std::shared_ptr<CpuLinalgEngine>& engine, bool with_svd) {
+  const int kinds = with_svd ? 4 : 3;
   runtime::Runtime rt = make_runtime(engine);
   std::vector<Call> calls;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 3 * kinds; ++i) {
     const std::int64_t n = 3 + i;
     const auto seed = static_cast<std::uint32_t>(i);
     calls.push_back(Call{well_conditioned(DType::kFloat64, {2, n, n}, seed),
-                         random_tensor(DType::kFloat64, {2, n, 2}, seed + 100), i % 3});
+                         random_tensor(DType::kFloat64, {2, n, 2}, seed + 100), i % kinds});
   }
   std::vector<std::vector<std::vector<cd>>> expected;
   for (const Call& c : calls) {
@@ -70,15 +75,17 @@ void expect_concurrent_calls_match_sequential(const std::shared_ptr<CpuLinalgEng
 }
 
 TEST(LinalgConcurrency, EigenEngineSharedByEagerThreads) {
-  expect_concurrent_calls_match_sequential(std::make_shared<CpuLinalgEngine>(
-      LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::make_shared<EigenLinalgProvider>())),
-      LinalgEngineOptions{}, nullptr));
+  expect_concurrent_calls_match_sequential(
+      std::make_shared<CpuLinalgEngine>(
+          LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::make_shared<EigenLinalgProvider>())),
+          LinalgEngineOptions{}, nullptr),
+      /*with_svd=*/false);
 }
 
 TEST(LinalgConcurrency, DefaultEngineSharedByEagerThreads) {
   Result<std::shared_ptr<CpuLinalgEngine>> engine = CpuLinalgEngine::create_default();
   ASSERT_TRUE(engine.ok()) << engine.status().message();
-  expect_concurrent_calls_match_sequential(engine.value());
+  expect_concurrent_calls_match_sequential(engine.value(), /*with_svd=*/true);
 }
 
 }  // namespace

@@ -69,6 +69,14 @@ class ProviderConformance : public ::testing::TestWithParam<std::string> {
     runtime_ = make_runtime(engine_);
   }
 
+  // Whether the provider under test implements `kind` (the Eigen provider
+  // leaves the SVD family to LAPACK: Note [No Eigen SVD]).
+  bool serves(LinalgOpKind kind) const {
+    LinalgAttributes a;
+    a.kind = kind;
+    return provider_->plan(LinalgProblem{&a, DType::kFloat64, 4, 4, 1}).ok();
+  }
+
   runtime::TensorList call(const std::shared_ptr<const LinalgOp>& op, std::initializer_list<Tensor> inputs) {
     runtime::EagerContext ctx = runtime_.on();
     Result<runtime::TensorList> out = ctx.call(op, std::span<const Tensor>(inputs.begin(), inputs.size()));
@@ -83,6 +91,7 @@ class ProviderConformance : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(ProviderConformance, SvdReconstructsAndIsOrthonormalInEveryMode) {
+  if (!serves(LinalgOpKind::kSvd)) GTEST_SKIP() << provider_->name() << " leaves the SVD family to LAPACK";
   for (DType dtype : kAllDTypes) {
     for (const Dims& shape : kGeneralShapes) {
       const Tensor a = random_tensor(dtype, shape, 11);
@@ -323,6 +332,7 @@ TEST_P(ProviderConformance, DetAndSlogdetMatchAReferenceElimination) {
 }
 
 TEST_P(ProviderConformance, PinvSatisfiesThePenroseConditionsAndLstsqMatchesIt) {
+  if (!serves(LinalgOpKind::kSvd)) GTEST_SKIP() << provider_->name() << " leaves the SVD family to LAPACK";
   for (DType dtype : kAllDTypes) {
     for (const Dims& shape : kGeneralShapes) {
       const Tensor a = random_tensor(dtype, shape, 21);
@@ -347,6 +357,7 @@ TEST_P(ProviderConformance, PinvSatisfiesThePenroseConditionsAndLstsqMatchesIt) 
 }
 
 TEST_P(ProviderConformance, RankDeficientLstsqIsTheMinimumNormSolution) {
+  if (!serves(LinalgOpKind::kSvd)) GTEST_SKIP() << provider_->name() << " leaves the SVD family to LAPACK";
   // Rank 1: a = u vᴴ; the minimum-norm solution is A⁺ B.
   const Tensor a = tensor_of(DType::kFloat64, {3, 3}, {1, 2, 3, 2, 4, 6, 3, 6, 9});
   const Tensor rhs = tensor_of(DType::kFloat64, {3, 1}, {1, 2, 3});
@@ -357,6 +368,7 @@ TEST_P(ProviderConformance, RankDeficientLstsqIsTheMinimumNormSolution) {
 }
 
 TEST_P(ProviderConformance, MatrixAndVectorNorms) {
+  if (!serves(LinalgOpKind::kSvd)) GTEST_SKIP() << provider_->name() << " leaves the SVD family to LAPACK";
   for (DType dtype : kAllDTypes) {
     const Dims shape = {3, 5, 4};
     const Tensor a = random_tensor(dtype, shape, 23);
@@ -436,10 +448,12 @@ TEST_P(ProviderConformance, MatrixAndVectorNorms) {
 }
 
 TEST_P(ProviderConformance, EmptyMatricesFollowTheDefinitions) {
-  const Tensor wide = Tensor::zeros({2, 0, 3}, DType::kFloat64).value();
-  const runtime::TensorList svd = call(LinalgOp::svd(SvdMode::kFull), {wide});
-  EXPECT_EQ(matrix_of(svd[2], 1).max_abs(), 1.0);
-  expect_close(matrix_of(svd[2], 1), RefMatrix::identity(3), 0, "Vh of an empty matrix is I");
+  if (serves(LinalgOpKind::kSvd)) {
+    const Tensor wide = Tensor::zeros({2, 0, 3}, DType::kFloat64).value();
+    const runtime::TensorList svd = call(LinalgOp::svd(SvdMode::kFull), {wide});
+    EXPECT_EQ(matrix_of(svd[2], 1).max_abs(), 1.0);
+    expect_close(matrix_of(svd[2], 1), RefMatrix::identity(3), 0, "Vh of an empty matrix is I");
+  }
   const Tensor empty_square = Tensor::zeros({2, 0, 0}, DType::kFloat64).value();
   EXPECT_EQ(values_of(call(LinalgOp::det(), {empty_square})[0])[1], cd(1));
   const runtime::TensorList lu = call(LinalgOp::lu(), {Tensor::zeros({3, 0}, DType::kFloat64).value()});
@@ -473,6 +487,37 @@ TEST(NullProvider, AnswersUnsupportedForEveryOperationAndTheRuntimeReportsIt) {
   EXPECT_NE(out.status().to_string().find("does not support svd"), std::string::npos) << out.status().to_string();
 }
 
+TEST(EigenProvider, LeavesTheSvdFamilyToLapack) {
+  const EigenLinalgProvider eigen;
+  for (LinalgOpKind kind : {LinalgOpKind::kSvd, LinalgOpKind::kLstsq, LinalgOpKind::kPinv}) {
+    LinalgAttributes a;
+    a.kind = kind;
+    Result<LinalgKernelPlan> plan = eigen.plan(LinalgProblem{&a, DType::kFloat64, 4, 4, 1});
+    ASSERT_FALSE(plan.ok()) << to_string(kind);
+    EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported) << to_string(kind);
+    EXPECT_NE(plan.status().message().find("left to the LAPACK provider"), std::string::npos)
+        << plan.status().to_string();
+  }
+  // The default engine asks LAPACK for the SVD family at every size.
+  Result<std::shared_ptr<CpuLinalgEngine>> engine = CpuLinalgEngine::create_default();
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  runtime::Runtime rt = make_runtime(*engine);
+  runtime::EagerContext ctx = rt.on();
+  const Tensor a = random_tensor(DType::kFloat64, {5, 3}, 34);
+  Result<runtime::TensorList> out = ctx.call(LinalgOp::pinv(), std::span<const Tensor>(&a, 1));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  for (std::int64_t n : {4, 64, 2048}) {
+    const Dims square = {n, n}, rhs = {n, 2};
+    for (const auto& op : {LinalgOp::svd(), LinalgOp::lstsq(), LinalgOp::pinv()}) {
+      std::vector<IntArrayRef> shapes = {IntArrayRef(square)};
+      if (num_operands(op->kind()) == 2) shapes.push_back(IntArrayRef(rhs));
+      Result<LinalgSelection> picked = (*engine)->select(*op, DType::kFloat64, shapes, 1);
+      ASSERT_TRUE(picked.ok()) << op->describe() << ": " << picked.status().to_string();
+      EXPECT_NE(picked->provider, eigen.name()) << op->describe() << " n=" << n;
+    }
+  }
+}
+
 TEST(ProviderReplacement, LapackAndEigenAgreeAfterTheGaugeConvention) {
   auto lapack = provider_named("lapack");
   auto eigen = provider_named("eigen");
@@ -488,8 +533,6 @@ TEST(ProviderReplacement, LapackAndEigenAgreeAfterTheGaugeConvention) {
     const Tensor rhs = random_tensor(dtype, {2, 7, 3}, 33);
     const double tol = tolerance(dtype, 9) * 100;
     const std::vector<std::pair<std::shared_ptr<const LinalgOp>, std::vector<Tensor>>> cases = {
-        {LinalgOp::svd(SvdMode::kThin), {a}},
-        {LinalgOp::svd(SvdMode::kValuesOnly), {a}},
         {LinalgOp::qr(QrMode::kReduced), {a}},
         {LinalgOp::eigh(), {spd}},
         {LinalgOp::eig(), {sq}},
@@ -499,7 +542,6 @@ TEST(ProviderReplacement, LapackAndEigenAgreeAfterTheGaugeConvention) {
         {LinalgOp::inv(), {sq}},
         {LinalgOp::det(), {sq}},
         {LinalgOp::slogdet(), {sq}},
-        {LinalgOp::pinv(), {a}},
         {LinalgOp::triangular_solve(true), {sq, rhs}}};
     for (const auto& [op, inputs] : cases) {
       runtime::EagerContext cl = rl.on(), ce = re.on();

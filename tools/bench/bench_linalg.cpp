@@ -1,7 +1,8 @@
 // `tenferro bench linalg [crossover|batch]`: the linalg extension through the
 // runtime's eager path (an inline CPU engine with the linalg module), float64.
 //  - Providers: every operation at n = 256 and 1024 (--quick: 64, 256) with
-//    the LAPACK provider (serial OpenBLAS) and with the Eigen provider, each
+//    the LAPACK provider (serial OpenBLAS) and with the Eigen provider (where
+//    it serves the operation: not the SVD family, Note [No Eigen SVD]), each
 //    against numpy/scipy (/usr/bin/python3, OPENBLAS_NUM_THREADS=1, same
 //    shapes, random data) timed in one python process per size, between the
 //    two halves of our samples. LAPACK and Eigen samples alternate (ABAB).
@@ -13,7 +14,8 @@
 //    1-thread case's is numpy's batched svd on 1 thread.
 //  - `crossover`: each provider operation at linalg::kDefaultTableSizes
 //    (n = 16, 64, 256, 1024; --quick: 16, 64), Eigen (ours) against LAPACK
-//    (baseline), alternating; ratio > 1 means Eigen is faster, `faster`
+//    (baseline), alternating, where Eigen serves the operation (otherwise
+//    LAPACK alone, eigen_us 0); ratio > 1 means Eigen is faster, `faster`
 //    applies the table's tie margin and `table` is what the engine's current
 //    provider table picks there ("none" when it cannot be read). With
 //    --table-out FILE the medians (microseconds) are written as a provider
@@ -224,6 +226,24 @@ std::shared_ptr<linalg::CpuLinalgEngine> engine_with(const std::shared_ptr<const
       linalg::LinalgProviderPolicy::fixed(linalg::LinalgProviderBundle::all(p)));
 }
 
+// Whether `provider` serves `op` on float64 [n, n] operands (the Eigen
+// provider leaves the SVD family to LAPACK: Note [No Eigen SVD]).
+bool serves(const std::shared_ptr<const linalg::CpuLinalgProvider>& provider, const OpCase& c, std::int64_t n) {
+  const Dims rhs_shape = {n, 16};
+  std::vector<IntArrayRef> shapes = {IntArrayRef({n, n})};
+  if (c.rhs) shapes.push_back(rhs_shape);
+  return engine_with(provider)->select(*c.op, DType::kFloat64, shapes, 1).ok();
+}
+
+// Alternating samples of two contexts, or of the first alone when the
+// second's provider does not serve the operation.
+void sample_pair_if(bool both, runtime::EagerContext& a, runtime::EagerContext& b,
+                    const std::shared_ptr<const LinalgOp>& op, const std::vector<Tensor>& inputs, int runs, Samples& sa,
+                    Samples& sb) {
+  if (both) return sample_pair(a, b, op, inputs, runs, sa, sb);
+  for (int r = 0; r < runs; ++r) sa.seconds.push_back(seconds_of(a, op, inputs));
+}
+
 int run_providers(const SuiteOptions& options, Reporter& reporter,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& lapack,
                   const std::shared_ptr<const linalg::CpuLinalgProvider>& eigen) {
@@ -252,13 +272,14 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
         std::vector<Tensor> inputs = {random_input(c.input, 1, n, 1)};
         if (c.rhs) inputs.push_back(random_input(OpCase::Input::kGeneral, 1, n, 2).slice(1, 0, 16).value());
         runtime::EagerContext cl = rl.on(), ce = re.on();
+        const bool eigen_serves = serves(eigen, c, n);
         if (half == 0) {  // warm up both, size the run count from one call
           (void)seconds_of(cl, c.op, inputs);
-          (void)seconds_of(ce, c.op, inputs);
+          if (eigen_serves) (void)seconds_of(ce, c.op, inputs);
         }
         const double one = std::max(seconds_of(cl, c.op, inputs), 1e-6);
         const int runs = options.runs > 0 ? options.runs : static_cast<int>(std::clamp(0.75 / one, 2.0, 15.0));
-        sample_pair(cl, ce, c.op, inputs, runs, timings[i].lapack, timings[i].eigen);
+        sample_pair_if(eigen_serves, cl, ce, c.op, inputs, runs, timings[i].lapack, timings[i].eigen);
         ++i;
       }
     }
@@ -271,6 +292,7 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
       const auto peer = peers.find(fmt::format("{}/{}/1", c.name, n));
       for (int side = 0; side < 2; ++side) {
         const Samples& s = side == 0 ? timings[i].lapack : timings[i].eigen;
+        if (s.runs() == 0) continue;  // a provider that does not serve the operation
         Case row{fmt::format("{}_n{}_{}", c.name, n, side == 0 ? "lapack" : "eigen"),
                  s.median(),
                  "s",
@@ -281,7 +303,7 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
         if (peer != peers.end()) row.baseline = peer->second;
         row.extra["default"] = chosen.ok() ? chosen->provider : std::string("error");
         row.extra["lapack_s"] = timings[i].lapack.median();
-        row.extra["eigen_s"] = timings[i].eigen.median();
+        if (timings[i].eigen.runs() > 0) row.extra["eigen_s"] = timings[i].eigen.median();
         reporter.add(std::move(row));
       }
       ++i;
@@ -365,12 +387,16 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
                              .slice(1, 0, 16)
                              .value());
       runtime::EagerContext cl = rl.on(), ce = re.on();
+      const bool eigen_serves = serves(eigen, c, n);
       (void)seconds_of(cl, c.op, inputs);
-      (void)seconds_of(ce, c.op, inputs);
+      if (eigen_serves) (void)seconds_of(ce, c.op, inputs);
       const double one = std::max(seconds_of(cl, c.op, inputs), 1e-7);
       const int runs = options.runs > 0 ? options.runs : static_cast<int>(std::clamp(0.3 / one, 5.0, 2001.0));
       Samples sl, se;
-      sample_pair(cl, ce, c.op, inputs, runs, sl, se);
+      sample_pair_if(eigen_serves, cl, ce, c.op, inputs, runs, sl, se);
+      if (table_op) measured.rows[static_cast<std::size_t>(slot)].lapack_us[k] = sl.median() * 1e6;
+      if (!eigen_serves) continue;  // eigen_us stays 0: not measured, so the table picks LAPACK
+      if (table_op) measured.rows[static_cast<std::size_t>(slot)].eigen_us[k] = se.median() * 1e6;
       Case out{fmt::format("{}_n{}_crossover", c.name, n),
                se.median(),
                "s",
@@ -381,10 +407,6 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
       out.extra["faster"] = se.median() < linalg::kDefaultTableTieMargin * sl.median() ? "eigen" : "lapack";
       out.extra["table"] = current.ok() ? std::string(current->rows[static_cast<std::size_t>(slot)].pick(k)) : "none";
       reporter.add(std::move(out));
-      if (table_op) {
-        measured.rows[static_cast<std::size_t>(slot)].lapack_us[k] = sl.median() * 1e6;
-        measured.rows[static_cast<std::size_t>(slot)].eigen_us[k] = se.median() * 1e6;
-      }
     }
   }
   if (options.table_out.empty()) return 0;

@@ -9,14 +9,14 @@
 
 namespace tenferro::linalg {
 
-/// Implements every slot for float32, float64, complex64 and complex128:
-///   svd BDCSVD (values-only computes no vectors; Eigen switches to
-///   JacobiSVD below 16 columns), qr HouseholderQR, eigh
+/// Implements every slot but the SVD family for float32, float64, complex64
+/// and complex128: qr HouseholderQR, eigh
 ///   SelfAdjointEigenSolver, eig EigenSolver / ComplexEigenSolver, cholesky
 ///   and lu Eigen's in-place blocked LLT and partial-pivoting LU kernels
 ///   (which report the failing minor / first zero pivot like LAPACK's
-///   info), solve and inverse on that LU, triangular_solve triangularView,
-///   lstsq and pinv BDCSVD with the rcond threshold.
+///   info), solve and inverse on that LU, triangular_solve triangularView.
+/// svd, lstsq and pinv answer kUnsupported: LAPACK was faster at every size
+/// measured (Note [No Eigen SVD] in src/linalg_cpu/eigen/eigen_provider.cpp).
 /// Capability: kSequential / kCallingThread. Eigen's decomposition objects
 /// allocate their own working memory inside run() (the LU-based kernels
 /// take their pivots from the engine's workspace). Immutable; thread-safe.

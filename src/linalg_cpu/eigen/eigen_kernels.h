@@ -1,13 +1,13 @@
 // Internal: the Eigen provider's kernels, one template per operation group,
 // instantiated for float, double, complex<float> and complex<double> in
-// their own translation units (eigen_svd.cpp, eigen_qr_eig.cpp,
-// eigen_lu.cpp) so no single file has to compile every Eigen
-// decomposition. Buffers follow Note [Linalg provider contract].
+// their own translation units (eigen_qr_eig.cpp, eigen_lu.cpp) so no single
+// file has to compile every Eigen decomposition. Buffers follow Note
+// [Linalg provider contract].
 //
 // Note [Eigen kernels per type]
 // Eigen's decompositions are the most expensive code of the build to
 // compile (docs/performance_notes.md, "Build time"). The
-// build therefore compiles eigen_svd.cpp and eigen_qr_eig.cpp once per type
+// build therefore compiles eigen_qr_eig.cpp once per type
 // (src/linalg_cpu/CMakeLists.txt generates the wrappers, each defining
 // TENFERRO_EIGEN_ONLY_TYPE), so the types compile in parallel and no single
 // object holds up the end of the build. TENFERRO_EIGEN_INSTANTIATE expands to
@@ -29,14 +29,6 @@
 namespace tenferro::linalg::internal {
 
 inline constexpr std::string_view kEigenProviderName = "eigen 3.4";
-
-// eigen_svd.cpp: BDCSVD-based.
-template <class T>
-Status eigen_svd(const LinalgProblem& problem, const LinalgBuffers& buffers);
-template <class T>
-Status eigen_lstsq(const LinalgProblem& problem, const LinalgBuffers& buffers);
-template <class T>
-Status eigen_pinv(const LinalgProblem& problem, const LinalgBuffers& buffers);
 
 // eigen_qr_eig.cpp.
 template <class T>

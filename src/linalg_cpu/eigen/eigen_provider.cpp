@@ -13,6 +13,14 @@ namespace {
 
 using namespace internal;
 
+// Note [No Eigen SVD]: the SVD family (svd, lstsq, pinv) is LAPACK's. Eigen's
+// BDCSVD was slower than LAPACK's gesdd at every size of the measured
+// provider table, so the default policy never chose it, yet it was a quarter
+// of the build's compile time (docs/performance_notes.md, "Build time").
+// Refusing it sends these calls to the next candidate.
+constexpr std::string_view kNoSvdReason =
+    "the SVD family (svd, lstsq, pinv) is left to the LAPACK provider (Note [No Eigen SVD])";
+
 // Eigen indexes with std::ptrdiff_t, but the pivot kernels store int.
 constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
 
@@ -23,12 +31,6 @@ bool uses_pivots(LinalgOpKind kind) noexcept {
 template <class T>
 Status run_typed(const LinalgProblem& p, const LinalgBuffers& b, int* pivots) {
   switch (p.kind()) {
-    case LinalgOpKind::kSvd:
-      return eigen_svd<T>(p, b);
-    case LinalgOpKind::kLstsq:
-      return eigen_lstsq<T>(p, b);
-    case LinalgOpKind::kPinv:
-      return eigen_pinv<T>(p, b);
     case LinalgOpKind::kQr:
       return eigen_qr<T>(p, b);
     case LinalgOpKind::kEigh:
@@ -58,6 +60,10 @@ EigenLinalgProvider::EigenLinalgProvider()
 
 Result<LinalgKernelPlan> EigenLinalgProvider::plan(const LinalgProblem& p) const {
   switch (p.kind()) {
+    case LinalgOpKind::kSvd:
+    case LinalgOpKind::kLstsq:
+    case LinalgOpKind::kPinv:
+      return unsupported_problem(name(), p, kNoSvdReason);
     case LinalgOpKind::kMatrixNorm:
     case LinalgOpKind::kVectorNorm:
     case LinalgOpKind::kDet:
