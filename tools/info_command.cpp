@@ -15,6 +15,9 @@
 #include "tenferro/fft_cpu/fftw_provider.h"
 #include "tenferro/fft_cpu/native_provider.h"
 #include "tenferro/linalg_cpu/provider_policy.h"
+#ifdef TENFERRO_HAVE_CUDA
+#include "tenferro/cuda/device.h"
+#endif
 
 namespace tenferro::cli {
 namespace {
@@ -173,6 +176,40 @@ nlohmann::json linalg_section() {
   return section;
 }
 
+// The CUDA devices, or why there are none: the toolkit was not found at
+// build time, or the runtime's reason (no driver, no device).
+nlohmann::json cuda_section() {
+#ifdef TENFERRO_HAVE_CUDA
+  const auto version = [](int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); };
+  nlohmann::json section = {{"built", true}, {"runtime_version", version(cuda::runtime_version())}};
+  if (Result<int> driver = cuda::driver_version(); driver.ok()) {
+    section["driver_version"] = version(*driver);
+  } else {
+    section["driver_version"] = "none";
+  }
+  Result<std::vector<cuda::DeviceInfo>> devices = cuda::query_devices();
+  if (!devices.ok()) {
+    section["devices"] = nlohmann::json::array();
+    section["error"] = devices.status().to_string();
+    return section;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const cuda::DeviceInfo& d : *devices) {
+    list.push_back(
+        {{"ordinal", d.ordinal},
+         {"name", d.name},
+         {"pci_bus_id", d.pci_bus_id},
+         {"memory_bytes", d.total_memory_bytes},
+         {"compute_capability", fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor)},
+         {"multiprocessors", d.multiprocessors}});
+  }
+  section["devices"] = list;
+  return section;
+#else
+  return {{"built", false}, {"error", "tenferro was built without the CUDA toolkit (tenferro::cuda is absent)"}};
+#endif
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
@@ -181,6 +218,7 @@ nlohmann::json gather() {
   info["cpu_engine"] = cpu_engine_section();
   info["fft"] = fft_section();
   info["linalg"] = linalg_section();
+  info["cuda"] = cuda_section();
   return info;
 }
 
