@@ -22,6 +22,7 @@
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu.h"
 #include "tenferro/runtime/runtime.h"
+#include "tenferro/testing/tensor_checks.h"
 
 namespace tenferro::fft::testing {
 
@@ -42,59 +43,15 @@ inline runtime::Runtime make_runtime(std::shared_ptr<CpuFftEngine> fft) {
   return std::move(rt).value();
 }
 
-/// Every element of `t` (any fft dtype, any strides) as complex<double>, row-major.
-inline std::vector<cd> values_of(const Tensor& t) {
-  std::vector<cd> out;
-  const auto append = [&out]<class T>(Result<std::vector<T>> values) {
-    for (const T& x : *values) {
-      if constexpr (std::is_floating_point_v<T>) {
-        out.emplace_back(static_cast<double>(x), 0.0);
-      } else {
-        out.emplace_back(static_cast<double>(x.real()), static_cast<double>(x.imag()));
-      }
-    }
-  };
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      append(t.to_vector<float>());
-      break;
-    case DType::kFloat64:
-      append(t.to_vector<double>());
-      break;
-    case DType::kComplex64:
-      append(t.to_vector<std::complex<float>>());
-      break;
-    case DType::kComplex128:
-      append(t.to_vector<cd>());
-      break;
-    default:
-      ADD_FAILURE() << "values_of: unexpected dtype " << to_string(t.dtype());
-  }
-  return out;
-}
+/// Every element of `t` (any strides) as complex<double>, row-major.
+inline std::vector<cd> values_of(const Tensor& t) { return tenferro::testing::complex_values(t); }
 
 /// A row-major tensor of `dtype` holding `values` (imaginary parts dropped
 /// for real dtypes).
 inline Tensor tensor_of(DType dtype, IntArrayRef shape, const std::vector<cd>& values) {
-  switch (dtype) {
-    case DType::kFloat32: {
-      std::vector<float> v;
-      for (const cd& x : values) v.push_back(static_cast<float>(x.real()));
-      return *Tensor::from_values<float>(std::span<const float>(v), shape);
-    }
-    case DType::kFloat64: {
-      std::vector<double> v;
-      for (const cd& x : values) v.push_back(x.real());
-      return *Tensor::from_values<double>(std::span<const double>(v), shape);
-    }
-    case DType::kComplex64: {
-      std::vector<std::complex<float>> v;
-      for (const cd& x : values) v.emplace_back(static_cast<float>(x.real()), static_cast<float>(x.imag()));
-      return *Tensor::from_values<std::complex<float>>(std::span<const std::complex<float>>(v), shape);
-    }
-    default:
-      return *Tensor::from_values<cd>(std::span<const cd>(values), shape);
-  }
+  Result<Tensor> t = tenferro::testing::from_complex_values(dtype, shape, values);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+  return t.ok() ? std::move(t).value() : Tensor();
 }
 
 /// Uniform [-1, 1) values (both parts for complex dtypes).

@@ -19,6 +19,7 @@
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/runtime/spi/event_domain.h"
 #include "tenferro/testing/reference_engine.h"
+#include "tenferro/testing/tensor_checks.h"
 
 namespace tenferro::linalg::testing {
 
@@ -77,26 +78,8 @@ struct RefMatrix {
   }
 };
 
-/// Every element of `t` (any dtype) as complex<double>, row-major.
-inline std::vector<cd> values_of(const Tensor& t) {
-  std::vector<cd> out;
-  visit_dtype(t.dtype(), [&]<class T>(T) {
-    if constexpr (std::is_same_v<T, bool>) {
-      ADD_FAILURE() << "values_of: bool tensors are not compared";
-    } else {
-      Result<std::vector<T>> v = t.to_vector<T>();
-      EXPECT_TRUE(v.ok());
-      for (const T& x : *v) {
-        if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-          out.emplace_back(x.real(), x.imag());
-        } else {
-          out.emplace_back(static_cast<double>(x), 0.0);
-        }
-      }
-    }
-  });
-  return out;
-}
+/// Every element of `t` (any dtype, any strides) as complex<double>, row-major.
+inline std::vector<cd> values_of(const Tensor& t) { return tenferro::testing::complex_values(t); }
 
 /// Matrix `index` (over the leading batch axes) of a [..., r, c] tensor.
 inline RefMatrix matrix_of(const Tensor& t, std::int64_t index) {
@@ -117,27 +100,9 @@ inline std::vector<cd> vector_of(const Tensor& t, std::int64_t index) {
 /// Builds a tensor of `dtype` from complex values (imaginary parts dropped
 /// for real dtypes).
 inline Tensor tensor_of(DType dtype, IntArrayRef shape, const std::vector<cd>& v) {
-  Tensor out;
-  visit_dtype(dtype, [&]<class T>(T) {
-    std::vector<T> typed;
-    for (const cd& x : v) {
-      if constexpr (std::is_same_v<T, std::complex<float>>) {
-        typed.emplace_back(static_cast<float>(x.real()), static_cast<float>(x.imag()));
-      } else if constexpr (std::is_same_v<T, std::complex<double>>) {
-        typed.push_back(x);
-      } else if constexpr (std::is_floating_point_v<T>) {
-        typed.push_back(static_cast<T>(x.real()));
-      }
-    }
-    if constexpr (std::is_same_v<T, bool>) {
-      ADD_FAILURE() << "tensor_of: bool tensors are not built";
-    } else {
-      Result<Tensor> t = Tensor::from_values<T>(std::span<const T>(typed.data(), typed.size()), shape);
-      EXPECT_TRUE(t.ok()) << t.status().to_string();
-      out = std::move(t).value();
-    }
-  });
-  return out;
+  Result<Tensor> t = tenferro::testing::from_complex_values(dtype, shape, v);
+  EXPECT_TRUE(t.ok()) << t.status().to_string();
+  return t.ok() ? std::move(t).value() : Tensor();
 }
 
 /// Uniform random values in [-1, 1) (complex parts too for complex dtypes).

@@ -31,22 +31,6 @@ void with_elements(const Tensor& t, F f) {
   visit_dtype(t.dtype(), [&]<class T>(T) { f(static_cast<const T*>(copy->data())); });
 }
 
-/// The elements of host tensor `t` as complex<double> in row-major order.
-std::vector<std::complex<double>> as_complex(const Tensor& t) {
-  std::vector<std::complex<double>> out;
-  with_elements(t, [&]<class T>(const T* values) {
-    for (std::int64_t i = 0; i < t.numel(); ++i) {
-      const T& v = values[i];
-      if constexpr (IsComplex<T>::value) {
-        out.emplace_back(v.real(), v.imag());
-      } else {
-        out.emplace_back(static_cast<double>(v), 0.0);
-      }
-    }
-  });
-  return out;
-}
-
 std::string format_index(std::int64_t linear, IntArrayRef shape) {
   std::vector<std::int64_t> index(shape.size());
   for (std::size_t k = shape.size(); k-- > 0;) {
@@ -83,6 +67,44 @@ bool both_nan(std::complex<double> a, std::complex<double> b) {
 }
 
 }  // namespace
+
+std::vector<std::complex<double>> complex_values(const Tensor& t) {
+  std::vector<std::complex<double>> out;
+  with_elements(t, [&]<class T>(const T* values) {
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      const T& v = values[i];
+      if constexpr (IsComplex<T>::value) {
+        out.emplace_back(v.real(), v.imag());
+      } else {
+        out.emplace_back(static_cast<double>(v), 0.0);
+      }
+    }
+  });
+  return out;
+}
+
+Result<Tensor> from_complex_values(DType dtype, IntArrayRef shape, std::span<const std::complex<double>> values) {
+  TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(shape, dtype));
+  if (static_cast<std::size_t>(t.numel()) != values.size()) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "from_complex_values: expected {} values for shape {}, found {}", t.numel(),
+                      shape_to_string(shape), values.size());
+  }
+  visit_dtype(dtype, [&]<class T>(T) {
+    T* dst = static_cast<T*>(t.data());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if constexpr (IsComplex<T>::value) {
+        using P = typename T::value_type;
+        dst[i] = T(static_cast<P>(values[i].real()), static_cast<P>(values[i].imag()));
+      } else if constexpr (std::is_same_v<T, bool>) {
+        dst[i] = values[i] != std::complex<double>(0);
+      } else {
+        dst[i] = static_cast<T>(values[i].real());
+      }
+    }
+  });
+  return t;
+}
 
 Result<Tensor> random_tensor(DType dtype, IntArrayRef shape, std::uint64_t seed, const RandomOptions& options) {
   TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(shape, dtype));
@@ -146,8 +168,8 @@ Status check_allclose(const Tensor& actual, const Tensor& expected, const Tolera
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "allclose: expected shape {}, found {}",
                       shape_to_string(expected.shape()), shape_to_string(actual.shape()));
   }
-  const std::vector<std::complex<double>> a = as_complex(actual);
-  const std::vector<std::complex<double>> e = as_complex(expected);
+  const std::vector<std::complex<double>> a = complex_values(actual);
+  const std::vector<std::complex<double>> e = complex_values(expected);
   const bool exact = !is_inexact(expected.dtype());
   const std::vector<bool> equal = exact ? exactly_equal(actual, expected) : std::vector<bool>();
   std::size_t mismatches = 0;
@@ -195,7 +217,7 @@ Status check_allclose(const Tensor& actual, const Tensor& expected) {
 
 std::string format_tensor(const Tensor& tensor, std::size_t max_elements) {
   if (!tensor.is_host()) return "Tensor(undefined)";
-  const std::vector<std::complex<double>> v = as_complex(tensor);
+  const std::vector<std::complex<double>> v = complex_values(tensor);
   std::string out = fmt::format("{}{}{{", tensor.dtype(), shape_to_string(tensor.shape()));
   for (std::size_t i = 0; i < v.size() && i < max_elements; ++i) {
     if (i > 0) out += ", ";

@@ -81,6 +81,31 @@ TEST(Allclose, IntegersAreExact) {
   EXPECT_TRUE(check_allclose(a, a).ok());
 }
 
+TEST(ComplexValues, RoundTripEveryDTypeFamilyAndStridedViews) {
+  using cd = std::complex<double>;
+  const std::vector<cd> v = {{1.5, -2}, {-3.25, 0.5}, {0, 1}, {7, 0}, {-0.5, 4}, {2, -1}};
+  Result<Tensor> c = from_complex_values(DType::kComplex64, {2, 3}, v);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(complex_values(*c), v);
+  // A transposed view is read in its own row-major order.
+  const Tensor t = c->permute({1, 0}).value();
+  EXPECT_EQ(complex_values(t), (std::vector<cd>{v[0], v[3], v[1], v[4], v[2], v[5]}));
+  // Real dtypes drop the imaginary part; integers truncate; bool is != 0.
+  Result<Tensor> f = from_complex_values(DType::kFloat32, {6}, v);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(complex_values(*f), (std::vector<cd>{1.5, -3.25, 0, 7, -0.5, 2}));
+  Result<Tensor> i = from_complex_values(DType::kInt32, {6}, v);
+  ASSERT_TRUE(i.ok());
+  EXPECT_EQ(complex_values(*i), (std::vector<cd>{1, -3, 0, 7, 0, 2}));
+  Result<Tensor> b = from_complex_values(DType::kBool, {6}, v);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(complex_values(*b), (std::vector<cd>{1, 1, 1, 1, 1, 1}));
+  Result<Tensor> bad = from_complex_values(DType::kFloat64, {4}, v);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_THAT(bad.status().to_string(), HasSubstr("expected 4 values for shape [4], found 6"));
+}
+
 TEST(FormatTensor, ShowsValues) {
   Tensor t = *Tensor::from_values<std::int32_t>({1, 2, 3}, {3});
   EXPECT_EQ(format_tensor(t), "int32[3]{1, 2, 3}");

@@ -2,8 +2,11 @@
 // comparison with a readable mismatch report. Test-only (tenferro::testing).
 #pragma once
 
+#include <complex>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "tenferro/base/int_array_ref.h"
 #include "tenferro/base/status.h"
@@ -30,6 +33,16 @@ Result<Tensor> random_tensor(DType dtype, IntArrayRef shape, std::uint64_t seed,
 /// Integer tensor (int32 or int64) with values uniform in [low, high], e.g.
 /// gather indices. kInvalidArgument for another dtype or low > high.
 Result<Tensor> random_integers(DType dtype, IntArrayRef shape, std::uint64_t seed, std::int64_t low, std::int64_t high);
+
+/// Every element of host tensor `tensor` (any dtype, any strides) as
+/// complex<double>, in row-major order (bool as 0 or 1).
+std::vector<std::complex<double>> complex_values(const Tensor& tensor);
+
+/// A contiguous row-major tensor of `dtype` and `shape` from complex values:
+/// the imaginary parts are dropped for real dtypes (integers truncate the
+/// real part; bool is value != 0). kShapeMismatch when the count differs
+/// from the shape's element count.
+Result<Tensor> from_complex_values(DType dtype, IntArrayRef shape, std::span<const std::complex<double>> values);
 
 /// Comparison tolerances: |actual - expected| <= atol + rtol * |expected|.
 struct Tolerance {
