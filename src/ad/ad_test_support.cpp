@@ -1,11 +1,8 @@
 // Test support for the ad component (ad_test_support.h).
 #include "ad_test_support.h"
 
-#include <unistd.h>
 #include <cmath>
 #include <complex>
-#include <cstdio>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -237,30 +234,6 @@ std::vector<Tensor> evaluate(const FrozenProgram& program, std::span<const Tenso
     if (!s.ok()) return ::testing::AssertionFailure() << "split vjp gradient " << k << ": " << s.to_string();
   }
   return ::testing::AssertionSuccess();
-}
-
-std::optional<std::string> run_python(const std::string& script) {
-  const std::string python = TENFERRO_REFERENCE_PYTHON;
-  if (python.empty()) return std::nullopt;
-  char path[] = "/tmp/tenferro_ad_ref_XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return std::nullopt;
-  ::close(fd);
-  {
-    std::ofstream f(path);
-    f << script;
-  }
-  std::string out;
-  int status = -1;
-  if (std::FILE* pipe = ::popen((python + " " + path + " 2>/dev/null").c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    status = ::pclose(pipe);
-  }
-  std::remove(path);
-  if (status != 0) return std::nullopt;
-  return out;
 }
 
 std::string numpy_literal(const Tensor& t) {

@@ -17,6 +17,7 @@
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/tensor/tensor.h"
+#include "tenferro/testing/python.h"
 
 namespace tenferro::ad::testing {
 
@@ -57,9 +58,7 @@ struct DerivativeCheck {
 ::testing::AssertionResult provenance_derived(const program::SemanticProgram& source,
                                               const program::SemanticProgram& transformed);
 
-/// Runs `script` with TENFERRO_REFERENCE_PYTHON and returns its stdout;
-/// nullopt when python is unavailable or the script fails (callers skip).
-std::optional<std::string> run_python(const std::string& script);
+using tenferro::testing::run_python;
 /// A numpy expression for `t` (float64 or complex128): np.array([...]).reshape(shape).
 std::string numpy_literal(const Tensor& t);
 /// Reads whitespace-separated numbers (complex values as "re im" pairs)

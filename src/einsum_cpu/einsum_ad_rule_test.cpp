@@ -4,10 +4,7 @@
 // adjoint identity; reverse mode of a plain contraction chain emitting
 // einsums only; symbolic operand extents; and the VJP program running on
 // the native einsum engine through a runtime.
-#include <unistd.h>
 #include <complex>
-#include <cstdio>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -24,6 +21,7 @@
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum_cpu/cpu_engine.h"
 #include "tenferro/runtime/runtime.h"
+#include "tenferro/testing/python.h"
 #include "tenferro/testing/reference_evaluator.h"
 #include "tenferro/testing/tensor_checks.h"
 
@@ -35,6 +33,7 @@ using program::ProgramBuilder;
 using program::ProgramValue;
 using tenferro::testing::check_allclose;
 using tenferro::testing::random_tensor;
+using tenferro::testing::run_python;
 
 struct Case {
   std::string subscripts;
@@ -97,30 +96,6 @@ std::vector<Tensor> evaluate(const program::SemanticProgram& p, std::span<const 
   auto r = tenferro::testing::evaluate_reference(p, inputs);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() ? std::move(*r) : std::vector<Tensor>{};
-}
-
-std::optional<std::string> run_python(const std::string& script) {
-  const std::string python = TENFERRO_REFERENCE_PYTHON;
-  if (python.empty()) return std::nullopt;
-  char path[] = "/tmp/tenferro_einsum_ad_XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return std::nullopt;
-  ::close(fd);
-  {
-    std::ofstream f(path);
-    f << script;
-  }
-  std::string out;
-  int status = -1;
-  if (std::FILE* pipe = ::popen((python + " " + path + " 2>/dev/null").c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    status = ::pclose(pipe);
-  }
-  std::remove(path);
-  if (status != 0) return std::nullopt;
-  return out;
 }
 
 std::string numpy_literal(const Tensor& t) {

@@ -3,12 +3,8 @@
 // through their lowering, bindings, symbolic inputs and typed errors.
 #include "tenferro/testing/reference_evaluator.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <complex>
-#include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -19,6 +15,7 @@
 
 #include "program/extension_test_support.h"
 #include "tenferro/program.h"
+#include "tenferro/testing/python.h"
 #include "tenferro/testing/tensor_checks.h"
 
 namespace tenferro::testing {
@@ -335,26 +332,6 @@ TEST(ReferenceEvaluator, EveryOpOnEveryAdmittedDType) {
     }
   }
   EXPECT_GT(evaluated, 150);
-}
-
-std::optional<std::string> run_python(const std::string& script) {
-  const std::string python = TENFERRO_REFERENCE_PYTHON;
-  if (python.empty() || !std::filesystem::exists(python)) return std::nullopt;
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("tenferro_reference_{}.py", ::getpid())).string();
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return std::nullopt;
-  std::fputs(script.c_str(), f);
-  std::fclose(f);
-  std::FILE* pipe = ::popen((python + " " + path + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string out;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, got);
-  const int rc = ::pclose(pipe);
-  std::filesystem::remove(path);
-  if (rc != 0) return std::nullopt;
-  return out;
 }
 
 std::string numpy_array(const Tensor& t) {
