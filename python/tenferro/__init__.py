@@ -26,8 +26,10 @@ from ._errors import (
     UnsupportedError,
 )
 from ._tenferro import Runtime, Traced, default_runtime, einsum
+from ._version import __version__
 
 __all__ = [
+    "__version__",
     "Runtime",
     "default_runtime",
     "einsum",

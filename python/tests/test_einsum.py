@@ -1,6 +1,8 @@
 """tenferro.einsum against numpy.einsum: fixed cases covering numpy's
 semantics, random networks on random shapes, every dtype."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -227,3 +229,13 @@ def test_concurrent_calls_on_one_runtime(rng):
     for t in threads:
         t.join()
     assert not errors
+
+
+
+def test_version_is_the_builds():
+    # The project version CMake configured (set by the ctest that runs pytest).
+    expected = os.environ.get("TENFERRO_EXPECTED_VERSION")
+    if expected is None:
+        pytest.skip("run through ctest to know the configured version")
+    assert tenferro.__version__ == expected
+    assert "__version__" in tenferro.__all__
