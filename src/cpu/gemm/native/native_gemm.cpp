@@ -192,7 +192,7 @@ void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t l
   constexpr int kRows = MV * kSmallRows<T>;
   constexpr int kNb = std::min(8, kTileAccumulators / MV);
   const std::int64_t copied = p.m - in_place;
-  alignas(64) T local[kLocal];
+  T local[kLocal];
   for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
     T* col = local + l * lda_local;
     const T* src = p.a + in_place * p.rsa + l * p.csa;
@@ -228,14 +228,7 @@ void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t l
 template <class T, int MV>
 bool small_tiles(const TypedProblem<T>& p) {
   constexpr int kRows = MV * kSmallRows<T>;
-  std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
-  // Note [Small GEMM alignment]: an A whose columns do not start on 64-byte
-  // boundaries (numpy places large arrays 16 bytes past one) would split
-  // every vector load of every tile across two cache lines, once per column
-  // block of C; copying it into the aligned buffer reads it unaligned once.
-  const bool aligned_a =
-      reinterpret_cast<std::uintptr_t>(p.a) % 64 == 0 && (p.csa * static_cast<std::int64_t>(sizeof(T))) % 64 == 0;
-  if (in_place > 0 && !aligned_a && (p.m + kRows - 1) / kRows * kRows * p.k <= kSmallLocalA) in_place = 0;
+  const std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
   const std::int64_t lda_local = (p.m - in_place + kRows - 1) / kRows * kRows;
   const std::int64_t needed = lda_local * p.k;
   if (needed <= 512) {

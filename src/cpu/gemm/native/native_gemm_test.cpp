@@ -105,39 +105,6 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   EXPECT_EQ(n.fork_joins, before_rank1.fork_joins);
 }
 
-// Note [Small GEMM alignment]: an A starting at any element offset from a
-// 64-byte boundary runs in the register tiles (copied when misaligned) and
-// matches the reference.
-TEST(NativeGemmTest, SmallTilesAtEveryAlignmentOfA) {
-  auto p = *NativeGemmProvider::create();
-  SequentialContext seq;
-#if defined(__AVX512F__)
-  const std::int64_t sizes[][3] = {{24, 12, 12}, {64, 64, 64}, {40, 8, 30}};
-#else
-  const std::int64_t sizes[][3] = {{24, 12, 12}, {16, 8, 16}};
-#endif
-  for (const auto& [m, n, k] : sizes) {
-    StridedMatrix<double> a(m, k, MatLayout::kColMajor, 11), b(k, n, MatLayout::kColMajor, 12),
-        c(m, n, MatLayout::kColMajor, 13);
-    std::vector<std::complex<double>> ref;
-    std::vector<double> bound;
-    reference_gemm(a, b, 1.0, 0.0, c, ref, bound);
-    for (std::size_t shift = 0; shift < 8; ++shift) {
-      SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << ", A " << shift << " elements past 64 bytes");
-      std::vector<double> storage(a.buffer.size() + 16);
-      const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-      double* base = storage.data() + (64 - address % 64) % 64 / sizeof(double) + shift;
-      std::copy(a.buffer.begin(), a.buffer.end(), base);
-      const std::vector<double> untouched = c.buffer;
-      const std::int64_t tiled = p->counters().small_tiled_problems;
-      GemmProblem problem{m, n, k, GemmInput{base + a.offset, a.rs, a.cs}, b.input(), c.output()};
-      ASSERT_TRUE(p->gemm(GemmRequest{DType::kFloat64, problem}, seq).ok());
-      EXPECT_EQ(p->counters().small_tiled_problems, tiled + 1);
-      EXPECT_TRUE(matches_reference(c, ref, bound, k, untouched));
-    }
-  }
-}
-
 TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
   auto p = *NativeGemmProvider::create();
   ArenaParallelContext two(2);
