@@ -266,14 +266,47 @@ ArgSpan items_of(const py::args& args) {
   return ArgSpan(&PyTuple_GET_ITEM(args.ptr(), 0), static_cast<std::size_t>(PyTuple_GET_SIZE(args.ptr())));
 }
 
+// Note [Default runtime lookup]
+// A call without runtime= needs the module's `_default_runtime` (Note
+// [Default runtimes]). Looking it up by a C string and casting it through
+// pybind11's type registry costs a large part of a tiny call, so
+// tenferro.einsum's self is an EinsumFunctionState (owned by a capsule):
+// the interned attribute name and the last runtime object seen with its
+// PyRuntime. Each call still reads the module attribute (a dict lookup by
+// an interned key), and the remembered PyRuntime is used only while the
+// attribute is that same object (held, so its address is not reused).
+struct EinsumFunctionState {
+  py::object module;
+  py::object key;     // interned "_default_runtime"
+  py::object cached;  // the runtime object `rt` belongs to
+  PyRuntime* rt = nullptr;
+};
+
+PyRuntime& default_runtime_fast(EinsumFunctionState& state) {
+  PyObject* current = PyDict_GetItemWithError(PyModule_GetDict(state.module.ptr()), state.key.ptr());
+  if (current != nullptr && current == state.cached.ptr()) return *state.rt;
+  if (current == nullptr && PyErr_Occurred()) throw py::error_already_set();
+  py::object rt = default_runtime_object(state.module.ptr(), py::none());
+  state.rt = &py::cast<PyRuntime&>(rt);
+  state.cached = std::move(rt);
+  return *state.rt;
+}
+
+void destroy_einsum_state(PyObject* capsule) {
+  delete static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(capsule, "tenferro.einsum_state"));
+}
+
 // tenferro.einsum as a vectorcall function (METH_FASTCALL | METH_KEYWORDS):
 // no argument tuple or keyword dict is built per call (Note [Python eager
-// path]); `module` is the extension module (Note [Default runtimes]).
-PyObject* einsum_fastcall(PyObject* module, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// path]); `self` is a capsule over the EinsumFunctionState (Note [Default
+// runtime lookup]).
+PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   try {
+    auto& state = *static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(self, "tenferro.einsum_state"));
+    PyObject* module = state.module.ptr();
     const ArgSpan positional(args, static_cast<std::size_t>(nargs));
     if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) {
-      return einsum_call(default_runtime(module, py::none()), positional, OptimizeSpec{}).release().ptr();
+      return einsum_call(default_runtime_fast(state), positional, OptimizeSpec{}).release().ptr();
     }
     EinsumKwargs k;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
@@ -573,8 +606,17 @@ numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
 are borrowed without copying and the result is a numpy array over
 tenferro's storage. See docs/python.md.)doc"};
+  auto state = std::make_unique<EinsumFunctionState>();
+  state->module = py::reinterpret_borrow<py::object>(module);
+  PyObject* key = PyUnicode_InternFromString("_default_runtime");
+  if (key == nullptr) throw py::error_already_set();
+  state->key = py::reinterpret_steal<py::object>(key);
+  PyObject* capsule = PyCapsule_New(state.get(), "tenferro.einsum_state", destroy_einsum_state);
+  if (capsule == nullptr) throw py::error_already_set();
+  state.release();
+  const py::object self = py::reinterpret_steal<py::object>(capsule);
   m.attr("einsum") =
-      py::reinterpret_steal<py::object>(PyCFunction_NewEx(&einsum_def, module, m.attr("__name__").ptr()));
+      py::reinterpret_steal<py::object>(PyCFunction_NewEx(&einsum_def, self.ptr(), m.attr("__name__").ptr()));
 
   m.def(
       "default_runtime", [module](py::handle threads) { return default_runtime_object(module, threads); },

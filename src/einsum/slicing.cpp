@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -120,6 +121,102 @@ double log2_at_least_1(double x) { return std::log2(std::max(x, 1.0)); }
 constexpr double kBalancingGain = 0.97;
 constexpr double kBalancingSlicesPerWorker = 16.0;
 
+// Re-planning every candidate costs a greedy planning of the sliced
+// network; only this many of the best by the fixed-order model are built.
+constexpr std::size_t kBalancedCandidates = 8;
+// The balanced search's limit on slices per worker: more than the greedy
+// balancing's, so that a pair of odd extents (e.g. 9 * 9 = 81 slices over
+// two workers, 41 on the busiest) can split nearly evenly.
+constexpr double kBalancedSearchSlicesPerWorker = 64.0;
+// Labels paired with each other in the balanced search (Note [Balanced
+// slicing]): the pairs grow with its square.
+constexpr std::size_t kPairedLabels = 32;
+
+// Note [Balanced slicing]
+// Spreading slices over workers, the quantity to minimise is the busiest
+// worker's flops, ceil(num_slices / workers) * flops(slice), not the
+// overhead alone: one label of extent 9 over 2 workers leaves one worker
+// 5/9 of the work however cheap the slicing is, while a label of extent 2
+// or a pair of labels can split evenly at a slightly higher overhead. The
+// greedy search adds one label at a time and stops when a single label
+// does not help, so it misses pairs whose first label alone looks worse.
+// With several workers, the labels the memory bound required are kept and
+// every set of one or two further labels (slice count within the
+// balancing limit and at least min_slices) is scored by the fixed-order
+// cost model, together with the greedy choice; the best few are built,
+// re-planned when SlicingOptions::replan is set (cotengra's
+// slice-and-reconfigure, per candidate), and the lowest busiest-worker
+// flops wins (ties: the earlier, cheaper-by-model candidate).
+std::vector<LabelList> balanced_candidates(const Network& net, const SliceCostModel& model, const LabelList& required,
+                                           const LabelList& greedy_choice, const SlicingOptions& options, double bound,
+                                           double max_slices) {
+  const auto num_labels = static_cast<std::size_t>(net.num_labels());
+  const auto workers = static_cast<double>(options.workers);
+  std::vector<char> sliced(num_labels, 0);
+  double base_slices = 1.0;
+  for (LabelId l : required) {
+    sliced[static_cast<std::size_t>(l)] = 1;
+    base_slices *= static_cast<double>(net.extent(l));
+  }
+  struct Scored {
+    double busiest;
+    LabelList labels;
+  };
+  std::vector<Scored> scored;
+  const auto score = [&](const LabelList& labels) {
+    std::vector<char> flags(num_labels, 0);
+    double n = 1.0;
+    for (LabelId l : labels) {
+      flags[static_cast<std::size_t>(l)] = 1;
+      n *= static_cast<double>(net.extent(l));
+    }
+    const SliceCostModel::Evaluation e = model.evaluate(flags, bound);
+    return std::ceil(n / workers) * e.slice_flops;
+  };
+  scored.push_back({score(greedy_choice), greedy_choice});
+  const auto consider = [&](const LabelList& extra, double n) {
+    if (n < static_cast<double>(options.min_slices) || n > max_slices) return;
+    LabelList labels = required;
+    for (LabelId l : extra) labels.push_back(l);
+    scored.push_back({score(labels), std::move(labels)});
+  };
+  // Every single label; pairs only among the labels whose own total flops
+  // (slices * flops per slice) are lowest, which bounds the search on
+  // large networks.
+  std::vector<std::pair<double, LabelId>> singles;
+  for (std::size_t a = 0; a < num_labels; ++a) {
+    const auto label = static_cast<LabelId>(a);
+    const std::int64_t extent = net.extent(label);
+    if (sliced[a] || extent <= 1) continue;
+    const double n = base_slices * static_cast<double>(extent);
+    sliced[a] = 1;
+    singles.emplace_back(n * model.evaluate(sliced, bound).slice_flops, label);
+    sliced[a] = 0;
+    consider(LabelList{label}, n);
+  }
+  std::sort(singles.begin(), singles.end());
+  const std::size_t paired = std::min(singles.size(), kPairedLabels);
+  for (std::size_t i = 0; i < paired; ++i) {
+    for (std::size_t j = i + 1; j < paired; ++j) {
+      const LabelId a = std::min(singles[i].second, singles[j].second);
+      const LabelId b = std::max(singles[i].second, singles[j].second);
+      consider(LabelList{a, b}, base_slices * static_cast<double>(net.extent(a)) * static_cast<double>(net.extent(b)));
+    }
+  }
+  // The greedy choice stays first among equals (stable sort).
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& x, const Scored& y) { return x.busiest < y.busiest; });
+  std::vector<LabelList> out;
+  bool has_greedy = false;
+  for (const Scored& s : scored) {
+    if (out.size() >= kBalancedCandidates) break;
+    has_greedy = has_greedy || std::ranges::equal(s.labels, greedy_choice);
+    out.push_back(s.labels);
+  }
+  if (!has_greedy) out.push_back(greedy_choice);
+  return out;
+}
+
 }  // namespace
 
 double SlicedContraction::overhead() const noexcept {
@@ -227,6 +324,7 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
   const auto num_labels = static_cast<std::size_t>(net.num_labels());
   std::vector<char> sliced(num_labels, 0);
   LabelList chosen;
+  LabelList required;  // chosen while an intermediate exceeded the bound
   double slices = 1.0;
   SliceCostModel::Evaluation current = model.evaluate(sliced, bound);
 
@@ -288,26 +386,46 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
     }
     sliced[static_cast<std::size_t>(best)] = 1;
     chosen.push_back(best);
+    if (shrinking) required.push_back(best);
     slices *= static_cast<double>(net.extent(best));
     current = best_eval;
   }
-  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction out, build(tree, std::move(chosen)));
-  if (bound > 0.0 && out.slice_cost().max_intermediate_elements > bound) {
-    return make_error(ErrorCode::kInternal, ErrorStage::kNone,
-                      "slicing: the slice tree's largest intermediate ({:.6g} elements) exceeds the bound ({:.6g}) "
-                      "the search met",
-                      out.slice_cost().max_intermediate_elements, bound);
+
+  // Candidate label sets, cheapest busiest worker first (Note [Balanced
+  // slicing]); with one worker only the greedy choice.
+  std::vector<LabelList> candidates;
+  candidates.push_back(chosen);
+  if (options.workers > 1) {
+    const double search_slices =
+        std::min(static_cast<double>(options.max_slices), kBalancedSearchSlicesPerWorker * workers);
+    candidates = balanced_candidates(net, model, required, chosen, options, bound, search_slices);
   }
-  if (options.replan && out.num_slices() > 1) {
-    // The order was chosen for the unsliced network; the sliced one may
-    // contract more cheaply in another (Note [Index slicing]).
-    PlanningPolicy greedy;
-    greedy.planner = PlannerKind::kGreedy;
-    TENFERRO_ASSIGN_OR_RETURN(ContractionTree replanned, einsum::plan(out.slice_tree().network(), greedy));
-    const bool fits_bound = bound == 0.0 || replanned.cost().max_intermediate_elements <= bound;
-    if (fits_bound && replanned.cost().flops < out.slice_cost().flops) out.slice_tree_ = std::move(replanned);
+  std::optional<SlicedContraction> best_out;
+  double best_busiest = std::numeric_limits<double>::infinity();
+  for (const LabelList& labels : candidates) {
+    TENFERRO_ASSIGN_OR_RETURN(SlicedContraction out, build(tree, labels));
+    if (bound > 0.0 && out.slice_cost().max_intermediate_elements > bound) {
+      return make_error(ErrorCode::kInternal, ErrorStage::kNone,
+                        "slicing: the slice tree's largest intermediate ({:.6g} elements) exceeds the bound ({:.6g}) "
+                        "the search met",
+                        out.slice_cost().max_intermediate_elements, bound);
+    }
+    if (options.replan && out.num_slices() > 1) {
+      // The order was chosen for the unsliced network; the sliced one may
+      // contract more cheaply in another (Note [Index slicing]).
+      PlanningPolicy greedy;
+      greedy.planner = PlannerKind::kGreedy;
+      TENFERRO_ASSIGN_OR_RETURN(ContractionTree replanned, einsum::plan(out.slice_tree().network(), greedy));
+      const bool fits_bound = bound == 0.0 || replanned.cost().max_intermediate_elements <= bound;
+      if (fits_bound && replanned.cost().flops < out.slice_cost().flops) out.slice_tree_ = std::move(replanned);
+    }
+    const double busiest = std::ceil(static_cast<double>(out.num_slices()) / workers) * out.slice_cost().flops;
+    if (busiest < best_busiest) {
+      best_busiest = busiest;
+      best_out.emplace(std::move(out));
+    }
   }
-  return out;
+  return std::move(*best_out);
 }
 
 std::string SlicedContraction::explain() const {

@@ -6,7 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
 #include "einsum_test_support.h"
+#include "tenferro/einsum/benchmark_instance.h"
+#include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/planner.h"
 
 namespace tenferro::einsum {
@@ -110,6 +117,86 @@ TEST(SlicingTest, SumOverSlicesEqualsUnslicedOnRandomNetworks) {
     EXPECT_LT(test_support::max_abs_diff(sum_over_slices(*everything, operands), expected), 1e-10);
   }
   EXPECT_GT(sliced_runs, 20);
+}
+
+// Note [Balanced slicing]: slices spread over workers still sum to the
+// unsliced result, and the busiest worker's flops are never above those of
+// any single sliced label (the greedy search's first choice is one).
+TEST(SlicingTest, BalancedSlicingOverWorkersEqualsUnsliced) {
+  int balanced_runs = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const int inputs = 2 + static_cast<int>(seed % 5);
+    const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
+    SCOPED_TRACE(e.subscripts);
+    const Network net = bind_or_die(e.subscripts, e.shapes);
+    auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
+    ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+    SlicingOptions options;
+    options.min_slices = 2;
+    options.workers = 2;
+    auto sliced = SlicedContraction::plan(*tree, options);
+    ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
+    if (sliced->num_slices() < 2) continue;  // nothing of extent > 1 to slice
+    ++balanced_runs;
+    const auto busiest = [](const SlicedContraction& s) {
+      return std::ceil(static_cast<double>(s.num_slices()) / 2.0) * s.slice_cost().flops;
+    };
+    for (LabelId l = 0; l < net.num_labels(); ++l) {
+      if (net.extent(l) < 2) continue;
+      const LabelId one[] = {l};
+      auto single = SlicedContraction::with_labels(*tree, one);
+      ASSERT_TRUE(single.ok());
+      EXPECT_LE(busiest(*sliced), busiest(*single) * (1 + 1e-12)) << sliced->explain() << single->explain();
+    }
+    const auto operands = test_support::random_operands(e.shapes, seed);
+    EXPECT_LT(
+        test_support::max_abs_diff(sum_over_slices(*sliced, operands), test_support::brute_force_einsum(net, operands)),
+        1e-10)
+        << sliced->explain();
+  }
+  EXPECT_GT(balanced_runs, 20);
+}
+
+// The MERA instance the MPI benchmark spreads over two ranks (skipped
+// without the shared instances): the balanced choice leaves the busiest
+// rank no more flops than the greedy search's, which sliced one label of
+// extent 9 (5 of 9 slices on one rank).
+TEST(SlicingTest, MeraOverTwoRanksIsNoWorseThanTheGreedyChoice) {
+  const std::string file = std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not found";
+  auto instance = load_benchmark_instance(file);
+  ASSERT_TRUE(instance.ok()) << instance.status().to_string();
+  ASSERT_TRUE(instance->opt_flops.has_value());
+  const auto shapes = instance->shape_refs();
+  auto net = Network::bind(instance->format_string, shapes, instance->dtype);
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  auto order = ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance->shapes.size()),
+                                                      instance->opt_flops->pairs);
+  ASSERT_TRUE(order.ok()) << order.status().to_string();
+  PlanningPolicy policy;
+  policy.planner = PlannerKind::kExplicitPath;
+  policy.path = std::move(order).value();
+  auto tree = plan(*net, policy);
+  ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+  SlicingOptions options;
+  options.min_slices = 2;
+  options.workers = 2;
+  auto sliced = SlicedContraction::plan(*tree, options);
+  ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
+  const double unsliced = tree->cost().flops;
+  const double busiest = std::ceil(static_cast<double>(sliced->num_slices()) / 2.0) * sliced->slice_cost().flops;
+  double best_single = std::numeric_limits<double>::infinity();
+  for (LabelId l = 0; l < net->num_labels(); ++l) {
+    if (net->extent(l) < 2) continue;
+    const LabelId one[] = {l};
+    auto single = SlicedContraction::with_labels(*tree, one);
+    ASSERT_TRUE(single.ok());
+    best_single =
+        std::min(best_single, std::ceil(static_cast<double>(single->num_slices()) / 2.0) * single->slice_cost().flops);
+  }
+  EXPECT_LE(busiest, best_single * (1 + 1e-12)) << sliced->explain();
+  std::printf("MERA over 2 ranks: %s  plan bound %.4f (best single label %.4f)\n", sliced->explain().c_str(),
+              unsliced / busiest, unsliced / best_single);
 }
 
 TEST(SlicingTest, SlicesOutputAndSummedLabelsOfDiagonalsAndBroadcasts) {

@@ -29,8 +29,44 @@ struct EagerCapability {
   std::shared_ptr<const ProviderPlan> plan;
 };
 
+// Note [Extension call memo]
+// Metadata inference and the engine's prepare() (a plan-cache lookup keyed
+// by the whole signature) cost more than a tiny kernel's run, and eager
+// callers (a Python loop, an iterative solver) repeat one signature. A
+// context keeps the last kExtensionMemos native-engine answers keyed by
+// what prepare() sees of the inputs: the op (retained, so its address is
+// not reused while remembered), dtypes, shapes and layout classes. The
+// determinism and placement parts of the signature are fixed for the
+// cache's epoch, and a refresh drops the memos with the cache. Only
+// answers the fast path runs (prepared, and reproducible when
+// determinism requires it) are remembered; the storage-domain check still
+// runs on every call.
+struct ExtensionMemo {
+  std::shared_ptr<const program::ExtensionOp> op;  // null: empty
+  const ExtensionEngine* engine = nullptr;
+  SmallVector<DType, 4> dtypes;
+  SmallVector<LayoutClass, 4> layouts;
+  SmallVector<Dims, 4> shapes;
+  SmallVector<DType, 2> result_dtypes;
+  SmallVector<Dims, 2> result_shapes;
+  PreparedKernel kernel;
+
+  bool matches(const program::ExtensionOp* o, const ExtensionEngine* e, std::span<const Tensor> inputs) const {
+    if (op.get() != o || engine != e || inputs.size() != dtypes.size()) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (t.dtype() != dtypes[i] || !std::ranges::equal(t.shape(), shapes[i].span()) ||
+          layout_class_of(t) != layouts[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
 // What a context caches (Note [Eager fast path]).
 struct EagerCache {
+  static constexpr std::size_t kExtensionMemos = 4;
   static constexpr std::size_t kCapabilitySlots = 64;
   static constexpr std::size_t kProbe = 4;  ///< linear probing distance
   std::size_t next_victim = 0;
@@ -49,6 +85,8 @@ struct EagerCache {
   std::array<EagerCapability, kCapabilitySlots> capabilities;
   StorageRef scratch;
   std::vector<std::pair<std::string, const ExtensionEngine*>> extensions;
+  std::array<ExtensionMemo, kExtensionMemos> extension_memos;
+  std::size_t next_extension_memo = 0;  // round-robin victim
 
   const CoreFamilyRuntime* slot(OpFamily family) const noexcept {
     switch (family) {
@@ -622,6 +660,48 @@ ExtensionSlot EagerContext::resolve_extension(std::string_view family) {
   return slot;
 }
 
+Result<TensorList> EagerContext::run_extension_kernel(
+    const ExtensionSlot& slot, const std::shared_ptr<const program::ExtensionOp>& op, std::span<const Tensor> inputs,
+    std::span<const DType> result_dtypes, std::span<const Dims> result_shapes, const PreparedKernel& kernel) {
+  internal::EagerCache& c = *cache_;
+  TensorList outputs;
+  SmallVector<TensorView, 2> out_views;
+  for (std::size_t r = 0; r < result_shapes.size(); ++r) {
+    TENFERRO_ASSIGN_OR_RETURN(
+        StorageRef storage,
+        c.allocator->allocate(
+            static_cast<std::size_t>(numel_unchecked(result_shapes[r])) * dtype_size(result_dtypes[r]), c.placement));
+    TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::from_storage(std::move(storage), result_dtypes[r], result_shapes[r],
+                                                             row_major_strides(result_shapes[r])));
+    outputs.push_back(std::move(t));
+  }
+  for (const Tensor& t : outputs) out_views.push_back(t.view());
+  SmallVector<TensorView, 4> in_views;
+  for (const Tensor& t : inputs) in_views.push_back(t.view());
+  StorageRef scratch_storage;
+  std::span<std::byte> scratch;
+  if (kernel.scratch_bytes > 0) {
+    TENFERRO_ASSIGN_OR_RETURN(scratch_storage, c.allocator->allocate(kernel.scratch_bytes, c.placement));
+    scratch = std::span<std::byte>(static_cast<std::byte*>(scratch_storage->data()), kernel.scratch_bytes);
+  }
+  ExtensionRequest request;
+  request.op = op.get();
+  request.inputs = std::span<const TensorView>(in_views.data(), in_views.size());
+  request.outputs = std::span<const TensorView>(out_views.data(), out_views.size());
+  request.plan = kernel.plan.get();
+  request.scratch = scratch;
+  const ExtensionEngine* engine = slot.engine_;
+  TENFERRO_TRY(c.executor->enter(c.placement, [&](ErasedExecutionContext context) -> Status {
+    try {
+      return engine->run(request, context);
+    } catch (...) {
+      return status_from_current_exception(ErrorStage::kNone, engine->name());
+    }
+  }));
+  ++metrics_.fast_path_calls;
+  return outputs;
+}
+
 Result<TensorList> EagerContext::call(const std::shared_ptr<const program::ExtensionOp>& op,
                                       std::span<const Tensor> inputs) {
   if (op == nullptr) return eager_error(ErrorCode::kInvalidArgument, "call: expected an extension op, found null");
@@ -646,7 +726,6 @@ Result<TensorList> EagerContext::call(ExtensionSlot& slot, const std::shared_ptr
   TENFERRO_TRY(ensure_fresh());
   if (slot.family_ != op->family_id() || slot.epoch_ != cache_->epoch) slot = resolve_extension(op->family_id());
   internal::EagerCache& c = *cache_;
-  SmallVector<program::ValueMetadata, 4> metadata;
   for (const Tensor& t : inputs) {
     if (!t.defined()) return eager_error(ErrorCode::kInvalidArgument, "call: expected defined tensors");
     if (t.storage()->storage_domain() != c.storage) {
@@ -655,8 +734,16 @@ Result<TensorList> EagerContext::call(ExtensionSlot& slot, const std::shared_ptr
                                      "implicitly",
                                      op->family_id(), c.storage, t.storage()->storage_domain()));
     }
-    metadata.push_back(exact_metadata(t));
   }
+  if (slot.engine_ != nullptr) {
+    for (const internal::ExtensionMemo& memo : c.extension_memos) {
+      if (memo.matches(op.get(), slot.engine_, inputs)) {
+        return run_extension_kernel(slot, op, inputs, memo.result_dtypes, memo.result_shapes, memo.kernel);
+      }
+    }
+  }
+  SmallVector<program::ValueMetadata, 4> metadata;
+  for (const Tensor& t : inputs) metadata.push_back(exact_metadata(t));
   const std::span<const program::ValueMetadata> operand_metadata(metadata.data(), metadata.size());
   program::ShapeConstraints constraints(op->family_id(), nullptr);
   TENFERRO_ASSIGN_OR_RETURN(auto results, op->infer_metadata(operand_metadata, constraints));
@@ -681,42 +768,23 @@ Result<TensorList> EagerContext::call(ExtensionSlot& slot, const std::shared_ptr
     TENFERRO_ASSIGN_OR_RETURN(PrepareCapability answer, slot.engine_->prepare(sig));
     if (answer.kind() == PrepareCapability::Kind::kPrepared &&
         (c.determinism == Determinism::kFast || answer.kernel().reproducible)) {
-      TensorList outputs;
-      SmallVector<TensorView, 2> out_views;
-      for (std::size_t r = 0; r < results.size(); ++r) {
-        TENFERRO_ASSIGN_OR_RETURN(
-            StorageRef storage,
-            c.allocator->allocate(static_cast<std::size_t>(numel_unchecked(shapes[r])) * dtype_size(results[r].dtype),
-                                  c.placement));
-        TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::from_storage(std::move(storage), results[r].dtype, shapes[r],
-                                                                 row_major_strides(shapes[r])));
-        outputs.push_back(std::move(t));
+      internal::ExtensionMemo& memo = c.extension_memos[c.next_extension_memo];
+      c.next_extension_memo = (c.next_extension_memo + 1) % c.extension_memos.size();
+      memo.op = op;
+      memo.engine = slot.engine_;
+      memo.dtypes.clear();
+      memo.layouts.clear();
+      memo.shapes.clear();
+      for (const OperandSignature& o : ops) {
+        memo.dtypes.push_back(o.dtype);
+        memo.layouts.push_back(o.layout);
+        memo.shapes.push_back(Dims(o.shape));
       }
-      for (const Tensor& t : outputs) out_views.push_back(t.view());
-      SmallVector<TensorView, 4> in_views;
-      for (const Tensor& t : inputs) in_views.push_back(t.view());
-      StorageRef scratch_storage;
-      std::span<std::byte> scratch;
-      if (answer.kernel().scratch_bytes > 0) {
-        TENFERRO_ASSIGN_OR_RETURN(scratch_storage, c.allocator->allocate(answer.kernel().scratch_bytes, c.placement));
-        scratch = std::span<std::byte>(static_cast<std::byte*>(scratch_storage->data()), answer.kernel().scratch_bytes);
-      }
-      ExtensionRequest request;
-      request.op = op.get();
-      request.inputs = std::span<const TensorView>(in_views.data(), in_views.size());
-      request.outputs = std::span<const TensorView>(out_views.data(), out_views.size());
-      request.plan = answer.kernel().plan.get();
-      request.scratch = scratch;
-      const ExtensionEngine* engine = slot.engine_;
-      TENFERRO_TRY(c.executor->enter(c.placement, [&](ErasedExecutionContext context) -> Status {
-        try {
-          return engine->run(request, context);
-        } catch (...) {
-          return status_from_current_exception(ErrorStage::kNone, engine->name());
-        }
-      }));
-      ++metrics_.fast_path_calls;
-      return outputs;
+      memo.result_dtypes.clear();
+      for (const program::ValueMetadata& m : results) memo.result_dtypes.push_back(m.dtype);
+      memo.result_shapes = std::move(shapes);
+      memo.kernel = answer.kernel();
+      return run_extension_kernel(slot, op, inputs, memo.result_dtypes, memo.result_shapes, memo.kernel);
     }
   }
   // No native engine (or it refused): a one-core-op lowering stays on the

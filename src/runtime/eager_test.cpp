@@ -294,11 +294,63 @@ TEST(EagerTest, ExtensionsNativeOneOpLoweringAndPromotion) {
   EXPECT_EQ(ctx.metrics().fast_path_calls, 2u);
   EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
 
-  native->unsupported = true;  // two core ops: promoted to a prepared graph
-  auto w = ctx.call(op, std::span<const Tensor>(&x, 1));
+  // The engine refuses from now on; a new signature (the remembered one
+  // is not asked again) lowers to two core ops: promoted to a prepared graph.
+  native->unsupported = true;
+  const Tensor x2 = host_tensor({1, 2}, {2});
+  auto w = ctx.call(op, std::span<const Tensor>(&x2, 1));
   ASSERT_TRUE(w.ok()) << w.status().to_string();
-  EXPECT_EQ((*w)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  EXPECT_EQ((*w)[0].to_vector<double>().value(), (std::vector<double>{2, 6}));
   EXPECT_EQ(ctx.metrics().promoted_calls, 1u);
+}
+
+// Note [Extension call memo]: a repeated signature is prepared once; a new
+// shape, layout class or op is prepared again, and the remembered answers
+// still give correct results after others were evicted.
+TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
+  EagerSetup s;
+  auto native = std::make_shared<SquarePlusEngine>();
+  Runtime rt = s.build([&](RuntimeBuilder& b) {
+    b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
+  });
+  EagerContext ctx = rt.on();
+  auto op = std::make_shared<SquarePlusExtension>();
+  const Tensor x = host_tensor({1, 2, 3}, {3});
+  for (int i = 0; i < 3; ++i) {
+    auto y = ctx.call(op, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  }
+  EXPECT_EQ(native->prepares.load(), 1);
+  EXPECT_EQ(native->runs.load(), 3);
+
+  const Tensor m = host_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor mt = m.permute({1, 0}).value();  // same dtype, another shape and layout class
+  auto y = ctx.call(op, std::span<const Tensor>(&m, 1));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(native->prepares.load(), 2);
+  y = ctx.call(op, std::span<const Tensor>(&mt, 1));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(Dims((*y)[0].shape()), (Dims{3, 2}));
+  EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 20, 6, 30, 12, 42}));
+  EXPECT_EQ(native->prepares.load(), 3);
+  auto other = std::make_shared<SquarePlusExtension>();  // an equal op, another object
+  y = ctx.call(other, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(native->prepares.load(), 4);
+
+  // More signatures than remembered: the oldest is prepared again.
+  for (std::int64_t n = 4; n < 9; ++n) {
+    const std::vector<double> ones(static_cast<std::size_t>(n), 1.0);
+    const Tensor v = Tensor::from_values<double>(std::span<const double>(ones), {n}).value();
+    ASSERT_TRUE(ctx.call(op, std::span<const Tensor>(&v, 1)).ok());
+  }
+  const int before = native->prepares.load();
+  y = ctx.call(op, std::span<const Tensor>(&x, 1));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  EXPECT_EQ(native->prepares.load(), before + 1);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
 }
 
 TEST(EagerTest, ForeignStorageIsAPlacementErrorNeverATransfer) {

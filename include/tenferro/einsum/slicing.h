@@ -32,7 +32,9 @@
 // network is planned again with the greedy planner, and the slice tree is
 // that tree when it costs fewer flops and meets the bound: the original
 // order was chosen for the unsliced network (a cheap form of cotengra's
-// slice-and-reconfigure).
+// slice-and-reconfigure). With several workers the greedy choice is one
+// candidate among single labels and pairs scored by the busiest worker's
+// flops, the best few re-planned (Note [Balanced slicing] in slicing.cpp).
 //
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:

@@ -16,7 +16,11 @@
 // engine lacks the slot, the provider answers Unsupported or
 // NeedsSpecialization for the polymorphic signature, or an extension op has
 // no native engine and lowers to two or more core ops. metrics() says which
-// path ran. Inputs from another storage domain are a kPlacementError: eager
+// path ran. An extension call on a native engine remembers its last few
+// (op, input dtypes, shapes, layout classes) with the result metadata and
+// the engine's prepared kernel, so a repeated call skips metadata inference
+// and the engine's prepare (Note [Extension call memo] in eager.cpp).
+// Inputs from another storage domain are a kPlacementError: eager
 // never transfers implicitly. CPU NUMA affinities may mix freely (one
 // address space); outputs are placed in the context's domain.
 //
@@ -47,6 +51,7 @@ struct EagerCache;
 }  // namespace internal
 
 class ExtensionEngine;
+struct PreparedKernel;
 
 /// Which paths eager calls took (per context).
 struct EagerMetrics {
@@ -167,6 +172,11 @@ class EagerContext {
   Result<Tensor> dot_general_impl(const Tensor& lhs, const Tensor& rhs, const program::CoreAttributes& attributes);
   Result<TensorList> promote(program::CoreSemanticOp op, std::span<const Tensor> inputs,
                              const program::CoreAttributes& attributes);
+  // Allocates the outputs and runs `kernel` on the slot's engine.
+  Result<TensorList> run_extension_kernel(const ExtensionSlot& slot,
+                                          const std::shared_ptr<const program::ExtensionOp>& op,
+                                          std::span<const Tensor> inputs, std::span<const DType> result_dtypes,
+                                          std::span<const Dims> result_shapes, const PreparedKernel& kernel);
   Result<TensorList> promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
                                        std::span<const Tensor> inputs);
   Result<Tensor> run_core(program::CoreSemanticOp op, std::span<const TensorView> inputs, DType out_dtype,

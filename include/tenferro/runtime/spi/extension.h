@@ -42,7 +42,9 @@ struct ExtensionRequest {
 /// A native engine for one extension family on one engine. Thread-safe.
 /// prepare() answers Prepared / NeedsSpecialization / Unsupported exactly
 /// like a core provider (only Unsupported lets resolution try core lowering
-/// or the fallback engine; an error stops it). The runtime never downcasts
+/// or the fallback engine; an error stops it). The answer must depend only
+/// on the signature: prepared programs and eager contexts remember it per
+/// signature and do not ask again. The runtime never downcasts
 /// the payload: the engine reads its own family's payload type.
 class ExtensionEngine {
  public:
