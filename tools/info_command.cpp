@@ -26,7 +26,7 @@ nlohmann::json build_section() {
           {"compiler", b.compiler},
           {"cxx_flags", b.cxx_flags},
           {"sanitizers", b.sanitizers.empty() ? "none" : b.sanitizers},
-          {"native_arch", b.native_arch},
+          {"arch", b.arch},
           {"assertions", b.assertions},
           {"installed_module_dir", b.installed_module_dir},
           {"installed_data_dir", b.installed_data_dir}};
