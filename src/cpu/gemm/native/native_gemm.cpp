@@ -513,20 +513,6 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
 
 }  // namespace
 
-std::string_view to_string(NativeGemmIsa isa) noexcept {
-  switch (isa) {
-    case NativeGemmIsa::kAuto:
-      return "auto";
-    case NativeGemmIsa::kAvx512:
-      return "avx512";
-    case NativeGemmIsa::kAvx2:
-      return "avx2";
-    case NativeGemmIsa::kPortable:
-      return "portable";
-  }
-  return "unknown";
-}
-
 Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const NativeGemmOptions& options) {
   if (options.small_max_mnk < 0 || options.parallel_min_flops < 0 || options.mc < 0 || options.kc < 0 ||
       options.nc < 0) {
@@ -535,19 +521,12 @@ Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const Nat
                       "mc={}, kc={}, nc={}",
                       options.small_max_mnk, options.parallel_min_flops, options.mc, options.kc, options.nc);
   }
-  NativeGemmIsa isa = options.isa;
-  if (isa == NativeGemmIsa::kAuto) {
-    isa = internal::cpu_supports_avx512() ? NativeGemmIsa::kAvx512
-          : internal::cpu_supports_avx2() ? NativeGemmIsa::kAvx2
-                                          : NativeGemmIsa::kPortable;
+  Result<CpuIsa> resolved = resolve_cpu_isa(options.isa);
+  if (!resolved.ok()) {
+    return make_error(resolved.status().code(), ErrorStage::kConfiguration, "native gemm: {}",
+                      resolved.status().message());
   }
-  const bool available = isa == NativeGemmIsa::kPortable ||
-                         (isa == NativeGemmIsa::kAvx512 && internal::cpu_supports_avx512()) ||
-                         (isa == NativeGemmIsa::kAvx2 && internal::cpu_supports_avx2());
-  if (!available) {
-    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
-                      "native gemm: expected a CPU with {} support, found one without it", to_string(isa));
-  }
+  const NativeGemmIsa isa = *resolved;
   const internal::GemmKernelTable& table = isa == NativeGemmIsa::kAvx512 ? internal::avx512_kernel_table()
                                            : isa == NativeGemmIsa::kAvx2 ? internal::avx2_kernel_table()
                                                                          : internal::portable_kernel_table();
