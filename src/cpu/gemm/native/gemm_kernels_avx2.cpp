@@ -47,7 +47,7 @@ GemmKernelTable make_table() {
   t.isa = "avx2";
   t.f32 = make_real_set<Avx2S, 2, 6>(/*mc=*/384, /*kc=*/384, /*nc=*/4080);
   t.f64 = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
-  t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
   return t;
 }
