@@ -132,7 +132,7 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) accr[v][j] = acci[v][j] = Isa::zero();
   const bool full_unit = m_valid == MR && n_valid == NR && rs_c == 1;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
   for (std::int64_t p = 0; p < k; ++p) {
     V av[MV];
 #pragma GCC unroll 4
