@@ -104,8 +104,8 @@ void scale_c(const TypedProblem<T>& p) {
 //    depth before it touches C once; MB is one vector of rows (kSmallRows;
 //    the vector is the compile target's widest register, so that the
 //    compiler keeps each in one register: a 64-byte vector on an AVX2
-//    target was lowered to memory operations and ran a 16^3 dgemm 15-20x
-//    slower than OpenBLAS) when m fits one, else two, with a last block of
+//    target was lowered to memory operations, docs/performance_notes.md)
+//    when m fits one, else two, with a last block of
 //    one vector when that is all that is left; NB makes the tile hold
 //    kTileAccumulators vectors (16 of AVX-512's 32 registers, 12 of AVX2's
 //    16, as the AVX2 blocked kernel's 8x6 tile, else 8), at most 8 columns;
