@@ -50,8 +50,8 @@ function(tenferro_apply_flags target)
   endif()
 endfunction()
 
-if(TENFERRO_NATIVE_ARCH)
-  add_compile_options(-march=native)
+if(NOT TENFERRO_ARCH STREQUAL "none")
+  add_compile_options(-march=${TENFERRO_ARCH})
 endif()
 if(TENFERRO_SANITIZE)
   add_compile_options(-fsanitize=${TENFERRO_SANITIZE} -fno-omit-frame-pointer

@@ -3,6 +3,7 @@
 #include "info_command.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenferro/base/build_info.h"
+#include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu/fftw_provider.h"
@@ -29,10 +31,39 @@ nlohmann::json build_section() {
           {"compiler", b.compiler},
           {"cxx_flags", b.cxx_flags},
           {"sanitizers", b.sanitizers.empty() ? "none" : b.sanitizers},
-          {"native_arch", b.native_arch},
+          {"arch", b.arch},
           {"assertions", b.assertions},
           {"installed_module_dir", b.installed_module_dir},
           {"installed_data_dir", b.installed_data_dir}};
+}
+
+// Which kernels run (Note [ISA cap] in tenferro/cpu/cpu_isa.h): the
+// instruction set the CPU offers, the cap TENFERRO_CPU_ISA puts on it, what
+// the native GEMM and the layout transposes then run, and the compile target
+// of everything else.
+nlohmann::json kernels_section() {
+  using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
+  const std::string env_name(kCpuIsaEnv);
+  const char* env = std::getenv(env_name.c_str());
+  nlohmann::json section = {{"cpu_best", to_string(best_cpu_isa())},
+                            {"cap", env != nullptr && *env != '\0' ? fmt::format("{}={}", kCpuIsaEnv, env) : "none"}};
+  Result<CpuIsa> isa = resolve_cpu_isa(CpuIsa::kAuto);
+  if (isa.ok()) {
+    section["capped"] = *isa != best_cpu_isa();
+    section["gemm"] = to_string(*isa);
+  } else {
+    section["error"] = isa.status().to_string();
+  }
+  section["layout_transpose"] = to_string(layout_kernel_isa());
+  section["compile_target"] = fmt::format("-march={}", build_info().arch);
+#if defined(__AVX512F__)
+  section["small_gemm_tiles"] = "avx512 (compile target)";
+#elif defined(__AVX2__)
+  section["small_gemm_tiles"] = "avx2 (compile target)";
+#else
+  section["small_gemm_tiles"] = "generic (compile target)";
+#endif
+  return section;
 }
 
 // The CPU topology this process may use and the managed domains tenferro
@@ -214,6 +245,7 @@ nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
   info["build"] = build_section();
+  info["kernels"] = kernels_section();
   info["cpu"] = cpu_section();
   info["cpu_engine"] = cpu_engine_section();
   info["fft"] = fft_section();

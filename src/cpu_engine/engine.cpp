@@ -189,7 +189,9 @@ class CpuEngineCacheOwner final : public runtime::CacheOwner {
 Result<std::shared_ptr<const CpuGemmProvider>> make_gemm_candidate(std::string_view name,
                                                                    const CpuEngineOptions& options) {
   if (name == "native") {
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<NativeGemmProvider> p, NativeGemmProvider::create());
+    NativeGemmOptions native;
+    native.isa = options.isa;
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<NativeGemmProvider> p, NativeGemmProvider::create(native));
     return std::shared_ptr<const CpuGemmProvider>(std::move(p));
   }
   if (name == "openblas") {
@@ -239,6 +241,13 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
                       "cpu engine '{}': expected a non-zero engine id, found 0", options.name);
   }
+  // An ISA cap the CPU cannot honour fails the engine, before the GEMM
+  // candidates could take it for a reason to fall back to another library.
+  Result<CpuIsa> isa = resolve_cpu_isa(options.isa);
+  if (!isa.ok()) {
+    return isa.status().with_context(fmt::format("cpu engine '{}': {}", options.name, isa.status().message()),
+                                     ErrorStage::kConfiguration);
+  }
   Result<GemmSelection> gemm = select_gemm_provider(options);
   if (!gemm.ok()) {
     return gemm.status().with_context(fmt::format("cpu engine '{}': {}", options.name, gemm.status().message()),
@@ -247,6 +256,7 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   CpuEngine engine;
   engine.gemm = std::move(gemm->provider);
   engine.gemm_candidate = std::move(gemm->candidate);
+  engine.isa = *isa;
   engine.dot_general = std::make_shared<const DotGeneralComposite>(engine.gemm, nullptr, options.dot_general);
 
   runtime::EngineRegistration& r = engine.registration;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/cpu_isa_test_support.h"
 #include "cpu/kernels/kernel_test_support.h"
 #include "cpu_engine/engine_test_support.h"
 #include "tenferro/cpu/domains/cpu_resource_domain.h"
@@ -27,6 +28,51 @@ namespace {
 using program::CoreSemanticOp;
 using testing::Layout;
 using testing::make_tensor;
+
+// Note [ISA cap]: TENFERRO_CPU_ISA, read at creation, selects the native
+// GEMM's kernels; a cap the CPU lacks or an unknown value fails the engine
+// instead of falling back to another GEMM library.
+TEST(CpuEngine, TheIsaCapSelectsTheNativeKernels) {
+  {
+    const testing::ScopedCpuIsaEnv env("portable");
+    auto engine = make_cpu_engine();
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    EXPECT_EQ(engine->isa, CpuIsa::kPortable);
+    const auto* native = dynamic_cast<const NativeGemmProvider*>(engine->gemm.get());
+    ASSERT_NE(native, nullptr);
+    EXPECT_EQ(native->isa(), CpuIsa::kPortable);
+    EXPECT_NE(engine->explain().find("portable kernels"), std::string::npos) << engine->explain();
+  }
+  {
+    const testing::ScopedCpuIsaEnv env("neon");
+    auto engine = make_cpu_engine();
+    ASSERT_FALSE(engine.ok());
+    EXPECT_EQ(engine.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(engine.status().message()).find("found 'neon'"), std::string::npos);
+  }
+  for (CpuIsa isa : {CpuIsa::kAvx512, CpuIsa::kAvx2}) {
+    const testing::ScopedCpuIsaEnv env(std::string(to_string(isa)).c_str());
+    CpuEngineOptions options;
+    options.gemm = {"native", "openblas"};
+    auto engine = make_cpu_engine(options);
+    if (!cpu_supports(isa)) {
+      ASSERT_FALSE(engine.ok()) << "fell back to " << engine->gemm_candidate;
+      EXPECT_EQ(engine.status().code(), ErrorCode::kUnsupported);
+      continue;
+    }
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    EXPECT_EQ(engine->isa, isa);
+    EXPECT_EQ(engine->gemm_candidate, "native");
+  }
+  {
+    const testing::ScopedCpuIsaEnv env("avx512");
+    CpuEngineOptions options;
+    options.isa = CpuIsa::kPortable;  // the option wins over the environment
+    auto engine = make_cpu_engine(options);
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    EXPECT_EQ(engine->isa, CpuIsa::kPortable);
+  }
+}
 
 TEST(CpuEngine, RegistrationFillsEverySlotAndDescribesItself) {
   CpuEngineOptions options;

@@ -6,7 +6,9 @@
 // Ours: native kernels on a SequentialContext (1 thread) or, for more
 // threads, inside one managed CPU domain of that many pinned workers.
 // Small products (n = 4 to 64: Note [Small GEMM]) are reported in ns per
-// call, timed in batches of consecutive calls, at 1 thread only.
+// call, timed in batches of consecutive calls, at 1 thread only. Positional
+// inputs, when given, keep only the cases whose name starts with one of them
+// (`tenferro bench gemm zgemm_n256 dgemm_n1024_t2`), for tuning loops.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -161,6 +164,12 @@ void run_small_case(const GemmCase& c, const CpuGemmProvider& ours, const CpuGem
 }  // namespace
 
 int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
+  const auto selected = [&](const GemmCase& c, int threads) {
+    if (options.inputs.empty()) return true;
+    const std::string name = fmt::format("{}_n{}_t{}", c.prefix, c.n, threads);
+    return std::any_of(options.inputs.begin(), options.inputs.end(),
+                       [&](const std::string& prefix) { return name.starts_with(prefix); });
+  };
   auto native = cpu::NativeGemmProvider::create();
   if (!native.ok()) {
     reporter.progress(native.status().to_string());
@@ -190,6 +199,7 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
                               GemmCase{"dgemm", DType::kFloat64, 32}, GemmCase{"dgemm", DType::kFloat64, 48},
                               GemmCase{"dgemm", DType::kFloat64, 64}, GemmCase{"sgemm", DType::kFloat32, 16},
                               GemmCase{"sgemm", DType::kFloat32, 32}, GemmCase{"sgemm", DType::kFloat32, 64}}) {
+      if (!selected(c, 1)) continue;
       reporter.progress(fmt::format("{} n={} threads=1", c.prefix, c.n));
       if (c.dtype == DType::kFloat64) {
         run_small_case<double>(c, **native, base, reporter);
@@ -202,6 +212,7 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
     if (base != nullptr) base->set_global_thread_count(threads).ignore();
     const auto run_cases = [&](const cpu::ParallelContext& ctx) {
       for (const GemmCase& c : cases) {
+        if (!selected(c, threads)) continue;
         reporter.progress(fmt::format("{} n={} threads={}", c.prefix, c.n, threads));
         visit_dtype(c.dtype, [&]<class T>(T) {
           if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||

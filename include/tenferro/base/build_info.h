@@ -13,8 +13,11 @@ struct BuildInfo {
   std::string_view compiler;  ///< id and version, e.g. "GNU 12.2.0"
   std::string_view cxx_flags;
   std::string_view sanitizers;  ///< empty when none
-  bool native_arch;             ///< built with -march=native
-  bool assertions;              ///< TENFERRO_ASSERT active
+  /// The -march target of the code outside the runtime-dispatched kernels
+  /// (the TENFERRO_ARCH configure option): "native", "x86-64-v3", ..., or
+  /// "none" for the compiler's default.
+  std::string_view arch;
+  bool assertions;  ///< TENFERRO_ASSERT active
   /// Where `cmake --install` puts the dlopen'ed provider modules (external
   /// BLAS, LAPACK) for the configured install prefix; searched when a
   /// module is not in the build tree. A relocated installation passes the

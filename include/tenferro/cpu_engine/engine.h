@@ -43,6 +43,7 @@
 #include "tenferro/base/ids.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/capabilities.h"
+#include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/parallel.h"
@@ -103,6 +104,10 @@ struct CpuEngineOptions {
   /// NullGemmProvider in tests).
   std::shared_ptr<const CpuGemmProvider> gemm_provider;
   DotGeneralOptions dot_general;
+  /// The instruction set of the native kernels (Note [ISA cap] in
+  /// tenferro/cpu/cpu_isa.h): kAuto reads TENFERRO_CPU_ISA at creation, and
+  /// takes the best the CPU supports when it is unset.
+  CpuIsa isa = CpuIsa::kAuto;
   /// The resource domains the engine serves. Null: one implicit domain 0
   /// running on the calling thread (sequential).
   std::shared_ptr<const CpuDomainSet> domains;
@@ -163,6 +168,9 @@ struct CpuEngine {
   std::shared_ptr<const CpuGemmProvider> gemm;
   /// The GEMM candidate that was selected ("native", ...).
   std::string gemm_candidate;
+  /// The instruction set the options (or TENFERRO_CPU_ISA) resolved to;
+  /// the native GEMM runs it (never kAuto).
+  CpuIsa isa = CpuIsa::kPortable;
   std::shared_ptr<const DotGeneralComposite> dot_general;
   /// One entry per filled slot (and the GEMM provider behind dot_general,
   /// with the candidates refused before it).
@@ -172,8 +180,11 @@ struct CpuEngine {
   std::string explain() const;
 };
 
-/// Builds the CPU engine. Errors: kInvalidArgument for an invalid id or an
-/// unknown GEMM candidate; kUnsupported when no GEMM candidate can be
+/// Builds the CPU engine. Errors: kInvalidArgument for an invalid id, an
+/// unknown GEMM candidate or an unknown TENFERRO_CPU_ISA value;
+/// kUnsupported when options.isa (or TENFERRO_CPU_ISA) names an instruction
+/// set this CPU lacks, or when no GEMM candidate can be created (the message
+/// lists each refusal: which file and why); kUnsupported when no GEMM candidate can be
 /// created (the message lists each refusal: which file and why); other
 /// errors from the selected GEMM provider's creation.
 Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options = {});

@@ -21,7 +21,7 @@ list(APPEND TENFERRO_CPU_TESTS
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb ${CMAKE_DL_LIBS})
 
 # Note [ISA translation units] (native/micro_kernels.h): the SIMD kernels get
-# their target flags whatever TENFERRO_NATIVE_ARCH says; the driver checks
+# their target flags whatever TENFERRO_ARCH says; the driver checks
 # the CPU before using them.
 set_source_files_properties(gemm/native/gemm_kernels_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma")

@@ -387,7 +387,7 @@ void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelSt
   }
   p.dst = loop.data[0];
   p.src = loop.data[1];
-  if (p.a.linear_stride == item && p.b.linear_stride == item) p.simd = select_tile_transpose(item);
+  if (p.a.linear_stride == item && p.b.linear_stride == item) p.simd = select_tile_transpose(item, layout_kernel_isa());
   p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
   p.staged = p.streaming && !whole_lines(p, loop);
   p.tile = p.staged ? kMacroTile : kDirectTile;
@@ -428,11 +428,16 @@ void copy_elements(IntArrayRef shape, std::int64_t item, const CopyOperand& dst,
 
 void store_fence() noexcept { _mm_sfence(); }
 
-TileTranspose select_tile_transpose(std::int64_t item_size) noexcept {
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
-    return avx512_tile_transpose(item_size);
+TileTranspose select_tile_transpose(std::int64_t item_size, CpuIsa isa) noexcept {
+  switch (isa) {
+    case CpuIsa::kAvx512:
+      return avx512_tile_transpose(item_size);
+    case CpuIsa::kAvx2:
+      return avx2_tile_transpose(item_size);
+    case CpuIsa::kAuto:
+    case CpuIsa::kPortable:
+      break;
   }
-  if (__builtin_cpu_supports("avx2")) return avx2_tile_transpose(item_size);
   return {};
 }
 

@@ -26,8 +26,8 @@ list(APPEND TENFERRO_CPU_TESTS
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
 
 # Note [ISA translation units] (gemm/native/micro_kernels.h): the SIMD tile transposes
-# get their ISA flags whatever TENFERRO_NATIVE_ARCH says; copy_kernel.cpp
-# checks the CPU before calling them.
+# get their ISA flags whatever TENFERRO_ARCH says; copy_kernel.cpp calls
+# the set layout_kernel_isa() allows (Note [ISA cap] in tenferro/cpu/cpu_isa.h).
 set_source_files_properties(kernels/transpose_micro_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512vl;-mavx2")
 set_source_files_properties(kernels/transpose_micro_avx2.cpp PROPERTIES

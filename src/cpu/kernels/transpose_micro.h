@@ -1,11 +1,14 @@
 // Register-tile transposes for the layout kernel (Note [Blocked transpose] in
 // copy_kernel.cpp): W x W tiles of 4-, 8- or 16-byte elements, one
 // translation unit per instruction set, chosen at run time from what the CPU
-// supports (the translation units get their ISA flags whatever
-// TENFERRO_NATIVE_ARCH says, so a portable build still uses them).
+// supports and the ISA cap allows (the translation units get their ISA flags
+// whatever the TENFERRO_ARCH compile target is, so a portable build still
+// uses them; Note [ISA cap] in tenferro/cpu/cpu_isa.h).
 #pragma once
 
 #include <cstdint>
+
+#include "tenferro/cpu/cpu_isa.h"
 
 namespace tenferro::cpu::internal {
 
@@ -24,8 +27,10 @@ struct TileTranspose {
   TileKernel run = nullptr;
 };
 
-/// The widest kernel this CPU supports for `item_size`-byte elements.
-TileTranspose select_tile_transpose(std::int64_t item_size) noexcept;
+/// The kernel of instruction set `isa` (resolved: never kAuto; the caller
+/// has checked the CPU runs it) for `item_size`-byte elements; width 0 for
+/// kPortable.
+TileTranspose select_tile_transpose(std::int64_t item_size, CpuIsa isa) noexcept;
 
 /// Orders earlier non-temporal stores before later stores (sfence).
 void store_fence() noexcept;

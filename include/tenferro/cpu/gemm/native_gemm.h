@@ -22,6 +22,7 @@
 #include <memory>
 #include <string_view>
 
+#include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/gemm/gemm_provider.h"
 
 namespace tenferro::cpu {
@@ -52,15 +53,10 @@ struct NativeGemmAtomicCounters {
 };
 }  // namespace internal
 
-/// Which micro-kernels the native provider uses.
-enum class NativeGemmIsa : std::uint8_t {
-  kAuto,      ///< the best the CPU supports (AVX-512, else AVX2, else portable)
-  kAvx512,    ///< AVX-512F kernels; kUnsupported at creation when the CPU lacks them
-  kAvx2,      ///< AVX2 + FMA kernels; kUnsupported when the CPU lacks them
-  kPortable,  ///< plain C++ kernels, any CPU
-};
-
-std::string_view to_string(NativeGemmIsa isa) noexcept;
+/// Which micro-kernels the native provider uses (Note [ISA cap] in
+/// tenferro/cpu/cpu_isa.h): kAuto is TENFERRO_CPU_ISA when set, else the best
+/// the CPU supports; a named set the CPU lacks is kUnsupported at creation.
+using NativeGemmIsa = CpuIsa;
 
 /// Construction options. Zero means "the tuned default".
 struct NativeGemmOptions {
@@ -93,8 +89,9 @@ struct NativeGemmCounters {
 /// the workers of the context it is given).
 class NativeGemmProvider final : public CpuGemmProvider {
  public:
-  /// kUnsupported when options.isa names kernels the CPU cannot run;
-  /// kInvalidArgument for negative or inconsistent options.
+  /// kUnsupported when options.isa (or, for kAuto, TENFERRO_CPU_ISA) names
+  /// kernels the CPU cannot run; kInvalidArgument for negative or
+  /// inconsistent options or an unknown TENFERRO_CPU_ISA value.
   static Result<std::shared_ptr<NativeGemmProvider>> create(const NativeGemmOptions& options = {});
   ~NativeGemmProvider() override;
 

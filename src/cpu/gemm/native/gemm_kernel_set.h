@@ -42,12 +42,9 @@ struct GemmKernelTable {
 };
 
 /// Tables compiled with the matching target flags; call only after checking
-/// the CPU supports the ISA (cpu_supports_avx512 / cpu_supports_avx2).
+/// the CPU supports the ISA (cpu_supports() in tenferro/cpu/cpu_isa.h).
 const GemmKernelTable& avx512_kernel_table() noexcept;
 const GemmKernelTable& avx2_kernel_table() noexcept;
 const GemmKernelTable& portable_kernel_table() noexcept;
-
-bool cpu_supports_avx512() noexcept;
-bool cpu_supports_avx2() noexcept;
 
 }  // namespace tenferro::cpu::internal

@@ -14,6 +14,7 @@ struct Avx2D {
   using S = double;
   using V = __m256d;
   static constexpr int kLanes = 4;
+  static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx2;
   static V zero() { return _mm256_setzero_pd(); }
   static V load(const S* p) { return _mm256_load_pd(p); }
   static V loadu(const S* p) { return _mm256_loadu_pd(p); }
@@ -29,6 +30,7 @@ struct Avx2S {
   using S = float;
   using V = __m256;
   static constexpr int kLanes = 8;
+  static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx2;
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const S* p) { return _mm256_load_ps(p); }
   static V loadu(const S* p) { return _mm256_loadu_ps(p); }
@@ -45,7 +47,7 @@ GemmKernelTable make_table() {
   t.isa = "avx2";
   t.f32 = make_real_set<Avx2S, 2, 6>(/*mc=*/384, /*kc=*/384, /*nc=*/4080);
   t.f64 = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
-  t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
   return t;
 }

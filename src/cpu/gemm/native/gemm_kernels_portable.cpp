@@ -11,6 +11,7 @@ template <class Scalar>
 struct PortableIsa {
   using S = Scalar;
   static constexpr int kLanes = 4;
+  static constexpr CpuIsa kTransposeIsa = CpuIsa::kPortable;
   struct V {
     S x[kLanes];
   };
@@ -66,24 +67,6 @@ GemmKernelTable make_table() {
 const GemmKernelTable& portable_kernel_table() noexcept {
   static const GemmKernelTable table = make_table();  // immutable after initialisation
   return table;
-}
-
-bool cpu_supports_avx512() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
-bool cpu_supports_avx2() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
 }
 
 }  // namespace tenferro::cpu::internal

@@ -10,11 +10,13 @@
 //
 // Note [ISA translation units]
 // gemm_kernels_avx512.cpp and gemm_kernels_avx2.cpp are compiled with
-// -mavx512*/-mavx2 flags regardless of TENFERRO_NATIVE_ARCH, and
-// gemm_kernels_portable.cpp with the project's flags. The driver calls a
-// table only after checking the CPU (cpu_supports_avx512/avx2), so a build
-// for a generic x86-64 target still runs everywhere and uses AVX-512 where
-// present.
+// -mavx512*/-mavx2 flags regardless of the TENFERRO_ARCH compile target,
+// and gemm_kernels_portable.cpp with the project's flags. The driver calls a
+// table only after checking the CPU (cpu_supports() in
+// tenferro/cpu/cpu_isa.h), so a build for a generic x86-64 target still runs
+// everywhere and uses AVX-512 where present. A table's packing routines use
+// the register-tile transposes of its own ISA (Isa::kTransposeIsa), so an
+// ISA cap (Note [ISA cap]) covers them too.
 #pragma once
 
 #include <algorithm>
@@ -129,7 +131,8 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
   for (int j = 0; j < NR; ++j)
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) accr[v][j] = acci[v][j] = Isa::zero();
-#pragma GCC unroll 2
+  const bool full_unit = m_valid == MR && n_valid == NR && rs_c == 1;
+#pragma GCC unroll 4
   for (std::int64_t p = 0; p < k; ++p) {
     V av[MV];
 #pragma GCC unroll 4
@@ -156,7 +159,7 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
       accr[v][j] = Isa::fmaddsub(accr[v][j], ones, Isa::swap_pairs(acci[v][j]));
       accr[v][j] = complex_scale<Isa>(accr[v][j], alpha.real(), alpha.imag());
     }
-  if (m_valid == MR && n_valid == NR && rs_c == 1) {
+  if (full_unit) {
     S* cs = reinterpret_cast<S*>(c);
     const bool beta_zero = beta == std::complex<S>(0);
 #pragma GCC unroll 16
@@ -207,7 +210,7 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
 template <class Isa, class T, int R>
 inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* dst) {
   std::int64_t p_end = 0;
-  const TileTranspose tile = select_tile_transpose(sizeof(T));
+  const TileTranspose tile = select_tile_transpose(sizeof(T), Isa::kTransposeIsa);
   if (tile.width > 0 && tile.width <= 16 && R % tile.width == 0) {  // rows/cols hold 16
     const std::int64_t w = tile.width;
     p_end = kc / w * w;

@@ -101,11 +101,14 @@ void scale_c(const TypedProblem<T>& p) {
 // tiles when their A fits the tiles' stack buffer and the context would not
 // split them (parallel_min_flops):
 //  - a tile is MB rows x NB columns of C and accumulates over the whole
-//    depth before it touches C once; MB is one 64-byte vector of rows
-//    (kSmallRows) when m fits one, else two, with a last block of one
-//    vector when that is all that is left; NB makes the tile hold
-//    kTileAccumulators vectors (16 with AVX-512's 32 registers, else 8),
-//    at most 8 columns;
+//    depth before it touches C once; MB is one vector of rows (kSmallRows;
+//    the vector is the compile target's widest register, so that the
+//    compiler keeps each in one register: a 64-byte vector on an AVX2
+//    target was lowered to memory operations, docs/performance_notes.md)
+//    when m fits one, else two, with a last block of
+//    one vector when that is all that is left; NB makes the tile hold
+//    kTileAccumulators vectors (16 of AVX-512's 32 registers, 12 of AVX2's
+//    16, as the AVX2 blocked kernel's 8x6 tile, else 8), at most 8 columns;
 //  - B's elements are broadcast from wherever they are, whatever its
 //    strides;
 //  - A is read in place, in whole row blocks, when it is unit-stride along
@@ -121,26 +124,31 @@ void scale_c(const TypedProblem<T>& p) {
 #if defined(__AVX512F__)
 constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
 constexpr int kTileAccumulators = 16;
+constexpr int kSmallVectorBytes = 64;
+#elif defined(__AVX2__)
+constexpr std::int64_t kTileMaxMnk = 16 * 16 * 16;
+constexpr int kTileAccumulators = 12;
+constexpr int kSmallVectorBytes = 32;
 #else
 constexpr std::int64_t kTileMaxMnk = 16 * 16 * 16;
 constexpr int kTileAccumulators = 8;
+constexpr int kSmallVectorBytes = 16;
 #endif
 constexpr std::int64_t kSmallLocalA = 4096;
 constexpr std::int64_t kLoopMaxMnk = 16 * 16 * 16;
 
-// A 64-byte vector of T (GCC/Clang vector extension; the compiler lowers it
-// to the target's registers, one zmm or two ymm).
+// One register of T (GCC/Clang vector extension): a zmm, ymm or xmm.
 template <class T>
-using Vec64 __attribute__((vector_size(64))) = T;
+using SmallVec __attribute__((vector_size(kSmallVectorBytes))) = T;
 template <class T>
-constexpr int kSmallRows = 64 / static_cast<int>(sizeof(T));
+constexpr int kSmallRows = kSmallVectorBytes / static_cast<int>(sizeof(T));
 
 // One (MV x kSmallRows) x NB tile of C (rows i < mb stored) from the padded
 // column-major A block `ap` (leading dimension lda).
 template <class T, int MV, int NB>
 void small_tile(std::int64_t k, const T* ap, std::int64_t lda, const T* b, std::int64_t rsb, std::int64_t csb, T alpha,
                 T beta, T* c, std::int64_t rsc, std::int64_t csc, std::int64_t mb) {
-  using V = Vec64<T>;
+  using V = SmallVec<T>;
   constexpr int L = kSmallRows<T>;
   V acc[NB][MV] = {};
   for (std::int64_t l = 0; l < k; ++l) {
@@ -513,20 +521,6 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
 
 }  // namespace
 
-std::string_view to_string(NativeGemmIsa isa) noexcept {
-  switch (isa) {
-    case NativeGemmIsa::kAuto:
-      return "auto";
-    case NativeGemmIsa::kAvx512:
-      return "avx512";
-    case NativeGemmIsa::kAvx2:
-      return "avx2";
-    case NativeGemmIsa::kPortable:
-      return "portable";
-  }
-  return "unknown";
-}
-
 Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const NativeGemmOptions& options) {
   if (options.small_max_mnk < 0 || options.parallel_min_flops < 0 || options.mc < 0 || options.kc < 0 ||
       options.nc < 0) {
@@ -535,19 +529,12 @@ Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const Nat
                       "mc={}, kc={}, nc={}",
                       options.small_max_mnk, options.parallel_min_flops, options.mc, options.kc, options.nc);
   }
-  NativeGemmIsa isa = options.isa;
-  if (isa == NativeGemmIsa::kAuto) {
-    isa = internal::cpu_supports_avx512() ? NativeGemmIsa::kAvx512
-          : internal::cpu_supports_avx2() ? NativeGemmIsa::kAvx2
-                                          : NativeGemmIsa::kPortable;
+  Result<CpuIsa> resolved = resolve_cpu_isa(options.isa);
+  if (!resolved.ok()) {
+    return make_error(resolved.status().code(), ErrorStage::kConfiguration, "native gemm: {}",
+                      resolved.status().message());
   }
-  const bool available = isa == NativeGemmIsa::kPortable ||
-                         (isa == NativeGemmIsa::kAvx512 && internal::cpu_supports_avx512()) ||
-                         (isa == NativeGemmIsa::kAvx2 && internal::cpu_supports_avx2());
-  if (!available) {
-    return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
-                      "native gemm: expected a CPU with {} support, found one without it", to_string(isa));
-  }
+  const NativeGemmIsa isa = *resolved;
   const internal::GemmKernelTable& table = isa == NativeGemmIsa::kAvx512 ? internal::avx512_kernel_table()
                                            : isa == NativeGemmIsa::kAvx2 ? internal::avx2_kernel_table()
                                                                          : internal::portable_kernel_table();

@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "cpu/cpu_isa_test_support.h"
 #include "cpu/gemm/gemm_test_support.h"
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/gemm_workspace_pool.h"
@@ -22,11 +23,10 @@ Status run(const NativeGemmProvider& p, std::int64_t m, std::int64_t n, std::int
 }
 
 TEST(NativeGemmTest, AutoPicksTheBestIsaTheCpuHas) {
+  const ScopedCpuIsaEnv unset(nullptr);
   auto p = NativeGemmProvider::create();
   ASSERT_TRUE(p.ok());
-  const NativeGemmIsa expected = internal::cpu_supports_avx512() ? NativeGemmIsa::kAvx512
-                                 : internal::cpu_supports_avx2() ? NativeGemmIsa::kAvx2
-                                                                 : NativeGemmIsa::kPortable;
+  const NativeGemmIsa expected = best_cpu_isa();
   EXPECT_EQ((*p)->isa(), expected);
   EXPECT_NE((*p)->capability().detail.find(std::string(to_string(expected))), std::string::npos);
   NativeGemmOptions bad;
@@ -122,8 +122,7 @@ TEST(NativeGemmTest, ForcedIsaThatTheCpuLacksIsUnsupported) {
   for (NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2}) {
     NativeGemmOptions o;
     o.isa = isa;
-    const bool available =
-        isa == NativeGemmIsa::kAvx512 ? internal::cpu_supports_avx512() : internal::cpu_supports_avx2();
+    const bool available = cpu_supports(isa);
     auto p = NativeGemmProvider::create(o);
     EXPECT_EQ(p.ok(), available);
     if (!available) {
