@@ -10,9 +10,9 @@
 # next comment line). This script lists every reference whose title has no
 # definition in any scanned file and fails if there is one. It scans the
 # C/C++ sources, headers, .def, .cmake, CMakeLists.txt and markdown files
-# under DIRS (default: src include tools cmake examples docs fuzz, relative to
-# ROOT), skipping any testdata/ folder, so the fixtures of its own test are
-# not part of the tree it checks. Inline code spans (`...`) in markdown are
+# under DIRS (default: src include tools cmake examples docs fuzz python,
+# relative to ROOT), skipping any testdata/ folder, so the fixtures of its
+# own test are not part of the tree it checks. Inline code spans (`...`) in markdown are
 # ignored (CONTRIBUTING.md shows the syntax that way).
 cmake_minimum_required(VERSION 3.25)
 
@@ -21,7 +21,7 @@ if(NOT DEFINED ROOT)
 endif()
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 if(NOT DEFINED DIRS)
-  set(DIRS src include tools cmake examples docs fuzz)
+  set(DIRS src include tools cmake examples docs fuzz python)
 endif()
 
 # "[" and "]" would change how CMake splits lists, so file contents are
