@@ -122,6 +122,32 @@ TEST(SlicingTest, SumOverSlicesEqualsUnslicedOnRandomNetworks) {
 // Note [Balanced slicing]: slices spread over workers still sum to the
 // unsliced result, and the busiest worker's flops are never above those of
 // any single sliced label (the greedy search's first choice is one).
+// Slicing planned for two workers (Note [Balanced slicing]).
+Result<SlicedContraction> plan_over_two_workers(const ContractionTree& tree) {
+  SlicingOptions options;
+  options.min_slices = 2;
+  options.workers = 2;
+  return SlicedContraction::plan(tree, options);
+}
+
+// The busiest worker's flops when `s`'s slices are spread over two.
+double busiest_of_two(const SlicedContraction& s) {
+  return std::ceil(static_cast<double>(s.num_slices()) / 2.0) * s.slice_cost().flops;
+}
+
+// The least busiest_of_two over slicing one label of extent >= 2.
+double best_single_label_of_two(const ContractionTree& tree, const Network& net) {
+  double best = std::numeric_limits<double>::infinity();
+  for (LabelId l = 0; l < net.num_labels(); ++l) {
+    if (net.extent(l) < 2) continue;
+    const LabelId one[] = {l};
+    auto single = SlicedContraction::with_labels(tree, one);
+    EXPECT_TRUE(single.ok()) << single.status().to_string();
+    if (single.ok()) best = std::min(best, busiest_of_two(*single));
+  }
+  return best;
+}
+
 TEST(SlicingTest, BalancedSlicingOverWorkersEqualsUnsliced) {
   int balanced_runs = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
@@ -131,23 +157,11 @@ TEST(SlicingTest, BalancedSlicingOverWorkersEqualsUnsliced) {
     const Network net = bind_or_die(e.subscripts, e.shapes);
     auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
     ASSERT_TRUE(tree.ok()) << tree.status().to_string();
-    SlicingOptions options;
-    options.min_slices = 2;
-    options.workers = 2;
-    auto sliced = SlicedContraction::plan(*tree, options);
+    auto sliced = plan_over_two_workers(*tree);
     ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
     if (sliced->num_slices() < 2) continue;  // nothing of extent > 1 to slice
     ++balanced_runs;
-    const auto busiest = [](const SlicedContraction& s) {
-      return std::ceil(static_cast<double>(s.num_slices()) / 2.0) * s.slice_cost().flops;
-    };
-    for (LabelId l = 0; l < net.num_labels(); ++l) {
-      if (net.extent(l) < 2) continue;
-      const LabelId one[] = {l};
-      auto single = SlicedContraction::with_labels(*tree, one);
-      ASSERT_TRUE(single.ok());
-      EXPECT_LE(busiest(*sliced), busiest(*single) * (1 + 1e-12)) << sliced->explain() << single->explain();
-    }
+    EXPECT_LE(busiest_of_two(*sliced), best_single_label_of_two(*tree, net) * (1 + 1e-12)) << sliced->explain();
     const auto operands = test_support::random_operands(e.shapes, seed);
     EXPECT_LT(
         test_support::max_abs_diff(sum_over_slices(*sliced, operands), test_support::brute_force_einsum(net, operands)),
@@ -178,22 +192,11 @@ TEST(SlicingTest, MeraOverTwoRanksIsNoWorseThanTheGreedyChoice) {
   policy.path = std::move(order).value();
   auto tree = plan(*net, policy);
   ASSERT_TRUE(tree.ok()) << tree.status().to_string();
-  SlicingOptions options;
-  options.min_slices = 2;
-  options.workers = 2;
-  auto sliced = SlicedContraction::plan(*tree, options);
+  auto sliced = plan_over_two_workers(*tree);
   ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
   const double unsliced = tree->cost().flops;
-  const double busiest = std::ceil(static_cast<double>(sliced->num_slices()) / 2.0) * sliced->slice_cost().flops;
-  double best_single = std::numeric_limits<double>::infinity();
-  for (LabelId l = 0; l < net->num_labels(); ++l) {
-    if (net->extent(l) < 2) continue;
-    const LabelId one[] = {l};
-    auto single = SlicedContraction::with_labels(*tree, one);
-    ASSERT_TRUE(single.ok());
-    best_single =
-        std::min(best_single, std::ceil(static_cast<double>(single->num_slices()) / 2.0) * single->slice_cost().flops);
-  }
+  const double busiest = busiest_of_two(*sliced);
+  const double best_single = best_single_label_of_two(*tree, *net);
   EXPECT_LE(busiest, best_single * (1 + 1e-12)) << sliced->explain();
   std::printf("MERA over 2 ranks: %s  plan bound %.4f (best single label %.4f)\n", sliced->explain().c_str(),
               unsliced / busiest, unsliced / best_single);
