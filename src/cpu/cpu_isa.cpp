@@ -7,6 +7,10 @@
 
 namespace tenferro::cpu {
 
+namespace {
+constexpr std::string_view kCpuIsaNames = "auto, avx512, avx2, portable";
+}  // namespace
+
 std::string_view to_string(CpuIsa isa) noexcept {
   switch (isa) {
     case CpuIsa::kAuto:
@@ -25,8 +29,8 @@ Result<CpuIsa> parse_cpu_isa(std::string_view text) {
   for (CpuIsa isa : {CpuIsa::kAuto, CpuIsa::kAvx512, CpuIsa::kAvx2, CpuIsa::kPortable}) {
     if (text == to_string(isa)) return isa;
   }
-  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
-                    "cpu isa: expected one of auto, avx512, avx2, portable, found '{}'", text);
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration, "cpu isa: expected one of {}, found '{}'",
+                    kCpuIsaNames, text);
 }
 
 bool cpu_supports(CpuIsa isa) noexcept {
@@ -57,13 +61,12 @@ CpuIsa best_cpu_isa() noexcept {
 }
 
 Result<CpuIsa> cpu_isa_from_environment() {
-  const std::string name(kCpuIsaEnv);
-  const char* env = std::getenv(name.c_str());
+  const char* env = std::getenv(kCpuIsaEnv.data());  // a literal: NUL-terminated
   if (env == nullptr || *env == '\0') return CpuIsa::kAuto;
   Result<CpuIsa> isa = parse_cpu_isa(env);
   if (!isa.ok()) {
-    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
-                      "{}: expected one of auto, avx512, avx2, portable, found '{}'", kCpuIsaEnv, env);
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration, "{}: expected one of {}, found '{}'",
+                      kCpuIsaEnv, kCpuIsaNames, env);
   }
   return isa;
 }

@@ -248,7 +248,10 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
     return isa.status().with_context(fmt::format("cpu engine '{}': {}", options.name, isa.status().message()),
                                      ErrorStage::kConfiguration);
   }
-  Result<GemmSelection> gemm = select_gemm_provider(options);
+  // The candidates get the resolved set, so the environment is read once.
+  CpuEngineOptions resolved = options;
+  resolved.isa = *isa;
+  Result<GemmSelection> gemm = select_gemm_provider(resolved);
   if (!gemm.ok()) {
     return gemm.status().with_context(fmt::format("cpu engine '{}': {}", options.name, gemm.status().message()),
                                       ErrorStage::kConfiguration);

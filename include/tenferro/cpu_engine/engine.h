@@ -184,9 +184,8 @@ struct CpuEngine {
 /// unknown GEMM candidate or an unknown TENFERRO_CPU_ISA value;
 /// kUnsupported when options.isa (or TENFERRO_CPU_ISA) names an instruction
 /// set this CPU lacks, or when no GEMM candidate can be created (the message
-/// lists each refusal: which file and why); kUnsupported when no GEMM candidate can be
-/// created (the message lists each refusal: which file and why); other
-/// errors from the selected GEMM provider's creation.
+/// lists each refusal: which file and why); other errors from the selected
+/// GEMM provider's creation.
 Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options = {});
 
 /// make_cpu_engine(options) added to `builder` (builder.config().add_engine).
