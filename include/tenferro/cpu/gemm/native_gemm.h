@@ -37,6 +37,7 @@ class GemmWorkspacePool;
 struct NativeGemmTally {
   std::int64_t small_loop_problems = 0;
   std::int64_t small_tiled_problems = 0;
+  std::int64_t small_panel_problems = 0;
   std::int64_t rank1_problems = 0;
   std::int64_t blocked_problems = 0;
   std::int64_t parallel_problems = 0;
@@ -45,6 +46,7 @@ struct NativeGemmTally {
 struct NativeGemmAtomicCounters {
   std::atomic<std::int64_t> small_loop_problems{0};
   std::atomic<std::int64_t> small_tiled_problems{0};
+  std::atomic<std::int64_t> small_panel_problems{0};
   std::atomic<std::int64_t> rank1_problems{0};
   std::atomic<std::int64_t> blocked_problems{0};
   std::atomic<std::int64_t> parallel_problems{0};
@@ -76,6 +78,7 @@ struct NativeGemmOptions {
 struct NativeGemmCounters {
   std::int64_t small_problems = 0;         ///< problems run unpacked (Note [Small GEMM])
   std::int64_t small_tiled_problems = 0;   ///< of those, the ones run in register tiles
+  std::int64_t small_panel_problems = 0;   ///< of those, the ones whose misaligned A was copied into aligned panels
   std::int64_t rank1_problems = 0;         ///< depth-1 problems written directly (Note [Rank-1 GEMM])
   std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
   std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -114,7 +115,9 @@ void scale_c(const TypedProblem<T>& p) {
 //  - A is read in place, in whole row blocks, when it is unit-stride along
 //    M; its other rows are copied into a column-major buffer on the stack,
 //    padded with zeros to a whole block (rows past m are computed and never
-//    stored).
+//    stored); a unit-stride A off the vector alignment that several column
+//    blocks reuse is copied into aligned panels instead (Note [Misaligned
+//    small GEMM]).
 // Problems up to kLoopMaxMnk (16^3) the tiles cannot run -- complex ones,
 // or an A too large for the buffer (a long thin A with n = 1, say) -- run
 // the plain column loop, vectorised over i when A and C are unit-stride
@@ -230,12 +233,79 @@ void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t l
   }
 }
 
-// small_tiles with the smallest buffer that holds the copied rows (a large
-// stack frame costs a small product its probes); false, nothing written,
-// when kSmallLocalA does not hold them.
-template <class T, int MV>
-bool small_tiles(const TypedProblem<T>& p) {
+// Note [Misaligned small GEMM]
+// numpy places a large array 16 bytes past a 64-byte boundary, so every
+// vector load of an in-place A column splits across two cache lines: on
+// AVX-512 a batched 64^3 product took 4-6 % longer than on aligned data
+// (docs/python.md). When A is reused over more than one column block and a
+// row block of it fits kSmallLocalA, each row block is copied once into an
+// aligned panel (depth-major, kRows rows per column) and every column block
+// of C is run from the panel before the next row block: the copy is one
+// aligned store per vector that the tiles then read n / kNb times.
+template <class T, int MV, std::int64_t kLocal>
+void small_tiles_panels(const TypedProblem<T>& p) {
   constexpr int kRows = MV * kSmallRows<T>;
+  constexpr int kNb = std::min(8, kTileAccumulators / MV);
+  alignas(64) T panel[kLocal];
+  for (std::int64_t i = 0; i < p.m; i += kRows) {
+    const std::int64_t rows = std::min<std::int64_t>(kRows, p.m - i);
+    for (std::int64_t l = 0; l < p.k; ++l) {
+      T* col = panel + l * kRows;
+      const T* src = p.a + i + l * p.csa;
+      if (rows == kRows) {  // whole vectors: a loop of scalars becomes `rep movs`, slow for 16 elements
+        for (int v = 0; v < MV; ++v) {
+          SmallVec<T> x;
+          std::memcpy(&x, src + v * kSmallRows<T>, sizeof(x));
+          std::memcpy(col + v * kSmallRows<T>, &x, sizeof(x));
+        }
+      } else {
+        for (std::int64_t r = 0; r < rows; ++r) col[r] = src[r];
+        for (std::int64_t r = rows; r < kRows; ++r) col[r] = T(0);
+      }
+    }
+    for (std::int64_t j = 0; j < p.n; j += kNb) {
+      const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
+      T* c = p.c + i * p.rsc + j * p.csc;
+      if (MV > 1 && rows <= kSmallRows<T>) {
+        small_tile_columns<T, 1, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
+                                      p.csc, rows);
+      } else {
+        small_tile_columns<T, MV, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
+                                       p.csc, rows);
+      }
+    }
+  }
+}
+
+// Whether A's columns are unit-stride but not aligned to the tiles' vector
+// and reused over several column blocks (Note [Misaligned small GEMM]).
+template <class T, int MV>
+bool wants_panels(const TypedProblem<T>& p) {
+  constexpr int kNb = std::min(8, kTileAccumulators / MV);
+  if (p.rsa != 1 || p.n <= kNb) return false;
+  const auto misaligned = [](std::uintptr_t v) { return v % kSmallVectorBytes != 0; };
+  return misaligned(reinterpret_cast<std::uintptr_t>(p.a)) ||
+         misaligned(static_cast<std::uintptr_t>(p.csa) * sizeof(T));
+}
+
+// How a real problem ran in register tiles, if it did.
+enum class TilePath { kNone, kInPlace, kPanels };
+
+// small_tiles with the smallest buffer that holds the copied rows (a large
+// stack frame costs a small product its probes), or in aligned panels (Note
+// [Misaligned small GEMM]); kNone, nothing written, when kSmallLocalA does
+// not hold them.
+template <class T, int MV>
+TilePath small_tiles(const TypedProblem<T>& p) {
+  constexpr int kRows = MV * kSmallRows<T>;
+  if (wants_panels<T, MV>(p) && kRows * p.k <= kSmallLocalA) {
+    if (kRows * p.k <= 512) {
+      small_tiles_panels<T, MV, 512>(p);
+    } else {
+      small_tiles_panels<T, MV, kSmallLocalA>(p);
+    }
+    return TilePath::kPanels;
+  }
   const std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
   const std::int64_t lda_local = (p.m - in_place + kRows - 1) / kRows * kRows;
   const std::int64_t needed = lda_local * p.k;
@@ -244,17 +314,17 @@ bool small_tiles(const TypedProblem<T>& p) {
   } else if (needed <= kSmallLocalA) {
     small_tiles<T, MV, kSmallLocalA>(p, in_place, lda_local);
   } else {
-    return false;
+    return TilePath::kNone;
   }
-  return true;
+  return TilePath::kInPlace;
 }
 
-// Real problems in register tiles (Note [Small GEMM]); false when they
+// Real problems in register tiles (Note [Small GEMM]); kNone when they
 // cannot run there.
 template <class T>
-bool try_small_tiles(const TypedProblem<T>& p) {
+TilePath try_small_tiles(const TypedProblem<T>& p) {
   if constexpr (IsComplex<T>::value) {
-    return false;
+    return TilePath::kNone;
   } else {
     return p.m <= kSmallRows<T> ? small_tiles<T, 1>(p) : small_tiles<T, 2>(p);
   }
@@ -563,6 +633,7 @@ GemmSupport NativeGemmProvider::support() const noexcept {
 NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   NativeGemmCounters c;
   c.small_tiled_problems = counters_.small_tiled_problems.load(std::memory_order_relaxed);
+  c.small_panel_problems = counters_.small_panel_problems.load(std::memory_order_relaxed);
   c.small_problems = c.small_tiled_problems + counters_.small_loop_problems.load(std::memory_order_relaxed);
   c.rank1_problems = counters_.rank1_problems.load(std::memory_order_relaxed);
   c.blocked_problems = counters_.blocked_problems.load(std::memory_order_relaxed);
@@ -575,6 +646,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
 void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept {
   if (t.small_loop_problems != 0) small_loop_problems.fetch_add(t.small_loop_problems, std::memory_order_relaxed);
   if (t.small_tiled_problems != 0) small_tiled_problems.fetch_add(t.small_tiled_problems, std::memory_order_relaxed);
+  if (t.small_panel_problems != 0) small_panel_problems.fetch_add(t.small_panel_problems, std::memory_order_relaxed);
   if (t.rank1_problems != 0) rank1_problems.fetch_add(t.rank1_problems, std::memory_order_relaxed);
   if (t.blocked_problems != 0) blocked_problems.fetch_add(t.blocked_problems, std::memory_order_relaxed);
   if (t.parallel_problems != 0) parallel_problems.fetch_add(t.parallel_problems, std::memory_order_relaxed);
@@ -609,9 +681,13 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const std::int64_t threads =
         threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     // One thread's tiles; a product the context would split runs blocked.
-    if (mnk <= options_.small_max_mnk && threads == 1 && try_small_tiles(p)) {
-      ++tally.small_tiled_problems;
-      return ok_status();
+    if (mnk <= options_.small_max_mnk && threads == 1) {
+      const TilePath path = try_small_tiles(p);
+      if (path != TilePath::kNone) {
+        ++tally.small_tiled_problems;
+        if (path == TilePath::kPanels) ++tally.small_panel_problems;
+        return ok_status();
+      }
     }
     if (mnk <= std::min(options_.small_max_mnk, kLoopMaxMnk)) {
       small_loop(p);

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
+#include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "cpu/cpu_isa_test_support.h"
 #include "cpu/gemm/gemm_test_support.h"
@@ -116,6 +119,39 @@ TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
   EXPECT_EQ(p->counters().fork_joins, 1);
   for (std::int64_t i = 0; i < m; i += 37)
     for (std::int64_t j = 0; j < n; j += 41) EXPECT_DOUBLE_EQ(c.at(i, j), a.at(i, 0) * b.at(0, j)) << i << "," << j;
+}
+
+TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
+  // Note [Misaligned small GEMM]: a column-major A (the operand the tiles
+  // load as vectors) one element past a 64-byte boundary, reused over
+  // several column blocks, runs from aligned panels; the same product at
+  // the boundary reads A in place. Both equal the reference, with beta != 0
+  // and a last row block shorter than a tile.
+  auto p = *NativeGemmProvider::create();
+  SequentialContext seq;
+  const std::int64_t m = 13, n = 16, k = 16;  // 16^3 <= small_max_mnk on every target
+  for (const std::int64_t offset : {0, 1}) {
+    StridedMatrix<double> a(m, k, MatLayout::kColMajor, 11), b(k, n, MatLayout::kRowMajor, 12),
+        c(m, n, MatLayout::kColMajor, 13);
+    // A's columns at `offset` elements past a 64-byte boundary.
+    std::vector<double> storage(static_cast<std::size_t>(16 * k + 16));
+    double* base = storage.data();
+    while (reinterpret_cast<std::uintptr_t>(base) % 64 != 0) ++base;
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < m; ++i) base[offset + i + j * 16] = a.at(i, j);
+    const GemmInput in{base + offset, 1, 16};  // lda 16: every column starts `offset` past a boundary
+    std::vector<std::complex<double>> ref;
+    std::vector<double> bound;
+    reference_gemm(a, b, 1.0, 0.5, c, ref, bound);
+    const auto before = c.buffer;
+    const NativeGemmCounters start = p->counters();
+    ASSERT_TRUE(
+        p->gemm(GemmRequest{DType::kFloat64, GemmProblem{m, n, k, in, b.input(), c.output(), 1.0, 0.5}}, seq).ok());
+    EXPECT_TRUE(matches_reference(c, ref, bound, k, before)) << "offset " << offset;
+    const NativeGemmCounters end = p->counters();
+    EXPECT_EQ(end.small_tiled_problems - start.small_tiled_problems, 1);
+    EXPECT_EQ(end.small_panel_problems - start.small_panel_problems, offset == 0 ? 0 : 1) << "offset " << offset;
+  }
 }
 
 TEST(NativeGemmTest, ForcedIsaThatTheCpuLacksIsUnsupported) {
