@@ -5,7 +5,9 @@
 #define TENFERRO_PYTHON_IMPORT_ARRAY
 #include "numpy_api.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -217,8 +219,55 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   return op;
 }
 
-py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec) {
-  if (args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1)) {
+std::string shape_text(int ndim, const npy_intp* dims) {
+  std::string text = "(";
+  for (int i = 0; i < ndim; ++i) fmt::format_to(std::back_inserter(text), "{}{}", i > 0 ? ", " : "", dims[i]);
+  return text + (ndim == 1 ? ",)" : ")");
+}
+
+// Note [einsum out=]
+// numpy.einsum's out=: the result is written into `out`, an ndarray of
+// exactly the result's shape whose dtype the result casts to under numpy's
+// default 'safe' rule; the call returns `out`. Like numpy's own einsum when
+// it contracts through BLAS (optimize=True), the result is computed first
+// and then copied, so an `out` that overlaps an operand is safe. Every check
+// runs before anything is written: a rejected out= leaves `out` unchanged.
+void check_out(py::handle out) {
+  if (!PyArray_Check(out.ptr())) {
+    raise_type_error(fmt::format("einsum(): out must be a numpy.ndarray, found {}", type_name(out)));
+  }
+  if (!PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(out.ptr()))) {
+    raise_error(ErrorCode::kInvalidArgument, "einsum: out is read-only");
+  }
+}
+
+py::object write_out(py::handle out, const py::object& result) {
+  auto* dst = reinterpret_cast<PyArrayObject*>(out.ptr());
+  auto* src = reinterpret_cast<PyArrayObject*>(result.ptr());
+  const int ndim = PyArray_NDIM(src);
+  if (PyArray_NDIM(dst) != ndim || !std::equal(PyArray_DIMS(src), PyArray_DIMS(src) + ndim, PyArray_DIMS(dst))) {
+    raise_error(ErrorCode::kShapeMismatch,
+                fmt::format("einsum: out has shape {}, expected {} (the result's shape)",
+                            shape_text(PyArray_NDIM(dst), PyArray_DIMS(dst)), shape_text(ndim, PyArray_DIMS(src))));
+  }
+  if (!PyArray_CanCastTypeTo(PyArray_DESCR(src), PyArray_DESCR(dst), NPY_SAFE_CASTING)) {
+    raise_error(ErrorCode::kDTypeMismatch,
+                fmt::format("einsum: cannot write a {} result into out of dtype {} (casting='safe')",
+                            std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(src)))),
+                            std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(dst))))));
+  }
+  if (PyArray_CopyInto(dst, src) < 0) throw py::error_already_set();
+  return py::reinterpret_borrow<py::object>(out);
+}
+
+py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py::handle out = py::none()) {
+  const bool traced = args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1);
+  if (!out.is_none()) {
+    if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
+    check_out(out);
+    return write_out(out, einsum_call(rt, args, spec));
+  }
+  if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
     return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
   }
@@ -226,20 +275,21 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec) {
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
   operands.unify_dtypes();
   operands.wrap();
-  Result<Tensor> out = [&] {
+  Result<Tensor> result = [&] {
     py::gil_scoped_release nogil;
     return rt.with_context([&](runtime::EagerContext& ctx) {
       const SmallVector<Tensor, 8>& tensors = operands.tensors();
       return einsum::einsum(ctx, op, std::span<const Tensor>(tensors.data(), tensors.size()));
     });
   }();
-  return operands.to_numpy(value_or_raise(std::move(out)));
+  return operands.to_numpy(value_or_raise(std::move(result)));
 }
 
 struct EinsumKwargs {
   py::handle optimize = py::none();
   py::handle threads = py::none();
   py::handle runtime = py::none();
+  py::handle out = py::none();
 };
 
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
@@ -250,6 +300,8 @@ void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* fu
     k.threads = value;
   } else if (name == "runtime") {
     k.runtime = value;
+  } else if (name == "out") {
+    k.out = value;
   } else {
     raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
   }
@@ -312,7 +364,7 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
       set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
     }
-    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize))
+    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k.out)
         .release()
         .ptr();
   } catch (py::error_already_set& e) {
@@ -589,7 +641,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
             if (!k.threads.is_none() && as_index(k.threads, "threads") != rt.threads()) {
               raise_error(ErrorCode::kInvalidArgument, "threads= differs from this runtime's threads");
             }
-            return einsum_call(rt, items_of(args), parse_optimize(k.optimize));
+            return einsum_call(rt, items_of(args), parse_optimize(k.optimize), k.out);
           },
           "einsum on this runtime; see tenferro.einsum.")
       .def("__repr__", [](const PyRuntime& rt) {
@@ -597,15 +649,17 @@ tenferro.linalg functions, or call its einsum method.)doc")
                            rt.domain());
       });
 
-  static PyMethodDef einsum_def = {"einsum",
-                                   reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
-                                   METH_FASTCALL | METH_KEYWORDS,
-                                   R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
+  static PyMethodDef einsum_def = {
+      "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
+      METH_FASTCALL | METH_KEYWORDS,
+      R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None, out=None)
 
 numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
 are borrowed without copying and the result is a numpy array over
-tenferro's storage. See docs/python.md.)doc"};
+tenferro's storage. out=: a numpy array of the result's shape to write
+the result into (numpy's 'safe' casting); it is returned. See
+docs/python.md.)doc"};
   auto state = std::make_unique<EinsumFunctionState>();
   state->module = py::reinterpret_borrow<py::object>(module);
   PyObject* key = PyUnicode_InternFromString("_default_runtime");

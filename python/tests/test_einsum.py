@@ -239,3 +239,35 @@ def test_version_is_the_builds():
         pytest.skip("run through ctest to know the configured version")
     assert tenferro.__version__ == expected
     assert "__version__" in tenferro.__all__
+
+
+@pytest.mark.parametrize("runtime_call", [False, True])
+def test_out_receives_the_result_like_numpy(runtime_call, rng):
+    # numpy.einsum's out=: written in place (a strided view included) and
+    # returned; the result casts safely to out's dtype.
+    a = random_array(rng, (3, 4), np.float64)
+    b = random_array(rng, (4, 5), np.float64)
+    call = tenferro.Runtime(threads=1).einsum if runtime_call else tenferro.einsum
+    want = np.einsum("ij,jk->ik", a, b)
+
+    out = np.full((3, 5), np.nan)
+    got = call("ij,jk->ik", a, b, out=out)
+    assert got is out
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+
+    wide = np.zeros((5, 3 * 2), dtype=np.complex128)
+    view = wide[:, ::2].T  # non-contiguous
+    assert call("ij,jk->ik", a, b, out=view) is view
+    np.testing.assert_allclose(view, want, rtol=1e-12)
+    assert np.all(wide[:, 1::2] == 0), "only the view's elements are written"
+
+
+def test_out_may_overlap_an_operand(rng):
+    a = random_array(rng, (4, 4), np.float64)
+    want = a.T.copy()
+    tenferro.einsum("ij->ji", a, out=a)
+    np.testing.assert_array_equal(a, want)
+    m = random_array(rng, (4, 4), np.float64)
+    want = m @ m
+    tenferro.einsum("ij,jk->ik", m, m, out=m)
+    np.testing.assert_allclose(m, want, rtol=1e-12)

@@ -67,7 +67,7 @@ def test_bad_options():
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=[(0, 5)])
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[(0, 1, 2)])
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=3.5)
-    raises(TypeError, None, tenferro.einsum, "ij->ji", a, out=a)
+    raises(TypeError, None, tenferro.einsum, "ij->ji", a, bogus=a)
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, threads=0)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=0)
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=100000)
@@ -102,3 +102,26 @@ def test_exception_hierarchy():
     assert issubclass(tenferro.UnsupportedError, NotImplementedError)
     for cls in (tenferro.LinAlgError, tenferro.DTypeError, tenferro.RuntimeFailure):
         assert issubclass(cls, tenferro.Error)
+
+
+def test_bad_out_is_rejected_and_left_unchanged():
+    a = np.ones((3, 4))
+    b = np.ones((4, 5))
+    out = np.full((3, 5), 7.0)
+    raises(TypeError, None, tenferro.einsum, "ij,jk->ik", a, b, out=[0.0] * 15)
+    e = raises(ValueError, "kShapeMismatch", tenferro.einsum, "ij,jk->ik", a, b, out=np.zeros((5, 3)))
+    assert "(5, 3)" in e.message and "(3, 5)" in e.message
+    raises(ValueError, "kShapeMismatch", tenferro.einsum, "ij,jk->ik", a, b, out=np.zeros(15))
+    e = raises(TypeError, "kDTypeMismatch", tenferro.einsum, "ij,jk->ik", a, b, out=np.zeros((3, 5), np.float32))
+    assert "float64" in e.message and "float32" in e.message
+    frozen = np.zeros((3, 5))
+    frozen.flags.writeable = False
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, b, out=frozen)
+    assert np.all(frozen == 0)
+    # A failed contraction leaves out as it was.
+    raises(ValueError, "kShapeMismatch", tenferro.einsum, "ij,jk->ik", a, np.ones((3, 5)), out=out)
+    assert np.all(out == 7.0)
+    # Inside vjp the result is traced: out= has nothing to receive.
+    sink = np.zeros((2, 2))
+    raises(ValueError, "kInvalidArgument", tenferro.vjp, lambda x: tenferro.einsum("ij->ji", x, out=sink), np.ones((2, 2)))
+    assert np.all(sink == 0)
