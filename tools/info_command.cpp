@@ -2,6 +2,8 @@
 // as JSON or as indented text.
 #include "info_command.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "tenferro/base/build_info.h"
 #include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu/fftw_provider.h"
 #include "tenferro/fft_cpu/native_provider.h"
@@ -56,13 +59,11 @@ nlohmann::json kernels_section() {
   }
   section["layout_transpose"] = to_string(layout_kernel_isa());
   section["compile_target"] = fmt::format("-march={}", build_info().arch);
-#if defined(__AVX512F__)
-  section["small_gemm_tiles"] = "avx512 (compile target)";
-#elif defined(__AVX2__)
-  section["small_gemm_tiles"] = "avx2 (compile target)";
-#else
-  section["small_gemm_tiles"] = "generic (compile target)";
-#endif
+  if (Result<std::shared_ptr<NativeGemmProvider>> gemm = NativeGemmProvider::create(); gemm.ok()) {
+    // The register tiles of small products come with the GEMM's kernel table.
+    const auto edge = static_cast<std::int64_t>(std::llround(std::cbrt((*gemm)->small_max_mnk(DType::kFloat64))));
+    section["small_gemm_tiles"] = fmt::format("{} (real products up to {}^3)", to_string((*gemm)->isa()), edge);
+  }
   return section;
 }
 

@@ -64,7 +64,9 @@ using NativeGemmIsa = CpuIsa;
 struct NativeGemmOptions {
   NativeGemmIsa isa = NativeGemmIsa::kAuto;
   /// Problems with m*n*k at most this may run unpacked (no workspace; Note
-  /// [Small GEMM] in native_gemm.cpp); 1 forces the blocked path.
+  /// [Small GEMM] in src/cpu/gemm/native/small_tiles.h); 0 takes the kernel
+  /// table's (64^3 for the AVX-512 kernels, else 16^3); 1 forces the
+  /// blocked path.
   std::int64_t small_max_mnk = 0;
   /// Problems below this many flops (2*m*n*k) never fork, whatever the context.
   std::int64_t parallel_min_flops = 0;
@@ -103,6 +105,9 @@ class NativeGemmProvider final : public CpuGemmProvider {
   GemmSupport support() const noexcept override;
   /// The kernels selected at creation (never kAuto).
   NativeGemmIsa isa() const noexcept { return isa_; }
+  /// The largest m*n*k of `dtype` that may run unpacked: small_max_mnk when
+  /// set, else the kernel table's (Note [Small GEMM]); 0 for other dtypes.
+  std::int64_t small_max_mnk(DType dtype) const noexcept;
   NativeGemmCounters counters() const noexcept;
 
   Status gemm(const GemmRequest& request, const ParallelContext& ctx) const override;

@@ -1,6 +1,6 @@
 // The per-ISA building blocks of the native GEMM (BLIS-style): a register
 // micro-kernel, the two packing routines and the cache blocking tuned for
-// them. Each ISA translation unit (gemm_kernels_avx512.cpp, _avx2.cpp,
+// them, and the register tiles for small problems. Each ISA translation unit (gemm_kernels_avx512.cpp, _avx2.cpp,
 // _portable.cpp) provides one GemmKernelTable; the driver (native_gemm.cpp)
 // picks a table once, at provider construction.
 #pragma once
@@ -9,6 +9,24 @@
 #include <cstdint>
 
 namespace tenferro::cpu::internal {
+
+/// One problem C = alpha * A * B + beta * C of element type T, strides in
+/// elements, after the driver's orientation (C's unit stride along M).
+template <class T>
+struct TypedProblem {
+  std::int64_t m, n, k;
+  const T* a;
+  std::int64_t rsa, csa;
+  const T* b;
+  std::int64_t rsb, csb;
+  T* c;
+  std::int64_t rsc, csc;
+  T alpha, beta;
+};
+
+/// How a small real problem ran in register tiles, if it did (Note [Small
+/// GEMM] in small_tiles.h).
+enum class SmallTilePath { kNone, kInPlace, kPanels };
 
 /// Kernels and blocking for element type T (float, double, std::complex<>).
 ///
@@ -30,6 +48,12 @@ struct GemmKernelSet {
                        std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) = nullptr;
   void (*pack_a)(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
   void (*pack_b)(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
+  /// Problems of at most this many multiply-adds may run unpacked (the
+  /// provider's default small_max_mnk for this type).
+  std::int64_t small_max_mnk = 16 * 16 * 16;
+  /// Register tiles for small real problems (Note [Small GEMM]); null for
+  /// complex types. kNone, nothing written, when they cannot take `p`.
+  SmallTilePath (*small_tiles)(const TypedProblem<T>& p) = nullptr;
 };
 
 /// The four dtypes of one ISA.

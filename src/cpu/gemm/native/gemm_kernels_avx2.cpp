@@ -6,6 +6,7 @@
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/micro_kernels.h"
+#include "cpu/gemm/native/small_tiles.h"
 
 namespace tenferro::cpu::internal {
 namespace {
@@ -42,6 +43,12 @@ struct Avx2S {
   static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_ps(a, b, c); }
 };
 
+// The small-problem tiles (Note [Small GEMM]): 12 of the 16 ymm registers, as the 8x6 blocked tile.
+struct Avx2Tiles {
+  static constexpr int kVectorBytes = 32;
+  static constexpr int kAccumulators = 12;
+};
+
 GemmKernelTable make_table() {
   GemmKernelTable t;
   t.isa = "avx2";
@@ -49,6 +56,7 @@ GemmKernelTable make_table() {
   t.f64 = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
   t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
+  add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/16 * 16 * 16);
   return t;
 }
 

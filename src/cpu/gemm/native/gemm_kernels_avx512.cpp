@@ -13,6 +13,7 @@
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/micro_kernels.h"
+#include "cpu/gemm/native/small_tiles.h"
 
 namespace tenferro::cpu::internal {
 namespace {
@@ -49,6 +50,12 @@ struct Avx512S {
   static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_ps(a, b, c); }
 };
 
+// The small-problem tiles (Note [Small GEMM]): 16 of the 32 zmm registers.
+struct Avx512Tiles {
+  static constexpr int kVectorBytes = 64;
+  static constexpr int kAccumulators = 16;
+};
+
 GemmKernelTable make_table() {
   GemmKernelTable t;
   t.isa = "avx512";
@@ -56,6 +63,7 @@ GemmKernelTable make_table() {
   t.f64 = make_real_set<Avx512D, 3, 8>(/*mc=*/192, /*kc=*/256, /*nc=*/4096);
   t.c64 = make_complex_set<Avx512S, 3, 4>(/*mc=*/192, /*kc=*/256, /*nc=*/4096);
   t.c128 = make_complex_set<Avx512D, 3, 4>(/*mc=*/96, /*kc=*/256, /*nc=*/4096);
+  add_small_tiles<Avx512Tiles>(t, /*max_mnk=*/64 * 64 * 64);
   return t;
 }
 

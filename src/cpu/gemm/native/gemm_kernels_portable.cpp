@@ -3,6 +3,7 @@
 // on CPUs without AVX2 and as a cross-check of the SIMD kernels in tests.
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/micro_kernels.h"
+#include "cpu/gemm/native/small_tiles.h"
 
 namespace tenferro::cpu::internal {
 namespace {
@@ -52,6 +53,12 @@ struct PortableIsa {
   }
 };
 
+// The small-problem tiles (Note [Small GEMM]): 8 xmm registers.
+struct PortableTiles {
+  static constexpr int kVectorBytes = 16;
+  static constexpr int kAccumulators = 8;
+};
+
 GemmKernelTable make_table() {
   GemmKernelTable t;
   t.isa = "portable";
@@ -59,6 +66,7 @@ GemmKernelTable make_table() {
   t.f64 = make_real_set<PortableIsa<double>, 2, 4>(/*mc=*/128, /*kc=*/256, /*nc=*/4096);
   t.c64 = make_complex_set<PortableIsa<float>, 2, 2>(/*mc=*/128, /*kc=*/256, /*nc=*/4096);
   t.c128 = make_complex_set<PortableIsa<double>, 2, 2>(/*mc=*/64, /*kc=*/256, /*nc=*/4096);
+  add_small_tiles<PortableTiles>(t, /*max_mnk=*/16 * 16 * 16);
   return t;
 }
 

@@ -20,6 +20,8 @@ namespace {
 using internal::GemmKernelSet;
 using internal::GemmWorkspacePool;
 using internal::NativeGemmAtomicCounters;
+using internal::SmallTilePath;
+using internal::TypedProblem;
 
 template <class T>
 struct IsComplex : std::false_type {};
@@ -45,18 +47,6 @@ inline T mul(T x, T y) {
     return x * y;
   }
 }
-
-template <class T>
-struct TypedProblem {
-  std::int64_t m, n, k;
-  const T* a;
-  std::int64_t rsa, csa;
-  const T* b;
-  std::int64_t rsb, csb;
-  T* c;
-  std::int64_t rsc, csc;
-  T alpha, beta;
-};
 
 // C = A B  <=>  C^T = B^T A^T: swaps the roles so that C's unit stride runs
 // along M, where the micro-kernel stores whole vectors.
@@ -95,240 +85,11 @@ void scale_c(const TypedProblem<T>& p) {
   }
 }
 
-// Note [Small GEMM]
-// Packing and its workspace cost more than a small product. Real problems
-// of at most small_max_mnk multiply-adds (by default kTileMaxMnk: 64^3
-// where the compiler targets AVX-512, else 16^3) therefore run in register
-// tiles when their A fits the tiles' stack buffer and the context would not
-// split them (parallel_min_flops):
-//  - a tile is MB rows x NB columns of C and accumulates over the whole
-//    depth before it touches C once; MB is one vector of rows (kSmallRows;
-//    the vector is the compile target's widest register, so that the
-//    compiler keeps each in one register: a 64-byte vector on an AVX2
-//    target was lowered to memory operations, docs/performance_notes.md)
-//    when m fits one, else two, with a last block of
-//    one vector when that is all that is left; NB makes the tile hold
-//    kTileAccumulators vectors (16 of AVX-512's 32 registers, 12 of AVX2's
-//    16, as the AVX2 blocked kernel's 8x6 tile, else 8), at most 8 columns;
-//  - B's elements are broadcast from wherever they are, whatever its
-//    strides;
-//  - A is read in place, in whole row blocks, when it is unit-stride along
-//    M; its other rows are copied into a column-major buffer on the stack,
-//    padded with zeros to a whole block (rows past m are computed and never
-//    stored); a unit-stride A off the vector alignment that several column
-//    blocks reuse is copied into aligned panels instead (Note [Misaligned
-//    small GEMM]).
-// Problems up to kLoopMaxMnk (16^3) the tiles cannot run -- complex ones,
-// or an A too large for the buffer (a long thin A with n = 1, say) -- run
-// the plain column loop, vectorised over i when A and C are unit-stride
-// along M. The tiles cover the sizes where that loop, and above it the
-// blocked path, fell well behind OpenBLAS in `tenferro bench gemm`
-// (docs/performance_notes.md, "Native GEMM").
-#if defined(__AVX512F__)
-constexpr std::int64_t kTileMaxMnk = 64 * 64 * 64;
-constexpr int kTileAccumulators = 16;
-constexpr int kSmallVectorBytes = 64;
-#elif defined(__AVX2__)
-constexpr std::int64_t kTileMaxMnk = 16 * 16 * 16;
-constexpr int kTileAccumulators = 12;
-constexpr int kSmallVectorBytes = 32;
-#else
-constexpr std::int64_t kTileMaxMnk = 16 * 16 * 16;
-constexpr int kTileAccumulators = 8;
-constexpr int kSmallVectorBytes = 16;
-#endif
-constexpr std::int64_t kSmallLocalA = 4096;
+// Problems up to kLoopMaxMnk that the register tiles of Note [Small GEMM]
+// (small_tiles.h) cannot run -- complex ones, or an A too large for the
+// tiles' buffer (a long thin A with n = 1, say) -- run the plain column
+// loop below.
 constexpr std::int64_t kLoopMaxMnk = 16 * 16 * 16;
-
-// One register of T (GCC/Clang vector extension): a zmm, ymm or xmm.
-template <class T>
-using SmallVec __attribute__((vector_size(kSmallVectorBytes))) = T;
-template <class T>
-constexpr int kSmallRows = kSmallVectorBytes / static_cast<int>(sizeof(T));
-
-// One (MV x kSmallRows) x NB tile of C (rows i < mb stored) from the padded
-// column-major A block `ap` (leading dimension lda).
-template <class T, int MV, int NB>
-void small_tile(std::int64_t k, const T* ap, std::int64_t lda, const T* b, std::int64_t rsb, std::int64_t csb, T alpha,
-                T beta, T* c, std::int64_t rsc, std::int64_t csc, std::int64_t mb) {
-  using V = SmallVec<T>;
-  constexpr int L = kSmallRows<T>;
-  V acc[NB][MV] = {};
-  for (std::int64_t l = 0; l < k; ++l) {
-    V a[MV];
-    for (int v = 0; v < MV; ++v) std::memcpy(&a[v], ap + l * lda + v * L, sizeof(V));
-    const T* bl = b + l * rsb;
-    for (int q = 0; q < NB; ++q) {
-      const T bq = bl[q * csb];
-      for (int v = 0; v < MV; ++v) acc[q][v] += a[v] * bq;
-    }
-  }
-  for (int q = 0; q < NB; ++q) {
-    T* cq = c + q * csc;
-    if (rsc == 1 && mb == MV * L) {
-      for (int v = 0; v < MV; ++v) {
-        V out = alpha * acc[q][v];
-        if (beta != T(0)) {
-          V old;
-          std::memcpy(&old, cq + v * L, sizeof(V));
-          out += beta * old;
-        }
-        std::memcpy(cq + v * L, &out, sizeof(V));
-      }
-    } else {
-      for (std::int64_t i = 0; i < mb; ++i) {
-        T& x = cq[i * rsc];
-        const T r = alpha * acc[q][i / L][i % L];
-        x = beta == T(0) ? r : r + beta * x;
-      }
-    }
-  }
-}
-
-// small_tile with the widest NB <= kNb that fits nb columns.
-template <class T, int MV, int NB>
-void small_tile_columns(std::int64_t nb, std::int64_t k, const T* ap, std::int64_t lda, const T* b, std::int64_t rsb,
-                        std::int64_t csb, T alpha, T beta, T* c, std::int64_t rsc, std::int64_t csc, std::int64_t mb) {
-  if constexpr (NB > 1) {
-    if (nb < NB) return small_tile_columns<T, MV, NB - 1>(nb, k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
-  }
-  small_tile<T, MV, NB>(k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
-}
-
-// The tiles of Note [Small GEMM] with row blocks of MV vectors, the first
-// `in_place` rows of A read where they are and the rest from a copy (rows
-// padded to lda_local) in a stack buffer of kLocal elements.
-template <class T, int MV, std::int64_t kLocal>
-void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t lda_local) {
-  constexpr int kRows = MV * kSmallRows<T>;
-  constexpr int kNb = std::min(8, kTileAccumulators / MV);
-  const std::int64_t copied = p.m - in_place;
-  T local[kLocal];
-  for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
-    T* col = local + l * lda_local;
-    const T* src = p.a + in_place * p.rsa + l * p.csa;
-    if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
-      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i];
-    } else {
-      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i * p.rsa];
-    }
-    for (std::int64_t i = copied; i < lda_local; ++i) col[i] = T(0);
-  }
-  for (std::int64_t j = 0; j < p.n; j += kNb) {
-    const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
-    for (std::int64_t i = 0; i < p.m; i += kRows) {
-      const bool own = i < in_place;
-      const T* a = own ? p.a + i : local + (i - in_place);
-      const std::int64_t lda = own ? p.csa : lda_local;
-      const std::int64_t rows = std::min<std::int64_t>(kRows, p.m - i);
-      T* c = p.c + i * p.rsc + j * p.csc;
-      if (MV > 1 && rows <= kSmallRows<T>) {  // a last block of one vector: no padded rows computed
-        small_tile_columns<T, 1, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc, p.csc,
-                                      rows);
-      } else {
-        small_tile_columns<T, MV, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc, p.csc,
-                                       rows);
-      }
-    }
-  }
-}
-
-// Note [Misaligned small GEMM]
-// numpy places a large array 16 bytes past a 64-byte boundary, so every
-// vector load of an in-place A column splits across two cache lines: on
-// AVX-512 a batched 64^3 product took 4-6 % longer than on aligned data
-// (docs/python.md). When A is reused over more than one column block and a
-// row block of it fits kSmallLocalA, each row block is copied once into an
-// aligned panel (depth-major, kRows rows per column) and every column block
-// of C is run from the panel before the next row block: the copy is one
-// aligned store per vector that the tiles then read n / kNb times.
-template <class T, int MV, std::int64_t kLocal>
-void small_tiles_panels(const TypedProblem<T>& p) {
-  constexpr int kRows = MV * kSmallRows<T>;
-  constexpr int kNb = std::min(8, kTileAccumulators / MV);
-  alignas(64) T panel[kLocal];
-  for (std::int64_t i = 0; i < p.m; i += kRows) {
-    const std::int64_t rows = std::min<std::int64_t>(kRows, p.m - i);
-    for (std::int64_t l = 0; l < p.k; ++l) {
-      T* col = panel + l * kRows;
-      const T* src = p.a + i + l * p.csa;
-      if (rows == kRows) {  // whole vectors: a loop of scalars becomes `rep movs`, slow for 16 elements
-        for (int v = 0; v < MV; ++v) {
-          SmallVec<T> x;
-          std::memcpy(&x, src + v * kSmallRows<T>, sizeof(x));
-          std::memcpy(col + v * kSmallRows<T>, &x, sizeof(x));
-        }
-      } else {
-        for (std::int64_t r = 0; r < rows; ++r) col[r] = src[r];
-        for (std::int64_t r = rows; r < kRows; ++r) col[r] = T(0);
-      }
-    }
-    for (std::int64_t j = 0; j < p.n; j += kNb) {
-      const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
-      T* c = p.c + i * p.rsc + j * p.csc;
-      if (MV > 1 && rows <= kSmallRows<T>) {
-        small_tile_columns<T, 1, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
-                                      p.csc, rows);
-      } else {
-        small_tile_columns<T, MV, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
-                                       p.csc, rows);
-      }
-    }
-  }
-}
-
-// Whether A's columns are unit-stride but not aligned to the tiles' vector
-// and reused over several column blocks (Note [Misaligned small GEMM]).
-template <class T, int MV>
-bool wants_panels(const TypedProblem<T>& p) {
-  constexpr int kNb = std::min(8, kTileAccumulators / MV);
-  if (p.rsa != 1 || p.n <= kNb) return false;
-  const auto misaligned = [](std::uintptr_t v) { return v % kSmallVectorBytes != 0; };
-  return misaligned(reinterpret_cast<std::uintptr_t>(p.a)) ||
-         misaligned(static_cast<std::uintptr_t>(p.csa) * sizeof(T));
-}
-
-// How a real problem ran in register tiles, if it did.
-enum class TilePath { kNone, kInPlace, kPanels };
-
-// small_tiles with the smallest buffer that holds the copied rows (a large
-// stack frame costs a small product its probes), or in aligned panels (Note
-// [Misaligned small GEMM]); kNone, nothing written, when kSmallLocalA does
-// not hold them.
-template <class T, int MV>
-TilePath small_tiles(const TypedProblem<T>& p) {
-  constexpr int kRows = MV * kSmallRows<T>;
-  if (wants_panels<T, MV>(p) && kRows * p.k <= kSmallLocalA) {
-    if (kRows * p.k <= 512) {
-      small_tiles_panels<T, MV, 512>(p);
-    } else {
-      small_tiles_panels<T, MV, kSmallLocalA>(p);
-    }
-    return TilePath::kPanels;
-  }
-  const std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
-  const std::int64_t lda_local = (p.m - in_place + kRows - 1) / kRows * kRows;
-  const std::int64_t needed = lda_local * p.k;
-  if (needed <= 512) {
-    small_tiles<T, MV, 512>(p, in_place, lda_local);
-  } else if (needed <= kSmallLocalA) {
-    small_tiles<T, MV, kSmallLocalA>(p, in_place, lda_local);
-  } else {
-    return TilePath::kNone;
-  }
-  return TilePath::kInPlace;
-}
-
-// Real problems in register tiles (Note [Small GEMM]); kNone when they
-// cannot run there.
-template <class T>
-TilePath try_small_tiles(const TypedProblem<T>& p) {
-  if constexpr (IsComplex<T>::value) {
-    return TilePath::kNone;
-  } else {
-    return p.m <= kSmallRows<T> ? small_tiles<T, 1>(p) : small_tiles<T, 2>(p);
-  }
-}
 
 // The plain column loop for tiny problems the tiles cannot run.
 template <class T>
@@ -614,7 +375,6 @@ Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const Nat
 NativeGemmProvider::NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table,
                                        const NativeGemmOptions& options)
     : isa_(isa), table_(&table), options_(options), workspace_(std::make_unique<internal::GemmWorkspacePool>()) {
-  if (options_.small_max_mnk == 0) options_.small_max_mnk = kTileMaxMnk;
   if (options_.parallel_min_flops == 0) options_.parallel_min_flops = 2LL * 64 * 64 * 64;
   capability_.thread_count = ThreadCountControl::kPerCall;
   capability_.placement = PlacementControl::kEngineWorkers;
@@ -622,6 +382,22 @@ NativeGemmProvider::NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKe
 }
 
 NativeGemmProvider::~NativeGemmProvider() = default;
+
+std::int64_t NativeGemmProvider::small_max_mnk(DType dtype) const noexcept {
+  if (options_.small_max_mnk > 0) return options_.small_max_mnk;
+  switch (dtype) {
+    case DType::kFloat32:
+      return table_->f32.small_max_mnk;
+    case DType::kFloat64:
+      return table_->f64.small_max_mnk;
+    case DType::kComplex64:
+      return table_->c64.small_max_mnk;
+    case DType::kComplex128:
+      return table_->c128.small_max_mnk;
+    default:
+      return 0;
+  }
+}
 
 GemmSupport NativeGemmProvider::support() const noexcept {
   GemmSupport s;
@@ -681,15 +457,16 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const std::int64_t threads =
         threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     // One thread's tiles; a product the context would split runs blocked.
-    if (mnk <= options_.small_max_mnk && threads == 1) {
-      const TilePath path = try_small_tiles(p);
-      if (path != TilePath::kNone) {
+    const std::int64_t small_max_mnk = options_.small_max_mnk > 0 ? options_.small_max_mnk : ks.small_max_mnk;
+    if (mnk <= small_max_mnk && threads == 1 && ks.small_tiles != nullptr) {
+      const SmallTilePath path = ks.small_tiles(p);
+      if (path != SmallTilePath::kNone) {
         ++tally.small_tiled_problems;
-        if (path == TilePath::kPanels) ++tally.small_panel_problems;
+        if (path == SmallTilePath::kPanels) ++tally.small_panel_problems;
         return ok_status();
       }
     }
-    if (mnk <= std::min(options_.small_max_mnk, kLoopMaxMnk)) {
+    if (mnk <= std::min(small_max_mnk, kLoopMaxMnk)) {
       small_loop(p);
       ++tally.small_loop_problems;
       return ok_status();

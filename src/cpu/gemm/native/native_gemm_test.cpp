@@ -56,13 +56,13 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   n = p->counters();
   EXPECT_EQ(n.small_problems, 2);
   EXPECT_EQ(n.small_tiled_problems, 1);
-#if defined(__AVX512F__)
-  // With AVX-512 the tiles take products up to 64^3 (Note [Small GEMM]).
-  ASSERT_TRUE(run(*p, 48, 40, 64, seq, a, b, c).ok());
-  n = p->counters();
-  EXPECT_EQ(n.small_tiled_problems, 2);
-  EXPECT_EQ(n.blocked_problems, 0);
-#endif
+  if (p->isa() == NativeGemmIsa::kAvx512) {
+    // The AVX-512 tiles take products up to 64^3 (Note [Small GEMM]).
+    ASSERT_TRUE(run(*p, 48, 40, 64, seq, a, b, c).ok());
+    n = p->counters();
+    EXPECT_EQ(n.small_tiled_problems, 2);
+    EXPECT_EQ(n.blocked_problems, 0);
+  }
 
   ASSERT_TRUE(run(*p, 200, 200, 200, seq, a, b, c).ok());
   n = p->counters();
@@ -119,6 +119,34 @@ TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
   EXPECT_EQ(p->counters().fork_joins, 1);
   for (std::int64_t i = 0; i < m; i += 37)
     for (std::int64_t j = 0; j < n; j += 41) EXPECT_DOUBLE_EQ(c.at(i, j), a.at(i, 0) * b.at(0, j)) << i << "," << j;
+}
+
+TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
+  // Note [Small GEMM]: each kernel table brings its own tiles, so an ISA cap
+  // (or a build whose compile target is narrower than the CPU) gets the
+  // tiles of the table it runs: up to 64^3 with AVX-512, 16^3 otherwise.
+  const ScopedCpuIsaEnv unset(nullptr);
+  SequentialContext seq;
+  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
+    if (!cpu_supports(isa)) continue;
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    for (const std::int64_t size : {16, 40}) {
+      StridedMatrix<double> a(size, size, MatLayout::kColMajor, 21), b(size, size, MatLayout::kRowMajor, 22),
+          c(size, size, MatLayout::kColMajor, 23);
+      std::vector<std::complex<double>> ref;
+      std::vector<double> bound;
+      reference_gemm(a, b, 1.0, 0.0, c, ref, bound);
+      const auto before = c.buffer;
+      const NativeGemmCounters start = p->counters();
+      ASSERT_TRUE(run(*p, size, size, size, seq, a, b, c).ok());
+      EXPECT_TRUE(matches_reference(c, ref, bound, size, before)) << to_string(isa) << " " << size;
+      const bool tiled = size == 16 || isa == NativeGemmIsa::kAvx512;
+      EXPECT_EQ(p->counters().small_tiled_problems - start.small_tiled_problems, tiled ? 1 : 0)
+          << to_string(isa) << " " << size;
+    }
+  }
 }
 
 TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
