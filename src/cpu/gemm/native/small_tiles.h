@@ -85,6 +85,10 @@ struct SmallTiles {
         for (int v = 0; v < MV; ++v) acc[q][v] += a[v] * bq;
       }
     }
+    // Unrolled, so that acc stays in registers: a store loop over a run-time
+    // q made GCC keep acc addressable and zero it in memory (`rep stos` of
+    // 1 KB) on every call.
+#pragma GCC unroll 8
     for (int q = 0; q < NB; ++q) {
       T* cq = c + q * csc;
       if (rsc == 1 && mb == MV * L) {
@@ -98,9 +102,14 @@ struct SmallTiles {
           std::memcpy(cq + v * L, &out, sizeof(V));
         }
       } else {
+        T lanes[MV * L];  // acc itself indexed by a run-time lane would live in memory
+        for (int v = 0; v < MV; ++v) {
+          const V out = acc[q][v];
+          std::memcpy(lanes + v * L, &out, sizeof(V));
+        }
         for (std::int64_t i = 0; i < mb; ++i) {
           T& x = cq[i * rsc];
-          const T r = alpha * acc[q][i / L][i % L];
+          const T r = alpha * lanes[i];
           x = beta == T(0) ? r : r + beta * x;
         }
       }
