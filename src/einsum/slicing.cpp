@@ -514,7 +514,20 @@ std::string WorkerSlicing::explain() const {
   const LabelRange& first = parts_[0].range();
   std::string out = fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n",
                                 net.label_name(first.label), net.extent(first.label), workers_, speedup_bound());
-  for (std::size_t w = 0; w < parts_.size(); ++w) out += fmt::format("worker {}: {}", w, parts_[w].explain());
+  // Parts of one range size differ only in their offset: the first of each
+  // size is shown, and the ranges of all.
+  std::vector<std::pair<std::int64_t, std::size_t>> shown;  // range size, first worker of that size
+  for (std::size_t w = 0; w < parts_.size(); ++w) {
+    const LabelRange& r = parts_[w].range();
+    const auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& s) { return s.first == r.size(); });
+    if (same == shown.end()) {
+      shown.emplace_back(r.size(), w);
+      out += fmt::format("worker {}: {}", w, parts_[w].explain());
+    } else {
+      out += fmt::format("worker {}: range {}[{}:{}), as worker {}\n", w, net.label_name(r.label), r.begin, r.end,
+                         same->second);
+    }
+  }
   return out;
 }
 

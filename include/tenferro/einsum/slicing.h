@@ -53,19 +53,23 @@
 // allreduce). A worker's part is an ordinary SlicedContraction carrying the
 // range: it may further slice labels one value at a time to meet the
 // memory bound, and its slice tree is re-planned like any slice tree.
-// plan_for_workers() scores every label of extent >= W by the busiest
+// WorkerSlicing::plan() scores every label of extent >= W by the busiest
 // worker's flops under the fixed order (each worker pays the steps that
-// miss p in full and its share of the others), builds the best few, and
-// keeps the range split when its busiest worker has fewer flops than the
-// round robin of index slices (Note [Balanced slicing] in slicing.cpp).
+// miss p in full and its range's share of the others: affine in the
+// range's size, so sizes as equal as possible minimise the busiest),
+// builds the best few, and keeps the range split when its busiest worker
+// has fewer flops than the round robin of index slices (Note [Balanced
+// slicing] in slicing.cpp).
 //
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:
 // diagonals taken, broadcast axes dropped) with the sliced labels fixed: a
 // label's axis stride is the sum of the strides of the input axes carrying
 // it (a diagonal), a sliced label adds value * those strides to the element
-// offset and loses its axis. No element is copied. The output's slice view
-// fixes the sliced output labels the same way.
+// offset and loses its axis, and a range label (Note [Range slicing]) adds
+// begin * those strides and keeps its axis with the range's size. No
+// element is copied. The output's slice view fixes the sliced output
+// labels (and narrows a range output label) the same way.
 #pragma once
 
 #include <cstdint>
@@ -221,7 +225,8 @@ class WorkerSlicing {
   double speedup_bound() const noexcept;
   /// The flops of all workers / the unsliced flops.
   double overhead() const noexcept;
-  /// The split, then part(0)'s explain() (every part's for a range split).
+  /// The split and its bound, then part(0)'s explain(); for a range split,
+  /// the explain() of the first part of each range size and every range.
   std::string explain() const;
 
  private:
