@@ -1,7 +1,9 @@
 """Checks `tenferro einsum --max-intermediate` and `--slice-over-ranks`
 against the unsliced command on the same random data (same seed): the
 checksum (sum of the output elements) must agree, the slicing must meet the
-bound, and an impossible bound must be a typed error.
+bound, and an impossible bound must be a typed error. Over ranks, the MERA
+instance (when ../shared has it) must be split as one label range per rank
+(Note [Range slicing]) with the unsliced checksum.
 
 usage: check_einsum_slicing.py TENFERRO SHARED_DIR sequential
        check_einsum_slicing.py TENFERRO SHARED_DIR mpi MPIEXEC [MPIEXEC_FLAGS...]
@@ -56,6 +58,24 @@ def main():
         if mode == "mpi":
             check(sliced["ranks"] == 2, f"{cmd}: expected 2 ranks, found {sliced['ranks']}")
         print(f"ok: {' '.join(case) or 'built-in'} {mode}: {sliced['slices']} slices, checksum {b} == {a}")
+
+    # Note [Range slicing]: over two ranks without a bound, the MERA
+    # instance is split as one range of a label per rank; same checksum.
+    mera = os.path.join(shared, "bench", "instances", "str_nw_mera_closed_120.json")
+    if mode == "mpi" and os.path.exists(mera):
+        base_cmd = [tenferro, "einsum", mera, "--runs", "0", "--seed", "7", "--json"]
+        rc, out, err = run(base_cmd)
+        check(rc == 0, f"{base_cmd}: {err}")
+        base = last_json(out)
+        cmd = [sys.argv[4], *sys.argv[5:], "-np", "2", *base_cmd, "--slice-over-ranks"]
+        rc, out, err = run(cmd)
+        check(rc == 0, f"{cmd}: {err}")
+        split = last_json(out)
+        check(split.get("split") == "range", f"{cmd}: expected a range split, found {split}")
+        check(split["speedup_bound"] >= 1.85, f"{cmd}: plan bound {split['speedup_bound']}")
+        a, b = base["checksum"], split["checksum"]
+        check(abs(a - b) <= 1e-9 * max(1.0, abs(a)), f"{cmd}: checksum {b}, unsliced {a}")
+        print(f"ok: MERA over 2 ranks: range of {split['range_label']}, checksum {b} == {a}")
 
     # An impossible bound: below one element.
     cmd = [tenferro, "einsum", "--max-intermediate", "4", "--runs", "1"]

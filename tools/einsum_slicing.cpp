@@ -134,10 +134,10 @@ class RankGroup {
   }
   // Checks that every rank planned the same slicing (planning is
   // reproducible, but a rank must never sum slices of another plan).
-  Status same_plan(const einsum::SlicedContraction& sliced) {
+  Status same_plan(const einsum::WorkerSlicing& sliced) {
 #ifdef TENFERRO_HAVE_MPI
     if (comm_) {
-      const std::string text = sliced.tree().order().to_string() + "|" + sliced.explain();
+      const std::string text = sliced.part(0).tree().order().to_string() + "|" + sliced.explain();
       const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
       TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
       TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
@@ -199,8 +199,11 @@ struct SlicedReport {
 };
 
 void print_report(const einsum::BenchmarkInstance& instance, bool random, const EinsumRunOptions& options,
-                  const EinsumSlicingOptions& slicing, const einsum::SlicedContraction& sliced, int ranks,
+                  const EinsumSlicingOptions& slicing, const einsum::WorkerSlicing& workers, int ranks,
                   const SlicedReport& r, const std::string& output_path, bool json) {
+  // Rank 0's part: the shared contraction of a round robin, its range of a
+  // range split (Note [Range slicing]).
+  const einsum::SlicedContraction& sliced = workers.part(0);
   const einsum::PathCost& unsliced = sliced.tree().cost();
   if (json) {
     nlohmann::json j;
@@ -221,7 +224,10 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
     j["slices"] = sliced.num_slices();
     j["slice_log10_flops"] = sliced.slice_cost().log10_flops();
     j["slice_max_intermediate_bytes"] = sliced.slice_max_intermediate_bytes();
-    j["overhead"] = sliced.overhead();
+    j["overhead"] = workers.overhead();
+    j["split"] = workers.is_range_split() ? "range" : "round_robin";
+    if (workers.is_range_split()) j["range_label"] = sliced.network().label_name(sliced.range().label);
+    j["speedup_bound"] = workers.speedup_bound();
     j["plan_only"] = options.plan_only;
     j["runs"] = r.seconds.size();
     if (!options.plan_only) {
@@ -245,10 +251,15 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
   std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
               r.path.c_str(), r.planner.c_str(), unsliced.log10_flops(), unsliced.log2_max_intermediate(),
               r.plan_seconds * 1e3);
-  std::printf("slicing    %s", sliced.explain().c_str());
+  if (ranks > 1) {
+    std::printf("slicing    %s", workers.explain().c_str());
+  } else {
+    std::printf("slicing    %s", sliced.explain().c_str());
+  }
   if (options.plan_only) return;
-  std::printf("engine     native einsum, %d rank%s x %d thread%s, slices round robin (%lld on rank 0)\n", ranks,
+  std::printf("engine     native einsum, %d rank%s x %d thread%s, %s (%lld slices on rank 0)\n", ranks,
               ranks == 1 ? "" : "s", options.threads, options.threads == 1 ? "" : "s",
+              workers.is_range_split() ? "one range per rank" : "slices round robin",
               static_cast<long long>(r.stats.slices));
   if (!r.seconds.empty()) {
     std::printf("time       median %.6g s over %zu runs, busiest rank's CPU %.6g s (slowest rank; first call %.6g s)\n",
@@ -295,7 +306,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
 
   SlicedReport report;
   report.path = options.path;
-  Result<einsum::SlicedContraction> sliced = [&]() -> Result<einsum::SlicedContraction> {
+  Result<einsum::WorkerSlicing> sliced = [&]() -> Result<einsum::WorkerSlicing> {
     TENFERRO_ASSIGN_OR_RETURN(einsum::PlanningPolicy policy, policy_for(instance, report.path));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
                               einsum::EinsumOp::create(instance.format_string, policy));
@@ -311,7 +322,9 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     so.max_intermediate_bytes = slicing.max_intermediate_bytes;
     so.min_slices = ranks.size();
     so.workers = ranks.size();
-    return einsum::SlicedContraction::plan(tree, so);
+    // Round robin of index slices or one range per rank, whichever leaves
+    // the busiest rank fewer flops (Note [Range slicing]).
+    return einsum::WorkerSlicing::plan(tree, so);
   }();
   TENFERRO_TRY(ranks.agree(sliced.status()));
   TENFERRO_TRY(ranks.same_plan(*sliced));
@@ -331,12 +344,13 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     TENFERRO_ASSIGN_OR_RETURN(
         std::shared_ptr<einsum::CpuEinsumExecutor> executor,
         einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(std::move(gemm))));
-    return einsum::SliceExecutor::create(*sliced, std::move(executor));
+    return einsum::SliceExecutor::create(sliced->part(ranks.rank()), std::move(executor));
   }();
   TENFERRO_TRY(ranks.agree(!domains.ok() ? domains.status() : runner.status()));
 
   const auto timed_run = [&](double& seconds, double& cpu_seconds) -> Status {
-    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(sliced->network().output_shape()), instance.dtype));
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out,
+                              Tensor::empty(IntArrayRef(sliced->part(0).network().output_shape()), instance.dtype));
     TENFERRO_TRY(ranks.barrier());
     const auto start = Clock::now();
     const double cpu_start = process_cpu_seconds();

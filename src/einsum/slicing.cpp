@@ -1,6 +1,6 @@
 // Index slicing (slicing.h): the greedy choice of sliced labels, the slice
-// tree, and the strided views of one slice (Note [Index slicing], Note
-// [Slice views]).
+// tree, the strided views of one slice, and the split over workers (Note
+// [Index slicing], Note [Slice views], Note [Range slicing]).
 #include "tenferro/einsum/slicing.h"
 
 #include <algorithm>
@@ -38,6 +38,7 @@ struct StepLabels {
 class SliceCostModel {
  public:
   explicit SliceCostModel(const ContractionTree& tree) : network_(tree.network()) {
+    for (LabelId l = 0; l < network_.num_labels(); ++l) extent_.push_back(static_cast<double>(network_.extent(l)));
     for (const ContractionStep& s : tree.steps()) {
       StepLabels step;
       step.lhs = tree.node_labels(s.lhs);
@@ -69,7 +70,7 @@ class SliceCostModel {
     const auto elements = [&](const LabelList& labels) {
       double e = 1.0;
       for (LabelId l : labels)
-        if (!sliced[static_cast<std::size_t>(l)]) e *= static_cast<double>(network_.extent(l));
+        if (!sliced[static_cast<std::size_t>(l)]) e *= extent_[static_cast<std::size_t>(l)];
       return e;
     };
     Evaluation out;
@@ -92,12 +93,15 @@ class SliceCostModel {
     return out;
   }
 
+  // Counts `label` with `extent` (a range, Note [Range slicing]).
+  void set_extent(LabelId label, double extent) { extent_[static_cast<std::size_t>(label)] = extent; }
+
   // Whether `label` occurs in an intermediate larger than the bound.
   bool in_oversized(LabelId label, const std::vector<char>& sliced, double bound_elements) const {
     const auto elements = [&](const LabelList& labels) {
       double e = 1.0;
       for (LabelId l : labels)
-        if (!sliced[static_cast<std::size_t>(l)]) e *= static_cast<double>(network_.extent(l));
+        if (!sliced[static_cast<std::size_t>(l)]) e *= extent_[static_cast<std::size_t>(l)];
       return e;
     };
     if (steps_.empty()) return contains(network_.output(), label) && elements(network_.output()) > bound_elements;
@@ -108,6 +112,7 @@ class SliceCostModel {
 
  private:
   const Network& network_;
+  std::vector<double> extent_;  // per label; a range's size for its label
   std::vector<StepLabels> steps_;
   LabelList single_input_;
   bool single_presum_ = false;
@@ -131,6 +136,8 @@ constexpr double kBalancedSearchSlicesPerWorker = 64.0;
 // Labels paired with each other in the balanced search (Note [Balanced
 // slicing]): the pairs grow with its square.
 constexpr std::size_t kPairedLabels = 32;
+// Range splits built and re-planned (Note [Range slicing]).
+constexpr std::size_t kRangeCandidates = 6;
 
 // Note [Balanced slicing]
 // Spreading slices over workers, the quantity to minimise is the busiest
@@ -147,6 +154,18 @@ constexpr std::size_t kPairedLabels = 32;
 // re-planned when SlicingOptions::replan is set (cotengra's
 // slice-and-reconfigure, per candidate), and the lowest busiest-worker
 // flops wins (ties: the earlier, cheaper-by-model candidate).
+// Choosing labels alone stays bounded on networks whose cheap labels have
+// odd extents: on the MERA instance (docs/performance_notes.md) the best
+// round robin is f(9) at a bound of 1.52x over two workers (5 of 9 slices
+// on one, 1.19x overhead). WorkerSlicing::plan therefore also scores one
+// contiguous range of a label per worker (Note [Range slicing] in
+// slicing.h): each worker repeats the steps that miss the label once, not
+// once per value, so M(8) split 4 + 4 bounds at 1.89x (the steps that miss
+// M are 5.6% of the flops and run on both). The ranges are as even as the
+// extent allows: a worker's flops are affine in its range's size (the
+// steps that miss the label, plus the size's share of the rest), so equal
+// sizes minimise the busiest; re-planning per range (greedy, kept when
+// cheaper) did not find a cheaper order for MERA, nor did TreeSA.
 std::vector<LabelList> balanced_candidates(const Network& net, const SliceCostModel& model, const LabelList& required,
                                            const LabelList& greedy_choice, const SlicingOptions& options, double bound,
                                            double max_slices) {
@@ -236,7 +255,8 @@ void SlicedContraction::slice_values(std::int64_t k, std::span<std::int64_t> val
   }
 }
 
-Result<SlicedContraction> SlicedContraction::build(const ContractionTree& tree, LabelList sliced) {
+Result<SlicedContraction> SlicedContraction::build(const ContractionTree& tree, LabelList sliced,
+                                                   const LabelRange& range) {
   const Network& net = tree.network();
   // Output labels first, in output order; then summed labels by id.
   LabelList ordered;
@@ -256,7 +276,7 @@ Result<SlicedContraction> SlicedContraction::build(const ContractionTree& tree, 
     for (LabelId l : op.labels) {
       if (contains(ordered, l)) continue;
       keys.push_back(l);
-      shape.push_back(net.extent(l));
+      shape.push_back(l == range.label ? range.size() : net.extent(l));
     }
   }
   std::vector<LabelKey> output;
@@ -272,6 +292,7 @@ Result<SlicedContraction> SlicedContraction::build(const ContractionTree& tree, 
   SlicedContraction out(tree, std::move(slice_tree));
   out.sliced_ = std::move(ordered);
   out.sliced_output_count_ = output_count;
+  out.range_ = range;
   double slices = 1.0, output_slices = 1.0;
   for (std::size_t i = 0; i < out.sliced_.size(); ++i) {
     const auto extent = static_cast<double>(net.extent(out.sliced_[i]));
@@ -310,6 +331,26 @@ Result<SlicedContraction> SlicedContraction::with_labels(const ContractionTree& 
 }
 
 Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, const SlicingOptions& options) {
+  return plan_impl(tree, options, LabelRange{});
+}
+
+Result<SlicedContraction> SlicedContraction::plan_range(const ContractionTree& tree, const LabelRange& range,
+                                                        const SlicingOptions& options) {
+  const Network& net = tree.network();
+  if (range.label < 0 || range.label >= net.num_labels() || range.begin < 0 || range.end <= range.begin ||
+      range.end > net.extent(range.label)) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "range slicing: expected a label id in [0, {}) and 0 <= begin < end <= its extent; found label "
+                      "{}, range [{}, {})",
+                      net.num_labels(), range.label, range.begin, range.end);
+  }
+  SlicingOptions one = options;
+  one.workers = 1;
+  return plan_impl(tree, one, range);
+}
+
+Result<SlicedContraction> SlicedContraction::plan_impl(const ContractionTree& tree, const SlicingOptions& options,
+                                                       const LabelRange& range) {
   if (!(options.max_intermediate_bytes >= 0.0) || options.min_slices < 1 || options.workers < 1 ||
       options.max_slices < 1) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
@@ -320,7 +361,8 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
   const Network& net = tree.network();
   const auto element_bytes = static_cast<double>(dtype_size(net.dtype()));
   const double bound = options.max_intermediate_bytes > 0.0 ? options.max_intermediate_bytes / element_bytes : 0.0;
-  const SliceCostModel model(tree);
+  SliceCostModel model(tree);
+  if (range.label >= 0) model.set_extent(range.label, static_cast<double>(range.size()));
   const auto num_labels = static_cast<std::size_t>(net.num_labels());
   std::vector<char> sliced(num_labels, 0);
   LabelList chosen;
@@ -346,7 +388,7 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
     for (std::size_t l = 0; l < num_labels; ++l) {
       const auto label = static_cast<LabelId>(l);
       const std::int64_t extent = net.extent(label);
-      if (sliced[l] || extent <= 1) continue;
+      if (sliced[l] || extent <= 1 || label == range.label) continue;
       if (shrinking && !model.in_oversized(label, sliced, bound)) continue;
       const double n = slices * static_cast<double>(extent);
       if (n > static_cast<double>(options.max_slices)) {
@@ -403,14 +445,14 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
   std::optional<SlicedContraction> best_out;
   double best_busiest = std::numeric_limits<double>::infinity();
   for (const LabelList& labels : candidates) {
-    TENFERRO_ASSIGN_OR_RETURN(SlicedContraction out, build(tree, labels));
+    TENFERRO_ASSIGN_OR_RETURN(SlicedContraction out, build(tree, labels, range));
     if (bound > 0.0 && out.slice_cost().max_intermediate_elements > bound) {
       return make_error(ErrorCode::kInternal, ErrorStage::kNone,
                         "slicing: the slice tree's largest intermediate ({:.6g} elements) exceeds the bound ({:.6g}) "
                         "the search met",
                         out.slice_cost().max_intermediate_elements, bound);
     }
-    if (options.replan && out.num_slices() > 1) {
+    if (options.replan && (out.num_slices() > 1 || out.has_range())) {
       // The order was chosen for the unsliced network; the sliced one may
       // contract more cheaply in another (Note [Index slicing]).
       PlanningPolicy greedy;
@@ -428,6 +470,138 @@ Result<SlicedContraction> SlicedContraction::plan(const ContractionTree& tree, c
   return std::move(*best_out);
 }
 
+WorkerSlicing WorkerSlicing::round_robin(SlicedContraction sliced, std::int64_t workers) {
+  WorkerSlicing out;
+  out.workers_ = std::max<std::int64_t>(workers, 1);
+  out.parts_.push_back(std::move(sliced));
+  return out;
+}
+
+double WorkerSlicing::worker_flops(std::int64_t w) const noexcept {
+  const SlicedContraction& p = part(w);
+  if (!round_robin_) return p.total_flops();
+  const std::int64_t n = p.num_slices();
+  const std::int64_t mine = w < n ? (n - w + workers_ - 1) / workers_ : 0;
+  return static_cast<double>(mine) * p.slice_cost().flops;
+}
+
+double WorkerSlicing::busiest_flops() const noexcept {
+  if (round_robin_) return worker_flops(0);  // worker 0 has the most slices
+  double busiest = 0.0;
+  for (const SlicedContraction& p : parts_) busiest = std::max(busiest, p.total_flops());
+  return busiest;
+}
+
+double WorkerSlicing::speedup_bound() const noexcept {
+  const double busiest = busiest_flops();
+  return busiest > 0.0 ? parts_[0].tree().cost().flops / busiest : 1.0;
+}
+
+double WorkerSlicing::overhead() const noexcept {
+  if (round_robin_) return parts_[0].overhead();
+  double total = 0.0;
+  for (const SlicedContraction& p : parts_) total += p.total_flops();
+  const double base = parts_[0].tree().cost().flops;
+  return base > 0.0 ? total / base : 1.0;
+}
+
+std::string WorkerSlicing::explain() const {
+  const Network& net = parts_[0].network();
+  if (round_robin_) {
+    return fmt::format("round robin of {} slices over {} workers: speedup bound {:.4f}\n{}", parts_[0].num_slices(),
+                       workers_, speedup_bound(), parts_[0].explain());
+  }
+  const LabelRange& first = parts_[0].range();
+  std::string out = fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n",
+                                net.label_name(first.label), net.extent(first.label), workers_, speedup_bound());
+  // Parts of one range size differ only in their offset: the first of each
+  // size is shown, and the ranges of all.
+  std::vector<std::pair<std::int64_t, std::size_t>> shown;  // range size, first worker of that size
+  for (std::size_t w = 0; w < parts_.size(); ++w) {
+    const LabelRange& r = parts_[w].range();
+    const auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& s) { return s.first == r.size(); });
+    if (same == shown.end()) {
+      shown.emplace_back(r.size(), w);
+      out += fmt::format("worker {}: {}", w, parts_[w].explain());
+    } else {
+      out += fmt::format("worker {}: range {}[{}:{}), as worker {}\n", w, net.label_name(r.label), r.begin, r.end,
+                         same->second);
+    }
+  }
+  return out;
+}
+
+Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, LabelId label,
+                                                 const SlicingOptions& options) {
+  const Network& net = tree.network();
+  const std::int64_t workers = options.workers;
+  if (label < 0 || label >= net.num_labels() || workers < 1 || net.extent(label) < workers) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "range split: expected a label id in [0, {}) of extent >= workers ({}); found label {}{}",
+                      net.num_labels(), workers, label,
+                      label >= 0 && label < net.num_labels() ? fmt::format(" of extent {}", net.extent(label)) : "");
+  }
+  SlicingOptions per_range = options;
+  per_range.workers = 1;
+  per_range.min_slices = 1;
+  const std::int64_t extent = net.extent(label);
+  WorkerSlicing out;
+  out.workers_ = workers;
+  out.round_robin_ = false;
+  // As even as the extent allows, the larger ranges first. Ranges of one
+  // size share their plan; only the offset differs.
+  std::optional<SlicedContraction> larger, smaller;
+  std::int64_t begin = 0;
+  for (std::int64_t w = 0; w < workers; ++w) {
+    const std::int64_t size = extent / workers + (w < extent % workers ? 1 : 0);
+    std::optional<SlicedContraction>& shared = size > extent / workers ? larger : smaller;
+    if (!shared) {
+      TENFERRO_ASSIGN_OR_RETURN(SlicedContraction part,
+                                SlicedContraction::plan_range(tree, LabelRange{label, 0, size}, per_range));
+      shared.emplace(std::move(part));
+    }
+    SlicedContraction part = *shared;
+    part.range_ = LabelRange{label, begin, begin + size};
+    out.parts_.push_back(std::move(part));
+    begin += size;
+  }
+  return out;
+}
+
+Result<WorkerSlicing> WorkerSlicing::plan(const ContractionTree& tree, const SlicingOptions& options) {
+  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction rr, SlicedContraction::plan(tree, options));
+  WorkerSlicing best = round_robin(std::move(rr), options.workers);
+  const std::int64_t workers = options.workers;
+  if (workers < 2) return best;
+
+  // Note [Range slicing]: score each label by the busiest range (the first,
+  // ceil(extent / workers) values) under the fixed order, then build the
+  // best few, re-planned and sliced for the memory bound per range.
+  const Network& net = tree.network();
+  SliceCostModel model(tree);
+  const std::vector<char> none(static_cast<std::size_t>(net.num_labels()), 0);
+  std::vector<std::pair<double, LabelId>> scored;
+  for (LabelId l = 0; l < net.num_labels(); ++l) {
+    const std::int64_t extent = net.extent(l);
+    if (extent < workers) continue;
+    model.set_extent(l, static_cast<double>((extent + workers - 1) / workers));
+    scored.emplace_back(model.evaluate(none, 0.0).slice_flops, l);
+    model.set_extent(l, static_cast<double>(extent));
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  if (scored.size() > kRangeCandidates) scored.resize(kRangeCandidates);
+
+  for (const auto& scored_label : scored) {
+    Result<WorkerSlicing> candidate = range_split(tree, scored_label.second, options);
+    if (!candidate.ok()) {
+      if (candidate.status().code() == ErrorCode::kResourceExhausted) continue;  // a range misses the bound
+      return candidate.status();
+    }
+    if (candidate->busiest_flops() < best.busiest_flops()) best = std::move(candidate).value();
+  }
+  return best;
+}
+
 std::string SlicedContraction::explain() const {
   const Network& net = network();
   std::string labels;
@@ -436,11 +610,15 @@ std::string SlicedContraction::explain() const {
                           i < sliced_output_count_ ? ", output" : "");
   }
   const double element_bytes = static_cast<double>(dtype_size(net.dtype()));
+  const std::string range =
+      has_range() ? fmt::format("range {}[{}:{}) of {}{}, ", net.label_name(range_.label), range_.begin, range_.end,
+                                net.extent(range_.label), contains(net.output(), range_.label) ? " (output)" : "")
+                  : std::string();
   return fmt::format(
-      "sliced labels {}: {} slices ({} output slices)\n"
+      "{}sliced labels {}: {} slices ({} output slices)\n"
       "per slice: log10 flops {:.4f}, largest intermediate {:.6g} bytes (unsliced {:.6g})\n"
       "total: {:.6g} flops, overhead {:.4f}x the unsliced {:.6g}\n",
-      labels.empty() ? "none" : labels, num_slices_, num_output_slices_, slice_cost().log10_flops(),
+      range, labels.empty() ? "none" : labels, num_slices_, num_output_slices_, slice_cost().log10_flops(),
       slice_max_intermediate_bytes(), tree_.cost().max_intermediate_elements * element_bytes, total_flops(), overhead(),
       tree_.cost().flops);
 }
@@ -463,6 +641,8 @@ Status SliceViews::bind(const SlicedContraction& sliced, std::int64_t k, std::sp
     const auto it = std::find(labels.begin(), labels.end(), l);
     return it == labels.end() ? -1 : values_[static_cast<std::size_t>(it - labels.begin())];
   };
+  // Note [Range slicing]: the range label's axes start at range.begin.
+  const LabelRange& range = sliced.range();
 
   const std::size_t n = inputs.size();
   shapes_.resize(n);
@@ -497,6 +677,10 @@ Status SliceViews::bind(const SlicedContraction& sliced, std::int64_t k, std::sp
       const std::int64_t value = value_of(l);
       if (value >= 0) {
         offset += value * stride;
+      } else if (l == range.label) {
+        offset += range.begin * stride;
+        shape.push_back(range.size());
+        strides.push_back(stride);
       } else {
         shape.push_back(net.extent(l));
         strides.push_back(stride);
@@ -525,6 +709,10 @@ Status SliceViews::bind(const SlicedContraction& sliced, std::int64_t k, std::sp
     const std::int64_t value = value_of(out_labels[a]);
     if (value >= 0) {
       offset += value * output.strides[a];
+    } else if (out_labels[a] == range.label) {
+      offset += range.begin * output.strides[a];
+      output_shape_.push_back(range.size());
+      output_strides_.push_back(output.strides[a]);
     } else {
       output_shape_.push_back(output.shape[a]);
       output_strides_.push_back(output.strides[a]);

@@ -2,6 +2,7 @@
 // views of many slices (Note [Slice accumulation]).
 #include "tenferro/einsum_cpu/slice_executor.h"
 
+#include <algorithm>
 #include <complex>
 #include <type_traits>
 #include <vector>
@@ -81,6 +82,19 @@ Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& 
                       "slice executor: expected a numeric dtype to sum slices, found bool");
   }
   SliceRunStats local;
+  // Note [Range slicing]: a range of an output label writes only its part
+  // of the output; the rest is this worker's zero.
+  const LabelRange& range = sliced_.range();
+  const LabelList& output_labels = sliced_.network().output();
+  if (sliced_.has_range() &&
+      std::find(output_labels.begin(), output_labels.end(), range.label) != output_labels.end()) {
+    if (output.shape.size() != output_labels.size()) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "slice executor: output: expected rank {}, found shape {}", output_labels.size(),
+                        shape_to_string(output.shape));
+    }
+    fill_zero(output);
+  }
   const std::int64_t num_slices = sliced_.num_slices();
   const std::int64_t per_output_slice = num_slices / sliced_.num_output_slices();
   std::vector<char> written(static_cast<std::size_t>(sliced_.num_output_slices()), 0);

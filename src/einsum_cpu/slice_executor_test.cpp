@@ -1,7 +1,8 @@
 // Tests of SliceExecutor: all slices run on the native engine equal the
 // brute-force einsum; disjoint round-robin subsets (as ranks run them) add
 // up to the same result; summed slices accumulate and unwritten output
-// slices are zeroed; argument errors are typed.
+// slices are zeroed; one label range per worker (range parts) adds up to
+// the result too; argument errors are typed.
 #include "tenferro/einsum_cpu/slice_executor.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +77,45 @@ TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
     EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << sliced->explain();
   }
   EXPECT_GT(multi_slice, 20);
+}
+
+// Note [Range slicing]: each worker runs all slices of its range part on
+// the native engine into a NaN-filled output (a range of an output label
+// must zero the rest), and the workers' outputs add up to the einsum.
+TEST(SliceExecutorTest, RangePartsAddUpToTheEinsum) {
+  const auto executor = test_support::make_executor();
+  const cpu::SequentialContext ctx;
+  int splits = 0;
+  for (std::uint64_t seed = 200; seed < 230; ++seed) {
+    const SliceCase c = make_case(seed);
+    SCOPED_TRACE(c.network.to_string());
+    const std::vector<Tensor> inputs = test_support::to_tensors(c.operands);
+    std::vector<TensorView> views;
+    for (const Tensor& t : inputs) views.push_back(t.view());
+    SlicingOptions options;
+    options.workers = 2;
+    options.max_intermediate_bytes = std::max(8.0, c.tree.cost().max_intermediate_elements * 8.0 / 3.0);
+    for (LabelId l = 0; l < c.network.num_labels(); ++l) {
+      if (c.network.extent(l) < 2) continue;
+      auto split = WorkerSlicing::range_split(c.tree, l, options);
+      if (!split.ok()) continue;  // a range that cannot meet the bound
+      ++splits;
+      Dense total{c.expected.shape, std::vector<double>(c.expected.data.size(), 0.0)};
+      for (std::int64_t w = 0; w < 2; ++w) {
+        auto runner = SliceExecutor::create(split->part(w), executor);
+        ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+        Tensor part = Tensor::empty(IntArrayRef(c.network.output_shape()), DType::kFloat64).value();
+        for (std::int64_t i = 0; i < part.numel(); ++i) static_cast<double*>(part.data())[i] = NAN;
+        SliceRunStats stats;
+        ASSERT_TRUE(runner->run(views, part.view(), ctx, split->first_slice(w), split->slice_step(), &stats).ok());
+        EXPECT_EQ(stats.slices, split->part(w).num_slices());
+        const Dense d = test_support::to_dense(part);
+        for (std::size_t i = 0; i < d.data.size(); ++i) total.data[i] += d.data[i];
+      }
+      EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << split->explain();
+    }
+  }
+  EXPECT_GT(splits, 40);
 }
 
 TEST(SliceExecutorTest, StridedOutputAndTypedErrors) {

@@ -8,8 +8,9 @@
 // ranks staying in step for the next call); two communicators and two
 // runtimes in one process staying independent; a sliced einsum over the
 // ranks (its rank sum a collective node of the rank's runtime) equal to the
-// one-rank contraction, and one rank's contraction or prepare failure
-// surfacing on all ranks.
+// one-rank contraction (round robin of slices, and one label range per
+// rank), and one rank's contraction or prepare failure surfacing on all
+// ranks.
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -293,6 +294,44 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
     for (double v : expected) scale = std::max(scale, std::abs(v));
     c.check(max_diff(out.to_vector<double>().value(), expected) <= 1e-12 * std::max(scale, 1.0),
             "sliced einsum over ranks equals one rank");
+  }
+  // Note [Range slicing]: one range per rank of a summed label (g, 9) and
+  // of an output label (e, 4: each rank writes its rows, zero elsewhere),
+  // and whatever WorkerSlicing::plan chooses, equal to the one-rank einsum.
+  {
+    runtime::EagerContext eager = a->runtime->on();
+    Result<Tensor> whole = einsum::einsum(eager, subscripts, inputs);
+    c.check_ok(whole.status(), "eager einsum");
+    if (!whole.ok()) return;
+    const std::vector<double> expected = whole->to_vector<double>().value();
+    double scale = 1.0;
+    for (double v : expected) scale = std::max(scale, std::abs(v));
+    einsum::SlicingOptions over_ranks;
+    over_ranks.workers = ca.size();
+    over_ranks.min_slices = ca.size();
+    std::vector<std::pair<std::string, Result<einsum::WorkerSlicing>>> splits;
+    for (const char* label : {"g", "e"}) {
+      einsum::LabelId id = -1;
+      for (einsum::LabelId l = 0; l < net->num_labels(); ++l)
+        if (net->label_name(l) == label) id = l;
+      splits.emplace_back(std::string("range of ") + label, einsum::WorkerSlicing::range_split(*tree, id, over_ranks));
+    }
+    splits.emplace_back("planned split", einsum::WorkerSlicing::plan(*tree, over_ranks));
+    for (auto& [name, split] : splits) {
+      c.check_ok(split.status(), name);
+      if (!split.ok()) continue;
+      Result<einsum::SliceExecutor> part = einsum::SliceExecutor::create(split->part(ca.rank()), a->executor);
+      c.check_ok(part.status(), name + ": executor");
+      if (!part.ok()) continue;
+      Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+      einsum::SliceRunStats stats;
+      c.check_ok(
+          run_slices_over_ranks(ca, *a->runtime, kSliceComm, *part, views, out, a->domains->default_domain(), &stats),
+          name + ": over ranks");
+      c.check(!split->is_range_split() || stats.slices == split->part(ca.rank()).num_slices(),
+              name + ": a range part runs all its slices");
+      c.check(max_diff(out.to_vector<double>().value(), expected) <= 1e-12 * scale, name + ": equals one rank");
+    }
   }
   // A failing rank (wrong input count) surfaces on all ranks without a hang.
   Result<einsum::SliceExecutor> runner = einsum::SliceExecutor::create(*sliced, a->executor);

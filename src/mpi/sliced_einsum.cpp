@@ -56,7 +56,9 @@ Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime
     const TensorView out = partial.view();
     return domain.enter([&](const cpu::CpuDomainSession& session) {
       const cpu::CpuExecutionContext context = session.context(cpu::ParallelMode::kInner);
-      return executor.run(inputs, out, context.parallel(), comm.rank(), comm.size(), stats);
+      // A range part (Note [Range slicing]) is this rank's whole share.
+      const bool range = executor.sliced().has_range();
+      return executor.run(inputs, out, context.parallel(), range ? 0 : comm.rank(), range ? 1 : comm.size(), stats);
     });
   }();
   TENFERRO_TRY(agree(comm, local));

@@ -1,7 +1,9 @@
 // Index slicing: fix some labels of a contraction to one value at a time so
 // that the largest intermediate of each slice fits a memory bound (or so
-// that there are enough slices to spread over workers or ranks), and the
-// strided views that give one slice's operands without copying.
+// that there are enough slices to spread over workers or ranks), the
+// strided views that give one slice's operands without copying, and the
+// split of a contraction over workers (round robin of slices, or one label
+// range per worker).
 //
 // Note [Index slicing]
 // Slicing label l (extent d) turns one contraction into d independent ones:
@@ -36,13 +38,38 @@
 // candidate among single labels and pairs scored by the busiest worker's
 // flops, the best few re-planned (Note [Balanced slicing] in slicing.cpp).
 //
+// Note [Range slicing]
+// Spreading a contraction over W workers, index slicing repeats every step
+// that misses the sliced labels once per slice, and d slices of one label
+// split over W workers evenly only when W divides d. A range split instead
+// gives each worker one contiguous range [begin, end) of one label p:
+// worker w contracts the network with p's extent end - begin, reading its
+// operands through views narrowed on p's axes (an element offset, no copy),
+// so the steps that miss p run once per worker, not once per value, and
+// the ranges may be as even as the extent allows (8 over 2 workers: 4 and
+// 4). A summed p gives each worker a term of the sum; an output p gives
+// each its part of the output (the rest of its partial output is zero), so
+// in both cases the workers' partial outputs add up to the result (one
+// allreduce). A worker's part is an ordinary SlicedContraction carrying the
+// range: it may further slice labels one value at a time to meet the
+// memory bound, and its slice tree is re-planned like any slice tree.
+// WorkerSlicing::plan() scores every label of extent >= W by the busiest
+// worker's flops under the fixed order (each worker pays the steps that
+// miss p in full and its range's share of the others: affine in the
+// range's size, so sizes as equal as possible minimise the busiest),
+// builds the best few, and keeps the range split when its busiest worker
+// has fewer flops than the round robin of index slices (Note [Balanced
+// slicing] in slicing.cpp).
+//
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:
 // diagonals taken, broadcast axes dropped) with the sliced labels fixed: a
 // label's axis stride is the sum of the strides of the input axes carrying
 // it (a diagonal), a sliced label adds value * those strides to the element
-// offset and loses its axis. No element is copied. The output's slice view
-// fixes the sliced output labels the same way.
+// offset and loses its axis, and a range label (Note [Range slicing]) adds
+// begin * those strides and keeps its axis with the range's size. No
+// element is copied. The output's slice view fixes the sliced output
+// labels (and narrows a range output label) the same way.
 #pragma once
 
 #include <cstdint>
@@ -75,8 +102,18 @@ struct SlicingOptions {
   bool replan = true;
 };
 
-/// A contraction tree with a set of sliced labels (Note [Index slicing]).
-/// Immutable value type; thread-compatible.
+/// A contiguous range of one label's values (Note [Range slicing]).
+struct LabelRange {
+  LabelId label = -1;  ///< -1: no range
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const noexcept { return end - begin; }
+  bool operator==(const LabelRange&) const = default;
+};
+
+/// A contraction tree with a set of sliced labels (Note [Index slicing]),
+/// optionally restricted to a range of one further label (Note [Range
+/// slicing]). Immutable value type; thread-compatible.
 class SlicedContraction {
  public:
   /// Chooses the labels to slice greedily so that `options` hold. Errors:
@@ -88,6 +125,12 @@ class SlicedContraction {
   /// Slices exactly `labels` (each a label of the network, no repeats).
   /// kInvalidArgument otherwise.
   static Result<SlicedContraction> with_labels(const ContractionTree& tree, std::span<const LabelId> labels);
+  /// The part of `tree` over `range` (Note [Range slicing]), sliced further
+  /// as plan() slices (options.workers is ignored: one worker runs all of
+  /// this part's slices). kInvalidArgument for a label that is not the
+  /// network's or a range outside [0, extent) or empty; plan()'s errors.
+  static Result<SlicedContraction> plan_range(const ContractionTree& tree, const LabelRange& range,
+                                              const SlicingOptions& options);
 
   /// The unsliced tree.
   const ContractionTree& tree() const noexcept { return tree_; }
@@ -100,6 +143,11 @@ class SlicedContraction {
   /// output order), then summed labels; slice indices enumerate their
   /// values row-major over this list.
   std::span<const LabelId> sliced_labels() const noexcept { return sliced_; }
+  /// The range this contraction covers (label -1: every value of every
+  /// label). The range label is not among sliced_labels(); the slice tree
+  /// has it with extent range().size(), and the views narrow it.
+  const LabelRange& range() const noexcept { return range_; }
+  bool has_range() const noexcept { return range_.label >= 0; }
   /// How many of sliced_labels() are output labels (they come first).
   std::size_t num_sliced_output_labels() const noexcept { return sliced_output_count_; }
   std::int64_t num_slices() const noexcept { return num_slices_; }
@@ -111,7 +159,8 @@ class SlicedContraction {
   const PathCost& slice_cost() const noexcept { return slice_tree_.cost(); }
   /// num_slices() * slice flops.
   double total_flops() const noexcept { return static_cast<double>(num_slices_) * slice_cost().flops; }
-  /// total_flops() / unsliced flops (1 when nothing is sliced).
+  /// total_flops() / unsliced flops (1 when nothing is sliced; for a range,
+  /// the range's share).
   double overhead() const noexcept;
   /// Bytes of the largest intermediate of one slice.
   double slice_max_intermediate_bytes() const noexcept;
@@ -126,14 +175,64 @@ class SlicedContraction {
  private:
   SlicedContraction(ContractionTree tree, ContractionTree slice_tree) noexcept
       : tree_(std::move(tree)), slice_tree_(std::move(slice_tree)) {}
-  static Result<SlicedContraction> build(const ContractionTree& tree, LabelList sliced);
+  static Result<SlicedContraction> build(const ContractionTree& tree, LabelList sliced, const LabelRange& range = {});
+  static Result<SlicedContraction> plan_impl(const ContractionTree& tree, const SlicingOptions& options,
+                                             const LabelRange& range);
+  friend class WorkerSlicing;
 
   ContractionTree tree_;
   ContractionTree slice_tree_;
   LabelList sliced_;
+  LabelRange range_;
   std::size_t sliced_output_count_ = 0;
   std::int64_t num_slices_ = 1;
   std::int64_t num_output_slices_ = 1;
+};
+
+/// How the slices of a contraction are spread over workers (ranks): either
+/// one SlicedContraction whose slices go round robin (worker w runs slices
+/// w, w + W, ...), or one range part per worker (Note [Range slicing]),
+/// each run whole. Immutable value type; thread-compatible.
+class WorkerSlicing {
+ public:
+  /// The round robin of SlicedContraction::plan(tree, options) or a range
+  /// split, whichever leaves the busiest worker fewer flops (Note [Range
+  /// slicing]). Errors as SlicedContraction::plan.
+  static Result<WorkerSlicing> plan(const ContractionTree& tree, const SlicingOptions& options);
+  /// One range of `label` per worker (options.workers of them), as even as
+  /// its extent allows, each part sliced further as plan() slices for the
+  /// memory bound. kInvalidArgument for a label that is not the network's
+  /// or whose extent is below options.workers; plan()'s errors otherwise.
+  static Result<WorkerSlicing> range_split(const ContractionTree& tree, LabelId label, const SlicingOptions& options);
+  /// The round robin of `sliced` over `workers` (>= 1).
+  static WorkerSlicing round_robin(SlicedContraction sliced, std::int64_t workers);
+
+  std::int64_t workers() const noexcept { return workers_; }
+  bool is_range_split() const noexcept { return !round_robin_; }
+  /// Worker w's contraction (0 <= w < workers()): the shared one for a
+  /// round robin, its range part otherwise.
+  const SlicedContraction& part(std::int64_t w) const noexcept {
+    return parts_[round_robin_ ? 0 : static_cast<std::size_t>(w)];
+  }
+  /// The slices worker w runs of part(w): first_slice(w), + slice_step(), ...
+  std::int64_t first_slice(std::int64_t w) const noexcept { return round_robin_ ? w : 0; }
+  std::int64_t slice_step() const noexcept { return round_robin_ ? workers_ : 1; }
+  /// Worker w's flops.
+  double worker_flops(std::int64_t w) const noexcept;
+  /// The largest worker_flops.
+  double busiest_flops() const noexcept;
+  /// The unsliced flops / busiest_flops(): the plan's bound on the speedup.
+  double speedup_bound() const noexcept;
+  /// The flops of all workers / the unsliced flops.
+  double overhead() const noexcept;
+  /// The split and its bound, then part(0)'s explain(); for a range split,
+  /// the explain() of the first part of each range size and every range.
+  std::string explain() const;
+
+ private:
+  std::vector<SlicedContraction> parts_;
+  std::int64_t workers_ = 1;
+  bool round_robin_ = true;
 };
 
 /// The operands and output of one slice as strided views into the caller's

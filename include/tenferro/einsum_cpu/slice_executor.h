@@ -11,7 +11,9 @@
 // writes a scratch buffer of the output slice's shape that is then added
 // in. Output slices that none of this call's slices writes are set to zero,
 // so that the partial outputs of disjoint slice sets (one per rank) add up
-// to the full result.
+// to the full result. A contraction over a range of an output label (Note
+// [Range slicing] in einsum/slicing.h) first zeroes the whole output, then
+// writes its range.
 #pragma once
 
 #include <cstdint>

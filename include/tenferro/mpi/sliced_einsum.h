@@ -1,5 +1,7 @@
 // Sliced einsum over the ranks of a Communicator: each rank contracts the
-// slices k = rank, rank + size, ... of a SliceExecutor (round robin), then
+// slices k = rank, rank + size, ... of a SliceExecutor (round robin), or
+// every slice of its own range part (einsum::WorkerSlicing, Note [Range
+// slicing] in einsum/slicing.h), then
 // the partial outputs are summed by one allreduce that runs as a collective
 // node of a prepared program (program::CollectiveOp, Note [Collective
 // nodes] in runtime/spi/collective.h), so every rank ends with the full
@@ -45,7 +47,8 @@ namespace tenferro::mpi {
 /// copy; a non-contiguous one is rebound to the node's contiguous result
 /// (as host_interop.h rebinds). Borrows everything for the call; prepares
 /// one small program per call (the runtime's plan cache applies).
-/// Every rank passes the same contraction and inputs. Errors as
+/// Every rank passes the same contraction (or, for a range split, its own
+/// part: WorkerSlicing::part(rank)) and the same inputs. Errors as
 /// Runtime::prepare_for, SliceExecutor::run and the collective node, on
 /// every rank (Note [Failure before the allreduce]). `stats`, when given,
 /// receives this rank's share.
