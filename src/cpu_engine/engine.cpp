@@ -72,15 +72,17 @@ Error unknown_domain(runtime::ResolvedPlacement placement, std::string_view what
 
 // Note [CPU engine executor]
 // Without domains the body runs inline with a SequentialContext (the
-// executor's own, stateless). With domains it enters the placed domain once
+// executor's own, immutable). With domains it enters the placed domain once
 // (CpuResourceDomain::enter: one install, the entering thread pinned for
 // the entry) and derives one kInner context: providers split work over the
 // domain's workers with one fan-out level, and a re-entry from inside a
-// domain job is rejected by the domain (kReentryRejected).
+// domain job is rejected by the domain (kReentryRejected). Every context it
+// hands out reports the engine's resolved ISA cap as kernel_isa(), so the
+// layout kernels honour CpuEngineOptions::isa like the native GEMM does.
 class CpuEngineExecutor final : public runtime::EngineExecutor {
  public:
-  explicit CpuEngineExecutor(std::shared_ptr<const CpuDomainSet> domains)
-      : domains_(std::move(domains)), served_(served_domains(domains_)) {}
+  CpuEngineExecutor(std::shared_ptr<const CpuDomainSet> domains, CpuIsa isa)
+      : domains_(std::move(domains)), served_(served_domains(domains_)), isa_(isa), sequential_(isa) {}
 
   runtime::ExecutionContextTypeId context_type() const noexcept override {
     return runtime::ExecutionContextTypeId::of<CpuEngineContext>();
@@ -97,8 +99,9 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
     if (served == nullptr) return unknown_domain(placement, "enter");
     return served->domain->enter([&](const CpuDomainSession& session) -> Status {
       const CpuExecutionContext operation = session.context(ParallelMode::kInner);
+      const KernelIsaContext parallel(operation.parallel(), isa_);
       CpuEngineContext context;
-      context.parallel = &operation.parallel();
+      context.parallel = &parallel;
       context.domain = &operation;
       context.allocator = &served->pool;
       context.session = &session;
@@ -120,8 +123,9 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
     std::size_t i = 0;
     if (threads >= 2) {
       const CpuExecutionContext sequential = context->session->context(ParallelMode::kSequential);
+      const KernelIsaContext member_parallel(sequential.parallel(), isa_);
       CpuEngineContext member;
-      member.parallel = &sequential.parallel();
+      member.parallel = &member_parallel;
       member.domain = &sequential;
       member.allocator = context->allocator;
       const runtime::ErasedExecutionContext erased = runtime::ErasedExecutionContext::of(member);
@@ -139,6 +143,7 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
  private:
   std::shared_ptr<const CpuDomainSet> domains_;
   std::vector<ServedDomain> served_;
+  CpuIsa isa_;
   SequentialContext sequential_;
 };
 
@@ -278,7 +283,7 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   r.capabilities.indexing = internal::make_indexing_slot();
   r.capabilities.dot_general = internal::make_dot_general_slot(engine.dot_general);
   r.capabilities.layout = internal::make_layout_slot();
-  r.executor = std::make_shared<CpuEngineExecutor>(options.domains);
+  r.executor = std::make_shared<CpuEngineExecutor>(options.domains, *isa);
   r.event_driver = runtime::make_cpu_immediate_event_driver(r.executor);
   r.cache_owner = std::make_shared<CpuEngineCacheOwner>(options.domains);
 

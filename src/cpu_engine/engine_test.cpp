@@ -19,6 +19,7 @@
 #include "tenferro/cpu/domains/cpu_resource_domain.h"
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
+#include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/runtime/prepared_program.h"
 #include "tenferro/runtime/spi/providers.h"
 
@@ -71,6 +72,57 @@ TEST(CpuEngine, TheIsaCapSelectsTheNativeKernels) {
     auto engine = make_cpu_engine(options);
     ASSERT_TRUE(engine.ok()) << engine.status().to_string();
     EXPECT_EQ(engine->isa, CpuIsa::kPortable);
+  }
+}
+
+// Note [ISA cap]: the layout kernels run the engine's resolved cap, which
+// every context the executor hands out reports (on the calling thread, in
+// a domain entry and in a concurrent-group member), not the process-wide
+// default that layout_kernel_isa() fixed from TENFERRO_CPU_ISA on first use:
+// a portable engine's transposing copy takes no vector tiles.
+TEST(CpuEngine, TheLayoutKernelsRunTheEnginesIsaCap) {
+  const Tensor src = *make_tensor({37, 45}, DType::kFloat64, Layout::kContiguous, 1).transpose(0, 1);
+  // Vector tiles taken by a transposing copy on `ctx`, checked against the source.
+  auto vector_tiles = [&](const ParallelContext& ctx) -> std::uint64_t {
+    Tensor dst = *Tensor::empty(src.shape(), DType::kFloat64);
+    KernelStats stats;
+    EXPECT_TRUE(copy_into(src.view(), dst.view(), ctx, &stats).ok());
+    EXPECT_TRUE(::tenferro::testing::check_allclose(dst, src).ok());
+    return stats.vector_tiles;
+  };
+  for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (!cpu_supports(isa)) continue;
+    SCOPED_TRACE(to_string(isa));
+    const std::uint64_t expected = isa == CpuIsa::kPortable ? 0 : 1;
+    CpuEngineOptions options;
+    options.isa = isa;
+    auto inline_engine = make_cpu_engine(options);
+    ASSERT_TRUE(inline_engine.ok()) << inline_engine.status().to_string();
+    auto managed = testing::two_thread_engine(isa);
+    ASSERT_TRUE(managed.ok()) << managed.status().to_string();
+    for (CpuEngine* engine : {&*inline_engine, &managed->engine}) {
+      runtime::EngineExecutor& executor = *engine->registration.executor;
+      const std::uint64_t domain = engine == &managed->engine ? managed->domains->default_domain().id().value() : 0;
+      std::mutex mutex;  // members of a batch run at the same time
+      std::vector<CpuIsa> seen;
+      const Status s = executor.enter(
+          runtime::ResolvedPlacement{EngineId(1), domain}, [&](runtime::ErasedExecutionContext entered) -> Status {
+            const ParallelContext& ctx = *entered.get<CpuEngineContext>()->parallel;
+            seen.push_back(ctx.kernel_isa());
+            EXPECT_EQ(vector_tiles(ctx), expected);
+            executor.run_concurrently(entered, 3, [&](std::size_t, runtime::ErasedExecutionContext member) {
+              const ParallelContext& member_ctx = *member.get<CpuEngineContext>()->parallel;
+              {
+                const std::lock_guard<std::mutex> lock(mutex);
+                seen.push_back(member_ctx.kernel_isa());
+              }
+              EXPECT_EQ(vector_tiles(member_ctx), expected);
+            });
+            return ok_status();
+          });
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_EQ(seen, std::vector<CpuIsa>(4, isa));
+    }
   }
 }
 

@@ -33,10 +33,11 @@ struct ManagedEngine {
   std::shared_ptr<const CpuDomainSet> domains;
   CpuEngine engine;
 };
-inline Result<ManagedEngine> two_thread_engine() {
+inline Result<ManagedEngine> two_thread_engine(CpuIsa isa = CpuIsa::kAuto) {
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const CpuDomainSet> domains, two_thread_domain_set());
   CpuEngineOptions options;
   options.domains = domains;
+  options.isa = isa;
   TENFERRO_ASSIGN_OR_RETURN(CpuEngine engine, make_cpu_engine(options));
   return ManagedEngine{std::move(domains), std::move(engine)};
 }

@@ -11,7 +11,8 @@
 // reproduce on an AVX-512 machine what an AVX2-only machine runs, or to rule
 // out a kernel family when a result looks wrong. The environment is read
 // when a provider or engine is created (a configuration input like its
-// options), never on a hot path. The code outside the dispatched kernels is
+// options), never on a hot path. The free layout kernels get the engine's
+// cap from the ParallelContext they run with (ParallelContext::kernel_isa). The code outside the dispatched kernels is
 // compiled for the TENFERRO_ARCH configure target (`tenferro info` prints
 // both); an AVX2 emulation builds with -DTENFERRO_ARCH=x86-64-v3 and runs
 // with TENFERRO_CPU_ISA=avx2.
@@ -61,11 +62,13 @@ Result<CpuIsa> cpu_isa_from_environment();
 Result<CpuIsa> resolve_cpu_isa(CpuIsa requested);
 
 /// The instruction set of the layout kernels' register-tile transposes
-/// (copy_into, permutations): resolve_cpu_isa(kAuto), or best_cpu_isa() when
-/// TENFERRO_CPU_ISA cannot be honoured (engine creation reports that error).
-/// The layout kernels are free functions with no object to hold a cap, so
-/// this one value is computed on first use and immutable after; a process
-/// that changes TENFERRO_CPU_ISA later keeps the first value. Thread-safe.
+/// (copy_into, permutations) under a ParallelContext that names no cap
+/// (kernel_isa() == kAuto: a kernel called directly, outside an engine):
+/// resolve_cpu_isa(kAuto), or best_cpu_isa() when TENFERRO_CPU_ISA cannot
+/// be honoured. Computed on first use and immutable after; a process that
+/// changes TENFERRO_CPU_ISA later keeps the first value. An engine's
+/// contexts carry its own resolved cap instead (ParallelContext::kernel_isa),
+/// so CpuEngineOptions::isa reaches the layout kernels. Thread-safe.
 CpuIsa layout_kernel_isa() noexcept;
 
 }  // namespace tenferro::cpu

@@ -104,9 +104,10 @@ struct CpuEngineOptions {
   /// NullGemmProvider in tests).
   std::shared_ptr<const CpuGemmProvider> gemm_provider;
   DotGeneralOptions dot_general;
-  /// The instruction set of the native kernels (Note [ISA cap] in
-  /// tenferro/cpu/cpu_isa.h): kAuto reads TENFERRO_CPU_ISA at creation, and
-  /// takes the best the CPU supports when it is unset.
+  /// The instruction set of the native kernels, GEMM and layout tiles
+  /// (Note [ISA cap] in tenferro/cpu/cpu_isa.h): kAuto reads
+  /// TENFERRO_CPU_ISA at creation, and takes the best the CPU supports when
+  /// it is unset.
   CpuIsa isa = CpuIsa::kAuto;
   /// The resource domains the engine serves. Null: one implicit domain 0
   /// running on the calling thread (sequential).
@@ -116,7 +117,8 @@ struct CpuEngineOptions {
 /// What providers of the CPU engine receive as their typed context
 /// (`context.get<CpuEngineContext>()`). Borrowed for one provider call.
 struct CpuEngineContext {
-  /// The operation's one fan-out level (Note [One fan-out level]).
+  /// The operation's one fan-out level (Note [One fan-out level]); its
+  /// kernel_isa() is the engine's resolved ISA cap.
   const ParallelContext* parallel = nullptr;
   /// The entered domain's context; null without domains.
   const CpuExecutionContext* domain = nullptr;
@@ -169,7 +171,7 @@ struct CpuEngine {
   /// The GEMM candidate that was selected ("native", ...).
   std::string gemm_candidate;
   /// The instruction set the options (or TENFERRO_CPU_ISA) resolved to;
-  /// the native GEMM runs it (never kAuto).
+  /// the native GEMM and the layout kernels run it (never kAuto).
   CpuIsa isa = CpuIsa::kPortable;
   std::shared_ptr<const DotGeneralComposite> dot_general;
   /// One entry per filled slot (and the GEMM provider behind dot_general,

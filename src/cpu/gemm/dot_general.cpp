@@ -515,7 +515,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
     return first;
   };
   if (s.mode == ParallelMode::kOuter) {
-    const SequentialContext sequential;
+    const SequentialContext sequential(ctx.kernel_isa());
     FirstError errors;
     ctx.parallel_for(0, geo.jobs, 1,
                      [&](std::int64_t j0, std::int64_t j1) { errors.set(run_jobs(j0, j1, sequential)); });

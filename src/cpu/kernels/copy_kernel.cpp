@@ -19,7 +19,8 @@
 // da == sb == element size, scalar moves at the edges. Each source row and
 // destination column of a W x W tile is a cache line for 8-byte elements,
 // so with large destinations the columns go out as non-temporal stores
-// (no read-for-ownership), fenced at the end of every parallel chunk.
+// (no read-for-ownership), fenced at the end of every parallel chunk. The
+// tiles' instruction set is the context's kernel_isa() (the engine's cap).
 // Work units (outer index, B block, A block) are split over ParallelContext
 // in contiguous ranges. When both fastest axes coincide the copy is a loop
 // of contiguous runs (a single memcpy when everything merged into one
@@ -387,7 +388,10 @@ void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelSt
   }
   p.dst = loop.data[0];
   p.src = loop.data[1];
-  if (p.a.linear_stride == item && p.b.linear_stride == item) p.simd = select_tile_transpose(item, layout_kernel_isa());
+  if (p.a.linear_stride == item && p.b.linear_stride == item) {
+    const CpuIsa isa = ctx.kernel_isa() == CpuIsa::kAuto ? layout_kernel_isa() : ctx.kernel_isa();
+    p.simd = select_tile_transpose(item, isa);
+  }
   p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
   p.staged = p.streaming && !whole_lines(p, loop);
   p.tile = p.staged ? kMacroTile : kDirectTile;

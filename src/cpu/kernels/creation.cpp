@@ -66,7 +66,7 @@ Status iota(const TensorView& out, std::int64_t axis, const ParallelContext& ctx
       internal::parallel_or_inline(
           ctx, extent, std::max<std::int64_t>(1, kFillGrain / std::max<std::int64_t>(1, out.numel() / extent)), stats,
           [&](std::int64_t b, std::int64_t e) {
-            const SequentialContext seq;
+            const SequentialContext seq(ctx.kernel_isa());
             for (std::int64_t j = b; j < e; ++j) {
               fill_view<T>(static_cast<char*>(out.data) + j * axis_stride * item, rest, rest_strides,
                            internal::convert_value<T>(j), seq, nullptr);

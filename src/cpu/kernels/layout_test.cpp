@@ -99,6 +99,30 @@ TEST(CopyIntoTest, PermutationsRunThroughVectorTiles) {
   }
 }
 
+// Note [ISA cap]: the register tiles follow the context's kernel_isa(), so
+// an engine's cap reaches the copy; kAuto falls back to the process-wide
+// layout_kernel_isa(). A portable cap copies with scalar tiles.
+TEST(CopyIntoTest, TheContextsKernelIsaSelectsTheTiles) {
+  Tensor src = *make_tensor({37, 45}, DType::kFloat64, Layout::kContiguous, 14).transpose(0, 1);
+  for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (!cpu_supports(isa)) continue;
+    SCOPED_TRACE(to_string(isa));
+    const SequentialContext sequential(isa);
+    const KernelIsaContext workers(testing::two_thread_context(), isa);
+    EXPECT_EQ(workers.max_threads(), testing::two_thread_context().max_threads());
+    for (const ParallelContext* ctx :
+         {static_cast<const ParallelContext*>(&sequential), static_cast<const ParallelContext*>(&workers)}) {
+      EXPECT_EQ(ctx->kernel_isa(), isa);
+      Tensor dst = *Tensor::empty(src.shape(), DType::kFloat64);
+      KernelStats stats;
+      ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx, &stats).ok());
+      EXPECT_EQ(stats.tiled_transposes, 1u);
+      EXPECT_EQ(stats.vector_tiles, isa == CpuIsa::kPortable ? 0u : 1u);
+      EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+    }
+  }
+}
+
 // Note [Staged streaming]: destination rows of 1088 doubles are whole
 // cache lines and stream directly; rows of 1100 doubles (8800 bytes) are
 // not, and stream through the stage. Both match the source.
