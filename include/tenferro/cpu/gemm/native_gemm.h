@@ -41,6 +41,7 @@ struct NativeGemmTally {
   std::int64_t rank1_problems = 0;
   std::int64_t blocked_problems = 0;
   std::int64_t parallel_problems = 0;
+  std::int64_t in_place_b_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver.
 struct NativeGemmAtomicCounters {
@@ -50,6 +51,7 @@ struct NativeGemmAtomicCounters {
   std::atomic<std::int64_t> rank1_problems{0};
   std::atomic<std::int64_t> blocked_problems{0};
   std::atomic<std::int64_t> parallel_problems{0};
+  std::atomic<std::int64_t> in_place_b_problems{0};
   std::atomic<std::int64_t> fork_joins{0};
   void add(const NativeGemmTally& t) noexcept;
 };
@@ -84,6 +86,7 @@ struct NativeGemmCounters {
   std::int64_t rank1_problems = 0;         ///< depth-1 problems written directly (Note [Rank-1 GEMM])
   std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
   std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context
+  std::int64_t in_place_b_problems = 0;    ///< blocked problems that read B unpacked (Note [Unpacked B])
   std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };

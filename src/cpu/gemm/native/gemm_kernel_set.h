@@ -46,6 +46,13 @@ struct GemmKernelSet {
   /// at general strides; beta == 0 never reads C. m_valid <= mr, n_valid <= nr.
   void (*micro_kernel)(std::int64_t k, const T* a_panel, const T* b_panel, T alpha, T beta, T* c, std::int64_t rs_c,
                        std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) = nullptr;
+  /// micro_kernel with B read in place, column j and depth step p at
+  /// b[p * rs_b + j * cs_b], instead of from a packed panel (Note [Unpacked
+  /// B] in native_gemm.cpp); reads no column past n_valid. Null: B is always
+  /// packed.
+  void (*micro_kernel_in_place_b)(std::int64_t k, const T* a_panel, const T* b, std::int64_t rs_b, std::int64_t cs_b,
+                                  T alpha, T beta, T* c, std::int64_t rs_c, std::int64_t cs_c, std::int64_t m_valid,
+                                  std::int64_t n_valid) = nullptr;
   void (*pack_a)(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
   void (*pack_b)(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
   /// Problems of at most this many multiply-adds may run unpacked (the

@@ -38,14 +38,25 @@ namespace tenferro::cpu::internal {
 // MV vectors of A rows x NR columns of B per depth step; consecutive depth
 // steps of the A panel are MRS elements apart (MRS >= MV * lanes: the edge
 // variants below read a prefix of a wider panel).
-template <class Isa, int MV, int NR, int MRS = MV* Isa::kLanes>
+//
+// With kInPlaceB, B is not a packed panel but the operand itself: column j,
+// depth step p at b[p * rs_b + j * cs_b] (Note [Unpacked B] in
+// native_gemm.cpp). Columns past n_valid re-read the last valid column, so
+// nothing outside the operand is touched; their sums are never stored.
+template <class Isa, int MV, int NR, int MRS = MV* Isa::kLanes, bool kInPlaceB = false>
 inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict a, const typename Isa::S* __restrict b,
                               typename Isa::S alpha, typename Isa::S beta, typename Isa::S* c, std::int64_t rs_c,
-                              std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+                              std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid, std::int64_t rs_b = 0,
+                              std::int64_t cs_b = 0) {
   using S = typename Isa::S;
   using V = typename Isa::V;
   constexpr int L = Isa::kLanes;
   constexpr int MR = MV * L;
+  [[maybe_unused]] std::int64_t b_col[NR];
+  if constexpr (kInPlaceB) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) b_col[j] = std::min<std::int64_t>(j, n_valid - 1) * cs_b;
+  }
   V acc[MV][NR];
 #pragma GCC unroll 16
   for (int j = 0; j < NR; ++j)
@@ -64,12 +75,12 @@ inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict 
     __builtin_prefetch(a + 8 * MRS, 0, 3);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      const V bj = Isa::set1(b[j]);
+      const V bj = Isa::set1(kInPlaceB ? b[b_col[j]] : b[j]);
 #pragma GCC unroll 4
       for (int v = 0; v < MV; ++v) acc[v][j] = Isa::fmadd(av[v], bj, acc[v][j]);
     }
     a += MRS;
-    b += NR;
+    b += kInPlaceB ? rs_b : NR;
   }
   if (full_unit) {
     const V va = Isa::set1(alpha);
@@ -303,6 +314,22 @@ void real_kernel_entry(std::int64_t k, const typename Isa::S* a, const typename 
   real_micro_kernel<Isa, MV, NR, MRS>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
 }
 
+/// real_kernel_entry with B read in place at element strides (rs_b along
+/// the depth, cs_b along the columns) instead of from a packed panel.
+template <class Isa, int MV, int NR, int MRS = MV* Isa::kLanes>
+void real_kernel_entry_in_place_b(std::int64_t k, const typename Isa::S* a, const typename Isa::S* b, std::int64_t rs_b,
+                                  std::int64_t cs_b, typename Isa::S alpha, typename Isa::S beta, typename Isa::S* c,
+                                  std::int64_t rs_c, std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+  if constexpr (MV > 1) {
+    if (m_valid <= (MV - 1) * Isa::kLanes) {
+      real_kernel_entry_in_place_b<Isa, MV - 1, NR, MRS>(k, a, b, rs_b, cs_b, alpha, beta, c, rs_c, cs_c, m_valid,
+                                                         n_valid);
+      return;
+    }
+  }
+  real_micro_kernel<Isa, MV, NR, MRS, true>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid, rs_b, cs_b);
+}
+
 template <class Isa, int MV, int NR>
 void complex_kernel_entry(std::int64_t k, const std::complex<typename Isa::S>* a,
                           const std::complex<typename Isa::S>* b, std::complex<typename Isa::S> alpha,
@@ -323,6 +350,7 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.kc = kc;
   set.nc = nc;
   set.micro_kernel = &real_kernel_entry<Isa, MV, NR>;
+  set.micro_kernel_in_place_b = &real_kernel_entry_in_place_b<Isa, MV, NR>;
   set.pack_a = &pack_a_panels<Isa, S, MR>;
   set.pack_b = &pack_b_panels<Isa, S, NR>;
   return set;

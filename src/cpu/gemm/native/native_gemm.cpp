@@ -177,14 +177,38 @@ std::pair<std::int64_t, std::int64_t> choose_partition(std::int64_t m_units, std
   return best;
 }
 
+// Note [Unpacked B]
+// Packing B pays off when each packed element is read by many row panels.
+// A product whose M (after orientation) spans at most kInPlaceBMaxPanels
+// micro-tiles reads each element of B once or twice -- an einsum step whose
+// output is a long, thin matrix (lm_batch_likelihood_brackets_4_4d: 16 x 64
+// by 64 x 7984) -- so packing it (a transposing copy when B's depth is
+// contiguous, element by element when NR is not a multiple of the transpose
+// tile) costs about as much as the products it feeds. Such problems run the
+// micro-kernel on B in place (GemmKernelSet::micro_kernel_in_place_b, real
+// types); A, small, is still packed (docs/performance_notes.md, "Native
+// GEMM").
+constexpr std::int64_t kInPlaceBMaxPanels = 2;
+
+// B's columns for one depth block: packed slivers (column j's sliver at
+// data + (j - j0) * kc) or, with in_place, the operand itself (column j,
+// step p at data + p * rs + (j - j0) * cs).
+template <class T>
+struct BColumns {
+  const T* data;
+  bool in_place = false;
+  std::int64_t rs = 0;
+  std::int64_t cs = 0;
+};
+
 // C[i0:i_end, j0:j_end] (columns relative to c) = alpha * A B + beta * C
 // for one depth block of kc: A's rows (from a, depth block already offset)
-// are packed into ap in equal MC chunks, each a multiple of mr; B's packed
-// slivers for those columns start at b (sliver of column j at b + (j - j0) * kc).
+// are packed into ap in equal MC chunks, each a multiple of mr; b holds B's
+// columns from j0 on.
 template <class T>
 void multiply_rows(const GemmKernelSet<T>& ks, const TypedProblem<T>& p, const T* a, std::int64_t kc, T beta,
-                   std::int64_t i0, std::int64_t i_end, std::int64_t mc_max, T* ap, const T* b, T* c, std::int64_t j0,
-                   std::int64_t j_end) {
+                   std::int64_t i0, std::int64_t i_end, std::int64_t mc_max, T* ap, const BColumns<T>& b, T* c,
+                   std::int64_t j0, std::int64_t j_end) {
   const std::int64_t mr = ks.mr;
   const std::int64_t nr = ks.nr;
   const std::int64_t rows = i_end - i0;
@@ -194,8 +218,16 @@ void multiply_rows(const GemmKernelSet<T>& ks, const TypedProblem<T>& p, const T
     ks.pack_a(mc, kc, a + ic * p.rsa, p.rsa, p.csa, ap);
     for (std::int64_t jr = j0; jr < j_end; jr += nr) {
       const std::int64_t nr_valid = std::min(nr, j_end - jr);
-      const T* b_panel = b + (jr - j0) * kc;
       T* c_col = c + jr * p.csc;
+      if (b.in_place) {
+        const T* b_cols = b.data + (jr - j0) * b.cs;
+        for (std::int64_t ir = 0; ir < mc; ir += mr) {
+          ks.micro_kernel_in_place_b(kc, ap + ir * kc, b_cols, b.rs, b.cs, p.alpha, beta, c_col + (ic + ir) * p.rsc,
+                                     p.rsc, p.csc, std::min(mr, mc - ir), nr_valid);
+        }
+        continue;
+      }
+      const T* b_panel = b.data + (jr - j0) * kc;
       for (std::int64_t ir = 0; ir < mc; ir += mr) {
         ks.micro_kernel(kc, ap + ir * kc, b_panel, p.alpha, beta, c_col + (ic + ir) * p.rsc, p.rsc, p.csc,
                         std::min(mr, mc - ir), nr_valid);
@@ -223,7 +255,7 @@ constexpr std::int64_t kSingleBlockMaxMnk = std::int64_t{1} << 27;
 
 template <class T>
 Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const TypedProblem<T>& p,
-                         const ParallelContext& ctx, std::int64_t threads, GemmWorkspacePool& pool,
+                         const ParallelContext& ctx, std::int64_t threads, bool in_place_b, GemmWorkspacePool& pool,
                          NativeGemmAtomicCounters& counters) {
   const std::int64_t mr = ks.mr;
   const std::int64_t nr = ks.nr;
@@ -252,7 +284,7 @@ Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const 
   }
   const std::int64_t mc_max = blk.mc;
   const std::int64_t a_elems = round_up(kc * std::min(mc_max, round_up(ceil_div(m_units, mparts) * mr, mr)), 64);
-  const std::int64_t b_elems = round_up(kc * ceil_div(n_units, nparts) * nr, 64);
+  const std::int64_t b_elems = in_place_b ? 0 : round_up(kc * ceil_div(n_units, nparts) * nr, 64);
   const std::int64_t tasks = mparts * nparts;
   const std::size_t bytes = static_cast<std::size_t>(tasks * (a_elems + b_elems)) * sizeof(T);
   GemmWorkspacePool::Lease lease = pool.acquire(bytes);
@@ -270,8 +302,12 @@ Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const 
       const std::int64_t i_end = std::min(p.m, mu1 * mr);
       const std::int64_t j0 = nu0 * nr;
       const std::int64_t j_end = std::min(p.n, nu1 * nr);
-      ks.pack_b(kc, j_end - j0, p.b + j0 * p.csb, p.rsb, p.csb, bp);
-      multiply_rows(ks, p, p.a, kc, p.beta, mu0 * mr, i_end, mc_max, ap, bp, p.c, j0, j_end);
+      BColumns<T> b{p.b + j0 * p.csb, in_place_b, p.rsb, p.csb};
+      if (!in_place_b) {
+        ks.pack_b(kc, j_end - j0, p.b + j0 * p.csb, p.rsb, p.csb, bp);
+        b.data = bp;
+      }
+      multiply_rows(ks, p, p.a, kc, p.beta, mu0 * mr, i_end, mc_max, ap, b, p.c, j0, j_end);
     }
   });
   counters.fork_joins.fetch_add(1, std::memory_order_relaxed);
@@ -280,7 +316,7 @@ Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const 
 
 template <class T>
 Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const TypedProblem<T>& p,
-                    const ParallelContext& ctx, std::int64_t threads, GemmWorkspacePool& pool,
+                    const ParallelContext& ctx, std::int64_t threads, bool in_place_b, GemmWorkspacePool& pool,
                     NativeGemmAtomicCounters& counters) {
   const std::int64_t mr = ks.mr;
   const std::int64_t nr = ks.nr;
@@ -289,8 +325,8 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
   const std::int64_t nc_max = round_up(ceil_div(p.n, ceil_div(p.n, blk.nc)), nr);
   const std::int64_t mc_max = blk.mc;
   if (threads > 1 && p.k <= kc_max && p.n <= nc_max && p.m * p.n * p.k <= kSingleBlockMaxMnk)
-    return single_block_gemm(ks, blk, p, ctx, threads, pool, counters);
-  const std::int64_t b_elems = round_up(kc_max * nc_max, 64);
+    return single_block_gemm(ks, blk, p, ctx, threads, in_place_b, pool, counters);
+  const std::int64_t b_elems = in_place_b ? 0 : round_up(kc_max * nc_max, 64);
   const std::int64_t a_elems = round_up(kc_max * mc_max, 64);
   GemmWorkspacePool::Lease lease = pool.acquire(static_cast<std::size_t>(b_elems + threads * a_elems) * sizeof(T));
   if (!lease) {
@@ -318,7 +354,9 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
         const std::int64_t cols = std::min(nc, s1 * nr) - s0 * nr;
         ks.pack_b(kc, cols, b_block + s0 * nr * p.csb, p.rsb, p.csb, bp + s0 * nr * kc);
       };
-      if (threads > 1 && n_units >= 2) {
+      if (in_place_b) {
+        // Note [Unpacked B]: the tasks read b_block.
+      } else if (threads > 1 && n_units >= 2) {
         ctx.parallel_for(0, n_units, ceil_div(n_units, threads), pack_slivers);
         ++forks;
       } else {
@@ -333,8 +371,9 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
           const std::int64_t i_end = std::min(p.m, mu1 * mr);
           const std::int64_t j0 = nu0 * nr;
           const std::int64_t j_end = std::min(nc, nu1 * nr);
-          multiply_rows(ks, p, p.a + pc * p.csa, kc, beta, mu0 * mr, i_end, mc_max, ap, bp + j0 * kc, p.c + jc * p.csc,
-                        j0, j_end);
+          const BColumns<T> b =
+              in_place_b ? BColumns<T>{b_block + j0 * p.csb, true, p.rsb, p.csb} : BColumns<T>{bp + j0 * kc};
+          multiply_rows(ks, p, p.a + pc * p.csa, kc, beta, mu0 * mr, i_end, mc_max, ap, b, p.c + jc * p.csc, j0, j_end);
         }
       };
       const std::int64_t tasks = mparts * nparts;
@@ -414,6 +453,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.rank1_problems = counters_.rank1_problems.load(std::memory_order_relaxed);
   c.blocked_problems = counters_.blocked_problems.load(std::memory_order_relaxed);
   c.parallel_problems = counters_.parallel_problems.load(std::memory_order_relaxed);
+  c.in_place_b_problems = counters_.in_place_b_problems.load(std::memory_order_relaxed);
   c.fork_joins = counters_.fork_joins.load(std::memory_order_relaxed);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -426,6 +466,7 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   if (t.rank1_problems != 0) rank1_problems.fetch_add(t.rank1_problems, std::memory_order_relaxed);
   if (t.blocked_problems != 0) blocked_problems.fetch_add(t.blocked_problems, std::memory_order_relaxed);
   if (t.parallel_problems != 0) parallel_problems.fetch_add(t.parallel_problems, std::memory_order_relaxed);
+  if (t.in_place_b_problems != 0) in_place_b_problems.fetch_add(t.in_place_b_problems, std::memory_order_relaxed);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -475,7 +516,9 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
                        options_.nc > 0 ? round_up(options_.nc, ks.nr) : ks.nc};
     ++tally.blocked_problems;
     if (threads > 1) ++tally.parallel_problems;
-    return blocked_gemm(ks, blk, p, ctx, threads, *workspace_, counters_);
+    const bool in_place_b = ks.micro_kernel_in_place_b != nullptr && ceil_div(p.m, ks.mr) <= kInPlaceBMaxPanels;
+    if (in_place_b) ++tally.in_place_b_problems;
+    return blocked_gemm(ks, blk, p, ctx, threads, in_place_b, *workspace_, counters_);
   };
   switch (dtype) {
     case DType::kFloat32:

@@ -149,6 +149,47 @@ TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
   }
 }
 
+// Note [Unpacked B]: a product whose M spans at most two micro-tiles reads
+// B in place (every layout, depth blocks above KC, edge columns, one and
+// two threads, the single-block and shared-panel paths) and matches the
+// reference; a taller one packs B.
+TEST(NativeGemmTest, ThinProductsReadBInPlace) {
+  auto p = *NativeGemmProvider::create();
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  struct Shape {
+    std::int64_t m, n, k;
+    bool in_place;
+  };
+  // 13 rows are at most two micro-tiles for every ISA (mr >= 8); k = 150
+  // fits one depth block, k = 300 does not; n = 203 leaves edge columns.
+  for (const Shape s :
+       {Shape{13, 203, 150, true}, Shape{13, 203, 300, true}, Shape{5, 97, 600, true}, Shape{200, 203, 150, false}}) {
+    for (const MatLayout lb : kInputLayouts) {
+      for (const ParallelContext* ctx :
+           {static_cast<const ParallelContext*>(&seq), static_cast<const ParallelContext*>(&two)}) {
+        SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " B " << mat_layout_name(lb)
+                                          << " threads " << ctx->max_threads());
+        StridedMatrix<double> a(s.m, s.k, MatLayout::kRowMajor, 1), b(s.k, s.n, lb, 2),
+            c(s.m, s.n, MatLayout::kColMajor, 3);
+        std::vector<std::complex<double>> ref;
+        std::vector<double> bound;
+        reference_gemm(a, b, 1.5, -0.5, c, ref, bound);
+        const auto before = c.buffer;
+        const NativeGemmCounters n0 = p->counters();
+        ASSERT_TRUE(p->gemm(GemmRequest{DType::kFloat64,
+                                        GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c.output(), 1.5, -0.5}},
+                            *ctx)
+                        .ok());
+        EXPECT_TRUE(matches_reference(c, ref, bound, s.k, before));
+        const NativeGemmCounters n1 = p->counters();
+        EXPECT_EQ(n1.blocked_problems, n0.blocked_problems + 1);
+        EXPECT_EQ(n1.in_place_b_problems, n0.in_place_b_problems + (s.in_place ? 1 : 0));
+      }
+    }
+  }
+}
+
 TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
   // Note [Misaligned small GEMM]: a column-major A (the operand the tiles
   // load as vectors) one element past a 64-byte boundary, reused over
