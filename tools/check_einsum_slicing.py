@@ -57,6 +57,8 @@ def main():
         check(abs(a - b) <= 1e-9 * max(1.0, abs(a)), f"{cmd}: checksum {b}, unsliced {a}")
         if mode == "mpi":
             check(sliced["ranks"] == 2, f"{cmd}: expected 2 ranks, found {sliced['ranks']}")
+            # Note [Arena slots]: a rank bound to one core asks oneTBB for no worker.
+            check("TBB Warning" not in err, f"{cmd}: oneTBB warned: {err}")
         print(f"ok: {' '.join(case) or 'built-in'} {mode}: {sliced['slices']} slices, checksum {b} == {a}")
 
     # Note [Range slicing]: over two ranks without a bound, the MERA

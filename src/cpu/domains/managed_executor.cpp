@@ -28,7 +28,12 @@
 // A budget-one arena reserves nothing, so its single slot can also run
 // submitted tasks (a reserved slot would leave them without a thread).
 // oneTBB sizes its worker pool from the process mask (P-1 workers): on a
-// 2-CPU machine submitted tasks of all domains share one worker.
+// 2-CPU machine submitted tasks of all domains share one worker. A process
+// whose mask is one CPU -- an MPI rank bound to its core, as mpirun does by
+// default -- has no workers at all: there the budget-one arena reserves
+// its slot too, since asking oneTBB for a worker only made it print "TBB
+// Warning: The number of workers is currently limited to 0" on every rank,
+// and no worker would come either way.
 //
 // Note [ThreadSanitizer and oneTBB]
 // oneTBB's library is not instrumented, so TSan cannot see the
@@ -166,6 +171,11 @@ class EnteringThreadPin {
 // budget-many chunks; fewer threads run them.
 int arena_slots(int thread_budget) { return std::max(1, std::min(thread_budget, tbb::info::default_concurrency())); }
 
+// Note [Arena slots].
+int reserved_slots(int thread_budget) {
+  return arena_slots(thread_budget) > 1 || tbb::info::default_concurrency() == 1 ? 1 : 0;
+}
+
 void PinTarget::confine_worker() const noexcept {
   if (!enabled) return;
   ThreadDomainState& state = this_thread_domain_state();
@@ -205,7 +215,7 @@ ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
           PinTarget{next_unique_id(), std::move(options.cpus), options.bind_threads, std::move(options.counters)})),
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
-      arena_(arena_slots(options.thread_budget), arena_slots(options.thread_budget) > 1 ? 1 : 0),
+      arena_(arena_slots(options.thread_budget), reserved_slots(options.thread_budget)),
       context_(pin_.get(), options.thread_budget) {
   arena_.initialize();
 }
