@@ -37,21 +37,23 @@ namespace tenferro::cpu::internal {
 //    stored); a unit-stride A off the vector alignment that several column
 //    blocks reuse is copied into aligned panels instead (Note [Misaligned
 //    small GEMM]).
-// Problems up to kLoopMaxMnk (16^3, native_gemm.cpp) the tiles cannot run -- complex ones,
-// or an A too large for the buffer (a long thin A with n = 1, say) -- run
-// the plain column loop, vectorised over i when A and C are unit-stride
-// along M. The tiles cover the sizes where that loop, and above it the
-// blocked path, fell well behind OpenBLAS in `tenferro bench gemm`
-// (docs/performance_notes.md, "Native GEMM").
+// Problems up to kLoopMaxMnk (16^3, native_gemm.cpp) that the tiles cannot
+// run -- complex ones, or an A too large for the buffer (a long thin A with
+// n = 1, say) -- run the plain column loop, vectorised over i when A and C
+// are unit-stride along M. The tiles cover the sizes where that loop, and
+// above it the blocked path, fell well behind OpenBLAS in `tenferro bench
+// gemm` (docs/performance_notes.md, "Native GEMM").
+//
 // Note [Misaligned small GEMM]
 // numpy places a large array 16 bytes past a 64-byte boundary, so every
 // vector load of an in-place A column splits across two cache lines: on
-// AVX-512 a batched 64^3 product took 4-6 % longer than on aligned data
+// AVX-512 a batched 64^3 product took 4-9 % longer than on aligned data
 // (docs/python.md). When A is reused over more than one column block and a
 // row block of it fits kSmallLocalA, each row block is copied once into an
 // aligned panel (depth-major, kRows rows per column) and every column block
 // of C is run from the panel before the next row block: the copy is one
 // aligned store per vector that the tiles then read n / kNb times.
+
 /// The tiles for one ISA. Tile (a struct local to the ISA's translation
 /// unit, so that no two instantiations share a symbol) provides
 /// kVectorBytes, the ISA's widest register, and kAccumulators, the vectors
