@@ -171,32 +171,40 @@ TEST(SlicingTest, BalancedSlicingOverWorkersEqualsUnsliced) {
   EXPECT_GT(balanced_runs, 20);
 }
 
+// The MERA instance the MPI benchmark spreads over ranks (tests that read
+// it skip when the shared instances are absent).
+std::string mera_file() { return std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json"; }
+
+// The instance in `file` planned along its reference (opt_flops) path.
+Result<ContractionTree> reference_path_tree(const std::string& file) {
+  TENFERRO_ASSIGN_OR_RETURN(BenchmarkInstance instance, load_benchmark_instance(file));
+  if (!instance.opt_flops.has_value()) {
+    return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, file + ": no opt_flops path");
+  }
+  const auto shapes = instance.shape_refs();
+  TENFERRO_ASSIGN_OR_RETURN(Network net, Network::bind(instance.format_string, shapes, instance.dtype));
+  PlanningPolicy policy;
+  policy.planner = PlannerKind::kExplicitPath;
+  TENFERRO_ASSIGN_OR_RETURN(policy.path,
+                            ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance.shapes.size()),
+                                                                   instance.opt_flops->pairs));
+  return plan(net, policy);
+}
+
 // The MERA instance the MPI benchmark spreads over two ranks (skipped
 // without the shared instances): the balanced choice leaves the busiest
 // rank no more flops than the greedy search's, which sliced one label of
 // extent 9 (5 of 9 slices on one rank).
 TEST(SlicingTest, MeraOverTwoRanksIsNoWorseThanTheGreedyChoice) {
-  const std::string file = std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json";
+  const std::string file = mera_file();
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not found";
-  auto instance = load_benchmark_instance(file);
-  ASSERT_TRUE(instance.ok()) << instance.status().to_string();
-  ASSERT_TRUE(instance->opt_flops.has_value());
-  const auto shapes = instance->shape_refs();
-  auto net = Network::bind(instance->format_string, shapes, instance->dtype);
-  ASSERT_TRUE(net.ok()) << net.status().to_string();
-  auto order = ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance->shapes.size()),
-                                                      instance->opt_flops->pairs);
-  ASSERT_TRUE(order.ok()) << order.status().to_string();
-  PlanningPolicy policy;
-  policy.planner = PlannerKind::kExplicitPath;
-  policy.path = std::move(order).value();
-  auto tree = plan(*net, policy);
+  auto tree = reference_path_tree(file);
   ASSERT_TRUE(tree.ok()) << tree.status().to_string();
   auto sliced = plan_over_two_workers(*tree);
   ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
   const double unsliced = tree->cost().flops;
   const double busiest = busiest_of_two(*sliced);
-  const double best_single = best_single_label_of_two(*tree, *net);
+  const double best_single = best_single_label_of_two(*tree, tree->network());
   EXPECT_LE(busiest, best_single * (1 + 1e-12)) << sliced->explain();
   std::printf("MERA over 2 ranks: %s  plan bound %.4f (best single label %.4f)\n", sliced->explain().c_str(),
               unsliced / busiest, unsliced / best_single);
@@ -303,21 +311,9 @@ TEST(SlicingTest, RangeArgumentsAreChecked) {
 // miss M (5.6% of the flops) on both ranks, a plan bound of 1.89x where
 // the best index slicing reached 1.52x (f, 9 slices, 5 on one rank).
 TEST(SlicingTest, MeraRangeSplitOverTwoRanksBoundsTheSpeedupAbove1_85) {
-  const std::string file = std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json";
+  const std::string file = mera_file();
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not found";
-  auto instance = load_benchmark_instance(file);
-  ASSERT_TRUE(instance.ok()) << instance.status().to_string();
-  ASSERT_TRUE(instance->opt_flops.has_value());
-  const auto shapes = instance->shape_refs();
-  auto net = Network::bind(instance->format_string, shapes, instance->dtype);
-  ASSERT_TRUE(net.ok()) << net.status().to_string();
-  auto order = ContractionOrder::from_opt_einsum_path(static_cast<std::int32_t>(instance->shapes.size()),
-                                                      instance->opt_flops->pairs);
-  ASSERT_TRUE(order.ok()) << order.status().to_string();
-  PlanningPolicy policy;
-  policy.planner = PlannerKind::kExplicitPath;
-  policy.path = std::move(order).value();
-  auto tree = plan(*net, policy);
+  auto tree = reference_path_tree(file);
   ASSERT_TRUE(tree.ok()) << tree.status().to_string();
   SlicingOptions options;
   options.min_slices = 2;
