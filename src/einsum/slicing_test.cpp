@@ -73,15 +73,20 @@ Dense sum_over_slices(const SlicedContraction& sliced, const std::vector<Dense>&
   return result;
 }
 
+// `e` bound and planned by the greedy search.
+Result<ContractionTree> greedy_tree(const test_support::RandomEinsum& e) {
+  return plan(bind_or_die(e.subscripts, e.shapes), PlanningPolicy{.planner = PlannerKind::kGreedy});
+}
+
 TEST(SlicingTest, SumOverSlicesEqualsUnslicedOnRandomNetworks) {
   int sliced_runs = 0;
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
     const int inputs = 1 + static_cast<int>(seed % 6);  // 1..6, diagonals and traces included
     const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
     SCOPED_TRACE(e.subscripts);
-    const Network net = bind_or_die(e.subscripts, e.shapes);
-    auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
+    auto tree = greedy_tree(e);
     ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+    const Network& net = tree->network();
     const auto operands = test_support::random_operands(e.shapes, seed);
     const Dense expected = test_support::brute_force_einsum(net, operands);
 
@@ -154,9 +159,9 @@ TEST(SlicingTest, BalancedSlicingOverWorkersEqualsUnsliced) {
     const int inputs = 2 + static_cast<int>(seed % 5);
     const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
     SCOPED_TRACE(e.subscripts);
-    const Network net = bind_or_die(e.subscripts, e.shapes);
-    auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
+    auto tree = greedy_tree(e);
     ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+    const Network& net = tree->network();
     auto sliced = plan_over_two_workers(*tree);
     ASSERT_TRUE(sliced.ok()) << sliced.status().to_string();
     if (sliced->num_slices() < 2) continue;  // nothing of extent > 1 to slice
@@ -234,9 +239,9 @@ TEST(SlicingTest, RangeSplitsOverWorkersAddUpToUnsliced) {
     const int inputs = 2 + static_cast<int>(seed % 5);
     const auto e = test_support::random_einsum(seed, inputs, 6, 3, 4);
     SCOPED_TRACE(e.subscripts);
-    const Network net = bind_or_die(e.subscripts, e.shapes);
-    auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
+    auto tree = greedy_tree(e);
     ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+    const Network& net = tree->network();
     const auto operands = test_support::random_operands(e.shapes, seed);
     const Dense expected = test_support::brute_force_einsum(net, operands);
     for (std::int64_t workers : {2, 3}) {
