@@ -82,7 +82,7 @@ Error unknown_domain(runtime::ResolvedPlacement placement, std::string_view what
 class CpuEngineExecutor final : public runtime::EngineExecutor {
  public:
   CpuEngineExecutor(std::shared_ptr<const CpuDomainSet> domains, CpuIsa isa)
-      : domains_(std::move(domains)), served_(served_domains(domains_)), isa_(isa), sequential_(isa) {}
+      : domains_(std::move(domains)), served_(served_domains(domains_)), sequential_(isa) {}
 
   runtime::ExecutionContextTypeId context_type() const noexcept override {
     return runtime::ExecutionContextTypeId::of<CpuEngineContext>();
@@ -99,7 +99,7 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
     if (served == nullptr) return unknown_domain(placement, "enter");
     return served->domain->enter([&](const CpuDomainSession& session) -> Status {
       const CpuExecutionContext operation = session.context(ParallelMode::kInner);
-      const KernelIsaContext parallel(operation.parallel(), isa_);
+      const KernelIsaContext parallel(operation.parallel(), sequential_.kernel_isa());
       CpuEngineContext context;
       context.parallel = &parallel;
       context.domain = &operation;
@@ -123,7 +123,7 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
     std::size_t i = 0;
     if (threads >= 2) {
       const CpuExecutionContext sequential = context->session->context(ParallelMode::kSequential);
-      const KernelIsaContext member_parallel(sequential.parallel(), isa_);
+      const KernelIsaContext member_parallel(sequential.parallel(), sequential_.kernel_isa());
       CpuEngineContext member;
       member.parallel = &member_parallel;
       member.domain = &sequential;
@@ -143,8 +143,7 @@ class CpuEngineExecutor final : public runtime::EngineExecutor {
  private:
   std::shared_ptr<const CpuDomainSet> domains_;
   std::vector<ServedDomain> served_;
-  CpuIsa isa_;
-  SequentialContext sequential_;
+  SequentialContext sequential_;  // reports the engine's ISA cap; every context handed out passes it on
 };
 
 // Outputs and intermediates come from the placed domain's pool.

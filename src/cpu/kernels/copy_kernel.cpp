@@ -389,8 +389,8 @@ void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelSt
   p.dst = loop.data[0];
   p.src = loop.data[1];
   if (p.a.linear_stride == item && p.b.linear_stride == item) {
-    const CpuIsa isa = ctx.kernel_isa() == CpuIsa::kAuto ? layout_kernel_isa() : ctx.kernel_isa();
-    p.simd = select_tile_transpose(item, isa);
+    const CpuIsa cap = ctx.kernel_isa();
+    p.simd = select_tile_transpose(item, cap == CpuIsa::kAuto ? layout_kernel_isa() : cap);
   }
   p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
   p.staged = p.streaming && !whole_lines(p, loop);

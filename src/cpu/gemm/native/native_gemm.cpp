@@ -91,6 +91,13 @@ void scale_c(const TypedProblem<T>& p) {
 // loop below.
 constexpr std::int64_t kLoopMaxMnk = 16 * 16 * 16;
 
+// The largest m*n*k that may run unpacked with `ks`: the option when set,
+// else the kernel table's (Note [Small GEMM]).
+template <class T>
+std::int64_t small_bound(const NativeGemmOptions& options, const GemmKernelSet<T>& ks) {
+  return options.small_max_mnk > 0 ? options.small_max_mnk : ks.small_max_mnk;
+}
+
 // The plain column loop for tiny problems the tiles cannot run.
 template <class T>
 void small_loop(const TypedProblem<T>& p) {
@@ -423,16 +430,15 @@ NativeGemmProvider::NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKe
 NativeGemmProvider::~NativeGemmProvider() = default;
 
 std::int64_t NativeGemmProvider::small_max_mnk(DType dtype) const noexcept {
-  if (options_.small_max_mnk > 0) return options_.small_max_mnk;
   switch (dtype) {
     case DType::kFloat32:
-      return table_->f32.small_max_mnk;
+      return small_bound(options_, table_->f32);
     case DType::kFloat64:
-      return table_->f64.small_max_mnk;
+      return small_bound(options_, table_->f64);
     case DType::kComplex64:
-      return table_->c64.small_max_mnk;
+      return small_bound(options_, table_->c64);
     case DType::kComplex128:
-      return table_->c128.small_max_mnk;
+      return small_bound(options_, table_->c128);
     default:
       return 0;
   }
@@ -498,7 +504,7 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const std::int64_t threads =
         threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     // One thread's tiles; a product the context would split runs blocked.
-    const std::int64_t small_max_mnk = options_.small_max_mnk > 0 ? options_.small_max_mnk : ks.small_max_mnk;
+    const std::int64_t small_max_mnk = small_bound(options_, ks);
     if (mnk <= small_max_mnk && threads == 1 && ks.small_tiles != nullptr) {
       const SmallTilePath path = ks.small_tiles(p);
       if (path != SmallTilePath::kNone) {
