@@ -16,6 +16,7 @@ struct Avx2D {
   using V = __m256d;
   static constexpr int kLanes = 4;
   static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx2;
+  static constexpr int kPackGroupBytes = 256;  // Note [Grouped packing]
   static V zero() { return _mm256_setzero_pd(); }
   static V load(const S* p) { return _mm256_load_pd(p); }
   static V loadu(const S* p) { return _mm256_loadu_pd(p); }
@@ -32,6 +33,7 @@ struct Avx2S {
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx2;
+  static constexpr int kPackGroupBytes = 256;  // Note [Grouped packing]
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const S* p) { return _mm256_load_ps(p); }
   static V loadu(const S* p) { return _mm256_loadu_ps(p); }

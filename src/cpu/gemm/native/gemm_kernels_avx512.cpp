@@ -23,6 +23,7 @@ struct Avx512D {
   using V = __m512d;
   static constexpr int kLanes = 8;
   static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx512;
+  static constexpr int kPackGroupBytes = 0;  // Note [Grouped packing]
   static V zero() { return _mm512_setzero_pd(); }
   static V load(const S* p) { return _mm512_load_pd(p); }
   static V loadu(const S* p) { return _mm512_loadu_pd(p); }
@@ -39,6 +40,7 @@ struct Avx512S {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr CpuIsa kTransposeIsa = CpuIsa::kAvx512;
+  static constexpr int kPackGroupBytes = 0;  // Note [Grouped packing]
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const S* p) { return _mm512_load_ps(p); }
   static V loadu(const S* p) { return _mm512_loadu_ps(p); }

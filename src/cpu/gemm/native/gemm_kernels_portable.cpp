@@ -13,6 +13,7 @@ struct PortableIsa {
   using S = Scalar;
   static constexpr int kLanes = 4;
   static constexpr CpuIsa kTransposeIsa = CpuIsa::kPortable;
+  static constexpr int kPackGroupBytes = 0;  // Note [Grouped packing]
   struct V {
     S x[kLanes];
   };

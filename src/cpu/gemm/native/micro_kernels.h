@@ -3,7 +3,8 @@
 // anonymous namespace), so instantiations compiled with different target
 // flags never share a symbol name (Note [ISA translation units]).
 //
-// Isa provides: S (float/double), V (vector), kLanes, zero, load (aligned),
+// Isa provides: S (float/double), V (vector), kLanes, kTransposeIsa,
+// kPackGroupBytes (Note [Grouped packing]), zero, load (aligned),
 // loadu, storeu, set1, fmadd(a, b, c) = a*b + c, mul, swap_pairs (exchange
 // lanes 2i and 2i+1), fmaddsub(a, b, c) = a*b - c on even lanes, a*b + c on
 // odd lanes.
@@ -244,6 +245,21 @@ inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* d
   }
 }
 
+// Note [Grouped packing]
+// Packing lines that are adjacent in memory (A column-major, B row-major)
+// reads R elements at each depth step, one stride `ds` apart: with a
+// 256 x 256 complex<double> A that is one 64-byte line per 4 KB page, which
+// neither the L1 (every line maps to one set) nor the prefetchers (they stop
+// at page boundaries) help, so panel by panel the pack waited on L2 for
+// every line. Each depth step now copies kPackGroupBytes of the source line
+// into the next few panels at once, so each page visited yields several
+// lines. The panels are a whole panel apart, and walking one step of *every*
+// panel at a time made those destinations alias in L1 (`tenferro bench
+// ad`, AVX-512 Xeon), hence a small group rather than all panels.
+// Isa::kPackGroupBytes sets the group: 256 bytes for AVX2 (measured on
+// Zen 3, docs/performance_notes.md); 0, one panel at a time, for AVX-512
+// and portable builds, where the grouping has not been measured.
+
 /// Packs `lines` lines of `depth` elements (line l, step p at src[l * ls +
 /// p * ds]) into R-line micro-panels: panel q holds, for each step p, the R
 /// elements of lines q*R .. q*R+R-1 (zeros past `lines`). A is packed with
@@ -253,17 +269,20 @@ void pack_panels(std::int64_t lines, std::int64_t depth, const T* src, std::int6
   const std::int64_t full = lines / R;
   const std::int64_t panel = R * depth;
   if (ls == 1) {
-    // Lines adjacent in memory: panel by panel. (Walking the source in
-    // address order -- one step of every panel, or of groups of panels,
-    // at a time -- makes the destinations, a whole panel apart, alias in
-    // L1; `tenferro bench ad` shows it.)
-    for (std::int64_t q = 0; q < full; ++q) {
+    // Lines adjacent in memory (Note [Grouped packing]).
+    constexpr std::int64_t kGroup = std::max<std::int64_t>(1, Isa::kPackGroupBytes / std::int64_t(R * sizeof(T)));
+    std::int64_t q = 0;
+    for (; q + kGroup <= full; q += kGroup) {
       for (std::int64_t p = 0; p < depth; ++p) {
         const T* s = src + p * ds + q * R;
         T* d = dst + q * panel + p * R;
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) d[i] = s[i];
+        for (std::int64_t g = 0; g < kGroup; ++g) std::memcpy(d + g * panel, s + g * R, R * sizeof(T));
       }
+    }
+    for (; q < full; ++q) {
+      for (std::int64_t p = 0; p < depth; ++p)
+        std::memcpy(dst + q * panel + p * R, src + p * ds + q * R, R * sizeof(T));
     }
   } else if (ds == 1) {
     for (std::int64_t q = 0; q < full; ++q) interleave_rows<Isa, T, R>(depth, src + q * R * ls, ls, dst + q * panel);
