@@ -253,12 +253,12 @@ inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* d
 // at page boundaries) help, so panel by panel the pack waited on L2 for
 // every line. Each depth step now copies kPackGroupBytes of the source line
 // into the next few panels at once, so each page visited yields several
-// lines. The panels are a whole panel apart, and walking one step of *every*
-// panel at a time made those destinations alias in L1 (`tenferro bench
-// ad`, AVX-512 Xeon), hence a small group rather than all panels.
-// Isa::kPackGroupBytes sets the group: 256 bytes for AVX2 (measured on
-// Zen 3, docs/performance_notes.md); 0, one panel at a time, for AVX-512
-// and portable builds, where the grouping has not been measured.
+// lines. Isa::kPackGroupBytes sets the group: 256 bytes for AVX2 (measured
+// on Zen 3, docs/performance_notes.md); 0, one panel at a time, for AVX-512
+// and portable builds. On the AVX-512 Xeon, walking one step of every panel,
+// or of groups of panels, at a time made the destinations, a whole panel
+// apart, alias in L1 (`tenferro bench ad`), and the 256-byte group has not
+// been measured there.
 
 /// Packs `lines` lines of `depth` elements (line l, step p at src[l * ls +
 /// p * ds]) into R-line micro-panels: panel q holds, for each step p, the R
