@@ -271,18 +271,13 @@ void pack_panels(std::int64_t lines, std::int64_t depth, const T* src, std::int6
   if (ls == 1) {
     // Lines adjacent in memory (Note [Grouped packing]).
     constexpr std::int64_t kGroup = std::max<std::int64_t>(1, Isa::kPackGroupBytes / std::int64_t(R * sizeof(T)));
-    std::int64_t q = 0;
-    for (; q + kGroup <= full; q += kGroup) {
+    for (std::int64_t q = 0; q < full; q += kGroup) {
+      const std::int64_t group = std::min(kGroup, full - q);
       for (std::int64_t p = 0; p < depth; ++p) {
         const T* s = src + p * ds + q * R;
         T* d = dst + q * panel + p * R;
-#pragma GCC unroll 8
-        for (std::int64_t g = 0; g < kGroup; ++g) std::memcpy(d + g * panel, s + g * R, R * sizeof(T));
+        for (std::int64_t g = 0; g < group; ++g) std::memcpy(d + g * panel, s + g * R, R * sizeof(T));
       }
-    }
-    for (; q < full; ++q) {
-      for (std::int64_t p = 0; p < depth; ++p)
-        std::memcpy(dst + q * panel + p * R, src + p * ds + q * R, R * sizeof(T));
     }
   } else if (ds == 1) {
     for (std::int64_t q = 0; q < full; ++q) interleave_rows<Isa, T, R>(depth, src + q * R * ls, ls, dst + q * panel);
