@@ -3,6 +3,7 @@
  * OpenBLAS API is declared here so the module needs no OpenBLAS headers. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,10 +53,21 @@ static void identify(TenferroBlasIdentity* out) {
   if (dladdr(address, &info) != 0) copy_string(out->loaded_path, sizeof(out->loaded_path), info.dli_fname);
 }
 
+/* Note [Serial OpenBLAS is not reentrant]
+ * Debian's serial OpenBLAS 0.3.21 (SINGLE_THREADED, built without
+ * USE_LOCKING) corrupts results when two threads call it at once:
+ * DotGeneralTest.ExactlyOneFanOutLevelWithEveryProvider, which runs a
+ * batch of small products on two workers, failed 2 of 30 runs with a few
+ * wrong 2 x 3 blocks. The lock is this module's, as the library state it
+ * guards is the loaded library's; the threaded builds lock internally. */
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void gemm_colmajor(int dtype, int transa, int transb, int m, int n, int k, const void* alpha, const void* a,
                           int lda, const void* b, int ldb, const void* beta, void* c, int ldc) {
   const int ta = transa ? kTrans : kNoTrans;
   const int tb = transb ? kTrans : kNoTrans;
+  const int serial = openblas_get_parallel() == 0;
+  if (serial) pthread_mutex_lock(&serial_lock);
   switch (dtype) {
     case TENFERRO_BLAS_F32:
       cblas_sgemm(kColMajor, ta, tb, m, n, k, *(const float*)alpha, (const float*)a, lda, (const float*)b, ldb,
@@ -74,6 +86,7 @@ static void gemm_colmajor(int dtype, int transa, int transb, int m, int n, int k
     default:
       break;
   }
+  if (serial) pthread_mutex_unlock(&serial_lock);
 }
 
 static void set_global_threads(int threads) { openblas_set_num_threads(threads); }
