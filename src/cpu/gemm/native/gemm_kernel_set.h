@@ -61,6 +61,11 @@ struct GemmKernelSet {
   /// Register tiles for small real problems (Note [Small GEMM]); null for
   /// complex types. kNone, nothing written, when they cannot take `p`.
   SmallTilePath (*small_tiles)(const TypedProblem<T>& p) = nullptr;
+  /// The set that runs blocked problems whose M spans at most
+  /// kInPlaceBMaxPanels of its micro-tiles (Note [Unpacked B] in
+  /// native_gemm.cpp), where this set cannot read B in place (Note
+  /// [Row-vector kernel] in micro_kernels.h); null: this set runs them.
+  const GemmKernelSet* thin_m = nullptr;
 };
 
 /// The four dtypes of one ISA.

@@ -1,7 +1,7 @@
 // AVX2 + FMA GEMM kernels (compiled with -mavx2 -mfma; Note [ISA translation
 // units] in micro_kernels.h): the fallback for CPUs without AVX-512. 16 ymm
-// registers: 2 A vectors x 6 B columns for real types, 2 x 3 x (re, im) for
-// complex.
+// registers: 2 A vectors x 6 B columns for float, 3 B vectors x 4 A rows
+// for double (Note [Row-vector kernel]), 2 x 3 x (re, im) for complex.
 #include <immintrin.h>
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
@@ -26,6 +26,16 @@ struct Avx2D {
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static V swap_pairs(V x) { return _mm256_permute_pd(x, 0x5); }
   static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_pd(a, b, c); }
+  static void transpose(V (&r)[4]) {
+    const V t0 = _mm256_unpacklo_pd(r[0], r[1]);  // r00 r10 r02 r12
+    const V t1 = _mm256_unpackhi_pd(r[0], r[1]);  // r01 r11 r03 r13
+    const V t2 = _mm256_unpacklo_pd(r[2], r[3]);
+    const V t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+  }
 };
 
 struct Avx2S {
@@ -55,7 +65,9 @@ GemmKernelTable make_table() {
   GemmKernelTable t;
   t.isa = "avx2";
   t.f32 = make_real_set<Avx2S, 2, 6>(/*mc=*/384, /*kc=*/384, /*nc=*/4080);
-  t.f64 = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  // Note [Row-vector kernel]: 4 rows x 12 columns, the 8 x 6 set for thin M.
+  static const GemmKernelSet<double> f64_thin_m = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
+  t.f64 = make_real_row_set<Avx2D, 3>(/*mc=*/384, /*kc=*/256, /*nc=*/4080, &f64_thin_m);
   t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
   add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/16 * 16 * 16);

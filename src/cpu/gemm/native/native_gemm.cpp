@@ -518,13 +518,15 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       ++tally.small_loop_problems;
       return ok_status();
     }
-    const Blocking blk{options_.mc > 0 ? round_up(options_.mc, ks.mr) : ks.mc, options_.kc > 0 ? options_.kc : ks.kc,
-                       options_.nc > 0 ? round_up(options_.nc, ks.nr) : ks.nc};
+    const GemmKernelSet<T>& bks =
+        ks.thin_m != nullptr && ceil_div(p.m, ks.thin_m->mr) <= kInPlaceBMaxPanels ? *ks.thin_m : ks;
+    const Blocking blk{options_.mc > 0 ? round_up(options_.mc, bks.mr) : bks.mc, options_.kc > 0 ? options_.kc : bks.kc,
+                       options_.nc > 0 ? round_up(options_.nc, bks.nr) : bks.nc};
     ++tally.blocked_problems;
     if (threads > 1) ++tally.parallel_problems;
-    const bool in_place_b = ks.micro_kernel_in_place_b != nullptr && ceil_div(p.m, ks.mr) <= kInPlaceBMaxPanels;
+    const bool in_place_b = bks.micro_kernel_in_place_b != nullptr && ceil_div(p.m, bks.mr) <= kInPlaceBMaxPanels;
     if (in_place_b) ++tally.in_place_b_problems;
-    return blocked_gemm(ks, blk, p, ctx, threads, in_place_b, *workspace_, counters_);
+    return blocked_gemm(bks, blk, p, ctx, threads, in_place_b, *workspace_, counters_);
   };
   switch (dtype) {
     case DType::kFloat32:

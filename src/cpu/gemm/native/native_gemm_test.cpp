@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <thread>
@@ -185,6 +186,58 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
         const NativeGemmCounters n1 = p->counters();
         EXPECT_EQ(n1.blocked_problems, n0.blocked_problems + 1);
         EXPECT_EQ(n1.in_place_b_problems, n0.in_place_b_problems + (s.in_place ? 1 : 0));
+      }
+    }
+  }
+}
+
+TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
+  // Note [Row-vector kernel]: the AVX2 double set broadcasts 4 rows of A and
+  // loads 12 columns of B as vectors; thin M goes to the 8 x 6 set, which
+  // reads B in place.
+  if (!cpu_supports(NativeGemmIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
+  const internal::GemmKernelSet<double>& ks = internal::avx2_kernel_table().f64;
+  ASSERT_EQ(ks.mr, 4);
+  ASSERT_EQ(ks.nr, 12);
+  EXPECT_EQ(ks.micro_kernel_in_place_b, nullptr);
+  ASSERT_NE(ks.thin_m, nullptr);
+  EXPECT_NE(ks.thin_m->micro_kernel_in_place_b, nullptr);
+  const std::int64_t k = 37;
+  std::vector<double> a(static_cast<std::size_t>(k * 7)), b(static_cast<std::size_t>(k * 13));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.25 * static_cast<double>((i * 7) % 11) - 1.0;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.5 * static_cast<double>((i * 5) % 13) - 3.0;
+  // Packed panels (64-byte aligned, as the driver's workspace is).
+  alignas(64) double ap[4 * k];
+  alignas(64) double bp[12 * k];
+  const std::int64_t lda = 7;  // A column-major, 7 x k; B column-major, k x 13
+  ks.pack_a(4, k, a.data(), 1, lda, ap);
+  ks.pack_b(k, 12, b.data(), 1, k, bp);
+  for (const double beta : {0.0, 0.5}) {
+    for (const std::int64_t rs_c : {std::int64_t{1}, std::int64_t{13}}) {  // C column- or row-major
+      for (std::int64_t m_valid = 1; m_valid <= 4; ++m_valid) {
+        for (std::int64_t n_valid = 1; n_valid <= 12; ++n_valid) {
+          SCOPED_TRACE(::testing::Message()
+                       << "beta " << beta << " rs_c " << rs_c << " tile " << m_valid << "x" << n_valid);
+          const std::int64_t cs_c = rs_c == 1 ? 5 : 1;
+          std::vector<double> c(5 * 13);  // 5 x 13
+          for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<double>(i % 9) - 4.0;
+          const std::vector<double> before = c;
+          ks.micro_kernel(k, ap, bp, 1.5, beta, c.data(), rs_c, cs_c, m_valid, n_valid);
+          for (std::int64_t i = 0; i < 5; ++i) {
+            for (std::int64_t j = 0; j < 13; ++j) {
+              const std::size_t at = static_cast<std::size_t>(i * rs_c + j * cs_c);
+              if (i >= m_valid || j >= n_valid) {
+                EXPECT_EQ(c[at], before[at]) << "written outside the tile at " << i << "," << j;
+                continue;
+              }
+              double sum = 0.0;
+              for (std::int64_t p = 0; p < k; ++p) {
+                sum += a[static_cast<std::size_t>(i + p * lda)] * b[static_cast<std::size_t>(p + j * k)];
+              }
+              EXPECT_NEAR(c[at], 1.5 * sum + beta * before[at], 1e-12 * (1.0 + std::abs(sum))) << i << "," << j;
+            }
+          }
+        }
       }
     }
   }
