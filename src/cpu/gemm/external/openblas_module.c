@@ -54,12 +54,15 @@ static void identify(TenferroBlasIdentity* out) {
 }
 
 /* Note [Serial OpenBLAS is not reentrant]
- * Debian's serial OpenBLAS 0.3.21 (SINGLE_THREADED, built without
- * USE_LOCKING) corrupts results when two threads call it at once:
- * DotGeneralTest.ExactlyOneFanOutLevelWithEveryProvider, which runs a
- * batch of small products on two workers, failed 2 of 30 runs with a few
- * wrong 2 x 3 blocks. The lock is this module's, as the library state it
- * guards is the loaded library's; the threaded builds lock internally. */
+ * Debian's serial OpenBLAS 0.3.21 (SINGLE_THREADED; its locks are compiled
+ * out without USE_LOCKING) returned wrong results when two of our workers
+ * called it at once: DotGeneralTest.ExactlyOneFanOutLevelWithEveryProvider,
+ * a batch of small products split over two workers, failed in 2 of 30 and
+ * 1 of 46 runs on a loaded 2-core machine, a few 2 x 3 blocks of one
+ * product wrong; with this lock, 0 of 80. A standalone two-thread loop of
+ * the same calls did not reproduce it, so the exact race inside the library
+ * is not known. The lock is this module's because the state it guards is
+ * the loaded library's; the threaded builds lock internally. */
 static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void gemm_colmajor(int dtype, int transa, int transb, int m, int n, int k, const void* alpha, const void* a,
