@@ -29,6 +29,20 @@
 
 namespace tenferro::cpu::internal {
 
+/// C[0:m_valid, 0:n_valid] = alpha * tile + beta * C for an edge tile (tile
+/// element (i, j) at tile[i * ts_i + j * ts_j]); beta == 0 never reads C.
+template <class S>
+inline void store_tile(const S* tile, std::int64_t ts_i, std::int64_t ts_j, S alpha, S beta, S* c, std::int64_t rs_c,
+                       std::int64_t cs_c, std::int64_t m_valid, std::int64_t n_valid) {
+  for (std::int64_t j = 0; j < n_valid; ++j) {
+    for (std::int64_t i = 0; i < m_valid; ++i) {
+      S& cij = c[i * rs_c + j * cs_c];
+      const S t = tile[i * ts_i + j * ts_j];
+      cij = beta == S(0) ? alpha * t : alpha * t + beta * cij;
+    }
+  }
+}
+
 // Note [Edge tiles]
 // M is rarely a multiple of MR (24 doubles on AVX-512: 128 = 5 x 24 + 8), and
 // a full-width kernel on the last tile computes zero rows: at m = 128 it
@@ -107,12 +121,7 @@ inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict 
   for (int j = 0; j < NR; ++j)
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) Isa::storeu(tile + j * MR + v * L, acc[v][j]);
-  for (std::int64_t j = 0; j < n_valid; ++j) {
-    for (std::int64_t i = 0; i < m_valid; ++i) {
-      S& cij = c[i * rs_c + j * cs_c];
-      cij = beta == S(0) ? alpha * tile[j * MR + i] : alpha * tile[j * MR + i] + beta * cij;
-    }
-  }
+  store_tile(tile, 1, MR, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
 }
 
 // Note [Row-vector kernel]
@@ -190,12 +199,7 @@ inline void real_row_micro_kernel(std::int64_t k, const typename Isa::S* __restr
   for (int i = 0; i < MRB; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) Isa::storeu(tile + i * NR + v * L, acc[v][i]);
-  for (std::int64_t j = 0; j < n_valid; ++j) {
-    for (std::int64_t i = 0; i < m_valid; ++i) {
-      S& cij = c[i * rs_c + j * cs_c];
-      cij = beta == S(0) ? alpha * tile[i * NR + j] : alpha * tile[i * NR + j] + beta * cij;
-    }
-  }
+  store_tile(tile, NR, 1, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
 }
 
 /// (x.re, x.im) * (sr, si) on every complex lane pair.
