@@ -154,6 +154,12 @@ inline void real_row_micro_kernel(std::int64_t k, const typename Isa::S* __restr
   constexpr int L = Isa::kLanes;
   constexpr int NR = NV * L;
   static_assert(MRB == L, "the store transposes L x L blocks");
+  // alpha and beta wait in memory. The loop needs all 16 ymm registers (12
+  // sums, 3 B vectors, 1 broadcast); with alpha and beta live in registers
+  // across it, GCC 12 kept one sum on the stack, a store and reload per
+  // step that cost a quarter of the speed (docs/performance_notes.md).
+  volatile S alpha_mem = alpha;
+  volatile S beta_mem = beta;
   V acc[NV][MRB];
 #pragma GCC unroll 16
   for (int i = 0; i < MRB; ++i)
@@ -179,6 +185,8 @@ inline void real_row_micro_kernel(std::int64_t k, const typename Isa::S* __restr
     a += MRB;
     b += NRS;
   }
+  alpha = alpha_mem;
+  beta = beta_mem;
   if (full_unit) {
     const V va = Isa::set1(alpha);
     const V vb = Isa::set1(beta);
