@@ -518,13 +518,14 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       ++tally.small_loop_problems;
       return ok_status();
     }
-    const GemmKernelSet<T>& bks =
-        ks.thin_m != nullptr && ceil_div(p.m, ks.thin_m->mr) <= kInPlaceBMaxPanels ? *ks.thin_m : ks;
+    // Note [Unpacked B]: M within kInPlaceBMaxPanels of a set's tiles.
+    auto thin_for = [&](const GemmKernelSet<T>& set) { return ceil_div(p.m, set.mr) <= kInPlaceBMaxPanels; };
+    const GemmKernelSet<T>& bks = ks.thin_m != nullptr && thin_for(*ks.thin_m) ? *ks.thin_m : ks;
     const Blocking blk{options_.mc > 0 ? round_up(options_.mc, bks.mr) : bks.mc, options_.kc > 0 ? options_.kc : bks.kc,
                        options_.nc > 0 ? round_up(options_.nc, bks.nr) : bks.nc};
     ++tally.blocked_problems;
     if (threads > 1) ++tally.parallel_problems;
-    const bool in_place_b = bks.micro_kernel_in_place_b != nullptr && ceil_div(p.m, bks.mr) <= kInPlaceBMaxPanels;
+    const bool in_place_b = bks.micro_kernel_in_place_b != nullptr && thin_for(bks);
     if (in_place_b) ++tally.in_place_b_problems;
     return blocked_gemm(bks, blk, p, ctx, threads, in_place_b, *workspace_, counters_);
   };

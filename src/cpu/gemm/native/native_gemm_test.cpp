@@ -162,8 +162,10 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
     std::int64_t m, n, k;
     bool in_place;
   };
-  // 13 rows are at most two micro-tiles for every ISA (mr >= 8); k = 150
-  // fits one depth block, k = 300 does not; n = 203 leaves edge columns.
+  // 13 rows are at most two micro-tiles of every ISA's in-place set (mr >= 8;
+  // AVX2 double hands them from its 4-row set to the 8-row thin_m set, Note
+  // [Row-vector kernel]); k = 150 fits one depth block, k = 300 does not;
+  // n = 203 leaves edge columns.
   for (const Shape s :
        {Shape{13, 203, 150, true}, Shape{13, 203, 300, true}, Shape{5, 97, 600, true}, Shape{200, 203, 150, false}}) {
     for (const MatLayout lb : kInputLayouts) {
