@@ -71,5 +71,38 @@ TEST(HugePagesTest, LargeBlocksBecomeEligible) {
   std::free(p);
 }
 
+// map_huge_pages: whole huge pages on a huge-page boundary, fresh from the
+// system, THP-eligible from the start wherever advice decides it.
+TEST(HugePagesTest, MappedBlocksAreWholeAlignedHugePages) {
+  const std::size_t bytes = kHugePageBytes * 2 + 1;
+  void* p = map_huge_pages(bytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kHugePageBytes, 0u);
+  std::memset(p, 7, kHugePageBytes * 3);  // rounded up to three huge pages, all writable
+  EXPECT_EQ(static_cast<const unsigned char*>(p)[kHugePageBytes * 3 - 1], 7);
+  if (thp_mode() == "madvise") {
+    EXPECT_EQ(thp_eligible(p), 1);
+  }
+  unmap_huge_pages(p, bytes);
+  EXPECT_EQ(map_huge_pages(SIZE_MAX - kHugePageBytes), nullptr);  // too large: nullptr, no overflow
+}
+
+TEST(HugePagesTest, WorkspaceBlocksReportWhatTheyAllocated) {
+  std::size_t small = 0;
+  void* s = allocate_workspace_block(1000, 64, &small);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(small, 1024u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(s) % 64, 0u);
+  free_workspace_block(s, small);
+
+  std::size_t large = 0;
+  void* l = allocate_workspace_block(kHugePageBytes + 1, 64, &large);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(large, 2 * kHugePageBytes);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(l) % kHugePageBytes, 0u);
+  std::memset(l, 1, large);
+  free_workspace_block(l, large);
+}
+
 }  // namespace
 }  // namespace tenferro

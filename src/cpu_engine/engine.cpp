@@ -163,16 +163,39 @@ class CpuDomainAllocator final : public runtime::EngineAllocator {
   std::vector<ServedDomain> served_;
 };
 
-// The engine's caches are its domains' memory pools (cached free blocks).
+// Note [Calling-thread pool]
+// An engine without domains runs on the calling thread and has no domain
+// pool. Its outputs and intermediates of kPooledBytes or more come from one
+// engine-wide pool (no domain, no affinity), smaller ones from the plain
+// operator new, which is cheaper per call. Without the pool, a large result
+// freed by one call was mapped and zeroed again by the next: a Python loop
+// of 128 MiB outer products on Runtime(threads=1) took 17-18 ms per call,
+// against 11-12 ms on a pooled runtime (docs/performance_notes.md,
+// "Huge pages").
+class CallingThreadAllocator final : public runtime::EngineAllocator {
+ public:
+  static constexpr std::size_t kPooledBytes = std::size_t{64} << 10;
+
+  explicit CallingThreadAllocator(std::shared_ptr<CpuDomainMemoryPool> pool) : pool_(std::move(pool)) {}
+
+  Result<StorageRef> allocate(std::size_t nbytes, runtime::ResolvedPlacement /*placement*/) noexcept override {
+    if (nbytes < kPooledBytes) return Storage::allocate_host(nbytes);
+    return pool_->allocate_storage(nbytes);
+  }
+
+ private:
+  std::shared_ptr<CpuDomainMemoryPool> pool_;
+};
+
+// The engine's caches are its memory pools' cached free blocks.
 class CpuEngineCacheOwner final : public runtime::CacheOwner {
  public:
-  explicit CpuEngineCacheOwner(std::shared_ptr<const CpuDomainSet> domains) : domains_(std::move(domains)) {}
+  explicit CpuEngineCacheOwner(std::vector<std::shared_ptr<CpuDomainMemoryPool>> pools) : pools_(std::move(pools)) {}
 
   runtime::CacheUsage usage() const noexcept override {
     runtime::CacheUsage usage;
-    if (domains_ == nullptr) return usage;
-    for (const std::shared_ptr<const CpuResourceDomain>& d : domains_->domains()) {
-      const MemoryPoolStats stats = d->memory()->stats();
+    for (const std::shared_ptr<CpuDomainMemoryPool>& pool : pools_) {
+      const MemoryPoolStats stats = pool->stats();
       usage.entries += static_cast<std::size_t>(stats.cached_blocks);
       usage.bytes += static_cast<std::size_t>(stats.cached_bytes);
       usage.hits += stats.reused;
@@ -181,12 +204,11 @@ class CpuEngineCacheOwner final : public runtime::CacheOwner {
     return usage;
   }
   void clear() noexcept override {
-    if (domains_ == nullptr) return;
-    for (const std::shared_ptr<const CpuResourceDomain>& d : domains_->domains()) d->memory()->trim();
+    for (const std::shared_ptr<CpuDomainMemoryPool>& pool : pools_) pool->trim();
   }
 
  private:
-  std::shared_ptr<const CpuDomainSet> domains_;
+  std::vector<std::shared_ptr<CpuDomainMemoryPool>> pools_;
 };
 
 // One named candidate created with the options' library settings.
@@ -271,11 +293,17 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   r.metadata.name = options.name;
   r.metadata.hardware = runtime::HardwareClass::kCpu;
   r.metadata.storage = kHostStorageDomain;
+  std::vector<std::shared_ptr<CpuDomainMemoryPool>> pools;
   if (options.domains != nullptr) {
-    for (const std::shared_ptr<const CpuResourceDomain>& d : options.domains->domains())
+    for (const std::shared_ptr<const CpuResourceDomain>& d : options.domains->domains()) {
       r.metadata.domains.push_back(d->id().value());
+      pools.push_back(d->memory());
+    }
     r.metadata.default_domain = options.domains->default_domain().id().value();
     r.allocator = std::make_shared<CpuDomainAllocator>(options.domains);
+  } else {
+    pools.push_back(CpuDomainMemoryPool::create(CpuDomainId(), std::nullopt, nullptr));
+    r.allocator = std::make_shared<CallingThreadAllocator>(pools.back());
   }
   r.capabilities.elementwise = internal::make_elementwise_slot();
   r.capabilities.reduction = internal::make_reduction_slot();
@@ -284,7 +312,7 @@ Result<CpuEngine> make_cpu_engine(const CpuEngineOptions& options) {
   r.capabilities.layout = internal::make_layout_slot();
   r.executor = std::make_shared<CpuEngineExecutor>(options.domains, *isa);
   r.event_driver = runtime::make_cpu_immediate_event_driver(r.executor);
-  r.cache_owner = std::make_shared<CpuEngineCacheOwner>(options.domains);
+  r.cache_owner = std::make_shared<CpuEngineCacheOwner>(std::move(pools));
 
   // The kernels run exactly on the workers of the context they are given.
   const bool parallel = options.domains != nullptr;

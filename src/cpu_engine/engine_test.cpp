@@ -147,7 +147,7 @@ TEST(CpuEngine, RegistrationFillsEverySlotAndDescribesItself) {
   ASSERT_NE(r.executor, nullptr);
   ASSERT_NE(r.event_driver, nullptr);
   ASSERT_NE(r.cache_owner, nullptr);
-  EXPECT_EQ(r.allocator, nullptr);  // the runtime's host allocator
+  ASSERT_NE(r.allocator, nullptr);  // Note [Calling-thread pool]
   EXPECT_TRUE(r.executor->context_type() == runtime::ExecutionContextTypeId::of<CpuEngineContext>());
   EXPECT_EQ(engine->gemm->name(), "native");
   ASSERT_EQ(engine->providers.size(), 6u);
@@ -163,6 +163,43 @@ TEST(CpuEngine, RegistrationFillsEverySlotAndDescribesItself) {
   ASSERT_TRUE(rt.ok()) << rt.status().to_string();
   ASSERT_EQ(rt->config()->engines().size(), 1u);
   EXPECT_EQ(rt->config()->engines()[0].id(), EngineId(7));
+}
+
+// Note [Calling-thread pool]: without domains, large outputs come from the
+// engine's pool (reused after release, counted by the cache owner, no
+// affinity so signatures match host memory's); small ones from operator new.
+TEST(CpuEngine, WithoutDomainsLargeOutputsComeFromTheEnginesPool) {
+  auto engine = make_cpu_engine();
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  runtime::EngineAllocator& allocator = *engine->registration.allocator;
+  runtime::CacheOwner& cache = *engine->registration.cache_owner;
+  constexpr std::size_t kLarge = std::size_t{1} << 20;
+
+  auto small = allocator.allocate(256, {});
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  EXPECT_EQ((*small)->allocation_domain(), kDefaultHostAllocationDomain);
+
+  void* first_data = nullptr;
+  AllocationDomainId pool_domain;
+  {
+    auto large = allocator.allocate(kLarge, {});
+    ASSERT_TRUE(large.ok()) << large.status().to_string();
+    EXPECT_NE((*large)->allocation_domain(), kDefaultHostAllocationDomain);
+    EXPECT_EQ((*large)->affinity(), MemoryAffinity());
+    first_data = (*large)->data();
+    pool_domain = (*large)->allocation_domain();
+    std::memset(first_data, 1, kLarge);
+  }
+  EXPECT_EQ(cache.usage().entries, 1u);
+  EXPECT_GE(cache.usage().bytes, kLarge);  // the block, rounded up to a size class
+  auto again = allocator.allocate(kLarge, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->data(), first_data);
+  EXPECT_EQ((*again)->allocation_domain(), pool_domain);
+  EXPECT_EQ(cache.usage().hits, 1u);
+  again = Result<StorageRef>(StorageRef());
+  cache.clear();
+  EXPECT_EQ(cache.usage().entries, 0u);
 }
 
 TEST(CpuEngine, BadOptionsAreTypedErrors) {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -53,7 +52,7 @@ class WorkspacePool {
   /// `owner` names the component in error messages ("einsum", "linalg").
   WorkspacePool(const char* owner, std::size_t max_retained_bytes) : owner_(owner), max_retained_(max_retained_bytes) {}
   ~WorkspacePool() {
-    for (const Block& b : free_) std::free(b.data);
+    for (const Block& b : free_) free_workspace_block(b.data, b.size);
   }
   WorkspacePool(const WorkspacePool&) = delete;
   WorkspacePool& operator=(const WorkspacePool&) = delete;
@@ -95,7 +94,7 @@ class WorkspacePool {
   void clear() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const Block& b : free_) {
-      std::free(b.data);
+      free_workspace_block(b.data, b.size);
       stats_.retained_bytes -= b.size;
     }
     free_.clear();
@@ -114,13 +113,13 @@ class WorkspacePool {
     while (stats_.retained_bytes > max_retained_ && !free_.empty()) {
       auto smallest =
           std::min_element(free_.begin(), free_.end(), [](const Block& a, const Block& b) { return a.size < b.size; });
-      std::free(smallest->data);
+      free_workspace_block(smallest->data, smallest->size);
       stats_.retained_bytes -= smallest->size;
       *smallest = free_.back();
       free_.pop_back();
     }
     if (stats_.retained_bytes > max_retained_) {
-      std::free(data);
+      free_workspace_block(data, size);
       stats_.retained_bytes -= size;
       return;
     }

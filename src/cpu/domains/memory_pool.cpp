@@ -83,16 +83,24 @@ bool CpuDomainMemoryPool::binds(std::size_t rounded) const noexcept {
   return policy_ == NumaMemoryPolicy::kBindToNode && rounded >= options_.bind_threshold_bytes;
 }
 
+// Note [Huge pages for large buffers]: blocks of kHugePageAdviceBytes and
+// more are whole huge pages mapped fresh, so each is backed by huge pages
+// wherever THP allows.
 void* CpuDomainMemoryPool::fresh_block(std::size_t rounded) noexcept {
-  void* block = binds(rounded) ? hwloc_->allocate_on_node(rounded, *numa_node_)
-                               : ::operator new(rounded, std::align_val_t(Storage::kHostAlignment), std::nothrow);
-  advise_huge_pages(block, rounded);  // Note [Huge pages for large buffers]
-  return block;
+  if (binds(rounded)) {
+    void* block = hwloc_->allocate_on_node(rounded, *numa_node_);
+    advise_huge_pages(block, rounded);
+    return block;
+  }
+  if (rounded >= kHugePageAdviceBytes) return map_huge_pages(rounded);
+  return ::operator new(rounded, std::align_val_t(Storage::kHostAlignment), std::nothrow);
 }
 
 void CpuDomainMemoryPool::release_block(void* block, std::size_t rounded) noexcept {
   if (binds(rounded)) {
     hwloc_->free_node_memory(block, rounded);
+  } else if (rounded >= kHugePageAdviceBytes) {
+    unmap_huge_pages(block, rounded);
   } else {
     ::operator delete(block, std::align_val_t(Storage::kHostAlignment));
   }

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "cpu/domains/domain_test_support.h"
 #include "cpu/domains/hwloc_topology.h"
+#include "tenferro/base/huge_pages.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 
 namespace tenferro::cpu {
@@ -107,6 +109,21 @@ TEST(MemoryPoolTest, NodeBoundAllocationLandsOnTheNode) {
   auto set = CpuDomainSet::create_managed(topo);
   ASSERT_TRUE(set.ok());
   EXPECT_EQ((*set)->default_domain().memory()->policy(), NumaMemoryPolicy::kBindToNode);
+}
+
+// Note [Huge pages for large buffers]: a block of kHugePageAdviceBytes or
+// more starts on a huge-page boundary, so all of it can be huge pages.
+TEST(MemoryPoolTest, LargeBlocksStartOnAHugePage) {
+  auto pool = CpuDomainMemoryPool::create(CpuDomainId(1), std::nullopt, nullptr);
+  void* block = pool->allocate(kHugePageAdviceBytes + 1);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(block) % kHugePageBytes, 0u);
+  std::memset(block, 1, kHugePageAdviceBytes + 1);
+  pool->deallocate(block, kHugePageAdviceBytes + 1);
+  EXPECT_EQ(pool->allocate(kHugePageAdviceBytes + 1), block);  // cached, then reused
+  pool->deallocate(block, kHugePageAdviceBytes + 1);
+  pool->trim();
+  EXPECT_EQ(pool->stats().cached_blocks, 0u);
 }
 
 TEST(MemoryPoolTest, CacheIsBoundedAndTrimmable) {

@@ -90,7 +90,8 @@ class CpuDomainMemoryPool final : public HostAllocator, public std::enable_share
  public:
   /// `hwloc` (may be null) enables node binding when it describes this
   /// system and `numa_node` is set. The allocation domain id is fresh
-  /// (process-unique); the affinity is MemoryAffinity::cpu_domain(domain).
+  /// (process-unique); the affinity is MemoryAffinity::cpu_domain(domain),
+  /// or none for CpuDomainId() (the pool of an engine without domains).
   static std::shared_ptr<CpuDomainMemoryPool> create(CpuDomainId domain, std::optional<unsigned> numa_node,
                                                      std::shared_ptr<const internal::HwlocTopology> hwloc,
                                                      MemoryPoolOptions options = {});
@@ -99,7 +100,9 @@ class CpuDomainMemoryPool final : public HostAllocator, public std::enable_share
   CpuDomainMemoryPool& operator=(const CpuDomainMemoryPool&) = delete;
 
   AllocationDomainId allocation_domain() const noexcept override { return allocation_domain_; }
-  MemoryAffinity affinity() const noexcept override { return MemoryAffinity::cpu_domain(domain_); }
+  MemoryAffinity affinity() const noexcept override {
+    return domain_ == CpuDomainId() ? MemoryAffinity() : MemoryAffinity::cpu_domain(domain_);
+  }
   void* allocate(std::size_t bytes) noexcept override;
   void deallocate(void* block, std::size_t bytes) noexcept override;
 

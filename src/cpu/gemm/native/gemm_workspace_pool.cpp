@@ -29,7 +29,7 @@ GemmWorkspacePool::Lease::~Lease() {
 GemmWorkspacePool::GemmWorkspacePool() { idle_.reserve(kMaxCached); }
 
 GemmWorkspacePool::~GemmWorkspacePool() {
-  for (const Block& b : idle_) std::free(b.data);
+  for (const Block& b : idle_) free_workspace_block(b.data, b.bytes);
 }
 
 namespace {
@@ -70,7 +70,7 @@ GemmWorkspacePool::Lease GemmWorkspacePool::acquire(std::size_t bytes) noexcept 
 }
 
 void GemmWorkspacePool::release(void* data, std::size_t bytes) noexcept {
-  void* to_free = data;
+  Block to_free{data, bytes, nullptr};
   const void* me = this_thread_token();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -83,11 +83,11 @@ void GemmWorkspacePool::release(void* data, std::size_t bytes) noexcept {
     for (std::size_t i = 1; i < idle_.size(); ++i)
       if (idle_[i].bytes < idle_[smallest].bytes) smallest = i;
     if (idle_[smallest].bytes < bytes) {
-      to_free = idle_[smallest].data;
+      to_free = idle_[smallest];
       idle_[smallest] = Block{data, bytes, me};
     }
   }
-  std::free(to_free);
+  free_workspace_block(to_free.data, to_free.bytes);
 }
 
 }  // namespace tenferro::cpu::internal
