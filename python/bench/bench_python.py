@@ -164,12 +164,18 @@ def main():
             pt = statistics.median(w for w, _ in py_tf)
             c = statistics.median(w for w, _ in cli)
             cc = statistics.median(c for _, c in cli)
+            # The machine's speed drifts between rounds (a sub-ms instance
+            # moved by 2x over minutes on the 2-core VM, the CLI and Python
+            # alike), so each round's CLI time is also compared with the
+            # Python time of the same round, minutes apart at most.
+            paired = statistics.median(cw / pw for (pw, _), (cw, _) in zip(py, cli))
             results.append(
                 {
                     "case": inst["name"],
                     "python_s": p,
                     "cli_s": c,
                     "ratio_cli_over_python": c / p,
+                    "ratio_cli_over_python_paired": paired,
                     "python_tenferro_memory_s": pt,
                     "ratio_cli_over_python_tenferro_memory": c / pt,
                     "python_cpu_s": pc,
@@ -200,17 +206,18 @@ def main():
     print(f"  numpy.einsum                                 {r0['numpy_us']:.2f} / {r0['numpy_p10_us']:.2f} us")
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
-        print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are)")
+        print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are;")
+        print(" paired: median over rounds of that round's CLI time / its Python time)")
         print(
             f"{'instance':<54} {'py ms':>9} {'cli ms':>9} {'cli/py':>7} {'py cpu':>9} {'cli cpu':>9} {'cli/py':>7}"
-            f" {'py tf ms':>9} {'cli/py tf':>9}"
+            f" {'py tf ms':>9} {'cli/py tf':>9} {'paired':>7}"
         )
         for r in results[1:]:
             print(
                 f"{r['case']:<54} {r['python_s'] * 1e3:>9.3f} {r['cli_s'] * 1e3:>9.3f} "
                 f"{r['ratio_cli_over_python']:>7.3f} {r['python_cpu_s'] * 1e3:>9.3f} {r['cli_cpu_s'] * 1e3:>9.3f} "
                 f"{r['cpu_ratio_cli_over_python']:>7.3f} {r['python_tenferro_memory_s'] * 1e3:>9.3f} "
-                f"{r['ratio_cli_over_python_tenferro_memory']:>9.3f}"
+                f"{r['ratio_cli_over_python_tenferro_memory']:>9.3f} {r['ratio_cli_over_python_paired']:>7.3f}"
             )
 
 
