@@ -162,12 +162,13 @@ TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
 }
 
 TEST_P(GemmConformance, AllDTypesAcrossBlockBoundaries) {
-  // Sizes that cross micro-tile and cache-block edges of every kernel set.
-  // Each size runs three (A, C) layout pairs; the shift per size makes the
-  // four sizes cover all nine pairs (the reference dominates the run time).
+  // Sizes that cross micro-tile and cache-block edges of every kernel set
+  // (k = 530: the depth block of 512 of AVX2 double's row set). Each size
+  // runs three (A, C) layout pairs; the shift per size makes the sizes
+  // cover all nine pairs (the reference dominates the run time).
   constexpr MatLayout kLayouts[] = {MatLayout::kColMajor, MatLayout::kRowMajor, MatLayout::kPadded};
   int shift = 0;
-  for (auto [m, n, k] : {std::tuple{33, 29, 65}, {100, 37, 300}, {203, 17, 260}, {49, 131, 129}}) {
+  for (auto [m, n, k] : {std::tuple{33, 29, 65}, {100, 37, 300}, {203, 17, 260}, {49, 131, 129}, {37, 13, 530}}) {
     for (int i = 0; i < 3; ++i) {
       const MatLayout la = kLayouts[i];
       const MatLayout lc = kLayouts[(i + shift) % 3];

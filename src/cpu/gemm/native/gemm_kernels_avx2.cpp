@@ -66,8 +66,12 @@ GemmKernelTable make_table() {
   t.isa = "avx2";
   t.f32 = make_real_set<Avx2S, 2, 6>(/*mc=*/384, /*kc=*/384, /*nc=*/4080);
   // Note [Row-vector kernel]: 4 rows x 12 columns, the 8 x 6 set for thin M.
+  // The row set's depth is 512: each pass over C then does twice the work
+  // of kc = 256, and on Zen 3 (512 KB L2) mc = 192, kc = 512 ran n = 1024
+  // and 2048 at 0.99-1.05 of OpenBLAS where mc = 384, kc = 256 ran at
+  // 0.93-0.97 (docs/performance_notes.md, "Row set blocking").
   static const GemmKernelSet<double> f64_thin_m = make_real_set<Avx2D, 2, 6>(/*mc=*/192, /*kc=*/256, /*nc=*/4080);
-  t.f64 = make_real_row_set<Avx2D, 3>(/*mc=*/384, /*kc=*/256, /*nc=*/4080, &f64_thin_m);
+  t.f64 = make_real_row_set<Avx2D, 3>(/*mc=*/192, /*kc=*/512, /*nc=*/4080, &f64_thin_m);
   t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
   add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/16 * 16 * 16);

@@ -79,9 +79,9 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   n = p->counters();
   EXPECT_EQ(n.parallel_problems, 1);
   EXPECT_EQ(n.fork_joins, 1);
-  // A depth above KC (256 doubles) takes the shared-panel path.
-  StridedMatrix<double> deep_a(200, 300, MatLayout::kRowMajor, 4), deep_b(300, 200, MatLayout::kColMajor, 5);
-  ASSERT_TRUE(run(*p, 200, 200, 300, two, deep_a, deep_b, c).ok());
+  // A depth above KC (256 or 512 doubles, by ISA) takes the shared-panel path.
+  StridedMatrix<double> deep_a(200, 600, MatLayout::kRowMajor, 4), deep_b(600, 200, MatLayout::kColMajor, 5);
+  ASSERT_TRUE(run(*p, 200, 200, 600, two, deep_a, deep_b, c).ok());
   n = p->counters();
   EXPECT_EQ(n.parallel_problems, 2);
   EXPECT_GE(n.fork_joins, 1 + 2 * 2) << "B packing and the C blocks each fork once per block step";
