@@ -54,6 +54,9 @@ struct GemmKernelSet {
                                   T alpha, T beta, T* c, std::int64_t rs_c, std::int64_t cs_c, std::int64_t m_valid,
                                   std::int64_t n_valid) = nullptr;
   void (*pack_a)(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
+  /// Columns [j0, j1) of a depth-1 problem, C = alpha * a b + beta * C
+  /// written once (Note [Rank-1 GEMM] in micro_kernels.h).
+  void (*rank1)(const TypedProblem<T>& p, std::int64_t j0, std::int64_t j1) = nullptr;
   void (*pack_b)(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t rs, std::int64_t cs, T* dst) = nullptr;
   /// Problems of at most this many multiply-adds may run unpacked (the
   /// provider's default small_max_mnk for this type).

@@ -24,7 +24,9 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/kernels/transpose_micro.h"
 
 namespace tenferro::cpu::internal {
@@ -463,6 +465,83 @@ void complex_kernel_entry(std::int64_t k, const std::complex<typename Isa::S>* a
   complex_micro_kernel<Isa, MV, NR>(k, a, b, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
 }
 
+// Note [Rank-1 GEMM]
+// With k == 1 (an outer product, and every batch member of a batched one)
+// C is written once and nothing is reused: the blocked path would pack A
+// and B and run a register tile per k = 1 step, and the plain loop would
+// zero C and then accumulate into it, writing it twice. Columns of C (unit
+// stride along M after the driver's orientation) are instead written in one
+// pass, c[i] = alpha * b[j] * a[i] (+ beta * c[i]), split over the context's
+// workers by columns when the problem is large. The loop lives here, in each
+// ISA's translation unit, so that it runs on that ISA's vectors whatever
+// the project's compile target (TENFERRO_ARCH): built for the baseline
+// x86-64 target the same loop stores two doubles at a time and wrote the
+// einsum benchmark's 8 MB batched outer product 1.3-1.8x slower than with
+// AVX2 on Zen 3 (docs/performance_notes.md, "Rank-1 columns").
+
+/// Complex product without the C99 Annex G NaN recovery (BLAS semantics).
+template <class T>
+inline T plain_mul(T x, T y) {
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+  } else {
+    return x * y;
+  }
+}
+
+/// Columns [j0, j1) of the depth-1 problem `p` (T is Isa::S or its complex).
+template <class Isa, class T>
+void rank1_columns(const TypedProblem<T>& p, std::int64_t j0, std::int64_t j1) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr bool kComplex = !std::is_same_v<T, S>;
+  constexpr std::int64_t kScalars = kComplex ? 2 : 1;  // S per element of T
+  constexpr std::int64_t kPerVector = Isa::kLanes / kScalars;
+  // Vectors along M: unit strides, and for complex only beta == 0 (the
+  // einsum's case; a complex beta runs the scalar loop).
+  const bool vectors = p.rsa == 1 && p.rsc == 1 && (!kComplex || p.beta == T(0));
+  const std::int64_t m_vec = vectors ? p.m / kPerVector * kPerVector : 0;
+  for (std::int64_t j = j0; j < j1; ++j) {
+    T* __restrict cj = p.c + j * p.csc;
+    const T t = plain_mul(p.alpha, p.b[j * p.csb]);
+    const T* __restrict a = p.a;
+    std::int64_t i = 0;
+    if (m_vec > 0) {
+      const S* as = reinterpret_cast<const S*>(a);
+      S* cs = reinterpret_cast<S*>(cj);
+      if constexpr (kComplex) {
+        // (ar + i ai)(tr + i ti): even lanes ar tr - ai ti, odd ai tr + ar ti.
+        const V tr = Isa::set1(t.real());
+        const V ti = Isa::set1(t.imag());
+        for (; i < m_vec; i += kPerVector) {
+          const V x = Isa::loadu(as + 2 * i);
+          Isa::storeu(cs + 2 * i, Isa::fmaddsub(x, tr, Isa::mul(Isa::swap_pairs(x), ti)));
+        }
+      } else if (p.beta == T(0)) {
+        const V tv = Isa::set1(t);
+        for (; i + 2 * kPerVector <= m_vec; i += 2 * kPerVector) {
+          const V x0 = Isa::loadu(as + i);
+          const V x1 = Isa::loadu(as + i + kPerVector);
+          Isa::storeu(cs + i, Isa::mul(x0, tv));
+          Isa::storeu(cs + i + kPerVector, Isa::mul(x1, tv));
+        }
+        for (; i < m_vec; i += kPerVector) Isa::storeu(cs + i, Isa::mul(Isa::loadu(as + i), tv));
+      } else {
+        const V tv = Isa::set1(t);
+        const V bv = Isa::set1(p.beta);
+        for (; i < m_vec; i += kPerVector) {
+          Isa::storeu(cs + i, Isa::fmadd(Isa::loadu(as + i), tv, Isa::mul(bv, Isa::loadu(cs + i))));
+        }
+      }
+    }
+    for (; i < p.m; ++i) {
+      T& c = cj[i * p.rsc];
+      const T x = plain_mul(a[i * p.rsa], t);
+      c = p.beta == T(0) ? x : plain_mul(p.beta, c) + x;
+    }
+  }
+}
+
 /// Builds a GemmKernelSet for a real type from an Isa and register block.
 template <class Isa, int MV, int NR>
 GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
@@ -478,6 +557,7 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.micro_kernel_in_place_b = &real_kernel_entry_in_place_b<Isa, MV, NR>;
   set.pack_a = &pack_a_panels<Isa, S, MR>;
   set.pack_b = &pack_b_panels<Isa, S, NR>;
+  set.rank1 = &rank1_columns<Isa, S>;
   return set;
 }
 
@@ -499,6 +579,7 @@ GemmKernelSet<typename Isa::S> make_real_row_set(int mc, int kc, int nc, const G
   set.micro_kernel = &real_row_kernel_entry<Isa, NV, MRB>;
   set.pack_a = &pack_a_panels<Isa, S, MRB>;
   set.pack_b = &pack_b_panels<Isa, S, NR>;
+  set.rank1 = &rank1_columns<Isa, S>;
   set.thin_m = thin_m;
   return set;
 }
@@ -516,6 +597,7 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.micro_kernel = &complex_kernel_entry<Isa, MV, NR>;
   set.pack_a = &pack_a_panels<Isa, T, MR>;
   set.pack_b = &pack_b_panels<Isa, T, NR>;
+  set.rank1 = &rank1_columns<Isa, T>;
   return set;
 }
 

@@ -120,35 +120,6 @@ void small_loop(const TypedProblem<T>& p) {
   }
 }
 
-// Note [Rank-1 GEMM]
-// With k == 1 (an outer product, and every batch member of a batched one)
-// C is written once and nothing is reused: the blocked path would pack A
-// and B and run a 24x8 register tile per k = 1 step, and the small loop
-// would zero C and then accumulate into it, writing it twice. Columns of C
-// (unit stride along M after orientation) are instead written in one pass,
-// c[i] = alpha * b[j] * a[i] (+ beta * c[i]), and split over the context's
-// workers by columns when the problem is large.
-template <class T>
-void rank1_columns(const TypedProblem<T>& p, std::int64_t j0, std::int64_t j1) {
-  for (std::int64_t j = j0; j < j1; ++j) {
-    T* __restrict cj = p.c + j * p.csc;
-    const T t = mul(p.alpha, p.b[j * p.csb]);
-    const T* __restrict a = p.a;
-    if (p.rsa == 1 && p.rsc == 1) {
-      if (p.beta == T(0)) {
-        for (std::int64_t i = 0; i < p.m; ++i) cj[i] = mul(a[i], t);
-      } else {
-        for (std::int64_t i = 0; i < p.m; ++i) cj[i] = mul(p.beta, cj[i]) + mul(a[i], t);
-      }
-    } else {
-      for (std::int64_t i = 0; i < p.m; ++i) {
-        T& c = cj[i * p.rsc];
-        c = p.beta == T(0) ? mul(a[i * p.rsa], t) : mul(p.beta, c) + mul(a[i * p.rsa], t);
-      }
-    }
-  }
-}
-
 std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
 std::int64_t round_up(std::int64_t x, std::int64_t y) { return ceil_div(x, y) * y; }
 
@@ -492,10 +463,10 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       const std::int64_t threads = threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n));
       if (threads > 1 && p.n > 1) {
         ctx.parallel_for(0, p.n, ceil_div(p.n, threads),
-                         [&](std::int64_t j0, std::int64_t j1) { rank1_columns(p, j0, j1); });
+                         [&](std::int64_t j0, std::int64_t j1) { ks.rank1(p, j0, j1); });
         counters_.fork_joins.fetch_add(1, std::memory_order_relaxed);
       } else {
-        rank1_columns(p, 0, p.n);
+        ks.rank1(p, 0, p.n);  // Note [Rank-1 GEMM] in micro_kernels.h
       }
       ++tally.rank1_problems;
       return ok_status();
