@@ -211,6 +211,10 @@ TEST(EinsumExecution, LayoutPassAvoidsCopies) {
       {"bij,bjk,bkl->bil", {{4, 5, 6}, {4, 6, 7}, {4, 7, 3}}, 0},
       // The output order interleaves the groups: one copy is unavoidable.
       {"ij,jk->ki", {{5, 6}, {6, 7}}, 1},
+      // Note [Broadcast products]: factors over different label pairs scale
+      // one tensor in turn, whatever its order (three copies before).
+      {"((pqrs,rq),sp),qs->pqrs", {{4, 5, 6, 7}, {6, 5}, {7, 4}, {5, 7}}, 0},
+      {"((abcde,ec),da),bd->abcde", {{3, 2, 3, 2, 3}, {3, 3}, {2, 3}, {2, 2}}, 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.subscripts);
@@ -229,6 +233,24 @@ TEST(EinsumExecution, LayoutPassAvoidsCopies) {
         << (*plan)->explain();
     EXPECT_EQ(after.execution.planned_copies - before.execution.planned_copies, (*plan)->planned_copies());
   }
+}
+
+// Note [Gathered operands]: operands whose batch axis is innermost have no
+// unit stride in either GEMM dimension; they are copied into [B, M, K] /
+// [B, K, N] rather than packed by gathering.
+TEST(EinsumExecution, GatheredOperandsAreCopied) {
+  auto executor = make_executor();
+  const cpu::SequentialContext seq;
+  const std::vector<std::vector<std::int64_t>> shapes = {{20, 30, 8}, {30, 25, 8}};
+  Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create("ijb,jkb->bik");
+  ASSERT_TRUE(op.ok());
+  const IntArrayRef refs[] = {IntArrayRef(shapes[0]), IntArrayRef(shapes[1])};
+  Result<std::shared_ptr<const ExecutionPlan>> plan = executor->prepare(**op, refs, DType::kFloat64);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ((*plan)->planned_copies(), 2) << (*plan)->explain();
+  const CpuEinsumMetrics before = executor->metrics();
+  expect_matches_reference(*executor, "ijb,jkb->bik", shapes, seq);
+  EXPECT_EQ(executor->metrics().execution.composite_copies, before.execution.composite_copies);
 }
 
 // Note [Direct small steps]: small steps with the planned strides call the

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tenferro/base/assert.h"
+#include "tenferro/cpu/gemm/dot_general.h"
 
 namespace tenferro::einsum::internal {
 namespace {
@@ -59,6 +60,15 @@ LabelList full_order(const Network& net, const LabelList& group, const LabelledV
   return order;
 }
 
+// `labels` ordered by their position in `order` (every label is in it).
+LabelList by_position(const LabelList& labels, const LabelList& order) {
+  LabelList out = labels;
+  std::stable_sort(out.begin(), out.end(), [&](LabelId x, LabelId y) {
+    return std::find(order.begin(), order.end(), x) < std::find(order.begin(), order.end(), y);
+  });
+  return out;
+}
+
 LabelList concat(std::initializer_list<const LabelList*> parts) {
   LabelList out;
   for (const LabelList* p : parts) out.append(p->begin(), p->end());
@@ -81,6 +91,16 @@ struct StepGroups {
 // it adapts to whatever the others need).
 using StepViews = std::array<const LabelledView*, 3>;
 
+// Note [Broadcast products] (cpu/gemm/dot_general.h): the composite runs
+// such a step as one strided loop, whatever the three layouts.
+bool broadcast_product(const Network& net, const StepGroups& g) {
+  const auto wide = [&](const LabelList& group) {
+    return static_cast<std::size_t>(
+        std::count_if(group.begin(), group.end(), [&](LabelId l) { return net.extent(l) != 1; }));
+  };
+  return cpu::is_broadcast_product(wide(*g.m), wide(*g.n), wide(*g.k));
+}
+
 bool any_empty_extent(const Network& net, const StepGroups& g) {
   for (const LabelList* group : {g.batch, g.m, g.n, g.k})
     for (LabelId l : *group)
@@ -89,9 +109,13 @@ bool any_empty_extent(const Network& net, const StepGroups& g) {
 }
 
 // Whether the composite can keep every non-wildcard tensor in `keep` as it
-// is (Note [Layout-aware execution]).
+// is (Note [Layout-aware execution]). `gathered` gets the kept tensors that
+// have no unit stride in either of their GEMM dimensions (Note [Gathered
+// operands]).
 bool feasible(const Network& net, const StepGroups& g, const StepViews& views, unsigned keep,
-              cpu::GemmStrideSupport support) {
+              cpu::GemmStrideSupport support, unsigned* gathered) {
+  *gathered = 0;
+  if (broadcast_product(net, g)) return true;
   const auto kept = [&](int t) { return (keep >> t & 1u) != 0 && views[static_cast<std::size_t>(t)] != nullptr; };
   struct Holders {
     const LabelList* group;
@@ -120,11 +144,29 @@ bool feasible(const Network& net, const StepGroups& g, const StepViews& views, u
   if (kept(kX) && !supported(m_in[kX], k_in[kX])) return false;
   if (kept(kY) && !supported(k_in[kY], n_in[kY])) return false;
   if (kept(kZ) && !supported(m_in[kZ], n_in[kZ])) return false;
+  const auto unit = [](const GroupInView& gi) { return gi.extent <= 1 || gi.inner_stride == 1; };
+  if (kept(kX) && !unit(m_in[kX]) && !unit(k_in[kX])) *gathered |= 1u << kX;
+  if (kept(kY) && !unit(k_in[kY]) && !unit(n_in[kY])) *gathered |= 1u << kY;
+  if (kept(kZ) && !unit(m_in[kZ]) && !unit(n_in[kZ])) *gathered |= 1u << kZ;
   return true;
 }
 
-// The cheapest set of tensors to keep: copies cost the elements they move.
-// Ties keep more tensors, then prefer keeping the result.
+// Note [Gathered operands]
+// The native GEMM takes any strides, but an operand kept with no unit stride
+// in either GEMM dimension (its batch axes innermost, say) is packed by
+// gathering one element per cache line, again for every block: in
+// gm_queen5_5_3 such a 43M-element operand, kept to save a transposing copy
+// of the producer's result, put 37% of the run in packing and made the
+// instance 1.3x slower. Keeping one costs twice its elements, so a copy (or
+// a temporary) wins.
+constexpr double kGatherCost = 2.0;
+
+// Note [Producer-shaped children] (LayoutPlanner::assign).
+constexpr double kProducerShapeGain = 0.5;
+
+// The cheapest set of tensors to keep: copies cost the elements they move,
+// gathered operands twice theirs. Ties keep more tensors, then prefer
+// keeping the result.
 unsigned best_keep(const Network& net, const StepGroups& g, const StepViews& views, const std::array<double, 3>& size,
                    cpu::GemmStrideSupport support, double* cost_out) {
   if (any_empty_extent(net, g)) {
@@ -134,11 +176,14 @@ unsigned best_keep(const Network& net, const StepGroups& g, const StepViews& vie
   unsigned best = 0;
   double best_cost = std::numeric_limits<double>::infinity();
   for (unsigned keep = 8; keep-- > 0;) {
-    if (!feasible(net, g, views, keep, support)) continue;
+    unsigned gathered = 0;
+    if (!feasible(net, g, views, keep, support, &gathered)) continue;
     double cost = 0.0;
-    for (int t = 0; t < 3; ++t)
-      if ((keep >> t & 1u) == 0 && views[static_cast<std::size_t>(t)] != nullptr)
-        cost += size[static_cast<std::size_t>(t)];
+    for (int t = 0; t < 3; ++t) {
+      if (views[static_cast<std::size_t>(t)] == nullptr) continue;
+      if ((keep >> t & 1u) == 0) cost += size[static_cast<std::size_t>(t)];
+      if ((gathered >> t & 1u) != 0) cost += kGatherCost * size[static_cast<std::size_t>(t)];
+    }
     if (cost < best_cost) {
       best_cost = cost;
       best = keep;
@@ -235,6 +280,15 @@ class LayoutPlanner {
   void choose_children(std::int32_t k) {
     const ContractionStep& s = step(k);
     const LabelledView& z = result_view(k);
+    if (broadcast_product(net_, groups(k))) {
+      // Any layout runs without a copy; children in the result's order give
+      // the loop unit-stride runs.
+      const LabelList x = full_order(net_, concat({&s.batch, &s.lhs_free, &s.contracted}), z);
+      const LabelList y = full_order(net_, concat({&s.batch, &s.rhs_free, &s.contracted}), z);
+      assign(k, kX, x, x);
+      assign(k, kY, y, y);
+      return;
+    }
     const LabelList b = full_order(net_, s.batch, z);
     const LabelList m = full_order(net_, s.lhs_free, z);
     const LabelList n = full_order(net_, s.rhs_free, z);
@@ -265,14 +319,58 @@ class LayoutPlanner {
       sl.presum_order[side] = preferred;
       return;
     }
-    LabelList chosen = preferred;
-    if (preferred != alternative) {
-      const std::int32_t p = c - n_;
-      if (producer_cost(p, dense_view(net_, alternative)) < producer_cost(p, dense_view(net_, preferred))) {
-        chosen = alternative;
+    // Note [Producer-shaped children]: besides the two orders that suit
+    // step k, the producer's own [B, M, N] and [B, N, M] (each group in the
+    // order `preferred` gives its labels), which it writes without a
+    // temporary and in which k's groups stay whole when each lies inside
+    // one producer group. Costs count the elements copied at k and at the
+    // producer. A producer-shaped order must at least halve the cost: the
+    // count does not see that a copy moving whole runs (memmove) is cheaper
+    // than a transposing one, and in the MERA instance a producer-shaped
+    // order saved a 1.3M-element temporary but turned the next step's
+    // 34M-element run copy into a transpose (1.23 s -> 1.32 s).
+    const std::int32_t p = c - n_;
+    const auto cost_of = [&](const LabelList& order) {
+      const LabelledView view = dense_view(net_, order);
+      return consumer_cost(k, side, view) + producer_cost(p, view);
+    };
+    const LabelList* chosen = &preferred;
+    double best = cost_of(preferred);
+    if (alternative != preferred) {
+      const double cost = cost_of(alternative);
+      if (cost < best) {
+        best = cost;
+        chosen = &alternative;
       }
     }
-    layout_.nodes[static_cast<std::size_t>(c)] = dense_view(net_, chosen);
+    const ContractionStep& ps = step(p);
+    const LabelList pb = by_position(ps.batch, preferred);
+    const LabelList pm = by_position(ps.lhs_free, preferred);
+    const LabelList pn = by_position(ps.rhs_free, preferred);
+    const LabelList shaped[] = {concat({&pb, &pm, &pn}), concat({&pb, &pn, &pm})};
+    const double bar = kProducerShapeGain * best;
+    for (const LabelList& order : shaped) {
+      if (order == *chosen) continue;
+      const double cost = cost_of(order);
+      if (cost < bar && cost < best) {
+        best = cost;
+        chosen = &order;
+      }
+    }
+    layout_.nodes[static_cast<std::size_t>(c)] = dense_view(net_, *chosen);
+  }
+
+  // Copy cost at step k when the child on `side` had layout `view` (a free
+  // sibling adapts).
+  double consumer_cost(std::int32_t k, int side, const LabelledView& view) const {
+    StepViews views{nullptr, nullptr, &result_view(k)};
+    views[static_cast<std::size_t>(side)] = &view;
+    const int other = 1 - side;
+    if (!side_is_free(k, other))
+      views[static_cast<std::size_t>(other)] = &layout_.nodes[static_cast<std::size_t>(child(k, other))];
+    double cost = 0.0;
+    best_keep(net_, groups(k), views, sizes(k), support_, &cost);
+    return cost;
   }
 
   // Step 2: with every order fixed, what step k keeps and what it copies.

@@ -83,6 +83,67 @@ struct BatchGeometry {
   }
 };
 
+// Note [Elementwise blocks]: the elementwise loop walks the innermost batch
+// runs, up to kElementwiseBlock elements together, through per-tensor offset
+// tables built once per call, and decodes an index only once per block. A
+// broadcast product (Note [Broadcast products]) over a graphical model's
+// extent-2 and -3 axes has runs of a few elements (a factor's axes
+// interleave with the others), and decoding per run cost more than the
+// multiply.
+constexpr std::int64_t kElementwiseBlock = 512;
+
+struct ElementwiseBlocks {
+  AxisList outer;          // looped once per block (last fastest)
+  std::int64_t size = 1;   // elements per block
+  std::int64_t count = 1;  // blocks
+  bool unit[3] = {true, true, true};  // table[s][i] == i for every i
+  std::int64_t table[3][kElementwiseBlock];
+
+  // False when the innermost run alone fills a block (BatchGeometry's plain
+  // runs are then long enough).
+  bool init(const AxisList& batch) {
+    const AxisList runs = internal::fuse_batch_runs(batch);
+    std::size_t first = runs.size();
+    while (first > 0 && size * runs[first - 1].extent <= kElementwiseBlock) size *= runs[--first].extent;
+    if (first == runs.size() || size == 1) return false;
+    outer.append(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(first));
+    count = internal::group_extent(outer);
+    for (int s = 0; s < 3; ++s) table[s][0] = 0;
+    std::int64_t n = 1;  // table entries filled, innermost run first
+    for (std::size_t r = runs.size(); r-- > first;) {
+      for (std::int64_t j = 1; j < runs[r].extent; ++j)
+        for (std::int64_t i = 0; i < n; ++i)
+          for (int s = 0; s < 3; ++s) table[s][j * n + i] = table[s][i] + j * runs[r].stride[s];
+      n *= runs[r].extent;
+    }
+    for (int s = 0; s < 3; ++s)
+      for (std::int64_t i = 0; i < size; ++i) unit[s] = unit[s] && table[s][i] == i;
+    return true;
+  }
+
+  // o[to[i]] = l[tl[i]] * r[tr[i]] over the blocks [b0, b1).
+  template <class T, class Mul>
+  void run(const T* lhs, const T* rhs, T* out, std::int64_t b0, std::int64_t b1, Mul mul) const {
+    const std::int64_t* tl = table[kLhs];
+    const std::int64_t* tr = table[kRhs];
+    const std::int64_t* to = table[kOut];
+    for (std::int64_t b = b0; b < b1; ++b) {
+      std::int64_t off[3];
+      decode_outer(outer, b, off);
+      const T* l = lhs + off[kLhs];
+      const T* r = rhs + off[kRhs];
+      T* o = out + off[kOut];
+      if (unit[kOut] && unit[kRhs]) {
+        for (std::int64_t i = 0; i < size; ++i) o[i] = mul(l[tl[i]], r[i]);
+      } else if (unit[kOut] && unit[kLhs]) {
+        for (std::int64_t i = 0; i < size; ++i) o[i] = mul(l[i], r[tr[i]]);
+      } else {
+        for (std::int64_t i = 0; i < size; ++i) o[to[i]] = mul(l[tl[i]], r[tr[i]]);
+      }
+    }
+  }
+};
+
 // A dense buffer whose memory order follows the plan ([B, first, second]
 // groups, each in plan order) viewed with axes in `logical_shape` order;
 // `axis_slot` selects which tensor's axis numbers the plan axes carry.
@@ -409,8 +470,24 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
       s.jobs = geo.jobs;
       s.mode = threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter
                                                                             : ParallelMode::kSequential;
+      ElementwiseBlocks blocks;
+      const bool blocked = blocks.init(p.batch);
+      s.elementwise_block = blocked ? blocks.size : 0;
       visit_dtype(dtype, [&]<class T>(T) {
         if constexpr (!std::is_same_v<T, bool>) {
+          if (blocked) {
+            auto body = [&](std::int64_t b0, std::int64_t b1) {
+              blocks.run(reinterpret_cast<const T*>(lb), reinterpret_cast<const T*>(rb), reinterpret_cast<T*>(ob), b0,
+                         b1, [](T x, T y) { return wrap_mul(x, y); });
+            };
+            if (s.mode == ParallelMode::kOuter) {
+              ctx.parallel_for(0, blocks.count,
+                               std::max<std::int64_t>(1, options_.elementwise_parallel_min / 2 / blocks.size), body);
+            } else {
+              body(0, blocks.count);
+            }
+            return;
+          }
           auto body = [&](std::int64_t j0, std::int64_t j1) {
             geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
               const T* l = reinterpret_cast<const T*>(lb) + off[kLhs];
@@ -419,6 +496,13 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
               const std::int64_t sl = geo.inner.stride[kLhs], sr = geo.inner.stride[kRhs], so = geo.inner.stride[kOut];
               if (sl == 1 && sr == 1 && so == 1) {
                 for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], r[i]);
+              } else if (so == 1 && sl == 0 && sr == 1) {
+                // Note [Broadcast products]: one operand is constant along the run.
+                const T x = *l;
+                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(x, r[i]);
+              } else if (so == 1 && sl == 1 && sr == 0) {
+                const T y = *r;
+                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], y);
               } else {
                 for (std::int64_t i = 0; i < count; ++i) o[i * so] = wrap_mul(l[i * sl], r[i * sr]);
               }

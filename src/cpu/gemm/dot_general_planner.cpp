@@ -310,15 +310,29 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
   s.n = group_extent(n);
   s.k = group_extent(k);
   s.jobs = group_extent(batch);
-  if (is_integer(lhs.dtype) || (m.empty() && n.empty() && k.empty())) {
+  if (is_broadcast_product(m.size(), n.size(), k.size()) && !is_integer(lhs.dtype)) {
+    // Note [Broadcast products]: the free axes join the batch, with stride 0
+    // in the operand that lacks them.
+    const Slot whole = m.empty() ? kRhs : kLhs;  // the operand holding every axis
+    batch.append(m.begin(), m.end());
+    batch.append(n.begin(), n.end());
+    m.clear();
+    n.clear();
+    s.m = s.n = 1;
+    s.jobs = group_extent(batch);
+    s.path = DotGeneralPath::kElementwise;
+    plan.batch = ordered_by(batch, out != nullptr ? kOut : whole);
+    plan.replace[kOut] = out == nullptr;
+    return plan;
+  }
+  if (is_integer(lhs.dtype)) {
     // Plain loops over the operands' own strides; nothing to reorder.
-    s.path = is_integer(lhs.dtype) ? DotGeneralPath::kNaive : DotGeneralPath::kElementwise;
+    s.path = DotGeneralPath::kNaive;
     plan.batch = ordered_by(batch, out != nullptr ? kOut : kLhs);
     plan.m = m;
     plan.n = n;
     plan.k = k;
     plan.replace[kOut] = out == nullptr;
-    if (s.path == DotGeneralPath::kElementwise) s.jobs = group_extent(batch);
     return plan;
   }
 

@@ -480,6 +480,62 @@ TEST(DotGeneralTest, ElementwiseAndEmptyAndZeroContraction) {
   EXPECT_EQ(out->size(1), 3);
 }
 
+// Note [Broadcast products]: no contracted axis and free axes on one side
+// only run as the elementwise loop over the tensors' own strides, whatever
+// the layouts, with nothing copied; short runs (extent-2 and -3 axes
+// interleaved with the smaller operand's) go through offset-table blocks
+// (Note [Elementwise blocks]), long ones as plain runs.
+TEST(DotGeneralTest, BroadcastProductsRunElementwiseWithoutCopies) {
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
+  struct Case {
+    const char* name;
+    Dims small_shape, big_shape;
+    DotGeneralDims dims;  // lhs small, rhs big
+    bool blocked;
+  };
+  // small [a, c] scales big [a, b, c, d] (batch a, c; rhs free b, d).
+  const Case cases[] = {
+      {"short runs", {3, 2}, {3, 2, 2, 3}, dims_of({0, 1}, {0, 2}, {}, {}), true},
+      {"long runs", {3, 2}, {3, 4, 2, 600}, dims_of({0, 1}, {0, 2}, {}, {}), false},
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::kFloat64, DType::kComplex64}) {
+      for (bool big_on_left : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << c.name << " " << to_string(dtype) << (big_on_left ? " big lhs" : " big rhs"));
+        const Tensor small = make_tensor(c.small_shape, dtype, Layout::kContiguous, 31);
+        const Tensor big = make_tensor(c.big_shape, dtype, Layout::kContiguous, 32);
+        DotGeneralDims dims = c.dims;
+        if (big_on_left) dims = dims_of(c.dims.rhs_batch, c.dims.lhs_batch, {}, {});
+        const Tensor& lhs = big_on_left ? big : small;
+        const Tensor& rhs = big_on_left ? small : big;
+        const Dims shape = *DotGeneralComposite::result_shape(lhs.view(), rhs.view(), dims);
+        for (Layout ol : kOutputLayouts) {
+          SCOPED_TRACE(layout_name(ol));
+          Tensor out = make_tensor(shape, dtype, ol, 33);
+          DotGeneralPlan plan;
+          ASSERT_TRUE(composite.dot_general_into(lhs.view(), rhs.view(), dims, out.view(), sequential_context(), &plan)
+                          .ok());
+          EXPECT_EQ(plan.path, DotGeneralPath::kElementwise);
+          EXPECT_FALSE(plan.lhs_copied || plan.rhs_copied || plan.out_via_temp);
+          EXPECT_EQ(plan.provider_calls, 0);
+          EXPECT_EQ(plan.jobs, out.numel());
+          if (ol == Layout::kContiguous) {
+            EXPECT_EQ(plan.elementwise_block > 0, c.blocked);
+          }
+          check_against_reference(lhs, rhs, dims, out);
+        }
+        // A free output, and two threads.
+        DotGeneralPlan plan;
+        auto out = composite.dot_general(lhs.view(), rhs.view(), dims, two_thread_context(), &plan);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_EQ(plan.path, DotGeneralPath::kElementwise);
+        EXPECT_FALSE(plan.lhs_copied || plan.rhs_copied || plan.out_via_temp);
+        check_against_reference(lhs, rhs, dims, *out);
+      }
+    }
+  }
+}
+
 TEST(DotGeneralTest, InvalidRequestsAreTypedErrorsBeforeAnyKernel) {
   const DotGeneralComposite composite(native(), nullptr, planned_only());
   const Tensor a = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);

@@ -20,6 +20,19 @@
 // broadcast (stride-0) operand for a BLAS library. m = n = k = 1 everywhere
 // is an elementwise product and runs as one strided loop without GEMM.
 //
+// Note [Broadcast products]
+// With no contracted axis and free axes on at most one side (a tensor scaled
+// by a smaller one broadcast over its other axes: o[b, n] = l[b] * r[b, n]),
+// every output element is one product, so the free axes join the batch
+// (stride 0 in the operand that lacks them) and the step runs as the
+// elementwise loop over whatever strides the three tensors have: no group
+// has to fuse and nothing is copied. Without this, a chain of such steps
+// whose batch labels differ (the graphical-model networks: gm_queen5_5_3
+// scales a 43M-element tensor by five different 2-D factors in a row)
+// wrote each result into a [B, N] temporary and transposed it out for the
+// next step. The einsum layout pass (Note [Layout-aware execution])
+// relies on the same predicate to plan no copy for such a step.
+//
 // Note [dot_general parallel mode]
 // The mode is chosen once per call, before any provider runs (Note [One fan-out
 // level] in parallel.h): with one thread, kSequential; with several GEMM jobs,
@@ -57,6 +70,14 @@ struct TtgtPlan;
 struct TinyContraction;
 }  // namespace internal
 
+/// Whether a contraction with these numbers of extent > 1 axes in its M
+/// (lhs free), N (rhs free) and K groups runs as the elementwise loop
+/// whatever the layouts (Note [Broadcast products]; integer dtypes always
+/// run plain loops).
+constexpr bool is_broadcast_product(std::size_t m_axes, std::size_t n_axes, std::size_t k_axes) noexcept {
+  return k_axes == 0 && (m_axes == 0 || n_axes == 0);
+}
+
 /// StableHLO dot_general dimension numbers: axes of lhs and rhs.
 struct DotGeneralDims {
   Dims lhs_batch;
@@ -93,6 +114,9 @@ struct DotGeneralPlan {
   std::int64_t jobs = 0;             ///< GEMM problems (or elementwise products)
   std::int64_t batch_loop_dims = 0;  ///< batch runs looped outside the strided batch
   std::int64_t provider_calls = 0;   ///< calls made into the GEMM or direct provider
+  /// Elements per block of the elementwise loop's offset tables (Note
+  /// [Elementwise blocks] in dot_general.cpp); 0 when it ran plain runs.
+  std::int64_t elementwise_block = 0;
 };
 
 /// Tuning of the composite. Zero means the default.
