@@ -93,9 +93,9 @@ struct BatchGeometry {
 constexpr std::int64_t kElementwiseBlock = 512;
 
 struct ElementwiseBlocks {
-  AxisList outer;          // looped once per block (last fastest)
-  std::int64_t size = 1;   // elements per block
-  std::int64_t count = 1;  // blocks
+  AxisList outer;                     // looped once per block (last fastest)
+  std::int64_t size = 1;              // elements per block
+  std::int64_t count = 1;             // blocks
   bool unit[3] = {true, true, true};  // table[s][i] == i for every i
   std::int64_t table[3][kElementwiseBlock];
 

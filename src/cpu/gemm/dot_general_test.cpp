@@ -501,7 +501,8 @@ TEST(DotGeneralTest, BroadcastProductsRunElementwiseWithoutCopies) {
   for (const Case& c : cases) {
     for (DType dtype : {DType::kFloat64, DType::kComplex64}) {
       for (bool big_on_left : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << c.name << " " << to_string(dtype) << (big_on_left ? " big lhs" : " big rhs"));
+        SCOPED_TRACE(::testing::Message()
+                     << c.name << " " << to_string(dtype) << (big_on_left ? " big lhs" : " big rhs"));
         const Tensor small = make_tensor(c.small_shape, dtype, Layout::kContiguous, 31);
         const Tensor big = make_tensor(c.big_shape, dtype, Layout::kContiguous, 32);
         DotGeneralDims dims = c.dims;
@@ -513,8 +514,8 @@ TEST(DotGeneralTest, BroadcastProductsRunElementwiseWithoutCopies) {
           SCOPED_TRACE(layout_name(ol));
           Tensor out = make_tensor(shape, dtype, ol, 33);
           DotGeneralPlan plan;
-          ASSERT_TRUE(composite.dot_general_into(lhs.view(), rhs.view(), dims, out.view(), sequential_context(), &plan)
-                          .ok());
+          ASSERT_TRUE(
+              composite.dot_general_into(lhs.view(), rhs.view(), dims, out.view(), sequential_context(), &plan).ok());
           EXPECT_EQ(plan.path, DotGeneralPath::kElementwise);
           EXPECT_FALSE(plan.lhs_copied || plan.rhs_copied || plan.out_via_temp);
           EXPECT_EQ(plan.provider_calls, 0);
