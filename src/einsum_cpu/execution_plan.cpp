@@ -68,6 +68,26 @@ struct DirectGemm {
   Dims out_strides;                 // the planned strides of the GEMM output view
 };
 
+// Note [Chunked temporaries]
+// A step whose result goes through a temporary (the layout pass could not
+// give the GEMM the result's order) writes the whole temporary, then reads
+// it back to copy it out: for MERA's 34M-element steps that is two more
+// passes over memory than the GEMM's own. When the temporary exceeds
+// kChunkMinBytes, the step runs instead one value at a time of a few of its
+// labels -- batch labels first, then free labels of the larger operand, in
+// the temporary's order, outermost first -- until a chunk is at most
+// kChunkBytes: each chunk's GEMM writes a temporary that stays in cache and
+// is copied out at once. A free label is chunked only while a chunk stays at
+// least as large as the other operand, which each chunk's GEMM reads again.
+constexpr std::size_t kChunkMinBytes = std::size_t{8} << 20;
+constexpr std::size_t kChunkBytes = std::size_t{2} << 20;
+
+struct ChunkAxis {
+  std::int64_t extent = 1;
+  std::int32_t operand_axis[2] = {-1, -1};  // axis in the lhs / rhs view, -1 if absent
+  std::int32_t result_axis = 0;             // axis in the composite-order result
+};
+
 struct StepPlan {
   DirectGemm direct;
   OperandPlan operand[2];
@@ -77,7 +97,8 @@ struct StepPlan {
   PlannedView result;                        // non-root: the node's buffer in composite order
   SmallVector<std::int32_t, 8> output_axis;  // root: output axis of each composite-order axis
   bool temp = false;
-  PlannedView temp_out;  // composite order, temporary strides
+  PlannedView temp_out;              // composite order, temporary strides (one chunk's when chunked)
+  SmallVector<ChunkAxis, 4> chunks;  // Note [Chunked temporaries]; outermost first
 };
 
 // How an input becomes its node view.
@@ -332,6 +353,45 @@ struct ExecutionPlan::Impl {
     p.direct = std::move(d);
   }
 
+  // Note [Chunked temporaries]: the labels a temporary of `order` is
+  // chunked over (empty: it is written whole).
+  LabelList chunk_labels(const ContractionStep& s, const LabelList& order) const {
+    const Network& net = tree.network();
+    const std::size_t item = dtype_size(net.dtype());
+    LabelList chunked;
+    double chunk = s.result_elements * static_cast<double>(item);
+    if (chunk <= static_cast<double>(kChunkMinBytes)) return chunked;
+    const bool rhs_side = s.rhs_elements >= s.lhs_elements;
+    const LabelList& free = rhs_side ? s.rhs_free : s.lhs_free;
+    const double other = (rhs_side ? s.lhs_elements : s.rhs_elements) * static_cast<double>(item);
+    for (LabelId l : order) {
+      if (chunk <= static_cast<double>(kChunkBytes)) break;
+      const std::int64_t e = net.extent(l);
+      if (e <= 1) continue;
+      const bool batch = std::find(s.batch.begin(), s.batch.end(), l) != s.batch.end();
+      if (!batch && std::find(free.begin(), free.end(), l) == free.end()) continue;
+      if (!batch && chunk / static_cast<double>(e) < other) break;
+      chunked.push_back(l);
+      chunk /= static_cast<double>(e);
+    }
+    return chunked;
+  }
+
+  // Strides, in `logical` order, of a dense buffer in memory order `order`
+  // whose `chunked` labels have extent 1.
+  static Dims dense_chunk_strides(const Network& net, const LabelList& order, const LabelList& logical,
+                                  const LabelList& chunked) {
+    Dims by_order(order.size(), 0);
+    std::int64_t stride = 1;
+    for (std::size_t i = order.size(); i-- > 0;) {
+      by_order[i] = stride;
+      if (std::find(chunked.begin(), chunked.end(), order[i]) == chunked.end()) stride *= net.extent(order[i]);
+    }
+    Dims out;
+    for (LabelId l : logical) out.push_back(by_order[static_cast<std::size_t>(position(order, l))]);
+    return out;
+  }
+
   void compile_steps() {
     const Network& net = tree.network();
     const std::int32_t n = tree.num_inputs();
@@ -390,9 +450,24 @@ struct ExecutionPlan::Impl {
       const Dims result_shape = extents_of(net, p.result_labels);
       if (sl.temp) {
         p.temp = true;
-        p.temp_out.buffer = add_buffer(alloc, bytes_of(p.result_labels));
-        p.temp_out.shape = result_shape;
-        p.temp_out.strides = to_dims(internal::dense_strides(net, sl.temp_order, p.result_labels));
+        const LabelList chunked = chunk_labels(s, sl.temp_order);
+        Dims chunk_shape = result_shape;
+        for (LabelId l : chunked) {
+          ChunkAxis c;
+          c.extent = net.extent(l);
+          for (int side = 0; side < 2; ++side) {
+            const LabelList& labels = p.operand[side].labels;
+            if (std::find(labels.begin(), labels.end(), l) != labels.end()) c.operand_axis[side] = position(labels, l);
+          }
+          c.result_axis = position(p.result_labels, l);
+          chunk_shape[static_cast<std::size_t>(c.result_axis)] = 1;
+          p.chunks.push_back(c);
+        }
+        std::size_t chunk_elements = 1;
+        for (std::int64_t e : chunk_shape) chunk_elements *= static_cast<std::size_t>(e);
+        p.temp_out.buffer = add_buffer(alloc, chunk_elements * dtype_size(net.dtype()));
+        p.temp_out.shape = chunk_shape;
+        p.temp_out.strides = dense_chunk_strides(net, sl.temp_order, p.result_labels, chunked);
         step_buffers.push_back(p.temp_out.buffer);
         ++planned_copies;
       }
@@ -409,6 +484,7 @@ struct ExecutionPlan::Impl {
         p.result.strides = to_dims(internal::dense_strides(net, order, p.result_labels));
       }
       compile_direct(s, p);
+      if (!p.chunks.empty()) p.direct.enabled = false;
       for (std::int32_t b : step_buffers) release(alloc, b);
       for (int side = 0; side < 2; ++side) {
         const std::int32_t node = p.operand[side].node;
@@ -448,6 +524,9 @@ const ContractionTree& ExecutionPlan::tree() const noexcept { return impl_->tree
 IntArrayRef ExecutionPlan::output_shape() const noexcept { return IntArrayRef(impl_->output_shape.span()); }
 std::size_t ExecutionPlan::workspace_bytes() const noexcept { return impl_->workspace; }
 std::int64_t ExecutionPlan::planned_copies() const noexcept { return impl_->planned_copies; }
+std::int64_t ExecutionPlan::chunked_steps() const noexcept {
+  return std::count_if(impl_->steps.begin(), impl_->steps.end(), [](const StepPlan& s) { return !s.chunks.empty(); });
+}
 
 std::size_t ExecutionPlan::retained_bytes() const noexcept {
   const Impl& p = *impl_;
@@ -457,6 +536,61 @@ std::size_t ExecutionPlan::retained_bytes() const noexcept {
          nodes * (2 * sizeof(LabelList) + sizeof(internal::LabelledView)) + p.inputs.size() * sizeof(InputRecipe) +
          labels * sizeof(LabelInfo);
 }
+
+namespace {
+
+// Note [Chunked temporaries]: the step one chunk at a time, each chunk's
+// GEMM into `temp` and copied out to its part of `destination`.
+Status run_chunked(const StepPlan& s, const TensorView (&operand)[2], const TensorView& temp,
+                   const TensorView& destination, const cpu::DotGeneralComposite& composite,
+                   const cpu::ParallelContext& ctx, ExecutionStats& local) {
+  const std::int64_t item = static_cast<std::int64_t>(dtype_size(temp.dtype));
+  Dims shape[2] = {Dims(operand[0].shape), Dims(operand[1].shape)};
+  Dims out_shape(destination.shape);
+  for (const ChunkAxis& c : s.chunks) {
+    for (int side = 0; side < 2; ++side)
+      if (c.operand_axis[side] >= 0) shape[side][static_cast<std::size_t>(c.operand_axis[side])] = 1;
+    out_shape[static_cast<std::size_t>(c.result_axis)] = 1;
+  }
+  SmallVector<std::int64_t, 4> index(s.chunks.size(), 0);
+  std::int64_t chunks = 1;
+  for (const ChunkAxis& c : s.chunks) chunks *= c.extent;
+  for (std::int64_t done = 0; done < chunks; ++done) {
+    std::int64_t offset[3] = {0, 0, 0};  // elements: lhs, rhs, destination
+    for (std::size_t i = 0; i < s.chunks.size(); ++i) {
+      const ChunkAxis& c = s.chunks[i];
+      for (int side = 0; side < 2; ++side) {
+        const std::int32_t a = c.operand_axis[side];
+        if (a >= 0) offset[side] += index[i] * operand[side].strides[static_cast<std::size_t>(a)];
+      }
+      offset[2] += index[i] * destination.strides[static_cast<std::size_t>(c.result_axis)];
+    }
+    const auto at = [&](const TensorView& v, std::int64_t elements, const Dims& chunk_shape) {
+      return TensorView{static_cast<char*>(v.data) + elements * item, chunk_shape.span(), v.strides, v.dtype,
+                        v.storage};
+    };
+    const TensorView lhs = at(operand[0], offset[0], shape[0]);
+    const TensorView rhs = at(operand[1], offset[1], shape[1]);
+    const TensorView out = at(destination, offset[2], out_shape);
+    cpu::DotGeneralPlan summary;
+    TENFERRO_TRY(composite.dot_general_into(lhs, rhs, s.dims, temp, ctx, &summary));
+    if (summary.lhs_copied || summary.rhs_copied || summary.out_via_temp) ++local.composite_copies;
+    TENFERRO_TRY(cpu::copy_into(temp, out, ctx).with_context("result copy"));
+    if (done == 0) {
+      if (summary.path == cpu::DotGeneralPath::kGemm) ++local.gemm_steps;
+      count_mode(summary.mode, local);
+    }
+    for (std::size_t i = s.chunks.size(); i-- > 0;) {  // the last chunk label fastest
+      if (++index[i] < s.chunks[i].extent) break;
+      index[i] = 0;
+    }
+  }
+  ++local.planned_copies;
+  local.copied_elements += destination.numel();
+  return ok_status();
+}
+
+}  // namespace
 
 Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorView& output,
                               std::span<std::byte> workspace, const cpu::DotGeneralComposite& composite,
@@ -561,6 +695,11 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
     }
     const TensorView gemm_out = s.temp ? planned(s.temp_out) : destination;
     ++local.steps;
+    if (!s.chunks.empty()) {
+      const Status st = run_chunked(s, operand, gemm_out, destination, composite, ctx, local);
+      if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
+      continue;
+    }
     const DirectGemm& d = s.direct;
     if (d.enabled && composite.gemm_provider().support().supports(dtype) &&
         IntArrayRef(operand[0].strides) == IntArrayRef(d.operand_strides[0].span()) &&
@@ -622,6 +761,11 @@ std::string ExecutionPlan::explain() const {
     out += fmt::format(" -> {}", net.labels_to_string(result));
     if (s.root) out += " (output)";
     if (s.temp) out += fmt::format(" (via temporary {})", net.labels_to_string(p.layout.steps[k].temp_order));
+    if (!s.chunks.empty()) {
+      std::int64_t chunks = 1;
+      for (const ChunkAxis& c : s.chunks) chunks *= c.extent;
+      out += fmt::format(" in {} chunks", chunks);
+    }
     if (!s.root) {
       out +=
           fmt::format(" at workspace offset {}", p.buffer_offset[static_cast<std::size_t>(p.intermediate[k].buffer)]);

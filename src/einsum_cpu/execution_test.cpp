@@ -235,6 +235,54 @@ TEST(EinsumExecution, LayoutPassAvoidsCopies) {
   }
 }
 
+// Note [Chunked temporaries]: a result temporary above 8 MB is written and
+// copied out one value of its outer batch or free labels at a time, in a
+// workspace of one chunk, with the same result; a small one is written whole.
+TEST(EinsumExecution, LargeTemporariesAreChunked) {
+  auto executor = make_executor();
+  struct Case {
+    std::string subscripts;
+    std::vector<std::vector<std::int64_t>> shapes;
+    std::int64_t chunked;
+  };
+  const Case cases[] = {
+      // The result interleaves the rhs free labels with i, so the GEMM
+      // writes a [b, i | k, l] temporary (12.8 MB): chunks over b.
+      {"bij,bjkl->bkil", {{8, 50, 4}, {8, 4, 50, 80}}, 1},
+      // A [i | k, l] temporary of 12.8 MB: chunks over k (the larger
+      // operand's outer free label).
+      {"ij,jkl->kil", {{100, 4}, {4, 100, 160}}, 1},
+      // The same with a 0.5 MB temporary: written whole.
+      {"ij,jkl->kil", {{20, 4}, {4, 20, 160}}, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.subscripts);
+    Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(c.subscripts);
+    ASSERT_TRUE(op.ok());
+    SmallVector<IntArrayRef, 4> shapes;
+    for (const auto& s : c.shapes) shapes.push_back(IntArrayRef(s));
+    Result<std::shared_ptr<const ExecutionPlan>> plan =
+        executor->prepare(**op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), DType::kFloat64);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_EQ((*plan)->planned_copies(), 1) << (*plan)->explain();
+    EXPECT_EQ((*plan)->chunked_steps(), c.chunked) << (*plan)->explain();
+    const std::size_t result_bytes = static_cast<std::size_t>((*plan)->tree().steps()[0].result_elements) * 8;
+    if (c.chunked > 0) {
+      EXPECT_LT((*plan)->workspace_bytes(), result_bytes / 4);
+    }
+    const cpu::SequentialContext seq;
+    const cpu::ArenaParallelContext two(2);
+    const cpu::ParallelContext* contexts[] = {&seq, &two};
+    for (const cpu::ParallelContext* ctx : contexts) {
+      const CpuEinsumMetrics before = executor->metrics();
+      expect_matches_reference(*executor, c.subscripts, c.shapes, *ctx);
+      const CpuEinsumMetrics after = executor->metrics();
+      EXPECT_EQ(after.execution.planned_copies - before.execution.planned_copies, 1);
+      EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
+    }
+  }
+}
+
 // Note [Gathered operands]: operands whose batch axis is innermost have no
 // unit stride in either GEMM dimension; they are copied into [B, M, K] /
 // [B, K, N] rather than packed by gathering.

@@ -92,6 +92,9 @@ class ExecutionPlan final : public runtime::ProviderPlan {
   std::size_t retained_bytes() const noexcept;
   /// Operand copies and result temporaries the layout plan makes per run.
   std::int64_t planned_copies() const noexcept;
+  /// Steps whose result temporary is written and copied out in cache-sized
+  /// chunks (Note [Chunked temporaries] in execution_plan.cpp).
+  std::int64_t chunked_steps() const noexcept;
 
   /// Runs the einsum. `inputs` match the bound shapes and dtype (any
   /// non-negative strides); `output` has the output shape (any
