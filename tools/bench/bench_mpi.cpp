@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_command.h"
+#include "einsum_command.h"
 
 #ifdef TENFERRO_HAVE_MPI
 #include <mpi.h>
@@ -34,6 +35,8 @@
 
 namespace tenferro::bench {
 namespace {
+
+constexpr int kRounds = 3;  // Note [Interleaved rounds]
 
 // Runs `command` through the shell; its stdout, or nullopt on failure.
 std::optional<std::string> capture(const std::string& command) {
@@ -146,55 +149,83 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
                                    ? options.inputs[0]
                                    : std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json";
   const int runs = options.runs > 0 ? options.runs : (options.quick ? 1 : 3);
+  // Note [Interleaved rounds]: the unsliced baseline and the 1- and 2-rank
+  // runs alternate, kRounds times (once with --quick), and each case reports
+  // medians over the rounds: on a VM whose speed drifts by 10-20 % over a
+  // minute, one baseline measured before both sliced runs moved their
+  // ratios by as much (1.78x and 1.99x for the same rank times).
+  const int rounds = options.quick ? 1 : kRounds;
   int rc = 0;
   if (std::filesystem::exists(instance)) {
     const std::string einsum = fmt::format("{} einsum {} --threads 1 --runs {} --json", self, instance, runs);
-    reporter.progress("bench mpi: " + einsum);
-    const std::optional<std::string> base_out = capture(einsum);
-    const std::optional<nlohmann::json> base = base_out ? last_json(*base_out) : std::nullopt;
-    if (!base || !base->contains("median_seconds")) {
-      reporter.progress("bench mpi: the unsliced baseline failed");
-      return 1;
-    }
-    const double baseline = (*base)["median_seconds"].get<double>();
-    for (int ranks : {1, 2}) {
-      const std::string command = fmt::format("{}{} {} --slice-over-ranks", launch, ranks, einsum);
-      reporter.progress("bench mpi: " + command);
-      const std::optional<std::string> out = capture(command);
-      const std::optional<nlohmann::json> j = out ? last_json(*out) : std::nullopt;
-      if (!j || !j->contains("median_seconds")) {
-        reporter.progress(fmt::format("bench mpi: {} ranks failed", ranks));
-        rc = 1;
-        continue;
+    struct Series {
+      std::vector<double> seconds, cpu_seconds;
+      std::optional<nlohmann::json> last;
+    };
+    Series base;
+    Series sliced[2];  // 1 and 2 ranks
+    for (int round = 0; round < rounds; ++round) {
+      reporter.progress(fmt::format("bench mpi: round {} of {}: {}", round + 1, rounds, einsum));
+      const std::optional<std::string> base_out = capture(einsum);
+      const std::optional<nlohmann::json> b = base_out ? last_json(*base_out) : std::nullopt;
+      if (!b || !b->contains("median_seconds")) {
+        reporter.progress("bench mpi: the unsliced baseline failed");
+        return 1;
       }
+      base.seconds.push_back((*b)["median_seconds"].get<double>());
+      if (b->contains("median_cpu_seconds")) base.cpu_seconds.push_back((*b)["median_cpu_seconds"].get<double>());
+      base.last = b;
+      for (int ranks : {1, 2}) {
+        const std::string command = fmt::format("{}{} {} --slice-over-ranks", launch, ranks, einsum);
+        reporter.progress("bench mpi: " + command);
+        const std::optional<std::string> out = capture(command);
+        const std::optional<nlohmann::json> j = out ? last_json(*out) : std::nullopt;
+        if (!j || !j->contains("median_seconds")) {
+          reporter.progress(fmt::format("bench mpi: {} ranks failed", ranks));
+          rc = 1;
+          continue;
+        }
+        Series& series = sliced[ranks - 1];
+        series.seconds.push_back((*j)["median_seconds"].get<double>());
+        if (j->contains("median_cpu_seconds")) series.cpu_seconds.push_back((*j)["median_cpu_seconds"].get<double>());
+        series.last = j;
+      }
+    }
+    for (int ranks : {1, 2}) {
+      const Series& series = sliced[ranks - 1];
+      if (!series.last) continue;
+      const nlohmann::json& j = *series.last;
       Case c{fmt::format("mera_np{}_t1", ranks),
-             (*j)["median_seconds"].get<double>(),
+             cli::median_of(series.seconds),
              "s",
-             baseline,
+             cli::median_of(base.seconds),
              "unsliced_np1_t1",
              1,
-             runs};
+             runs * static_cast<int>(series.seconds.size())};
       c.extra["ranks"] = ranks;
-      c.extra["slices"] = (*j)["slices"];
-      c.extra["overhead"] = (*j)["overhead"];
+      c.extra["rounds"] = series.seconds.size();
+      c.extra["round_seconds"] = series.seconds;
+      c.extra["round_baseline_seconds"] = base.seconds;
+      c.extra["slices"] = j["slices"];
+      c.extra["overhead"] = j["overhead"];
       // Round robin of index slices or one label range per rank (Note
       // [Range slicing]), and the plan's bound on the speedup.
-      if (j->contains("split")) c.extra["split"] = (*j)["split"];
-      if (j->contains("range_label")) c.extra["range_label"] = (*j)["range_label"];
-      if (j->contains("speedup_bound")) c.extra["speedup_bound"] = (*j)["speedup_bound"];
-      c.extra["checksum"] = (*j)["checksum"];
-      c.extra["baseline_checksum"] = (*base)["checksum"];
+      if (j.contains("split")) c.extra["split"] = j["split"];
+      if (j.contains("range_label")) c.extra["range_label"] = j["range_label"];
+      if (j.contains("speedup_bound")) c.extra["speedup_bound"] = j["speedup_bound"];
+      c.extra["checksum"] = j["checksum"];
+      c.extra["baseline_checksum"] = (*base.last)["checksum"];
       reporter.add(std::move(c));
       // The busiest rank's CPU time against the unsliced run's: on a loaded
       // machine closer to the idle-machine speedup than wall time.
-      if (j->contains("median_cpu_seconds") && base->contains("median_cpu_seconds")) {
+      if (series.cpu_seconds.size() == series.seconds.size() && base.cpu_seconds.size() == base.seconds.size()) {
         Case cpu{fmt::format("mera_np{}_t1_cpu", ranks),
-                 (*j)["median_cpu_seconds"].get<double>(),
+                 cli::median_of(series.cpu_seconds),
                  "s",
-                 (*base)["median_cpu_seconds"].get<double>(),
+                 cli::median_of(base.cpu_seconds),
                  "unsliced_np1_t1_cpu",
                  1,
-                 runs};
+                 runs * static_cast<int>(series.cpu_seconds.size())};
         reporter.add(std::move(cpu));
       }
     }
