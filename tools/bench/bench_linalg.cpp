@@ -229,8 +229,9 @@ std::shared_ptr<linalg::CpuLinalgEngine> engine_with(const std::shared_ptr<const
 // Whether `provider` serves `op` on float64 [n, n] operands (the Eigen
 // provider leaves the SVD family to LAPACK: Note [No Eigen SVD]).
 bool serves(const std::shared_ptr<const linalg::CpuLinalgProvider>& provider, const OpCase& c, std::int64_t n) {
+  const Dims square = {n, n};
   const Dims rhs_shape = {n, 16};
-  std::vector<IntArrayRef> shapes = {IntArrayRef({n, n})};
+  std::vector<IntArrayRef> shapes = {IntArrayRef(square)};
   if (c.rhs) shapes.push_back(rhs_shape);
   return engine_with(provider)->select(*c.op, DType::kFloat64, shapes, 1).ok();
 }
@@ -285,8 +286,9 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
     }
     std::size_t i = 0;
     for (const OpCase& c : op_cases()) {
-      std::vector<IntArrayRef> shapes = {IntArrayRef({n, n})};
+      const Dims square = {n, n};
       const Dims rhs_shape = {n, 16};
+      std::vector<IntArrayRef> shapes = {IntArrayRef(square)};
       if (c.rhs) shapes.push_back(rhs_shape);
       Result<linalg::LinalgSelection> chosen = table->select(*c.op, DType::kFloat64, shapes, 1);
       const auto peer = peers.find(fmt::format("{}/{}/1", c.name, n));
@@ -348,7 +350,8 @@ int run_batch(const SuiteOptions& options, Reporter& reporter) {
   reporter.progress("numpy batched svd");
   const std::map<std::string, double> peers = run_peers(jobs, reporter);
   sample_pair(c1, c2, op, inputs, runs - runs / 2, s1, s2);
-  const std::vector<IntArrayRef> shapes = {IntArrayRef({batch, n, n})};
+  const Dims batched = {batch, n, n};
+  const std::vector<IntArrayRef> shapes = {IntArrayRef(batched)};
   Case one{"svd_batch1000_n16_t1", s1.median(), "s", std::nullopt, "numpy", 1, static_cast<int>(s1.runs())};
   if (auto p = peers.find(fmt::format("svd/{}/{}", n, batch)); p != peers.end()) one.baseline = p->second;
   one.extra["explain"] = t1->explain(*op, DType::kFloat64, shapes, 1);
