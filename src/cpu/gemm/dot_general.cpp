@@ -99,10 +99,11 @@ struct ElementwiseBlocks {
   bool unit[3] = {true, true, true};  // table[s][i] == i for every i
   std::int64_t table[3][kElementwiseBlock];
 
-  // False when the innermost run alone fills a block (BatchGeometry's plain
-  // runs are then long enough).
-  bool init(const AxisList& batch) {
-    const AxisList runs = internal::fuse_batch_runs(batch);
+  // From the runs `geo` fused; false when the innermost run alone fills a
+  // block (geo's plain runs are then long enough).
+  bool init(const BatchGeometry& geo) {
+    AxisList runs = geo.loops;
+    runs.push_back(geo.inner);
     std::size_t first = runs.size();
     while (first > 0 && size * runs[first - 1].extent <= kElementwiseBlock) size *= runs[--first].extent;
     if (first == runs.size() || size == 1) return false;
@@ -471,7 +472,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
       s.mode = threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter
                                                                             : ParallelMode::kSequential;
       ElementwiseBlocks blocks;
-      const bool blocked = blocks.init(p.batch);
+      const bool blocked = blocks.init(geo);
       s.elementwise_block = blocked ? blocks.size : 0;
       visit_dtype(dtype, [&]<class T>(T) {
         if constexpr (!std::is_same_v<T, bool>) {

@@ -7,6 +7,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <type_traits>
 
 namespace tenferro::cpu::internal {
 
@@ -23,6 +24,17 @@ struct TypedProblem {
   std::int64_t rsc, csc;
   T alpha, beta;
 };
+
+/// A product without the C99 Annex G NaN recovery of std::complex's
+/// operator* (BLAS semantics); the plain product for real types.
+template <class T>
+inline T plain_mul(T x, T y) {
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+  } else {
+    return x * y;
+  }
+}
 
 /// How a small real problem ran in register tiles, if it did (Note [Small
 /// GEMM] in small_tiles.h).

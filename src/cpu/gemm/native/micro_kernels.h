@@ -475,19 +475,10 @@ void complex_kernel_entry(std::int64_t k, const std::complex<typename Isa::S>* a
 // workers by columns when the problem is large. The loop lives here, in each
 // ISA's translation unit, so that it runs on that ISA's vectors whatever
 // the project's compile target (TENFERRO_ARCH): built for the baseline
-// x86-64 target the same loop stores two doubles at a time and wrote the
-// einsum benchmark's 8 MB batched outer product 1.3-1.8x slower than with
-// AVX2 on Zen 3 (docs/performance_notes.md, "Rank-1 columns").
-
-/// Complex product without the C99 Annex G NaN recovery (BLAS semantics).
-template <class T>
-inline T plain_mul(T x, T y) {
-  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
-  } else {
-    return x * y;
-  }
-}
+// x86-64 target the same loop stores two doubles at a time, and a
+// standalone copy of it wrote the einsum benchmark's 8 MB batched outer
+// product 1.3-1.8x slower than with AVX2 on Zen 3 (docs/performance_notes.md,
+// "Rank-1 columns").
 
 /// Columns [j0, j1) of the depth-1 problem `p` (T is Isa::S or its complex).
 template <class Isa, class T>

@@ -21,6 +21,7 @@ using internal::GemmKernelSet;
 using internal::GemmWorkspacePool;
 using internal::NativeGemmAtomicCounters;
 using internal::SmallTilePath;
+using internal::plain_mul;
 using internal::TypedProblem;
 
 template <class T>
@@ -35,16 +36,6 @@ T to_scalar(std::complex<double> v) {
     return T(static_cast<S>(v.real()), static_cast<S>(v.imag()));
   } else {
     return static_cast<T>(v.real());
-  }
-}
-
-// Complex product without the C99 Annex G NaN recovery (BLAS semantics).
-template <class T>
-inline T mul(T x, T y) {
-  if constexpr (IsComplex<T>::value) {
-    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
-  } else {
-    return x * y;
   }
 }
 
@@ -80,7 +71,7 @@ void scale_c(const TypedProblem<T>& p) {
     T* cj = p.c + j * p.csc;
     for (std::int64_t i = 0; i < p.m; ++i) {
       T& x = cj[i * p.rsc];
-      x = p.beta == T(0) ? T(0) : mul(p.beta, x);
+      x = p.beta == T(0) ? T(0) : plain_mul(p.beta, x);
     }
   }
 }
@@ -106,15 +97,15 @@ void small_loop(const TypedProblem<T>& p) {
     if (p.beta == T(0)) {
       for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] = T(0);
     } else if (p.beta != T(1)) {
-      for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] = mul(p.beta, cj[i * p.rsc]);
+      for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] = plain_mul(p.beta, cj[i * p.rsc]);
     }
     for (std::int64_t l = 0; l < p.k; ++l) {
-      const T t = mul(p.alpha, p.b[l * p.rsb + j * p.csb]);
+      const T t = plain_mul(p.alpha, p.b[l * p.rsb + j * p.csb]);
       const T* __restrict al = p.a + l * p.csa;
       if (p.rsa == 1 && p.rsc == 1) {
-        for (std::int64_t i = 0; i < p.m; ++i) cj[i] += mul(al[i], t);
+        for (std::int64_t i = 0; i < p.m; ++i) cj[i] += plain_mul(al[i], t);
       } else {
-        for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] += mul(al[i * p.rsa], t);
+        for (std::int64_t i = 0; i < p.m; ++i) cj[i * p.rsc] += plain_mul(al[i * p.rsa], t);
       }
     }
   }
