@@ -20,8 +20,8 @@ namespace {
 using internal::GemmKernelSet;
 using internal::GemmWorkspacePool;
 using internal::NativeGemmAtomicCounters;
-using internal::SmallTilePath;
 using internal::plain_mul;
+using internal::SmallTilePath;
 using internal::TypedProblem;
 
 template <class T>
