@@ -106,6 +106,7 @@ nlohmann::json cpu_section() {
                        {"affinity", to_string(r.executor.affinity)},
                        {"shutdown_owner", to_string(r.executor.shutdown_owner)},
                        {"memory", to_string(r.memory_policy)},
+                       {"worker_spin_us", r.worker_spin.count()},
                        {"notes", r.notes}});
   }
   section["domains"] = domains;

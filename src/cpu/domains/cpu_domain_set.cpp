@@ -25,7 +25,7 @@ Result<std::shared_ptr<const CpuDomainSet>> CpuDomainSet::create_managed(const C
     const bool covers_all = spec.cpus == topology.allowed_cpus();
     auto counters = std::make_shared<CpuResourceDomain::Counters>();
     std::shared_ptr<CpuDomainExecutor> executor = internal::make_managed_executor(
-        {spec.cpus, spec.thread_budget, topology.is_this_system(), !covers_all, counters});
+        {spec.cpus, spec.thread_budget, topology.is_this_system(), !covers_all, spec.worker_spin, counters});
     auto pool = CpuDomainMemoryPool::create(spec.id, spec.numa_node, topology.hwloc(), memory);
     CpuExecutorCapabilities capabilities = executor->capabilities();
     set->domains_.push_back(CpuResourceDomain::create(std::move(spec), CpuDomainMode::kManaged, covers_all,

@@ -225,7 +225,9 @@ CpuDomainMetrics CpuResourceDomain::metrics() const noexcept {
                           load(counters_->parallel_inline),
                           load(counters_->worker_pins),
                           load(counters_->entering_thread_pins),
-                          load(counters_->pin_failures)};
+                          load(counters_->pin_failures),
+                          load(counters_->worker_spins),
+                          load(counters_->spin_handoffs)};
 }
 
 CpuExecutionContext CpuDomainSession::context(ParallelMode mode) const noexcept {
@@ -249,6 +251,7 @@ CpuDomainReport CpuResourceDomain::report() const {
   r.executor = capabilities_;
   r.memory_policy = memory_->policy();
   const bool managed = mode_ == CpuDomainMode::kManaged;
+  if (managed && thread_budget() > 1) r.worker_spin = spec_.worker_spin;
   switch (capabilities_.affinity) {
     case CpuAffinityGuarantee::kPinnedByTenferro:
       r.notes.push_back(

@@ -59,6 +59,11 @@ Status validate_static_specs(std::span<const CpuDomainSpec> specs) {
                           fmt::format("CPU domain {}: expected a thread budget in [1, {}] (its CPUs {}), found {}",
                                       a.id, a.cpus.count(), a.cpus, a.thread_budget));
     }
+    if (a.worker_spin.count() < 0 || a.worker_spin > CpuDomainSpec::kMaxWorkerSpin) {
+      return config_error(ErrorCode::kInvalidArgument,
+                          fmt::format("CPU domain {}: expected a worker spin in [0, {}] us, found {} us", a.id,
+                                      CpuDomainSpec::kMaxWorkerSpin.count(), a.worker_spin.count()));
+    }
     for (std::size_t j = 0; j < i; ++j) {
       const CpuDomainSpec& b = specs[j];
       if (a.id == b.id) {

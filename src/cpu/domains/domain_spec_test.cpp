@@ -77,6 +77,14 @@ TEST(DomainSpecTest, StaticChecks) {
   expect_error(validate_static_specs(budget), ErrorCode::kInvalidArgument, "thread budget in [1, 2]");
   const CpuDomainSpec negative[] = {{CpuDomainId(1), CpuSet{0, 1}, -1}};
   expect_error(validate_static_specs(negative), ErrorCode::kInvalidArgument, "found -1");
+  CpuDomainSpec spin{CpuDomainId(1), CpuSet{0, 1}};
+  spin.worker_spin = std::chrono::microseconds(-1);
+  expect_error(validate_static_specs({&spin, 1}), ErrorCode::kInvalidArgument,
+               "expected a worker spin in [0, 1000000] us, found -1 us");
+  spin.worker_spin = CpuDomainSpec::kMaxWorkerSpin + std::chrono::microseconds(1);
+  expect_error(validate_static_specs({&spin, 1}), ErrorCode::kInvalidArgument, "found 1000001 us");
+  spin.worker_spin = CpuDomainSpec::kMaxWorkerSpin;
+  EXPECT_TRUE(validate_static_specs({&spin, 1}).ok());
 }
 
 TEST(DomainSpecTest, ResolveChecksAgainstTheAllowedCpus) {

@@ -332,6 +332,136 @@ TEST(ManagedDomainTest, AJobKeepsItsDomainAliveAfterTheSetIsDropped) {
   EXPECT_TRUE(weak.expired());  // released on the worker once the job finished
 }
 
+// Note [Worker spin]
+std::shared_ptr<const CpuDomainSet> two_thread_set(std::chrono::microseconds spin) {
+  const CpuTopology topo = this_system();
+  CpuDomainSpec spec{CpuDomainId(1), topo.allowed_cpus(), 2};
+  spec.worker_spin = spin;
+  auto set = CpuDomainSet::create_managed(topo, {&spec, 1});
+  EXPECT_TRUE(set.ok()) << set.status().to_string();
+  return std::move(set).value();
+}
+
+Status two_chunk_loop(const CpuResourceDomain& domain) {
+  return domain.run(ParallelMode::kInner, [](const CpuExecutionContext& ctx) {
+    ctx.parallel().parallel_for(0, 2, 1, [](std::int64_t, std::int64_t) {});
+    return ok_status();
+  });
+}
+
+// Polls `done` for up to 10 s.
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 10000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+TEST(ManagedWorkerSpinTest, AWorkerSpinsAfterALoopAndTheNextLoopEndsTheSpin) {
+  if (this_system().allowed_cpus().count() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  auto set = two_thread_set(CpuDomainSpec::kMaxWorkerSpin);
+  const CpuResourceDomain& domain = set->default_domain();
+  EXPECT_EQ(domain.report().worker_spin, CpuDomainSpec::kMaxWorkerSpin);
+  ASSERT_TRUE(two_chunk_loop(domain).ok());
+  ASSERT_TRUE(eventually([&] { return domain.metrics().worker_spins >= 1; }));
+  EXPECT_EQ(domain.metrics().spin_handoffs, 0u);
+  // The spin lasts a second; the next loop ends it at once and arms another.
+  ASSERT_TRUE(two_chunk_loop(domain).ok());
+  EXPECT_TRUE(eventually([&] { return domain.metrics().spin_handoffs >= 1; }));
+  EXPECT_TRUE(eventually([&] { return domain.metrics().worker_spins >= 2; }));
+  // A submitted job ends a spin too.
+  const std::uint64_t handoffs = domain.metrics().spin_handoffs;
+  auto job = std::make_shared<WaitableJob>([](const CpuExecutionContext&) { return ok_status(); });
+  ASSERT_TRUE(domain.submit(job).ok());
+  EXPECT_TRUE(job->wait().ok());
+  EXPECT_TRUE(eventually([&] { return domain.metrics().spin_handoffs > handoffs; }));
+}
+
+TEST(ManagedWorkerSpinTest, ASpinEndsAtItsDeadline) {
+  if (this_system().allowed_cpus().count() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  auto set = two_thread_set(std::chrono::milliseconds(5));
+  const CpuResourceDomain& domain = set->default_domain();
+  ASSERT_TRUE(two_chunk_loop(domain).ok());
+  ASSERT_TRUE(eventually([&] { return domain.metrics().worker_spins >= 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // 100 times the spin
+  ASSERT_TRUE(two_chunk_loop(domain).ok());
+  EXPECT_EQ(domain.metrics().spin_handoffs, 0u);
+}
+
+TEST(ManagedWorkerSpinTest, NoSpinWhenItIsZeroOrTheBudgetIsOne) {
+  const CpuTopology topo = this_system();
+  auto zero = two_thread_set(std::chrono::microseconds(0));
+  const CpuDomainSpec one_spec{CpuDomainId(1), CpuSet{topo.allowed_cpus().first()}, 1};
+  auto one = CpuDomainSet::create_managed(topo, {&one_spec, 1});
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(two_chunk_loop(zero->default_domain()).ok());
+    ASSERT_TRUE(two_chunk_loop((*one)->default_domain()).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(zero->default_domain().metrics().worker_spins, 0u);
+  EXPECT_EQ((*one)->default_domain().metrics().worker_spins, 0u);
+  EXPECT_EQ((*one)->default_domain().report().worker_spin.count(), 0);
+}
+
+// The caller may pick a queued spin task while it waits for a loop's
+// chunks; it must drop it, or it would spin until the deadline (a second
+// here) with nobody left to end the spin.
+TEST(ManagedWorkerSpinTest, LoopsNeverWaitForASpin) {
+  if (this_system().allowed_cpus().count() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  auto set = two_thread_set(CpuDomainSpec::kMaxWorkerSpin);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(set->default_domain()
+                  .run(ParallelMode::kInner,
+                       [](const CpuExecutionContext& ctx) {
+                         std::atomic<std::int64_t> sum{0};
+                         for (int i = 0; i < 300; ++i) {
+                           ctx.parallel().parallel_for(0, 2, 1, [&](std::int64_t b, std::int64_t) { sum += b; });
+                         }
+                         EXPECT_EQ(sum.load(), 300);
+                         return ok_status();
+                       })
+                  .ok());
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(two_chunk_loop(set->default_domain()).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+}
+
+// Dropping the domain stops its spinning worker: another domain's loop gets
+// the worker (oneTBB's workers are shared) long before the second is over.
+TEST(ManagedWorkerSpinTest, DroppingTheDomainStopsItsSpin) {
+  if (this_system().allowed_cpus().count() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  {
+    auto spinning = two_thread_set(CpuDomainSpec::kMaxWorkerSpin);
+    ASSERT_TRUE(two_chunk_loop(spinning->default_domain()).ok());
+    ASSERT_TRUE(eventually([&] { return spinning->default_domain().metrics().worker_spins >= 1; }));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto other = two_thread_set(std::chrono::microseconds(0));
+  // Both chunks must run at once: each waits for the other to start.
+  std::atomic<int> started{0};
+  std::atomic<bool> met{true};
+  ASSERT_TRUE(other->default_domain()
+                  .run(ParallelMode::kInner,
+                       [&](const CpuExecutionContext& ctx) {
+                         ctx.parallel().parallel_for(0, 2, 1, [&](std::int64_t, std::int64_t) {
+                           started.fetch_add(1);
+                           const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                           while (started.load() < 2) {
+                             if (std::chrono::steady_clock::now() > give_up) {
+                               met = false;
+                               return;
+                             }
+                           }
+                         });
+                         return ok_status();
+                       })
+                  .ok());
+  EXPECT_TRUE(met.load());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+}
+
 // Pinning on the real machine: one domain per allowed CPU (first two).
 class ManagedPinningTest : public ::testing::Test {
  protected:

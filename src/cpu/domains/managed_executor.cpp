@@ -35,6 +35,31 @@
 // Warning: The number of workers is currently limited to 0" on every rank,
 // and no worker would come either way.
 //
+// Note [Worker spin]
+// oneTBB's workers leave an arena as soon as it runs out of work and soon
+// sleep. On a VM, an idle vCPU is halted by the host, and waking it again
+// took 0.1-4 ms here (2-vCPU AMD EPYC VM, docs/performance_notes.md,
+// "Worker spin"): after 20 ms or more without domain work, the worker
+// reached a 2-chunk loop of 0.5-0.8 ms only after the caller had run both
+// chunks, for the first five back-to-back loops after 150 ms of idleness,
+// because each late worker found nothing to do, left, and slept again. A
+// 2-thread cgemm of n = 256 ran at one thread's speed that way. OpenBLAS
+// (about 0.1 s) and OpenMP runtimes (KMP_BLOCKTIME, GOMP_SPINCOUNT) keep
+// their threads spinning after a parallel region for the same reason.
+// So after a loop that fanned out, the caller enqueues one spin task per
+// worker (CpuDomainSpec::worker_spin long; at most two rounds queued, since
+// the spins a loop ended may still be on their way out when the next loop
+// ends): a worker that takes it stays in the arena, pinned, polling the
+// executor's activity count, and returns to oneTBB's dispatch the moment
+// a new loop or submitted task bumps that count, or when the time is up.
+// A spin task never holds up work: it ends on the first bump after it was
+// queued (a stale one ends at once), and a thread inside install() (the
+// caller, which may pick queued tasks while it waits for a loop's chunks)
+// drops it. The executor's destructor stops spinning workers, and a spin
+// yields the CPU every few microseconds to any other runnable thread.
+// Domains that never fan out (budget one, MPI ranks bound to one core)
+// never spin. Counted in CpuDomainMetrics::worker_spins / spin_handoffs.
+//
 // Note [ThreadSanitizer and oneTBB]
 // oneTBB's library is not instrumented, so TSan cannot see the
 // synchronisation of its task hand-off and join, and it reports the task
@@ -52,7 +77,14 @@
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "cpu/domains/thread_state.h"
 
@@ -96,9 +128,39 @@ struct PinTarget {
   void confine_worker() const noexcept;
 };
 
+// Note [Worker spin]: shared with the queued spin tasks, which may outlive
+// the executor.
+struct SpinState {
+  std::chrono::microseconds duration{0};
+  int workers = 0;                         // spin tasks per arming: the arena's workers
+  std::atomic<std::uint64_t> activity{0};  // bumped by every loop and submitted task
+  std::atomic<int> pending{0};             // spin tasks queued or spinning (at most 2 * workers)
+  std::atomic<bool> stopped{false};        // set by the executor's destructor
+  std::shared_ptr<CpuResourceDomain::Counters> counters;
+
+  void bump() noexcept { activity.fetch_add(1, std::memory_order_release); }
+  // After a loop that fanned out, inside the arena: keeps the workers.
+  void arm(const std::shared_ptr<SpinState>& self, const std::shared_ptr<const PinTarget>& pin);
+};
+
+// Depth of install() on this thread: such a thread drops spin tasks.
+thread_local int installing = 0;
+
+// One step of a spin-wait loop: tells the core that this thread is polling.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 class ManagedCpuExecutor final : public CpuDomainExecutor {
  public:
   explicit ManagedCpuExecutor(ManagedExecutorOptions options);
+  ~ManagedCpuExecutor() override { spin_->stopped.store(true, std::memory_order_relaxed); }
+  ManagedCpuExecutor(const ManagedCpuExecutor&) = delete;
+  ManagedCpuExecutor& operator=(const ManagedCpuExecutor&) = delete;
 
   CpuExecutorCapabilities capabilities() const override;
   Status install(FunctionRef<void(const ParallelContext& workers)> job) override;
@@ -108,17 +170,20 @@ class ManagedCpuExecutor final : public CpuDomainExecutor {
   // parallel_for over the arena's threads; valid inside install.
   class ArenaContext final : public ParallelContext {
    public:
-    ArenaContext(const PinTarget* pin, int threads) noexcept : pin_(pin), threads_(threads) {}
+    ArenaContext(std::shared_ptr<const PinTarget> pin, std::shared_ptr<SpinState> spin, int threads) noexcept
+        : pin_(std::move(pin)), spin_(std::move(spin)), threads_(threads) {}
     int max_threads() const noexcept override { return threads_; }
     void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
                       FunctionRef<void(std::int64_t, std::int64_t)> body) const override;
 
    private:
-    const PinTarget* pin_;
+    std::shared_ptr<const PinTarget> pin_;
+    std::shared_ptr<SpinState> spin_;
     int threads_;
   };
 
   std::shared_ptr<const PinTarget> pin_;
+  std::shared_ptr<SpinState> spin_;
   int thread_budget_;
   bool pin_entering_threads_;
   tbb::task_arena arena_;
@@ -196,27 +261,82 @@ void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int
     body(begin, end);
     return;
   }
-  TENFERRO_TSAN_RELEASE(&body);
-  const TsanAcquireAtExit joined{&body};
-  tbb::parallel_for(
-      std::int64_t{0}, plan.chunks,
-      [&](std::int64_t chunk) {
-        TENFERRO_TSAN_ACQUIRE(&body);
-        const TsanReleaseAtExit done{&body};
-        pin_->confine_worker();
-        const std::int64_t lo = begin + chunk * plan.chunk_size;
-        body(lo, std::min(end, lo + plan.chunk_size));
-      },
-      tbb::static_partitioner());
+  spin_->bump();  // Note [Worker spin]: a spinning worker takes its chunk
+  {
+    TENFERRO_TSAN_RELEASE(&body);
+    const TsanAcquireAtExit joined{&body};
+    const PinTarget& pin = *pin_;
+    tbb::parallel_for(
+        std::int64_t{0}, plan.chunks,
+        [&](std::int64_t chunk) {
+          TENFERRO_TSAN_ACQUIRE(&body);
+          const TsanReleaseAtExit done{&body};
+          pin.confine_worker();
+          const std::int64_t lo = begin + chunk * plan.chunk_size;
+          body(lo, std::min(end, lo + plan.chunk_size));
+        },
+        tbb::static_partitioner());
+  }
+  spin_->arm(spin_, pin_);
+}
+
+// A spin task (Note [Worker spin]) on a worker of the arena.
+struct SpinRun {
+  std::shared_ptr<SpinState> spin;
+  std::shared_ptr<const PinTarget> pin;
+  std::uint64_t armed_at;  // the activity count when it was queued
+  void operator()() const {
+    SpinState& s = *spin;
+    // Nothing to wait for when a loop or task came after it was queued, when
+    // this thread is inside install(), or when the executor is gone.
+    if (installing == 0 && s.activity.load(std::memory_order_acquire) == armed_at &&
+        !s.stopped.load(std::memory_order_relaxed)) {
+      pin->confine_worker();
+      s.counters->worker_spins.fetch_add(1, std::memory_order_relaxed);
+      const auto deadline = std::chrono::steady_clock::now() + s.duration;
+      bool handed_off = false;
+      for (int round = 1;; ++round) {
+        for (int i = 0; i < 64; ++i) {
+          if (s.activity.load(std::memory_order_acquire) != armed_at) {
+            handed_off = true;
+            break;
+          }
+          cpu_relax();
+        }
+        if (handed_off || s.stopped.load(std::memory_order_relaxed) || std::chrono::steady_clock::now() >= deadline) {
+          break;
+        }
+        // Every few microseconds, let another runnable thread of this CPU
+        // (another library's pool, another process) have it.
+        if (round % 16 == 0) std::this_thread::yield();
+      }
+      if (handed_off) s.counters->spin_handoffs.fetch_add(1, std::memory_order_relaxed);
+    }
+    s.pending.fetch_sub(1, std::memory_order_acq_rel);
+  }
+};
+
+void SpinState::arm(const std::shared_ptr<SpinState>& self, const std::shared_ptr<const PinTarget>& pin) {
+  if (workers < 1 || duration.count() <= 0) return;
+  // At most two rounds queued: the spins this loop ended may not have left
+  // yet when the next loop ends, and that loop must still get its spins.
+  if (pending.load(std::memory_order_acquire) > workers) return;
+  pending.fetch_add(workers, std::memory_order_acq_rel);
+  const std::uint64_t now = activity.load(std::memory_order_acquire);
+  for (int i = 0; i < workers; ++i) tbb::this_task_arena::enqueue(SpinRun{self, pin, now});
 }
 
 ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
     : pin_(std::make_shared<const PinTarget>(
           PinTarget{next_unique_id(), std::move(options.cpus), options.bind_threads, std::move(options.counters)})),
+      spin_(std::make_shared<SpinState>()),
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
       arena_(arena_slots(options.thread_budget), reserved_slots(options.thread_budget)),
-      context_(pin_.get(), options.thread_budget) {
+      context_(pin_, spin_, options.thread_budget) {
+  spin_->duration = options.worker_spin;
+  spin_->workers = options.thread_budget > 1 ? arena_slots(options.thread_budget) - 1 : 0;
+  spin_->counters = pin_->counters;
   arena_.initialize();
 }
 
@@ -240,6 +360,10 @@ Status ManagedCpuExecutor::install(FunctionRef<void(const ParallelContext& worke
     TENFERRO_TSAN_ACQUIRE(&job);
     const TsanReleaseAtExit done{&job};
     EnteringThreadPin pin(*pin_, pin_entering_threads_);
+    struct Installing {  // Note [Worker spin]: this thread drops spin tasks
+      Installing() noexcept { ++installing; }
+      ~Installing() { --installing; }
+    } installing_scope;
     job(context_);
   });
   return ok_status();
@@ -260,6 +384,7 @@ struct SubmittedRun {
 
 Status ManagedCpuExecutor::submit(std::shared_ptr<CpuTask> task) {
   TENFERRO_TSAN_RELEASE(task.get());
+  spin_->bump();  // Note [Worker spin]: a spinning worker takes the task
   arena_.enqueue(SubmittedRun{pin_, std::move(task)});
   return ok_status();
 }

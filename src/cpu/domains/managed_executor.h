@@ -4,6 +4,7 @@
 // stays inside managed_executor.cpp (Note [ThreadSanitizer and oneTBB]).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -30,6 +31,9 @@ struct ManagedExecutorOptions {
   /// The domain is smaller than the process's allowed CPUs, so a thread that
   /// installs may run outside it and is pinned for the entry.
   bool pin_entering_threads = false;
+  /// How long workers spin for the next loop after one ends (Note [Worker
+  /// spin] in managed_executor.cpp).
+  std::chrono::microseconds worker_spin{0};
   /// Where pinning is counted.
   std::shared_ptr<CpuResourceDomain::Counters> counters;
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,6 +41,8 @@ struct CpuDomainMetrics {
   std::uint64_t worker_pins = 0;           ///< managed: threads pinned to the CPU set on first domain work
   std::uint64_t entering_thread_pins = 0;  ///< managed: installing threads pinned for one entry and restored
   std::uint64_t pin_failures = 0;          ///< managed: pinning calls the OS refused
+  std::uint64_t worker_spins = 0;          ///< managed: workers kept spinning after a loop (Note [Worker spin])
+  std::uint64_t spin_handoffs = 0;         ///< managed: spins that ended because new work arrived
 };
 
 /// What a domain guarantees and what it cannot verify, for `tenferro info`
@@ -53,6 +56,9 @@ struct CpuDomainReport {
   CpuPlacementMode placement = CpuPlacementMode::kStrict;
   CpuExecutorCapabilities executor;
   NumaMemoryPolicy memory_policy = NumaMemoryPolicy::kFirstTouch;
+  /// Managed: how long workers spin for the next loop (CpuDomainSpec::worker_spin);
+  /// zero for external domains.
+  std::chrono::microseconds worker_spin{0};
   /// One line each: placement, affinity, fairness, shutdown owner; external
   /// domains say what tenferro cannot verify.
   std::vector<std::string> notes;
@@ -120,6 +126,8 @@ class CpuResourceDomain : public std::enable_shared_from_this<CpuResourceDomain>
     std::atomic<std::uint64_t> worker_pins{0};
     std::atomic<std::uint64_t> entering_thread_pins{0};
     std::atomic<std::uint64_t> pin_failures{0};
+    std::atomic<std::uint64_t> worker_spins{0};
+    std::atomic<std::uint64_t> spin_handoffs{0};
   };
 
   /// `spec` must already be resolved (budget filled in, checks passed);

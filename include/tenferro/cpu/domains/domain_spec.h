@@ -3,6 +3,7 @@
 // configuration checks every spec passes before any worker starts.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -38,6 +39,14 @@ struct CpuDomainSpec {
   /// first-touched).
   std::optional<unsigned> numa_node;
   CpuPlacementMode placement = CpuPlacementMode::kStrict;
+  /// Managed domains: how long the workers keep spinning for the next
+  /// parallel loop after one ends, before they may sleep (Note [Worker
+  /// spin] in managed_executor.cpp); zero: they leave at once. At most
+  /// kMaxWorkerSpin. External domains ignore it (their executor decides).
+  std::chrono::microseconds worker_spin = kDefaultWorkerSpin;
+
+  static constexpr std::chrono::microseconds kDefaultWorkerSpin{10'000};
+  static constexpr std::chrono::microseconds kMaxWorkerSpin{1'000'000};
 };
 
 /// How default_domain_specs() splits the allowed CPUs.
