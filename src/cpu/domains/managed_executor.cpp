@@ -158,7 +158,13 @@ inline void cpu_relax() noexcept {
 class ManagedCpuExecutor final : public CpuDomainExecutor {
  public:
   explicit ManagedCpuExecutor(ManagedExecutorOptions options);
-  ~ManagedCpuExecutor() override { spin_->stopped.store(true, std::memory_order_relaxed); }
+  ~ManagedCpuExecutor() override {
+    spin_->stopped.store(true, std::memory_order_relaxed);
+    // Spin tasks drop their references (and may free the spin state, the pin
+    // target and the domain's counters) in oneTBB's uninstrumented code.
+    TENFERRO_TSAN_ACQUIRE(spin_.get());
+    TENFERRO_TSAN_RELEASE(spin_.get());
+  }
   ManagedCpuExecutor(const ManagedCpuExecutor&) = delete;
   ManagedCpuExecutor& operator=(const ManagedCpuExecutor&) = delete;
 
@@ -285,7 +291,20 @@ struct SpinRun {
   std::shared_ptr<SpinState> spin;
   std::shared_ptr<const PinTarget> pin;
   std::uint64_t armed_at;  // the activity count when it was queued
+
+  SpinRun(std::shared_ptr<SpinState> s, std::shared_ptr<const PinTarget> p, std::uint64_t at)
+      : spin(std::move(s)), pin(std::move(p)), armed_at(at) {}
+  SpinRun(const SpinRun&) = default;
+  SpinRun(SpinRun&&) noexcept = default;
+  SpinRun& operator=(const SpinRun&) = delete;
+  SpinRun& operator=(SpinRun&&) = delete;
+  // Whoever drops the last reference comes after the executor's destructor
+  // (Note [ThreadSanitizer and oneTBB]).
+  ~SpinRun() {
+    if (spin) TENFERRO_TSAN_ACQUIRE(spin.get());
+  }
   void operator()() const {
+    TENFERRO_TSAN_ACQUIRE(spin.get());
     SpinState& s = *spin;
     // Nothing to wait for when a loop or task came after it was queued, when
     // this thread is inside install(), or when the executor is gone.
@@ -313,6 +332,7 @@ struct SpinRun {
       if (handed_off) s.counters->spin_handoffs.fetch_add(1, std::memory_order_relaxed);
     }
     s.pending.fetch_sub(1, std::memory_order_acq_rel);
+    TENFERRO_TSAN_RELEASE(spin.get());  // before the task drops its references
   }
 };
 
@@ -323,6 +343,7 @@ void SpinState::arm(const std::shared_ptr<SpinState>& self, const std::shared_pt
   if (pending.load(std::memory_order_acquire) > workers) return;
   pending.fetch_add(workers, std::memory_order_acq_rel);
   const std::uint64_t now = activity.load(std::memory_order_acquire);
+  TENFERRO_TSAN_RELEASE(self.get());
   for (int i = 0; i < workers; ++i) tbb::this_task_arena::enqueue(SpinRun{self, pin, now});
 }
 
