@@ -133,15 +133,26 @@ struct PinTarget {
 struct SpinState {
   std::chrono::microseconds duration{0};
   int workers = 0;                         // spin tasks per arming: the arena's workers
+  std::shared_ptr<const PinTarget> pin;    // also the domain's counters
   std::atomic<std::uint64_t> activity{0};  // bumped by every loop and submitted task
   std::atomic<int> pending{0};             // spin tasks queued or spinning (at most 2 * workers)
   std::atomic<bool> stopped{false};        // set by the executor's destructor
-  std::shared_ptr<CpuResourceDomain::Counters> counters;
 
   void bump() noexcept { activity.fetch_add(1, std::memory_order_release); }
   // After a loop that fanned out, inside the arena: keeps the workers.
-  void arm(const std::shared_ptr<SpinState>& self, const std::shared_ptr<const PinTarget>& pin);
+  void arm(const std::shared_ptr<SpinState>& self);
 };
+
+// Note [ThreadSanitizer and oneTBB]: the last reference to a spin state may
+// be dropped by a spin task, in oneTBB's uninstrumented code; whoever frees
+// it (and, through it, the pin target and the domain's counters) comes after
+// every thread that released it.
+std::shared_ptr<SpinState> make_spin_state() {
+  return std::shared_ptr<SpinState>(new SpinState(), [](SpinState* state) {
+    TENFERRO_TSAN_ACQUIRE(state);
+    delete state;
+  });
+}
 
 // Depth of install() on this thread: such a thread drops spin tasks.
 thread_local int installing = 0;
@@ -159,11 +170,8 @@ class ManagedCpuExecutor final : public CpuDomainExecutor {
  public:
   explicit ManagedCpuExecutor(ManagedExecutorOptions options);
   ~ManagedCpuExecutor() override {
-    spin_->stopped.store(true, std::memory_order_relaxed);
-    // Spin tasks drop their references (and may free the spin state, the pin
-    // target and the domain's counters) in oneTBB's uninstrumented code.
-    TENFERRO_TSAN_ACQUIRE(spin_.get());
-    TENFERRO_TSAN_RELEASE(spin_.get());
+    spin_->stopped.store(true, std::memory_order_relaxed);  // Note [Worker spin]
+    TENFERRO_TSAN_RELEASE(spin_.get());                     // see make_spin_state
   }
   ManagedCpuExecutor(const ManagedCpuExecutor&) = delete;
   ManagedCpuExecutor& operator=(const ManagedCpuExecutor&) = delete;
@@ -283,60 +291,49 @@ void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int
         },
         tbb::static_partitioner());
   }
-  spin_->arm(spin_, pin_);
+  spin_->arm(spin_);
 }
 
 // A spin task (Note [Worker spin]) on a worker of the arena.
 struct SpinRun {
   std::shared_ptr<SpinState> spin;
-  std::shared_ptr<const PinTarget> pin;
   std::uint64_t armed_at;  // the activity count when it was queued
 
-  SpinRun(std::shared_ptr<SpinState> s, std::shared_ptr<const PinTarget> p, std::uint64_t at)
-      : spin(std::move(s)), pin(std::move(p)), armed_at(at) {}
-  SpinRun(const SpinRun&) = default;
-  SpinRun(SpinRun&&) noexcept = default;
-  SpinRun& operator=(const SpinRun&) = delete;
-  SpinRun& operator=(SpinRun&&) = delete;
-  // Whoever drops the last reference comes after the executor's destructor
-  // (Note [ThreadSanitizer and oneTBB]).
-  ~SpinRun() {
-    if (spin) TENFERRO_TSAN_ACQUIRE(spin.get());
-  }
   void operator()() const {
     TENFERRO_TSAN_ACQUIRE(spin.get());
     SpinState& s = *spin;
-    // Nothing to wait for when a loop or task came after it was queued, when
-    // this thread is inside install(), or when the executor is gone.
+    // Nothing to wait for when this thread is inside install(), when a loop
+    // or task came after it was queued, or when the executor is gone.
     if (installing == 0 && s.activity.load(std::memory_order_acquire) == armed_at &&
         !s.stopped.load(std::memory_order_relaxed)) {
-      pin->confine_worker();
-      s.counters->worker_spins.fetch_add(1, std::memory_order_relaxed);
-      const auto deadline = std::chrono::steady_clock::now() + s.duration;
-      bool handed_off = false;
-      for (int round = 1;; ++round) {
-        for (int i = 0; i < 64; ++i) {
-          if (s.activity.load(std::memory_order_acquire) != armed_at) {
-            handed_off = true;
-            break;
-          }
-          cpu_relax();
-        }
-        if (handed_off || s.stopped.load(std::memory_order_relaxed) || std::chrono::steady_clock::now() >= deadline) {
-          break;
-        }
-        // Every few microseconds, let another runnable thread of this CPU
-        // (another library's pool, another process) have it.
-        if (round % 16 == 0) std::this_thread::yield();
-      }
-      if (handed_off) s.counters->spin_handoffs.fetch_add(1, std::memory_order_relaxed);
+      spin_until_work(s);
     }
     s.pending.fetch_sub(1, std::memory_order_acq_rel);
-    TENFERRO_TSAN_RELEASE(spin.get());  // before the task drops its references
+    TENFERRO_TSAN_RELEASE(spin.get());  // before the task drops its reference
+  }
+
+  void spin_until_work(SpinState& s) const {
+    s.pin->confine_worker();
+    CpuResourceDomain::Counters& counters = *s.pin->counters;
+    counters.worker_spins.fetch_add(1, std::memory_order_relaxed);
+    const auto deadline = std::chrono::steady_clock::now() + s.duration;
+    for (int round = 1;; ++round) {
+      for (int i = 0; i < 64; ++i) {
+        if (s.activity.load(std::memory_order_acquire) != armed_at) {
+          counters.spin_handoffs.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        cpu_relax();
+      }
+      if (s.stopped.load(std::memory_order_relaxed) || std::chrono::steady_clock::now() >= deadline) return;
+      // Every few microseconds, let another runnable thread of this CPU
+      // (another library's pool, another process) have it.
+      if (round % 16 == 0) std::this_thread::yield();
+    }
   }
 };
 
-void SpinState::arm(const std::shared_ptr<SpinState>& self, const std::shared_ptr<const PinTarget>& pin) {
+void SpinState::arm(const std::shared_ptr<SpinState>& self) {
   if (workers < 1 || duration.count() <= 0) return;
   // At most two rounds queued: the spins this loop ended may not have left
   // yet when the next loop ends, and that loop must still get its spins.
@@ -344,20 +341,20 @@ void SpinState::arm(const std::shared_ptr<SpinState>& self, const std::shared_pt
   pending.fetch_add(workers, std::memory_order_acq_rel);
   const std::uint64_t now = activity.load(std::memory_order_acquire);
   TENFERRO_TSAN_RELEASE(self.get());
-  for (int i = 0; i < workers; ++i) tbb::this_task_arena::enqueue(SpinRun{self, pin, now});
+  for (int i = 0; i < workers; ++i) tbb::this_task_arena::enqueue(SpinRun{self, now});
 }
 
 ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
     : pin_(std::make_shared<const PinTarget>(
           PinTarget{next_unique_id(), std::move(options.cpus), options.bind_threads, std::move(options.counters)})),
-      spin_(std::make_shared<SpinState>()),
+      spin_(make_spin_state()),
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
       arena_(arena_slots(options.thread_budget), reserved_slots(options.thread_budget)),
       context_(pin_, spin_, options.thread_budget) {
   spin_->duration = options.worker_spin;
   spin_->workers = options.thread_budget > 1 ? arena_slots(options.thread_budget) - 1 : 0;
-  spin_->counters = pin_->counters;
+  spin_->pin = pin_;
   arena_.initialize();
 }
 
