@@ -6,6 +6,7 @@
 #include "numpy_api.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iterator>
 #include <memory>
@@ -607,15 +608,18 @@ PYBIND11_MODULE(_tenferro, m) {
 A tenferro runtime: the CPU engine with its GEMM provider and thread count,
 the native einsum and linalg engines, plan and op caches.
 
-Runtime(threads=None, gemm="native", domain=None)
+Runtime(threads=None, gemm="native", domain=None, worker_spin=None)
   threads: worker threads (None: every CPU this process may use).
   gemm:    "native", "openblas" or "blis".
   domain:  "managed" (one managed CPU domain of `threads` pinned workers,
            as the CLI builds it) or "inline" (threads=1 only: work runs on
            the calling thread); None: inline for one thread, else managed.
+  worker_spin: seconds the managed domain's workers keep spinning for the
+           next parallel loop before they sleep, in [0, 1]; None: 0.01.
+           0 where the CPUs are shared with other busy processes.
 Pass it as runtime= to tenferro.einsum, contract_path, einsum_vjp and the
 tenferro.linalg functions, or call its einsum method.)doc")
-      .def(py::init([](py::handle threads, const std::string& gemm, py::handle domain) {
+      .def(py::init([](py::handle threads, const std::string& gemm, py::handle domain, py::handle worker_spin) {
              int n = 0;
              if (!threads.is_none()) {
                const std::int64_t t = as_index(threads, "threads");
@@ -624,13 +628,31 @@ tenferro.linalg functions, or call its einsum method.)doc")
                }
                n = static_cast<int>(t);
              }
+             std::chrono::microseconds spin = cpu::CpuDomainSpec::kDefaultWorkerSpin;
+             if (!worker_spin.is_none()) {
+               if (!py::isinstance<py::float_>(worker_spin) && !py::isinstance<py::int_>(worker_spin)) {
+                 raise_type_error("worker_spin: expected a number of seconds or None");
+               }
+               const double seconds = py::cast<double>(worker_spin);
+               const double max_seconds = static_cast<double>(cpu::CpuDomainSpec::kMaxWorkerSpin.count()) * 1e-6;
+               if (!(seconds >= 0.0 && seconds <= max_seconds)) {  // also NaN
+                 raise_error(
+                     ErrorCode::kInvalidArgument,
+                     fmt::format("worker_spin={}: expected seconds in [0, {}] (or None)", seconds, max_seconds));
+               }
+               spin = std::chrono::microseconds(static_cast<std::int64_t>(std::llround(seconds * 1e6)));
+             }
              return value_or_raise(
-                 PyRuntime::create(n, gemm, domain.is_none() ? std::string() : py::cast<std::string>(domain)));
+                 PyRuntime::create(n, gemm, domain.is_none() ? std::string() : py::cast<std::string>(domain), spin));
            }),
-           py::arg("threads") = py::none(), py::arg("gemm") = "native", py::arg("domain") = py::none())
+           py::arg("threads") = py::none(), py::arg("gemm") = "native", py::arg("domain") = py::none(),
+           py::arg("worker_spin") = py::none())
       .def_property_readonly("threads", &PyRuntime::threads)
       .def_property_readonly("gemm", &PyRuntime::gemm)
       .def_property_readonly("domain", &PyRuntime::domain)
+      .def_property_readonly(
+          "worker_spin", [](const PyRuntime& rt) { return static_cast<double>(rt.worker_spin().count()) * 1e-6; },
+          "Seconds the workers spin for the next loop (0.0 without domain workers).")
       .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum operations kept for reuse.")
       .def("clear_caches", &PyRuntime::clear_caches, "Drops the parsed-op cache and the AD transform cache.")
       .def(

@@ -31,15 +31,18 @@ Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t 
   return policy;
 }
 
-PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain)
+PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain,
+                     std::chrono::microseconds worker_spin)
     : runtime_(std::move(runtime)),
       threads_(threads),
       gemm_(std::move(gemm)),
       domain_(std::move(domain)),
+      worker_spin_(worker_spin),
       context_(runtime_.on()),
       ad_(std::make_shared<ad::AdContext>()) {}
 
-Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm, std::string domain) {
+Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm, std::string domain,
+                                                     std::chrono::microseconds worker_spin) {
   if (threads < 0) return invalid(fmt::format("Runtime: threads={}: expected at least 1 (or None)", threads));
   if (domain.empty()) domain = threads == 1 ? "inline" : "managed";
   if (domain != "inline" && domain != "managed") {
@@ -49,6 +52,7 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   TENFERRO_ASSIGN_OR_RETURN(options.gemm, cpu::parse_gemm_candidates(gemm));
   options.threads = threads;  // 0: every CPU this process may use
   options.on_calling_thread = domain == "inline";
+  options.worker_spin = worker_spin;
   // Note [Linalg threading in Python]: numpy, loaded first in the same
   // process, brings the system's OpenBLAS (usually the pthread build), and
   // the LAPACK provider then resolves to it; its threading is process-global,
@@ -58,7 +62,9 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
   threads = cpu.threads;
   runtime::Runtime rt = std::move(cpu.runtime);
-  std::unique_ptr<PyRuntime> self(new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain)));
+  if (domain == "inline" || threads == 1) worker_spin = std::chrono::microseconds(0);  // no workers
+  std::unique_ptr<PyRuntime> self(
+      new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain), worker_spin));
   TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));
   TENFERRO_TRY(linalg::install_linalg_ad_rules(*self->ad_));
   return self;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
+#include "tenferro/cpu/domains/domain_spec.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
@@ -55,13 +57,19 @@ class PyRuntime {
   /// or blis. `domain`: "managed" (one managed CPU domain of `threads`
   /// pinned workers, as the CLI builds it), "inline" (no domain: work runs
   /// sequentially on the calling thread; only with one thread) or empty
-  /// (inline for one thread, managed otherwise). kInvalidArgument for bad
-  /// options, kUnsupported when the GEMM library cannot be loaded.
-  static Result<std::unique_ptr<PyRuntime>> create(int threads, std::string gemm, std::string domain = {});
+  /// (inline for one thread, managed otherwise). `worker_spin`: how long
+  /// a managed domain's workers spin for the next loop (Note [Worker spin]).
+  /// kInvalidArgument for bad options, kUnsupported when the GEMM library
+  /// cannot be loaded.
+  static Result<std::unique_ptr<PyRuntime>> create(
+      int threads, std::string gemm, std::string domain = {},
+      std::chrono::microseconds worker_spin = cpu::CpuDomainSpec::kDefaultWorkerSpin);
 
   int threads() const noexcept { return threads_; }
   const std::string& gemm() const noexcept { return gemm_; }
   const std::string& domain() const noexcept { return domain_; }
+  /// Zero when no domain workers exist (inline, one thread).
+  std::chrono::microseconds worker_spin() const noexcept { return worker_spin_; }
   runtime::Runtime& runtime() noexcept { return runtime_; }
   ad::AdContext& ad() noexcept { return *ad_; }
   const std::shared_ptr<ad::AdContext>& ad_ptr() const noexcept { return ad_; }
@@ -82,7 +90,8 @@ class PyRuntime {
   void clear_caches();
 
  private:
-  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain);
+  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain,
+            std::chrono::microseconds worker_spin);
 
   struct StringHash {
     using is_transparent = void;
@@ -94,6 +103,7 @@ class PyRuntime {
   int threads_;
   std::string gemm_;
   std::string domain_;
+  std::chrono::microseconds worker_spin_;
   std::mutex context_mutex_;
   runtime::EagerContext context_;
   std::shared_ptr<ad::AdContext> ad_;

@@ -157,6 +157,19 @@ def test_runtimes_and_threads(rng):
     np.testing.assert_allclose(managed.einsum("ij,jk->ik", a, b), want, rtol=1e-12)
 
 
+def test_worker_spin(rng):
+    # Note [Worker spin]: seconds, default 0.01, zero without domain workers.
+    assert tenferro.Runtime(threads=1).worker_spin == 0.0
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two allowed CPUs")
+    a = random_array(rng, (200, 300), np.float64)
+    b = random_array(rng, (300, 100), np.float64)
+    for spin, want in [(None, 0.01), (0, 0.0), (0.002, 0.002), (1, 1.0)]:
+        rt = tenferro.Runtime(threads=2, worker_spin=spin)
+        assert rt.worker_spin == want
+        np.testing.assert_allclose(rt.einsum("ij,jk->ik", a, b), a @ b, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("gemm", ["openblas", "blis"])
 def test_external_gemm(gemm, rng):
     try:

@@ -76,6 +76,11 @@ def test_bad_options():
     assert "native, openblas, blis" in unknown.message
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=1, domain="numa")
     raises(ValueError, "kInvalidArgument", tenferro.Runtime, threads=2, domain="inline")
+    spin = raises(ValueError, "kInvalidArgument", tenferro.Runtime, worker_spin=-0.001)
+    assert "expected seconds in [0, 1]" in spin.message
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, worker_spin=2.0)
+    raises(ValueError, "kInvalidArgument", tenferro.Runtime, worker_spin=float("nan"))
+    raises(TypeError, None, tenferro.Runtime, worker_spin="fast")
     rt = tenferro.Runtime(threads=1)
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, runtime=rt, threads=2)
     raises(TypeError, None, tenferro.einsum, "ij->ji", a, runtime="not a runtime")

@@ -18,6 +18,7 @@
 #include "tenferro/c/tenferro.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -51,7 +52,7 @@ static_assert(TF_CODE_COUNT == static_cast<int>(tenferro::ErrorCode::kNoConverge
 // 8-byte boundary, so an older caller's sizeof is exactly its version size.
 static_assert(sizeof(tf_version) == TF_VERSION_SIZE_V1);
 static_assert(sizeof(tf_tensor) == TF_TENSOR_SIZE_V1);
-static_assert(sizeof(tf_runtime_options) == TF_RUNTIME_OPTIONS_SIZE_V1);
+static_assert(sizeof(tf_runtime_options) == TF_RUNTIME_OPTIONS_SIZE_V2 && TF_RUNTIME_OPTIONS_SIZE_V1 % 8 == 0);
 static_assert(sizeof(tf_einsum_args) == TF_EINSUM_ARGS_SIZE_V2 && TF_EINSUM_ARGS_SIZE_V1 % 8 == 0);
 static_assert(sizeof(tf_einsum_prepare_args) == TF_EINSUM_PREPARE_ARGS_SIZE_V1);
 static_assert(sizeof(tf_einsum_run_args) == TF_EINSUM_RUN_ARGS_SIZE_V1);
@@ -414,10 +415,19 @@ Result<std::vector<std::string>> gemm_choice(std::int32_t gemm) {
 
 // The ready CPU runtime with the einsum engine only; up to one thread runs
 // on the calling thread, more in one managed CPU domain.
-Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_t gemm) {
+Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_t gemm, std::int32_t worker_spin_us) {
   if (threads < 0) return invalid(fmt::format("tf_runtime_options.threads is {}; expected >= 0", threads));
   cpu::CpuRuntimeOptions options;
   options.threads = threads;
+  if (worker_spin_us == TF_WORKER_SPIN_OFF) {
+    options.worker_spin = std::chrono::microseconds(0);
+  } else if (worker_spin_us > 0 && worker_spin_us <= cpu::CpuDomainSpec::kMaxWorkerSpin.count()) {
+    options.worker_spin = std::chrono::microseconds(worker_spin_us);
+  } else if (worker_spin_us != 0) {
+    return invalid(fmt::format(
+        "tf_runtime_options.worker_spin_us is {}; expected 0 (the default), TF_WORKER_SPIN_OFF (-1) or 1 to {}",
+        worker_spin_us, cpu::CpuDomainSpec::kMaxWorkerSpin.count()));
+  }
   options.on_calling_thread = threads <= 1;
   TENFERRO_ASSIGN_OR_RETURN(options.gemm, gemm_choice(gemm));
   options.linalg = false;
@@ -480,12 +490,20 @@ TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime**
     *runtime = nullptr;
     int threads = 0;
     std::int32_t gemm = TF_GEMM_NATIVE;
+    std::int32_t worker_spin_us = 0;
     if (options != nullptr) {
-      TENFERRO_TRY(check_struct_size("tf_runtime_options", options->struct_size, {TF_RUNTIME_OPTIONS_SIZE_V1}));
+      TENFERRO_TRY(check_struct_size("tf_runtime_options", options->struct_size,
+                                     {TF_RUNTIME_OPTIONS_SIZE_V1, TF_RUNTIME_OPTIONS_SIZE_V2}));
       threads = options->threads;
       gemm = options->gemm;
+      if (options->struct_size >= TF_RUNTIME_OPTIONS_SIZE_V2) {
+        if (options->reserved0 != 0) {
+          return invalid(fmt::format("tf_runtime_options.reserved0 is {}; expected 0", options->reserved0));
+        }
+        worker_spin_us = options->worker_spin_us;
+      }
     }
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumEngine> engine, make_engine(threads, gemm));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumEngine> engine, make_engine(threads, gemm, worker_spin_us));
     *runtime = new tf_runtime{std::move(engine)};
     return ok_status();
   });

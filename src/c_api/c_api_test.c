@@ -449,6 +449,24 @@ static void test_runtime_options(void) {
   options.struct_size = sizeof options;
   EXPECT_ERROR(tf_runtime_create(&options, NULL, &error), error, TF_CODE_INVALID_ARGUMENT, "runtime is NULL");
 
+  /* Since V2: the worker spin (0: default, TF_WORKER_SPIN_OFF, 1..1e6 us). */
+  options.worker_spin_us = -2;
+  EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "worker_spin_us is -2; expected 0 (the default), TF_WORKER_SPIN_OFF (-1) or 1 to 1000000");
+  options.worker_spin_us = 1000001;
+  EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT, "worker_spin_us is 1000001");
+  options.worker_spin_us = 0;
+  options.reserved0 = 3;
+  EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT, "reserved0 is 3; expected 0");
+  options.reserved0 = 0;
+  /* A V1 caller's struct ends at gemm: the fields after it are not read. */
+  options.struct_size = TF_RUNTIME_OPTIONS_SIZE_V1;
+  options.worker_spin_us = -2;
+  EXPECT_OK(tf_runtime_create(&options, &rt, &error), error);
+  tf_runtime_destroy(rt);
+  options.struct_size = sizeof options;
+  options.worker_spin_us = 0;
+
   /* The external BLAS providers: either they load and contract correctly,
    * or the library is missing here and says so (kUnsupported). */
   {
@@ -476,8 +494,18 @@ static void test_runtime_options(void) {
   {
     tf_code code = tf_runtime_create(&options, &rt, &error);
     if (code == TF_CODE_OK) {
+      /* The default worker spin, none, and a short one. */
+      const int32_t spins[2] = {TF_WORKER_SPIN_OFF, 500};
+      int i;
       check_results(rt);
       tf_runtime_destroy(rt);
+      for (i = 0; i < 2; ++i) {
+        options.worker_spin_us = spins[i];
+        EXPECT_OK(tf_runtime_create(&options, &rt, &error), error);
+        check_results(rt);
+        tf_runtime_destroy(rt);
+      }
+      options.worker_spin_us = 0;
     } else {
       fprintf(stderr, "note: no two-thread runtime: %s\n", tf_error_message(error));
       CHECK(code == TF_CODE_INVALID_ARGUMENT);

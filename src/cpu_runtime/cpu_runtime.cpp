@@ -9,7 +9,8 @@
 
 namespace tenferro::cpu {
 
-Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu) {
+Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu,
+                                                                 std::chrono::microseconds worker_spin) {
   TENFERRO_ASSIGN_OR_RETURN(CpuTopology topology, CpuTopology::discover());
   const std::vector<int> allowed = topology.allowed_cpus().to_vector();
   if (threads < 0 || threads > static_cast<int>(allowed.size())) {
@@ -28,6 +29,7 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, in
     spec.cpus.add(allowed[static_cast<std::size_t>(first_cpu + i) % allowed.size()]);
   }
   spec.thread_budget = threads;
+  spec.worker_spin = worker_spin;
   const CpuDomainSpec specs[] = {spec};
   return CpuDomainSet::create_managed(topology, specs);
 }
@@ -44,7 +46,7 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
           options.threads);
     }
   } else {
-    TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads));
+    TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads, 0, options.worker_spin));
     threads = domains->domains().front()->thread_budget();
   }
   CpuEngineOptions engine;

@@ -61,7 +61,7 @@ typedef struct tf_error tf_error;
  *  of major M. Minor versions only add (functions, struct versions, enum
  *  values). */
 #define TF_API_VERSION_MAJOR 0
-#define TF_API_VERSION_MINOR 1
+#define TF_API_VERSION_MINOR 2
 
 /** The byte size of `type` up to and including `last_field`. */
 #define TF_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
@@ -147,8 +147,19 @@ typedef struct tf_runtime_options {
    *  thread count to N. */
   int32_t threads;
   int32_t gemm; /**< a tf_gemm */
+  /* Since V2: */
+  /** Microseconds the workers of a managed domain (threads > 1) keep
+   *  spinning for the next parallel loop after one ends, before they sleep:
+   *  0 takes the default (10000), TF_WORKER_SPIN_OFF turns spinning off, at
+   *  most 1000000. Turn it off when the CPUs are shared with other busy
+   *  processes (docs/parallelism.md, "Workers between loops"). */
+  int32_t worker_spin_us;
+  int32_t reserved0; /**< must be 0 */
 } tf_runtime_options;
 #define TF_RUNTIME_OPTIONS_SIZE_V1 TF_STRUCT_SIZE(tf_runtime_options, gemm)
+#define TF_RUNTIME_OPTIONS_SIZE_V2 TF_STRUCT_SIZE(tf_runtime_options, reserved0)
+/** tf_runtime_options.worker_spin_us: workers sleep as soon as a loop ends. */
+#define TF_WORKER_SPIN_OFF (-1)
 
 /** Creates a runtime into *runtime. `options` may be NULL (the defaults).
  *  Errors: TF_CODE_INVALID_ARGUMENT for bad options (negative or too many

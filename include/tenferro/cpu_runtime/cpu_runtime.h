@@ -9,6 +9,7 @@
 //   TENFERRO_ASSIGN_OR_RETURN(Tensor c, einsum::einsum(ctx, "ij,jk->ik", operands));
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,6 +34,10 @@ struct CpuRuntimeOptions {
   /// no domain entry per call, no memory pool). Otherwise one managed
   /// domain: pinned workers and a node-local memory pool.
   bool on_calling_thread = false;
+  /// How long the domain's workers spin for the next loop after one ends
+  /// (CpuDomainSpec::worker_spin, Note [Worker spin]); zero where the CPUs
+  /// are shared with other busy processes.
+  std::chrono::microseconds worker_spin = CpuDomainSpec::kDefaultWorkerSpin;
   /// The GEMM candidates, tried in order (Note [GEMM candidates]). OpenBLAS
   /// uses its serial build at one thread and its pthread build (with its
   /// process-wide thread count set to `threads` once it is selected)
@@ -65,7 +70,9 @@ struct CpuRuntime {
 /// CPUs of those this process may use, from position `first_cpu` of that
 /// list, wrapping around (0 threads: all of them). kInvalidArgument when
 /// more are asked for than the process may use or `threads` is negative.
-Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu = 0);
+/// `worker_spin`: CpuDomainSpec::worker_spin (checked the same way).
+Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(
+    int threads, int first_cpu = 0, std::chrono::microseconds worker_spin = CpuDomainSpec::kDefaultWorkerSpin);
 
 /// Builds the runtime. Errors: kInvalidArgument for a bad thread count
 /// (more than one with on_calling_thread);
