@@ -47,9 +47,9 @@
 // (about 0.1 s) and OpenMP runtimes (KMP_BLOCKTIME, GOMP_SPINCOUNT) keep
 // their threads spinning after a parallel region for the same reason.
 // So after a loop that fanned out, the caller enqueues one spin task per
-// worker (CpuDomainSpec::worker_spin long; at most two rounds queued, since
-// the spins a loop ended may still be on their way out when the next loop
-// ends): a worker that takes it stays in the arena, pinned, polling the
+// worker (CpuDomainSpec::worker_spin long; none while earlier ones are
+// queued or spinning, so at most one enqueue per loop the workers joined):
+// a worker that takes it stays in the arena, pinned, polling the
 // executor's activity count, and returns to oneTBB's dispatch the moment
 // a new loop or submitted task bumps that count, or when the time is up.
 // A spin task never holds up work: it ends on the first bump after it was
@@ -135,7 +135,7 @@ struct SpinState {
   int workers = 0;                         // spin tasks per arming: the arena's workers
   std::shared_ptr<const PinTarget> pin;    // also the domain's counters
   std::atomic<std::uint64_t> activity{0};  // bumped by every loop and submitted task
-  std::atomic<int> pending{0};             // spin tasks queued or spinning (at most 2 * workers)
+  std::atomic<int> pending{0};             // spin tasks queued or spinning
   std::atomic<bool> stopped{false};        // set by the executor's destructor
 
   void bump() noexcept { activity.fetch_add(1, std::memory_order_release); }
@@ -335,10 +335,12 @@ struct SpinRun {
 
 void SpinState::arm(const std::shared_ptr<SpinState>& self) {
   if (workers < 1 || duration.count() <= 0) return;
-  // At most two rounds queued: the spins this loop ended may not have left
-  // yet when the next loop ends, and that loop must still get its spins.
-  if (pending.load(std::memory_order_acquire) > workers) return;
-  pending.fetch_add(workers, std::memory_order_acq_rel);
+  // One round at a time. A spin ended by this loop left before its worker
+  // took a chunk, so a loop the workers joined finds none pending; one that
+  // ended before they left (the caller ran every chunk) arms nothing, and
+  // the next loop will.
+  int expected = 0;
+  if (!pending.compare_exchange_strong(expected, workers, std::memory_order_acq_rel)) return;
   const std::uint64_t now = activity.load(std::memory_order_acquire);
   TENFERRO_TSAN_RELEASE(self.get());
   for (int i = 0; i < workers; ++i) tbb::this_task_arena::enqueue(SpinRun{self, now});
