@@ -42,8 +42,9 @@
 // "Worker spin"): after 20 ms or more without domain work, the worker
 // reached a 2-chunk loop of 0.5-0.8 ms only after the caller had run both
 // chunks, for the first five back-to-back loops after 150 ms of idleness,
-// because each late worker found nothing to do, left, and slept again. A
-// 2-thread cgemm of n = 256 ran at one thread's speed that way. OpenBLAS
+// because each late worker found nothing to do, left, and slept again (one
+// likely reason why 2-thread cgemm of n = 256 ran at about one thread's
+// speed in some `tenferro bench gemm` runs). OpenBLAS
 // (about 0.1 s) and OpenMP runtimes (KMP_BLOCKTIME, GOMP_SPINCOUNT) keep
 // their threads spinning after a parallel region for the same reason.
 // So after a loop that fanned out, the caller enqueues one spin task per
