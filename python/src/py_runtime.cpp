@@ -62,7 +62,8 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
   threads = cpu.threads;
   runtime::Runtime rt = std::move(cpu.runtime);
-  if (domain == "inline" || threads == 1) worker_spin = std::chrono::microseconds(0);  // no workers
+  // The domain's own report: zero without workers (inline, one thread).
+  worker_spin = cpu.domains ? cpu.domains->default_domain().report().worker_spin : std::chrono::microseconds(0);
   std::unique_ptr<PyRuntime> self(
       new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain), worker_spin));
   TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));

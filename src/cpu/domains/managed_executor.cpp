@@ -41,7 +41,7 @@
 // took 0.1-4 ms here (2-vCPU AMD EPYC VM, docs/performance_notes.md,
 // "Worker spin"): after 20 ms or more without domain work, the worker
 // reached a 2-chunk loop of 0.5-0.8 ms only after the caller had run both
-// chunks, for the first five back-to-back loops after 150 ms of idleness,
+// chunks, in five of the first six back-to-back loops after 150 ms idle,
 // because each late worker found nothing to do, left, and slept again (one
 // likely reason why 2-thread cgemm of n = 256 ran at about one thread's
 // speed in some `tenferro bench gemm` runs). OpenBLAS
@@ -185,15 +185,13 @@ class ManagedCpuExecutor final : public CpuDomainExecutor {
   // parallel_for over the arena's threads; valid inside install.
   class ArenaContext final : public ParallelContext {
    public:
-    ArenaContext(std::shared_ptr<const PinTarget> pin, std::shared_ptr<SpinState> spin, int threads) noexcept
-        : pin_(std::move(pin)), spin_(std::move(spin)), threads_(threads) {}
+    ArenaContext(std::shared_ptr<SpinState> spin, int threads) noexcept : spin_(std::move(spin)), threads_(threads) {}
     int max_threads() const noexcept override { return threads_; }
     void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
                       FunctionRef<void(std::int64_t, std::int64_t)> body) const override;
 
    private:
-    std::shared_ptr<const PinTarget> pin_;
-    std::shared_ptr<SpinState> spin_;
+    std::shared_ptr<SpinState> spin_;  // also the pin target
     int threads_;
   };
 
@@ -280,7 +278,7 @@ void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int
   {
     TENFERRO_TSAN_RELEASE(&body);
     const TsanAcquireAtExit joined{&body};
-    const PinTarget& pin = *pin_;
+    const PinTarget& pin = *spin_->pin;
     tbb::parallel_for(
         std::int64_t{0}, plan.chunks,
         [&](std::int64_t chunk) {
@@ -354,7 +352,7 @@ ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
       arena_(arena_slots(options.thread_budget), reserved_slots(options.thread_budget)),
-      context_(pin_, spin_, options.thread_budget) {
+      context_(spin_, options.thread_budget) {
   spin_->duration = options.worker_spin;
   spin_->workers = options.thread_budget > 1 ? arena_slots(options.thread_budget) - 1 : 0;
   spin_->pin = pin_;
