@@ -422,8 +422,10 @@ TEST(ManagedWorkerSpinTest, NoSpinWhenItIsZeroOrTheBudgetIsOne) {
 }
 
 // The caller may pick a queued spin task while it waits for a loop's
-// chunks; it must drop it, or it would spin until the deadline (a second
-// here) with nobody left to end the spin.
+// chunks; were it to spin there, it would wait until the deadline (a second
+// here) with nobody left to end the spin. Two things prevent it (the loop's
+// own bump makes the task stale, and a thread inside install() drops spin
+// tasks); this checks the contract, not either guard alone.
 TEST(ManagedWorkerSpinTest, LoopsNeverWaitForASpin) {
   if (this_system().allowed_cpus().count() < 2) GTEST_SKIP() << "needs two allowed CPUs";
   auto set = two_thread_set(CpuDomainSpec::kMaxWorkerSpin);
