@@ -9,7 +9,19 @@
 
 namespace tenferro::cpu {
 
-Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, int first_cpu,
+// Note [Default placement]
+// A runtime asked for N threads without a CPU position gets a domain over
+// every CPU the process may use with a budget of N, not the first N CPUs:
+// numpy, PyTorch and OpenMP pin nothing unless asked, and pinning by
+// default put two independent one-thread processes on the same CPU 0 of a
+// 2-CPU machine, each running at half speed while CPU 1 idled (MERA
+// closed, `tenferro einsum --threads 1`, two at once: 1.21 s each against
+// 0.56 s alone). A domain covering every allowed CPU also makes no affinity
+// call when a thread enters it (Note [Pinning] in managed_executor.cpp),
+// which cost 5.6 us per entry on a PVM-virtualised VM (`tenferro bench
+// domains`, enter_empty_pinned_t1). Pinning stays one argument away, for
+// partitioning a machine between runtimes (one per MPI rank).
+Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, std::optional<int> first_cpu,
                                                                  std::chrono::microseconds worker_spin) {
   TENFERRO_ASSIGN_OR_RETURN(CpuTopology topology, CpuTopology::discover());
   const std::vector<int> allowed = topology.allowed_cpus().to_vector();
@@ -18,15 +30,19 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, in
                       "cpu runtime: expected 0 (all) to {} threads (the CPUs this process may use), found {}",
                       allowed.size(), threads);
   }
-  if (first_cpu < 0) {
+  if (first_cpu.has_value() && *first_cpu < 0) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
-                      "cpu runtime: expected a first CPU position >= 0, found {}", first_cpu);
+                      "cpu runtime: expected a first CPU position >= 0, found {}", *first_cpu);
   }
   if (threads == 0) threads = static_cast<int>(allowed.size());
   CpuDomainSpec spec;
   spec.id = CpuDomainId(1);
-  for (int i = 0; i < threads; ++i) {
-    spec.cpus.add(allowed[static_cast<std::size_t>(first_cpu + i) % allowed.size()]);
+  if (first_cpu.has_value()) {
+    for (int i = 0; i < threads; ++i) {
+      spec.cpus.add(allowed[static_cast<std::size_t>(*first_cpu + i) % allowed.size()]);
+    }
+  } else {
+    spec.cpus = topology.allowed_cpus();
   }
   spec.thread_budget = threads;
   spec.worker_spin = worker_spin;
@@ -45,8 +61,14 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
           "found {}",
           options.threads);
     }
+    if (options.first_cpu.has_value()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                        "cpu runtime: on_calling_thread runs every call on the calling thread; expected no first_cpu, "
+                        "found {}",
+                        *options.first_cpu);
+    }
   } else {
-    TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads, 0, options.worker_spin));
+    TENFERRO_ASSIGN_OR_RETURN(domains, make_managed_domains(options.threads, options.first_cpu, options.worker_spin));
     threads = domains->domains().front()->thread_budget();
   }
   CpuEngineOptions engine;

@@ -88,6 +88,43 @@ TEST(CpuRuntimeTest, ManagedDomainsStartAtTheGivenCpuAndWrapAround) {
   EXPECT_EQ(make_managed_domains(1, -1).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// Note [Default placement]: without a first CPU the domain spans every
+// allowed CPU with the asked budget, and a call pins nothing; with one, the
+// calling thread is pinned for the call (where the process may use more
+// than the domain's CPUs).
+TEST(CpuRuntimeTest, DefaultPlacementPinsNothingAndFirstCpuPins) {
+  Result<CpuTopology> topology = CpuTopology::discover();
+  ASSERT_TRUE(topology.ok());
+  const CpuSet allowed = topology->allowed_cpus();
+  const Tensor operands[] = {*Tensor::from_values<double>({1, 2, 3, 4}, {2, 2}),
+                             *Tensor::from_values<double>({1, 0, 0, 1}, {2, 2})};
+  auto pins_of_one_call = [&](const CpuRuntimeOptions& options) -> std::uint64_t {
+    Result<CpuRuntime> cpu = make_cpu_runtime(options);
+    EXPECT_TRUE(cpu.ok()) << cpu.status().to_string();
+    if (!cpu.ok()) return ~std::uint64_t{0};
+    const CpuResourceDomain& domain = cpu->domains->default_domain();
+    EXPECT_EQ(domain.thread_budget(), 1);
+    runtime::EagerContext ctx = cpu->runtime.on();
+    Result<Tensor> c = einsum::einsum(ctx, "ij,jk->ik", operands);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return domain.metrics().entering_thread_pins;
+  };
+  Result<std::shared_ptr<const CpuDomainSet>> set = make_managed_domains(1);
+  ASSERT_TRUE(set.ok()) << set.status().to_string();
+  EXPECT_EQ((*set)->domains().front()->cpus(), allowed);
+  EXPECT_EQ((*set)->domains().front()->thread_budget(), 1);
+  EXPECT_EQ(pins_of_one_call({.threads = 1}), 0u);
+  if (allowed.count() < 2) GTEST_SKIP() << "one allowed CPU: a pinned domain covers it all";
+  EXPECT_EQ(pins_of_one_call({.threads = 1, .first_cpu = 0}), 1u);
+}
+
+TEST(CpuRuntimeTest, FirstCpuWithoutADomainIsAnError) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .first_cpu = 0, .on_calling_thread = true});
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(cpu.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(cpu.status().message().find("expected no first_cpu, found 0"), std::string::npos) << cpu.status().message();
+}
+
 TEST(CpuRuntimeTest, OpenBlasProviderIsUsedWhenChosen) {
   Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .gemm = {"openblas"}});
   if (!cpu.ok() && cpu.status().code() == ErrorCode::kUnsupported) GTEST_SKIP() << cpu.status().to_string();

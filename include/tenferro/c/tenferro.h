@@ -142,8 +142,8 @@ typedef enum tf_gemm {
 typedef struct tf_runtime_options {
   size_t struct_size;
   /** Worker threads. 0 or 1: every call runs on the calling thread. N > 1: a
-   *  managed CPU domain of the first N CPUs this process may use (pinned
-   *  workers); with OpenBLAS this also sets OpenBLAS's own process-wide
+   *  managed CPU domain running at most N threads on the CPUs this process
+   *  may use (nothing pinned; the OS places them); with OpenBLAS this also sets OpenBLAS's own process-wide
    *  thread count to N. */
   int32_t threads;
   int32_t gemm; /**< a tf_gemm */

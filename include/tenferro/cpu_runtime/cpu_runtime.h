@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,9 +28,16 @@
 namespace tenferro::cpu {
 
 struct CpuRuntimeOptions {
-  /// Worker threads of the runtime's CPU domain, pinned to the first
-  /// `threads` CPUs this process may use; 0 takes all of them.
+  /// Threads of the runtime's CPU domain (the caller and threads - 1
+  /// workers); 0: one per CPU this process may use.
   int threads = 0;
+  /// Where the domain runs (Note [Default placement] in cpu_runtime.cpp).
+  /// Unset: on every CPU this process may use, at most `threads` at a time,
+  /// wherever the OS schedules them (nothing is pinned), so that independent
+  /// processes spread over the machine. Set: pinned to `threads`
+  /// consecutive CPUs of that list from this position, wrapping around, to
+  /// partition a machine between runtimes (e.g. one per MPI rank).
+  std::optional<int> first_cpu;
   /// No CPU domain: every call runs on the calling thread (threads 0 or 1;
   /// no domain entry per call, no memory pool). Otherwise one managed
   /// domain: pinned workers and a node-local memory pool.
@@ -66,13 +74,16 @@ struct CpuRuntime {
   std::shared_ptr<linalg::CpuLinalgEngine> linalg;    ///< null unless options.linalg
 };
 
-/// One managed CPU domain of `threads` workers on `threads` consecutive
-/// CPUs of those this process may use, from position `first_cpu` of that
-/// list, wrapping around (0 threads: all of them). kInvalidArgument when
-/// more are asked for than the process may use or `threads` is negative.
-/// `worker_spin`: CpuDomainSpec::worker_spin (checked the same way).
+/// One managed CPU domain with a budget of `threads` threads (0: one per CPU
+/// this process may use). Without `first_cpu` it spans every CPU the
+/// process may use and pins nothing; with it, it is pinned to `threads`
+/// consecutive CPUs of that list from position `first_cpu`, wrapping around
+/// (CpuRuntimeOptions::first_cpu). kInvalidArgument when more threads are
+/// asked for than the process may use, `threads` is negative or `first_cpu`
+/// is. `worker_spin`: CpuDomainSpec::worker_spin (checked the same way).
 Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(
-    int threads, int first_cpu = 0, std::chrono::microseconds worker_spin = CpuDomainSpec::kDefaultWorkerSpin);
+    int threads, std::optional<int> first_cpu = std::nullopt,
+    std::chrono::microseconds worker_spin = CpuDomainSpec::kDefaultWorkerSpin);
 
 /// Builds the runtime. Errors: kInvalidArgument for a bad thread count
 /// (more than one with on_calling_thread);
