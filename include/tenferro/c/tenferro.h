@@ -143,8 +143,8 @@ typedef struct tf_runtime_options {
   size_t struct_size;
   /** Worker threads. 0 or 1: every call runs on the calling thread. N > 1: a
    *  managed CPU domain running at most N threads on the CPUs this process
-   *  may use (nothing pinned; the OS places them); with OpenBLAS this also sets OpenBLAS's own process-wide
-   *  thread count to N. */
+   *  may use (nothing pinned; the OS places them); with OpenBLAS this also
+   *  sets OpenBLAS's own process-wide thread count to N. */
   int32_t threads;
   int32_t gemm; /**< a tf_gemm */
   /* Since V2: */

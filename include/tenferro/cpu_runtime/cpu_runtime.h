@@ -40,7 +40,7 @@ struct CpuRuntimeOptions {
   std::optional<int> first_cpu;
   /// No CPU domain: every call runs on the calling thread (threads 0 or 1;
   /// no domain entry per call, no memory pool). Otherwise one managed
-  /// domain: pinned workers and a node-local memory pool.
+  /// domain (placed as `first_cpu` says) with a node-local memory pool.
   bool on_calling_thread = false;
   /// How long the domain's workers spin for the next loop after one ends
   /// (CpuDomainSpec::worker_spin, Note [Worker spin]); zero where the CPUs
