@@ -36,6 +36,9 @@ struct Avx2D {
     r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
     r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
   }
+  static void store_first(S* p, V v, int count) {  // lanes 0 .. count-1
+    _mm256_maskstore_pd(p, _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3)), v);
+  }
 };
 
 struct Avx2S {
@@ -53,7 +56,32 @@ struct Avx2S {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V swap_pairs(V x) { return _mm256_permute_ps(x, 0xB1); }
   static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_ps(a, b, c); }
+  [[gnu::always_inline]] static void transpose(V (&r)[8]) {
+    V u[8];
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {
+      const V t0 = _mm256_unpacklo_ps(r[h], r[h + 1]);  // r0 r1 interleaved, steps 0 1 | 4 5
+      const V t1 = _mm256_unpackhi_ps(r[h], r[h + 1]);  // steps 2 3 | 6 7
+      const V t2 = _mm256_unpacklo_ps(r[h + 2], r[h + 3]);
+      const V t3 = _mm256_unpackhi_ps(r[h + 2], r[h + 3]);
+      u[h] = _mm256_shuffle_ps(t0, t2, 0x44);  // step 0 | 4 of rows h .. h+3
+      u[h + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+      u[h + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
+      u[h + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      r[l] = _mm256_permute2f128_ps(u[l], u[l + 4], 0x20);
+      r[l + 4] = _mm256_permute2f128_ps(u[l], u[l + 4], 0x31);
+    }
+  }
+  static void store_first(S* p, V v, int count) {  // lanes 0 .. count-1
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+  }
 };
+
+// Both pack their transposed panels in registers (Note [Transposing packs]).
+static_assert(RegisterTransposes<Avx2S, float> && RegisterTransposes<Avx2D, double>);
 
 // The small-problem tiles (Note [Small GEMM]): 12 of the 16 ymm registers, as the 8x6 blocked tile.
 struct Avx2Tiles {

@@ -312,27 +312,66 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
 // p holds element p of each of the R source lines. Copied one element at a
 // time this cost ~1 cycle per element, a sixth of a 128^3 dgemm; the layout
 // kernel's register-tile transposes (cpu/kernels/transpose_micro.h) move
-// W x W blocks through vector registers instead. The depth remainder, and
-// panels whose width is not a multiple of W, are copied element-wise.
+// W x W blocks through vector registers instead. The depth remainder is
+// copied element-wise. Kernel sets whose Isa transposes its own L x L
+// blocks (RegisterTransposes: the AVX2 float and double sets) transpose
+// inline, and a panel narrower than a block -- the AVX2 float B panel of 6
+// columns, L = 8 -- loads zeros for the missing lines and stores the first
+// R lanes of each step with a masked store. Copied element-wise, those
+// 6-column panels made a 64^3 sgemm 0.92 of OpenBLAS, through a stack tile
+// (store-forwarding stalls) 0.88, inline 1.00 (docs/performance_notes.md).
+
+/// Whether Isa transposes L x L blocks of T in registers and stores a
+/// vector's first lanes (Avx2S, Avx2D).
+template <class Isa, class T>
+concept RegisterTransposes = std::is_same_v<T, typename Isa::S> && requires(typename Isa::V (&r)[Isa::kLanes], T* p) {
+  Isa::transpose(r);
+  Isa::store_first(p, r[0], 1);
+};
 
 /// dst[p * R + i] = src[i * ld + p] for i < R, p < kc.
 template <class Isa, class T, int R>
 inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* dst) {
   std::int64_t p_end = 0;
-  const TileTranspose tile = select_tile_transpose(sizeof(T), Isa::kTransposeIsa);
-  if (tile.width > 0 && tile.width <= 16 && R % tile.width == 0) {  // rows/cols hold 16
-    const std::int64_t w = tile.width;
-    p_end = kc / w * w;
-    const char* rows[16];
-    char* cols[16];
-    for (std::int64_t i0 = 0; i0 < R; i0 += w) {
-      for (std::int64_t r = 0; r < w; ++r) {
-        rows[r] = reinterpret_cast<const char*>(src + (i0 + r) * ld);
-        cols[r] = reinterpret_cast<char*>(dst + r * R + i0);
+  if constexpr (RegisterTransposes<Isa, T>) {
+    using V = typename Isa::V;
+    constexpr int L = Isa::kLanes;
+    p_end = kc / L * L;
+    for (std::int64_t p0 = 0; p0 < p_end; p0 += L) {
+#pragma GCC unroll 4
+      for (int i0 = 0; i0 < R; i0 += L) {
+        const int h = std::min(L, R - i0);  // a known constant once unrolled
+        V r[L];
+#pragma GCC unroll 16
+        for (int i = 0; i < L; ++i) r[i] = i < h ? Isa::loadu(src + (i0 + i) * ld + p0) : Isa::zero();
+        Isa::transpose(r);
+#pragma GCC unroll 16
+        for (int l = 0; l < L; ++l) {
+          T* d = dst + (p0 + l) * R + i0;
+          if (h == L) {
+            Isa::storeu(d, r[l]);
+          } else {
+            Isa::store_first(d, r[l], h);
+          }
+        }
       }
-      for (std::int64_t p0 = 0; p0 < p_end; p0 += w) {
-        tile.run(rows, p0 * static_cast<std::int64_t>(sizeof(T)), cols, p0 * R * static_cast<std::int64_t>(sizeof(T)),
-                 /*streaming=*/false);
+    }
+  } else {
+    const TileTranspose tile = select_tile_transpose(sizeof(T), Isa::kTransposeIsa);
+    if (tile.width > 0 && tile.width <= 16 && R % tile.width == 0) {  // rows/cols hold 16
+      const std::int64_t w = tile.width;
+      p_end = kc / w * w;
+      const char* rows[16];
+      char* cols[16];
+      for (std::int64_t i0 = 0; i0 < R; i0 += w) {
+        for (std::int64_t r = 0; r < w; ++r) {
+          rows[r] = reinterpret_cast<const char*>(src + (i0 + r) * ld);
+          cols[r] = reinterpret_cast<char*>(dst + r * R + i0);
+        }
+        for (std::int64_t p0 = 0; p0 < p_end; p0 += w) {
+          tile.run(rows, p0 * static_cast<std::int64_t>(sizeof(T)), cols, p0 * R * static_cast<std::int64_t>(sizeof(T)),
+                   /*streaming=*/false);
+        }
       }
     }
   }
