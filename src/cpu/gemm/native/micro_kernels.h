@@ -317,7 +317,8 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
 // blocks (RegisterTransposes: the AVX2 float and double sets) transpose
 // inline, and a panel narrower than a block -- the AVX2 float B panel of 6
 // columns, L = 8 -- loads zeros for the missing lines and stores the first
-// R lanes of each step with a masked store. Copied element-wise, those
+// R lanes of each step in plain 16- and 8-byte stores (AVX2 masked stores
+// are microcoded on Zen 2 and 3). Copied element-wise, those
 // 6-column panels made a 64^3 sgemm 0.92 of OpenBLAS, through a stack tile
 // (store-forwarding stalls) 0.88, inline 1.00 (docs/performance_notes.md).
 

@@ -245,6 +245,60 @@ TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
   }
 }
 
+// Packs A row-major and B column-major -- the transposing packs of Note
+// [Transposing packs] -- with `ks` and checks every packed element against
+// the packed layout (gemm_kernel_set.h), the zeros past the last line, and
+// that nothing past the packed panels is written.
+template <class T>
+void expect_transposing_packs_match(const internal::GemmKernelSet<T>& ks) {
+  for (const std::int64_t k : {8, 19, 37}) {  // whole register blocks, then depth tails
+    for (const int r : {ks.mr, ks.nr}) {
+      const bool is_a = r == ks.mr;
+      for (const std::int64_t lines : {std::int64_t{r}, std::int64_t{2 * r + 1}, std::int64_t{3 * r - 1}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << (is_a ? "A" : "B") << " panels of " << r << ", " << lines << " lines, depth " << k);
+        const std::int64_t ld = k + 3;  // line l, step p at src[l * ld + p]
+        std::vector<T> src(static_cast<std::size_t>(lines * ld));
+        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(static_cast<double>(i % 97) + 0.5);
+        const std::int64_t panels = (lines + r - 1) / r;
+        constexpr std::size_t kGuard = 16;
+        const T sentinel = static_cast<T>(-7.25);
+        std::vector<T> dst(static_cast<std::size_t>(panels * r * k) + kGuard, sentinel);
+        if (is_a) {
+          ks.pack_a(lines, k, src.data(), ld, 1, dst.data());  // A row-major: lines x k
+        } else {
+          ks.pack_b(k, lines, src.data(), 1, ld, dst.data());  // B column-major: k x lines
+        }
+        for (std::int64_t q = 0; q < panels; ++q) {
+          for (std::int64_t p = 0; p < k; ++p) {
+            for (std::int64_t i = 0; i < r; ++i) {
+              const std::int64_t line = q * r + i;
+              const T want = line < lines ? src[static_cast<std::size_t>(line * ld + p)] : T(0);
+              ASSERT_EQ(dst[static_cast<std::size_t>(q * r * k + p * r + i)], want)
+                  << "panel " << q << " step " << p << " lane " << i;
+            }
+          }
+        }
+        for (std::size_t g = 0; g < kGuard; ++g) ASSERT_EQ(dst[dst.size() - kGuard + g], sentinel) << "guard " << g;
+      }
+    }
+  }
+}
+
+TEST(NativeGemmTest, Avx2TransposingPacksMatchTheLayout) {
+  // The AVX2 sets transpose in registers (RegisterTransposes, static_assert
+  // in gemm_kernels_avx2.cpp), including the 6-wide float and thin-M double
+  // B panels whose last lanes go through store_first.
+  if (!cpu_supports(NativeGemmIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
+  const internal::GemmKernelTable& table = internal::avx2_kernel_table();
+  ASSERT_EQ(table.f32.nr, 6);
+  expect_transposing_packs_match(table.f32);
+  expect_transposing_packs_match(table.f64);
+  ASSERT_NE(table.f64.thin_m, nullptr);
+  ASSERT_EQ(table.f64.thin_m->nr, 6);
+  expect_transposing_packs_match(*table.f64.thin_m);
+}
+
 TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
   // Note [Misaligned small GEMM]: a column-major A (the operand the tiles
   // load as vectors) one element past a 64-byte boundary, reused over
