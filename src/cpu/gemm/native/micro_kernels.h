@@ -377,7 +377,12 @@ inline void interleave_rows(std::int64_t kc, const T* src, std::int64_t ld, T* d
       }
     }
   } else {
-    const TileTranspose tile = select_tile_transpose(sizeof(T), Isa::kTransposeIsa);
+    TileTranspose tile = select_tile_transpose(sizeof(T), Isa::kTransposeIsa);
+    if (Isa::kTransposeIsa == CpuIsa::kAvx512 && tile.width > 0 && R % tile.width != 0) {
+      // The narrower AVX2 tiles, which every AVX-512 CPU runs: the 4-wide
+      // complex<float> B panels of the AVX-512 set take 4 x 4 tiles.
+      tile = select_tile_transpose(sizeof(T), CpuIsa::kAvx2);
+    }
     if (tile.width > 0 && tile.width <= 16 && R % tile.width == 0) {  // rows/cols hold 16
       const std::int64_t w = tile.width;
       p_end = kc / w * w;

@@ -10,6 +10,7 @@
 #include <complex>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/cpu_isa_test_support.h"
@@ -259,7 +260,10 @@ void expect_transposing_packs_match(const internal::GemmKernelSet<T>& ks) {
                      << (is_a ? "A" : "B") << " panels of " << r << ", " << lines << " lines, depth " << k);
         const std::int64_t ld = k + 3;  // line l, step p at src[l * ld + p]
         std::vector<T> src(static_cast<std::size_t>(lines * ld));
-        for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(static_cast<double>(i % 97) + 0.5);
+        for (std::size_t i = 0; i < src.size(); ++i) {
+          src[i] = static_cast<T>(static_cast<double>(i % 97) + 0.5);
+          if constexpr (!std::is_floating_point_v<T>) src[i] += T(0, static_cast<double>(i % 13));  // distinct parts
+        }
         const std::int64_t panels = (lines + r - 1) / r;
         constexpr std::size_t kGuard = 16;
         const T sentinel = static_cast<T>(-7.25);
@@ -297,6 +301,18 @@ TEST(NativeGemmTest, Avx2TransposingPacksMatchTheLayout) {
   ASSERT_NE(table.f64.thin_m, nullptr);
   ASSERT_EQ(table.f64.thin_m->nr, 6);
   expect_transposing_packs_match(*table.f64.thin_m);
+}
+
+TEST(NativeGemmTest, Avx512TransposingPacksMatchTheLayout) {
+  // Every AVX-512 set, including the complex<float> B panels of 4, which
+  // are narrower than the 8-wide 8-byte tile and take the AVX2 4 x 4 tiles.
+  if (!cpu_supports(NativeGemmIsa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  const internal::GemmKernelTable& table = internal::avx512_kernel_table();
+  ASSERT_EQ(table.c64.nr, 4);
+  expect_transposing_packs_match(table.f32);
+  expect_transposing_packs_match(table.f64);
+  expect_transposing_packs_match(table.c64);
+  expect_transposing_packs_match(table.c128);
 }
 
 TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
