@@ -289,30 +289,28 @@ void expect_transposing_packs_match(const internal::GemmKernelSet<T>& ks) {
   }
 }
 
-TEST(NativeGemmTest, Avx2TransposingPacksMatchTheLayout) {
-  // The AVX2 sets transpose in registers (RegisterTransposes, static_assert
+TEST(NativeGemmTest, TransposingPacksMatchTheLayout) {
+  // AVX2: the sets transpose in registers (RegisterTransposes, static_assert
   // in gemm_kernels_avx2.cpp), including the 6-wide float and thin-M double
-  // B panels whose last lanes go through store_first.
+  // B panels whose last lanes go through store_first. AVX-512: every set,
+  // including the complex<float> B panels of 4, which are narrower than the
+  // 8-wide 8-byte tile and take the AVX2 4 x 4 tiles.
   if (!cpu_supports(NativeGemmIsa::kAvx2)) GTEST_SKIP() << "no AVX2";
-  const internal::GemmKernelTable& table = internal::avx2_kernel_table();
-  ASSERT_EQ(table.f32.nr, 6);
-  expect_transposing_packs_match(table.f32);
-  expect_transposing_packs_match(table.f64);
-  ASSERT_NE(table.f64.thin_m, nullptr);
-  ASSERT_EQ(table.f64.thin_m->nr, 6);
-  expect_transposing_packs_match(*table.f64.thin_m);
-}
-
-TEST(NativeGemmTest, Avx512TransposingPacksMatchTheLayout) {
-  // Every AVX-512 set, including the complex<float> B panels of 4, which
-  // are narrower than the 8-wide 8-byte tile and take the AVX2 4 x 4 tiles.
-  if (!cpu_supports(NativeGemmIsa::kAvx512)) GTEST_SKIP() << "no AVX-512";
-  const internal::GemmKernelTable& table = internal::avx512_kernel_table();
-  ASSERT_EQ(table.c64.nr, 4);
-  expect_transposing_packs_match(table.f32);
-  expect_transposing_packs_match(table.f64);
-  expect_transposing_packs_match(table.c64);
-  expect_transposing_packs_match(table.c128);
+  const internal::GemmKernelTable& avx2 = internal::avx2_kernel_table();
+  ASSERT_EQ(avx2.f32.nr, 6);
+  ASSERT_NE(avx2.f64.thin_m, nullptr);
+  ASSERT_EQ(avx2.f64.thin_m->nr, 6);
+  for (const internal::GemmKernelSet<double>* set : {&avx2.f64, avx2.f64.thin_m}) {
+    expect_transposing_packs_match(*set);
+  }
+  expect_transposing_packs_match(avx2.f32);
+  if (!cpu_supports(NativeGemmIsa::kAvx512)) return;
+  const internal::GemmKernelTable& avx512 = internal::avx512_kernel_table();
+  ASSERT_EQ(avx512.c64.nr, 4);
+  expect_transposing_packs_match(avx512.f32);
+  expect_transposing_packs_match(avx512.f64);
+  expect_transposing_packs_match(avx512.c64);
+  expect_transposing_packs_match(avx512.c128);
 }
 
 TEST(NativeGemmTest, MisalignedAIsCopiedIntoAlignedPanels) {
