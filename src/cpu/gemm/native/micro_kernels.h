@@ -339,7 +339,7 @@ inline void complex_micro_kernel(std::int64_t k, const std::complex<typename Isa
 // R lanes of each step in plain 16- and 8-byte stores (AVX2 masked stores
 // are microcoded on Zen 2 and 3). Copied element-wise, those
 // 6-column panels made a 64^3 sgemm 0.92 of OpenBLAS, through a stack tile
-// (store-forwarding stalls) 0.88, inline 1.00 (docs/performance_notes.md).
+// (store-forwarding stalls) 0.88, inline 0.99-1.00 (docs/performance_notes.md).
 
 /// Whether Isa transposes L x L blocks of T in registers and stores a
 /// vector's first lanes (Avx2S, Avx2D).

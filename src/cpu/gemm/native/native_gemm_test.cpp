@@ -253,8 +253,8 @@ TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
 template <class T>
 void expect_transposing_packs_match(const internal::GemmKernelSet<T>& ks) {
   for (const std::int64_t k : {8, 19, 37}) {  // whole register blocks, then depth tails
-    for (const int r : {ks.mr, ks.nr}) {
-      const bool is_a = r == ks.mr;
+    for (const bool is_a : {true, false}) {
+      const int r = is_a ? ks.mr : ks.nr;
       for (const std::int64_t lines : {std::int64_t{r}, std::int64_t{2 * r + 1}, std::int64_t{3 * r - 1}}) {
         SCOPED_TRACE(::testing::Message()
                      << (is_a ? "A" : "B") << " panels of " << r << ", " << lines << " lines, depth " << k);
