@@ -21,12 +21,13 @@ list(APPEND TENFERRO_CPU_TESTS
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb ${CMAKE_DL_LIBS})
 
 # Note [ISA translation units] (native/micro_kernels.h): the SIMD kernels get
-# their target flags whatever TENFERRO_ARCH says; the driver checks
-# the CPU before using them.
+# their target flags whatever TENFERRO_ARCH says (the AVX2 ones never
+# AVX-512, even under -march=native); the driver checks the CPU before using
+# them.
 set_source_files_properties(gemm/native/gemm_kernels_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma")
 set_source_files_properties(gemm/native/gemm_kernels_avx2.cpp PROPERTIES
-  COMPILE_OPTIONS "-mavx2;-mfma")
+  COMPILE_OPTIONS "-mavx2;-mfma;-mno-avx512f")
 
 # External BLAS modules (Note [External BLAS isolation] in
 # include/tenferro/cpu/gemm/external_blas.h): one C shared object per

@@ -31,4 +31,4 @@ list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
 set_source_files_properties(kernels/transpose_micro_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512vl;-mavx2")
 set_source_files_properties(kernels/transpose_micro_avx2.cpp PROPERTIES
-  COMPILE_OPTIONS "-mavx2")
+  COMPILE_OPTIONS "-mavx2;-mno-avx512f")
