@@ -256,6 +256,23 @@ TEST(CpuLinalgEngineTest, NonFiniteInputsAndShapeMismatchesAreTypedErrors) {
     const double n1 = values_of((*norm)[0])[1].real();
     EXPECT_TRUE(std::isnan(bad) ? std::isnan(n1) : std::isinf(n1)) << n1;
   }
+  // Real inputs, the non-finite value last (the tail of the vectorised
+  // check), and a non-finite right-hand side.
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (double bad : {std::nan(""), -std::numeric_limits<double>::infinity()}) {
+      std::vector<cd> v = values_of(random_tensor(dtype, {2, 3, 3}, 13));
+      v.back() = cd(bad);
+      Result<runtime::TensorList> out = eager(rt, LinalgOp::inv(), {tensor_of(dtype, {2, 3, 3}, v)});
+      ASSERT_FALSE(out.ok()) << to_string(dtype);
+      EXPECT_EQ(out.status().code(), ErrorCode::kNonFiniteInput) << out.status().to_string();
+      std::vector<cd> rhs = values_of(random_tensor(dtype, {3, 2}, 14));
+      rhs[4] = cd(bad);
+      out = eager(rt, LinalgOp::solve(), {well_conditioned(dtype, {3, 3}, 15), tensor_of(dtype, {3, 2}, rhs)});
+      ASSERT_FALSE(out.ok()) << to_string(dtype);
+      EXPECT_EQ(out.status().code(), ErrorCode::kNonFiniteInput) << out.status().to_string();
+      EXPECT_NE(out.status().to_string().find("operand 1"), std::string::npos) << out.status().to_string();
+    }
+  }
   const Tensor a = random_tensor(DType::kFloat64, {3, 3}, 10);
   Result<runtime::TensorList> mismatch = eager(rt, LinalgOp::solve(), {a, random_tensor(DType::kFloat64, {4, 1}, 11)});
   ASSERT_FALSE(mismatch.ok());
@@ -264,6 +281,35 @@ TEST(CpuLinalgEngineTest, NonFiniteInputsAndShapeMismatchesAreTypedErrors) {
   EXPECT_EQ(not_square.status().code(), ErrorCode::kShapeMismatch);
   const Tensor ints = *Tensor::zeros({2, 2}, DType::kInt32);
   EXPECT_EQ(eager(rt, LinalgOp::inv(), {ints}).status().code(), ErrorCode::kDTypeMismatch);
+}
+
+// The engine gathers each matrix from the operand's strides: a transposed
+// view and a right-hand side broadcast over the batch (batch stride 0) give
+// bit for bit the results of their contiguous copies.
+TEST(CpuLinalgEngineTest, StridedAndBroadcastOperandsMatchTheirContiguousCopies) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  for (DType dtype : kAllDTypes) {
+    const Tensor view = well_conditioned(dtype, {2, 37, 37}, 21).transpose(1, 2).value();
+    const Tensor copy = tensor_of(dtype, {2, 37, 37}, values_of(view));
+    const Tensor rhs = random_tensor(dtype, {1, 37, 3}, 22).broadcast_to({2, 37, 3}).value();
+    const Tensor rhs_copy = tensor_of(dtype, {2, 37, 3}, values_of(rhs));
+    const std::vector<std::pair<std::shared_ptr<const LinalgOp>, int>> ops = {{LinalgOp::slogdet(), 1},
+                                                                              {LinalgOp::qr(), 1},
+                                                                              {LinalgOp::svd(SvdMode::kFull), 1},
+                                                                              {LinalgOp::inv(), 1},
+                                                                              {LinalgOp::solve(), 2}};
+    for (const auto& [op, operands] : ops) {
+      const std::vector<Tensor> strided = operands == 1 ? std::vector<Tensor>{view} : std::vector<Tensor>{view, rhs};
+      const std::vector<Tensor> dense = operands == 1 ? std::vector<Tensor>{copy} : std::vector<Tensor>{copy, rhs_copy};
+      Result<runtime::TensorList> got = rt.on().call(op, std::span<const Tensor>(strided));
+      Result<runtime::TensorList> want = rt.on().call(op, std::span<const Tensor>(dense));
+      ASSERT_TRUE(got.ok() && want.ok()) << op->describe() << ": " << got.status().to_string();
+      ASSERT_EQ(got->size(), want->size());
+      for (std::size_t r = 0; r < got->size(); ++r)
+        EXPECT_EQ(values_of((*got)[r]), values_of((*want)[r]))
+            << op->describe() << " result " << r << " " << to_string(dtype);
+    }
+  }
 }
 
 TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {

@@ -5,8 +5,10 @@
 // writes the row-major outputs. One dtype switch per matrix; the loops are
 // typed.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -14,6 +16,8 @@
 
 #include "linalg_cpu/lapack/lapack_symbols.h"
 #include "linalg_cpu/linalg_plan.h"
+#include "tenferro/cpu/kernels/layout.h"
+#include "tenferro/cpu/parallel.h"
 
 namespace tenferro::linalg::internal {
 
@@ -64,36 +68,65 @@ std::int64_t batch_offset(const TensorView& v, std::span<const std::int64_t> bat
   return offset;
 }
 
-// Copies matrix `index` of `src` (its last two axes; for a vector operand its
-// last axis as one row) into the column-major `dst`; false when a NaN or Inf
-// was seen.
+// Copies the rows x cols matrix at `src` (element strides rs_src, cs_src)
+// to `dst` (rs_dst, cs_dst) with the layout kernels' blocked transposes: an
+// element-wise loop against a row-major source walks it with a stride of
+// one row per element (a TLB miss per element at n = 1024).
 template <class T>
-bool gather(const TensorView& src, const LinalgPlan& plan, std::int64_t index, const MatrixBuffer& dst) {
+Status copy_matrix(const T* src, std::int64_t rs_src, std::int64_t cs_src, T* dst, std::int64_t rs_dst,
+                   std::int64_t cs_dst, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t shape[2] = {rows, cols};
+  const std::int64_t from[2] = {rs_src, cs_src};
+  const std::int64_t to[2] = {rs_dst, cs_dst};
+  const cpu::SequentialContext sequential;
+  return cpu::copy_into(TensorView{const_cast<T*>(src), shape, from, dtype_of<T>},
+                        TensorView{dst, shape, to, dtype_of<T>}, sequential);
+}
+
+// Whether every element of the column-major `m` is finite: a test of the
+// exponent bits, which vectorises (a NaN or Inf has all of them set).
+template <class T>
+bool all_finite(const MatrixBuffer& m) {
+  using R = RealOf<T>;
+  using Bits = std::conditional_t<sizeof(R) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits kExponent = static_cast<Bits>(sizeof(R) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
+  constexpr std::int64_t kReals = kIsComplex<T> ? 2 : 1;
+  Bits bad = 0;
+  for (std::int64_t j = 0; j < m.cols; ++j) {
+    const R* column = reinterpret_cast<const R*>(static_cast<const T*>(m.data) + j * m.ld);
+    for (std::int64_t i = 0; i < m.rows * kReals; ++i) {
+      bad |= static_cast<Bits>((std::bit_cast<Bits>(column[i]) & kExponent) == kExponent);
+    }
+  }
+  return bad == 0;
+}
+
+// Copies matrix `index` of `src` (its last two axes; for a vector operand its
+// last axis as one row) into the column-major `dst`; `finite` tells whether
+// every element is finite.
+template <class T>
+Status gather(const TensorView& src, const LinalgPlan& plan, std::int64_t index, const MatrixBuffer& dst,
+              bool& finite) {
   const std::size_t rank = src.shape.size();
   const std::int64_t cs = src.strides[rank - 1];
   const std::int64_t rs = dst.rows > 1 || rank >= 2 ? src.strides[rank >= 2 ? rank - 2 : 0] : 0;
   const T* base = src.data_as<const T>() + batch_offset(src, plan.batch_shape, index);
-  T* out = static_cast<T*>(dst.data);
-  bool ok = true;
-  for (std::int64_t j = 0; j < dst.cols; ++j) {
-    for (std::int64_t i = 0; i < dst.rows; ++i) {
-      const T x = base[i * rs + j * cs];
-      ok = ok && finite(x);
-      out[i + j * dst.ld] = x;
-    }
-  }
-  return ok;
+  TENFERRO_TRY(copy_matrix(base, rs, cs, static_cast<T*>(dst.data), 1, dst.ld, dst.rows, dst.cols));
+  finite = all_finite<T>(dst);
+  return ok_status();
 }
 
 // Writes the column-major `src` (rows x cols, leading dimension ld) as
 // element `index` of the row-major output; column j of the output is
 // column order[j] of src when `order` is given.
 template <class U>
-void store_matrix(const TensorView& out, std::int64_t index, const U* src, std::int64_t rows, std::int64_t cols,
-                  std::int64_t ld, const std::int64_t* order = nullptr) {
+Status store_matrix(const TensorView& out, std::int64_t index, const U* src, std::int64_t rows, std::int64_t cols,
+                    std::int64_t ld, const std::int64_t* order = nullptr) {
   U* dst = out.data_as<U>() + index * rows * cols;
+  if (order == nullptr) return copy_matrix(src, 1, ld, dst, cols, 1, rows, cols);
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + (order != nullptr ? order[j] : j) * ld];
+    for (std::int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + order[j] * ld];
+  return ok_status();
 }
 
 template <class U>
@@ -138,12 +171,12 @@ T normalize_column(const MatrixBuffer& m, std::int64_t j) {
   return phase;
 }
 
+// Makes the gauge pivot of the contiguous row `row` real positive.
 template <class T>
-void normalize_row(const MatrixBuffer& m, std::int64_t i) {
-  T* row = static_cast<T*>(m.data) + i;
-  const std::int64_t p = gauge_pivot(row, m.cols, m.ld);
+void normalize_row(T* row, std::int64_t count) {
+  const std::int64_t p = gauge_pivot(row, count, 1);
   if (p < 0) return;
-  scale(row, m.cols, m.ld, conj_of(unit_phase(row[p * m.ld])));
+  scale(row, count, 1, conj_of(unit_phase(row[p])));
 }
 
 Error non_finite_error(LinalgOpKind kind, int operand) {
@@ -172,13 +205,16 @@ class MatrixProcessor {
 
   Status run() {
     const bool check = rejects_non_finite(a_.kind);
-    const bool finite_a = gather<T>(in_[0], plan_, index_, buffers_.a);
+    bool finite_a = true;
+    TENFERRO_TRY(gather<T>(in_[0], plan_, index_, buffers_.a, finite_a));
     if (check && !finite_a) return non_finite_error(a_.kind, 0);
     if (in_.size() > 1) {
       // lstsq: B occupies the first m rows of a max(m, n)-row buffer.
       MatrixBuffer rhs = buffers_.b;
       rhs.rows = plan_.m;
-      if (!gather<T>(in_[1], plan_, index_, rhs) && check) return non_finite_error(a_.kind, 1);
+      bool finite_b = true;
+      TENFERRO_TRY(gather<T>(in_[1], plan_, index_, rhs, finite_b));
+      if (check && !finite_b) return non_finite_error(a_.kind, 1);
     }
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
     // A spectral norm of a non-finite matrix never reaches the provider
@@ -205,32 +241,32 @@ class MatrixProcessor {
       case LinalgOpKind::kQr: {
         const MatrixBuffer& q = buffers_.u;
         const MatrixBuffer& r = buffers_.v;
+        // Row i of R is scaled in the row-major output, where it is contiguous.
+        TENFERRO_TRY(store_matrix(out_[1], index_, data(r), r.rows, r.cols, r.ld));
+        T* r_out = out_[1].data_as<T>() + index_ * r.rows * r.cols;
         for (std::int64_t i = 0; i < k(); ++i) {
-          T* rii = data(r) + i + i * r.ld;
-          if (*rii == T(0)) continue;
-          const T phase = unit_phase(*rii);
-          scale(data(r) + i, r.cols, r.ld, conj_of(phase));
+          const T rii = data(r)[i + i * r.ld];
+          if (rii == T(0)) continue;
+          const T phase = unit_phase(rii);
+          scale(r_out + i * r.cols, r.cols, 1, conj_of(phase));
           scale(data(q) + i * q.ld, q.rows, 1, phase);
         }
-        store_matrix(out_[0], index_, data(q), q.rows, q.cols, q.ld);
-        store_matrix(out_[1], index_, data(r), r.rows, r.cols, r.ld);
-        return ok_status();
+        return store_matrix(out_[0], index_, data(q), q.rows, q.cols, q.ld);
       }
       case LinalgOpKind::kEigh:
         store_vector(out_[0], index_, static_cast<const R*>(buffers_.values), n);
         if (a_.compute_vectors) {
           for (std::int64_t j = 0; j < n; ++j) normalize_column<T>(buffers_.a, j);
-          store_matrix(out_[1], index_, data(buffers_.a), n, n, buffers_.a.ld);
+          TENFERRO_TRY(store_matrix(out_[1], index_, data(buffers_.a), n, n, buffers_.a.ld));
         }
         return ok_status();
       case LinalgOpKind::kEig:
         return finish_eig();
       case LinalgOpKind::kCholesky:
       case LinalgOpKind::kInv:
-        store_matrix(out_[0], index_, data(buffers_.a), n, n, buffers_.a.ld);
-        return ok_status();
+        return store_matrix(out_[0], index_, data(buffers_.a), n, n, buffers_.a.ld);
       case LinalgOpKind::kLu: {
-        store_matrix(out_[0], index_, data(buffers_.a), m, n, buffers_.a.ld);
+        TENFERRO_TRY(store_matrix(out_[0], index_, data(buffers_.a), m, n, buffers_.a.ld));
         store_vector(out_[1], index_, buffers_.pivots, k());
         std::int64_t* perm = out_[2].data_as<std::int64_t>() + index_ * m;
         for (std::int64_t i = 0; i < m; ++i) perm[i] = i;
@@ -240,11 +276,9 @@ class MatrixProcessor {
       case LinalgOpKind::kSolve:
       case LinalgOpKind::kTriangularSolve:
       case LinalgOpKind::kLstsq:
-        store_matrix(out_[0], index_, data(buffers_.b), n, plan_.nrhs, buffers_.b.ld);
-        return ok_status();
+        return store_matrix(out_[0], index_, data(buffers_.b), n, plan_.nrhs, buffers_.b.ld);
       case LinalgOpKind::kPinv:
-        store_matrix(out_[0], index_, data(buffers_.v), n, m, buffers_.v.ld);
-        return ok_status();
+        return store_matrix(out_[0], index_, data(buffers_.v), n, m, buffers_.v.ld);
       case LinalgOpKind::kDet:
       case LinalgOpKind::kSlogdet:
         return finish_determinant();
@@ -266,14 +300,16 @@ class MatrixProcessor {
     }
     const MatrixBuffer& u = buffers_.u;
     const MatrixBuffer& vh = buffers_.v;
+    // The rows of Vh are scaled in the row-major output, where they are contiguous.
+    TENFERRO_TRY(store_matrix(out_[2], index_, data(vh), vh.rows, vh.cols, vh.ld));
+    T* vh_out = out_[2].data_as<T>() + index_ * vh.rows * vh.cols;
     for (std::int64_t j = 0; j < u.cols; ++j) {
       const T phase = normalize_column<T>(u, j);
-      if (j < k()) scale(data(vh) + j, vh.cols, vh.ld, phase);
+      if (j < k()) scale(vh_out + j * vh.cols, vh.cols, 1, phase);
     }
-    for (std::int64_t i = k(); i < vh.rows; ++i) normalize_row<T>(vh, i);
-    store_matrix(out_[0], index_, data(u), u.rows, u.cols, u.ld);
+    for (std::int64_t i = k(); i < vh.rows; ++i) normalize_row<T>(vh_out + i * vh.cols, vh.cols);
+    TENFERRO_TRY(store_matrix(out_[0], index_, data(u), u.rows, u.cols, u.ld));
     store_vector(out_[1], index_, s, k());
-    store_matrix(out_[2], index_, data(vh), vh.rows, vh.cols, vh.ld);
     return ok_status();
   }
 
@@ -295,8 +331,7 @@ class MatrixProcessor {
       if (norm2 > R(0)) scale(vd + j * v.ld, n, 1, C(R(1) / std::sqrt(norm2)));
       normalize_column<C>(v, j);
     }
-    store_matrix(out_[1], index_, vd, n, n, v.ld, order);
-    return ok_status();
+    return store_matrix(out_[1], index_, vd, n, n, v.ld, order);
   }
 
   Status finish_determinant() {
