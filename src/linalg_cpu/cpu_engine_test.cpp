@@ -6,7 +6,9 @@
 // LAPACK provider's identification of what is loaded.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <mutex>
+#include <new>
 
 #include "linalg_cpu/linalg_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
@@ -308,6 +310,73 @@ TEST(CpuLinalgEngineTest, StridedAndBroadcastOperandsMatchTheirContiguousCopies)
       for (std::size_t r = 0; r < got->size(); ++r)
         EXPECT_EQ(values_of((*got)[r]), values_of((*want)[r]))
             << op->describe() << " result " << r << " " << to_string(dtype);
+    }
+  }
+}
+
+// Note [Spectral norm from the Gram matrix]: matrix_norm(2) asks for the
+// largest singular value alone. Through the engine it matches σ_max of the
+// SVD for every dtype and shape and survives extreme scales; called
+// directly, the LAPACK provider writes only values[0] for float64 and
+// complex128 (the Gram path) and every value for float32 and complex64.
+TEST(CpuLinalgEngineTest, SpectralNormReadsOnlyTheLargestSingularValue) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  for (DType dtype : kAllDTypes) {
+    for (const Dims& shape : {Dims{2, 7, 5}, Dims{2, 5, 7}, Dims{3, 6, 6}}) {
+      const Tensor a = random_tensor(dtype, shape, 31);
+      Result<runtime::TensorList> norm = eager(rt, *LinalgOp::matrix_norm(NormOrder::kTwo), {a});
+      Result<runtime::TensorList> svd = eager(rt, LinalgOp::svd(SvdMode::kValuesOnly), {a});
+      ASSERT_TRUE(norm.ok() && svd.ok()) << norm.status().to_string();
+      const std::vector<cd> got = values_of((*norm)[0]), values = values_of((*svd)[0]);
+      const std::int64_t k = std::min(shape[1], shape[2]);
+      for (std::int64_t b = 0; b < shape[0]; ++b) {
+        EXPECT_NEAR(got[b].real(), values[b * k].real(), tolerance(dtype, k) * values[b * k].real())
+            << to_string(dtype) << " " << shape_to_string(shape);
+      }
+    }
+  }
+  const Tensor a = random_tensor(DType::kFloat64, {6, 4}, 32);
+  const double reference = values_of((*eager(rt, *LinalgOp::matrix_norm(NormOrder::kTwo), {a}))[0])[0].real();
+  for (double scale : {1e300, 1e-300, 0.0}) {
+    std::vector<cd> v = values_of(a);
+    for (cd& x : v) x *= scale;
+    Result<runtime::TensorList> norm =
+        eager(rt, *LinalgOp::matrix_norm(NormOrder::kTwo), {tensor_of(DType::kFloat64, {6, 4}, v)});
+    ASSERT_TRUE(norm.ok()) << norm.status().to_string();
+    EXPECT_NEAR(values_of((*norm)[0])[0].real(), reference * scale, 1e-13 * reference * scale) << scale;
+  }
+
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  LinalgAttributes values_only;
+  values_only.kind = LinalgOpKind::kSvd;
+  values_only.svd_mode = SvdMode::kValuesOnly;
+  for (DType dtype : kAllDTypes) {
+    for (bool largest_only : {false, true}) {
+      const LinalgProblem problem{&values_only, dtype, 6, 4, 0, largest_only};
+      Result<LinalgKernelPlan> plan = (*lapack)->plan(problem);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      const std::size_t item = dtype_size(dtype);
+      std::vector<cd> entries = values_of(random_tensor(dtype, {4, 6}, 33));  // column-major 6 x 4
+      const Tensor a = tensor_of(dtype, {4, 6}, entries);
+      std::vector<std::byte> matrix(24 * item);
+      std::memcpy(matrix.data(), a.data(), matrix.size());
+      std::vector<double> values(4, -1.0);
+      std::vector<float> values32(4, -1.0f);
+      const bool single = dtype == DType::kFloat32 || dtype == DType::kComplex64;
+      LinalgBuffers buffers;
+      buffers.a = MatrixBuffer{matrix.data(), 6, 4, 6};
+      buffers.values = single ? static_cast<void*>(values32.data()) : static_cast<void*>(values.data());
+      auto* workspace = static_cast<std::byte*>(::operator new(plan->workspace_bytes + 64, std::align_val_t(64)));
+      const Status run =
+          (*lapack)->run(problem, *plan, buffers, std::span<std::byte>(workspace, plan->workspace_bytes));
+      ::operator delete(workspace, std::align_val_t(64));
+      ASSERT_TRUE(run.ok()) << run.to_string();
+      for (int i = 0; i < 4; ++i) {
+        const double v = single ? values32[i] : values[i];
+        const bool written = i == 0 || !largest_only || single;
+        EXPECT_EQ(v != -1.0, written) << to_string(dtype) << " largest_only " << largest_only << " value " << i;
+      }
     }
   }
 }

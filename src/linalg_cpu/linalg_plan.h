@@ -44,7 +44,14 @@ struct LinalgPlan final : runtime::ProviderPlan {
   double flops = 0;
   std::string reason;  ///< provider choice, for explain()
 
-  LinalgProblem problem() const noexcept { return {&provider_attributes, dtype, m, n, nrhs}; }
+  LinalgProblem problem() const noexcept {
+    return {&provider_attributes,
+            dtype,
+            m,
+            n,
+            nrhs,
+            attributes.kind == LinalgOpKind::kMatrixNorm && attributes.norm == NormOrder::kTwo};
+  }
   cpu::ThreadCountControl thread_count() const noexcept {
     return provider != nullptr ? provider->capability().thread_count : cpu::ThreadCountControl::kSequential;
   }

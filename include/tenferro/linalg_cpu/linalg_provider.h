@@ -22,7 +22,8 @@
 //  - Providers never see strided or row-major data, never see NaN/Inf
 //    (the engine rejects them first) and never see an empty matrix.
 // Buffer roles (k = min(m, n); all matrices column-major with ld >= rows):
-//   svd              a m×n (destroyed) -> values k (real), u m×(m|k), v (Vᴴ) (n|k)×n
+//   svd              a m×n (destroyed) -> values k (real), u m×(m|k), v (Vᴴ) (n|k)×n;
+//                    with largest_value_only (values only) just values[0] = σ_max
 //   qr               a m×n (destroyed) -> u (Q) m×(k|m), v (R) (k|m)×n
 //   eigh             a n×n lower triangle -> values n (real, ascending); a := V
 //   eig              a n×n (destroyed) -> values n (complex), u (V) n×n complex
@@ -68,6 +69,10 @@ struct LinalgProblem {
   std::int64_t m = 0;     ///< rows of a
   std::int64_t n = 0;     ///< columns of a
   std::int64_t nrhs = 0;  ///< columns of b (solve, triangular_solve, lstsq)
+  /// A values-only SVD of which only values[0], the largest singular value
+  /// (matrix_norm(2)), is read: a provider may compute that value alone
+  /// (Note [Spectral norm from the Gram matrix] in lapack_kernels.cpp).
+  bool largest_value_only = false;
 
   LinalgOpKind kind() const noexcept { return attributes->kind; }
 };

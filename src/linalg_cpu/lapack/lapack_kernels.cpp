@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "linalg_cpu/lapack/lapack_symbols.h"
 #include "linalg_cpu/workspace_layout.h"
@@ -49,7 +50,7 @@ class LapackKernels {
     LinalgKernelPlan plan;
     switch (p_.kind()) {
       case LinalgOpKind::kSvd:
-        TENFERRO_TRY(plan_svd(svd_job(), plan));
+        TENFERRO_TRY(gram_norm() ? plan_syevd('N', k_, plan) : plan_svd(svd_job(), plan));
         break;
       case LinalgOpKind::kPinv:
         TENFERRO_TRY(plan_svd('S', plan));
@@ -58,7 +59,7 @@ class LapackKernels {
         TENFERRO_TRY(plan_qr(plan));
         break;
       case LinalgOpKind::kEigh:
-        TENFERRO_TRY(plan_eigh(plan));
+        TENFERRO_TRY(plan_syevd(vectors_job(), n_, plan));
         break;
       case LinalgOpKind::kEig:
         TENFERRO_TRY(plan_eig(plan));
@@ -88,7 +89,7 @@ class LapackKernels {
     const Work w = carve(plan, layout);
     switch (p_.kind()) {
       case LinalgOpKind::kSvd:
-        return run_svd(plan, b, w);
+        return gram_norm() ? run_gram_norm(plan, b, w) : run_svd(plan, b, w);
       case LinalgOpKind::kPinv:
         return run_pinv(plan, b, w);
       case LinalgOpKind::kQr:
@@ -127,12 +128,19 @@ class LapackKernels {
     R* s = nullptr;  // pinv, lstsq
     T* u = nullptr;  // pinv
     T* vt = nullptr;
+    T* gram = nullptr;  // the spectral norm (also s)
   };
 
   Work carve(const LinalgKernelPlan& plan, WorkspaceLayout& layout) const {
     Work w;
     const std::int64_t n = p_.n, k = std::min(p_.m, p_.n);
     switch (p_.kind()) {
+      case LinalgOpKind::kSvd:
+        if (gram_norm()) {
+          w.gram = layout.take<T>(k * k);
+          w.s = layout.take<R>(k);
+        }
+        break;
       case LinalgOpKind::kQr:
         w.tau = layout.take<T>(k);
         break;
@@ -259,13 +267,58 @@ class LapackKernels {
     return info == 0 ? ok_status() : lapack_failure(info);
   }
 
+  // --- the spectral norm -------------------------------------------------------------
+  // Note [Spectral norm from the Gram matrix]
+  // matrix_norm(2) reads only σ_max (LinalgProblem::largest_value_only). For
+  // float64 and complex128 it is computed as Eigen's operatorNorm() does:
+  // σ_max = sqrt(λ_max(G)) with G = AᴴA (or AAᴴ when m < n: k x k, k =
+  // min(m, n)), formed by one ?syrk/?herk (k²·max(m, n) multiply-adds, half
+  // a GEMM) and reduced by ?syevd without vectors (tridiagonal values
+  // only), instead of gesdd's bidiagonalisation: 0.167-0.180 s -> about
+  // 0.11 s at n = 1024 (docs/performance_notes.md, "Linalg layout
+  // conversion"). Accuracy: λ_max has absolute error O(eps·‖G‖) = O(eps·σ_max²),
+  // so σ_max keeps a relative error of O(eps); forming G adds at most
+  // O(max(m, n)·eps) relative, the same order as the SVD's backward error.
+  // A is first scaled by a power of two (exact) that brings its largest
+  // component into [0.5, 1), so G neither overflows nor loses σ_max to
+  // underflow. float32 and complex64 keep the SVD: their Gram matrix would
+  // lose too many of float's 24 bits.
+  bool gram_norm() const noexcept {
+    return p_.largest_value_only && p_.attributes->svd_mode == SvdMode::kValuesOnly && std::is_same_v<R, double>;
+  }
+  Status run_gram_norm(const LinalgKernelPlan& plan, const LinalgBuffers& b, const Work& w) const {
+    T* a = data(b.a);
+    const std::int64_t lda = b.a.ld;
+    constexpr std::int64_t kReals = kIsComplex<T> ? 2 : 1;  // components per element
+    R largest = 0;
+    for (std::int64_t j = 0; j < p_.n; ++j) {
+      const R* column = reinterpret_cast<const R*>(a + j * lda);
+      for (std::int64_t i = 0; i < kReals * p_.m; ++i) largest = std::max(largest, std::abs(column[i]));
+    }
+    auto* s = static_cast<R*>(b.values);
+    if (largest == R(0)) {
+      s[0] = 0;
+      return ok_status();
+    }
+    const int exponent = std::ilogb(largest) + 1;  // largest * 2^-exponent in [0.5, 1)
+    const R factor = std::ldexp(R(1), -exponent);
+    for (std::int64_t j = 0; j < p_.n; ++j)
+      for (std::int64_t i = 0; i < p_.m; ++i) a[j * lda + i] *= factor;
+    lapack_.gram_lower(/*adjoint_first=*/m_ >= n_, k_, std::max(m_, n_), a, ld_of(b.a), w.gram, ld(k_));
+    const I info = lapack_.syevd('N', 'L', k_, w.gram, ld(k_), w.s, w.work, static_cast<I>(plan.sizes[0]), w.rwork,
+                                 static_cast<I>(plan.sizes[1]), w.iwork, static_cast<I>(plan.sizes[2]));
+    if (info != 0) return lapack_failure(info);
+    s[0] = std::ldexp(std::sqrt(std::max(w.s[k_ - 1], R(0))), exponent);  // ascending eigenvalues
+    return ok_status();
+  }
+
   // --- eigh -------------------------------------------------------------------------
   char vectors_job() const noexcept { return p_.attributes->compute_vectors ? 'V' : 'N'; }
-  Status plan_eigh(LinalgKernelPlan& plan) const {
+  Status plan_syevd(char job, I n, LinalgKernelPlan& plan) const {
     T query{}, dummy{};
     R rquery{}, rdummy{};
     I iquery{};
-    const I info = lapack_.syevd(vectors_job(), 'L', n_, &dummy, ld(n_), &rdummy, &query, -1, &rquery, -1, &iquery, -1);
+    const I info = lapack_.syevd(job, 'L', n, &dummy, ld(n), &rdummy, &query, -1, &rquery, -1, &iquery, -1);
     if (info != 0) return lapack_failure(info);
     plan.sizes[0] = size_from_query(std::real(query));
     plan.sizes[1] = kIsComplex<T> ? size_from_query(rquery) : 0;
@@ -452,6 +505,8 @@ const char* lapack_routine_name(LapackRoutine routine, bool complex) noexcept {
       return "gelsd";
     case kGemm:
       return "gemm";
+    case kSyrk:
+      return complex ? "herk" : "syrk";
     case kNumLapackRoutines:
       break;
   }

@@ -88,8 +88,8 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
     for (int t = 0; t < 4; ++t) {
       const auto routine = static_cast<internal::LapackRoutine>(r);
       const std::string symbol =
-          routine == internal::kGemm
-              ? fmt::format("cblas_{}gemm", kElementPrefix[t])
+          routine == internal::kGemm || routine == internal::kSyrk
+              ? fmt::format("cblas_{}{}", kElementPrefix[t], internal::lapack_routine_name(routine, t >= 2))
               : fmt::format("LAPACKE_{}{}_work", kElementPrefix[t], internal::lapack_routine_name(routine, t >= 2));
       void* fn = dlsym(module->handle, symbol.c_str());
       if (fn == nullptr) {

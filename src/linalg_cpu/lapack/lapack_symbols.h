@@ -19,8 +19,10 @@ namespace tenferro::linalg::internal {
 using lapack_int = std::int32_t;
 inline constexpr int kLapackColMajor = 102;  // LAPACK_COL_MAJOR
 inline constexpr int kCblasColMajor = 102;   // CblasColMajor
+inline constexpr int kCblasNoTrans = 111;    // CblasNoTrans
 inline constexpr int kCblasTrans = 112;      // CblasTrans
 inline constexpr int kCblasConjTrans = 113;  // CblasConjTrans
+inline constexpr int kCblasLower = 122;      // CblasLower
 
 enum LapackRoutine : int {
   kGesdd,
@@ -35,6 +37,7 @@ enum LapackRoutine : int {
   kGetri,
   kGelsd,
   kGemm,  // cblas_?gemm
+  kSyrk,  // cblas_?syrk, cblas_?herk for complex
   kNumLapackRoutines,
 };
 
@@ -166,6 +169,13 @@ class Lapack {
       call<void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I, T, T*, I)>(kGemm)(
           kCblasColMajor, kCblasTrans, kCblasTrans, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc);
     }
+  }
+  /// The lower triangle of C = Aᴴ A (n x n, A is k x n; `adjoint_first`)
+  /// or of C = A Aᴴ (n x n, A is n x k): cblas ?syrk / ?herk.
+  void gram_lower(bool adjoint_first, I n, I k, const T* a, I lda, T* c, I ldc) const {
+    const int trans = !adjoint_first ? kCblasNoTrans : kIsComplex<T> ? kCblasConjTrans : kCblasTrans;
+    call<void (*)(int, int, int, I, I, R, const T*, I, R, T*, I)>(kSyrk)(kCblasColMajor, kCblasLower, trans, n, k, R(1),
+                                                                         a, lda, R(0), c, ldc);
   }
 
  private:
