@@ -482,6 +482,8 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
   const SmallVector<Tensor, 8>& t = operands.tensors();
   const linalg::SvdMode svd = name == "svd" ? svd_mode(mode) : linalg::SvdMode::kThin;
   const linalg::QrMode qr = name == "qr" ? qr_mode(mode) : linalg::QrMode::kReduced;
+  const bool norm = name == "matrix_norm" || name == "vector_norm";
+  const linalg::NormOrder order = norm ? value_or_raise(norm_order_of(mode)) : linalg::NormOrder::kTwo;
   std::vector<Tensor> results;
   Status status;
   {
@@ -517,6 +519,10 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
         return keep(linalg::lstsq(ctx, t[0], t[1], rcond));
       } else if (name == "pinv") {
         return keep(linalg::pinv(ctx, t[0], rcond));
+      } else if (name == "matrix_norm") {
+        return keep(linalg::matrix_norm(ctx, t[0], order));
+      } else if (name == "vector_norm") {
+        return keep(linalg::vector_norm(ctx, t[0], order, rcond));  // rcond carries p
       } else {
         return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg: unknown operation '{}'", name);
       }

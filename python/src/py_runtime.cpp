@@ -20,6 +20,19 @@ Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, k
 
 }  // namespace
 
+Result<linalg::NormOrder> norm_order_of(std::string_view ord) {
+  using linalg::NormOrder;
+  static constexpr std::pair<std::string_view, NormOrder> kOrders[] = {
+      {"fro", NormOrder::kFrobenius}, {"nuc", NormOrder::kNuclear}, {"1", NormOrder::kOne},
+      {"-1", NormOrder::kNegOne},     {"2", NormOrder::kTwo},       {"-2", NormOrder::kNegTwo},
+      {"inf", NormOrder::kInf},       {"-inf", NormOrder::kNegInf}, {"p", NormOrder::kP}};
+  for (const auto& [name, order] : kOrders) {
+    if (name == ord) return order;
+  }
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                    "linalg.norm: expected ord fro, nuc, 1, -1, 2, -2, inf, -inf or p, found '{}'", ord);
+}
+
 Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands) {
   einsum::PlanningPolicy policy;
   policy.planner = spec.planner;

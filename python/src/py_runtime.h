@@ -34,6 +34,7 @@
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/domain_spec.h"
 #include "tenferro/einsum/einsum_op.h"
+#include "tenferro/linalg/linalg_op.h"
 #include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
@@ -49,6 +50,11 @@ struct OptimizeSpec {
 
 /// The planning policy `spec` stands for over `num_operands` operands.
 Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands);
+
+/// numpy's `ord` of tenferro.linalg.norm as the Python layer spells it:
+/// fro, nuc, 1, -1, 2, -2, inf, -inf, or p (a vector p-norm, p passed
+/// separately). kInvalidArgument otherwise.
+Result<linalg::NormOrder> norm_order_of(std::string_view ord);
 
 /// See the file comment. Thread-safe except for op_for (GIL held).
 class PyRuntime {

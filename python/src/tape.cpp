@@ -120,6 +120,10 @@ py::tuple traced_linalg(const std::string& name, const py::list& args, const std
     op = linalg::LinalgOp::slogdet();
   } else if (name == "pinv") {
     op = linalg::LinalgOp::pinv(rcond);
+  } else if (name == "matrix_norm") {
+    op = value_or_raise(linalg::LinalgOp::matrix_norm(value_or_raise(norm_order_of(mode))));
+  } else if (name == "vector_norm") {
+    op = value_or_raise(linalg::LinalgOp::vector_norm(value_or_raise(norm_order_of(mode)), rcond));  // rcond carries p
   } else {
     raise_error(ErrorCode::kUnimplemented, fmt::format("linalg.{} is not recorded inside tenferro.vjp / grad", name));
   }

@@ -17,7 +17,23 @@ import numpy as _np
 from . import _tenferro
 from ._errors import InvalidArgumentError, LinAlgError, UnsupportedError
 
-__all__ = ["svd", "qr", "eigh", "eig", "cholesky", "solve", "inv", "det", "slogdet", "lstsq", "pinv", "LinAlgError"]
+__all__ = [
+    "svd",
+    "qr",
+    "eigh",
+    "eig",
+    "cholesky",
+    "solve",
+    "inv",
+    "det",
+    "slogdet",
+    "lstsq",
+    "pinv",
+    "norm",
+    "matrix_norm",
+    "vector_norm",
+    "LinAlgError",
+]
 
 
 def _invalid(message):
@@ -208,3 +224,115 @@ def pinv(a, rcond=1e-15, hermitian=False, *, runtime=None):
     accepted and ignored."""
     del hermitian
     return _call("pinv", [_operand(a)], runtime, rcond=float(rcond))[0]
+
+
+_MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 1: "1", -1: "-1", 2: "2", -2: "-2", _np.inf: "inf", -_np.inf: "-inf"}
+
+
+def _matrix_ord(ord):  # noqa: A002 (numpy's name)
+    key = "fro" if ord is None else ord
+    try:
+        return _MATRIX_ORDS[key]
+    except (KeyError, TypeError):
+        raise _invalid(f"norm: invalid norm order {ord!r} for matrices: expected None, 'fro', 'nuc', 1, -1, 2, -2, "
+                       "inf or -inf") from None
+
+
+def _vector_ord(ord):  # noqa: A002
+    """(mode, p) for the vector_norm extension."""
+    if ord is None:
+        return "2", 2.0
+    if isinstance(ord, str):
+        raise _invalid(f"norm: invalid norm order {ord!r} for vectors: expected a number, inf or -inf")
+    p = float(ord)
+    if p == _np.inf:
+        return "inf", p
+    if p == -_np.inf:
+        return "-inf", p
+    if p == 2.0:
+        return "2", p
+    return "p", p
+
+
+def _axes(axis, ndim, count):
+    axes = tuple(int(a) for a in axis)
+    if len(axes) != count:
+        raise _invalid(f"norm: expected {count} axes, found {axes}")
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise _invalid(f"norm: axis {a} is out of bounds for an array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise _invalid(f"norm: duplicate axes given: {axes}")
+    return out
+
+
+def _norm_over(x, ord, axes, keepdims, runtime):  # noqa: A002
+    """The vector (one axis) or matrix (two axes) norm of x over `axes`."""
+    traced = _traced(x)
+    ndim = len(x.shape)
+    last = list(range(ndim - len(axes), ndim))
+    if axes != last:
+        if traced:
+            raise _not_traced("norm over axes other than the last")
+        x = _np.moveaxis(_np.asarray(x), axes, last)
+    if len(axes) == 1:
+        mode, p = _vector_ord(ord)
+        r = _call("vector_norm", [x], runtime, mode=mode, rcond=p)[0]
+    else:
+        r = _call("matrix_norm", [x], runtime, mode=_matrix_ord(ord))[0]
+    if keepdims:
+        if traced:
+            raise _not_traced("norm(keepdims=True)")
+        r = _np.expand_dims(r, tuple(sorted(axes)))
+    return r
+
+
+def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
+    """numpy.linalg.norm: a vector norm over one axis (ord None or 2: the
+    2-norm; inf, -inf, 0 (nonzero count) or any p > 0) or a matrix norm over
+    two axes (ord None or 'fro', 'nuc', 1, -1, 2, -2, inf, -inf). axis None:
+    the 2-norm of the flattened array when ord is None, else the vector or
+    matrix norm of a 1-D or 2-D x. The result is real (float64 for integer
+    input). Negative p for vectors is not supported (InvalidArgumentError)."""
+    x = _operand(x)
+    ndim = len(x.shape)
+    if axis is None:
+        if ord is None:
+            if _traced(x):  # the flattened 2-norm is the Frobenius norm of a matrix
+                if ndim not in (1, 2):
+                    raise _not_traced("norm of an array of rank above 2 with axis=None")
+                return _norm_over(x, None, list(range(ndim)), keepdims, runtime)
+            flat = _np.asarray(x).reshape(-1)
+            r = _call("vector_norm", [flat], runtime, mode="2", rcond=2.0)[0]
+            return _np.reshape(r, (1,) * ndim) if keepdims else r
+        if ndim not in (1, 2):
+            raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 with ord={ord!r}, found {ndim}")
+        axis = tuple(range(ndim))
+    elif isinstance(axis, (int, _np.integer)):
+        axis = (axis,)
+    axis = tuple(axis)
+    if len(axis) not in (1, 2):
+        raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 axes, found {len(axis)}")
+    return _norm_over(x, ord, _axes(axis, ndim, len(axis)), keepdims, runtime)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro", runtime=None):  # noqa: A002
+    """The matrix norm over the last two axes (numpy.linalg.matrix_norm)."""
+    x = _operand(x)
+    return _norm_over(x, ord, _axes((-2, -1), len(x.shape), 2), keepdims, runtime)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noqa: A002
+    """The vector norm over `axis` (numpy.linalg.vector_norm; None: the
+    flattened array)."""
+    x = _operand(x)
+    if axis is None:
+        if _traced(x) and len(x.shape) != 1:
+            raise _not_traced("vector_norm of an array of rank other than 1 with axis=None")
+        flat = x if _traced(x) else _np.asarray(x).reshape(-1)
+        mode, p = _vector_ord(ord)
+        r = _call("vector_norm", [flat], runtime, mode=mode, rcond=p)[0]
+        return _np.reshape(r, (1,) * len(x.shape)) if keepdims and not _traced(x) else r
+    return _norm_over(x, ord, _axes((axis,), len(x.shape), 1), keepdims, runtime)

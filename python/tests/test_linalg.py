@@ -155,3 +155,77 @@ def test_runtime_argument(rng):
     rt = tenferro.Runtime(threads=1)
     a = spd(rng, 5, np.float64)
     np.testing.assert_allclose(tl.inv(a, runtime=rt), np.linalg.inv(a), rtol=1e-9)
+
+
+NORM_CASES = [
+    ((7,), {}),
+    ((7,), dict(ord=1)),
+    ((7,), dict(ord=0)),
+    ((7,), dict(ord=3.5)),
+    ((7,), dict(ord=np.inf)),
+    ((7,), dict(ord=-np.inf)),
+    ((5, 6), {}),
+    ((6, 5), dict(ord=2)),
+    ((5, 6), dict(ord=-2)),
+    ((5, 5), dict(ord="nuc")),
+    ((5, 6), dict(ord=1)),
+    ((5, 6), dict(ord=-np.inf)),
+    ((3, 4, 5), {}),
+    ((3, 4, 5), dict(axis=1)),
+    ((3, 4, 5), dict(axis=(0, 2))),
+    ((3, 4, 5), dict(axis=(2, 0), ord=2)),
+    ((3, 4, 5), dict(axis=-1, keepdims=True)),
+    ((3, 4, 5), dict(axis=(0, 1), ord="fro", keepdims=True)),
+    ((3, 4, 5), dict(keepdims=True)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,kwargs", NORM_CASES)
+def test_norm_matches_numpy(dtype, shape, kwargs, rng):
+    x = random_array(rng, shape, dtype)
+    got = tl.norm(x, **kwargs)
+    want = np.linalg.norm(x, **kwargs)
+    assert np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, **tol(dtype))
+
+
+def test_norm_of_integers_and_the_array_api_names(rng):
+    a = np.arange(12).reshape(3, 4)
+    assert tl.norm(a) == pytest.approx(np.linalg.norm(a), rel=1e-12)
+    x = random_array(rng, (2, 4, 3), np.float64)
+    np.testing.assert_allclose(tl.matrix_norm(x, ord=2), np.linalg.norm(x, ord=2, axis=(-2, -1)), rtol=1e-12)
+    np.testing.assert_allclose(tl.vector_norm(x, axis=1, ord=1), np.linalg.norm(x, ord=1, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(tl.vector_norm(x), np.linalg.norm(x.ravel()), rtol=1e-12)
+    assert tl.vector_norm(x, keepdims=True).shape == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "x,kwargs,message",
+    [
+        (np.ones(4), dict(ord="fro"), "for vectors"),
+        (np.ones((2, 3)), dict(ord=3), "for matrices"),
+        (np.ones((2, 3)), dict(axis=2), "out of bounds"),
+        (np.ones((2, 3)), dict(axis=(1, -1)), "duplicate axes"),
+        (np.ones((2, 2, 2)), dict(ord=2), "improper number of dimensions"),
+        (np.ones((2, 2, 2)), dict(axis=(0, 1, 2)), "improper number of dimensions"),
+        (np.ones(4), dict(ord=-1), "p >= 0"),
+    ],
+)
+def test_norm_rejects_bad_arguments(x, kwargs, message):
+    with pytest.raises(tenferro.InvalidArgumentError, match=message):
+        tl.norm(x, **kwargs)
+
+
+def test_norm_gradients(rng):
+    m = random_array(rng, (4, 3), np.float64)
+    u, _, vh = np.linalg.svd(m, full_matrices=False)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.norm(x, ord=2))(m), np.outer(u[:, 0], vh[0]), rtol=1e-9)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.norm(x))(m), m / np.linalg.norm(m), rtol=1e-9)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.matrix_norm(x, ord="nuc"))(m), u @ vh, rtol=1e-9)
+    v = random_array(rng, (5,), np.float64)
+    want = np.sign(v) * np.abs(v) ** 2 / np.linalg.norm(v, 3) ** 2
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.vector_norm(x, ord=3))(v), want, rtol=1e-9)
+    with pytest.raises(tenferro.UnsupportedError):
+        tenferro.grad(lambda x: tl.norm(x, axis=0))(m)
