@@ -170,6 +170,7 @@ NORM_CASES = [
     ((5, 5), dict(ord="nuc")),
     ((5, 6), dict(ord=1)),
     ((5, 6), dict(ord=-np.inf)),
+    ((6, 5), dict(ord=np.inf)),
     ((3, 4, 5), {}),
     ((3, 4, 5), dict(axis=1)),
     ((3, 4, 5), dict(axis=(0, 2))),

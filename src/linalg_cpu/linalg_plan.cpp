@@ -134,6 +134,9 @@ void lay_out(LinalgPlan& plan) {
     case LinalgOpKind::kLu:
       l.pivots = region(k, sizeof(std::int64_t));
       break;
+    case LinalgOpKind::kMatrixNorm:  // the row sums of the inf norms
+      if (a.norm == NormOrder::kInf || a.norm == NormOrder::kNegInf) l.values = region(m, rs);
+      break;
     default:
       break;
   }

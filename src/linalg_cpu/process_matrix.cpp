@@ -386,12 +386,14 @@ class MatrixProcessor {
       }
       case NormOrder::kInf:
       case NormOrder::kNegInf: {
+        // Row sums accumulated column by column (the buffer is column-major).
+        R* rows = static_cast<R*>(buffers_.values);
+        std::fill(rows, rows + m, R(0));
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t i = 0; i < m; ++i) rows[i] += magnitude(x[i + j * ld]);
         R best = a_.norm == NormOrder::kInf ? R(0) : std::numeric_limits<R>::infinity();
-        for (std::int64_t i = 0; i < m; ++i) {
-          R row = 0;
-          for (std::int64_t j = 0; j < n; ++j) row += magnitude(x[i + j * ld]);
-          best = a_.norm == NormOrder::kInf ? std::max(best, row) : std::min(best, row);
-        }
+        for (std::int64_t i = 0; i < m; ++i)
+          best = a_.norm == NormOrder::kInf ? std::max(best, rows[i]) : std::min(best, rows[i]);
         return best;
       }
       case NormOrder::kTwo:
