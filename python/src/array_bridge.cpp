@@ -251,4 +251,12 @@ py::object tensor_to_numpy(Tensor t) {
   return array_over(*owned, capsule, true);
 }
 
+Dims dims_or_empty(const py::object& sequence) {
+  Dims d;
+  if (!sequence.is_none()) {
+    for (py::handle v : sequence) d.push_back(py::cast<std::int64_t>(v));
+  }
+  return d;
+}
+
 }  // namespace tenferro::python

@@ -39,6 +39,9 @@ namespace py = pybind11;
 /// Raises a kInvalidArgument / kDTypeMismatch error built from a message.
 [[noreturn]] void raise_error(ErrorCode code, std::string_view message);
 
+/// The integers of a Python sequence; empty for None.
+Dims dims_or_empty(const py::object& sequence);
+
 /// Unwraps `r` or raises its error.
 template <class T>
 T value_or_raise(Result<T>&& r) {

@@ -27,6 +27,7 @@
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/planner.h"
 #include "tenferro/einsum/subscripts.h"
+#include "tenferro/fft/eager_fft.h"
 #include "tenferro/linalg/eager_linalg.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/program/symbolic_extent.h"
@@ -538,6 +539,31 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
 }
 
 // ---------------------------------------------------------------------------
+// fft
+
+// One transform of tenferro.fft on the runtime's eager context.
+py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const py::object& lengths,
+                    const py::object& axes, const std::string& norm) {
+  const fft::FftAttributes attributes =
+      value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm));
+  OperandList operands;
+  const std::string what = "fft." + kind + " operand";
+  operands.add(x, what.c_str());
+  operands.wrap();
+  Tensor result;
+  Status status;
+  {
+    py::gil_scoped_release nogil;
+    status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
+      TENFERRO_ASSIGN_OR_RETURN(result, fft::transform(ctx, operands.tensors()[0], attributes));
+      return ok_status();
+    });
+  }
+  ok_or_raise(status);
+  return operands.to_numpy(std::move(result));
+}
+
+// ---------------------------------------------------------------------------
 // einsum's VJP through the AD transforms (the einsum AD rule)
 
 py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py::list& args, py::handle cotangent,
@@ -722,6 +748,14 @@ docs/python.md.)doc"};
       },
       py::arg("runtime"), py::arg("name"), py::arg("args"), py::arg("mode") = "", py::arg("flag") = true,
       py::arg("rcond") = -1.0);
+  m.def(
+      "_fft",
+      [module](py::handle runtime, const std::string& kind, py::handle x, const py::object& lengths,
+               const py::object& axes, const std::string& norm) {
+        return fft_call(runtime_for(module, runtime, py::none()), kind, x, lengths, axes, norm);
+      },
+      py::arg("runtime"), py::arg("kind"), py::arg("x"), py::arg("s") = py::none(), py::arg("axes") = py::none(),
+      py::arg("norm") = "backward");
   m.def(
       "_einsum_vjp",
       [module](py::handle runtime, py::handle threads, const std::string& subscripts, const py::list& args,

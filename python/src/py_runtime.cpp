@@ -1,11 +1,16 @@
 // PyRuntime (py_runtime.h): the runtime a tenferro.Runtime object owns.
 #include "py_runtime.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/einsum_ad_rule.h"
+#include "tenferro/fft/ad_rules.h"
+#include "tenferro/fft_cpu/cpu_engine.h"
 #include "tenferro/linalg/ad_rules.h"
 
 namespace tenferro::python {
@@ -31,6 +36,25 @@ Result<linalg::NormOrder> norm_order_of(std::string_view ord) {
   }
   return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                     "linalg.norm: expected ord fro, nuc, 1, -1, 2, -2, inf, -inf or p, found '{}'", ord);
+}
+
+Result<fft::FftAttributes> fft_attributes_of(std::string_view kind, Dims lengths, Dims axes, std::string_view norm) {
+  using fft::FftKind;
+  static constexpr std::pair<std::string_view, FftKind> kKinds[] = {
+      {"fft", FftKind::kFft},     {"ifft", FftKind::kIfft}, {"rfft", FftKind::kRfft},
+      {"irfft", FftKind::kIrfft}, {"hfft", FftKind::kHfft}, {"ihfft", FftKind::kIhfft}};
+  fft::FftAttributes a;
+  const auto* found =
+      std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& k) { return k.first == kind; });
+  if (found == std::end(kKinds)) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "fft: expected a transform fft, ifft, rfft, irfft, hfft or ihfft, found '{}'", kind);
+  }
+  a.kind = found->second;
+  TENFERRO_ASSIGN_OR_RETURN(a.norm, fft::parse_norm(norm));
+  a.lengths = std::move(lengths);
+  a.axes = std::move(axes);
+  return a;
 }
 
 Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands) {
@@ -72,6 +96,8 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   // which the strict policy rejects. The Python runtime admits it under the
   // exclusive permit instead of failing every linalg call.
   options.linalg_options.threading = cpu::ProviderThreadingPolicy::kProviderDefaultExclusive;
+  std::shared_ptr<fft::CpuFftEngine> fft_engine = fft::CpuFftEngine::create_default();
+  options.extensions.push_back([fft_engine](EngineId e) { return fft::cpu_extension_module(e, fft_engine); });
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
   threads = cpu.threads;
   runtime::Runtime rt = std::move(cpu.runtime);
@@ -81,6 +107,7 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
       new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain), worker_spin));
   TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));
   TENFERRO_TRY(linalg::install_linalg_ad_rules(*self->ad_));
+  TENFERRO_TRY(fft::install_fft_ad_rules(*self->ad_));
   return self;
 }
 

@@ -34,6 +34,7 @@
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/domain_spec.h"
 #include "tenferro/einsum/einsum_op.h"
+#include "tenferro/fft/fft_op.h"
 #include "tenferro/linalg/linalg_op.h"
 #include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
@@ -55,6 +56,12 @@ Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t 
 /// fro, nuc, 1, -1, 2, -2, inf, -inf, or p (a vector p-norm, p passed
 /// separately). kInvalidArgument otherwise.
 Result<linalg::NormOrder> norm_order_of(std::string_view ord);
+
+/// The FftOp attributes of tenferro.fft's calls: `kind` fft, ifft, rfft,
+/// irfft, hfft or ihfft, `norm` backward, ortho or forward; empty `axes`
+/// and `lengths` take the op's defaults. kInvalidArgument for an unknown
+/// kind or norm.
+Result<fft::FftAttributes> fft_attributes_of(std::string_view kind, Dims lengths, Dims axes, std::string_view norm);
 
 /// See the file comment. Thread-safe except for op_for (GIL held).
 class PyRuntime {

@@ -153,7 +153,21 @@ py::tuple traced_linalg(const std::string& name, const py::list& args, const std
   return result;
 }
 
+// tenferro.fft inside vjp / grad: the FftOp applied on the operand's tape
+// (the fft AD rules installed on the runtime's AdContext).
+py::object traced_fft(const std::string& kind, const PyTraced& x, const py::object& lengths, const py::object& axes,
+                      const std::string& norm) {
+  const fft::FftAttributes attributes =
+      value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm));
+  const std::shared_ptr<const fft::FftOp> op = value_or_raise(fft::FftOp::create(attributes));
+  SmallVector<ad::TapeTensor, 2> out =
+      value_or_raise(x.tape->tape.apply(op, std::span<const ad::TapeTensor>(&x.handle, 1)));
+  return py::cast(record(x.tape, out[0]));
+}
+
 void register_tape(py::module_& m) {
+  m.def("_traced_fft", &traced_fft, py::arg("kind"), py::arg("x"), py::arg("s") = py::none(),
+        py::arg("axes") = py::none(), py::arg("norm") = "backward");
   m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
         py::arg("flag") = true, py::arg("rcond") = -1.0);
   py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape")

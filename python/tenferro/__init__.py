@@ -1,5 +1,5 @@
 """tenferro: tensor-network contraction (N-ary einsum with path planning),
-dense linear algebra and automatic differentiation on numpy arrays.
+dense linear algebra, FFTs and automatic differentiation on numpy arrays.
 
 Quick start (docs/python.md)::
 
@@ -11,6 +11,7 @@ Quick start (docs/python.md)::
     c = tenferro.einsum("ij,jk->ik", a, b)        # a numpy array over tenferro's storage
     path, info = tenferro.contract_path("ij,jk,kl->il", a, b, np.random.rand(5, 2))
     u, s, vh = tenferro.linalg.svd(a, full_matrices=False)
+    spectrum = tenferro.fft.rfft(a, axis=-1)
     ga, gb = tenferro.einsum_vjp("ij,jk->ik", a, b, np.ones((3, 5)))
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "value_and_grad",
     "Traced",
     "linalg",
+    "fft",
     "Error",
     "InvalidArgumentError",
     "DTypeError",
@@ -279,4 +281,4 @@ def grad(fun, argnums=0, runtime=None):
     return lambda *args: vg(*args)[1]
 
 
-from . import linalg  # noqa: E402  (needs the names above)
+from . import fft, linalg  # noqa: E402  (need the names above)

@@ -95,6 +95,7 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
     TENFERRO_ASSIGN_OR_RETURN(linalg_engine, linalg::CpuLinalgEngine::create_default(options.linalg_options));
     builder.add_extension_module(linalg::cpu_extension_module(engine.id, linalg_engine));
   }
+  for (const auto& make_module : options.extensions) builder.add_extension_module(make_module(engine.id));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
   return CpuRuntime{std::move(rt),           threads,
                     std::move(gemm),         std::move(cpu_engine.providers),

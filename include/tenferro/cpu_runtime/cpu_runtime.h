@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,10 @@ struct CpuRuntimeOptions {
   /// The linalg engine's options (e.g. the threading policy its providers
   /// must satisfy).
   linalg::LinalgEngineOptions linalg_options;
+  /// More extension modules for the CPU engine, each made from the engine's
+  /// id (e.g. `[fft](EngineId e) { return fft::cpu_extension_module(e, fft); }`
+  /// from tenferro/fft_cpu.h, which this component does not depend on).
+  std::vector<std::function<runtime::ExtensionModule(EngineId)>> extensions;
 };
 
 /// A built CPU runtime and the engines it holds (shared with the runtime;

@@ -1,0 +1,131 @@
+"""numpy.fft-compatible discrete Fourier transforms on tenferro's FFT engine
+(FFTW plans, batched over the axes not transformed; docs/fft.md).
+
+Every function takes numpy's arguments (n or s, axis or axes, norm
+"backward", "ortho" or "forward") and returns a numpy array over tenferro's
+storage. Differences from numpy.fft (docs/python.md): precision is kept, as
+numpy >= 2 and torch.fft do (float32 and complex64 give complex64 or
+float32, not the double types); integer and bool input becomes float64.
+Inside tenferro.vjp / grad the transforms are recorded (tenferro's FFT AD
+rules). fftfreq, rfftfreq, fftshift and ifftshift are numpy's own.
+"""
+
+import numpy as _np
+from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
+
+from . import _tenferro
+
+__all__ = [
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "hfft",
+    "ihfft",
+    "fft2",
+    "ifft2",
+    "rfft2",
+    "irfft2",
+    "fftn",
+    "ifftn",
+    "rfftn",
+    "irfftn",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
+]
+
+
+def _operand(a):
+    if isinstance(a, _tenferro.Traced) or hasattr(a, "__dlpack__") and not isinstance(a, _np.ndarray):
+        return a
+    arr = a if isinstance(a, _np.ndarray) else _np.asarray(a)
+    return arr.astype(_np.float64) if arr.dtype.kind in "biu" else arr
+
+
+def _transform(kind, a, s, axes, norm, runtime):
+    a = _operand(a)
+    norm = "backward" if norm is None else norm
+    s = None if s is None else [int(v) for v in s]
+    if axes is None:  # numpy: the last len(s) axes, or every axis
+        ndim = len(a.shape)
+        axes = range(ndim - len(s), ndim) if s is not None else range(ndim)
+    axes = [int(v) for v in axes]
+    if isinstance(a, _tenferro.Traced):
+        return _tenferro._traced_fft(kind, a, s, axes, norm)
+    return _tenferro._fft(runtime, kind, a, s, axes, norm)
+
+
+def _one_axis(kind, a, n, axis, norm, runtime):
+    return _transform(kind, a, None if n is None else [n], [axis], norm, runtime)
+
+
+def fft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
+    return _one_axis("fft", a, n, axis, norm, runtime)
+
+
+def ifft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The inverse of fft (numpy.fft.ifft)."""
+    return _one_axis("ifft", a, n, axis, norm, runtime)
+
+
+def rfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The transform of real input: n // 2 + 1 outputs (numpy.fft.rfft)."""
+    return _one_axis("rfft", a, n, axis, norm, runtime)
+
+
+def irfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The inverse of rfft: n real outputs, 2 (m - 1) by default (numpy.fft.irfft)."""
+    return _one_axis("irfft", a, n, axis, norm, runtime)
+
+
+def hfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The transform of a Hermitian-symmetric signal: real output (numpy.fft.hfft)."""
+    return _one_axis("hfft", a, n, axis, norm, runtime)
+
+
+def ihfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+    """The inverse of hfft (numpy.fft.ihfft)."""
+    return _one_axis("ihfft", a, n, axis, norm, runtime)
+
+
+def fftn(a, s=None, axes=None, norm=None, *, runtime=None):
+    """The N-D transform over `axes` (None: the last len(s) axes, or all)."""
+    return _transform("fft", a, s, axes, norm, runtime)
+
+
+def ifftn(a, s=None, axes=None, norm=None, *, runtime=None):
+    """The inverse of fftn."""
+    return _transform("ifft", a, s, axes, norm, runtime)
+
+
+def rfftn(a, s=None, axes=None, norm=None, *, runtime=None):
+    """The N-D transform of real input; the last axis keeps s[-1] // 2 + 1 outputs."""
+    return _transform("rfft", a, s, axes, norm, runtime)
+
+
+def irfftn(a, s=None, axes=None, norm=None, *, runtime=None):
+    """The inverse of rfftn."""
+    return _transform("irfft", a, s, axes, norm, runtime)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+    """fftn over the last two axes."""
+    return _transform("fft", a, s, axes, norm, runtime)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+    """ifftn over the last two axes."""
+    return _transform("ifft", a, s, axes, norm, runtime)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+    """rfftn over the last two axes."""
+    return _transform("rfft", a, s, axes, norm, runtime)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+    """irfftn over the last two axes."""
+    return _transform("irfft", a, s, axes, norm, runtime)

@@ -1,0 +1,112 @@
+"""tenferro.fft against numpy.fft: values, shapes, dtypes, errors and
+gradients."""
+
+import numpy as np
+import pytest
+
+import tenferro
+import tenferro.fft as tff
+from conftest import random_array
+
+COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+
+
+def tol(dtype):
+    single = np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.complex64))
+    return dict(rtol=1e-4, atol=1e-4) if single else dict(rtol=1e-10, atol=1e-10)
+
+
+ONE_AXIS = [
+    ("fft", {}),
+    ("fft", dict(n=5, axis=0)),
+    ("ifft", dict(n=11, norm="ortho")),
+    ("ifft", dict(axis=1, norm="forward")),
+    ("hfft", {}),
+    ("hfft", dict(n=9, axis=1)),
+    ("irfft", {}),
+    ("irfft", dict(n=7, norm="ortho")),
+]
+N_AXES = [
+    ("fftn", {}),
+    ("fftn", dict(s=(3, 10))),
+    ("ifftn", dict(axes=(0, 2), norm="ortho")),
+    ("fft2", {}),
+    ("ifft2", dict(s=(5, 4))),
+    ("irfftn", dict(axes=(1, 2))),
+    ("irfft2", dict(s=(6, 9))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name,kwargs", ONE_AXIS + N_AXES)
+def test_complex_input_matches_numpy(dtype, name, kwargs, rng):
+    x = random_array(rng, (4, 6, 8), dtype)
+    got = getattr(tff, name)(x, **kwargs)
+    want = getattr(np.fft, name)(x, **kwargs)
+    assert got.shape == want.shape
+    real = {np.complex64: np.float32, np.complex128: np.float64}[dtype]
+    assert got.dtype == (real if name.startswith(("irfft", "hfft")) else dtype)
+    np.testing.assert_allclose(got, want, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("fft", {}),
+        ("rfft", {}),
+        ("rfft", dict(n=9, axis=1, norm="ortho")),
+        ("ihfft", {}),
+        ("ihfft", dict(n=6, norm="forward")),
+        ("rfftn", {}),
+        ("rfftn", dict(s=(5, 7))),
+        ("rfft2", dict(axes=(0, 2))),
+        ("fftn", dict(axes=(-1,))),
+    ],
+)
+def test_real_input_matches_numpy_and_keeps_precision(dtype, name, kwargs, rng):
+    x = random_array(rng, (4, 6, 8), dtype)
+    got = getattr(tff, name)(x, **kwargs)
+    want = getattr(np.fft, name)(x, **kwargs)
+    assert got.shape == want.shape
+    assert got.dtype == COMPLEX_OF[np.dtype(dtype)]  # numpy < 2 widens float32 to complex128
+    np.testing.assert_allclose(got, want, **tol(dtype))
+
+
+def test_round_trips_integers_and_numpy_helpers(rng):
+    x = random_array(rng, (3, 16), np.float64)
+    np.testing.assert_allclose(tff.irfft(tff.rfft(x), n=16), x, atol=1e-12)
+    np.testing.assert_allclose(tff.ifftn(tff.fftn(x)).real, x, atol=1e-12)
+    ints = np.arange(8)
+    assert tff.fft(ints).dtype == np.complex128
+    np.testing.assert_allclose(tff.fft(ints), np.fft.fft(ints), atol=1e-12)
+    assert tff.fftfreq is np.fft.fftfreq and tff.fftshift is np.fft.fftshift
+
+
+@pytest.mark.parametrize(
+    "call,error,message",
+    [
+        (lambda x: tff.fft(x, axis=3), tenferro.OutOfRangeError, "expected axes in"),
+        (lambda x: tff.fft(x, norm="unitary"), tenferro.InvalidArgumentError, "norm"),
+        (lambda x: tff.fft(x, n=0), tenferro.InvalidArgumentError, "lengths >= 1"),
+        (lambda x: tff.rfft(x + 1j), tenferro.DTypeError, "float32 or float64"),
+        (lambda x: tff.fftn(x, axes=(0, 0)), tenferro.InvalidArgumentError, "repeated"),
+    ],
+)
+def test_bad_arguments_raise_typed_errors(call, error, message, rng):
+    with pytest.raises(error, match=message):
+        call(random_array(rng, (2, 3, 4), np.float64))
+
+
+def test_gradients_through_the_fft_ad_rules(rng):
+    x = random_array(rng, (8,), np.float64)
+    # d/dx sum(Re fft(x)) = Re of the column sums of the DFT matrix.
+    np.testing.assert_allclose(tenferro.grad(lambda v: tff.fft(v).real.sum())(x), np.fft.fft(np.ones(8)).real, atol=1e-12)
+    w = random_array(rng, (5,), np.complex128)
+    # sum |rfft(x)|^2 weighted: compare with a finite difference.
+    f = lambda v: (tff.rfft(v) * w).real.sum()  # noqa: E731
+    g = tenferro.grad(f)(x)
+    eps = 1e-6
+    fd = [(np.sum((np.fft.rfft(x + eps * e) * w).real) - np.sum((np.fft.rfft(x - eps * e) * w).real)) / (2 * eps)
+          for e in np.eye(8)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
