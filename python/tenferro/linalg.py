@@ -32,6 +32,12 @@ __all__ = [
     "norm",
     "matrix_norm",
     "vector_norm",
+    "cond",
+    "matrix_rank",
+    "matrix_power",
+    "multi_dot",
+    "tensorinv",
+    "tensorsolve",
     "LinAlgError",
 ]
 
@@ -336,3 +342,147 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noq
         r = _call("vector_norm", [flat], runtime, mode=mode, rcond=p)[0]
         return _np.reshape(r, (1,) * len(x.shape)) if keepdims and not _traced(x) else r
     return _norm_over(x, ord, _axes((axis,), len(x.shape), 1), keepdims, runtime)
+
+
+def _matmul(a, b, runtime):
+    """a @ b for stacks of matrices through tenferro.einsum (numpy's matmul
+    for dtypes einsum does not take)."""
+    if _np.result_type(a, b).kind not in "fc":
+        return _np.matmul(a, b)
+    return _tenferro.einsum("...ij,...jk->...ik", a, b, runtime=runtime)
+
+
+def matrix_power(a, n, *, runtime=None):
+    """a raised to the integer power n by repeated squaring (numpy.linalg.
+    matrix_power): n = 0 gives the identity, n < 0 the power of inv(a)."""
+    if not isinstance(n, (int, _np.integer)):
+        raise _invalid(f"matrix_power: expected an integer exponent, found {n!r}")
+    a = _np.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise InvalidArgumentError(
+            f"matrix_power: expected a square matrix (..., M, M), found shape {a.shape}",
+            code="kShapeMismatch",
+            canonical="kInvalidArgument",
+        )
+    if n == 0:
+        return _np.broadcast_to(_np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+    if n < 0:
+        a = inv(a, runtime=runtime)
+        n = -n
+    result = None
+    square = a
+    while True:
+        if n & 1:
+            result = square if result is None else _matmul(result, square, runtime)
+        n >>= 1
+        if n == 0:
+            return _np.array(result, copy=True) if result is a else result
+        square = _matmul(square, square, runtime)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, runtime=None):  # noqa: N803 (numpy's name)
+    """The number of singular values above tol (default: S.max() * max(M, N)
+    * eps, numpy.linalg.matrix_rank); `hermitian` is accepted and ignored."""
+    del hermitian
+    A = _np.asarray(_operand(A))  # noqa: N806
+    if A.ndim < 2:
+        return int(not _np.all(A == 0))
+    s = svd(A, compute_uv=False, runtime=runtime)
+    if tol is None:
+        smax = s.max(axis=-1, keepdims=True) if s.shape[-1] > 0 else _np.zeros(s.shape[:-1] + (1,), s.dtype)
+        tol = smax * max(A.shape[-2:]) * _np.finfo(s.dtype).eps
+    else:
+        tol = _np.asarray(tol)[..., None]
+    rank = _np.count_nonzero(s > tol, axis=-1)
+    return int(rank) if A.ndim == 2 else rank
+
+
+def cond(x, p=None, *, runtime=None):
+    """The condition number of each matrix (numpy.linalg.cond): p None, 2 or
+    -2 from the singular values, otherwise norm(x, p) * norm(inv(x), p);
+    a singular matrix gives inf."""
+    x = _np.asarray(_operand(x))
+    if x.ndim < 2:
+        raise _invalid(f"cond: expected a matrix (..., M, N), found shape {x.shape}")
+    if p is None or p == 2 or p == -2:
+        s = svd(x, compute_uv=False, runtime=runtime)
+        with _np.errstate(all="ignore"):
+            r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        if x.shape[-1] != x.shape[-2]:
+            raise InvalidArgumentError(
+                f"cond: expected square matrices for p={p!r}, found shape {x.shape}",
+                code="kShapeMismatch",
+                canonical="kInvalidArgument",
+            )
+        stack = x.reshape((-1,) + x.shape[-2:])
+        r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype if x.dtype.kind in "fc" else _np.float64)
+        for i, m in enumerate(stack):
+            try:
+                r[i] = norm(m, p, runtime=runtime) * norm(inv(m, runtime=runtime), p, runtime=runtime)
+            except LinAlgError:
+                r[i] = _np.inf
+        r = r.reshape(x.shape[:-2])
+    r = _np.asarray(r)
+    r[_np.isnan(r)] = _np.inf
+    return r[()] if r.ndim == 0 else r
+
+
+def multi_dot(arrays, *, out=None, runtime=None):
+    """The product of a chain of matrices in the cheapest order
+    (numpy.linalg.multi_dot): the first array may be 1-D (a row vector),
+    the last 1-D (a column vector). The order comes from tenferro's optimal
+    contraction-path planner."""
+    arrays = [_np.asarray(_operand(a)) for a in arrays]
+    if len(arrays) < 2:
+        raise _invalid(f"multi_dot: expected at least two arrays, found {len(arrays)}")
+    for i, a in enumerate(arrays):
+        expected = 2 if 0 < i < len(arrays) - 1 else (1, 2)
+        if a.ndim not in (expected if isinstance(expected, tuple) else (expected,)):
+            raise _invalid(f"multi_dot: array {i}: expected {'1 or 2' if expected != 2 else '2'} dimensions, "
+                           f"found {a.ndim}")
+    labels = [chr(ord("a") + i) for i in range(len(arrays) + 1)]
+    terms = [labels[i] + labels[i + 1] for i in range(len(arrays))]
+    first, last = labels[0], labels[-1]
+    if arrays[0].ndim == 1:
+        terms[0] = terms[0][1:]
+        first = ""
+    if arrays[-1].ndim == 1:
+        terms[-1] = terms[-1][:-1]
+        last = ""
+    subscripts = ",".join(terms) + "->" + first + last
+    kinds = {a.dtype.kind for a in arrays}
+    if not kinds <= set("fc"):
+        arrays = [a.astype(_np.result_type(*arrays, _np.float64)) for a in arrays]
+    return _tenferro.einsum(subscripts, *arrays, optimize="optimal", runtime=runtime, out=out)
+
+
+def tensorinv(a, ind=2, *, runtime=None):
+    """The inverse of `a` with respect to tensordot over its first `ind`
+    axes (numpy.linalg.tensorinv)."""
+    a = _np.asarray(_operand(a))
+    if ind <= 0:
+        raise _invalid(f"tensorinv: expected ind > 0, found {ind}")
+    inv_shape = a.shape[ind:] + a.shape[:ind]
+    rows = int(_np.prod(a.shape[:ind]))
+    return inv(a.reshape(rows, -1), runtime=runtime).reshape(inv_shape)
+
+
+def tensorsolve(a, b, axes=None, *, runtime=None):
+    """x with tensordot(a, x, x.ndim) == b (numpy.linalg.tensorsolve)."""
+    a = _np.asarray(_operand(a))
+    b = _np.asarray(_operand(b))
+    if axes is not None:
+        order = [k for k in range(a.ndim) if k not in [ax % a.ndim for ax in axes]]
+        order += [ax % a.ndim for ax in axes]
+        a = a.transpose(order)
+    x_shape = a.shape[-(a.ndim - b.ndim):]
+    rows = int(_np.prod(x_shape))
+    matrix = a.reshape(-1, rows)
+    if matrix.shape[0] != rows:
+        raise InvalidArgumentError(
+            f"tensorsolve: expected prod(a.shape[b.ndim:]) == prod(b.shape) ({rows}), found {matrix.shape[0]}",
+            code="kShapeMismatch",
+            canonical="kInvalidArgument",
+        )
+    return solve(matrix, b.reshape(-1), runtime=runtime).reshape(x_shape)

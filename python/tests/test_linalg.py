@@ -230,3 +230,43 @@ def test_norm_gradients(rng):
     np.testing.assert_allclose(tenferro.grad(lambda x: tl.vector_norm(x, ord=3))(v), want, rtol=1e-9)
     with pytest.raises(tenferro.UnsupportedError):
         tenferro.grad(lambda x: tl.norm(x, axis=0))(m)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matrix_power_rank_and_cond_match_numpy(dtype, rng):
+    a = random_array(rng, (3, 4, 4), dtype) + 2 * np.eye(4, dtype=dtype)
+    for n in (0, 1, 2, 5, -1, -3):
+        np.testing.assert_allclose(tl.matrix_power(a, n), np.linalg.matrix_power(a, n), **tol(dtype))
+    assert tl.matrix_power(a, 0).dtype == a.dtype
+    low_rank = (random_array(rng, (2, 6, 2), dtype) @ random_array(rng, (2, 2, 5), dtype)).astype(dtype)
+    np.testing.assert_array_equal(tl.matrix_rank(low_rank), np.linalg.matrix_rank(low_rank))
+    assert tl.matrix_rank(low_rank[0]) == 2 and isinstance(tl.matrix_rank(low_rank[0]), int)
+    for p in (None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"):
+        np.testing.assert_allclose(tl.cond(a, p), np.linalg.cond(a, p), rtol=1e-3 if tol(dtype)["rtol"] > 1e-6 else 1e-8)
+
+
+def test_integer_powers_singular_cond_and_vectors():
+    ints = np.arange(9).reshape(3, 3)
+    np.testing.assert_array_equal(tl.matrix_power(ints, 3), np.linalg.matrix_power(ints, 3))
+    singular = np.array([[1.0, 0.0], [0.0, 0.0]])
+    assert tl.cond(singular) == np.inf and tl.cond(singular, 1) == np.inf
+    assert tl.matrix_rank(np.zeros(3)) == 0 and tl.matrix_rank(np.ones(2)) == 1
+    with pytest.raises(tenferro.InvalidArgumentError, match="square"):
+        tl.matrix_power(np.ones((2, 3)), 2)
+    with pytest.raises(tenferro.InvalidArgumentError, match="integer"):
+        tl.matrix_power(np.eye(2), 1.5)
+
+
+def test_multi_dot_tensorinv_and_tensorsolve_match_numpy(rng):
+    a, b = rng.standard_normal((10, 30)), rng.standard_normal((30, 5))
+    c, d = rng.standard_normal((5, 60)), rng.standard_normal(60)
+    for chain in ([a, b], [a, b, c, d], [a[0], b, c], [a[0], b, c, d]):
+        np.testing.assert_allclose(tl.multi_dot(chain), np.linalg.multi_dot(chain), rtol=1e-10)
+    with pytest.raises(tenferro.InvalidArgumentError, match="at least two"):
+        tl.multi_dot([a])
+    t = rng.standard_normal((4, 6, 8, 3))
+    np.testing.assert_allclose(tl.tensorinv(t, ind=2), np.linalg.tensorinv(t, ind=2), rtol=1e-8, atol=1e-10)
+    s, rhs = rng.standard_normal((2, 3, 6, 4, 4)), rng.standard_normal((6, 4))
+    np.testing.assert_allclose(
+        tl.tensorsolve(s, rhs, axes=(0, 1)), np.linalg.tensorsolve(s, rhs, axes=(0, 1)), rtol=1e-8, atol=1e-10
+    )
