@@ -302,6 +302,10 @@ def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
     the 2-norm of the flattened array when ord is None, else the vector or
     matrix norm of a 1-D or 2-D x. The result is real (float64 for integer
     input). Negative p for vectors is not supported (InvalidArgumentError)."""
+    if axis is None and ord is None and not keepdims and type(x) is _np.ndarray and x.dtype.kind in "fc":
+        # The common call, without the general path's Python work: the
+        # 2-norm of the flattened array (a view when x is contiguous).
+        return _tenferro._linalg(runtime, "vector_norm", [x.reshape(-1)], "2", True, 2.0)[0]
     x = _operand(x)
     ndim = len(x.shape)
     if axis is None:

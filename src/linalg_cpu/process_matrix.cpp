@@ -72,9 +72,18 @@ std::int64_t batch_offset(const TensorView& v, std::span<const std::int64_t> bat
 // to `dst` (rs_dst, cs_dst) with the layout kernels' blocked transposes: an
 // element-wise loop against a row-major source walks it with a stride of
 // one row per element (a TLB miss per element at n = 1024).
+// A matrix that fits in the L1 cache is copied by the plain loop:
+// copy_into's validation and loop set-up cost more than the copy there
+// (batches of 4 x 4 inverses ran 2.4x slower than numpy through it).
 template <class T>
 Status copy_matrix(const T* src, std::int64_t rs_src, std::int64_t cs_src, T* dst, std::int64_t rs_dst,
                    std::int64_t cs_dst, std::int64_t rows, std::int64_t cols) {
+  constexpr std::int64_t kLoopMaxBytes = 16 * 1024;
+  if (rows * cols * static_cast<std::int64_t>(sizeof(T)) <= kLoopMaxBytes) {
+    for (std::int64_t j = 0; j < cols; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) dst[i * rs_dst + j * cs_dst] = src[i * rs_src + j * cs_src];
+    return ok_status();
+  }
   const std::int64_t shape[2] = {rows, cols};
   const std::int64_t from[2] = {rs_src, cs_src};
   const std::int64_t to[2] = {rs_dst, cs_dst};
