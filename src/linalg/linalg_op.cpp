@@ -2,8 +2,11 @@
 // operation semantics] in linalg_op.h).
 #include "tenferro/linalg/linalg_op.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -177,93 +180,127 @@ std::int32_t num_results(const LinalgAttributes& a) noexcept {
 
 // --- factories ---------------------------------------------------------------
 
-std::shared_ptr<const LinalgOp> LinalgOp::svd(SvdMode mode) {
+// Note [Shared linalg ops]
+// The factories hand out one immutable op per attribute set they can make
+// (function-local statics, built on first use), so that an eager loop of
+// linalg::det(ctx, a) finds the context's memo, which is keyed on the op's
+// address (Note [Extension call memo] in runtime/eager.cpp), instead of
+// preparing the engine again on every call (a fresh op cost a 4 x 4 det
+// from Python 1.8 us, most of it prepare). Ops with a continuous
+// parameter (lstsq and pinv's rcond, a vector p-norm's p) are made per call.
+namespace {
+
+// The op of attributes_of(index) for index < N, shared; a fresh one beyond.
+template <std::size_t N, class F>
+std::shared_ptr<const LinalgOp> shared_op(std::size_t index, F attributes_of) {
+  static const std::array<std::shared_ptr<const LinalgOp>, N> ops = [&] {
+    std::array<std::shared_ptr<const LinalgOp>, N> o;
+    for (std::size_t i = 0; i < N; ++i) o[i] = make(attributes_of(i));
+    return o;
+  }();
+  return index < N ? ops[index] : make(attributes_of(index));
+}
+
+LinalgAttributes of_kind(LinalgOpKind kind) {
   LinalgAttributes a;
-  a.kind = LinalgOpKind::kSvd;
-  a.svd_mode = mode;
-  return make(a);
+  a.kind = kind;
+  return a;
+}
+
+}  // namespace
+
+std::shared_ptr<const LinalgOp> LinalgOp::svd(SvdMode mode) {
+  return shared_op<3>(static_cast<std::size_t>(mode), [](std::size_t i) {
+    LinalgAttributes a = of_kind(LinalgOpKind::kSvd);
+    a.svd_mode = static_cast<SvdMode>(i);
+    return a;
+  });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::qr(QrMode mode) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kQr;
-  a.qr_mode = mode;
-  return make(a);
+  return shared_op<2>(static_cast<std::size_t>(mode), [](std::size_t i) {
+    LinalgAttributes a = of_kind(LinalgOpKind::kQr);
+    a.qr_mode = static_cast<QrMode>(i);
+    return a;
+  });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::eigh(bool compute_vectors) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kEigh;
-  a.compute_vectors = compute_vectors;
-  return make(a);
+  return shared_op<2>(compute_vectors ? 1 : 0, [](std::size_t i) {
+    LinalgAttributes a = of_kind(LinalgOpKind::kEigh);
+    a.compute_vectors = i == 1;
+    return a;
+  });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::eig(bool compute_vectors) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kEig;
-  a.compute_vectors = compute_vectors;
-  return make(a);
+  return shared_op<2>(compute_vectors ? 1 : 0, [](std::size_t i) {
+    LinalgAttributes a = of_kind(LinalgOpKind::kEig);
+    a.compute_vectors = i == 1;
+    return a;
+  });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::cholesky() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kCholesky;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kCholesky); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::lu() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kLu;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kLu); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::solve() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kSolve;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kSolve); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::triangular_solve(bool lower, bool unit_diagonal,
                                                            TriangularTranspose transpose) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kTriangularSolve;
-  a.lower = lower;
-  a.unit_diagonal = unit_diagonal;
-  a.transpose = transpose;
-  return make(a);
+  const std::size_t index = (lower ? 1 : 0) + (unit_diagonal ? 2 : 0) + 4 * static_cast<std::size_t>(transpose);
+  return shared_op<12>(index, [](std::size_t i) {
+    LinalgAttributes a = of_kind(LinalgOpKind::kTriangularSolve);
+    a.lower = (i & 1) != 0;
+    a.unit_diagonal = (i & 2) != 0;
+    a.transpose = static_cast<TriangularTranspose>(i / 4);
+    return a;
+  });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::inv() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kInv;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kInv); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::det() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kDet;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kDet); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::slogdet() {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kSlogdet;
-  return make(a);
+  return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kSlogdet); });
 }
 std::shared_ptr<const LinalgOp> LinalgOp::lstsq(double rcond) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kLstsq;
+  LinalgAttributes a = of_kind(LinalgOpKind::kLstsq);
   a.rcond = std::isnan(rcond) ? -1.0 : rcond;
   return make(a);
 }
 std::shared_ptr<const LinalgOp> LinalgOp::pinv(double rcond) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kPinv;
+  LinalgAttributes a = of_kind(LinalgOpKind::kPinv);
   a.rcond = std::isnan(rcond) ? -1.0 : rcond;
   return make(a);
 }
 Result<std::shared_ptr<const LinalgOp>> LinalgOp::matrix_norm(NormOrder order) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kMatrixNorm;
+  LinalgAttributes a = of_kind(LinalgOpKind::kMatrixNorm);
   a.norm = order;
-  return create(a);
+  if (order == NormOrder::kP) return create(a);  // a vector order: the error
+  return shared_op<8>(static_cast<std::size_t>(order), [](std::size_t i) {
+    LinalgAttributes m = of_kind(LinalgOpKind::kMatrixNorm);
+    m.norm = static_cast<NormOrder>(i);
+    return m;
+  });
 }
 Result<std::shared_ptr<const LinalgOp>> LinalgOp::vector_norm(NormOrder order, double p) {
-  LinalgAttributes a;
-  a.kind = LinalgOpKind::kVectorNorm;
+  LinalgAttributes a = of_kind(LinalgOpKind::kVectorNorm);
   a.norm = order;
-  if (order == NormOrder::kP) a.p = p;
-  return create(a);
+  if (order == NormOrder::kP) {
+    a.p = p;
+    return create(a);
+  }
+  static constexpr NormOrder kVectorOrders[] = {NormOrder::kOne, NormOrder::kTwo, NormOrder::kInf, NormOrder::kNegInf};
+  const auto* found = std::find(std::begin(kVectorOrders), std::end(kVectorOrders), order);
+  if (found == std::end(kVectorOrders)) return create(a);  // a matrix order: the error
+  return shared_op<4>(static_cast<std::size_t>(found - std::begin(kVectorOrders)), [](std::size_t i) {
+    LinalgAttributes v = of_kind(LinalgOpKind::kVectorNorm);
+    v.norm = kVectorOrders[std::min<std::size_t>(i, std::size(kVectorOrders) - 1)];
+    return v;
+  });
 }
 
 Result<std::shared_ptr<const LinalgOp>> LinalgOp::create(const LinalgAttributes& attributes) {

@@ -14,6 +14,7 @@
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/cpu_engine/engine.h"
+#include "tenferro/linalg/eager_linalg.h"
 #include "tenferro/program/program_builder.h"
 
 namespace tenferro::linalg {
@@ -33,6 +34,7 @@ class RecordingProvider final : public CpuLinalgProvider {
   std::string_view name() const noexcept override { return name_; }
   const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
   Result<LinalgKernelPlan> plan(const LinalgProblem& p) const override {
+    plans.fetch_add(1);
     if (refuse_dtype && p.dtype == *refuse_dtype) return unsupported_problem(name_, p, "refused by the test");
     return inner_->plan(p);
   }
@@ -47,6 +49,7 @@ class RecordingProvider final : public CpuLinalgProvider {
   }
   std::optional<DType> refuse_dtype;
   mutable std::atomic<int> calls{0};
+  mutable std::atomic<int> plans{0};
   mutable std::vector<LinalgAttributes> seen;
 
  private:
@@ -379,6 +382,33 @@ TEST(CpuLinalgEngineTest, SpectralNormReadsOnlyTheLargestSingularValue) {
       }
     }
   }
+}
+
+// Note [Shared linalg ops]: the factories hand out one op per attribute
+// set, so an eager loop over one context prepares once and then takes the
+// context's memo (Note [Extension call memo]); the provider plans once.
+TEST(CpuLinalgEngineTest, RepeatedEagerCallsPrepareOnce) {
+  EXPECT_EQ(LinalgOp::det().get(), LinalgOp::det().get());
+  EXPECT_EQ(LinalgOp::svd(SvdMode::kThin).get(), LinalgOp::svd(SvdMode::kThin).get());
+  EXPECT_NE(LinalgOp::svd(SvdMode::kThin).get(), LinalgOp::svd(SvdMode::kFull).get());
+  EXPECT_EQ(LinalgOp::svd(SvdMode::kFull)->attributes().svd_mode, SvdMode::kFull);
+  EXPECT_EQ(LinalgOp::triangular_solve(false, true, TriangularTranspose::kAdjoint)->attributes().transpose,
+            TriangularTranspose::kAdjoint);
+  EXPECT_FALSE(LinalgOp::triangular_solve(false, true, TriangularTranspose::kAdjoint)->attributes().lower);
+  EXPECT_EQ((*LinalgOp::vector_norm(NormOrder::kInf)).get(), (*LinalgOp::vector_norm(NormOrder::kInf)).get());
+  EXPECT_FALSE(LinalgOp::vector_norm(NormOrder::kNuclear).ok());
+  EXPECT_FALSE(LinalgOp::matrix_norm(NormOrder::kP).ok());
+
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  auto recording = std::make_shared<RecordingProvider>(*lapack);
+  runtime::Runtime rt = make_runtime(
+      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording))));
+  runtime::EagerContext ctx = rt.on();
+  const Tensor a = well_conditioned(DType::kFloat64, {4, 4}, 41);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(linalg::det(ctx, a).ok());
+  EXPECT_EQ(recording->calls.load(), 5);
+  EXPECT_EQ(recording->plans.load(), 1) << "the second and later calls must take the memo";
 }
 
 TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {
