@@ -544,8 +544,8 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
 // One transform of tenferro.fft on the runtime's eager context.
 py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const py::object& lengths,
                     const py::object& axes, const std::string& norm) {
-  const fft::FftAttributes attributes =
-      value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm));
+  const std::shared_ptr<const fft::FftOp> op = value_or_raise(
+      rt.fft_op_for(value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm))));
   OperandList operands;
   const std::string what = "fft." + kind + " operand";
   operands.add(x, what.c_str());
@@ -555,7 +555,9 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   {
     py::gil_scoped_release nogil;
     status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
-      TENFERRO_ASSIGN_OR_RETURN(result, fft::transform(ctx, operands.tensors()[0], attributes));
+      TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out,
+                                ctx.call(op, std::span<const Tensor>(&operands.tensors()[0], 1)));
+      result = std::move(out[0]);
       return ok_status();
     });
   }

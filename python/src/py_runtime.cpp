@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
@@ -135,8 +136,18 @@ Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_vi
   return op;
 }
 
+Result<std::shared_ptr<const fft::FftOp>> PyRuntime::fft_op_for(const fft::FftAttributes& attributes) {
+  std::string key = fmt::format("{}|{}|{}|{}", static_cast<int>(attributes.kind), static_cast<int>(attributes.norm),
+                                fmt::join(attributes.axes, ","), fmt::join(attributes.lengths, ","));
+  if (auto it = fft_ops_.find(key); it != fft_ops_.end()) return it->second;
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, fft::FftOp::create(attributes));
+  if (fft_ops_.size() >= kMaxCachedOps) fft_ops_.clear();
+  fft_ops_.emplace(std::move(key), op);
+  return op;
+}
+
 std::size_t PyRuntime::cached_ops() const noexcept {
-  std::size_t n = path_ops_.size();
+  std::size_t n = path_ops_.size() + fft_ops_.size();
   for (const OpMap& m : ops_) n += m.size();
   return n;
 }
@@ -144,6 +155,7 @@ std::size_t PyRuntime::cached_ops() const noexcept {
 void PyRuntime::clear_caches() {
   for (OpMap& m : ops_) m.clear();
   path_ops_.clear();
+  fft_ops_.clear();
   ad_->clear_cache();
 }
 

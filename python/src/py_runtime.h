@@ -90,6 +90,9 @@ class PyRuntime {
   /// The cached EinsumOp for (subscripts, spec) (Note [Python eager path]);
   /// call with the GIL held.
   Result<std::shared_ptr<const einsum::EinsumOp>> op_for(std::string_view subscripts, const OptimizeSpec& spec);
+  /// The cached FftOp for `attributes` (so that repeated transforms take
+  /// the eager context's memo); call with the GIL held.
+  Result<std::shared_ptr<const fft::FftOp>> fft_op_for(const fft::FftAttributes& attributes);
   /// Runs `body` on the eager context (Note [Python eager path]); the GIL
   /// may be released.
   template <class F>
@@ -124,6 +127,8 @@ class PyRuntime {
   // paths keyed by the subscripts, '\x1f' and the path.
   std::array<OpMap, 8> ops_;
   OpMap path_ops_;
+  // FftOps keyed by kind, norm, axes and lengths.
+  std::unordered_map<std::string, std::shared_ptr<const fft::FftOp>, StringHash, std::equal_to<>> fft_ops_;
 };
 
 }  // namespace tenferro::python

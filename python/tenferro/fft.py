@@ -58,6 +58,9 @@ def _transform(kind, a, s, axes, norm, runtime):
 
 
 def _one_axis(kind, a, n, axis, norm, runtime):
+    if type(a) is _np.ndarray and a.dtype.kind in "fc":  # the common call, straight to the extension
+        return _tenferro._fft(runtime, kind, a, None if n is None else [int(n)], [int(axis)],
+                              "backward" if norm is None else norm)
     return _transform(kind, a, None if n is None else [n], [axis], norm, runtime)
 
 
