@@ -687,7 +687,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
       .def_property_readonly(
           "worker_spin", [](const PyRuntime& rt) { return static_cast<double>(rt.worker_spin().count()) * 1e-6; },
           "Seconds the workers spin for the next loop (0.0 without domain workers).")
-      .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum operations kept for reuse.")
+      .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum and fft operations kept for reuse.")
       .def("clear_caches", &PyRuntime::clear_caches, "Drops the parsed-op cache and the AD transform cache.")
       .def(
           "einsum",

@@ -110,3 +110,15 @@ def test_gradients_through_the_fft_ad_rules(rng):
     fd = [(np.sum((np.fft.rfft(x + eps * e) * w).real) - np.sum((np.fft.rfft(x - eps * e) * w).real)) / (2 * eps)
           for e in np.eye(8)]
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_repeated_transforms_reuse_one_cached_op(rng):
+    rt = tenferro.Runtime(threads=1)
+    x = random_array(rng, (3, 8), np.complex128)
+    before = rt.cached_ops
+    for _ in range(3):
+        tff.fft(x, runtime=rt)
+    assert rt.cached_ops == before + 1
+    tff.fft(x, n=4, runtime=rt)
+    tff.fftn(x, runtime=rt)
+    assert rt.cached_ops == before + 3
