@@ -14,6 +14,7 @@ import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
+from .linalg import _operand
 
 __all__ = [
     "fft",
@@ -35,13 +36,6 @@ __all__ = [
     "fftshift",
     "ifftshift",
 ]
-
-
-def _operand(a):
-    if isinstance(a, _tenferro.Traced) or hasattr(a, "__dlpack__") and not isinstance(a, _np.ndarray):
-        return a
-    arr = a if isinstance(a, _np.ndarray) else _np.asarray(a)
-    return arr.astype(_np.float64) if arr.dtype.kind in "biu" else arr
 
 
 def _transform(kind, a, s, axes, norm, runtime):

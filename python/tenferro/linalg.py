@@ -12,6 +12,8 @@ subclasses; singular or non positive definite matrices raise
 tenferro.LinAlgError, which is a numpy.linalg.LinAlgError.
 """
 
+import string as _string
+
 import numpy as _np
 
 from . import _tenferro
@@ -420,7 +422,7 @@ def cond(x, p=None, *, runtime=None):
                 canonical="kInvalidArgument",
             )
         stack = x.reshape((-1,) + x.shape[-2:])
-        r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype if x.dtype.kind in "fc" else _np.float64)
+        r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype)  # _operand made x floating
         for i, m in enumerate(stack):
             try:
                 r[i] = norm(m, p, runtime=runtime) * norm(inv(m, runtime=runtime), p, runtime=runtime)
@@ -436,16 +438,15 @@ def multi_dot(arrays, *, out=None, runtime=None):
     """The product of a chain of matrices in the cheapest order
     (numpy.linalg.multi_dot): the first array may be 1-D (a row vector),
     the last 1-D (a column vector). The order comes from tenferro's optimal
-    contraction-path planner."""
+    contraction-path planner (the greedy one beyond 16 arrays)."""
     arrays = [_np.asarray(_operand(a)) for a in arrays]
     if len(arrays) < 2:
         raise _invalid(f"multi_dot: expected at least two arrays, found {len(arrays)}")
     for i, a in enumerate(arrays):
-        expected = 2 if 0 < i < len(arrays) - 1 else (1, 2)
-        if a.ndim not in (expected if isinstance(expected, tuple) else (expected,)):
-            raise _invalid(f"multi_dot: array {i}: expected {'1 or 2' if expected != 2 else '2'} dimensions, "
-                           f"found {a.ndim}")
-    labels = [chr(ord("a") + i) for i in range(len(arrays) + 1)]
+        allowed = (1, 2) if i in (0, len(arrays) - 1) else (2,)  # vectors only at the ends
+        if a.ndim not in allowed:
+            raise _invalid(f"multi_dot: array {i}: expected {' or '.join(map(str, allowed))} dimensions, found {a.ndim}")
+    labels = [_string.ascii_letters[i] if i < 52 else chr(0xC0 + i) for i in range(len(arrays) + 1)]
     terms = [labels[i] + labels[i + 1] for i in range(len(arrays))]
     first, last = labels[0], labels[-1]
     if arrays[0].ndim == 1:
@@ -455,10 +456,9 @@ def multi_dot(arrays, *, out=None, runtime=None):
         terms[-1] = terms[-1][:-1]
         last = ""
     subscripts = ",".join(terms) + "->" + first + last
-    kinds = {a.dtype.kind for a in arrays}
-    if not kinds <= set("fc"):
-        arrays = [a.astype(_np.result_type(*arrays, _np.float64)) for a in arrays]
-    return _tenferro.einsum(subscripts, *arrays, optimize="optimal", runtime=runtime, out=out)
+    # The optimal planner takes at most 16 operands; longer chains go greedy.
+    optimize = "optimal" if len(arrays) <= 16 else "greedy"
+    return _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
 
 
 def tensorinv(a, ind=2, *, runtime=None):

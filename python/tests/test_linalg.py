@@ -264,6 +264,10 @@ def test_multi_dot_tensorinv_and_tensorsolve_match_numpy(rng):
         np.testing.assert_allclose(tl.multi_dot(chain), np.linalg.multi_dot(chain), rtol=1e-10)
     with pytest.raises(tenferro.InvalidArgumentError, match="at least two"):
         tl.multi_dot([a])
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected 2 dimensions"):
+        tl.multi_dot([d, d, b])
+    long_chain = [rng.standard_normal((3, 3)) * 0.5 for _ in range(60)]  # past the optimal planner and the letters
+    np.testing.assert_allclose(tl.multi_dot(long_chain), np.linalg.multi_dot(long_chain), rtol=1e-9, atol=1e-12)
     t = rng.standard_normal((4, 6, 8, 3))
     np.testing.assert_allclose(tl.tensorinv(t, ind=2), np.linalg.tensorinv(t, ind=2), rtol=1e-8, atol=1e-10)
     s, rhs = rng.standard_normal((2, 3, 6, 4, 4)), rng.standard_normal((6, 4))

@@ -185,9 +185,10 @@ std::int32_t num_results(const LinalgAttributes& a) noexcept {
 // (function-local statics, built on first use), so that an eager loop of
 // linalg::det(ctx, a) finds the context's memo, which is keyed on the op's
 // address (Note [Extension call memo] in runtime/eager.cpp), instead of
-// preparing the engine again on every call (a fresh op cost a 4 x 4 det
-// from Python 1.8 us, most of it prepare). Ops with a continuous
-// parameter (lstsq and pinv's rcond, a vector p-norm's p) are made per call.
+// preparing the engine again on every call (a 4 x 4 det from Python took
+// 3.90 us with a fresh op per call, 3.15 us with the shared one). Ops with
+// a continuous parameter (lstsq and pinv's rcond, a vector p-norm's p) are
+// made per call.
 namespace {
 
 // The op of attributes_of(index) for index < N, shared; a fresh one beyond.

@@ -275,9 +275,10 @@ class LapackKernels {
   // min(m, n)), formed by one ?syrk/?herk (k²·max(m, n) multiply-adds, half
   // a GEMM) and reduced by ?syevd without vectors (tridiagonal values
   // only), instead of gesdd's bidiagonalisation: at n = 1024 float64
-  // 0.088 s against numpy's 0.179 s (docs/linalg.md). Accuracy: λ_max has absolute error O(eps·‖G‖) = O(eps·σ_max²),
-  // so σ_max keeps a relative error of O(eps); forming G adds at most
-  // O(max(m, n)·eps) relative, the same order as the SVD's backward error.
+  // 0.088 s against numpy's 0.179 s (docs/linalg.md). Accuracy: λ_max has
+  // absolute error O(eps·‖G‖) = O(eps·σ_max²), so σ_max keeps a relative
+  // error of O(eps); forming G adds at most O(max(m, n)·eps) relative, the
+  // same order as the SVD's backward error.
   // A is first scaled by a power of two (exact) that brings its largest
   // component into [0.5, 1), so G neither overflows nor loses σ_max to
   // underflow. float32 and complex64 keep the SVD: their Gram matrix would

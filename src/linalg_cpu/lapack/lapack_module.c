@@ -2,8 +2,9 @@
  * isolation] in include/tenferro/linalg_cpu/lapack_provider.h). It is linked
  * against netlib's liblapacke and ONE OpenBLAS build by full path, with a
  * RUNPATH to that build's directory, and loaded with dlopen(RTLD_LOCAL): the
- * provider then resolves every LAPACKE_*_work, cblas_*gemm and cblas_*syrk/herk symbol with
- * dlsym on this module's handle, i.e. in this module's own dependency tree,
+ * provider then resolves every LAPACKE_*_work, cblas_*gemm and
+ * cblas_*syrk/herk symbol with dlsym on this module's handle, i.e. in this
+ * module's own dependency tree,
  * where the chosen OpenBLAS (which contains LAPACK) comes before the
  * liblapack.so.3 that liblapacke names. The module itself only reports what
  * it was bound to. Plain C: it carries no C++ runtime. */

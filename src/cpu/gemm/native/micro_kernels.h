@@ -15,8 +15,8 @@
 // and gemm_kernels_portable.cpp with the project's flags. The AVX2 unit also
 // gets -mno-avx512f: built with -march=native on an AVX-512 machine it would
 // otherwise use EVEX encodings and 32 vector registers, so an ISA cap there
-// (Note [ISA cap]) would not measure the code an AVX2-only CPU runs. The driver calls a
-// table only after checking the CPU (cpu_supports() in
+// (Note [ISA cap]) would not measure the code an AVX2-only CPU runs. The
+// driver calls a table only after checking the CPU (cpu_supports() in
 // tenferro/cpu/cpu_isa.h), so a build for a generic x86-64 target still runs
 // everywhere and uses AVX-512 where present. A table's packing routines use
 // the register-tile transposes of its own ISA (Isa::kTransposeIsa), so an
