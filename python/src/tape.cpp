@@ -1,6 +1,8 @@
 // Traced values and tapes for tenferro.vjp / tenferro.grad (tape.h).
 #include "tape.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "array_bridge.h"
@@ -28,28 +30,6 @@ PyTraced record(const std::shared_ptr<PyTape>& tape, Result<ad::TapeTensor> hand
   ad::TapeTensor h = value_or_raise(std::move(handle));
   Tensor value = value_or_raise(tape->tape.value(h));
   return PyTraced{tape, h, std::move(value)};
-}
-
-// `other` as a handle on `self`'s tape: a Traced value of the same tape, or
-// an array of self's shape (broadcast as numpy would) recorded as a constant.
-ad::TapeTensor operand_on(const PyTraced& self, py::handle other, const char* what) {
-  if (py::isinstance<PyTraced>(other)) {
-    const PyTraced& o = py::cast<const PyTraced&>(other);
-    if (o.tape != self.tape) raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced values of two tapes", what));
-    return o.handle;
-  }
-  py::module_ np = py::module_::import("numpy");
-  py::tuple shape(self.value.rank());
-  for (std::int64_t i = 0; i < self.value.rank(); ++i)
-    shape[static_cast<std::size_t>(i)] = self.value.shape()[static_cast<std::size_t>(i)];
-  py::object broadcast;
-  try {
-    broadcast = np.attr("broadcast_to")(np.attr("asarray")(other), shape);
-  } catch (py::error_already_set& e) {
-    raise_error(ErrorCode::kShapeMismatch, fmt::format("{}: {}", what, e.what()));
-  }
-  Tensor leaf = copied_leaf(*self.tape->runtime, broadcast, self.value.dtype(), what);
-  return value_or_raise(self.tape->tape.constant(leaf));
 }
 
 }  // namespace
@@ -165,7 +145,96 @@ py::object traced_fft(const std::string& kind, const PyTraced& x, const py::obje
   return py::cast(record(x.tape, out[0]));
 }
 
+bool is_bool_array(py::handle a) {
+  return PyArray_Check(a.ptr()) && PyArray_TYPE(reinterpret_cast<PyArrayObject*>(a.ptr())) == NPY_BOOL;
+}
+
+// A numpy bool array (a select's predicate) as a bool tensor: the array
+// bridge takes the inexact dtypes only.
+Tensor bool_leaf(py::handle a) {
+  py::object dense = py::module_::import("numpy").attr("ascontiguousarray")(a);
+  auto* arr = reinterpret_cast<PyArrayObject*>(dense.ptr());
+  Dims shape(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
+  Tensor t = value_or_raise(Tensor::empty(shape, DType::kBool));
+  if (t.nbytes() > 0) std::memcpy(t.data(), PyArray_DATA(arr), t.nbytes());
+  return t;
+}
+
+// A core op applied to Traced values and arrays (Note [Traced array
+// protocol] in python/tenferro/_traced.py): the operands already have the
+// op's shapes and dtypes; arrays become constants as they are.
+py::object traced_core(const std::string& name, const py::sequence& args, program::CoreAttributes attributes) {
+  const std::optional<CoreSemanticOp> op = program::parse_core_op(name);
+  if (!op) raise_error(ErrorCode::kInvalidArgument, fmt::format("Traced: no core operation named '{}'", name));
+  const PyTraced* first = nullptr;
+  for (py::handle a : args) {
+    if (!py::isinstance<PyTraced>(a)) continue;
+    const PyTraced& t = py::cast<const PyTraced&>(a);
+    if (first && t.tape != first->tape)
+      raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced values of two tapes", name));
+    if (!first) first = &t;
+  }
+  if (!first) raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: no Traced operand", name));
+  SmallVector<ad::TapeTensor, 4> handles;
+  for (py::handle a : args) {
+    if (py::isinstance<PyTraced>(a)) {
+      handles.push_back(py::cast<const PyTraced&>(a).handle);
+    } else {
+      Tensor leaf = is_bool_array(a) ? bool_leaf(a) : copied_leaf(*first->tape->runtime, a, std::nullopt, name.c_str());
+      handles.push_back(value_or_raise(first->tape->tape.constant(leaf)));
+    }
+  }
+  return py::cast(
+      record(first->tape, first->tape->tape.apply(*op, std::span<const ad::TapeTensor>(handles.data(), handles.size()),
+                                                  std::move(attributes))));
+}
+
+Dims dims_of(const py::sequence& values) {
+  Dims out;
+  for (py::handle v : values) out.push_back(py::cast<std::int64_t>(v));
+  return out;
+}
+
+program::SymbolicShape shape_of(const py::sequence& values) {
+  program::SymbolicShape out;
+  for (py::handle v : values) out.push_back(program::SymbolicExtent(py::cast<std::int64_t>(v)));
+  return out;
+}
+
 void register_tape(py::module_& m) {
+  m.def(
+      "_traced_op",
+      [](const std::string& name, const py::sequence& args) {
+        return traced_core(name, args, program::NoAttributes{});
+      },
+      py::arg("name"), py::arg("args"));
+  m.def("_traced_transpose", [](const PyTraced& x, const py::sequence& perm) {
+    return traced_core("transpose", py::make_tuple(x), program::TransposeAttributes{dims_of(perm)});
+  });
+  m.def("_traced_reshape", [](const PyTraced& x, const py::sequence& shape) {
+    return traced_core("reshape", py::make_tuple(x), program::ReshapeAttributes{shape_of(shape)});
+  });
+  m.def("_traced_broadcast_in_dim", [](const PyTraced& x, const py::sequence& shape, const py::sequence& dims) {
+    return traced_core("broadcast_in_dim", py::make_tuple(x),
+                       program::BroadcastInDimAttributes{shape_of(shape), dims_of(dims)});
+  });
+  m.def("_traced_reduce_sum", [](const PyTraced& x, const py::sequence& axes) {
+    return traced_core("reduce_sum", py::make_tuple(x), program::ReduceAttributes{dims_of(axes)});
+  });
+  m.def("_traced_slice",
+        [](const PyTraced& x, const py::sequence& start, const py::sequence& limit, const py::sequence& stride) {
+          return traced_core("slice", py::make_tuple(x),
+                             program::SliceAttributes{dims_of(start), dims_of(limit), dims_of(stride)});
+        });
+  m.def("_traced_reverse", [](const PyTraced& x, const py::sequence& axes) {
+    return traced_core("reverse", py::make_tuple(x), program::ReverseAttributes{dims_of(axes)});
+  });
+  m.def("_traced_convert", [](const PyTraced& x, const std::string& dtype) {
+    const std::optional<DType> d = parse_dtype(dtype);
+    if (!d) raise_error(ErrorCode::kDTypeMismatch, fmt::format("Traced.astype: unsupported dtype '{}'", dtype));
+    return traced_core("convert", py::make_tuple(x), program::ConvertAttributes{*d});
+  });
+
   m.def("_traced_fft", &traced_fft, py::arg("kind"), py::arg("x"), py::arg("s") = py::none(),
         py::arg("axes") = py::none(), py::arg("norm") = "backward");
   m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
@@ -191,19 +260,6 @@ void register_tape(py::module_& m) {
            })
       .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); });
 
-  const auto unary = [](CoreSemanticOp op) {
-    return [op](const PyTraced& self) {
-      const ad::TapeTensor operands[] = {self.handle};
-      return record(self.tape, self.tape->tape.apply(op, std::span<const ad::TapeTensor>(operands)));
-    };
-  };
-  const auto binary = [](CoreSemanticOp op, bool reflected) {
-    return [op, reflected](const PyTraced& self, py::handle other) {
-      const ad::TapeTensor o = operand_on(self, other, "Traced arithmetic");
-      const ad::TapeTensor operands[] = {reflected ? o : self.handle, reflected ? self.handle : o};
-      return record(self.tape, self.tape->tape.apply(op, std::span<const ad::TapeTensor>(operands)));
-    };
-  };
   py::class_<PyTraced>(m, "Traced", "A value recorded by tenferro.vjp / tenferro.grad (docs/python.md).")
       .def_property_readonly("shape",
                              [](const PyTraced& t) {
@@ -221,15 +277,7 @@ void register_tape(py::module_& m) {
           })
       .def(
           "numpy", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
-          "A copy of the eager value.")
-      .def("_neg", unary(CoreSemanticOp::kNeg))
-      .def("_real", unary(CoreSemanticOp::kReal))
-      .def("_imag", unary(CoreSemanticOp::kImag))
-      .def("_conj", unary(CoreSemanticOp::kConj))
-      .def("_add", binary(CoreSemanticOp::kAdd, false))
-      .def("_sub", binary(CoreSemanticOp::kSub, false))
-      .def("_rsub", binary(CoreSemanticOp::kSub, true))
-      .def("_mul", binary(CoreSemanticOp::kMul, false));
+          "A copy of the eager value.");
 }
 
 }  // namespace tenferro::python

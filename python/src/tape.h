@@ -1,6 +1,6 @@
 // Define-by-run gradients for tenferro.vjp / tenferro.grad: a Python
-// function built from tenferro.einsum (and the Traced value's few
-// elementwise operations) runs eagerly on Traced values while an
+// function built from tenferro calls and numpy operations (Note [Traced
+// array protocol] in python/tenferro/_traced.py) runs eagerly on Traced values while an
 // ad::GradientTape records it; the gradients come from the tape's
 // backward(), i.e. from the same AD transforms (and the einsum AD rule) as
 // the graph path.

@@ -28,6 +28,7 @@ from ._errors import (
 )
 from ._tenferro import Runtime, Traced, default_runtime, einsum
 from ._version import __version__
+from . import _traced
 
 __all__ = [
     "__version__",
@@ -174,27 +175,7 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize="greedy", threads
 
 # --- define-by-run gradients (docs/python.md, "Gradients") ---
 
-Traced.__add__ = lambda self, other: self._add(other)
-Traced.__radd__ = lambda self, other: self._add(other)
-Traced.__sub__ = lambda self, other: self._sub(other)
-Traced.__rsub__ = lambda self, other: self._rsub(other)
-Traced.__mul__ = lambda self, other: self._mul(other)
-Traced.__rmul__ = lambda self, other: self._mul(other)
-Traced.__neg__ = lambda self: self._neg()
-Traced.real = property(lambda self: self._real())
-Traced.imag = property(lambda self: self._imag())
-Traced.conj = lambda self: self._conj()
-Traced.sum = lambda self: einsum(_all_axes(self.ndim) + "->", self)
-Traced.__repr__ = lambda self: f"tenferro.Traced(shape={self.shape}, dtype={self.dtype})"
-Traced.__array__ = lambda self, dtype=None: self.numpy() if dtype is None else self.numpy().astype(dtype)
-
-_AXIS_LABELS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _all_axes(ndim):
-    if ndim > len(_AXIS_LABELS):
-        raise InvalidArgumentError(f"Traced.sum: rank {ndim} exceeds {len(_AXIS_LABELS)}", code="kInvalidArgument")
-    return _AXIS_LABELS[:ndim]
+_traced._install()
 
 
 def _start(primals, runtime):
@@ -210,9 +191,8 @@ def _zeros_if_none(g, like):
 
 
 def vjp(fun, *primals, runtime=None):
-    """Runs fun(*primals) with every primal traced (fun may call
-    tenferro.einsum and use +, -, *, .real, .imag, .conj(), .sum() on the
-    values) and returns (output, vjp_fn): output a numpy array, vjp_fn(ct)
+    """Runs fun(*primals) with every primal traced (fun may use tenferro
+    calls and numpy operations on the values, docs/python.md) and returns (output, vjp_fn): output a numpy array, vjp_fn(ct)
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
     tape, xs = _start(primals, runtime)
@@ -236,18 +216,13 @@ def vjp(fun, *primals, runtime=None):
             )
         tape.zero_grad()
         # loss = Re sum(conj(ct) * out): its gradient is J* ct.
-        loss = einsum(_pair(out.ndim), _np.conj(ct).astype(out.dtype), out)
+        loss = (out * _np.conj(ct).astype(out.dtype)).sum()
         if _np.iscomplexobj(_np.empty(0, dtype=out.dtype)):
             loss = loss.real
         tape.backward(loss)
         return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
     return out.numpy(), vjp_fn
-
-
-def _pair(ndim):
-    axes = _all_axes(ndim)
-    return f"{axes},{axes}->"
 
 
 def value_and_grad(fun, argnums=0, runtime=None):

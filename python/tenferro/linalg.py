@@ -17,7 +17,7 @@ import string as _string
 import numpy as _np
 
 from . import _tenferro
-from ._errors import InvalidArgumentError, LinAlgError, UnsupportedError
+from ._errors import InvalidArgumentError, LinAlgError
 
 __all__ = [
     "svd",
@@ -69,12 +69,6 @@ def _traced(*operands):
     return any(isinstance(x, _tenferro.Traced) for x in operands)
 
 
-def _not_traced(what):
-    return UnsupportedError(
-        f"{what} is not recorded inside tenferro.vjp / grad", code="kUnimplemented", canonical="kUnimplemented"
-    )
-
-
 def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
     if _traced(*operands):
         # Inside tenferro.vjp / grad: recorded on the operands' tape.
@@ -110,11 +104,9 @@ def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
     if UPLO not in ("L", "U"):
         raise _invalid(f"eigh: UPLO '{UPLO}': expected 'L' or 'U'")
     if UPLO == "U":
-        if _traced(a):
-            raise _not_traced("eigh(UPLO='U')")
         # The Hermitian matrix the upper triangle defines is the one the lower
-        # triangle of the conjugate transpose defines.
-        a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
+        # triangle of the conjugate transpose defines (recorded when traced).
+        a = _np.conjugate(_np.swapaxes(a, -1, -2))
     return tuple(_call("eigh", [a], runtime, flag=True))
 
 
@@ -122,9 +114,7 @@ def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
     """The eigenvalues of eigh, ascending."""
     a = _operand(a)
     if UPLO == "U":
-        if _traced(a):
-            raise _not_traced("eigvalsh(UPLO='U')")
-        a = _np.conjugate(_np.swapaxes(_np.asarray(a), -1, -2))
+        a = _np.conjugate(_np.swapaxes(a, -1, -2))
     return _call("eigh", [a], runtime, flag=False)[0]
 
 
@@ -147,8 +137,6 @@ def cholesky(a, *, runtime=None):
 def _batch_broadcast(a, b, b_core):
     """Broadcasts the batch axes of a (core 2) and b (core b_core) against
     each other as numpy does; the views have stride 0, nothing is copied."""
-    a = _np.asarray(a) if not isinstance(a, _np.ndarray) else a
-    b = _np.asarray(b) if not isinstance(b, _np.ndarray) else b
     if a.ndim < 2:
         raise _invalid(f"expected a matrix of rank >= 2, found shape {a.shape}")
     batch = _np.broadcast_shapes(a.shape[:-2], b.shape[: b.ndim - b_core])
@@ -162,22 +150,16 @@ def solve(a, b, *, runtime=None):
     b.ndim == a.ndim - 1) or (..., M, K)."""
     a = _operand(a)
     b = _operand(b)
-    if _traced(a, b):
-        if a.ndim != b.ndim:
-            raise _not_traced("solve with a vector right-hand side or broadcast batch axes")
-        return _call("solve", [a, b], runtime)[0]
-    a_arr = _np.asarray(a)
-    b_arr = _np.asarray(b)
-    vector = b_arr.ndim == a_arr.ndim - 1 or b_arr.ndim == 1
+    vector = b.ndim == a.ndim - 1 or b.ndim == 1
     if vector:
-        b_arr = b_arr[..., None]
+        b = b[..., None]
     try:
-        a_arr, b_arr = _batch_broadcast(a_arr, b_arr, 2)
+        a, b = _batch_broadcast(a, b, 2)
     except ValueError as e:
         if isinstance(e, InvalidArgumentError):
             raise
         raise InvalidArgumentError(str(e), code="kShapeMismatch", canonical="kInvalidArgument") from None
-    x = _call("solve", [a_arr, b_arr], runtime)[0]
+    x = _call("solve", [a, b], runtime)[0]
     return x[..., 0] if vector else x
 
 
@@ -201,19 +183,24 @@ def lstsq(a, b, rcond=None, *, runtime=None):
     least-squares solution of a @ x = b (b of shape (M,) or (M, K));
     singular values below rcond * max(s) count as zero (rcond None:
     machine precision * max(M, N)). Also accepts batches (..., M, N)."""
-    if _traced(a, b):
-        raise _not_traced("lstsq")
-    a = _np.asarray(_operand(a))
-    b = _np.asarray(_operand(b))
+    a = _operand(a)
+    b = _operand(b)
     vector = b.ndim == a.ndim - 1
     b2 = b[..., None] if vector else b
     r = -1.0 if rcond is None or rcond == "warn" else float(rcond)
-    x = _call("lstsq", [a, b2], runtime, rcond=r)[0]
     s = _call("svd", [a], runtime, mode="values")[0]
     m, n = a.shape[-2], a.shape[-1]
     eps_rcond = _np.finfo(s.dtype).eps * max(m, n) if r < 0 else r
-    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] > 0 else _np.zeros(s.shape[:-1] + (1,), s.dtype)
-    rank = _np.sum(s > eps_rcond * smax, axis=-1)
+    if _traced(a, b):
+        # Recorded as pinv(a) @ b: the same minimum-norm solution, through
+        # rules the tape has (the LAPACK driver has none).
+        x = pinv(a, rcond=eps_rcond) @ b2
+    else:
+        x = _call("lstsq", [a, b2], runtime, rcond=r)[0]
+    s_values = s.numpy() if _traced(s) else s
+    smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
+            else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))
+    rank = _np.sum(s_values > eps_rcond * smax, axis=-1)
     if a.ndim == 2:
         rank = int(rank)
     full_rank = _np.all(rank == n)
@@ -278,21 +265,16 @@ def _axes(axis, ndim, count):
 
 def _norm_over(x, ord, axes, keepdims, runtime):  # noqa: A002
     """The vector (one axis) or matrix (two axes) norm of x over `axes`."""
-    traced = _traced(x)
     ndim = len(x.shape)
     last = list(range(ndim - len(axes), ndim))
     if axes != last:
-        if traced:
-            raise _not_traced("norm over axes other than the last")
-        x = _np.moveaxis(_np.asarray(x), axes, last)
+        x = _np.moveaxis(x, axes, last)  # recorded when x is traced
     if len(axes) == 1:
         mode, p = _vector_ord(ord)
         r = _call("vector_norm", [x], runtime, mode=mode, rcond=p)[0]
     else:
         r = _call("matrix_norm", [x], runtime, mode=_matrix_ord(ord))[0]
     if keepdims:
-        if traced:
-            raise _not_traced("norm(keepdims=True)")
         r = _np.expand_dims(r, tuple(sorted(axes)))
     return r
 
@@ -312,12 +294,7 @@ def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
     ndim = len(x.shape)
     if axis is None:
         if ord is None:
-            if _traced(x):  # the flattened 2-norm is the Frobenius norm of a matrix
-                if ndim not in (1, 2):
-                    raise _not_traced("norm of an array of rank above 2 with axis=None")
-                return _norm_over(x, None, list(range(ndim)), keepdims, runtime)
-            flat = _np.asarray(x).reshape(-1)
-            r = _call("vector_norm", [flat], runtime, mode="2", rcond=2.0)[0]
+            r = _call("vector_norm", [_np.reshape(x, -1)], runtime, mode="2", rcond=2.0)[0]
             return _np.reshape(r, (1,) * ndim) if keepdims else r
         if ndim not in (1, 2):
             raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 with ord={ord!r}, found {ndim}")
@@ -341,12 +318,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noq
     flattened array)."""
     x = _operand(x)
     if axis is None:
-        if _traced(x) and len(x.shape) != 1:
-            raise _not_traced("vector_norm of an array of rank other than 1 with axis=None")
-        flat = x if _traced(x) else _np.asarray(x).reshape(-1)
         mode, p = _vector_ord(ord)
-        r = _call("vector_norm", [flat], runtime, mode=mode, rcond=p)[0]
-        return _np.reshape(r, (1,) * len(x.shape)) if keepdims and not _traced(x) else r
+        r = _call("vector_norm", [_np.reshape(x, -1)], runtime, mode=mode, rcond=p)[0]
+        return _np.reshape(r, (1,) * len(x.shape)) if keepdims else r
     return _norm_over(x, ord, _axes((axis,), len(x.shape), 1), keepdims, runtime)
 
 

@@ -228,8 +228,15 @@ def test_norm_gradients(rng):
     v = random_array(rng, (5,), np.float64)
     want = np.sign(v) * np.abs(v) ** 2 / np.linalg.norm(v, 3) ** 2
     np.testing.assert_allclose(tenferro.grad(lambda x: tl.vector_norm(x, ord=3))(v), want, rtol=1e-9)
-    with pytest.raises(tenferro.UnsupportedError):
-        tenferro.grad(lambda x: tl.norm(x, axis=0))(m)
+    # Over other axes, keepdims and the flattened norm of a stack: the
+    # moves and reshapes are recorded too (Note [Traced array protocol]).
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.norm(x, axis=0).sum())(m), m / np.linalg.norm(m, axis=0),
+                               rtol=1e-9)
+    t = random_array(rng, (2, 3, 4), np.float64)
+    g = tenferro.grad(lambda x: tl.norm(x, ord="fro", axis=(0, 2), keepdims=True).sum())(t)
+    np.testing.assert_allclose(g, t / np.linalg.norm(t, axis=(0, 2), keepdims=True), rtol=1e-9)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.norm(x))(t), t / np.linalg.norm(t), rtol=1e-9)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tl.vector_norm(x, ord=1))(t), np.sign(t), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -189,9 +189,30 @@ def test_grad_through_linalg_matches_torch(loss, rng, torch):
     np.testing.assert_allclose(gb, np.zeros_like(b) if want_b is None else want_b.numpy(), rtol=1e-8, atol=1e-10)
 
 
-def test_linalg_outside_the_traced_subset_says_so(rng):
-    x = random_array(rng, (3, 3), np.float64)
-    with pytest.raises(tenferro.UnsupportedError):
-        tenferro.grad(lambda a: tenferro.linalg.lstsq(a, np.ones(3))[0].sum())(x)
-    with pytest.raises(NotImplementedError):
-        tenferro.grad(lambda a: tenferro.linalg.eigvalsh(a, UPLO="U").sum())(x)
+def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
+    # lstsq (recorded as pinv(a) @ b), eigvalsh(UPLO="U") and solve with a
+    # vector right-hand side and broadcast batch axes.
+    a = random_array(rng, (5, 3), np.float64)
+    b = random_array(rng, (5,), np.float64)
+    s = random_array(rng, (2, 3, 3), np.float64) + 3 * np.eye(3)
+    v = random_array(rng, (3,), np.float64)
+
+    def ours(a, b, s, v):
+        tl = tenferro.linalg
+        return (tl.lstsq(a, b)[0] ** 2).sum() + tl.eigvalsh(s[0], UPLO="U")[-1] + (tl.solve(s, v) * 2).sum()
+
+    def theirs(a, b, s, v):
+        x = torch.linalg.lstsq(a, b[:, None]).solution[:, 0]
+        # The Hermitian matrix eigvalsh(UPLO="U") reads: the gradient lands on
+        # the upper triangle (torch's own eigvalsh symmetrises it instead).
+        upper = torch.triu(s[0]) + torch.triu(s[0], 1).T
+        return (x**2).sum() + torch.linalg.eigvalsh(upper)[-1] + (torch.linalg.solve(s, v) * 2).sum()
+
+    args = (a, b, s, v)
+    value, grads = tenferro.value_and_grad(ours, argnums=(0, 1, 2, 3))(*args)
+    targs = [torch.from_numpy(x.copy()).requires_grad_(True) for x in args]
+    tl = theirs(*targs)
+    want = torch.autograd.grad(tl, targs)
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)

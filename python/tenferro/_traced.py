@@ -1,0 +1,491 @@
+"""Traced values behave as arrays inside tenferro.vjp / grad (docs/python.md).
+
+Note [Traced array protocol]
+A Traced value is one recorded tensor of a GradientTape (Note [Traced
+values] in python/src/tape.h). Everything a numpy user writes on it is
+recorded as a core operation of the tape, so that its gradient comes from
+the same AD rules as a traced program:
+
+- operators (+ - * / ** @, unary - and abs) and numpy's ufuncs
+  (__array_ufunc__: exp, log, sqrt, sin, maximum, ...) become elementwise
+  core ops after numpy's broadcasting (broadcast_in_dim) and dtype
+  promotion (convert; Python scalars are weak, as in numpy 2);
+- sum/mean, transpose/.T, reshape, basic indexing (integers, slices of
+  any step, None, ...) become reduce_sum, transpose, reshape, slice and
+  reverse; matmul and dot become einsums;
+- numpy functions with a tenferro counterpart (__array_function__:
+  np.einsum, np.sum, np.linalg.*, np.fft.*, np.where, ...) call it.
+
+A numpy function or ufunc without a recording rule raises UnsupportedError
+naming it, instead of computing on a copy that silently has no gradient
+(call .numpy() to leave the tape on purpose). Comparisons give plain
+boolean arrays of the eager values (they have no gradient; np.where turns
+them into a select that has one).
+"""
+
+import builtins
+import operator
+
+import numpy as _np
+
+from . import _tenferro
+from ._errors import InvalidArgumentError, UnsupportedError
+
+Traced = _tenferro.Traced
+
+
+def _invalid(message, code="kInvalidArgument"):
+    return InvalidArgumentError(message, code=code, canonical="kInvalidArgument")
+
+
+def _unsupported(what):
+    return UnsupportedError(
+        f"{what} is not recorded inside tenferro.vjp / grad (call .numpy() for a value without a gradient)",
+        code="kUnsupported",
+        canonical="kUnsupported",
+    )
+
+
+def _is_scalar(x):
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, _np.generic)
+
+
+def _result_dtype(operands):
+    """numpy 2's promotion: Traced values and arrays are strong, Python
+    scalars weak (they only lift a real result to complex)."""
+    strong = [x.dtype if isinstance(x, Traced) else _np.asarray(x).dtype for x in operands if not _is_scalar(x)]
+    dtype = _np.result_type(*strong)
+    if dtype.kind not in "fc":
+        dtype = _np.dtype(_np.float64)
+    if dtype.kind == "f" and any(isinstance(x, complex) for x in operands):
+        dtype = _np.result_type(dtype, _np.complex64)
+    return dtype
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, Traced) else _np.shape(x)
+
+
+def _convert(x, dtype):
+    return x if x.dtype == dtype else _tenferro._traced_convert(x, dtype.name)
+
+
+def _broadcast(x, shape):
+    """x (Traced) broadcast to `shape` as numpy broadcasts."""
+    if tuple(x.shape) == tuple(shape):
+        return x
+    lead = len(shape) - x.ndim
+    return _tenferro._traced_broadcast_in_dim(x, list(shape), list(range(lead, len(shape))))
+
+
+def _elementwise(name, *operands):
+    """Core elementwise op `name` over numpy-broadcast, promoted operands."""
+    try:
+        shape = _np.broadcast_shapes(*[_shape(x) for x in operands])
+    except ValueError as e:
+        raise _invalid(f"{name}: operands could not be broadcast together ({e})", "kShapeMismatch") from None
+    dtype = _result_dtype(operands)
+    args = []
+    for x in operands:
+        if isinstance(x, Traced):
+            args.append(_broadcast(_convert(x, dtype), shape))
+        else:
+            args.append(_np.broadcast_to(_np.asarray(x, dtype=dtype), shape))
+    return _tenferro._traced_op(name, args)
+
+
+def _unary(name):
+    return lambda x: _tenferro._traced_op(name, [x])
+
+
+def _reciprocal(x):
+    return _elementwise("div", 1.0, x)
+
+
+def _square(x):
+    return _elementwise("mul", x, x)
+
+
+def _log_base(base):
+    return lambda x: _elementwise("div", _unary("log")(x), _np.log(base))
+
+
+def _conj(x):
+    return x if x.dtype.kind != "c" else _tenferro._traced_op("conj", [x])
+
+
+def _real(x):
+    return x if x.dtype.kind != "c" else _tenferro._traced_op("real", [x])
+
+
+def _imag(x):
+    if x.dtype.kind != "c":
+        return _elementwise("mul", x, 0.0)
+    return _tenferro._traced_op("imag", [x])
+
+
+# --- shapes and axes ---
+
+
+def _axes(axis, ndim, what):
+    if axis is None:
+        return list(range(ndim))
+    axes = [axis] if isinstance(axis, (int, _np.integer)) else list(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, _np.integer)) or not -ndim <= a < ndim:
+            raise _invalid(f"{what}: axis {a} is out of bounds for an array of dimension {ndim}", "kOutOfRange")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise _invalid(f"{what}: repeated axis in {axis}")
+    return out
+
+
+def _sum(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    if out is not None or kwargs.get("where") is not None or dtype is not None:
+        raise _unsupported("sum with out, where or dtype")
+    axes = _axes(axis, x.ndim, "sum")
+    r = _tenferro._traced_reduce_sum(x, axes) if axes else x
+    if keepdims:
+        r = _reshape(r, [1 if i in axes else n for i, n in enumerate(x.shape)])
+    return r
+
+
+def _mean(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    axes = _axes(axis, x.ndim, "mean")
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    return _elementwise("div", _sum(x, axis, dtype, out, keepdims, **kwargs), float(count))
+
+
+def _reshape(x, *shape, order="C"):
+    if order != "C":
+        raise _unsupported(f"reshape(order={order!r})")
+    if len(shape) == 1 and not isinstance(shape[0], (int, _np.integer)):
+        shape = tuple(shape[0])
+    size = 1
+    for n in x.shape:
+        size *= n
+    try:  # numpy's rules (one -1, equal sizes) on a view of no memory
+        shape = _np.broadcast_to(0, (size,)).reshape(shape).shape
+    except ValueError as e:
+        raise _invalid(f"reshape: cannot reshape an array of shape {tuple(x.shape)} into {shape} ({e})",
+                       "kShapeMismatch") from None
+    return x if tuple(shape) == tuple(x.shape) else _tenferro._traced_reshape(x, list(shape))
+
+
+def _transpose(x, *axes):
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (int, _np.integer))):
+        axes = axes[0]
+    perm = list(range(x.ndim))[::-1] if axes is None or axes == () else _axes(axes, x.ndim, "transpose")
+    if len(perm) != x.ndim:
+        raise _invalid(f"transpose: expected {x.ndim} axes, found {len(perm)}")
+    return x if perm == list(range(x.ndim)) else _tenferro._traced_transpose(x, perm)
+
+
+def _swapaxes(x, a, b):
+    (a,), (b,) = _axes(a, x.ndim, "swapaxes"), _axes(b, x.ndim, "swapaxes")
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return _transpose(x, perm)
+
+
+def _moveaxis(x, source, destination):
+    src = _axes(source, x.ndim, "moveaxis")
+    dst = _axes(destination, x.ndim, "moveaxis")
+    if len(src) != len(dst):
+        raise _invalid("moveaxis: source and destination must have the same number of elements")
+    order = [n for n in range(x.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _transpose(x, order)
+
+
+def _squeeze(x, axis=None):
+    axes = [i for i, n in enumerate(x.shape) if n == 1] if axis is None else _axes(axis, x.ndim, "squeeze")
+    if any(x.shape[a] != 1 for a in axes):
+        raise _invalid("squeeze: cannot select an axis to squeeze out which has size not equal to one")
+    return _reshape(x, [n for i, n in enumerate(x.shape) if i not in axes])
+
+
+def _expand_dims(x, axis):
+    ndim = x.ndim + (1 if isinstance(axis, (int, _np.integer)) else len(axis))
+    axes = _axes(axis, ndim, "expand_dims")
+    dims = iter(x.shape)
+    return _reshape(x, [1 if i in axes else next(dims) for i in range(ndim)])
+
+
+def _broadcast_to(x, shape):
+    shape = tuple(shape)
+    try:
+        if _np.broadcast_shapes(tuple(x.shape), shape) != shape:
+            raise ValueError(f"the result would have shape {_np.broadcast_shapes(tuple(x.shape), shape)}")
+    except ValueError as e:
+        raise _invalid(f"broadcast_to: cannot broadcast {tuple(x.shape)} to {shape} ({e})", "kShapeMismatch") from None
+    return _broadcast(x, shape)
+
+
+def _getitem(x, key):
+    """Basic indexing: integers, slices (any step), None and Ellipsis."""
+    key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, (int, _np.integer, slice))) or isinstance(k, bool):
+            raise _unsupported(f"indexing with {type(k).__name__} (advanced indexing)")
+    if builtins.sum(k is Ellipsis for k in key) > 1:
+        raise _invalid("an index can only have a single ellipsis ('...')", "kOutOfRange")
+    used = builtins.sum(k is not None and k is not Ellipsis for k in key)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
+    if any(k is Ellipsis for k in key):
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1 :]
+    else:
+        key = key + (slice(None),) * (x.ndim - used)
+    start, limit, stride, reverse, shape = [], [], [], [], []
+    axis = 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            continue
+        n = x.shape[axis]
+        if isinstance(k, slice):
+            s, e, step = k.indices(n)
+            count = len(range(s, e, step))
+            if step < 0:  # the reversed axis, read forward
+                reverse.append(axis)
+                s, step = n - 1 - s, -step
+            start.append(s)
+            limit.append(s + (count - 1) * step + 1 if count > 0 else s)
+            stride.append(step)
+            shape.append(count)
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            i %= n
+            start.append(i)
+            limit.append(i + 1)
+            stride.append(1)
+        axis += 1
+    r = _tenferro._traced_reverse(x, reverse) if reverse else x
+    if (start, limit, stride) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
+        r = _tenferro._traced_slice(r, start, limit, stride)
+    return _reshape(r, shape)
+
+
+# --- products ---
+
+
+def _matmul(a, b):
+    from . import einsum
+
+    na, nb = len(_shape(a)), len(_shape(b))
+    if na == 0 or nb == 0:
+        raise _invalid("matmul: operands must not be scalars (use *)")
+    lhs = "...ij" if na > 1 else "j"
+    rhs = "...jk" if nb > 1 else "j"
+    out = ("...i" if na > 1 else "...") + ("k" if nb > 1 else "")
+    if na == 1 and nb == 1:
+        out = ""
+    return einsum(f"{lhs},{rhs}->{out}", *_same_dtype(a, b))
+
+
+def _dot(a, b):
+    na, nb = len(_shape(a)), len(_shape(b))
+    if na == 0 or nb == 0:
+        return _elementwise("mul", a, b)
+    if na <= 2 and nb <= 2:
+        return _matmul(a, b)
+    raise _unsupported("numpy.dot of arrays of rank above 2 (use tenferro.einsum)")
+
+
+def _same_dtype(*operands):
+    dtype = _result_dtype(operands)
+    return [_convert(x, dtype) if isinstance(x, Traced) else _np.asarray(x, dtype=dtype) for x in operands]
+
+
+def _trace(x, offset=0, axis1=0, axis2=1):
+    from . import einsum
+
+    if offset != 0:
+        raise _unsupported("trace(offset != 0)")
+    a, b = _axes([axis1, axis2], x.ndim, "trace")
+    rest = [i for i in range(x.ndim) if i not in (a, b)]
+    labels = "abcdefghijklmnopqrstuvwx"[: len(rest)]
+    return einsum(f"{labels}yy->{labels}", _transpose(x, rest + [a, b]))
+
+
+def _einsum(*operands, optimize="greedy", **kwargs):
+    from . import einsum
+
+    if kwargs:
+        raise _unsupported(f"numpy.einsum with {', '.join(kwargs)}")
+    if isinstance(optimize, bool):
+        optimize = "greedy" if optimize else None
+    return einsum(*operands, optimize=optimize)
+
+
+def _where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise _unsupported("numpy.where with one argument")
+    cond = _np.asarray(condition.numpy() if isinstance(condition, Traced) else condition, dtype=bool)
+    if not isinstance(x, Traced) and not isinstance(y, Traced):
+        return _np.where(cond, x, y)  # only the condition was traced: no gradient flows
+    shape = _np.broadcast_shapes(cond.shape, _shape(x), _shape(y))
+    dtype = _result_dtype([x, y])
+    args = [_np.broadcast_to(cond, shape)]
+    for v in (x, y):
+        if isinstance(v, Traced):
+            args.append(_broadcast(_convert(v, dtype), shape))
+        else:
+            args.append(_np.broadcast_to(_np.asarray(v, dtype=dtype), shape))
+    return _tenferro._traced_op("select", args)
+
+
+def _compare(ufunc):
+    return lambda *xs: ufunc(*[x.numpy() if isinstance(x, Traced) else x for x in xs])
+
+
+_UFUNCS = {
+    _np.add: lambda a, b: _elementwise("add", a, b),
+    _np.subtract: lambda a, b: _elementwise("sub", a, b),
+    _np.multiply: lambda a, b: _elementwise("mul", a, b),
+    _np.true_divide: lambda a, b: _elementwise("div", a, b),
+    _np.power: lambda a, b: _elementwise("pow", a, b),
+    _np.maximum: lambda a, b: _elementwise("max", a, b),
+    _np.minimum: lambda a, b: _elementwise("min", a, b),
+    _np.arctan2: lambda a, b: _elementwise("atan2", a, b),
+    _np.matmul: _matmul,
+    _np.negative: _unary("neg"),
+    _np.positive: lambda x: x,
+    _np.absolute: _unary("abs"),
+    _np.exp: _unary("exp"),
+    _np.expm1: _unary("expm1"),
+    _np.log: _unary("log"),
+    _np.log1p: _unary("log1p"),
+    _np.log2: _log_base(2.0),
+    _np.log10: _log_base(10.0),
+    _np.sqrt: _unary("sqrt"),
+    _np.sin: _unary("sin"),
+    _np.cos: _unary("cos"),
+    _np.tan: _unary("tan"),
+    _np.tanh: _unary("tanh"),
+    _np.conjugate: _conj,
+    _np.square: _square,
+    _np.reciprocal: _reciprocal,
+}
+for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
+    _UFUNCS[_cmp] = _compare(_cmp)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method != "__call__" or kwargs:
+        raise _unsupported(f"numpy.{ufunc.__name__}.{method}" if method != "__call__" else
+                           f"numpy.{ufunc.__name__} with {', '.join(kwargs)}")
+    fn = _UFUNCS.get(ufunc)
+    if fn is None:
+        raise _unsupported(f"numpy.{ufunc.__name__}")
+    return fn(*inputs)
+
+
+def _numpy_functions():
+    from . import fft, linalg
+
+    table = {
+        _np.sum: _sum,
+        _np.mean: _mean,
+        _np.transpose: _transpose,
+        _np.reshape: lambda x, shape, order="C", **kw: _reshape(x, shape, order=order),
+        _np.swapaxes: _swapaxes,
+        _np.moveaxis: _moveaxis,
+        _np.squeeze: _squeeze,
+        _np.expand_dims: _expand_dims,
+        _np.broadcast_to: lambda x, shape, subok=False: _broadcast_to(x, shape),
+        _np.einsum: _einsum,
+        _np.dot: _dot,
+        _np.trace: _trace,
+        _np.real: _real,
+        _np.imag: _imag,
+        _np.where: _where,
+        _np.shape: _shape,
+        _np.ndim: lambda x: len(_shape(x)),
+        _np.size: lambda x, axis=None: int(_np.prod(_shape(x))) if axis is None else _shape(x)[axis],
+    }
+    for module, ours in ((_np.linalg, linalg), (_np.fft, fft)):
+        for name in dir(ours):
+            if not name.startswith("_") and callable(getattr(module, name, None)):
+                table[getattr(module, name)] = getattr(ours, name)
+    return table
+
+
+_FUNCTIONS = None
+
+
+def _array_function(self, func, types, args, kwargs):
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        _FUNCTIONS = _numpy_functions()
+    fn = _FUNCTIONS.get(func)
+    if fn is None:
+        raise _unsupported(f"{func.__module__}.{func.__name__}")
+    return fn(*args, **kwargs)
+
+
+def _item(x):
+    if x.ndim != 0 and int(_np.prod(x.shape)) != 1:
+        raise _invalid(f"item: can only convert an array of size 1, found shape {tuple(x.shape)}")
+    return x.numpy().item()
+
+
+def _len(x):
+    if x.ndim == 0:
+        raise TypeError("len() of unsized object")
+    return x.shape[0]
+
+
+def _install():
+    T = Traced
+    T.__array_ufunc__ = _array_ufunc
+    T.__array_function__ = _array_function
+    T.__array__ = lambda self, dtype=None, copy=None: self.numpy() if dtype is None else self.numpy().astype(dtype)
+    T.__add__ = lambda a, b: _elementwise("add", a, b)
+    T.__radd__ = lambda a, b: _elementwise("add", b, a)
+    T.__sub__ = lambda a, b: _elementwise("sub", a, b)
+    T.__rsub__ = lambda a, b: _elementwise("sub", b, a)
+    T.__mul__ = lambda a, b: _elementwise("mul", a, b)
+    T.__rmul__ = lambda a, b: _elementwise("mul", b, a)
+    T.__truediv__ = lambda a, b: _elementwise("div", a, b)
+    T.__rtruediv__ = lambda a, b: _elementwise("div", b, a)
+    T.__pow__ = lambda a, b: _elementwise("pow", a, b)
+    T.__rpow__ = lambda a, b: _elementwise("pow", b, a)
+    T.__matmul__ = _matmul
+    T.__rmatmul__ = lambda a, b: _matmul(b, a)
+    T.__neg__ = _unary("neg")
+    T.__pos__ = lambda self: self
+    T.__abs__ = _unary("abs")
+    for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),
+                        ("__ge__", _np.greater_equal)):
+        setattr(T, name, _compare(ufunc))
+    T.__getitem__ = _getitem
+    T.__len__ = _len
+    T.__float__ = lambda self: float(_item(self))
+    T.__complex__ = lambda self: complex(_item(self))
+    T.item = _item
+    T.size = property(lambda self: int(_np.prod(self.shape)))
+    T.T = property(lambda self: _transpose(self))
+    T.mT = property(lambda self: _swapaxes(self, -1, -2))
+    T.real = property(_real)
+    T.imag = property(_imag)
+    T.conj = _conj
+    T.conjugate = _conj
+    T.sum = _sum
+    T.mean = _mean
+    T.reshape = _reshape
+    T.transpose = _transpose
+    T.swapaxes = _swapaxes
+    T.squeeze = _squeeze
+    T.astype = lambda self, dtype: _convert(self, _np.dtype(dtype))
+    T.dot = _dot
+    T.trace = _trace
+    T.__repr__ = lambda self: f"tenferro.Traced(shape={self.shape}, dtype={self.dtype})"

@@ -1,0 +1,178 @@
+"""Traced values as arrays inside tenferro.grad / vjp (Note [Traced array
+protocol] in python/tenferro/_traced.py): every operation against
+torch.autograd, numpy's promotion and broadcasting, and typed errors for
+what is not recorded."""
+
+import numpy as np
+import pytest
+from conftest import random_array
+
+import tenferro
+
+# (id, f(x, y) with numpy semantics on Traced values, the same with torch,
+# real_only). x has shape (3, 4), y (4, 5).
+CASES = [
+    ("add_scalar", lambda x, y: x + 2.5, lambda x, y: x + 2.5, False),
+    ("radd_array_broadcast", lambda x, y: np.arange(4.0) + x, lambda x, y: _t(np.arange(4.0), x) + x, False),
+    ("sub_traced_broadcast", lambda x, y: x - x[:1], lambda x, y: x - x[:1], False),
+    ("rsub", lambda x, y: 1.0 - x, lambda x, y: 1.0 - x, False),
+    ("mul_column", lambda x, y: x * x[:, 1:2], lambda x, y: x * x[:, 1:2], False),
+    ("div", lambda x, y: x / (x * x + 2.0), lambda x, y: x / (x * x + 2.0), False),
+    ("rdiv", lambda x, y: 1.0 / (x + 3.0), lambda x, y: 1.0 / (x + 3.0), False),
+    ("pow_int", lambda x, y: x**3, lambda x, y: x**3, False),
+    ("pow_traced", lambda x, y: (x * x + 1.0) ** (x * 0.5), lambda x, y: (x * x + 1.0) ** (x * 0.5), False),
+    ("rpow", lambda x, y: 2.0**x, lambda x, y: 2.0**x, True),
+    ("neg_pos_abs", lambda x, y: -abs(+x), lambda x, y: -abs(+x), False),
+    ("exp_log", lambda x, y: np.log(np.exp(x) + 1.0), lambda x, y: torch_().log(torch_().exp(x) + 1.0), False),
+    ("log1p_expm1", lambda x, y: np.log1p(np.expm1(x * 0.5)), lambda x, y: torch_().log1p(torch_().expm1(x * 0.5)), True),
+    ("log2_log10", lambda x, y: np.log2(x * x + 1.0) + np.log10(x * x + 2.0),
+     lambda x, y: torch_().log2(x * x + 1.0) + torch_().log10(x * x + 2.0), False),
+    ("sqrt", lambda x, y: np.sqrt(x * x + 1.0), lambda x, y: torch_().sqrt(x * x + 1.0), False),
+    ("trig", lambda x, y: np.sin(x) * np.cos(x) + np.tan(x * 0.3) + np.tanh(x),
+     lambda x, y: torch_().sin(x) * torch_().cos(x) + torch_().tan(x * 0.3) + torch_().tanh(x), False),
+    ("square_reciprocal", lambda x, y: np.square(x) + np.reciprocal(x + 3.0),
+     lambda x, y: torch_().square(x) + torch_().reciprocal(x + 3.0), False),
+    ("conj_real_imag", lambda x, y: np.conj(x) * 2.0 + x.real + x.imag, lambda x, y: x.conj() * 2.0 + _re(x) + _im(x), False),
+    ("max_min", lambda x, y: np.maximum(x, 0.1) + np.minimum(x, x[::-1] * 0.5),
+     lambda x, y: torch_().maximum(x, _t(0.1, x)) + torch_().minimum(x, torch_().flip(x, (0,)) * 0.5), True),
+    ("arctan2", lambda x, y: np.arctan2(x, x[:, :1] + 2.0), lambda x, y: torch_().atan2(x, x[:, :1] + 2.0), True),
+    ("where", lambda x, y: np.where(x > 0, x * x, -x), lambda x, y: torch_().where(x > 0, x * x, -x), True),
+    ("T_transpose", lambda x, y: x.T + np.transpose(x, (1, 0)) * 2.0, lambda x, y: x.T + x.permute(1, 0) * 2.0, False),
+    ("mT_swapaxes", lambda x, y: x[None].mT + np.swapaxes(x[None], 1, 2), lambda x, y: x[None].mT + x[None].transpose(1, 2), False),
+    ("moveaxis", lambda x, y: np.moveaxis(x.reshape(3, 2, 2), 0, -1), lambda x, y: x.reshape(3, 2, 2).movedim(0, -1), False),
+    ("reshape", lambda x, y: x.reshape(-1) + np.reshape(x, (4, 3)).reshape(12), lambda x, y: x.reshape(-1) + x.reshape(4, 3).reshape(12), False),
+    ("squeeze_expand", lambda x, y: np.squeeze(np.expand_dims(x, (0, 2)), 0), lambda x, y: x[None, :, None].squeeze(0), False),
+    ("broadcast_to", lambda x, y: np.broadcast_to(x[0], (2, 4)) * 1.0, lambda x, y: x[0].expand(2, 4) * 1.0, False),
+    ("sum_axes", lambda x, y: x.sum(axis=0) + np.sum(x, axis=1, keepdims=True).sum(axis=(0, 1)),
+     lambda x, y: x.sum(0) + x.sum(1, keepdim=True).sum((0, 1)), False),
+    ("mean", lambda x, y: x.mean(axis=-1) + np.mean(x), lambda x, y: x.mean(-1) + x.mean(), False),
+    ("index_int_slice", lambda x, y: x[1] + x[-1, ::1] + x[:, 1:3].sum(), lambda x, y: x[1] + x[-1] + x[:, 1:3].sum(), False),
+    ("index_steps", lambda x, y: x[::2, 1::2] + x[::-2, ::-2], lambda x, y: x[::2, 1::2] + torch_().flip(x, (0, 1))[::2, ::2], False),
+    ("index_newaxis_ellipsis", lambda x, y: x[..., None, 2] * x[None, 1, -1:], lambda x, y: x[..., None, 2] * x[None, 1, -1:], False),
+    ("matmul", lambda x, y: x @ y, lambda x, y: x @ y, False),
+    ("matmul_vectors", lambda x, y: (x[0] @ y) + (x @ y[:, 0]).sum() + x[0] @ x[1],
+     # (torch's complex 1-D @ 1-D returns 0 with Debian's OpenBLAS: zdotu's ABI)
+     lambda x, y: (x[0] @ y) + (x @ y[:, 0]).sum() + (x[0] * x[1]).sum(), False),
+    ("rmatmul_array", lambda x, y: np.ones((2, 3)) @ x, lambda x, y: _t(np.ones((2, 3)), x) @ x, False),
+    ("batched_matmul", lambda x, y: x.reshape(2, 3, 2) @ x.reshape(2, 2, 3), lambda x, y: x.reshape(2, 3, 2) @ x.reshape(2, 2, 3), False),
+    ("dot_trace_einsum", lambda x, y: np.dot(x, y).sum() + np.trace(x[:, :3]) + np.einsum("ij,jk->ik", x, y),
+     lambda x, y: (x @ y).sum() + torch_().trace(x[:, :3]) + torch_().einsum("ij,jk->ik", x, y), False),
+    ("astype_complex", lambda x, y: (x.astype(np.complex128) * (1.0 + 2.0j)).real,
+     lambda x, y: _re(x.to(torch_().complex128) * (1.0 + 2.0j)), True),
+    ("linalg_via_numpy", lambda x, y: np.linalg.norm(x, axis=0) + np.linalg.det(x[:, :3] + 3 * np.eye(3)),
+     lambda x, y: torch_().linalg.norm(x, dim=0) + torch_().linalg.det(x[:, :3] + 3 * _t(np.eye(3), x)), True),
+    ("fft_via_numpy", lambda x, y: np.abs(np.fft.rfft(x, axis=-1)), lambda x, y: torch_().fft.rfft(x, dim=-1).abs(), True),
+]
+
+_TORCH = None
+
+
+def torch_():
+    return _TORCH
+
+
+def _t(array, like):
+    return torch_().from_numpy(np.asarray(array, dtype=np.float64)).to(like.dtype)
+
+
+def _re(x):
+    return x.real if x.is_complex() else x
+
+
+def _im(x):
+    return x.imag if x.is_complex() else x * 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_operation_gradients_match_torch(case, dtype, rng, torch):
+    global _TORCH
+    _TORCH = torch
+    _, ours, theirs, real_only = case
+    if real_only and dtype is np.complex128:
+        pytest.skip("real only")
+    x = random_array(rng, (3, 4), dtype)
+    y = random_array(rng, (4, 5), dtype)
+    shape = np.shape(theirs(torch.from_numpy(x), torch.from_numpy(y)).detach().numpy())
+    w = random_array(rng, shape, np.float64)
+
+    def loss(x, y):
+        r = ours(x, y)
+        assert isinstance(r, tenferro.Traced), f"{case[0]} left the tape: {type(r)}"
+        return (r * w).sum().real
+
+    value, (gx, gy) = tenferro.value_and_grad(loss, argnums=(0, 1))(x, y)
+    tx, ty = (torch.from_numpy(v.copy()).requires_grad_(True) for v in (x, y))
+    tl = _re((theirs(tx, ty) * torch.from_numpy(w)).sum())
+    want_x, want_y = torch.autograd.grad(tl, (tx, ty), allow_unused=True)
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
+    np.testing.assert_allclose(gx, want_x.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(gy, np.zeros_like(y) if want_y is None else want_y.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_promotion_follows_numpy(rng):
+    seen = {}
+
+    def loss(x):
+        seen["scalar"] = (x * 2.0).dtype  # Python scalars are weak
+        seen["array"] = (x * np.ones(4)).dtype  # a float64 array is not
+        seen["complex"] = (x * 1j).dtype
+        seen["int_array"] = (x + np.arange(4)).dtype
+        return (x * 1j).imag.sum()
+
+    x = random_array(rng, (3, 4), np.float32)
+    g = tenferro.grad(loss)(x)
+    assert seen == {
+        "scalar": np.float32,
+        "array": np.float64,
+        "complex": np.complex64,
+        "int_array": np.float64,
+    }
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, np.ones_like(x))
+
+
+def test_shape_helpers_and_plain_values(rng):
+    x = random_array(rng, (3, 4), np.float64)
+
+    def loss(t):
+        assert t.size == 12 and len(t) == 3 and np.shape(t) == (3, 4) and np.ndim(t) == 2
+        assert (t > 0).dtype == bool and isinstance(t > 0, np.ndarray)
+        np.testing.assert_array_equal(t < 0, x < 0)
+        np.testing.assert_array_equal(np.where(t, 1.0, 0.0), np.where(x, 1.0, 0.0))  # a plain array
+        s = t.sum()
+        assert float(s) == pytest.approx(x.sum()) and s.item() == pytest.approx(x.sum())
+        return s
+
+    tenferro.grad(loss)(x)
+
+
+def test_unrecorded_operations_raise_typed_errors(rng):
+    x = random_array(rng, (3, 4), np.float64)
+
+    def fails(fun, error=tenferro.UnsupportedError, match=None):
+        with pytest.raises(error, match=match):
+            tenferro.grad(lambda t: fun(t).sum())(x)
+
+    fails(np.floor, match="numpy.floor")  # a ufunc without a rule
+    fails(np.sort, match="sort")  # a numpy function without one
+    fails(lambda t: np.add.reduce(t), match="reduce")
+    fails(lambda t: np.exp(t, out=np.empty((3, 4))), match="out")
+    fails(lambda t: t[[0, 2]], match="advanced indexing")
+    fails(lambda t: t[np.array([True, False, True])], match="advanced indexing")
+    fails(lambda t: t[3], IndexError)
+    fails(lambda t: t[0, 0, 0], IndexError)
+    fails(lambda t: t.reshape(5, 3), tenferro.InvalidArgumentError, match="reshape")
+    fails(lambda t: t + np.ones((2, 4)), tenferro.InvalidArgumentError, match="broadcast")
+    fails(lambda t: t.sum(axis=2), tenferro.InvalidArgumentError, match="out of bounds")
+    fails(lambda t: np.transpose(t, (0, 0)), tenferro.InvalidArgumentError, match="repeated")
+    # Nothing was left half recorded: the same tape-free call still works.
+    np.testing.assert_allclose(tenferro.grad(lambda t: (t * t).sum())(x), 2 * x)
+
+
+def test_values_of_two_tapes_do_not_mix(rng):
+    x = random_array(rng, (2, 2), np.float64)
+    kept = []
+    tenferro.grad(lambda t: kept.append(t) or t.sum())(x)
+    with pytest.raises(tenferro.Error):
+        tenferro.grad(lambda t: (t + kept[0]).sum())(x)
