@@ -139,9 +139,14 @@ def _batch_broadcast(a, b, b_core):
     each other as numpy does; the views have stride 0, nothing is copied."""
     if a.ndim < 2:
         raise _invalid(f"expected a matrix of rank >= 2, found shape {a.shape}")
-    batch = _np.broadcast_shapes(a.shape[:-2], b.shape[: b.ndim - b_core])
-    a = _np.broadcast_to(a, batch + a.shape[-2:])
-    b = _np.broadcast_to(b, batch + b.shape[b.ndim - b_core :])
+    a_batch, b_batch = a.shape[:-2], b.shape[: b.ndim - b_core]
+    if a_batch == b_batch:
+        return a, b  # np.broadcast_to costs about 2 us a call
+    batch = _np.broadcast_shapes(a_batch, b_batch)
+    if a_batch != batch:
+        a = _np.broadcast_to(a, batch + a.shape[-2:])
+    if b_batch != batch:
+        b = _np.broadcast_to(b, batch + b.shape[b.ndim - b_core :])
     return a, b
 
 
