@@ -9,7 +9,7 @@
 # the same words ("Note" and the bracketed title; a title may wrap onto the
 # next comment line). This script lists every reference whose title has no
 # definition in any scanned file and fails if there is one. It scans the
-# C/C++ sources, headers, .def, .cmake, CMakeLists.txt and markdown files
+# C/C++ sources, headers, .def, .cmake, CMakeLists.txt, Python and markdown files
 # under DIRS (default: src include tools cmake examples docs fuzz python,
 # relative to ROOT), skipping any testdata/ folder, so the fixtures of its
 # own test are not part of the tree it checks. Inline code spans (`...`) in markdown are
@@ -38,7 +38,7 @@ set(_comment_prefix_re "^(//+!?|#+|/?\\*+/?)[ \t]*(.*)$")
 
 set(_globs)
 foreach(_dir IN LISTS DIRS)
-  foreach(_pattern *.c *.cc *.cpp *.h *.hpp *.def *.cmake CMakeLists.txt *.md)
+  foreach(_pattern *.c *.cc *.cpp *.h *.hpp *.def *.cmake CMakeLists.txt *.md *.py)
     list(APPEND _globs "${ROOT}/${_dir}/${_pattern}")
   endforeach()
 endforeach()

@@ -1,27 +1,26 @@
-"""Traced values behave as arrays inside tenferro.vjp / grad (docs/python.md).
+"""Traced values behave as arrays inside tenferro.vjp / grad (docs/python.md)."""
 
-Note [Traced array protocol]
-A Traced value is one recorded tensor of a GradientTape (Note [Traced
-values] in python/src/tape.h). Everything a numpy user writes on it is
-recorded as a core operation of the tape, so that its gradient comes from
-the same AD rules as a traced program:
-
-- operators (+ - * / ** @, unary - and abs) and numpy's ufuncs
-  (__array_ufunc__: exp, log, sqrt, sin, maximum, ...) become elementwise
-  core ops after numpy's broadcasting (broadcast_in_dim) and dtype
-  promotion (convert; Python scalars are weak, as in numpy 2);
-- sum/mean, transpose/.T, reshape, basic indexing (integers, slices of
-  any step, None, ...) become reduce_sum, transpose, reshape, slice and
-  reverse; matmul and dot become einsums;
-- numpy functions with a tenferro counterpart (__array_function__:
-  np.einsum, np.sum, np.linalg.*, np.fft.*, np.where, ...) call it.
-
-A numpy function or ufunc without a recording rule raises UnsupportedError
-naming it, instead of computing on a copy that silently has no gradient
-(call .numpy() to leave the tape on purpose). Comparisons give plain
-boolean arrays of the eager values (they have no gradient; np.where turns
-them into a select that has one).
-"""
+# Note [Traced array protocol]
+# A Traced value is one recorded tensor of a GradientTape (Note [Traced
+# values] in python/src/tape.h). Everything a numpy user writes on it is
+# recorded as a core operation of the tape, so that its gradient comes from
+# the same AD rules as a traced program:
+#
+# - operators (+ - * / ** @, unary - and abs) and numpy's ufuncs
+#   (__array_ufunc__: exp, log, sqrt, sin, maximum, ...) become elementwise
+#   core ops after numpy's broadcasting (broadcast_in_dim) and dtype
+#   promotion (convert; Python scalars are weak, as in numpy 2);
+# - sum/mean, transpose/.T, reshape, basic indexing (integers, slices of
+#   any step, None, ...) become reduce_sum, transpose, reshape, slice and
+#   reverse; matmul and dot become einsums;
+# - numpy functions with a tenferro counterpart (__array_function__:
+#   np.einsum, np.sum, np.linalg.*, np.fft.*, np.where, ...) call it.
+#
+# A numpy function or ufunc without a recording rule raises UnsupportedError
+# naming it, instead of computing on a copy that silently has no gradient
+# (call .numpy() to leave the tape on purpose). Comparisons give plain
+# boolean arrays of the eager values (they have no gradient; np.where turns
+# them into a select that has one).
 
 import builtins
 import operator

@@ -3,7 +3,6 @@
 // file] in provider_policy.h).
 #include "tenferro/linalg_cpu/provider_policy.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,8 +21,8 @@ namespace tenferro::linalg {
 
 namespace {
 
-#ifndef TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH
-#define TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH ""
+#ifndef TENFERRO_LINALG_PROVIDER_TABLE_BUILD_DIR
+#define TENFERRO_LINALG_PROVIDER_TABLE_BUILD_DIR ""
 #endif
 
 constexpr std::string_view kTableFormat = "tenferro.linalg_provider_table";
@@ -172,9 +171,10 @@ std::string default_provider_table_path(std::string_view explicit_path) {
   // Reading the environment at engine construction (not cached): a
   // configuration input like the option, not process state of ours.
   if (const char* env = std::getenv(kProviderTableEnv.data()); env != nullptr && *env != '\0') return env;
-  const std::string build = TENFERRO_LINALG_PROVIDER_TABLE_BUILD_PATH;
-  if (!build.empty() && ::access(build.c_str(), F_OK) == 0) return build;
-  return fmt::format("{}/{}", build_info().installed_data_dir, kTableFileName);
+  // Note [Locating provider files]: the build tree's copy sits in its data/.
+  const std::string_view build = TENFERRO_LINALG_PROVIDER_TABLE_BUILD_DIR;
+  return fmt::format("{}/{}", locate_provider_file(kTableFileName, build, build_info().installed_data_dir),
+                     kTableFileName);
 }
 
 LinalgProviderPolicy LinalgProviderPolicy::fixed(LinalgProviderBundle bundle) {

@@ -37,8 +37,9 @@
 // 0 for a size not measured (LAPACK first there). `sizes` must equal
 // kDefaultTableSizes: the size classes are fixed in code. The default engine
 // reads it from LinalgEngineOptions::provider_table, else the file named by
-// the TENFERRO_LINALG_PROVIDER_TABLE environment variable, else the build
-// tree's copy, else BuildInfo::installed_data_dir. A missing or malformed
+// the TENFERRO_LINALG_PROVIDER_TABLE environment variable, else the first
+// copy Note [Locating provider files] (base/build_info.h) finds: next to
+// the loaded binary, in the build tree, in the install. A missing or malformed
 // file is a typed error naming the file and what was wrong; there is no
 // built-in fallback order, so a machine's measured choice is never replaced
 // silently by another.

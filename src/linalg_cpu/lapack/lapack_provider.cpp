@@ -5,7 +5,6 @@
 #include "tenferro/linalg_cpu/lapack_provider.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -58,11 +57,10 @@ std::string loaded_file(const void* address) {
 
 Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions& options) {
   const std::string file = fmt::format("tenferro_lapack_openblas_{}.so", to_string(options.build));
-  std::string dir = options.module_dir;
-  if (dir.empty()) {  // the build tree's module, else the installed one
-    dir = TENFERRO_LAPACK_MODULE_DIR;
-    if (::access((dir + "/" + file).c_str(), F_OK) != 0) dir = std::string(build_info().installed_module_dir);
-  }
+  // Note [Locating provider files].
+  const std::string dir = options.module_dir.empty()
+                              ? locate_provider_file(file, TENFERRO_LAPACK_MODULE_DIR, build_info().installed_module_dir)
+                              : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
   module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);

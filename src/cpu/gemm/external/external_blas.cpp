@@ -5,7 +5,6 @@
 #include "tenferro/cpu/gemm/external_blas.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -41,11 +40,9 @@ namespace {
 
 Result<std::unique_ptr<internal::BlasModuleHandle>> open_module(const std::string& dir, const std::string& file,
                                                                 bool select_avx512) {
-  std::string base = dir;
-  if (base.empty()) {  // the build tree's module, else the installed one
-    base = TENFERRO_BLAS_MODULE_DIR;
-    if (::access((base + "/" + file).c_str(), F_OK) != 0) base = std::string(build_info().installed_module_dir);
-  }
+  // Note [Locating provider files].
+  const std::string base =
+      dir.empty() ? locate_provider_file(file, TENFERRO_BLAS_MODULE_DIR, build_info().installed_module_dir) : dir;
   auto h = std::make_unique<internal::BlasModuleHandle>();
   h->path = base + "/" + file;
   h->handle = dlopen(h->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
