@@ -22,6 +22,8 @@ packages=(
   # numeric reference for tests; the Python module (pybind11) and its tests
   # (pytest; torch for DLPack and autograd comparisons)
   python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-torch
+  # `pip install .` (setup.py, offline: --no-build-isolation)
+  python3-pip python3-setuptools python3-wheel python3-venv
   # MPI (tenferro::mpi and its multi-rank tests)
   libopenmpi-dev openmpi-bin
 )

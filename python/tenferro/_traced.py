@@ -140,9 +140,9 @@ def _axes(axis, ndim, what):
     return out
 
 
-def _sum(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    if out is not None or kwargs.get("where") is not None or dtype is not None:
-        raise _unsupported("sum with out, where or dtype")
+def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    if out is not None or where is not None or dtype is not None or initial is not None:
+        raise _unsupported("sum with out, where, dtype or initial")
     axes = _axes(axis, x.ndim, "sum")
     r = _tenferro._traced_reduce_sum(x, axes) if axes else x
     if keepdims:
@@ -150,12 +150,12 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     return r
 
 
-def _mean(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     axes = _axes(axis, x.ndim, "mean")
     count = 1
     for a in axes:
         count *= x.shape[a]
-    return _elementwise("div", _sum(x, axis, dtype, out, keepdims, **kwargs), float(count))
+    return _elementwise("div", _sum(x, axis, dtype, out, keepdims, where=where), float(count))
 
 
 def _reshape(x, *shape, order="C"):
@@ -394,9 +394,11 @@ def _numpy_functions():
     table = {
         _np.sum: _sum,
         _np.mean: _mean,
-        _np.transpose: _transpose,
-        _np.reshape: lambda x, shape, order="C", **kw: _reshape(x, shape, order=order),
-        _np.swapaxes: _swapaxes,
+        # numpy's own parameter names, so that keyword calls work too
+        _np.transpose: lambda a, axes=None: _transpose(a, axes),
+        _np.reshape: lambda a, newshape=None, order="C", shape=None: _reshape(
+            a, newshape if shape is None else shape, order=order),
+        _np.swapaxes: lambda a, axis1, axis2: _swapaxes(a, axis1, axis2),
         _np.moveaxis: _moveaxis,
         _np.squeeze: _squeeze,
         _np.expand_dims: _expand_dims,

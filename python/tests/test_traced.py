@@ -40,6 +40,8 @@ CASES = [
     ("T_transpose", lambda x, y: x.T + np.transpose(x, (1, 0)) * 2.0, lambda x, y: x.T + x.permute(1, 0) * 2.0, False),
     ("mT_swapaxes", lambda x, y: x[None].mT + np.swapaxes(x[None], 1, 2), lambda x, y: x[None].mT + x[None].transpose(1, 2), False),
     ("moveaxis", lambda x, y: np.moveaxis(x.reshape(3, 2, 2), 0, -1), lambda x, y: x.reshape(3, 2, 2).movedim(0, -1), False),
+    ("numpy_keywords", lambda x, y: np.transpose(x, axes=(1, 0)) + np.reshape(x, newshape=(4, 3)) + np.sum(x.T, axis=1, keepdims=True),
+     lambda x, y: x.T + x.reshape(4, 3) + x.T.sum(1, keepdim=True), False),
     ("reshape", lambda x, y: x.reshape(-1) + np.reshape(x, (4, 3)).reshape(12), lambda x, y: x.reshape(-1) + x.reshape(4, 3).reshape(12), False),
     ("squeeze_expand", lambda x, y: np.squeeze(np.expand_dims(x, (0, 2)), 0), lambda x, y: x[None, :, None].squeeze(0), False),
     ("broadcast_to", lambda x, y: np.broadcast_to(x[0], (2, 4)) * 1.0, lambda x, y: x[0].expand(2, 4) * 1.0, False),
