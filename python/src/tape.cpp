@@ -218,8 +218,14 @@ void register_tape(py::module_& m) {
     return traced_core("broadcast_in_dim", py::make_tuple(x),
                        program::BroadcastInDimAttributes{shape_of(shape), dims_of(dims)});
   });
-  m.def("_traced_reduce_sum", [](const PyTraced& x, const py::sequence& axes) {
-    return traced_core("reduce_sum", py::make_tuple(x), program::ReduceAttributes{dims_of(axes)});
+  m.def("_traced_reduce", [](const std::string& name, const PyTraced& x, const py::sequence& axes) {
+    return traced_core(name, py::make_tuple(x), program::ReduceAttributes{dims_of(axes)});
+  });
+  m.def("_traced_concatenate", [](const py::sequence& args, std::int64_t axis) {
+    return traced_core("concatenate", args, program::ConcatenateAttributes{axis});
+  });
+  m.def("_traced_cumsum", [](const PyTraced& x, std::int64_t axis) {
+    return traced_core("cumsum", py::make_tuple(x), program::CumulativeAttributes{axis, false, false});
   });
   m.def("_traced_slice",
         [](const PyTraced& x, const py::sequence& start, const py::sequence& limit, const py::sequence& stride) {

@@ -144,10 +144,90 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     if out is not None or where is not None or dtype is not None or initial is not None:
         raise _unsupported("sum with out, where, dtype or initial")
     axes = _axes(axis, x.ndim, "sum")
-    r = _tenferro._traced_reduce_sum(x, axes) if axes else x
+    return _reduce("reduce_sum", x, axes, keepdims)
+
+
+def _reduce(name, x, axes, keepdims):
+    r = _tenferro._traced_reduce(name, x, axes) if axes else x
     if keepdims:
         r = _reshape(r, [1 if i in axes else n for i, n in enumerate(x.shape)])
     return r
+
+
+def _extreme(name, what):
+    def reduce(x, axis=None, out=None, keepdims=False, initial=None, where=None):
+        if out is not None or initial is not None or where is not None:
+            raise _unsupported(f"{what} with out, initial or where")
+        if x.dtype.kind == "c":
+            raise _invalid(f"{what}: complex values are not ordered", "kDTypeMismatch")
+        return _reduce(name, x, _axes(axis, x.ndim, what), keepdims)
+
+    return reduce
+
+
+def _prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    if out is not None or where is not None or dtype is not None or initial is not None:
+        raise _unsupported("prod with out, where, dtype or initial")
+    return _reduce("reduce_prod", x, _axes(axis, x.ndim, "prod"), keepdims)
+
+
+def _cumsum(x, axis=None, dtype=None, out=None):
+    if out is not None or dtype is not None:
+        raise _unsupported("cumsum with out or dtype")
+    if axis is None:
+        x, axis = _reshape(x, -1), 0
+    (axis,) = _axes(axis, x.ndim, "cumsum")
+    return _tenferro._traced_cumsum(x, axis)
+
+
+def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    if out is not None or dtype is not None:
+        raise _unsupported("concatenate with out or dtype")
+    arrays = list(arrays)
+    if axis is None:
+        arrays, axis = [_np.reshape(a, -1) for a in arrays], 0
+    ndim = len(_shape(arrays[0]))
+    if any(len(_shape(a)) != ndim for a in arrays):
+        raise _invalid("concatenate: all the input arrays must have the same number of dimensions", "kShapeMismatch")
+    (axis,) = _axes(axis, ndim, "concatenate")
+    dtype = _result_dtype(arrays)
+    args = [_convert(a, dtype) if isinstance(a, Traced) else _np.asarray(a, dtype=dtype) for a in arrays]
+    return _tenferro._traced_concatenate(args, axis)
+
+
+def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = list(arrays)
+    shapes = {_shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise _invalid(f"stack: all input arrays must have the same shape, found {sorted(shapes)}", "kShapeMismatch")
+    (axis,) = _axes(axis, len(_shape(arrays[0])) + 1, "stack")
+    return _concatenate([_np.expand_dims(a, axis) for a in arrays], axis, out=out, dtype=dtype)
+
+
+def _clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    if out is not None or kwargs:
+        raise _unsupported("clip with out or ufunc keywords")
+    if a.dtype.kind == "c":
+        raise _invalid("clip: complex values are not ordered", "kDTypeMismatch")
+    lo = -_np.inf if a_min is None else a_min
+    hi = _np.inf if a_max is None else a_max
+    return _elementwise("clamp", lo, a, hi)
+
+
+def _flip(m, axis=None):
+    axes = _axes(axis, m.ndim, "flip")
+    return _tenferro._traced_reverse(m, axes) if axes else m
+
+
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    from . import einsum
+
+    if offset != 0:
+        raise _unsupported("diagonal(offset != 0)")
+    i, j = _axes([axis1, axis2], a.ndim, "diagonal")
+    rest = [k for k in range(a.ndim) if k not in (i, j)]
+    labels = "abcdefghijklmnopqrstuvwx"[: len(rest)]
+    return einsum(f"{labels}yy->{labels}y", _transpose(a, rest + [i, j]))
 
 
 def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -372,6 +452,9 @@ _UFUNCS = {
     _np.tanh: _unary("tanh"),
     _np.conjugate: _conj,
     _np.square: _square,
+    _np.sign: _unary("sign"),  # derivative 0 (Note [Derivative conventions at kinks])
+    _np.floor: _unary("floor"),
+    _np.ceil: _unary("ceil"),
     _np.reciprocal: _reciprocal,
 }
 for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
@@ -409,6 +492,18 @@ def _numpy_functions():
         _np.real: _real,
         _np.imag: _imag,
         _np.where: _where,
+        _np.prod: _prod,
+        _np.max: _extreme("reduce_max", "max"),
+        _np.amax: _extreme("reduce_max", "max"),
+        _np.min: _extreme("reduce_min", "min"),
+        _np.amin: _extreme("reduce_min", "min"),
+        _np.cumsum: _cumsum,
+        _np.concatenate: _concatenate,
+        _np.stack: _stack,
+        _np.clip: _clip,
+        _np.flip: _flip,
+        _np.diagonal: _diagonal,
+        _np.outer: lambda a, b, out=None: _elementwise("mul", _np.reshape(a, (-1, 1)), _np.reshape(b, -1)),
         _np.shape: _shape,
         _np.ndim: lambda x: len(_shape(x)),
         _np.size: lambda x, axis=None: int(_np.prod(_shape(x))) if axis is None else _shape(x)[axis],
@@ -482,6 +577,14 @@ def _install():
     T.conjugate = _conj
     T.sum = _sum
     T.mean = _mean
+    T.prod = _prod
+    T.max = _extreme("reduce_max", "max")
+    T.min = _extreme("reduce_min", "min")
+    T.cumsum = _cumsum
+    T.clip = lambda self, min=None, max=None: _clip(self, min, max)  # noqa: A002 (numpy's names)
+    T.flatten = lambda self, order="C": _reshape(self, -1, order=order)
+    T.ravel = T.flatten
+    T.diagonal = _diagonal
     T.reshape = _reshape
     T.transpose = _transpose
     T.swapaxes = _swapaxes
