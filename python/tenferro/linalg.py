@@ -332,7 +332,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noq
 def _matmul(a, b, runtime):
     """a @ b for stacks of matrices through tenferro.einsum (numpy's matmul
     for dtypes einsum does not take)."""
-    if _np.result_type(a, b).kind not in "fc":
+    if _np.result_type(a.dtype, b.dtype).kind not in "fc":  # dtypes: np.result_type(Traced) is not recorded
         return _np.matmul(a, b)
     return _tenferro.einsum("...ij,...jk->...ik", a, b, runtime=runtime)
 
@@ -342,7 +342,7 @@ def matrix_power(a, n, *, runtime=None):
     matrix_power): n = 0 gives the identity, n < 0 the power of inv(a)."""
     if not isinstance(n, (int, _np.integer)):
         raise _invalid(f"matrix_power: expected an integer exponent, found {n!r}")
-    a = _np.asarray(a)
+    a = a if _traced(a) else _np.asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise InvalidArgumentError(
             f"matrix_power: expected a square matrix (..., M, M), found shape {a.shape}",
@@ -361,7 +361,7 @@ def matrix_power(a, n, *, runtime=None):
             result = square if result is None else _matmul(result, square, runtime)
         n >>= 1
         if n == 0:
-            return _np.array(result, copy=True) if result is a else result
+            return _np.array(result, copy=True) if result is a and not _traced(a) else result
         square = _matmul(square, square, runtime)
 
 
@@ -386,9 +386,19 @@ def cond(x, p=None, *, runtime=None):
     """The condition number of each matrix (numpy.linalg.cond): p None, 2 or
     -2 from the singular values, otherwise norm(x, p) * norm(inv(x), p);
     a singular matrix gives inf."""
-    x = _np.asarray(_operand(x))
+    x = _operand(x)
+    if not _traced(x):
+        x = _np.asarray(x)
     if x.ndim < 2:
         raise _invalid(f"cond: expected a matrix (..., M, N), found shape {x.shape}")
+    if _traced(x):
+        # Recorded: the same formulas on the whole stack (a singular matrix
+        # raises LinAlgError here instead of giving inf).
+        if p is None or p == 2 or p == -2:
+            s = svd(x, compute_uv=False, runtime=runtime)
+            return s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+        return norm(x, p, axis=(-2, -1), runtime=runtime) * norm(inv(x, runtime=runtime), p, axis=(-2, -1),
+                                                                 runtime=runtime)
     if p is None or p == 2 or p == -2:
         s = svd(x, compute_uv=False, runtime=runtime)
         with _np.errstate(all="ignore"):
@@ -418,7 +428,8 @@ def multi_dot(arrays, *, out=None, runtime=None):
     (numpy.linalg.multi_dot): the first array may be 1-D (a row vector),
     the last 1-D (a column vector). The order comes from tenferro's optimal
     contraction-path planner (the greedy one beyond 16 arrays)."""
-    arrays = [_np.asarray(_operand(a)) for a in arrays]
+    arrays = [_operand(a) for a in arrays]
+    arrays = [a if _traced(a) else _np.asarray(a) for a in arrays]
     if len(arrays) < 2:
         raise _invalid(f"multi_dot: expected at least two arrays, found {len(arrays)}")
     for i, a in enumerate(arrays):
@@ -443,7 +454,8 @@ def multi_dot(arrays, *, out=None, runtime=None):
 def tensorinv(a, ind=2, *, runtime=None):
     """The inverse of `a` with respect to tensordot over its first `ind`
     axes (numpy.linalg.tensorinv)."""
-    a = _np.asarray(_operand(a))
+    a = _operand(a)
+    a = a if _traced(a) else _np.asarray(a)
     if ind <= 0:
         raise _invalid(f"tensorinv: expected ind > 0, found {ind}")
     inv_shape = a.shape[ind:] + a.shape[:ind]
@@ -453,8 +465,8 @@ def tensorinv(a, ind=2, *, runtime=None):
 
 def tensorsolve(a, b, axes=None, *, runtime=None):
     """x with tensordot(a, x, x.ndim) == b (numpy.linalg.tensorsolve)."""
-    a = _np.asarray(_operand(a))
-    b = _np.asarray(_operand(b))
+    a, b = _operand(a), _operand(b)
+    a, b = (x if _traced(x) else _np.asarray(x) for x in (a, b))
     if axes is not None:
         order = [k for k in range(a.ndim) if k not in [ax % a.ndim for ax in axes]]
         order += [ax % a.ndim for ax in axes]

@@ -216,3 +216,35 @@ def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
     np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
     for g, w in zip(grads, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_linalg_compositions_record_their_parts(rng, torch):
+    # matrix_power, multi_dot, cond, tensorinv and tensorsolve are built from
+    # recorded operations, so they differentiate too (no silent copy).
+    x = random_array(rng, (3, 3), np.float64) + 3 * np.eye(3)
+    y = random_array(rng, (3, 4), np.float64)
+    t = random_array(rng, (2, 3, 6), np.float64) + np.eye(6).reshape(6, 2, 3).transpose(1, 2, 0)
+
+    def ours(x, y, t):
+        tl = tenferro.linalg
+        return (tl.matrix_power(x, 3).sum() + tl.matrix_power(x, -2).sum() + tl.multi_dot([x, x.T, y]).sum()
+                + tl.cond(x) + tl.cond(x, "fro") + tl.tensorinv(t, ind=2).sum()
+                + tl.tensorsolve(t, np.ones((2, 3))).sum())
+
+    def theirs(x, y, t):
+        la = torch.linalg
+        tinv = la.inv(t.reshape(6, 6)).reshape(6, 2, 3)
+        tsol = la.solve(t.reshape(6, 6), torch.ones(6, dtype=t.dtype))
+        inv = la.inv(x)
+        s = la.svdvals(x)  # (torch's own cond and negative matrix_power modify a saved inverse in place)
+        return (la.matrix_power(x, 3).sum() + (inv @ inv).sum() + la.multi_dot([x, x.T, y]).sum()
+                + s[0] / s[-1] + la.norm(x, "fro") * la.norm(inv, "fro") + tinv.sum() + tsol.sum())
+
+    args = (x, y, t)
+    value, grads = tenferro.value_and_grad(ours, argnums=(0, 1, 2))(*args)
+    targs = [torch.from_numpy(v.copy()).requires_grad_(True) for v in args]
+    tl = theirs(*targs)
+    want = torch.autograd.grad(tl, targs)
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)
