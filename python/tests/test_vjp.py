@@ -189,6 +189,18 @@ def test_grad_through_linalg_matches_torch(loss, rng, torch):
     np.testing.assert_allclose(gb, np.zeros_like(b) if want_b is None else want_b.numpy(), rtol=1e-8, atol=1e-10)
 
 
+def _assert_gradients_match(ours, theirs, args, torch):
+    """The value and every argument's gradient of ours (tenferro.grad) and
+    theirs (torch.autograd) agree."""
+    value, grads = tenferro.value_and_grad(ours, argnums=tuple(range(len(args))))(*args)
+    targs = [torch.from_numpy(v.copy()).requires_grad_(True) for v in args]
+    tl = theirs(*targs)
+    want = torch.autograd.grad(tl, targs)
+    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
+    for g, w in zip(grads, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)
+
+
 def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
     # lstsq (recorded as pinv(a) @ b), eigvalsh(UPLO="U") and solve with a
     # vector right-hand side and broadcast batch axes.
@@ -209,13 +221,7 @@ def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
         return (x**2).sum() + torch.linalg.eigvalsh(upper)[-1] + (torch.linalg.solve(s, v) * 2).sum()
 
     args = (a, b, s, v)
-    value, grads = tenferro.value_and_grad(ours, argnums=(0, 1, 2, 3))(*args)
-    targs = [torch.from_numpy(x.copy()).requires_grad_(True) for x in args]
-    tl = theirs(*targs)
-    want = torch.autograd.grad(tl, targs)
-    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
-    for g, w in zip(grads, want):
-        np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)
+    _assert_gradients_match(ours, theirs, args, torch)
 
 
 def test_linalg_compositions_record_their_parts(rng, torch):
@@ -241,10 +247,4 @@ def test_linalg_compositions_record_their_parts(rng, torch):
                 + s[0] / s[-1] + la.norm(x, "fro") * la.norm(inv, "fro") + tinv.sum() + tsol.sum())
 
     args = (x, y, t)
-    value, grads = tenferro.value_and_grad(ours, argnums=(0, 1, 2))(*args)
-    targs = [torch.from_numpy(v.copy()).requires_grad_(True) for v in args]
-    tl = theirs(*targs)
-    want = torch.autograd.grad(tl, targs)
-    np.testing.assert_allclose(value, tl.item(), rtol=1e-10)
-    for g, w in zip(grads, want):
-        np.testing.assert_allclose(g, w.numpy(), rtol=1e-8, atol=1e-10)
+    _assert_gradients_match(ours, theirs, args, torch)
