@@ -45,18 +45,21 @@ def _unsupported(what):
     )
 
 
+_SCALARS = (bool, int, float, complex)
+
+
 def _is_scalar(x):
-    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, _np.generic)
+    return type(x) in _SCALARS
 
 
 def _result_dtype(operands):
     """numpy 2's promotion: Traced values and arrays are strong, Python
     scalars weak (they only lift a real result to complex)."""
     strong = [x.dtype if isinstance(x, Traced) else _np.asarray(x).dtype for x in operands if not _is_scalar(x)]
-    dtype = _np.result_type(*strong)
+    dtype = strong[0] if all(d == strong[0] for d in strong) else _np.result_type(*strong)
     if dtype.kind not in "fc":
         dtype = _np.dtype(_np.float64)
-    if dtype.kind == "f" and any(isinstance(x, complex) for x in operands):
+    if dtype.kind == "f" and any(type(x) is complex for x in operands):
         dtype = _np.result_type(dtype, _np.complex64)
     return dtype
 
@@ -71,7 +74,7 @@ def _convert(x, dtype):
 
 def _broadcast(x, shape):
     """x (Traced) broadcast to `shape` as numpy broadcasts."""
-    if tuple(x.shape) == tuple(shape):
+    if x.shape == tuple(shape):
         return x
     lead = len(shape) - x.ndim
     return _tenferro._traced_broadcast_in_dim(x, list(shape), list(range(lead, len(shape))))
@@ -79,15 +82,20 @@ def _broadcast(x, shape):
 
 def _elementwise(name, *operands):
     """Core elementwise op `name` over numpy-broadcast, promoted operands."""
-    try:
-        shape = _np.broadcast_shapes(*[_shape(x) for x in operands])
-    except ValueError as e:
-        raise _invalid(f"{name}: operands could not be broadcast together ({e})", "kShapeMismatch") from None
+    shapes = [() if _is_scalar(x) else _shape(x) for x in operands]
+    shape = shapes[0]
+    if any(s != shape for s in shapes):  # np.broadcast_shapes costs microseconds
+        try:
+            shape = _np.broadcast_shapes(*shapes)
+        except ValueError as e:
+            raise _invalid(f"{name}: operands could not be broadcast together ({e})", "kShapeMismatch") from None
     dtype = _result_dtype(operands)
     args = []
-    for x in operands:
+    for x, s in zip(operands, shapes):
         if isinstance(x, Traced):
             args.append(_broadcast(_convert(x, dtype), shape))
+        elif s == shape:
+            args.append(_np.asarray(x, dtype=dtype))
         else:
             args.append(_np.broadcast_to(_np.asarray(x, dtype=dtype), shape))
     return _tenferro._traced_op(name, args)
