@@ -3,7 +3,6 @@
 // file] in provider_policy.h).
 #include "tenferro/linalg_cpu/provider_policy.h"
 
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
