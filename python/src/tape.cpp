@@ -145,17 +145,26 @@ py::object traced_fft(const std::string& kind, const PyTraced& x, const py::obje
   return py::cast(record(x.tape, out[0]));
 }
 
-bool is_bool_array(py::handle a) {
-  return PyArray_Check(a.ptr()) && PyArray_TYPE(reinterpret_cast<PyArrayObject*>(a.ptr())) == NPY_BOOL;
+// The dtype of a numpy bool or int64 array (a select's predicate, a
+// gather's indices): the array bridge takes the inexact dtypes only.
+std::optional<DType> exact_dtype_of(py::handle a) {
+  if (!PyArray_Check(a.ptr())) return std::nullopt;
+  switch (PyArray_TYPE(reinterpret_cast<PyArrayObject*>(a.ptr()))) {
+    case NPY_BOOL:
+      return DType::kBool;
+    case NPY_INT64:
+      return DType::kInt64;
+    default:
+      return std::nullopt;
+  }
 }
 
-// A numpy bool array (a select's predicate) as a bool tensor: the array
-// bridge takes the inexact dtypes only.
-Tensor bool_leaf(py::handle a) {
+// Such an array as a tensor of `dtype` (a dense copy).
+Tensor exact_leaf(py::handle a, DType dtype) {
   py::object dense = py::module_::import("numpy").attr("ascontiguousarray")(a);
   auto* arr = reinterpret_cast<PyArrayObject*>(dense.ptr());
   Dims shape(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
-  Tensor t = value_or_raise(Tensor::empty(shape, DType::kBool));
+  Tensor t = value_or_raise(Tensor::empty(shape, dtype));
   if (t.nbytes() > 0) std::memcpy(t.data(), PyArray_DATA(arr), t.nbytes());
   return t;
 }
@@ -180,7 +189,8 @@ py::object traced_core(const std::string& name, const py::sequence& args, progra
     if (py::isinstance<PyTraced>(a)) {
       handles.push_back(py::cast<const PyTraced&>(a).handle);
     } else {
-      Tensor leaf = is_bool_array(a) ? bool_leaf(a) : copied_leaf(*first->tape->runtime, a, std::nullopt, name.c_str());
+      const std::optional<DType> exact = exact_dtype_of(a);
+      Tensor leaf = exact ? exact_leaf(a, *exact) : copied_leaf(*first->tape->runtime, a, std::nullopt, name.c_str());
       handles.push_back(value_or_raise(first->tape->tape.constant(leaf)));
     }
   }
@@ -223,6 +233,12 @@ void register_tape(py::module_& m) {
   });
   m.def("_traced_concatenate", [](const py::sequence& args, std::int64_t axis) {
     return traced_core("concatenate", args, program::ConcatenateAttributes{axis});
+  });
+  m.def("_traced_take", [](const PyTraced& x, const py::object& indices, std::int64_t axis) {
+    program::SymbolicShape shape;
+    for (std::int64_t d : x.value.shape()) shape.push_back(program::SymbolicExtent(d));
+    return traced_core("gather", py::make_tuple(x, indices),
+                       program::take_attributes(shape, py::cast<std::int64_t>(indices.attr("ndim")), axis));
   });
   m.def("_traced_cumsum", [](const PyTraced& x, std::int64_t axis) {
     return traced_core("cumsum", py::make_tuple(x), program::CumulativeAttributes{axis, false, false});

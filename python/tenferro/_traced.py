@@ -12,7 +12,8 @@
 #   promotion (convert; Python scalars are weak, as in numpy 2);
 # - sum/mean, transpose/.T, reshape, basic indexing (integers, slices of
 #   any step, None, ...) become reduce_sum, transpose, reshape, slice and
-#   reverse; matmul and dot become einsums;
+#   reverse; one integer array or boolean mask as the index, and np.take,
+#   become a gather; matmul and dot become einsums;
 # - numpy functions with a tenferro counterpart (__array_function__:
 #   np.einsum, np.sum, np.linalg.*, np.fft.*, np.where, ...) call it.
 #
@@ -313,8 +314,42 @@ def _broadcast_to(x, shape):
     return _broadcast(x, shape)
 
 
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    """numpy.take as a gather; indices are checked as numpy checks them
+    (the gather itself would clamp)."""
+    if out is not None or mode != "raise":
+        raise _unsupported("take with out or mode")
+    if axis is None:
+        a, axis = _reshape(a, -1), 0
+    (axis,) = _axes(axis, a.ndim, "take")
+    idx = _np.asarray(indices)
+    if idx.dtype.kind not in "iu" and idx.size > 0:
+        raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
+    n = a.shape[axis]
+    idx = idx.astype(_np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx[(idx < -n) | (idx >= n)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return _tenferro._traced_take(a, _np.where(idx < 0, idx + n, idx), axis)
+
+
+def _advanced(x, key):
+    """x[key] for one integer array (axis 0) or one boolean mask over the
+    leading axes: a gather."""
+    k = _np.asarray(key)
+    if k.dtype == bool:
+        if k.shape != tuple(x.shape[: k.ndim]):
+            raise IndexError(f"boolean index of shape {k.shape} does not match the array's {tuple(x.shape)}")
+        flat = _reshape(x, (-1,) + tuple(x.shape[k.ndim :]))
+        return _take(flat, _np.flatnonzero(k), axis=0)
+    return _take(x, k, axis=0)
+
+
 def _getitem(x, key):
-    """Basic indexing: integers, slices (any step), None and Ellipsis."""
+    """Basic indexing (integers, slices of any step, None, Ellipsis), or one
+    integer array or boolean mask (a gather)."""
+    if isinstance(key, (list, _np.ndarray)):
+        return _advanced(x, key)
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, (int, _np.integer, slice))) or isinstance(k, bool):
@@ -504,6 +539,7 @@ def _numpy_functions():
         _np.clip: _clip,
         _np.flip: _flip,
         _np.diagonal: _diagonal,
+        _np.take: _take,
         _np.outer: lambda a, b, out=None: _elementwise("mul", _np.reshape(a, (-1, 1)), _np.reshape(b, -1)),
         _np.shape: _shape,
         _np.ndim: lambda x: len(_shape(x)),
@@ -586,6 +622,7 @@ def _install():
     T.flatten = lambda self, order="C": _reshape(self, -1, order=order)
     T.ravel = T.flatten
     T.diagonal = _diagonal
+    T.take = _take
     T.reshape = _reshape
     T.transpose = _transpose
     T.swapaxes = _swapaxes

@@ -62,6 +62,10 @@ CASES = [
      lambda x, y: torch_().diagonal(x @ x.T) + torch_().outer(x[0], y[:, 0]).sum(1)[:3] + x.flatten()[:3], False),
     ("index_int_slice", lambda x, y: x[1] + x[-1, ::1] + x[:, 1:3].sum(), lambda x, y: x[1] + x[-1] + x[:, 1:3].sum(), False),
     ("index_steps", lambda x, y: x[::2, 1::2] + x[::-2, ::-2], lambda x, y: x[::2, 1::2] + torch_().flip(x, (0, 1))[::2, ::2], False),
+    ("take_and_masks", lambda x, y: x[[2, 0, 2]].sum(axis=0) + x[np.array([True, False, True])][1] + np.take(x, [3, 3, -4, 1], axis=1)[0]
+     + x[x.real > 0].sum() + x.take([5, 0])[:1],
+     lambda x, y: x[[2, 0, 2]].sum(0) + x[torch_().tensor([True, False, True])][1] + x[:, [3, 3, 0, 1]][0]
+     + x[_re(x) > 0].sum() + x.reshape(-1)[[5, 0]][:1], False),
     ("index_newaxis_ellipsis", lambda x, y: x[..., None, 2] * x[None, 1, -1:], lambda x, y: x[..., None, 2] * x[None, 1, -1:], False),
     ("matmul", lambda x, y: x @ y, lambda x, y: x @ y, False),
     ("matmul_vectors", lambda x, y: (x[0] @ y) + (x @ y[:, 0]).sum() + x[0] @ x[1],
@@ -172,8 +176,10 @@ def test_unrecorded_operations_raise_typed_errors(rng):
     fails(np.sort, match="sort")  # a numpy function without one
     fails(lambda t: np.add.reduce(t), match="reduce")
     fails(lambda t: np.exp(t, out=np.empty((3, 4))), match="out")
-    fails(lambda t: t[[0, 2]], match="advanced indexing")
-    fails(lambda t: t[np.array([True, False, True])], match="advanced indexing")
+    fails(lambda t: t[[0, 2], 1:], match="advanced indexing")  # an array mixed with slices
+    fails(lambda t: t[[0, 3]], IndexError)
+    fails(lambda t: t[np.array([True, False])], IndexError)
+    fails(lambda t: np.take(t, [1.5]), IndexError)
     fails(lambda t: t[3], IndexError)
     fails(lambda t: t[0, 0, 0], IndexError)
     fails(lambda t: t.reshape(5, 3), tenferro.InvalidArgumentError, match="reshape")
