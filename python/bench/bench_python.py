@@ -10,6 +10,10 @@
     median_seconds), same path (the instance's opt_flops path, else greedy),
     same thread count and GEMM, random float64 data; rounds interleave the
     two. The ratio is CLI time / Python time (>= 1: Python is as fast).
+(c) Gradients of numpy code (when torch is installed): tenferro.grad of
+    (tanh(x @ y) ** 2).mean() written with numpy against the same loss in
+    torch (forward + backward), n x n float64, interleaved batches, median
+    time per gradient.
 
 Usage (from the repository root, after building the module):
     PYTHONPATH=build/<dir>/python /usr/bin/python3 python/bench/bench_python.py \
@@ -58,6 +62,37 @@ def overhead_case(batches, batch_calls, runtime):
         v.sort()
         out[name] = (statistics.median(v), v[len(v) // 10])
     return out
+
+
+def grad_case(n, batches):
+    """Median seconds per gradient of tenferro.grad (numpy code on Traced
+    values) and torch autograd, interleaved batch by batch; None without
+    torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    ours = tenferro.grad(lambda w: (np.tanh(w @ y) ** 2).mean())
+    ty = torch.from_numpy(y)
+
+    def theirs():
+        tx = torch.from_numpy(x).requires_grad_(True)
+        (torch.tanh(tx @ ty) ** 2).mean().backward()
+        return tx.grad
+
+    if not np.allclose(ours(x), theirs().numpy()):
+        sys.exit(f"bench_python: grad case n={n}: tenferro and torch disagree")
+    calls = max(1, int(2e5 // (n * n * n // 64 + 1000)))
+    samples = {"tenferro": [], "torch": []}
+    for _ in range(batches):
+        for name, fn in (("tenferro", lambda: ours(x)), ("torch", theirs)):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / calls)
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def load_instance(path):
@@ -136,6 +171,12 @@ def main():
         }
     )
 
+    for n in (4, 64, 256):
+        g = grad_case(n, 15)
+        if g is not None:
+            results.append({"case": f"grad_numpy_loss_n{n}", "tenferro_us": g["tenferro"] * 1e6,
+                            "torch_us": g["torch"] * 1e6, "ratio_torch_over_tenferro": g["torch"] / g["tenferro"]})
+
     if not args.skip_instances:
         if not os.path.exists(args.cli):
             sys.exit(f"bench_python: CLI {args.cli} not found (pass --cli build/<dir>/tenferro)")
@@ -204,6 +245,11 @@ def main():
         f"{r0['tenferro_runtime_us']:.2f} / {r0['tenferro_runtime_p10_us']:.2f} us"
     )
     print(f"  numpy.einsum                                 {r0['numpy_us']:.2f} / {r0['numpy_p10_us']:.2f} us")
+    for r in results[1:]:
+        if r["case"].startswith("grad_"):
+            print(f"{r['case']}: tenferro.grad {r['tenferro_us']:.1f} us, torch {r['torch_us']:.1f} us "
+                  f"(torch / tenferro {r['ratio_torch_over_tenferro']:.2f})")
+    results = [r for r in results if not r["case"].startswith("grad_")] if not args.json else results
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
         print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are;")

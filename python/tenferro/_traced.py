@@ -102,6 +102,21 @@ def _elementwise(name, *operands):
     return _tenferro._traced_op(name, args)
 
 
+def _power(a, b):
+    """a ** b; like numpy, the common scalar exponents become cheaper ops
+    (x ** 2 is x * x: no pow per element, forward or backward)."""
+    if isinstance(a, Traced) and (_is_scalar(b) or isinstance(b, _np.number)) and not isinstance(b, complex):
+        if b == 2:
+            return _elementwise("mul", a, a)
+        if b == 1:
+            return a
+        if b == 0.5:
+            return _unary("sqrt")(a)
+        if b == -1:
+            return _elementwise("div", 1.0, a)
+    return _elementwise("pow", a, b)
+
+
 def _unary(name):
     return lambda x: _tenferro._traced_op(name, [x])
 
@@ -467,7 +482,7 @@ _UFUNCS = {
     _np.subtract: lambda a, b: _elementwise("sub", a, b),
     _np.multiply: lambda a, b: _elementwise("mul", a, b),
     _np.true_divide: lambda a, b: _elementwise("div", a, b),
-    _np.power: lambda a, b: _elementwise("pow", a, b),
+    _np.power: _power,
     _np.maximum: lambda a, b: _elementwise("max", a, b),
     _np.minimum: lambda a, b: _elementwise("min", a, b),
     _np.arctan2: lambda a, b: _elementwise("atan2", a, b),
@@ -590,7 +605,7 @@ def _install():
     T.__rmul__ = lambda a, b: _elementwise("mul", b, a)
     T.__truediv__ = lambda a, b: _elementwise("div", a, b)
     T.__rtruediv__ = lambda a, b: _elementwise("div", b, a)
-    T.__pow__ = lambda a, b: _elementwise("pow", a, b)
+    T.__pow__ = _power
     T.__rpow__ = lambda a, b: _elementwise("pow", b, a)
     T.__matmul__ = _matmul
     T.__rmatmul__ = lambda a, b: _matmul(b, a)

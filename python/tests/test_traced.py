@@ -20,6 +20,8 @@ CASES = [
     ("div", lambda x, y: x / (x * x + 2.0), lambda x, y: x / (x * x + 2.0), False),
     ("rdiv", lambda x, y: 1.0 / (x + 3.0), lambda x, y: 1.0 / (x + 3.0), False),
     ("pow_int", lambda x, y: x**3, lambda x, y: x**3, False),
+    ("pow_special_scalars", lambda x, y: x**2 + (x * x + 1.0) ** 0.5 + (x + 3.0) ** -1 + x**1 + np.power(x, 2.0),
+     lambda x, y: x**2 + (x * x + 1.0) ** 0.5 + (x + 3.0) ** -1 + x**1 + x**2.0, False),
     ("pow_traced", lambda x, y: (x * x + 1.0) ** (x * 0.5), lambda x, y: (x * x + 1.0) ** (x * 0.5), False),
     ("rpow", lambda x, y: 2.0**x, lambda x, y: 2.0**x, True),
     ("neg_pos_abs", lambda x, y: -abs(+x), lambda x, y: -abs(+x), False),
