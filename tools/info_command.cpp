@@ -58,6 +58,10 @@ nlohmann::json kernels_section() {
     section["error"] = isa.status().to_string();
   }
   section["layout_transpose"] = to_string(layout_kernel_isa());
+  // Note [Vector math]: exp/log/sin/cos/tan/tanh/expm1/log1p of float32/64.
+  section["vector_math"] = layout_kernel_isa() == CpuIsa::kPortable
+                               ? std::string("scalar libm")
+                               : fmt::format("libmvec {}", to_string(layout_kernel_isa()));
   section["compile_target"] = fmt::format("-march={}", build_info().arch);
   if (Result<std::shared_ptr<NativeGemmProvider>> gemm = NativeGemmProvider::create(); gemm.ok()) {
     // The register tiles of small products come with the GEMM's kernel table.

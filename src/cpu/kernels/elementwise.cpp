@@ -9,6 +9,7 @@
 #include "cpu/kernels/elementwise_functors.h"
 #include "cpu/kernels/elementwise_loop.h"
 #include "cpu/kernels/validation.h"
+#include "cpu/kernels/vector_math.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -283,9 +284,29 @@ std::optional<DType> result_dtype(BinaryOp op, DType input) noexcept {
   return binary_result(op, input);
 }
 
+namespace internal {
+
+VectorMathFn vector_math_unary(UnaryOp op, DType dtype, CpuIsa isa) noexcept {
+  switch (isa) {
+    case CpuIsa::kAvx512:
+      return avx512_vector_math(op, dtype);
+    case CpuIsa::kAvx2:
+      return avx2_vector_math(op, dtype);
+    case CpuIsa::kAuto:
+    case CpuIsa::kPortable:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace internal
+
 Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const ParallelContext& ctx, KernelStats* stats) {
   std::int64_t n = 0;
-  const FlatUnaryFn flat = kFlatUnary[static_cast<int>(op)][static_cast<int>(x.dtype)];
+  // Note [Vector math]: the context's kernel ISA, else the process's.
+  const CpuIsa isa = ctx.kernel_isa() == CpuIsa::kAuto ? layout_kernel_isa() : ctx.kernel_isa();
+  const internal::VectorMathFn vector = internal::vector_math_unary(op, x.dtype, isa);
+  const FlatUnaryFn flat = vector != nullptr ? vector : kFlatUnary[static_cast<int>(op)][static_cast<int>(x.dtype)];
   const TensorView* const flat_in[] = {&x};
   if (flat != nullptr && out.dtype == kUnaryResult[static_cast<int>(op)][static_cast<int>(x.dtype)] &&
       internal::flat_compatible(out, flat_in, n)) {

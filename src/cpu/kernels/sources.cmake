@@ -13,6 +13,8 @@ list(APPEND TENFERRO_CPU_SOURCES
   kernels/transpose_micro_avx2.cpp
   kernels/transpose_micro_avx512.cpp
   kernels/validation.cpp
+  kernels/vector_math_avx2.cpp
+  kernels/vector_math_avx512.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
   kernels/along_axis_test.cpp
@@ -22,8 +24,12 @@ list(APPEND TENFERRO_CPU_TESTS
   kernels/numpy_reference_test.cpp
   kernels/random_test.cpp
   kernels/reduction_test.cpp
+  kernels/vector_math_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
+# Note [Vector math] (kernels/vector_math.h): glibc's vector math library.
+find_library(TENFERRO_MVEC_LIBRARY NAMES mvec REQUIRED)
+list(APPEND TENFERRO_CPU_DEPENDS ${TENFERRO_MVEC_LIBRARY})
 
 # Note [ISA translation units] (gemm/native/micro_kernels.h): the SIMD tile transposes
 # get their ISA flags whatever TENFERRO_ARCH says; copy_kernel.cpp calls
@@ -32,3 +38,7 @@ set_source_files_properties(kernels/transpose_micro_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512vl;-mavx2")
 set_source_files_properties(kernels/transpose_micro_avx2.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mno-avx512f")
+set_source_files_properties(kernels/vector_math_avx512.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx2;-mfma")
+set_source_files_properties(kernels/vector_math_avx2.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx2;-mfma;-mno-avx512f")
