@@ -81,6 +81,20 @@ def _broadcast(x, shape):
     return _tenferro._traced_broadcast_in_dim(x, list(shape), list(range(lead, len(shape))))
 
 
+def _aligned(operands, dtype, shape=None):
+    """Each operand as `dtype`, and broadcast to `shape` when given: Traced
+    values through convert / broadcast_in_dim, the rest as constants."""
+    out = []
+    for x in operands:
+        if isinstance(x, Traced):
+            x = _convert(x, dtype)
+            out.append(x if shape is None else _broadcast(x, shape))
+        else:
+            a = _np.asarray(x, dtype=dtype)
+            out.append(a if shape is None or a.shape == shape else _np.broadcast_to(a, shape))
+    return out
+
+
 def _elementwise(name, *operands):
     """Core elementwise op `name` over numpy-broadcast, promoted operands."""
     shapes = [() if _is_scalar(x) else _shape(x) for x in operands]
@@ -90,30 +104,21 @@ def _elementwise(name, *operands):
             shape = _np.broadcast_shapes(*shapes)
         except ValueError as e:
             raise _invalid(f"{name}: operands could not be broadcast together ({e})", "kShapeMismatch") from None
-    dtype = _result_dtype(operands)
-    args = []
-    for x, s in zip(operands, shapes):
-        if isinstance(x, Traced):
-            args.append(_broadcast(_convert(x, dtype), shape))
-        elif s == shape:
-            args.append(_np.asarray(x, dtype=dtype))
-        else:
-            args.append(_np.broadcast_to(_np.asarray(x, dtype=dtype), shape))
-    return _tenferro._traced_op(name, args)
+    return _tenferro._traced_op(name, _aligned(operands, _result_dtype(operands), shape))
 
 
 def _power(a, b):
     """a ** b; like numpy, the common scalar exponents become cheaper ops
     (x ** 2 is x * x: no pow per element, forward or backward)."""
-    if isinstance(a, Traced) and (_is_scalar(b) or isinstance(b, _np.number)) and not isinstance(b, complex):
+    if isinstance(a, Traced) and _is_scalar(b) and not isinstance(b, complex):  # weak: a's dtype stays
         if b == 2:
-            return _elementwise("mul", a, a)
+            return _square(a)
         if b == 1:
             return a
         if b == 0.5:
             return _unary("sqrt")(a)
         if b == -1:
-            return _elementwise("div", 1.0, a)
+            return _reciprocal(a)
     return _elementwise("pow", a, b)
 
 
@@ -214,9 +219,7 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if any(len(_shape(a)) != ndim for a in arrays):
         raise _invalid("concatenate: all the input arrays must have the same number of dimensions", "kShapeMismatch")
     (axis,) = _axes(axis, ndim, "concatenate")
-    dtype = _result_dtype(arrays)
-    args = [_convert(a, dtype) if isinstance(a, Traced) else _np.asarray(a, dtype=dtype) for a in arrays]
-    return _tenferro._traced_concatenate(args, axis)
+    return _tenferro._traced_concatenate(_aligned(arrays, _result_dtype(arrays)), axis)
 
 
 def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
@@ -425,7 +428,7 @@ def _matmul(a, b):
     out = ("...i" if na > 1 else "...") + ("k" if nb > 1 else "")
     if na == 1 and nb == 1:
         out = ""
-    return einsum(f"{lhs},{rhs}->{out}", *_same_dtype(a, b))
+    return einsum(f"{lhs},{rhs}->{out}", *_aligned((a, b), _result_dtype((a, b))))
 
 
 def _dot(a, b):
@@ -435,11 +438,6 @@ def _dot(a, b):
     if na <= 2 and nb <= 2:
         return _matmul(a, b)
     raise _unsupported("numpy.dot of arrays of rank above 2 (use tenferro.einsum)")
-
-
-def _same_dtype(*operands):
-    dtype = _result_dtype(operands)
-    return [_convert(x, dtype) if isinstance(x, Traced) else _np.asarray(x, dtype=dtype) for x in operands]
 
 
 def _trace(x, offset=0, axis1=0, axis2=1):
@@ -463,14 +461,7 @@ def _where(condition, x=None, y=None):
     if not isinstance(x, Traced) and not isinstance(y, Traced):
         return _np.where(cond, x, y)  # only the condition was traced: no gradient flows
     shape = _np.broadcast_shapes(cond.shape, _shape(x), _shape(y))
-    dtype = _result_dtype([x, y])
-    args = [_np.broadcast_to(cond, shape)]
-    for v in (x, y):
-        if isinstance(v, Traced):
-            args.append(_broadcast(_convert(v, dtype), shape))
-        else:
-            args.append(_np.broadcast_to(_np.asarray(v, dtype=dtype), shape))
-    return _tenferro._traced_op("select", args)
+    return _tenferro._traced_op("select", [_np.broadcast_to(cond, shape), *_aligned((x, y), _result_dtype((x, y)), shape)])
 
 
 def _compare(ufunc):

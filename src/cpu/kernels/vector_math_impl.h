@@ -1,7 +1,8 @@
 // The body of vector_math_avx512.cpp and vector_math_avx2.cpp (Note [Vector
-// math] in vector_math.h): each defines TENFERRO_VM_PREFIX (libmvec's ISA
-// letter and lane counts), the vector types and their unaligned load/store,
-// then includes this file once.
+// math] in vector_math.h): each defines the vector types (TENFERRO_VM_VD/VF),
+// libmvec's names for its ISA (TENFERRO_VM_NAME_D/F), the unaligned
+// loads/stores and the table's name (TENFERRO_VM_TABLE), then includes this
+// file once.
 #include <cstring>
 
 #include "cpu/kernels/vector_math.h"
