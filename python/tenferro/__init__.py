@@ -192,7 +192,8 @@ def _zeros_if_none(g, like):
 
 def vjp(fun, *primals, runtime=None):
     """Runs fun(*primals) with every primal traced (fun may use tenferro
-    calls and numpy operations on the values, docs/python.md) and returns (output, vjp_fn): output a numpy array, vjp_fn(ct)
+    calls and numpy operations on the values, docs/python.md) and returns
+    (output, vjp_fn): output a numpy array, vjp_fn(ct)
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
     tape, xs = _start(primals, runtime)
