@@ -240,6 +240,10 @@ py::object OperandList::to_numpy(Tensor t) const {
   return tensor_to_numpy(std::move(t));
 }
 
+py::object numpy_dtype(DType dtype) {
+  return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyArray_DescrFromType(typenum_of(dtype))));
+}
+
 py::object tensor_to_numpy(Tensor t) {
   if (!t.defined()) return py::none();
   auto* owned = new Tensor(std::move(t));

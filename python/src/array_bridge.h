@@ -91,6 +91,8 @@ class OperandList {
 
 /// The numpy dtype of `obj`'s array conversion as a tenferro dtype, or nullopt.
 std::optional<DType> dtype_of_typenum(int typenum) noexcept;
+/// numpy's dtype object for `dtype` (numpy keeps one per builtin type).
+py::object numpy_dtype(DType dtype);
 /// A Tensor that tenferro allocated, as a numpy array (Note [Zero-copy results]).
 py::object tensor_to_numpy(Tensor t);
 

@@ -77,7 +77,8 @@ PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, st
       domain_(std::move(domain)),
       worker_spin_(worker_spin),
       context_(runtime_.on()),
-      ad_(std::make_shared<ad::AdContext>()) {}
+      ad_(std::make_shared<ad::AdContext>()),
+      compiler_(std::make_shared<compiler::GraphCompiler>()) {}
 
 Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm, std::string domain,
                                                      std::chrono::microseconds worker_spin) {
@@ -157,6 +158,7 @@ void PyRuntime::clear_caches() {
   path_ops_.clear();
   fft_ops_.clear();
   ad_->clear_cache();
+  compiler_->clear_cache();
 }
 
 }  // namespace tenferro::python

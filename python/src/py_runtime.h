@@ -32,6 +32,7 @@
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
+#include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/cpu/domains/domain_spec.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/fft/fft_op.h"
@@ -86,6 +87,9 @@ class PyRuntime {
   runtime::Runtime& runtime() noexcept { return runtime_; }
   ad::AdContext& ad() noexcept { return *ad_; }
   const std::shared_ptr<ad::AdContext>& ad_ptr() const noexcept { return ad_; }
+  /// The compiler (and its bounded cache) of every tape on this runtime:
+  /// a function recorded again by tenferro.grad compiles once.
+  const std::shared_ptr<compiler::GraphCompiler>& compiler_ptr() const noexcept { return compiler_; }
 
   /// The cached EinsumOp for (subscripts, spec) (Note [Python eager path]);
   /// call with the GIL held.
@@ -123,6 +127,7 @@ class PyRuntime {
   std::mutex context_mutex_;
   runtime::EagerContext context_;
   std::shared_ptr<ad::AdContext> ad_;
+  std::shared_ptr<compiler::GraphCompiler> compiler_;
   // One map per planner kind, keyed by the subscripts, and one for explicit
   // paths keyed by the subscripts, '\x1f' and the path.
   std::array<OpMap, 8> ops_;

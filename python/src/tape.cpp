@@ -1,6 +1,8 @@
 // Traced values and tapes for tenferro.vjp / tenferro.grad (tape.h).
 #include "tape.h"
 
+#include <algorithm>
+#include <complex>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -211,6 +213,166 @@ program::SymbolicShape shape_of(const py::sequence& values) {
   return out;
 }
 
+// Note [Traced fast paths]
+// What numpy code writes most on Traced values -- an operator or ufunc on
+// Traced values of one shape and one floating or complex dtype, or on one
+// such value and a Python int or float (weak: the value's dtype stays, as
+// in numpy 2), x ** 2, 2-D @ 2-D, .sum() and .mean() -- is recorded here
+// without the Python layer of Note [Traced array protocol]. Every other
+// form calls that layer's general rule (numpy broadcasting, promotion, typed
+// errors), which records the same core operations, so both give the same
+// tape; the tests compare each fast form with the general rule.
+namespace {
+
+const PyTraced* traced_or_null(py::handle h) {
+  return py::isinstance<PyTraced>(h) ? &py::cast<const PyTraced&>(h) : nullptr;
+}
+
+// The general rule `name` of python/tenferro/_traced.py.
+py::object general_rule(const char* name) { return py::module_::import("tenferro._traced").attr(name); }
+
+py::object record_core(const PyTraced& like, CoreSemanticOp op, std::initializer_list<ad::TapeTensor> operands,
+                       program::CoreAttributes attributes = program::NoAttributes{}) {
+  return py::cast(record(like.tape, like.tape->tape.apply(op, operands, std::move(attributes))));
+}
+
+program::SymbolicShape symbolic_shape_of(const Tensor& t) {
+  program::SymbolicShape shape;
+  for (std::int64_t d : t.shape()) shape.push_back(program::SymbolicExtent(d));
+  return shape;
+}
+
+bool fast_dtype(DType d) { return is_inexact(d); }
+
+// np.matmul's entry in Traced._fast_ufuncs.
+constexpr long kMatmulUfunc = -1;
+
+// `h` when it is a Python int or float, as a constant of like's dtype
+// broadcast to like's shape; nullopt for anything else (bool, numpy
+// scalars, complex, an int beyond double's range).
+std::optional<ad::TapeTensor> weak_scalar(const PyTraced& like, py::handle h) {
+  if (!fast_dtype(like.value.dtype())) return std::nullopt;
+  double v = 0;
+  if (PyFloat_CheckExact(h.ptr())) {
+    v = PyFloat_AS_DOUBLE(h.ptr());
+  } else if (PyLong_CheckExact(h.ptr())) {
+    v = PyLong_AsDouble(h.ptr());
+    if (v == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+  } else {
+    return std::nullopt;
+  }
+  Result<Tensor> scalar = [&]() -> Result<Tensor> {
+    switch (like.value.dtype()) {
+      case DType::kFloat32:
+        return Tensor::scalar(static_cast<float>(v));
+      case DType::kComplex64:
+        return Tensor::scalar(std::complex<float>(static_cast<float>(v), 0.0f));
+      case DType::kComplex128:
+        return Tensor::scalar(std::complex<double>(v, 0.0));
+      default:
+        return Tensor::scalar(v);
+    }
+  }();
+  ad::GradientTape& tape = like.tape->tape;
+  ad::TapeTensor c = value_or_raise(tape.constant(value_or_raise(std::move(scalar))));
+  if (like.value.rank() == 0) return c;
+  return value_or_raise(tape.apply(CoreSemanticOp::kBroadcastInDim, {c},
+                                   program::BroadcastInDimAttributes{symbolic_shape_of(like.value), {}}));
+}
+
+// `h` when it is a numpy array of like's dtype and `shape`, as a constant
+// (a copy, Note [Traced values]); nullopt otherwise.
+std::optional<ad::TapeTensor> array_constant(const PyTraced& like, py::handle h, std::span<const std::int64_t> shape) {
+  if (!PyArray_CheckExact(h.ptr())) return std::nullopt;
+  auto* arr = reinterpret_cast<PyArrayObject*>(h.ptr());
+  if (dtype_of_typenum(PyArray_TYPE(arr)) != like.value.dtype() || !PyArray_ISNOTSWAPPED(arr) ||
+      !std::ranges::equal(std::span<const npy_intp>(PyArray_DIMS(arr), PyArray_NDIM(arr)), shape)) {
+    return std::nullopt;
+  }
+  return value_or_raise(like.tape->tape.constant(copied_leaf(*like.tape->runtime, h, std::nullopt, "operand")));
+}
+
+// a <op> b for a binary elementwise core op; `a` or `b` is Traced.
+py::object traced_binary(CoreSemanticOp op, py::handle a, py::handle b) {
+  const PyTraced* ta = traced_or_null(a);
+  const PyTraced* tb = traced_or_null(b);
+  if (ta && tb) {
+    if (ta->tape == tb->tape && ta->value.dtype() == tb->value.dtype() && fast_dtype(ta->value.dtype()) &&
+        std::ranges::equal(ta->value.shape(), tb->value.shape())) {
+      return record_core(*ta, op, {ta->handle, tb->handle});
+    }
+  } else if (ta) {
+    if (auto c = weak_scalar(*ta, b)) return record_core(*ta, op, {ta->handle, *c});
+    if (auto c = array_constant(*ta, b, ta->value.shape())) return record_core(*ta, op, {ta->handle, *c});
+  } else if (tb) {
+    if (auto c = weak_scalar(*tb, a)) return record_core(*tb, op, {*c, tb->handle});
+    if (auto c = array_constant(*tb, a, tb->value.shape())) return record_core(*tb, op, {*c, tb->handle});
+  }
+  return general_rule("_elementwise")(std::string(program::to_string(op)), a, b);
+}
+
+py::object traced_unary(CoreSemanticOp op, const PyTraced& x) { return record_core(x, op, {x.handle}); }
+
+// x ** y: numpy's cheaper forms of the common exponents (_power's rule).
+py::object traced_power(py::handle x, py::handle y) {
+  const PyTraced* t = traced_or_null(x);
+  if (t && fast_dtype(t->value.dtype()) && (PyFloat_CheckExact(y.ptr()) || PyLong_CheckExact(y.ptr()))) {
+    const double e = PyFloat_CheckExact(y.ptr()) ? PyFloat_AS_DOUBLE(y.ptr()) : PyLong_AsDouble(y.ptr());
+    if (e == 2.0) return record_core(*t, CoreSemanticOp::kMul, {t->handle, t->handle});
+    if (e == 1.0) return py::reinterpret_borrow<py::object>(x);
+    if (e == 0.5) return traced_unary(CoreSemanticOp::kSqrt, *t);
+    PyErr_Clear();  // an int beyond double's range: the general rule decides
+  }
+  return general_rule("_power")(x, y);
+}
+
+// `h` as an operand of a matrix product recorded with `like`'s tape and
+// dtype: its Traced handle or a numpy matrix of that dtype as a constant;
+// nullopt otherwise.
+std::optional<ad::TapeTensor> matrix_operand(const PyTraced& like, py::handle h, std::array<std::int64_t, 2>& shape) {
+  if (const PyTraced* t = traced_or_null(h)) {
+    if (t->tape != like.tape || t->value.dtype() != like.value.dtype() || t->value.rank() != 2) return std::nullopt;
+    shape = {t->value.shape()[0], t->value.shape()[1]};
+    return t->handle;
+  }
+  if (!PyArray_CheckExact(h.ptr()) || PyArray_NDIM(reinterpret_cast<PyArrayObject*>(h.ptr())) != 2) return std::nullopt;
+  const npy_intp* d = PyArray_DIMS(reinterpret_cast<PyArrayObject*>(h.ptr()));
+  shape = {d[0], d[1]};
+  return array_constant(like, h, shape);
+}
+
+// a @ b of two matrices: Traced values, or a Traced value and a numpy
+// array of its dtype.
+py::object traced_matmul(py::handle a, py::handle b) {
+  const PyTraced* t = traced_or_null(a);
+  if (!t) t = traced_or_null(b);
+  std::array<std::int64_t, 2> sa{}, sb{};
+  if (t && t->value.rank() == 2 && fast_dtype(t->value.dtype())) {
+    const std::optional<ad::TapeTensor> ha = matrix_operand(*t, a, sa);
+    const std::optional<ad::TapeTensor> hb = ha ? matrix_operand(*t, b, sb) : std::nullopt;
+    if (hb && sa[1] == sb[0]) {
+      const std::shared_ptr<const einsum::EinsumOp> op = value_or_raise(t->tape->runtime->op_for("ij,jk->ik", {}));
+      const ad::TapeTensor operands[] = {*ha, *hb};
+      SmallVector<ad::TapeTensor, 2> out = value_or_raise(t->tape->tape.apply(op, operands));
+      return py::cast(record(t->tape, out[0]));
+    }
+  }
+  return general_rule("_matmul")(a, b);
+}
+
+// x.sum() / x.mean() without arguments: over every axis.
+py::object traced_sum_all(const PyTraced& x, py::handle self) {
+  if (x.value.rank() == 0) return py::reinterpret_borrow<py::object>(self);
+  Dims axes;
+  for (std::int64_t k = 0; k < x.value.rank(); ++k) axes.push_back(k);
+  return record_core(x, CoreSemanticOp::kReduceSum, {x.handle}, program::ReduceAttributes{std::move(axes)});
+}
+
+}  // namespace
+
 void register_tape(py::module_& m) {
   m.def(
       "_traced_op",
@@ -292,14 +454,64 @@ void register_tape(py::module_& m) {
                                return s;
                              })
       .def_property_readonly("ndim", [](const PyTraced& t) { return t.value.rank(); })
-      .def_property_readonly(
-          "dtype",
-          [](const PyTraced& t) {
-            return py::module_::import("numpy").attr("dtype")(std::string(to_string(t.value.dtype())));
-          })
+      .def_property_readonly("dtype", [](const PyTraced& t) { return numpy_dtype(t.value.dtype()); })
       .def(
           "numpy", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
-          "A copy of the eager value.");
+          "A copy of the eager value.")
+      // Note [Traced fast paths]; the rest of the protocol is installed by
+      // python/tenferro/_traced.py.
+      .def("__add__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kAdd, a, b); })
+      .def("__radd__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kAdd, b, a); })
+      .def("__sub__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kSub, a, b); })
+      .def("__rsub__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kSub, b, a); })
+      .def("__mul__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kMul, a, b); })
+      .def("__rmul__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kMul, b, a); })
+      .def("__truediv__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kDiv, a, b); })
+      .def("__rtruediv__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kDiv, b, a); })
+      .def("__pow__", &traced_power)
+      .def("__matmul__", &traced_matmul)
+      .def("__rmatmul__", [](py::handle a, py::handle b) { return traced_matmul(b, a); })
+      .def("__neg__", [](const PyTraced& x) { return traced_unary(CoreSemanticOp::kNeg, x); })
+      .def("__abs__", [](const PyTraced& x) { return traced_unary(CoreSemanticOp::kAbs, x); })
+      .def("sum",
+           [](py::handle self, py::args args, py::kwargs kwargs) {
+             if (args.empty() && kwargs.empty()) return traced_sum_all(py::cast<const PyTraced&>(self), self);
+             return general_rule("_sum")(self, *args, **kwargs);
+           })
+      .def("mean",
+           [](py::handle self, py::args args, py::kwargs kwargs) {
+             if (!args.empty() || !kwargs.empty()) return general_rule("_mean")(self, *args, **kwargs);
+             const PyTraced& x = py::cast<const PyTraced&>(self);
+             return traced_binary(CoreSemanticOp::kDiv, traced_sum_all(x, self),
+                                  py::float_(static_cast<double>(x.value.numel())));
+           })
+      .def("__array_ufunc__",
+           [](py::handle self, py::handle ufunc, py::handle method, py::args inputs, py::kwargs kwargs) -> py::object {
+             // Traced._fast_ufuncs: ufunc -> core op (_traced.py); np.square is
+             // mul with one input (x * x), np.matmul is -1.
+             if (kwargs.empty() && PyUnicode_Check(method.ptr()) &&
+                 PyUnicode_CompareWithASCIIString(method.ptr(), "__call__") == 0) {
+               const py::object table = py::type::handle_of(self).attr("_fast_ufuncs");
+               if (PyObject* code = PyDict_GetItemWithError(table.ptr(), ufunc.ptr())) {
+                 const long value = PyLong_AsLong(code);
+                 if (value == kMatmulUfunc && inputs.size() == 2) return traced_matmul(inputs[0], inputs[1]);
+                 const auto op = static_cast<CoreSemanticOp>(value);
+                 if (inputs.size() == 2) return traced_binary(op, inputs[0], inputs[1]);
+                 if (const PyTraced* x = inputs.size() == 1 ? traced_or_null(inputs[0]) : nullptr) {
+                   return op == CoreSemanticOp::kMul ? record_core(*x, op, {x->handle, x->handle})
+                                                     : traced_unary(op, *x);
+                 }
+               } else if (PyErr_Occurred()) {
+                 throw py::error_already_set();
+               }
+             }
+             return general_rule("_array_ufunc")(self, ufunc, method, *inputs, **kwargs);
+           });
+  m.def("_core_op_code", [](const std::string& name) {
+    const std::optional<CoreSemanticOp> op = program::parse_core_op(name);
+    if (!op) raise_error(ErrorCode::kInvalidArgument, fmt::format("no core operation named '{}'", name));
+    return static_cast<int>(*op);
+  });
 }
 
 }  // namespace tenferro::python

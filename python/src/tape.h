@@ -32,7 +32,7 @@ struct PyTape {
   explicit PyTape(py::object runtime_object)
       : runtime_ref(std::move(runtime_object)),
         runtime(&py::cast<PyRuntime&>(runtime_ref)),
-        tape(runtime->runtime(), runtime->ad_ptr()) {}
+        tape(runtime->runtime(), runtime->ad_ptr(), runtime::Placement::default_placement(), runtime->compiler_ptr()) {}
   py::object runtime_ref;
   PyRuntime* runtime;
   ad::GradientTape tape;

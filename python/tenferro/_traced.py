@@ -583,26 +583,28 @@ def _len(x):
     return x.shape[0]
 
 
+# The ufuncs that python/src/tape.cpp records without this module (Note
+# [Traced fast paths]): the same core op as the rule in _UFUNCS; np.square
+# is mul with one input, np.matmul (-1) the fast a @ b.
+_FAST_UFUNCS = {
+    _np.add: "add", _np.subtract: "sub", _np.multiply: "mul", _np.true_divide: "div", _np.maximum: "max",
+    _np.minimum: "min", _np.arctan2: "atan2", _np.negative: "neg", _np.absolute: "abs", _np.exp: "exp",
+    _np.expm1: "expm1", _np.log: "log", _np.log1p: "log1p", _np.sqrt: "sqrt", _np.sin: "sin", _np.cos: "cos",
+    _np.tan: "tan", _np.tanh: "tanh", _np.sign: "sign", _np.floor: "floor", _np.ceil: "ceil", _np.square: "mul",
+}
+
+
 def _install():
+    """Completes the protocol on the Traced class; its operators, sum, mean
+    and __array_ufunc__ are python/src/tape.cpp's fast paths, which call the
+    rules above for every other form."""
     T = Traced
-    T.__array_ufunc__ = _array_ufunc
+    T._fast_ufuncs = {u: _tenferro._core_op_code(name) for u, name in _FAST_UFUNCS.items()}
+    T._fast_ufuncs[_np.matmul] = -1
     T.__array_function__ = _array_function
     T.__array__ = lambda self, dtype=None, copy=None: self.numpy() if dtype is None else self.numpy().astype(dtype)
-    T.__add__ = lambda a, b: _elementwise("add", a, b)
-    T.__radd__ = lambda a, b: _elementwise("add", b, a)
-    T.__sub__ = lambda a, b: _elementwise("sub", a, b)
-    T.__rsub__ = lambda a, b: _elementwise("sub", b, a)
-    T.__mul__ = lambda a, b: _elementwise("mul", a, b)
-    T.__rmul__ = lambda a, b: _elementwise("mul", b, a)
-    T.__truediv__ = lambda a, b: _elementwise("div", a, b)
-    T.__rtruediv__ = lambda a, b: _elementwise("div", b, a)
-    T.__pow__ = _power
     T.__rpow__ = lambda a, b: _elementwise("pow", b, a)
-    T.__matmul__ = _matmul
-    T.__rmatmul__ = lambda a, b: _matmul(b, a)
-    T.__neg__ = _unary("neg")
     T.__pos__ = lambda self: self
-    T.__abs__ = _unary("abs")
     for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),
                         ("__ge__", _np.greater_equal)):
         setattr(T, name, _compare(ufunc))
@@ -618,8 +620,6 @@ def _install():
     T.imag = property(_imag)
     T.conj = _conj
     T.conjugate = _conj
-    T.sum = _sum
-    T.mean = _mean
     T.prod = _prod
     T.max = _extreme("reduce_max", "max")
     T.min = _extreme("reduce_min", "min")

@@ -198,3 +198,111 @@ def test_values_of_two_tapes_do_not_mix(rng):
     tenferro.grad(lambda t: kept.append(t) or t.sum())(x)
     with pytest.raises(tenferro.Error):
         tenferro.grad(lambda t: (t + kept[0]).sum())(x)
+
+
+# --- Note [Traced fast paths] (python/src/tape.cpp) ---
+
+# Forms that python/src/tape.cpp records without the Python rules. x has
+# shape (3, 4); m is a numpy array of x's dtype and shape.
+FAST_FORMS = [
+    ("operators", lambda x, m: ((x + x) - x * x) / (x + 3.0) - 2 * x + 1.5 / (x * x + 1.0) - (4 - x) + (-x) + 2.0),
+    ("abs", lambda x, m: abs(x) * abs(x) + 1),
+    ("arrays", lambda x, m: x * m + m - x / (m + 2.0) + (m - x)),
+    ("ufuncs", lambda x, m: np.tanh(x) + np.exp(x * 0.1) + np.log(x * x + 1.0) + np.sqrt(x * x + 2.0) + np.sin(x)
+     * np.cos(x) + np.square(x) + np.add(x, 1.0) + np.multiply(m, x) + np.negative(x) + np.expm1(x * 0.1)),
+    ("power", lambda x, m: x**2 + (x * x + 1.0) ** 0.5 + x**1 + x**2.0),
+    ("matmul", lambda x, m: x @ m.T + m @ x.T + x @ x.T),
+    ("reductions", lambda x, m: x.sum() + x.mean() + (x * m).sum()),
+]
+REAL_FAST_FORMS = [("maximum_minimum", lambda x, m: np.maximum(x, m) + np.minimum(x, 0.25) + np.arctan2(x, m))]
+
+
+def _general_rules(monkeypatch):
+    """The Traced class with the Python rules of _traced.py in place of the
+    fast paths."""
+    t, tr = tenferro.Traced, tenferro._traced
+    for name, op, swapped in [("__add__", "add", False), ("__radd__", "add", True), ("__sub__", "sub", False),
+                              ("__rsub__", "sub", True), ("__mul__", "mul", False), ("__rmul__", "mul", True),
+                              ("__truediv__", "div", False), ("__rtruediv__", "div", True)]:
+        def rule(a, b, op=op, swapped=swapped):
+            return tr._elementwise(op, b, a) if swapped else tr._elementwise(op, a, b)
+        monkeypatch.setattr(t, name, rule)
+    monkeypatch.setattr(t, "__pow__", tr._power)
+    monkeypatch.setattr(t, "__matmul__", tr._matmul)
+    monkeypatch.setattr(t, "__rmatmul__", lambda a, b: tr._matmul(b, a))
+    monkeypatch.setattr(t, "__neg__", tr._unary("neg"))
+    monkeypatch.setattr(t, "__abs__", tr._unary("abs"))
+    monkeypatch.setattr(t, "sum", tr._sum)
+    monkeypatch.setattr(t, "mean", tr._mean)
+    monkeypatch.setattr(t, "__array_ufunc__", tr._array_ufunc)
+
+
+def _fast_cases():
+    for dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        for name, form in FAST_FORMS + (REAL_FAST_FORMS if np.dtype(dtype).kind == "f" else []):
+            yield pytest.param(form, dtype, id=f"{name}-{np.dtype(dtype).name}")
+
+
+def _value_dtype_and_grad(form, x, m):
+    seen = {}
+
+    def loss(t):
+        r = form(t, m)
+        assert isinstance(r, tenferro.Traced)
+        seen["dtype"] = r.dtype
+        return (r * 1.0).sum().real
+
+    value, g = tenferro.value_and_grad(loss)(x)
+    return value, seen["dtype"], g
+
+
+@pytest.mark.parametrize("form,dtype", _fast_cases())
+def test_fast_paths_record_what_the_general_rules_record(form, dtype, rng, monkeypatch):
+    x = random_array(rng, (3, 4), dtype)
+    m = random_array(rng, (3, 4), dtype)
+    fast = _value_dtype_and_grad(form, x, m)
+    with monkeypatch.context() as patch:
+        _general_rules(patch)
+        general = _value_dtype_and_grad(form, x, m)
+    tol = 1e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+    assert fast[1] == general[1]
+    np.testing.assert_allclose(fast[0], general[0], rtol=tol)
+    assert fast[2].dtype == general[2].dtype == dtype
+    np.testing.assert_allclose(fast[2], general[2], rtol=tol, atol=tol)
+
+
+def test_fast_paths_are_taken_and_other_forms_use_the_rules(rng, monkeypatch):
+    tr = tenferro._traced
+    calls = []
+    for name in ("_elementwise", "_power", "_matmul", "_sum", "_mean", "_array_ufunc"):
+        original = getattr(tr, name)
+
+        def counting(*args, name=name, original=original, **kwargs):
+            calls.append(name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(tr, name, counting)
+    x = random_array(rng, (3, 4), np.float64)
+    m = random_array(rng, (3, 4), np.float64)
+    for _, form in FAST_FORMS + REAL_FAST_FORMS:
+        tenferro.grad(lambda t: form(t, m).sum())(x)
+    assert calls == []
+    # Broadcasting, promotion, numpy scalars, axes, other exponents and
+    # ufuncs without a fast form take the rules.
+    for rule, fun in [("_elementwise", lambda t: t + t[:1]), ("_elementwise", lambda t: t * np.float64(2.0)),
+                      ("_elementwise", lambda t: t * np.ones(4, dtype=np.float32)), ("_power", lambda t: t**3),
+                      ("_sum", lambda t: t.sum(axis=0)), ("_mean", lambda t: t.mean(axis=1)),
+                      ("_matmul", lambda t: t @ t[0]), ("_array_ufunc", np.conjugate)]:
+        calls.clear()
+        tenferro.grad(lambda t: fun(t).sum())(x)
+        assert calls[:1] == [rule]
+
+
+def test_fast_paths_reject_bad_operands_with_typed_errors(rng):
+    x = random_array(rng, (3, 4), np.float64)
+    with pytest.raises(tenferro.InvalidArgumentError, match="broadcast"):
+        tenferro.grad(lambda t: (t * np.ones((2, 4))).sum())(x)
+    with pytest.raises(tenferro.Error):
+        tenferro.grad(lambda t: (t @ np.ones((3, 2))).sum())(x)
+    with pytest.raises(TypeError):
+        tenferro.Traced.__neg__(1.0)

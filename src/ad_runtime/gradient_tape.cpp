@@ -36,12 +36,15 @@ Error tape_error(ErrorCode code, std::string message) { return Error(code, Error
 }  // namespace
 
 struct GradientTape::State {
-  State(runtime::Runtime rt, runtime::Placement placement) : runtime(std::move(rt)), eager(runtime.on(placement)) {}
+  State(runtime::Runtime rt, runtime::Placement placement, std::shared_ptr<compiler::GraphCompiler> shared)
+      : runtime(std::move(rt)),
+        eager(runtime.on(placement)),
+        compiler(shared ? std::move(shared) : std::make_shared<compiler::GraphCompiler>()) {}
 
   runtime::Runtime runtime;
   runtime::EagerContext eager;
   compiler::TraceContext trace;
-  compiler::GraphCompiler compiler;
+  std::shared_ptr<compiler::GraphCompiler> compiler;
   std::vector<Entry> variables;
   std::vector<Entry> recorded;
   /// The leaf behind each trace input: a variable (kVariableBit) or a recorded constant.
@@ -68,9 +71,10 @@ struct GradientTape::State {
   }
 };
 
-GradientTape::GradientTape(runtime::Runtime runtime, std::shared_ptr<AdContext> context, runtime::Placement placement)
+GradientTape::GradientTape(runtime::Runtime runtime, std::shared_ptr<AdContext> context, runtime::Placement placement,
+                           std::shared_ptr<compiler::GraphCompiler> compiler)
     : context_(context ? std::move(context) : std::make_shared<AdContext>()),
-      state_(std::make_unique<State>(std::move(runtime), placement)) {}
+      state_(std::make_unique<State>(std::move(runtime), placement, std::move(compiler))) {}
 
 GradientTape::~GradientTape() = default;
 GradientTape::GradientTape(GradientTape&&) noexcept = default;
@@ -185,7 +189,7 @@ Status GradientTape::backward(const TapeTensor& loss) {
     output_entries.push_back(&e);
   }
   TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs.span()));
-  TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler.compile(graph));
+  TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
   SmallVector<std::uint32_t, 4> active;
   for (const Entry& v : s.variables) active.push_back(v.input);
   TENFERRO_ASSIGN_OR_RETURN(

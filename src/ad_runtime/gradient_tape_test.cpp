@@ -6,6 +6,7 @@
 #include "ad/ad_test_support.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/ad_runtime/gradient_tape.h"
+#include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/testing/reference_engine.h"
 #include "tenferro/testing/tensor_checks.h"
 
@@ -76,6 +77,37 @@ TEST(GradientTape, BackwardAccumulatesAndClears) {
   EXPECT_GT(tape.ad_context().cache_stats().hits, hits);
   EXPECT_TRUE(check_allclose(*tape.grad(w), expected[0]).ok());
   EXPECT_EQ(tape.metrics().backward_calls, 3u);
+}
+
+// Tapes sharing a compiler and an AdContext (as tenferro.grad's tapes on
+// one Python runtime do): the second recording of the same function
+// compiles nothing and gives the same gradients.
+TEST(GradientTape, TapesSharingACompilerCompileARecordingOnce) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto context = std::make_shared<AdContext>();
+  auto compiler = std::make_shared<compiler::GraphCompiler>();
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 1);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 2);
+  std::vector<Tensor> gradients;
+  for (int k = 0; k < 2; ++k) {
+    GradientTape tape(rt, context, runtime::Placement::default_placement(), compiler);
+    TapeTensor w = *tape.variable(wv, "W");
+    TapeTensor x = *tape.variable(xv, "x");
+    auto loss = record_loss(tape, w, x);
+    ASSERT_TRUE(loss.ok()) << loss.status().to_string();
+    ASSERT_TRUE(tape.backward(*loss).ok());
+    gradients.push_back(*tape.grad(w));
+    EXPECT_EQ(compiler->cache_stats().misses, 1u);
+    EXPECT_EQ(compiler->cache_stats().hits, static_cast<std::uint64_t>(k));
+  }
+  EXPECT_TRUE(check_allclose(gradients[1], gradients[0]).ok());
+  // A tape without a shared compiler has its own.
+  GradientTape own(rt, context);
+  TapeTensor w = *own.variable(wv, "W");
+  TapeTensor x = *own.variable(xv, "x");
+  ASSERT_TRUE(own.backward(*record_loss(own, w, x)).ok());
+  EXPECT_EQ(compiler->cache_stats().misses, 1u);
+  EXPECT_EQ(compiler->cache_stats().hits, 1u);
 }
 
 TEST(GradientTape, ConstantsAndNonDifferentiablePaths) {

@@ -125,7 +125,7 @@ class Inference {
       }
       for (std::size_t k = 0; k < shape.size(); ++k) {
         const SymbolicExtent& e = operands_[i].shape[k];
-        TENFERRO_TRY(c_.require_equal(shape[k], e, fmt::format("operand {} axis {} matches operand {}", i, k, first)));
+        TENFERRO_TRY(c_.require_equal(shape[k], e, "operand {} axis {} matches operand {}", i, k, first));
         if (!shape[k].is_exact() && e.is_exact()) shape[k] = e;
       }
     }
@@ -259,16 +259,15 @@ Result<ValueMetadata> infer_dot_general(const DotGeneralAttributes& a, Inference
   for (std::size_t i = 0; i < a.lhs_batch.size(); ++i) {
     const SymbolicExtent& l = lhs.shape[static_cast<std::size_t>(a.lhs_batch[i])];
     const SymbolicExtent& r = rhs.shape[static_cast<std::size_t>(a.rhs_batch[i])];
-    TENFERRO_TRY(c.require_equal(
-        l, r, fmt::format("batch dim pair {} (lhs axis {}, rhs axis {})", i, a.lhs_batch[i], a.rhs_batch[i])));
+    TENFERRO_TRY(
+        c.require_equal(l, r, "batch dim pair {} (lhs axis {}, rhs axis {})", i, a.lhs_batch[i], a.rhs_batch[i]));
     shape.push_back(!l.is_exact() && r.is_exact() ? r : l);
   }
   for (std::size_t i = 0; i < a.lhs_contract.size(); ++i) {
     const SymbolicExtent& l = lhs.shape[static_cast<std::size_t>(a.lhs_contract[i])];
     const SymbolicExtent& r = rhs.shape[static_cast<std::size_t>(a.rhs_contract[i])];
-    TENFERRO_TRY(c.require_equal(
-        l, r,
-        fmt::format("contracting dim pair {} (lhs axis {}, rhs axis {})", i, a.lhs_contract[i], a.rhs_contract[i])));
+    TENFERRO_TRY(c.require_equal(l, r, "contracting dim pair {} (lhs axis {}, rhs axis {})", i, a.lhs_contract[i],
+                                 a.rhs_contract[i]));
   }
   for (std::size_t k = 0; k < lhs.shape.size(); ++k)
     if (std::find(lhs_used.begin(), lhs_used.end(), static_cast<std::int64_t>(k)) == lhs_used.end())
@@ -310,10 +309,10 @@ Result<SymbolicShape> check_index_operand(Inference& in, std::int64_t index_vect
                     rank, index_vector_dim);
   }
   if (index_vector_dim < rank) {
-    TENFERRO_TRY(in.constraints().require_equal(
-        indices.shape[static_cast<std::size_t>(index_vector_dim)], static_cast<std::int64_t>(index_map.size()),
-        fmt::format("indices extent of index_vector_dim {} equals the length of {} {}", index_vector_dim, map_name,
-                    ints(index_map))));
+    TENFERRO_TRY(in.constraints().require_equal(indices.shape[static_cast<std::size_t>(index_vector_dim)],
+                                                static_cast<std::int64_t>(index_map.size()),
+                                                "indices extent of index_vector_dim {} equals the length of {} {}",
+                                                index_vector_dim, map_name, ints(index_map)));
   } else if (index_map.size() != 1) {
     return in.error(ErrorCode::kInvalidArgument,
                     "index_vector_dim {} == indices rank means index vectors of length 1, but {} {} has length {}",
@@ -401,8 +400,8 @@ Result<ValueMetadata> infer_scatter(const ScatterAttributes& a, Inference& in) {
   for (std::int64_t k = 0; k < updates_rank; ++k) {
     const SymbolicExtent& e = updates.shape[static_cast<std::size_t>(k)];
     if (!contains(a.update_window_dims, k)) {
-      TENFERRO_TRY(c.require_equal(
-          e, batch[next_batch], fmt::format("updates scatter axis {} matches indices batch axis {}", k, next_batch)));
+      TENFERRO_TRY(c.require_equal(e, batch[next_batch], "updates scatter axis {} matches indices batch axis {}", k,
+                                   next_batch));
       ++next_batch;
       continue;
     }
@@ -480,7 +479,7 @@ Result<ValueMetadata> infer_data_movement(CoreSemanticOp op, const CoreAttribute
         const SymbolicExtent& e = x.shape[k];
         if (e.is_exact() && *e.exact_value() == 1) continue;
         TENFERRO_TRY(c.require_equal(e, a.shape[static_cast<std::size_t>(a.dims[k])],
-                                     fmt::format("operand axis {} is 1 or equals result axis {}", k, a.dims[k])));
+                                     "operand axis {} is 1 or equals result axis {}", k, a.dims[k]));
       }
       return ValueMetadata{x.dtype, a.shape};
     }
@@ -555,7 +554,7 @@ Result<ValueMetadata> infer_data_movement(CoreSemanticOp op, const CoreAttribute
           if (static_cast<std::int64_t>(k) == axis) {
             shape[k] = shape[k] + e;
           } else {
-            TENFERRO_TRY(c.require_equal(shape[k], e, fmt::format("operand {} axis {} matches operand 0", i, k)));
+            TENFERRO_TRY(c.require_equal(shape[k], e, "operand {} axis {} matches operand 0", i, k));
             if (!shape[k].is_exact() && e.is_exact()) shape[k] = e;
           }
         }

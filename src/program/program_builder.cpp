@@ -16,15 +16,6 @@ namespace tenferro::program {
 
 using internal::hash_combine;
 
-namespace internal {
-std::string node_label(std::string_view name, std::size_t value_index, const ProvenanceRef& provenance) {
-  if (provenance && !provenance->label.empty() && provenance->label != "unattributed") {
-    return fmt::format("{} %{} [{}]", name, value_index, provenance->label);
-  }
-  return fmt::format("{} %{}", name, value_index);
-}
-}  // namespace internal
-
 namespace {
 
 Error moved_from_error() {
@@ -175,9 +166,8 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_core(CoreSemanticOp op, std::sp
                                                       const PlacementConstraint& op_placement) {
   SmallVector<ValueMetadata, 4> metadata;
   for (std::uint32_t v : operands) metadata.push_back(values[v].metadata);
-  const std::string label = internal::node_label(to_string(op), values.size(), op_provenance);
   std::vector<ShapeGuard> new_guards;
-  ShapeConstraints constraints(label, &new_guards, op_provenance);
+  ShapeConstraints constraints(to_string(op), values.size(), &new_guards, op_provenance);
   TENFERRO_ASSIGN_OR_RETURN(ValueMetadata result, infer_core_metadata(op, attributes, metadata, constraints));
 
   internal::OperationRecord record;
@@ -200,11 +190,11 @@ Result<std::uint32_t> ProgramBuilder::Impl::emit_extension(std::shared_ptr<const
   const std::string family(op->family_id());
   SmallVector<ValueMetadata, 4> metadata;
   for (std::uint32_t v : operands) metadata.push_back(values[v].metadata);
-  const std::string label = internal::node_label(family, values.size(), op_provenance);
   std::vector<ShapeGuard> new_guards;
-  ShapeConstraints constraints(label, &new_guards, op_provenance);
+  ShapeConstraints constraints(family, values.size(), &new_guards, op_provenance);
   auto contract_error = [&](std::string message) {
-    return Error(ErrorCode::kContractViolation, ErrorStage::kCompile, fmt::format("{}: {}", label, message));
+    return Error(ErrorCode::kContractViolation, ErrorStage::kCompile,
+                 fmt::format("{}: {}", constraints.node(), message));
   };
 
   using MetadataList = SmallVector<ValueMetadata, 2>;
@@ -453,7 +443,7 @@ Result<SmallVector<ProgramValue, 4>> ProgramBuilder::Impl::import(const Semantic
       const ValueMetadata& have = values[input_values[i]].metadata;
       for (std::size_t k = 0; k < want.shape.size(); ++k) {
         TENFERRO_TRY(constraints.require_equal(want.shape[k].substitute(by_symbol), have.shape[k],
-                                               fmt::format("imported input {} axis {}", i, k)));
+                                               "imported input {} axis {}", i, k));
         if (auto s = want.shape[k].as_symbol(); s && source.symbol(*s).upper_bound) {
           TENFERRO_TRY(constraints.require_less_equal(have.shape[k], *source.symbol(*s).upper_bound,
                                                       fmt::format("imported input {} axis {} bound", i, k)));

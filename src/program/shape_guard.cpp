@@ -1,6 +1,7 @@
 // Shape guards and ShapeConstraints (Note [Shape guards]).
 #include "tenferro/program/shape_guard.h"
 
+#include "builder_impl.h"
 #include "dim_polynomial.h"
 
 namespace tenferro::program {
@@ -20,6 +21,15 @@ SymbolicExtent normalize_sign(const SymbolicExtent& e) {
 
 }  // namespace
 
+namespace internal {
+std::string node_label(std::string_view name, std::size_t value_index, const ProvenanceRef& provenance) {
+  if (provenance && !provenance->label.empty() && provenance->label != "unattributed") {
+    return fmt::format("{} %{} [{}]", name, value_index, provenance->label);
+  }
+  return fmt::format("{} %{}", name, value_index);
+}
+}  // namespace internal
+
 bool ShapeGuard::holds(std::span<const std::int64_t> symbol_values) const noexcept {
   std::int64_t v;
   if (!expression.try_evaluate(symbol_values, &v)) return false;
@@ -28,6 +38,10 @@ bool ShapeGuard::holds(std::span<const std::int64_t> symbol_values) const noexce
 
 std::string ShapeGuard::to_string() const {
   return fmt::format("{} {} 0", expression.to_string(), kind == GuardKind::kEqualsZero ? "==" : ">=");
+}
+
+std::string ShapeConstraints::node() const {
+  return value_index_ == kNoValue ? std::string(node_) : internal::node_label(node_, value_index_, origin_);
 }
 
 Status ShapeConstraints::require_equal(const SymbolicExtent& a, const SymbolicExtent& b, std::string_view what) {
@@ -63,7 +77,7 @@ Status ShapeConstraints::add_guard(GuardKind kind, SymbolicExtent expression, st
     return error(ErrorCode::kShapeMismatch, "{}: cannot decide {} {} 0 without concrete shapes", what,
                  expression.to_string(), kind == GuardKind::kEqualsZero ? "==" : ">=");
   }
-  guards_->push_back(ShapeGuard{kind, std::move(expression), fmt::format("{} ({})", what, node_), origin_});
+  guards_->push_back(ShapeGuard{kind, std::move(expression), fmt::format("{} ({})", what, node()), origin_});
   return ok_status();
 }
 

@@ -9,7 +9,8 @@
 // TraceContext and every recorded operation is emitted into it. backward(loss)
 // finishes the trace with the outputs [loss, every recorded value],
 // compiles it (GraphCompiler: canonicalization, CSE, DCE; its cache makes a
-// re-recorded loop body compile once), asks the AdContext for
+// re-recorded loop body compile once, and a compiler shared by several tapes
+// makes a function recorded again on a new tape compile once), asks the AdContext for
 // vjp_reusing_outputs(program, variables, 1) and runs that backward
 // program through Runtime::run with the recorded tensors as its residuals,
 // so the forward pass is not recomputed (only derivative coefficients
@@ -35,6 +36,10 @@
 #include "tenferro/runtime/placement.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
+
+namespace tenferro::compiler {
+class GraphCompiler;
+}  // namespace tenferro::compiler
 
 namespace tenferro::ad {
 
@@ -68,10 +73,14 @@ struct TapeMetrics {
 /// Retains the runtime (a handle) and the AdContext.
 class GradientTape {
  public:
-  /// A tape running on `runtime.on(placement)` and differentiating with
-  /// `context` (a fresh AdContext when null).
+  /// A tape running on `runtime.on(placement)`, differentiating with
+  /// `context` (a fresh AdContext when null) and compiling its recordings
+  /// with `compiler` (a fresh GraphCompiler when null; share one between
+  /// tapes, as AdContexts are shared, so that recording the same function
+  /// again compiles nothing).
   explicit GradientTape(runtime::Runtime runtime, std::shared_ptr<AdContext> context = nullptr,
-                        runtime::Placement placement = runtime::Placement::default_placement());
+                        runtime::Placement placement = runtime::Placement::default_placement(),
+                        std::shared_ptr<compiler::GraphCompiler> compiler = nullptr);
   ~GradientTape();
   GradientTape(GradientTape&&) noexcept;
   GradientTape& operator=(GradientTape&&) noexcept;

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "tenferro/base/status.h"
 #include "tenferro/program/provenance.h"
 #include "tenferro/program/symbolic_extent.h"
@@ -57,27 +59,44 @@ class ShapeConstraints {
   /// undecidable one is a kShapeMismatch error.
   ShapeConstraints(std::string_view node, std::vector<ShapeGuard>* guards, ProvenanceRef origin = nullptr) noexcept
       : node_(node), guards_(guards), origin_(std::move(origin)) {}
+  /// The node that defines value `value_index` of a program, named in
+  /// messages as "op %index [provenance label]" (program_builder.cpp's
+  /// node_label); the name is formatted only when a message or guard needs
+  /// it, so that inference that succeeds formats nothing.
+  ShapeConstraints(std::string_view op, std::size_t value_index, std::vector<ShapeGuard>* guards,
+                   ProvenanceRef origin) noexcept
+      : node_(op), value_index_(value_index), guards_(guards), origin_(std::move(origin)) {}
 
   /// Requires a == b. ok when provably equal; a compile-stage kShapeMismatch
   /// (naming the node, `what`, and both extents) when provably different;
   /// otherwise a guard.
   Status require_equal(const SymbolicExtent& a, const SymbolicExtent& b, std::string_view what);
+  /// Likewise, with `what` formatted from `format` and `args` only when it
+  /// is needed (not when a == b).
+  template <class... Args>
+  requires(sizeof...(Args) > 0) Status require_equal(const SymbolicExtent& a, const SymbolicExtent& b,
+                                                     fmt::format_string<Args...> format, Args&&... args) {
+    if (a == b) return ok_status();
+    return require_equal(a, b, std::string_view(fmt::format(format, std::forward<Args>(args)...)));
+  }
   /// Requires a <= b, likewise.
   Status require_less_equal(const SymbolicExtent& a, const SymbolicExtent& b, std::string_view what);
 
-  /// The node name given at construction.
-  std::string_view node() const noexcept { return node_; }
+  /// The node's name (see the constructors).
+  std::string node() const;
   /// A compile-stage error `code` whose message starts with the node name.
   template <class... Args>
   Error error(ErrorCode code, fmt::format_string<Args...> format, Args&&... args) const {
     return Error(code, ErrorStage::kCompile,
-                 fmt::format("{}: {}", node_, fmt::format(format, std::forward<Args>(args)...)));
+                 fmt::format("{}: {}", node(), fmt::format(format, std::forward<Args>(args)...)));
   }
 
  private:
+  static constexpr std::size_t kNoValue = static_cast<std::size_t>(-1);
   Status add_guard(GuardKind kind, SymbolicExtent expression, std::string_view what);
 
   std::string_view node_;
+  std::size_t value_index_ = kNoValue;
   std::vector<ShapeGuard>* guards_;
   ProvenanceRef origin_;
 };
