@@ -571,6 +571,19 @@ def _array_function(self, func, types, args, kwargs):
     return fn(*args, **kwargs)
 
 
+def _array(x, dtype=None, copy=None):
+    """np.asarray(x), np.array(x), out[i] = x, ...: a conversion numpy
+    makes on its own would silently drop the gradient, so it is an error;
+    .numpy() leaves the tape on purpose."""
+    raise UnsupportedError(
+        f"a Traced value (shape {tuple(x.shape)}, {x.dtype}) cannot become a numpy array inside "
+        "tenferro.vjp / grad: the gradient would be lost (build arrays with np.stack / np.concatenate, "
+        "call .numpy() or float() for a value without a gradient)",
+        code="kUnsupported",
+        canonical="kUnsupported",
+    )
+
+
 def _item(x):
     if x.ndim != 0 and int(_np.prod(x.shape)) != 1:
         raise _invalid(f"item: can only convert an array of size 1, found shape {tuple(x.shape)}")
@@ -602,7 +615,7 @@ def _install():
     T._fast_ufuncs = {u: _tenferro._core_op_code(name) for u, name in _FAST_UFUNCS.items()}
     T._fast_ufuncs[_np.matmul] = -1
     T.__array_function__ = _array_function
-    T.__array__ = lambda self, dtype=None, copy=None: self.numpy() if dtype is None else self.numpy().astype(dtype)
+    T.__array__ = _array
     T.__rpow__ = lambda a, b: _elementwise("pow", b, a)
     T.__pos__ = lambda self: self
     for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),

@@ -369,7 +369,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, runtime=None):  # noqa: N803 (n
     """The number of singular values above tol (default: S.max() * max(M, N)
     * eps, numpy.linalg.matrix_rank); `hermitian` is accepted and ignored."""
     del hermitian
-    A = _np.asarray(_operand(A))  # noqa: N806
+    A = _operand(A)  # noqa: N806
+    A = A.numpy() if _traced(A) else _np.asarray(A)  # noqa: N806 (an integer: no gradient)
     if A.ndim < 2:
         return int(not _np.all(A == 0))
     s = svd(A, compute_uv=False, runtime=runtime)

@@ -306,3 +306,28 @@ def test_fast_paths_reject_bad_operands_with_typed_errors(rng):
         tenferro.grad(lambda t: (t @ np.ones((3, 2))).sum())(x)
     with pytest.raises(TypeError):
         tenferro.Traced.__neg__(1.0)
+
+
+def test_implicit_numpy_conversions_raise_instead_of_dropping_the_gradient(rng):
+    x = random_array(rng, (3, 4), np.float64)
+
+    def into_array(t):
+        out = np.zeros(3)
+        out[:2] = t[0, :2]  # numpy would convert t with __array__
+        return out
+
+    for convert in (np.asarray, np.array, into_array, lambda t: np.array([t[0, 0], t[1, 1]])):
+        with pytest.raises(tenferro.UnsupportedError, match="gradient would be lost"):
+            tenferro.grad(lambda t: convert(t).sum())(x)
+    # On purpose: .numpy(), float() and integer results such as matrix_rank.
+    seen = {}
+
+    def loss(t):
+        seen["copy"] = t.numpy()
+        seen["float"] = float(t[0, 0])
+        seen["rank"] = np.linalg.matrix_rank(t)
+        return (t * t).sum()
+
+    np.testing.assert_allclose(tenferro.grad(loss)(x), 2 * x)
+    np.testing.assert_array_equal(seen["copy"], x)
+    assert seen["float"] == x[0, 0] and seen["rank"] == 3

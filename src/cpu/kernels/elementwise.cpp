@@ -88,13 +88,29 @@ Status check_elementwise(std::string_view op, const TensorView& out, DType out_d
   return ok_status();
 }
 
-template <class Op, OpDomain kDomain>
+// Op's scalar function for strided elements and a vector math function for
+// contiguous runs (Note [Vector math]).
+template <class Op>
+struct VectorRuns : Op {
+  internal::VectorMathFn vector;
+  void run(char* out, const char* x, std::int64_t n) const { vector(out, x, n); }
+};
+
+// `vector`: the op's vector math function for x's dtype, or nullptr.
+template <class Op, OpDomain kDomain, bool kHasVectorMath>
 void dispatch_unary(const TensorView& x, const TensorView& out, const ParallelContext& ctx, std::int64_t grain,
-                    KernelStats* stats) {
+                    KernelStats* stats, internal::VectorMathFn vector) {
   visit_dtype(x.dtype, [&]<class T>(T) {
     if constexpr (in_domain(kDomain, dtype_of<T>)) {
       using Out = decltype(Op{}(T{}));
-      run_elementwise<Out, T>(Op{}, out, std::span<const TensorView>(&x, 1), ctx, grain, stats);
+      const std::span<const TensorView> in(&x, 1);
+      if constexpr (kHasVectorMath && std::is_floating_point_v<T> && std::is_same_v<Out, T>) {
+        if (vector != nullptr) {
+          if (stats != nullptr) ++stats->vector_math;
+          return run_elementwise<Out, T>(VectorRuns<Op>{{}, vector}, out, in, ctx, grain, stats);
+        }
+      }
+      run_elementwise<Out, T>(Op{}, out, in, ctx, grain, stats);
     }
   });
 }
@@ -227,7 +243,7 @@ void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, Ke
 
 // The strided path of unary(): full validation, then one dispatch.
 [[gnu::noinline]] Status unary_general(UnaryOp op, const TensorView& x, const TensorView& out,
-                                       const ParallelContext& ctx, KernelStats* stats) {
+                                       const ParallelContext& ctx, KernelStats* stats, internal::VectorMathFn vector) {
   const std::string_view name = to_string(op);
   TENFERRO_TRY(internal::check_view(name, "operand", x));
   TENFERRO_TRY(check_domain(name, x, info(op).domain));
@@ -235,9 +251,10 @@ void run_flat(const ParallelContext& ctx, std::int64_t n, std::int64_t grain, Ke
   TENFERRO_TRY(check_elementwise(name, out, *result_dtype(op, x.dtype), std::span<const TensorView>(&x, 1), names));
   const std::int64_t grain = grain_of(info(op).cost);
   switch (op) {
-#define TENFERRO_UNARY_OP(name, str, domain, cost)                                      \
-  case UnaryOp::k##name:                                                                \
-    dispatch_unary<internal::name##Op, OpDomain::k##domain>(x, out, ctx, grain, stats); \
+#define TENFERRO_UNARY_OP(name, str, domain, cost)                                                        \
+  case UnaryOp::k##name:                                                                                  \
+    dispatch_unary<internal::name##Op, OpDomain::k##domain, internal::has_vector_math(UnaryOp::k##name)>( \
+        x, out, ctx, grain, stats, vector);                                                               \
     break;
 #include "tenferro/cpu/kernels/elementwise_ops.def"
   }
@@ -312,12 +329,13 @@ Status unary(UnaryOp op, const TensorView& x, const TensorView& out, const Paral
       internal::flat_compatible(out, flat_in, n)) {
     const auto so = static_cast<std::int64_t>(dtype_size(out.dtype));
     const auto sx = static_cast<std::int64_t>(dtype_size(x.dtype));
+    if (stats != nullptr && vector != nullptr) ++stats->vector_math;
     run_flat(ctx, n, grain_of(info(op).cost), stats, [&](std::int64_t lo, std::int64_t hi) {
       flat(static_cast<char*>(out.data) + lo * so, static_cast<const char*>(x.data) + lo * sx, hi - lo);
     });
     return ok_status();
   }
-  return unary_general(op, x, out, ctx, stats);
+  return unary_general(op, x, out, ctx, stats, vector);
 }
 
 Status binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, const ParallelContext& ctx,

@@ -80,10 +80,21 @@ auto make_arg(const char* p) {
   }
 }
 
+/// A unary functor that also computes whole contiguous runs (f.run(out, x,
+/// n), Note [Vector math]); its operator() serves strided elements.
+template <class F>
+concept RunFunctor = requires(const F& f, char* out, const char* x, std::int64_t n) {
+  f.run(out, x, n);
+};
+
 template <class Out, class... In, unsigned Mask, class F, std::size_t... I>
 void masked_run(const F& f, char* const* p, std::int64_t n, std::integral_constant<unsigned, Mask>,
                 std::index_sequence<I...>) {
-  contiguous_loop<Out>(f, reinterpret_cast<Out*>(p[0]), n, make_arg<Mask, I, In>(p[I + 1])...);
+  if constexpr (RunFunctor<F> && Mask == 0 && sizeof...(In) == 1) {
+    f.run(p[0], p[1], n);
+  } else {
+    contiguous_loop<Out>(f, reinterpret_cast<Out*>(p[0]), n, make_arg<Mask, I, In>(p[I + 1])...);
+  }
 }
 
 template <class Out, class... In, class F, std::size_t... I>

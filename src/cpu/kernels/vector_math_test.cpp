@@ -131,5 +131,58 @@ TEST(VectorMathTest, TheFlatElementwisePathCallsTheVectorFunction) {
   }
 }
 
+// Strided operands: a transposed input (packed tiles) and a column slice
+// (contiguous inner runs) call the vector function on their runs; a
+// stride-2 inner axis computes the scalar function per element.
+TEST(VectorMathTest, StridedOperandsCallTheVectorFunctionOnContiguousRuns) {
+  const CpuIsa isa = layout_kernel_isa();
+  if (isa == CpuIsa::kPortable) GTEST_SKIP() << "portable kernels: scalar libm";
+  const std::vector<double> values = inputs<double>();
+  constexpr std::int64_t kRows = 37, kCols = 41;
+  std::vector<double> x(kRows * kCols);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = values[(i * 7) % values.size()];
+  struct Layout {
+    const char* name;
+    std::int64_t shape[2];
+    std::int64_t strides[2];
+    std::int64_t offset;
+    bool vector;
+    std::uint64_t KernelStats::*path;
+  };
+  const Layout layouts[] = {
+      {"transposed", {kCols, kRows}, {1, kCols}, 0, true, &KernelStats::packed_tiles},
+      {"column slice", {kRows, kCols - 1}, {kCols, 1}, 1, true, &KernelStats::contiguous_inner},
+      {"stride 2", {kRows, kCols / 2}, {kCols, 2}, 0, false, &KernelStats::strided_inner},
+  };
+  for (UnaryOp op : kOps) {
+    const internal::VectorMathFn fn = internal::vector_math_unary(op, DType::kFloat64, isa);
+    for (const Layout& l : layouts) {
+      // The operand's elements in row-major order, and what each path gives.
+      std::vector<double> gathered;
+      for (std::int64_t i = 0; i < l.shape[0]; ++i) {
+        for (std::int64_t j = 0; j < l.shape[1]; ++j)
+          gathered.push_back(x[l.offset + i * l.strides[0] + j * l.strides[1]]);
+      }
+      std::vector<double> want(gathered.size());
+      if (l.vector) {
+        fn(reinterpret_cast<char*>(want.data()), reinterpret_cast<const char*>(gathered.data()),
+           static_cast<std::int64_t>(want.size()));
+      } else {
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = scalar(op, gathered[i]);
+      }
+      std::vector<double> got(gathered.size());
+      const std::int64_t out_strides[] = {l.shape[1], 1};
+      const TensorView in{x.data() + l.offset, l.shape, l.strides, DType::kFloat64, nullptr};
+      const TensorView out{got.data(), l.shape, out_strides, DType::kFloat64, nullptr};
+      KernelStats stats;
+      ASSERT_TRUE(unary(op, in, out, testing::sequential_context(), &stats).ok());
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), got.size() * sizeof(double)), 0)
+          << to_string(op) << ", " << l.name;
+      EXPECT_EQ(stats.vector_math, 1u) << l.name;
+      EXPECT_EQ(stats.*l.path, 1u) << to_string(op) << ", " << l.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::cpu

@@ -24,6 +24,7 @@ struct KernelStats {
   std::uint64_t streaming_stores = 0;  ///< copy_into using non-temporal stores
   std::uint64_t staged_streaming = 0;  ///< of those, through an L1 stage (destination lines not whole)
   std::uint64_t parallel_calls = 0;    ///< calls that fanned out through ParallelContext::parallel_for
+  std::uint64_t vector_math = 0;       ///< unary calls whose contiguous runs call a vector math function
 };
 
 }  // namespace tenferro::cpu
