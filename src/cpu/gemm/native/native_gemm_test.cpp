@@ -113,7 +113,7 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
 TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
   auto p = *NativeGemmProvider::create();
   ArenaParallelContext two(2);
-  const std::int64_t m = 700, n = 600;  // 2 m n = 840,000 flops >= parallel_min_flops
+  const std::int64_t m = 1000, n = 600;  // 2 m n = 1,200,000 flops >= parallel_min_flops (2^20)
   StridedMatrix<double> a(m, 1, MatLayout::kColMajor, 1), b(1, n, MatLayout::kRowMajor, 2),
       c(m, n, MatLayout::kRowMajor, 3);
   ASSERT_TRUE(run(*p, m, n, 1, two, a, b, c).ok());
