@@ -12,8 +12,9 @@
 #   promotion (convert; Python scalars are weak, as in numpy 2);
 # - sum/mean, transpose/.T, reshape, basic indexing (integers, slices of
 #   any step, None, ...) become reduce_sum, transpose, reshape, slice and
-#   reverse; one integer array or boolean mask as the index, and np.take,
-#   become a gather; matmul and dot become einsums;
+#   reverse; one integer array or boolean mask as the index (or one array
+#   among basic indices), and np.take, become a gather; matmul and dot
+#   become einsums;
 # - numpy functions with a tenferro counterpart (__array_function__:
 #   np.einsum, np.sum, np.linalg.*, np.fft.*, np.where, ...) call it.
 #
@@ -364,11 +365,15 @@ def _advanced(x, key):
 
 
 def _getitem(x, key):
-    """Basic indexing (integers, slices of any step, None, Ellipsis), or one
-    integer array or boolean mask (a gather)."""
+    """Basic indexing (integers, slices of any step, None, Ellipsis), one
+    integer array or boolean mask as the whole index, or one integer array
+    (or 1-D mask) among basic indices (a gather after the basic part)."""
     if isinstance(key, (list, _np.ndarray)):
         return _advanced(x, key)
     key = key if isinstance(key, tuple) else (key,)
+    arrays = [i for i, k in enumerate(key) if isinstance(k, (list, _np.ndarray))]
+    if len(arrays) == 1:
+        return _mixed(x, key, arrays[0])
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, (int, _np.integer, slice))) or isinstance(k, bool):
             raise _unsupported(f"indexing with {type(k).__name__} (advanced indexing)")
@@ -412,6 +417,41 @@ def _getitem(x, key):
     if (start, limit, stride) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
         r = _tenferro._traced_slice(r, start, limit, stride)
     return _reshape(r, shape)
+
+
+def _mixed(x, key, at):
+    """x[key] where key[at] is the only index array: the basic index with
+    that array replaced by ':', then a gather along the axis it selected
+    (where numpy puts the array's axes when there is one index array and
+    the integers, if any, stand next to it)."""
+    k = _np.asarray(key[at])
+    if k.dtype == bool:
+        if k.ndim != 1:
+            raise _unsupported("a boolean mask of more than one axis among other indices")
+        k = _np.flatnonzero(k)
+    elif k.dtype.kind not in "iu" and k.size > 0:
+        raise IndexError(f"arrays used as indices must be of integer type, found {k.dtype}")
+    basic = key[:at] + (slice(None),) + key[at + 1 :]
+    # The axis of the result that the array's ':' became: one per slice or
+    # None before it, and the axes an Ellipsis before it stands for.
+    used = builtins.sum(i is not None and i is not Ellipsis for i in basic)
+    axis = 0
+    for i in key[:at]:
+        if i is Ellipsis:
+            axis += x.ndim - used
+        elif i is None or isinstance(i, slice):
+            axis += 1
+    part = _getitem(x, basic)
+    if isinstance(key[at], _np.ndarray) and key[at].dtype == bool and key[at].shape[0] != part.shape[axis]:
+        raise IndexError(f"boolean index of length {key[at].shape[0]} does not match axis {axis} of length "
+                         f"{part.shape[axis]}")
+    r = _take(part, k, axis=axis)
+    # numpy counts integers as index arrays too; when one stands apart from
+    # the array (a slice between them), the array's axes come first.
+    advanced = sorted([at] + [i for i, j in enumerate(key) if isinstance(j, (int, _np.integer)) and not isinstance(j, bool)])
+    if advanced != list(range(advanced[0], advanced[-1] + 1)):
+        r = _moveaxis(r, list(range(axis, axis + k.ndim)), list(range(k.ndim)))
+    return r
 
 
 # --- products ---

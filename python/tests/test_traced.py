@@ -178,7 +178,8 @@ def test_unrecorded_operations_raise_typed_errors(rng):
     fails(np.sort, match="sort")  # a numpy function without one
     fails(lambda t: np.add.reduce(t), match="reduce")
     fails(lambda t: np.exp(t, out=np.empty((3, 4))), match="out")
-    fails(lambda t: t[[0, 2], 1:], match="advanced indexing")  # an array mixed with slices
+    fails(lambda t: t[[0, 2], [1, 2]], match="advanced indexing")  # two index arrays
+    fails(lambda t: t[None, np.ones((3, 4), dtype=bool)], match="boolean mask of more than one axis")
     fails(lambda t: t[[0, 3]], IndexError)
     fails(lambda t: t[np.array([True, False])], IndexError)
     fails(lambda t: np.take(t, [1.5]), IndexError)
@@ -331,3 +332,34 @@ def test_implicit_numpy_conversions_raise_instead_of_dropping_the_gradient(rng):
     np.testing.assert_allclose(tenferro.grad(loss)(x), 2 * x)
     np.testing.assert_array_equal(seen["copy"], x)
     assert seen["float"] == x[0, 0] and seen["rank"] == 3
+
+
+MIXED_INDICES = [
+    (slice(None), [0, 2]),
+    (1, slice(None), [4, 0, 0]),  # the integer stands apart: the array's axis comes first
+    (Ellipsis, [1, 3]),
+    (None, slice(None), [3], slice(1, 4)),
+    (slice(None), np.array([True, False, True, True])),
+    (slice(None, None, -1), np.array([[0, 1], [2, 3]]), slice(None, None, 2)),
+    (0, [1, -1]),
+    (slice(None), 0, [1, 1]),
+]
+
+
+@pytest.mark.parametrize("key", MIXED_INDICES, ids=[str(i) for i in range(len(MIXED_INDICES))])
+def test_one_index_array_among_basic_indices_matches_numpy(key, rng):
+    x = random_array(rng, (3, 4, 5), np.float64)
+    want = x[key]
+    w = random_array(rng, want.shape, np.float64)
+    seen = {}
+
+    def loss(t):
+        r = t[key]
+        seen["value"] = r.numpy()
+        return (r * w).sum()
+
+    g = tenferro.grad(loss)(x)
+    np.testing.assert_array_equal(seen["value"], want)
+    expected = np.zeros_like(x)
+    np.add.at(expected, key, w)  # repeated indices add up
+    np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-12)
