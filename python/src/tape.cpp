@@ -405,6 +405,17 @@ void register_tape(py::module_& m) {
   m.def("_traced_cumsum", [](const PyTraced& x, std::int64_t axis) {
     return traced_core("cumsum", py::make_tuple(x), program::CumulativeAttributes{axis, false, false});
   });
+  m.def("_traced_cumprod", [](const PyTraced& x, std::int64_t axis) {
+    return traced_core("cumprod", py::make_tuple(x), program::CumulativeAttributes{axis, false, false});
+  });
+  m.def("_traced_sort", [](const PyTraced& x, std::int64_t axis) {
+    return traced_core("sort", py::make_tuple(x), program::SortAttributes{axis, false});
+  });
+  m.def("_traced_pad", [](const PyTraced& x, py::handle value, const py::sequence& low, const py::sequence& high) {
+    Dims interior(static_cast<std::size_t>(x.value.rank()), 0);
+    return traced_core("pad", py::make_tuple(x, value),
+                       program::PadAttributes{dims_of(low), dims_of(high), std::move(interior)});
+  });
   m.def("_traced_slice",
         [](const PyTraced& x, const py::sequence& start, const py::sequence& limit, const py::sequence& stride) {
           return traced_core("slice", py::make_tuple(x),

@@ -210,6 +210,121 @@ def _cumsum(x, axis=None, dtype=None, out=None):
     return _tenferro._traced_cumsum(x, axis)
 
 
+def _cumprod(x, axis=None, dtype=None, out=None):
+    if out is not None or dtype is not None:
+        raise _unsupported("cumprod with out or dtype")
+    if axis is None:
+        x, axis = _reshape(x, -1), 0
+    (axis,) = _axes(axis, x.ndim, "cumprod")
+    return _tenferro._traced_cumprod(x, axis)
+
+
+def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    if order is not None:
+        raise _unsupported("sort(order=...)")
+    if a.dtype.kind == "c":
+        raise _unsupported("sort of complex values")
+    if axis is None:
+        a, axis = _reshape(a, -1), 0
+    (axis,) = _axes(axis, a.ndim, "sort")
+    return _tenferro._traced_sort(a, axis)
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None, correction=None):
+    """numpy.var: the mean of |a - mean(a)|^2 over `axis`, divided by
+    N - ddof (real for complex a)."""
+    if out is not None or dtype is not None or where is not None or mean is not None:
+        raise _unsupported("var / std with out, dtype, where or mean")
+    if correction is not None:
+        ddof = correction
+    axes = _axes(axis, a.ndim, "var")
+    count = 1
+    for i in axes:
+        count *= a.shape[i]
+    d = _elementwise("sub", a, _mean(a, tuple(axes), keepdims=True))
+    squared = _real(_elementwise("mul", d, _conj(d))) if a.dtype.kind == "c" else _square(d)
+    return _elementwise("div", _sum(squared, tuple(axes), keepdims=keepdims), float(max(count - ddof, 0)))
+
+
+def _std(a, *args, **kwargs):
+    return _unary("sqrt")(_var(a, *args, **kwargs))
+
+
+def _like(fill):
+    """np.zeros_like and its kin: a constant (it depends on a's shape
+    only), as a plain array."""
+
+    def make(a, *args, dtype=None, order="K", subok=True, shape=None):
+        value = args[0] if fill is None else fill  # full_like's fill_value
+        if len(args) > (1 if fill is None else 0):
+            dtype = args[-1]
+        return _np.full(_shape(a) if shape is None else shape, value, dtype=a.dtype if dtype is None else dtype)
+
+    return make
+
+
+def _tensordot(a, b, axes=2):
+    from . import einsum
+
+    na, nb = len(_shape(a)), len(_shape(b))
+    if isinstance(axes, (int, _np.integer)):
+        ax_a, ax_b = list(range(na - axes, na)), list(range(int(axes)))
+    else:
+        ax_a, ax_b = ([x] if isinstance(x, (int, _np.integer)) else list(x) for x in axes)
+    ax_a, ax_b = _axes(ax_a, na, "tensordot"), _axes(ax_b, nb, "tensordot")
+    if len(ax_a) != len(ax_b):
+        raise _invalid(f"tensordot: {len(ax_a)} axes of a against {len(ax_b)} of b", "kShapeMismatch")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    la = [next(letters) for _ in range(na)]
+    lb = [next(letters) for _ in range(nb)]
+    for i, j in zip(ax_a, ax_b):
+        lb[j] = la[i]
+    out = [la[i] for i in range(na) if i not in ax_a] + [lb[j] for j in range(nb) if j not in ax_b]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", *_aligned((a, b), _result_dtype((a, b))))
+
+
+def _diag(v, k=0):
+    if k != 0:
+        raise _unsupported("diag(k != 0)")
+    if len(_shape(v)) == 2:
+        return _diagonal(v)
+    if len(_shape(v)) != 1:
+        raise _invalid(f"diag: expected a 1-D or 2-D array, found shape {_shape(v)}")
+    n = _shape(v)[0]
+    return _where(_np.eye(n, dtype=bool), _reshape(v, (n, 1)), _np.zeros((), dtype=v.dtype))
+
+
+def _triangle(numpy_fn):
+    def part(m, k=0):
+        if len(_shape(m)) < 2:
+            raise _invalid(f"{numpy_fn.__name__}: expected an array of rank >= 2, found shape {_shape(m)}")
+        mask = numpy_fn(_np.ones(_shape(m)[-2:], dtype=bool), k)
+        return _where(mask, m, _np.zeros((), dtype=m.dtype))
+
+    return part
+
+
+def _pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    if mode != "constant" or kwargs or _np.ndim(constant_values) != 0:
+        raise _unsupported("pad with a mode other than 'constant' or per-axis constant_values")
+    try:
+        widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (array.ndim, 2))
+    except ValueError as e:
+        raise _invalid(f"pad: pad_width {pad_width!r} does not fit {array.ndim} axes ({e})") from None
+    if (widths < 0).any():
+        raise _invalid(f"pad: negative pad_width {pad_width!r}")
+    value = _np.asarray(constant_values, dtype=array.dtype)
+    return _tenferro._traced_pad(array, value, [int(w) for w in widths[:, 0]], [int(w) for w in widths[:, 1]])
+
+
+def _round(a, decimals=0, out=None):
+    if decimals != 0 or out is not None:
+        raise _unsupported("round with decimals or out")
+    if a.dtype.kind == "c":
+        raise _unsupported("round of complex values")
+    return _tenferro._traced_op("round", [a])
+
+
 def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None or dtype is not None:
         raise _unsupported("concatenate with out or dtype")
@@ -538,6 +653,13 @@ _UFUNCS = {
     _np.floor: _unary("floor"),
     _np.ceil: _unary("ceil"),
     _np.reciprocal: _reciprocal,
+    _np.exp2: lambda x: _unary("exp")(_elementwise("mul", x, float(_np.log(2.0)))),
+    # sinh through expm1: accurate near 0, where exp(x) - exp(-x) cancels
+    _np.sinh: lambda x: _elementwise("mul", _elementwise("sub", _unary("expm1")(x), _unary("expm1")(-x)), 0.5),
+    _np.cosh: lambda x: _elementwise("mul", _elementwise("add", _unary("exp")(x), _unary("exp")(-x)), 0.5),
+    _np.logaddexp: lambda a, b: _elementwise(
+        "add", _elementwise("max", a, b), _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b))))),
+    _np.rint: lambda x: _round(x),
 }
 for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
     _UFUNCS[_cmp] = _compare(_cmp)
@@ -580,6 +702,24 @@ def _numpy_functions():
         _np.min: _extreme("reduce_min", "min"),
         _np.amin: _extreme("reduce_min", "min"),
         _np.cumsum: _cumsum,
+        _np.cumprod: _cumprod,
+        _np.sort: _sort,
+        _np.var: _var,
+        _np.std: _std,
+        _np.zeros_like: _like(0),
+        _np.ones_like: _like(1),
+        _np.empty_like: _like(0),
+        _np.full_like: _like(None),
+        _np.copy: lambda a, order="K", subok=False: a,  # values on the tape are immutable
+        _np.tensordot: _tensordot,
+        _np.inner: lambda a, b: _tensordot(a, b, ([-1], [-1])),
+        _np.vdot: lambda a, b: _matmul(_np.reshape(_np.conj(a), -1), _np.reshape(b, -1)),
+        _np.diag: _diag,
+        _np.triu: _triangle(_np.triu),
+        _np.tril: _triangle(_np.tril),
+        _np.pad: _pad,
+        _np.round: _round,
+        _np.around: _round,
         _np.concatenate: _concatenate,
         _np.stack: _stack,
         _np.clip: _clip,
@@ -677,6 +817,11 @@ def _install():
     T.max = _extreme("reduce_max", "max")
     T.min = _extreme("reduce_min", "min")
     T.cumsum = _cumsum
+    T.cumprod = _cumprod
+    T.var = _var
+    T.std = _std
+    T.copy = lambda self, order="C": self  # values on the tape are immutable
+    T.round = _round
     T.clip = lambda self, min=None, max=None: _clip(self, min, max)  # noqa: A002 (numpy's names)
     T.flatten = lambda self, order="C": _reshape(self, -1, order=order)
     T.ravel = T.flatten

@@ -77,6 +77,28 @@ CASES = [
     ("batched_matmul", lambda x, y: x.reshape(2, 3, 2) @ x.reshape(2, 2, 3), lambda x, y: x.reshape(2, 3, 2) @ x.reshape(2, 2, 3), False),
     ("dot_trace_einsum", lambda x, y: np.dot(x, y).sum() + np.trace(x[:, :3]) + np.einsum("ij,jk->ik", x, y),
      lambda x, y: (x @ y).sum() + torch_().trace(x[:, :3]) + torch_().einsum("ij,jk->ik", x, y), False),
+    ("var_std", lambda x, y: np.var(x, axis=0) + np.std(x, axis=1, ddof=1).sum() + x.var() + x.std(keepdims=True)[0],
+     lambda x, y: x.var(0, correction=0) + x.std(1, correction=1).sum() + x.var(unbiased=False)
+     + x.std(unbiased=False).reshape(1), False),
+    ("cumprod_sort", lambda x, y: np.cumprod(x, axis=1) + np.sort(x, axis=0) + np.sort(x, axis=None)[:4] + x.cumprod()[:4],
+     lambda x, y: torch_().cumprod(x, 1) + torch_().sort(x, 0).values + torch_().sort(x.reshape(-1)).values[:4]
+     + x.reshape(-1).cumprod(0)[:4], True),
+    ("exp2_sinh_cosh_logaddexp", lambda x, y: np.exp2(x * 0.5) + np.sinh(x) + np.cosh(x * 0.5) + np.logaddexp(x, x[::-1] * 0.5),
+     lambda x, y: torch_().exp2(x * 0.5) + torch_().sinh(x) + torch_().cosh(x * 0.5)
+     + torch_().logaddexp(x, torch_().flip(x, (0,)) * 0.5), True),
+    ("sinh_cosh_complex", lambda x, y: np.sinh(x) * np.cosh(x * 0.5), lambda x, y: torch_().sinh(x) * torch_().cosh(x * 0.5),
+     False),
+    ("tensordot_inner_vdot", lambda x, y: np.tensordot(x, y, axes=1) + np.inner(x, x)[:, :1] + np.vdot(x, x)
+     + np.tensordot(x, x, axes=([0, 1], [0, 1])),
+     lambda x, y: torch_().tensordot(x, y, 1) + torch_().inner(x, x)[:, :1] + (x.conj() * x).sum() + (x * x).sum(), False),
+    ("diag_triu_tril_pad", lambda x, y: np.diag(np.diag(x[:, :3])) + np.triu(x[:, :3], 1) + np.tril(x[:, :3])
+     + np.pad(x, ((0, 0), (1, 0)))[:, :3] + np.pad(x, 1, constant_values=2.0)[1:4, :3],
+     lambda x, y: torch_().diag(torch_().diag(x[:, :3])) + torch_().triu(x[:, :3], 1) + torch_().tril(x[:, :3])
+     + torch_().nn.functional.pad(x, (1, 0))[:, :3] + torch_().nn.functional.pad(x, (1, 1, 1, 1), value=2.0)[1:4, :3],
+     False),
+    ("copy_like_round", lambda x, y: x.copy() * np.ones_like(x) + np.zeros_like(x) + np.full_like(x, 2.0) + np.round(x)
+     + np.rint(x * 2.0) + np.copy(x),
+     lambda x, y: x.clone() + 2.0 + torch_().round(x) + torch_().round(x * 2.0) + x, True),
     ("astype_complex", lambda x, y: (x.astype(np.complex128) * (1.0 + 2.0j)).real,
      lambda x, y: _re(x.to(torch_().complex128) * (1.0 + 2.0j)), True),
     ("linalg_via_numpy", lambda x, y: np.linalg.norm(x, axis=0) + np.linalg.det(x[:, :3] + 3 * np.eye(3)),
@@ -175,7 +197,11 @@ def test_unrecorded_operations_raise_typed_errors(rng):
             tenferro.grad(lambda t: fun(t).sum())(x)
 
     fails(np.arcsin, match="numpy.arcsin")  # a ufunc without a rule
-    fails(np.sort, match="sort")  # a numpy function without one
+    fails(np.unique, match="unique")  # a numpy function without one
+    fails(lambda t: np.pad(t, 1, mode="edge"), match="pad")
+    fails(lambda t: np.sort(t.astype(np.complex128)), match="sort of complex")
+    fails(lambda t: np.pad(t, -1), tenferro.InvalidArgumentError, match="negative")
+    fails(lambda t: np.tensordot(t, t, axes=([0], [0, 1])), tenferro.InvalidArgumentError, match="tensordot")
     fails(lambda t: np.add.reduce(t), match="reduce")
     fails(lambda t: np.exp(t, out=np.empty((3, 4))), match="out")
     fails(lambda t: t[[0, 2], [1, 2]], match="advanced indexing")  # two index arrays
