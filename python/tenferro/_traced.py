@@ -764,6 +764,17 @@ def _array(x, dtype=None, copy=None):
     )
 
 
+def _setitem(x, key, value):
+    """Assignment would need numpy's view semantics (y = x[0]; y[1] = v
+    also changes x), which recorded values do not have."""
+    raise UnsupportedError(
+        "item assignment into a Traced value is not recorded (values on the tape are immutable); build the result "
+        "with np.where, np.concatenate, np.stack or np.pad",
+        code="kUnsupported",
+        canonical="kUnsupported",
+    )
+
+
 def _item(x):
     if x.ndim != 0 and int(_np.prod(x.shape)) != 1:
         raise _invalid(f"item: can only convert an array of size 1, found shape {tuple(x.shape)}")
@@ -802,6 +813,7 @@ def _install():
                         ("__ge__", _np.greater_equal)):
         setattr(T, name, _compare(ufunc))
     T.__getitem__ = _getitem
+    T.__setitem__ = _setitem
     T.__len__ = _len
     T.__float__ = lambda self: float(_item(self))
     T.__complex__ = lambda self: complex(_item(self))

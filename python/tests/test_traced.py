@@ -198,6 +198,7 @@ def test_unrecorded_operations_raise_typed_errors(rng):
 
     fails(np.arcsin, match="numpy.arcsin")  # a ufunc without a rule
     fails(np.unique, match="unique")  # a numpy function without one
+    fails(lambda t: t.__setitem__(0, 1.0) or t, match="item assignment")
     fails(lambda t: np.pad(t, 1, mode="edge"), match="pad")
     fails(lambda t: np.sort(t.astype(np.complex128)), match="sort of complex")
     fails(lambda t: np.pad(t, -1), tenferro.InvalidArgumentError, match="negative")
