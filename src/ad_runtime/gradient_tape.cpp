@@ -39,7 +39,9 @@ struct GradientTape::State {
   State(runtime::Runtime rt, runtime::Placement placement, std::shared_ptr<compiler::GraphCompiler> shared)
       : runtime(std::move(rt)),
         eager(runtime.on(placement)),
-        compiler(shared ? std::move(shared) : std::make_shared<compiler::GraphCompiler>()) {}
+        compiler(shared ? std::move(shared) : std::make_shared<compiler::GraphCompiler>()) {
+    recorded.reserve(16);  // a short recording never moves its entries
+  }
 
   runtime::Runtime runtime;
   runtime::EagerContext eager;
