@@ -201,22 +201,20 @@ def _prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, wher
     return _reduce("reduce_prod", x, _axes(axis, x.ndim, "prod"), keepdims)
 
 
-def _cumsum(x, axis=None, dtype=None, out=None):
-    if out is not None or dtype is not None:
-        raise _unsupported("cumsum with out or dtype")
-    if axis is None:
-        x, axis = _reshape(x, -1), 0
-    (axis,) = _axes(axis, x.ndim, "cumsum")
-    return _tenferro._traced_cumsum(x, axis)
+def _cumulative(name, record):
+    def scan(x, axis=None, dtype=None, out=None):
+        if out is not None or dtype is not None:
+            raise _unsupported(f"{name} with out or dtype")
+        if axis is None:
+            x, axis = _reshape(x, -1), 0
+        (axis,) = _axes(axis, x.ndim, name)
+        return record(x, axis)
+
+    return scan
 
 
-def _cumprod(x, axis=None, dtype=None, out=None):
-    if out is not None or dtype is not None:
-        raise _unsupported("cumprod with out or dtype")
-    if axis is None:
-        x, axis = _reshape(x, -1), 0
-    (axis,) = _axes(axis, x.ndim, "cumprod")
-    return _tenferro._traced_cumprod(x, axis)
+_cumsum = _cumulative("cumsum", lambda x, axis: _tenferro._traced_cumsum(x, axis))
+_cumprod = _cumulative("cumprod", lambda x, axis: _tenferro._traced_cumprod(x, axis))
 
 
 def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
