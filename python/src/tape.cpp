@@ -505,10 +505,12 @@ void register_tape(py::module_& m) {
                const py::object table = py::type::handle_of(self).attr("_fast_ufuncs");
                if (PyObject* code = PyDict_GetItemWithError(table.ptr(), ufunc.ptr())) {
                  const long value = PyLong_AsLong(code);
-                 if (value == kMatmulUfunc && inputs.size() == 2) return traced_matmul(inputs[0], inputs[1]);
-                 const auto op = static_cast<CoreSemanticOp>(value);
-                 if (inputs.size() == 2) return traced_binary(op, inputs[0], inputs[1]);
-                 if (const PyTraced* x = inputs.size() == 1 ? traced_or_null(inputs[0]) : nullptr) {
+                 if (value == kMatmulUfunc) {
+                   if (inputs.size() == 2) return traced_matmul(inputs[0], inputs[1]);
+                 } else if (inputs.size() == 2) {
+                   return traced_binary(static_cast<CoreSemanticOp>(value), inputs[0], inputs[1]);
+                 } else if (const PyTraced* x = inputs.size() == 1 ? traced_or_null(inputs[0]) : nullptr) {
+                   const auto op = static_cast<CoreSemanticOp>(value);
                    return op == CoreSemanticOp::kMul ? record_core(*x, op, {x->handle, x->handle})
                                                      : traced_unary(op, *x);
                  }
