@@ -444,11 +444,16 @@ void register_tape(py::module_& m) {
              Tensor leaf = copied_leaf(*tape->runtime, value, std::nullopt, "variable");
              return record(tape, tape->tape.variable(leaf));
            })
-      .def("backward",
-           [](PyTape& tape, const PyTraced& loss) {
-             if (loss.tape.get() != &tape) raise_error(ErrorCode::kForeignValue, "backward: a value of another tape");
-             ok_or_raise(tape.tape.backward(loss.handle));
-           })
+      .def(
+          "backward",
+          [](PyTape& tape, const PyTraced& loss, py::handle cotangent) {
+            if (loss.tape.get() != &tape) raise_error(ErrorCode::kForeignValue, "backward: a value of another tape");
+            if (cotangent.is_none()) return ok_or_raise(tape.tape.backward(loss.handle));
+            // vjp: the cotangent seeds the output itself (nothing recorded).
+            const Tensor ct = copied_leaf(*tape.runtime, cotangent, loss.value.dtype(), "cotangent");
+            ok_or_raise(tape.tape.backward(loss.handle, ct));
+          },
+          py::arg("loss"), py::arg("cotangent") = py::none())
       .def("grad",
            [](PyTape& tape, const PyTraced& variable) {
              return tensor_to_numpy(value_or_raise(tape.tape.grad(variable.handle)));

@@ -108,6 +108,28 @@ def test_grad_matches_torch(dtype, rng, torch):
     np.testing.assert_allclose(g, want_a.numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_vjp_fn_called_per_row_gives_the_jacobian(rng):
+    # Each call seeds the output with its cotangent (nothing is recorded), so
+    # a Jacobian by rows costs one backward program, compiled once.
+    x = random_array(rng, (3, 4), np.float64)
+    w = random_array(rng, (4, 2), np.float64)
+    out, vjp_fn = tenferro.vjp(lambda t: np.tanh(t @ w), x)
+    rows = []
+    for k in range(out.size):
+        e = np.zeros(out.size)
+        e[k] = 1.0
+        rows.append(vjp_fn(e.reshape(out.shape))[0])
+    jac = np.stack(rows).reshape(out.shape + x.shape)
+    d = 1.0 - np.tanh(x @ w) ** 2  # d out[i, j] / d x[i, l] = d[i, j] w[l, j]
+    want = np.zeros(out.shape + x.shape)
+    for i in range(3):
+        want[i, :, i, :] = (d[i][:, None] * w.T)
+    np.testing.assert_allclose(jac, want, rtol=1e-12, atol=1e-14)
+    # The identity: the gradient is the cotangent itself.
+    _, identity = tenferro.vjp(lambda t: t, x)
+    np.testing.assert_array_equal(identity(2.0 * x + 1.0)[0], 2.0 * x + 1.0)
+
+
 def test_grad_without_torch(rng):
     a = random_array(rng, (3, 4), np.float64)
     g = tenferro.grad(lambda x: tenferro.einsum("ij,ij->", x, x))(a)

@@ -1,6 +1,7 @@
 // GradientTape (include/tenferro/ad_runtime/gradient_tape.h).
 #include "tenferro/ad_runtime/gradient_tape.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -168,15 +169,12 @@ Result<Tensor> GradientTape::value(const TapeTensor& tensor) const {
   return e->value;
 }
 
-Status GradientTape::backward(const TapeTensor& loss) {
-  State& s = *state_;
-  TENFERRO_TRY(foreign(loss.tape_, this));
-  TENFERRO_ASSIGN_OR_RETURN(Entry * loss_entry, s.resolve(loss.index_, loss.generation_));
-  if (loss_entry->value.rank() != 0 || !is_floating(loss_entry->value.dtype())) {
-    return tape_error(ErrorCode::kInvalidArgument,
-                      fmt::format("backward: expected a real floating scalar loss, found {}{}",
-                                  loss_entry->value.dtype(), shape_to_string(loss_entry->value.shape())));
-  }
+namespace {
+
+// backward(): the VJP program of the recording with `seed` as the
+// cotangent of `loss` (Note [Eager backward]).
+Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& metrics, const Entry& loss, Tensor seed) {
+  const Entry* loss_entry = &loss;
   if (!loss_entry->requires_grad) {
     return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
   }
@@ -196,7 +194,7 @@ Status GradientTape::backward(const TapeTensor& loss) {
   for (const Entry& v : s.variables) active.push_back(v.input);
   TENFERRO_ASSIGN_OR_RETURN(
       ReusingVjpProgram program,
-      context_->vjp_reusing_outputs(program::FrozenProgram{compiled.program, compiled.bindings}, active.span(), 1));
+      context.vjp_reusing_outputs(program::FrozenProgram{compiled.program, compiled.bindings}, active.span(), 1));
   if (program.layout.differentiated_outputs.empty()) {
     return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
   }
@@ -204,12 +202,10 @@ Status GradientTape::backward(const TapeTensor& loss) {
   for (std::uint32_t leaf : s.inputs)
     parameters.push_back(leaf & kVariableBit ? s.variables[leaf & ~kVariableBit].value : s.recorded[leaf].value);
   for (std::uint32_t j : program.reused_outputs) parameters.push_back(output_entries[j]->value);
-  TENFERRO_ASSIGN_OR_RETURN(Tensor seed, loss_entry->value.dtype() == DType::kFloat32 ? Tensor::scalar<float>(1.0f)
-                                                                                      : Tensor::scalar<double>(1.0));
   parameters.push_back(std::move(seed));
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList gradients, s.runtime.run(program.backward, parameters));
-  ++metrics_.backward_calls;
-  metrics_.reused_values += program.reused_outputs.size();
+  ++metrics.backward_calls;
+  metrics.reused_values += program.reused_outputs.size();
   for (std::size_t k = 0; k < program.layout.gradient_inputs.size(); ++k) {
     Entry& v = s.variables[s.inputs[program.layout.gradient_inputs[k]] & ~kVariableBit];
     if (!v.grad.defined()) {
@@ -219,6 +215,37 @@ Status GradientTape::backward(const TapeTensor& loss) {
     }
   }
   return ok_status();
+}
+
+}  // namespace
+
+Status GradientTape::backward(const TapeTensor& loss) {
+  TENFERRO_TRY(foreign(loss.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * loss_entry, state_->resolve(loss.index_, loss.generation_));
+  if (loss_entry->value.rank() != 0 || !is_floating(loss_entry->value.dtype())) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("backward: expected a real floating scalar loss, found {}{}",
+                                  loss_entry->value.dtype(), shape_to_string(loss_entry->value.shape())));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(Tensor seed, loss_entry->value.dtype() == DType::kFloat32 ? Tensor::scalar<float>(1.0f)
+                                                                                      : Tensor::scalar<double>(1.0));
+  return run_backward(*state_, *context_, metrics_, *loss_entry, std::move(seed));
+}
+
+Status GradientTape::backward(const TapeTensor& output, const Tensor& cotangent) {
+  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  if (!cotangent.defined() || cotangent.dtype() != entry->value.dtype()) {
+    return tape_error(ErrorCode::kDTypeMismatch,
+                      fmt::format("backward: expected a cotangent of the output's dtype {}, found {}",
+                                  entry->value.dtype(), cotangent.defined() ? to_string(cotangent.dtype()) : "none"));
+  }
+  if (!std::ranges::equal(cotangent.shape(), entry->value.shape())) {
+    return tape_error(ErrorCode::kShapeMismatch,
+                      fmt::format("backward: expected a cotangent of the output's shape {}, found {}",
+                                  shape_to_string(entry->value.shape()), shape_to_string(cotangent.shape())));
+  }
+  return run_backward(*state_, *context_, metrics_, *entry, cotangent);
 }
 
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {

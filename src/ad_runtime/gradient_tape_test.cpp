@@ -110,6 +110,55 @@ TEST(GradientTape, TapesSharingACompilerCompileARecordingOnce) {
   EXPECT_EQ(compiler->cache_stats().hits, 1u);
 }
 
+// backward(output, cotangent): J^T ct of a tensor output, recording nothing,
+// so that a second cotangent reuses the compiled program.
+TEST(GradientTape, CotangentOfATensorOutput) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto compiler = std::make_shared<compiler::GraphCompiler>();
+  GradientTape tape(rt, nullptr, runtime::Placement::default_placement(), compiler);
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 1);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 2);
+  TapeTensor w = *tape.variable(wv, "W");
+  TapeTensor x = *tape.variable(xv, "x");
+  // y = tanh(W x) * x, a vector.
+  TapeTensor wx = *tape.apply(CoreSemanticOp::kDotGeneral, {w, x}, program::DotGeneralAttributes{{}, {}, {1}, {0}});
+  TapeTensor y = *tape.apply(CoreSemanticOp::kMul, {*tape.apply(CoreSemanticOp::kTanh, {wx}), x});
+  const std::uint64_t recorded = tape.metrics().operations_recorded;
+  for (int k = 0; k < 2; ++k) {
+    // The cotangent e_k picks row k of the Jacobian: d y_k / d x.
+    std::vector<double> e(3, 0.0);
+    e[static_cast<std::size_t>(k)] = 1.0;
+    tape.zero_grad();
+    Status s = tape.backward(y, *Tensor::from_values<double>(e, {3}));
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    // Reference: the scalar loss y_k recorded on a fresh tape.
+    GradientTape ref(rt);
+    TapeTensor rw = *ref.variable(wv, "W");
+    TapeTensor rx = *ref.variable(xv, "x");
+    TapeTensor rwx = *ref.apply(CoreSemanticOp::kDotGeneral, {rw, rx}, program::DotGeneralAttributes{{}, {}, {1}, {0}});
+    TapeTensor ry = *ref.apply(CoreSemanticOp::kMul, {*ref.apply(CoreSemanticOp::kTanh, {rwx}), rx});
+    TapeTensor pick = *ref.constant(*Tensor::from_values<double>(e, {3}));
+    ASSERT_TRUE(ref.backward(*ref.apply(CoreSemanticOp::kReduceSum, {*ref.apply(CoreSemanticOp::kMul, {ry, pick})},
+                                        program::ReduceAttributes{{0}}))
+                    .ok());
+    EXPECT_TRUE(check_allclose(*tape.grad(x), *ref.grad(rx)).ok()) << k;
+    EXPECT_TRUE(check_allclose(*tape.grad(w), *ref.grad(rw)).ok()) << k;
+  }
+  EXPECT_EQ(tape.metrics().operations_recorded, recorded);
+  EXPECT_EQ(compiler->cache_stats().misses, 1u);
+  EXPECT_EQ(compiler->cache_stats().hits, 1u);
+  // A variable is its own output: the gradient is the cotangent.
+  tape.zero_grad();
+  ASSERT_TRUE(tape.backward(x, xv).ok());
+  EXPECT_TRUE(check_allclose(*tape.grad(x), xv).ok());
+  // Typed errors; nothing accumulated.
+  tape.zero_grad();
+  EXPECT_EQ(tape.backward(y, *Tensor::from_values<float>({1, 2, 3}, {3})).code(), ErrorCode::kDTypeMismatch);
+  EXPECT_EQ(tape.backward(y, *Tensor::from_values<double>({1, 2}, {2})).code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(tape.backward(y, Tensor()).code(), ErrorCode::kDTypeMismatch);
+  EXPECT_FALSE(tape.grad(x)->defined());
+}
+
 TEST(GradientTape, ConstantsAndNonDifferentiablePaths) {
   runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
   GradientTape tape(rt);

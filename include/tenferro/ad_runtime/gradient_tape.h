@@ -15,7 +15,7 @@
 // program through Runtime::run with the recorded tensors as its residuals,
 // so the forward pass is not recomputed (only derivative coefficients
 // are). The seed is 1 (the loss must be a real floating scalar that
-// depends on a variable). Gradients are added into each variable's
+// depends on a variable), or the cotangent given for a tensor output. Gradients are added into each variable's
 // accumulated gradient (grad()); zero_grad() clears them. Recording
 // continues after backward(), so several losses of one recording can be
 // differentiated; clear() starts a new recording, keeping variables, their
@@ -111,6 +111,14 @@ class GradientTape {
   /// backward]). kInvalidArgument for a loss that is not a real floating
   /// scalar, kFailedPrecondition when it depends on no variable.
   Status backward(const TapeTensor& loss);
+  /// Adds J^* cotangent into every variable's gradient, J the Jacobian of
+  /// `output` (any recorded floating or complex tensor) with respect to
+  /// the variables: the vector-Jacobian product, as
+  /// torch.autograd.grad(output, variables, cotangent) gives it. Records
+  /// nothing, so calling it again with another cotangent compiles nothing.
+  /// kDTypeMismatch / kShapeMismatch when the cotangent's dtype / shape is
+  /// not output's, kFailedPrecondition when output depends on no variable.
+  Status backward(const TapeTensor& output, const Tensor& cotangent);
   /// The accumulated gradient of `variable`; an undefined Tensor when none
   /// was accumulated since the last zero_grad().
   Result<Tensor> grad(const TapeTensor& variable) const;
