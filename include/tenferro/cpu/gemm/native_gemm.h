@@ -70,7 +70,8 @@ struct NativeGemmOptions {
   /// table's (64^3 for the AVX-512 kernels, else 16^3); 1 forces the
   /// blocked path.
   std::int64_t small_max_mnk = 0;
-  /// Problems below this many flops (2*m*n*k) never fork, whatever the context.
+  /// Problems below this many flops (2*m*n*k) never fork, whatever the
+  /// context; 0 takes 2^20 (about 81^3, docs/performance_notes.md).
   std::int64_t parallel_min_flops = 0;
   /// Cache-blocking overrides (for tuning experiments); 0 keeps the ISA's.
   int mc = 0;
