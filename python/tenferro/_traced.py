@@ -538,10 +538,11 @@ def _mixed(x, key, at):
     (where numpy puts the array's axes when there is one index array and
     the integers, if any, stand next to it)."""
     k = _np.asarray(key[at])
+    mask_length = None
     if k.dtype == bool:
         if k.ndim != 1:
             raise _unsupported("a boolean mask of more than one axis among other indices")
-        k = _np.flatnonzero(k)
+        mask_length, k = k.shape[0], _np.flatnonzero(k)
     elif k.dtype.kind not in "iu" and k.size > 0:
         raise IndexError(f"arrays used as indices must be of integer type, found {k.dtype}")
     basic = key[:at] + (slice(None),) + key[at + 1 :]
@@ -555,8 +556,8 @@ def _mixed(x, key, at):
         elif i is None or isinstance(i, slice):
             axis += 1
     part = _getitem(x, basic)
-    if isinstance(key[at], _np.ndarray) and key[at].dtype == bool and key[at].shape[0] != part.shape[axis]:
-        raise IndexError(f"boolean index of length {key[at].shape[0]} does not match axis {axis} of length "
+    if mask_length is not None and mask_length != part.shape[axis]:
+        raise IndexError(f"boolean index of length {mask_length} does not match axis {axis} of length "
                          f"{part.shape[axis]}")
     r = _take(part, k, axis=axis)
     # numpy counts integers as index arrays too; when one stands apart from

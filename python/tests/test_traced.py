@@ -209,6 +209,7 @@ def test_unrecorded_operations_raise_typed_errors(rng):
     fails(lambda t: t[None, np.ones((3, 4), dtype=bool)], match="boolean mask of more than one axis")
     fails(lambda t: t[[0, 3]], IndexError)
     fails(lambda t: t[np.array([True, False])], IndexError)
+    fails(lambda t: t[:, [True, False, True]], IndexError)  # a mask list of the wrong length
     fails(lambda t: np.take(t, [1.5]), IndexError)
     fails(lambda t: t[3], IndexError)
     fails(lambda t: t[0, 0, 0], IndexError)
