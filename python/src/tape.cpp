@@ -236,14 +236,6 @@ py::object record_core(const PyTraced& like, CoreSemanticOp op, std::initializer
   return py::cast(record(like.tape, like.tape->tape.apply(op, operands, std::move(attributes))));
 }
 
-program::SymbolicShape symbolic_shape_of(const Tensor& t) {
-  program::SymbolicShape shape;
-  for (std::int64_t d : t.shape()) shape.push_back(program::SymbolicExtent(d));
-  return shape;
-}
-
-bool fast_dtype(DType d) { return is_inexact(d); }
-
 // np.matmul's entry in Traced._fast_ufuncs.
 constexpr long kMatmulUfunc = -1;
 
@@ -251,7 +243,7 @@ constexpr long kMatmulUfunc = -1;
 // broadcast to like's shape; nullopt for anything else (bool, numpy
 // scalars, complex, an int beyond double's range).
 std::optional<ad::TapeTensor> weak_scalar(const PyTraced& like, py::handle h) {
-  if (!fast_dtype(like.value.dtype())) return std::nullopt;
+  if (!is_inexact(like.value.dtype())) return std::nullopt;
   double v = 0;
   if (PyFloat_CheckExact(h.ptr())) {
     v = PyFloat_AS_DOUBLE(h.ptr());
@@ -280,7 +272,7 @@ std::optional<ad::TapeTensor> weak_scalar(const PyTraced& like, py::handle h) {
   ad::TapeTensor c = value_or_raise(tape.constant(value_or_raise(std::move(scalar))));
   if (like.value.rank() == 0) return c;
   return value_or_raise(tape.apply(CoreSemanticOp::kBroadcastInDim, {c},
-                                   program::BroadcastInDimAttributes{symbolic_shape_of(like.value), {}}));
+                                   program::BroadcastInDimAttributes{program::symbolic_shape(like.value.shape()), {}}));
 }
 
 // `h` when it is a numpy array of like's dtype and `shape`, as a constant
@@ -300,7 +292,7 @@ py::object traced_binary(CoreSemanticOp op, py::handle a, py::handle b) {
   const PyTraced* ta = traced_or_null(a);
   const PyTraced* tb = traced_or_null(b);
   if (ta && tb) {
-    if (ta->tape == tb->tape && ta->value.dtype() == tb->value.dtype() && fast_dtype(ta->value.dtype()) &&
+    if (ta->tape == tb->tape && ta->value.dtype() == tb->value.dtype() && is_inexact(ta->value.dtype()) &&
         std::ranges::equal(ta->value.shape(), tb->value.shape())) {
       return record_core(*ta, op, {ta->handle, tb->handle});
     }
@@ -319,7 +311,7 @@ py::object traced_unary(CoreSemanticOp op, const PyTraced& x) { return record_co
 // x ** y: numpy's cheaper forms of the common exponents (_power's rule).
 py::object traced_power(py::handle x, py::handle y) {
   const PyTraced* t = traced_or_null(x);
-  if (t && fast_dtype(t->value.dtype()) && (PyFloat_CheckExact(y.ptr()) || PyLong_CheckExact(y.ptr()))) {
+  if (t && is_inexact(t->value.dtype()) && (PyFloat_CheckExact(y.ptr()) || PyLong_CheckExact(y.ptr()))) {
     const double e = PyFloat_CheckExact(y.ptr()) ? PyFloat_AS_DOUBLE(y.ptr()) : PyLong_AsDouble(y.ptr());
     if (e == 2.0) return record_core(*t, CoreSemanticOp::kMul, {t->handle, t->handle});
     if (e == 1.0) return py::reinterpret_borrow<py::object>(x);
@@ -329,19 +321,21 @@ py::object traced_power(py::handle x, py::handle y) {
   return general_rule("_power")(x, y);
 }
 
-// `h` as an operand of a matrix product recorded with `like`'s tape and
-// dtype: its Traced handle or a numpy matrix of that dtype as a constant;
-// nullopt otherwise.
-std::optional<ad::TapeTensor> matrix_operand(const PyTraced& like, py::handle h, std::array<std::int64_t, 2>& shape) {
+// The shape of `h` as an operand of a matrix product recorded with `like`'s
+// tape and dtype (a Traced matrix, or a numpy matrix of that dtype), or
+// nullopt; nothing is recorded.
+std::optional<std::array<std::int64_t, 2>> matrix_shape(const PyTraced& like, py::handle h) {
   if (const PyTraced* t = traced_or_null(h)) {
     if (t->tape != like.tape || t->value.dtype() != like.value.dtype() || t->value.rank() != 2) return std::nullopt;
-    shape = {t->value.shape()[0], t->value.shape()[1]};
-    return t->handle;
+    return std::array<std::int64_t, 2>{t->value.shape()[0], t->value.shape()[1]};
   }
-  if (!PyArray_CheckExact(h.ptr()) || PyArray_NDIM(reinterpret_cast<PyArrayObject*>(h.ptr())) != 2) return std::nullopt;
-  const npy_intp* d = PyArray_DIMS(reinterpret_cast<PyArrayObject*>(h.ptr()));
-  shape = {d[0], d[1]};
-  return array_constant(like, h, shape);
+  if (!PyArray_CheckExact(h.ptr())) return std::nullopt;
+  auto* arr = reinterpret_cast<PyArrayObject*>(h.ptr());
+  if (PyArray_NDIM(arr) != 2 || dtype_of_typenum(PyArray_TYPE(arr)) != like.value.dtype() ||
+      !PyArray_ISNOTSWAPPED(arr)) {
+    return std::nullopt;
+  }
+  return std::array<std::int64_t, 2>{PyArray_DIMS(arr)[0], PyArray_DIMS(arr)[1]};
 }
 
 // a @ b of two matrices: Traced values, or a Traced value and a numpy
@@ -349,13 +343,16 @@ std::optional<ad::TapeTensor> matrix_operand(const PyTraced& like, py::handle h,
 py::object traced_matmul(py::handle a, py::handle b) {
   const PyTraced* t = traced_or_null(a);
   if (!t) t = traced_or_null(b);
-  std::array<std::int64_t, 2> sa{}, sb{};
-  if (t && t->value.rank() == 2 && fast_dtype(t->value.dtype())) {
-    const std::optional<ad::TapeTensor> ha = matrix_operand(*t, a, sa);
-    const std::optional<ad::TapeTensor> hb = ha ? matrix_operand(*t, b, sb) : std::nullopt;
-    if (hb && sa[1] == sb[0]) {
+  if (t && t->value.rank() == 2 && is_inexact(t->value.dtype())) {
+    const auto sa = matrix_shape(*t, a);
+    const auto sb = sa ? matrix_shape(*t, b) : std::nullopt;
+    if (sb && (*sa)[1] == (*sb)[0]) {
+      auto handle = [&](py::handle h, std::span<const std::int64_t> shape) {
+        const PyTraced* x = traced_or_null(h);
+        return x ? x->handle : *array_constant(*t, h, shape);
+      };
+      const ad::TapeTensor operands[] = {handle(a, *sa), handle(b, *sb)};
       const std::shared_ptr<const einsum::EinsumOp> op = value_or_raise(t->tape->runtime->op_for("ij,jk->ik", {}));
-      const ad::TapeTensor operands[] = {*ha, *hb};
       SmallVector<ad::TapeTensor, 2> out = value_or_raise(t->tape->tape.apply(op, operands));
       return py::cast(record(t->tape, out[0]));
     }
@@ -397,10 +394,9 @@ void register_tape(py::module_& m) {
     return traced_core("concatenate", args, program::ConcatenateAttributes{axis});
   });
   m.def("_traced_take", [](const PyTraced& x, const py::object& indices, std::int64_t axis) {
-    program::SymbolicShape shape;
-    for (std::int64_t d : x.value.shape()) shape.push_back(program::SymbolicExtent(d));
     return traced_core("gather", py::make_tuple(x, indices),
-                       program::take_attributes(shape, py::cast<std::int64_t>(indices.attr("ndim")), axis));
+                       program::take_attributes(program::symbolic_shape(x.value.shape()),
+                                                py::cast<std::int64_t>(indices.attr("ndim")), axis));
   });
   m.def("_traced_cumsum", [](const PyTraced& x, std::int64_t axis) {
     return traced_core("cumsum", py::make_tuple(x), program::CumulativeAttributes{axis, false, false});

@@ -249,16 +249,14 @@ def _std(a, *args, **kwargs):
 
 
 def _like(fill):
-    """np.zeros_like and its kin: a constant (it depends on a's shape
-    only), as a plain array."""
+    """np.zeros_like and its kin: a plain array (it depends on a's shape
+    only, not on its values)."""
+    return lambda a, dtype=None, order="K", subok=True, shape=None: _np.full(
+        _shape(a) if shape is None else shape, fill, dtype=a.dtype if dtype is None else dtype)
 
-    def make(a, *args, dtype=None, order="K", subok=True, shape=None):
-        value = args[0] if fill is None else fill  # full_like's fill_value
-        if len(args) > (1 if fill is None else 0):
-            dtype = args[-1]
-        return _np.full(_shape(a) if shape is None else shape, value, dtype=a.dtype if dtype is None else dtype)
 
-    return make
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    return _like(fill_value)(a, dtype, order, subok, shape)
 
 
 def _tensordot(a, b, axes=2):
@@ -562,7 +560,8 @@ def _mixed(x, key, at):
     r = _take(part, k, axis=axis)
     # numpy counts integers as index arrays too; when one stands apart from
     # the array (a slice between them), the array's axes come first.
-    advanced = sorted([at] + [i for i, j in enumerate(key) if isinstance(j, (int, _np.integer)) and not isinstance(j, bool)])
+    integers = [i for i, j in enumerate(key) if isinstance(j, (int, _np.integer)) and not isinstance(j, bool)]
+    advanced = sorted([at] + integers)
     if advanced != list(range(advanced[0], advanced[-1] + 1)):
         r = _moveaxis(r, list(range(axis, axis + k.ndim)), list(range(k.ndim)))
     return r
@@ -622,35 +621,34 @@ def _compare(ufunc):
     return lambda *xs: ufunc(*[x.numpy() if isinstance(x, Traced) else x for x in xs])
 
 
+# ufuncs that are one core op of the same name for every operand; the fast
+# paths of python/src/tape.cpp record these (and np.square, np.matmul)
+# without this module (Note [Traced fast paths], _FAST_UFUNCS below).
+_UNARY_UFUNCS = {
+    _np.negative: "neg", _np.absolute: "abs", _np.exp: "exp", _np.expm1: "expm1", _np.log: "log",
+    _np.log1p: "log1p", _np.sqrt: "sqrt", _np.sin: "sin", _np.cos: "cos", _np.tan: "tan", _np.tanh: "tanh",
+    _np.sign: "sign", _np.floor: "floor", _np.ceil: "ceil",  # sign, floor, ceil: derivative 0
+}
+_BINARY_UFUNCS = {
+    _np.add: "add", _np.subtract: "sub", _np.multiply: "mul", _np.true_divide: "div", _np.maximum: "max",
+    _np.minimum: "min", _np.arctan2: "atan2",
+}
+
+
+def _binary(name):
+    return lambda a, b: _elementwise(name, a, b)
+
+
 _UFUNCS = {
-    _np.add: lambda a, b: _elementwise("add", a, b),
-    _np.subtract: lambda a, b: _elementwise("sub", a, b),
-    _np.multiply: lambda a, b: _elementwise("mul", a, b),
-    _np.true_divide: lambda a, b: _elementwise("div", a, b),
+    **{u: _unary(name) for u, name in _UNARY_UFUNCS.items()},
+    **{u: _binary(name) for u, name in _BINARY_UFUNCS.items()},
     _np.power: _power,
-    _np.maximum: lambda a, b: _elementwise("max", a, b),
-    _np.minimum: lambda a, b: _elementwise("min", a, b),
-    _np.arctan2: lambda a, b: _elementwise("atan2", a, b),
     _np.matmul: _matmul,
-    _np.negative: _unary("neg"),
     _np.positive: lambda x: x,
-    _np.absolute: _unary("abs"),
-    _np.exp: _unary("exp"),
-    _np.expm1: _unary("expm1"),
-    _np.log: _unary("log"),
-    _np.log1p: _unary("log1p"),
     _np.log2: _log_base(2.0),
     _np.log10: _log_base(10.0),
-    _np.sqrt: _unary("sqrt"),
-    _np.sin: _unary("sin"),
-    _np.cos: _unary("cos"),
-    _np.tan: _unary("tan"),
-    _np.tanh: _unary("tanh"),
     _np.conjugate: _conj,
     _np.square: _square,
-    _np.sign: _unary("sign"),  # derivative 0 (Note [Derivative conventions at kinks])
-    _np.floor: _unary("floor"),
-    _np.ceil: _unary("ceil"),
     _np.reciprocal: _reciprocal,
     _np.exp2: lambda x: _unary("exp")(_elementwise("mul", x, float(_np.log(2.0)))),
     # sinh through expm1: accurate near 0, where exp(x) - exp(-x) cancels
@@ -658,7 +656,7 @@ _UFUNCS = {
     _np.cosh: lambda x: _elementwise("mul", _elementwise("add", _unary("exp")(x), _unary("exp")(-x)), 0.5),
     _np.logaddexp: lambda a, b: _elementwise(
         "add", _elementwise("max", a, b), _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b))))),
-    _np.rint: lambda x: _round(x),
+    _np.rint: _round,
 }
 for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
     _UFUNCS[_cmp] = _compare(_cmp)
@@ -708,7 +706,7 @@ def _numpy_functions():
         _np.zeros_like: _like(0),
         _np.ones_like: _like(1),
         _np.empty_like: _like(0),
-        _np.full_like: _like(None),
+        _np.full_like: _full_like,
         _np.copy: lambda a, order="K", subok=False: a,  # values on the tape are immutable
         _np.tensordot: _tensordot,
         _np.inner: lambda a, b: _tensordot(a, b, ([-1], [-1])),
@@ -787,14 +785,9 @@ def _len(x):
 
 
 # The ufuncs that python/src/tape.cpp records without this module (Note
-# [Traced fast paths]): the same core op as the rule in _UFUNCS; np.square
-# is mul with one input, np.matmul (-1) the fast a @ b.
-_FAST_UFUNCS = {
-    _np.add: "add", _np.subtract: "sub", _np.multiply: "mul", _np.true_divide: "div", _np.maximum: "max",
-    _np.minimum: "min", _np.arctan2: "atan2", _np.negative: "neg", _np.absolute: "abs", _np.exp: "exp",
-    _np.expm1: "expm1", _np.log: "log", _np.log1p: "log1p", _np.sqrt: "sqrt", _np.sin: "sin", _np.cos: "cos",
-    _np.tan: "tan", _np.tanh: "tanh", _np.sign: "sign", _np.floor: "floor", _np.ceil: "ceil", _np.square: "mul",
-}
+# [Traced fast paths]): np.square is mul with one input, np.matmul (-1) the
+# fast a @ b.
+_FAST_UFUNCS = {**_UNARY_UFUNCS, **_BINARY_UFUNCS, _np.square: "mul"}
 
 
 def _install():

@@ -174,15 +174,14 @@ namespace {
 // backward(): the VJP program of the recording with `seed` as the
 // cotangent of `loss` (Note [Eager backward]).
 Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& metrics, const Entry& loss, Tensor seed) {
-  const Entry* loss_entry = &loss;
-  if (!loss_entry->requires_grad) {
+  if (!loss.requires_grad) {
     return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
   }
   // outputs: [loss, every recorded non-leaf value].
   SmallVector<TracedOperand, 16> outputs;
   SmallVector<const Entry*, 16> output_entries;
-  outputs.push_back(loss_entry->traced);
-  output_entries.push_back(loss_entry);
+  outputs.push_back(loss.traced);
+  output_entries.push_back(&loss);
   for (const Entry& e : s.recorded) {
     if (e.leaf) continue;
     outputs.push_back(e.traced);

@@ -9,14 +9,15 @@
 // TraceContext and every recorded operation is emitted into it. backward(loss)
 // finishes the trace with the outputs [loss, every recorded value],
 // compiles it (GraphCompiler: canonicalization, CSE, DCE; its cache makes a
-// re-recorded loop body compile once, and a compiler shared by several tapes
-// makes a function recorded again on a new tape compile once), asks the AdContext for
-// vjp_reusing_outputs(program, variables, 1) and runs that backward
-// program through Runtime::run with the recorded tensors as its residuals,
-// so the forward pass is not recomputed (only derivative coefficients
-// are). The seed is 1 (the loss must be a real floating scalar that
-// depends on a variable), or the cotangent given for a tensor output. Gradients are added into each variable's
-// accumulated gradient (grad()); zero_grad() clears them. Recording
+// re-recorded loop body compile once, and a compiler shared by several
+// tapes makes a function recorded again on a new tape compile once), asks
+// the AdContext for vjp_reusing_outputs(program, variables, 1) and runs
+// that backward program through Runtime::run with the recorded tensors as
+// its residuals, so the forward pass is not recomputed (only derivative
+// coefficients are). The seed is 1 (the loss must be a real floating scalar
+// that depends on a variable), or the cotangent given for a tensor output.
+// Gradients are added into each variable's accumulated gradient (grad());
+// zero_grad() clears them. Recording
 // continues after backward(), so several losses of one recording can be
 // differentiated; clear() starts a new recording, keeping variables, their
 // values and their gradients (tensors recorded before are then stale).
