@@ -131,6 +131,21 @@ TEST(VectorMathTest, TheFlatElementwisePathCallsTheVectorFunction) {
   }
 }
 
+// has_vector_math (which selects the strided path's template) names exactly
+// the ops of the per-ISA tables.
+TEST(VectorMathTest, HasVectorMathMatchesTheTables) {
+  constexpr UnaryOp kAll[] = {
+#define TENFERRO_UNARY_OP(name, str, domain, cost) UnaryOp::k##name,
+#include "tenferro/cpu/kernels/elementwise_ops.def"
+  };
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    for (UnaryOp op : kAll) {
+      EXPECT_EQ(internal::has_vector_math(op), internal::vector_math_unary(op, DType::kFloat64, isa) != nullptr)
+          << to_string(op);
+    }
+  }
+}
+
 // Strided operands: a transposed input (packed tiles) and a column slice
 // (contiguous inner runs) call the vector function on their runs; a
 // stride-2 inner axis computes the scalar function per element.
