@@ -42,7 +42,8 @@ nlohmann::json build_section() {
 
 // Which kernels run (Note [ISA cap] in tenferro/cpu/cpu_isa.h): the
 // instruction set the CPU offers, the cap TENFERRO_CPU_ISA puts on it, what
-// the native GEMM and the layout transposes then run, and the compile target
+// the native GEMM, the layout transposes, the vector math and the integer
+// contractions then run, and the compile target
 // of everything else.
 nlohmann::json kernels_section() {
   using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
@@ -62,6 +63,8 @@ nlohmann::json kernels_section() {
   section["vector_math"] = layout_kernel_isa() == CpuIsa::kPortable
                                ? std::string("scalar libm")
                                : fmt::format("libmvec {}", to_string(layout_kernel_isa()));
+  // Note [Integer GEMM]: int32/int64 contractions, tiles of the engine's cap.
+  section["integer_gemm"] = fmt::format("{} tiles", to_string(layout_kernel_isa()));
   section["compile_target"] = fmt::format("-march={}", build_info().arch);
   if (Result<std::shared_ptr<NativeGemmProvider>> gemm = NativeGemmProvider::create(); gemm.ok()) {
     // The register tiles of small products come with the GEMM's kernel table.

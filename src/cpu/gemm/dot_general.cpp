@@ -12,6 +12,8 @@
 
 #include "cpu/gemm/dot_general_planner.h"
 #include "cpu/gemm/dot_general_tiny.h"
+#include "cpu/gemm/integer_gemm.h"
+#include "cpu/gemm/native/gemm_workspace_pool.h"
 #include "tenferro/base/assert.h"
 #include "tenferro/cpu/kernels/layout.h"
 
@@ -64,6 +66,12 @@ struct BatchGeometry {
       loops.pop_back();
     }
     jobs = inner.extent * internal::group_extent(loops);
+  }
+
+  // Element offsets of job `j`.
+  void offsets(std::int64_t j, std::int64_t (&off)[3]) const {
+    decode_outer(loops, j / inner.extent, off);
+    for (int s = 0; s < 3; ++s) off[s] += (j % inner.extent) * inner.stride[s];
   }
 
   // Calls fn(offsets, first_inner, count) for the jobs [j0, j1) in runs
@@ -277,8 +285,8 @@ std::string_view to_string(DotGeneralPath path) noexcept {
       return "gemm";
     case DotGeneralPath::kDirect:
       return "direct";
-    case DotGeneralPath::kNaive:
-      return "naive";
+    case DotGeneralPath::kInteger:
+      return "integer";
     case DotGeneralPath::kTiny:
       return "tiny";
   }
@@ -305,6 +313,8 @@ DotGeneralComposite::DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> 
   if (options_.outer_max_job_flops <= 0) options_.outer_max_job_flops = 2LL * 128 * 128 * 128;
   if (options_.elementwise_parallel_min <= 0) options_.elementwise_parallel_min = 32768;
   if (options_.tiny_max_work == 0) options_.tiny_max_work = 256;
+  if (options_.integer_parallel_min_work <= 0) options_.integer_parallel_min_work = std::int64_t{1} << 18;
+  integer_workspace_ = std::make_shared<internal::GemmWorkspacePool>();
 }
 
 DotGeneralCounters DotGeneralComposite::counters() const noexcept {
@@ -434,6 +444,92 @@ Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const Tensor
   return run_plan(p, lhs, rhs, out, /*out_is_final=*/false, ctx, plan_out, allocator);
 }
 
+// Note [Integer GEMM] (integer_gemm.h): jobs of one batch index, one row
+// block and one column block, spread over the context's workers when the
+// product is large enough.
+Status DotGeneralComposite::run_integer(const TtgtPlan& p, const TensorView& lhs, const TensorView& rhs,
+                                        const TensorView& out, const ParallelContext& ctx, DotGeneralPlan& s) const {
+  const BatchGeometry geo(p.batch);
+  const std::vector<std::int64_t> ml = group_offsets(p.m, kLhs), mo = group_offsets(p.m, kOut);
+  const std::vector<std::int64_t> nr = group_offsets(p.n, kRhs), no = group_offsets(p.n, kOut);
+  const std::vector<std::int64_t> kl = group_offsets(p.k, kLhs), kr = group_offsets(p.k, kRhs);
+  const auto m = static_cast<std::int64_t>(ml.size()), n = static_cast<std::int64_t>(nr.size()),
+             k = static_cast<std::int64_t>(kl.size());
+  bool unit_n = true;
+  for (std::int64_t j = 0; j < n && unit_n; ++j) unit_n = no[static_cast<std::size_t>(j)] == j;
+  const int threads = std::max(1, ctx.max_threads());
+  const double work =
+      static_cast<double>(geo.jobs) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const bool parallel = threads > 1 && work >= static_cast<double>(options_.integer_parallel_min_work);
+  // Row blocks of at most kIntegerGemmMc rows, smaller when that leaves a
+  // worker without a job.
+  const std::int64_t col_blocks = (n + internal::kIntegerGemmNc - 1) / internal::kIntegerGemmNc;
+  std::int64_t mc = internal::kIntegerGemmMc;
+  if (parallel && geo.jobs * col_blocks * ((m + mc - 1) / mc) < threads) {
+    mc = std::max<std::int64_t>(1, (m + threads - 1) / threads);
+  }
+  const std::int64_t row_blocks = (m + mc - 1) / mc;
+  const std::int64_t tiles = row_blocks * col_blocks;
+  const std::int64_t jobs = geo.jobs * tiles;
+  s.jobs = jobs;
+  s.mode = parallel && jobs > 1 ? ParallelMode::kOuter : ParallelMode::kSequential;
+
+  const internal::IntegerGemmTable& table = internal::integer_gemm_table(ctx.kernel_isa());
+  s.integer_kernel_isa = table.isa;
+  FirstError errors;
+  std::atomic<std::int64_t> narrow_blocks{0};
+  visit_dtype(lhs.dtype, [&]<class T>(T) {
+    if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
+      const internal::IntegerGemmKernel<T>& kernel = [&]() -> const internal::IntegerGemmKernel<T>& {
+        if constexpr (std::is_same_v<T, std::int32_t>) {
+          return table.i32;
+        } else {
+          return table.i64;
+        }
+      }();
+      const auto bytes =
+          static_cast<std::size_t>(kernel.workspace(mc, std::min(n, internal::kIntegerGemmNc), k)) * sizeof(T);
+      auto body = [&](std::int64_t j0, std::int64_t j1) {
+        std::int64_t narrow = 0;
+        internal::GemmWorkspacePool::Lease lease = integer_workspace_->acquire(bytes);
+        if (!lease) {
+          errors.set(make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                                "dot_general: no memory for the integer kernel's {} byte packing buffer", bytes));
+          return;
+        }
+        for (std::int64_t j = j0; j < j1; ++j) {
+          const std::int64_t b = j / tiles, tile = j % tiles;
+          const std::int64_t i0 = (tile / col_blocks) * mc, c0 = (tile % col_blocks) * internal::kIntegerGemmNc;
+          std::int64_t off[3];
+          geo.offsets(b, off);
+          const internal::IntegerGemmJob<T> job{static_cast<const T*>(lhs.data) + off[kLhs],
+                                                static_cast<const T*>(rhs.data) + off[kRhs],
+                                                static_cast<T*>(out.data) + off[kOut],
+                                                ml.data() + i0,
+                                                mo.data() + i0,
+                                                nr.data() + c0,
+                                                no.data() + c0,
+                                                kl.data(),
+                                                kr.data(),
+                                                std::min(mc, m - i0),
+                                                std::min(internal::kIntegerGemmNc, n - c0),
+                                                k,
+                                                unit_n};
+          narrow += kernel.run(job, static_cast<T*>(lease.data()));
+        }
+        narrow_blocks.fetch_add(narrow, std::memory_order_relaxed);
+      };
+      if (s.mode == ParallelMode::kOuter) {
+        ctx.parallel_for(0, jobs, 1, body);
+      } else {
+        body(0, jobs);
+      }
+    }
+  });
+  s.integer_narrow_blocks = narrow_blocks.load(std::memory_order_relaxed);
+  return errors.take();
+}
+
 Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                                      bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
                                      const std::shared_ptr<HostAllocator>& allocator) const {
@@ -462,7 +558,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
       for (PlanAxis& a : *g) a.stride[kOut] = out.strides[static_cast<std::size_t>(a.axis[kOut])];
   }
 
-  if (s.path == DotGeneralPath::kElementwise || s.path == DotGeneralPath::kNaive) {
+  if (s.path == DotGeneralPath::kElementwise || s.path == DotGeneralPath::kInteger) {
     const BatchGeometry geo(p.batch);
     const auto* lb = static_cast<const char*>(lhs.data);
     const auto* rb = static_cast<const char*>(rhs.data);
@@ -517,29 +613,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
         }
       });
     } else {
-      // Integers: plain loops over the operands' strides, sequential.
-      s.mode = ParallelMode::kSequential;
-      const auto ml = group_offsets(p.m, kLhs), mo = group_offsets(p.m, kOut);
-      const auto nr = group_offsets(p.n, kRhs), no = group_offsets(p.n, kOut);
-      const auto kl = group_offsets(p.k, kLhs), kr = group_offsets(p.k, kRhs);
-      visit_dtype(dtype, [&]<class T>(T) {
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          geo.for_runs(0, geo.jobs, [&](const std::int64_t(&off)[3], std::int64_t count) {
-            for (std::int64_t b = 0; b < count; ++b) {
-              const T* l = reinterpret_cast<const T*>(lb) + off[kLhs] + b * geo.inner.stride[kLhs];
-              const T* r = reinterpret_cast<const T*>(rb) + off[kRhs] + b * geo.inner.stride[kRhs];
-              T* o = reinterpret_cast<T*>(ob) + off[kOut] + b * geo.inner.stride[kOut];
-              for (std::size_t i = 0; i < ml.size(); ++i)
-                for (std::size_t j = 0; j < nr.size(); ++j) {
-                  T acc = 0;
-                  for (std::size_t q = 0; q < kl.size(); ++q)
-                    acc = wrap_add(acc, wrap_mul(l[ml[i] + kl[q]], r[kr[q] + nr[j]]));
-                  o[mo[i] + no[j]] = acc;
-                }
-            }
-          });
-        }
-      });
+      TENFERRO_TRY(run_integer(p, lhs, rhs, out, ctx, s));
     }
     report();
     return ok_status();

@@ -310,7 +310,7 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
   s.n = group_extent(n);
   s.k = group_extent(k);
   s.jobs = group_extent(batch);
-  if (is_broadcast_product(m.size(), n.size(), k.size()) && !is_integer(lhs.dtype)) {
+  if (is_broadcast_product(m.size(), n.size(), k.size())) {
     // Note [Broadcast products]: the free axes join the batch, with stride 0
     // in the operand that lacks them.
     const Slot whole = m.empty() ? kRhs : kLhs;  // the operand holding every axis
@@ -326,8 +326,8 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
     return plan;
   }
   if (is_integer(lhs.dtype)) {
-    // Plain loops over the operands' own strides; nothing to reorder.
-    s.path = DotGeneralPath::kNaive;
+    // Note [Integer GEMM]: packed through offset tables; nothing to reorder.
+    s.path = DotGeneralPath::kInteger;
     plan.batch = ordered_by(batch, out != nullptr ? kOut : kLhs);
     plan.m = m;
     plan.n = n;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <limits>
+#include <map>
 
 #include "cpu/kernels/kernel_test_support.h"
 #include "tenferro/cpu/gemm/external_blas.h"
@@ -195,6 +196,7 @@ TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
   const Case& c = GetParam();
   const DotGeneralComposite planned(native(), nullptr, planned_only());
   const DotGeneralComposite with_tiny(native());
+  std::map<std::pair<Layout, Layout>, DotGeneralPath> float_paths;
   for (DType dtype : {DType::kFloat64, DType::kFloat32, DType::kComplex128, DType::kComplex64, DType::kInt64}) {
     for (Layout ll : kAllLayouts) {
       for (Layout rl : {Layout::kContiguous, Layout::kTransposed, Layout::kBroadcast}) {
@@ -206,7 +208,12 @@ TEST_P(DotGeneralGroupings, MatchesBruteForceInEveryLayoutAndDType) {
         auto out = planned.dot_general(lhs.view(), rhs.view(), c.dims, sequential_context(), &plan);
         ASSERT_TRUE(out.ok()) << out.status().to_string();
         check_against_reference(lhs, rhs, c.dims, *out);
-        EXPECT_EQ(plan.path == DotGeneralPath::kNaive, is_integer(dtype));
+        // Integers run the integer kernel (Note [Integer GEMM]) except where
+        // float64 ran the elementwise loop (Note [Broadcast products]).
+        if (dtype == DType::kFloat64) float_paths[{ll, rl}] = plan.path;
+        const bool elementwise = float_paths.at({ll, rl}) == DotGeneralPath::kElementwise;
+        EXPECT_EQ(plan.path == DotGeneralPath::kInteger, is_integer(dtype) && !elementwise);
+        EXPECT_EQ(plan.path == DotGeneralPath::kElementwise, elementwise);
         EXPECT_EQ(planned.counters().tiny_calls, 0);
 
         const DotGeneralCounters before = with_tiny.counters();

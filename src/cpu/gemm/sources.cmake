@@ -11,12 +11,16 @@ list(APPEND TENFERRO_CPU_SOURCES
   gemm/dot_general_planner.cpp
   gemm/dot_general_tiny.cpp
   gemm/dot_general.cpp
+  gemm/integer_gemm.cpp
+  gemm/integer_gemm_avx2.cpp
+  gemm/integer_gemm_avx512.cpp
 )
 list(APPEND TENFERRO_CPU_TESTS
   gemm/gemm_conformance_test.cpp
   gemm/native/native_gemm_test.cpp
   gemm/external/external_blas_test.cpp
   gemm/dot_general_test.cpp
+  gemm/integer_gemm_test.cpp
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb ${CMAKE_DL_LIBS})
 
@@ -27,6 +31,10 @@ list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb ${CMAKE_DL_LIBS})
 set_source_files_properties(gemm/native/gemm_kernels_avx512.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma")
 set_source_files_properties(gemm/native/gemm_kernels_avx2.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx2;-mfma;-mno-avx512f")
+set_source_files_properties(gemm/integer_gemm_avx512.cpp PROPERTIES
+  COMPILE_OPTIONS "-mavx512f;-mavx512dq;-mavx512vl;-mavx512bw;-mavx2;-mfma")
+set_source_files_properties(gemm/integer_gemm_avx2.cpp PROPERTIES
   COMPILE_OPTIONS "-mavx2;-mfma;-mno-avx512f")
 
 # External BLAS modules (Note [External BLAS isolation] in

@@ -68,12 +68,12 @@ namespace tenferro::cpu {
 namespace internal {
 struct TtgtPlan;
 struct TinyContraction;
+class GemmWorkspacePool;
 }  // namespace internal
 
 /// Whether a contraction with these numbers of extent > 1 axes in its M
 /// (lhs free), N (rhs free) and K groups runs as the elementwise loop
-/// whatever the layouts (Note [Broadcast products]; integer dtypes always
-/// run plain loops).
+/// whatever the layouts (Note [Broadcast products]), integer dtypes too.
 constexpr bool is_broadcast_product(std::size_t m_axes, std::size_t n_axes, std::size_t k_axes) noexcept {
   return k_axes == 0 && (m_axes == 0 || n_axes == 0);
 }
@@ -93,7 +93,7 @@ enum class DotGeneralPath : std::uint8_t {
   kElementwise,  ///< m = n = k = 1: out = lhs * rhs over the batch, one strided loop
   kGemm,         ///< TTGT through the GEMM provider
   kDirect,       ///< the direct general-contraction provider
-  kNaive,        ///< integer dtypes: plain loops (no GEMM provider computes integers)
+  kInteger,      ///< int32/int64: the composite's integer kernel (Note [Integer GEMM])
   kTiny,         ///< a tiny (batched) matrix product: one strided loop, no planning
 };
 std::string_view to_string(DotGeneralPath path) noexcept;
@@ -117,6 +117,12 @@ struct DotGeneralPlan {
   /// Elements per block of the elementwise loop's offset tables (Note
   /// [Elementwise blocks] in dot_general.cpp); 0 when it ran plain runs.
   std::int64_t elementwise_block = 0;
+  /// The ISA of the integer kernel's tiles ("avx512", "avx2", "portable")
+  /// when path is kInteger; empty otherwise.
+  std::string_view integer_kernel_isa;
+  /// Packed int64 depth blocks whose values all fit in int32, multiplied by
+  /// vpmuldq (Note [Narrow int64 products]); filled after the run.
+  std::int64_t integer_narrow_blocks = 0;
 };
 
 /// Tuning of the composite. Zero means the default.
@@ -129,6 +135,9 @@ struct DotGeneralOptions {
   /// (Batched) matrix products with batch*m*n*k at most this run the tiny
   /// loop (Note [Tiny dot_general]). Default 256; negative disables it.
   std::int64_t tiny_max_work = 0;
+  /// Integer products (Note [Integer GEMM]) of fewer multiply-adds
+  /// (batch * m * n * k) run on the calling thread. Default 2^18.
+  std::int64_t integer_parallel_min_work = 0;
 };
 
 /// Counters proving which paths ran (relaxed atomics; cheap to bump).
@@ -205,10 +214,13 @@ class DotGeneralComposite {
   Status run_plan(internal::TtgtPlan& plan, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                   bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
                   const std::shared_ptr<HostAllocator>& allocator) const;
+  Status run_integer(const internal::TtgtPlan& plan, const TensorView& lhs, const TensorView& rhs,
+                     const TensorView& out, const ParallelContext& ctx, DotGeneralPlan& summary) const;
 
   std::shared_ptr<const CpuGemmProvider> gemm_;
   std::shared_ptr<const CpuGeneralContractionProvider> direct_;
   DotGeneralOptions options_;
+  std::shared_ptr<internal::GemmWorkspacePool> integer_workspace_;  // packing buffers of the integer kernel
   mutable std::atomic<std::int64_t> tiny_calls_{0};
   mutable std::atomic<std::int64_t> planned_calls_{0};
 };
