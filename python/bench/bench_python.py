@@ -14,6 +14,11 @@
     (tanh(x @ y) ** 2).mean() written with numpy against the same loss in
     torch (forward + backward), n x n float64, interleaved batches, median
     time per gradient.
+(d) Integer contractions: tenferro.einsum of int32/int64 matrix products
+    (values in [-5, 5): the int64 products then run narrow, Note [Narrow
+    int64 products]) and a batched int64 product against numpy.einsum
+    (up to n = 256; it takes seconds beyond) and torch.einsum, at
+    --threads threads (torch too), interleaved, median per call.
 
 Usage (from the repository root, after building the module):
     PYTHONPATH=build/<dir>/python /usr/bin/python3 python/bench/bench_python.py \
@@ -93,6 +98,54 @@ def grad_case(n, batches):
                 fn()
             samples[name].append((time.perf_counter() - t0) / calls)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def integer_case(threads, rounds):
+    """Median seconds per call of each available implementation, for each
+    integer product; results checked equal first."""
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    out = []
+    for dtype, subscripts, shapes in (
+        (np.int32, "ij,jk->ik", [(64, 64), (64, 64)]),
+        (np.int64, "ij,jk->ik", [(64, 64), (64, 64)]),
+        (np.int32, "ij,jk->ik", [(256, 256), (256, 256)]),
+        (np.int64, "ij,jk->ik", [(256, 256), (256, 256)]),
+        (np.int64, "bij,bjk->bik", [(64, 32, 32), (64, 32, 32)]),
+        (np.int32, "ij,jk->ik", [(1024, 1024), (1024, 1024)]),
+        (np.int64, "ij,jk->ik", [(1024, 1024), (1024, 1024)]),
+    ):
+        ops = [rng.integers(-5, 5, size=s).astype(dtype) for s in shapes]
+        flops = 2.0 * np.prod(shapes[0]) * shapes[1][-1]
+        fns = {"tenferro": lambda: tenferro.einsum(subscripts, *ops, threads=threads)}
+        if flops <= 2 * 256**3:
+            fns["numpy"] = lambda: np.einsum(subscripts, *ops)
+        if torch is not None:
+            tops = [torch.from_numpy(o) for o in ops]
+            fns["torch"] = lambda: torch.einsum(subscripts, *tops)
+        want = np.einsum(subscripts, *[o.astype(np.int64) for o in ops]).astype(dtype)
+        for name, fn in fns.items():
+            if not np.array_equal(np.asarray(fn()), want):
+                sys.exit(f"bench_python: integer case {subscripts} {dtype.__name__}: {name} disagrees")
+        calls = max(1, int(2e8 // flops))
+        samples = {k: [] for k in fns}
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                samples[name].append((time.perf_counter() - t0) / calls)
+        row = {"case": f"int_{subscripts.replace(',', '_').replace('->', '_to_')}_{'x'.join(map(str, shapes[0]))}"
+                       f"_{np.dtype(dtype).name}", "threads": threads}
+        for name, v in samples.items():
+            row[f"{name}_ms"] = statistics.median(v) * 1e3
+        out.append(row)
+    return out
 
 
 def load_instance(path):
@@ -177,6 +230,8 @@ def main():
             results.append({"case": f"grad_numpy_loss_n{n}", "tenferro_us": g["tenferro"] * 1e6,
                             "torch_us": g["torch"] * 1e6, "ratio_torch_over_tenferro": g["torch"] / g["tenferro"]})
 
+    results += integer_case(args.threads, 7)
+
     if not args.skip_instances:
         if not os.path.exists(args.cli):
             sys.exit(f"bench_python: CLI {args.cli} not found (pass --cli build/<dir>/tenferro)")
@@ -249,7 +304,12 @@ def main():
         if r["case"].startswith("grad_"):
             print(f"{r['case']}: tenferro.grad {r['tenferro_us']:.1f} us, torch {r['torch_us']:.1f} us "
                   f"(torch / tenferro {r['ratio_torch_over_tenferro']:.2f})")
-    results = [r for r in results if not r["case"].startswith("grad_")] if not args.json else results
+    for r in results[1:]:
+        if r["case"].startswith("int_"):
+            peers = ", ".join(f"{k[:-3]} {r[k]:.3f} ms ({r[k] / r['tenferro_ms']:.1f}x)" for k in ("numpy_ms", "torch_ms")
+                              if k in r)
+            print(f"{r['case']} (threads {r['threads']}): tenferro {r['tenferro_ms']:.3f} ms, {peers}")
+    results = [r for r in results if not r["case"].startswith(("grad_", "int_"))] if not args.json else results
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
         print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are;")

@@ -71,6 +71,42 @@ py::object array_over(const Tensor& t, PyObject* base, bool writeable) {
 }
 
 const char* dtype_list() { return "float32, float64, complex64 or complex128"; }
+const char* numeric_dtype_list() {
+  return "bool, int8-int64, uint8-uint64, float16, float32, float64, complex64 or complex128";
+}
+
+// Note [Integer einsum]
+// numpy.einsum takes every numeric dtype and returns numpy's result dtype of
+// its operands (int64 for lists of Python ints, bool for bool operands, int8
+// for int8, with wrap-around). tenferro contracts int32, int64, float32,
+// float64, complex64 and complex128 (the integers by the CPU engine's integer
+// kernel); the other dtypes are computed in a wider one and the result cast
+// back: bool, int8, int16 and the unsigned integers in int64, float16 in
+// float32. That gives numpy's values: sums of products modulo 2^bits are the
+// same whether formed in the narrow type or in int64 and then truncated
+// (unsigned values too, as the bits are), a bool sum of products is
+// "any(a and b)", which is "count != 0", and numpy accumulates float16 in
+// float32 as well. float128 is a DTypeError.
+std::optional<DType> numeric_compute_dtype(const PyArray_Descr* descr) noexcept {
+  switch (descr->kind) {
+    case 'b':
+      return DType::kInt64;
+    case 'i':
+      return descr->elsize == 4 ? DType::kInt32 : DType::kInt64;
+    case 'u':
+      return DType::kInt64;
+    case 'f':
+      if (descr->elsize <= 4) return DType::kFloat32;
+      if (descr->elsize == 8) return DType::kFloat64;
+      return std::nullopt;
+    case 'c':
+      if (descr->elsize == 8) return DType::kComplex64;
+      if (descr->elsize == 16) return DType::kComplex128;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
 
 // numpy's promotion among the four inexact dtypes.
 DType promote(DType a, DType b) noexcept {
@@ -150,7 +186,7 @@ void raise_error(ErrorCode code, std::string_view message) {
   raise_status(Status(Error(code, ErrorStage::kNone, std::string(message))));
 }
 
-void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t index) {
+void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t index, Accept accept) {
   // Formatted on the error paths only.
   const auto what = [&] { return index < 0 ? std::string(what_text) : fmt::format("{} {}", what_text, index); };
   py::object arr;
@@ -184,14 +220,17 @@ void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t inde
     }
   }
   auto* a = reinterpret_cast<PyArrayObject*>(arr.ptr());
-  const std::optional<DType> dtype = dtype_of_typenum(PyArray_TYPE(a));
+  std::optional<DType> dtype = dtype_of_typenum(PyArray_TYPE(a));
+  if (!dtype && accept == Accept::kNumeric) dtype = numeric_compute_dtype(PyArray_DESCR(a));
   if (!dtype) {
     raise_error(ErrorCode::kDTypeMismatch,
-                fmt::format("{}: expected dtype {}, found {}", what(), dtype_list(),
+                fmt::format("{}: expected dtype {}, found {}", what(),
+                            accept == Accept::kNumeric ? numeric_dtype_list() : dtype_list(),
                             std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(a))))));
   }
   arrays_.push_back(std::move(arr));
   dtypes_.push_back(*dtype);
+  exact_.push_back(PyArray_EquivTypenums(PyArray_TYPE(a), typenum_of(*dtype)) != 0);
 }
 
 DType OperandList::unify_dtypes() {
@@ -202,13 +241,48 @@ DType OperandList::unify_dtypes() {
   return d;
 }
 
+py::object OperandList::unify_numeric() {
+  if (std::all_of(exact_.begin(), exact_.end(), [](bool e) { return e; }) &&
+      std::all_of(dtypes_.begin(), dtypes_.end(), [](DType d) { return is_inexact(d); })) {
+    unify_dtypes();
+    return py::none();
+  }
+  SmallVector<PyArrayObject*, 8> arrays;
+  for (const py::object& a : arrays_) arrays.push_back(reinterpret_cast<PyArrayObject*>(a.ptr()));
+  PyArray_Descr* result = PyArray_ResultType(static_cast<npy_intp>(arrays.size()), arrays.data(), 0, nullptr);
+  if (result == nullptr) throw py::error_already_set();
+  py::object descr = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(result));
+  const std::optional<DType> compute = numeric_compute_dtype(result);
+  if (!compute) {  // not reached: the result dtype of numeric dtypes is numeric
+    raise_error(ErrorCode::kDTypeMismatch, fmt::format("expected dtype {}, found {} (numpy's result dtype)",
+                                                       numeric_dtype_list(), std::string(py::str(descr))));
+  }
+  for (std::size_t i = 0; i < dtypes_.size(); ++i) cast(i, *compute);
+  PyArray_Descr* computed = PyArray_DescrFromType(typenum_of(*compute));
+  const bool same = PyArray_EquivTypes(result, computed) != 0;
+  Py_DECREF(computed);
+  return same ? py::object(py::none()) : descr;
+}
+
+py::object OperandList::finish(py::object result, const py::object& descr) {
+  if (descr.is_none()) return result;
+  // numpy's unsafe cast: integers wrap as numpy's own integer arithmetic
+  // does, bool is "!= 0", float16 rounds.
+  auto* d = reinterpret_cast<PyArray_Descr*>(descr.ptr());
+  Py_INCREF(d);  // stolen
+  PyObject* c = PyArray_CastToType(reinterpret_cast<PyArrayObject*>(result.ptr()), d, 0);
+  if (c == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(c);
+}
+
 void OperandList::cast(std::size_t i, DType dtype) {
-  if (dtypes_[i] == dtype) return;
+  if (dtypes_[i] == dtype && exact_[i]) return;
   PyObject* c = PyArray_CastToType(reinterpret_cast<PyArrayObject*>(arrays_[i].ptr()),
                                    PyArray_DescrFromType(typenum_of(dtype)), 0);
   if (c == nullptr) throw py::error_already_set();
   arrays_[i] = py::reinterpret_steal<py::object>(c);
   dtypes_[i] = dtype;
+  exact_[i] = true;
 }
 
 void OperandList::wrap() {

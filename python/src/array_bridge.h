@@ -61,13 +61,27 @@ class OperandList {
   OperandList(const OperandList&) = delete;
   OperandList& operator=(const OperandList&) = delete;
 
+  /// Which numpy dtypes add() takes.
+  enum class Accept : std::uint8_t {
+    kInexact,  ///< float32, float64, complex64, complex128
+    kNumeric,  ///< also bool, the integers and float16 (Note [Integer einsum])
+  };
   /// Converts `obj` (ndarray, DLPack producer or array-like) to an array.
-  /// Integer, bool and other dtypes are a DTypeError naming `what` (and
-  /// `index` when >= 0, e.g. "einsum operand 1").
-  void add(py::handle obj, const char* what, std::ptrdiff_t index = -1);
+  /// A dtype outside `accept` is a DTypeError naming `what` (and `index`
+  /// when >= 0, e.g. "einsum operand 1").
+  void add(py::handle obj, const char* what, std::ptrdiff_t index = -1, Accept accept = Accept::kInexact);
   /// Casts every operand to one dtype (numpy's promotion among float32,
   /// float64, complex64 and complex128; casting copies those operands).
+  /// Only for operands added as kInexact.
   DType unify_dtypes();
+  /// unify_dtypes() for operands added as kNumeric: casts every operand to
+  /// the dtype tenferro computes numpy's result dtype in (Note [Integer
+  /// einsum]); returns that result dtype when it differs from the computed
+  /// one (finish() converts the result), else None.
+  py::object unify_numeric();
+  /// `result` as numpy's result dtype `descr` (from unify_numeric(); None
+  /// returns `result` unchanged).
+  static py::object finish(py::object result, const py::object& descr);
   /// Casts operand `i` to `dtype` when it differs (a copy).
   void cast(std::size_t i, DType dtype);
   /// Wraps the arrays as Tensors (strided views without copying; negative
@@ -86,6 +100,7 @@ class OperandList {
  private:
   SmallVector<py::object, 8> arrays_;
   SmallVector<DType, 8> dtypes_;
+  SmallVector<bool, 8> exact_;  // the array's dtype is dtypes_[i] (not yet cast when false)
   SmallVector<Tensor, 8> tensors_;
 };
 

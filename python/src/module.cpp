@@ -199,13 +199,15 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
     const char* text = PyUnicode_AsUTF8AndSize(first, &len);
     if (text == nullptr) throw py::error_already_set();
     op = value_or_raise(rt.op_for(std::string_view(text, static_cast<std::size_t>(len)), spec));
-    for (std::size_t i = 1; i < n; ++i) operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i - 1));
+    for (std::size_t i = 1; i < n; ++i) {
+      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i - 1), OperandList::Accept::kNumeric);
+    }
   } else {
     std::vector<std::vector<einsum::LabelKey>> sublists;
     std::optional<std::vector<einsum::LabelKey>> output;
     std::size_t i = 0;
     for (; i + 1 < n; i += 2) {
-      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i / 2));
+      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i / 2), OperandList::Accept::kNumeric);
       sublists.push_back(parse_sublist(args[i + 1], i + 1));
     }
     if (i < n) output = parse_sublist(args[i], i);
@@ -275,7 +277,7 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py
   }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
-  operands.unify_dtypes();
+  const py::object result_dtype = operands.unify_numeric();
   operands.wrap();
   Result<Tensor> result = [&] {
     py::gil_scoped_release nogil;
@@ -284,7 +286,7 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py
       return einsum::einsum(ctx, op, std::span<const Tensor>(tensors.data(), tensors.size()));
     });
   }();
-  return operands.to_numpy(value_or_raise(std::move(result)));
+  return OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
 }
 
 struct EinsumKwargs {

@@ -110,6 +110,73 @@ def test_mixed_dtypes_promote_like_numpy(rng):
     np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", a32, b64), a32.astype(np.float64) @ b64, rtol=1e-6)
 
 
+# Note [Integer einsum]: numpy's result dtype and values, wrap-around
+# included, for every numeric dtype numpy.einsum takes.
+INT_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def full_range(rng, shape, dtype):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("subscripts,shapes", CASES)
+def test_integer_and_bool_dtypes_match_numpy(subscripts, shapes, dtype, rng):
+    ops = [full_range(rng, s, dtype) for s in shapes]
+    want = np.einsum(subscripts, *ops)
+    got = tenferro.einsum(subscripts, *ops)
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64])
+def test_integer_contractions_past_the_kernel_blocks(dtype, rng):
+    # Depth > 256, rows > 128 and columns > 1024 (Note [Integer GEMM]) with
+    # values that wrap, values that fit in int32, one thread and two.
+    a, b = full_range(rng, (130, 300), dtype), full_range(rng, (300, 1030), dtype)
+    small_a, small_b = a % 1000, b % 1000
+    for threads in (1, 2):
+        np.testing.assert_array_equal(tenferro.einsum("ij,jk->ik", a, b, threads=threads), np.einsum("ij,jk->ik", a, b))
+        np.testing.assert_array_equal(
+            tenferro.einsum("ij,jk->ik", small_a, small_b, threads=threads), np.einsum("ij,jk->ik", small_a, small_b)
+        )
+    b3, at2 = b[:, ::3], a.T[:, ::2]  # strided operands, a transposed result
+    np.testing.assert_array_equal(tenferro.einsum("kj,ki->ji", b3, at2), np.einsum("kj,ki->ji", b3, at2))
+
+
+def test_mixed_numeric_dtypes_promote_like_numpy(rng):
+    i8, i32, i64 = (np.arange(-4, 8, dtype=d).reshape(3, 4) for d in (np.int8, np.int32, np.int64))
+    u64 = np.arange(12, dtype=np.uint64).reshape(4, 3)
+    f16, f32 = np.linspace(-1, 1, 12, dtype=np.float16).reshape(4, 3), np.ones((4, 3), np.float32)
+    for x, y in [(i8, f16), (i8, f32), (i32, u64), (i64, u64), (i8, u64), (i32, f16), (i64, f32),
+                 (i8.astype(bool), u64.astype(np.uint8)), (i8, f32.astype(np.complex64))]:
+        want = np.einsum("ij,jk->ik", x, y)
+        got = tenferro.einsum("ij,jk->ik", x, y)
+        assert got.dtype == want.dtype, (x.dtype, y.dtype)
+        if want.dtype == np.float16:
+            # Accumulated in float32 and rounded once: the float16 nearest the
+            # exact value (numpy's own float16 einsum can be one ulp off it).
+            exact = np.einsum("ij,jk->ik", x.astype(np.float64), y.astype(np.float64))
+            np.testing.assert_array_equal(got, exact.astype(np.float16))
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    # Python ints and lists of them are int64, as in numpy.
+    assert tenferro.einsum("ij,j->i", [[1, 2], [3, 4]], [1, 1]).tolist() == [3, 7]
+    assert tenferro.einsum(",->", 2, 3) == 6 and tenferro.einsum(",->", 2, 3).dtype == np.int64
+    # float16 accumulates in float32 and rounds once, as numpy does.
+    h = np.full(4096, 0.1, np.float16)
+    assert tenferro.einsum("i,i->", h, h) == np.einsum("i,i->", h, h)
+    # out= follows numpy's casting rule for the integer result.
+    out = np.zeros((3, 3), np.int64)
+    assert tenferro.einsum("ij,kj->ik", i32, i32, out=out) is out
+    np.testing.assert_array_equal(out, i32 @ i32.T)
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.einsum("ij,kj->ik", i64, i64, out=np.zeros((3, 3), np.int32))
+
+
 def test_array_likes(rng):
     np.testing.assert_allclose(tenferro.einsum("ij,j->i", [[1.0, 2.0], [3.0, 4.0]], (1.0, 1.0)), [3.0, 7.0])
 

@@ -41,13 +41,15 @@ def test_shape_errors():
 
 
 def test_unsupported_dtypes():
-    e = raises(TypeError, "kDTypeMismatch", tenferro.einsum, "ij->ji", np.ones((2, 2), dtype=np.int64))
+    e = raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.array([object(), object()]))
     assert isinstance(e, tenferro.DTypeError) and isinstance(e, ValueError)
-    assert "int64" in str(e)
-    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.ones(3, dtype=bool))
-    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.ones(3, dtype=np.float16))
+    assert "found object" in str(e) and "int8-int64" in str(e)
     raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.array(["a", "b"]))
-    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.array([object(), object()]))
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i,i->", np.ones(3), np.ones(3, dtype=np.longdouble))
+    raises(TypeError, "kDTypeMismatch", tenferro.einsum, "i->", np.ones(3, dtype="datetime64[s]"))
+    # Integers are numpy.einsum's dtypes (Note [Integer einsum]) but have no gradient.
+    e = raises(TypeError, "kDTypeMismatch", tenferro.einsum_vjp, "ij->ji", np.ones((2, 2), dtype=np.int64), cotangent=np.ones((2, 2)))
+    assert "int64" in str(e)
 
 
 def test_non_contiguous_and_odd_layouts_work():
