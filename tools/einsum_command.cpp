@@ -37,12 +37,18 @@ template <class T>
 constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 template <class T>
 constexpr bool kIsInexact = std::is_floating_point_v<T> || kIsComplex<T>;
+template <class T>
+constexpr bool kIsNumber = kIsInexact<T> || (std::is_integral_v<T> && !std::is_same_v<T, bool>);
 
-// numpy's result type of two of the four einsum dtypes: complex when either
-// is, double precision when either is.
+// numpy's result type of two of the six .npy dtypes: int64 when either
+// integer is; an integer with a float is float64 (complex128 with a
+// complex); among floats, complex when either is, double precision when
+// either is.
 DType promote(DType a, DType b) {
+  if (is_integer(a) && is_integer(b)) return a == DType::kInt64 || b == DType::kInt64 ? DType::kInt64 : DType::kInt32;
   const bool complex = is_complex(a) || is_complex(b);
-  const bool wide = real_dtype(a) == DType::kFloat64 || real_dtype(b) == DType::kFloat64;
+  const bool wide =
+      is_integer(a) || is_integer(b) || real_dtype(a) == DType::kFloat64 || real_dtype(b) == DType::kFloat64;
   return complex ? (wide ? DType::kComplex128 : DType::kComplex64) : (wide ? DType::kFloat64 : DType::kFloat32);
 }
 
@@ -80,7 +86,7 @@ Result<Tensor> convert_copy(const Tensor& src, DType to) {
   TENFERRO_ASSIGN_OR_RETURN(Tensor dst, Tensor::empty(src.shape(), to));
   visit_dtype(src.dtype(), [&]<class S>(S) {
     visit_dtype(to, [&]<class D>(D) {
-      if constexpr (kIsInexact<S> && kIsInexact<D> && (kIsComplex<D> || !kIsComplex<S>)) {
+      if constexpr (kIsNumber<S> && kIsNumber<D> && (kIsComplex<D> || !kIsComplex<S>)) {
         convert_strided(static_cast<const S*>(src.data()), static_cast<D*>(dst.data()), src.shape(), src.strides());
       }
     });
@@ -601,9 +607,15 @@ std::complex<double> sum_of(const Tensor& t) {
   }
   std::complex<double> s = 0.0;
   visit_dtype(dense.dtype(), [&]<class T>(T) {
-    if constexpr (kIsInexact<T>) {
+    if constexpr (kIsNumber<T>) {
       const T* p = static_cast<const T*>(dense.data());
-      for (std::int64_t i = 0; i < dense.numel(); ++i) s += std::complex<double>(p[i]);
+      for (std::int64_t i = 0; i < dense.numel(); ++i) {
+        if constexpr (kIsComplex<T>) {
+          s += std::complex<double>(p[i]);
+        } else {
+          s += static_cast<double>(p[i]);
+        }
+      }
     }
   });
   return s;

@@ -25,7 +25,8 @@ namespace {
 
 constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr std::string_view kSupported =
-    "float32 '<f4', float64 '<f8', complex64 '<c8' or complex128 '<c16' (either byte order)";
+    "int32 '<i4', int64 '<i8', float32 '<f4', float64 '<f8', complex64 '<c8' or complex128 '<c16' (either byte "
+    "order)";
 
 Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, std::move(message)); }
 
@@ -74,6 +75,8 @@ Result<DescrInfo> parse_type_string(std::string_view descr) {
   }
   const bool host_little = std::endian::native == std::endian::little;
   const bool swap = (order == '<' && !host_little) || (order == '>' && host_little);
+  if (rest == "i4") return DescrInfo{DType::kInt32, swap};
+  if (rest == "i8") return DescrInfo{DType::kInt64, swap};
   if (rest == "f4") return DescrInfo{DType::kFloat32, swap};
   if (rest == "f8") return DescrInfo{DType::kFloat64, swap};
   if (rest == "c8") return DescrInfo{DType::kComplex64, swap};
@@ -311,14 +314,18 @@ void gather_row_major(const char* src, std::span<const std::int64_t> shape, std:
 
 Result<std::string> encode_header(const Tensor& tensor) {
   const DType d = tensor.dtype();
-  const char* type = d == DType::kFloat32      ? "f4"
+  const char* type = d == DType::kInt32        ? "i4"
+                     : d == DType::kInt64      ? "i8"
+                     : d == DType::kFloat32    ? "f4"
                      : d == DType::kFloat64    ? "f8"
                      : d == DType::kComplex64  ? "c8"
                      : d == DType::kComplex128 ? "c16"
                                                : nullptr;
   if (type == nullptr) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
-                      "cannot write a {} tensor as .npy; expected float32, float64, complex64 or complex128", d);
+                      "cannot write a {} tensor as .npy; expected int32, int64, float32, float64, complex64 or "
+                      "complex128",
+                      d);
   }
   if (!tensor.is_host()) {
     return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,

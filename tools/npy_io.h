@@ -1,15 +1,16 @@
 // Reading and writing numpy .npy files (format versions 1.0, 2.0 and 3.0)
-// for the float32, float64, complex64 and complex128 element types.
+// for the int32, int64, float32, float64, complex64 and complex128 element
+// types.
 //
 // Note [npy reading rules]
 // - The header is parsed by a small Python-literal parser (no eval): a dict
 //   with exactly the keys 'descr', 'fortran_order' and 'shape', as numpy
 //   requires; it must end with '\n' and be at most kMaxNpyHeaderBytes long.
-// - descr: '<f4', '<f8', '<c8', '<c16' and the same with '>' (big-endian:
-//   bytes are swapped on read, so the Tensor is always native), '=' or '|'
-//   (native). Any other numpy type string (ints, bool, float16, object,
-//   strings, structured lists) is kUnsupported; text that is not a numpy type
-//   string is kInvalidArgument.
+// - descr: '<i4', '<i8', '<f4', '<f8', '<c8', '<c16' and the same with '>'
+//   (big-endian: bytes are swapped on read, so the Tensor is always native),
+//   '=' or '|' (native). Any other numpy type string (bool, int8, int16,
+//   unsigned, float16, object, strings, structured lists) is kUnsupported;
+//   text that is not a numpy type string is kInvalidArgument.
 // - shape: a tuple of non-negative integers ('()' is a scalar, zero extents
 //   are allowed), at most kMaxNpyRank entries; the byte count of the
 //   non-zero extents must fit in int64 (kSizeOverflow).

@@ -21,7 +21,9 @@ using program::CoreSemanticOp;
 // (Note [Traced values]: tape leaves never borrow Python memory).
 Tensor copied_leaf(PyRuntime& runtime, py::handle obj, std::optional<DType> dtype, const char* what) {
   OperandList operands;
-  operands.add(obj, what);
+  // A constant next to Traced values takes their dtype, from any numeric
+  // dtype (an integer weight vector in an einsum); a variable must be inexact.
+  operands.add(obj, what, -1, dtype ? OperandList::Accept::kNumeric : OperandList::Accept::kInexact);
   if (dtype) operands.cast(0, *dtype);
   operands.wrap();
   const Tensor& borrowed = operands.tensors()[0];

@@ -138,6 +138,14 @@ def test_grad_without_torch(rng):
     g0, g1 = tenferro.grad(lambda x, y: tenferro.einsum("ij->", x), argnums=(0, 1))(a, a)
     np.testing.assert_allclose(g0, np.ones_like(a))
     np.testing.assert_allclose(g1, np.zeros_like(a))
+    # Integer and bool constants next to Traced values take their dtype.
+    for w, dtype in ((np.array([1, -2, 3, 4]), np.float64), (np.array([True, False, True, True]), np.float32)):
+        g = tenferro.grad(lambda x: tenferro.einsum("ij,j->", x, w))(a.astype(dtype))
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(g, np.broadcast_to(w.astype(dtype), a.shape))
+    # The variable itself must be inexact, as in JAX and PyTorch.
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.grad(lambda x: tenferro.einsum("ij,ij->", x, x))(np.ones((2, 2), np.int64))
 
 
 def test_grad_bad_use(rng):

@@ -153,6 +153,12 @@ bool dtype_of(std::int32_t value, DType& dtype) noexcept {
     case TF_DTYPE_C128:
       dtype = DType::kComplex128;
       return true;
+    case TF_DTYPE_I32:
+      dtype = DType::kInt32;
+      return true;
+    case TF_DTYPE_I64:
+      dtype = DType::kInt64;
+      return true;
     default:
       return false;
   }
@@ -166,6 +172,10 @@ tf_dtype c_dtype(DType dtype) noexcept {
       return TF_DTYPE_C64;
     case DType::kComplex128:
       return TF_DTYPE_C128;
+    case DType::kInt32:
+      return TF_DTYPE_I32;
+    case DType::kInt64:
+      return TF_DTYPE_I64;
     default:
       return TF_DTYPE_F64;
   }
@@ -173,7 +183,8 @@ tf_dtype c_dtype(DType dtype) noexcept {
 
 // The byte alignment a tensor's data needs: its real component's.
 std::size_t component_alignment(DType dtype) noexcept {
-  return dtype == DType::kFloat32 || dtype == DType::kComplex64 ? alignof(float) : alignof(double);
+  return dtype == DType::kFloat32 || dtype == DType::kComplex64 || dtype == DType::kInt32 ? alignof(float)
+                                                                                          : alignof(double);
 }
 
 // A descriptor's name in messages: "inputs[i]", or "output" for index -1.
@@ -197,8 +208,8 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
   DType dtype;
   if (!dtype_of(desc->dtype, dtype)) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
-                      "{}.dtype is {}; expected TF_DTYPE_F32 (1), TF_DTYPE_F64 (2), TF_DTYPE_C64 (3) or "
-                      "TF_DTYPE_C128 (4)",
+                      "{}.dtype is {}; expected TF_DTYPE_F32 (1), TF_DTYPE_F64 (2), TF_DTYPE_C64 (3), "
+                      "TF_DTYPE_C128 (4), TF_DTYPE_I32 (5) or TF_DTYPE_I64 (6)",
                       name_of(index), desc->dtype);
   }
   if (desc->ndim < 0) return invalid(fmt::format("{}.ndim is {}; expected ndim >= 0", name_of(index), desc->ndim));

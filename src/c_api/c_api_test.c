@@ -55,10 +55,14 @@ static void expect_error(tf_code code, tf_error** error_slot, tf_code expected, 
 
 /* --- typed buffers ------------------------------------------------------- */
 
-static const int kDTypes[] = {TF_DTYPE_F32, TF_DTYPE_F64, TF_DTYPE_C64, TF_DTYPE_C128};
+static const int kDTypes[] = {TF_DTYPE_F32, TF_DTYPE_F64, TF_DTYPE_C64, TF_DTYPE_C128, TF_DTYPE_I32, TF_DTYPE_I64};
 
 static size_t elem_size(int dtype) {
   switch (dtype) {
+    case TF_DTYPE_I32:
+      return sizeof(int32_t);
+    case TF_DTYPE_I64:
+      return sizeof(int64_t);
     case TF_DTYPE_F32:
       return sizeof(float);
     case TF_DTYPE_F64:
@@ -72,6 +76,10 @@ static size_t elem_size(int dtype) {
 
 static const char* dtype_name(int dtype) {
   switch (dtype) {
+    case TF_DTYPE_I32:
+      return "i32";
+    case TF_DTYPE_I64:
+      return "i64";
     case TF_DTYPE_F32:
       return "f32";
     case TF_DTYPE_F64:
@@ -84,9 +92,16 @@ static const char* dtype_name(int dtype) {
 }
 
 static int is_complex(int dtype) { return dtype == TF_DTYPE_C64 || dtype == TF_DTYPE_C128; }
+static int is_integer(int dtype) { return dtype == TF_DTYPE_I32 || dtype == TF_DTYPE_I64; }
 
 static void put(void* base, int dtype, int64_t index, double complex value) {
   switch (dtype) {
+    case TF_DTYPE_I32:
+      ((int32_t*)base)[index] = (int32_t)creal(value);
+      break;
+    case TF_DTYPE_I64:
+      ((int64_t*)base)[index] = (int64_t)creal(value);
+      break;
     case TF_DTYPE_F32:
       ((float*)base)[index] = (float)creal(value);
       break;
@@ -103,6 +118,10 @@ static void put(void* base, int dtype, int64_t index, double complex value) {
 
 static double complex get(const void* base, int dtype, int64_t index) {
   switch (dtype) {
+    case TF_DTYPE_I32:
+      return ((const int32_t*)base)[index];
+    case TF_DTYPE_I64:
+      return (double)((const int64_t*)base)[index];
     case TF_DTYPE_F32:
       return ((const float*)base)[index];
     case TF_DTYPE_F64:
@@ -120,16 +139,19 @@ static double uniform(void) { /* in [-1, 1) */
   return (double)(g_rng >> 11) / 4503599627370496.0 - 1.0;
 }
 
-/* A buffer of `count` elements filled with random values. */
+/* A buffer of `count` elements filled with random values (integers in
+ * [-100, 100], whose sums of products stay exact in double). */
 static void* random_buffer(int dtype, int64_t count) {
   void* data = malloc((size_t)count * elem_size(dtype) + 1);
   int64_t i;
-  for (i = 0; i < count; ++i) put(data, dtype, i, uniform() + (is_complex(dtype) ? uniform() * I : 0.0));
+  for (i = 0; i < count; ++i) {
+    put(data, dtype, i, is_integer(dtype) ? (double)(int)(100.0 * uniform()) : uniform() + (is_complex(dtype) ? uniform() * I : 0.0));
+  }
   return data;
 }
 
 static int close_enough(double complex found, double complex expected, int dtype) {
-  const double tol = (dtype == TF_DTYPE_F32 || dtype == TF_DTYPE_C64) ? 1e-4 : 1e-11;
+  const double tol = is_integer(dtype) ? 0.0 : (dtype == TF_DTYPE_F32 || dtype == TF_DTYPE_C64) ? 1e-4 : 1e-11;
   return cabs(found - expected) <= tol * (1.0 + cabs(expected));
 }
 

@@ -102,12 +102,21 @@ TF_API const char* tf_code_name(int32_t code);
 /* --- Tensors ------------------------------------------------------------ */
 
 /** Element types. Complex types are interleaved (re, im) pairs, layout-
- *  compatible with C99 float _Complex / double _Complex. */
-typedef enum tf_dtype { TF_DTYPE_F32 = 1, TF_DTYPE_F64 = 2, TF_DTYPE_C64 = 3, TF_DTYPE_C128 = 4 } tf_dtype;
+ *  compatible with C99 float _Complex / double _Complex. Integer
+ *  contractions wrap modulo 2^32 / 2^64 like C unsigned arithmetic (and
+ *  numpy's integer einsum). */
+typedef enum tf_dtype {
+  TF_DTYPE_F32 = 1,
+  TF_DTYPE_F64 = 2,
+  TF_DTYPE_C64 = 3,
+  TF_DTYPE_C128 = 4,
+  TF_DTYPE_I32 = 5, /**< int32_t */
+  TF_DTYPE_I64 = 6  /**< int64_t */
+} tf_dtype;
 
 /** A caller-owned strided array, borrowed for one call.
  *  `data` addresses element (0, ..., 0) and must be aligned for the element
- *  type's real component (4 bytes for F32/C64, 8 for F64/C128); it may be
+ *  type's real component (4 bytes for F32/C64/I32, 8 for F64/C128/I64); it may be
  *  NULL only when the array has no elements. `shape` holds `ndim` extents
  *  (>= 0; NULL allowed when ndim is 0). `strides` holds `ndim` non-negative
  *  strides in ELEMENTS, or is NULL for a dense row-major (C order) array.
