@@ -450,13 +450,30 @@ Status DotGeneralComposite::dot_general_into(const TensorView& lhs, const Tensor
 Status DotGeneralComposite::run_integer(const TtgtPlan& p, const TensorView& lhs, const TensorView& rhs,
                                         const TensorView& out, const ParallelContext& ctx, DotGeneralPlan& s) const {
   const BatchGeometry geo(p.batch);
-  const std::vector<std::int64_t> ml = group_offsets(p.m, kLhs), mo = group_offsets(p.m, kOut);
-  const std::vector<std::int64_t> nr = group_offsets(p.n, kRhs), no = group_offsets(p.n, kOut);
-  const std::vector<std::int64_t> kl = group_offsets(p.k, kLhs), kr = group_offsets(p.k, kRhs);
+  std::vector<std::int64_t> ml = group_offsets(p.m, kLhs), mo = group_offsets(p.m, kOut);
+  std::vector<std::int64_t> nr = group_offsets(p.n, kRhs), no = group_offsets(p.n, kOut);
+  std::vector<std::int64_t> kl = group_offsets(p.k, kLhs), kr = group_offsets(p.k, kRhs);
+  const auto unit = [](const std::vector<std::int64_t>& offsets) {
+    for (std::size_t i = 0; i < offsets.size(); ++i)
+      if (offsets[i] != static_cast<std::int64_t>(i)) return false;
+    return true;
+  };
+  // The tile's vectors run along n: where the output's unit stride is along
+  // m instead, compute out^T = rhs^T lhs^T (the roles of the operands swap).
+  const void* a_data = lhs.data;
+  const void* b_data = rhs.data;
+  Slot a_slot = kLhs, b_slot = kRhs;
+  bool unit_n = unit(no);
+  if (!unit_n && unit(mo)) {
+    std::swap(ml, nr);
+    std::swap(mo, no);
+    std::swap(kl, kr);
+    std::swap(a_data, b_data);
+    std::swap(a_slot, b_slot);
+    unit_n = true;
+  }
   const auto m = static_cast<std::int64_t>(ml.size()), n = static_cast<std::int64_t>(nr.size()),
              k = static_cast<std::int64_t>(kl.size());
-  bool unit_n = true;
-  for (std::int64_t j = 0; j < n && unit_n; ++j) unit_n = no[static_cast<std::size_t>(j)] == j;
   const int threads = std::max(1, ctx.max_threads());
   const double work =
       static_cast<double>(geo.jobs) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -502,8 +519,8 @@ Status DotGeneralComposite::run_integer(const TtgtPlan& p, const TensorView& lhs
           const std::int64_t i0 = (tile / col_blocks) * mc, c0 = (tile % col_blocks) * internal::kIntegerGemmNc;
           std::int64_t off[3];
           geo.offsets(b, off);
-          const internal::IntegerGemmJob<T> job{static_cast<const T*>(lhs.data) + off[kLhs],
-                                                static_cast<const T*>(rhs.data) + off[kRhs],
+          const internal::IntegerGemmJob<T> job{static_cast<const T*>(a_data) + off[a_slot],
+                                                static_cast<const T*>(b_data) + off[b_slot],
                                                 static_cast<T*>(out.data) + off[kOut],
                                                 ml.data() + i0,
                                                 mo.data() + i0,

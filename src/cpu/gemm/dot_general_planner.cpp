@@ -328,10 +328,13 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
   if (is_integer(lhs.dtype)) {
     // Note [Integer GEMM]: packed through offset tables; nothing to reorder.
     s.path = DotGeneralPath::kInteger;
+    // Axes ordered by the output's strides make its offsets unit stride
+    // where its layout allows (the tile then stores whole vectors), the
+    // contracted ones by the lhs's (its packing walks them).
     plan.batch = ordered_by(batch, out != nullptr ? kOut : kLhs);
-    plan.m = m;
-    plan.n = n;
-    plan.k = k;
+    plan.m = out != nullptr ? ordered_by(m, kOut) : m;
+    plan.n = out != nullptr ? ordered_by(n, kOut) : n;
+    plan.k = ordered_by(k, kLhs);
     plan.replace[kOut] = out == nullptr;
     return plan;
   }

@@ -11,7 +11,8 @@
 
 namespace tenferro::cpu::internal::integer_gemm {
 
-inline constexpr std::int64_t kKc = 256;  // depth per packed block
+inline constexpr std::int64_t kKc = 256;      // depth per packed block
+inline constexpr std::int64_t kShallow = 16;  // depth up to which tiles are swept in output order
 
 constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
@@ -44,22 +45,36 @@ struct Tile {
   // zero); returns whether every value fits in int32 (kHasNarrow only).
   static bool pack_a(const IntegerGemmJob<T>& job, std::int64_t p0, std::int64_t kc, U* dst) {
     const std::int64_t* kl = job.kl + p0;
-    bool narrow = kHasNarrow;
+    U* const begin = dst;
     for (std::int64_t i0 = 0; i0 < job.m; i0 += kMr) {
       const std::int64_t rows = std::min<std::int64_t>(kMr, job.m - i0);
-      for (std::int64_t r = 0; r < kMr; ++r) {
-        U* d = dst + r;
-        if (r < rows) {
-          const T* src = job.lhs + job.ml[i0 + r];
-          for (std::int64_t q = 0; q < kc; ++q) d[q * kMr] = static_cast<U>(src[kl[q]]);
-          if (kHasNarrow && narrow) {
-            for (std::int64_t q = 0; q < kc; ++q) narrow = narrow && fits_int32(d[q * kMr]);
-          }
-        } else {
-          for (std::int64_t q = 0; q < kc; ++q) d[q * kMr] = 0;
-        }
+      const T* src[kMr];
+      bool run = rows == kMr;  // the panel's rows are one unit-stride run
+      for (std::int64_t r = 0; r < rows; ++r) {
+        src[r] = job.lhs + job.ml[i0 + r];
+        run = run && job.ml[i0 + r] == job.ml[i0] + r;
+      }
+      if (run) {
+        for (std::int64_t q = 0; q < kc; ++q) std::memcpy(dst + q * kMr, src[0] + kl[q], sizeof(T) * kMr);
+        dst += kMr * kc;
+        continue;
+      }
+      // Depth outer, rows inner: an lhs stored depth-major (its rows strided)
+      // is then read a few neighbouring elements at a time, not a column of
+      // cache lines per row.
+      for (std::int64_t q = 0; q < kc; ++q) {
+        U* d = dst + q * kMr;
+        std::int64_t r = 0;
+        for (; r < rows; ++r) d[r] = static_cast<U>(src[r][kl[q]]);
+        for (; r < kMr; ++r) d[r] = 0;
       }
       dst += kMr * kc;
+    }
+    bool narrow = kHasNarrow;
+    if constexpr (kHasNarrow) {
+      for (const U* p = begin; p != dst && narrow; p += kMr) {
+        for (int r = 0; r < kMr; ++r) narrow = narrow && fits_int32(p[r]);
+      }
     }
     return narrow;
   }
@@ -100,7 +115,15 @@ struct Tile {
   template <bool kNarrow>
   static void tile(std::int64_t kc, const U* __restrict a, const U* __restrict b, const IntegerGemmJob<T>& job,
                    std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, bool first) {
-    V acc[kMr][kNv] = {};
+    // Every index into acc is a compile-time constant (unrolled loops), so
+    // the accumulators live in registers: a runtime index would put them
+    // on the stack, and for a short depth (outer products, k = 1) zeroing,
+    // spilling and reloading them cost more than the products.
+    V acc[kMr][kNv];
+#pragma GCC unroll 8
+    for (int r = 0; r < kMr; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) acc[r][v] = V{};
     for (std::int64_t q = 0; q < kc; ++q) {
       V bv[kNv];
 #pragma GCC unroll 4
@@ -120,26 +143,34 @@ struct Tile {
     }
     U* out = reinterpret_cast<U*>(job.out);
     if (job.unit_n && cols == kNr) {
-      for (int r = 0; r < rows; ++r) {
-        U* o = out + job.mo[i0 + r] + job.no[j0];
-        for (int v = 0; v < kNv; ++v) {
-          V x = acc[r][v];
-          if (!first) {
-            V y;
-            std::memcpy(&y, o + v * kLanes, sizeof(V));
-            x += y;
+#pragma GCC unroll 8
+      for (int r = 0; r < kMr; ++r) {
+        if (r < rows) {
+          U* o = out + job.mo[i0 + r] + job.no[j0];
+#pragma GCC unroll 4
+          for (int v = 0; v < kNv; ++v) {
+            V x = acc[r][v];
+            if (!first) {
+              V y;
+              std::memcpy(&y, o + v * kLanes, sizeof(V));
+              x += y;
+            }
+            std::memcpy(o + v * kLanes, &x, sizeof(V));
           }
-          std::memcpy(o + v * kLanes, &x, sizeof(V));
         }
       }
       return;
     }
+    U part[kMr][kNr];  // the tile in memory, for the element-wise scatter
+#pragma GCC unroll 8
+    for (int r = 0; r < kMr; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) std::memcpy(&part[r][v * kLanes], &acc[r][v], sizeof(V));
     for (int r = 0; r < rows; ++r) {
       U* o = out + job.mo[i0 + r];
       for (std::int64_t c = 0; c < cols; ++c) {
-        const U x = acc[r][c / kLanes][c % kLanes];
         U& y = o[job.no[j0 + c]];
-        y = first ? x : static_cast<U>(y + x);
+        y = first ? part[r][c] : static_cast<U>(y + part[r][c]);
       }
     }
   }
@@ -159,18 +190,26 @@ struct Tile {
       const bool narrow_b = pack_b(job, p0, kc, b_pack);
       const bool narrow = pack_a(job, p0, kc, a_pack) && narrow_b;
       narrow_blocks += narrow ? 1 : 0;
-      for (std::int64_t j0 = 0; j0 < job.n; j0 += kNr) {
+      const auto one = [&](std::int64_t i0, std::int64_t j0) {
+        const U* a = a_pack + (i0 / kMr) * kMr * kc;
         const U* b = b_pack + (j0 / kNr) * kNr * kc;
+        const std::int64_t rows = std::min<std::int64_t>(kMr, job.m - i0);
         const std::int64_t cols = std::min<std::int64_t>(kNr, job.n - j0);
-        for (std::int64_t i0 = 0; i0 < job.m; i0 += kMr) {
-          const U* a = a_pack + (i0 / kMr) * kMr * kc;
-          const std::int64_t rows = std::min<std::int64_t>(kMr, job.m - i0);
-          if (kHasNarrow && narrow) {
-            tile<kHasNarrow>(kc, a, b, job, i0, rows, j0, cols, p0 == 0);
-          } else {
-            tile<false>(kc, a, b, job, i0, rows, j0, cols, p0 == 0);
-          }
+        if (kHasNarrow && narrow) {
+          tile<kHasNarrow>(kc, a, b, job, i0, rows, j0, cols, p0 == 0);
+        } else {
+          tile<false>(kc, a, b, job, i0, rows, j0, cols, p0 == 0);
         }
+      };
+      if (kc <= kShallow) {
+        // A shallow product is bound by its output writes: sweep the tiles
+        // row band by row band, so each output row is written in order.
+        for (std::int64_t i0 = 0; i0 < job.m; i0 += kMr)
+          for (std::int64_t j0 = 0; j0 < job.n; j0 += kNr) one(i0, j0);
+      } else {
+        // BLIS order: one B micro-panel stays in L1 while A's panels pass.
+        for (std::int64_t j0 = 0; j0 < job.n; j0 += kNr)
+          for (std::int64_t i0 = 0; i0 < job.m; i0 += kMr) one(i0, j0);
       }
     }
     return narrow_blocks;
