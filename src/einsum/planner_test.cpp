@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "einsum_test_support.h"
+#include "tenferro/einsum/benchmark_instance.h"
 
 namespace tenferro::einsum {
 namespace {
@@ -172,6 +173,58 @@ TEST(PlannerTest, AutoResolvesAndRecordsThePlanner) {
   ASSERT_TRUE(nested.ok());
   EXPECT_EQ(nested->stats().planner, PlannerKind::kNested);
   EXPECT_EQ(nested->order().to_string(), "(0,(1,2))");
+}
+
+// Note [Auto refinement]: kAuto refines an expensive greedy path with a
+// TreeSA search whose budget follows from the path's cost, not the clock,
+// so the result repeats exactly; cheap paths stay greedy's.
+TEST(PlannerTest, AutoRefinesExpensiveGreedyPaths) {
+  // A 4 x 4 torus of bond dimension 6: 16 four-index tensors.
+  std::string subscripts;
+  std::vector<std::vector<std::int64_t>> shapes;
+  const auto bond = [](int site, int direction) {
+    const int label = 2 * site + direction;  // 32 labels: A-Z, then a-f
+    return static_cast<char>(label < 26 ? 'A' + label : 'a' + label - 26);
+  };
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 4; ++c) {
+      const int site = 4 * r + c;
+      if (!subscripts.empty()) subscripts += ',';
+      subscripts += {bond(site, 0), bond(site, 1), bond(4 * r + (c + 3) % 4, 0), bond(4 * ((r + 3) % 4) + c, 1)};
+      shapes.push_back({6, 6, 6, 6});
+    }
+  }
+  subscripts += "->";
+  const auto r = test_support::refs(shapes);
+  const Network torus = Network::bind(subscripts, r).value();
+  const ContractionTree greedy = plan(torus, PlanningPolicy{.planner = PlannerKind::kGreedy}).value();
+  ASSERT_GT(greedy.cost().flops, 1e9);  // expensive enough to be refined
+  const ContractionTree first = plan(torus).value();
+  const ContractionTree second = plan(torus).value();
+  EXPECT_EQ(first.stats().planner, PlannerKind::kTreeSA);
+  EXPECT_LE(first.cost().flops, greedy.cost().flops * (1 + 1e-12));
+  EXPECT_EQ(first.order(), second.order());  // no clock in the budget
+  EXPECT_EQ(first.stats().candidates, second.stats().candidates);
+  EXPECT_GT(first.stats().candidates, 0);
+  EXPECT_FALSE(first.stats().stopped_by_time_budget);
+  // The same torus of bond dimension 2 is cheap: greedy's path stands.
+  std::vector<std::vector<std::int64_t>> small(shapes.size(), std::vector<std::int64_t>{2, 2, 2, 2});
+  const auto rs = test_support::refs(small);
+  EXPECT_EQ(plan(Network::bind(subscripts, rs).value()).value().stats().planner, PlannerKind::kGreedy);
+
+  // The shared graphical model whose greedy path needs a 2^31.7-element
+  // intermediate: the refined path is far cheaper and fits in memory.
+  if (test_support::shared_dir().empty()) GTEST_SKIP() << "no shared instances";
+  const auto instance =
+      load_benchmark_instance(test_support::shared_dir() + "/bench/instances/gm_queen5_5_3.wcsp.json");
+  ASSERT_TRUE(instance.ok()) << instance.status().to_string();
+  const auto refs = instance->shape_refs();
+  const Network queen = Network::bind(instance->format_string, refs, instance->dtype).value();
+  const ContractionTree queen_greedy = plan(queen, PlanningPolicy{.planner = PlannerKind::kGreedy}).value();
+  const ContractionTree queen_auto = plan(queen).value();
+  EXPECT_EQ(queen_auto.stats().planner, PlannerKind::kTreeSA);
+  EXPECT_LT(queen_auto.cost().flops, queen_greedy.cost().flops / 10);
+  EXPECT_LT(queen_auto.cost().max_intermediate_elements, queen_greedy.cost().max_intermediate_elements / 10);
 }
 
 TEST(PlannerTest, ExplicitNestedAndLeftToRightPolicies) {

@@ -184,7 +184,7 @@ TF_API void tf_runtime_destroy(tf_runtime* runtime);
 
 /** How the contraction order is chosen. */
 typedef enum tf_planner {
-  TF_PLANNER_AUTO = 0,    /**< optimal for up to 10 operands, greedy beyond */
+  TF_PLANNER_AUTO = 0,    /**< optimal for up to 10 operands, greedy beyond (TreeSA-refined when expensive) */
   TF_PLANNER_GREEDY = 1,  /**< opt_einsum-style greedy */
   TF_PLANNER_OPTIMAL = 2, /**< exact dynamic programming (<= 16 operands) */
   TF_PLANNER_TREESA = 3   /**< simulated annealing (large networks) */

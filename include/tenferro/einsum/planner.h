@@ -82,7 +82,8 @@ struct PlanningConfig {
   /// kOptimal refuses larger networks (at most kOptimalHardMaxInputs).
   std::int32_t optimal_max_inputs = 16;
   /// kAuto uses kOptimal up to this many inputs (about a millisecond at
-  /// 10), kGreedy beyond.
+  /// 10), kGreedy beyond, refined by TreeSA where greedy's path is
+  /// expensive (Note [Auto refinement] in planner.cpp).
   std::int32_t auto_optimal_max_inputs = 10;
   /// Hard limit on the logical workspace in bytes (Note [Workspace limit]).
   std::optional<double> workspace_limit_bytes;
