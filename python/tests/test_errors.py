@@ -132,3 +132,33 @@ def test_bad_out_is_rejected_and_left_unchanged():
     sink = np.zeros((2, 2))
     raises(ValueError, "kInvalidArgument", tenferro.vjp, lambda x: tenferro.einsum("ij->ji", x, out=sink), np.ones((2, 2)))
     assert np.all(sink == 0)
+
+
+def test_a_failed_workspace_allocation_is_typed_and_names_the_path():
+    # Under an address-space limit the 8192 x 8192 intermediate of this path
+    # (512 MiB) cannot be allocated: a ResourceExhaustedError naming the
+    # path's largest intermediate, and the runtime keeps working.
+    script = """
+import resource, numpy as np, tenferro as tf
+def vm():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmSize'):
+            return int(line.split()[1]) * 1024
+tf.einsum('ij,jk->ik', np.ones((2, 2)), np.ones((2, 2)))
+limit = vm() + (256 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    tf.einsum('ia,aj,jb->ib', np.ones((8192, 1)), np.ones((1, 8192)), np.ones((8192, 1)), optimize=[(0, 1), (0, 1)])
+    print('no error')
+except tf.ResourceExhaustedError as e:
+    print('typed:', e)
+print(tf.einsum('ij,jk->ik', np.ones((2, 2)), np.ones((2, 2))).sum())
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("typed:") and "the given path's largest intermediate has 6.711e+07 elements" in lines[0]
+    assert lines[1] == "8.0"

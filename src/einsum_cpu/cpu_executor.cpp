@@ -94,8 +94,19 @@ Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const Ten
   if (plan.workspace_bytes() == 0) {
     status = plan.execute(inputs, output, {}, *composite_, ctx, &s);
   } else {
-    TENFERRO_ASSIGN_OR_RETURN(cpu::WorkspacePool::Lease lease, workspace_->acquire(plan.workspace_bytes()));
-    status = plan.execute(inputs, output, lease.bytes(), *composite_, ctx, &s);
+    Result<cpu::WorkspacePool::Lease> lease = workspace_->acquire(plan.workspace_bytes());
+    if (!lease.ok()) {
+      // Say what the workspace is for and what could shrink it.
+      const ContractionTree& tree = plan.tree();
+      return make_error(lease.status().code(), lease.status().stage(),
+                        "{} (the {} path's largest intermediate has {:.4g} elements; planner 'auto' or 'treesa' "
+                        "searches for a path that needs less)",
+                        lease.status().message(),
+                        tree.stats().planner == PlannerKind::kExplicitPath ? std::string_view("given")
+                                                                           : to_string(tree.stats().planner),
+                        tree.cost().max_intermediate_elements);
+    }
+    status = plan.execute(inputs, output, lease->bytes(), *composite_, ctx, &s);
   }
   // Only the counters this run changed: a small einsum touches a few.
   const auto add = [](std::atomic<std::int64_t>& counter, std::int64_t value) {
