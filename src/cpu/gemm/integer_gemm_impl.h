@@ -37,9 +37,23 @@ struct Tile {
   }
 
   static constexpr bool kHasNarrow = !std::is_void_v<Narrow>;
+  static_assert(!kHasNarrow || kMr % kLanes == 0, "narrow_block reads packed A blocks in whole vectors");
 
   // Whether x is an int32 value (sign-extended).
   static bool fits_int32(U x) { return static_cast<T>(x) == static_cast<T>(static_cast<std::int32_t>(x)); }
+
+  // Whether the packed values [begin, end) can run narrow (Note [Narrow
+  // int64 products]): kHasNarrow and every value fits in int32. Packed
+  // blocks are whole vectors long.
+  static bool narrow_block(const U* begin, const U* end) {
+    bool narrow = kHasNarrow;
+    if constexpr (kHasNarrow) {
+      for (const U* p = begin; p != end && narrow; p += kLanes) {
+        for (int l = 0; l < kLanes; ++l) narrow = narrow && fits_int32(p[l]);
+      }
+    }
+    return narrow;
+  }
 
   // lhs rows [0, m) x depth [0, kc) into panels of kMr rows (rows past m
   // zero); returns whether every value fits in int32 (kHasNarrow only).
@@ -70,13 +84,7 @@ struct Tile {
       }
       dst += kMr * kc;
     }
-    bool narrow = kHasNarrow;
-    if constexpr (kHasNarrow) {
-      for (const U* p = begin; p != dst && narrow; p += kMr) {
-        for (int r = 0; r < kMr; ++r) narrow = narrow && fits_int32(p[r]);
-      }
-    }
-    return narrow;
+    return narrow_block(begin, dst);
   }
 
   // rhs depth [0, kc) x columns [0, n) into panels of kNr columns; returns
@@ -101,13 +109,7 @@ struct Tile {
       }
       dst += kNr * kc;
     }
-    bool narrow = kHasNarrow;
-    if constexpr (kHasNarrow) {
-      for (const U* p = begin; p != dst && narrow; p += kLanes) {
-        for (int l = 0; l < kLanes; ++l) narrow = narrow && fits_int32(p[l]);
-      }
-    }
-    return narrow;
+    return narrow_block(begin, dst);
   }
 
   // acc = A panel (kMr x kc) * B panel (kc x kNr); added into (or, first
