@@ -247,19 +247,40 @@ py::object OperandList::unify_numeric() {
     unify_dtypes();
     return py::none();
   }
-  SmallVector<PyArrayObject*, 8> arrays;
-  for (const py::object& a : arrays_) arrays.push_back(reinterpret_cast<PyArrayObject*>(a.ptr()));
-  PyArray_Descr* result = PyArray_ResultType(static_cast<npy_intp>(arrays.size()), arrays.data(), 0, nullptr);
-  if (result == nullptr) throw py::error_already_set();
-  py::object descr = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(result));
-  const std::optional<DType> compute = numeric_compute_dtype(result);
-  if (!compute) {  // not reached: the result dtype of numeric dtypes is numeric
-    raise_error(ErrorCode::kDTypeMismatch, fmt::format("expected dtype {}, found {} (numpy's result dtype)",
+  return unify_numeric(py::none(), py::none());
+}
+
+py::object OperandList::unify_numeric(py::handle dtype, py::handle casting) {
+  PyArray_Descr* target = nullptr;
+  if (dtype.is_none()) {
+    std::vector<PyArrayObject*> arrays;
+    for (const py::object& a : arrays_) arrays.push_back(reinterpret_cast<PyArrayObject*>(a.ptr()));
+    target = PyArray_ResultType(static_cast<npy_intp>(arrays.size()), arrays.data(), 0, nullptr);
+  } else if (PyArray_DescrConverter(dtype.ptr(), &target) == 0) {
+    throw py::error_already_set();  // numpy's TypeError for a non-dtype
+  }
+  if (target == nullptr) throw py::error_already_set();
+  const py::object descr = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(target));
+  NPY_CASTING rule = NPY_SAFE_CASTING;
+  if (!casting.is_none() && PyArray_CastingConverter(casting.ptr(), &rule) == 0) throw py::error_already_set();
+  const std::optional<DType> compute = numeric_compute_dtype(target);
+  if (!compute) {
+    raise_error(ErrorCode::kDTypeMismatch, fmt::format("einsum dtype=: expected dtype {}, found {}",
                                                        numeric_dtype_list(), std::string(py::str(descr))));
+  }
+  for (std::size_t i = 0; i < arrays_.size(); ++i) {
+    auto* a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
+    if (!PyArray_CanCastArrayTo(a, target, rule)) {
+      raise_error(
+          ErrorCode::kDTypeMismatch,
+          fmt::format("einsum operand {}: cannot cast {} to {} under casting='{}'", i,
+                      std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(a)))), std::string(py::str(descr)),
+                      casting.is_none() ? std::string("safe") : std::string(py::str(casting))));
+    }
   }
   for (std::size_t i = 0; i < dtypes_.size(); ++i) cast(i, *compute);
   PyArray_Descr* computed = PyArray_DescrFromType(typenum_of(*compute));
-  const bool same = PyArray_EquivTypes(result, computed) != 0;
+  const bool same = PyArray_EquivTypes(target, computed) != 0;
   Py_DECREF(computed);
   return same ? py::object(py::none()) : descr;
 }

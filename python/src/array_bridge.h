@@ -79,6 +79,11 @@ class OperandList {
   /// einsum]); returns that result dtype when it differs from the computed
   /// one (finish() converts the result), else None.
   py::object unify_numeric();
+  /// unify_numeric() with numpy's dtype= and casting= (None: 'safe'): every
+  /// operand cast to `dtype` under the casting rule (a DTypeError naming the
+  /// operand otherwise, before anything is cast); returns numpy's dtype
+  /// object for `dtype` when it differs from the computed one, else None.
+  py::object unify_numeric(py::handle dtype, py::handle casting);
   /// `result` as numpy's result dtype `descr` (from unify_numeric(); None
   /// returns `result` unchanged).
   static py::object finish(py::object result, const py::object& descr);

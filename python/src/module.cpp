@@ -264,12 +264,32 @@ py::object write_out(py::handle out, const py::object& result) {
   return py::reinterpret_borrow<py::object>(out);
 }
 
-py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py::handle out = py::none()) {
+struct EinsumKwargs {
+  py::handle optimize = py::none();
+  py::handle threads = py::none();
+  py::handle runtime = py::none();
+  py::handle out = py::none();
+  py::handle dtype = py::none();
+  py::handle casting = py::none();
+};
+
+// Note [einsum dtype=]
+// numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
+// (every cast must pass the casting rule, 'safe' by default, checked
+// before anything runs) and the result has that dtype; computed as Note
+// [Integer einsum] says for dtypes tenferro does not contract directly.
+py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
   const bool traced = args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1);
-  if (!out.is_none()) {
+  if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
-    check_out(out);
-    return write_out(out, einsum_call(rt, args, spec));
+    check_out(k.out);
+    EinsumKwargs rest = k;
+    rest.out = py::none();
+    return write_out(k.out, einsum_call(rt, args, spec, rest));
+  }
+  if (traced && !(k.dtype.is_none() && k.casting.is_none())) {
+    raise_error(ErrorCode::kInvalidArgument,
+                "einsum: dtype= and casting= are not supported inside tenferro.vjp or grad");
   }
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
@@ -277,7 +297,8 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py
   }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
-  const py::object result_dtype = operands.unify_numeric();
+  const py::object result_dtype =
+      k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);
   operands.wrap();
   Result<Tensor> result = [&] {
     py::gil_scoped_release nogil;
@@ -289,13 +310,6 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, py
   return OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
 }
 
-struct EinsumKwargs {
-  py::handle optimize = py::none();
-  py::handle threads = py::none();
-  py::handle runtime = py::none();
-  py::handle out = py::none();
-};
-
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
   const std::string name = py::cast<std::string>(key);
   if (name == "optimize") {
@@ -306,6 +320,10 @@ void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* fu
     k.runtime = value;
   } else if (name == "out") {
     k.out = value;
+  } else if (name == "dtype") {
+    k.dtype = value;
+  } else if (name == "casting") {
+    k.casting = value;
   } else {
     raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
   }
@@ -368,7 +386,7 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
       set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
     }
-    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k.out)
+    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k)
         .release()
         .ptr();
   } catch (py::error_already_set& e) {
@@ -700,7 +718,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
             if (!k.threads.is_none() && as_index(k.threads, "threads") != rt.threads()) {
               raise_error(ErrorCode::kInvalidArgument, "threads= differs from this runtime's threads");
             }
-            return einsum_call(rt, items_of(args), parse_optimize(k.optimize), k.out);
+            return einsum_call(rt, items_of(args), parse_optimize(k.optimize), k);
           },
           "einsum on this runtime; see tenferro.einsum.")
       .def("__repr__", [](const PyRuntime& rt) {

@@ -177,6 +177,51 @@ def test_mixed_numeric_dtypes_promote_like_numpy(rng):
         tenferro.einsum("ij,kj->ik", i64, i64, out=np.zeros((3, 3), np.int32))
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dtype": np.float64},
+        {"dtype": np.complex128},
+        {"dtype": "int64"},
+        {"dtype": np.int32, "casting": "unsafe"},
+        {"dtype": np.float16, "casting": "unsafe"},
+        {"dtype": np.complex64, "casting": "same_kind"},
+        {"dtype": np.uint8, "casting": "unsafe"},
+        {"casting": "unsafe"},
+    ],
+    ids=str,
+)
+def test_dtype_and_casting_keywords_like_numpy(kwargs, rng):
+    # Note [einsum dtype=]: the operands cast under numpy's rule, the result of that dtype.
+    a, b = rng.integers(-50, 50, (3, 4)), rng.integers(-50, 50, (4, 5)).astype(np.int32)
+    want = np.einsum("ij,jk->ik", a, b, **kwargs)
+    got = tenferro.einsum("ij,jk->ik", a, b, **kwargs)
+    assert got.dtype == want.dtype
+    if want.dtype == np.float16:  # rounded once from float32 (numpy's float16 einsum can be an ulp off)
+        want = np.einsum("ij,jk->ik", a, b.astype(np.int64)).astype(np.float16)
+    np.testing.assert_array_equal(got, want)
+    out = np.zeros_like(want)
+    assert tenferro.einsum("ij,jk->ik", a, b, out=out, **kwargs) is out
+    np.testing.assert_array_equal(out, want)
+
+
+def test_dtype_and_casting_errors_like_numpy(rng):
+    a = rng.standard_normal((3, 4))
+    for kwargs in ({"dtype": np.float32}, {"dtype": np.int64}, {"casting": "no", "dtype": np.complex128}):
+        with pytest.raises(TypeError):
+            np.einsum("ij->j", a, **kwargs)
+        with pytest.raises(tenferro.DTypeError, match="cannot cast float64"):
+            tenferro.einsum("ij->j", a, **kwargs)
+    with pytest.raises(TypeError, match="not understood"):
+        tenferro.einsum("ij->j", a, dtype="bogus")
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.einsum("ij->j", a, dtype=object)
+    with pytest.raises(ValueError):
+        tenferro.einsum("ij->j", a, casting="sometimes")
+    with pytest.raises(tenferro.InvalidArgumentError, match="dtype= and casting="):
+        tenferro.grad(lambda x: tenferro.einsum("ij->", x, dtype=np.float64))(a)
+
+
 def test_array_likes(rng):
     np.testing.assert_allclose(tenferro.einsum("ij,j->i", [[1.0, 2.0], [3.0, 4.0]], (1.0, 1.0)), [3.0, 7.0])
 
