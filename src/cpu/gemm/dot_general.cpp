@@ -313,7 +313,7 @@ DotGeneralComposite::DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> 
   if (options_.outer_max_job_flops <= 0) options_.outer_max_job_flops = 2LL * 128 * 128 * 128;
   if (options_.elementwise_parallel_min <= 0) options_.elementwise_parallel_min = 32768;
   if (options_.tiny_max_work == 0) options_.tiny_max_work = 256;
-  if (options_.integer_parallel_min_work <= 0) options_.integer_parallel_min_work = std::int64_t{1} << 18;
+  if (options_.integer_parallel_min_work <= 0) options_.integer_parallel_min_work = std::int64_t{1} << 20;
   integer_workspace_ = std::make_shared<internal::GemmWorkspacePool>();
 }
 

@@ -217,12 +217,12 @@ TEST(IntegerGemmTest, LargeProductsSpreadOverTheWorkers) {
   const DotGeneralComposite composite(*NativeGemmProvider::create());
   const ArenaParallelContext two(2);
   DotGeneralPlan plan;
-  const Tensor a = make_tensor({96, 96}, DType::kInt64, Layout::kContiguous, 1);
+  const Tensor a = make_tensor({128, 128}, DType::kInt64, Layout::kContiguous, 1);
   ASSERT_TRUE(composite.dot_general(a.view(), a.view(), mm(), two, &plan).ok());
   EXPECT_EQ(plan.path, DotGeneralPath::kInteger);
-  EXPECT_EQ(plan.mode, ParallelMode::kOuter);  // 96^3 > 2^18 multiply-adds: rows split in two jobs
+  EXPECT_EQ(plan.mode, ParallelMode::kOuter);  // 128^3 >= 2^20 multiply-adds: rows split in two jobs
   EXPECT_EQ(plan.jobs, 2);
-  const Tensor b = make_tensor({40, 40}, DType::kInt64, Layout::kContiguous, 1);
+  const Tensor b = make_tensor({64, 64}, DType::kInt64, Layout::kContiguous, 1);  // 2^18
   ASSERT_TRUE(composite.dot_general(b.view(), b.view(), mm(), two, &plan).ok());
   EXPECT_EQ(plan.path, DotGeneralPath::kInteger);
   EXPECT_EQ(plan.mode, ParallelMode::kSequential);

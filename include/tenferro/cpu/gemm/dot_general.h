@@ -136,7 +136,8 @@ struct DotGeneralOptions {
   /// loop (Note [Tiny dot_general]). Default 256; negative disables it.
   std::int64_t tiny_max_work = 0;
   /// Integer products (Note [Integer GEMM]) of fewer multiply-adds
-  /// (batch * m * n * k) run on the calling thread. Default 2^18.
+  /// (batch * m * n * k) run on the calling thread. Default 2^20 (64^3
+  /// int32 took 7 us on one thread, 11 us forked over two; Zen 5).
   std::int64_t integer_parallel_min_work = 0;
 };
 
