@@ -36,6 +36,7 @@ __all__ = [
     "default_runtime",
     "einsum",
     "contract_path",
+    "einsum_path",
     "PathInfo",
     "einsum_vjp",
     "vjp",
@@ -146,6 +147,15 @@ def contract_path(subscripts, *operands, optimize="greedy"):
     shapes = [_shape_of(op, i) for i, op in enumerate(operands)]
     info = PathInfo(_tenferro._plan(subscripts, shapes, optimize))
     return info.path, info
+
+
+def einsum_path(subscripts, *operands, optimize="greedy"):
+    """numpy.einsum_path's form of contract_path: returns (path, report),
+    the path as numpy writes it (["einsum_path", (0, 1), ...], accepted by
+    numpy.einsum and tenferro.einsum as optimize=) and the report as a
+    string."""
+    path, info = contract_path(subscripts, *operands, optimize=optimize)
+    return ["einsum_path", *path], str(info)
 
 
 def einsum_vjp(subscripts, *operands, cotangent=None, optimize="greedy", threads=None, runtime=None):

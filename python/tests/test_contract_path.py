@@ -61,3 +61,15 @@ def test_single_operand_and_ellipsis():
     path, info = tenferro.contract_path("...ij,...jk->...ik", (2, 3, 4), (4, 5))
     assert path == [(0, 1)]
     assert info.largest_intermediate == 2 * 3 * 5
+
+
+def test_einsum_path_has_numpys_form(rng):
+    a, b, c = rng.random((2, 100)), rng.random((100, 3)), rng.random((3, 50))
+    path, report = tenferro.einsum_path("ij,jk,kl->il", a, b, c, optimize="optimal")
+    want, _ = np.einsum_path("ij,jk,kl->il", a, b, c, optimize="optimal")
+    assert path == want == ["einsum_path", (0, 1), (0, 1)]
+    assert isinstance(report, str) and "Complete contraction" in report
+    # Either library takes the path back.
+    np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=path), a @ b @ c)
+    np.testing.assert_allclose(np.einsum("ij,jk,kl->il", a, b, c, optimize=path), a @ b @ c)
+    assert tenferro.einsum_path("ii", np.eye(3))[0] == ["einsum_path", (0,)]
