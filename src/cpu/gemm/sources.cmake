@@ -22,6 +22,8 @@ list(APPEND TENFERRO_CPU_TESTS
   gemm/dot_general_test.cpp
   gemm/integer_gemm_test.cpp
 )
+# The integer kernel's jobs share the composite's workspace pool across workers.
+list(APPEND TENFERRO_CPU_TSAN_TESTS gemm/integer_gemm_test.cpp)
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb ${CMAKE_DL_LIBS})
 
 # Note [ISA translation units] (native/micro_kernels.h): the SIMD kernels get
