@@ -122,6 +122,22 @@ def full_range(rng, shape, dtype):
     return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_random_integer_networks_match_numpy(dtype):
+    # Random subscripts (repeated labels, traces, broadcasting extents of 1),
+    # wrapping values, and strided or reversed views of the operands.
+    rng = np.random.default_rng(70 + INT_DTYPES.index(dtype))
+    for i in range(60):
+        subscripts, shapes = random_network(rng)
+        ops = [full_range(rng, tuple(2 * e for e in s), dtype)[tuple(slice(None, None, 2) for _ in s)] for s in shapes]
+        if i % 3 == 0:
+            ops = [op[tuple(slice(None, None, -1) for _ in op.shape)] for op in ops]
+        want = np.einsum(subscripts, *ops)
+        got = tenferro.einsum(subscripts, *ops)
+        assert got.dtype == want.dtype, subscripts
+        np.testing.assert_array_equal(got, want, err_msg=subscripts)
+
+
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("subscripts,shapes", CASES)
 def test_integer_and_bool_dtypes_match_numpy(subscripts, shapes, dtype, rng):

@@ -68,9 +68,26 @@ struct MinReducer {
   static T combine(T a, T b) noexcept { return internal::MinOp{}(a, b); }
 };
 
+// Note [GCC 12 and the accumulator loop]
+// GCC 12.2 at -O3 with AVX-512 enabled under a generic or Zen tuning
+// (-march=native on AMD EPYC, -mavx512f) miscompiles fold_block's main loop
+// for int32 (and int16): loop vectorization over the 8 SLP-vectorized
+// accumulators drops elements, so 16 ones summed to 15 and 48 to 45
+// (tenferro.einsum("i->", np.ones(16, np.int32)) returned 15; float,
+// 64-bit and 8-bit types and -march=skylake-avx512 were right). Reproduced
+// with fold_block alone in a standalone file. Turning off loop
+// vectorization for this function keeps the accumulators' SLP vectors and
+// gives the right sums; the test ReductionConformance.SumsOfEveryRunLength
+// covers the lengths that failed.
+#if defined(__GNUC__) && !defined(__clang__)
+#define TENFERRO_NO_LOOP_VECTORIZE __attribute__((optimize("no-tree-loop-vectorize")))
+#else
+#define TENFERRO_NO_LOOP_VECTORIZE
+#endif
+
 // Folds n <= kPairwiseBlock elements with kLanes independent accumulators.
 template <class R, class T, class Load>
-T fold_block(Load load, std::int64_t n) {
+TENFERRO_NO_LOOP_VECTORIZE T fold_block(Load load, std::int64_t n) {
   T acc[kLanes];
   for (T& a : acc) a = R::identity();
   std::int64_t i = 0;

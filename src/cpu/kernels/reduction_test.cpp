@@ -189,6 +189,27 @@ TEST_P(ReductionConformance, LongFloatSumsArePairwiseAccurate) {
   EXPECT_NEAR(testing::values_of<float>(out)[0], want, want * 1e-6);
 }
 
+// Note [GCC 12 and the accumulator loop]: contiguous runs of every length
+// up to past one pairwise block, each dtype, folded whole (16 int32 ones
+// once summed to 15) and row by row.
+TEST_P(ReductionConformance, SumsOfEveryRunLength) {
+  for (DType dtype : testing::kAllDTypes) {
+    if (dtype == DType::kBool) continue;
+    for (std::int64_t n = 1; n <= 600; ++n) {
+      SCOPED_TRACE(fmt::format("{} n {}", dtype, n));
+      const Tensor x = make_tensor({n}, dtype, Layout::kContiguous, static_cast<std::uint64_t>(n));
+      check_reduce(ReduceOp::kSum, x, {0}, Layout::kContiguous, testing::sequential_context());
+      if (defined(ReduceOp::kMax, dtype)) {
+        check_reduce(ReduceOp::kMax, x, {0}, Layout::kContiguous, testing::sequential_context());
+      }
+      if (n % 37 == 0) {
+        const Tensor rows = make_tensor({3, n}, dtype, Layout::kContiguous, static_cast<std::uint64_t>(n));
+        check_reduce(ReduceOp::kSum, rows, {1}, Layout::kContiguous, testing::sequential_context());
+      }
+    }
+  }
+}
+
 TEST_P(ReductionConformance, ArgReductionsFindTheFirstExtremeWithNaNAsExtreme) {
   for (DType dtype : testing::kAllDTypes) {
     if (is_complex(dtype)) continue;
