@@ -39,6 +39,19 @@ import numpy as np
 import tenferro
 
 
+def interleaved(fns, rounds, calls):
+    """Seconds per call of each callable in `fns` (name -> callable), one
+    sample per round, the callables interleaved round by round."""
+    samples = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / calls)
+    return samples
+
+
 def overhead_case(batches, batch_calls, runtime):
     """Per-call seconds of each callable: batches of `batch_calls` calls,
     the three callables interleaved batch by batch; the median and the 10th
@@ -52,16 +65,10 @@ def overhead_case(batches, batch_calls, runtime):
         "tenferro_runtime": lambda: runtime.einsum("ij,jk->ik", a, b),
         "numpy": lambda: np.einsum("ij,jk->ik", a, b),
     }
-    samples = {k: [] for k in cases}
     for fn in cases.values():  # warm: plans, op cache, allocator
         for _ in range(1000):
             fn()
-    for _ in range(batches):
-        for name, fn in cases.items():
-            t0 = time.perf_counter()
-            for _ in range(batch_calls):
-                fn()
-            samples[name].append((time.perf_counter() - t0) / batch_calls)
+    samples = interleaved(cases, batches, batch_calls)
     out = {}
     for name, v in samples.items():
         v.sort()
@@ -90,13 +97,7 @@ def grad_case(n, batches):
     if not np.allclose(ours(x), theirs().numpy()):
         sys.exit(f"bench_python: grad case n={n}: tenferro and torch disagree")
     calls = max(1, int(2e5 // (n * n * n // 64 + 1000)))
-    samples = {"tenferro": [], "torch": []}
-    for _ in range(batches):
-        for name, fn in (("tenferro", lambda: ours(x)), ("torch", theirs)):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - t0) / calls)
+    samples = interleaved({"tenferro": lambda: ours(x), "torch": theirs}, batches, calls)
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
@@ -133,13 +134,7 @@ def integer_case(threads, rounds):
             if not np.array_equal(np.asarray(fn()), want):
                 sys.exit(f"bench_python: integer case {subscripts} {dtype.__name__}: {name} disagrees")
         calls = max(1, int(2e8 // flops))
-        samples = {k: [] for k in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                t0 = time.perf_counter()
-                for _ in range(calls):
-                    fn()
-                samples[name].append((time.perf_counter() - t0) / calls)
+        samples = interleaved(fns, rounds, calls)
         row = {"case": f"int_{subscripts.replace(',', '_').replace('->', '_to_')}_{'x'.join(map(str, shapes[0]))}"
                        f"_{np.dtype(dtype).name}", "threads": threads}
         for name, v in samples.items():
