@@ -4,8 +4,8 @@
 Every function takes numpy's arguments (n or s, axis or axes, norm
 "backward", "ortho" or "forward") and returns a numpy array over tenferro's
 storage. Differences from numpy.fft (docs/python.md): precision is kept, as
-numpy >= 2 and torch.fft do (float32 and complex64 give complex64 or
-float32, not the double types); integer and bool input becomes float64.
+numpy >= 2 and torch.fft do (float16, float32 and complex64 give complex64
+or float32, not the double types); integer and bool input becomes float64.
 Inside tenferro.vjp / grad the transforms are recorded (tenferro's FFT AD
 rules). fftfreq, rfftfreq, fftshift and ifftshift are numpy's own.
 """
@@ -38,8 +38,25 @@ __all__ = [
 ]
 
 
-def _transform(kind, a, s, axes, norm, runtime):
+# Transforms of a complex (Hermitian) input; numpy takes real input there
+# as complex with a zero imaginary part.
+_COMPLEX_INPUT = ("irfft", "hfft")
+
+
+def _fft_operand(kind, a):
+    """_operand, float16 computed in float32 (complex64 results, as numpy
+    2's fft gives), and real input of irfft/hfft made complex."""
     a = _operand(a)
+    if isinstance(a, _np.ndarray):
+        if a.dtype == _np.float16:
+            a = a.astype(_np.float32)
+        if kind in _COMPLEX_INPUT and a.dtype.kind == "f":
+            a = a.astype(_np.result_type(a.dtype, _np.complex64))
+    return a
+
+
+def _transform(kind, a, s, axes, norm, runtime):
+    a = _fft_operand(kind, a)
     norm = "backward" if norm is None else norm
     s = None if s is None else [int(v) for v in s]
     if axes is None:  # numpy: the last len(s) axes, or every axis
@@ -52,7 +69,8 @@ def _transform(kind, a, s, axes, norm, runtime):
 
 
 def _one_axis(kind, a, n, axis, norm, runtime):
-    if type(a) is _np.ndarray and a.dtype.kind in "fc":  # the common call, straight to the extension
+    # The common call, straight to the extension.
+    if type(a) is _np.ndarray and a.dtype.char in ("FD" if kind in _COMPLEX_INPUT else "fdFD"):
         return _tenferro._fft(runtime, kind, a, None if n is None else [int(n)], [int(axis)],
                               "backward" if norm is None else norm)
     return _transform(kind, a, None if n is None else [n], [axis], norm, runtime)

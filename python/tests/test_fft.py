@@ -83,6 +83,22 @@ def test_round_trips_integers_and_numpy_helpers(rng):
     assert tff.fftfreq is np.fft.fftfreq and tff.fftshift is np.fft.fftshift
 
 
+def test_float16_and_real_input_of_the_complex_input_transforms_like_numpy(rng):
+    # float16 is computed in float32 (complex64 results, numpy 2's choice);
+    # irfft/hfft take real input as complex with a zero imaginary part.
+    h = rng.standard_normal((3, 10)).astype(np.float16)
+    for name in ("fft", "rfft", "ifft", "ihfft", "fftn", "rfft2"):
+        got = getattr(tff, name)(h)
+        assert got.dtype == np.complex64, name
+        np.testing.assert_allclose(got, getattr(np.fft, name)(h.astype(np.float32)), rtol=1e-4, atol=1e-4)
+    for name in ("irfft", "hfft", "irfftn"):
+        for dtype, out in ((np.float32, np.float32), (np.float64, np.float64), (np.float16, np.float32)):
+            x = rng.standard_normal((3, 10)).astype(dtype)
+            got = getattr(tff, name)(x)
+            assert got.dtype == out, (name, dtype)
+            np.testing.assert_allclose(got, getattr(np.fft, name)(x.astype(np.float64)), rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize(
     "call,error,message",
     [
