@@ -271,10 +271,11 @@ struct EinsumKwargs {
   py::handle out = py::none();
   py::handle dtype = py::none();
   py::handle casting = py::none();
+  py::handle order = py::none();
 };
 
 // Note [einsum dtype=]
-// numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
+// numpy.einsum's dtype= and casting= (order= is applied to the result): the operands are cast to `dtype`
 // (every cast must pass the casting rule, 'safe' by default, checked
 // before anything runs) and the result has that dtype; computed as Note
 // [Integer einsum] says for dtypes tenferro does not contract directly.
@@ -287,9 +288,9 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
     rest.out = py::none();
     return write_out(k.out, einsum_call(rt, args, spec, rest));
   }
-  if (traced && !(k.dtype.is_none() && k.casting.is_none())) {
+  if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none())) {
     raise_error(ErrorCode::kInvalidArgument,
-                "einsum: dtype= and casting= are not supported inside tenferro.vjp or grad");
+                "einsum: dtype=, casting= and order= are not supported inside tenferro.vjp or grad");
   }
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
@@ -307,7 +308,18 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
       return einsum::einsum(ctx, op, std::span<const Tensor>(tensors.data(), tensors.size()));
     });
   }();
-  return OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
+  py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
+  if (k.order.is_none()) return array;
+  // numpy's order=: 'C' / 'F' make the result C- / Fortran-contiguous
+  // (a copy when it is not already); 'A' and 'K' keep the layout the
+  // contraction chose, as numpy's einsum does for its own output.
+  NPY_ORDER order = NPY_KEEPORDER;
+  if (PyArray_OrderConverter(k.order.ptr(), &order) == 0) throw py::error_already_set();
+  if (order != NPY_CORDER && order != NPY_FORTRANORDER) return array;
+  PyObject* c = PyArray_FromAny(array.ptr(), nullptr, 0, 0,
+                                order == NPY_CORDER ? NPY_ARRAY_C_CONTIGUOUS : NPY_ARRAY_F_CONTIGUOUS, nullptr);
+  if (c == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(c);
 }
 
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
@@ -324,6 +336,8 @@ void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* fu
     k.dtype = value;
   } else if (name == "casting") {
     k.casting = value;
+  } else if (name == "order") {
+    k.order = value;
   } else {
     raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
   }

@@ -234,8 +234,20 @@ def test_dtype_and_casting_errors_like_numpy(rng):
         tenferro.einsum("ij->j", a, dtype=object)
     with pytest.raises(ValueError):
         tenferro.einsum("ij->j", a, casting="sometimes")
-    with pytest.raises(tenferro.InvalidArgumentError, match="dtype= and casting="):
+    with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting= and order="):
         tenferro.grad(lambda x: tenferro.einsum("ij->", x, dtype=np.float64))(a)
+
+
+def test_order_keyword_like_numpy(rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    for order, c, f in (("C", True, False), ("F", False, True)):
+        got = tenferro.einsum("ij,jk->ki", a, b, order=order)
+        assert (got.flags.c_contiguous, got.flags.f_contiguous) == (c, f)
+        np.testing.assert_allclose(got, np.einsum("ij,jk->ki", a, b))
+    for order in ("A", "K"):  # the contraction's own layout
+        np.testing.assert_allclose(tenferro.einsum("ij,jk->ki", a, b, order=order), (a @ b).T)
+    with pytest.raises(ValueError, match="order must be one of"):
+        tenferro.einsum("ij->j", a, order="Q")
 
 
 def test_array_likes(rng):
