@@ -43,8 +43,7 @@ nlohmann::json build_section() {
 // Which kernels run (Note [ISA cap] in tenferro/cpu/cpu_isa.h): the
 // instruction set the CPU offers, the cap TENFERRO_CPU_ISA puts on it, what
 // the native GEMM, the layout transposes, the vector math and the integer
-// contractions then run, and the compile target
-// of everything else.
+// contractions then run, and the compile target of everything else.
 nlohmann::json kernels_section() {
   using namespace tenferro::cpu;  // NOLINT(google-build-using-namespace): one function
   const std::string env_name(kCpuIsaEnv);

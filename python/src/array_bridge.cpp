@@ -84,9 +84,10 @@ const char* numeric_dtype_list() {
 // back: bool, int8, int16 and the unsigned integers in int64, float16 in
 // float32. That gives numpy's values: sums of products modulo 2^bits are the
 // same whether formed in the narrow type or in int64 and then truncated
-// (unsigned values too, as the bits are), a bool sum of products is
-// "any(a and b)", which is "count != 0", and numpy accumulates float16 in
-// float32 as well. float128 is a DTypeError.
+// (unsigned values too, as the bits are), and a bool sum of products is
+// "any(a and b)", which is "count != 0". float16 is accumulated in float32
+// and rounded once (numpy's own float16 einsum can be an ulp further from
+// the exact value). float128 is a DTypeError.
 std::optional<DType> numeric_compute_dtype(const PyArray_Descr* descr) noexcept {
   switch (descr->kind) {
     case 'b':

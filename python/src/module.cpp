@@ -275,10 +275,11 @@ struct EinsumKwargs {
 };
 
 // Note [einsum dtype=]
-// numpy.einsum's dtype= and casting= (order= is applied to the result): the operands are cast to `dtype`
-// (every cast must pass the casting rule, 'safe' by default, checked
-// before anything runs) and the result has that dtype; computed as Note
-// [Integer einsum] says for dtypes tenferro does not contract directly.
+// numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
+// (every cast must pass the casting rule, 'safe' by default, checked before
+// anything runs) and the result has that dtype, computed as Note [Integer
+// einsum] says for dtypes tenferro does not contract directly. order= is
+// applied to the result.
 py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
   const bool traced = args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1);
   if (!k.out.is_none()) {

@@ -65,8 +65,9 @@ constexpr std::int64_t kAutoMinSweeps = 100;
 // be worth a search.
 std::optional<TreeSAOptions> auto_refinement(double greedy_score, std::int32_t num_inputs,
                                              const TreeSAOptions& configured) {
-  const double seconds = std::min(kAutoRefineFraction * std::exp2(greedy_score) / kAutoFlopsPerSecond,
-                                  configured.time_budget_seconds > 0.0 ? configured.time_budget_seconds : 2.0);
+  const double cap =
+      configured.time_budget_seconds > 0.0 ? configured.time_budget_seconds : TreeSAOptions{}.time_budget_seconds;
+  const double seconds = std::min(kAutoRefineFraction * std::exp2(greedy_score) / kAutoFlopsPerSecond, cap);
   const double moves = seconds * kAutoMovesPerSecond;
   const auto sweeps = static_cast<std::int64_t>(moves / std::max(1, num_inputs - 1));
   if (!(sweeps >= kAutoMinSweeps)) return std::nullopt;

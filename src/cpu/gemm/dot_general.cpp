@@ -497,13 +497,7 @@ Status DotGeneralComposite::run_integer(const TtgtPlan& p, const TensorView& lhs
   std::atomic<std::int64_t> narrow_blocks{0};
   visit_dtype(lhs.dtype, [&]<class T>(T) {
     if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
-      const internal::IntegerGemmKernel<T>& kernel = [&]() -> const internal::IntegerGemmKernel<T>& {
-        if constexpr (std::is_same_v<T, std::int32_t>) {
-          return table.i32;
-        } else {
-          return table.i64;
-        }
-      }();
+      const internal::IntegerGemmKernel<T>& kernel = table.kernel<T>();
       const auto bytes =
           static_cast<std::size_t>(kernel.workspace(mc, std::min(n, internal::kIntegerGemmNc), k)) * sizeof(T);
       auto body = [&](std::int64_t j0, std::int64_t j1) {
@@ -575,63 +569,64 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
       for (PlanAxis& a : *g) a.stride[kOut] = out.strides[static_cast<std::size_t>(a.axis[kOut])];
   }
 
-  if (s.path == DotGeneralPath::kElementwise || s.path == DotGeneralPath::kInteger) {
+  if (s.path == DotGeneralPath::kInteger) {
+    TENFERRO_TRY(run_integer(p, lhs, rhs, out, ctx, s));
+    report();
+    return ok_status();
+  }
+  if (s.path == DotGeneralPath::kElementwise) {
     const BatchGeometry geo(p.batch);
     const auto* lb = static_cast<const char*>(lhs.data);
     const auto* rb = static_cast<const char*>(rhs.data);
     auto* ob = static_cast<char*>(out.data);
-    if (s.path == DotGeneralPath::kElementwise) {
-      s.jobs = geo.jobs;
-      s.mode = threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter
-                                                                            : ParallelMode::kSequential;
-      ElementwiseBlocks blocks;
-      const bool blocked = blocks.init(geo);
-      s.elementwise_block = blocked ? blocks.size : 0;
-      visit_dtype(dtype, [&]<class T>(T) {
-        if constexpr (!std::is_same_v<T, bool>) {
-          if (blocked) {
-            auto body = [&](std::int64_t b0, std::int64_t b1) {
-              blocks.run(reinterpret_cast<const T*>(lb), reinterpret_cast<const T*>(rb), reinterpret_cast<T*>(ob), b0,
-                         b1, [](T x, T y) { return wrap_mul(x, y); });
-            };
-            if (s.mode == ParallelMode::kOuter) {
-              ctx.parallel_for(0, blocks.count,
-                               std::max<std::int64_t>(1, options_.elementwise_parallel_min / 2 / blocks.size), body);
-            } else {
-              body(0, blocks.count);
-            }
-            return;
-          }
-          auto body = [&](std::int64_t j0, std::int64_t j1) {
-            geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
-              const T* l = reinterpret_cast<const T*>(lb) + off[kLhs];
-              const T* r = reinterpret_cast<const T*>(rb) + off[kRhs];
-              T* o = reinterpret_cast<T*>(ob) + off[kOut];
-              const std::int64_t sl = geo.inner.stride[kLhs], sr = geo.inner.stride[kRhs], so = geo.inner.stride[kOut];
-              if (sl == 1 && sr == 1 && so == 1) {
-                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], r[i]);
-              } else if (so == 1 && sl == 0 && sr == 1) {
-                // Note [Broadcast products]: one operand is constant along the run.
-                const T x = *l;
-                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(x, r[i]);
-              } else if (so == 1 && sl == 1 && sr == 0) {
-                const T y = *r;
-                for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], y);
-              } else {
-                for (std::int64_t i = 0; i < count; ++i) o[i * so] = wrap_mul(l[i * sl], r[i * sr]);
-              }
-            });
+    s.jobs = geo.jobs;
+    s.mode =
+        threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter : ParallelMode::kSequential;
+    ElementwiseBlocks blocks;
+    const bool blocked = blocks.init(geo);
+    s.elementwise_block = blocked ? blocks.size : 0;
+    visit_dtype(dtype, [&]<class T>(T) {
+      if constexpr (!std::is_same_v<T, bool>) {
+        if (blocked) {
+          auto body = [&](std::int64_t b0, std::int64_t b1) {
+            blocks.run(reinterpret_cast<const T*>(lb), reinterpret_cast<const T*>(rb), reinterpret_cast<T*>(ob), b0, b1,
+                       [](T x, T y) { return wrap_mul(x, y); });
           };
           if (s.mode == ParallelMode::kOuter) {
-            ctx.parallel_for(0, geo.jobs, options_.elementwise_parallel_min / 2, body);
+            ctx.parallel_for(0, blocks.count,
+                             std::max<std::int64_t>(1, options_.elementwise_parallel_min / 2 / blocks.size), body);
           } else {
-            body(0, geo.jobs);
+            body(0, blocks.count);
           }
+          return;
         }
-      });
-    } else {
-      TENFERRO_TRY(run_integer(p, lhs, rhs, out, ctx, s));
-    }
+        auto body = [&](std::int64_t j0, std::int64_t j1) {
+          geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
+            const T* l = reinterpret_cast<const T*>(lb) + off[kLhs];
+            const T* r = reinterpret_cast<const T*>(rb) + off[kRhs];
+            T* o = reinterpret_cast<T*>(ob) + off[kOut];
+            const std::int64_t sl = geo.inner.stride[kLhs], sr = geo.inner.stride[kRhs], so = geo.inner.stride[kOut];
+            if (sl == 1 && sr == 1 && so == 1) {
+              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], r[i]);
+            } else if (so == 1 && sl == 0 && sr == 1) {
+              // Note [Broadcast products]: one operand is constant along the run.
+              const T x = *l;
+              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(x, r[i]);
+            } else if (so == 1 && sl == 1 && sr == 0) {
+              const T y = *r;
+              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], y);
+            } else {
+              for (std::int64_t i = 0; i < count; ++i) o[i * so] = wrap_mul(l[i * sl], r[i * sr]);
+            }
+          });
+        };
+        if (s.mode == ParallelMode::kOuter) {
+          ctx.parallel_for(0, geo.jobs, options_.elementwise_parallel_min / 2, body);
+        } else {
+          body(0, geo.jobs);
+        }
+      }
+    });
     report();
     return ok_status();
   }

@@ -326,11 +326,11 @@ TtgtPlan plan_ttgt(const TensorView& lhs, const TensorView& rhs, const DotGenera
     return plan;
   }
   if (is_integer(lhs.dtype)) {
-    // Note [Integer GEMM]: packed through offset tables; nothing to reorder.
+    // Note [Integer GEMM]: packed through offset tables, so no operand is
+    // copied. Axes ordered by the output's strides make its offsets unit
+    // stride where its layout allows (the tile then stores whole vectors),
+    // the contracted ones by the lhs's (its packing walks them).
     s.path = DotGeneralPath::kInteger;
-    // Axes ordered by the output's strides make its offsets unit stride
-    // where its layout allows (the tile then stores whole vectors), the
-    // contracted ones by the lhs's (its packing walks them).
     plan.batch = ordered_by(batch, out != nullptr ? kOut : kLhs);
     plan.m = out != nullptr ? ordered_by(m, kOut) : m;
     plan.n = out != nullptr ? ordered_by(n, kOut) : n;

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tenferro/cpu/cpu_isa.h"
 
@@ -62,12 +63,10 @@ struct IntegerGemmJob {
 /// The kernels of one ISA for one element type.
 template <class T>
 struct IntegerGemmKernel {
-  int mr = 0;  ///< register tile rows
-  int nr = 0;  ///< register tile columns
   /// Elements of packing workspace a job of at most m x n x k needs
   /// (the buffer 64-byte aligned).
   std::int64_t (*workspace)(std::int64_t m, std::int64_t n, std::int64_t k) = nullptr;
-  /// Runs `job` (m <= kMc, n <= kNc) using `workspace`; returns how many
+  /// Runs `job` (m <= kMc, n <= kNc, k >= 1) using `workspace`; returns how many
   /// depth blocks ran narrow (Note [Narrow int64 products]).
   std::int64_t (*run)(const IntegerGemmJob<T>& job, T* workspace) = nullptr;
 };
@@ -76,6 +75,16 @@ struct IntegerGemmTable {
   const char* isa = "";
   IntegerGemmKernel<std::int32_t> i32;
   IntegerGemmKernel<std::int64_t> i64;
+
+  /// The kernels for T (int32_t or int64_t).
+  template <class T>
+  const IntegerGemmKernel<T>& kernel() const noexcept {
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      return i32;
+    } else {
+      return i64;
+    }
+  }
 };
 
 /// Rows and columns of one job at most; depth is blocked inside a job.

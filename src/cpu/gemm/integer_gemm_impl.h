@@ -182,11 +182,6 @@ struct Tile {
     const std::int64_t kc_max = std::min(job.k, kKc);
     U* a_pack = reinterpret_cast<U*>(workspace);
     U* b_pack = a_pack + round_up(round_up(job.m, kMr) * kc_max, kAlign);
-    if (job.k == 0) {  // not reached: the composite zero-fills such products
-      for (std::int64_t i = 0; i < job.m; ++i)
-        for (std::int64_t j = 0; j < job.n; ++j) job.out[job.mo[i] + job.no[j]] = 0;
-      return 0;
-    }
     for (std::int64_t p0 = 0; p0 < job.k; p0 += kKc) {
       const std::int64_t kc = std::min(kKc, job.k - p0);
       const bool narrow_b = pack_b(job, p0, kc, b_pack);
@@ -217,7 +212,7 @@ struct Tile {
     return narrow_blocks;
   }
 
-  static IntegerGemmKernel<T> kernel() { return {kMr, kNr, &workspace, &run}; }
+  static IntegerGemmKernel<T> kernel() { return {&workspace, &run}; }
 };
 
 }  // namespace tenferro::cpu::internal::integer_gemm
