@@ -8,14 +8,8 @@
 // is made on the main thread; the contraction runs in the rank's CPU
 // domain) and finalises it before returning. Run without mpirun it is a
 // one-rank job (Open MPI's singleton mode).
-//
-// Note [Rank CPU domains]
-// Each rank builds one Managed CPU domain of --threads CPUs. mpirun may
-// already bind each rank to its own cores (then the rank's allowed CPUs are
-// those); when it does not (e.g. --bind-to none, or --oversubscribe), every
-// rank would otherwise pin its threads to the same first CPUs, so rank r of
-// the node (its rank in MPI_COMM_TYPE_SHARED) takes the CPUs from position
-// r * threads of the allowed list, wrapping around when the node has fewer.
+// Each rank's CPU domain starts where Note [Rank CPU domains]
+// (mpi/sliced_einsum.h) says.
 #include "einsum_slicing.h"
 
 #include "einsum_command.h"
@@ -24,7 +18,6 @@
 #include <chrono>
 #include <complex>
 #include <cstdio>
-#include <functional>
 #include <optional>
 #include <random>
 #include <vector>
@@ -46,7 +39,6 @@
 #ifdef TENFERRO_HAVE_MPI
 #include <mpi.h>
 
-#include "tenferro/cpu_engine/engine.h"
 #include "tenferro/mpi.h"
 #endif
 
@@ -55,7 +47,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Note [Rank CPU domains].
+// Note [Rank CPU domains] in mpi/sliced_einsum.h.
 Result<std::shared_ptr<const cpu::CpuDomainSet>> rank_cpu_domains(int threads, int local_rank) {
   if (threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", threads));
   return cpu::make_managed_domains(threads, local_rank * threads);
@@ -83,19 +75,10 @@ class RankGroup {
     TENFERRO_ASSIGN_OR_RETURN(comm_, mpi::Communicator::duplicate(MPI_COMM_WORLD));
     // The rank sum runs as a collective node (sliced_einsum.h) of a runtime
     // whose CPU engine runs on this thread: the node only communicates.
-    runtime::RuntimeBuilder builder;
-    TENFERRO_TRY(cpu::register_cpu_engine(builder));
-    builder.add_collective(mpi::collective_registration(comm_, kSliceCommunicator));
-    builder.config().policies().capacities.push_back(
-        runtime::ResourceAmount{mpi::collective_lease_key(kSliceCommunicator), 1});
-    TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
+    TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, mpi::rank_runtime(comm_, kSliceCommunicator));
     runtime_.emplace(std::move(rt));
-    MPI_Comm node = MPI_COMM_NULL;
-    TENFERRO_TRY(mpi::mpi_status(MPI_Comm_split_type(comm_->comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-                                 "MPI_Comm_split_type"));
-    const Status ranked = mpi::mpi_status(MPI_Comm_rank(node, &local_rank_), "MPI_Comm_rank");
-    MPI_Comm_free(&node);
-    return ranked;
+    TENFERRO_ASSIGN_OR_RETURN(local_rank_, mpi::node_rank(*comm_));
+    return ok_status();
   }
 #else
   Status start_mpi() {
@@ -132,27 +115,12 @@ class RankGroup {
 #endif
     return value;
   }
-  // Checks that every rank planned the same slicing (planning is
-  // reproducible, but a rank must never sum slices of another plan).
-  Status same_plan(const einsum::WorkerSlicing& sliced) {
+  // Every rank's planning outcome, agreed, and the same plan on every rank.
+  Status agree_on_split(const Result<einsum::WorkerSlicing>& sliced) {
 #ifdef TENFERRO_HAVE_MPI
-    if (comm_) {
-      const std::string text = sliced.part(0).tree().order().to_string() + "|" + sliced.explain();
-      const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
-      TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
-      TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
-      TENFERRO_TRY(mpi::allreduce(*comm_, lo, mpi::ReduceOp::kMax));
-      TENFERRO_TRY(mpi::allreduce(*comm_, hi, mpi::ReduceOp::kMax));
-      if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
-        return make_error(ErrorCode::kInternal, ErrorStage::kPrepare,
-                          "--slice-over-ranks: expected every rank to plan the same sliced contraction, found "
-                          "different plans");
-      }
-    }
-#else
-    (void)sliced;
+    if (comm_) return mpi::agree_on_split(*comm_, sliced);
 #endif
-    return ok_status();
+    return sliced.status();
   }
   // This rank's share of the slices into `output`, in `domain`, summed over
   // the ranks (Note [Failure before the allreduce] in mpi/sliced_einsum.h).
@@ -326,8 +294,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     // the busiest rank fewer flops (Note [Range slicing]).
     return einsum::WorkerSlicing::plan(tree, so);
   }();
-  TENFERRO_TRY(ranks.agree(sliced.status()));
-  TENFERRO_TRY(ranks.same_plan(*sliced));
+  TENFERRO_TRY(ranks.agree_on_split(sliced));
   const bool random = given.empty();
   if (options.plan_only) {
     if (ranks.rank() == 0) print_report(instance, random, options, slicing, *sliced, ranks.size(), report, {}, json);

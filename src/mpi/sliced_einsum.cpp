@@ -3,9 +3,13 @@
 #include "tenferro/mpi/sliced_einsum.h"
 
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "tenferro/cpu/domains/execution_context.h"
+#include "tenferro/cpu_engine/engine.h"
+#include "tenferro/mpi/collective_provider.h"
 #include "tenferro/mpi/collectives.h"
 #include "tenferro/program/program_builder.h"
 
@@ -29,6 +33,44 @@ Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const T
 }
 
 }  // namespace
+
+Result<int> node_rank(const Communicator& comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  TENFERRO_TRY(mpi_status(MPI_Comm_split_type(comm.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                          "MPI_Comm_split_type"));
+  int rank = 0;
+  const Status ranked = mpi_status(MPI_Comm_rank(node, &rank), "MPI_Comm_rank");
+  MPI_Comm_free(&node);
+  TENFERRO_TRY(ranked);
+  return rank;
+}
+
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local) {
+  TENFERRO_TRY(agree(comm, local.status()));
+  // The order and the split's description, hashed on every rank: the
+  // largest and the smallest hash agree only when all ranks hold one plan.
+  const einsum::WorkerSlicing& split = *local;
+  const std::string text = split.part(0).tree().order().to_string() + "|" + split.explain();
+  const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
+  TENFERRO_TRY(allreduce(comm, lo, ReduceOp::kMax));
+  TENFERRO_TRY(allreduce(comm, hi, ReduceOp::kMax));
+  if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
+    return make_error(ErrorCode::kInternal, ErrorStage::kPrepare,
+                      "sliced einsum over ranks: expected every rank to plan the same sliced contraction, found "
+                      "different plans (are the subscripts, shapes, dtype and planner the same on every rank?)");
+  }
+  return ok_status();
+}
+
+Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator) {
+  runtime::RuntimeBuilder builder;
+  TENFERRO_TRY(cpu::register_cpu_engine(builder));
+  builder.add_collective(collective_registration(std::move(comm), communicator));
+  builder.config().policies().capacities.push_back(runtime::ResourceAmount{collective_lease_key(communicator), 1});
+  return builder.build();
+}
 
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,

@@ -22,13 +22,24 @@
 // agreement, and the collective node, which runs on the thread running the
 // program), so MPI_THREAD_FUNNELED suffices (Note [MPI threads] in
 // communicator.h).
+//
+// Note [Rank CPU domains]
+// Each rank runs its contraction in a managed CPU domain of T threads.
+// mpirun may already bind each rank to its own cores (then the rank's
+// allowed CPUs are those); when it does not (--bind-to none, or
+// --oversubscribe), every rank would pin its threads to the same first
+// CPUs, so the rank's domain starts at position node_rank() * T of the
+// allowed CPU list (cpu::make_managed_domains wraps around when the node
+// has fewer).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_resource_domain.h"
+#include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/mpi/communicator.h"
 #include "tenferro/runtime/runtime.h"
@@ -52,6 +63,25 @@ namespace tenferro::mpi {
 /// Runtime::prepare_for, SliceExecutor::run and the collective node, on
 /// every rank (Note [Failure before the allreduce]). `stats`, when given,
 /// receives this rank's share.
+/// Collective over `comm`: this rank's position among the ranks of its node
+/// (MPI_COMM_TYPE_SHARED), where its CPUs start (Note [Rank CPU domains]).
+Result<int> node_rank(const Communicator& comm);
+
+/// Collective over `comm`: agrees on every rank's planning outcome `local`
+/// (a failure on any rank is an error on all of them, Note [Checked
+/// collectives] in collectives.h), then checks that every rank planned the
+/// same split (kInternal otherwise: a rank must never sum slices of another
+/// plan). Planning is reproducible when every rank plans with
+/// einsum::Determinism::kReproducible from the same network.
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local);
+
+/// A Runtime for one rank that run_slices_over_ranks can reduce on: the CPU
+/// engine (its collective nodes run on the thread that runs the program)
+/// and `comm` bound as collective communicator id `communicator`, its
+/// node lease of capacity 1. Retains `comm`: destroy the Runtime before
+/// MPI_Finalize.
+Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator);
+
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
                              const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats = nullptr);
