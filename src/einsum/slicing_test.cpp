@@ -280,8 +280,8 @@ TEST(SlicingTest, RangeSplitsOverWorkersAddUpToUnsliced) {
       ASSERT_TRUE(planned.ok()) << planned.status().to_string();
       auto round_robin = SlicedContraction::plan(*tree, options);
       ASSERT_TRUE(round_robin.ok());
-      EXPECT_LE(planned->busiest_flops(),
-                WorkerSlicing::round_robin(*round_robin, workers).busiest_flops() * (1 + 1e-12));
+      EXPECT_LE(planned->busiest_work(),
+                WorkerSlicing::round_robin(*round_robin, workers).busiest_work() * (1 + 1e-12));
       if (planned->is_range_split()) ++planned_ranges;
       EXPECT_LT(test_support::max_abs_diff(sum_over_workers(*planned, operands), expected), 1e-10)
           << planned->explain();
@@ -289,6 +289,39 @@ TEST(SlicingTest, RangeSplitsOverWorkersAddUpToUnsliced) {
   }
   EXPECT_GT(splits, 100);
   EXPECT_GT(planned_ranges, 5);
+}
+
+// Note [Comparing splits]: slicing the summed label round robin has fewer
+// flops by the convention (outer products count once) but moves an
+// element per multiply; a range of a free label keeps the GEMMs. Comparing
+// flops alone chose the round robin.
+TEST(SlicingTest, SplitsAreComparedByWorkNotFlopsAlone) {
+  struct Case {
+    std::string subscripts;
+    std::vector<std::vector<std::int64_t>> shapes;
+  };
+  for (const Case& c :
+       {Case{"ab,bc->ac", {{300, 400}, {400, 200}}}, Case{"ab,bc,cd->ad", {{300, 400}, {400, 500}, {500, 200}}}}) {
+    SCOPED_TRACE(c.subscripts);
+    auto tree = plan(bind_or_die(c.subscripts, c.shapes), PlanningPolicy{.planner = PlannerKind::kGreedy});
+    ASSERT_TRUE(tree.ok());
+    SlicingOptions options;
+    options.workers = 2;
+    options.min_slices = 2;
+    auto round_robin = SlicedContraction::plan(*tree, options);
+    ASSERT_TRUE(round_robin.ok());
+    const WorkerSlicing rr = WorkerSlicing::round_robin(*round_robin, 2);
+    auto planned = WorkerSlicing::plan(*tree, options);
+    ASSERT_TRUE(planned.ok());
+    EXPECT_TRUE(planned->is_range_split()) << planned->explain();
+    EXPECT_EQ(planned->part(0).num_slices(), 1) << planned->explain();
+    EXPECT_LT(planned->busiest_work(), rr.busiest_work()) << planned->explain() << rr.explain();
+    // What flops alone would have picked.
+    EXPECT_LE(rr.busiest_flops(), planned->busiest_flops()) << rr.explain();
+    // Work counts the flops and more; a range part's is its one slice's.
+    EXPECT_GT(planned->busiest_work(), planned->busiest_flops());
+    EXPECT_DOUBLE_EQ(planned->busiest_work(), planned->part(0).slice_work());
+  }
 }
 
 TEST(SlicingTest, RangeArgumentsAreChecked) {

@@ -164,6 +164,11 @@ class SlicedContraction {
   double overhead() const noexcept;
   /// Bytes of the largest intermediate of one slice.
   double slice_max_intermediate_bytes() const noexcept;
+  /// What WorkerSlicing::plan compares (Note [Comparing splits] in
+  /// slicing.cpp): one slice's flops, plus the elements its operand views
+  /// hold (each slice reads them), plus its output slice's elements when
+  /// summed labels are sliced (each slice's product is added to the output).
+  double slice_work() const noexcept;
 
   /// The value of every sliced label in slice `k` (0 <= k < num_slices()),
   /// in sliced_labels() order; `values` has sliced_labels().size() entries.
@@ -221,6 +226,8 @@ class WorkerSlicing {
   double worker_flops(std::int64_t w) const noexcept;
   /// The largest worker_flops.
   double busiest_flops() const noexcept;
+  /// The busiest worker's slices times SlicedContraction::slice_work().
+  double busiest_work() const noexcept;
   /// The unsliced flops / busiest_flops(): the plan's bound on the speedup.
   double speedup_bound() const noexcept;
   /// The flops of all workers / the unsliced flops.
