@@ -59,8 +59,10 @@ class CMakeBuild(build_ext):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built[0], target)
         shutil.copy2(package / "_version.py", target.parent / "_version.py")
-        # Provider modules and data, next to the extension.
-        extras = list((build_dir / "linalg_modules").glob("*.so")) + list((build_dir / "blas_modules").glob("*.so"))
+        # tenferro._mpi (built when CMake found MPI), the provider modules and
+        # data, next to the extension.
+        extras = list(package.glob("_mpi*.so"))
+        extras += list((build_dir / "linalg_modules").glob("*.so")) + list((build_dir / "blas_modules").glob("*.so"))
         extras.append(build_dir / "data" / "linalg_provider_table.json")
         for f in extras:
             shutil.copy2(f, target.parent / f.name)

@@ -24,8 +24,8 @@ packages=(
   python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-torch
   # `pip install .` (setup.py, offline: --no-build-isolation)
   python3-pip python3-setuptools python3-wheel python3-venv
-  # MPI (tenferro::mpi and its multi-rank tests)
-  libopenmpi-dev openmpi-bin
+  # MPI (tenferro::mpi and its multi-rank tests; mpi4py for tenferro.mpi)
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(hyperfine)

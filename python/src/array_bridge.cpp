@@ -183,6 +183,20 @@ void raise_status(const Status& status) {
   throw py::error_already_set();
 }
 
+Status status_of(const py::error_already_set& e) {
+  py::module_ errors = py::module_::import("tenferro._errors");
+  if (e.matches(errors.attr("Error"))) {
+    const std::string code = py::cast<std::string>(e.value().attr("code"));
+    for (std::size_t i = 0; i < std::size(kCodeNames); ++i) {
+      if (kCodeNames[i] == code) {
+        return Error(static_cast<ErrorCode>(i), ErrorStage::kNone, py::cast<std::string>(e.value().attr("message")));
+      }
+    }
+  }
+  return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+               fmt::format("{}: {}", std::string(py::str(e.type().attr("__name__"))), std::string(py::str(e.value()))));
+}
+
 void raise_error(ErrorCode code, std::string_view message) {
   raise_status(Status(Error(code, ErrorStage::kNone, std::string(message))));
 }
@@ -349,6 +363,20 @@ py::object tensor_to_numpy(Tensor t) {
     throw py::error_already_set();
   }
   return array_over(*owned, capsule, true);
+}
+
+void raise_type_error(const std::string& message) {
+  PyErr_SetString(PyExc_TypeError, message.c_str());
+  throw py::error_already_set();
+}
+
+std::string type_name(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
+
+std::int64_t as_index(py::handle obj, const char* what) {
+  if (!PyLong_Check(obj.ptr())) {
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected an integer, found {}", what, type_name(obj)));
+  }
+  return py::cast<std::int64_t>(obj);
 }
 
 Dims dims_or_empty(const py::object& sequence) {

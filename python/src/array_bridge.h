@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <pybind11/pybind11.h>
@@ -36,8 +37,19 @@ namespace py = pybind11;
 /// Raises `status` (not ok) as a tenferro.Error subclass chosen by
 /// tenferro._errors from its code (throws py::error_already_set).
 [[noreturn]] void raise_status(const Status& status);
+/// A raised Python exception as a Status: a tenferro.Error's own code and
+/// message; any other exception kInvalidArgument with its type and text.
+Status status_of(const py::error_already_set& e);
 /// Raises a kInvalidArgument / kDTypeMismatch error built from a message.
 [[noreturn]] void raise_error(ErrorCode code, std::string_view message);
+
+/// Raises a TypeError with `message`.
+[[noreturn]] void raise_type_error(const std::string& message);
+/// The name of obj's type, for messages.
+std::string type_name(py::handle obj);
+/// `obj` as an integer; kInvalidArgument naming `what` when it is not a
+/// Python int.
+std::int64_t as_index(py::handle obj, const char* what);
 
 /// The integers of a Python sequence; empty for None.
 Dims dims_or_empty(const py::object& sequence);

@@ -58,17 +58,6 @@ Result<fft::FftAttributes> fft_attributes_of(std::string_view kind, Dims lengths
   return a;
 }
 
-Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands) {
-  einsum::PlanningPolicy policy;
-  policy.planner = spec.planner;
-  if (spec.planner == einsum::PlannerKind::kExplicitPath) {
-    TENFERRO_ASSIGN_OR_RETURN(einsum::ContractionOrder order,
-                              einsum::ContractionOrder::from_opt_einsum_path(num_operands, spec.path));
-    policy.path = std::move(order);
-  }
-  return policy;
-}
-
 PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain,
                      std::chrono::microseconds worker_spin)
     : runtime_(std::move(runtime)),

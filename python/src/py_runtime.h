@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "optimize.h"
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
@@ -42,16 +43,6 @@
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::python {
-
-/// How tenferro.einsum / contract_path choose a contraction path.
-struct OptimizeSpec {
-  einsum::PlannerKind planner = einsum::PlannerKind::kGreedy;
-  /// opt_einsum-format pairs for kExplicitPath.
-  std::vector<std::pair<std::int64_t, std::int64_t>> path;
-};
-
-/// The planning policy `spec` stands for over `num_operands` operands.
-Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands);
 
 /// numpy's `ord` of tenferro.linalg.norm as the Python layer spells it:
 /// fro, nuc, 1, -1, 2, -2, inf, -inf, or p (a vector p-norm, p passed

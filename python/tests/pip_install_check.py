@@ -6,6 +6,7 @@ files]).
 
 usage: pip_install_check.py SOURCE_DIR BUILD_DIR"""
 
+import glob
 import os
 import subprocess
 import sys
@@ -26,6 +27,14 @@ loaded = {l.split()[-1] for l in open("/proc/self/maps") if "tenferro" in l.rspl
 for kind in ("_tenferro", "tenferro_lapack_", "tenferro_blas_"):
     mine = [m for m in loaded if m.rsplit("/", 1)[1].startswith(kind)]
     assert mine and all(m.startswith(pkg + "/") for m in mine), (kind, sorted(loaded))
+import glob
+assert bool(glob.glob(pkg + "/_mpi*.so")) == HAS_MPI, "tenferro._mpi: installed iff built"
+if HAS_MPI:  # tenferro.mpi works from the installed copy
+    from mpi4py import MPI
+    import tenferro.mpi
+    assert tenferro.mpi._mpi.__file__.startswith(pkg + "/")
+    comm = tenferro.mpi.Communicator(MPI.COMM_WORLD)
+    assert np.allclose(comm.einsum("ij,jk->ik", a, a), a @ a)
 print("installed", tenferro.__version__, "from", pkg)
 """
 
@@ -41,7 +50,9 @@ def main():
         )
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["PYTHONPATH"] = target
-        subprocess.check_call([sys.executable, "-c", f"TARGET = {target!r}\n" + CHECK], env=env, cwd=target)
+        has_mpi = bool(glob.glob(os.path.join(build, "python", "tenferro", "_mpi*.so")))
+        subprocess.check_call([sys.executable, "-c", f"TARGET = {target!r}\nHAS_MPI = {has_mpi}\n" + CHECK], env=env,
+                              cwd=target)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,23 @@ Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const T
   return frozen.program;
 }
 
+Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split) {
+  // The order and the split's description, hashed on every rank: the
+  // largest and the smallest hash agree only when all ranks hold one plan.
+  const std::string text = split.part(0).tree().order().to_string() + "|" + split.explain();
+  const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
+  TENFERRO_TRY(allreduce(comm, lo, ReduceOp::kMax));
+  TENFERRO_TRY(allreduce(comm, hi, ReduceOp::kMax));
+  if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kPrepare,
+                      "sliced einsum over ranks: expected every rank to plan the same sliced contraction, found "
+                      "different plans (are the subscripts, shapes, dtype and planner the same on every rank?)");
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<int> node_rank(const Communicator& comm) {
@@ -47,21 +64,12 @@ Result<int> node_rank(const Communicator& comm) {
 
 Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local) {
   TENFERRO_TRY(agree(comm, local.status()));
-  // The order and the split's description, hashed on every rank: the
-  // largest and the smallest hash agree only when all ranks hold one plan.
-  const einsum::WorkerSlicing& split = *local;
-  const std::string text = split.part(0).tree().order().to_string() + "|" + split.explain();
-  const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
-  TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
-  TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
-  TENFERRO_TRY(allreduce(comm, lo, ReduceOp::kMax));
-  TENFERRO_TRY(allreduce(comm, hi, ReduceOp::kMax));
-  if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
-    return make_error(ErrorCode::kInternal, ErrorStage::kPrepare,
-                      "sliced einsum over ranks: expected every rank to plan the same sliced contraction, found "
-                      "different plans (are the subscripts, shapes, dtype and planner the same on every rank?)");
-  }
-  return ok_status();
+  return same_split(comm, *local);
+}
+
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split) {
+  TENFERRO_TRY(agree(comm, ok_status()));
+  return same_split(comm, split);
 }
 
 Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator) {

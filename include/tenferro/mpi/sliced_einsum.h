@@ -70,10 +70,12 @@ Result<int> node_rank(const Communicator& comm);
 /// Collective over `comm`: agrees on every rank's planning outcome `local`
 /// (a failure on any rank is an error on all of them, Note [Checked
 /// collectives] in collectives.h), then checks that every rank planned the
-/// same split (kInternal otherwise: a rank must never sum slices of another
-/// plan). Planning is reproducible when every rank plans with
+/// same split (kInvalidArgument otherwise, on every rank: a rank must never
+/// sum slices of another plan). Planning is reproducible when every rank plans with
 /// einsum::Determinism::kReproducible from the same network.
 Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local);
+/// agree_on_split for a rank whose planning succeeded (a split it kept).
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split);
 
 /// A Runtime for one rank that run_slices_over_ranks can reduce on: the CPU
 /// engine (its collective nodes run on the thread that runs the program)

@@ -1,0 +1,33 @@
+// einsum's optimize= argument, shared by the extension modules: a planner
+// name, a bool (numpy's: True greedy, False left to right) or an explicit
+// path in opt_einsum's pair format (numpy.einsum_path's output included).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+#include "tenferro/base/status.h"
+#include "tenferro/einsum/planner.h"
+
+namespace tenferro::python {
+
+namespace py = pybind11;
+
+/// How tenferro.einsum / contract_path choose a contraction path.
+struct OptimizeSpec {
+  einsum::PlannerKind planner = einsum::PlannerKind::kGreedy;
+  /// opt_einsum-format pairs for kExplicitPath.
+  std::vector<std::pair<std::int64_t, std::int64_t>> path;
+};
+
+/// `optimize` (None, a bool, a planner name or a path) as a spec; raises
+/// InvalidArgumentError for anything else.
+OptimizeSpec parse_optimize(py::handle optimize);
+
+/// The planning policy `spec` stands for over `num_operands` operands.
+Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands);
+
+}  // namespace tenferro::python

@@ -1,0 +1,100 @@
+"""Einsum over MPI ranks (docs/mpi.md, "From Python").
+
+The application owns MPI, as with the C++ library: mpi4py initialises it
+(``from mpi4py import MPI``) and finalises it at exit. Each rank builds one
+:class:`Communicator` over an mpi4py communicator; its ``einsum`` splits the
+contraction over the ranks (slices of an index, or one range of an index per
+rank, whichever leaves the busiest rank less work), contracts this rank's
+share in its own CPU domain and sums the shares with one allreduce, so
+every rank returns the full result::
+
+    from mpi4py import MPI
+    import numpy as np
+    import tenferro.mpi
+
+    comm = tenferro.mpi.Communicator(MPI.COMM_WORLD, threads=1)
+    y = comm.einsum("ab,bc,cd->ad", a, b, c)   # same operands on every rank
+
+Run with ``mpirun -np 4 python3 script.py``. Every method is collective:
+every rank must call it, with the same subscripts, shapes, dtype and
+options. An error on any rank (a bad operand, an impossible memory bound)
+is raised on every rank, as a ``tenferro.Error`` of the failing rank's
+code, instead of leaving the others waiting.
+"""
+
+from __future__ import annotations
+
+try:
+    from . import _mpi
+except ImportError as e:  # built without MPI
+    raise ImportError(
+        "tenferro.mpi: this tenferro was built without MPI (install libopenmpi-dev and rebuild; "
+        "docs/mpi.md)") from e
+
+__all__ = ["Communicator"]
+
+
+def _fortran_handle(comm):
+    if comm is None:
+        try:
+            from mpi4py import MPI
+        except ImportError as e:
+            raise ImportError(
+                "tenferro.mpi: comm=None means mpi4py's MPI.COMM_WORLD, but mpi4py is not installed "
+                "(Debian: python3-mpi4py)") from e
+        comm = MPI.COMM_WORLD
+    py2f = getattr(comm, "py2f", None)
+    if py2f is None:
+        raise TypeError(f"tenferro.mpi.Communicator: expected an mpi4py communicator (MPI.Comm), "
+                        f"found {type(comm).__name__}")
+    return py2f()
+
+
+class Communicator:
+    """One rank's handle for distributed contractions (collective to create).
+
+    ``comm``: an mpi4py communicator (``None``: ``MPI.COMM_WORLD``), which is
+    duplicated, so tenferro's messages never mix with the application's.
+    ``threads``: CPUs this rank's contraction uses (default 1: one rank per
+    core, as ``mpirun`` places ranks). Ranks sharing a node without binding
+    take consecutive CPUs.
+    """
+
+    def __init__(self, comm=None, *, threads=1):
+        self._impl = _mpi.Communicator(_fortran_handle(comm), threads)
+
+    @property
+    def rank(self) -> int:
+        return self._impl.rank
+
+    @property
+    def size(self) -> int:
+        return self._impl.size
+
+    @property
+    def threads(self) -> int:
+        return self._impl.threads
+
+    def einsum(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None):
+        """``numpy.einsum(subscripts, *operands)`` computed by all ranks together.
+
+        Every rank passes the same operands and receives the whole result.
+        ``optimize`` chooses the contraction path as in ``tenferro.einsum``
+        (a planner name or an explicit path; planning is reproducible, so
+        every rank plans the same one). ``max_intermediate_bytes`` bounds the
+        largest intermediate of one slice: indices are sliced until it fits,
+        and the slices run in sequence on each rank.
+        """
+        return self._impl.einsum(subscripts, operands, optimize, max_intermediate_bytes)
+
+    def plan(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None) -> dict:
+        """The split ``einsum`` would run, without contracting: ``split``
+        (``"range"`` or ``"round_robin"``), ``range_label``, ``sliced_labels``,
+        ``slices`` (this rank's), ``flops`` (unsliced), ``rank_flops``,
+        ``overhead`` (all ranks' flops over the unsliced), ``speedup_bound``,
+        ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
+        return self._impl.plan(subscripts, operands, optimize, max_intermediate_bytes)
+
+    def __repr__(self):
+        return f"tenferro.mpi.Communicator(rank={self.rank}, size={self.size}, threads={self.threads})"
+

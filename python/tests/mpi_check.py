@@ -1,0 +1,236 @@
+"""tenferro.mpi under mpirun (registered with ctest as python_mpi_np2 and
+python_mpi_np4; docs/mpi.md, "From Python"). Every rank runs every check;
+a failed check aborts the job so that no rank waits for a failed one.
+
+    mpirun -np 2 python3 python/tests/mpi_check.py [SHARED_INSTANCES_DIR]
+"""
+
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+from mpi4py import MPI
+
+import tenferro
+import tenferro.mpi
+
+WORLD = MPI.COMM_WORLD
+RANK = WORLD.rank
+SIZE = WORLD.size
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def close(got, want, dtype, what):
+    check(got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}")
+    check(got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}")
+    if np.issubdtype(want.dtype, np.integer) or want.dtype == np.bool_:
+        check(np.array_equal(got, want), f"{what}: integer results differ")
+    else:
+        tol = 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
+        scale = max(1.0, float(np.abs(want).max()))
+        err = float(np.abs(got - want).max()) / scale
+        check(err < tol, f"{what}: relative error {err:.3g} >= {tol}")
+
+
+def same_on_every_rank(x, what):
+    parts = WORLD.allgather(np.asarray(x))
+    for r, p in enumerate(parts):
+        check(np.array_equal(p, parts[0]), f"{what}: rank {r}'s result differs from rank 0's")
+
+
+def operand(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -50), min(info.max, 50), size=shape, endpoint=True).astype(dtype)
+    x = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+NETWORKS = [
+    ("ab,bc,cd->ad", [(12, 16), (16, 18), (18, 10)]),
+    ("zab,zbc->zac", [(8, 9, 10), (8, 10, 7)]),            # batch label kept
+    ("ij,jk,kl,li->", [(9, 11), (11, 13), (13, 8), (8, 9)]),  # closed ring
+    ("abc,cd,db->a", [(20, 6, 7), (7, 5), (5, 6)]),
+]
+
+
+def check_results_match_numpy():
+    rng = np.random.default_rng(7)  # the same operands on every rank
+    comm = tenferro.mpi.Communicator(WORLD)
+    for dtype in (np.float32, np.float64, np.complex64, np.complex128, np.int32, np.int64, np.int8, np.bool_):
+        for subscripts, shapes in NETWORKS:
+            ops = [operand(rng, s, dtype) for s in shapes]
+            got = comm.einsum(subscripts, *ops)
+            close(got, np.einsum(subscripts, *ops), dtype, f"{subscripts} {np.dtype(dtype)}")
+            same_on_every_rank(got, subscripts)
+    # Mixed dtypes promote as numpy does; an explicit path is honoured.
+    a, b = operand(rng, (6, 7), np.float32), operand(rng, (7, 5), np.int64)
+    close(comm.einsum("ab,bc->ac", a, b), np.einsum("ab,bc->ac", a, b), np.float64, "float32 x int64")
+    ops = [operand(rng, s, np.float64) for s in NETWORKS[0][1]]
+    got = comm.einsum(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])
+    close(got, np.einsum(NETWORKS[0][0], *ops), np.float64, "explicit path")
+    check(comm.plan(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])["path"] == "(0,(1,2))", "explicit path planned")
+
+
+def check_every_rank_works():
+    # Each rank contracts less than the whole: the split gives every rank work.
+    rng = np.random.default_rng(3)
+    comm = tenferro.mpi.Communicator(WORLD)
+    ops = [operand(rng, s, np.float64) for s in [(64, 32), (32, 48), (48, 40)]]
+    plan = comm.plan("ab,bc,cd->ad", *ops)
+    if SIZE > 1:
+        check(plan["rank_flops"] < plan["flops"], f"rank {RANK} does all the work: {plan}")
+        check(plan["speedup_bound"] > 1.0, f"no speedup planned: {plan}")
+    # The ranks' shares add up to the split's total (overhead x unsliced).
+    flops = WORLD.allgather(plan["rank_flops"])
+    total = plan["overhead"] * plan["flops"]
+    check(abs(sum(flops) - total) <= 1e-9 * total, f"the ranks' shares {flops} against the split's total {total}")
+
+
+def check_memory_bound_slices():
+    rng = np.random.default_rng(11)
+    comm = tenferro.mpi.Communicator(WORLD)
+    shapes = [(40, 30), (30, 50), (50, 20), (20, 40)]
+    ops = [operand(rng, s, np.float64) for s in shapes]
+    subscripts = "ab,bc,cd,de->ae"
+    bound = 4000.0  # bytes: intermediates of 40 x 50 doubles must be sliced
+    plan = comm.plan(subscripts, *ops, max_intermediate_bytes=bound)
+    check(plan["slice_max_intermediate_bytes"] <= bound, f"slice intermediate above the bound: {plan}")
+    check(plan["slices"] > 1 or plan["split"] == "range", f"nothing sliced: {plan}")
+    got = comm.einsum(subscripts, *ops, max_intermediate_bytes=bound)
+    close(got, np.einsum(subscripts, *ops), np.float64, "sliced for memory")
+    same_on_every_rank(got, "sliced for memory")
+    try:
+        comm.einsum(subscripts, *ops, max_intermediate_bytes=4)  # below one float64 element
+    except tenferro.ResourceExhaustedError as e:
+        check("max" in str(e) or "bound" in str(e) or "bytes" in str(e), f"message without the bound: {e}")
+    else:
+        check(False, "an impossible memory bound did not raise")
+
+
+def expect_error_on_every_rank(call, own_error, what, names_rank=True):
+    """`call` fails on rank 1 only (or everywhere); every rank must raise."""
+    try:
+        call()
+    except own_error if RANK == 1 else tenferro.Error as e:
+        if RANK != 1 and SIZE > 1 and names_rank:
+            check("rank 1" in str(e), f"{what}: rank {RANK}'s error does not name rank 1: {e}")
+    except Exception as e:  # noqa: BLE001 - report the unexpected type
+        check(False, f"{what}: rank {RANK} raised {type(e).__name__}: {e}")
+    else:
+        check(SIZE == 1, f"{what}: rank {RANK} returned instead of raising")
+
+
+def check_errors_reach_every_rank():
+    rng = np.random.default_rng(5)
+    comm = tenferro.mpi.Communicator(WORLD)
+    a, b = operand(rng, (6, 7), np.float64), operand(rng, (7, 5), np.float64)
+    bad = operand(rng, (8, 5), np.float64)
+    one = RANK == 1
+    # Operand shapes that do not fit the subscripts on rank 1.
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, bad if one else b),
+                               tenferro.InvalidArgumentError, "shape mismatch on rank 1")
+    # A Python-level error on rank 1: an operand numpy cannot convert.
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, "text" if one else b),
+                               tenferro.DTypeError, "unconvertible operand on rank 1")
+    expect_error_on_every_rank(lambda: comm.einsum(3 if one else "ab,bc->ac", a, b), TypeError,
+                               "subscripts not a str on rank 1")
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, b, max_intermediate_bytes=-1 if one else None),
+                               tenferro.InvalidArgumentError, "negative bound on rank 1")
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, b, optimize="fastest" if one else "greedy"),
+                               tenferro.InvalidArgumentError, "unknown planner on rank 1")
+    # Different (valid) shapes on rank 1: different plans, never summed.
+    c = operand(rng, (7, 6), np.float64)
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, c if one else b), tenferro.InvalidArgumentError,
+                               "different shapes on rank 1", names_rank=False)
+    # The communicator is still usable afterwards, and nothing was cached
+    # from the failed calls.
+    close(comm.einsum("ab,bc->ac", a, b), np.einsum("ab,bc->ac", a, b), np.float64, "after the errors")
+    expect_error_on_every_rank(lambda: tenferro.mpi.Communicator(WORLD, threads=0 if one else 1),
+                               tenferro.InvalidArgumentError, "threads=0 on rank 1")
+
+
+def check_communicators_stay_independent():
+    rng = np.random.default_rng(9)
+    ops = [operand(rng, s, np.float64) for s in NETWORKS[0][1]]
+    want = np.einsum(NETWORKS[0][0], *ops)
+    # As many threads as the CPUs mpirun left this rank; more is refused.
+    cpus = len(os.sched_getaffinity(0))
+    first = tenferro.mpi.Communicator(WORLD)
+    second = tenferro.mpi.Communicator(WORLD, threads=cpus)
+    check(second.threads == cpus, "threads")
+    expect_error_on_every_rank(lambda: tenferro.mpi.Communicator(WORLD, threads=cpus + 1 if RANK == 1 else 1),
+                               tenferro.InvalidArgumentError, "more threads than CPUs on rank 1")
+    for comm in (first, second, first, second):
+        close(comm.einsum(NETWORKS[0][0], *ops), want, np.float64, "two communicators")
+    # A communicator over half of the ranks: each half sums its own shares.
+    half = WORLD.Split(RANK % 2, RANK)
+    sub = tenferro.mpi.Communicator(half)
+    check(sub.size == half.size and sub.rank == half.rank, f"sub-communicator {sub}")
+    scale = float(RANK % 2 + 1)  # each half its own operands
+    got = sub.einsum("ab,bc->ac", ops[0] * scale, ops[1])
+    close(got, np.einsum("ab,bc->ac", ops[0] * scale, ops[1]), np.float64, "split communicator")
+    half.Free()
+
+
+def check_cache_is_bounded():
+    comm = tenferro.mpi.Communicator(WORLD)
+    rng = np.random.default_rng(2)
+    for n in range(2, 24):
+        a, b = operand(rng, (n, 3), np.float64), operand(rng, (3, n), np.float64)
+        close(comm.einsum("ab,bc->ac", a, b), a @ b, np.float64, f"n={n}")
+    check(comm._impl.cached_splits() <= 16, f"{comm._impl.cached_splits()} splits cached")
+    # A repeated call is served from the cache and stays right.
+    close(comm.einsum("ab,bc->ac", a, b), a @ b, np.float64, "cached")
+
+
+def check_mera_instance(directory):
+    path = os.path.join(directory, "str_nw_mera_closed_120.json")
+    if not os.path.exists(path):
+        return "skipped (no shared instances)"
+    inst = json.load(open(path))
+    rng = np.random.default_rng(1)
+    ops = [rng.random(s) for s in inst["shapes"]]
+    order = inst["paths"]["opt_flops"]["path"]
+    comm = tenferro.mpi.Communicator(WORLD)
+    got = comm.einsum(inst["format_string"], *ops, optimize=order)
+    want = tenferro.einsum(inst["format_string"], *ops, optimize=order, runtime=tenferro.Runtime(threads=1))
+    check(abs(float(got) - float(want)) <= 1e-10 * abs(float(want)), f"MERA: {float(got)} against {float(want)}")
+    same_on_every_rank(got, "MERA")
+    plan = comm.plan(inst["format_string"], *ops, optimize=order)
+    check(SIZE == 1 or plan["speedup_bound"] > 0.8 * SIZE or plan["split"] == "range", f"MERA split {plan}")
+    return "ok"
+
+
+def main():
+    shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../../shared/bench/instances")
+    checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
+              check_errors_reach_every_rank, check_communicators_stay_independent, check_cache_is_bounded,
+              lambda: check_mera_instance(shared)]
+    for i, fn in enumerate(checks):
+        name = getattr(fn, "__name__", "check_mera_instance")
+        name = "check_mera_instance" if name == "<lambda>" else name
+        try:
+            outcome = fn() or "ok"
+        except Exception:  # noqa: BLE001 - any failure ends the job on every rank
+            sys.stdout.write(f"rank {RANK}/{SIZE}: {name} FAILED\n{traceback.format_exc()}")
+            sys.stdout.flush()
+            WORLD.Abort(1)
+        WORLD.Barrier()
+        if RANK == 0:
+            print(f"{name}: {outcome} ({SIZE} ranks)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""tenferro.mpi in one process (the multi-rank checks are mpi_check.py, run by
+ctest under mpirun as python_mpi_np2 and python_mpi_np4)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tenferro
+
+try:
+    import tenferro.mpi  # noqa: F401
+except ImportError as e:  # a build without MPI
+    pytest.skip(f"tenferro.mpi not built: {e}", allow_module_level=True)
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parent.parent.parent / "shared" / "bench" / "instances"
+
+
+def run_python(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+
+
+def test_import_tenferro_does_not_load_mpi():
+    out = run_python("import tenferro, numpy\n"
+                     "tenferro.einsum('ij,jk->ik', numpy.ones((2, 2)), numpy.ones((2, 2)))\n"
+                     "print(any('libmpi' in line for line in open('/proc/self/maps')))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_not_a_communicator_is_a_type_error():
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        tenferro.mpi.Communicator(object())
+
+
+def test_uninitialised_mpi_is_a_typed_error():
+    # A communicator handle without MPI_Init: the application owns MPI.
+    out = run_python("import tenferro, tenferro.mpi\n"
+                     "class Comm:\n"
+                     "    def py2f(self): return 0\n"
+                     "try:\n"
+                     "    tenferro.mpi.Communicator(Comm())\n"
+                     "except tenferro.Error as e:\n"
+                     "    print(e.code, '|', e)\n")
+    assert out.returncode == 0, out.stderr
+    code, message = out.stdout.split("|", 1)
+    assert code.strip() == "kFailedPrecondition"
+    assert "not initialised" in message and "mpi4py" in message
+
+
+def test_one_rank_without_mpirun():
+    pytest.importorskip("mpi4py")
+    # Open MPI's singleton mode: one rank, every check of the multi-rank script.
+    out = subprocess.run([sys.executable, str(HERE / "mpi_check.py"), str(SHARED)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count(": ok (1 ranks)") >= 6, out.stdout
