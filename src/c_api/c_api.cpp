@@ -36,11 +36,18 @@
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum_cpu/cpu_executor.h"
+#include "tenferro/linalg/linalg_op.h"
+#include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
+#ifdef TENFERRO_C_HAVE_FFT
+#include "tenferro/fft/fft_op.h"
+#include "tenferro/fft_cpu/cpu_engine.h"
+#endif
 
 // tf_code enumerates error_code.def in order, as ErrorCode does; these catch
 // a generator that went wrong (both ends and a refinement in between).
@@ -57,6 +64,9 @@ static_assert(sizeof(tf_einsum_args) == TF_EINSUM_ARGS_SIZE_V2 && TF_EINSUM_ARGS
 static_assert(sizeof(tf_einsum_prepare_args) == TF_EINSUM_PREPARE_ARGS_SIZE_V1);
 static_assert(sizeof(tf_einsum_run_args) == TF_EINSUM_RUN_ARGS_SIZE_V1);
 static_assert(sizeof(tf_einsum_plan_info) == TF_EINSUM_PLAN_INFO_SIZE_V1);
+static_assert(sizeof(tf_result_info) == TF_RESULT_INFO_SIZE_V1);
+static_assert(sizeof(tf_linalg_args) == TF_LINALG_ARGS_SIZE_V1);
+static_assert(sizeof(tf_fft_args) == TF_FFT_ARGS_SIZE_V1);
 
 struct tf_error {
   tenferro::ErrorCode code;
@@ -66,11 +76,12 @@ struct tf_error {
 namespace tenferro::c_api {
 namespace {
 
-// The engine behind a tf_runtime, shared with its plans (Note [C API
-// execution]). Immutable after creation; the executor is thread-safe.
-struct EinsumEngine {
-  EinsumEngine(runtime::Runtime rt, std::shared_ptr<einsum::CpuEinsumExecutor> ex,
-               std::shared_ptr<const cpu::CpuDomainSet> ds)
+// The engines behind a tf_runtime, shared with its plans (Note [C API
+// execution]). Immutable after creation; the executor and the runtime are
+// thread-safe.
+struct Engine {
+  Engine(runtime::Runtime rt, std::shared_ptr<einsum::CpuEinsumExecutor> ex,
+         std::shared_ptr<const cpu::CpuDomainSet> ds)
       : runtime(std::move(rt)), executor(std::move(ex)), domains(std::move(ds)) {}
 
   // The runtime this engine belongs to: its CPU engine holds the GEMM
@@ -187,9 +198,14 @@ std::size_t component_alignment(DType dtype) noexcept {
                                                                                           : alignof(double);
 }
 
-// A descriptor's name in messages: "inputs[i]", or "output" for index -1.
-// Formatted only when an error is reported.
-std::string name_of(std::ptrdiff_t index) { return index < 0 ? "output" : fmt::format("inputs[{}]", index); }
+// A descriptor's name in messages: "inputs[i]" for index i >= 0, "output"
+// for -1, "outputs[j]" for -2 - j (output_index(j)). Formatted only when an
+// error is reported.
+std::string name_of(std::ptrdiff_t index) {
+  if (index >= 0) return fmt::format("inputs[{}]", index);
+  return index == -1 ? std::string("output") : fmt::format("outputs[{}]", -2 - index);
+}
+constexpr std::ptrdiff_t output_index(std::size_t j) noexcept { return -2 - static_cast<std::ptrdiff_t>(j); }
 
 // The bytes [lo, hi) a tensor's elements occupy; empty without elements.
 struct ByteRange {
@@ -402,7 +418,7 @@ Status check_output_shape(const CheckedOutput& out, const einsum::ExecutionPlan&
   return ok_status();
 }
 
-Status run_checked(const EinsumEngine& engine, const einsum::ExecutionPlan& plan, const CheckedOperands& inputs,
+Status run_checked(const Engine& engine, const einsum::ExecutionPlan& plan, const CheckedOperands& inputs,
                    const CheckedOutput& out) {
   TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(inputs.ranges.data(), inputs.ranges.size())));
   return engine.execute(plan, std::span<const TensorView>(inputs.views.data(), inputs.views.size()), out.view);
@@ -424,9 +440,10 @@ Result<std::vector<std::string>> gemm_choice(std::int32_t gemm) {
   }
 }
 
-// The ready CPU runtime with the einsum engine only; up to one thread runs
-// on the calling thread, more in one managed CPU domain.
-Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_t gemm, std::int32_t worker_spin_us) {
+// The ready CPU runtime with the einsum, linalg and (with FFTW) FFT
+// engines; up to one thread runs on the calling thread, more in one managed
+// CPU domain.
+Result<std::shared_ptr<const Engine>> make_engine(int threads, std::int32_t gemm, std::int32_t worker_spin_us) {
   if (threads < 0) return invalid(fmt::format("tf_runtime_options.threads is {}; expected >= 0", threads));
   cpu::CpuRuntimeOptions options;
   options.threads = threads;
@@ -441,20 +458,277 @@ Result<std::shared_ptr<const EinsumEngine>> make_engine(int threads, std::int32_
   }
   options.on_calling_thread = threads <= 1;
   TENFERRO_ASSIGN_OR_RETURN(options.gemm, gemm_choice(gemm));
-  options.linalg = false;
+#ifdef TENFERRO_C_HAVE_FFT
+  std::shared_ptr<fft::CpuFftEngine> fft_engine = fft::CpuFftEngine::create_default();
+  options.extensions.push_back([fft_engine](EngineId e) { return fft::cpu_extension_module(e, fft_engine); });
+#endif
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
-  return std::make_shared<const EinsumEngine>(std::move(cpu.runtime), std::move(cpu.einsum), std::move(cpu.domains));
+  return std::make_shared<const Engine>(std::move(cpu.runtime), std::move(cpu.einsum), std::move(cpu.domains));
 }
+
+// Note [C API linalg and FFT]
+// tf_linalg and tf_fft make one eager call of the runtime's linalg or FFT
+// engine on a fresh EagerContext (a context is thread-compatible, the
+// runtime thread-safe) over the caller's inputs, borrowed, then copy each
+// result into the caller's output (copy_into: any strides). The results'
+// dtypes and shapes come from the operation's shape inference first (what
+// tf_linalg_results and tf_fft_result report), so every argument error,
+// the outputs' included, is found before anything runs, and the outputs
+// are written only once every result exists: on any error they are
+// unchanged. The copy is O(result) against the O(n^3) or O(n log n) work.
+
+// `v` (checked, spanning `range`) as a Tensor over the caller's memory.
+Result<Tensor> borrow(const TensorView& v, const ByteRange& range) {
+  TENFERRO_ASSIGN_OR_RETURN(StorageRef storage,
+                            Storage::wrap(v.data, range.hi - range.lo, StorageDescriptor{}, nullptr));
+  return Tensor::from_storage(std::move(storage), v.dtype, IntArrayRef(v.shape), IntArrayRef(v.strides));
+}
+
+// The results `op` gives on `inputs` (dtypes and exact shapes).
+Result<SmallVector<program::ValueMetadata, 2>> infer_results(const program::ExtensionOp& op,
+                                                             const CheckedOperands& inputs) {
+  SmallVector<program::ValueMetadata, 2> operands;
+  for (const TensorView& v : inputs.views)
+    operands.push_back(program::ValueMetadata::exact(v.dtype, IntArrayRef(v.shape)));
+  const std::string name = op.describe();
+  program::ShapeConstraints constraints(name, nullptr);
+  return op.infer_metadata(std::span<const program::ValueMetadata>(operands.data(), operands.size()), constraints);
+}
+
+Status describe_result(const program::ValueMetadata& result, tf_result_info* info, std::size_t index) {
+  if (info == nullptr) return invalid(fmt::format("results[{}] is NULL; expected a valid pointer", index));
+  TENFERRO_TRY(check_struct_size("tf_result_info", info->struct_size, {TF_RESULT_INFO_SIZE_V1}));
+  if (result.rank() > TF_MAX_RESULT_NDIM) {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                      "result {} has {} axes; tf_result_info holds at most TF_MAX_RESULT_NDIM ({})", index,
+                      result.rank(), TF_MAX_RESULT_NDIM);
+  }
+  info->dtype = c_dtype(result.dtype);
+  info->ndim = static_cast<std::int32_t>(result.rank());
+  for (std::size_t a = 0; a < result.shape.size(); ++a) info->shape[a] = result.shape[a].exact_value().value_or(-1);
+  return ok_status();
+}
+
+// Runs `op` on `inputs` into the caller's `outputs` (Note [C API linalg and
+// FFT]).
+Status run_into(const Engine& engine, const std::shared_ptr<const program::ExtensionOp>& op,
+                const CheckedOperands& inputs, const tf_tensor* const* outputs, std::size_t num_outputs) {
+  TENFERRO_ASSIGN_OR_RETURN(const auto results, infer_results(*op, inputs));
+  if (num_outputs != results.size()) {
+    return invalid(fmt::format("num_outputs is {}; {} gives {} result{}", num_outputs, op->describe(), results.size(),
+                               results.size() == 1 ? "" : "s"));
+  }
+  TENFERRO_TRY(require(outputs, "outputs"));
+  SmallVector<CheckedOutput, 3> outs(num_outputs);
+  SmallVector<ByteRange, kInlineOperands> taken(inputs.ranges.begin(), inputs.ranges.end());
+  for (std::size_t j = 0; j < num_outputs; ++j) {
+    CheckedOutput& out = outs[j];
+    TENFERRO_TRY(check_tensor(outputs[j], output_index(j), true, out.strides, out.view, out.range));
+    const program::ValueMetadata& want = results[j];
+    if (out.view.dtype != want.dtype) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "outputs[{}] is {}; {} gives result {} as {}", j,
+                        out.view.dtype, op->describe(), j, want.to_string());
+    }
+    if (!(program::ValueMetadata::exact(want.dtype, IntArrayRef(out.view.shape)) == want)) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "outputs[{}] has shape {}; {} on these inputs gives result {} as {}", j,
+                        shape_to_string(out.view.shape), op->describe(), j, want.to_string());
+    }
+    TENFERRO_TRY(check_output_layout(out.view));
+    TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
+    taken.push_back(out.range);
+  }
+  SmallVector<Tensor, 2> operands;
+  for (std::size_t i = 0; i < inputs.views.size(); ++i) {
+    TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
+    operands.push_back(std::move(t));
+  }
+  runtime::EagerContext context = engine.runtime.on();
+  TENFERRO_ASSIGN_OR_RETURN(const runtime::TensorList computed,
+                            context.call(op, std::span<const Tensor>(operands.data(), operands.size())));
+  cpu::SequentialContext sequential;
+  for (std::size_t j = 0; j < num_outputs; ++j) {
+    TENFERRO_TRY(cpu::copy_into(computed[j].view(), outs[j].view, sequential));
+  }
+  return ok_status();
+}
+
+Result<linalg::NormOrder> norm_of(std::int32_t norm, bool vector) {
+  using linalg::NormOrder;
+  switch (norm) {
+    case TF_NORM_DEFAULT:
+      return vector ? NormOrder::kTwo : NormOrder::kFrobenius;
+    case TF_NORM_FRO:
+      return NormOrder::kFrobenius;
+    case TF_NORM_NUC:
+      return NormOrder::kNuclear;
+    case TF_NORM_ONE:
+      return NormOrder::kOne;
+    case TF_NORM_NEG_ONE:
+      return NormOrder::kNegOne;
+    case TF_NORM_TWO:
+      return NormOrder::kTwo;
+    case TF_NORM_NEG_TWO:
+      return NormOrder::kNegTwo;
+    case TF_NORM_INF:
+      return NormOrder::kInf;
+    case TF_NORM_NEG_INF:
+      return NormOrder::kNegInf;
+    case TF_NORM_P:
+      return NormOrder::kP;
+    default:
+      return invalid(fmt::format("norm is {}; expected a tf_norm (TF_NORM_DEFAULT (0) to TF_NORM_P (9))", norm));
+  }
+}
+
+// The linalg operation `args` names, with its flags checked.
+Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(const tf_linalg_args& args) {
+  using linalg::LinalgOp;
+  const std::uint32_t flags = args.flags;
+  const auto allow = [&](std::uint32_t allowed, std::string_view op) -> Status {
+    if ((flags & ~allowed) != 0) {
+      return invalid(
+          fmt::format("flags {:#x} for {}: expected only {:#x} (the TF_LINALG_* flags it takes)", flags, op, allowed));
+    }
+    return ok_status();
+  };
+  if (args.norm != TF_NORM_DEFAULT && args.op != TF_LINALG_MATRIX_NORM && args.op != TF_LINALG_VECTOR_NORM) {
+    return invalid(
+        fmt::format("norm is {}; only TF_LINALG_MATRIX_NORM and TF_LINALG_VECTOR_NORM take a norm", args.norm));
+  }
+  const double rcond = args.rcond > 0.0 ? args.rcond : -1.0;
+  const bool values_only = (flags & TF_LINALG_VALUES_ONLY) != 0;
+  switch (args.op) {
+    case TF_LINALG_SVD:
+      TENFERRO_TRY(allow(TF_LINALG_VALUES_ONLY | TF_LINALG_FULL, "TF_LINALG_SVD"));
+      if (values_only && (flags & TF_LINALG_FULL) != 0) {
+        return invalid("flags: TF_LINALG_VALUES_ONLY and TF_LINALG_FULL exclude each other for TF_LINALG_SVD");
+      }
+      return LinalgOp::svd(values_only                     ? linalg::SvdMode::kValuesOnly
+                           : (flags & TF_LINALG_FULL) != 0 ? linalg::SvdMode::kFull
+                                                           : linalg::SvdMode::kThin);
+    case TF_LINALG_QR:
+      TENFERRO_TRY(allow(TF_LINALG_FULL, "TF_LINALG_QR"));
+      return LinalgOp::qr((flags & TF_LINALG_FULL) != 0 ? linalg::QrMode::kComplete : linalg::QrMode::kReduced);
+    case TF_LINALG_EIGH:
+      TENFERRO_TRY(allow(TF_LINALG_VALUES_ONLY, "TF_LINALG_EIGH"));
+      return LinalgOp::eigh(!values_only);
+    case TF_LINALG_EIG:
+      TENFERRO_TRY(allow(TF_LINALG_VALUES_ONLY, "TF_LINALG_EIG"));
+      return LinalgOp::eig(!values_only);
+    case TF_LINALG_TRIANGULAR_SOLVE: {
+      TENFERRO_TRY(allow(TF_LINALG_UPPER | TF_LINALG_UNIT_DIAGONAL | TF_LINALG_TRANSPOSE | TF_LINALG_ADJOINT,
+                         "TF_LINALG_TRIANGULAR_SOLVE"));
+      if ((flags & TF_LINALG_TRANSPOSE) != 0 && (flags & TF_LINALG_ADJOINT) != 0) {
+        return invalid("flags: TF_LINALG_TRANSPOSE and TF_LINALG_ADJOINT exclude each other");
+      }
+      const linalg::TriangularTranspose op = (flags & TF_LINALG_TRANSPOSE) != 0
+                                                 ? linalg::TriangularTranspose::kTranspose
+                                             : (flags & TF_LINALG_ADJOINT) != 0 ? linalg::TriangularTranspose::kAdjoint
+                                                                                : linalg::TriangularTranspose::kNone;
+      return LinalgOp::triangular_solve((flags & TF_LINALG_UPPER) == 0, (flags & TF_LINALG_UNIT_DIAGONAL) != 0, op);
+    }
+    case TF_LINALG_MATRIX_NORM: {
+      TENFERRO_TRY(allow(0, "TF_LINALG_MATRIX_NORM"));
+      TENFERRO_ASSIGN_OR_RETURN(const linalg::NormOrder order, norm_of(args.norm, false));
+      return LinalgOp::matrix_norm(order);
+    }
+    case TF_LINALG_VECTOR_NORM: {
+      TENFERRO_TRY(allow(0, "TF_LINALG_VECTOR_NORM"));
+      TENFERRO_ASSIGN_OR_RETURN(const linalg::NormOrder order, norm_of(args.norm, true));
+      return LinalgOp::vector_norm(order, order == linalg::NormOrder::kP ? args.p : 2.0);
+    }
+    default:
+      break;
+  }
+  TENFERRO_TRY(allow(0, "this op"));
+  switch (args.op) {
+    case TF_LINALG_CHOLESKY:
+      return LinalgOp::cholesky();
+    case TF_LINALG_LU:
+      return LinalgOp::lu();
+    case TF_LINALG_SOLVE:
+      return LinalgOp::solve();
+    case TF_LINALG_INV:
+      return LinalgOp::inv();
+    case TF_LINALG_DET:
+      return LinalgOp::det();
+    case TF_LINALG_SLOGDET:
+      return LinalgOp::slogdet();
+    case TF_LINALG_LSTSQ:
+      return LinalgOp::lstsq(rcond);
+    case TF_LINALG_PINV:
+      return LinalgOp::pinv(rcond);
+    default:
+      return invalid(
+          fmt::format("op is {}; expected a tf_linalg_op (TF_LINALG_SVD (1) to TF_LINALG_VECTOR_NORM (15))", args.op));
+  }
+}
+
+// The checked arguments of tf_linalg / tf_linalg_results.
+Result<std::shared_ptr<const linalg::LinalgOp>> checked_linalg(const tf_linalg_args* args, bool need_data,
+                                                               CheckedOperands& inputs) {
+  TENFERRO_TRY(require(args, "args"));
+  TENFERRO_TRY(check_struct_size("tf_linalg_args", args->struct_size, {TF_LINALG_ARGS_SIZE_V1}));
+  TENFERRO_TRY(require(args->runtime, "args->runtime"));
+  if (args->reserved0 != 0) return invalid(fmt::format("reserved0 is {}; expected 0", args->reserved0));
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const linalg::LinalgOp> op, linalg_op_of(*args));
+  const auto operands = static_cast<std::size_t>(linalg::num_operands(op->kind()));
+  if (args->num_inputs != operands) {
+    return invalid(fmt::format("num_inputs is {}; {} takes {} operand{}", args->num_inputs, op->describe(), operands,
+                               operands == 1 ? "" : "s"));
+  }
+  TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, need_data, inputs));
+  return op;
+}
+
+#ifdef TENFERRO_C_HAVE_FFT
+// The checked arguments of tf_fft / tf_fft_result.
+Result<std::shared_ptr<const fft::FftOp>> checked_fft(const tf_fft_args* args, bool need_data,
+                                                      CheckedOperands& inputs) {
+  TENFERRO_TRY(require(args, "args"));
+  TENFERRO_TRY(check_struct_size("tf_fft_args", args->struct_size, {TF_FFT_ARGS_SIZE_V1}));
+  TENFERRO_TRY(require(args->runtime, "args->runtime"));
+  fft::FftAttributes a;
+  if (args->kind < TF_FFT_FFT || args->kind > TF_FFT_IHFFT) {
+    return invalid(fmt::format("kind is {}; expected a tf_fft_kind (TF_FFT_FFT (1) to TF_FFT_IHFFT (6))", args->kind));
+  }
+  a.kind = static_cast<fft::FftKind>(args->kind - TF_FFT_FFT);
+  if (args->norm < TF_FFT_NORM_BACKWARD || args->norm > TF_FFT_NORM_FORWARD) {
+    return invalid(fmt::format(
+        "norm is {}; expected TF_FFT_NORM_BACKWARD (0), TF_FFT_NORM_ORTHO (1) or TF_FFT_NORM_FORWARD (2)", args->norm));
+  }
+  a.norm = static_cast<fft::FftNorm>(args->norm);
+  if (args->num_axes == 0) {
+    if (args->axes != nullptr || args->lengths != nullptr) {
+      return invalid("num_axes is 0 with axes or lengths given; expected num_axes entries in each");
+    }
+    a.axes = Dims{-1};
+  } else {
+    TENFERRO_TRY(require(args->axes, "args->axes"));
+    a.axes = Dims(std::span<const std::int64_t>(args->axes, args->num_axes));
+    if (args->lengths != nullptr) a.lengths = Dims(std::span<const std::int64_t>(args->lengths, args->num_axes));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, fft::FftOp::create(a));
+  TENFERRO_TRY(check_inputs(&args->input, 1, need_data, inputs));
+  return op;
+}
+#else
+Status no_fft() {
+  return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                    "tf_fft: this libtenferro_c was built without FFTW (libfftw3-dev); expected a build with it");
+}
+#endif
 
 }  // namespace
 }  // namespace tenferro::c_api
 
 struct tf_runtime {
-  std::shared_ptr<const tenferro::c_api::EinsumEngine> engine;
+  std::shared_ptr<const tenferro::c_api::Engine> engine;
 };
 
 struct tf_einsum_plan {
-  std::shared_ptr<const tenferro::c_api::EinsumEngine> engine;
+  std::shared_ptr<const tenferro::c_api::Engine> engine;
   std::shared_ptr<const tenferro::einsum::EinsumOp> op;
   std::shared_ptr<const tenferro::einsum::ExecutionPlan> plan;
   std::vector<std::int64_t> path;  // opt_einsum pairs, flattened
@@ -514,7 +788,7 @@ TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime**
         worker_spin_us = options->worker_spin_us;
       }
     }
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumEngine> engine, make_engine(threads, gemm, worker_spin_us));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> engine, make_engine(threads, gemm, worker_spin_us));
     *runtime = new tf_runtime{std::move(engine)};
     return ok_status();
   });
@@ -537,7 +811,7 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
     TENFERRO_TRY(check_output(args->output, inputs.views[0].dtype, out));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
                               einsum::EinsumOp::create(args->subscripts, std::move(policy)));
-    const EinsumEngine& engine = *args->runtime->engine;
+    const Engine& engine = *args->runtime->engine;
     const auto shapes = inputs.shapes();
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::ExecutionPlan> plan,
                               engine.executor->prepare(*op, std::span<const IntArrayRef>(shapes.data(), shapes.size()),
@@ -612,6 +886,58 @@ TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_pla
     // PlannerKind names are string literals: NUL-terminated.
     info->planner = einsum::to_string(p.tree().stats().planner).data();
     return ok_status();
+  });
+}
+
+TF_API tf_code tf_linalg(const tf_linalg_args* args, tf_error** error) {
+  return guarded(error, "tf_linalg", [&]() -> Status {
+    CheckedOperands inputs;
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const linalg::LinalgOp> op, checked_linalg(args, true, inputs));
+    return run_into(*args->runtime->engine, op, inputs, args->outputs, args->num_outputs);
+  });
+}
+
+TF_API tf_code tf_linalg_results(const tf_linalg_args* args, tf_result_info* results, size_t capacity, size_t* count,
+                                 tf_error** error) {
+  return guarded(error, "tf_linalg_results", [&]() -> Status {
+    TENFERRO_TRY(require(count, "count"));
+    CheckedOperands inputs;
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const linalg::LinalgOp> op, checked_linalg(args, false, inputs));
+    TENFERRO_ASSIGN_OR_RETURN(const auto metadata, infer_results(*op, inputs));
+    if (capacity > 0) TENFERRO_TRY(require(results, "results"));
+    for (std::size_t j = 0; j < std::min(capacity, metadata.size()); ++j) {
+      TENFERRO_TRY(describe_result(metadata[j], &results[j], j));
+    }
+    *count = metadata.size();
+    return ok_status();
+  });
+}
+
+TF_API tf_code tf_fft(const tf_fft_args* args, tf_error** error) {
+  return guarded(error, "tf_fft", [&]() -> Status {
+#ifdef TENFERRO_C_HAVE_FFT
+    CheckedOperands inputs;
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, checked_fft(args, true, inputs));
+    return run_into(*args->runtime->engine, op, inputs, &args->output, 1);
+#else
+    (void)args;
+    return no_fft();
+#endif
+  });
+}
+
+TF_API tf_code tf_fft_result(const tf_fft_args* args, tf_result_info* result, tf_error** error) {
+  return guarded(error, "tf_fft_result", [&]() -> Status {
+#ifdef TENFERRO_C_HAVE_FFT
+    CheckedOperands inputs;
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, checked_fft(args, false, inputs));
+    TENFERRO_ASSIGN_OR_RETURN(const auto metadata, infer_results(*op, inputs));
+    return describe_result(metadata[0], result, 0);
+#else
+    (void)args;
+    (void)result;
+    return no_fft();
+#endif
   });
 }
 

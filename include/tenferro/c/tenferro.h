@@ -1,5 +1,6 @@
-/* The tenferro C API: a stable C99 interface to the native CPU einsum engine
- * for programs that cannot link C++ (C, Fortran, Julia, Rust, ...), built as
+/* The tenferro C API: a stable C99 interface to the native CPU einsum,
+ * linear-algebra and FFT engines for programs that cannot link C++ (C,
+ * Fortran, Julia, Rust, ...), built as
  * the shared library libtenferro_c.so. docs/c_api.md is the guide.
  *
  * Note [C API conventions]
@@ -294,6 +295,174 @@ typedef struct tf_einsum_plan_info {
 
 /** Fills `info` (struct_size set by the caller) for `plan`. Thread-safe. */
 TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_plan_info* info, tf_error** error);
+
+/* --- Results of linalg and FFT calls ------------------------------------- */
+
+/** The most axes a result described by tf_result_info may have. */
+#define TF_MAX_RESULT_NDIM 32
+
+/** The dtype and shape of one result (filled by the library). */
+typedef struct tf_result_info {
+  size_t struct_size;
+  int32_t dtype; /**< a tf_dtype */
+  int32_t ndim;
+  int64_t shape[TF_MAX_RESULT_NDIM]; /**< the first ndim entries */
+} tf_result_info;
+#define TF_RESULT_INFO_SIZE_V1 TF_STRUCT_SIZE(tf_result_info, shape)
+
+/* --- Linear algebra ----------------------------------------------------- */
+
+/** The operations of tf_linalg, batched over leading axes (a matrix is
+ *  [..., m, n]; every operand of a call has the same batch extents) on F32,
+ *  F64, C64 and C128. Results, in order (k = min(m, n)); docs/c_api.md and
+ *  docs/linalg.md give the conventions (numpy's, with tenferro's gauge):
+ *  SVD            U [..,m,k], S [..,k] (real), Vh [..,k,n]; with
+ *                 TF_LINALG_FULL U [..,m,m], Vh [..,n,n]; TF_LINALG_VALUES_ONLY: S
+ *  QR             Q [..,m,k], R [..,k,n]; TF_LINALG_FULL: Q [..,m,m], R [..,m,n]
+ *  EIGH           w [..,n] (real, ascending), V [..,n,n]; reads the lower
+ *                 triangle; TF_LINALG_VALUES_ONLY: w
+ *  EIG            w [..,n], V [..,n,n], both complex; TF_LINALG_VALUES_ONLY: w
+ *  CHOLESKY       L [..,n,n] lower, A = L L^H
+ *  LU             LU [..,m,n], pivots I64 [..,k], permutation I64 [..,m]
+ *  SOLVE          A [..,n,n], B [..,n,r] -> X [..,n,r]
+ *  TRIANGULAR_SOLVE  A [..,n,n] (lower triangle, or upper with
+ *                 TF_LINALG_UPPER), B [..,n,r] -> X with op(A) X = B
+ *  INV            [..,n,n];  DET  [..] (A's dtype)
+ *  SLOGDET        sign [..] (A's dtype), log|det| [..] (real)
+ *  LSTSQ          A [..,m,n], B [..,m,r] -> X [..,n,r] (minimum norm)
+ *  PINV           [..,n,m]
+ *  MATRIX_NORM    [..] real; `norm` fro (default), nuc, 1, -1, 2, -2, inf, -inf
+ *  VECTOR_NORM    over the last axis, [..] real; `norm` 2 (default), 1, inf,
+ *                 -inf or TF_NORM_P with `p` */
+typedef enum tf_linalg_op {
+  TF_LINALG_SVD = 1,
+  TF_LINALG_QR = 2,
+  TF_LINALG_EIGH = 3,
+  TF_LINALG_EIG = 4,
+  TF_LINALG_CHOLESKY = 5,
+  TF_LINALG_LU = 6,
+  TF_LINALG_SOLVE = 7,
+  TF_LINALG_TRIANGULAR_SOLVE = 8,
+  TF_LINALG_INV = 9,
+  TF_LINALG_DET = 10,
+  TF_LINALG_SLOGDET = 11,
+  TF_LINALG_LSTSQ = 12,
+  TF_LINALG_PINV = 13,
+  TF_LINALG_MATRIX_NORM = 14,
+  TF_LINALG_VECTOR_NORM = 15
+} tf_linalg_op;
+
+/** tf_linalg_args.flags (0: the defaults). */
+#define TF_LINALG_VALUES_ONLY 0x1u   /**< SVD, EIGH, EIG: no vectors */
+#define TF_LINALG_FULL 0x2u          /**< SVD: full U and Vh; QR: complete Q */
+#define TF_LINALG_UPPER 0x4u         /**< TRIANGULAR_SOLVE: A's upper triangle */
+#define TF_LINALG_UNIT_DIAGONAL 0x8u /**< TRIANGULAR_SOLVE: A's diagonal is 1 */
+#define TF_LINALG_TRANSPOSE 0x10u    /**< TRIANGULAR_SOLVE: solve A^T X = B */
+#define TF_LINALG_ADJOINT 0x20u      /**< TRIANGULAR_SOLVE: solve A^H X = B */
+
+/** Norm orders (numpy's `ord`). */
+typedef enum tf_norm {
+  TF_NORM_DEFAULT = 0, /**< fro for MATRIX_NORM, 2 for VECTOR_NORM */
+  TF_NORM_FRO = 1,
+  TF_NORM_NUC = 2,
+  TF_NORM_ONE = 3,
+  TF_NORM_NEG_ONE = 4,
+  TF_NORM_TWO = 5,
+  TF_NORM_NEG_TWO = 6,
+  TF_NORM_INF = 7,
+  TF_NORM_NEG_INF = 8,
+  TF_NORM_P = 9 /**< VECTOR_NORM: sum(|x|^p)^(1/p) with tf_linalg_args.p */
+} tf_norm;
+
+/** Arguments of tf_linalg and tf_linalg_results. */
+typedef struct tf_linalg_args {
+  size_t struct_size;
+  tf_runtime* runtime;
+  int32_t op;     /**< a tf_linalg_op */
+  uint32_t flags; /**< TF_LINALG_* flags */
+  int32_t norm;   /**< a tf_norm (norms only) */
+  int32_t reserved0;
+  double p;                       /**< VECTOR_NORM with TF_NORM_P: p > 0 */
+  double rcond;                   /**< LSTSQ, PINV: singular values below rcond * max(S) count as
+                                     zero; <= 0 (the default): eps * max(m, n) */
+  const tf_tensor* const* inputs; /**< 1 operand, 2 for SOLVE, TRIANGULAR_SOLVE, LSTSQ */
+  size_t num_inputs;
+  /** One caller-owned array per result, written in place, each of exactly the
+   *  result's dtype and shape (tf_linalg_results says which). */
+  const tf_tensor* const* outputs;
+  size_t num_outputs;
+} tf_linalg_args;
+#define TF_LINALG_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_linalg_args, num_outputs)
+
+/** Runs one linalg operation on `inputs` into `outputs`. Errors:
+ *  TF_CODE_INVALID_ARGUMENT (null pointers, unknown op, flags or norm, a
+ *  wrong operand or output count), TF_CODE_SHAPE_MISMATCH (operand shapes the
+ *  operation does not take, an output of another shape), TF_CODE_DTYPE_MISMATCH,
+ *  TF_CODE_ALIAS_CONFLICT (an output overlapping itself, an input or another
+ *  output), and at run time TF_CODE_NON_FINITE_INPUT (NaN or Inf, except
+ *  norms), TF_CODE_SINGULAR_MATRIX, TF_CODE_NOT_POSITIVE_DEFINITE,
+ *  TF_CODE_NO_CONVERGENCE. The outputs are written only when every result
+ *  was computed and fits them: on any error they are unchanged. Thread-safe. */
+TF_API tf_code tf_linalg(const tf_linalg_args* args, tf_error** error);
+
+/** The results tf_linalg would produce for `args` (its outputs are ignored;
+ *  of the inputs only dtype and shape are read): *count results, the first
+ *  min(*count, capacity) described in `results` (each with struct_size set by
+ *  the caller). Errors as tf_linalg's argument errors. Thread-safe. */
+TF_API tf_code tf_linalg_results(const tf_linalg_args* args, tf_result_info* results, size_t capacity, size_t* count,
+                                 tf_error** error);
+
+/* --- FFT ---------------------------------------------------------------- */
+
+/** Transforms (numpy.fft's, n-dimensional over the given axes). */
+typedef enum tf_fft_kind {
+  TF_FFT_FFT = 1,   /**< complex (or real, promoted) -> complex */
+  TF_FFT_IFFT = 2,  /**< complex (or real, promoted) -> complex */
+  TF_FFT_RFFT = 3,  /**< real -> complex, the last axis keeps n/2+1 */
+  TF_FFT_IRFFT = 4, /**< complex -> real, inverse of RFFT */
+  TF_FFT_HFFT = 5,  /**< complex -> real (numpy hfft) */
+  TF_FFT_IHFFT = 6  /**< real -> complex (numpy ihfft) */
+} tf_fft_kind;
+
+/** Normalisation (numpy's `norm`). */
+typedef enum tf_fft_norm {
+  TF_FFT_NORM_BACKWARD = 0, /**< 1/N on the inverse-type transforms */
+  TF_FFT_NORM_ORTHO = 1,    /**< 1/sqrt(N) both ways */
+  TF_FFT_NORM_FORWARD = 2   /**< 1/N on the forward-type transforms */
+} tf_fft_norm;
+
+/** Arguments of tf_fft and tf_fft_result. */
+typedef struct tf_fft_args {
+  size_t struct_size;
+  tf_runtime* runtime;
+  int32_t kind; /**< a tf_fft_kind */
+  int32_t norm; /**< a tf_fft_norm */
+  /** The axes to transform (negative: from the end); NULL with num_axes 0:
+   *  the last axis. */
+  const int64_t* axes;
+  size_t num_axes;
+  /** NULL, or one transform length per axis (numpy's n / s; -1 keeps the
+   *  default): the input is zero-padded or cropped to it. */
+  const int64_t* lengths;
+  /** F32/F64 (real kinds, or promoted for FFT/IFFT) or C64/C128; F32 and
+   *  C64 give C64 / F32 results, F64 and C128 give C128 / F64. */
+  const tf_tensor* input;
+  /** The result, written in place, of exactly tf_fft_result's dtype and shape. */
+  const tf_tensor* output;
+} tf_fft_args;
+#define TF_FFT_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_fft_args, output)
+
+/** Transforms `input` into `output` on the runtime's FFT engine (FFTW).
+ *  Errors: TF_CODE_INVALID_ARGUMENT (null pointers, unknown kind or norm,
+ *  repeated axes, lengths < 1), TF_CODE_AXIS_OUT_OF_RANGE,
+ *  TF_CODE_SHAPE_MISMATCH (an output of another shape, a transform length
+ *  below 1), TF_CODE_DTYPE_MISMATCH, TF_CODE_ALIAS_CONFLICT. On any error the
+ *  output is unchanged. Thread-safe. */
+TF_API tf_code tf_fft(const tf_fft_args* args, tf_error** error);
+
+/** The dtype and shape tf_fft would produce for `args` (its output is
+ *  ignored; of the input only dtype and shape are read). Thread-safe. */
+TF_API tf_code tf_fft_result(const tf_fft_args* args, tf_result_info* result, tf_error** error);
 
 #ifdef __cplusplus
 } /* extern "C" */
