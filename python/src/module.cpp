@@ -26,6 +26,7 @@
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/planner.h"
+#include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum/subscripts.h"
 #include "tenferro/fft/eager_fft.h"
 #include "tenferro/linalg/eager_linalg.h"
@@ -207,7 +208,24 @@ struct EinsumKwargs {
   py::handle dtype = py::none();
   py::handle casting = py::none();
   py::handle order = py::none();
+  py::handle max_intermediate_bytes = py::none();
 };
+
+// max_intermediate_bytes= as a positive number of bytes; 0 for None.
+double max_intermediate_bytes_of(py::handle value) {
+  if (value.is_none()) return 0.0;
+  if (PyBool_Check(value.ptr()) || !(PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    raise_type_error(
+        fmt::format("max_intermediate_bytes must be a number of bytes or None, found {}", type_name(value)));
+  }
+  const double bytes = py::cast<double>(value);
+  if (!(bytes > 0.0)) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("max_intermediate_bytes={}: expected a positive number of bytes or None",
+                            std::string(py::str(value))));
+  }
+  return bytes;
+}
 
 // Note [einsum dtype=]
 // numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
@@ -224,10 +242,13 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
     rest.out = py::none();
     return write_out(k.out, einsum_call(rt, args, spec, rest));
   }
-  if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none())) {
+  if (traced &&
+      !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none())) {
     raise_error(ErrorCode::kInvalidArgument,
-                "einsum: dtype=, casting= and order= are not supported inside tenferro.vjp or grad");
+                "einsum: dtype=, casting=, order= and max_intermediate_bytes= are not supported inside tenferro.vjp "
+                "or grad");
   }
+  const double max_intermediate_bytes = max_intermediate_bytes_of(k.max_intermediate_bytes);
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
     return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
@@ -239,10 +260,10 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
   operands.wrap();
   Result<Tensor> result = [&] {
     py::gil_scoped_release nogil;
-    return rt.with_context([&](runtime::EagerContext& ctx) {
-      const SmallVector<Tensor, 8>& tensors = operands.tensors();
-      return einsum::einsum(ctx, op, std::span<const Tensor>(tensors.data(), tensors.size()));
-    });
+    const SmallVector<Tensor, 8>& tensors = operands.tensors();
+    const std::span<const Tensor> inputs(tensors.data(), tensors.size());
+    if (max_intermediate_bytes > 0.0) return rt.sliced_einsum(*op, inputs, max_intermediate_bytes);
+    return rt.with_context([&](runtime::EagerContext& ctx) { return einsum::einsum(ctx, op, inputs); });
   }();
   py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
   if (k.order.is_none()) return array;
@@ -274,6 +295,8 @@ void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* fu
     k.casting = value;
   } else if (name == "order") {
     k.order = value;
+  } else if (name == "max_intermediate_bytes") {
+    k.max_intermediate_bytes = value;
   } else {
     raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
   }
@@ -353,8 +376,9 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
 // contract_path's planning
 
 py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes,
-                   py::handle optimize) {
+                   py::handle optimize, py::handle max_intermediate_bytes) {
   const OptimizeSpec spec = parse_optimize(optimize);
+  const double max_bytes = max_intermediate_bytes_of(max_intermediate_bytes);
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -417,6 +441,21 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   info["planning_seconds"] = tree.stats().seconds;
   info["eq"] = parsed.to_string();
   info["explain"] = tree.explain();
+  // With a memory bound, the slicing einsum(max_intermediate_bytes=) runs
+  // (Note [Sliced einsum in Python]; float64 elements).
+  info["sliced_labels"] = py::list();
+  info["slices"] = 1;
+  info["slice_largest_intermediate"] = tree.cost().max_intermediate_elements;
+  info["slicing_overhead"] = 1.0;
+  if (max_bytes > 0.0) {
+    einsum::SlicingOptions options;
+    options.max_intermediate_bytes = max_bytes;
+    const einsum::SlicedContraction sliced = value_or_raise(einsum::SlicedContraction::plan(tree, options));
+    info["sliced_labels"] = names(sliced.sliced_labels());
+    info["slices"] = sliced.num_slices();
+    info["slice_largest_intermediate"] = sliced.slice_cost().max_intermediate_elements;
+    info["slicing_overhead"] = sliced.overhead();
+  }
   return info;
 }
 
@@ -712,7 +751,8 @@ docs/python.md.)doc"};
         return reinterpret_cast<std::uintptr_t>(operands.tensors()[0].data());
       },
       "The address of the Tensor an operand is borrowed as (for the zero-copy tests).");
-  m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none());
+  m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none(),
+        py::arg("max_intermediate_bytes") = py::none());
   m.def(
       "_linalg",
       [module](py::handle runtime, const std::string& name, const py::list& args, const std::string& mode, bool flag,

@@ -10,6 +10,9 @@
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/einsum_ad_rule.h"
+#include "tenferro/einsum/planner.h"
+#include "tenferro/einsum/slicing.h"
+#include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/fft/ad_rules.h"
 #include "tenferro/fft_cpu/cpu_engine.h"
 #include "tenferro/linalg/ad_rules.h"
@@ -58,10 +61,11 @@ Result<fft::FftAttributes> fft_attributes_of(std::string_view kind, Dims lengths
   return a;
 }
 
-PyRuntime::PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain,
-                     std::chrono::microseconds worker_spin)
-    : runtime_(std::move(runtime)),
-      threads_(threads),
+PyRuntime::PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, std::chrono::microseconds worker_spin)
+    : runtime_(std::move(cpu.runtime)),
+      einsum_(std::move(cpu.einsum)),
+      domains_(std::move(cpu.domains)),
+      threads_(cpu.threads),
       gemm_(std::move(gemm)),
       domain_(std::move(domain)),
       worker_spin_(worker_spin),
@@ -90,12 +94,9 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   std::shared_ptr<fft::CpuFftEngine> fft_engine = fft::CpuFftEngine::create_default();
   options.extensions.push_back([fft_engine](EngineId e) { return fft::cpu_extension_module(e, fft_engine); });
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
-  threads = cpu.threads;
-  runtime::Runtime rt = std::move(cpu.runtime);
   // The domain's own report: zero without workers (inline, one thread).
   worker_spin = cpu.domains ? cpu.domains->default_domain().report().worker_spin : std::chrono::microseconds(0);
-  std::unique_ptr<PyRuntime> self(
-      new PyRuntime(std::move(rt), threads, std::move(gemm), std::move(domain), worker_spin));
+  std::unique_ptr<PyRuntime> self(new PyRuntime(std::move(cpu), std::move(gemm), std::move(domain), worker_spin));
   TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));
   TENFERRO_TRY(linalg::install_linalg_ad_rules(*self->ad_));
   TENFERRO_TRY(fft::install_fft_ad_rules(*self->ad_));
@@ -140,6 +141,47 @@ std::size_t PyRuntime::cached_ops() const noexcept {
   std::size_t n = path_ops_.size() + fft_ops_.size();
   for (const OpMap& m : ops_) n += m.size();
   return n;
+}
+
+// Note [Sliced einsum in Python]
+// tenferro.einsum(..., max_intermediate_bytes=B) runs the CLI's
+// --max-intermediate: the path planned as usual, then labels fixed one
+// value at a time until every intermediate of a slice fits B
+// (einsum::SlicedContraction, Note [Index slicing]); each slice reads the
+// operands through strided views and writes or adds into its output slice
+// (einsum::SliceExecutor). The output comes from the domain's memory pool.
+// Nothing is cached: slicing is for contractions whose run dwarfs planning.
+Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
+                                        double max_intermediate_bytes) const {
+  if (inputs.empty()) return invalid("einsum: expected at least one operand");
+  SmallVector<IntArrayRef, 8> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  TENFERRO_ASSIGN_OR_RETURN(einsum::Network network,
+                            op.bind(std::span<const IntArrayRef>(shapes.data(), shapes.size()), inputs[0].dtype()));
+  TENFERRO_ASSIGN_OR_RETURN(einsum::ContractionTree tree,
+                            einsum::plan(network, op.policy().value_or(einsum::PlanningPolicy{})));
+  einsum::SlicingOptions options;
+  options.max_intermediate_bytes = max_intermediate_bytes;
+  TENFERRO_ASSIGN_OR_RETURN(einsum::SlicedContraction sliced, einsum::SlicedContraction::plan(tree, options));
+  TENFERRO_ASSIGN_OR_RETURN(einsum::SliceExecutor runner, einsum::SliceExecutor::create(std::move(sliced), einsum_));
+  SmallVector<TensorView, 8> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  const std::span<const TensorView> in(views.data(), views.size());
+  const std::vector<std::int64_t> out_shape = runner.sliced().network().output_shape();
+  if (domains_ == nullptr) {
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), network.dtype()));
+    cpu::SequentialContext sequential;
+    TENFERRO_TRY(runner.run(in, out.view(), sequential, 0, 1));
+    return out;
+  }
+  const cpu::CpuResourceDomain& domain = domains_->default_domain();
+  TENFERRO_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::empty(IntArrayRef(out_shape), network.dtype(), MemoryOrder::kRowMajor, domain.memory()));
+  const TensorView view = out.view();
+  TENFERRO_TRY(domain.enter([&](const cpu::CpuDomainSession& session) {
+    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), 0, 1);
+  }));
+  return out;
 }
 
 void PyRuntime::clear_caches() {

@@ -35,6 +35,7 @@
 #include "tenferro/base/status.h"
 #include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/cpu/domains/domain_spec.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/linalg/linalg_op.h"
@@ -100,9 +101,15 @@ class PyRuntime {
   std::size_t cached_ops() const noexcept;
   void clear_caches();
 
+  /// The contraction of `op` over `inputs` sliced so that no intermediate
+  /// of a slice (its output slice included) exceeds `max_intermediate_bytes`
+  /// (Note [Sliced einsum in Python]). Planned on every call; the slices run
+  /// one after another on this runtime's threads. The GIL may be released.
+  Result<Tensor> sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
+                               double max_intermediate_bytes) const;
+
  private:
-  PyRuntime(runtime::Runtime runtime, int threads, std::string gemm, std::string domain,
-            std::chrono::microseconds worker_spin);
+  PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, std::chrono::microseconds worker_spin);
 
   struct StringHash {
     using is_transparent = void;
@@ -111,6 +118,10 @@ class PyRuntime {
   using OpMap = std::unordered_map<std::string, std::shared_ptr<const einsum::EinsumOp>, StringHash, std::equal_to<>>;
 
   runtime::Runtime runtime_;
+  // The runtime's einsum executor and CPU domains (null: inline), for
+  // sliced_einsum.
+  std::shared_ptr<einsum::CpuEinsumExecutor> einsum_;
+  std::shared_ptr<const cpu::CpuDomainSet> domains_;
   int threads_;
   std::string gemm_;
   std::string domain_;

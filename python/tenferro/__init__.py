@@ -15,6 +15,8 @@ Quick start (docs/python.md)::
     ga, gb = tenferro.einsum_vjp("ij,jk->ik", a, b, np.ones((3, 5)))
 """
 
+import numpy as _np
+
 from . import _tenferro
 from ._errors import (
     DTypeError,
@@ -77,7 +79,10 @@ class PathInfo:
     opt_cost / flops (flop count of the path, opt_einsum's convention),
     naive_cost, speedup, log10_flops, largest_intermediate (elements),
     log2_size, multiply_adds, workspace_bytes, planner, planning_seconds,
-    steps (one dict per pairwise contraction), explain (tenferro's text).
+    steps (one dict per pairwise contraction), explain (tenferro's text);
+    with max_intermediate_bytes, what einsum(max_intermediate_bytes=) slices:
+    sliced_labels, slices, slice_largest_intermediate (elements) and
+    slicing_overhead (flops of all slices over the unsliced flops).
     """
 
     def __init__(self, raw):
@@ -95,6 +100,10 @@ class PathInfo:
         self.planning_seconds = raw["planning_seconds"]
         self.steps = raw["steps"]
         self.explain = raw["explain"]
+        self.sliced_labels = raw["sliced_labels"]
+        self.slices = raw["slices"]
+        self.slice_largest_intermediate = raw["slice_largest_intermediate"]
+        self.slicing_overhead = raw["slicing_overhead"]
         num_operands = len(raw["operand_labels"])
         # opt_einsum's naive cost: every label's extent multiplied, times
         # (operands - 1), plus one when something is summed.
@@ -131,12 +140,14 @@ class PathInfo:
         return "\n".join(lines)
 
 
-def contract_path(subscripts, *operands, optimize="greedy"):
+def contract_path(subscripts, *operands, optimize="greedy", max_intermediate_bytes=None):
     """Plans `subscripts` over `operands` (arrays or shape tuples) like
     opt_einsum.contract_path: returns (path, PathInfo), the path as a list of
     index pairs in opt_einsum's format (pass it back as optimize=path).
     optimize: "greedy", "optimal", "treesa", "auto", "nested",
-    "left_to_right", a bool, or an explicit path.
+    "left_to_right", a bool, or an explicit path. max_intermediate_bytes:
+    also plan the slicing einsum(max_intermediate_bytes=) runs (for the
+    arrays' result dtype, float64 for shapes).
     """
     if not isinstance(subscripts, str):
         raise InvalidArgumentError(
@@ -145,7 +156,12 @@ def contract_path(subscripts, *operands, optimize="greedy"):
             canonical="kInvalidArgument",
         )
     shapes = [_shape_of(op, i) for i, op in enumerate(operands)]
-    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize))
+    bound = max_intermediate_bytes
+    arrays = [op for op in operands if hasattr(op, "dtype")]
+    if isinstance(bound, (int, float)) and not isinstance(bound, bool) and arrays:
+        # The planner counts float64 elements: the same bound in elements.
+        bound = bound * 8.0 / _np.result_type(*arrays).itemsize
+    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound))
     return info.path, info
 
 

@@ -233,7 +233,7 @@ def test_dtype_and_casting_errors_like_numpy(rng):
     with pytest.raises(tenferro.DTypeError):
         tenferro.einsum("ij->j", a, dtype=object)
     with pytest.raises(ValueError):
-        tenferro.einsum("ij->j", a, casting="sometimes")
+    with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting=, order= and max_intermediate_bytes="):
     with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting= and order="):
         tenferro.grad(lambda x: tenferro.einsum("ij->", x, dtype=np.float64))(a)
 
@@ -424,3 +424,71 @@ def test_out_may_overlap_an_operand(rng):
     want = m @ m
     tenferro.einsum("ij,jk->ik", m, m, out=m)
     np.testing.assert_allclose(m, want, rtol=1e-12)
+
+
+# --- max_intermediate_bytes= (Note [Sliced einsum in Python]) -------------
+
+SLICED_EQ = "ab,bc,cd,de->ae"
+SLICED_SHAPES = [(40, 30), (30, 50), (50, 20), (20, 40)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32, np.int64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sliced_einsum_matches_numpy(dtype, threads):
+    rng = np.random.default_rng(3)
+    ops = [(rng.standard_normal(s) * 4).astype(dtype) for s in SLICED_SHAPES]
+    want = np.einsum(SLICED_EQ, *ops)
+    bound = 6000
+    _, info = tenferro.contract_path(SLICED_EQ, *ops, max_intermediate_bytes=bound)
+    assert info.slices > 1 and info.sliced_labels
+    assert info.slice_largest_intermediate * np.dtype(dtype).itemsize <= bound
+    assert info.largest_intermediate * np.dtype(dtype).itemsize > bound  # slicing was needed
+    got = tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bound, runtime=tenferro.Runtime(threads=threads))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if np.issubdtype(dtype, np.integer):
+        assert np.array_equal(got, want)
+    else:
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+def test_sliced_einsum_takes_the_other_keywords():
+    rng = np.random.default_rng(4)
+    ops = [rng.standard_normal(s) for s in SLICED_SHAPES]
+    out = np.empty((40, 40), np.complex128)
+    res = tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=3000, out=out, optimize="optimal")
+    assert res is out
+    np.testing.assert_allclose(out.real, np.einsum(SLICED_EQ, *ops), rtol=1e-10)
+    f = tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=3000.0, order="F")
+    assert f.flags.f_contiguous
+
+
+def test_contract_path_bound_counts_the_arrays_element_size():
+    ops = [np.ones(s, np.complex128) for s in SLICED_SHAPES]
+    _, wide = tenferro.contract_path(SLICED_EQ, *ops, max_intermediate_bytes=16000)
+    _, narrow = tenferro.contract_path(SLICED_EQ, *[s for s in SLICED_SHAPES], max_intermediate_bytes=16000)
+    assert wide.slice_largest_intermediate * 16 <= 16000
+    assert narrow.slice_largest_intermediate * 8 <= 16000
+    assert wide.slice_largest_intermediate < narrow.slice_largest_intermediate
+    _, none = tenferro.contract_path(SLICED_EQ, *ops)
+    assert none.slices == 1 and none.sliced_labels == [] and none.slicing_overhead == 1.0
+
+
+def test_sliced_einsum_errors():
+    ops = [np.ones(s) for s in SLICED_SHAPES]
+    with pytest.raises(tenferro.ResourceExhaustedError, match="fit 4 bytes"):
+        tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=4)
+    with pytest.raises(tenferro.ResourceExhaustedError, match="fit 4 bytes"):
+        tenferro.contract_path(SLICED_EQ, *ops, max_intermediate_bytes=4)
+    for bad in (-1, 0, float("nan")):
+        with pytest.raises(tenferro.InvalidArgumentError, match="positive number of bytes"):
+            tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bad)
+    for bad in ("1e6", True, [1]):
+        with pytest.raises(TypeError, match="number of bytes"):
+            tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bad)
+
+    def loss(a):
+        return tenferro.einsum("ab,bc->", a, ops[1], max_intermediate_bytes=1000)
+
+    with pytest.raises(tenferro.InvalidArgumentError, match="max_intermediate_bytes"):
+        tenferro.grad(loss)(ops[0])

@@ -100,7 +100,8 @@ Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const Ten
       const ContractionTree& tree = plan.tree();
       return make_error(lease.status().code(), lease.status().stage(),
                         "{} (the {} path's largest intermediate has {:.4g} elements; planner 'auto' or 'treesa' "
-                        "searches for a path that needs less)",
+                        "searches for a path that needs less, and slicing -- Python's max_intermediate_bytes=, the "
+                        "CLI's --max-intermediate -- bounds it)",
                         lease.status().message(),
                         tree.stats().planner == PlannerKind::kExplicitPath ? std::string_view("given")
                                                                            : to_string(tree.stats().planner),
