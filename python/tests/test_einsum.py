@@ -233,8 +233,8 @@ def test_dtype_and_casting_errors_like_numpy(rng):
     with pytest.raises(tenferro.DTypeError):
         tenferro.einsum("ij->j", a, dtype=object)
     with pytest.raises(ValueError):
+        tenferro.einsum("ij->j", a, casting="sometimes")
     with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting=, order= and max_intermediate_bytes="):
-    with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting= and order="):
         tenferro.grad(lambda x: tenferro.einsum("ij->", x, dtype=np.float64))(a)
 
 
