@@ -183,6 +183,8 @@ class SlicedContraction {
   static Result<SlicedContraction> build(const ContractionTree& tree, LabelList sliced, const LabelRange& range = {});
   static Result<SlicedContraction> plan_impl(const ContractionTree& tree, const SlicingOptions& options,
                                              const LabelRange& range);
+  static Result<SlicedContraction> pruned(const ContractionTree& tree, SlicedContraction best,
+                                          const SlicingOptions& options, double bound, const LabelRange& range);
   friend class WorkerSlicing;
 
   ContractionTree tree_;
