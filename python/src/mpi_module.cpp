@@ -19,7 +19,8 @@
 // rank's failure, so every rank raises instead of leaving the others
 // waiting: the failing rank its own exception, the others the agreed
 // error. The cache is per rank; a hit on one rank and a miss on another
-// still make the same calls.
+// still make the same calls. Calls on one communicator from several Python
+// threads run one at a time (MPI orders collectives on a communicator).
 //
 // Note [Pooled results]
 // The result is reduced in place, so MPI moves the result's own pages. On
@@ -38,6 +39,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -141,6 +143,7 @@ class PyCommunicator {
   // Collective: the contraction over every rank, its sum on every rank.
   py::object einsum(py::handle subscripts, py::handle operands, py::handle optimize,
                     py::handle max_intermediate_bytes) {
+    const std::unique_lock<std::mutex> lock = serialize();
     CallOperands call;
     convert(call, subscripts, operands, optimize, max_intermediate_bytes);
     Split* split = find_or_plan(call);
@@ -164,6 +167,7 @@ class PyCommunicator {
 
   // Collective: the split einsum() would run, as a dict.
   py::dict plan(py::handle subscripts, py::handle operands, py::handle optimize, py::handle max_intermediate_bytes) {
+    const std::unique_lock<std::mutex> lock = serialize();
     CallOperands call;
     convert(call, subscripts, operands, optimize, max_intermediate_bytes);
     const Split& split = *find_or_plan(call);
@@ -190,6 +194,16 @@ class PyCommunicator {
   std::size_t cached_splits() const noexcept { return splits_.size(); }
 
  private:
+  // One call at a time per communicator, as MPI orders collectives on one
+  // communicator anyway; a Python thread waiting here does not hold the GIL
+  // (the call inside releases it around MPI).
+  std::unique_lock<std::mutex> serialize() {
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    py::gil_scoped_release release;
+    lock.lock();
+    return lock;
+  }
+
   // The arguments, checked, and the operands as tensors of the dtype
   // tenferro computes in; a failure is kept for the agreement instead of
   // raised (Note [Python communicators]).
@@ -306,6 +320,7 @@ class PyCommunicator {
   std::shared_ptr<const cpu::CpuDomainSet> domains_;
   std::shared_ptr<einsum::CpuEinsumExecutor> executor_;
   int threads_ = 1;
+  std::mutex mutex_;  // serializes einsum and plan (serialize())
   std::list<Split> splits_;
 };
 
