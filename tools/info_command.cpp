@@ -2,6 +2,7 @@
 // as JSON or as indented text.
 #include "info_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,9 @@
 #include "tenferro/linalg_cpu/provider_policy.h"
 #ifdef TENFERRO_HAVE_CUDA
 #include "tenferro/cuda/device.h"
+#endif
+#ifdef TENFERRO_HAVE_MPI
+#include <mpi.h>
 #endif
 
 namespace tenferro::cli {
@@ -249,6 +253,30 @@ nlohmann::json cuda_section() {
 #endif
 }
 
+// MPI: whether --slice-over-ranks (and the Python module's tenferro.mpi) is
+// built, and the MPI library (MPI_Get_library_version may be called before
+// MPI_Init; this never initialises MPI).
+nlohmann::json mpi_section() {
+#ifdef TENFERRO_HAVE_MPI
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  // Open MPI counts the terminating NUL in `length`; keep the first line.
+  std::string library(text, static_cast<std::size_t>(std::clamp(length, 0, MPI_MAX_LIBRARY_VERSION_STRING)));
+  if (const std::size_t end = library.find_first_of(std::string_view("\0\r\n", 3)); end != std::string::npos) {
+    library.resize(end);
+  }
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  return {{"built", true},
+          {"library", library},
+          {"standard", fmt::format("{}.{}", major, minor)},
+          {"mpiexec", TENFERRO_MPIEXEC}};
+#else
+  return {{"built", false}, {"error", "tenferro was built without MPI (libopenmpi-dev); --slice-over-ranks is absent"}};
+#endif
+}
+
 nlohmann::json gather() {
   nlohmann::json info;
   info["version"] = build_info().version;
@@ -259,6 +287,7 @@ nlohmann::json gather() {
   info["fft"] = fft_section();
   info["linalg"] = linalg_section();
   info["cuda"] = cuda_section();
+  info["mpi"] = mpi_section();
   return info;
 }
 

@@ -342,10 +342,4 @@ PYBIND11_MODULE(_mpi, m) {
       .def("plan", &PyCommunicator::plan, py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
            py::arg("max_intermediate_bytes"))
       .def("cached_splits", &PyCommunicator::cached_splits);
-  m.attr("mpi_library_version") = [] {
-    char text[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(text, &len);
-    return std::string(text, static_cast<std::size_t>(len));
-  }();
 }
