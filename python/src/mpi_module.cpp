@@ -97,9 +97,11 @@ class PyCommunicator {
     MPI_Finalized(&finalized);
     if (!initialized || finalized) {
       raise_error(ErrorCode::kFailedPrecondition,
-                  fmt::format("tenferro.mpi.Communicator: expected an initialised MPI, found it {} (import "
-                              "mpi4py.MPI first: the application owns MPI_Init and MPI_Finalize)",
-                              finalized ? "finalised" : "not initialised"));
+                  finalized ? std::string("tenferro.mpi.Communicator: expected a running MPI, found it finalised "
+                                          "(MPI_Finalize ran before this call)")
+                            : std::string("tenferro.mpi.Communicator: expected an initialised MPI, found it not "
+                                          "initialised (import mpi4py.MPI first: the application owns MPI_Init and "
+                                          "MPI_Finalize)"));
     }
     const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
     if (comm == MPI_COMM_NULL) {

@@ -24,6 +24,8 @@ code, instead of leaving the others waiting.
 
 from __future__ import annotations
 
+import sys
+
 try:
     from . import _mpi
 except ImportError as e:  # built without MPI
@@ -47,6 +49,9 @@ def _fortran_handle(comm):
     if py2f is None:
         raise TypeError(f"tenferro.mpi.Communicator: expected an mpi4py communicator (MPI.Comm), "
                         f"found {type(comm).__name__}")
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_finalized():
+        return 0  # py2f would abort; the constructor reports the finalised MPI as an error
     return py2f()
 
 

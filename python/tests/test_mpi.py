@@ -59,3 +59,20 @@ def test_one_rank_without_mpirun():
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count(": ok (1 ranks)") >= 6, out.stdout
+
+
+def test_calls_after_mpi_finalize_are_typed_errors():
+    pytest.importorskip("mpi4py")
+    # MPI aborts the process on most calls after MPI_Finalize; tenferro checks first.
+    out = run_python("from mpi4py import MPI\n"
+                     "import numpy, tenferro, tenferro.mpi\n"
+                     "comm = tenferro.mpi.Communicator(MPI.COMM_WORLD)\n"
+                     "MPI.Finalize()\n"
+                     "for call in (lambda: comm.einsum('ij,jk->ik', numpy.ones((2, 2)), numpy.ones((2, 2))),\n"
+                     "             lambda: tenferro.mpi.Communicator(MPI.COMM_WORLD)):\n"
+                     "    try:\n"
+                     "        call()\n"
+                     "    except tenferro.Error as e:\n"
+                     "        print(e.code, 'finalised' in str(e))\n")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.split() == ["kFailedPrecondition", "True"] * 2

@@ -66,6 +66,7 @@ Status check_op(ReduceOp op, DType dtype, std::string_view what) {
 // The agreement step: every rank contributes, whatever it found locally.
 Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype, std::int64_t numel,
                 std::int64_t op, std::int64_t root) {
+  TENFERRO_TRY(mpi_running(what));
   const auto d = static_cast<std::int64_t>(dtype);
   std::int64_t v[9] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root};
   if (!local.ok()) {
@@ -97,6 +98,7 @@ MPI_Op mpi_op(ReduceOp op) noexcept { return op == ReduceOp::kSum ? MPI_SUM : MP
 
 Status send_elements(const Communicator& comm, const void* data, std::int64_t numel, DType dtype, int dest, int tag,
                      const Status& local) {
+  TENFERRO_TRY(mpi_running("mpi send"));
   // Header: the sender's error code (0: none), dtype, element count.
   std::int64_t header[3] = {local.ok() ? 0 : static_cast<std::int64_t>(local.code()), static_cast<std::int64_t>(dtype),
                             local.ok() ? numel : 0};
@@ -108,6 +110,7 @@ Status send_elements(const Communicator& comm, const void* data, std::int64_t nu
 Status recv_elements(const Communicator& comm, void* data, std::int64_t numel, DType dtype, int source, int tag,
                      const Status& local) {
   constexpr std::string_view what = "mpi recv";
+  TENFERRO_TRY(mpi_running(what));
   std::int64_t header[3] = {0, 0, 0};
   TENFERRO_TRY(mpi_status(MPI_Recv(header, 3, MPI_INT64_T, source, tag, comm.comm(), MPI_STATUS_IGNORE), "MPI_Recv"));
   if (header[0] != 0) {

@@ -18,6 +18,16 @@ Status mpi_status(int code, std::string_view call) {
                     length > 0 ? std::string_view(text, static_cast<std::size_t>(length)) : "no text", error_class);
 }
 
+Status mpi_running(std::string_view what) {
+  int finalized = 0;
+  TENFERRO_TRY(mpi_status(MPI_Finalized(&finalized), "MPI_Finalized"));
+  if (!finalized) return ok_status();
+  return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,
+                    "{}: expected MPI to be running, found it finalised (the application called MPI_Finalize, or "
+                    "mpi4py did at exit, before this call)",
+                    what);
+}
+
 Result<std::shared_ptr<Communicator>> Communicator::duplicate(MPI_Comm comm) {
   int initialized = 0, finalized = 0;
   TENFERRO_TRY(mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));

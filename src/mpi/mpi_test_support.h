@@ -15,7 +15,9 @@
 #include <mpi.h>
 
 #include "tenferro/base/status.h"
+#include "tenferro/mpi/collectives.h"
 #include "tenferro/mpi/communicator.h"
+#include "tenferro/mpi/sliced_einsum.h"
 #include "tenferro/tensor/tensor.h"
 
 namespace tenferro::mpi {
@@ -76,6 +78,7 @@ int run_on_ranks(int argc, char** argv, const char* title, Body body) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Checks c;
   c.rank = rank;
+  std::shared_ptr<Communicator> kept;  // used once more after MPI_Finalize
   {
     Result<std::shared_ptr<Communicator>> comm = Communicator::duplicate(MPI_COMM_WORLD);
     if (!comm.ok()) {
@@ -84,12 +87,21 @@ int run_on_ranks(int argc, char** argv, const char* title, Body body) {
     }
     c.check((*comm)->rank() == rank && (*comm)->size() == size, "communicator rank and size");
     body(c, *comm);
+    kept = *comm;
   }
   int failures = c.failures, total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) std::printf("%s on %d ranks: %d failed checks\n", title, size, total);
   MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  // After MPI_Finalize a collective is a typed error, not MPI's abort.
+  Tensor t = Tensor::scalar<double>(1.0).value();
+  Checks after;
+  after.rank = rank;
+  after.check_code(agree(*kept, ok_status()), ErrorCode::kFailedPrecondition, "agree after MPI_Finalize");
+  after.check_code(allreduce(*kept, t, ReduceOp::kSum), ErrorCode::kFailedPrecondition, "allreduce after MPI_Finalize");
+  after.check_code(node_rank(*kept).status(), ErrorCode::kFailedPrecondition, "node_rank after MPI_Finalize");
+  kept.reset();  // skips MPI_Comm_free once MPI is finalised
+  return total == 0 && after.failures == 0 ? 0 : 1;
 }
 
 }  // namespace tenferro::mpi

@@ -52,6 +52,7 @@ Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split) 
 }  // namespace
 
 Result<int> node_rank(const Communicator& comm) {
+  TENFERRO_TRY(mpi_running("mpi node rank"));
   MPI_Comm node = MPI_COMM_NULL;
   TENFERRO_TRY(mpi_status(MPI_Comm_split_type(comm.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
                           "MPI_Comm_split_type"));

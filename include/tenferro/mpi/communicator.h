@@ -57,4 +57,9 @@ class Communicator {
 /// MPI_Error_string's text and the error class.
 Status mpi_status(int code, std::string_view call);
 
+/// ok while MPI is running; kFailedPrecondition naming `what` once the
+/// application has finalised it (MPI aborts the process on any call but a
+/// few after MPI_Finalize, so every collective checks this first).
+Status mpi_running(std::string_view what);
+
 }  // namespace tenferro::mpi
