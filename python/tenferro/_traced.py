@@ -477,14 +477,17 @@ def _advanced(x, key):
 
 def _getitem(x, key):
     """Basic indexing (integers, slices of any step, None, Ellipsis), one
-    integer array or boolean mask as the whole index, or one integer array
-    (or 1-D mask) among basic indices (a gather after the basic part)."""
+    integer array or boolean mask as the whole index, one integer array (or
+    1-D mask) among basic indices (a gather after the basic part), or several
+    integer arrays among integers and slices (_multi)."""
     if isinstance(key, (list, _np.ndarray)):
         return _advanced(x, key)
     key = key if isinstance(key, tuple) else (key,)
     arrays = [i for i, k in enumerate(key) if isinstance(k, (list, _np.ndarray))]
     if len(arrays) == 1:
         return _mixed(x, key, arrays[0])
+    if len(arrays) > 1:
+        return _multi(x, key)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, (int, _np.integer, slice))) or isinstance(k, bool):
             raise _unsupported(f"indexing with {type(k).__name__} (advanced indexing)")
@@ -565,6 +568,61 @@ def _mixed(x, key, at):
     if advanced != list(range(advanced[0], advanced[-1] + 1)):
         r = _moveaxis(r, list(range(axis, axis + k.ndim)), list(range(k.ndim)))
     return r
+
+
+def _multi(x, key):
+    """x[key] with several integer index arrays among integers, slices and an
+    Ellipsis (numpy's advanced indexing): the arrays and integers broadcast
+    to one index shape B; the axes they index are merged into one (after
+    moving them to the front when a slice separates them, as numpy places B
+    first then) and gathered by the flat index of each position, so the
+    result has B where numpy puts it. The gradient is the gather's
+    (repeated positions add up)."""
+    if any(k is None for k in key):
+        raise _unsupported("None among several index arrays")
+    if builtins.sum(k is Ellipsis for k in key) > 1:
+        raise _invalid("an index can only have a single ellipsis ('...')", "kOutOfRange")
+    used = builtins.sum(k is not Ellipsis for k in key)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
+    if any(k is Ellipsis for k in key):
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1 :]
+    else:
+        key = key + (slice(None),) * (x.ndim - used)
+    advanced, indices = [], []
+    for axis, k in enumerate(key):
+        if isinstance(k, slice):
+            continue
+        if isinstance(k, bool) or not isinstance(k, (list, _np.ndarray, int, _np.integer)):
+            raise _unsupported(f"indexing with {type(k).__name__} among several index arrays")
+        idx = _np.asarray(k)
+        if idx.dtype == bool:
+            raise _unsupported("a boolean mask among several index arrays")
+        if idx.dtype.kind not in "iu" and idx.size > 0:
+            raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
+        n = x.shape[axis]
+        idx = idx.astype(_np.int64)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            bad = idx[(idx < -n) | (idx >= n)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+        advanced.append(axis)
+        indices.append(_np.where(idx < 0, idx + n, idx))
+    try:
+        indices = _np.broadcast_arrays(*indices)
+    except ValueError:
+        shapes = " ".join(str(_np.shape(i)) for i in indices)
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") from None
+    part = _getitem(x, tuple(slice(None) if a in advanced else k for a, k in enumerate(key)))
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    first = advanced[0] if adjacent else 0
+    if not adjacent:
+        rest = [a for a in range(part.ndim) if a not in advanced]
+        part = _transpose(part, advanced + rest)
+    dims = [part.shape[first + i] for i in range(len(advanced))]
+    merged = _reshape(part, tuple(part.shape[:first]) + (-1,) + tuple(part.shape[first + len(advanced) :]))
+    flat = _np.ravel_multi_index(tuple(indices), dims) if all(dims) else _np.zeros(indices[0].shape, _np.int64)
+    return _take(merged, flat, axis=first)
 
 
 # --- products ---

@@ -205,7 +205,10 @@ def test_unrecorded_operations_raise_typed_errors(rng):
     fails(lambda t: np.tensordot(t, t, axes=([0], [0, 1])), tenferro.InvalidArgumentError, match="tensordot")
     fails(lambda t: np.add.reduce(t), match="reduce")
     fails(lambda t: np.exp(t, out=np.empty((3, 4))), match="out")
-    fails(lambda t: t[[0, 2], [1, 2]], match="advanced indexing")  # two index arrays
+    fails(lambda t: t[[0, 2], None, [1, 2]], match="None among several index arrays")
+    fails(lambda t: t[[0, 2], np.array([True, False, True, True])], match="boolean mask among several")
+    fails(lambda t: t[[0, 2], [1, 2, 3]], IndexError, match="could not be broadcast")
+    fails(lambda t: t[[0, 3], [1, 2]], IndexError, match="out of bounds")
     fails(lambda t: t[None, np.ones((3, 4), dtype=bool)], match="boolean mask of more than one axis")
     fails(lambda t: t[[0, 3]], IndexError)
     fails(lambda t: t[np.array([True, False])], IndexError)
@@ -374,8 +377,22 @@ MIXED_INDICES = [
 ]
 
 
-@pytest.mark.parametrize("key", MIXED_INDICES, ids=[str(i) for i in range(len(MIXED_INDICES))])
-def test_one_index_array_among_basic_indices_matches_numpy(key, rng):
+MULTI_INDICES = [
+    ([0, 2, 1, 2], [1, 3, 3, 3]),  # repeated positions add up in the gradient
+    ([0, 1], slice(None), [2, 4]),  # a slice between: the index axes come first
+    (slice(1, 3), [0, 3, 3], [1, 1, 2]),
+    (Ellipsis, [1, 3], [0, -1]),
+    ([[0], [2]], [1, 2, 3]),  # broadcast to (2, 3)
+    (1, [0, 3], [4, 4]),  # the integer counts as an index array
+    ([1, 2], 3, slice(None, None, -2)),
+    ([-1, 0], [-4, 2], -1),
+    (np.array([[1, 2], [0, 0]]), slice(None), np.array(3)),
+]
+
+
+@pytest.mark.parametrize("key", MIXED_INDICES + MULTI_INDICES,
+                         ids=[str(i) for i in range(len(MIXED_INDICES) + len(MULTI_INDICES))])
+def test_index_arrays_among_basic_indices_match_numpy(key, rng):
     x = random_array(rng, (3, 4, 5), np.float64)
     want = x[key]
     w = random_array(rng, want.shape, np.float64)
