@@ -40,6 +40,15 @@ __all__ = [
     "multi_dot",
     "tensorinv",
     "tensorsolve",
+    "svdvals",
+    "matmul",
+    "matrix_transpose",
+    "outer",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "diagonal",
+    "cross",
     "LinAlgError",
 ]
 
@@ -482,3 +491,127 @@ def tensorsolve(a, b, axes=None, *, runtime=None):
             canonical="kInvalidArgument",
         )
     return solve(matrix, b.reshape(-1), runtime=runtime).reshape(x_shape)
+
+
+# --- numpy 2's array-API functions of numpy.linalg ---------------------------
+
+
+def _array(a):
+    """A numpy array, or a Traced value (recorded as it is)."""
+    return a if _traced(a) else _np.asarray(a)
+
+
+def svdvals(x, /, *, runtime=None):
+    """The singular values of each matrix, descending (numpy 2's
+    numpy.linalg.svdvals)."""
+    return svd(x, compute_uv=False, runtime=runtime)
+
+
+def matmul(x1, x2, /, *, runtime=None):
+    """x1 @ x2 (numpy 2's numpy.linalg.matmul): a 1-D operand is a vector,
+    stacks of matrices broadcast."""
+    x1, x2 = _array(x1), _array(x2)
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise _invalid("matmul: expected operands of at least one dimension, found a scalar")
+    lhs = "...ij" if x1.ndim > 1 else "j"
+    rhs = "...jk" if x2.ndim > 1 else "j"
+    out = {(True, True): "...ik", (True, False): "...i", (False, True): "...k", (False, False): ""}
+    return _tenferro.einsum(f"{lhs},{rhs}->{out[x1.ndim > 1, x2.ndim > 1]}", x1, x2, runtime=runtime)
+
+
+def matrix_transpose(x, /):
+    """Each matrix transposed: the last two axes swapped (a view)."""
+    x = _array(x)
+    if x.ndim < 2:
+        raise _invalid(f"matrix_transpose: expected at least two dimensions, found {x.ndim}")
+    return _np.swapaxes(x, -1, -2)
+
+
+def outer(x1, x2, /, *, runtime=None):
+    """The outer product of two vectors (numpy 2's numpy.linalg.outer:
+    1-D operands only)."""
+    x1, x2 = _array(x1), _array(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise _invalid(f"outer: expected two 1-D arrays, found {x1.ndim}-D and {x2.ndim}-D")
+    return _tenferro.einsum("i,j->ij", x1, x2, runtime=runtime)
+
+
+def _letters(n, start=0):
+    return [_string.ascii_letters[start + i] for i in range(n)]
+
+
+def tensordot(x1, x2, /, *, axes=2, runtime=None):
+    """numpy.tensordot as one tenferro.einsum: `axes` an integer (the last
+    axes of x1 against the first of x2) or a pair of axis sequences."""
+    x1, x2 = _array(x1), _array(x2)
+    if isinstance(axes, (int, _np.integer)):
+        if axes < 0 or axes > min(x1.ndim, x2.ndim):
+            raise _invalid(f"tensordot: axes={axes}: expected 0 to {min(x1.ndim, x2.ndim)}")
+        a1, a2 = list(range(x1.ndim - axes, x1.ndim)), list(range(axes))
+    else:
+        a1, a2 = ([int(axes[0])], [int(axes[1])]) if _np.ndim(axes[0]) == 0 else (list(axes[0]), list(axes[1]))
+        if len(a1) != len(a2):
+            raise _invalid(f"tensordot: expected as many axes of x1 as of x2, found {len(a1)} and {len(a2)}")
+        a1, a2 = [a % x1.ndim for a in a1], [a % x2.ndim for a in a2]
+    lhs = _letters(x1.ndim)
+    rhs = _letters(x2.ndim, x1.ndim)
+    for i, j in zip(a1, a2):
+        if x1.shape[i] != x2.shape[j]:
+            raise InvalidArgumentError(
+                f"tensordot: axis {i} of x1 has extent {x1.shape[i]}, axis {j} of x2 {x2.shape[j]}; expected equal",
+                code="kShapeMismatch",
+                canonical="kInvalidArgument",
+            )
+        rhs[j] = lhs[i]
+    out = [lhs[i] for i in range(x1.ndim) if i not in a1] + [rhs[j] for j in range(x2.ndim) if j not in a2]
+    return _tenferro.einsum("".join(lhs) + "," + "".join(rhs) + "->" + "".join(out), x1, x2, runtime=runtime)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sum of each matrix's `offset` diagonal (numpy 2's
+    numpy.linalg.trace: over the last two axes)."""
+    x = _array(x)
+    if x.ndim < 2:
+        raise _invalid(f"trace: expected at least two dimensions, found {x.ndim}")
+    if dtype is None:  # (the recorded trace takes no dtype)
+        return _np.trace(x, offset=offset, axis1=-2, axis2=-1)
+    return _np.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """Each matrix's `offset` diagonal (numpy 2's numpy.linalg.diagonal:
+    over the last two axes)."""
+    x = _array(x)
+    if x.ndim < 2:
+        raise _invalid(f"diagonal: expected at least two dimensions, found {x.ndim}")
+    return _np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def vecdot(x1, x2, /, *, axis=-1, runtime=None):
+    """sum(conj(x1) * x2) over `axis`, the other axes broadcast (numpy 2's
+    numpy.linalg.vecdot)."""
+    x1, x2 = _array(x1), _array(x2)
+    if x1.shape[axis] != x2.shape[axis]:
+        raise InvalidArgumentError(
+            f"vecdot: axis {axis} has extent {x1.shape[axis]} in x1 and {x2.shape[axis]} in x2; expected equal",
+            code="kShapeMismatch",
+            canonical="kInvalidArgument",
+        )
+    x1, x2 = _np.moveaxis(x1, axis, -1), _np.moveaxis(x2, axis, -1)
+    if _np.dtype(x1.dtype).kind == "c":
+        x1 = _np.conjugate(x1)
+    return _tenferro.einsum("...i,...i->...", x1, x2, runtime=runtime)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-element vectors along `axis` (numpy 2's
+    numpy.linalg.cross: 3-vectors only), the other axes broadcast."""
+    x1, x2 = _array(x1), _array(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise _invalid(f"cross: expected 3-element vectors along axis {axis}, found {x1.shape[axis]} and "
+                       f"{x2.shape[axis]}")
+    a, b = _np.moveaxis(x1, axis, -1), _np.moveaxis(x2, axis, -1)
+    parts = [a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+             a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+             a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]]
+    return _np.moveaxis(_np.stack(parts, axis=-1), -1, axis)

@@ -281,3 +281,75 @@ def test_multi_dot_tensorinv_and_tensorsolve_match_numpy(rng):
     np.testing.assert_allclose(
         tl.tensorsolve(s, rhs, axes=(0, 1)), np.linalg.tensorsolve(s, rhs, axes=(0, 1)), rtol=1e-8, atol=1e-10
     )
+
+
+# --- numpy 2's array-API functions of numpy.linalg --------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_array_api_functions_match_numpy(dtype, rng):
+    a = random_array(rng, (3, 4, 5), dtype)
+    b = random_array(rng, (3, 5, 2), dtype)
+    v, w = random_array(rng, (5,), dtype), random_array(rng, (4,), dtype)
+    x, y = random_array(rng, (3, 4, 5), dtype), random_array(rng, (5, 4, 2), dtype)
+    p, q = random_array(rng, (4, 3), dtype), random_array(rng, (2, 4, 3), dtype)
+    tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-12
+
+    def same(got, want):
+        assert got.shape == want.shape and np.asarray(got).dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+    same(tl.svdvals(a), np.linalg.svd(a, compute_uv=False))
+    same(tl.matmul(a, b), a @ b)
+    same(tl.matmul(a, v), a @ v)
+    same(tl.matmul(w, a), w @ a)
+    same(tl.matmul(v, v), np.asarray(v @ v))
+    same(tl.matrix_transpose(a), np.swapaxes(a, -1, -2))
+    same(tl.outer(v, w), np.outer(v, w))
+    same(tl.tensordot(x, y, axes=([1, 2], [1, 0])), np.tensordot(x, y, axes=([1, 2], [1, 0])))
+    same(tl.tensordot(a, b[0], axes=1), np.tensordot(a, b[0], axes=1))
+    same(tl.tensordot(v, w, axes=0), np.tensordot(v, w, axes=0))
+    same(tl.trace(a, offset=1), np.trace(a, offset=1, axis1=-2, axis2=-1))
+    same(tl.diagonal(a, offset=-1), np.diagonal(a, offset=-1, axis1=-2, axis2=-1))
+    same(tl.vecdot(x, x[::-1], axis=-2), np.sum(np.conj(x) * x[::-1], axis=-2))
+    same(tl.cross(p, q), np.cross(p, q))
+    same(tl.cross(p.T, np.swapaxes(q, 1, 2), axis=-2), np.cross(p.T, np.swapaxes(q, 1, 2), axis=-2))
+
+
+def test_array_api_function_errors():
+    m = np.ones((3, 4))
+    with pytest.raises(tenferro.InvalidArgumentError, match="1-D"):
+        tl.outer(m, m[0])
+    with pytest.raises(tenferro.InvalidArgumentError, match="scalar"):
+        tl.matmul(m, np.float64(2.0))
+    with pytest.raises(tenferro.InvalidArgumentError, match="3-element"):
+        tl.cross(m, m)
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected equal"):
+        tl.tensordot(m, m, axes=([1], [1, 0])[:1] + ([0],))
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected equal"):
+        tl.vecdot(m, m.T, axis=-1)
+    with pytest.raises(tenferro.InvalidArgumentError, match="at least two dimensions"):
+        tl.trace(m[0])
+
+
+def test_array_api_functions_inside_grad_match_torch(rng):
+    torch = pytest.importorskip("torch")
+    t0 = rng.standard_normal((4, 5))
+
+    def loss(t, lib):
+        return (lib.vecdot(t, t).sum() + lib.trace(lib.matmul(t[:3, :3], lib.matrix_transpose(t[:3, :3])))
+                + lib.cross(t[:, :3], t[:, 1:4]).sum() + lib.outer(t[0], t[1]).sum() + lib.svdvals(t).sum())
+
+    class TorchLinalg:  # torch 1.13's names for the same functions
+        vecdot = staticmethod(lambda a, b: (a.conj() * b).sum(-1))
+        trace = staticmethod(lambda m: torch.diagonal(m, dim1=-2, dim2=-1).sum(-1))
+        matmul = staticmethod(torch.matmul)
+        matrix_transpose = staticmethod(lambda m: m.transpose(-1, -2))
+        cross = staticmethod(torch.linalg.cross)
+        outer = staticmethod(torch.outer)
+        svdvals = staticmethod(torch.linalg.svdvals)
+
+    g = tenferro.grad(lambda t: loss(t, tl))(t0)
+    tt = torch.tensor(t0, requires_grad=True)
+    loss(tt, TorchLinalg).backward()
+    np.testing.assert_allclose(g, tt.grad.numpy(), rtol=1e-10, atol=1e-10)
