@@ -127,7 +127,15 @@ class PyCommunicator {
       TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, mpi::rank_runtime(comm_, kRankCommunicator));
       runtime_.emplace(std::move(rt));
       TENFERRO_TRY(node_rank.status());
-      TENFERRO_ASSIGN_OR_RETURN(domains_, cpu::make_managed_domains(threads_, *node_rank * threads_));
+      Result<std::shared_ptr<const cpu::CpuDomainSet>> domains =
+          cpu::make_managed_domains(threads_, *node_rank * threads_);
+      if (!domains.ok()) {
+        return make_error(domains.status().code(), domains.status().stage(),
+                          "{} (mpirun binds each rank to its own cores; --bind-to none or --map-by slot:PE={} gives "
+                          "a rank more)",
+                          domains.status().message(), threads_);
+      }
+      domains_ = std::move(domains).value();
       TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
       TENFERRO_ASSIGN_OR_RETURN(executor_, einsum::CpuEinsumExecutor::create(
                                                std::make_shared<const cpu::DotGeneralComposite>(std::move(gemm))));
