@@ -122,7 +122,7 @@ def full_range(rng, shape, dtype):
     return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_random_integer_networks_match_numpy(dtype):
     # Random subscripts (repeated labels, traces, broadcasting extents of 1),
     # wrapping values, and strided or reversed views of the operands.
