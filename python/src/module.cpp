@@ -697,8 +697,11 @@ tenferro.linalg functions, or call its einsum method.)doc")
           "worker_spin", [](const PyRuntime& rt) { return static_cast<double>(rt.worker_spin().count()) * 1e-6; },
           "Seconds the workers spin for the next loop (0.0 without domain workers).")
       .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum and fft operations kept for reuse.")
+      .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
+                             "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
       .def("clear_caches", &PyRuntime::clear_caches,
-           "Drops the parsed-op cache, the compile cache of recorded gradients and the AD transform cache.")
+           "Drops the parsed-op cache, the compiled slicings, the compile cache of recorded gradients and the AD "
+           "transform cache.")
       .def(
           "einsum",
           [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {

@@ -24,6 +24,8 @@ constexpr ErrorStage kStage = ErrorStage::kConfiguration;
 // Bound on each op cache; a program that makes more distinct subscripts
 // than this starts over (parsing again is cheap next to the first call).
 constexpr std::size_t kMaxCachedOps = 4096;
+// Compiled slicings kept (Note [Sliced einsum in Python]).
+constexpr std::size_t kMaxSlicedPlans = 16;
 
 Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, kStage, std::move(message)); }
 
@@ -150,33 +152,66 @@ std::size_t PyRuntime::cached_ops() const noexcept {
 // (einsum::SlicedContraction, Note [Index slicing]); each slice reads the
 // operands through strided views and writes or adds into its output slice
 // (einsum::SliceExecutor). The output comes from the domain's memory pool.
-// Nothing is cached: slicing is for contractions whose run dwarfs planning.
-Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
-                                        double max_intermediate_bytes) const {
-  if (inputs.empty()) return invalid("einsum: expected at least one operand");
+// The compiled slicing is kept per (subscripts, policy, shapes, dtype,
+// bound), the last kMaxSlicedPlans of them, so a repeated call plans
+// nothing.
+Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(const einsum::EinsumOp& op,
+                                                                            std::span<const Tensor> inputs,
+                                                                            double max_intermediate_bytes) const {
+  // The key: what the plan depends on (the op's subscripts and policy, the
+  // shapes, the dtype, the bound).
+  const std::optional<einsum::PlanningPolicy>& policy = op.policy();
+  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}", op.canonical_subscripts(),
+                                policy ? static_cast<int>(policy->planner) : -1,
+                                policy && policy->path ? policy->path->to_string() : std::string(),
+                                static_cast<int>(inputs[0].dtype()), max_intermediate_bytes);
+  for (const Tensor& t : inputs) fmt::format_to(std::back_inserter(key), "\x1f{}", fmt::join(t.shape(), ","));
+  {
+    const std::lock_guard<std::mutex> lock(sliced_mutex_);
+    for (auto it = sliced_plans_.begin(); it != sliced_plans_.end(); ++it) {
+      if (it->first == key) {
+        sliced_plans_.splice(sliced_plans_.begin(), sliced_plans_, it);  // most recently used first
+        return it->second;
+      }
+    }
+  }
   SmallVector<IntArrayRef, 8> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   TENFERRO_ASSIGN_OR_RETURN(einsum::Network network,
                             op.bind(std::span<const IntArrayRef>(shapes.data(), shapes.size()), inputs[0].dtype()));
   TENFERRO_ASSIGN_OR_RETURN(einsum::ContractionTree tree,
-                            einsum::plan(network, op.policy().value_or(einsum::PlanningPolicy{})));
+                            einsum::plan(network, policy.value_or(einsum::PlanningPolicy{})));
   einsum::SlicingOptions options;
   options.max_intermediate_bytes = max_intermediate_bytes;
   TENFERRO_ASSIGN_OR_RETURN(einsum::SlicedContraction sliced, einsum::SlicedContraction::plan(tree, options));
   TENFERRO_ASSIGN_OR_RETURN(einsum::SliceExecutor runner, einsum::SliceExecutor::create(std::move(sliced), einsum_));
+  auto shared = std::make_shared<const einsum::SliceExecutor>(std::move(runner));
+  const std::lock_guard<std::mutex> lock(sliced_mutex_);
+  if (sliced_plans_.size() >= kMaxSlicedPlans) sliced_plans_.pop_back();
+  sliced_plans_.emplace_front(std::move(key), shared);
+  return shared;
+}
+
+Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
+                                        double max_intermediate_bytes) const {
+  if (inputs.empty()) return invalid("einsum: expected at least one operand");
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::SliceExecutor> plan,
+                            sliced_plan(op, inputs, max_intermediate_bytes));
+  const einsum::SliceExecutor& runner = *plan;
+  const DType dtype = inputs[0].dtype();
   SmallVector<TensorView, 8> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
   const std::span<const TensorView> in(views.data(), views.size());
   const std::vector<std::int64_t> out_shape = runner.sliced().network().output_shape();
   if (domains_ == nullptr) {
-    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), network.dtype()));
+    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), dtype));
     cpu::SequentialContext sequential;
     TENFERRO_TRY(runner.run(in, out.view(), sequential, 0, 1));
     return out;
   }
   const cpu::CpuResourceDomain& domain = domains_->default_domain();
-  TENFERRO_ASSIGN_OR_RETURN(
-      Tensor out, Tensor::empty(IntArrayRef(out_shape), network.dtype(), MemoryOrder::kRowMajor, domain.memory()));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out,
+                            Tensor::empty(IntArrayRef(out_shape), dtype, MemoryOrder::kRowMajor, domain.memory()));
   const TensorView view = out.view();
   TENFERRO_TRY(domain.enter([&](const cpu::CpuDomainSession& session) {
     return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), 0, 1);
@@ -184,7 +219,16 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
   return out;
 }
 
+std::size_t PyRuntime::cached_sliced_plans() const {
+  const std::lock_guard<std::mutex> lock(sliced_mutex_);
+  return sliced_plans_.size();
+}
+
 void PyRuntime::clear_caches() {
+  {
+    const std::lock_guard<std::mutex> lock(sliced_mutex_);
+    sliced_plans_.clear();
+  }
   for (OpMap& m : ops_) m.clear();
   path_ops_.clear();
   fft_ops_.clear();

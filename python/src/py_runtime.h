@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "tenferro/cpu/domains/domain_spec.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
+#include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/linalg/linalg_op.h"
 #include "tenferro/runtime/eager.h"
@@ -107,9 +109,14 @@ class PyRuntime {
   /// one after another on this runtime's threads. The GIL may be released.
   Result<Tensor> sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
                                double max_intermediate_bytes) const;
+  /// Compiled slicings kept for sliced_einsum.
+  std::size_t cached_sliced_plans() const;
 
  private:
   PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, std::chrono::microseconds worker_spin);
+  Result<std::shared_ptr<const einsum::SliceExecutor>> sliced_plan(const einsum::EinsumOp& op,
+                                                                   std::span<const Tensor> inputs,
+                                                                   double max_intermediate_bytes) const;
 
   struct StringHash {
     using is_transparent = void;
@@ -122,6 +129,10 @@ class PyRuntime {
   // sliced_einsum.
   std::shared_ptr<einsum::CpuEinsumExecutor> einsum_;
   std::shared_ptr<const cpu::CpuDomainSet> domains_;
+  // Compiled slicings, most recently used first (Note [Sliced einsum in
+  // Python]); guarded by sliced_mutex_ (used without the GIL).
+  mutable std::mutex sliced_mutex_;
+  mutable std::list<std::pair<std::string, std::shared_ptr<const einsum::SliceExecutor>>> sliced_plans_;
   int threads_;
   std::string gemm_;
   std::string domain_;

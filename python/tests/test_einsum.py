@@ -492,3 +492,22 @@ def test_sliced_einsum_errors():
 
     with pytest.raises(tenferro.InvalidArgumentError, match="max_intermediate_bytes"):
         tenferro.grad(loss)(ops[0])
+
+
+def test_sliced_einsum_plans_once_per_signature():
+    rt = tenferro.Runtime(threads=1)
+    rng = np.random.default_rng(5)
+    ops = [rng.standard_normal(s) for s in SLICED_SHAPES]
+    want = np.einsum(SLICED_EQ, *ops)
+    for _ in range(3):
+        np.testing.assert_allclose(tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=4000, runtime=rt), want,
+                                   rtol=1e-10)
+    assert rt.cached_sliced_plans == 1
+    tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=8000, runtime=rt)  # another bound
+    tenferro.einsum(SLICED_EQ, *[o.astype(np.float32) for o in ops], max_intermediate_bytes=4000, runtime=rt)
+    assert rt.cached_sliced_plans == 3
+    for n in range(2, 30):  # bounded
+        tenferro.einsum("ab,bc->ac", np.ones((n, 3)), np.ones((3, n)), max_intermediate_bytes=64, runtime=rt)
+    assert rt.cached_sliced_plans == 16
+    rt.clear_caches()
+    assert rt.cached_sliced_plans == 0
