@@ -452,15 +452,20 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         a, axis = _reshape(a, -1), 0
     (axis,) = _axes(axis, a.ndim, "take")
+    return _tenferro._traced_take(a, _checked_indices(indices, a.shape[axis], axis), axis)
+
+
+def _checked_indices(indices, n, axis):
+    """Integer `indices` into an axis of extent n as int64 in [0, n), checked
+    as numpy checks them (the gather itself would clamp)."""
     idx = _np.asarray(indices)
     if idx.dtype.kind not in "iu" and idx.size > 0:
         raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
-    n = a.shape[axis]
     idx = idx.astype(_np.int64)
     if idx.size and (idx.min() < -n or idx.max() >= n):
         bad = idx[(idx < -n) | (idx >= n)].flat[0]
         raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
-    return _tenferro._traced_take(a, _np.where(idx < 0, idx + n, idx), axis)
+    return _np.where(idx < 0, idx + n, idx)
 
 
 def _advanced(x, key):
@@ -596,18 +601,10 @@ def _multi(x, key):
             continue
         if isinstance(k, bool) or not isinstance(k, (list, _np.ndarray, int, _np.integer)):
             raise _unsupported(f"indexing with {type(k).__name__} among several index arrays")
-        idx = _np.asarray(k)
-        if idx.dtype == bool:
+        if _np.asarray(k).dtype == bool:
             raise _unsupported("a boolean mask among several index arrays")
-        if idx.dtype.kind not in "iu" and idx.size > 0:
-            raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
-        n = x.shape[axis]
-        idx = idx.astype(_np.int64)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            bad = idx[(idx < -n) | (idx >= n)].flat[0]
-            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
         advanced.append(axis)
-        indices.append(_np.where(idx < 0, idx + n, idx))
+        indices.append(_checked_indices(k, x.shape[axis], axis))
     try:
         indices = _np.broadcast_arrays(*indices)
     except ValueError:
