@@ -202,6 +202,9 @@ class PyCommunicator {
   }
 
   std::size_t cached_splits() const noexcept { return splits_.size(); }
+  /// Allocations the rank domain's pool served from freed blocks (Note
+  /// [Pooled results]).
+  std::uint64_t reused_blocks() const { return domains_->default_domain().memory()->stats().reused; }
 
  private:
   // One call at a time per communicator, as MPI orders collectives on one
@@ -351,5 +354,6 @@ PYBIND11_MODULE(_mpi, m) {
            py::arg("max_intermediate_bytes"))
       .def("plan", &PyCommunicator::plan, py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
            py::arg("max_intermediate_bytes"))
-      .def("cached_splits", &PyCommunicator::cached_splits);
+      .def("cached_splits", &PyCommunicator::cached_splits)
+      .def("reused_blocks", &PyCommunicator::reused_blocks);
 }

@@ -196,8 +196,12 @@ def check_cache_is_bounded():
         a, b = operand(rng, (n, 3), np.float64), operand(rng, (3, n), np.float64)
         close(comm.einsum("ab,bc->ac", a, b), a @ b, np.float64, f"n={n}")
     check(comm._impl.cached_splits() <= 16, f"{comm._impl.cached_splits()} splits cached")
-    # A repeated call is served from the cache and stays right.
-    close(comm.einsum("ab,bc->ac", a, b), a @ b, np.float64, "cached")
+    # A repeated call is served from the cache and stays right, and its
+    # result reuses the block the dropped one freed (Note [Pooled results]).
+    reused = comm._impl.reused_blocks()
+    for _ in range(3):
+        close(comm.einsum("ab,bc->ac", a, b), a @ b, np.float64, "cached")
+    check(comm._impl.reused_blocks() >= reused + 2, f"results not from the pool: {comm._impl.reused_blocks()} reused")
 
 
 def check_mera_instance(directory):
