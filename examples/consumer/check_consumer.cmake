@@ -51,4 +51,13 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "det -6")
   message(FATAL_ERROR "the consumer failed (${rc}): ${out}${err}")
 endif()
 message(STATUS "consumer (${MODE}) printed: ${out}")
+# The C ABI through tenferro::c (built by the find_package consumer when the
+# package has it, as every build with the C API does).
+if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/c/tenferro.h)
+  execute_process(COMMAND ${WORK}/build/contract_c RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "c det -6")
+    message(FATAL_ERROR "the C consumer through tenferro::c failed (${rc}): ${out}${err}")
+  endif()
+  message(STATUS "C consumer printed: ${out}")
+endif()
 file(REMOVE_RECURSE ${WORK})
