@@ -2,7 +2,8 @@
 # the public headers (not the test-only tenferro/testing ones), the provider
 # modules, a CMake package (find_package(tenferro CONFIG)) exporting
 # tenferro::<component> and the umbrella tenferro::tenferro, and a
-# pkg-config file (tenferro.pc) for non-CMake builds.
+# pkg-config files (tenferro.pc; tenferro-c.pc for the C ABI) for non-CMake
+# builds.
 include(CMakePackageConfigHelpers)
 
 # tenferro::tenferro: every component but mpi (which needs the application's
@@ -69,3 +70,9 @@ endif()
 file(RELATIVE_PATH _tf_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro.pc.in ${PROJECT_BINARY_DIR}/tenferro.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tenferro.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# tenferro-c.pc: the C ABI alone (libtenferro_c.so and its header), for C,
+# Fortran and other callers that do not use CMake.
+if(TARGET tenferro_c)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro-c.pc.in ${PROJECT_BINARY_DIR}/tenferro-c.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/tenferro-c.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

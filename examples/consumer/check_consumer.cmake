@@ -44,6 +44,21 @@ else()
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "compiling the consumer with pkg-config flags failed:\n${out}")
   endif()
+  if(EXISTS ${prefix}/include/tenferro/c/tenferro.h)
+    # The C ABI through tenferro-c.pc: cc, no CMake.
+    execute_process(COMMAND pkg-config --cflags --libs tenferro-c
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE c_flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "pkg-config --cflags --libs tenferro-c failed: ${err}")
+    endif()
+    separate_arguments(c_flags UNIX_COMMAND "${c_flags}")
+    execute_process(COMMAND cc -std=c99 -O1 ${SOURCE_DIR}/contract_c.c -o ${WORK}/contract_c_pc ${c_flags}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "compiling the C consumer with tenferro-c.pc failed:\n${out}")
+    endif()
+    set(c_app ${WORK}/contract_c_pc)
+  endif()
 endif()
 
 execute_process(COMMAND ${app} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -51,10 +66,14 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "det -6")
   message(FATAL_ERROR "the consumer failed (${rc}): ${out}${err}")
 endif()
 message(STATUS "consumer (${MODE}) printed: ${out}")
-# The C ABI through tenferro::c (built by the find_package consumer when the
-# package has it, as every build with the C API does).
+# The C ABI through tenferro::c (the find_package consumer) or tenferro-c.pc
+# (pkg-config), wherever the package has it, as every build with the C API
+# does.
 if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/c/tenferro.h)
-  execute_process(COMMAND ${WORK}/build/contract_c RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(c_app ${WORK}/build/contract_c)
+endif()
+if(c_app)
+  execute_process(COMMAND ${c_app} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0 OR NOT out MATCHES "c det -6")
     message(FATAL_ERROR "the C consumer through tenferro::c failed (${rc}): ${out}${err}")
   endif()
