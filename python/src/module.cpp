@@ -211,22 +211,6 @@ struct EinsumKwargs {
   py::handle max_intermediate_bytes = py::none();
 };
 
-// max_intermediate_bytes= as a positive number of bytes; 0 for None.
-double max_intermediate_bytes_of(py::handle value) {
-  if (value.is_none()) return 0.0;
-  if (PyBool_Check(value.ptr()) || !(PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
-    raise_type_error(
-        fmt::format("max_intermediate_bytes must be a number of bytes or None, found {}", type_name(value)));
-  }
-  const double bytes = py::cast<double>(value);
-  if (!(bytes > 0.0)) {
-    raise_error(ErrorCode::kInvalidArgument,
-                fmt::format("max_intermediate_bytes={}: expected a positive number of bytes or None",
-                            std::string(py::str(value))));
-  }
-  return bytes;
-}
-
 // Note [einsum dtype=]
 // numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
 // (every cast must pass the casting rule, 'safe' by default, checked before

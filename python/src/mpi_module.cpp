@@ -37,7 +37,6 @@
 #include "numpy_api.h"
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,6 +51,7 @@
 
 #include "array_bridge.h"
 #include "optimize.h"
+#include "small_lru.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
@@ -66,12 +66,9 @@ namespace {
 
 // The communicator id the rank runtime binds (one communicator per runtime).
 constexpr std::uint64_t kRankCommunicator = 1;
-// Planned splits kept per Communicator (least recently used dropped first).
-constexpr std::size_t kMaxCachedSplits = 16;
 
 // One planned split and this rank's part of it.
 struct Split {
-  std::string key;
   einsum::WorkerSlicing workers;
   std::optional<einsum::SliceExecutor> runner;  // this rank's part
   DType dtype;
@@ -234,18 +231,7 @@ class PyCommunicator {
       call.result_dtype = call.list.unify_numeric();
       call.list.wrap();
       call.optimize = parse_optimize(optimize);
-      if (!max_intermediate_bytes.is_none()) {
-        if (!PyLong_Check(max_intermediate_bytes.ptr()) && !PyFloat_Check(max_intermediate_bytes.ptr())) {
-          raise_type_error(fmt::format("max_intermediate_bytes must be a number of bytes or None, found {}",
-                                       type_name(max_intermediate_bytes)));
-        }
-        call.max_intermediate_bytes = py::cast<double>(max_intermediate_bytes);
-        if (!(call.max_intermediate_bytes > 0.0) || PyBool_Check(max_intermediate_bytes.ptr())) {
-          raise_error(ErrorCode::kInvalidArgument,
-                      fmt::format("max_intermediate_bytes={}: expected a positive number of bytes or None",
-                                  std::string(py::str(max_intermediate_bytes))));
-        }
-      }
+      call.max_intermediate_bytes = max_intermediate_bytes_of(max_intermediate_bytes);
     } catch (py::error_already_set& e) {
       call.status = status_of(e);
       call.python_error.emplace(std::move(e));
@@ -255,15 +241,8 @@ class PyCommunicator {
   // This call's split from the cache, or planned; collective (the outcome
   // and the plan are agreed on every call). Raises on failure.
   Split* find_or_plan(CallOperands& call) {
-    const std::string key = call.status.ok() ? cache_key(call) : "";
-    Split* split = nullptr;
-    for (auto it = splits_.begin(); call.status.ok() && it != splits_.end(); ++it) {
-      if (it->key == key) {
-        splits_.splice(splits_.begin(), splits_, it);  // most recently used first
-        split = &splits_.front();
-        break;
-      }
-    }
+    std::string key = call.status.ok() ? cache_key(call) : "";
+    Split* split = call.status.ok() ? splits_.find(key) : nullptr;
     std::optional<Result<einsum::WorkerSlicing>> planned;
     if (split == nullptr)
       planned.emplace(call.status.ok() ? plan_split(call) : Result<einsum::WorkerSlicing>(call.status));
@@ -286,9 +265,8 @@ class PyCommunicator {
     }
     ok_or_raise(agreed);
     if (split != nullptr) return split;
-    if (splits_.size() >= kMaxCachedSplits) splits_.pop_back();
-    splits_.push_front(Split{key, std::move(*planned).value(), std::move(*runner).value(), call.list.dtype(0)});
-    return &splits_.front();
+    return &splits_.insert(std::move(key),
+                           Split{std::move(*planned).value(), std::move(*runner).value(), call.list.dtype(0)});
   }
 
   Result<einsum::WorkerSlicing> plan_split(const CallOperands& call) const {
@@ -333,8 +311,8 @@ class PyCommunicator {
   std::shared_ptr<const cpu::CpuDomainSet> domains_;
   std::shared_ptr<einsum::CpuEinsumExecutor> executor_;
   int threads_ = 1;
-  std::mutex mutex_;  // serializes einsum and plan (serialize())
-  std::list<Split> splits_;
+  std::mutex mutex_;            // serializes einsum and plan (serialize())
+  SmallLru<Split> splits_{16};  // planned splits, most recently used first
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// einsum's optimize= argument (optimize.h).
+// einsum's planning arguments: optimize= and max_intermediate_bytes= (optimize.h).
 #include "optimize.h"
 
 #include <optional>
@@ -58,6 +58,21 @@ OptimizeSpec parse_optimize(py::handle optimize) {
   }
   raise_error(ErrorCode::kInvalidArgument,
               fmt::format("optimize: expected a planner name, a bool or a path, found {}", type_name(optimize)));
+}
+
+double max_intermediate_bytes_of(py::handle value) {
+  if (value.is_none()) return 0.0;
+  if (PyBool_Check(value.ptr()) || !(PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    raise_type_error(
+        fmt::format("max_intermediate_bytes must be a number of bytes or None, found {}", type_name(value)));
+  }
+  const double bytes = py::cast<double>(value);
+  if (!(bytes > 0.0)) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("max_intermediate_bytes={}: expected a positive number of bytes or None",
+                            std::string(py::str(value))));
+  }
+  return bytes;
 }
 
 Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands) {

@@ -1,6 +1,7 @@
-// einsum's optimize= argument, shared by the extension modules: a planner
-// name, a bool (numpy's: True greedy, False left to right) or an explicit
-// path in opt_einsum's pair format (numpy.einsum_path's output included).
+// einsum's planning arguments, shared by the extension modules: optimize=
+// (a planner name, a bool -- numpy's: True greedy, False left to right --
+// or an explicit path in opt_einsum's pair format, numpy.einsum_path's
+// output included) and max_intermediate_bytes=.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ struct OptimizeSpec {
 /// `optimize` (None, a bool, a planner name or a path) as a spec; raises
 /// InvalidArgumentError for anything else.
 OptimizeSpec parse_optimize(py::handle optimize);
+
+/// einsum's max_intermediate_bytes= (Note [Sliced einsum in Python]): a
+/// positive number of bytes, 0 for None; a TypeError for another type, an
+/// InvalidArgumentError for a value that is not positive.
+double max_intermediate_bytes_of(py::handle value);
 
 /// The planning policy `spec` stands for over `num_operands` operands.
 Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t num_operands);

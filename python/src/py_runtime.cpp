@@ -24,8 +24,6 @@ constexpr ErrorStage kStage = ErrorStage::kConfiguration;
 // Bound on each op cache; a program that makes more distinct subscripts
 // than this starts over (parsing again is cheap next to the first call).
 constexpr std::size_t kMaxCachedOps = 4096;
-// Compiled slicings kept (Note [Sliced einsum in Python]).
-constexpr std::size_t kMaxSlicedPlans = 16;
 
 Error invalid(std::string message) { return Error(ErrorCode::kInvalidArgument, kStage, std::move(message)); }
 
@@ -153,8 +151,8 @@ std::size_t PyRuntime::cached_ops() const noexcept {
 // operands through strided views and writes or adds into its output slice
 // (einsum::SliceExecutor). The output comes from the domain's memory pool.
 // The compiled slicing is kept per (subscripts, policy, shapes, dtype,
-// bound), the last kMaxSlicedPlans of them, so a repeated call plans
-// nothing.
+// bound), the last 16 of them (PyRuntime::sliced_plans_), so a repeated
+// call plans nothing.
 Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(const einsum::EinsumOp& op,
                                                                             std::span<const Tensor> inputs,
                                                                             double max_intermediate_bytes) const {
@@ -168,12 +166,7 @@ Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(cons
   for (const Tensor& t : inputs) fmt::format_to(std::back_inserter(key), "\x1f{}", fmt::join(t.shape(), ","));
   {
     const std::lock_guard<std::mutex> lock(sliced_mutex_);
-    for (auto it = sliced_plans_.begin(); it != sliced_plans_.end(); ++it) {
-      if (it->first == key) {
-        sliced_plans_.splice(sliced_plans_.begin(), sliced_plans_, it);  // most recently used first
-        return it->second;
-      }
-    }
+    if (const auto* hit = sliced_plans_.find(key)) return *hit;
   }
   SmallVector<IntArrayRef, 8> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
@@ -187,8 +180,7 @@ Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(cons
   TENFERRO_ASSIGN_OR_RETURN(einsum::SliceExecutor runner, einsum::SliceExecutor::create(std::move(sliced), einsum_));
   auto shared = std::make_shared<const einsum::SliceExecutor>(std::move(runner));
   const std::lock_guard<std::mutex> lock(sliced_mutex_);
-  if (sliced_plans_.size() >= kMaxSlicedPlans) sliced_plans_.pop_back();
-  sliced_plans_.emplace_front(std::move(key), shared);
+  sliced_plans_.insert(std::move(key), shared);
   return shared;
 }
 

@@ -19,7 +19,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "optimize.h"
+#include "small_lru.h"
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
@@ -132,7 +132,7 @@ class PyRuntime {
   // Compiled slicings, most recently used first (Note [Sliced einsum in
   // Python]); guarded by sliced_mutex_ (used without the GIL).
   mutable std::mutex sliced_mutex_;
-  mutable std::list<std::pair<std::string, std::shared_ptr<const einsum::SliceExecutor>>> sliced_plans_;
+  mutable SmallLru<std::shared_ptr<const einsum::SliceExecutor>> sliced_plans_{16};
   int threads_;
   std::string gemm_;
   std::string domain_;
