@@ -165,9 +165,9 @@ class SlicedContraction {
   /// Bytes of the largest intermediate of one slice.
   double slice_max_intermediate_bytes() const noexcept;
   /// What WorkerSlicing::plan compares (Note [Comparing splits] in
-  /// slicing.cpp): one slice's flops, plus the elements its operand views
-  /// hold (each slice reads them), plus its output slice's elements when
-  /// summed labels are sliced (each slice's product is added to the output).
+  /// slicing.cpp): one slice's flops plus a cost per element it moves --
+  /// every step's operands and result, and the read, add and write back of
+  /// its output slice when summed labels are sliced.
   double slice_work() const noexcept;
 
   /// The value of every sliced label in slice `k` (0 <= k < num_slices()),
@@ -183,6 +183,7 @@ class SlicedContraction {
   static Result<SlicedContraction> build(const ContractionTree& tree, LabelList sliced, const LabelRange& range = {});
   static Result<SlicedContraction> plan_impl(const ContractionTree& tree, const SlicingOptions& options,
                                              const LabelRange& range);
+  Status replan(double bound);
   static Result<SlicedContraction> pruned(const ContractionTree& tree, SlicedContraction best,
                                           const SlicingOptions& options, double bound, const LabelRange& range);
   friend class WorkerSlicing;
