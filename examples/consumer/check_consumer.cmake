@@ -1,7 +1,12 @@
 # The `package_*` tests: install the build into a fresh prefix, then build
 # and run examples/consumer against it with find_package (MODE=cmake) or
 # with pkg-config (MODE=pkgconfig). Usage:
-#   cmake -DBUILD_DIR=<tenferro build> -DSOURCE_DIR=<consumer> -DWORK=<scratch> -DMODE=cmake|pkgconfig -P check_consumer.cmake
+#   cmake -DBUILD_DIR=<tenferro build> -DSOURCE_DIR=<consumer> -DWORK=<scratch> -DMODE=cmake|pkgconfig
+#         [-DPYTHON=<python with numpy>] -P check_consumer.cmake
+# The prefix is not the configured one and the build tree still exists:
+# the installed shared library and Python package must load their provider
+# modules from the prefix (Note [Locating provider files]), which the
+# loader's LD_DEBUG=files trace shows.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK})
 set(prefix ${WORK}/prefix)
@@ -72,11 +77,44 @@ message(STATUS "consumer (${MODE}) printed: ${out}")
 if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/c/tenferro.h)
   set(c_app ${WORK}/build/contract_c)
 endif()
+# Fails unless the loader trace `trace` shows a tenferro provider module
+# loaded, every one of them from under the prefix.
+function(check_modules_from_prefix what trace)
+  string(REGEX MATCHALL "calling init: [^\n]*tenferro_(lapack|blas)_[^\n]*\\.so" inits "${trace}")
+  if(NOT inits)
+    message(FATAL_ERROR "${what}: no tenferro provider module was loaded")
+  endif()
+  foreach(init IN LISTS inits)
+    string(REPLACE "calling init: " "" path "${init}")
+    string(FIND "${path}" "${prefix}/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "${what} loaded ${path}, expected the install's copy under ${prefix}")
+    endif()
+  endforeach()
+  message(STATUS "${what} loaded its modules from the prefix: ${inits}")
+endfunction()
+
 if(c_app)
-  execute_process(COMMAND ${c_app} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_DEBUG=files ${c_app}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0 OR NOT out MATCHES "c det -6")
     message(FATAL_ERROR "the C consumer through tenferro::c failed (${rc}): ${out}${err}")
   endif()
   message(STATUS "C consumer printed: ${out}")
+  check_modules_from_prefix("the installed libtenferro_c" "${err}")
+endif()
+# The installed Python package (the module is installed with the package).
+file(GLOB py_ext ${prefix}/*/python3/dist-packages/tenferro/_tenferro*.so)
+if(PYTHON AND py_ext)
+  list(GET py_ext 0 py_ext)
+  get_filename_component(py_dir ${py_ext} DIRECTORY)
+  get_filename_component(py_dir ${py_dir} DIRECTORY)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_DEBUG=files PYTHONPATH=${py_dir} ${PYTHON} -c
+                    "import numpy, tenferro; print('py det', round(float(tenferro.linalg.det(numpy.array([[1., 2.], [4., 2.]])))))"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "py det -6")
+    message(FATAL_ERROR "the installed Python package failed (${rc}): ${out}${err}")
+  endif()
+  check_modules_from_prefix("the installed Python package" "${err}")
 endif()
 file(REMOVE_RECURSE ${WORK})

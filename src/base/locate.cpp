@@ -1,28 +1,84 @@
-// loaded_binary_dir and locate_provider_file (build_info.h, Note [Locating
-// provider files]).
+// loaded_binary_dir and the provider file search (build_info.h, Note
+// [Locating provider files]).
 #include <dlfcn.h>
 #include <unistd.h>
+#include <optional>
+
+#include <cstdlib>
 
 #include "tenferro/base/build_info.h"
 
 namespace tenferro {
 
+namespace {
+
+// Whether `dir` is `root` or lies under it.
+bool is_within(std::string_view dir, std::string_view root) {
+  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+  if (root.empty() || !dir.starts_with(root)) return false;
+  return dir.size() == root.size() || dir[root.size()] == '/' || root == "/";
+}
+
+// The prefix P when `dir` is P/`suffix` (a relative install directory).
+std::optional<std::string_view> prefix_of(std::string_view dir, std::string_view suffix) {
+  while (!suffix.empty() && suffix.back() == '/') suffix.remove_suffix(1);
+  if (suffix.empty() || suffix.front() == '/' || dir.size() < suffix.size() + 1 || !dir.ends_with(suffix))
+    return std::nullopt;
+  const std::string_view head = dir.substr(0, dir.size() - suffix.size());
+  if (head.back() != '/') return std::nullopt;
+  return head.size() == 1 ? head : head.substr(0, head.size() - 1);
+}
+
+}  // namespace
+
 std::string loaded_binary_dir() {
   Dl_info info;
   if (dladdr(reinterpret_cast<const void*>(&loaded_binary_dir), &info) == 0 || info.dli_fname == nullptr) return {};
-  const std::string path = info.dli_fname;
+  // The loader names the main program as it was started (often a relative
+  // path); the search compares absolute directories.
+  char* resolved = ::realpath(info.dli_fname, nullptr);
+  const std::string path = resolved != nullptr ? resolved : info.dli_fname;
+  std::free(resolved);
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-std::string locate_provider_file(std::string_view file, std::string_view build_dir, std::string_view installed_dir) {
-  const auto holds = [&](const std::string& dir) {
-    return !dir.empty() && ::access((dir + "/" + std::string(file)).c_str(), F_OK) == 0;
-  };
-  for (const std::string& dir : {loaded_binary_dir(), std::string(build_dir)}) {
-    if (holds(dir)) return dir;
+ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string_view build_file_dir,
+                                        ProviderFileKind kind, const BuildInfo& info) {
+  const bool module = kind == ProviderFileKind::kModule;
+  const std::string_view installed = module ? info.installed_module_dir : info.installed_data_dir;
+  const std::string_view in_prefix = module ? info.module_dir_in_prefix : info.data_dir_in_prefix;
+  ProviderFileSearch search;
+  search.fallback = installed;
+  if (!binary_dir.empty()) search.dirs.emplace_back(binary_dir);
+  const std::string python_dir = info.python_package_dir_in_prefix.empty()
+                                     ? std::string()
+                                     : std::string(info.python_package_dir_in_prefix) + "/tenferro";
+  if (!in_prefix.empty() && !in_prefix.starts_with('/')) {
+    for (std::string_view binaries : {info.library_dir_in_prefix, std::string_view(python_dir)}) {
+      if (const std::optional<std::string_view> prefix = prefix_of(binary_dir, binaries)) {
+        search.fallback = std::string(*prefix) + (prefix->ends_with('/') ? "" : "/") + std::string(in_prefix);
+        search.dirs.push_back(search.fallback);
+        break;
+      }
+    }
   }
-  return std::string(installed_dir);
+  if (is_within(binary_dir, info.build_dir)) {
+    search.dirs.emplace_back(build_file_dir);
+    search.dirs.emplace_back(installed);
+  } else {
+    search.dirs.emplace_back(installed);
+    search.dirs.emplace_back(build_file_dir);
+  }
+  return search;
+}
+
+std::string locate_provider_file(std::string_view file, std::string_view build_file_dir, ProviderFileKind kind) {
+  ProviderFileSearch search = provider_file_search(loaded_binary_dir(), build_file_dir, kind, build_info());
+  for (const std::string& dir : search.dirs) {
+    if (!dir.empty() && ::access((dir + "/" + std::string(file)).c_str(), F_OK) == 0) return dir;
+  }
+  return std::move(search.fallback);
 }
 
 }  // namespace tenferro

@@ -172,8 +172,7 @@ std::string default_provider_table_path(std::string_view explicit_path) {
   if (const char* env = std::getenv(kProviderTableEnv.data()); env != nullptr && *env != '\0') return env;
   // Note [Locating provider files]: the build tree's copy sits in its data/.
   const std::string_view build = TENFERRO_LINALG_PROVIDER_TABLE_BUILD_DIR;
-  return fmt::format("{}/{}", locate_provider_file(kTableFileName, build, build_info().installed_data_dir),
-                     kTableFileName);
+  return fmt::format("{}/{}", locate_provider_file(kTableFileName, build, ProviderFileKind::kData), kTableFileName);
 }
 
 LinalgProviderPolicy LinalgProviderPolicy::fixed(LinalgProviderBundle bundle) {

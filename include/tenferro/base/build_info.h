@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tenferro {
 
@@ -20,13 +21,24 @@ struct BuildInfo {
   std::string_view arch;
   bool assertions;  ///< TENFERRO_ASSERT active
   /// Where `cmake --install` puts the dlopen'ed provider modules (external
-  /// BLAS, LAPACK) for the configured install prefix; searched last (Note
-  /// [Locating provider files]). A relocated installation passes the module
-  /// directory explicitly (the providers' `module_dir` options).
+  /// BLAS, LAPACK) for the configured install prefix (Note [Locating
+  /// provider files]). A caller may name another directory explicitly (the
+  /// providers' `module_dir` options).
   std::string_view installed_module_dir;
   /// Where `cmake --install` puts tenferro's data files (the linalg provider
   /// table); searched as installed_module_dir is.
   std::string_view installed_data_dir;
+  /// The build tree this binary was configured in.
+  std::string_view build_dir;
+  /// The install layout relative to the prefix (CMAKE_INSTALL_LIBDIR and
+  /// friends; empty where configured as an absolute path): the provider
+  /// modules, the data files, the shared libraries and the Python package.
+  /// A binary found in one of the last two gives the prefix it was installed
+  /// under, wherever that is (Note [Locating provider files]).
+  std::string_view module_dir_in_prefix;
+  std::string_view data_dir_in_prefix;
+  std::string_view library_dir_in_prefix;
+  std::string_view python_package_dir_in_prefix;
 };
 
 /// The build configuration of this binary. Thread-safe.
@@ -34,19 +46,47 @@ const BuildInfo& build_info() noexcept;
 
 // Note [Locating provider files]
 // The dlopen'ed provider modules and the data files are searched, first to
-// last: in the directory of the binary this code is linked into (the
-// executable, or the shared object such as the Python extension: a package
-// built by `pip install .` keeps its modules and data next to it, wherever
-// pip puts it), in the build tree (a path fixed at configure time), and in
-// the configured install directory. A caller's explicit directory (the
-// providers' options) bypasses the search.
+// last:
+//   1. the directory of the binary this code is linked into (the executable,
+//      or the shared object such as the Python extension: a package built by
+//      `pip install .` keeps its modules and data next to it, wherever pip
+//      puts it);
+//   2. when that directory is where an install puts shared libraries or the
+//      Python package (`<P>/lib`, `<P>/lib/python3/dist-packages/tenferro`),
+//      the install under that prefix P (`<P>/lib/tenferro`,
+//      `<P>/share/tenferro`): an installation works wherever
+//      `cmake --install --prefix` put it, without the build tree;
+//   3. the build tree's copy and the configured install directory, the build
+//      tree first only for binaries inside the build tree: an installed copy
+//      never loads a module of a build tree that happens to still exist
+//      (a program linking the static libraries finds the configured
+//      install first, the build tree as a last resort).
+// When no directory holds the file, the lookup names the install directory
+// of 2 or else the configured one, so that a load error says where the
+// file was expected. A caller's explicit directory (the providers' options)
+// bypasses the search.
 
 /// The directory of the executable or shared object this function is linked
-/// into; empty when the loader cannot say. Thread-safe.
+/// into, absolute and without symbolic links where the file system can
+/// resolve them; empty when the loader cannot say. Thread-safe.
 std::string loaded_binary_dir();
-/// The directory to load `file` from (Note [Locating provider files]): the
-/// first of loaded_binary_dir(), `build_dir` and `installed_dir` that holds
-/// it, else `installed_dir` (so that the error names where it should be).
-std::string locate_provider_file(std::string_view file, std::string_view build_dir, std::string_view installed_dir);
+
+/// Which installed directory a provider file lives in.
+enum class ProviderFileKind { kModule, kData };
+
+/// Where to look for a provider file (Note [Locating provider files]).
+struct ProviderFileSearch {
+  std::vector<std::string> dirs;  ///< searched in this order
+  std::string fallback;           ///< named when none of them holds the file
+};
+
+/// The search for a binary in `binary_dir` whose build tree keeps the file
+/// in `build_file_dir`. Pure: reads no file system.
+ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string_view build_file_dir,
+                                        ProviderFileKind kind, const BuildInfo& info);
+
+/// The first directory of provider_file_search(loaded_binary_dir(), ...)
+/// that holds `file`, else its fallback.
+std::string locate_provider_file(std::string_view file, std::string_view build_file_dir, ProviderFileKind kind);
 
 }  // namespace tenferro

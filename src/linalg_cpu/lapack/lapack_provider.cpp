@@ -58,9 +58,9 @@ std::string loaded_file(const void* address) {
 Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions& options) {
   const std::string file = fmt::format("tenferro_lapack_openblas_{}.so", to_string(options.build));
   // Note [Locating provider files].
-  const std::string dir = options.module_dir.empty() ? locate_provider_file(file, TENFERRO_LAPACK_MODULE_DIR,
-                                                                            build_info().installed_module_dir)
-                                                     : options.module_dir;
+  const std::string dir = options.module_dir.empty()
+                              ? locate_provider_file(file, TENFERRO_LAPACK_MODULE_DIR, ProviderFileKind::kModule)
+                              : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
   module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);

@@ -42,7 +42,7 @@ Result<std::unique_ptr<internal::BlasModuleHandle>> open_module(const std::strin
                                                                 bool select_avx512) {
   // Note [Locating provider files].
   const std::string base =
-      dir.empty() ? locate_provider_file(file, TENFERRO_BLAS_MODULE_DIR, build_info().installed_module_dir) : dir;
+      dir.empty() ? locate_provider_file(file, TENFERRO_BLAS_MODULE_DIR, ProviderFileKind::kModule) : dir;
   auto h = std::make_unique<internal::BlasModuleHandle>();
   h->path = base + "/" + file;
   h->handle = dlopen(h->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
