@@ -41,6 +41,13 @@ endif()
 if(TARGET tenferro_mpi)
   set(TENFERRO_PACKAGE_HAS_MPI TRUE)
 endif()
+# The names find_package(tenferro COMPONENTS ...) accepts: every exported
+# component, the C ABI's `c` and the umbrella `tenferro`.
+set(TENFERRO_PACKAGE_COMPONENTS ${_tf_components} tenferro)
+if(TARGET tenferro_c)
+  list(APPEND TENFERRO_PACKAGE_COMPONENTS c)
+endif()
+list(JOIN TENFERRO_PACKAGE_COMPONENTS " " TENFERRO_PACKAGE_COMPONENTS)
 install(EXPORT tenferroTargets NAMESPACE tenferro:: DESTINATION ${_tf_cmake_dir})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tenferroConfig.cmake.in
   ${PROJECT_BINARY_DIR}/tenferroConfig.cmake INSTALL_DESTINATION ${_tf_cmake_dir})

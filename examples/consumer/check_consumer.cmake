@@ -2,7 +2,7 @@
 # and run examples/consumer against it with find_package (MODE=cmake) or
 # with pkg-config (MODE=pkgconfig). Usage:
 #   cmake -DBUILD_DIR=<tenferro build> -DSOURCE_DIR=<consumer> -DWORK=<scratch> -DMODE=cmake|pkgconfig
-#         [-DPYTHON=<python with numpy>] -P check_consumer.cmake
+#         [-DPYTHON=<python with numpy>] [-DMPIEXEC_FLAGS=<flags before -np>] -P check_consumer.cmake
 # The prefix is not the configured one and the build tree still exists:
 # the installed shared library and Python package must load their provider
 # modules from the prefix (Note [Locating provider files]), which the
@@ -34,6 +34,16 @@ if(MODE STREQUAL "cmake")
     message(FATAL_ERROR "building the consumer failed:\n${out}")
   endif()
   set(app ${WORK}/build/contract)
+  # A component the package does not have fails find_package with the names
+  # it does have.
+  file(WRITE ${WORK}/bad/CMakeLists.txt "cmake_minimum_required(VERSION 3.25)\nproject(bad LANGUAGES CXX)\n"
+       "find_package(tenferro CONFIG REQUIRED COMPONENTS einsum_cpu no_such_part)\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/bad -B ${WORK}/bad/build -G Ninja -DCMAKE_PREFIX_PATH=${prefix}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  string(REGEX REPLACE "[ \n]+" " " flat "${out}")  # CMake wraps the message
+  if(rc EQUAL 0 OR NOT flat MATCHES "component 'no_such_part' is not available: expected one of: .*einsum_cpu")
+    message(FATAL_ERROR "find_package(tenferro COMPONENTS no_such_part) should fail naming the components (${rc}):\n${out}")
+  endif()
 else()
   file(GLOB pc_dir LIST_DIRECTORIES true ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
   set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
@@ -76,6 +86,22 @@ message(STATUS "consumer (${MODE}) printed: ${out}")
 # does.
 if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/c/tenferro.h)
   set(c_app ${WORK}/build/contract_c)
+endif()
+# tenferro::mpi through find_package's optional component, under mpirun,
+# wherever the package has it.
+if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/mpi.h)
+  if(NOT EXISTS ${WORK}/build/ranks)
+    message(FATAL_ERROR "the package has tenferro::mpi, but the consumer did not find the mpi component")
+  endif()
+  find_program(mpiexec NAMES mpiexec mpirun REQUIRED)
+  execute_process(COMMAND ${mpiexec} ${MPIEXEC_FLAGS} -np 2 ${WORK}/build/ranks
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  string(REGEX MATCHALL "ranks 2 sum 1" lines "${out}")
+  list(LENGTH lines n)
+  if(NOT rc EQUAL 0 OR NOT n EQUAL 2)
+    message(FATAL_ERROR "the tenferro::mpi consumer failed under mpirun -np 2 (${rc}): ${out}${err}")
+  endif()
+  message(STATUS "tenferro::mpi consumer printed: ${out}")
 endif()
 # Fails unless the loader trace `trace` shows a tenferro provider module
 # loaded, every one of them from under the prefix.
