@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include "array_bridge.h"
+#include "info.h"
 #include "py_runtime.h"
 #include "tape.h"
 #include "tenferro/ad_runtime/functional.h"
@@ -738,6 +739,12 @@ docs/python.md.)doc"};
         return reinterpret_cast<std::uintptr_t>(operands.tensors()[0].data());
       },
       "The address of the Tensor an operand is borrowed as (for the zero-copy tests).");
+  m.def(
+      "_config", [] { return tenferro::info::gather().dump(); },
+      "The info document of `tenferro info` (info.h) as JSON: what tenferro.show_config() reports.");
+  m.def(
+      "_config_text", [](const std::string& json) { return tenferro::info::to_text(nlohmann::json::parse(json)); },
+      "A document of _config (plus sections) as `tenferro info` prints it.");
   m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none(),
         py::arg("max_intermediate_bytes") = py::none());
   m.def(

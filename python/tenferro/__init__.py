@@ -55,6 +55,7 @@ __all__ = [
     "UnsupportedError",
     "ResourceExhaustedError",
     "RuntimeFailure",
+    "show_config",
 ]
 
 
@@ -279,6 +280,39 @@ def grad(fun, argnums=0, runtime=None):
     respect to argument `argnums` (an int, or a tuple for several)."""
     vg = value_and_grad(fun, argnums, runtime)
     return lambda *args: vg(*args)[1]
+
+
+def show_config(mode="stdout"):
+    """What this tenferro is and which kernels it runs, as ``numpy.show_config``.
+
+    The document of the ``tenferro info`` command: version and build
+    (compiler, flags, ``-march`` target), ``kernels`` (the instruction set the
+    CPU offers, the ``TENFERRO_CPU_ISA`` cap, and what the native GEMM, layout
+    transposes, vector math and integer contractions run: ``avx512``,
+    ``avx2`` or ``portable``), the CPU topology and the domains tenferro
+    builds on it, the CPU engine's providers for each GEMM choice (native,
+    OpenBLAS, BLIS; a missing library says why), the FFT providers and the
+    linalg provider table in use; and a ``python`` section (this module's
+    file, numpy's version, whether ``tenferro.mpi`` is built).
+
+    ``mode="stdout"`` prints it as indented text; ``mode="dicts"`` returns
+    it as a dict.
+    """
+    import importlib.util
+    import json
+
+    if mode not in ("stdout", "dicts"):
+        raise ValueError(f'show_config: expected mode "stdout" or "dicts", found {mode!r}')
+    document = json.loads(_tenferro._config())
+    document["python"] = {
+        "module": _tenferro.__file__,
+        "numpy": _np.__version__,
+        "mpi_built": importlib.util.find_spec("tenferro._mpi") is not None,
+    }
+    if mode == "dicts":
+        return document
+    print(_tenferro._config_text(json.dumps(document)), end="")
+    return None
 
 
 from . import fft, linalg  # noqa: E402  (need the names above)

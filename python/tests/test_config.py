@@ -1,0 +1,50 @@
+"""tenferro.show_config(): the `tenferro info` document from Python."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tenferro
+
+
+def test_dicts_report_the_kernels_and_the_module():
+    config = tenferro.show_config(mode="dicts")
+    assert config["version"] == tenferro.__version__
+    kernels = config["kernels"]
+    assert kernels["cpu_best"] in ("avx512", "avx2", "portable")
+    assert kernels["gemm"] in ("avx512", "avx2", "portable")
+    assert config["python"]["module"] == tenferro._tenferro.__file__
+    # One CPU engine per GEMM choice; the native one always builds.
+    native = [e for e in config["cpu_engine"] if e["gemm"] == "native"][0]
+    assert "error" not in native and native["providers"]
+    # The provider table this module reads exists (Note [Locating provider files]).
+    assert os.path.exists(config["linalg"]["provider_table"]), config["linalg"]
+    assert "error" not in config["linalg"]
+
+
+def test_the_cpu_isa_cap_shows():
+    best = tenferro.show_config(mode="dicts")["kernels"]["cpu_best"]
+    if best == "portable":
+        pytest.skip("this CPU runs the portable kernels only")
+    # A fresh process: the cap is read when the kernels are chosen.
+    code = "import tenferro; k = tenferro.show_config(mode='dicts')['kernels']; print(k['gemm'], k['capped'], k['cap'])"
+    env = dict(os.environ, TENFERRO_CPU_ISA="portable")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["portable", "True", "TENFERRO_CPU_ISA=portable"]
+
+
+def test_stdout_prints_the_document(capsys):
+    assert tenferro.show_config() is None
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0] == f"tenferro {tenferro.__version__}"
+    gemm = tenferro.show_config(mode="dicts")["kernels"]["gemm"]
+    assert f"  gemm: {gemm}" in lines
+    assert "python:" in lines
+
+
+def test_bad_mode():
+    with pytest.raises(ValueError, match='expected mode "stdout" or "dicts", found \'yaml\''):
+        tenferro.show_config(mode="yaml")
