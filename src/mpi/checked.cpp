@@ -68,13 +68,22 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
                 std::int64_t op, std::int64_t root) {
   TENFERRO_TRY(mpi_running(what));
   const auto d = static_cast<std::int64_t>(dtype);
-  std::int64_t v[9] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root};
+  // Which collective: ranks calling different ones (an allreduce here, a
+  // reduce there) would otherwise pass and then wait in different MPI calls.
+  std::uint64_t fnv = 14695981039346656037ULL;
+  for (char ch : what) fnv = (fnv ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  const auto kind = static_cast<std::int64_t>(fnv >> 24);
+  std::int64_t v[11] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind};
   if (!local.ok()) {
     // A failed rank's arguments must not look like a mismatch.
-    for (int i = 1; i < 9; ++i) v[i] = LLONG_MIN / 2;
+    for (int i = 1; i < 11; ++i) v[i] = LLONG_MIN / 2;
   }
-  TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 9, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
+  TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 11, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
   if (v[0] > 0) return share_failure(comm, static_cast<int>(v[0] - 1), local, what);
+  if (v[9] != -v[10]) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "{}: expected the same collective on every rank, found another one on some rank", what);
+  }
   if (v[1] != -v[2]) {
     return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
                       "{}: expected one dtype on every rank ({} here), found dtypes from {} to {} across ranks", what,

@@ -21,7 +21,7 @@ using program::CollectiveSpec;
 
 bool same_shape_result(CollectiveKind kind) noexcept {
   return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kSend ||
-         kind == CollectiveKind::kRecv;
+         kind == CollectiveKind::kRecv || kind == CollectiveKind::kReduce;
 }
 
 ReduceOp reduce_op(const CollectiveSpec& spec) noexcept {
@@ -59,7 +59,8 @@ class MpiCollectives final : public runtime::CollectiveProvider {
     runtime::PreparedKernel kernel;
     kernel.in_place_ok = same_shape_result(spec.kind);
     // MPI does not promise one reduction order across calls.
-    kernel.reproducible = spec.kind != CollectiveKind::kAllReduce && spec.kind != CollectiveKind::kReduceScatter;
+    kernel.reproducible = spec.kind != CollectiveKind::kAllReduce && spec.kind != CollectiveKind::kReduceScatter &&
+                          spec.kind != CollectiveKind::kReduce;
     kernel.resources.push_back(runtime::ResourceAmount{collective_lease_key(communicator_), 1});
     return runtime::PrepareCapability::prepared(std::move(kernel));
   }
@@ -85,6 +86,20 @@ class MpiCollectives final : public runtime::CollectiveProvider {
         return mpi_status(
             MPI_Allreduce(in_place ? MPI_IN_PLACE : in.data, out.data, n, type, internal::mpi_op(reduce_op(spec)), c),
             "MPI_Allreduce");
+      case CollectiveKind::kReduce: {
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel(),
+                                        static_cast<std::int64_t>(spec.reduction), spec.peer));
+        const auto root = static_cast<int>(spec.peer);
+        if (comm_->rank() != root) {
+          // The result here is the operand; MPI only reads it.
+          if (!in_place) std::memcpy(out.data, in.data, nbytes(in));
+          return mpi_status(MPI_Reduce(in.data, nullptr, n, type, internal::mpi_op(reduce_op(spec)), root, c),
+                            "MPI_Reduce");
+        }
+        return mpi_status(MPI_Reduce(in_place ? MPI_IN_PLACE : in.data, out.data, n, type,
+                                     internal::mpi_op(reduce_op(spec)), root, c),
+                          "MPI_Reduce");
+      }
       case CollectiveKind::kBroadcast:
         TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel(), 0, spec.peer));
         if (comm_->rank() == spec.peer && !in_place) std::memcpy(out.data, in.data, nbytes(in));

@@ -51,7 +51,8 @@ Result<runtime::Runtime> make_runtime(std::shared_ptr<Communicator> comm) {
 // z: float64[ranks, 3]. Outputs, in order: allreduce_sum(-x),
 // allreduce_max(x), allgather(x), broadcast from the last rank(x),
 // reduce_scatter_sum(z), send(x) to the next rank, recv from the previous
-// rank (even ranks send first, odd ranks receive first).
+// rank (even ranks send first, odd ranks receive first), reduce_sum(x) to
+// rank 0 (x itself elsewhere).
 std::shared_ptr<const program::SemanticProgram> all_collectives(const Communicator& comm) {
   const std::int64_t ranks = comm.size();
   auto spec = [&](CollectiveKind kind) {
@@ -88,7 +89,8 @@ std::shared_ptr<const program::SemanticProgram> all_collectives(const Communicat
     received = b.emit_collective(recv, neg).value();
     sent = b.emit_collective(send, x).value();
   }
-  return b.freeze({sum, max, gathered, broadcast, scattered, sent, received}).value().program;
+  ProgramValue reduced = b.emit_collective(spec(CollectiveKind::kReduce), x).value();
+  return b.freeze({sum, max, gathered, broadcast, scattered, sent, received, reduced}).value().program;
 }
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>().value(); }
@@ -110,8 +112,8 @@ void check_outputs(Checks& c, const Communicator& comm, const TensorList& out, i
     gathered.insert(gathered.end(), x.begin(), x.end());
     for (std::int64_t j = 0; j < kCols; ++j) scattered[j] += z[comm.rank() * kCols + j];
   }
-  if (out.size() != 7) {
-    c.check(false, what + ": 7 outputs");
+  if (out.size() != 8) {
+    c.check(false, what + ": 8 outputs");
     return;
   }
   c.check(max_diff(values(out[0]), sum) <= 1e-12, what + ": allreduce sum");
@@ -121,6 +123,10 @@ void check_outputs(Checks& c, const Communicator& comm, const TensorList& out, i
   c.check(max_diff(values(out[4]), scattered) <= 1e-12, what + ": reduce_scatter");
   c.check(max_diff(values(out[5]), x_of(comm.rank())) == 0.0, what + ": send passes its operand on");
   c.check(max_diff(values(out[6]), x_of((comm.rank() + ranks - 1) % ranks)) == 0.0, what + ": recv");
+  // reduce to rank 0: the sum of x there, this rank's own x elsewhere.
+  std::vector<double> x_sum(sum.size(), 0.0);
+  for (std::size_t i = 0; i < sum.size(); ++i) x_sum[i] = -sum[i];
+  c.check(max_diff(values(out[7]), comm.rank() == 0 ? x_sum : x_of(comm.rank())) <= 1e-12, what + ": reduce");
 }
 
 TensorList inputs_for(const Communicator& comm, int seed, std::int64_t n) {
@@ -139,14 +145,14 @@ void test_prepared_collectives(Checks& c, std::shared_ptr<Communicator> comm) {
   int nodes = 0;
   for (std::size_t i = 0; i < (*prepared)->num_nodes(); ++i)
     nodes += (*prepared)->node(i).kind == runtime::ScheduledNodeKind::kCollective ? 1 : 0;
-  c.check(nodes == 7, "seven collective nodes, found " + std::to_string(nodes));
+  c.check(nodes == 8, "eight collective nodes, found " + std::to_string(nodes));
   for (int run = 0; run < 3; ++run) {
     const int seed = 1000 * run;
     Result<TensorList> out = rt->run_prepared(**prepared, inputs_for(*comm, seed, 5));
     c.check_ok(out.status(), "run " + std::to_string(run));
     if (out.ok()) check_outputs(c, *comm, *out, seed, 5, "run " + std::to_string(run));
   }
-  c.check(rt->execution_metrics().collectives == 21, "21 collective nodes ran");
+  c.check(rt->execution_metrics().collectives == 24, "24 collective nodes ran");
 
   // Element counts differ across ranks: each rank prepares its own shape,
   // and the first collective fails on every rank with kShapeMismatch.
@@ -233,8 +239,8 @@ void test_two_runtimes(Checks& c) {
   c.check_ok(out_b.status(), "runtime b runs");
   if (out_a.ok()) check_outputs(c, **ca, *out_a, 20, 4, "runtime a");
   if (out_b.ok()) check_outputs(c, **cb, *out_b, 30, 4, "runtime b");
-  c.check(a->execution_metrics().collectives == 7 && b->execution_metrics().collectives == 7,
-          "each runtime ran its own seven collective nodes");
+  c.check(a->execution_metrics().collectives == 8 && b->execution_metrics().collectives == 8,
+          "each runtime ran its own eight collective nodes");
 }
 
 }  // namespace

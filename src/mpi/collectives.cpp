@@ -59,6 +59,24 @@ Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
                     "MPI_Allreduce");
 }
 
+Status reduce(const Communicator& comm, Tensor& tensor, ReduceOp op, int root) {
+  constexpr std::string_view what = "mpi reduce";
+  Status local;
+  if (root < 0 || root >= comm.size()) {
+    local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "{}: expected a root in [0, {}), found {}", what,
+                       comm.size(), root);
+  }
+  Result<HostBuffer> buffer = local.ok() ? export_local(tensor, what) : Result<HostBuffer>(local);
+  local = buffer.status();
+  if (local.ok()) local = check_op(op, tensor.dtype(), what);
+  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op), root));
+  const bool at_root = comm.rank() == root;
+  return mpi_status(
+      MPI_Reduce(at_root ? MPI_IN_PLACE : buffer->data, at_root ? buffer->data : nullptr,
+                 static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), mpi_op(op), root, comm.comm()),
+      "MPI_Reduce");
+}
+
 Status allgather(const Communicator& comm, Tensor& tensor) {
   constexpr std::string_view what = "mpi allgather";
   Status local = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();

@@ -88,6 +88,28 @@ void test_collectives(Checks& c, const Communicator& comm) {
     c.check(max_diff(t.to_vector<double>().value(), filled<double>({2, 3}, root).to_vector<double>().value()) == 0.0,
             "broadcast: values");
   }
+  {  // reduce to the last rank: the sum there, the others' tensors unchanged.
+    const int root = comm.size() - 1;
+    Tensor t = filled<double>({2, 3}, comm.rank());
+    c.check_ok(reduce(comm, t, ReduceOp::kSum, root), "reduce");
+    std::vector<double> expected = filled<double>({2, 3}, comm.rank()).to_vector<double>().value();
+    if (comm.rank() == root) {
+      expected.assign(6, 0.0);
+      for (int r = 0; r < comm.size(); ++r) {
+        const std::vector<double> v = filled<double>({2, 3}, r).to_vector<double>().value();
+        for (std::size_t i = 0; i < v.size(); ++i) expected[i] += v[i];
+      }
+    }
+    c.check(max_diff(t.to_vector<double>().value(), expected) < 1e-12, "reduce: values");
+    Tensor m = filled<std::int32_t>({4}, comm.rank());
+    c.check_ok(reduce(comm, m, ReduceOp::kMax, 0), "reduce max int32");
+    std::vector<std::int32_t> most = filled<std::int32_t>({4}, comm.rank()).to_vector<std::int32_t>().value();
+    for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
+      const std::vector<std::int32_t> v = filled<std::int32_t>({4}, r).to_vector<std::int32_t>().value();
+      for (std::size_t i = 0; i < v.size(); ++i) most[i] = std::max(most[i], v[i]);
+    }
+    c.check(m.to_vector<std::int32_t>().value() == most, "reduce max int32: values");
+  }
   {  // reduce_scatter: block b of rank r holds value_of(r, b * 4 + i).
     Tensor t = filled<double>({comm.size(), 4}, comm.rank());
     Result<Tensor> mine = reduce_scatter(comm, t, ReduceOp::kSum);
@@ -139,11 +161,18 @@ void test_errors(Checks& c, const Communicator& comm) {
   {
     Tensor t = filled<std::complex<double>>({2}, comm.rank());
     c.check_code(allreduce(comm, t, ReduceOp::kMax), ErrorCode::kInvalidArgument, "max of complex");
+    c.check_code(reduce(comm, t, ReduceOp::kMax, 0), ErrorCode::kInvalidArgument, "reduce max of complex");
   }
   {
     Tensor t = filled<double>({2}, comm.rank());
     c.check_code(broadcast(comm, t, comm.rank() == 0 ? 0 : 1), ErrorCode::kInvalidArgument, "roots differ");
     c.check_code(broadcast(comm, t, comm.size()), ErrorCode::kInvalidArgument, "root out of range");
+    c.check_code(reduce(comm, t, ReduceOp::kSum, comm.rank() == 0 ? 0 : 1), ErrorCode::kInvalidArgument,
+                 "reduce roots differ");
+    c.check_code(reduce(comm, t, ReduceOp::kSum, -1), ErrorCode::kInvalidArgument, "reduce root out of range");
+    // Different collectives on different ranks: an error, not a hang.
+    c.check_code(comm.rank() == 0 ? reduce(comm, t, ReduceOp::kSum, 0) : allreduce(comm, t, ReduceOp::kSum),
+                 ErrorCode::kInvalidArgument, "reduce on rank 0, allreduce elsewhere");
     Tensor wrong = Tensor::zeros({comm.size() + 1, 2}, DType::kFloat64).value();
     c.check_code(allgather(comm, wrong), ErrorCode::kShapeMismatch, "allgather leading extent");
   }
@@ -331,6 +360,16 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
       c.check(!split->is_range_split() || stats.slices == split->part(ca.rank()).num_slices(),
               name + ": a range part runs all its slices");
       c.check(max_diff(out.to_vector<double>().value(), expected) <= 1e-12 * scale, name + ": equals one rank");
+      // The sum on the last rank only (a kReduce node).
+      const int root = ca.size() - 1;
+      Tensor at_root = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
+      c.check_ok(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *part, views, at_root, a->domains->default_domain(),
+                                       nullptr, root),
+                 name + ": reduced to the last rank");
+      if (ca.rank() == root) {
+        c.check(max_diff(at_root.to_vector<double>().value(), expected) <= 1e-12 * scale,
+                name + ": the root holds the sum");
+      }
     }
   }
   // A failing rank (wrong input count) surfaces on all ranks without a hang.
@@ -350,6 +389,13 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
     c.check_code(run_slices_over_ranks(ca, *a->runtime, id, *runner, views, out, a->domains->default_domain(), &stats),
                  ErrorCode::kUnsupportedOperation, "one rank's prepare failure on all ranks");
     c.check(ca.rank() != ca.size() - 1 || stats.slices == 0, "a rank that failed to prepare contracts nothing");
+    // A root outside the communicator, and roots that differ between ranks.
+    c.check_code(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, out, a->domains->default_domain(),
+                                       nullptr, ca.size()),
+                 ErrorCode::kInvalidArgument, "a root outside the communicator on all ranks");
+    c.check_code(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, out, a->domains->default_domain(),
+                                       nullptr, ca.rank() == 0 ? 0 : kEveryRank),
+                 ErrorCode::kInvalidArgument, "roots that differ between ranks, on all ranks");
     // Still in step: the same call with the right id on every rank.
     Tensor again = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
     c.check_ok(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, views, again, a->domains->default_domain()),

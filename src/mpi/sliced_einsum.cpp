@@ -16,17 +16,20 @@
 namespace tenferro::mpi {
 namespace {
 
-// partial -> all_reduce(sum) over `communicator`, for `partial`'s dtype and shape.
+// partial -> all_reduce(sum) over `communicator` (reduce(sum) to `root`
+// when root >= 0), for `partial`'s dtype and shape.
 Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const Tensor& partial,
-                                                                         std::uint64_t communicator, int ranks) {
+                                                                         std::uint64_t communicator, int ranks,
+                                                                         int root) {
   program::ProgramBuilder b;
   std::vector<program::SymbolicExtent> shape(partial.shape().begin(), partial.shape().end());
   TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue x, b.add_input(partial.dtype(), shape, "partial"));
   program::CollectiveSpec spec;
-  spec.kind = program::CollectiveKind::kAllReduce;
+  spec.kind = root == kEveryRank ? program::CollectiveKind::kAllReduce : program::CollectiveKind::kReduce;
   spec.reduction = program::CollectiveReduction::kSum;
   spec.communicator = communicator;
   spec.ranks = ranks;
+  spec.peer = root == kEveryRank ? 0 : root;
   TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue sum, b.emit_collective(spec, x));
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen, b.freeze(std::span<const program::ProgramValue>(&sum, 1)));
   return frozen.program;
@@ -83,12 +86,17 @@ Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, 
 
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
-                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats) {
+                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats, int root) {
   // Note [Failure before the allreduce]: prepare, contract, agree, reduce.
   const runtime::BindingMode donate[] = {runtime::BindingMode::kDonatable};
   Tensor partial;
   std::shared_ptr<const runtime::PreparedProgram> prepared;
   Status local = [&]() -> Status {
+    if (root < kEveryRank || root >= comm.size()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "sliced einsum over ranks: expected a root in [0, {}) or kEveryRank, found {}", comm.size(),
+                        root);
+    }
     if (!output.defined() || !output.is_host()) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                         "sliced einsum over ranks: expected a host output tensor, found {}",
@@ -100,7 +108,7 @@ Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime
     } else {
       TENFERRO_ASSIGN_OR_RETURN(partial, Tensor::empty(output.shape(), output.dtype()));
     }
-    TENFERRO_ASSIGN_OR_RETURN(auto program, rank_sum_program(partial, communicator, comm.size()));
+    TENFERRO_ASSIGN_OR_RETURN(auto program, rank_sum_program(partial, communicator, comm.size(), root));
     TENFERRO_ASSIGN_OR_RETURN(
         prepared,
         runtime.prepare_for(program, runtime::InputSignature::of(std::span<const Tensor>(&partial, 1), donate)));

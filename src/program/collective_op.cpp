@@ -22,6 +22,8 @@ std::string_view to_string(CollectiveKind kind) noexcept {
       return "send";
     case CollectiveKind::kRecv:
       return "recv";
+    case CollectiveKind::kReduce:
+      return "reduce";
   }
   return "?";
 }
@@ -33,18 +35,22 @@ std::string_view to_string(CollectiveReduction reduction) noexcept {
 namespace {
 
 bool reduces(CollectiveKind kind) noexcept {
-  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter;
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kReduce;
 }
 
 bool has_peer(CollectiveKind kind) noexcept {
-  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv;
+  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv ||
+         kind == CollectiveKind::kReduce;
 }
 
 }  // namespace
 
 std::string CollectiveSpec::to_string() const {
   std::string what;
-  if (reduces(kind)) {
+  if (kind == CollectiveKind::kReduce) {
+    what = fmt::format("({}, root {})", program::to_string(reduction), peer);
+  } else if (reduces(kind)) {
     what = fmt::format("({})", program::to_string(reduction));
   } else if (kind == CollectiveKind::kBroadcast) {
     what = fmt::format("(root {})", peer);

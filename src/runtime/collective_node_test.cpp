@@ -332,6 +332,17 @@ TEST(CollectiveNodeTest, BuilderChecksCollectiveSpecsAndShapes) {
   CollectiveSpec max = spec(CollectiveKind::kAllReduce, 0);
   max.reduction = CollectiveReduction::kMax;
   EXPECT_EQ(b.emit_collective(max, c).status().code(), ErrorCode::kInvalidArgument);
+  // reduce: a root in [0, ranks), a dtype with the reduction, x's shape.
+  CollectiveSpec reduce_root = spec(CollectiveKind::kReduce, 0);
+  reduce_root.peer = -1;
+  EXPECT_EQ(b.emit_collective(reduce_root, x).status().code(), ErrorCode::kInvalidArgument);
+  CollectiveSpec reduce_max = spec(CollectiveKind::kReduce, 0);
+  reduce_max.reduction = CollectiveReduction::kMax;
+  EXPECT_EQ(b.emit_collective(reduce_max, c).status().code(), ErrorCode::kInvalidArgument);
+  reduce_root.peer = 1;
+  ProgramValue reduced = *b.emit_collective(reduce_root, x);
+  EXPECT_EQ(b.metadata(reduced)->to_string(), "float64[3, 4]");
+  EXPECT_EQ(reduce_root.to_string(), "reduce(sum, root 1) comm 11 ranks 2");
   const std::size_t ops = b.num_operations();
   ProgramValue scattered = *b.emit_collective(spec(CollectiveKind::kReduceScatter, 0, 3), x);
   EXPECT_EQ(b.num_operations(), ops + 1);

@@ -29,7 +29,7 @@
 
 namespace tenferro::mpi {
 
-/// Reduction of allreduce and reduce_scatter.
+/// Reduction of allreduce, reduce and reduce_scatter.
 enum class ReduceOp : std::uint8_t {
   kSum,  ///< numeric dtypes (not bool)
   kMax,  ///< real dtypes (not bool, not complex)
@@ -41,6 +41,12 @@ enum class ReduceOp : std::uint8_t {
 /// op the dtype lacks, kFailedPrecondition for non-host storage,
 /// kDTypeMismatch / kShapeMismatch across ranks, kUnavailable from MPI.
 Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op);
+
+/// Rank `root`'s `tensor` becomes the elementwise reduction over all ranks
+/// (MPI_Reduce, in place); the other ranks' tensors are only read.
+/// Collective. Errors as allreduce, and kInvalidArgument for a root
+/// outside [0, size()).
+Status reduce(const Communicator& comm, Tensor& tensor, ReduceOp op, int root);
 
 /// `tensor` has shape [size, ...]; rank r's block tensor[r] is sent to every
 /// rank, so afterwards every rank holds all blocks (MPI_Allgather in place).

@@ -47,22 +47,6 @@
 
 namespace tenferro::mpi {
 
-/// Collective over `comm`: contracts this rank's share of `executor`'s
-/// slices into `output` (a host tensor of the network's output shape) in
-/// `domain` (one entry, ParallelMode::kInner), then sums the shares of all
-/// ranks into every rank's `output` with a kAllReduce collective node on
-/// communicator id `communicator` of `runtime`, which must bind that id to
-/// `comm` (collective_registration(comm, communicator)) and have a host
-/// engine. A dense row-major `output` that nobody else holds is donated to
-/// the node and reduced in place; a shared one receives the sum by one
-/// copy; a non-contiguous one is rebound to the node's contiguous result
-/// (as host_interop.h rebinds). Borrows everything for the call; prepares
-/// one small program per call (the runtime's plan cache applies).
-/// Every rank passes the same contraction (or, for a range split, its own
-/// part: WorkerSlicing::part(rank)) and the same inputs. Errors as
-/// Runtime::prepare_for, SliceExecutor::run and the collective node, on
-/// every rank (Note [Failure before the allreduce]). `stats`, when given,
-/// receives this rank's share.
 /// Collective over `comm`: this rank's position among the ranks of its node
 /// (MPI_COMM_TYPE_SHARED), where its CPUs start (Note [Rank CPU domains]).
 Result<int> node_rank(const Communicator& comm);
@@ -84,8 +68,31 @@ Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& spl
 /// MPI_Finalize.
 Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator);
 
+/// run_slices_over_ranks' `root` for a sum on every rank (an allreduce).
+inline constexpr int kEveryRank = -1;
+
+/// Collective over `comm`: contracts this rank's share of `executor`'s
+/// slices into `output` (a host tensor of the network's output shape) in
+/// `domain` (one entry, ParallelMode::kInner), then sums the shares of all
+/// ranks into every rank's `output` with a kAllReduce collective node on
+/// communicator id `communicator` of `runtime`, which must bind that id to
+/// `comm` (collective_registration(comm, communicator)) and have a host
+/// engine. A dense row-major `output` that nobody else holds is donated to
+/// the node and reduced in place; a shared one receives the sum by one
+/// copy; a non-contiguous one is rebound to the node's contiguous result
+/// (as host_interop.h rebinds). Borrows everything for the call; prepares
+/// one small program per call (the runtime's plan cache applies).
+/// Every rank passes the same contraction (or, for a range split, its own
+/// part: WorkerSlicing::part(rank)) and the same inputs. Errors as
+/// Runtime::prepare_for, SliceExecutor::run and the collective node, on
+/// every rank (Note [Failure before the allreduce]). `stats`, when given,
+/// receives this rank's share. With `root` >= 0 the sum lands on rank
+/// `root` only (a kReduce node: nothing is sent back to the others); the other
+/// ranks' `output` then holds their own share, not the sum.
+/// kInvalidArgument (on every rank) for a root outside [-1, size()).
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
-                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats = nullptr);
+                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats = nullptr,
+                             int root = kEveryRank);
 
 }  // namespace tenferro::mpi

@@ -1,6 +1,6 @@
 // CollectiveOp: a collective communication (allreduce, allgather,
-// broadcast, reduce_scatter, send, recv) over a communicator resource, as an
-// operation of a program.
+// broadcast, reduce_scatter, send, recv, reduce) over a communicator
+// resource, as an operation of a program.
 //
 // Note [Collective operations]
 // A collective is observable communication with explicit participants and
@@ -38,10 +38,13 @@ enum class CollectiveKind : std::uint8_t {
   kReduceScatter,  ///< x[ranks, ...] -> [...]: block `rank` of the reduction
   kSend,           ///< x -> x, and x is sent to rank `peer` with `tag`
   kRecv,           ///< x -> what rank `peer` sent with `tag` (x gives dtype and shape)
+  /// x -> on rank `peer` (the root) the elementwise reduction of every
+  /// rank's x; on every other rank x itself (nothing is received there).
+  kReduce,
 };
 std::string_view to_string(CollectiveKind kind) noexcept;
 
-/// The reduction of kAllReduce and kReduceScatter.
+/// The reduction of kAllReduce, kReduceScatter and kReduce.
 enum class CollectiveReduction : std::uint8_t {
   kSum,  ///< numeric dtypes (not bool)
   kMax,  ///< real numeric dtypes (not bool, not complex)
@@ -51,13 +54,13 @@ std::string_view to_string(CollectiveReduction reduction) noexcept;
 /// The semantic payload of a collective. Trivial value type.
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  CollectiveReduction reduction = CollectiveReduction::kSum;  ///< kAllReduce, kReduceScatter
+  CollectiveReduction reduction = CollectiveReduction::kSum;  ///< kAllReduce, kReduceScatter, kReduce
   /// The communicator resource (ResourceId{kCommunicator, communicator}).
   std::uint64_t communicator = 0;
   /// Participants (>= 1); shapes of allgather and reduce_scatter follow it,
   /// and the provider checks it against its communicator at prepare.
   std::int64_t ranks = 1;
-  /// kBroadcast: the root; kSend: the destination; kRecv: the source.
+  /// kBroadcast, kReduce: the root; kSend: the destination; kRecv: the source.
   std::int64_t peer = 0;
   /// kSend / kRecv: the message tag (>= 0).
   std::int64_t tag = 0;
@@ -75,7 +78,7 @@ class CollectiveOp final : public ExtensionOp {
   static constexpr std::string_view kFamilyId = "tenferro.collective";
 
   /// kInvalidArgument (compile stage) when ranks < 1, a peer outside
-  /// [0, ranks) for broadcast/send/recv, or a negative tag.
+  /// [0, ranks) for broadcast/send/recv/reduce, or a negative tag.
   static Result<std::shared_ptr<const CollectiveOp>> create(const CollectiveSpec& spec);
 
   const CollectiveSpec& spec() const noexcept { return spec_; }
