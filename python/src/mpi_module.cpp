@@ -80,6 +80,7 @@ struct CallOperands {
   OperandList list;
   OptimizeSpec optimize;
   double max_intermediate_bytes = 0.0;   // 0: no bound
+  int root = mpi::kEveryRank;            // einsum's root=: the rank that receives the sum
   py::object result_dtype = py::none();  // numpy's result dtype, when it differs
   std::optional<py::error_already_set> python_error;
   Status status = ok_status();
@@ -148,11 +149,12 @@ class PyCommunicator {
   int threads() const noexcept { return threads_; }
 
   // Collective: the contraction over every rank, its sum on every rank.
-  py::object einsum(py::handle subscripts, py::handle operands, py::handle optimize,
-                    py::handle max_intermediate_bytes) {
+  py::object einsum(py::handle subscripts, py::handle operands, py::handle optimize, py::handle max_intermediate_bytes,
+                    py::handle root) {
     const std::unique_lock<std::mutex> lock = serialize();
     CallOperands call;
     convert(call, subscripts, operands, optimize, max_intermediate_bytes);
+    convert_root(call, root);
     Split* split = find_or_plan(call);
     Tensor output;
     Status status;
@@ -165,10 +167,12 @@ class PyCommunicator {
                                                         split->dtype, MemoryOrder::kRowMajor, domain.memory()));
         std::vector<TensorView> views;
         for (const Tensor& t : call.list.tensors()) views.push_back(t.view());
-        return mpi::run_slices_over_ranks(*comm_, *runtime_, kRankCommunicator, *split->runner, views, output, domain);
+        return mpi::run_slices_over_ranks(*comm_, *runtime_, kRankCommunicator, *split->runner, views, output, domain,
+                                          nullptr, call.root);
       }();
     }
     ok_or_raise(status);
+    if (call.root != mpi::kEveryRank && call.root != rank()) return py::none();  // holds only this rank's share
     return OperandList::finish(tensor_to_numpy(std::move(output)), call.result_dtype);
   }
 
@@ -232,6 +236,23 @@ class PyCommunicator {
       call.list.wrap();
       call.optimize = parse_optimize(optimize);
       call.max_intermediate_bytes = max_intermediate_bytes_of(max_intermediate_bytes);
+    } catch (py::error_already_set& e) {
+      call.status = status_of(e);
+      call.python_error.emplace(std::move(e));
+    }
+  }
+
+  // einsum's root= (None: every rank), checked against the communicator;
+  // a failure is kept for the agreement as convert()'s are.
+  void convert_root(CallOperands& call, py::handle root) const {
+    if (!call.status.ok() || root.is_none()) return;
+    try {
+      const std::int64_t r = as_index(root, "tenferro.mpi einsum root");
+      if (r < 0 || r >= size()) {
+        raise_error(ErrorCode::kInvalidArgument,
+                    fmt::format("tenferro.mpi einsum: expected root=None or a rank in [0, {}), found {}", size(), r));
+      }
+      call.root = static_cast<int>(r);
     } catch (py::error_already_set& e) {
       call.status = status_of(e);
       call.python_error.emplace(std::move(e));
@@ -329,7 +350,7 @@ PYBIND11_MODULE(_mpi, m) {
       .def_property_readonly("size", &PyCommunicator::size)
       .def_property_readonly("threads", &PyCommunicator::threads)
       .def("einsum", &PyCommunicator::einsum, py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
-           py::arg("max_intermediate_bytes"))
+           py::arg("max_intermediate_bytes"), py::arg("root"))
       .def("plan", &PyCommunicator::plan, py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
            py::arg("max_intermediate_bytes"))
       .def("cached_splits", &PyCommunicator::cached_splits)

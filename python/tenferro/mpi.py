@@ -80,17 +80,20 @@ class Communicator:
     def threads(self) -> int:
         return self._impl.threads
 
-    def einsum(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None):
+    def einsum(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None, root=None):
         """``numpy.einsum(subscripts, *operands)`` computed by all ranks together.
 
-        Every rank passes the same operands and receives the whole result.
+        Every rank passes the same operands. With ``root=None`` every rank
+        receives the whole result (an allreduce of the ranks' shares); with
+        ``root=r`` only rank ``r`` does (a reduce, as ``mpi4py``'s
+        ``comm.reduce(..., root=r)``) and the other ranks return ``None``.
         ``optimize`` chooses the contraction path as in ``tenferro.einsum``
         (a planner name or an explicit path; planning is reproducible, so
         every rank plans the same one). ``max_intermediate_bytes`` bounds the
         largest intermediate of one slice: indices are sliced until it fits,
         and the slices run in sequence on each rank.
         """
-        return self._impl.einsum(subscripts, operands, optimize, max_intermediate_bytes)
+        return self._impl.einsum(subscripts, operands, optimize, max_intermediate_bytes, root)
 
     def plan(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None) -> dict:
         """The split ``einsum`` would run, without contracting: ``split``

@@ -122,6 +122,42 @@ def check_memory_bound_slices():
         check(False, "an impossible memory bound did not raise")
 
 
+def check_result_on_one_root():
+    """root=r: the sum on rank r only (a reduce), None elsewhere."""
+    rng = np.random.default_rng(11)
+    comm = tenferro.mpi.Communicator(WORLD)
+    for dtype in (np.float64, np.complex64, np.int32):
+        ops = [operand(rng, s, dtype) for s in ((30, 40), (40, 20), (20, 10))]
+        want = np.einsum("ab,bc,cd->ad", *ops)
+        for root in range(SIZE):
+            got = comm.einsum("ab,bc,cd->ad", *ops, root=root)
+            if RANK == root:
+                close(got, want, dtype, f"root={root} {np.dtype(dtype)}")
+            else:
+                check(got is None, f"root={root}: rank {RANK} returned {type(got).__name__}, expected None")
+    # The reduce and the allreduce of the same call share the cached split.
+    splits = comm._impl.cached_splits()
+    close(comm.einsum("ab,bc,cd->ad", *ops), want, np.int32, "root=None after root=r")
+    check(comm._impl.cached_splits() == splits, "root= changes the plan cache")
+    # A root outside the communicator (on rank 1 only) raises on every rank.
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc,cd->ad", *ops, root=SIZE if RANK == 1 else 0),
+                               tenferro.InvalidArgumentError, "root out of range on rank 1")
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc,cd->ad", *ops, root="0" if RANK == 1 else 0),
+                               tenferro.InvalidArgumentError, "root not an int on rank 1")
+    # Different roots on different ranks: refused on every rank (no rank waits).
+    if SIZE > 1:
+        try:
+            comm.einsum("ab,bc,cd->ad", *ops, root=RANK)
+        except tenferro.InvalidArgumentError as e:
+            check("same collective" in str(e) or "root" in str(e), f"different roots: {e}")
+        else:
+            check(False, f"different roots: rank {RANK} returned instead of raising")
+    got = comm.einsum("ab,bc,cd->ad", *ops, root=0)
+    if RANK == 0:
+        close(got, want, np.int32, "after the errors")
+    return "ok"
+
+
 def expect_error_on_every_rank(call, own_error, what, names_rank=True):
     """`call` fails on rank 1 only (or everywhere); every rank must raise."""
     try:
@@ -223,7 +259,7 @@ def check_mera_instance(directory):
 def main():
     shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../../shared/bench/instances")
     checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
-              check_errors_reach_every_rank, check_communicators_stay_independent, check_cache_is_bounded,
+              check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent, check_cache_is_bounded,
               lambda: check_mera_instance(shared)]
     for i, fn in enumerate(checks):
         name = getattr(fn, "__name__", "check_mera_instance")
