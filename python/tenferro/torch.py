@@ -1,0 +1,119 @@
+"""tenferro's einsum for PyTorch CPU tensors, differentiable by torch.autograd.
+
+``tenferro.torch.einsum(subscripts, *tensors)`` takes and returns
+``torch.Tensor`` and takes part in autograd: the forward pass is
+``tenferro.einsum`` (N-ary, with path planning) and the backward pass
+``tenferro.einsum_vjp`` (PyTorch's conjugate-Wirtinger convention for
+complex tensors). Tensors cross without copies: a CPU tensor is read
+through ``Tensor.numpy()`` (any strides), the result is wrapped by
+``torch.from_numpy`` over tenferro's storage::
+
+    import torch, tenferro.torch
+
+    a = torch.randn(30, 40, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(40, 50, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(50, 20, dtype=torch.float64)
+    y = tenferro.torch.einsum("ab,bc,cd->ad", a, b, c)
+    y.sum().backward()          # a.grad, b.grad as torch.einsum gives them
+
+Import it explicitly (``import tenferro.torch``); ``import tenferro`` does
+not import torch. CPU tensors of the dtypes numpy has (not bfloat16) are
+accepted; other devices raise ``tenferro.UnsupportedError``. Gradients are
+first order (``create_graph=True`` gives no second derivatives).
+"""
+
+from __future__ import annotations
+
+import torch as _torch
+from torch.autograd.function import once_differentiable as _once_differentiable
+
+from . import _tenferro
+from . import einsum as _einsum
+from . import einsum_vjp as _einsum_vjp
+from ._errors import DTypeError, InvalidArgumentError, UnsupportedError
+
+__all__ = ["einsum"]
+
+
+def _as_array(t, position):
+    if not isinstance(t, _torch.Tensor):
+        raise InvalidArgumentError(
+            f"tenferro.torch.einsum operand {position}: expected a torch.Tensor, found {type(t).__name__}",
+            code="kInvalidArgument", canonical="kInvalidArgument")
+    try:  # the common case: a dense CPU tensor without autograd or lazy bits
+        return t.numpy()
+    except (RuntimeError, TypeError):
+        pass
+    if t.device.type != "cpu":
+        raise UnsupportedError(
+            f"tenferro.torch.einsum operand {position}: expected a CPU tensor, found one on {t.device} "
+            f"(move it with .cpu(); tenferro's Python module runs on the CPU)",
+            code="kUnsupported", canonical="kUnsupported")
+    if t.layout != _torch.strided:
+        raise UnsupportedError(
+            f"tenferro.torch.einsum operand {position}: expected a dense (strided) tensor, found layout {t.layout}",
+            code="kUnsupported", canonical="kUnsupported")
+    try:
+        # resolve_conj/resolve_neg copy only when a lazy conjugate or
+        # negation bit is set; numpy() then shares the tensor's memory.
+        return t.detach().resolve_conj().resolve_neg().numpy()
+    except TypeError as e:  # bfloat16 and other dtypes numpy lacks
+        raise DTypeError(
+            f"tenferro.torch.einsum operand {position}: expected a dtype numpy has, found {t.dtype} ({e})",
+            code="kDTypeMismatch", canonical="kDTypeMismatch") from None
+
+
+def _to_torch(array, like_dtype=None):
+    out = _torch.from_numpy(array)
+    if like_dtype is not None and out.dtype != like_dtype:
+        if out.is_complex() and not like_dtype.is_complex:
+            out = out.real  # a real operand's gradient is the real part (as torch.autograd)
+        out = out.to(like_dtype)
+    return out
+
+
+class _Einsum(_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, subscripts, options, *tensors):
+        arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
+        ctx.subscripts = subscripts
+        ctx.options = options
+        ctx.save_for_backward(*tensors)
+        return _to_torch(_einsum(subscripts, *arrays, **options))
+
+    @staticmethod
+    @_once_differentiable
+    def backward(ctx, grad):
+        tensors = ctx.saved_tensors
+        needed = ctx.needs_input_grad[2:]
+        if not any(needed):
+            return (None, None, *[None] * len(tensors))
+        arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
+        grads = _einsum_vjp(ctx.subscripts, *arrays, cotangent=_as_array(grad, "cotangent"), **ctx.options)
+        return (None, None, *[_to_torch(g, t.dtype) if need else None for g, t, need in zip(grads, tensors, needed)])
+
+
+def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None):
+    """``torch.einsum(subscripts, *operands)`` computed by tenferro.
+
+    ``operands`` are CPU ``torch.Tensor`` (mixed dtypes are promoted as
+    numpy promotes them; the gradient of each operand has its dtype).
+    ``optimize`` chooses the contraction path as in ``tenferro.einsum``
+    (a planner name or an explicit path); ``threads`` and ``runtime`` pick
+    the runtime as in ``tenferro.einsum`` (the backward pass runs on the
+    same one). The result is a ``torch.Tensor``
+    over tenferro's storage; when an operand requires grad, it carries a
+    ``grad_fn`` whose backward runs ``tenferro.einsum_vjp``.
+    """
+    if not isinstance(subscripts, str):
+        raise InvalidArgumentError(
+            f"tenferro.torch.einsum: expected subscripts as a string, found {type(subscripts).__name__}",
+            code="kInvalidArgument", canonical="kInvalidArgument")
+    options = {"optimize": optimize, "threads": threads, "runtime": runtime}
+    if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands):
+        arrays = [_as_array(t, i) for i, t in enumerate(operands)]
+        return _to_torch(_einsum(subscripts, *arrays, **options))
+    return _Einsum.apply(subscripts, options, *operands)
+
+
+del _tenferro
