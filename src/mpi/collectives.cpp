@@ -46,6 +46,17 @@ Status leading_extent_is_size(const Tensor& tensor, const Communicator& comm, st
                     "{}: expected a tensor of shape [{}, ...] (one block per rank), found {}", what, comm.size(),
                     tensor.to_string());
 }
+
+// export_local() for a collective with a root: kInvalidArgument for a root
+// outside the communicator.
+Result<HostBuffer> export_with_root(const Communicator& comm, Tensor& tensor, int root, std::string_view what) {
+  if (root < 0 || root >= comm.size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "{}: expected a root in [0, {}), found {}", what,
+                      comm.size(), root);
+  }
+  return export_local(tensor, what);
+}
+
 }  // namespace
 
 Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
@@ -61,13 +72,8 @@ Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
 
 Status reduce(const Communicator& comm, Tensor& tensor, ReduceOp op, int root) {
   constexpr std::string_view what = "mpi reduce";
-  Status local;
-  if (root < 0 || root >= comm.size()) {
-    local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "{}: expected a root in [0, {}), found {}", what,
-                       comm.size(), root);
-  }
-  Result<HostBuffer> buffer = local.ok() ? export_local(tensor, what) : Result<HostBuffer>(local);
-  local = buffer.status();
+  Result<HostBuffer> buffer = export_with_root(comm, tensor, root, what);
+  Status local = buffer.status();
   if (local.ok()) local = check_op(op, tensor.dtype(), what);
   TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op), root));
   const bool at_root = comm.rank() == root;
@@ -91,14 +97,8 @@ Status allgather(const Communicator& comm, Tensor& tensor) {
 
 Status broadcast(const Communicator& comm, Tensor& tensor, int root) {
   constexpr std::string_view what = "mpi broadcast";
-  Status local;
-  if (root < 0 || root >= comm.size()) {
-    local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "{}: expected a root in [0, {}), found {}", what,
-                       comm.size(), root);
-  }
-  Result<HostBuffer> buffer = local.ok() ? export_local(tensor, what) : Result<HostBuffer>(local);
-  local = buffer.status();
-  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), 0, root));
+  Result<HostBuffer> buffer = export_with_root(comm, tensor, root, what);
+  TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel(), 0, root));
   return mpi_status(
       MPI_Bcast(buffer->data, static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), root, comm.comm()),
       "MPI_Bcast");
