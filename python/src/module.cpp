@@ -24,6 +24,7 @@
 #include "tape.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/einsum/contraction_tree.h"
+#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/planner.h"
@@ -603,7 +604,16 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
     const program::SymbolicShape s = program::symbolic_shape(t.shape());
     inputs.push_back(value_or_raise(b.add_input(dtype, std::span<const program::SymbolicExtent>(s.data(), s.size()))));
   }
-  const program::ProgramValue out = value_or_raise(einsum::emit_einsum(b, op, inputs));
+  // Note [Pairwise einsums for reverse mode]: the planned steps, when the
+  // einsum has them, so that the gradient costs about twice the forward.
+  const std::vector<einsum::PairwiseStep> steps =
+      value_or_raise(einsum::pairwise_steps(*op, shapes, dtype, op->policy().value_or(einsum::PlanningPolicy{})));
+  for (const einsum::PairwiseStep& step : steps) {
+    const program::ProgramValue pair[] = {inputs[static_cast<std::size_t>(step.lhs)],
+                                          inputs[static_cast<std::size_t>(step.rhs)]};
+    inputs.push_back(value_or_raise(einsum::emit_einsum(b, step.op, pair)));
+  }
+  const program::ProgramValue out = steps.empty() ? value_or_raise(einsum::emit_einsum(b, op, inputs)) : inputs.back();
   const program::FrozenProgram f = value_or_raise(b.freeze({out}));
   std::vector<std::uint32_t> active(operands.size());
   for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);

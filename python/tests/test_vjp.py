@@ -18,6 +18,15 @@ VJP_CASES = [
     ("i,j->ij", [(3,), (2,)]),
     ("...ij,...jk->...ik", [(2, 3, 4), (4, 2)]),
     ("ij,ij->ij", [(3, 1), (3, 4)]),  # size-1 broadcast
+    # Three or more operands: recorded as the planned binary steps (Note
+    # [Pairwise einsums for reverse mode]), with a diagonal, a label summed
+    # out alone, a scalar output, and a broadcast axis (kept N-ary).
+    ("ab,bc,cd,de,ef->af", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3)]),
+    ("iij,jk,kl->il", [(3, 3, 2), (2, 4), (4, 5)]),
+    ("ij,jk,kl,m->li", [(3, 4), (4, 5), (5, 2), (3,)]),
+    ("ab,bc,ca->", [(2, 3), (3, 4), (4, 2)]),
+    ("abc,cd,bde->ae", [(2, 3, 4), (4, 5), (3, 5, 2)]),
+    ("...ij,...jk,...kl->...il", [(2, 3, 4), (1, 4, 5), (2, 5, 2)]),
 ]
 
 
@@ -47,6 +56,18 @@ def test_matches_torch_autograd(subscripts, shapes, dtype, rng, torch):
     for g, w, o in zip(grads, want, ops):
         assert g.shape == o.shape and g.dtype == o.dtype
         np.testing.assert_allclose(g, w.numpy(), err_msg=subscripts, **tolerance(dtype))
+
+
+@pytest.mark.parametrize("subscripts,shapes", [c for c in VJP_CASES if c[0].count(",") >= 2])
+def test_traced_einsum_of_three_or_more_operands_matches_einsum_vjp(subscripts, shapes, rng):
+    # The tape records such einsums as their planned binary steps; the
+    # gradients are einsum_vjp's (checked against torch above).
+    ops = [random_array(rng, s, np.complex128) for s in shapes]
+    ct = random_array(rng, np.einsum(subscripts, *ops).shape, np.complex128)
+    value, pullback = tenferro.vjp(lambda *xs: tenferro.einsum(subscripts, *xs), *ops)
+    np.testing.assert_allclose(value, np.einsum(subscripts, *ops), rtol=1e-12, atol=1e-12)
+    for g, w in zip(pullback(ct), tenferro.einsum_vjp(subscripts, *ops, ct)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=subscripts)
 
 
 def test_vjp_bad_input(rng):

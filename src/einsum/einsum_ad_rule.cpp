@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/einsum/contraction_tree.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum/network.h"
+#include "tenferro/einsum/subscripts.h"
 
 namespace tenferro::einsum {
 
@@ -188,5 +190,38 @@ class EinsumAdRule final : public ad::ExtensionAdRule {
 }  // namespace
 
 std::shared_ptr<const ad::ExtensionAdRule> einsum_ad_rule() { return std::make_shared<const EinsumAdRule>(); }
+
+Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype,
+                                                 const PlanningPolicy& policy) {
+  std::vector<PairwiseStep> steps;
+  if (op.num_operands() < 3) return steps;
+  TENFERRO_ASSIGN_OR_RETURN(Network net, op.bind(shapes, dtype));
+  for (const NetworkOperand& operand : net.operands()) {
+    if (std::find(operand.axis_labels.begin(), operand.axis_labels.end(), kBroadcastAxis) != operand.axis_labels.end())
+      return steps;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(ContractionTree tree, plan(net, policy));
+  // Each node's labels: an operand's as written (diagonals repeat), a
+  // step's result order; the last step writes the einsum's output (and sums
+  // what the tree sums at its root).
+  std::vector<std::vector<LabelKey>> nodes;
+  for (const NetworkOperand& operand : net.operands())
+    nodes.emplace_back(operand.axis_labels.begin(), operand.axis_labels.end());
+  const std::span<const ContractionStep> tree_steps = tree.steps();
+  for (std::size_t s = 0; s < tree_steps.size(); ++s) {
+    const ContractionStep& step = tree_steps[s];
+    const bool last = s + 1 == tree_steps.size();
+    std::vector<LabelKey> result = last ? std::vector<LabelKey>(net.output().begin(), net.output().end())
+                                        : std::vector<LabelKey>(step.result.begin(), step.result.end());
+    const std::vector<LabelKey> pair[] = {nodes[static_cast<std::size_t>(step.lhs)],
+                                          nodes[static_cast<std::size_t>(step.rhs)]};
+    TENFERRO_ASSIGN_OR_RETURN(Subscripts subscripts,
+                              Subscripts::from_sublists(pair, std::optional<std::vector<LabelKey>>(result)));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumOp> binary, EinsumOp::create(std::move(subscripts)));
+    steps.push_back(PairwiseStep{std::move(binary), step.lhs, step.rhs});
+    nodes.push_back(std::move(result));
+  }
+  return steps;
+}
 
 }  // namespace tenferro::einsum

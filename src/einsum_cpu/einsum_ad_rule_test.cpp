@@ -2,7 +2,7 @@
 // labels, broadcasting, ellipsis, complex operands) against a numpy
 // reference that builds each gradient column by column from np.einsum; the
 // adjoint identity; reverse mode of a plain contraction chain emitting
-// einsums only; symbolic operand extents; and the VJP program running on
+// einsums only; N-ary einsums as their planned binary steps; symbolic operand extents; and the VJP program running on
 // the native einsum engine through a runtime.
 #include <complex>
 #include <optional>
@@ -333,6 +333,85 @@ TEST(EinsumAdRule, DerivativesOfAnEinsumChainAreMinimal) {
   c = count_ops(*jvp_x->program.program);
   EXPECT_EQ(c.einsums, 2u * kSteps);
   EXPECT_EQ(c.adds + c.other_core, 0u);
+}
+
+// Note [Pairwise einsums for reverse mode]: an N-operand einsum recorded as
+// its planned binary steps has the N-ary form's gradients, from 3 (N - 1)
+// binary einsums (the steps, then two per step) instead of N + 1 einsums of
+// N operands each.
+TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
+  ad::AdContext context;
+  ASSERT_TRUE(context.install_rule(einsum_ad_rule()).ok());
+  const std::vector<Case> networks = {
+      {"ab,bc,cd,de,ef->af", {{3, 4}, {4, 5}, {5, 2}, {2, 6}, {6, 3}}},
+      {"ab,bc,ca->", {{2, 3}, {3, 4}, {4, 2}}, DType::kComplex128},
+      {"iij,jk,kl->il", {{3, 3, 2}, {2, 4}, {4, 5}}},     // a diagonal
+      {"ij,jk,kl,m->li", {{3, 4}, {4, 5}, {5, 2}, {3}}},  // a label summed out alone
+      {"abc,cd,bde->ae", {{2, 3, 4}, {4, 5}, {3, 5, 2}}},
+  };
+  for (const Case& c : networks) {
+    SCOPED_TRACE(c.subscripts);
+    auto op = EinsumOp::create(c.subscripts);
+    ASSERT_TRUE(op.ok());
+    std::vector<IntArrayRef> shapes(c.shapes.begin(), c.shapes.end());
+    auto steps = pairwise_steps(**op, shapes, c.dtype, PlanningPolicy{PlannerKind::kGreedy});
+    ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+    const std::size_t n = c.shapes.size();
+    ASSERT_EQ(steps->size(), n - 1);
+    ProgramBuilder b;
+    std::vector<ProgramValue> nodes;
+    std::vector<std::uint32_t> active;
+    for (const auto& shape : c.shapes) {
+      nodes.push_back(*b.add_input(c.dtype, program::symbolic_shape(IntArrayRef(shape)).span()));
+      active.push_back(static_cast<std::uint32_t>(active.size()));
+    }
+    for (const PairwiseStep& step : *steps) {
+      EXPECT_EQ(step.op->num_operands(), 2);
+      const ProgramValue pair[] = {nodes[static_cast<std::size_t>(step.lhs)],
+                                   nodes[static_cast<std::size_t>(step.rhs)]};
+      nodes.push_back(*emit_einsum(b, step.op, pair));
+    }
+    auto pairwise = context.vjp(*b.freeze({nodes.back()}), active);
+    auto nary = context.vjp(einsum_program(c), active);
+    ASSERT_TRUE(pairwise.ok()) << pairwise.status().to_string();
+    ASSERT_TRUE(nary.ok()) << nary.status().to_string();
+    // Binary, but for the identity (diagonal) or ones (label summed out
+    // alone) operand the transpose of such a step adds.
+    const OpCounts counts = count_ops(*pairwise->program.program);
+    const bool plain = c.subscripts.find("ii") == std::string::npos && c.subscripts.find(",m") == std::string::npos;
+    EXPECT_EQ(counts.all_binary, plain);
+    for (program::OperationView o : pairwise->program.program->operations()) {
+      if (o.is_extension()) {
+        EXPECT_LE(o.operands().size(), 3u);
+      }
+    }
+    EXPECT_EQ(counts.einsums, 3 * (n - 1));
+    EXPECT_EQ(count_ops(*nary->program.program).einsums, n + 1);
+    std::vector<Tensor> x;
+    for (std::size_t i = 0; i < n; ++i) x.push_back(*random_tensor(c.dtype, c.shapes[i], 40 + i));
+    const auto y = evaluate(*einsum_program(c).program, x);
+    ASSERT_EQ(y.size(), 1u);
+    x.push_back(*random_tensor(c.dtype, std::vector<std::int64_t>(y[0].shape().begin(), y[0].shape().end()), 60));
+    const auto got = evaluate(*pairwise->program.program, x);
+    const auto want = evaluate(*nary->program.program, x);
+    ASSERT_EQ(got.size(), n + 1);
+    ASSERT_EQ(want.size(), n + 1);
+    for (std::size_t i = 0; i <= n; ++i) EXPECT_TRUE(check_allclose(got[i], want[i]).ok()) << "output " << i;
+  }
+  // Nothing to split: two operands, or a broadcast axis.
+  auto two = EinsumOp::create("ij,jk->ik");
+  const std::vector<std::int64_t> s34{3, 4}, s45{4, 5}, s145{1, 4, 5}, s256{2, 5, 6}, s234{2, 3, 4};
+  const IntArrayRef two_shapes[] = {s34, s45};
+  EXPECT_TRUE(pairwise_steps(**two, two_shapes, DType::kFloat64, PlanningPolicy{})->empty());
+  auto broadcast = EinsumOp::create("...ij,...jk,...kl->...il");
+  const IntArrayRef broadcast_shapes[] = {s234, s145, s256};
+  auto none = pairwise_steps(**broadcast, broadcast_shapes, DType::kFloat64, PlanningPolicy{});
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_TRUE(none->empty());
+  // Shapes that do not fit are the binding's error.
+  const IntArrayRef wrong[] = {s34, s34, s45};
+  EXPECT_EQ(pairwise_steps(**broadcast, wrong, DType::kFloat64, PlanningPolicy{}).status().code(),
+            ErrorCode::kShapeMismatch);
 }
 
 TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
