@@ -20,13 +20,14 @@ VJP_CASES = [
     ("ij,ij->ij", [(3, 1), (3, 4)]),  # size-1 broadcast
     # Three or more operands: recorded as the planned binary steps (Note
     # [Pairwise einsums for reverse mode]), with a diagonal, a label summed
-    # out alone, a scalar output, and a broadcast axis (kept N-ary).
+    # out alone, a scalar output, and broadcast axes.
     ("ab,bc,cd,de,ef->af", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3)]),
     ("iij,jk,kl->il", [(3, 3, 2), (2, 4), (4, 5)]),
     ("ij,jk,kl,m->li", [(3, 4), (4, 5), (5, 2), (3,)]),
     ("ab,bc,ca->", [(2, 3), (3, 4), (4, 2)]),
     ("abc,cd,bde->ae", [(2, 3, 4), (4, 5), (3, 5, 2)]),
     ("...ij,...jk,...kl->...il", [(2, 3, 4), (1, 4, 5), (2, 5, 2)]),
+    ("ab,ab,bc->ac", [(3, 1), (3, 4), (4, 2)]),
 ]
 
 

@@ -196,17 +196,17 @@ Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<c
   std::vector<PairwiseStep> steps;
   if (op.num_operands() < 3) return steps;
   TENFERRO_ASSIGN_OR_RETURN(Network net, op.bind(shapes, dtype));
-  for (const NetworkOperand& operand : net.operands()) {
-    if (std::find(operand.axis_labels.begin(), operand.axis_labels.end(), kBroadcastAxis) != operand.axis_labels.end())
-      return steps;
-  }
   TENFERRO_ASSIGN_OR_RETURN(ContractionTree tree, plan(net, policy));
-  // Each node's labels: an operand's as written (diagonals repeat), a
-  // step's result order; the last step writes the einsum's output (and sums
-  // what the tree sums at its root).
+  // Each node's labels: an operand's as written (diagonals repeat; a
+  // broadcast axis of extent 1 gets a label of its own, which its step sums
+  // away), a step's result order; the last step writes the einsum's output
+  // (and sums what the tree sums at its root).
   std::vector<std::vector<LabelKey>> nodes;
-  for (const NetworkOperand& operand : net.operands())
-    nodes.emplace_back(operand.axis_labels.begin(), operand.axis_labels.end());
+  LabelKey fresh = net.num_labels();
+  for (const NetworkOperand& operand : net.operands()) {
+    std::vector<LabelKey>& labels = nodes.emplace_back();
+    for (LabelId l : operand.axis_labels) labels.push_back(l == kBroadcastAxis ? fresh++ : l);
+  }
   const std::span<const ContractionStep> tree_steps = tree.steps();
   for (std::size_t s = 0; s < tree_steps.size(); ++s) {
     const ContractionStep& step = tree_steps[s];

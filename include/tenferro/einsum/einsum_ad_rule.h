@@ -34,7 +34,9 @@
 // recorded for differentiation (tenferro.einsum_vjp, the Python tape),
 // pairwise_steps() gives the planned steps as two-operand EinsumOps, which
 // are recorded in its place; the rule above then only meets binary einsums.
-// Broadcast axes (extent 1 against a larger extent) keep the N-ary form.
+// A broadcast axis (extent 1 against a larger extent) gets a label of its
+// own in its operand's step, which sums it away: the value does not depend
+// on the broadcast label, and the transpose restores the axis.
 #pragma once
 
 #include <memory>
@@ -62,9 +64,8 @@ struct PairwiseStep {
 
 /// `op` over operands of `shapes` and `dtype`, planned with `policy`, as
 /// two-operand einsums along the contraction tree (Note [Pairwise einsums
-/// for reverse mode]); the last step's result is the einsum's. Empty when
-/// there is nothing to split: fewer than three operands, or a broadcast
-/// axis. Errors as EinsumOp::bind and plan().
+/// for reverse mode]); the last step's result is the einsum's. Empty for
+/// fewer than three operands. Errors as EinsumOp::bind and plan().
 Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype,
                                                  const PlanningPolicy& policy);
 
