@@ -606,8 +606,7 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   }
   // Note [Pairwise einsums for reverse mode]: the planned steps, when the
   // einsum has them, so that the gradient costs about twice the forward.
-  const std::vector<einsum::PairwiseStep> steps =
-      value_or_raise(einsum::pairwise_steps(*op, shapes, dtype, op->policy().value_or(einsum::PlanningPolicy{})));
+  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, shapes, dtype));
   for (const einsum::PairwiseStep& step : steps) {
     const program::ProgramValue pair[] = {inputs[static_cast<std::size_t>(step.lhs)],
                                           inputs[static_cast<std::size_t>(step.rhs)]};

@@ -148,7 +148,8 @@ class PyCommunicator {
   int size() const noexcept { return comm_->size(); }
   int threads() const noexcept { return threads_; }
 
-  // Collective: the contraction over every rank, its sum on every rank.
+  // Collective: the contraction over every rank, its sum on every rank (or
+  // on `root` only; the others return None).
   py::object einsum(py::handle subscripts, py::handle operands, py::handle optimize, py::handle max_intermediate_bytes,
                     py::handle root) {
     const std::unique_lock<std::mutex> lock = serialize();

@@ -82,8 +82,7 @@ py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<
   // Note [Pairwise einsums for reverse mode]: the planned steps, when the
   // einsum has them, so that the gradient costs about twice the forward.
   const std::vector<IntArrayRef> refs(shapes.begin(), shapes.end());
-  const std::vector<einsum::PairwiseStep> steps =
-      value_or_raise(einsum::pairwise_steps(*op, refs, *dtype, op->policy().value_or(einsum::PlanningPolicy{})));
+  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, refs, *dtype));
   for (const einsum::PairwiseStep& step : steps) {
     const ad::TapeTensor pair[] = {handles[static_cast<std::size_t>(step.lhs)],
                                    handles[static_cast<std::size_t>(step.rhs)]};

@@ -27,7 +27,6 @@ from __future__ import annotations
 import torch as _torch
 from torch.autograd.function import once_differentiable as _once_differentiable
 
-from . import _tenferro
 from . import einsum as _einsum
 from . import einsum_vjp as _einsum_vjp
 from ._errors import DTypeError, InvalidArgumentError, UnsupportedError
@@ -115,5 +114,3 @@ def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
         return _to_torch(_einsum(subscripts, *arrays, **options))
     return _Einsum.apply(subscripts, options, *operands)
 
-
-del _tenferro

@@ -82,21 +82,29 @@ def test_in_a_model():
     np.testing.assert_allclose(ours, ref, rtol=1e-12)
 
 
-def test_no_copies():
+def test_no_copies(monkeypatch):
+    # Watch what crosses into and out of tenferro.einsum.
+    seen = {}
+
+    def watched(subscripts, *arrays, **options):
+        seen["in"] = [a.ctypes.data for a in arrays]
+        seen["out"] = tenferro.einsum(subscripts, *arrays, **options)
+        return seen["out"]
+
+    monkeypatch.setattr(tft, "_einsum", watched)
     a = torch.randn(64, 32, dtype=torch.float64)
-    b = torch.randn(32, 16, dtype=torch.float64)
-    # Operands are read in place: tenferro borrows the memory numpy() views.
-    assert tenferro._tenferro._operand_address(a.numpy()) == a.data_ptr()
-    # A transposed view is read through its strides, not copied first.
-    at = a.T
-    assert tenferro._tenferro._operand_address(at.numpy()) == at.data_ptr()
+    b = torch.randn(16, 32, dtype=torch.float64).T  # a transposed view, read through its strides
     y = tft.einsum("ab,bc->ac", a, b)
-    # The result shares tenferro's storage with the numpy array it came from.
-    arr = y.numpy()
-    assert arr.ctypes.data == y.data_ptr()
+    assert seen["in"] == [a.data_ptr(), b.data_ptr()]
+    # The result is tenferro's array, wrapped rather than copied.
+    assert y.data_ptr() == seen["out"].ctypes.data
     torch.testing.assert_close(y, a @ b)
     # Without requires_grad there is no graph.
     assert y.grad_fn is None and not y.requires_grad
+    # With it, the forward reads the same memory.
+    w = a.clone().requires_grad_()
+    tft.einsum("ab,bc->ac", w, b)
+    assert seen["in"][0] == w.data_ptr()
 
 
 def test_lazy_conjugate_and_views():

@@ -2,9 +2,9 @@
 // [Locating provider files]).
 #include <dlfcn.h>
 #include <unistd.h>
-#include <optional>
 
 #include <cstdlib>
+#include <optional>
 
 #include "tenferro/base/build_info.h"
 
@@ -54,7 +54,7 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
   const std::string python_dir = info.python_package_dir_in_prefix.empty()
                                      ? std::string()
                                      : std::string(info.python_package_dir_in_prefix) + "/tenferro";
-  if (!in_prefix.empty() && !in_prefix.starts_with('/')) {
+  if (!in_prefix.empty()) {  // empty where configured as an absolute path
     for (std::string_view binaries : {info.library_dir_in_prefix, std::string_view(python_dir)}) {
       if (const std::optional<std::string_view> prefix = prefix_of(binary_dir, binaries)) {
         search.fallback = std::string(*prefix) + (prefix->ends_with('/') ? "" : "/") + std::string(in_prefix);

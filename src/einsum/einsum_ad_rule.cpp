@@ -191,12 +191,11 @@ class EinsumAdRule final : public ad::ExtensionAdRule {
 
 std::shared_ptr<const ad::ExtensionAdRule> einsum_ad_rule() { return std::make_shared<const EinsumAdRule>(); }
 
-Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype,
-                                                 const PlanningPolicy& policy) {
+Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype) {
   std::vector<PairwiseStep> steps;
   if (op.num_operands() < 3) return steps;
   TENFERRO_ASSIGN_OR_RETURN(Network net, op.bind(shapes, dtype));
-  TENFERRO_ASSIGN_OR_RETURN(ContractionTree tree, plan(net, policy));
+  TENFERRO_ASSIGN_OR_RETURN(ContractionTree tree, plan(net, op.policy().value_or(PlanningPolicy{})));
   // Each node's labels: an operand's as written (diagonals repeat; a
   // broadcast axis of extent 1 gets a label of its own, which its step sums
   // away), a step's result order; the last step writes the einsum's output

@@ -353,10 +353,10 @@ TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
   };
   for (const Case& c : networks) {
     SCOPED_TRACE(c.subscripts);
-    auto op = EinsumOp::create(c.subscripts);
+    auto op = EinsumOp::create(c.subscripts, PlanningPolicy{PlannerKind::kGreedy});
     ASSERT_TRUE(op.ok());
     std::vector<IntArrayRef> shapes(c.shapes.begin(), c.shapes.end());
-    auto steps = pairwise_steps(**op, shapes, c.dtype, PlanningPolicy{PlannerKind::kGreedy});
+    auto steps = pairwise_steps(**op, shapes, c.dtype);
     ASSERT_TRUE(steps.ok()) << steps.status().to_string();
     const std::size_t n = c.shapes.size();
     ASSERT_EQ(steps->size(), n - 1);
@@ -405,12 +405,11 @@ TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
   auto two = EinsumOp::create("ij,jk->ik");
   const std::vector<std::int64_t> s34{3, 4}, s45{4, 5};
   const IntArrayRef two_shapes[] = {s34, s45};
-  EXPECT_TRUE(pairwise_steps(**two, two_shapes, DType::kFloat64, PlanningPolicy{})->empty());
+  EXPECT_TRUE(pairwise_steps(**two, two_shapes, DType::kFloat64)->empty());
   // Shapes that do not fit are the binding's error.
   auto three = EinsumOp::create("ij,jk,kl->il");
   const IntArrayRef wrong[] = {s34, s34, s45};
-  EXPECT_EQ(pairwise_steps(**three, wrong, DType::kFloat64, PlanningPolicy{}).status().code(),
-            ErrorCode::kShapeMismatch);
+  EXPECT_EQ(pairwise_steps(**three, wrong, DType::kFloat64).status().code(), ErrorCode::kShapeMismatch);
 }
 
 TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {

@@ -90,14 +90,11 @@ class MpiCollectives final : public runtime::CollectiveProvider {
         TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel(),
                                         static_cast<std::int64_t>(spec.reduction), spec.peer));
         const auto root = static_cast<int>(spec.peer);
-        if (comm_->rank() != root) {
-          // The result here is the operand; MPI only reads it.
-          if (!in_place) std::memcpy(out.data, in.data, nbytes(in));
-          return mpi_status(MPI_Reduce(in.data, nullptr, n, type, internal::mpi_op(reduce_op(spec)), root, c),
-                            "MPI_Reduce");
-        }
-        return mpi_status(MPI_Reduce(in_place ? MPI_IN_PLACE : in.data, out.data, n, type,
-                                     internal::mpi_op(reduce_op(spec)), root, c),
+        const bool at_root = comm_->rank() == root;
+        // Elsewhere the result is the operand, which MPI only reads.
+        if (!at_root && !in_place) std::memcpy(out.data, in.data, nbytes(in));
+        return mpi_status(MPI_Reduce(at_root && in_place ? MPI_IN_PLACE : in.data, at_root ? out.data : nullptr, n,
+                                     type, internal::mpi_op(reduce_op(spec)), root, c),
                           "MPI_Reduce");
       }
       case CollectiveKind::kBroadcast:

@@ -62,11 +62,11 @@ struct PairwiseStep {
   std::int32_t rhs = 0;
 };
 
-/// `op` over operands of `shapes` and `dtype`, planned with `policy`, as
-/// two-operand einsums along the contraction tree (Note [Pairwise einsums
+/// `op` over operands of `shapes` and `dtype`, planned with the op's policy
+/// (the planner's default when it inherits the runtime's), as two-operand
+/// einsums along the contraction tree (Note [Pairwise einsums
 /// for reverse mode]); the last step's result is the einsum's. Empty for
 /// fewer than three operands. Errors as EinsumOp::bind and plan().
-Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype,
-                                                 const PlanningPolicy& policy);
+Result<std::vector<PairwiseStep>> pairwise_steps(const EinsumOp& op, std::span<const IntArrayRef> shapes, DType dtype);
 
 }  // namespace tenferro::einsum
