@@ -183,6 +183,7 @@ struct AdContext::State {
       ++stats.misses;
       snapshot = rules;
       setup.fallback = options.fallback;
+      setup.expand_nodes = options.expand_nodes;
     }
     setup.rules = snapshot.get();
     internal::TransformCounters counters;
@@ -190,6 +191,7 @@ struct AdContext::State {
     std::lock_guard lock(mutex);
     metrics.direct_vjp_nodes += counters.direct_vjp_nodes;
     metrics.lowering_fallbacks += counters.lowering_fallbacks;
+    metrics.expanded_nodes += counters.expanded_nodes;
     metrics.extension_rule_calls += counters.extension_rule_calls;
     if (!built.ok()) return std::move(built).status();
     ++metrics.transforms_built;

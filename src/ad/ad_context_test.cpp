@@ -3,6 +3,7 @@
 // rule-contract violations, active-input validation and the transform
 // cache (hits, misses, collisions, eviction, clearing, rule epochs).
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -227,6 +228,81 @@ TEST(AdContext, ExtensionRuleWithLinearExtensionNodes) {
   EXPECT_EQ(jvp.status().code(), ErrorCode::kUnimplemented);
   EXPECT_EQ(jvp.status().stage(), ErrorStage::kCompile);
   EXPECT_NE(jvp.status().message().find("test.scale"), std::string_view::npos) << jvp.status().to_string();
+}
+
+/// How ExpandingScaleRule expands a ScaleOp node.
+enum class ExpandMode { kNone, kTwoHalves, kWrongArity, kItself };
+
+/// The scale rule with an expansion: f * x as (sqrt f) * ((sqrt f) * x),
+/// two ScaleOp nodes, each differentiated by the rule (kTwoHalves stops
+/// at nodes whose factor is already a square root, marked by a negative
+/// sign: their factor is -sqrt f, which squares to f as well).
+class ExpandingScaleRule final : public ExtensionAdRule {
+ public:
+  explicit ExpandingScaleRule(ExpandMode mode) : mode_(mode) {}
+  std::string_view family_id() const noexcept override { return "test.scale"; }
+  Result<TangentList> linearize(LinearizeContext& c) const override { return inner_.linearize(c); }
+  Result<CotangentList> transpose(TransposeContext& c) const override { return inner_.transpose(c); }
+  Result<std::shared_ptr<const program::SemanticProgram>> expansion(
+      const ExtensionOp& op, std::span<const ValueMetadata> operands) const override {
+    const double f = static_cast<const ScaleOp&>(op).factor();
+    if (mode_ == ExpandMode::kNone || (mode_ == ExpandMode::kTwoHalves && f < 0))
+      return std::shared_ptr<const program::SemanticProgram>();
+    ProgramBuilder b;
+    ProgramValue x = *b.add_input(operands[0].dtype, operands[0].shape.span());
+    if (mode_ == ExpandMode::kWrongArity) (void)*b.add_input(operands[0].dtype, operands[0].shape.span());
+    if (mode_ == ExpandMode::kItself)
+      return b.freeze({(*b.emit_extension(std::make_shared<ScaleOp>(f), {x}))[0]})->program;
+    auto half = std::make_shared<ScaleOp>(-std::sqrt(f));
+    ProgramValue once = (*b.emit_extension(half, {x}))[0];
+    return b.freeze({(*b.emit_extension(half, {once}))[0]})->program;
+  }
+
+ private:
+  ExpandMode mode_;
+  ScaleRule inner_;
+};
+
+TEST(AdContext, RulesCanExpandANodeIntoSimplerOperations) {
+  FrozenProgram p = unary_extension_program(std::make_shared<ScaleOp>(2.25), {2, 3});
+  const Tensor x = *tenferro::testing::random_tensor(DType::kFloat64, {2, 3}, 4);
+  AdContext context;
+  ASSERT_TRUE(context.install_rule(std::make_shared<ExpandingScaleRule>(ExpandMode::kTwoHalves)).ok());
+  EXPECT_TRUE(check_derivatives(context, p, std::span<const Tensor>(&x, 1), kFirst));
+  // The expansion stands for the node in the primal pass too: the VJP
+  // program holds the two halves (and their transposes), never f = 2.25.
+  auto vjp = context.vjp(p, kFirst);
+  ASSERT_TRUE(vjp.ok()) << vjp.status().to_string();
+  int halves = 0;
+  for (program::OperationView op : vjp->program.program->operations()) {
+    if (!op.is_extension()) continue;
+    const double f = static_cast<const ScaleOp*>(op.extension())->factor();
+    EXPECT_EQ(f, -1.5);
+    ++halves;
+  }
+  EXPECT_EQ(halves, 4);  // two in the primal, two transposes
+  EXPECT_GE(context.metrics().expanded_nodes, 1u);
+  // Off by option: the node itself.
+  AdContext plain(AdContextOptions{.expand_nodes = false});
+  ASSERT_TRUE(plain.install_rule(std::make_shared<ExpandingScaleRule>(ExpandMode::kTwoHalves)).ok());
+  auto unexpanded = plain.vjp(p, kFirst);
+  ASSERT_TRUE(unexpanded.ok());
+  EXPECT_EQ(plain.metrics().expanded_nodes, 0u);
+  for (program::OperationView op : unexpanded->program.program->operations()) {
+    if (op.is_extension()) {
+      EXPECT_EQ(static_cast<const ScaleOp*>(op.extension())->factor(), 2.25);
+    }
+  }
+  // Broken expansions are the rule's contract violations, named.
+  for (ExpandMode bad : {ExpandMode::kWrongArity, ExpandMode::kItself}) {
+    AdContext broken;
+    ASSERT_TRUE(broken.install_rule(std::make_shared<ExpandingScaleRule>(bad)).ok());
+    auto r = broken.vjp(p, kFirst);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kContractViolation);
+    EXPECT_EQ(r.status().stage(), ErrorStage::kCompile);
+    EXPECT_NE(r.status().message().find("test.scale"), std::string_view::npos) << r.status().to_string();
+  }
 }
 
 TEST(AdContext, LoweringFallbackIsExplicit) {

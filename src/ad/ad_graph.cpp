@@ -518,4 +518,9 @@ Result<CotangentList> ExtensionAdRule::direct_vjp(DirectVjpContext& context) con
                     context.op().family_id());
 }
 
+Result<std::shared_ptr<const program::SemanticProgram>> ExtensionAdRule::expansion(
+    const program::ExtensionOp& /*op*/, std::span<const program::ValueMetadata> /*operands*/) const {
+  return std::shared_ptr<const program::SemanticProgram>();
+}
+
 }  // namespace tenferro::ad

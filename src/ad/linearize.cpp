@@ -1,5 +1,7 @@
 // linearize: the primal copy of a source program plus the tangent of every
 // value that depends on an active input (Note [Linearize, then transpose]).
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "core_rules.h"
@@ -49,8 +51,12 @@ class Linearizer {
     for (ValueId v : op.operands()) operands.push_back(lin.primal[v.index()]);
     bool mapped = true;
     for (std::size_t k = 0; k < op.num_results(); ++k) mapped = mapped && lin.primal[op.result(k).index()] != kUnmapped;
+    if (!mapped && !op.is_core()) {
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const SemanticProgram> fragment, expansion(program, op, label));
+      if (fragment) return expand(program, op, *fragment, lin, copy_role, label);
+    }
     if (!mapped) {
-      graph_.scope() = {EmitPhase::kLinearize, op.provenance(), op.placement(), label};
+      graph_.scope() = {EmitPhase::kLinearize, provenance_of(op), op.placement(), label};
       std::uint32_t first = 0;
       if (op.is_core()) {
         program::CoreAttributes attributes =
@@ -102,7 +108,13 @@ class Linearizer {
 
  private:
   program::ProvenanceRef derived(const OperationView& op) {
-    return program::make_provenance(fmt::format("jvp {}", op.name()), op.provenance());
+    return program::make_provenance(fmt::format("jvp {}", op.name()), provenance_of(op));
+  }
+
+  // An operation of an expansion is attributed to the node it stands for.
+  program::ProvenanceRef provenance_of(const OperationView& op) const {
+    if (!expanded_from_) return op.provenance();
+    return program::make_provenance(fmt::format("{} (expanded)", op.name()), expanded_from_);
   }
 
   Result<TangentList> extension(const SemanticProgram& program, const OperationView& op, const std::string& label,
@@ -153,6 +165,74 @@ class Linearizer {
                         label, ext.family_id());
     }
     return through_lowering(program, op, label, operands, lin);
+  }
+
+  // The program the rule of extension `op` puts in its place, or null
+  // (Note [Writing an extension AD rule], expansion()).
+  Result<std::shared_ptr<const SemanticProgram>> expansion(const SemanticProgram& program, const OperationView& op,
+                                                           const std::string& label) {
+    const ExtensionAdRule* rule = graph_.rules().find(op.extension()->family_id());
+    if (rule == nullptr || !setup_.expand_nodes) return std::shared_ptr<const SemanticProgram>();
+    SmallVector<ValueMetadata, 4> metadata;
+    for (ValueId v : op.operands()) metadata.push_back(program.metadata(v));
+    Result<std::shared_ptr<const SemanticProgram>> fragment =
+        guarded("ExtensionAdRule::expansion", [&] { return rule->expansion(*op.extension(), metadata.span()); });
+    if (!fragment.ok()) {
+      return fragment.status().with_context(
+          fmt::format("{}: the AD rule of {} failed to expand it", label, op.extension()->family_id()),
+          ErrorStage::kCompile);
+    }
+    const SemanticProgram* f = fragment->get();
+    if (f == nullptr) return fragment;
+    if (expansion_depth_ >= kMaxExpansionDepth) {
+      return make_error(ErrorCode::kContractViolation, ErrorStage::kCompile,
+                        "{}: the AD rule of {} expands nodes more than {} levels deep", label,
+                        op.extension()->family_id(), kMaxExpansionDepth);
+    }
+    bool matches = f->num_inputs() == op.operands().size() && f->outputs().size() == op.num_results();
+    for (std::size_t i = 0; matches && i < f->num_inputs(); ++i) matches = f->metadata(f->input(i)) == metadata[i];
+    for (std::size_t j = 0; matches && j < op.num_results(); ++j)
+      matches = f->metadata(f->outputs()[j]) == program.metadata(op.result(j));
+    if (!matches) {
+      return make_error(ErrorCode::kContractViolation, ErrorStage::kCompile,
+                        "{}: the expansion the AD rule of {} returned does not take the node's operands and return "
+                        "its results ({} inputs, {} outputs for {} operands, {} results, or other metadata)",
+                        label, op.extension()->family_id(), f->num_inputs(), f->outputs().size(), op.operands().size(),
+                        op.num_results());
+    }
+    return fragment;
+  }
+
+  // Copies and differentiates `fragment` in the place of `op`: its values
+  // become the primal (role `copy_role`) and its tangents op's.
+  Status expand(const SemanticProgram& program, const OperationView& op, const SemanticProgram& fragment,
+                Linearization& lin, NodeRole copy_role, const std::string& label) {
+    ++counters_.expanded_nodes;
+    Linearization inner;
+    inner.primal.assign(fragment.num_values(), kUnmapped);
+    inner.tangent.assign(fragment.num_values(), -1);
+    for (std::size_t i = 0; i < fragment.num_inputs(); ++i) {
+      inner.primal[fragment.input(i).index()] = lin.primal[op.operands()[i].index()];
+      inner.tangent[fragment.input(i).index()] = lin.tangent[op.operands()[i].index()];
+    }
+    ++expansion_depth_;
+    const program::ProvenanceRef outer = std::exchange(expanded_from_, provenance_of(op));
+    Status s = ok_status();
+    for (OperationView fop : fragment.operations()) {
+      const std::string inner_label = fmt::format("{} (expanded: {})", label, node_label(fop));
+      s = operation(fragment, fop, inner, copy_role, inner_label, {});
+      if (!s.ok()) break;
+    }
+    expanded_from_ = outer;
+    --expansion_depth_;
+    TENFERRO_TRY(s);
+    for (std::size_t j = 0; j < op.num_results(); ++j) {
+      const ValueId v = fragment.outputs()[j];
+      lin.primal[op.result(j).index()] = inner.primal[v.index()];
+      const std::int64_t t = inner.tangent[v.index()];
+      if (t >= 0 && is_inexact(program.metadata(op.result(j)).dtype)) lin.tangent[op.result(j).index()] = t;
+    }
+    return ok_status();
   }
 
   // Differentiates the validated core lowering of extension `op` inline.
@@ -243,9 +323,13 @@ class Linearizer {
     return ok_status();
   }
 
+  static constexpr int kMaxExpansionDepth = 4;
+
   const TransformSetup& setup_;
   AdGraph& graph_;
   TransformCounters& counters_;
+  int expansion_depth_ = 0;
+  program::ProvenanceRef expanded_from_;  // set while copying an expansion
 };
 
 }  // namespace

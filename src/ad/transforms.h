@@ -21,12 +21,15 @@ struct TransformCounters {
   std::uint64_t direct_vjp_nodes = 0;
   std::uint64_t lowering_fallbacks = 0;
   std::uint64_t extension_rule_calls = 0;
+  std::uint64_t expanded_nodes = 0;
 };
 
 /// What one transform needs besides the source program.
 struct TransformSetup {
   const RuleTable* rules = nullptr;
   LoweringFallback fallback = LoweringFallback::kDisabled;
+  /// Ask rules for expansions (AdContextOptions::expand_nodes).
+  bool expand_nodes = true;
   /// Reverse mode: extension nodes with a direct-VJP rule become opaque.
   bool reverse = false;
 };

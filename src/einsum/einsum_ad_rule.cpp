@@ -9,9 +9,11 @@
 #include <fmt/format.h>
 
 #include "tenferro/einsum/contraction_tree.h"
+#include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/subscripts.h"
+#include "tenferro/program/program_builder.h"
 
 namespace tenferro::einsum {
 
@@ -184,6 +186,37 @@ class EinsumAdRule final : public ad::ExtensionAdRule {
     }
     out[k] = ct;
     return out;
+  }
+
+  // Note [Pairwise einsums for reverse mode]: three or more operands of
+  // known shapes and one dtype become the planned two-operand steps.
+  Result<std::shared_ptr<const program::SemanticProgram>> expansion(
+      const program::ExtensionOp& ext, std::span<const ValueMetadata> operands) const override {
+    std::shared_ptr<const program::SemanticProgram> none;
+    if (operands.size() < 3) return none;
+    std::vector<Dims> shapes;
+    for (const ValueMetadata& m : operands) {
+      std::optional<Dims> exact = program::exact_shape(m.shape);
+      if (!exact || m.dtype != operands[0].dtype) return none;
+      shapes.push_back(std::move(*exact));
+    }
+    const std::vector<IntArrayRef> refs(shapes.begin(), shapes.end());
+    TENFERRO_ASSIGN_OR_RETURN(std::vector<PairwiseStep> steps,
+                              pairwise_steps(static_cast<const EinsumOp&>(ext), refs, operands[0].dtype));
+    program::ProgramBuilder b;
+    std::vector<program::ProgramValue> nodes;
+    for (const ValueMetadata& m : operands) {
+      TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue input, b.add_input(m.dtype, m.shape.span()));
+      nodes.push_back(input);
+    }
+    for (const PairwiseStep& step : steps) {
+      const program::ProgramValue pair[] = {nodes[static_cast<std::size_t>(step.lhs)],
+                                            nodes[static_cast<std::size_t>(step.rhs)]};
+      TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue result, emit_einsum(b, step.op, pair));
+      nodes.push_back(result);
+    }
+    TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram fragment, b.freeze({nodes.back()}));
+    return fragment.program;
   }
 };
 

@@ -232,7 +232,11 @@ TEST(EinsumAdRule, ReverseModeOfAContractionIsEinsumsOnly) {
     EXPECT_TRUE(op.is_extension()) << op.name();
     einsums += op.is_extension() ? 1 : 0;
   }
-  EXPECT_EQ(einsums, 4u);  // forward + one per operand
+  // Note [Pairwise einsums for reverse mode]: the two planned steps, then
+  // two per step (the N-ary transpose would be the forward + one einsum of
+  // three operands per operand).
+  EXPECT_EQ(einsums, 6u);
+  EXPECT_EQ(context.metrics().expanded_nodes, 1u);
   // Symbolic extents need no lowering: the rule works on the payload.
   auto symbolic = context.vjp(einsum_program(cases()[7], /*symbolic=*/true), std::vector<std::uint32_t>{0, 1});
   ASSERT_TRUE(symbolic.ok()) << symbolic.status().to_string();
@@ -336,12 +340,14 @@ TEST(EinsumAdRule, DerivativesOfAnEinsumChainAreMinimal) {
 }
 
 // Note [Pairwise einsums for reverse mode]: an N-operand einsum recorded as
-// its planned binary steps has the N-ary form's gradients, from 3 (N - 1)
-// binary einsums (the steps, then two per step) instead of N + 1 einsums of
-// N operands each.
+// its planned binary steps, or expanded into them by the rule, has the
+// N-ary form's gradients, from 3 (N - 1) binary einsums (the steps, then two
+// per step) instead of N + 1 einsums of N operands each.
 TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
   ad::AdContext context;
   ASSERT_TRUE(context.install_rule(einsum_ad_rule()).ok());
+  ad::AdContext unexpanded(ad::AdContextOptions{.expand_nodes = false});
+  ASSERT_TRUE(unexpanded.install_rule(einsum_ad_rule()).ok());
   const std::vector<Case> networks = {
       {"ab,bc,cd,de,ef->af", {{3, 4}, {4, 5}, {5, 2}, {2, 6}, {6, 3}}},
       {"ab,bc,ca->", {{2, 3}, {3, 4}, {4, 2}}, DType::kComplex128},
@@ -374,9 +380,14 @@ TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
       nodes.push_back(*emit_einsum(b, step.op, pair));
     }
     auto pairwise = context.vjp(*b.freeze({nodes.back()}), active);
-    auto nary = context.vjp(einsum_program(c), active);
+    const std::uint64_t expanded_before = context.metrics().expanded_nodes;
+    auto expanded = context.vjp(einsum_program(c), active);
+    auto nary = unexpanded.vjp(einsum_program(c), active);
     ASSERT_TRUE(pairwise.ok()) << pairwise.status().to_string();
+    ASSERT_TRUE(expanded.ok()) << expanded.status().to_string();
     ASSERT_TRUE(nary.ok()) << nary.status().to_string();
+    EXPECT_EQ(context.metrics().expanded_nodes, expanded_before + 1);
+    EXPECT_EQ(unexpanded.metrics().expanded_nodes, 0u);
     // Binary, but for the identity (diagonal) or ones (label summed out
     // alone) operand the transpose of such a step adds.
     const OpCounts counts = count_ops(*pairwise->program.program);
@@ -389,6 +400,7 @@ TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
       }
     }
     EXPECT_EQ(counts.einsums, 3 * (n - 1));
+    EXPECT_EQ(count_ops(*expanded->program.program).einsums, 3 * (n - 1));
     EXPECT_EQ(count_ops(*nary->program.program).einsums, n + 1);
     std::vector<Tensor> x;
     for (std::size_t i = 0; i < n; ++i) x.push_back(*random_tensor(c.dtype, c.shapes[i], 40 + i));
@@ -396,10 +408,15 @@ TEST(EinsumAdRule, PairwiseStepsGiveTheSameGradientsFromBinaryEinsums) {
     ASSERT_EQ(y.size(), 1u);
     x.push_back(*random_tensor(c.dtype, std::vector<std::int64_t>(y[0].shape().begin(), y[0].shape().end()), 60));
     const auto got = evaluate(*pairwise->program.program, x);
+    const auto got_expanded = evaluate(*expanded->program.program, x);
     const auto want = evaluate(*nary->program.program, x);
     ASSERT_EQ(got.size(), n + 1);
+    ASSERT_EQ(got_expanded.size(), n + 1);
     ASSERT_EQ(want.size(), n + 1);
-    for (std::size_t i = 0; i <= n; ++i) EXPECT_TRUE(check_allclose(got[i], want[i]).ok()) << "output " << i;
+    for (std::size_t i = 0; i <= n; ++i) {
+      EXPECT_TRUE(check_allclose(got[i], want[i]).ok()) << "output " << i;
+      EXPECT_TRUE(check_allclose(got_expanded[i], want[i]).ok()) << "output " << i;
+    }
   }
   // Nothing to split: two operands.
   auto two = EinsumOp::create("ij,jk->ik");
@@ -443,9 +460,9 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   const auto expected = evaluate(*vjp->program.program, inputs);
   ASSERT_EQ(ours->size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(check_allclose((*ours)[i], expected[i]).ok()) << i;
-  // Every einsum of the VJP program (forward + one per operand) ran on the
-  // native engine.
-  EXPECT_EQ((*executor)->metrics().execution.executions, 4);
+  // Every einsum of the VJP program (two forward steps, two per step) ran
+  // on the native engine.
+  EXPECT_EQ((*executor)->metrics().execution.executions, 6);
 }
 
 }  // namespace

@@ -13,7 +13,10 @@
 // visited in reverse, each one's transpose rule turns its result
 // cotangents into operand cotangents, and cotangents of a value used
 // several times are summed. Core ops have built-in rules (docs/ad.md);
-// extension ops use the rule installed for their family, tried first; an
+// extension ops use the rule installed for their family, tried first (a
+// rule may first replace the node by an expansion, a program of simpler
+// operations that stands for it in the primal pass too, each of them then
+// differentiated on its own: an einsum by its planned pairwise steps); an
 // extension without a rule is differentiated through its validated core
 // lowering only under LoweringFallback::kThroughCoreLowering, and is
 // otherwise a kUnimplemented error. An effectful extension op whose
@@ -87,11 +90,17 @@ struct AdMetrics {
   std::uint64_t direct_vjp_nodes = 0;      ///< nodes reverse mode sent to a direct-VJP rule
   std::uint64_t lowering_fallbacks = 0;    ///< extension nodes differentiated through their lowering
   std::uint64_t extension_rule_calls = 0;  ///< linearize/transpose calls to installed rules
+  std::uint64_t expanded_nodes = 0;        ///< extension nodes replaced by their rule's expansion
 };
 
 struct AdContextOptions {
   LoweringFallback fallback = LoweringFallback::kDisabled;
   AdCacheLimits cache;
+  /// Ask installed rules for expansions (ExtensionAdRule::expansion(): an
+  /// einsum of three or more operands of known shapes is differentiated
+  /// through its planned two-operand steps). false differentiates every
+  /// node itself.
+  bool expand_nodes = true;
 };
 
 /// See the file comment. Thread-safe: transforms may run concurrently with

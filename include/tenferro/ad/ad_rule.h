@@ -36,6 +36,15 @@
 //    ctx.needs_cotangent(i) straight from the primal values and the result
 //    cotangents. Reverse mode then treats the node's Jacobian as one opaque
 //    linear map; forward mode still uses linearize.
+//  - expansion(op, operands) (optional): a program of simpler
+//    operations (inputs: the node's operands, outputs: its results) that
+//    *replaces* the node in every program a transform builds, the primal
+//    pass included, when differentiating the pieces is cheaper than
+//    differentiating the node (Note [Pairwise einsums for reverse mode]:
+//    an einsum of N operands becomes its planned two-operand steps). Each
+//    operation of the expansion is then differentiated on its own, by its
+//    rule; an expansion may not expand again more than a few levels deep.
+//    Asked once per node and transform; null (the default) keeps the node.
 // Returned values must be tokens of the rule's builder with the operand's
 // or result's exact dtype and (provably equal) shape; anything else is a
 // kContractViolation (stage kCompile) naming the rule and the node. Rules
@@ -236,6 +245,14 @@ class ExtensionAdRule {
   /// Direct reverse rule: one cotangent per operand. The default answers
   /// kUnimplemented.
   virtual Result<CotangentList> direct_vjp(DirectVjpContext& context) const;
+  /// The program that stands for a node of `op` with operands of
+  /// `operands` (metadata as in the source program, possibly symbolic), or
+  /// null to differentiate the node itself (the default). The transform
+  /// checks that its inputs and outputs match the node's operands and
+  /// results (kContractViolation otherwise) and attributes its operations
+  /// to the node (provenance derived from the node's).
+  virtual Result<std::shared_ptr<const program::SemanticProgram>> expansion(
+      const program::ExtensionOp& op, std::span<const program::ValueMetadata> operands) const;
 };
 
 }  // namespace tenferro::ad

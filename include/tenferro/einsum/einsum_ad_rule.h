@@ -30,10 +30,12 @@
 // a chain of ten 100 x 100 matrices took 11.4 times its forward). Reverse
 // mode through the planned contraction tree costs two binary products per
 // step instead, about twice the primal, and the backward reuses the
-// forward's intermediates. Where the shapes are known when the einsum is
-// recorded for differentiation (tenferro.einsum_vjp, the Python tape),
-// pairwise_steps() gives the planned steps as two-operand EinsumOps, which
-// are recorded in its place; the rule above then only meets binary einsums.
+// forward's intermediates. pairwise_steps() gives the planned steps as
+// two-operand EinsumOps; the rule's expansion() puts them in the place of
+// an einsum of three or more operands of exact shapes and one dtype in
+// every AD transform (primal pass included), and the Python tape records
+// them as it runs them; the rule above then only meets binary einsums
+// (and N-ary ones with symbolic extents).
 // A broadcast axis (extent 1 against a larger extent) gets a label of its
 // own in its operand's step, which sums it away: the value does not depend
 // on the broadcast label, and the transpose restores the axis.
