@@ -203,6 +203,38 @@ void raise_error(ErrorCode code, std::string_view message) {
   raise_status(Status(Error(code, ErrorStage::kNone, std::string(message))));
 }
 
+// Note [DLPack operands]
+// DLPack producers (torch CPU tensors) are viewed through numpy without
+// copying. A tensor that requires grad is detached first, and torch's lazy
+// conjugate and negative bits are resolved (copies only when set): torch
+// 1.13's __dlpack__ refuses the first and silently drops the second, which
+// would flip signs. What numpy cannot view through DLPack (torch's bool
+// tensors) is taken through the producer's own numpy() when it has one.
+py::object from_dlpack(py::handle obj, const std::string& what) {
+  py::object source = py::reinterpret_borrow<py::object>(obj);
+  if (py::hasattr(source, "requires_grad") && py::hasattr(source, "detach") &&
+      py::bool_(source.attr("requires_grad"))) {
+    source = source.attr("detach")();
+  }
+  if (py::hasattr(source, "resolve_neg") && py::hasattr(source, "resolve_conj")) {
+    source = source.attr("resolve_conj")().attr("resolve_neg")();
+  }
+  py::module_ np = py::module_::import("numpy");
+  try {
+    return np.attr("from_dlpack")(source);
+  } catch (py::error_already_set& e) {
+    if (py::hasattr(source, "numpy")) {
+      try {
+        return source.attr("numpy")();
+      } catch (py::error_already_set&) {
+      }
+    }
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: expected a CPU array numpy can view through DLPack, found {} ({})", what,
+                            type_name(obj), std::string(py::str(e.value()))));
+  }
+}
+
 void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t index, Accept accept) {
   // Formatted on the error paths only.
   const auto what = [&] { return index < 0 ? std::string(what_text) : fmt::format("{} {}", what_text, index); };
@@ -212,20 +244,7 @@ void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t inde
   } else {
     py::module_ np = py::module_::import("numpy");
     if (py::hasattr(obj, "__dlpack__")) {
-      // DLPack producers (torch CPU tensors) are viewed through numpy
-      // without copying; a tensor that requires grad is detached first.
-      py::object source = py::reinterpret_borrow<py::object>(obj);
-      if (py::hasattr(source, "requires_grad") && py::hasattr(source, "detach") &&
-          py::bool_(source.attr("requires_grad"))) {
-        source = source.attr("detach")();
-      }
-      try {
-        arr = np.attr("from_dlpack")(source);
-      } catch (py::error_already_set& e) {
-        raise_error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: expected a CPU array numpy can view through DLPack, found {} ({})", what(),
-                                std::string(py::str(py::type::handle_of(obj).attr("__name__"))), e.what()));
-      }
+      arr = python::from_dlpack(obj, what());
     } else {
       try {
         arr = np.attr("asarray")(obj);
@@ -259,7 +278,13 @@ DType OperandList::unify_dtypes() {
 }
 
 py::object OperandList::unify_numeric() {
-  if (std::all_of(exact_.begin(), exact_.end(), [](bool e) { return e; }) &&
+  // numpy's own promotion (PyArray_ResultType) where it can differ from
+  // tenferro's: other dtypes, and 0-d operands (Python scalars), which
+  // numpy 1.x promotes by value (2.0 * float32 stays float32).
+  const bool scalars = std::any_of(arrays_.begin(), arrays_.end(), [](const py::object& a) {
+    return PyArray_NDIM(reinterpret_cast<PyArrayObject*>(a.ptr())) == 0;
+  });
+  if (!scalars && std::all_of(exact_.begin(), exact_.end(), [](bool e) { return e; }) &&
       std::all_of(dtypes_.begin(), dtypes_.end(), [](DType d) { return is_inexact(d); })) {
     unify_dtypes();
     return py::none();
@@ -375,10 +400,18 @@ void raise_type_error(const std::string& message) {
 std::string type_name(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
 
 std::int64_t as_index(py::handle obj, const char* what) {
-  if (!PyLong_Check(obj.ptr())) {
-    raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected an integer, found {}", what, type_name(obj)));
+  // Python ints and anything with __index__ (numpy integers), as
+  // operator.index takes them.
+  py::object index;
+  if (PyLong_Check(obj.ptr()) || (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()))) {
+    index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+    if (!index) PyErr_Clear();
   }
-  return py::cast<std::int64_t>(obj);
+  if (!index) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: expected an integer (int or numpy integer), found {}", what, type_name(obj)));
+  }
+  return py::cast<std::int64_t>(index);
 }
 
 Dims dims_or_empty(const py::object& sequence) {

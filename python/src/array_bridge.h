@@ -47,9 +47,12 @@ Status status_of(const py::error_already_set& e);
 [[noreturn]] void raise_type_error(const std::string& message);
 /// The name of obj's type, for messages.
 std::string type_name(py::handle obj);
-/// `obj` as an integer; kInvalidArgument naming `what` when it is not a
-/// Python int.
+/// `obj` as an integer (a Python int or anything with __index__ but a
+/// float); kInvalidArgument naming `what` otherwise.
 std::int64_t as_index(py::handle obj, const char* what);
+/// A numpy array viewing DLPack producer `obj` (Note [DLPack operands]);
+/// kInvalidArgument naming `what` when numpy cannot view it.
+py::object from_dlpack(py::handle obj, const std::string& what);
 
 /// The integers of a Python sequence; empty for None.
 Dims dims_or_empty(const py::object& sequence);

@@ -132,9 +132,19 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   if (n == 0) raise_type_error("einsum() missing the subscripts argument");
   std::shared_ptr<const einsum::EinsumOp> op;
   PyObject* first = args[0];
-  if (PyUnicode_Check(first)) {
+  if (first == Py_None) {
+    raise_type_error("einsum(): expected subscripts (a str) or the sublist form (operand, labels, ...), found None");
+  }
+  if (PyUnicode_Check(first) || PyBytes_Check(first)) {
     Py_ssize_t len = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(first, &len);
+    char* bytes = nullptr;
+    const char* text = nullptr;
+    if (PyBytes_Check(first)) {  // numpy accepts bytes subscripts
+      if (PyBytes_AsStringAndSize(first, &bytes, &len) < 0) throw py::error_already_set();
+      text = bytes;
+    } else {
+      text = PyUnicode_AsUTF8AndSize(first, &len);
+    }
     if (text == nullptr) throw py::error_already_set();
     op = value_or_raise(rt.op_for(std::string_view(text, static_cast<std::size_t>(len)), spec));
     for (std::size_t i = 1; i < n; ++i) {
@@ -604,15 +614,9 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
     const program::SymbolicShape s = program::symbolic_shape(t.shape());
     inputs.push_back(value_or_raise(b.add_input(dtype, std::span<const program::SymbolicExtent>(s.data(), s.size()))));
   }
-  // Note [Pairwise einsums for reverse mode]: the planned steps, when the
-  // einsum has them, so that the gradient costs about twice the forward.
-  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, shapes, dtype));
-  for (const einsum::PairwiseStep& step : steps) {
-    const program::ProgramValue pair[] = {inputs[static_cast<std::size_t>(step.lhs)],
-                                          inputs[static_cast<std::size_t>(step.rhs)]};
-    inputs.push_back(value_or_raise(einsum::emit_einsum(b, step.op, pair)));
-  }
-  const program::ProgramValue out = steps.empty() ? value_or_raise(einsum::emit_einsum(b, op, inputs)) : inputs.back();
+  // The AD context differentiates it through its planned pairwise steps
+  // (Note [Pairwise einsums for reverse mode]).
+  const program::ProgramValue out = value_or_raise(einsum::emit_einsum(b, op, inputs));
   const program::FrozenProgram f = value_or_raise(b.freeze({out}));
   std::vector<std::uint32_t> active(operands.size());
   for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
@@ -748,6 +752,10 @@ docs/python.md.)doc"};
         return reinterpret_cast<std::uintptr_t>(operands.tensors()[0].data());
       },
       "The address of the Tensor an operand is borrowed as (for the zero-copy tests).");
+  m.def(
+      "_from_dlpack", [](py::handle obj) { return from_dlpack(obj, "operand"); },
+      "A numpy view of a DLPack producer (Note [DLPack operands]: detached, lazy conjugate/negative bits "
+      "resolved).");
   m.def(
       "_config", [] { return tenferro::info::gather().dump(); },
       "The info document of `tenferro info` (info.h) as JSON: what tenferro.show_config() reports.");

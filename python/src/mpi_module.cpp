@@ -317,7 +317,7 @@ class PyCommunicator {
   static std::string cache_key(const CallOperands& call) {
     std::string key = fmt::format("{}\x1f{}\x1f{}\x1f", call.subscripts, static_cast<int>(call.optimize.planner),
                                   call.max_intermediate_bytes);
-    for (const auto& [a, b] : call.optimize.path) fmt::format_to(std::back_inserter(key), "{},{};", a, b);
+    key += path_key(call.optimize);
     if (call.list.size() > 0) fmt::format_to(std::back_inserter(key), "\x1f{}", static_cast<int>(call.list.dtype(0)));
     for (const Tensor& t : call.list.tensors()) {
       key += '\x1f';

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -20,9 +21,14 @@ namespace py = pybind11;
 /// How tenferro.einsum / contract_path choose a contraction path.
 struct OptimizeSpec {
   einsum::PlannerKind planner = einsum::PlannerKind::kGreedy;
-  /// opt_einsum-format pairs for kExplicitPath.
-  std::vector<std::pair<std::int64_t, std::int64_t>> path;
+  /// opt_einsum-format steps for kExplicitPath: operand positions in the
+  /// current list, pairs or (as numpy.einsum_path writes outer products)
+  /// more; policy_of() splits longer steps into pairs.
+  std::vector<std::vector<std::int64_t>> path;
 };
+
+/// The path of `spec` as text for cache keys ("0,1;2,3,4;").
+std::string path_key(const OptimizeSpec& spec);
 
 /// `optimize` (None, a bool, a planner name or a path) as a spec; raises
 /// InvalidArgumentError for anything else.

@@ -111,7 +111,7 @@ Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_vi
   if (spec.planner == einsum::PlannerKind::kExplicitPath) {
     key.append(subscripts);
     key.push_back('\x1f');
-    for (const auto& [a, b] : spec.path) fmt::format_to(std::back_inserter(key), "{},{};", a, b);
+    key += path_key(spec);
     lookup = key;
     map = &path_ops_;
   } else {

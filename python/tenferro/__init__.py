@@ -15,6 +15,9 @@ Quick start (docs/python.md)::
     ga, gb = tenferro.einsum_vjp("ij,jk->ik", a, b, np.ones((3, 5)))
 """
 
+import operator as _operator
+import string as _string
+
 import numpy as _np
 
 from . import _tenferro
@@ -60,17 +63,70 @@ __all__ = [
 
 
 def _shape_of(operand, position):
-    """The shape of an operand given as an array or as a shape tuple."""
+    """The shape of an operand given as an array, a shape tuple (or list)
+    of ints, a Python scalar or nested lists."""
     shape = getattr(operand, "shape", None)
     if shape is not None:
         return [int(d) for d in shape]
     if isinstance(operand, (tuple, list)) and all(isinstance(d, int) for d in operand):
         return [int(d) for d in operand]
+    if isinstance(operand, (int, float, complex, list)):
+        try:
+            return list(_np.shape(operand))
+        except ValueError:  # ragged nested lists
+            pass
     raise InvalidArgumentError(
-        f"contract_path operand {position}: expected an array or a shape tuple, found {type(operand).__name__}",
+        f"contract_path operand {position}: expected an array, a shape tuple of ints, a scalar or nested lists, "
+        f"found {type(operand).__name__}",
         code="kInvalidArgument",
         canonical="kInvalidArgument",
     )
+
+
+def _label_text(label, where):
+    if label is Ellipsis:
+        return "..."
+    try:
+        i = _operator.index(label)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"einsum {where}: expected integer labels or Ellipsis, found {type(label).__name__}",
+            code="kInvalidArgument", canonical="kInvalidArgument") from None
+    if i < 0 or i >= 52 + 0xD700 - 0x100:
+        raise InvalidArgumentError(f"einsum {where}: label {i}: expected a non-negative integer below 55040",
+                                   code="kInvalidArgument", canonical="kInvalidArgument")
+    # opt_einsum's symbols: letters, then code points from U+0100 (labels).
+    return _string.ascii_letters[i] if i < 52 else chr(0x100 + i - 52)
+
+
+def _sublist_form(args):
+    """numpy's sublist form (op0, labels0, op1, labels1, ..., [output
+    labels]) as (subscripts, operands)."""
+    pairs = len(args) // 2
+    operands = list(args[0:2 * pairs:2])
+    terms = []
+    for k in range(pairs):
+        labels = args[2 * k + 1]
+        if isinstance(labels, str) or not hasattr(labels, "__iter__"):
+            raise InvalidArgumentError(
+                f"einsum: argument {2 * k + 1} should be a sublist of integer labels, found {type(labels).__name__}",
+                code="kInvalidArgument", canonical="kInvalidArgument")
+        terms.append("".join(_label_text(x, f"sublist {k}") for x in labels))
+    subscripts = ",".join(terms)
+    if len(args) % 2:
+        subscripts += "->" + "".join(_label_text(x, "output sublist") for x in args[-1])
+    return subscripts, operands
+
+
+def _subscripts_and_operands(subscripts, operands, what):
+    """(subscripts, operands) of a call in either numpy form."""
+    if isinstance(subscripts, bytes):
+        subscripts = subscripts.decode("ascii")
+    if isinstance(subscripts, str):
+        return subscripts, list(operands)
+    if subscripts is None:
+        raise TypeError(f"{what}(): expected subscripts (a str) or the sublist form (operand, labels, ...), found None")
+    return _sublist_form((subscripts, *operands))
 
 
 class PathInfo:
@@ -150,12 +206,7 @@ def contract_path(subscripts, *operands, optimize="greedy", max_intermediate_byt
     also plan the slicing einsum(max_intermediate_bytes=) runs (for the
     arrays' result dtype, float64 for shapes).
     """
-    if not isinstance(subscripts, str):
-        raise InvalidArgumentError(
-            f"contract_path: expected subscripts as a string, found {type(subscripts).__name__}",
-            code="kInvalidArgument",
-            canonical="kInvalidArgument",
-        )
+    subscripts, operands = _subscripts_and_operands(subscripts, operands, "contract_path")
     shapes = [_shape_of(op, i) for i, op in enumerate(operands)]
     bound = max_intermediate_bytes
     arrays = [op for op in operands if hasattr(op, "dtype")]

@@ -10,11 +10,13 @@ Inside tenferro.vjp / grad the transforms are recorded (tenferro's FFT AD
 rules). fftfreq, rfftfreq, fftshift and ifftshift are numpy's own.
 """
 
+import operator as _operator
+
 import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
-from .linalg import _operand
+from .linalg import _invalid, _operand
 
 __all__ = [
     "fft",
@@ -55,14 +57,24 @@ def _fft_operand(kind, a):
     return a
 
 
+def _length(n, what):
+    """A transform length: an integer (TypeError otherwise, as numpy), at
+    least 1; in s= also -1 (numpy 2: the input's extent)."""
+    i = _operator.index(n)
+    if i < 1 and not (i == -1 and what == "s"):
+        raise _invalid(f"fft: {what}={i}: expected a positive number of data points"
+                       + (" (or -1: the input's extent)" if what == "s" else ""))
+    return i
+
+
 def _transform(kind, a, s, axes, norm, runtime):
     a = _fft_operand(kind, a)
     norm = "backward" if norm is None else norm
-    s = None if s is None else [int(v) for v in s]
+    s = None if s is None else [_length(v, "s") for v in s]
     if axes is None:  # numpy: the last len(s) axes, or every axis
         ndim = len(a.shape)
         axes = range(ndim - len(s), ndim) if s is not None else range(ndim)
-    axes = [int(v) for v in axes]
+    axes = [_operator.index(v) for v in axes]
     if isinstance(a, _tenferro.Traced):
         return _tenferro._traced_fft(kind, a, s, axes, norm)
     return _tenferro._fft(runtime, kind, a, s, axes, norm)
@@ -70,10 +82,10 @@ def _transform(kind, a, s, axes, norm, runtime):
 
 def _one_axis(kind, a, n, axis, norm, runtime):
     # The common call, straight to the extension.
+    n = None if n is None else [_length(n, "n")]
     if type(a) is _np.ndarray and a.dtype.char in ("FD" if kind in _COMPLEX_INPUT else "fdFD"):
-        return _tenferro._fft(runtime, kind, a, None if n is None else [int(n)], [int(axis)],
-                              "backward" if norm is None else norm)
-    return _transform(kind, a, None if n is None else [n], [axis], norm, runtime)
+        return _tenferro._fft(runtime, kind, a, n, [_operator.index(axis)], "backward" if norm is None else norm)
+    return _transform(kind, a, n, [axis], norm, runtime)
 
 
 def fft(a, n=None, axis=-1, norm=None, *, runtime=None):

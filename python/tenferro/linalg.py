@@ -57,21 +57,29 @@ def _invalid(message):
     return InvalidArgumentError(message, code="kInvalidArgument", canonical="kInvalidArgument")
 
 
+def _array(a):
+    """A numpy array (a view of a DLPack producer such as a torch tensor,
+    detached, its lazy conjugate/negative bits resolved), or a Traced value
+    (recorded as it is)."""
+    if isinstance(a, (_np.ndarray, _tenferro.Traced)):
+        return a
+    if hasattr(a, "__dlpack__"):
+        return _tenferro._from_dlpack(a)
+    return _np.asarray(a)
+
+
 def _operand(a):
-    """`a` as something the extension borrows: arrays of a tenferro dtype
-    pass through (DLPack producers and Traced values too); integer and bool
-    data become float64 like numpy.linalg."""
-    if isinstance(a, _tenferro.Traced):
-        return a
-    if isinstance(a, _np.ndarray):
-        arr = a
-    elif hasattr(a, "__dlpack__"):
-        return a
-    else:
-        arr = _np.asarray(a)
-    if arr.dtype.kind in "biu":
+    """_array(a), integer and bool data as float64 like numpy.linalg."""
+    arr = _array(a)
+    if not isinstance(arr, _tenferro.Traced) and arr.dtype.kind in "biu":
         return arr.astype(_np.float64)
     return arr
+
+
+class _MatrixShapeError(InvalidArgumentError, LinAlgError):
+    """An operand that is not a (stack of) matrices of the shape the
+    function needs: a tenferro.InvalidArgumentError that is also a
+    numpy.linalg.LinAlgError, as numpy.linalg raises for these."""
 
 
 def _traced(*operands):
@@ -79,10 +87,16 @@ def _traced(*operands):
 
 
 def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
-    if _traced(*operands):
-        # Inside tenferro.vjp / grad: recorded on the operands' tape.
-        return _tenferro._traced_linalg(name, list(operands), mode, flag, rcond)
-    return _tenferro._linalg(runtime, name, list(operands), mode, flag, rcond)
+    try:
+        if _traced(*operands):
+            # Inside tenferro.vjp / grad: recorded on the operands' tape.
+            return _tenferro._traced_linalg(name, list(operands), mode, flag, rcond)
+        return _tenferro._linalg(runtime, name, list(operands), mode, flag, rcond)
+    except InvalidArgumentError as e:
+        if e.code != "kShapeMismatch" or isinstance(e, LinAlgError):
+            raise
+        raise _MatrixShapeError(str(e), code=e.code, canonical=e.canonical, stage=e.stage,
+                                message=e.message) from None
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, runtime=None):
@@ -350,10 +364,10 @@ def matrix_power(a, n, *, runtime=None):
     """a raised to the integer power n by repeated squaring (numpy.linalg.
     matrix_power): n = 0 gives the identity, n < 0 the power of inv(a)."""
     if not isinstance(n, (int, _np.integer)):
-        raise _invalid(f"matrix_power: expected an integer exponent, found {n!r}")
-    a = a if _traced(a) else _np.asarray(a)
+        raise TypeError(f"matrix_power: expected an integer exponent, found {n!r}")
+    a = _array(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise InvalidArgumentError(
+        raise _MatrixShapeError(
             f"matrix_power: expected a square matrix (..., M, M), found shape {a.shape}",
             code="kShapeMismatch",
             canonical="kInvalidArgument",
@@ -494,11 +508,6 @@ def tensorsolve(a, b, axes=None, *, runtime=None):
 
 
 # --- numpy 2's array-API functions of numpy.linalg ---------------------------
-
-
-def _array(a):
-    """A numpy array, or a Traced value (recorded as it is)."""
-    return a if _traced(a) else _np.asarray(a)
 
 
 def svdvals(x, /, *, runtime=None):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch as _torch
 from torch.autograd.function import once_differentiable as _once_differentiable
 
+from . import _subscripts_and_operands
 from . import einsum as _einsum
 from . import einsum_vjp as _einsum_vjp
 from ._errors import DTypeError, InvalidArgumentError, UnsupportedError
@@ -93,7 +94,9 @@ class _Einsum(_torch.autograd.Function):
 
 
 def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None):
-    """``torch.einsum(subscripts, *operands)`` computed by tenferro.
+    """``torch.einsum(subscripts, *operands)`` computed by tenferro (also
+    ``einsum(subscripts, [a, b])`` and the sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as torch.einsum takes them).
 
     ``operands`` are CPU ``torch.Tensor`` (mixed dtypes are promoted as
     numpy promotes them; the gradient of each operand has its dtype).
@@ -104,10 +107,9 @@ def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
     over tenferro's storage; when an operand requires grad, it carries a
     ``grad_fn`` whose backward runs ``tenferro.einsum_vjp``.
     """
-    if not isinstance(subscripts, str):
-        raise InvalidArgumentError(
-            f"tenferro.torch.einsum: expected subscripts as a string, found {type(subscripts).__name__}",
-            code="kInvalidArgument", canonical="kInvalidArgument")
+    if isinstance(subscripts, (str, bytes)) and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])  # torch.einsum(eq, [a, b])
+    subscripts, operands = _subscripts_and_operands(subscripts, operands, "tenferro.torch.einsum")
     options = {"optimize": optimize, "threads": threads, "runtime": runtime}
     if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands):
         arrays = [_as_array(t, i) for i, t in enumerate(operands)]

@@ -67,7 +67,9 @@ def test_bad_options():
     a = np.ones((2, 2))
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize="fastest")
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=[(0, 5)])
-    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[(0, 1, 2)])
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[(0, 1, 3)])
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[(0, 0, 1)])
+    raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk,kl->il", a, a, a, optimize=[()])
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a, a, optimize=3.5)
     raises(TypeError, None, tenferro.einsum, "ij->ji", a, bogus=a)
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ji", a, threads=0)
@@ -99,7 +101,11 @@ def test_contract_path_errors():
     raises(ValueError, "kInvalidArgument", tenferro.contract_path, "ij,jk->ik", (2, 3))
     raises(ValueError, "kShapeMismatch", tenferro.contract_path, "ij,jk->ik", (2, 3), (4, 5))
     raises(ValueError, "kInvalidArgument", tenferro.contract_path, "ij,jk->ik", (2, 3), "x")
-    raises(ValueError, "kInvalidArgument", tenferro.contract_path, 42, (2, 3))
+    # 42 is an operand of the sublist form, its labels (2, 3) too many.
+    raises(ValueError, "kShapeMismatch", tenferro.contract_path, 42, (2, 3))
+    raises(ValueError, "kInvalidArgument", tenferro.contract_path, 42, "ij")
+    with pytest.raises(TypeError, match="found None"):
+        tenferro.contract_path(None, (2, 3))
 
 
 def test_exception_hierarchy():
