@@ -54,7 +54,7 @@ else()
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(app ${WORK}/contract_pc)
-  execute_process(COMMAND c++ -O1 ${SOURCE_DIR}/contract.cpp -o ${app} ${flags}
+  execute_process(COMMAND c++ -O1 -Wall -Wextra -Werror ${SOURCE_DIR}/contract.cpp -o ${app} ${flags}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "compiling the consumer with pkg-config flags failed:\n${out}")

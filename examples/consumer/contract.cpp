@@ -8,7 +8,9 @@
 using namespace tenferro;
 
 Result<double> contract() {
-  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime({.threads = 1}));
+  cpu::CpuRuntimeOptions options;  // defaults: native GEMM, einsum and linalg engines
+  options.threads = 1;
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
   runtime::EagerContext ctx = cpu.runtime.on();
 
   TENFERRO_ASSIGN_OR_RETURN(Tensor a, Tensor::from_values<double>({1, 2, 3, 4, 5, 6}, {2, 3}));

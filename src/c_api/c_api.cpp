@@ -36,6 +36,7 @@
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/einsum_op.h"
@@ -444,7 +445,13 @@ Result<std::vector<std::string>> gemm_choice(std::int32_t gemm) {
 // engines; up to one thread runs on the calling thread, more in one managed
 // CPU domain.
 Result<std::shared_ptr<const Engine>> make_engine(int threads, std::int32_t gemm, std::int32_t worker_spin_us) {
-  if (threads < 0) return invalid(fmt::format("tf_runtime_options.threads is {}; expected >= 0", threads));
+  TENFERRO_ASSIGN_OR_RETURN(cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  const std::size_t allowed = topology.allowed_cpus().to_vector().size();
+  if (threads < 0 || static_cast<std::size_t>(threads) > allowed) {
+    return invalid(fmt::format(
+        "tf_runtime_options.threads is {}; expected 0 or 1 (the calling thread) to {} (the CPUs this process may use)",
+        threads, allowed));
+  }
   cpu::CpuRuntimeOptions options;
   options.threads = threads;
   if (worker_spin_us == TF_WORKER_SPIN_OFF) {
@@ -701,12 +708,17 @@ Result<std::shared_ptr<const fft::FftOp>> checked_fft(const tf_fft_args* args, b
   a.norm = static_cast<fft::FftNorm>(args->norm);
   if (args->num_axes == 0) {
     if (args->axes != nullptr || args->lengths != nullptr) {
-      return invalid("num_axes is 0 with axes or lengths given; expected num_axes entries in each");
+      return invalid(
+          "num_axes is 0 with axes or lengths given; expected num_axes entries in each (axes NULL with num_axes k: "
+          "the last k axes)");
     }
     a.axes = Dims{-1};
   } else {
-    TENFERRO_TRY(require(args->axes, "args->axes"));
-    a.axes = Dims(std::span<const std::int64_t>(args->axes, args->num_axes));
+    if (args->axes == nullptr) {  // the last num_axes axes, as numpy's s= without axes=
+      for (std::size_t k = args->num_axes; k > 0; --k) a.axes.push_back(-static_cast<std::int64_t>(k));
+    } else {
+      a.axes = Dims(std::span<const std::int64_t>(args->axes, args->num_axes));
+    }
     if (args->lengths != nullptr) a.lengths = Dims(std::span<const std::int64_t>(args->lengths, args->num_axes));
   }
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, fft::FftOp::create(a));
@@ -804,6 +816,9 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
     TENFERRO_TRY(require(args->runtime, "args->runtime"));
     TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
     const std::int32_t planner = args->struct_size >= TF_EINSUM_ARGS_SIZE_V2 ? args->planner : TF_PLANNER_AUTO;
+    if (args->struct_size >= TF_EINSUM_ARGS_SIZE_V2 && args->reserved0 != 0) {
+      return invalid(fmt::format("tf_einsum_args.reserved0 is {}; expected 0", args->reserved0));
+    }
     TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(planner));
     CheckedOperands inputs;
     TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
@@ -827,6 +842,9 @@ TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_p
     *plan = nullptr;
     TENFERRO_TRY(require(args, "args"));
     TENFERRO_TRY(check_struct_size("tf_einsum_prepare_args", args->struct_size, {TF_EINSUM_PREPARE_ARGS_SIZE_V1}));
+    if (args->reserved0 != 0) {
+      return invalid(fmt::format("tf_einsum_prepare_args.reserved0 is {}; expected 0", args->reserved0));
+    }
     TENFERRO_TRY(require(args->runtime, "args->runtime"));
     TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
     TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(args->planner));

@@ -495,6 +495,13 @@ static void check_fft(tf_runtime* rt) {
     if (EXPECT_OK(tf_fft(&args, &error), error)) {
       for (i = 0; i < 24; ++i) CHECK(fabs(((double*)back)[i] - ((double*)r)[i]) < 1e-12);
     }
+    /* axes NULL with num_axes 2: the last two axes (numpy's s= alone). */
+    memset(back, 0, 24 * sizeof(double));
+    args = fft_args(rt, TF_FFT_IRFFT, NULL, 2, &trf, &tback);
+    args.lengths = lengths;
+    if (EXPECT_OK(tf_fft(&args, &error), error)) {
+      for (i = 0; i < 24; ++i) CHECK(fabs(((double*)back)[i] - ((double*)r)[i]) < 1e-12);
+    }
   }
   /* float32 input: a complex64 result. */
   {

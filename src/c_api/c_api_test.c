@@ -303,10 +303,11 @@ static void test_runtime_options(void) {
 
   options.threads = -1;
   EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT,
-               "threads is -1; expected >= 0");
+               "threads is -1; expected 0 or 1 (the calling thread) to ");
   CHECK(rt == NULL);
   options.threads = 1000000;
-  EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT, "CPUs this process may use");
+  EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "threads is 1000000; expected 0 or 1 (the calling thread) to ");
   options.threads = 1;
   options.gemm = 7;
   EXPECT_ERROR(tf_runtime_create(&options, &rt, &error), error, TF_CODE_INVALID_ARGUMENT, "gemm is 7");
@@ -550,6 +551,15 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.struct_size = TF_EINSUM_ARGS_SIZE_V1 - 4;
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "of a known version");
   args.struct_size = sizeof args;
+  args.reserved0 = 2;
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "tf_einsum_args.reserved0 is 2; expected 0");
+  args.struct_size = TF_EINSUM_ARGS_SIZE_V1; /* a V1 caller's struct has no reserved0 */
+  EXPECT_OK(tf_einsum(&args, &error), error);
+  args.struct_size = sizeof args;
+  args.reserved0 = 0;
+  args.num_inputs = 1;
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "names 2 operands; found 1 input");
+  args.num_inputs = 2;
 
   args.runtime = NULL;
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "args->runtime is NULL");
@@ -578,7 +588,7 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.subscripts = "ij,jk->i-k";
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "unexpected '-'");
   args.subscripts = "ij,jk,kl->il"; /* three terms, two operands */
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "has 3 operands");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "names 3 operands; found 2 inputs");
   args.subscripts = "ij,jk->ik";
 
   /* Operands that do not fit the subscripts. */
@@ -678,6 +688,11 @@ static void test_prepared_errors(tf_runtime* rt) {
   EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_INVALID_ARGUMENT,
                "tf_einsum_prepare_args.struct_size is 16");
   pargs.struct_size = sizeof pargs;
+  pargs.reserved0 = -1;
+  EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "tf_einsum_prepare_args.reserved0 is -1; expected 0");
+  CHECK(plan == NULL);
+  pargs.reserved0 = 0;
   pargs.planner = -1;
   EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_INVALID_ARGUMENT, "planner is -1");
   pargs.planner = TF_PLANNER_AUTO;

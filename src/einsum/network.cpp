@@ -31,6 +31,11 @@ class NetworkBinder {
 
   Result<Network> bind(std::span<const DType> dtypes) {
     const std::int32_t n = subscripts_.num_operands();
+    if (shapes_.size() == dtypes.size() && shapes_.size() != static_cast<std::size_t>(n)) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "einsum \"{}\" names {} operand{}; found {} input{}", text_, n, n == 1 ? "" : "s",
+                        shapes_.size(), shapes_.size() == 1 ? "" : "s");
+    }
     if (shapes_.size() != static_cast<std::size_t>(n) || dtypes.size() != static_cast<std::size_t>(n)) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                         "einsum \"{}\" has {} operands; expected as many shapes and dtypes, found {} shapes and {} "

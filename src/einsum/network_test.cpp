@@ -93,7 +93,8 @@ TEST(NetworkTest, TypedErrorsNameOperandAndLabel) {
                {"operand 0", "label 'i'", "axes 0 and 1"});
   expect_error(bind_shapes("...i->i", {{2, 3}}).status(), ErrorCode::kShapeMismatch, {"\"...\"", "output"});
   expect_error(bind_shapes("...i,...i->...", {{2, 3}, {4, 3}}).status(), ErrorCode::kShapeMismatch, {"label '…0'"});
-  expect_error(bind_shapes("ij,jk", {{2, 3}}).status(), ErrorCode::kInvalidArgument, {"2 operands", "1 shapes"});
+  expect_error(bind_shapes("ij,jk", {{2, 3}}).status(), ErrorCode::kInvalidArgument,
+               {"names 2 operands", "found 1 input"});
   expect_error(bind_shapes("ij", {{2, -3}}).status(), ErrorCode::kInvalidArgument, {"operand 0", "-3", "label 'j'"});
   expect_error(bind_shapes("Жi,ij", {{4, 2}, {5, 2}}).status(), ErrorCode::kShapeMismatch, {"label 'i'"});
 

@@ -438,7 +438,8 @@ typedef struct tf_fft_args {
   int32_t kind; /**< a tf_fft_kind */
   int32_t norm; /**< a tf_fft_norm */
   /** The axes to transform (negative: from the end); NULL with num_axes 0:
-   *  the last axis. */
+   *  the last axis; NULL with num_axes k > 0: the last k axes (numpy's s=
+   *  without axes=). */
   const int64_t* axes;
   size_t num_axes;
   /** NULL, or one transform length per axis (numpy's n / s; -1 keeps the
