@@ -7,11 +7,11 @@
 include(CMakePackageConfigHelpers)
 
 # tenferro::tenferro: every component but mpi (which needs the application's
-# MPI), for applications that want it all.
+# MPI) and cuda (the CUDA toolkit), for applications that want it all.
 get_property(_tf_components GLOBAL PROPERTY TENFERRO_COMPONENTS)
 add_library(tenferro_all INTERFACE)
 foreach(_tf_c IN LISTS _tf_components)
-  if(NOT _tf_c STREQUAL "mpi")
+  if(NOT _tf_c STREQUAL "mpi" AND NOT _tf_c STREQUAL "cuda")
     target_link_libraries(tenferro_all INTERFACE tenferro_${_tf_c})
   endif()
 endforeach()
@@ -63,20 +63,24 @@ set(_tf_reversed ${_tf_components})
 list(REVERSE _tf_reversed)
 foreach(_tf_c IN LISTS _tf_reversed)
   get_target_property(_tf_type tenferro_${_tf_c} TYPE)
-  if(_tf_type STREQUAL "STATIC_LIBRARY")
+  if(_tf_type STREQUAL "STATIC_LIBRARY" AND NOT _tf_c STREQUAL "cuda")
     string(APPEND _tf_libs " -ltenferro_${_tf_c}")
   endif()
 endforeach()
 if(TENFERRO_PACKAGE_HAS_FFT)
   string(APPEND _tf_libs " -lfftw3_threads -lfftw3f_threads -lfftw3 -lfftw3f")
 endif()
-if(TENFERRO_PACKAGE_HAS_CUDA)
-  string(APPEND _tf_libs " -L${TENFERRO_CUDA_LIBRARY_DIR} -Wl,-rpath,${TENFERRO_CUDA_LIBRARY_DIR} -lcudart")
-endif()
 # The prefix relative to the .pc file, so an installation can move.
 file(RELATIVE_PATH _tf_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro.pc.in ${PROJECT_BINARY_DIR}/tenferro.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tenferro.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# tenferro-cuda.pc: tenferro::cuda and the CUDA runtime, apart, so that CPU
+# programs neither link nor need cudart.
+if(TENFERRO_PACKAGE_HAS_CUDA)
+  set(_tf_cuda_libs "-L${TENFERRO_CUDA_LIBRARY_DIR} -Wl,-rpath,${TENFERRO_CUDA_LIBRARY_DIR} -lcudart")
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro-cuda.pc.in ${PROJECT_BINARY_DIR}/tenferro-cuda.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/tenferro-cuda.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
 # tenferro-c.pc: the C ABI alone (libtenferro_c.so and its header), for C,
 # Fortran and other callers that do not use CMake.
 if(TARGET tenferro_c)

@@ -4,9 +4,9 @@
 #   cmake -DBUILD_DIR=<tenferro build> -DSOURCE_DIR=<consumer> -DWORK=<scratch> -DMODE=cmake|pkgconfig
 #         [-DPYTHON=<python with numpy>] [-DMPIEXEC_FLAGS=<flags before -np>] -P check_consumer.cmake
 # The prefix is not the configured one and the build tree still exists:
-# the installed shared library and Python package must load their provider
-# modules from the prefix (Note [Locating provider files]), which the
-# loader's LD_DEBUG=files trace shows.
+# the C++ consumer, the installed shared library and the Python package
+# must load their provider modules from the prefix (Note [Locating provider
+# files]), which the loader's LD_DEBUG=files trace shows.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK})
 set(prefix ${WORK}/prefix)
@@ -22,8 +22,9 @@ foreach(forbidden include/tenferro/testing include/tenferro/testing.h)
 endforeach()
 
 if(MODE STREQUAL "cmake")
+  # CPU components need no CUDA toolkit (looked for only for COMPONENTS cuda).
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK}/build -G Ninja
-                  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
+                  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "configuring the consumer failed:\n${out}")
@@ -44,6 +45,27 @@ if(MODE STREQUAL "cmake")
   if(rc EQUAL 0 OR NOT flat MATCHES "component 'no_such_part' is not available: expected one of: .*einsum_cpu")
     message(FATAL_ERROR "find_package(tenferro COMPONENTS no_such_part) should fail naming the components (${rc}):\n${out}")
   endif()
+  # A C project asking for the C ABI alone needs none of the C++
+  # components' dependencies (they are disabled here) and builds.
+  if(EXISTS ${prefix}/include/tenferro/c/tenferro.h)
+    file(WRITE ${WORK}/conly/CMakeLists.txt "cmake_minimum_required(VERSION 3.25)\nproject(conly LANGUAGES C)\n"
+         "find_package(tenferro CONFIG REQUIRED COMPONENTS c)\n"
+         "add_executable(contract_c ${SOURCE_DIR}/contract_c.c)\ntarget_link_libraries(contract_c PRIVATE tenferro::c)\n")
+    set(no_cxx_deps)
+    foreach(dep Threads OpenSSL fmt nlohmann_json TBB Eigen3 PkgConfig CUDAToolkit MPI)
+      list(APPEND no_cxx_deps -DCMAKE_DISABLE_FIND_PACKAGE_${dep}=ON)
+    endforeach()
+    execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK}/conly -B ${WORK}/conly/build -G Ninja
+                    -DCMAKE_PREFIX_PATH=${prefix} ${no_cxx_deps}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(rc EQUAL 0)
+      execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/conly/build
+                      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    endif()
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "a C-only project (COMPONENTS c) without the C++ dependencies failed:\n${out}")
+    endif()
+  endif()
 else()
   file(GLOB pc_dir LIST_DIRECTORIES true ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
   set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
@@ -51,6 +73,9 @@ else()
                   RESULT_VARIABLE rc OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "pkg-config --cflags --libs tenferro failed: ${err}")
+  endif()
+  if(flags MATCHES "cudart|tenferro_cuda")
+    message(FATAL_ERROR "pkg-config --libs tenferro links CUDA (tenferro-cuda.pc is for that): ${flags}")
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(app ${WORK}/contract_pc)
@@ -76,11 +101,33 @@ else()
   endif()
 endif()
 
-execute_process(COMMAND ${app} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# Fails unless the loader trace `trace` shows a tenferro provider module
+# loaded, every one of them from under the prefix.
+function(check_modules_from_prefix what trace)
+  string(REGEX MATCHALL "calling init: [^\n]*tenferro_(lapack|blas)_[^\n]*\\.so" inits "${trace}")
+  if(NOT inits)
+    message(FATAL_ERROR "${what}: no tenferro provider module was loaded")
+  endif()
+  foreach(init IN LISTS inits)
+    string(REPLACE "calling init: " "" path "${init}")
+    string(FIND "${path}" "${prefix}/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "${what} loaded ${path}, expected the install's copy under ${prefix}")
+    endif()
+  endforeach()
+  message(STATUS "${what} loaded its modules from the prefix: ${inits}")
+endfunction()
+
+# The C++ program links the static libraries: it finds the modules of the
+# prefix it was compiled against (Note [The prefix of the headers]), not
+# the build tree's.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_DEBUG=files ${app}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "det -6")
   message(FATAL_ERROR "the consumer failed (${rc}): ${out}${err}")
 endif()
 message(STATUS "consumer (${MODE}) printed: ${out}")
+check_modules_from_prefix("the C++ consumer (${MODE})" "${err}")
 # The C ABI through tenferro::c (the find_package consumer) or tenferro-c.pc
 # (pkg-config), wherever the package has it, as every build with the C API
 # does.
@@ -103,22 +150,6 @@ if(MODE STREQUAL "cmake" AND EXISTS ${prefix}/include/tenferro/mpi.h)
   endif()
   message(STATUS "tenferro::mpi consumer printed: ${out}")
 endif()
-# Fails unless the loader trace `trace` shows a tenferro provider module
-# loaded, every one of them from under the prefix.
-function(check_modules_from_prefix what trace)
-  string(REGEX MATCHALL "calling init: [^\n]*tenferro_(lapack|blas)_[^\n]*\\.so" inits "${trace}")
-  if(NOT inits)
-    message(FATAL_ERROR "${what}: no tenferro provider module was loaded")
-  endif()
-  foreach(init IN LISTS inits)
-    string(REPLACE "calling init: " "" path "${init}")
-    string(FIND "${path}" "${prefix}/" at)
-    if(NOT at EQUAL 0)
-      message(FATAL_ERROR "${what} loaded ${path}, expected the install's copy under ${prefix}")
-    endif()
-  endforeach()
-  message(STATUS "${what} loaded its modules from the prefix: ${inits}")
-endfunction()
 
 if(c_app)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_DEBUG=files ${c_app}

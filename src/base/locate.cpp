@@ -3,10 +3,15 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
 #include "tenferro/base/build_info.h"
+
+// Defined by programs compiled against the installed headers (Note [The
+// prefix of the headers]); null in tenferro's own binaries.
+extern "C" __attribute__((weak, visibility("hidden"))) const char* tenferro_consumer_header_path() noexcept;
 
 namespace tenferro {
 
@@ -44,7 +49,7 @@ std::string loaded_binary_dir() {
 }
 
 ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string_view build_file_dir,
-                                        ProviderFileKind kind, const BuildInfo& info) {
+                                        ProviderFileKind kind, const BuildInfo& info, std::string_view header_path) {
   const bool module = kind == ProviderFileKind::kModule;
   const std::string_view installed = module ? info.installed_module_dir : info.installed_data_dir;
   const std::string_view in_prefix = module ? info.module_dir_in_prefix : info.data_dir_in_prefix;
@@ -63,6 +68,19 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
       }
     }
   }
+  // 3. The prefix of the headers the program was compiled against.
+  constexpr std::string_view kHeader = "/tenferro/base/consumer_prefix.h";
+  if (!in_prefix.empty() && !info.include_dir_in_prefix.empty() && header_path.starts_with('/') &&
+      header_path.ends_with(kHeader)) {
+    const std::string_view include_dir = header_path.substr(0, header_path.size() - kHeader.size());
+    if (const std::optional<std::string_view> prefix = prefix_of(include_dir, info.include_dir_in_prefix)) {
+      std::string dir = std::string(*prefix) + (prefix->ends_with('/') ? "" : "/") + std::string(in_prefix);
+      if (dir != installed && std::find(search.dirs.begin(), search.dirs.end(), dir) == search.dirs.end()) {
+        if (search.fallback == installed) search.fallback = dir;
+        search.dirs.push_back(std::move(dir));
+      }
+    }
+  }
   if (is_within(binary_dir, info.build_dir)) {
     search.dirs.emplace_back(build_file_dir);
     search.dirs.emplace_back(installed);
@@ -74,7 +92,9 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
 }
 
 std::string locate_provider_file(std::string_view file, std::string_view build_file_dir, ProviderFileKind kind) {
-  ProviderFileSearch search = provider_file_search(loaded_binary_dir(), build_file_dir, kind, build_info());
+  const char* header = &tenferro_consumer_header_path != nullptr ? tenferro_consumer_header_path() : nullptr;
+  ProviderFileSearch search = provider_file_search(loaded_binary_dir(), build_file_dir, kind, build_info(),
+                                                   header != nullptr ? std::string_view(header) : std::string_view());
   for (const std::string& dir : search.dirs) {
     if (!dir.empty() && ::access((dir + "/" + std::string(file)).c_str(), F_OK) == 0) return dir;
   }

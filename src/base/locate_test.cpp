@@ -15,6 +15,7 @@ BuildInfo layout() {
   info.data_dir_in_prefix = "share/tenferro";
   info.library_dir_in_prefix = "lib";
   info.python_package_dir_in_prefix = "lib/python3/dist-packages";
+  info.include_dir_in_prefix = "include";
   return info;
 }
 
@@ -61,6 +62,37 @@ TEST(LocateTest, ProgramsOutsideAnyLayoutTryTheConfiguredInstallFirst) {
   EXPECT_EQ(s.fallback, "/usr/local/lib/tenferro");
   // "lib" must be a whole trailing component: /x/mylib is not a prefix's lib.
   EXPECT_EQ(provider_file_search("/x/mylib", "/b", ProviderFileKind::kModule, layout()).dirs.size(), 3u);
+}
+
+TEST(LocateTest, StaticConsumersFindThePrefixOfTheHeadersTheyWereCompiledAgainst) {
+  // Note [The prefix of the headers]: installed under /opt/tf, the build
+  // tree still there, the program in its own directory.
+  const std::string_view header = "/opt/tf/include/tenferro/base/consumer_prefix.h";
+  const ProviderFileSearch s = provider_file_search("/home/u/app/build", "/src/tf/build/linalg_modules",
+                                                    ProviderFileKind::kModule, layout(), header);
+  EXPECT_EQ(s.dirs, (Dirs{"/home/u/app/build", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro",
+                          "/src/tf/build/linalg_modules"}));
+  EXPECT_EQ(s.fallback, "/opt/tf/lib/tenferro");  // errors name where the install keeps it
+  EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kData, layout(), header).dirs[1],
+            "/opt/tf/share/tenferro");
+  // Compiled against the source tree's headers, or a relative path, or
+  // another file: nothing added.
+  for (std::string_view other : {"/src/tf/include/tenferro/base/consumer_prefix.h",
+                                 "include/tenferro/base/consumer_prefix.h", "/opt/tf/include/tenferro/base/status.h"}) {
+    const ProviderFileSearch o = provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(), other);
+    if (other.starts_with("/src/tf/include")) {
+      // (a source tree's "include" looks like a prefix's: /src/tf is searched
+      // and holds no modules, harmless)
+      EXPECT_EQ(o.dirs[1], "/src/tf/lib/tenferro");
+    } else {
+      EXPECT_EQ(o.dirs, (Dirs{"/home/u/app", "/usr/local/lib/tenferro", "/b"})) << other;
+    }
+  }
+  // The configured prefix itself is not searched twice.
+  EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(),
+                                 "/usr/local/include/tenferro/base/consumer_prefix.h")
+                .dirs,
+            (Dirs{"/home/u/app", "/usr/local/lib/tenferro", "/b"}));
 }
 
 TEST(LocateTest, AbsoluteInstallDirsDisableThePrefixSearch) {

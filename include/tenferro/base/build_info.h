@@ -39,6 +39,10 @@ struct BuildInfo {
   std::string_view data_dir_in_prefix;
   std::string_view library_dir_in_prefix;
   std::string_view python_package_dir_in_prefix;
+  /// The headers (CMAKE_INSTALL_INCLUDEDIR; empty where absolute): a
+  /// program compiled against P/<this> finds P's files (Note [The prefix of
+  /// the headers] in consumer_prefix.h).
+  std::string_view include_dir_in_prefix;
 };
 
 /// The build configuration of this binary. Thread-safe.
@@ -56,13 +60,16 @@ const BuildInfo& build_info() noexcept;
 //      the install under that prefix P (`<P>/lib/tenferro`,
 //      `<P>/share/tenferro`): an installation works wherever
 //      `cmake --install --prefix` put it, without the build tree;
-//   3. the build tree's copy and the configured install directory, the build
+//   3. for a program linking the static libraries, the install under the
+//      prefix P whose headers it was compiled against (Note [The prefix of
+//      the headers] in consumer_prefix.h);
+//   4. the build tree's copy and the configured install directory, the build
 //      tree first only for binaries inside the build tree: an installed copy
 //      never loads a module of a build tree that happens to still exist
 //      (a program linking the static libraries finds the configured
 //      install first, the build tree as a last resort).
 // When no directory holds the file, the lookup names the install directory
-// of 2 or else the configured one, so that a load error says where the
+// of 2 or 3, or else the configured one, so that a load error says where the
 // file was expected. A caller's explicit directory (the providers' options)
 // bypasses the search.
 
@@ -81,9 +88,12 @@ struct ProviderFileSearch {
 };
 
 /// The search for a binary in `binary_dir` whose build tree keeps the file
-/// in `build_file_dir`. Pure: reads no file system.
+/// in `build_file_dir`, compiled against the headers at `header_path` (the
+/// path of consumer_prefix.h the program saw; empty for tenferro's own
+/// binaries). Pure: reads no file system.
 ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string_view build_file_dir,
-                                        ProviderFileKind kind, const BuildInfo& info);
+                                        ProviderFileKind kind, const BuildInfo& info,
+                                        std::string_view header_path = {});
 
 /// The first directory of provider_file_search(loaded_binary_dir(), ...)
 /// that holds `file`, else its fallback.

@@ -28,6 +28,8 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/base/consumer_prefix.h"
+
 namespace tenferro {
 
 /// Error codes, generated from error_code.def.
