@@ -18,6 +18,14 @@
 #include <memory>
 #include <string_view>
 
+// The C API only: Open MPI's and MPICH's deprecated C++ bindings warn under
+// -Wall -Wextra.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include "tenferro/base/status.h"
