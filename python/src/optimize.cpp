@@ -17,6 +17,7 @@ using einsum::PlannerKind;
 
 OptimizeSpec parse_optimize(py::handle optimize) {
   OptimizeSpec spec;
+  spec.by_default = optimize.is_none();
   if (optimize.is_none() || optimize.ptr() == Py_True) return spec;  // greedy
   if (optimize.ptr() == Py_False) {
     spec.planner = PlannerKind::kLeftToRight;

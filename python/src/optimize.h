@@ -21,6 +21,9 @@ namespace py = pybind11;
 /// How tenferro.einsum / contract_path choose a contraction path.
 struct OptimizeSpec {
   einsum::PlannerKind planner = einsum::PlannerKind::kGreedy;
+  /// optimize=None: greedy, or 'auto' (which keeps their order) for
+  /// subscripts with parentheses.
+  bool by_default = true;
   /// opt_einsum-format steps for kExplicitPath: operand positions in the
   /// current list, pairs or (as numpy.einsum_path writes outer products)
   /// more; policy_of() splits longer steps into pairs.

@@ -104,7 +104,11 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
 }
 
 Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_view subscripts,
-                                                                  const OptimizeSpec& spec) {
+                                                                  const OptimizeSpec& requested) {
+  OptimizeSpec spec = requested;
+  if (spec.by_default && subscripts.find('(') != std::string_view::npos) {
+    spec.planner = einsum::PlannerKind::kAuto;  // keeps the order the parentheses give
+  }
   OpMap* map = nullptr;
   std::string key;
   std::string_view lookup = subscripts;

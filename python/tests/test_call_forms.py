@@ -150,3 +150,11 @@ def test_torch_einsum_takes_torch_call_forms():
         torch.testing.assert_close(got, want)
         (g,) = torch.autograd.grad(got.sum(), a)
         torch.testing.assert_close(g, torch.autograd.grad(want.sum(), a, retain_graph=True)[0])
+
+
+def test_parentheses_fix_the_order_by_default(rng):
+    a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2))
+    np.testing.assert_allclose(tenferro.einsum("ij,(jk,kl)->il", a, b, c), a @ b @ c)
+    # An explicit planner that cannot keep the order still says so.
+    with pytest.raises(tenferro.InvalidArgumentError, match="parentheses"):
+        tenferro.einsum("ij,(jk,kl)->il", a, b, c, optimize="greedy")
