@@ -158,3 +158,8 @@ def test_parentheses_fix_the_order_by_default(rng):
     # An explicit planner that cannot keep the order still says so.
     with pytest.raises(tenferro.InvalidArgumentError, match="parentheses"):
         tenferro.einsum("ij,(jk,kl)->il", a, b, c, optimize="greedy")
+
+
+def test_singular_determinant_is_positive_zero():
+    d = tl.det(np.array([[1.0, 2.0], [2.0, 4.0]]))  # a row swap times a zero pivot
+    assert d == 0.0 and not np.signbit(d) and not np.signbit(np.linalg.det([[1.0, 2.0], [2.0, 4.0]]))

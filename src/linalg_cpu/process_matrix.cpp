@@ -342,6 +342,7 @@ class MatrixProcessor {
     if (a_.kind == LinalgOpKind::kDet) {
       T det = odd ? T(-1) : T(1);
       for (std::int64_t i = 0; i < n; ++i) det *= lu[i + i * buffers_.a.ld];
+      det += T(0);  // -0.0 (a zero pivot times the sign) reads +0.0, as numpy gives
       store_scalar(out_[0], index_, det);
       return ok_status();
     }
