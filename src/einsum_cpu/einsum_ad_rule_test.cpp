@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tenferro/ad/ad_context.h"
+#include "tenferro/ad_runtime/gradient_tape.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
 #include "tenferro/cpu_engine/engine.h"
@@ -463,6 +464,27 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   // Every einsum of the VJP program (two forward steps, two per step) ran
   // on the native engine.
   EXPECT_EQ((*executor)->metrics().execution.executions, 6);
+
+  // The eager tape records the einsum's result only: its backward program
+  // (vjp_reusing_outputs) recomputes the expanded steps' intermediate and
+  // gives the same gradients.
+  auto shared = std::make_shared<ad::AdContext>();
+  ASSERT_TRUE(shared->install_rule(einsum_ad_rule()).ok());
+  ad::GradientTape tape(*rt, shared);
+  std::vector<ad::TapeTensor> vars;
+  for (std::size_t i = 0; i < 3; ++i) vars.push_back(*tape.variable(inputs[i]));
+  auto op = EinsumOp::create(chain.subscripts);
+  ASSERT_TRUE(op.ok());
+  auto y = tape.apply(*op, std::span<const ad::TapeTensor>(vars.data(), vars.size()));
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  const Status backward = tape.backward((*y)[0], inputs[3]);
+  ASSERT_TRUE(backward.ok()) << backward.to_string();
+  EXPECT_EQ(shared->metrics().expanded_nodes, 1u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto g = tape.grad(vars[i]);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    EXPECT_TRUE(check_allclose(*g, expected[1 + i]).ok()) << "gradient " << i;
+  }
 }
 
 }  // namespace
