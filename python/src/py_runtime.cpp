@@ -9,13 +9,11 @@
 
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
-#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/planner.h"
 #include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/fft/ad_rules.h"
 #include "tenferro/fft_cpu/cpu_engine.h"
-#include "tenferro/linalg/ad_rules.h"
 
 namespace tenferro::python {
 namespace {
@@ -70,7 +68,7 @@ PyRuntime::PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, 
       domain_(std::move(domain)),
       worker_spin_(worker_spin),
       context_(runtime_.on()),
-      ad_(std::make_shared<ad::AdContext>()),
+      ad_(std::move(cpu.ad)),
       compiler_(std::make_shared<compiler::GraphCompiler>()) {}
 
 Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string gemm, std::string domain,
@@ -97,9 +95,7 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   // The domain's own report: zero without workers (inline, one thread).
   worker_spin = cpu.domains ? cpu.domains->default_domain().report().worker_spin : std::chrono::microseconds(0);
   std::unique_ptr<PyRuntime> self(new PyRuntime(std::move(cpu), std::move(gemm), std::move(domain), worker_spin));
-  TENFERRO_TRY(self->ad_->install_rule(einsum::einsum_ad_rule()));
-  TENFERRO_TRY(linalg::install_linalg_ad_rules(*self->ad_));
-  TENFERRO_TRY(fft::install_fft_ad_rules(*self->ad_));
+  TENFERRO_TRY(fft::install_fft_ad_rules(*self->ad_));  // einsum's and linalg's come with the CPU runtime
   return self;
 }
 

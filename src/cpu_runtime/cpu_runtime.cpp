@@ -5,7 +5,9 @@
 
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/gemm/external_blas.h"
+#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum_cpu/cpu_engine.h"
+#include "tenferro/linalg/ad_rules.h"
 
 namespace tenferro::cpu {
 
@@ -97,10 +99,17 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
   }
   for (const auto& make_module : options.extensions) builder.add_extension_module(make_module(engine.id));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, builder.build());
-  return CpuRuntime{std::move(rt),           threads,
-                    std::move(gemm),         std::move(cpu_engine.providers),
-                    std::move(domains),      std::move(einsum_engine),
-                    std::move(linalg_engine)};
+  auto ad = std::make_shared<ad::AdContext>();
+  if (options.einsum) TENFERRO_TRY(ad->install_rule(einsum::einsum_ad_rule()));
+  if (options.linalg) TENFERRO_TRY(linalg::install_linalg_ad_rules(*ad));
+  return CpuRuntime{std::move(rt),
+                    threads,
+                    std::move(gemm),
+                    std::move(cpu_engine.providers),
+                    std::move(domains),
+                    std::move(einsum_engine),
+                    std::move(linalg_engine),
+                    std::move(ad)};
 }
 
 }  // namespace tenferro::cpu

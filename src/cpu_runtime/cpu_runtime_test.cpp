@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tenferro/ad_runtime/gradient_tape.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/linalg/eager_linalg.h"
+#include "tenferro/linalg/linalg_op.h"
 #include "tenferro/program/program_builder.h"
 
 namespace tenferro::cpu {
@@ -26,6 +28,46 @@ TEST(CpuRuntimeTest, EinsumAndLinalgRunOnOneThread) {
   Result<Tensor> det = linalg::det(ctx, *Tensor::from_values<double>({4, 5, 10, 11}, {2, 2}));
   ASSERT_TRUE(det.ok()) << det.status().to_string();
   EXPECT_NEAR((*det->to_vector<double>())[0], 4.0 * 11 - 5.0 * 10, 1e-12);
+}
+
+// The runtime's AdContext differentiates what it runs: a GradientTape of
+// det(A B) against central differences of the eager calls.
+TEST(CpuRuntimeTest, ItsAdContextDifferentiatesEinsumAndLinalg) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_NE(cpu->ad, nullptr);
+  const std::vector<double> a = {1, 2, 3, 4, 5, 6}, b = {1, 0.5, 0, 1, 1, 1};
+  auto op = einsum::EinsumOp::create("ij,jk->ik");
+  ASSERT_TRUE(op.ok());
+  ad::GradientTape tape(cpu->runtime, cpu->ad);
+  auto va = tape.variable(*Tensor::from_values<double>(a, {2, 3}));
+  auto vb = tape.variable(*Tensor::from_values<double>(b, {3, 2}));
+  ASSERT_TRUE(va.ok() && vb.ok());
+  const ad::TapeTensor ab[] = {*va, *vb};
+  auto c = tape.apply(*op, ab);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const ad::TapeTensor cs[] = {(*c)[0]};
+  auto det = tape.apply(linalg::LinalgOp::det(), cs);
+  ASSERT_TRUE(det.ok()) << det.status().to_string();
+  const Status backward = tape.backward((*det)[0]);
+  ASSERT_TRUE(backward.ok()) << backward.to_string();
+  const std::vector<double> grad = *tape.grad(*va)->to_vector<double>();
+  runtime::EagerContext ctx = cpu->runtime.on();
+  auto det_of = [&](const std::vector<double>& x) {
+    const Tensor operands[] = {*Tensor::from_values<double>(x, {2, 3}), *Tensor::from_values<double>(b, {3, 2})};
+    return (*linalg::det(ctx, *einsum::einsum(ctx, "ij,jk->ik", operands))->to_vector<double>())[0];
+  };
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::vector<double> up = a, down = a;
+    up[i] += 1e-6;
+    down[i] -= 1e-6;
+    EXPECT_NEAR(grad[i], (det_of(up) - det_of(down)) / 2e-6, 1e-6) << i;
+  }
+  // Without the linalg engine, no linalg rule either.
+  Result<CpuRuntime> bare = make_cpu_runtime({.threads = 1, .linalg = false});
+  ASSERT_TRUE(bare.ok());
+  EXPECT_NE(bare->ad->rule(einsum::kEinsumFamilyId), nullptr);
+  EXPECT_EQ(bare->ad->rule(linalg::kLinalgFamilyId), nullptr);
 }
 
 TEST(CpuRuntimeTest, ZeroThreadsTakesEveryAllowedCpu) {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tenferro/ad/ad_context.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/gemm/gemm_provider.h"
@@ -77,6 +78,10 @@ struct CpuRuntime {
   std::shared_ptr<const CpuDomainSet> domains;        ///< null with on_calling_thread
   std::shared_ptr<einsum::CpuEinsumExecutor> einsum;  ///< null unless options.einsum
   std::shared_ptr<linalg::CpuLinalgEngine> linalg;    ///< null unless options.linalg
+  /// An AdContext with the AD rules of the families this runtime runs
+  /// (einsum, linalg) installed: pass it to ad::GradientTape, ad::grad or
+  /// AdContext::vjp users (add fft::install_fft_ad_rules for the FFT module).
+  std::shared_ptr<ad::AdContext> ad;
 };
 
 /// One managed CPU domain with a budget of `threads` threads (0: one per CPU
