@@ -19,13 +19,14 @@ through ``Tensor.numpy()`` (any strides), the result is wrapped by
 Import it explicitly (``import tenferro.torch``); ``import tenferro`` does
 not import torch. CPU tensors of the dtypes numpy has (not bfloat16) are
 accepted; other devices raise ``tenferro.UnsupportedError``. Gradients are
-first order (``create_graph=True`` gives no second derivatives).
+first order: a backward pass with ``create_graph=True`` through it raises
+``tenferro.UnsupportedError`` (rather than leaving out its second-order
+terms).
 """
 
 from __future__ import annotations
 
 import torch as _torch
-from torch.autograd.function import once_differentiable as _once_differentiable
 
 from . import _subscripts_and_operands
 from . import einsum as _einsum
@@ -82,8 +83,12 @@ class _Einsum(_torch.autograd.Function):
         return _to_torch(_einsum(subscripts, *arrays, **options))
 
     @staticmethod
-    @_once_differentiable
     def backward(ctx, grad):
+        if _torch.is_grad_enabled():  # create_graph=True: the gradients would have no grad_fn
+            raise UnsupportedError(
+                "tenferro.torch.einsum: gradients are first order; a backward pass with create_graph=True "
+                "(second derivatives) is not supported (torch.einsum supports it)",
+                code="kUnsupported", canonical="kUnsupported")
         tensors = ctx.saved_tensors
         needed = ctx.needs_input_grad[2:]
         if not any(needed):

@@ -148,3 +148,14 @@ def test_import_tenferro_does_not_import_torch():
     code = "import sys, tenferro; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_second_derivatives_are_refused_not_dropped():
+    w = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    y = tft.einsum("ij,jk->", w, w)
+    with pytest.raises(tenferro.UnsupportedError, match="create_graph=True"):
+        torch.autograd.grad(y, w, create_graph=True)
+    # First order after that still works, and matches torch.
+    (g,) = torch.autograd.grad(tft.einsum("ij,jk->", w, w), w)
+    (want,) = torch.autograd.grad(torch.einsum("ij,jk->", w, w), w)
+    torch.testing.assert_close(g, want)
