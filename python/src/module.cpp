@@ -621,14 +621,14 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   std::vector<std::uint32_t> active(operands.size());
   for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
   const SmallVector<Tensor, 8>& params = operands.tensors();
-  Result<ad::VjpResult> r = [&] {
+  Result<std::vector<Tensor>> r = [&] {
     py::gil_scoped_release nogil;
-    return ad::vjp(rt.runtime(), rt.ad(), f, std::span<const Tensor>(params.data(), params.size()), active,
-                   std::span<const Tensor>(&ct_tensor, 1));
+    return ad::vjp_cotangents(rt.runtime(), rt.ad(), f, std::span<const Tensor>(params.data(), params.size()), active,
+                              std::span<const Tensor>(&ct_tensor, 1));
   }();
-  ad::VjpResult v = value_or_raise(std::move(r));
-  py::tuple grads(v.cotangents.size());
-  for (std::size_t i = 0; i < v.cotangents.size(); ++i) grads[i] = operands.to_numpy(std::move(v.cotangents[i]));
+  std::vector<Tensor> cotangents = value_or_raise(std::move(r));
+  py::tuple grads(cotangents.size());
+  for (std::size_t i = 0; i < cotangents.size(); ++i) grads[i] = operands.to_numpy(std::move(cotangents[i]));
   return grads;
 }
 

@@ -53,16 +53,15 @@ Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const Froze
   return result;
 }
 
-Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
-                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
-                      std::span<const Tensor> cotangents) {
-  TENFERRO_TRY(check_program(f, "vjp"));
-  if (cotangents.size() != f.program->outputs().size()) {
-    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "vjp: expected one cotangent per output ({}), found {}", f.program->outputs().size(),
-                      cotangents.size());
-  }
-  TENFERRO_ASSIGN_OR_RETURN(VjpProgram program, context.vjp(f, active_inputs));
+namespace {
+
+// Reverse mode through `backward` (inputs: parameters, then one cotangent
+// per differentiated output), its cotangent outputs listed in
+// layout.input_cotangents; with `with_outputs`, the program first returns
+// f's outputs (AdContext::vjp), else it returns cotangents only.
+Result<VjpResult> run_reverse(runtime::Runtime& runtime, const FrozenProgram& f, const FrozenProgram& backward,
+                              const AdLayout& layout, bool with_outputs, std::span<const Tensor> parameters,
+                              std::span<const std::uint32_t> active_inputs, std::span<const Tensor> cotangents) {
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> all_inputs,
                             f.bindings.num_inputs() == 0
                                 ? Result<std::vector<Tensor>>(std::vector<Tensor>(parameters.begin(), parameters.end()))
@@ -71,13 +70,13 @@ Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const Froze
   // Undefined cotangents of differentiated outputs are zeros; their shapes
   // come from the forward values, so compute those first when needed.
   bool need_shapes = false;
-  for (std::uint32_t j : program.layout.differentiated_outputs) need_shapes = need_shapes || !cotangents[j].defined();
+  for (std::uint32_t j : layout.differentiated_outputs) need_shapes = need_shapes || !cotangents[j].defined();
   std::vector<Tensor> forward;
   if (need_shapes) {
     TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList y, runtime.run(f, parameters));
     forward.assign(y.begin(), y.end());
   }
-  for (std::uint32_t j : program.layout.differentiated_outputs) {
+  for (std::uint32_t j : layout.differentiated_outputs) {
     if (cotangents[j].defined()) {
       inputs.push_back(cotangents[j]);
     } else {
@@ -85,13 +84,13 @@ Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const Froze
       inputs.push_back(std::move(z));
     }
   }
-  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(backward, inputs));
   VjpResult result;
-  const std::size_t m = program.layout.num_outputs;
+  const std::size_t m = with_outputs ? layout.num_outputs : 0;
   result.outputs.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(m));
   std::size_t next = m;
   for (std::size_t k = 0; k < active_inputs.size(); ++k) {
-    if (program.layout.input_cotangents[k] == TangentState::kPresent) {
+    if (layout.input_cotangents[k] == TangentState::kPresent) {
       result.cotangents.push_back(out[next++]);
     } else {
       TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(all_inputs[active_inputs[k]]));
@@ -99,6 +98,40 @@ Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const Froze
     }
   }
   return result;
+}
+
+Status check_cotangents(const FrozenProgram& f, std::span<const Tensor> cotangents, std::string_view who) {
+  TENFERRO_TRY(check_program(f, who));
+  if (cotangents.size() != f.program->outputs().size()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "{}: expected one cotangent per output ({}), found {}", who, f.program->outputs().size(),
+                      cotangents.size());
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                      std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
+                      std::span<const Tensor> cotangents) {
+  TENFERRO_TRY(check_cotangents(f, cotangents, "vjp"));
+  TENFERRO_ASSIGN_OR_RETURN(VjpProgram program, context.vjp(f, active_inputs));
+  return run_reverse(runtime, f, program.program, program.layout, true, parameters, active_inputs, cotangents);
+}
+
+Result<std::vector<Tensor>> vjp_cotangents(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
+                                           std::span<const Tensor> parameters,
+                                           std::span<const std::uint32_t> active_inputs,
+                                           std::span<const Tensor> cotangents) {
+  TENFERRO_TRY(check_cotangents(f, cotangents, "vjp_cotangents"));
+  // Every output differentiated, none reused: the backward program alone,
+  // recomputing only the primal values the gradients read.
+  TENFERRO_ASSIGN_OR_RETURN(ReusingVjpProgram program,
+                            context.vjp_reusing_outputs(f, active_inputs, f.program->outputs().size()));
+  TENFERRO_ASSIGN_OR_RETURN(VjpResult result, run_reverse(runtime, f, program.backward, program.layout, false,
+                                                          parameters, active_inputs, cotangents));
+  return std::move(result.cotangents);
 }
 
 Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,

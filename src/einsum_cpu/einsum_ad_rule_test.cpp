@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tenferro/ad/ad_context.h"
+#include "tenferro/ad_runtime/functional.h"
 #include "tenferro/ad_runtime/gradient_tape.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
@@ -464,6 +465,16 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   // Every einsum of the VJP program (two forward steps, two per step) ran
   // on the native engine.
   EXPECT_EQ((*executor)->metrics().execution.executions, 6);
+
+  // The cotangents alone: the last step's result (the einsum's value) is
+  // not computed, so five einsums run, with the same gradients.
+  const FrozenProgram f = einsum_program(chain);
+  auto cotangents = ad::vjp_cotangents(*rt, context, f, std::span<const Tensor>(inputs.data(), 3), active,
+                                       std::span<const Tensor>(&inputs[3], 1));
+  ASSERT_TRUE(cotangents.ok()) << cotangents.status().to_string();
+  EXPECT_EQ((*executor)->metrics().execution.executions, 6 + 5);
+  ASSERT_EQ(cotangents->size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(check_allclose((*cotangents)[i], expected[1 + i]).ok()) << i;
 
   // The eager tape records the einsum's result only: its backward program
   // (vjp_reusing_outputs) recomputes the expanded steps' intermediate and

@@ -46,6 +46,15 @@ Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const progr
                       std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
                       std::span<const Tensor> cotangents);
 
+/// J* v alone, one tensor per active input (zeros where nothing depends on
+/// it), cotangents as for vjp: the backward program of
+/// AdContext::vjp_reusing_outputs with every output differentiated, so
+/// what only f's outputs need is not computed (the last step of an einsum:
+/// a two-operand einsum's VJP is two products, not three).
+Result<std::vector<Tensor>> vjp_cotangents(runtime::Runtime& runtime, AdContext& context,
+                                           const program::FrozenProgram& f, std::span<const Tensor> parameters,
+                                           std::span<const std::uint32_t> active_inputs,
+                                           std::span<const Tensor> cotangents);
 /// The gradient of f's real scalar output `output`, one tensor per active input.
 Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
                                  std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
