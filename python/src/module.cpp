@@ -24,7 +24,6 @@
 #include "tape.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/einsum/contraction_tree.h"
-#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/planner.h"

@@ -100,10 +100,12 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
 }
 
 Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_view subscripts,
-                                                                  const OptimizeSpec& requested) {
-  OptimizeSpec spec = requested;
+                                                                  const OptimizeSpec& spec) {
   if (spec.by_default && subscripts.find('(') != std::string_view::npos) {
-    spec.planner = einsum::PlannerKind::kAuto;  // keeps the order the parentheses give
+    OptimizeSpec keep_order;  // 'auto' keeps the order the parentheses give
+    keep_order.planner = einsum::PlannerKind::kAuto;
+    keep_order.by_default = false;
+    return op_for(subscripts, keep_order);
   }
   OpMap* map = nullptr;
   std::string key;
