@@ -578,13 +578,31 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   std::shared_ptr<const einsum::EinsumOp> op = value_or_raise(rt.op_for(subscripts, spec));
   OperandList operands;
   for (std::size_t i = 0; i < args.size(); ++i)
-    operands.add(args[i], "einsum_vjp operand", static_cast<std::ptrdiff_t>(i));
+    operands.add(args[i], "einsum_vjp operand", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
   if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
     raise_error(ErrorCode::kInvalidArgument,
-                fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {}", op->canonical_subscripts(),
-                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()));
+                fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {} before the cotangent (the last "
+                            "argument, or cotangent=)",
+                            op->canonical_subscripts(), op->num_operands(), op->num_operands() == 1 ? "" : "s",
+                            operands.size()));
   }
-  const DType dtype = operands.unify_dtypes();
+  // Each gradient takes its operand's dtype, as torch.autograd gives it: the
+  // real part for a real operand of a complex einsum, float32 for a float32
+  // operand of a float64 one. Integer and bool operands (numpy promotes
+  // them) get the gradient in the dtype the einsum is computed in.
+  std::vector<py::object> operand_dtypes;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    operand_dtypes.push_back(py::reinterpret_borrow<py::object>(
+        reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(operands.array(i).ptr())))));
+  }
+  operands.unify_numeric();
+  const DType dtype = operands.dtype(0);
+  if (!is_inexact(dtype)) {
+    raise_error(ErrorCode::kDTypeMismatch,
+                fmt::format("einsum_vjp '{}': expected operands that promote to float32, float64, complex64 or "
+                            "complex128, found {} (an integer or bool einsum has no gradient)",
+                            op->canonical_subscripts(), dtype));
+  }
   operands.wrap();
   std::vector<IntArrayRef> shapes;
   for (const Tensor& t : operands.tensors()) shapes.emplace_back(t.shape());
@@ -592,7 +610,7 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   ok_or_raise(op->output_shape(shapes, out_shape));
 
   OperandList ct;
-  ct.add(cotangent, "einsum_vjp cotangent");
+  ct.add(cotangent, "einsum_vjp cotangent", -1, OperandList::Accept::kNumeric);
   if (is_complex(ct.dtype(0)) && !is_complex(dtype)) {
     raise_error(
         ErrorCode::kDTypeMismatch,
@@ -627,7 +645,18 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   }();
   std::vector<Tensor> cotangents = value_or_raise(std::move(r));
   py::tuple grads(cotangents.size());
-  for (std::size_t i = 0; i < cotangents.size(); ++i) grads[i] = operands.to_numpy(std::move(cotangents[i]));
+  for (std::size_t i = 0; i < cotangents.size(); ++i) {
+    py::object g = operands.to_numpy(std::move(cotangents[i]));
+    const auto* want = reinterpret_cast<const PyArray_Descr*>(operand_dtypes[i].ptr());
+    if (want->kind == 'f' || want->kind == 'c') {
+      if (want->kind == 'f' && is_complex(dtype)) g = g.attr("real");
+      if (!PyArray_EquivTypes(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(g.ptr())),
+                              const_cast<PyArray_Descr*>(want))) {
+        g = g.attr("astype")(operand_dtypes[i]);
+      }
+    }
+    grads[i] = std::move(g);
+  }
   return grads;
 }
 

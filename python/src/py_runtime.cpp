@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tenferro/base/hash.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/planner.h"
@@ -129,13 +130,19 @@ Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_vi
   return op;
 }
 
+std::size_t PyRuntime::FftAttributesHash::operator()(const fft::FftAttributes& a) const noexcept {
+  std::uint64_t h = hashing::hash_combine(static_cast<std::uint64_t>(a.kind), static_cast<std::uint64_t>(a.norm));
+  h = hashing::hash_combine(h, a.axes.size());
+  for (const std::int64_t v : a.axes) h = hashing::hash_combine(h, static_cast<std::uint64_t>(v));
+  for (const std::int64_t v : a.lengths) h = hashing::hash_combine(h, static_cast<std::uint64_t>(v));
+  return static_cast<std::size_t>(h);
+}
+
 Result<std::shared_ptr<const fft::FftOp>> PyRuntime::fft_op_for(const fft::FftAttributes& attributes) {
-  std::string key = fmt::format("{}|{}|{}|{}", static_cast<int>(attributes.kind), static_cast<int>(attributes.norm),
-                                fmt::join(attributes.axes, ","), fmt::join(attributes.lengths, ","));
-  if (auto it = fft_ops_.find(key); it != fft_ops_.end()) return it->second;
+  if (auto it = fft_ops_.find(attributes); it != fft_ops_.end()) return it->second;
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, fft::FftOp::create(attributes));
   if (fft_ops_.size() >= kMaxCachedOps) fft_ops_.clear();
-  fft_ops_.emplace(std::move(key), op);
+  fft_ops_.emplace(attributes, op);
   return op;
 }
 

@@ -123,6 +123,9 @@ class PyRuntime {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   using OpMap = std::unordered_map<std::string, std::shared_ptr<const einsum::EinsumOp>, StringHash, std::equal_to<>>;
+  struct FftAttributesHash {
+    std::size_t operator()(const fft::FftAttributes& a) const noexcept;
+  };
 
   runtime::Runtime runtime_;
   // The runtime's einsum executor and CPU domains (null: inline), for
@@ -145,8 +148,8 @@ class PyRuntime {
   // paths keyed by the subscripts, '\x1f' and the path.
   std::array<OpMap, 8> ops_;
   OpMap path_ops_;
-  // FftOps keyed by kind, norm, axes and lengths.
-  std::unordered_map<std::string, std::shared_ptr<const fft::FftOp>, StringHash, std::equal_to<>> fft_ops_;
+  // FftOps keyed by their attributes (no key string formatted per call).
+  std::unordered_map<fft::FftAttributes, std::shared_ptr<const fft::FftOp>, FftAttributesHash> fft_ops_;
 };
 
 }  // namespace tenferro::python

@@ -37,6 +37,69 @@ PyTraced record(const std::shared_ptr<PyTape>& tape, Result<ad::TapeTensor> hand
   return PyTraced{tape, h, std::move(value)};
 }
 
+// Note [Traced promotion]
+// einsum and linalg on Traced values and array-likes compute in numpy's
+// result dtype of all their operands (PyArray_ResultType: 0-d arrays and
+// Python scalars by value, as numpy 1.x's einsum promotes), like the same
+// calls on arrays. A Traced operand of a narrower dtype is converted on the
+// tape (the convert rule brings its gradient back to its dtype: the real
+// part for a real value), constants are cast to the result dtype. Casting
+// the constants to the Traced dtype instead dropped the imaginary part of a
+// complex constant next to a real variable, value and gradient wrong.
+struct TracedOperands {
+  std::shared_ptr<PyTape> tape;
+  DType dtype = DType::kFloat64;
+};
+
+TracedOperands promote_traced(std::span<const py::handle> operands, const char* what) {
+  TracedOperands out;
+  std::vector<py::object> owned;
+  std::vector<PyArrayObject*> arrays;
+  std::vector<PyArray_Descr*> dtypes;
+  for (py::handle a : operands) {
+    if (py::isinstance<PyTraced>(a)) {
+      const PyTraced& t = py::cast<const PyTraced&>(a);
+      if (out.tape && t.tape != out.tape) {
+        raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced operands of two different tapes", what));
+      }
+      out.tape = t.tape;
+      owned.push_back(numpy_dtype(t.value.dtype()));
+      dtypes.push_back(reinterpret_cast<PyArray_Descr*>(owned.back().ptr()));
+    } else {
+      PyObject* arr = PyArray_FROM_O(a.ptr());
+      if (arr == nullptr) throw py::error_already_set();
+      owned.push_back(py::reinterpret_steal<py::object>(arr));
+      arrays.push_back(reinterpret_cast<PyArrayObject*>(arr));
+    }
+  }
+  if (!out.tape) raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: no Traced operand", what));
+  PyArray_Descr* target = PyArray_ResultType(static_cast<npy_intp>(arrays.size()), arrays.data(),
+                                             static_cast<npy_intp>(dtypes.size()), dtypes.data());
+  if (target == nullptr) throw py::error_already_set();
+  const py::object descr = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(target));
+  const std::optional<DType> d = dtype_of_typenum(target->type_num);
+  if (!d || !is_inexact(*d)) {
+    raise_error(ErrorCode::kDTypeMismatch,
+                fmt::format("{}: expected operands that promote to float32, float64, complex64 or complex128, found "
+                            "the result dtype {}",
+                            what, std::string(py::str(descr))));
+  }
+  out.dtype = *d;
+  return out;
+}
+
+// `a` as an operand of the promoted dtype on the operands' tape: a Traced
+// value (converted on the tape when its dtype differs) or a constant copy.
+ad::TapeTensor promoted_operand(const TracedOperands& to, py::handle a, const char* what) {
+  if (py::isinstance<PyTraced>(a)) {
+    const PyTraced& t = py::cast<const PyTraced&>(a);
+    if (t.value.dtype() == to.dtype) return t.handle;
+    return value_or_raise(
+        to.tape->tape.apply(CoreSemanticOp::kConvert, {t.handle}, program::ConvertAttributes{to.dtype}));
+  }
+  return value_or_raise(to.tape->tape.constant(copied_leaf(*to.tape->runtime, a, to.dtype, what)));
+}
+
 }  // namespace
 
 bool any_traced(std::span<PyObject* const> args, std::size_t first) {
@@ -47,42 +110,25 @@ bool any_traced(std::span<PyObject* const> args, std::size_t first) {
 }
 
 py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<const einsum::EinsumOp>& op) {
-  std::shared_ptr<PyTape> tape;
-  std::optional<DType> dtype;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (!py::isinstance<PyTraced>(py::handle(args[i]))) continue;
-    const PyTraced& t = py::cast<const PyTraced&>(py::handle(args[i]));
-    if (tape && t.tape != tape) raise_error(ErrorCode::kForeignValue, "einsum: Traced operands of two different tapes");
-    if (dtype && *dtype != t.value.dtype()) {
-      raise_error(
-          ErrorCode::kDTypeMismatch,
-          fmt::format("einsum: Traced operands of dtypes {} and {}; expected one dtype", *dtype, t.value.dtype()));
-    }
-    tape = t.tape;
-    dtype = t.value.dtype();
-  }
   if (static_cast<std::size_t>(op->num_operands()) != args.size() - 1) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("einsum '{}': the subscripts name {} operands, found {}", op->canonical_subscripts(),
                             op->num_operands(), args.size() - 1));
   }
+  const std::vector<py::handle> operands(args.begin() + 1, args.end());
+  const TracedOperands promoted = promote_traced(operands, "einsum");
+  const std::shared_ptr<PyTape>& tape = promoted.tape;
   SmallVector<ad::TapeTensor, 8> handles;
   std::vector<Dims> shapes;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (py::isinstance<PyTraced>(py::handle(args[i]))) {
-      const PyTraced& t = py::cast<const PyTraced&>(py::handle(args[i]));
-      handles.push_back(t.handle);
-      shapes.emplace_back(t.value.shape().begin(), t.value.shape().end());
-    } else {
-      Tensor leaf = copied_leaf(*tape->runtime, args[i], dtype, "einsum operand");
-      shapes.emplace_back(leaf.shape().begin(), leaf.shape().end());
-      handles.push_back(value_or_raise(tape->tape.constant(leaf)));
-    }
+  for (py::handle a : operands) {
+    handles.push_back(promoted_operand(promoted, a, "einsum operand"));
+    const Tensor value = value_or_raise(tape->tape.value(handles.back()));
+    shapes.emplace_back(value.shape().begin(), value.shape().end());
   }
   // Note [Pairwise einsums for reverse mode]: the planned steps, when the
   // einsum has them, so that the gradient costs about twice the forward.
   const std::vector<IntArrayRef> refs(shapes.begin(), shapes.end());
-  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, refs, *dtype));
+  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, refs, promoted.dtype));
   for (const einsum::PairwiseStep& step : steps) {
     const ad::TapeTensor pair[] = {handles[static_cast<std::size_t>(step.lhs)],
                                    handles[static_cast<std::size_t>(step.rhs)]};
@@ -127,25 +173,12 @@ py::tuple traced_linalg(const std::string& name, const py::list& args, const std
   } else {
     raise_error(ErrorCode::kUnimplemented, fmt::format("linalg.{} is not recorded inside tenferro.vjp / grad", name));
   }
-  std::shared_ptr<PyTape> tape;
-  DType dtype = DType::kFloat64;
-  for (py::handle a : args) {
-    if (!py::isinstance<PyTraced>(a)) continue;
-    const PyTraced& t = py::cast<const PyTraced&>(a);
-    if (tape && t.tape != tape) raise_error(ErrorCode::kForeignValue, "linalg: Traced operands of two different tapes");
-    tape = t.tape;
-    dtype = t.value.dtype();
-  }
-  if (!tape) raise_error(ErrorCode::kInvalidArgument, fmt::format("linalg.{}: no Traced operand", name));
+  const std::vector<py::handle> operands(args.begin(), args.end());
+  const std::string what = "linalg." + name;
+  const TracedOperands promoted = promote_traced(operands, what.c_str());
+  const std::shared_ptr<PyTape>& tape = promoted.tape;
   SmallVector<ad::TapeTensor, 8> handles;
-  for (py::handle a : args) {
-    if (py::isinstance<PyTraced>(a)) {
-      handles.push_back(py::cast<const PyTraced&>(a).handle);
-    } else {
-      Tensor leaf = copied_leaf(*tape->runtime, a, dtype, "linalg operand");
-      handles.push_back(value_or_raise(tape->tape.constant(leaf)));
-    }
-  }
+  for (py::handle a : operands) handles.push_back(promoted_operand(promoted, a, "linalg operand"));
   SmallVector<ad::TapeTensor, 2> outs =
       value_or_raise(tape->tape.apply(op, std::span<const ad::TapeTensor>(handles.data(), handles.size())));
   py::tuple result(outs.size());
@@ -498,6 +531,8 @@ void register_tape(py::module_& m) {
       .def("__rmul__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kMul, b, a); })
       .def("__truediv__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kDiv, a, b); })
       .def("__rtruediv__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kDiv, b, a); })
+      .def("__mod__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kRemainder, a, b); })
+      .def("__rmod__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kRemainder, b, a); })
       .def("__pow__", &traced_power)
       .def("__matmul__", &traced_matmul)
       .def("__rmatmul__", [](py::handle a, py::handle b) { return traced_matmul(b, a); })

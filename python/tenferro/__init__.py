@@ -226,13 +226,16 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     return ["einsum_path", *path], str(info)
 
 
-def einsum_vjp(subscripts, *operands, cotangent=None, optimize="greedy", threads=None, runtime=None):
+def einsum_vjp(subscripts, *operands, cotangent=None, optimize=None, threads=None, runtime=None):
     """Gradients of einsum(subscripts, *operands) pulled back from
     `cotangent` (the output's shape): one array per operand, as
     torch.autograd.grad(einsum(...), operands, cotangent) computes them
     (complex operands: the conjugate-Wirtinger convention PyTorch uses).
     The cotangent is the last positional argument unless given as
-    cotangent=.
+    cotangent=. Takes einsum's sublist form too
+    (einsum_vjp(a, [0, 1], b, [1, 2], [0, 2], cotangent)). Each gradient
+    has its operand's dtype (a real operand of a complex einsum gets the
+    real part); integer operands get the einsum's computed dtype.
     """
     if cotangent is None:
         if not operands:
@@ -242,12 +245,7 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize="greedy", threads
                 canonical="kInvalidArgument",
             )
         operands, cotangent = operands[:-1], operands[-1]
-    if not isinstance(subscripts, str):
-        raise InvalidArgumentError(
-            f"einsum_vjp: expected subscripts as a string, found {type(subscripts).__name__}",
-            code="kInvalidArgument",
-            canonical="kInvalidArgument",
-        )
+    subscripts, operands = _subscripts_and_operands(subscripts, operands, "einsum_vjp")
     return _tenferro._einsum_vjp(runtime, threads, subscripts, list(operands), cotangent, optimize)
 
 
@@ -263,9 +261,14 @@ def _start(primals, runtime):
 
 
 def _zeros_if_none(g, like):
-    import numpy as _np
-
     return _np.zeros(like.shape, dtype=like.dtype) if g is None else g
+
+
+def _found(value):
+    """How an error message names what fun returned."""
+    if isinstance(value, (Traced, _np.ndarray)):
+        return f"an array of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return f"a {type(value).__name__}"
 
 
 def vjp(fun, *primals, runtime=None):
@@ -278,20 +281,25 @@ def vjp(fun, *primals, runtime=None):
     out = fun(*xs)
     if not isinstance(out, Traced):
         raise InvalidArgumentError(
-            "vjp: fun must return a value computed from its arguments with tenferro calls",
+            f"vjp: expected fun to return one array computed from its arguments (tenferro calls and numpy "
+            f"operations on them), found {_found(out)}",
             code="kInvalidArgument",
             canonical="kInvalidArgument",
         )
 
     def vjp_fn(cotangent):
-        import numpy as _np
-
         ct = _np.asarray(cotangent)
         if ct.shape != out.shape:
             raise InvalidArgumentError(
                 f"vjp: expected a cotangent of shape {out.shape}, found {ct.shape}",
                 code="kShapeMismatch",
                 canonical="kInvalidArgument",
+            )
+        if ct.dtype.kind == "c" and out.dtype.kind != "c":
+            raise DTypeError(
+                f"vjp: expected a real cotangent for fun's real output ({out.dtype}), found {ct.dtype}",
+                code="kDTypeMismatch",
+                canonical="kDTypeMismatch",
             )
         tape.zero_grad()
         # J* ct straight from the tape: nothing is recorded, so every call
@@ -308,14 +316,27 @@ def value_and_grad(fun, argnums=0, runtime=None):
 
     def wrapped(*args):
         nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise InvalidArgumentError(
+                    f"grad: argnums {i} is out of range for a call with {len(args)} positional argument"
+                    f"{'' if len(args) == 1 else 's'}",
+                    code="kInvalidArgument",
+                    canonical="kInvalidArgument",
+                )
         tape, xs = _start([args[i] for i in nums], runtime)
         traced_args = list(args)
         for i, x in zip(nums, xs):
             traced_args[i] = x
         out = fun(*traced_args)
+        if not isinstance(out, Traced) and _np.ndim(out) == 0 and _np.asarray(out).dtype.kind in "biuf":
+            # A value computed without the arguments (a constant function):
+            # its gradient is zero, as jax.grad gives it.
+            grads = tuple(_zeros_if_none(None, x) for x in xs)
+            return _np.asarray(out)[()], (grads[0] if isinstance(argnums, int) else grads)
         if not isinstance(out, Traced) or out.ndim != 0:
             raise InvalidArgumentError(
-                "grad: fun must return a real scalar computed with tenferro calls",
+                f"grad: expected fun to return a real scalar, found {_found(out)}",
                 code="kInvalidArgument",
                 canonical="kInvalidArgument",
             )

@@ -686,7 +686,7 @@ _UNARY_UFUNCS = {
 }
 _BINARY_UFUNCS = {
     _np.add: "add", _np.subtract: "sub", _np.multiply: "mul", _np.true_divide: "div", _np.maximum: "max",
-    _np.minimum: "min", _np.arctan2: "atan2",
+    _np.minimum: "min", _np.arctan2: "atan2", _np.remainder: "remainder", _np.fmod: "fmod",
 }
 
 

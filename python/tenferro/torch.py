@@ -19,14 +19,16 @@ through ``Tensor.numpy()`` (any strides), the result is wrapped by
 Import it explicitly (``import tenferro.torch``); ``import tenferro`` does
 not import torch. CPU tensors of the dtypes numpy has (not bfloat16) are
 accepted; other devices raise ``tenferro.UnsupportedError``. Gradients are
-first order: a backward pass with ``create_graph=True`` through it raises
-``tenferro.UnsupportedError`` (rather than leaving out its second-order
-terms).
+first order, in reverse mode (``backward``) and forward mode
+(``torch.autograd.forward_ad`` dual tensors); a backward pass with
+``create_graph=True`` through it raises ``tenferro.UnsupportedError``
+(rather than leaving out its second-order terms).
 """
 
 from __future__ import annotations
 
 import torch as _torch
+import torch.autograd.forward_ad as _forward_ad
 
 from . import _subscripts_and_operands
 from . import einsum as _einsum
@@ -80,7 +82,23 @@ class _Einsum(_torch.autograd.Function):
         ctx.subscripts = subscripts
         ctx.options = options
         ctx.save_for_backward(*tensors)
+        ctx.save_for_forward(*tensors)
         return _to_torch(_einsum(subscripts, *arrays, **options))
+
+    @staticmethod
+    def jvp(ctx, _subscripts, _options, *tangents):
+        # Forward mode: einsum is linear in each operand, so the output's
+        # tangent is the sum over operands with a tangent of the einsum with
+        # that operand replaced by its tangent.
+        tensors = ctx.saved_tensors
+        arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
+        out = None
+        for i, tangent in enumerate(tangents):
+            if tangent is None:
+                continue
+            term = _einsum(ctx.subscripts, *arrays[:i], _as_array(tangent, i), *arrays[i + 1:], **ctx.options)
+            out = term if out is None else out + term
+        return _to_torch(out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -98,7 +116,15 @@ class _Einsum(_torch.autograd.Function):
         return (None, None, *[_to_torch(g, t.dtype) if need else None for g, t, need in zip(grads, tensors, needed)])
 
 
-def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None):
+def _has_tangent(operands):
+    # A forward-mode dual tensor (torch.autograd.forward_ad) inside a
+    # dual_level; outside one no tensor carries a tangent.
+    if _forward_ad._current_level < 0:
+        return False
+    return any(isinstance(t, _torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in operands)
+
+
+def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     """``torch.einsum(subscripts, *operands)`` computed by tenferro (also
     ``einsum(subscripts, [a, b])`` and the sublist form
     ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as torch.einsum takes them).
@@ -116,7 +142,7 @@ def einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None)
         operands = tuple(operands[0])  # torch.einsum(eq, [a, b])
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "tenferro.torch.einsum")
     options = {"optimize": optimize, "threads": threads, "runtime": runtime}
-    if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands):
+    if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands) and not _has_tangent(operands):
         arrays = [_as_array(t, i) for i, t in enumerate(operands)]
         return _to_torch(_einsum(subscripts, *arrays, **options))
     return _Einsum.apply(subscripts, options, *operands)

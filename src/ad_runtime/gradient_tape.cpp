@@ -195,7 +195,11 @@ Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& met
       ReusingVjpProgram program,
       context.vjp_reusing_outputs(program::FrozenProgram{compiled.program, compiled.bindings}, active.span(), 1));
   if (program.layout.differentiated_outputs.empty()) {
-    return tape_error(ErrorCode::kFailedPrecondition, "backward: the loss does not depend on any variable");
+    // The loss depends on variables only through operations whose
+    // derivative is zero (sign, floor, round, comparisons): every gradient
+    // is zero, as torch.autograd gives it, so nothing is added.
+    ++metrics.backward_calls;
+    return ok_status();
   }
   std::vector<Tensor> parameters;
   for (std::uint32_t leaf : s.inputs)

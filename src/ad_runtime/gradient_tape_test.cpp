@@ -183,6 +183,16 @@ TEST(GradientTape, ConstantsAndNonDifferentiablePaths) {
   for (std::size_t i = 0; i < 4; ++i) g[i] = std::exp(xs[i]) * cs[i];
   EXPECT_TRUE(check_allclose(*tape.grad(x), *Tensor::from_values<double>(std::span<const double>(g), {4})).ok());
   EXPECT_FALSE(tape.grad(unused)->defined());
+
+  // A loss that depends on x only through an operation of zero derivative
+  // (sign): backward succeeds and adds nothing, so x's gradient is zero
+  // (torch.autograd gives zeros; this was a kFailedPrecondition).
+  tape.zero_grad();
+  TapeTensor s = *tape.apply(CoreSemanticOp::kSign, {x});
+  TapeTensor flat = *tape.apply(CoreSemanticOp::kReduceSum, {s}, program::ReduceAttributes{{0}});
+  const Status zero = tape.backward(flat);
+  ASSERT_TRUE(zero.ok()) << zero.to_string();
+  EXPECT_FALSE(tape.grad(x)->defined());
 }
 
 TEST(GradientTape, TypedErrors) {

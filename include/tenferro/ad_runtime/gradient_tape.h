@@ -110,7 +110,9 @@ class GradientTape {
 
   /// Adds d loss / d variable into every variable's gradient (Note [Eager
   /// backward]). kInvalidArgument for a loss that is not a real floating
-  /// scalar, kFailedPrecondition when it depends on no variable.
+  /// scalar, kFailedPrecondition when it was computed from no variable; a
+  /// loss that depends on variables only through operations of zero
+  /// derivative (sign, floor) adds nothing (every gradient is zero).
   Status backward(const TapeTensor& loss);
   /// Adds J^* cotangent into every variable's gradient, J the Jacobian of
   /// `output` (any recorded floating or complex tensor) with respect to
