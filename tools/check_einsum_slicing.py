@@ -87,6 +87,51 @@ def main():
     check(rc != 0 and "resource_exhausted" in err and "expected" in err, f"{cmd}: rc {rc}, stderr {err}")
     print(f"ok: impossible bound ({mode}) is resource_exhausted")
 
+    if mode == "mpi":
+        one_rank_input_errors(tenferro, sys.argv[4], sys.argv[5:])
+
+
+def one_rank_input_errors(tenferro, mpiexec, flags):
+    """An operand file missing on rank 1 only, and an -o directory missing
+    on rank 1 only (where nothing is written): the first is agreed (every
+    rank reports it, none waits), the second is no error. Open MPI does not
+    abort the job on one failed rank here, so a rank left waiting would
+    hang until the timeout."""
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as d:
+        rng = np.random.default_rng(3)
+        a, b = os.path.join(d, "a.npy"), os.path.join(d, "b.npy")
+        np.save(a, rng.standard_normal((6, 5)))
+        np.save(b, rng.standard_normal((5, 4)))
+        missing = os.path.join(d, "missing.npy")
+        out = os.path.join(d, "out.npy")
+        nowhere = os.path.join(d, "no_such_dir", "out.npy")
+        cases = [
+            ("operand missing on rank 1", [a, b], [a, missing], None, True),
+            ("-o directory missing on rank 1", [a, b, "-o", out], [a, b, "-o", nowhere], out, False),
+        ]
+        for what, mine, rank1, written, fails in cases:
+            script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" einsum "ij,jk->ik" '
+                      + " ".join(rank1) + ' --slice-over-ranks; else exec "$0" einsum "ij,jk->ik" '
+                      + " ".join(mine) + " --slice-over-ranks; fi")
+            cmd = [mpiexec, *flags, "--mca", "orte_abort_on_non_zero_status", "0", "-np", "2",
+                   "sh", "-c", script, tenferro]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                check(False, f"{what}: a rank waited forever")
+            if fails:  # (mpirun's own status is 0 without the job abort)
+                check(p.stderr.count("cannot open") == 2 and p.stderr.count("rank 1 of 2 failed") == 1,
+                      f"{what}: expected rank 1's error and rank 0's report of it, found: {p.stderr}")
+            else:
+                check(p.returncode == 0 and not p.stderr, f"{what}: rc {p.returncode}: {p.stderr}")
+                got = np.load(written)
+                check(np.allclose(got, np.load(a) @ np.load(b)), f"{what}: wrong result")
+            print(f"ok: {what}")
+
 
 if __name__ == "__main__":
     main()

@@ -516,27 +516,26 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
 }
 
 Status run_command(const EinsumCommand& c) {
-  if (!c.output.empty()) {
-    if (c.options.plan_only) return invalid(fmt::format("-o {}: --plan-only contracts nothing to write", c.output));
-    const std::filesystem::path parent = std::filesystem::path(c.output).parent_path();
-    std::error_code ec;
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-      return make_error(ErrorCode::kNotFound, ErrorStage::kNone, "-o {}: expected an existing directory {}", c.output,
-                        parent.string());
-    }
+  if (!c.output.empty() && c.options.plan_only) {
+    return invalid(fmt::format("-o {}: --plan-only contracts nothing to write", c.output));
   }
-  TENFERRO_ASSIGN_OR_RETURN(EinsumJob job, job_for(c));
+  // A sliced run checks -o on the reporting rank only (run_sliced_einsum).
+  const Status output_ok = c.slicing.requested() || c.output.empty() ? ok_status() : check_output_directory(c.output);
+  Result<EinsumJob> job = output_ok.ok() ? job_for(c) : Result<EinsumJob>(output_ok);
   EinsumRunOptions options = c.options;
   // Contracting user data is one call unless timing was asked for.
-  if (job.from_subscripts && !c.runs_given) options.runs = 0;
-  if (c.slicing.requested()) {  // einsum_slicing.h
-    TENFERRO_ASSIGN_OR_RETURN(SlicedEinsumOutcome sliced,
-                              run_sliced_einsum(job.instance, job.inputs, options, c.slicing, c.output, c.json));
+  if (job.ok() && job->from_subscripts && !c.runs_given) options.runs = 0;
+  if (c.slicing.requested()) {  // einsum_slicing.h: a failure to read the operands is agreed over the ranks
+    const EinsumJob none;
+    const EinsumJob& j = job.ok() ? *job : none;
+    TENFERRO_ASSIGN_OR_RETURN(SlicedEinsumOutcome sliced, run_sliced_einsum(j.instance, j.inputs, options, c.slicing,
+                                                                            c.output, c.json, job.status()));
     return sliced.reporting && !c.output.empty() ? npy::write_npy(c.output, sliced.output) : ok_status();
   }
-  TENFERRO_ASSIGN_OR_RETURN(EinsumRunResult r, run_einsum_instance(job.instance, options, job.inputs));
+  TENFERRO_TRY(job.status());
+  TENFERRO_ASSIGN_OR_RETURN(EinsumRunResult r, run_einsum_instance(job->instance, options, job->inputs));
   if (!c.output.empty()) TENFERRO_TRY(npy::write_npy(c.output, r.output));
-  print_report(c, job, options, r);
+  print_report(c, *job, options, r);
   return ok_status();
 }
 

@@ -12,6 +12,8 @@
 // (mpi/sliced_einsum.h) says.
 #include "einsum_slicing.h"
 
+#include <filesystem>
+
 #include "einsum_command.h"
 
 #include <algorithm>
@@ -116,9 +118,9 @@ class RankGroup {
     return value;
   }
   // Every rank's planning outcome, agreed, and the same plan on every rank.
-  Status agree_on_split(const Result<einsum::WorkerSlicing>& sliced) {
+  Status agree_on_split(const Result<einsum::WorkerSlicing>& sliced, DType dtype) {
 #ifdef TENFERRO_HAVE_MPI
-    if (comm_) return mpi::agree_on_split(*comm_, sliced);
+    if (comm_) return mpi::agree_on_split(*comm_, sliced, dtype);
 #endif
     return sliced.status();
   }
@@ -258,7 +260,12 @@ void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
 
 Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> given,
                                               const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
-                                              const std::string& output_path, bool json) {
+                                              const std::string& output_path, bool json, const Status& inputs_status) {
+  if (!inputs_status.ok()) {  // this rank could not read its operands: tell the others
+    RankGroup ranks;
+    if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
+    return ranks.agree(inputs_status);
+  }
   if (options.threads < 1) return invalid(fmt::format("--threads {}: expected at least 1", options.threads));
   if (options.gemm != "native") {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
@@ -271,6 +278,9 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   }
   RankGroup ranks;
   if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
+  // Only the reporting rank writes the output file.
+  TENFERRO_TRY(
+      ranks.agree(ranks.rank() == 0 && !output_path.empty() ? check_output_directory(output_path) : ok_status()));
 
   SlicedReport report;
   report.path = options.path;
@@ -294,7 +304,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     // the busiest rank fewer flops (Note [Range slicing]).
     return einsum::WorkerSlicing::plan(tree, so);
   }();
-  TENFERRO_TRY(ranks.agree_on_split(sliced));
+  TENFERRO_TRY(ranks.agree_on_split(sliced, instance.dtype));
   const bool random = given.empty();
   if (options.plan_only) {
     if (ranks.rank() == 0) print_report(instance, random, options, slicing, *sliced, ranks.size(), report, {}, json);
@@ -341,6 +351,16 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     print_report(instance, random, options, slicing, *sliced, ranks.size(), report, output_path, json);
   }
   return SlicedEinsumOutcome{ranks.rank() == 0, std::move(report.output)};
+}
+
+Status check_output_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    return make_error(ErrorCode::kNotFound, ErrorStage::kNone, "-o {}: expected an existing directory {}", path,
+                      parent.string());
+  }
+  return ok_status();
 }
 
 }  // namespace tenferro::cli

@@ -51,8 +51,16 @@ struct SlicedEinsumOutcome {
 /// writes). Typed errors as planning, slicing (kResourceExhausted for an
 /// impossible bound) and execution, on every rank; kUnsupported for
 /// --slice-over-ranks in a build without MPI or for a GEMM other than native.
+/// `inputs_status` is how reading the operands went on this rank: a failure
+/// there (a missing file on one rank) and rank 0's check of output_path's
+/// directory are agreed over the ranks before anything else, so every rank
+/// reports it and none waits in a collective (`instance` is then unused).
 Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> inputs,
                                               const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
-                                              const std::string& output_path, bool json);
+                                              const std::string& output_path, bool json,
+                                              const Status& inputs_status = ok_status());
+
+/// kNotFound unless the directory `path` would be written in exists.
+Status check_output_directory(const std::string& path);
 
 }  // namespace tenferro::cli

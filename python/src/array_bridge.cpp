@@ -195,7 +195,19 @@ Status status_of(const py::error_already_set& e) {
       }
     }
   }
-  return Error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+  // A builtin exception keeps its family where tenferro has one (so that an
+  // `except TypeError` catches the error on every rank of an MPI call):
+  // TypeError as a DTypeError, IndexError as an OutOfRangeError, MemoryError
+  // as resource exhaustion; anything else is an invalid argument.
+  ErrorCode code = ErrorCode::kInvalidArgument;
+  if (e.matches(PyExc_TypeError)) {
+    code = ErrorCode::kDTypeMismatch;
+  } else if (e.matches(PyExc_IndexError)) {
+    code = ErrorCode::kOutOfRange;
+  } else if (e.matches(PyExc_MemoryError)) {
+    code = ErrorCode::kResourceExhausted;
+  }
+  return Error(code, ErrorStage::kNone,
                fmt::format("{}: {}", std::string(py::str(e.type().attr("__name__"))), std::string(py::str(e.value()))));
 }
 

@@ -580,11 +580,12 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   for (std::size_t i = 0; i < args.size(); ++i)
     operands.add(args[i], "einsum_vjp operand", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
   if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
-    raise_error(ErrorCode::kInvalidArgument,
-                fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {} before the cotangent (the last "
-                            "argument, or cotangent=)",
-                            op->canonical_subscripts(), op->num_operands(), op->num_operands() == 1 ? "" : "s",
-                            operands.size()));
+    raise_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {} before the cotangent (the last "
+                    "argument, or cotangent=)",
+                    op->canonical_subscripts(), op->num_operands(), op->num_operands() == 1 ? "" : "s",
+                    operands.size()));
   }
   // Each gradient takes its operand's dtype, as torch.autograd gives it: the
   // real part for a real operand of a complex einsum, float32 for a float32

@@ -268,10 +268,12 @@ class PyCommunicator {
     std::optional<Result<einsum::WorkerSlicing>> planned;
     if (split == nullptr)
       planned.emplace(call.status.ok() ? plan_split(call) : Result<einsum::WorkerSlicing>(call.status));
+    const DType dtype = call.status.ok() && call.list.size() > 0 ? call.list.dtype(0) : DType::kFloat64;
     Status agreed;
     {
       py::gil_scoped_release release;
-      agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers) : mpi::agree_on_split(*comm_, *planned);
+      agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers, dtype)
+                                : mpi::agree_on_split(*comm_, *planned, dtype);
     }
     if (!agreed.ok()) {
       if (call.python_error) throw *call.python_error;  // this rank's own error

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import sys
 
+from . import _errors
+
 try:
     from . import _mpi
 except ImportError as e:  # built without MPI
@@ -45,14 +47,19 @@ def _fortran_handle(comm):
                 "tenferro.mpi: comm=None means mpi4py's MPI.COMM_WORLD, but mpi4py is not installed "
                 "(Debian: python3-mpi4py)") from e
         comm = MPI.COMM_WORLD
-    py2f = getattr(comm, "py2f", None)
-    if py2f is None:
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not isinstance(comm, mpi.Comm):
+        # Other mpi4py handles (MPI.INFO_NULL, MPI.SUM, a Group) have a
+        # py2f too, whose integer names some other communicator.
         raise TypeError(f"tenferro.mpi.Communicator: expected an mpi4py communicator (MPI.Comm), "
                         f"found {type(comm).__name__}")
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None and mpi.Is_finalized():
-        return 0  # py2f would abort; the constructor reports the finalised MPI as an error
-    return py2f()
+    if not mpi.Is_initialized() or mpi.Is_finalized():
+        return 0  # py2f would abort the job; the constructor reports MPI's state as an error
+    if comm != mpi.COMM_NULL and comm.Is_inter():
+        raise _errors.InvalidArgumentError(
+            "tenferro.mpi.Communicator: expected an intracommunicator, found an intercommunicator "
+            "(use its Merge() to contract over both groups)", code="kInvalidArgument", canonical="kInvalidArgument")
+    return comm.py2f()
 
 
 class Communicator:

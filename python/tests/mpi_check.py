@@ -198,6 +198,24 @@ def check_errors_reach_every_rank():
     close(comm.einsum("ab,bc->ac", a, b), np.einsum("ab,bc->ac", a, b), np.float64, "after the errors")
     expect_error_on_every_rank(lambda: tenferro.mpi.Communicator(WORLD, threads=0 if one else 1),
                                tenferro.InvalidArgumentError, "threads=0 on rank 1")
+    # A Python TypeError on rank 1 is a TypeError (DTypeError) on every rank,
+    # so one `except TypeError` runs everywhere.
+    try:
+        comm.einsum(3 if one else "ab,bc->ac", a, b)
+        check(SIZE == 1, "subscripts not a str on rank 1: returned")
+    except TypeError:
+        pass
+    # Other subscripts over the same shapes plan the same order and split:
+    # the problem itself is agreed, never summed across ranks.
+    sq = operand(rng, (6, 6), np.float64)
+    for mine, other in (("ij,jk->ik", "ij,jk->ki"), ("ij,ij->ij", "ij,ji->ij"), ("ij->ij", "ij->ji")):
+        ops = (sq, sq.T.copy()) if "," in mine else (sq,)
+        expect_error_on_every_rank(lambda: comm.einsum(other if one else mine, *ops), tenferro.InvalidArgumentError,
+                                   f"{other} on rank 1, {mine} elsewhere", names_rank=False)
+    # A dtype of the same shapes: agreed with the problem, before contracting.
+    ints = (a.astype(np.int64), b.astype(np.int64))
+    expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", *(ints if one else (a, b))),
+                               tenferro.InvalidArgumentError, "int64 on rank 1", names_rank=False)
 
 
 def check_communicators_stay_independent():
@@ -221,6 +239,23 @@ def check_communicators_stay_independent():
     got = sub.einsum("ab,bc->ac", ops[0] * scale, ops[1])
     close(got, np.einsum("ab,bc->ac", ops[0] * scale, ops[1]), np.float64, "split communicator")
     half.Free()
+
+
+def check_intercommunicators_are_refused():
+    if SIZE < 2:
+        return "skipped (one rank)"
+    color = RANK % 2
+    local = WORLD.Split(color, RANK)
+    inter = local.Create_intercomm(0, WORLD, 1 - color, tag=7)
+    try:
+        tenferro.mpi.Communicator(inter)
+        check(False, "an intercommunicator was accepted")
+    except tenferro.InvalidArgumentError as e:
+        check("intracommunicator" in str(e), f"intercommunicator: {e}")
+    finally:
+        inter.Free()
+        local.Free()
+    return "ok"
 
 
 def check_cache_is_bounded():
@@ -259,7 +294,8 @@ def check_mera_instance(directory):
 def main():
     shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../../shared/bench/instances")
     checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
-              check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent, check_cache_is_bounded,
+              check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent,
+              check_intercommunicators_are_refused, check_cache_is_bounded,
               lambda: check_mera_instance(shared)]
     for i, fn in enumerate(checks):
         name = getattr(fn, "__name__", "check_mera_instance")

@@ -37,16 +37,32 @@ def test_not_a_communicator_is_a_type_error():
         tenferro.mpi.Communicator(object())
 
 
+def test_other_mpi4py_handles_are_type_errors():
+    # They have a py2f too, whose integer names some other communicator
+    # (MPI.INFO_NULL became COMM_WORLD, MPI.SUM another live communicator).
+    pytest.importorskip("mpi4py")
+    out = run_python("from mpi4py import MPI\nimport tenferro.mpi\n"
+                     "for h in (MPI.INFO_NULL, MPI.SUM, MPI.GROUP_EMPTY, MPI.DOUBLE, MPI.REQUEST_NULL):\n"
+                     "    try:\n"
+                     "        tenferro.mpi.Communicator(h)\n"
+                     "        print('accepted', h)\n"
+                     "    except TypeError as e:\n"
+                     "        print('TypeError' if 'mpi4py communicator' in str(e) else e)\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["TypeError"] * 5, out.stdout
+
+
 def test_uninitialised_mpi_is_a_typed_error():
-    # A communicator handle without MPI_Init: the application owns MPI.
-    out = run_python("import tenferro, tenferro.mpi\n"
-                     "class Comm:\n"
-                     "    def py2f(self): return 0\n"
+    # mpi4py imported without MPI_Init (the application owns MPI): py2f
+    # would abort the job, so the constructor reports it as a typed error.
+    pytest.importorskip("mpi4py")
+    out = run_python("import mpi4py\nmpi4py.rc.initialize = False\nfrom mpi4py import MPI\n"
+                     "import tenferro, tenferro.mpi\n"
                      "try:\n"
-                     "    tenferro.mpi.Communicator(Comm())\n"
+                     "    tenferro.mpi.Communicator(MPI.COMM_WORLD)\n"
                      "except tenferro.Error as e:\n"
                      "    print(e.code, '|', e)\n")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0, out.stdout + out.stderr
     code, message = out.stdout.split("|", 1)
     assert code.strip() == "kFailedPrecondition"
     assert "not initialised" in message and "mpi4py" in message

@@ -94,11 +94,15 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
                       "{}: expected the same element count on every rank ({} here), found {} to {} across ranks", what,
                       numel, -v[4], v[3]);
   }
-  if (v[5] != -v[6] || v[7] != -v[8]) {
+  // The operation is a ReduceOp or a program::CollectiveReduction (sum 0, max 1).
+  if (v[5] != -v[6]) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "{}: expected the same operation and root on every rank, found operations {} to {} and roots {} "
-                      "to {}",
-                      what, -v[6], v[5], -v[8], v[7]);
+                      "{}: expected the same operation on every rank, found {} on some ranks and {} on others", what,
+                      op_name(static_cast<ReduceOp>(-v[6])), op_name(static_cast<ReduceOp>(v[5])));
+  }
+  if (v[7] != -v[8]) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "{}: expected the same root on every rank, found roots from {} to {}", what, -v[8], v[7]);
   }
   return ok_status();
 }

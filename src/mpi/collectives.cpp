@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "mpi/checked.h"
+#include "tenferro/base/function_ref.h"
 #include "tenferro/tensor/host_interop.h"
 
 namespace tenferro::mpi {
@@ -57,64 +58,93 @@ Result<HostBuffer> export_with_root(const Communicator& comm, Tensor& tensor, in
   return export_local(tensor, what);
 }
 
+// Note [Collectives on views]
+// A collective on a non-contiguous view (a transposed tensor, a strided
+// slice) runs on the contiguous copy export_host_mutable makes (Note [Host
+// export copies]). Its result is copied back into the view's elements and
+// `tensor` is the view again, so the tensor it views sees the result, as an
+// in-place call promises (it used to stay rebound to the copy, the viewed
+// tensor unchanged). On failure the view keeps its elements.
+Status in_place(Tensor& tensor, const Tensor& view, const Result<HostBuffer>& buffer, FunctionRef<Status()> body) {
+  const Status done = body();
+  if (!buffer.ok() || buffer->copies == 0) return done;
+  if (done.ok()) tenferro::internal::copy_from_contiguous(buffer->data, view.view());
+  tensor = view;
+  return done;
+}
+
 }  // namespace
 
 Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
   constexpr std::string_view what = "mpi allreduce";
+  const Tensor view = tensor;
   Result<HostBuffer> buffer = export_local(tensor, what);
-  Status local = buffer.status();
-  if (local.ok()) local = check_op(op, tensor.dtype(), what);
-  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
-  return mpi_status(MPI_Allreduce(MPI_IN_PLACE, buffer->data, static_cast<int>(buffer->numel), mpi_type(tensor.dtype()),
-                                  mpi_op(op), comm.comm()),
-                    "MPI_Allreduce");
+  return in_place(tensor, view, buffer, [&]() -> Status {
+    Status local = buffer.status();
+    if (local.ok()) local = check_op(op, tensor.dtype(), what);
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
+    return mpi_status(MPI_Allreduce(MPI_IN_PLACE, buffer->data, static_cast<int>(buffer->numel),
+                                    mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),
+                      "MPI_Allreduce");
+  });
 }
 
 Status reduce(const Communicator& comm, Tensor& tensor, ReduceOp op, int root) {
   constexpr std::string_view what = "mpi reduce";
+  const Tensor view = tensor;
   Result<HostBuffer> buffer = export_with_root(comm, tensor, root, what);
-  Status local = buffer.status();
-  if (local.ok()) local = check_op(op, tensor.dtype(), what);
-  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op), root));
-  const bool at_root = comm.rank() == root;
-  return mpi_status(
-      MPI_Reduce(at_root ? MPI_IN_PLACE : buffer->data, at_root ? buffer->data : nullptr,
-                 static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), mpi_op(op), root, comm.comm()),
-      "MPI_Reduce");
+  return in_place(tensor, view, buffer, [&]() -> Status {
+    Status local = buffer.status();
+    if (local.ok()) local = check_op(op, tensor.dtype(), what);
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op), root));
+    const bool at_root = comm.rank() == root;
+    return mpi_status(
+        MPI_Reduce(at_root ? MPI_IN_PLACE : buffer->data, at_root ? buffer->data : nullptr,
+                   static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), mpi_op(op), root, comm.comm()),
+        "MPI_Reduce");
+  });
 }
 
 Status allgather(const Communicator& comm, Tensor& tensor) {
   constexpr std::string_view what = "mpi allgather";
-  Status local = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();
-  Result<HostBuffer> buffer = local.ok() ? export_local(tensor, what, comm.size()) : Result<HostBuffer>(local);
-  local = buffer.status();
-  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel()));
-  const auto block = static_cast<int>(buffer->numel / comm.size());
-  return mpi_status(
-      MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer->data, block, mpi_type(tensor.dtype()), comm.comm()),
-      "MPI_Allgather");
+  const Tensor view = tensor;
+  const Status shape = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();
+  Result<HostBuffer> buffer = shape.ok() ? export_local(tensor, what, comm.size()) : Result<HostBuffer>(shape);
+  return in_place(tensor, view, buffer, [&]() -> Status {
+    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel()));
+    const auto block = static_cast<int>(buffer->numel / comm.size());
+    return mpi_status(
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer->data, block, mpi_type(tensor.dtype()), comm.comm()),
+        "MPI_Allgather");
+  });
 }
 
 Status broadcast(const Communicator& comm, Tensor& tensor, int root) {
   constexpr std::string_view what = "mpi broadcast";
+  const Tensor view = tensor;
   Result<HostBuffer> buffer = export_with_root(comm, tensor, root, what);
-  TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel(), 0, root));
-  return mpi_status(
-      MPI_Bcast(buffer->data, static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), root, comm.comm()),
-      "MPI_Bcast");
+  return in_place(tensor, view, buffer, [&]() -> Status {
+    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel(), 0, root));
+    return mpi_status(
+        MPI_Bcast(buffer->data, static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), root, comm.comm()),
+        "MPI_Bcast");
+  });
 }
 
 Result<Tensor> reduce_scatter(const Communicator& comm, Tensor& tensor, ReduceOp op) {
   constexpr std::string_view what = "mpi reduce_scatter";
-  Status local = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();
-  Result<HostBuffer> buffer = local.ok() ? export_local(tensor, what, comm.size()) : Result<HostBuffer>(local);
-  local = buffer.status();
-  if (local.ok()) local = check_op(op, tensor.dtype(), what);
-  TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
-  const auto block = static_cast<int>(buffer->numel / comm.size());
-  TENFERRO_TRY(mpi_status(
-      MPI_Reduce_scatter_block(MPI_IN_PLACE, buffer->data, block, mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),
-      "MPI_Reduce_scatter_block"));
+  const Tensor view = tensor;
+  const Status shape = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();
+  Result<HostBuffer> buffer = shape.ok() ? export_local(tensor, what, comm.size()) : Result<HostBuffer>(shape);
+  TENFERRO_TRY(in_place(tensor, view, buffer, [&]() -> Status {
+    Status local = buffer.status();
+    if (local.ok()) local = check_op(op, tensor.dtype(), what);
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
+    const auto block = static_cast<int>(buffer->numel / comm.size());
+    return mpi_status(
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, buffer->data, block, mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),
+        "MPI_Reduce_scatter_block");
+  }));
   TENFERRO_ASSIGN_OR_RETURN(Tensor first, tensor.slice(0, 0, 1));
   return first.squeeze(0);
 }
@@ -140,9 +170,12 @@ Status recv(const Communicator& comm, Tensor& tensor, int source, int tag) {
                       "{}: expected a source in [0, {}) and a tag >= 0, found {} and {}", what, comm.size(), source,
                       tag);
   }
+  const Tensor view = tensor;
   Result<HostBuffer> buffer = export_local(tensor, what);
-  return internal::recv_elements(comm, buffer.ok() ? buffer->data : nullptr, tensor.numel(), tensor.dtype(), source,
-                                 tag, buffer.status());
+  return in_place(tensor, view, buffer, [&] {
+    return internal::recv_elements(comm, buffer.ok() ? buffer->data : nullptr, tensor.numel(), tensor.dtype(), source,
+                                   tag, buffer.status());
+  });
 }
 
 Status agree(const Communicator& comm, const Status& local) { return agree_on(comm, local, "mpi agree"); }

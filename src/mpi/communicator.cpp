@@ -42,6 +42,15 @@ Result<std::shared_ptr<Communicator>> Communicator::duplicate(MPI_Comm comm) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
                       "communicator: expected a valid MPI communicator, found MPI_COMM_NULL");
   }
+  // Collectives over an intercommunicator reduce across its two groups
+  // (and MPI_Comm_split_type, for the node rank, crashed Open MPI 4.1).
+  int inter = 0;
+  TENFERRO_TRY(mpi_status(MPI_Comm_test_inter(comm, &inter), "MPI_Comm_test_inter"));
+  if (inter) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration,
+                      "communicator: expected an intracommunicator, found an intercommunicator (MPI_Intercomm_merge "
+                      "it first)");
+  }
   MPI_Comm dup = MPI_COMM_NULL;
   TENFERRO_TRY(mpi_status(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup"));
   const auto fail = [&](Status s) {

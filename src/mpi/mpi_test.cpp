@@ -61,8 +61,10 @@ void test_collectives(Checks& c, const Communicator& comm) {
   allreduce_case<std::int64_t>(c, comm, ReduceOp::kSum, "allreduce sum int64");
   allreduce_case<std::complex<double>>(c, comm, ReduceOp::kSum, "allreduce sum complex128");
 
-  {  // A transposed view: exported through one copy, the result lands in the tensor.
-    Tensor t = filled<double>({4, 3}, comm.rank()).transpose(0, 1).value();
+  {  // A transposed view: reduced through one copy, the result written back
+     // into the view (Note [Collectives on views]), so the base sees it too.
+    Tensor base = filled<double>({4, 3}, comm.rank());
+    Tensor t = base.transpose(0, 1).value();
     std::vector<double> expected(12, 0.0);
     for (int r = 0; r < comm.size(); ++r) {
       const std::vector<double> v = filled<double>({4, 3}, r).transpose(0, 1).value().to_vector<double>().value();
@@ -70,6 +72,20 @@ void test_collectives(Checks& c, const Communicator& comm) {
     }
     c.check_ok(allreduce(comm, t, ReduceOp::kSum), "allreduce transposed");
     c.check(max_diff(t.to_vector<double>().value(), expected) < 1e-12, "allreduce transposed: values");
+    c.check(t.data() == base.data() && !t.is_contiguous(), "allreduce transposed: still a view of the base");
+    c.check(max_diff(base.transpose(0, 1).value().to_vector<double>().value(), expected) < 1e-12,
+            "allreduce transposed: the base holds the sum");
+    // Every other row of a matrix: broadcast into a strided slice leaves the
+    // rows between untouched.
+    Tensor rows = filled<double>({4, 3}, comm.rank());
+    Tensor every_other = rows.slice(0, 0, 4, 2).value();
+    c.check_ok(broadcast(comm, every_other, 0), "broadcast strided");
+    const std::vector<double> got = rows.to_vector<double>().value();
+    const std::vector<double> root = filled<double>({4, 3}, 0).to_vector<double>().value();
+    const std::vector<double> own = filled<double>({4, 3}, comm.rank()).to_vector<double>().value();
+    bool rows_ok = true;
+    for (std::size_t i = 0; i < got.size(); ++i) rows_ok = rows_ok && got[i] == ((i / 3) % 2 == 0 ? root[i] : own[i]);
+    c.check(rows_ok, "broadcast strided: even rows from the root, odd rows kept");
   }
   {  // allgather: rank r fills block r.
     Tensor t = Tensor::zeros({comm.size(), 4}, DType::kFloat64).value();
@@ -141,6 +157,15 @@ void test_collectives(Checks& c, const Communicator& comm) {
 // Errors found on one rank surface on every rank, and the ranks stay in step.
 void test_errors(Checks& c, const Communicator& comm) {
   const int last = comm.size() - 1;
+  if (comm.size() >= 2) {  // an intercommunicator between the even and the odd ranks
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    const int color = comm.rank() % 2;
+    MPI_Comm_split(comm.comm(), color, comm.rank(), &half);
+    MPI_Intercomm_create(half, 0, comm.comm(), 1 - color, 11, &inter);
+    c.check_code(Communicator::duplicate(inter).status(), ErrorCode::kInvalidArgument, "an intercommunicator");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
   {
     Tensor t = comm.rank() == 0 ? filled<float>({3}, 0) : filled<double>({3}, comm.rank());
     c.check_code(allreduce(comm, t, ReduceOp::kSum), ErrorCode::kDTypeMismatch, "dtype mismatch on rank 0");

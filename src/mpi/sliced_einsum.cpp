@@ -3,10 +3,12 @@
 #include "tenferro/mpi/sliced_einsum.h"
 
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "tenferro/base/hash.h"
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/mpi/collective_provider.h"
@@ -35,19 +37,52 @@ Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const T
   return frozen.program;
 }
 
-Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split) {
-  // The order and the split's description, hashed on every rank: the
-  // largest and the smallest hash agree only when all ranks hold one plan.
-  const std::string text = split.part(0).tree().order().to_string() + "|" + split.explain();
-  const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(text) >> 1);
+// The problem a split contracts, independent of the label names: each
+// operand's axes and the output as labels numbered by first appearance,
+// with their extents, and the dtype. "ij,jk->ik" and "ab,bc->ac" agree;
+// "ij,jk->ki" over the same shapes does not, although it plans the same
+// order and split.
+std::string canonical_problem(const einsum::Network& network, DType dtype) {
+  std::vector<int> number(static_cast<std::size_t>(network.num_labels()), -1);
+  int next = 0;
+  std::string out(to_string(dtype));
+  auto put = [&](std::span<const einsum::LabelId> labels) {
+    for (const einsum::LabelId l : labels) {
+      if (l == einsum::kBroadcastAxis) {
+        out += " b";
+        continue;
+      }
+      int& n = number[static_cast<std::size_t>(l)];
+      if (n < 0) n = next++;
+      out += fmt::format(" {}={}", n, network.extent(l));
+    }
+  };
+  for (const einsum::NetworkOperand& operand : network.operands()) {
+    out += " |";
+    put(operand.axis_labels);
+  }
+  out += " ->";
+  put(network.output());
+  return out;
+}
+
+Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
+  // The problem, the order and the split's description, hashed on every
+  // rank: the largest and the smallest hash agree only when all ranks hold
+  // one plan of one problem.
+  const einsum::ContractionTree& tree = split.part(0).tree();
+  const std::string text =
+      canonical_problem(tree.network(), dtype) + "|" + tree.order().to_string() + "|" + split.explain();
+  const auto fingerprint = static_cast<std::int64_t>(hashing::hash_string(0, text) >> 1);
   TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
   TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
   TENFERRO_TRY(allreduce(comm, lo, ReduceOp::kMax));
   TENFERRO_TRY(allreduce(comm, hi, ReduceOp::kMax));
   if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kPrepare,
-                      "sliced einsum over ranks: expected every rank to plan the same sliced contraction, found "
-                      "different plans (are the subscripts, shapes, dtype and planner the same on every rank?)");
+                      "sliced einsum over ranks: expected every rank to contract the same problem with the same "
+                      "plan, found different ones (are the subscripts, shapes, dtype and planner the same on every "
+                      "rank?)");
   }
   return ok_status();
 }
@@ -66,14 +101,14 @@ Result<int> node_rank(const Communicator& comm) {
   return rank;
 }
 
-Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local) {
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype) {
   TENFERRO_TRY(agree(comm, local.status()));
-  return same_split(comm, *local);
+  return same_split(comm, *local, dtype);
 }
 
-Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split) {
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
   TENFERRO_TRY(agree(comm, ok_status()));
-  return same_split(comm, split);
+  return same_split(comm, split, dtype);
 }
 
 Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator) {

@@ -63,31 +63,49 @@ Status dtype_mismatch(DType expected, DType found) {
   return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "expected dtype {}, found {}", expected, found);
 }
 
-void copy_to_contiguous(const TensorView& src, void* dst) noexcept {
-  const std::int64_t n = src.numel();
+namespace {
+
+// Calls run(strided element, contiguous element) for every element of
+// `view` in row-major order (an odometer over all axes but the last, the
+// last axis a strided run).
+template <class Run>
+void for_each_element(const TensorView& view, char* contiguous, Run run) noexcept {
+  const std::int64_t n = view.numel();
   if (n == 0) return;
-  const std::size_t item = dtype_size(src.dtype);
-  const std::size_t rank = src.shape.size();
-  auto* out = static_cast<char*>(dst);
-  const auto* in = static_cast<const char*>(src.data);
+  const std::size_t item = dtype_size(view.dtype);
+  const std::size_t rank = view.shape.size();
+  auto* base = static_cast<char*>(view.data);
   if (rank == 0) {
-    std::memcpy(out, in, item);
+    run(base, contiguous, item);
     return;
   }
-  // Odometer over all axes but the last; the last axis is a strided run.
   Dims index(rank, 0);
-  const std::int64_t inner = src.shape[rank - 1];
-  const std::int64_t inner_stride = src.strides[rank - 1] * static_cast<std::int64_t>(item);
+  const std::int64_t inner = view.shape[rank - 1];
+  const std::int64_t inner_stride = view.strides[rank - 1] * static_cast<std::int64_t>(item);
   for (std::int64_t done = 0; done < n; done += inner) {
     std::int64_t offset = 0;
-    for (std::size_t a = 0; a + 1 < rank; ++a) offset += index[a] * src.strides[a];
-    const char* p = in + offset * static_cast<std::int64_t>(item);
-    for (std::int64_t i = 0; i < inner; ++i, out += item) std::memcpy(out, p + i * inner_stride, item);
+    for (std::size_t a = 0; a + 1 < rank; ++a) offset += index[a] * view.strides[a];
+    char* p = base + offset * static_cast<std::int64_t>(item);
+    for (std::int64_t i = 0; i < inner; ++i, contiguous += item) run(p + i * inner_stride, contiguous, item);
     for (std::size_t a = rank - 1; a-- > 0;) {
-      if (++index[a] < src.shape[a]) break;
+      if (++index[a] < view.shape[a]) break;
       index[a] = 0;
     }
   }
+}
+
+}  // namespace
+
+void copy_to_contiguous(const TensorView& src, void* dst) noexcept {
+  for_each_element(src, static_cast<char*>(dst), [](const char* strided, char* contiguous, std::size_t item) {
+    std::memcpy(contiguous, strided, item);
+  });
+}
+
+void copy_from_contiguous(const void* src, const TensorView& dst) noexcept {
+  for_each_element(
+      dst, static_cast<char*>(const_cast<void*>(src)),
+      [](char* strided, const char* contiguous, std::size_t item) { std::memcpy(strided, contiguous, item); });
 }
 
 }  // namespace internal

@@ -54,12 +54,14 @@ Result<int> node_rank(const Communicator& comm);
 /// Collective over `comm`: agrees on every rank's planning outcome `local`
 /// (a failure on any rank is an error on all of them, Note [Checked
 /// collectives] in collectives.h), then checks that every rank planned the
-/// same split (kInvalidArgument otherwise, on every rank: a rank must never
-/// sum slices of another plan). Planning is reproducible when every rank plans with
+/// same split of the same problem -- the network's operands and output up
+/// to label names, its extents and `dtype` -- (kInvalidArgument otherwise,
+/// on every rank: a rank must never sum slices of another plan or another
+/// contraction). Planning is reproducible when every rank plans with
 /// einsum::Determinism::kReproducible from the same network.
-Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local);
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype);
 /// agree_on_split for a rank whose planning succeeded (a split it kept).
-Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split);
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype);
 
 /// A Runtime for one rank that run_slices_over_ranks can reduce on: the CPU
 /// engine (its collective nodes run on the thread that runs the program)

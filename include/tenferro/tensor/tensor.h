@@ -165,6 +165,8 @@ namespace internal {
 Status dtype_mismatch(DType expected, DType found);
 /// Copies the elements of `src` in row-major order into dense `dst`.
 void copy_to_contiguous(const TensorView& src, void* dst) noexcept;
+/// The reverse: `src`'s row-major elements into the (strided) view `dst`.
+void copy_from_contiguous(const void* src, const TensorView& dst) noexcept;
 }  // namespace internal
 
 template <class T>
