@@ -33,10 +33,26 @@
 // therefore allocated from the rank domain's memory pool, which keeps freed
 // blocks (up to its cache bound) and reuses them once the numpy array that
 // holds one is gone.
+//
+// Note [Python collectives]
+// allreduce, reduce, broadcast, allgather, reduce_scatter, send and recv
+// take array-likes and return new numpy arrays, as numpy functions do: the
+// argument is copied once into a fresh row-major tensor (tenferro's memory,
+// the returned array over it), which the checked collective
+// (tenferro::mpi, Note [Checked collectives]) updates in place. The dtypes
+// are those MPI reduces: bool, int32, int64, float32, float64, complex64,
+// complex128. A failure to convert an argument on one rank (a float16
+// array, an unknown op) is agreed (mpi::agree) before the collective, so
+// every rank raises -- that rank its own exception -- and none waits; the
+// collective's own agreement then catches different sizes, dtypes and
+// roots. broadcast sends the root's dtype and shape first, so the other
+// ranks may pass None. A send whose argument fails still sends an error
+// header, so the receiver raises too.
 #define TENFERRO_PYTHON_IMPORT_ARRAY
 #include "numpy_api.h"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -203,12 +219,253 @@ class PyCommunicator {
     return d;
   }
 
+  // --- collectives on arrays (Note [Python collectives]) ---
+
+  py::object allreduce(py::handle x, py::handle op) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    Local local;
+    const mpi::ReduceOp reduce_op = local.run([&] { return reduce_op_of(op); }, mpi::ReduceOp::kSum);
+    CollectiveBuffer b = local.run([&] { return buffer_of(x, "allreduce"); }, CollectiveBuffer{});
+    agree(local);
+    ok_or_raise(released([&] { return mpi::allreduce(*comm_, b.tensor, reduce_op); }));
+    return b.array;
+  }
+
+  py::object reduce(py::handle x, py::handle op, py::handle root) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    Local local;
+    const mpi::ReduceOp reduce_op = local.run([&] { return reduce_op_of(op); }, mpi::ReduceOp::kSum);
+    const int r = local.run([&] { return root_of(root); }, 0);
+    CollectiveBuffer b = local.run([&] { return buffer_of(x, "reduce"); }, CollectiveBuffer{});
+    agree(local);
+    ok_or_raise(released([&] { return mpi::reduce(*comm_, b.tensor, reduce_op, r); }));
+    return r == rank() ? b.array : py::none();
+  }
+
+  py::object broadcast(py::handle x, py::handle root) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    Local local;
+    const int r = local.run([&] { return root_of(root); }, 0);
+    const bool at_root = r == rank();
+    CollectiveBuffer b = local.run(
+        [&] { return at_root || !x.is_none() ? buffer_of(x, "broadcast") : CollectiveBuffer{}; }, CollectiveBuffer{});
+    agree(local);
+    // The root's dtype and shape first: the other ranks may pass None.
+    Tensor header = value_or_raise(Tensor::zeros({2 + kMaxHeaderRank}, DType::kInt64));
+    auto* h = static_cast<std::int64_t*>(header.data());
+    if (at_root) {
+      if (b.tensor.rank() > kMaxHeaderRank) {
+        local.fail(make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                              "broadcast: expected at most {} dimensions, found {}", kMaxHeaderRank, b.tensor.rank()));
+      } else {
+        h[0] = static_cast<std::int64_t>(b.tensor.dtype());
+        h[1] = b.tensor.rank();
+        for (std::int64_t i = 0; i < b.tensor.rank(); ++i) h[2 + i] = b.tensor.shape()[static_cast<std::size_t>(i)];
+      }
+    }
+    agree(local);
+    ok_or_raise(released([&] { return mpi::broadcast(*comm_, header, r); }));
+    if (!at_root) {
+      const auto dtype = static_cast<DType>(h[0]);
+      const Dims shape(h + 2, h + 2 + h[1]);
+      if (!b.tensor.defined() || b.tensor.dtype() != dtype || IntArrayRef(b.tensor.shape()) != IntArrayRef(shape)) {
+        b = fresh_buffer(dtype, shape);  // None, or another shape: the root's
+      }
+    }
+    ok_or_raise(released([&] { return mpi::broadcast(*comm_, b.tensor, r); }));
+    return b.array;
+  }
+
+  py::object allgather(py::handle x) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    Local local;
+    CollectiveBuffer mine = local.run([&] { return buffer_of(x, "allgather"); }, CollectiveBuffer{});
+    CollectiveBuffer all;
+    if (local.ok()) {
+      Dims shape{size()};
+      for (const std::int64_t e : mine.tensor.shape()) shape.push_back(e);
+      all = fresh_buffer(mine.tensor.dtype(), shape);
+      if (mine.tensor.nbytes() > 0) {
+        std::memcpy(static_cast<char*>(all.tensor.data()) + static_cast<std::size_t>(rank()) * mine.tensor.nbytes(),
+                    mine.tensor.data(), mine.tensor.nbytes());
+      }
+    }
+    agree(local);
+    ok_or_raise(released([&] { return mpi::allgather(*comm_, all.tensor); }));
+    return all.array;
+  }
+
+  py::object reduce_scatter(py::handle x, py::handle op) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    Local local;
+    const mpi::ReduceOp reduce_op = local.run([&] { return reduce_op_of(op); }, mpi::ReduceOp::kSum);
+    CollectiveBuffer b = local.run([&] { return buffer_of(x, "reduce_scatter"); }, CollectiveBuffer{});
+    agree(local);
+    Result<Tensor> block = [&] {
+      py::gil_scoped_release release;
+      return mpi::reduce_scatter(*comm_, b.tensor, reduce_op);
+    }();
+    ok_or_raise(block.status());
+    // In place, MPI_Reduce_scatter_block leaves this rank's block first.
+    return b.array.attr("__getitem__")(0).attr("copy")();
+  }
+
+  void send(py::handle x, py::handle dest, py::handle tag) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    std::optional<py::error_already_set> error;
+    int d = -1, t = -1;
+    CollectiveBuffer b;
+    try {
+      d = static_cast<int>(as_index(dest, "send dest"));
+      t = static_cast<int>(as_index(tag, "send tag"));
+      b = buffer_of(x, "send");
+    } catch (py::error_already_set& e) {
+      error.emplace(std::move(e));
+    }
+    // A failed conversion still sends (an error header), so the receiver
+    // raises too instead of waiting.
+    const Status sent = released([&] { return mpi::send(*comm_, b.tensor, d, t); });
+    if (error) throw *error;
+    ok_or_raise(sent);
+  }
+
+  py::object recv(py::handle source, py::handle shape, py::handle dtype, py::handle tag) {
+    const std::unique_lock<std::mutex> lock = serialize();
+    std::optional<py::error_already_set> error;
+    int s = -1, t = -1;
+    CollectiveBuffer b;
+    try {
+      s = static_cast<int>(as_index(source, "recv source"));
+      t = static_cast<int>(as_index(tag, "recv tag"));
+      py::object empty = py::module_::import("numpy").attr("empty")(shape, dtype);
+      b = buffer_of(empty, "recv");
+    } catch (py::error_already_set& e) {
+      error.emplace(std::move(e));
+    }
+    const Status received = released([&] { return mpi::recv(*comm_, b.tensor, s, t); });
+    if (error) throw *error;
+    ok_or_raise(received);
+    return b.array;
+  }
+
   std::size_t cached_splits() const noexcept { return splits_.size(); }
   /// Allocations the rank domain's pool served from freed blocks (Note
   /// [Pooled results]).
   std::uint64_t reused_blocks() const { return domains_->default_domain().memory()->stats().reused; }
 
  private:
+  // --- helpers of the collectives (Note [Python collectives]) ---
+
+  static constexpr std::int64_t kMaxHeaderRank = 32;
+
+  struct CollectiveBuffer {
+    py::object array = py::none();  // the result, over `tensor`'s memory
+    Tensor tensor;
+  };
+
+  // This rank's outcome before a collective: the first failure, and the
+  // Python exception to raise on this rank for it.
+  struct Local {
+    Status status = ok_status();
+    std::optional<py::error_already_set> python_error;
+    bool ok() const noexcept { return status.ok(); }
+    template <class T, class F>
+    T run(F&& f, T fallback) {
+      if (!status.ok()) return fallback;
+      try {
+        return f();
+      } catch (py::error_already_set& e) {
+        status = status_of(e);
+        python_error.emplace(std::move(e));
+        return fallback;
+      }
+    }
+    void fail(Status s) {
+      if (status.ok()) status = std::move(s);
+    }
+  };
+
+  template <class F>
+  static Status released(F&& f) {
+    py::gil_scoped_release release;
+    return f();
+  }
+
+  // Agrees `local` over the ranks: this rank's own exception, or the agreed
+  // error of another rank, on every rank.
+  void agree(Local& local) {
+    const Status agreed = released([&] { return mpi::agree(*comm_, local.status); });
+    if (agreed.ok()) return;
+    if (local.python_error) throw *local.python_error;
+    raise_status(agreed);
+  }
+
+  static std::optional<DType> collective_dtype(const PyArray_Descr* d) noexcept {
+    switch (d->kind) {
+      case 'b':
+        return DType::kBool;
+      case 'i':
+        return d->elsize == 4   ? std::optional(DType::kInt32)
+               : d->elsize == 8 ? std::optional(DType::kInt64)
+                                : std::nullopt;
+      case 'f':
+        return d->elsize == 4   ? std::optional(DType::kFloat32)
+               : d->elsize == 8 ? std::optional(DType::kFloat64)
+                                : std::nullopt;
+      case 'c':
+        return d->elsize == 8    ? std::optional(DType::kComplex64)
+               : d->elsize == 16 ? std::optional(DType::kComplex128)
+                                 : std::nullopt;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // A new row-major tensor of tenferro's memory and the numpy array over it.
+  static CollectiveBuffer fresh_buffer(DType dtype, IntArrayRef shape) {
+    CollectiveBuffer b;
+    b.tensor = value_or_raise(Tensor::empty(shape, dtype));
+    b.array = tensor_to_numpy(b.tensor);
+    return b;
+  }
+
+  // `x` (an array-like) copied into a fresh buffer of its dtype.
+  static CollectiveBuffer buffer_of(py::handle x, const char* what) {
+    PyObject* converted = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
+    if (converted == nullptr) throw py::error_already_set();
+    const py::object array = py::reinterpret_steal<py::object>(converted);
+    auto* a = reinterpret_cast<PyArrayObject*>(converted);
+    const std::optional<DType> dtype = collective_dtype(PyArray_DESCR(a));
+    if (!dtype) {
+      raise_error(ErrorCode::kDTypeMismatch,
+                  fmt::format("{}: expected an array of dtype bool, int32, int64, float32, float64, complex64 or "
+                              "complex128, found {}",
+                              what, std::string(py::str(array.attr("dtype")))));
+    }
+    const Dims shape(PyArray_DIMS(a), PyArray_DIMS(a) + PyArray_NDIM(a));
+    CollectiveBuffer b = fresh_buffer(*dtype, shape);
+    if (b.tensor.nbytes() > 0) std::memcpy(b.tensor.data(), PyArray_DATA(a), b.tensor.nbytes());
+    return b;
+  }
+
+  // op= "sum" or "max" (or mpi4py's MPI.SUM / MPI.MAX).
+  static mpi::ReduceOp reduce_op_of(py::handle op) {
+    if (PyUnicode_Check(op.ptr())) {
+      const std::string name = py::cast<std::string>(op);
+      if (name == "sum") return mpi::ReduceOp::kSum;
+      if (name == "max") return mpi::ReduceOp::kMax;
+      raise_error(ErrorCode::kInvalidArgument, fmt::format("expected op 'sum' or 'max', found '{}'", name));
+    }
+    if (PyObject* mpi4py = PyImport_GetModule(py::str("mpi4py.MPI").ptr())) {
+      const py::object m = py::reinterpret_steal<py::object>(mpi4py);
+      if (op.equal(m.attr("SUM"))) return mpi::ReduceOp::kSum;
+      if (op.equal(m.attr("MAX"))) return mpi::ReduceOp::kMax;
+    }
+    raise_type_error(fmt::format("expected op 'sum' or 'max' (or MPI.SUM, MPI.MAX), found {}", type_name(op)));
+  }
+
+  static int root_of(py::handle root) { return static_cast<int>(as_index(root, "root")); }
+
   // One call at a time per communicator, as MPI orders collectives on one
   // communicator anyway; a Python thread waiting here does not hold the GIL
   // (the call inside releases it around MPI).
@@ -356,6 +613,13 @@ PYBIND11_MODULE(_mpi, m) {
            py::arg("max_intermediate_bytes"), py::arg("root"))
       .def("plan", &PyCommunicator::plan, py::arg("subscripts"), py::arg("operands"), py::arg("optimize"),
            py::arg("max_intermediate_bytes"))
+      .def("allreduce", &PyCommunicator::allreduce, py::arg("x"), py::arg("op"))
+      .def("reduce", &PyCommunicator::reduce, py::arg("x"), py::arg("op"), py::arg("root"))
+      .def("broadcast", &PyCommunicator::broadcast, py::arg("x"), py::arg("root"))
+      .def("allgather", &PyCommunicator::allgather, py::arg("x"))
+      .def("reduce_scatter", &PyCommunicator::reduce_scatter, py::arg("x"), py::arg("op"))
+      .def("send", &PyCommunicator::send, py::arg("x"), py::arg("dest"), py::arg("tag"))
+      .def("recv", &PyCommunicator::recv, py::arg("source"), py::arg("shape"), py::arg("dtype"), py::arg("tag"))
       .def("cached_splits", &PyCommunicator::cached_splits)
       .def("reused_blocks", &PyCommunicator::reused_blocks);
 }

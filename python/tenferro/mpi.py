@@ -110,6 +110,48 @@ class Communicator:
         ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
         return self._impl.plan(subscripts, operands, optimize, max_intermediate_bytes)
 
+    # --- collectives on arrays (docs/mpi.md, "From Python") ---
+    # Each takes array-likes and returns a new numpy array (the argument is
+    # copied once; dtypes bool, int32, int64, float32, float64, complex64,
+    # complex128). Every rank must call it; a bad argument on one rank is an
+    # error on every rank (that rank's own exception, the others a
+    # tenferro.Error of its code), never a wait.
+
+    def allreduce(self, x, op="sum"):
+        """The elementwise ``op`` (``"sum"`` or ``"max"``, or ``MPI.SUM`` /
+        ``MPI.MAX``) of every rank's ``x``, on every rank (``MPI_Allreduce``)."""
+        return self._impl.allreduce(x, op)
+
+    def reduce(self, x, op="sum", root=0):
+        """``allreduce``'s result on rank ``root``; ``None`` on the others."""
+        return self._impl.reduce(x, op, root)
+
+    def broadcast(self, x, root=0):
+        """Rank ``root``'s ``x`` on every rank. The other ranks may pass
+        ``None`` (or any array: the root's dtype and shape win)."""
+        return self._impl.broadcast(x, root)
+
+    bcast = broadcast
+
+    def allgather(self, x):
+        """Every rank's ``x`` (same shape and dtype on every rank) stacked
+        along a new first axis in rank order: shape ``(size, *x.shape)``."""
+        return self._impl.allgather(x)
+
+    def reduce_scatter(self, x, op="sum"):
+        """``x`` of shape ``(size, ...)``: block ``r`` of the elementwise
+        reduction over the ranks goes to rank ``r`` (returns ``x.shape[1:]``)."""
+        return self._impl.reduce_scatter(x, op)
+
+    def send(self, x, dest, tag=0):
+        """Sends ``x`` to rank ``dest`` (blocking; pair with ``recv``)."""
+        self._impl.send(x, dest, tag)
+
+    def recv(self, source, shape, dtype, tag=0):
+        """Receives an array of ``shape`` and ``dtype`` sent by rank
+        ``source``; a sender of another size or dtype is a typed error here."""
+        return self._impl.recv(source, shape, dtype, tag)
+
     def __repr__(self):
         return f"tenferro.mpi.Communicator(rank={self.rank}, size={self.size}, threads={self.threads})"
 

@@ -258,6 +258,68 @@ def check_intercommunicators_are_refused():
     return "ok"
 
 
+def check_collectives_match_mpi4py():
+    comm = tenferro.mpi.Communicator(WORLD)
+    rng = np.random.default_rng(11 + RANK)
+    for dtype in (np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128):
+        x = operand(rng, (3, 4), dtype)
+        for op, mpi_op in (("sum", MPI.SUM), ("max", MPI.MAX)):
+            if dtype == np.bool_ or (op == "max" and np.dtype(dtype).kind == "c"):
+                expect_error_on_every_rank(lambda: comm.allreduce(x, op), tenferro.InvalidArgumentError,
+                                           f"allreduce {op} {np.dtype(dtype)}", names_rank=False)
+                continue
+            want = np.empty_like(x)
+            WORLD.Allreduce(x, want, op=mpi_op)
+            got = comm.allreduce(x, op)
+            close(got, want, dtype, f"allreduce {op} {np.dtype(dtype)}")
+            got = comm.reduce(x, op, root=SIZE - 1)
+            check((got is None) == (RANK != SIZE - 1), "reduce: None off the root")
+            if got is not None:
+                close(got, want, dtype, f"reduce {op} {np.dtype(dtype)}")
+    # Non-contiguous and list operands; the input is never modified.
+    x = rng.standard_normal((4, 3))
+    before = x.copy()
+    close(comm.allreduce(x.T), WORLD.allreduce(x.T.copy(), op=MPI.SUM), np.float64, "allreduce of a transposed view")
+    check(np.array_equal(x, before), "allreduce modified its argument")
+    close(comm.allreduce([1, 2, 3]), np.array([1, 2, 3]) * SIZE, np.int64, "allreduce of a list")
+    # broadcast: the root's array everywhere (None elsewhere is fine).
+    root_value = WORLD.bcast(rng.standard_normal((2, 5)) if RANK == 0 else None, root=0)
+    got = comm.broadcast(root_value if RANK == 0 else None, root=0)
+    close(got, root_value, np.float64, "broadcast")
+    got = comm.broadcast(root_value.astype(np.float32) if RANK == 0 else np.zeros(7), root=0)
+    close(got, root_value.astype(np.float32), np.float32, "broadcast: the root's dtype and shape win")
+    # allgather and reduce_scatter against mpi4py.
+    mine = np.arange(5, dtype=np.int64) * (RANK + 1)
+    close(comm.allgather(mine), np.stack(WORLD.allgather(mine)), np.int64, "allgather")
+    blocks = rng.standard_normal((SIZE, 3))
+    want = np.empty(3)
+    WORLD.Reduce_scatter_block(blocks, want, op=MPI.SUM)
+    close(comm.reduce_scatter(blocks), want, np.float64, "reduce_scatter")
+    # send / recv around a ring.
+    nxt, prev = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+    msg = np.full(4, RANK, dtype=np.complex128)
+    if SIZE > 1:
+        if RANK % 2 == 0:
+            comm.send(msg, nxt, tag=3)
+            got = comm.recv(prev, (4,), np.complex128, tag=3)
+        else:
+            got = comm.recv(prev, (4,), np.complex128, tag=3)
+            comm.send(msg, nxt, tag=3)
+        close(got, np.full(4, prev, dtype=np.complex128), np.complex128, "send/recv")
+    # Errors on one rank reach every rank.
+    one = RANK == 1
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3, np.float16) if one else np.ones(3)),
+                               tenferro.DTypeError, "float16 on rank 1")
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(4) if one else np.ones(3)), tenferro.Error,
+                               "another size on rank 1", names_rank=False)
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op="min" if one else "sum"),
+                               tenferro.InvalidArgumentError, "op='min' on rank 1")
+    expect_error_on_every_rank(lambda: comm.broadcast(np.ones(3), root=SIZE if one else 0), tenferro.Error,
+                               "root out of range on rank 1", names_rank=False)
+    close(comm.allreduce(np.ones(2)), np.full(2, float(SIZE)), np.float64, "after the errors")
+    return "ok"
+
+
 def check_cache_is_bounded():
     comm = tenferro.mpi.Communicator(WORLD)
     rng = np.random.default_rng(2)
@@ -295,7 +357,7 @@ def main():
     shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../../shared/bench/instances")
     checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
               check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent,
-              check_intercommunicators_are_refused, check_cache_is_bounded,
+              check_intercommunicators_are_refused, check_collectives_match_mpi4py, check_cache_is_bounded,
               lambda: check_mera_instance(shared)]
     for i, fn in enumerate(checks):
         name = getattr(fn, "__name__", "check_mera_instance")
