@@ -62,6 +62,20 @@ def _fortran_handle(comm):
     return comm.py2f()
 
 
+def _call_form(subscripts, operands):
+    # numpy's sublist form (einsum(a, [0, 1], b, [1, 2], [0, 2])) as
+    # subscripts; anything else goes to the extension as given (its errors
+    # are agreed over the ranks).
+    if isinstance(subscripts, (str, bytes)) or subscripts is None or isinstance(subscripts, (int, float)):
+        return subscripts, operands
+    from . import _subscripts_and_operands
+
+    try:
+        return _subscripts_and_operands(subscripts, operands, "einsum")
+    except Exception:  # noqa: BLE001 - not the sublist form: the extension reports it on every rank
+        return subscripts, operands
+
+
 class Communicator:
     """One rank's handle for distributed contractions (collective to create).
 
@@ -100,7 +114,8 @@ class Communicator:
         largest intermediate of one slice: indices are sliced until it fits,
         and the slices run in sequence on each rank.
         """
-        return self._impl.einsum(subscripts, operands, optimize, max_intermediate_bytes, root)
+        subscripts, operands = _call_form(subscripts, operands)
+        return self._impl.einsum(subscripts, tuple(operands), optimize, max_intermediate_bytes, root)
 
     def plan(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None) -> dict:
         """The split ``einsum`` would run, without contracting: ``split``
@@ -108,7 +123,8 @@ class Communicator:
         ``slices`` (this rank's), ``flops`` (unsliced), ``rank_flops``,
         ``overhead`` (all ranks' flops over the unsliced), ``speedup_bound``,
         ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
-        return self._impl.plan(subscripts, operands, optimize, max_intermediate_bytes)
+        subscripts, operands = _call_form(subscripts, operands)
+        return self._impl.plan(subscripts, tuple(operands), optimize, max_intermediate_bytes)
 
     # --- collectives on arrays (docs/mpi.md, "From Python") ---
     # Each takes array-likes and returns a new numpy array (the argument is

@@ -86,6 +86,9 @@ def check_results_match_numpy():
     got = comm.einsum(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])
     close(got, np.einsum(NETWORKS[0][0], *ops), np.float64, "explicit path")
     check(comm.plan(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])["path"] == "(0,(1,2))", "explicit path planned")
+    # numpy's sublist form.
+    close(comm.einsum(ops[0], [0, 1], ops[1], [1, 2], ops[2], [2, 3], [0, 3]), np.einsum(NETWORKS[0][0], *ops),
+          np.float64, "sublist form")
 
 
 def check_every_rank_works():
