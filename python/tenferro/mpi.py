@@ -101,7 +101,8 @@ class Communicator:
     def threads(self) -> int:
         return self._impl.threads
 
-    def einsum(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None, root=None):
+    def einsum(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None, root=None,
+               check_operands=False):
         """``numpy.einsum(subscripts, *operands)`` computed by all ranks together.
 
         Every rank passes the same operands. With ``root=None`` every rank
@@ -112,9 +113,14 @@ class Communicator:
         (a planner name or an explicit path; planning is reproducible, so
         every rank plans the same one). ``max_intermediate_bytes`` bounds the
         largest intermediate of one slice: indices are sliced until it fits,
-        and the slices run in sequence on each rank.
+        and the slices run in sequence on each rank. ``check_operands=True``
+        first checks that every rank passes the same operand values (a hash
+        of their bytes, one small allreduce): the ranks' shares are summed,
+        so different values would give every rank a wrong result.
         """
         subscripts, operands = _call_form(subscripts, operands)
+        if check_operands:
+            self._check_same_operands(operands)
         return self._impl.einsum(subscripts, tuple(operands), optimize, max_intermediate_bytes, root)
 
     def plan(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None) -> dict:
@@ -125,6 +131,35 @@ class Communicator:
         ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
         subscripts, operands = _call_form(subscripts, operands)
         return self._impl.plan(subscripts, tuple(operands), optimize, max_intermediate_bytes)
+
+    def _check_same_operands(self, operands):
+        import hashlib
+
+        import numpy as np
+
+        failure = None
+        fingerprint = 0
+        try:
+            h = hashlib.blake2b(digest_size=8)
+            for op in operands:
+                a = np.ascontiguousarray(op)
+                h.update(f"{a.dtype.str}{a.shape}".encode())
+                h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+            fingerprint = int.from_bytes(h.digest(), "little") >> 2
+        except Exception as e:  # noqa: BLE001 - agreed below, raised on this rank
+            failure = e
+        seen = self._impl.allreduce(np.array([failure is not None, fingerprint, -fingerprint], np.int64), "max")
+        if failure is not None:
+            raise failure
+        if seen[0]:
+            raise _errors.InvalidArgumentError(
+                "einsum check_operands=True: another rank could not read its operands",
+                code="kInvalidArgument", canonical="kInvalidArgument")
+        if seen[1] != -seen[2]:
+            raise _errors.InvalidArgumentError(
+                "einsum check_operands=True: expected the same operands on every rank, found different values "
+                "(the ranks' shares are summed, so each rank must pass the same data)",
+                code="kInvalidArgument", canonical="kInvalidArgument")
 
     # --- collectives on arrays (docs/mpi.md, "From Python") ---
     # Each takes array-likes and returns a new numpy array (the argument is

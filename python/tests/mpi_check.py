@@ -86,6 +86,13 @@ def check_results_match_numpy():
     got = comm.einsum(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])
     close(got, np.einsum(NETWORKS[0][0], *ops), np.float64, "explicit path")
     check(comm.plan(NETWORKS[0][0], *ops, optimize=[(1, 2), (0, 1)])["path"] == "(0,(1,2))", "explicit path planned")
+    # check_operands=True: the same values pass, different ones are an error
+    # on every rank (without it they would be summed).
+    close(comm.einsum(NETWORKS[0][0], *ops, check_operands=True), np.einsum(NETWORKS[0][0], *ops), np.float64,
+          "check_operands")
+    shifted = [ops[0] + RANK] + ops[1:]
+    expect_error_on_every_rank(lambda: comm.einsum(NETWORKS[0][0], *shifted, check_operands=True),
+                               tenferro.InvalidArgumentError, "different operand values", names_rank=False)
     # numpy's sublist form.
     close(comm.einsum(ops[0], [0, 1], ops[1], [1, 2], ops[2], [2, 3], [0, 3]), np.einsum(NETWORKS[0][0], *ops),
           np.float64, "sublist form")
