@@ -421,6 +421,37 @@ py::object traced_sum_all(const PyTraced& x, py::handle self) {
 
 }  // namespace
 
+namespace {
+
+// One tensor per variable for jvp / hvp: each array-like cast to its
+// variable's dtype (a complex one for a real variable is a DTypeError:
+// the imaginary part would be dropped); None is zero.
+std::vector<Tensor> per_variable(PyTape& tape, const py::sequence& variables, const py::sequence& given,
+                                 const char* what) {
+  if (py::len(given) != py::len(variables)) {
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tangent per primal ({}), found {}", what,
+                                                         py::len(variables), py::len(given)));
+  }
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < py::len(given); ++i) {
+    const py::handle t = given[i];
+    if (t.is_none()) {
+      out.emplace_back();
+      continue;
+    }
+    const DType dtype = py::cast<const PyTraced&>(variables[i]).value.dtype();
+    const py::object array = py::module_::import("numpy").attr("asarray")(t);
+    if (array.attr("dtype").attr("kind").cast<std::string>() == "c" && !is_complex(dtype)) {
+      raise_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a real tangent for primal {} ({}), found {}",
+                                                         what, i, dtype, std::string(py::str(array.attr("dtype")))));
+    }
+    out.push_back(copied_leaf(*tape.runtime, array, dtype, "tangent"));
+  }
+  return out;
+}
+
+}  // namespace
+
 void register_tape(py::module_& m) {
   m.def(
       "_traced_op",
@@ -505,7 +536,19 @@ void register_tape(py::module_& m) {
            [](PyTape& tape, const PyTraced& variable) {
              return tensor_to_numpy(value_or_raise(tape.tape.grad(variable.handle)));
            })
-      .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); });
+      .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); })
+      .def("jvp",
+           [](PyTape& tape, const PyTraced& output, const py::sequence& variables, const py::sequence& tangents) {
+             return tensor_to_numpy(
+                 value_or_raise(tape.tape.jvp(output.handle, per_variable(tape, variables, tangents, "jvp"))));
+           })
+      .def("hvp", [](PyTape& tape, const PyTraced& output, const py::sequence& variables, const py::sequence& vectors) {
+        std::vector<Tensor> hv =
+            value_or_raise(tape.tape.hvp(output.handle, per_variable(tape, variables, vectors, "hvp")));
+        py::tuple out(hv.size());
+        for (std::size_t i = 0; i < hv.size(); ++i) out[i] = tensor_to_numpy(std::move(hv[i]));
+        return out;
+      });
 
   py::class_<PyTraced>(m, "Traced", "A value recorded by tenferro.vjp / tenferro.grad (docs/python.md).")
       .def_property_readonly("shape",

@@ -45,6 +45,8 @@ __all__ = [
     "PathInfo",
     "einsum_vjp",
     "vjp",
+    "jvp",
+    "hvp",
     "grad",
     "value_and_grad",
     "Traced",
@@ -308,6 +310,38 @@ def vjp(fun, *primals, runtime=None):
         return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
     return out.numpy(), vjp_fn
+
+
+def jvp(fun, primals, tangents, runtime=None):
+    """Forward mode: (fun(*primals), J tangents) as jax.jvp and
+    torch.func.jvp give them; `primals` and `tangents` are sequences of the
+    same length (a tangent of None is zero), `fun` as for vjp."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    tape, xs = _start(primals, runtime)
+    out = fun(*xs)
+    if not isinstance(out, Traced):
+        raise InvalidArgumentError(
+            f"jvp: expected fun to return one array computed from its arguments, found {_found(out)}",
+            code="kInvalidArgument",
+            canonical="kInvalidArgument",
+        )
+    return out.numpy(), tape.jvp(out, xs, tangents)
+
+
+def hvp(fun, primals, vectors, runtime=None):
+    """The Hessian of fun's real scalar output times `vectors` (one per
+    primal), forward over reverse: one array per primal, as
+    torch.autograd.functional.hvp gives it."""
+    primals, vectors = tuple(primals), tuple(vectors)
+    tape, xs = _start(primals, runtime)
+    out = fun(*xs)
+    if not isinstance(out, Traced) or out.ndim != 0:
+        raise InvalidArgumentError(
+            f"hvp: expected fun to return a real scalar, found {_found(out)}",
+            code="kInvalidArgument",
+            canonical="kInvalidArgument",
+        )
+    return tape.hvp(out, xs, vectors)
 
 
 def value_and_grad(fun, argnums=0, runtime=None):

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/ad_runtime/functional.h"
 #include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/compiler/trace_context.h"
 #include "tenferro/runtime/eager.h"
@@ -249,6 +250,97 @@ Status GradientTape::backward(const TapeTensor& output, const Tensor& cotangent)
                                   shape_to_string(entry->value.shape()), shape_to_string(cotangent.shape())));
   }
   return run_backward(*state_, *context_, metrics_, *entry, cotangent);
+}
+
+// Note [Tape forward mode]
+// jvp() and hvp() differentiate the recording that produced `output` as a
+// program: the trace up to `output` (every variable and recorded constant
+// an input, as backward() sees it), compiled through the tape's
+// GraphCompiler (so a repeated call compiles nothing), then the functional
+// jvp / hvp of ad_runtime/functional.h with the variables as the active
+// inputs. Forward mode therefore needs no rules beyond the linearizations
+// reverse mode transposes.
+namespace {
+
+struct RecordedProgram {
+  program::FrozenProgram program;
+  std::vector<Tensor> parameters;
+  SmallVector<std::uint32_t, 4> variables;  // input positions, in variable order
+};
+
+Result<RecordedProgram> recorded_program(GradientTape::State& s, const Entry& output) {
+  const TracedOperand outputs[] = {output.traced};
+  TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs));
+  TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
+  RecordedProgram r{program::FrozenProgram{compiled.program, compiled.bindings}, {}, {}};
+  for (std::uint32_t leaf : s.inputs)
+    r.parameters.push_back(leaf & kVariableBit ? s.variables[leaf & ~kVariableBit].value : s.recorded[leaf].value);
+  for (const Entry& v : s.variables) r.variables.push_back(v.input);
+  return r;
+}
+
+// One tensor per variable, each of its variable's dtype and shape (an
+// undefined one: zeros).
+Result<std::vector<Tensor>> per_variable(const GradientTape::State& s, std::span<const Tensor> given,
+                                         std::string_view what) {
+  if (given.size() != s.variables.size()) {
+    return tape_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tensor per variable ({}), found {}",
+                                                               what, s.variables.size(), given.size()));
+  }
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    const Tensor& v = s.variables[i].value;
+    if (!given[i].defined()) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor zero, Tensor::zeros(v.shape(), v.dtype()));
+      out.push_back(std::move(zero));
+      continue;
+    }
+    if (given[i].dtype() != v.dtype()) {
+      return tape_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} tensor for variable {}, found {}",
+                                                               what, v.dtype(), i, given[i].dtype()));
+    }
+    if (!std::ranges::equal(given[i].shape(), v.shape())) {
+      return tape_error(ErrorCode::kShapeMismatch,
+                        fmt::format("{}: expected a tensor of shape {} for variable {}, found {}", what,
+                                    shape_to_string(v.shape()), i, shape_to_string(given[i].shape())));
+    }
+    out.push_back(given[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Tensor> GradientTape::jvp(const TapeTensor& output, std::span<const Tensor> tangents) {
+  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> u, per_variable(*state_, tangents, "jvp"));
+  if (!entry->requires_grad) return Tensor::zeros(entry->value.shape(), entry->value.dtype());
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(JvpResult result,
+                            ad::jvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), u));
+  return std::move(result.tangents[0]);
+}
+
+Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::span<const Tensor> vectors) {
+  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  if (entry->value.rank() != 0 || !is_floating(entry->value.dtype())) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("hvp: expected a real floating scalar output, found {}{}", entry->value.dtype(),
+                                  shape_to_string(entry->value.shape())));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> v, per_variable(*state_, vectors, "hvp"));
+  if (!entry->requires_grad) {
+    std::vector<Tensor> zeros;
+    for (const Entry& var : state_->variables) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor z, Tensor::zeros(var.value.shape(), var.value.dtype()));
+      zeros.push_back(std::move(z));
+    }
+    return zeros;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  return ad::hvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), v);
 }
 
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {

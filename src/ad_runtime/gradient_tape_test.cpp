@@ -195,6 +195,63 @@ TEST(GradientTape, ConstantsAndNonDifferentiablePaths) {
   EXPECT_FALSE(tape.grad(x)->defined());
 }
 
+// Note [Tape forward mode]: jvp and hvp of a recording equal the functional
+// jvp / hvp of the same loss as a program.
+TEST(GradientTape, ForwardModeAndHessianVectorProductsOfTheRecording) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto context = std::make_shared<AdContext>();
+  GradientTape tape(rt, context);
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 21);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 22);
+  TapeTensor w = *tape.variable(wv, "W");
+  TapeTensor x = *tape.variable(xv, "x");
+  TapeTensor loss = *record_loss(tape, w, x);
+  const Tensor uw = *random_tensor(DType::kFloat64, {3, 3}, 23);
+  const Tensor ux = *random_tensor(DType::kFloat64, {3}, 24);
+  const program::FrozenProgram f = loss_program();
+  const Tensor params[] = {wv, xv};
+  const std::uint32_t active[] = {0, 1};
+  const Tensor u[] = {uw, ux};
+
+  Result<Tensor> tangent = tape.jvp(loss, u);
+  ASSERT_TRUE(tangent.ok()) << tangent.status().to_string();
+  Result<JvpResult> want = ad::jvp(rt, *context, f, params, active, u);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  EXPECT_TRUE(check_allclose(*tangent, want->tangents[0]).ok());
+  // An undefined tangent is zero: only x moves.
+  const Tensor only_x[] = {Tensor(), ux};
+  const Tensor zero_w[] = {*Tensor::zeros({3, 3}, DType::kFloat64), ux};
+  EXPECT_TRUE(
+      check_allclose(*tape.jvp(loss, only_x), ad::jvp(rt, *context, f, params, active, zero_w)->tangents[0]).ok());
+
+  Result<std::vector<Tensor>> hv = tape.hvp(loss, u);
+  ASSERT_TRUE(hv.ok()) << hv.status().to_string();
+  Result<std::vector<Tensor>> want_hv = ad::hvp(rt, *context, f, params, active, u);
+  ASSERT_TRUE(want_hv.ok()) << want_hv.status().to_string();
+  ASSERT_EQ(hv->size(), 2u);
+  EXPECT_TRUE(check_allclose((*hv)[0], (*want_hv)[0]).ok());
+  EXPECT_TRUE(check_allclose((*hv)[1], (*want_hv)[1]).ok());
+  // Neither records nor touches the gradients.
+  EXPECT_FALSE(tape.grad(x)->defined());
+
+  const Tensor one[] = {uw};
+  EXPECT_EQ(tape.jvp(loss, one).status().code(), ErrorCode::kInvalidArgument);
+  const Tensor wrong_dtype[] = {uw, *random_tensor(DType::kFloat32, {3}, 25)};
+  EXPECT_EQ(tape.jvp(loss, wrong_dtype).status().code(), ErrorCode::kDTypeMismatch);
+  const Tensor wrong_shape[] = {uw, *random_tensor(DType::kFloat64, {4}, 26)};
+  EXPECT_EQ(tape.hvp(loss, wrong_shape).status().code(), ErrorCode::kShapeMismatch);
+  TapeTensor vector_output = *tape.apply(CoreSemanticOp::kTanh, {x});
+  EXPECT_EQ(tape.hvp(vector_output, u).status().code(), ErrorCode::kInvalidArgument);
+  // A vector output's jvp: d tanh(x) = (1 - tanh^2) dx.
+  const Tensor t = *tape.value(vector_output);
+  const std::vector<double> tv = *t.to_vector<double>(), dx = *ux.to_vector<double>();
+  std::vector<double> expected(3);
+  for (std::size_t i = 0; i < 3; ++i) expected[i] = (1 - tv[i] * tv[i]) * dx[i];
+  EXPECT_TRUE(
+      check_allclose(*tape.jvp(vector_output, u), *Tensor::from_values<double>(std::span<const double>(expected), {3}))
+          .ok());
+}
+
 TEST(GradientTape, TypedErrors) {
   runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
   GradientTape tape(rt);

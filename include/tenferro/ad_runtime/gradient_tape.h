@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/small_vector.h"
@@ -122,6 +123,16 @@ class GradientTape {
   /// kDTypeMismatch / kShapeMismatch when the cotangent's dtype / shape is
   /// not output's, kFailedPrecondition when output depends on no variable.
   Status backward(const TapeTensor& output, const Tensor& cotangent);
+  /// Forward mode over the recording (Note [Tape forward mode]): the
+  /// tangent of `output` for `tangents`, one per variable in the order the
+  /// variables were created (an undefined Tensor: zero), as jax.jvp /
+  /// torch.func.jvp give it. kDTypeMismatch / kShapeMismatch for a tangent
+  /// that does not match its variable; zeros when output depends on no
+  /// variable. Records nothing and leaves the gradients alone.
+  Result<Tensor> jvp(const TapeTensor& output, std::span<const Tensor> tangents);
+  /// The Hessian of the real scalar `output` times `vectors` (one per
+  /// variable, as for jvp): forward over reverse, one tensor per variable.
+  Result<std::vector<Tensor>> hvp(const TapeTensor& output, std::span<const Tensor> vectors);
   /// The accumulated gradient of `variable`; an undefined Tensor when none
   /// was accumulated since the last zero_grad().
   Result<Tensor> grad(const TapeTensor& variable) const;
