@@ -65,7 +65,7 @@ PyRuntime::PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, 
       einsum_(std::move(cpu.einsum)),
       domains_(std::move(cpu.domains)),
       threads_(cpu.threads),
-      gemm_(std::move(gemm)),
+      gemm_(cpu.gemm != nullptr ? std::string(cpu.gemm->name()) : std::move(gemm)),  // the candidate chosen
       domain_(std::move(domain)),
       worker_spin_(worker_spin),
       context_(runtime_.on()),
