@@ -74,10 +74,13 @@ function(tenferro_component name)
       PRIVATE ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${target} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
     tenferro_apply_flags(${target})
+    # The headers are C++20: consumers of the installed targets get it too.
+    target_compile_features(${target} PUBLIC cxx_std_20)
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE ${public_includes})
     target_link_libraries(${target} INTERFACE ${ARG_DEPENDS})
+    target_compile_features(${target} INTERFACE cxx_std_20)
   endif()
   add_library(tenferro::${name} ALIAS ${target})
   # Installed and exported as tenferro::<name> (cmake/TenferroPackage.cmake).
