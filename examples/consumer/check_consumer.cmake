@@ -21,6 +21,22 @@ foreach(forbidden include/tenferro/testing include/tenferro/testing.h)
   endif()
 endforeach()
 
+# Compiles `source` into `output` with `compiler`, `options` and the flags
+# of pkg-config package `package`; fails with the reason otherwise.
+function(build_with_pc package compiler options source output)
+  execute_process(COMMAND pkg-config --cflags --libs ${package}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config --cflags --libs ${package} failed: ${err}")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  execute_process(COMMAND ${compiler} ${options} ${source} -o ${output} ${flags}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "compiling ${source} with ${package}.pc failed:\n${out}")
+  endif()
+endfunction()
+
 if(MODE STREQUAL "cmake")
   # CPU components need no CUDA toolkit (looked for only for COMPONENTS cuda).
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK}/build -G Ninja
@@ -89,31 +105,11 @@ else()
   endif()
   if(EXISTS ${pc_dir}/tenferro-mpi.pc)
     # tenferro::mpi through tenferro-mpi.pc (tenferro.pc leaves it out).
-    execute_process(COMMAND pkg-config --cflags --libs tenferro-mpi
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE mpi_flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "pkg-config --cflags --libs tenferro-mpi failed: ${err}")
-    endif()
-    separate_arguments(mpi_flags UNIX_COMMAND "${mpi_flags}")
-    execute_process(COMMAND c++ -O1 -Wall -Wextra -Werror ${SOURCE_DIR}/ranks.cpp -o ${WORK}/ranks_pc ${mpi_flags}
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "compiling the MPI consumer with tenferro-mpi.pc failed:\n${out}")
-    endif()
+    build_with_pc(tenferro-mpi c++ "-O1;-Wall;-Wextra;-Werror" ${SOURCE_DIR}/ranks.cpp ${WORK}/ranks_pc)
   endif()
   if(EXISTS ${prefix}/include/tenferro/c/tenferro.h)
     # The C ABI through tenferro-c.pc: cc, no CMake.
-    execute_process(COMMAND pkg-config --cflags --libs tenferro-c
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE c_flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "pkg-config --cflags --libs tenferro-c failed: ${err}")
-    endif()
-    separate_arguments(c_flags UNIX_COMMAND "${c_flags}")
-    execute_process(COMMAND cc -std=c99 -O1 ${SOURCE_DIR}/contract_c.c -o ${WORK}/contract_c_pc ${c_flags}
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "compiling the C consumer with tenferro-c.pc failed:\n${out}")
-    endif()
+    build_with_pc(tenferro-c cc "-std=c99;-O1" ${SOURCE_DIR}/contract_c.c ${WORK}/contract_c_pc)
     set(c_app ${WORK}/contract_c_pc)
   endif()
 endif()

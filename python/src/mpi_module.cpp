@@ -312,38 +312,27 @@ class PyCommunicator {
 
   void send(py::handle x, py::handle dest, py::handle tag) {
     const std::unique_lock<std::mutex> lock = serialize();
-    std::optional<py::error_already_set> error;
-    int d = -1, t = -1;
-    CollectiveBuffer b;
-    try {
-      d = static_cast<int>(as_index(dest, "send dest"));
-      t = static_cast<int>(as_index(tag, "send tag"));
-      b = buffer_of(x, "send");
-    } catch (py::error_already_set& e) {
-      error.emplace(std::move(e));
-    }
+    Local local;
+    const int d = local.run([&] { return static_cast<int>(as_index(dest, "send dest")); }, -1);
+    const int t = local.run([&] { return static_cast<int>(as_index(tag, "send tag")); }, -1);
+    const CollectiveBuffer b = local.run([&] { return buffer_of(x, "send"); }, CollectiveBuffer{});
     // A failed conversion still sends (an error header), so the receiver
     // raises too instead of waiting.
     const Status sent = released([&] { return mpi::send(*comm_, b.tensor, d, t); });
-    if (error) throw *error;
+    if (local.python_error) throw *local.python_error;
     ok_or_raise(sent);
   }
 
   py::object recv(py::handle source, py::handle shape, py::handle dtype, py::handle tag) {
     const std::unique_lock<std::mutex> lock = serialize();
-    std::optional<py::error_already_set> error;
-    int s = -1, t = -1;
-    CollectiveBuffer b;
-    try {
-      s = static_cast<int>(as_index(source, "recv source"));
-      t = static_cast<int>(as_index(tag, "recv tag"));
-      py::object empty = py::module_::import("numpy").attr("empty")(shape, dtype);
-      b = buffer_of(empty, "recv");
-    } catch (py::error_already_set& e) {
-      error.emplace(std::move(e));
-    }
+    Local local;
+    const int s = local.run([&] { return static_cast<int>(as_index(source, "recv source")); }, -1);
+    const int t = local.run([&] { return static_cast<int>(as_index(tag, "recv tag")); }, -1);
+    CollectiveBuffer b =
+        local.run([&] { return buffer_of(py::module_::import("numpy").attr("empty")(shape, dtype), "recv"); },
+                  CollectiveBuffer{});
     const Status received = released([&] { return mpi::recv(*comm_, b.tensor, s, t); });
-    if (error) throw *error;
+    if (local.python_error) throw *local.python_error;
     ok_or_raise(received);
     return b.array;
   }
