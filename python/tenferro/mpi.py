@@ -144,7 +144,7 @@ class Communicator:
             for op in operands:
                 a = np.ascontiguousarray(op)
                 h.update(f"{a.dtype.str}{a.shape}".encode())
-                h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+                h.update(a.reshape(-1).view(np.uint8) if a.size else b"")
             fingerprint = int.from_bytes(h.digest(), "little") >> 2
         except Exception as e:  # noqa: BLE001 - agreed below, raised on this rank
             failure = e

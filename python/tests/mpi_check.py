@@ -90,6 +90,8 @@ def check_results_match_numpy():
     # on every rank (without it they would be summed).
     close(comm.einsum(NETWORKS[0][0], *ops, check_operands=True), np.einsum(NETWORKS[0][0], *ops), np.float64,
           "check_operands")
+    close(comm.einsum(",ab->ab", 2.0, ops[0], check_operands=True), 2.0 * ops[0], np.float64,
+          "check_operands with a scalar")
     shifted = [ops[0] + RANK] + ops[1:]
     expect_error_on_every_rank(lambda: comm.einsum(NETWORKS[0][0], *shifted, check_operands=True),
                                tenferro.InvalidArgumentError, "different operand values", names_rank=False)
