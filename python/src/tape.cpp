@@ -9,7 +9,6 @@
 
 #include "array_bridge.h"
 #include "numpy_api.h"
-#include "tenferro/einsum/einsum_ad_rule.h"
 #include "tenferro/einsum/subscripts.h"
 #include "tenferro/linalg/linalg_op.h"
 
@@ -119,23 +118,10 @@ py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<
   const TracedOperands promoted = promote_traced(operands, "einsum");
   const std::shared_ptr<PyTape>& tape = promoted.tape;
   SmallVector<ad::TapeTensor, 8> handles;
-  std::vector<Dims> shapes;
-  for (py::handle a : operands) {
-    handles.push_back(promoted_operand(promoted, a, "einsum operand"));
-    const Tensor value = value_or_raise(tape->tape.value(handles.back()));
-    shapes.emplace_back(value.shape().begin(), value.shape().end());
-  }
-  // Note [Pairwise einsums for reverse mode]: the planned steps, when the
-  // einsum has them, so that the gradient costs about twice the forward.
-  const std::vector<IntArrayRef> refs(shapes.begin(), shapes.end());
-  const std::vector<einsum::PairwiseStep> steps = value_or_raise(einsum::pairwise_steps(*op, refs, promoted.dtype));
-  for (const einsum::PairwiseStep& step : steps) {
-    const ad::TapeTensor pair[] = {handles[static_cast<std::size_t>(step.lhs)],
-                                   handles[static_cast<std::size_t>(step.rhs)]};
-    SmallVector<ad::TapeTensor, 2> out = value_or_raise(tape->tape.apply(step.op, pair));
-    handles.push_back(out[0]);
-  }
-  if (!steps.empty()) return py::cast(record(tape, handles.back()));
+  for (py::handle a : operands) handles.push_back(promoted_operand(promoted, a, "einsum operand"));
+  // The tape records an einsum of three or more operands as its planned
+  // binary steps (Note [Expansions on the tape], Note [Pairwise einsums for
+  // reverse mode]), so the gradient costs about twice the forward.
   SmallVector<ad::TapeTensor, 2> out =
       value_or_raise(tape->tape.apply(op, std::span<const ad::TapeTensor>(handles.data(), handles.size())));
   return py::cast(record(tape, out[0]));

@@ -226,6 +226,19 @@ std::shared_ptr<const ExtensionAdRule> AdContext::rule(std::string_view family) 
   return it == state_->rules->rules.end() ? nullptr : it->second;
 }
 
+Result<std::shared_ptr<const program::SemanticProgram>> AdContext::expansion(
+    const program::ExtensionOp& op, std::span<const program::ValueMetadata> operands) const {
+  std::shared_ptr<const ExtensionAdRule> found;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->options.expand_nodes) return std::shared_ptr<const program::SemanticProgram>();
+    auto it = state_->rules->rules.find(op.family_id());
+    if (it != state_->rules->rules.end()) found = it->second;
+  }
+  if (found == nullptr) return std::shared_ptr<const program::SemanticProgram>();
+  return found->expansion(op, operands);
+}
+
 LoweringFallback AdContext::fallback() const {
   std::lock_guard lock(state_->mutex);
   return state_->options.fallback;

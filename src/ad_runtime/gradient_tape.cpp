@@ -20,6 +20,9 @@ using program::CoreSemanticOp;
 
 namespace {
 
+// Expansions inside expansions, at most (as the transforms allow).
+constexpr int kMaxExpansionDepth = 4;
+
 // Variables live across clear(); their handles carry this bit.
 constexpr std::uint32_t kVariableBit = 0x80000000u;
 
@@ -54,6 +57,7 @@ struct GradientTape::State {
   /// The leaf behind each trace input: a variable (kVariableBit) or a recorded constant.
   std::vector<std::uint32_t> inputs;
   std::uint64_t generation = 1;
+  int expansion_depth = 0;  // Note [Expansions on the tape]
 
   Result<Entry*> resolve(std::uint32_t index, std::uint64_t generation) {
     if (index & kVariableBit) {
@@ -150,6 +154,19 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const pro
     traced.push_back(e->traced);
     requires_grad = requires_grad || e->requires_grad;
   }
+  // Note [Expansions on the tape]
+  // An extension op whose AD rule expands it for these operands (an einsum
+  // of three or more operands: its planned binary steps) is recorded as the
+  // expansion, one operation at a time, as the transforms would
+  // differentiate it: backward() then reuses the steps' values instead of
+  // recomputing them from the operands.
+  if (requires_grad && state_->expansion_depth < kMaxExpansionDepth) {
+    SmallVector<program::ValueMetadata, 4> metadata;
+    for (const Tensor& v : values) metadata.push_back(program::ValueMetadata::exact(v.dtype(), v.shape()));
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const program::SemanticProgram> expansion,
+                              context_->expansion(*op, metadata.span()));
+    if (expansion != nullptr) return apply_expansion(*expansion, operands);
+  }
   using TracedList = SmallVector<TracedValue, 2>;
   TENFERRO_ASSIGN_OR_RETURN(TracedList results, state_->trace.emit_extension(op, traced.span()));
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList outputs, state_->eager.call(op, values.span()));
@@ -161,6 +178,36 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const pro
     out.push_back(TapeTensor(this, index, state_->generation));
   }
   ++metrics_.operations_recorded;
+  return out;
+}
+
+Result<SmallVector<TapeTensor, 2>> GradientTape::apply_expansion(const program::SemanticProgram& expansion,
+                                                                 std::span<const TapeTensor> operands) {
+  if (expansion.num_inputs() != operands.size()) {
+    return tape_error(ErrorCode::kContractViolation,
+                      fmt::format("an AD rule's expansion takes {} inputs for an operation of {} operands",
+                                  expansion.num_inputs(), operands.size()));
+  }
+  ++state_->expansion_depth;
+  std::vector<TapeTensor> value_of(expansion.num_values());
+  for (std::size_t i = 0; i < operands.size(); ++i) value_of[expansion.input(i).index()] = operands[i];
+  const Status applied = [&]() -> Status {
+    for (const program::OperationView o : expansion.operations()) {
+      SmallVector<TapeTensor, 4> args;
+      for (const program::ValueId v : o.operands()) args.push_back(value_of[v.index()]);
+      if (o.is_core()) {
+        TENFERRO_ASSIGN_OR_RETURN(value_of[o.result().index()], apply(o.core_op(), args.span(), o.attributes()));
+      } else {
+        TENFERRO_ASSIGN_OR_RETURN(auto results, apply(o.shared_extension(), args.span()));
+        for (std::size_t k = 0; k < results.size(); ++k) value_of[o.result(k).index()] = results[k];
+      }
+    }
+    return ok_status();
+  }();
+  --state_->expansion_depth;
+  TENFERRO_TRY(applied);
+  SmallVector<TapeTensor, 2> out;
+  for (const program::ValueId v : expansion.outputs()) out.push_back(value_of[v.index()]);
   return out;
 }
 

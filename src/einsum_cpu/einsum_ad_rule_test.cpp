@@ -476,9 +476,10 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   ASSERT_EQ(cotangents->size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(check_allclose((*cotangents)[i], expected[1 + i]).ok()) << i;
 
-  // The eager tape records the einsum's result only: its backward program
-  // (vjp_reusing_outputs) recomputes the expanded steps' intermediate and
-  // gives the same gradients.
+  // The eager tape records the expansion itself (Note [Expansions on the
+  // tape]): the two binary steps run forward, and the backward program
+  // (vjp_reusing_outputs) reuses their intermediate instead of recomputing
+  // it, so it runs the four derivative einsums only, with the same gradients.
   auto shared = std::make_shared<ad::AdContext>();
   ASSERT_TRUE(shared->install_rule(einsum_ad_rule()).ok());
   ad::GradientTape tape(*rt, shared);
@@ -486,11 +487,16 @@ TEST(EinsumAdRule, VjpRunsOnTheNativeEngine) {
   for (std::size_t i = 0; i < 3; ++i) vars.push_back(*tape.variable(inputs[i]));
   auto op = EinsumOp::create(chain.subscripts);
   ASSERT_TRUE(op.ok());
+  const std::int64_t before_forward = (*executor)->metrics().execution.executions;
   auto y = tape.apply(*op, std::span<const ad::TapeTensor>(vars.data(), vars.size()));
   ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(tape.metrics().operations_recorded, 2u);
+  EXPECT_EQ((*executor)->metrics().execution.executions - before_forward, 2);
+  const std::int64_t before_backward = (*executor)->metrics().execution.executions;
   const Status backward = tape.backward((*y)[0], inputs[3]);
   ASSERT_TRUE(backward.ok()) << backward.to_string();
-  EXPECT_EQ(shared->metrics().expanded_nodes, 1u);
+  EXPECT_EQ((*executor)->metrics().execution.executions - before_backward, 4);
+  EXPECT_EQ(shared->metrics().expanded_nodes, 0u);  // the transforms saw binary einsums only
   for (std::size_t i = 0; i < 3; ++i) {
     auto g = tape.grad(vars[i]);
     ASSERT_TRUE(g.ok()) << g.status().to_string();

@@ -122,6 +122,11 @@ class AdContext {
   Status replace_rule(std::shared_ptr<const ExtensionAdRule> rule);
   /// The rule installed for `family`, or null.
   std::shared_ptr<const ExtensionAdRule> rule(std::string_view family) const;
+  /// What the transforms differentiate in place of a node of `op` with
+  /// operands of `operands`: its rule's expansion (ExtensionAdRule::
+  /// expansion), or null (no rule, no expansion, or expand_nodes off).
+  Result<std::shared_ptr<const program::SemanticProgram>> expansion(
+      const program::ExtensionOp& op, std::span<const program::ValueMetadata> operands) const;
   LoweringFallback fallback() const;
   void set_fallback(LoweringFallback fallback);
 

@@ -147,6 +147,9 @@ class GradientTape {
   struct State;  // src/ad; not part of the API
 
  private:
+  Result<SmallVector<TapeTensor, 2>> apply_expansion(const program::SemanticProgram& expansion,
+                                                     std::span<const TapeTensor> operands);
+
   std::shared_ptr<AdContext> context_;
   std::unique_ptr<State> state_;
   TapeMetrics metrics_;

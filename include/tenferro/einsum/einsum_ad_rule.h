@@ -33,8 +33,9 @@
 // forward's intermediates. pairwise_steps() gives the planned steps as
 // two-operand EinsumOps; the rule's expansion() puts them in the place of
 // an einsum of three or more operands of exact shapes and one dtype in
-// every AD transform (primal pass included), and the Python tape records
-// them as it runs them; the rule above then only meets binary einsums
+// every AD transform (primal pass included), and ad::GradientTape (so the
+// Python tape too) records them as it runs them (Note [Expansions on the
+// tape]); the rule above then only meets binary einsums
 // (and N-ary ones with symbolic extents).
 // A broadcast axis (extent 1 against a larger extent) gets a label of its
 // own in its operand's step, which sums it away: the value does not depend
