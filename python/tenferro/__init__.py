@@ -266,11 +266,19 @@ def _zeros_if_none(g, like):
     return _np.zeros(like.shape, dtype=like.dtype) if g is None else g
 
 
-def _found(value):
-    """How an error message names what fun returned."""
-    if isinstance(value, (Traced, _np.ndarray)):
-        return f"an array of shape {tuple(value.shape)} and dtype {value.dtype}"
-    return f"a {type(value).__name__}"
+def _check_output(out, who, scalar=False):
+    """InvalidArgumentError unless fun returned a Traced value (a scalar one
+    with `scalar`), naming what it returned."""
+    if isinstance(out, Traced) and (not scalar or out.ndim == 0):
+        return
+    if isinstance(out, (Traced, _np.ndarray)):
+        found = f"an array of shape {tuple(out.shape)} and dtype {out.dtype}"
+    else:
+        found = f"a {type(out).__name__}"
+    expected = "a real scalar" if scalar else (
+        "one array computed from its arguments (tenferro calls and numpy operations on them)")
+    raise InvalidArgumentError(f"{who}: expected fun to return {expected}, found {found}",
+                               code="kInvalidArgument", canonical="kInvalidArgument")
 
 
 def vjp(fun, *primals, runtime=None):
@@ -281,13 +289,7 @@ def vjp(fun, *primals, runtime=None):
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
     tape, xs = _start(primals, runtime)
     out = fun(*xs)
-    if not isinstance(out, Traced):
-        raise InvalidArgumentError(
-            f"vjp: expected fun to return one array computed from its arguments (tenferro calls and numpy "
-            f"operations on them), found {_found(out)}",
-            code="kInvalidArgument",
-            canonical="kInvalidArgument",
-        )
+    _check_output(out, "vjp")
 
     def vjp_fn(cotangent):
         ct = _np.asarray(cotangent)
@@ -319,12 +321,7 @@ def jvp(fun, primals, tangents, runtime=None):
     primals, tangents = tuple(primals), tuple(tangents)
     tape, xs = _start(primals, runtime)
     out = fun(*xs)
-    if not isinstance(out, Traced):
-        raise InvalidArgumentError(
-            f"jvp: expected fun to return one array computed from its arguments, found {_found(out)}",
-            code="kInvalidArgument",
-            canonical="kInvalidArgument",
-        )
+    _check_output(out, "jvp")
     return out.numpy(), tape.jvp(out, xs, tangents)
 
 
@@ -335,12 +332,7 @@ def hvp(fun, primals, vectors, runtime=None):
     primals, vectors = tuple(primals), tuple(vectors)
     tape, xs = _start(primals, runtime)
     out = fun(*xs)
-    if not isinstance(out, Traced) or out.ndim != 0:
-        raise InvalidArgumentError(
-            f"hvp: expected fun to return a real scalar, found {_found(out)}",
-            code="kInvalidArgument",
-            canonical="kInvalidArgument",
-        )
+    _check_output(out, "hvp", scalar=True)
     return tape.hvp(out, xs, vectors)
 
 
@@ -368,12 +360,7 @@ def value_and_grad(fun, argnums=0, runtime=None):
             # its gradient is zero, as jax.grad gives it.
             grads = tuple(_zeros_if_none(None, x) for x in xs)
             return _np.asarray(out)[()], (grads[0] if isinstance(argnums, int) else grads)
-        if not isinstance(out, Traced) or out.ndim != 0:
-            raise InvalidArgumentError(
-                f"grad: expected fun to return a real scalar, found {_found(out)}",
-                code="kInvalidArgument",
-                canonical="kInvalidArgument",
-            )
+        _check_output(out, "grad", scalar=True)
         tape.backward(out)
         grads = tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
         return out.numpy(), (grads[0] if isinstance(argnums, int) else grads)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _errors
+from . import _errors, _subscripts_and_operands
 
 try:
     from . import _mpi
@@ -64,15 +64,11 @@ def _fortran_handle(comm):
 
 def _call_form(subscripts, operands):
     # numpy's sublist form (einsum(a, [0, 1], b, [1, 2], [0, 2])) as
-    # subscripts; anything else goes to the extension as given (its errors
-    # are agreed over the ranks).
-    if isinstance(subscripts, (str, bytes)) or subscripts is None or isinstance(subscripts, (int, float)):
-        return subscripts, operands
-    from . import _subscripts_and_operands
-
+    # subscripts; what is not a call form goes to the extension as given,
+    # whose error is agreed over the ranks.
     try:
         return _subscripts_and_operands(subscripts, operands, "einsum")
-    except Exception:  # noqa: BLE001 - not the sublist form: the extension reports it on every rank
+    except Exception:  # noqa: BLE001 - reported on every rank by the extension
         return subscripts, operands
 
 

@@ -119,7 +119,7 @@ class _Einsum(_torch.autograd.Function):
 def _has_tangent(operands):
     # A forward-mode dual tensor (torch.autograd.forward_ad) inside a
     # dual_level; outside one no tensor carries a tangent.
-    if _forward_ad._current_level < 0:
+    if getattr(_forward_ad, "_current_level", 0) < 0:  # torch's private marker; absent: ask every tensor
         return False
     return any(isinstance(t, _torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in operands)
 

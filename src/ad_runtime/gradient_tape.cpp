@@ -59,6 +59,20 @@ struct GradientTape::State {
   std::uint64_t generation = 1;
   int expansion_depth = 0;  // Note [Expansions on the tape]
 
+  /// The trace inputs' values (the recording's parameters), in input order.
+  std::vector<Tensor> leaf_values() const {
+    std::vector<Tensor> values;
+    for (std::uint32_t leaf : inputs)
+      values.push_back(leaf & kVariableBit ? variables[leaf & ~kVariableBit].value : recorded[leaf].value);
+    return values;
+  }
+  /// Each variable's position among the trace inputs, in variable order.
+  SmallVector<std::uint32_t, 4> variable_inputs() const {
+    SmallVector<std::uint32_t, 4> positions;
+    for (const Entry& v : variables) positions.push_back(v.input);
+    return positions;
+  }
+
   Result<Entry*> resolve(std::uint32_t index, std::uint64_t generation) {
     if (index & kVariableBit) {
       const std::uint32_t i = index & ~kVariableBit;
@@ -237,8 +251,7 @@ Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& met
   }
   TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs.span()));
   TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
-  SmallVector<std::uint32_t, 4> active;
-  for (const Entry& v : s.variables) active.push_back(v.input);
+  const SmallVector<std::uint32_t, 4> active = s.variable_inputs();
   TENFERRO_ASSIGN_OR_RETURN(
       ReusingVjpProgram program,
       context.vjp_reusing_outputs(program::FrozenProgram{compiled.program, compiled.bindings}, active.span(), 1));
@@ -249,9 +262,7 @@ Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& met
     ++metrics.backward_calls;
     return ok_status();
   }
-  std::vector<Tensor> parameters;
-  for (std::uint32_t leaf : s.inputs)
-    parameters.push_back(leaf & kVariableBit ? s.variables[leaf & ~kVariableBit].value : s.recorded[leaf].value);
+  std::vector<Tensor> parameters = s.leaf_values();
   for (std::uint32_t j : program.reused_outputs) parameters.push_back(output_entries[j]->value);
   parameters.push_back(std::move(seed));
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList gradients, s.runtime.run(program.backward, parameters));
@@ -319,11 +330,8 @@ Result<RecordedProgram> recorded_program(GradientTape::State& s, const Entry& ou
   const TracedOperand outputs[] = {output.traced};
   TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs));
   TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
-  RecordedProgram r{program::FrozenProgram{compiled.program, compiled.bindings}, {}, {}};
-  for (std::uint32_t leaf : s.inputs)
-    r.parameters.push_back(leaf & kVariableBit ? s.variables[leaf & ~kVariableBit].value : s.recorded[leaf].value);
-  for (const Entry& v : s.variables) r.variables.push_back(v.input);
-  return r;
+  return RecordedProgram{program::FrozenProgram{compiled.program, compiled.bindings}, s.leaf_values(),
+                         s.variable_inputs()};
 }
 
 // One tensor per variable, each of its variable's dtype and shape (an
@@ -378,14 +386,7 @@ Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::spa
                                   shape_to_string(entry->value.shape())));
   }
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> v, per_variable(*state_, vectors, "hvp"));
-  if (!entry->requires_grad) {
-    std::vector<Tensor> zeros;
-    for (const Entry& var : state_->variables) {
-      TENFERRO_ASSIGN_OR_RETURN(Tensor z, Tensor::zeros(var.value.shape(), var.value.dtype()));
-      zeros.push_back(std::move(z));
-    }
-    return zeros;
-  }
+  if (!entry->requires_grad) return per_variable(*state_, std::vector<Tensor>(state_->variables.size()), "hvp");
   TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
   return ad::hvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), v);
 }

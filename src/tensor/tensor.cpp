@@ -67,9 +67,9 @@ namespace {
 
 // Calls run(strided element, contiguous element) for every element of
 // `view` in row-major order (an odometer over all axes but the last, the
-// last axis a strided run).
-template <class Run>
-void for_each_element(const TensorView& view, char* contiguous, Run run) noexcept {
+// last axis a strided run); the contiguous side is char* or const char*.
+template <class Byte, class Run>
+void for_each_element(const TensorView& view, Byte* contiguous, Run run) noexcept {
   const std::int64_t n = view.numel();
   if (n == 0) return;
   const std::size_t item = dtype_size(view.dtype);
@@ -103,9 +103,9 @@ void copy_to_contiguous(const TensorView& src, void* dst) noexcept {
 }
 
 void copy_from_contiguous(const void* src, const TensorView& dst) noexcept {
-  for_each_element(
-      dst, static_cast<char*>(const_cast<void*>(src)),
-      [](char* strided, const char* contiguous, std::size_t item) { std::memcpy(strided, contiguous, item); });
+  for_each_element(dst, static_cast<const char*>(src), [](char* strided, const char* contiguous, std::size_t item) {
+    std::memcpy(strided, contiguous, item);
+  });
 }
 
 }  // namespace internal
