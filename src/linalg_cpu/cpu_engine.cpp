@@ -183,7 +183,7 @@ Status CpuLinalgEngine::run(const runtime::ExtensionRequest& request, runtime::E
   std::atomic<std::uint64_t> provider_calls{0};
   const bool calls_provider = plan->provider != nullptr && plan->m > 0 && plan->n > 0;
   const auto run_range = [&](std::int64_t begin, std::int64_t end) {
-    if (failure.failed()) return;
+    if (failure.failed() || internal::norms_across_batch(*plan, request.inputs, request.outputs, begin, end)) return;
     Result<cpu::WorkspacePool::Lease> lease = pool_->acquire(plan->layout.total);
     if (!lease.ok()) {
       failure.record(begin, lease.status());

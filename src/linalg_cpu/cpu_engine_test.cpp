@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 
@@ -314,6 +315,127 @@ TEST(CpuLinalgEngineTest, StridedAndBroadcastOperandsMatchTheirContiguousCopies)
         EXPECT_EQ(values_of((*got)[r]), values_of((*want)[r]))
             << op->describe() << " result " << r << " " << to_string(dtype);
     }
+  }
+}
+
+// Note [Elementwise norms]: vector norms and the Frobenius norm read the
+// operand in place (no scratch copy; vectors across the batch no workspace
+// at all), strided and transposed views included, agree with a long double reference for every order and dtype,
+// propagate NaN and Inf, and rescale when the squares overflow or underflow
+// (numpy answers Inf and 0 there).
+TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeScales) {
+  auto engine = CpuLinalgEngine::create_default().value();
+  runtime::Runtime rt = make_runtime(engine);
+  struct Order {
+    std::shared_ptr<const LinalgOp> op;
+    double p;  // 0 count, > 0 p-norm, +-inf the extreme magnitudes
+  };
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Order> orders = {
+      {*LinalgOp::vector_norm(NormOrder::kTwo), 2},    {*LinalgOp::vector_norm(NormOrder::kP, 1.0), 1},
+      {*LinalgOp::vector_norm(NormOrder::kP, 3.0), 3}, {*LinalgOp::vector_norm(NormOrder::kP, 0.5), 0.5},
+      {*LinalgOp::vector_norm(NormOrder::kInf), inf},  {*LinalgOp::vector_norm(NormOrder::kNegInf), -inf}};
+  const auto reference = [](const std::vector<cd>& v, double p) {
+    long double acc = p == -inf ? static_cast<long double>(inf) : 0.0L;
+    for (const cd& x : v) {
+      const long double m = std::abs(std::complex<long double>(x.real(), x.imag()));
+      if (p == inf)
+        acc = std::max(acc, m);
+      else if (p == -inf)
+        acc = std::min(acc, m);
+      else
+        acc += std::pow(m, static_cast<long double>(p));
+    }
+    return std::isinf(p) ? static_cast<double>(acc) : static_cast<double>(std::pow(acc, 1.0L / p));
+  };
+  for (DType dtype : kAllDTypes) {
+    const double tol = dtype == DType::kFloat32 || dtype == DType::kComplex64 ? 2e-5 : 1e-13;
+    const Tensor base = random_tensor(dtype, {3, 41, 37}, 31);
+    // Contiguous, transposed (the vectors along a stride of 37), and every
+    // other row and column of a transposed view (no equal spacing at all).
+    const std::vector<Tensor> views = {
+        base, base.transpose(1, 2).value(),
+        base.transpose(1, 2).value().slice(1, 1, 37, 2).value().slice(2, 0, 41, 3).value()};
+    for (const Tensor& view : views) {
+      const std::vector<cd> all = values_of(view);
+      const std::int64_t rows = view.shape()[1], cols = view.shape()[2];
+      // The transposed view's vectors lie across the batch (the last batch
+      // axis has unit stride): norms_across_batch, which takes no workspace.
+      const bool across = view.strides()[1] == 1;
+      for (const Order& order : orders) {
+        const LinalgEngineStats before = engine->stats();
+        Result<runtime::TensorList> got = eager(rt, order.op, {view});
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        const LinalgEngineStats after = engine->stats();
+        EXPECT_EQ(after.workspace_allocations + after.workspace_reuses ==
+                      before.workspace_allocations + before.workspace_reuses,
+                  across)
+            << order.op->describe();
+        const std::vector<cd> norms = values_of((*got)[0]);
+        ASSERT_EQ(norms.size(), static_cast<std::size_t>(3 * rows));
+        for (std::int64_t v = 0; v < 3 * rows; ++v) {
+          const std::vector<cd> vector(all.begin() + v * cols, all.begin() + (v + 1) * cols);
+          const double want = reference(vector, order.p);
+          EXPECT_NEAR(norms[v].real(), want, tol * want) << order.op->describe() << " " << to_string(dtype);
+        }
+      }
+      Result<runtime::TensorList> fro = eager(rt, *LinalgOp::matrix_norm(NormOrder::kFrobenius), {view});
+      ASSERT_TRUE(fro.ok()) << fro.status().to_string();
+      for (std::int64_t b = 0; b < 3; ++b) {
+        const std::vector<cd> matrix(all.begin() + b * rows * cols, all.begin() + (b + 1) * rows * cols);
+        const double want = reference(matrix, 2);
+        EXPECT_NEAR(values_of((*fro)[0])[b].real(), want, tol * want) << "fro " << to_string(dtype);
+      }
+    }
+    // No scratch copy: the workspace does not grow with the operand.
+    const auto workspace = [&](const std::shared_ptr<const LinalgOp>& op, std::vector<std::int64_t> shape) {
+      const IntArrayRef shapes[] = {IntArrayRef(shape)};
+      return engine->select(*op, dtype, shapes, 1)->workspace_bytes_per_worker;
+    };
+    EXPECT_EQ(workspace(*LinalgOp::vector_norm(), {41}), workspace(*LinalgOp::vector_norm(), {1 << 20}));
+    EXPECT_EQ(workspace(*LinalgOp::matrix_norm(), {41, 37}), workspace(*LinalgOp::matrix_norm(), {1024, 1024}));
+    EXPECT_GT(workspace(*LinalgOp::matrix_norm(NormOrder::kOne), {1024, 1024}), std::size_t{1024 * 1024 * 4});
+  }
+  // Extreme scales: squares overflowing (above 1e154 in float64, 1e19 in
+  // float32) or underflowing (below 1e-154 / 1e-19) are rescaled.
+  for (DType dtype : kAllDTypes) {
+    const bool single = dtype == DType::kFloat32 || dtype == DType::kComplex64;
+    const bool complex = dtype == DType::kComplex64 || dtype == DType::kComplex128;
+    for (const double scale : {single ? 1e30 : 1e200, single ? 1e-30 : 1e-200, 1.0}) {
+      // 40 elements 3s, 4s, 0, 0, ...: norm 5s (a complex 3s + 4si alone).
+      std::vector<cd> v(40, cd(0));
+      if (complex) {
+        v[17] = cd(3 * scale, 4 * scale);
+      } else {
+        v[0] = 3 * scale;
+        v[33] = 4 * scale;
+      }
+      // A vector, a 40 x 1 matrix's Frobenius norm, and the two columns of
+      // a 40 x 2 matrix (norms across the batch).
+      std::vector<cd> twice;
+      for (const cd& x : v) twice.insert(twice.end(), {x, x});
+      const std::vector<std::pair<std::shared_ptr<const LinalgOp>, Tensor>> cases = {
+          {*LinalgOp::vector_norm(), tensor_of(dtype, {40}, v)},
+          {*LinalgOp::matrix_norm(), tensor_of(dtype, {40, 1}, v)},
+          {*LinalgOp::vector_norm(), tensor_of(dtype, {40, 2}, twice).transpose(0, 1).value()}};
+      for (const auto& [op, t] : cases) {
+        Result<runtime::TensorList> got = eager(rt, op, {t});
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        for (const cd& norm : values_of((*got)[0]))
+          EXPECT_NEAR(norm.real(), 5 * scale, (single ? 1e-6 : 1e-15) * 5 * scale)
+              << op->describe() << " " << to_string(dtype) << " scale " << scale;
+      }
+    }
+    std::vector<cd> special(20, cd(1));
+    special[3] = cd(inf);
+    EXPECT_EQ(values_of((*eager(rt, *LinalgOp::vector_norm(), {tensor_of(dtype, {20}, special)}))[0])[0].real(), inf);
+    special[9] = cd(std::numeric_limits<double>::quiet_NaN());
+    for (const Order& order : orders) {
+      const double got = values_of((*eager(rt, order.op, {tensor_of(dtype, {20}, special)}))[0])[0].real();
+      EXPECT_TRUE(std::isnan(got)) << order.op->describe() << " " << to_string(dtype) << ": " << got;
+    }
+    EXPECT_EQ(values_of((*eager(rt, *LinalgOp::vector_norm(), {Tensor::zeros({20}, dtype).value()}))[0])[0].real(),
+              0.0);
   }
 }
 

@@ -79,8 +79,10 @@ void lay_out(LinalgPlan& plan) {
   const auto region = [&](std::int64_t count, std::size_t size) {
     return w.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * size);
   };
-  l.a_shape = a.kind == LinalgOpKind::kVectorNorm ? MatrixBuffer{nullptr, 1, n, 1} : shape_of(m, n);
-  l.a = region(l.a_shape.rows * l.a_shape.cols, es);
+  if (!is_elementwise_norm(a)) {  // those read the operand in place
+    l.a_shape = shape_of(m, n);
+    l.a = region(m * n, es);
+  }
   switch (a.kind) {
     case LinalgOpKind::kSolve:
     case LinalgOpKind::kTriangularSolve:

@@ -57,11 +57,25 @@ struct LinalgPlan final : runtime::ProviderPlan {
   }
 };
 
+/// Norms computed from the operand where it lies, without scratch (Note
+/// [Elementwise norms] in process_matrix.cpp): vector norms and Frobenius.
+inline bool is_elementwise_norm(const LinalgAttributes& a) noexcept {
+  return a.kind == LinalgOpKind::kVectorNorm ||
+         (a.kind == LinalgOpKind::kMatrixNorm && a.norm == NormOrder::kFrobenius);
+}
+
 /// Validates `shapes` for `attributes` (kPrepare errors naming what was
 /// expected and found), chooses the provider and plans it. kUnsupported
 /// when no provider serves the problem.
 Result<std::shared_ptr<LinalgPlan>> build_plan(const LinalgProviderPolicy& policy, const LinalgAttributes& attributes,
                                                DType dtype, std::span<const IntArrayRef> shapes);
+
+/// Computes the vector norms of batch elements [begin, end) when the
+/// vectors lie across the batch (the last batch axis has unit stride, the
+/// vector axis does not), a block of adjacent vectors at a time; false
+/// (nothing written) otherwise. Never fails.
+bool norms_across_batch(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                        std::int64_t begin, std::int64_t end);
 
 /// Computes batch element `index` of `plan`: gathers the inputs into
 /// `scratch` (plan.layout.total bytes), calls the provider, normalises and

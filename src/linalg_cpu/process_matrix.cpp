@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -179,6 +180,279 @@ void normalize_row(T* row, std::int64_t count) {
   scale(row, count, 1, conj_of(unit_phase(row[p])));
 }
 
+// Note [Elementwise norms]
+// Vector norms and the Frobenius norm read the operand where it lies (no
+// gather into scratch) and add into kLanes independent partial sums, which
+// the compiler vectorises without reordering any one of them (no
+// fast-math needed); one accumulator is one dependent addition per element
+// (50x slower than numpy's dot-based norm at 2^18 elements). A complex
+// operand with unit stride is summed as 2n reals. The 2-norm sums
+// unscaled squares as numpy does, then redoes the sum scaled by the
+// largest magnitude when the squares overflowed to Inf or underflowed below
+// the smallest normal number (numpy answers Inf or 0 there).
+template <class R>
+constexpr std::int64_t kLanes = 128 / sizeof(R);  // two AVX-512 (four AVX2) registers
+
+// The sum of term(x[i]) over the contiguous x[0..n) in kLanes independent
+// partial sums.
+template <class R, class F>
+R lane_sum(const R* x, std::int64_t n, F term) {
+  constexpr std::int64_t kL = kLanes<R>;
+  R lanes[kL] = {};
+  std::int64_t i = 0;
+  for (; i + kL <= n; i += kL)
+    for (std::int64_t k = 0; k < kL; ++k) lanes[k] += term(x[i + k]);
+  R sum = 0;
+  for (; i < n; ++i) sum += term(x[i]);
+  for (const R lane : lanes) sum += lane;
+  return sum;
+}
+
+// v when it is further out than best (larger when kLargest) or NaN: a NaN
+// once taken stays (no comparison with it is true).
+template <bool kLargest, class R>
+R further(R best, R v) noexcept {
+  return (kLargest ? v > best : v < best) || v != v ? v : best;
+}
+
+// The largest (smallest) magnitude of the contiguous x[0..n), NaN when one
+// is NaN, in GCC vector types: the compilers keep a select with a NaN test
+// scalar and branchy (4x slower than numpy's max(abs(x))).
+template <bool kLargest, class R>
+R extreme_contiguous(const R* x, std::int64_t n) {
+  constexpr std::int64_t kWidth = 64 / sizeof(R);
+  typedef R V __attribute__((vector_size(64)));
+  const R init = kLargest ? R(0) : std::numeric_limits<R>::infinity();
+  V best0, best1;
+  for (std::int64_t k = 0; k < kWidth; ++k) best0[k] = best1[k] = init;
+  auto nan = best0 != best0;
+  std::int64_t i = 0;
+  for (; i + 2 * kWidth <= n; i += 2 * kWidth) {
+    V a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    std::memcpy(&b, x + i + kWidth, sizeof b);
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    nan |= (a != a) | (b != b);
+    best0 = (kLargest ? a > best0 : a < best0) ? a : best0;
+    best1 = (kLargest ? b > best1 : b < best1) ? b : best1;
+  }
+  R best = init;
+  bool any_nan = false;
+  for (std::int64_t k = 0; k < kWidth; ++k) {
+    any_nan |= nan[k] != 0;
+    best = further<kLargest>(further<kLargest>(best, best0[k]), best1[k]);
+  }
+  for (; i < n; ++i) best = further<kLargest>(best, std::abs(x[i]));
+  return any_nan ? std::numeric_limits<R>::quiet_NaN() : best;
+}
+
+// One strided run of elements x[0], x[stride], ..., x[(n - 1) * stride].
+template <class T>
+struct Run {
+  const T* x;
+  std::int64_t n;
+  std::int64_t stride;
+};
+
+template <class T>
+RealOf<T> sum_of_squares(Run<T> run) {
+  using R = RealOf<T>;
+  const auto square = [](R v) { return v * v; };
+  if (run.stride == 1) {
+    if constexpr (kIsComplex<T>) {
+      return lane_sum(reinterpret_cast<const R*>(run.x), 2 * run.n, square);
+    } else {
+      return lane_sum(run.x, run.n, square);
+    }
+  }
+  R sum = 0;
+  for (std::int64_t i = 0; i < run.n; ++i) sum += std::norm(run.x[i * run.stride]);
+  return sum;
+}
+
+template <class T>
+RealOf<T> sum_of_magnitudes(Run<T> run) {
+  using R = RealOf<T>;
+  if constexpr (!kIsComplex<T>) {
+    if (run.stride == 1) return lane_sum(run.x, run.n, [](R v) { return std::abs(v); });
+  }
+  R sum = 0;
+  for (std::int64_t i = 0; i < run.n; ++i) sum += magnitude(run.x[i * run.stride]);
+  return sum;
+}
+
+// What an elementwise norm folds its magnitudes into.
+enum class NormFold : std::uint8_t { kSquares, kMagnitudes, kNonZeros, kPowers, kLargest, kSmallest };
+
+NormFold fold_of(NormOrder order, double p) noexcept {
+  switch (order) {
+    case NormOrder::kFrobenius:
+    case NormOrder::kTwo:
+      return NormFold::kSquares;
+    case NormOrder::kInf:
+      return NormFold::kLargest;
+    case NormOrder::kNegInf:
+      return NormFold::kSmallest;
+    default:
+      return p == 2   ? NormFold::kSquares
+             : p == 1 ? NormFold::kMagnitudes
+             : p == 0 ? NormFold::kNonZeros
+                      : NormFold::kPowers;
+  }
+}
+
+// The operand of an elementwise norm as runs: a vector is one run; a
+// matrix one run when its elements are equally spaced, else one run per
+// row or column along the smaller stride.
+template <class T>
+class ElementwiseNorm {
+ public:
+  using R = RealOf<T>;
+
+  ElementwiseNorm(const T* base, std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs)
+      : base_(base), rows_(rows), cols_(cols), rs_(rs), cs_(cs) {
+    if (rows_ == 1 || rs_ == cols_ * cs_) {  // one run of rows * cols spaced cs
+      cols_ *= rows_;
+      rows_ = 1;
+    } else if (cols_ == 1 || cs_ == rows_ * rs_) {  // column-major: spaced rs
+      cols_ *= rows_;
+      cs_ = rs_;
+      rows_ = 1;
+    } else if (std::abs(rs_) < std::abs(cs_)) {  // runs along the columns
+      std::swap(rows_, cols_);
+      std::swap(rs_, cs_);
+    }
+  }
+
+  R compute(NormOrder order, double p) const {
+    const R q = static_cast<R>(p);
+    switch (fold_of(order, p)) {
+      case NormFold::kSquares:
+        return two_norm();
+      case NormFold::kLargest:
+        return extreme<true>();
+      case NormFold::kSmallest:
+        return extreme<false>();
+      case NormFold::kMagnitudes:
+        return total(sum_of_magnitudes<T>);
+      case NormFold::kNonZeros:
+        return total([](Run<T> r) {
+          R count = 0;
+          for (std::int64_t i = 0; i < r.n; ++i) count += r.x[i * r.stride] != T(0) ? R(1) : R(0);
+          return count;
+        });
+      case NormFold::kPowers:
+        break;
+    }
+    const R sum = total([q](Run<T> r) {
+      R s = 0;
+      for (std::int64_t i = 0; i < r.n; ++i) s += std::pow(magnitude(r.x[i * r.stride]), q);
+      return s;
+    });
+    return std::pow(sum, R(1) / q);
+  }
+
+ private:
+  template <class F>
+  R total(F per_run) const {
+    R sum = 0;
+    for (std::int64_t i = 0; i < rows_; ++i) sum += per_run(Run<T>{base_ + i * rs_, cols_, cs_});
+    return sum;
+  }
+
+  R two_norm() const {
+    const R sum = total(sum_of_squares<T>);
+    if (sum >= std::numeric_limits<R>::min() && sum <= std::numeric_limits<R>::max()) return std::sqrt(sum);
+    if (std::isnan(sum)) return sum;
+    const R largest = extreme<true>();
+    if (largest == R(0) || std::isinf(largest) || std::isnan(largest)) return largest;
+    const R scaled = total([largest](Run<T> r) {
+      R s = 0;
+      for (std::int64_t i = 0; i < r.n; ++i) s += std::norm(r.x[i * r.stride] / largest);
+      return s;
+    });
+    return largest * std::sqrt(scaled);
+  }
+
+  // The largest (or smallest) magnitude; NaN when any element is NaN.
+  template <bool kLargest>
+  R extreme() const {
+    const R init = kLargest ? R(0) : std::numeric_limits<R>::infinity();
+    R best = init;
+    for (std::int64_t i = 0; i < rows_; ++i) {
+      const T* x = base_ + i * rs_;
+      if constexpr (!kIsComplex<T>) {
+        if (cs_ == 1) {
+          best = further<kLargest>(best, extreme_contiguous<kLargest>(x, cols_));
+          continue;
+        }
+      }
+      for (std::int64_t j = 0; j < cols_; ++j) best = further<kLargest>(best, magnitude(x[j * cs_]));
+    }
+    return best;
+  }
+
+  const T* base_;
+  std::int64_t rows_, cols_, rs_, cs_;
+};
+
+// Vector norms of vectors that lie across the batch (norm(A, axis=0) of a
+// row-major A: each vector strided, adjacent vectors adjacent): a block of
+// adjacent vectors is folded together, element k of each at a time, the
+// inner loop over unit-stride memory. Per vector, the strided walk would
+// touch a cache line per element (6.6x slower than numpy at 512 x 512).
+template <class T>
+void norms_across(const LinalgPlan& plan, const TensorView& src, const TensorView& out, std::int64_t begin,
+                  std::int64_t end) {
+  using R = RealOf<T>;
+  constexpr std::int64_t kBlock = 256;
+  R acc[kBlock];
+  const std::size_t rank = src.shape.size();
+  const std::int64_t n = plan.n, vs = src.strides[rank - 1], last = src.shape[rank - 2];
+  const NormFold fold = fold_of(plan.attributes.norm, plan.attributes.p);
+  const R q = static_cast<R>(plan.attributes.p);
+  R* dst = out.data_as<R>();
+  for (std::int64_t i = begin; i < end;) {
+    const std::int64_t count = std::min({end - i, last - i % last, kBlock});
+    const T* base = src.data_as<const T>() + batch_offset(src, plan.batch_shape, i);
+    const auto each = [&](R init, auto step) {
+      std::fill(acc, acc + count, init);
+      for (std::int64_t k = 0; k < n; ++k) {
+        const T* row = base + k * vs;
+        for (std::int64_t j = 0; j < count; ++j) acc[j] = step(acc[j], row[j]);
+      }
+    };
+    switch (fold) {
+      case NormFold::kSquares:
+        each(R(0), [](R a, T x) { return a + std::norm(x); });
+        for (std::int64_t j = 0; j < count; ++j) {
+          const bool normal = acc[j] >= std::numeric_limits<R>::min() && acc[j] <= std::numeric_limits<R>::max();
+          acc[j] = normal ? std::sqrt(acc[j]) : ElementwiseNorm<T>(base + j, 1, n, 0, vs).compute(NormOrder::kTwo, 2);
+        }
+        break;
+      case NormFold::kMagnitudes:
+        each(R(0), [](R a, T x) { return a + magnitude(x); });
+        break;
+      case NormFold::kNonZeros:
+        each(R(0), [](R a, T x) { return a + (x != T(0) ? R(1) : R(0)); });
+        break;
+      case NormFold::kPowers:
+        each(R(0), [q](R a, T x) { return a + std::pow(magnitude(x), q); });
+        for (std::int64_t j = 0; j < count; ++j) acc[j] = std::pow(acc[j], R(1) / q);
+        break;
+      case NormFold::kLargest:
+        each(R(0), [](R a, T x) { return further<true>(a, magnitude(x)); });
+        break;
+      case NormFold::kSmallest:
+        each(std::numeric_limits<R>::infinity(), [](R a, T x) { return further<false>(a, magnitude(x)); });
+        break;
+    }
+    std::copy(acc, acc + count, dst + i);
+    i += count;
+  }
+}
+
 Error non_finite_error(LinalgOpKind kind, int operand) {
   return make_error(ErrorCode::kNonFiniteInput, ErrorStage::kNone,
                     "linalg.{}: expected finite values, found NaN or Inf in operand {}", to_string(kind), operand);
@@ -204,6 +478,7 @@ class MatrixProcessor {
   }
 
   Status run() {
+    if (is_elementwise_norm(a_)) return elementwise_norm();
     const bool check = rejects_non_finite(a_.kind);
     bool finite_a = true;
     TENFERRO_TRY(gather<T>(in_[0], plan_, index_, buffers_.a, finite_a));
@@ -226,6 +501,18 @@ class MatrixProcessor {
   }
 
  private:
+  // Note [Elementwise norms]: read in place, no gather.
+  Status elementwise_norm() {
+    if (plan_.m == 0 || plan_.n == 0) return write_empty();
+    const TensorView& src = in_[0];
+    const std::size_t rank = src.shape.size();
+    const T* base = src.data_as<const T>() + batch_offset(src, plan_.batch_shape, index_);
+    const std::int64_t cs = src.strides[rank - 1];
+    const std::int64_t rs = a_.kind == LinalgOpKind::kVectorNorm ? 0 : src.strides[rank - 2];
+    store_scalar(out_[0], index_, ElementwiseNorm<T>(base, plan_.m, plan_.n, rs, cs).compute(a_.norm, a_.p));
+    return ok_status();
+  }
+
   MatrixBuffer with_data(MatrixBuffer shape, std::size_t offset) const {
     shape.data = base_ + offset;
     return shape;
@@ -285,8 +572,7 @@ class MatrixProcessor {
       case LinalgOpKind::kMatrixNorm:
         store_scalar(out_[0], index_, matrix_norm());
         return ok_status();
-      case LinalgOpKind::kVectorNorm:
-        store_scalar(out_[0], index_, vector_norm());
+      case LinalgOpKind::kVectorNorm:  // elementwise_norm()
         return ok_status();
     }
     return ok_status();
@@ -369,12 +655,6 @@ class MatrixProcessor {
     const std::int64_t ld = buffers_.a.ld;
     const auto* s = static_cast<const R*>(buffers_.values);
     switch (a_.norm) {
-      case NormOrder::kFrobenius: {
-        R sum = 0;
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t i = 0; i < m; ++i) sum += magnitude(x[i + j * ld]) * magnitude(x[i + j * ld]);
-        return std::sqrt(sum);
-      }
       case NormOrder::kOne:
       case NormOrder::kNegOne: {
         R best = a_.norm == NormOrder::kOne ? R(0) : std::numeric_limits<R>::infinity();
@@ -419,45 +699,11 @@ class MatrixProcessor {
         for (std::int64_t i = 0; i < k(); ++i) sum += s[i];
         return sum;
       }
+      case NormOrder::kFrobenius:  // elementwise_norm()
       case NormOrder::kP:
         break;
     }
     return std::numeric_limits<R>::quiet_NaN();
-  }
-
-  R vector_norm() const {
-    const std::int64_t n = plan_.n;
-    const T* x = data(buffers_.a);
-    switch (a_.norm) {
-      case NormOrder::kInf:
-      case NormOrder::kNegInf: {
-        R best = a_.norm == NormOrder::kInf ? R(0) : std::numeric_limits<R>::infinity();
-        for (std::int64_t i = 0; i < n; ++i) {
-          const R v = magnitude(x[i]);
-          if (std::isnan(v)) return v;
-          best = a_.norm == NormOrder::kInf ? std::max(best, v) : std::min(best, v);
-        }
-        return best;
-      }
-      default:
-        break;
-    }
-    const R p = static_cast<R>(a_.p);
-    R sum = 0;
-    if (p == R(0)) {
-      for (std::int64_t i = 0; i < n; ++i) sum += x[i] != T(0) ? R(1) : R(0);
-      return sum;
-    }
-    if (p == R(1)) {
-      for (std::int64_t i = 0; i < n; ++i) sum += magnitude(x[i]);
-      return sum;
-    }
-    if (p == R(2)) {
-      for (std::int64_t i = 0; i < n; ++i) sum += magnitude(x[i]) * magnitude(x[i]);
-      return std::sqrt(sum);
-    }
-    for (std::int64_t i = 0; i < n; ++i) sum += std::pow(magnitude(x[i]), p);
-    return std::pow(sum, R(1) / p);
   }
 
   // A matrix with no elements: results follow from the definitions.
@@ -509,6 +755,31 @@ class MatrixProcessor {
 };
 
 }  // namespace
+
+bool norms_across_batch(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                        std::int64_t begin, std::int64_t end) {
+  const TensorView& src = inputs[0];
+  const std::size_t rank = src.shape.size();
+  if (plan.attributes.kind != LinalgOpKind::kVectorNorm || rank < 2 || plan.n == 0 || src.strides[rank - 2] != 1 ||
+      src.shape[rank - 2] < 2 || src.strides[rank - 1] == 1) {
+    return false;
+  }
+  switch (plan.dtype) {
+    case DType::kFloat32:
+      norms_across<float>(plan, src, outputs[0], begin, end);
+      break;
+    case DType::kFloat64:
+      norms_across<double>(plan, src, outputs[0], begin, end);
+      break;
+    case DType::kComplex64:
+      norms_across<std::complex<float>>(plan, src, outputs[0], begin, end);
+      break;
+    default:
+      norms_across<std::complex<double>>(plan, src, outputs[0], begin, end);
+      break;
+  }
+  return true;
+}
 
 Status process_matrix(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                       std::int64_t index, std::span<std::byte> scratch) {
