@@ -256,10 +256,23 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize=None, threads=Non
 _traced._install()
 
 
-def _start(primals, runtime):
+def _start(primals, runtime, what, positions=None):
+    """A tape and the primals as its variables; `positions` name the
+    primals' argument positions in errors (default 0, 1, ...)."""
     rt = default_runtime() if runtime is None else runtime
     tape = _tenferro._Tape(rt)
-    return tape, [tape.variable(p) for p in primals]
+    xs = []
+    for k, p in enumerate(primals):
+        try:
+            xs.append(tape.variable(p))
+        except DTypeError as e:
+            position = k if positions is None else positions[k]
+            raise DTypeError(
+                f"{what}: argument {position}: expected a float32, float64, complex64 or complex128 array to "
+                f"differentiate, found {getattr(_np.asarray(p), 'dtype', type(p).__name__)} (convert it, e.g. "
+                f"x.astype(float), or leave it out of the differentiated arguments)",
+                code=e.code, canonical=e.canonical, stage=e.stage) from None
+    return tape, xs
 
 
 def _zeros_if_none(g, like):
@@ -287,7 +300,7 @@ def vjp(fun, *primals, runtime=None):
     (output, vjp_fn): output a numpy array, vjp_fn(ct)
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
-    tape, xs = _start(primals, runtime)
+    tape, xs = _start(primals, runtime, "vjp")
     out = fun(*xs)
     _check_output(out, "vjp")
 
@@ -319,7 +332,7 @@ def jvp(fun, primals, tangents, runtime=None):
     torch.func.jvp give them; `primals` and `tangents` are sequences of the
     same length (a tangent of None is zero), `fun` as for vjp."""
     primals, tangents = tuple(primals), tuple(tangents)
-    tape, xs = _start(primals, runtime)
+    tape, xs = _start(primals, runtime, "jvp")
     out = fun(*xs)
     _check_output(out, "jvp")
     return out.numpy(), tape.jvp(out, xs, tangents)
@@ -330,7 +343,7 @@ def hvp(fun, primals, vectors, runtime=None):
     primal), forward over reverse: one array per primal, as
     torch.autograd.functional.hvp gives it."""
     primals, vectors = tuple(primals), tuple(vectors)
-    tape, xs = _start(primals, runtime)
+    tape, xs = _start(primals, runtime, "hvp")
     out = fun(*xs)
     _check_output(out, "hvp", scalar=True)
     return tape.hvp(out, xs, vectors)
@@ -350,7 +363,7 @@ def value_and_grad(fun, argnums=0, runtime=None):
                     code="kInvalidArgument",
                     canonical="kInvalidArgument",
                 )
-        tape, xs = _start([args[i] for i in nums], runtime)
+        tape, xs = _start([args[i] for i in nums], runtime, "grad", nums)
         traced_args = list(args)
         for i, x in zip(nums, xs):
             traced_args[i] = x

@@ -358,6 +358,36 @@ def _flip(m, axis=None):
     return _tenferro._traced_reverse(m, axes) if axes else m
 
 
+def _roll(a, shift, axis=None):
+    """numpy.roll as slices and a concatenate per rolled axis (the
+    concatenate's rule sends each part's gradient back through its slice)."""
+    if axis is None:
+        return _np.reshape(_roll(_np.reshape(a, -1), shift, 0), a.shape)
+    shifts, axes = _np.broadcast_arrays(_np.asarray(shift), _np.asarray(axis))
+    if shifts.ndim > 1:
+        raise _invalid(f"roll: 'shift' and 'axis' should be scalars or 1D sequences, found {shift!r} and {axis!r}")
+    total = {}
+    for s, ax in zip(shifts.reshape(-1).tolist(), axes.reshape(-1).tolist()):
+        (ax,) = _axes(int(ax), a.ndim, "roll")
+        total[ax] = total.get(ax, 0) + int(s)
+    for ax, s in total.items():
+        n = a.shape[ax]
+        s = s % n if n else 0
+        if s:
+            head = tuple(slice(None) if k != ax else slice(n - s, None) for k in range(a.ndim))
+            tail = tuple(slice(None) if k != ax else slice(0, n - s) for k in range(a.ndim))
+            a = _concatenate([a[head], a[tail]], ax)
+    return a
+
+
+def _fftshift(sign):
+    def shift(x, axes=None):
+        axes = _axes(axes, x.ndim, "fftshift" if sign > 0 else "ifftshift")
+        return _roll(x, [sign * (x.shape[ax] // 2) for ax in axes], axes)
+
+    return shift
+
+
 def _diagonal(a, offset=0, axis1=0, axis2=1):
     from . import einsum
 
@@ -776,6 +806,7 @@ def _numpy_functions():
         _np.stack: _stack,
         _np.clip: _clip,
         _np.flip: _flip,
+        _np.roll: _roll,
         _np.diagonal: _diagonal,
         _np.take: _take,
         _np.outer: lambda a, b, out=None: _elementwise("mul", _np.reshape(a, (-1, 1)), _np.reshape(b, -1)),
@@ -785,8 +816,13 @@ def _numpy_functions():
     }
     for module, ours in ((_np.linalg, linalg), (_np.fft, fft)):
         for name in dir(ours):
-            if not name.startswith("_") and callable(getattr(module, name, None)):
-                table[getattr(module, name)] = getattr(ours, name)
+            theirs = getattr(module, name, None)
+            # numpy's own functions tenferro.fft re-exports (fftshift, ...)
+            # would dispatch back to themselves.
+            if not name.startswith("_") and callable(theirs) and theirs is not getattr(ours, name):
+                table[theirs] = getattr(ours, name)
+    table[_np.fft.fftshift] = _fftshift(1)
+    table[_np.fft.ifftshift] = _fftshift(-1)
     return table
 
 

@@ -7,7 +7,8 @@ storage. Differences from numpy.fft (docs/python.md): precision is kept, as
 numpy >= 2 and torch.fft do (float16, float32 and complex64 give complex64
 or float32, not the double types); integer and bool input becomes float64.
 Inside tenferro.vjp / grad the transforms are recorded (tenferro's FFT AD
-rules). fftfreq, rfftfreq, fftshift and ifftshift are numpy's own.
+rules). fftfreq, rfftfreq, fftshift and ifftshift are numpy's own
+(fftshift and ifftshift are recorded inside tenferro.vjp / grad too).
 """
 
 import operator as _operator
@@ -52,6 +53,8 @@ def _fft_operand(kind, a):
     if isinstance(a, _np.ndarray):
         if a.dtype == _np.float16:
             a = a.astype(_np.float32)
+        elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does
+            a = a.astype(_np.complex128 if a.dtype.kind == "c" else _np.float64)
         if kind in _COMPLEX_INPUT and a.dtype.kind == "f":
             a = a.astype(_np.result_type(a.dtype, _np.complex64))
     return a
@@ -71,13 +74,43 @@ def _transform(kind, a, s, axes, norm, runtime):
     a = _fft_operand(kind, a)
     norm = "backward" if norm is None else norm
     s = None if s is None else [_length(v, "s") for v in s]
+    ndim = len(a.shape)
     if axes is None:  # numpy: the last len(s) axes, or every axis
-        ndim = len(a.shape)
+        if s is not None and len(s) > ndim:
+            raise _invalid(f"fft: s={s} has {len(s)} entries; expected at most the input's {ndim} dimensions")
         axes = range(ndim - len(s), ndim) if s is not None else range(ndim)
     axes = [_operator.index(v) for v in axes]
+    if s is not None and len(s) != len(axes):
+        raise _invalid(f"fft: s={s} and axes={axes} have different lengths")
+    if not axes and kind in ("fft", "ifft"):
+        return a if isinstance(a, _tenferro.Traced) else _np.array(a, copy=True)  # no axis: the identity, as numpy
+    if len({v % ndim if -ndim <= v < ndim else v for v in axes}) < len(axes):
+        return _repeated_axes(kind, a, s, axes, norm, runtime)
     if isinstance(a, _tenferro.Traced):
         return _tenferro._traced_fft(kind, a, s, axes, norm)
     return _tenferro._fft(runtime, kind, a, s, axes, norm)
+
+
+def _repeated_axes(kind, a, s, axes, norm, runtime):
+    """An axis named twice: numpy's one-axis transforms in sequence (the
+    complex ones from the last axis back, the real one last for rfftn and
+    first for irfftn), so it is transformed twice."""
+    if s is None:  # numpy: the input's extents (the last one of a Hermitian input 2 (n - 1))
+        s = [a.shape[axis] for axis in axes]
+        if kind == "irfft":
+            s[-1] = 2 * (s[-1] - 1)
+    lengths = [[v] for v in s]
+    if kind == "irfft":
+        for axis, n in zip(axes[:-1], lengths[:-1]):
+            a = _transform("ifft", a, n, [axis], norm, runtime)
+        return _transform("irfft", a, lengths[-1], [axes[-1]], norm, runtime)
+    last = len(axes) - 1
+    if kind == "rfft":
+        a = _transform("rfft", a, lengths[-1], [axes[-1]], norm, runtime)
+        kind, last = "fft", last - 1
+    for k in range(last, -1, -1):
+        a = _transform(kind, a, lengths[k], [axes[k]], norm, runtime)
+    return a
 
 
 def _one_axis(kind, a, n, axis, norm, runtime):

@@ -24,6 +24,8 @@ __all__ = [
     "qr",
     "eigh",
     "eig",
+    "eigvals",
+    "eigvalsh",
     "cholesky",
     "solve",
     "inv",
@@ -86,6 +88,16 @@ def _traced(*operands):
     return any(isinstance(x, _tenferro.Traced) for x in operands)
 
 
+def _scalar(r):
+    """A 0-d result as a numpy scalar (numpy.float64, ...), as numpy.linalg
+    returns one; arrays and Traced values unchanged."""
+    return r[()] if isinstance(r, _np.ndarray) and r.ndim == 0 else r
+
+
+def _shape_error(message):
+    return _MatrixShapeError(message, code="kShapeMismatch", canonical="kInvalidArgument")
+
+
 def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
     try:
         if _traced(*operands):
@@ -136,6 +148,8 @@ def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
 def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
     """The eigenvalues of eigh, ascending."""
     a = _operand(a)
+    if UPLO not in ("L", "U"):
+        raise _invalid(f"eigvalsh: UPLO '{UPLO}': expected 'L' or 'U'")
     if UPLO == "U":
         a = _np.conjugate(_np.swapaxes(a, -1, -2))
     return _call("eigh", [a], runtime, flag=False)[0]
@@ -197,34 +211,42 @@ def inv(a, *, runtime=None):
 
 
 def det(a, *, runtime=None):
-    """The determinant of each square matrix (a's dtype; shape a.shape[:-2])."""
-    return _call("det", [_operand(a)], runtime)[0]
+    """The determinant of each square matrix (a's dtype; shape a.shape[:-2];
+    a numpy scalar for one matrix)."""
+    return _scalar(_call("det", [_operand(a)], runtime)[0])
 
 
 def slogdet(a, *, runtime=None):
     """(sign, logabsdet) of each square matrix."""
-    return tuple(_call("slogdet", [_operand(a)], runtime))
+    return tuple(_scalar(r) for r in _call("slogdet", [_operand(a)], runtime))
 
 
 def lstsq(a, b, rcond=None, *, runtime=None):
     """numpy.linalg.lstsq's (x, residuals, rank, s): x the minimum-norm
     least-squares solution of a @ x = b (b of shape (M,) or (M, K));
-    singular values below rcond * max(s) count as zero (rcond None:
-    machine precision * max(M, N)). Also accepts batches (..., M, N)."""
+    singular values below rcond * max(s) count as zero. rcond None (the
+    default, numpy 2's): machine precision * max(M, N); a negative rcond
+    or 'warn' (numpy 1.x's default): machine precision, as LAPACK and
+    numpy 1.x take them. Also accepts batches (..., M, N)."""
     a = _operand(a)
     b = _operand(b)
     vector = b.ndim == a.ndim - 1
     b2 = b[..., None] if vector else b
-    r = -1.0 if rcond is None or rcond == "warn" else float(rcond)
     s = _call("svd", [a], runtime, mode="values")[0]
     m, n = a.shape[-2], a.shape[-1]
-    eps_rcond = _np.finfo(s.dtype).eps * max(m, n) if r < 0 else r
+    eps = _np.finfo(s.dtype).eps
+    if rcond is None:
+        r = eps * max(m, n)
+    else:
+        r = -1.0 if isinstance(rcond, str) and rcond == "warn" else float(rcond)
+        r = eps if r < 0 else r
+    eps_rcond = r
     if _traced(a, b):
         # Recorded as pinv(a) @ b: the same minimum-norm solution, through
         # rules the tape has (the LAPACK driver has none).
         x = pinv(a, rcond=eps_rcond) @ b2
     else:
-        x = _call("lstsq", [a, b2], runtime, rcond=r)[0]
+        x = _call("lstsq", [a, b2], runtime, rcond=eps_rcond)[0]
     s_values = s.numpy() if _traced(s) else s
     smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
             else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))
@@ -243,10 +265,23 @@ def lstsq(a, b, rcond=None, *, runtime=None):
 
 def pinv(a, rcond=1e-15, hermitian=False, *, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
-    max(s) count as zero (numpy's default rcond 1e-15). `hermitian` is
-    accepted and ignored."""
+    max(s) count as zero (numpy's default rcond 1e-15; an array of rcond
+    broadcasts over the stack, as in numpy). `hermitian` is accepted and
+    ignored."""
     del hermitian
-    return _call("pinv", [_operand(a)], runtime, rcond=float(rcond))[0]
+    a = _operand(a)
+    if _np.ndim(rcond) == 0:
+        return _call("pinv", [a], runtime, rcond=float(rcond))[0]
+    if _traced(a):
+        raise _invalid("pinv: an array rcond is not recorded inside tenferro.vjp / grad (pass one float)")
+    a = _np.asarray(a)
+    batch = _np.broadcast_shapes(a.shape[:-2], _np.shape(rcond))
+    a = _np.broadcast_to(a, batch + a.shape[-2:])
+    rcond = _np.broadcast_to(_np.asarray(rcond, dtype=float), batch)
+    out = _np.empty(batch + (a.shape[-1], a.shape[-2]), dtype=_np.result_type(a.dtype, _np.float32))
+    for index in _np.ndindex(*batch):
+        out[index] = _call("pinv", [a[index]], runtime, rcond=float(rcond[index]))[0]
+    return out
 
 
 _MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 1: "1", -1: "-1", 2: "2", -2: "-2", _np.inf: "inf", -_np.inf: "-inf"}
@@ -304,7 +339,7 @@ def _norm_over(x, ord, axes, keepdims, runtime):  # noqa: A002
         r = _call("matrix_norm", [x], runtime, mode=_matrix_ord(ord))[0]
     if keepdims:
         r = _np.expand_dims(r, tuple(sorted(axes)))
-    return r
+    return _scalar(r)
 
 
 def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
@@ -317,18 +352,18 @@ def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
     if axis is None and ord is None and not keepdims and type(x) is _np.ndarray and x.dtype.kind in "fc":
         # The common call, without the general path's Python work: the
         # 2-norm of the flattened array (a view when x is contiguous).
-        return _tenferro._linalg(runtime, "vector_norm", [x.reshape(-1)], "2", True, 2.0)[0]
+        return _tenferro._linalg(runtime, "vector_norm", [x.reshape(-1)], "2", True, 2.0)[0][()]
     x = _operand(x)
     ndim = len(x.shape)
     if axis is None:
         if ord is None:
             r = _call("vector_norm", [_np.reshape(x, -1)], runtime, mode="2", rcond=2.0)[0]
-            return _np.reshape(r, (1,) * ndim) if keepdims else r
+            return _np.reshape(r, (1,) * ndim) if keepdims else _scalar(r)
         if ndim not in (1, 2):
             raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 with ord={ord!r}, found {ndim}")
         axis = tuple(range(ndim))
-    elif isinstance(axis, (int, _np.integer)):
-        axis = (axis,)
+    elif not isinstance(axis, (tuple, list)):
+        axis = (int(axis),)  # numpy: any integer-convertible axis
     axis = tuple(axis)
     if len(axis) not in (1, 2):
         raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 axes, found {len(axis)}")
@@ -348,7 +383,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noq
     if axis is None:
         mode, p = _vector_ord(ord)
         r = _call("vector_norm", [_np.reshape(x, -1)], runtime, mode=mode, rcond=p)[0]
-        return _np.reshape(r, (1,) * len(x.shape)) if keepdims else r
+        return _np.reshape(r, (1,) * len(x.shape)) if keepdims else _scalar(r)
     return _norm_over(x, ord, _axes((axis,), len(x.shape), 1), keepdims, runtime)
 
 
@@ -367,11 +402,7 @@ def matrix_power(a, n, *, runtime=None):
         raise TypeError(f"matrix_power: expected an integer exponent, found {n!r}")
     a = _array(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise _MatrixShapeError(
-            f"matrix_power: expected a square matrix (..., M, M), found shape {a.shape}",
-            code="kShapeMismatch",
-            canonical="kInvalidArgument",
-        )
+        raise _shape_error(f"matrix_power: expected a square matrix (..., M, M), found shape {a.shape}")
     if n == 0:
         return _np.broadcast_to(_np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
     if n < 0:
@@ -414,7 +445,11 @@ def cond(x, p=None, *, runtime=None):
     if not _traced(x):
         x = _np.asarray(x)
     if x.ndim < 2:
-        raise _invalid(f"cond: expected a matrix (..., M, N), found shape {x.shape}")
+        raise _shape_error(f"cond: expected a matrix (..., M, N), found shape {x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise _shape_error(f"cond: expected non-empty matrices, found shape {x.shape}")
+    if p not in (None, 2, -2) and x.shape[-1] != x.shape[-2]:
+        raise _shape_error(f"cond: expected square matrices for p={p!r}, found shape {x.shape}")
     if _traced(x):
         # Recorded: the same formulas on the whole stack (a singular matrix
         # raises LinAlgError here instead of giving inf).
@@ -428,20 +463,18 @@ def cond(x, p=None, *, runtime=None):
         with _np.errstate(all="ignore"):
             r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
     else:
-        if x.shape[-1] != x.shape[-2]:
-            raise InvalidArgumentError(
-                f"cond: expected square matrices for p={p!r}, found shape {x.shape}",
-                code="kShapeMismatch",
-                canonical="kInvalidArgument",
-            )
-        stack = x.reshape((-1,) + x.shape[-2:])
-        r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype)  # _operand made x floating
-        for i, m in enumerate(stack):
-            try:
-                r[i] = norm(m, p, runtime=runtime) * norm(inv(m, runtime=runtime), p, runtime=runtime)
-            except LinAlgError:
-                r[i] = _np.inf
-        r = r.reshape(x.shape[:-2])
+        try:  # the whole stack at once
+            r = norm(x, p, axis=(-2, -1), runtime=runtime) * norm(inv(x, runtime=runtime), p, axis=(-2, -1),
+                                                                  runtime=runtime)
+        except LinAlgError:  # a singular matrix in the stack: inf for it, matrix by matrix
+            stack = x.reshape((-1,) + x.shape[-2:])
+            r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype)  # _operand made x floating
+            for i, m in enumerate(stack):
+                try:
+                    r[i] = norm(m, p, runtime=runtime) * norm(inv(m, runtime=runtime), p, runtime=runtime)
+                except LinAlgError:
+                    r[i] = _np.inf
+            r = r.reshape(x.shape[:-2])
     r = _np.asarray(r)
     r[_np.isnan(r)] = _np.inf
     return r[()] if r.ndim == 0 else r
@@ -452,8 +485,7 @@ def multi_dot(arrays, *, out=None, runtime=None):
     (numpy.linalg.multi_dot): the first array may be 1-D (a row vector),
     the last 1-D (a column vector). The order comes from tenferro's optimal
     contraction-path planner (the greedy one beyond 16 arrays)."""
-    arrays = [_operand(a) for a in arrays]
-    arrays = [a if _traced(a) else _np.asarray(a) for a in arrays]
+    arrays = [_array(a) for a in arrays]  # integers stay integers (numpy's chain of dot)
     if len(arrays) < 2:
         raise _invalid(f"multi_dot: expected at least two arrays, found {len(arrays)}")
     for i, a in enumerate(arrays):
@@ -472,7 +504,8 @@ def multi_dot(arrays, *, out=None, runtime=None):
     subscripts = ",".join(terms) + "->" + first + last
     # The optimal planner takes at most 16 operands; longer chains go greedy.
     optimize = "optimal" if len(arrays) <= 16 else "greedy"
-    return _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
+    r = _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
+    return r if out is not None else _scalar(r)
 
 
 def tensorinv(a, ind=2, *, runtime=None):
@@ -499,11 +532,8 @@ def tensorsolve(a, b, axes=None, *, runtime=None):
     rows = int(_np.prod(x_shape))
     matrix = a.reshape(-1, rows)
     if matrix.shape[0] != rows:
-        raise InvalidArgumentError(
-            f"tensorsolve: expected prod(a.shape[b.ndim:]) == prod(b.shape) ({rows}), found {matrix.shape[0]}",
-            code="kShapeMismatch",
-            canonical="kInvalidArgument",
-        )
+        raise _shape_error(
+            f"tensorsolve: expected prod(a.shape[b.ndim:]) == prod(b.shape) ({rows}), found {matrix.shape[0]}")
     return solve(matrix, b.reshape(-1), runtime=runtime).reshape(x_shape)
 
 

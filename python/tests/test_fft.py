@@ -106,7 +106,6 @@ def test_float16_and_real_input_of_the_complex_input_transforms_like_numpy(rng):
         (lambda x: tff.fft(x, norm="unitary"), tenferro.InvalidArgumentError, "norm"),
         (lambda x: tff.fft(x, n=0), tenferro.InvalidArgumentError, "positive number of data points"),
         (lambda x: tff.rfft(x + 1j), tenferro.DTypeError, "float32 or float64"),
-        (lambda x: tff.fftn(x, axes=(0, 0)), tenferro.InvalidArgumentError, "repeated"),
     ],
 )
 def test_bad_arguments_raise_typed_errors(call, error, message, rng):

@@ -1,0 +1,196 @@
+"""numpy.linalg / numpy.fft behaviours a user porting numpy code relies on
+(from an audit against numpy 1.24 and torch): scalar results, lstsq's rcond
+conventions, multi_dot's dtypes, FFT axis edge cases, fftshift/roll under
+grad, norms over every layout and at extreme scales, and typed errors."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import tenferro
+import tenferro.fft as tff
+import tenferro.linalg as tl
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_single_matrix_results_are_numpy_scalars(rng):
+    a = rng.random((3, 3)) + np.eye(3)
+    v = rng.random(4)
+    for got, want in [
+        (tl.det(a), np.linalg.det(a)),
+        (tl.slogdet(a)[0], np.linalg.slogdet(a)[0]),
+        (tl.slogdet(a)[1], np.linalg.slogdet(a)[1]),
+        (tl.norm(v), np.linalg.norm(v)),
+        (tl.norm(a, "fro"), np.linalg.norm(a, "fro")),
+        (tl.norm(a, 1), np.linalg.norm(a, 1)),
+        (tl.vector_norm(v), np.linalg.norm(v)),
+        (tl.matrix_norm(a), np.linalg.norm(a)),
+        (tl.multi_dot([v, np.ones((4, 4)), v]), np.linalg.multi_dot([v, np.ones((4, 4)), v])),
+        (tl.cond(a), np.linalg.cond(a)),
+    ]:
+        assert type(got) is type(want), (got, want)
+        assert got == pytest.approx(want)
+        hash(got)
+        json.dumps(float(got))
+    assert isinstance(tl.norm(v), float)
+    # Stacks stay arrays.
+    assert tl.det(np.stack([a, a])).shape == (2,)
+
+
+def test_multi_dot_keeps_integer_dtypes():
+    a = np.arange(6).reshape(2, 3)
+    b = np.arange(12).reshape(3, 4)
+    got = tl.multi_dot([a, b, b.T])
+    want = np.linalg.multi_dot([a, b, b.T])
+    assert got.dtype == want.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_lstsq_rcond_conventions_match_numpy(rng):
+    # Singular values (about) 1, 1 and 5e-15: machine precision keeps the
+    # third (rank 3), numpy 2's eps * max(M, N) drops it (rank 2).
+    a = rng.random((100, 3))
+    a[:, 2] = a[:, 0] + 5e-15 * rng.random(100)
+    b = rng.random(100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        for rcond in (-1, -0.5, "warn", None, 1e-3):
+            x, _, rank, s = tl.lstsq(a, b, rcond=rcond)
+            x_np, _, rank_np, s_np = np.linalg.lstsq(a, b, rcond=rcond)
+            assert rank == rank_np, rcond
+            np.testing.assert_allclose(x, x_np, rtol=1e-8, atol=1e-8 * np.abs(x_np).max())
+    assert tl.lstsq(a, b, rcond=-1)[2] == 3 and tl.lstsq(a, b)[2] == 2
+
+
+def test_pinv_takes_an_array_rcond_broadcast_over_the_stack(rng):
+    a = rng.random((3, 4, 5))
+    a[1, :, 4] = a[1, :, 3] * (1 + 1e-9)
+    rcond = np.array([1e-15, 1e-6, 0.5])
+    np.testing.assert_allclose(tl.pinv(a, rcond=rcond), np.linalg.pinv(a, rcond=rcond), atol=1e-9)
+
+
+def test_fft_repeated_axes_transform_twice_like_numpy(rng):
+    x = rng.random((4, 6, 5)) + 1j * rng.random((4, 6, 5))
+    xr = rng.random((4, 6, 5))
+    for name, a in [("fftn", x), ("ifftn", x), ("rfftn", xr), ("irfftn", x)]:
+        for axes, s in [((0, 0), None), ((1, 0, 1), None), ((2, 2), (6, 8)), ((0, 2, 0), (3, 4, 5))]:
+            got = getattr(tff, name)(a, s=s, axes=axes)
+            want = getattr(np.fft, name)(a, s=s, axes=axes)
+            assert got.shape == want.shape, (name, axes, s)
+            np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_fft_without_axes_is_the_identity_and_lengths_are_checked(rng):
+    x = rng.random((3, 4))
+    for got, want in [(tff.fftn(x, axes=()), np.fft.fftn(x, axes=())), (tff.fftn(np.float64(3)), 3.0)]:
+        np.testing.assert_array_equal(got, want)
+    assert not np.shares_memory(tff.fftn(x, axes=()), x)
+    with pytest.raises(tenferro.InvalidArgumentError, match="different lengths"):
+        tff.fft2(x, s=())
+    with pytest.raises(tenferro.InvalidArgumentError, match="at most the input's 2 dimensions"):
+        tff.fftn(x, s=(2, 3, 4))
+    long = np.arange(8).astype(np.longdouble)
+    np.testing.assert_allclose(tff.fft(long), np.fft.fft(long.astype(np.float64)))
+    assert tff.fft(long).dtype == np.complex128
+
+
+@pytest.mark.parametrize("fn,tfn", [(np.fft.fftshift, "fftshift"), (np.fft.ifftshift, "ifftshift")])
+@pytest.mark.parametrize("axes", [None, 0, (1,), (0, 1), -1])
+def test_fftshift_is_recorded_inside_grad(fn, tfn, axes, rng):
+    x = rng.random((5, 6))
+    w = rng.random((5, 6))
+    value, pullback = tenferro.vjp(lambda v: fn(v, axes), x)
+    np.testing.assert_array_equal(value, fn(x, axes))
+    (g,) = pullback(w)
+    t = torch.tensor(x, requires_grad=True)
+    getattr(torch.fft, tfn)(t, dim=axes).backward(torch.tensor(w))
+    np.testing.assert_allclose(g, t.grad.numpy())
+    # tenferro.fft re-exports numpy's function: the same recording.
+    spectrum = tenferro.grad(lambda v: (getattr(tff, tfn)(tff.fft(v)).real * np.arange(4.0)).sum())(np.arange(4.0))
+    t = torch.arange(4.0, dtype=torch.float64, requires_grad=True)
+    (getattr(torch.fft, tfn)(torch.fft.fft(t)).real * torch.arange(4.0)).sum().backward()
+    np.testing.assert_allclose(spectrum, t.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("shift,axis", [(2, None), (-3, 1), ((1, 2), (0, 1)), (7, 0), ((1, 1), (0, 0))])
+def test_roll_is_recorded_inside_grad(shift, axis, rng):
+    x = rng.random((5, 6))
+    w = rng.random((5, 6))
+    value, pullback = tenferro.vjp(lambda v: np.roll(v, shift, axis), x)
+    np.testing.assert_array_equal(value, np.roll(x, shift, axis))
+    t = torch.tensor(x, requires_grad=True)
+    torch.roll(t, shift, axis).backward(torch.tensor(w))
+    np.testing.assert_allclose(pullback(w)[0], t.grad.numpy())
+
+
+def _layouts(rng, dtype, shape=(6, 40, 33)):
+    base = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        base = base + 1j * rng.standard_normal(shape)
+    base = base.astype(dtype)
+    return {
+        "C": base,
+        "F": np.asfortranarray(base),
+        "transposed": base.transpose(0, 2, 1),
+        "strided": base[:, ::2, ::-3],
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_norms_match_numpy_over_every_layout(dtype, rng):
+    rtol = 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+    for name, x in _layouts(rng, dtype).items():
+        for kwargs in [{}, {"axis": -1}, {"axis": 1}, {"axis": 0}, {"ord": 1, "axis": 1}, {"ord": np.inf, "axis": 1},
+                       {"ord": -np.inf, "axis": 2}, {"ord": 3, "axis": 1}, {"ord": 0, "axis": 1},
+                       {"axis": (1, 2)}, {"ord": "fro", "axis": (2, 1)}, {"ord": 1, "axis": (1, 2)}]:
+            got = tl.norm(x, **kwargs)
+            want = np.linalg.norm(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64), **kwargs)
+            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"{name} {kwargs}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_two_norms_survive_squares_that_overflow_or_underflow(dtype):
+    single = np.dtype(dtype) in (np.float32, np.complex64)
+    for scale in ([1e30, 1e-30] if single else [1e200, 1e-200]):
+        v = np.zeros((40, 3), dtype=dtype)
+        v[0], v[33] = 3 * scale, 4 * scale
+        for got in [tl.norm(v[:, 0]), tl.norm(v, axis=0)[1], tl.norm(v.T, axis=1)[2], tl.norm(v) / np.sqrt(3)]:
+            assert got == pytest.approx(5 * scale, rel=1e-6)
+    x = np.ones(20, dtype=dtype)
+    x[3] = np.inf
+    assert tl.norm(x) == np.inf
+    x[9] = np.nan
+    for ord_ in (None, 1, 3, np.inf, -np.inf):
+        assert np.isnan(tl.norm(x, ord_)), ord_
+
+
+def test_typed_errors_from_the_audit():
+    with pytest.raises(np.linalg.LinAlgError, match="non-empty"):
+        tl.cond(np.zeros((0, 0)))
+    with pytest.raises(np.linalg.LinAlgError, match="expected a matrix"):
+        tl.cond(np.ones(3))
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        tl.cond(np.ones((2, 3)), 1)
+    with pytest.raises(np.linalg.LinAlgError, match="tensorsolve"):
+        tl.tensorsolve(np.ones((2, 3, 4)), np.ones((5,)))
+    with pytest.raises(tenferro.InvalidArgumentError, match="UPLO"):
+        tl.eigvalsh(np.eye(2), UPLO="x")
+    with pytest.raises(tenferro.DTypeError, match="grad: argument 1: .*found int64"):
+        tenferro.grad(lambda x, y: (x * y).sum(), argnums=(0, 1))(np.ones(3), np.arange(3))
+    assert {"eigvals", "eigvalsh"} <= set(tl.__all__)
+    np.testing.assert_allclose(tl.norm(np.ones((2, 2)), axis=1.0), np.linalg.norm(np.ones((2, 2)), axis=1))
+
+
+def test_cond_of_a_stack_with_a_singular_matrix(rng):
+    stack = rng.random((4, 3, 3)) + np.eye(3)
+    stack[2] = 0
+    for p in (1, -1, np.inf, "fro"):
+        np.testing.assert_allclose(tl.cond(stack, p), np.linalg.cond(stack, p))
