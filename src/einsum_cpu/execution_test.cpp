@@ -86,6 +86,9 @@ const std::vector<NotationCase>& notation_cases() {
       {"ij,jk->ik", {{0, 4}, {4, 5}}},  // empty output
       {"ij,jk->ik", {{3, 0}, {0, 5}}},  // empty contraction
       {"ii->", {{0, 0}}},
+      {"ij,jk,kl,lm->im", {{2, 3}, {3, 0}, {0, 4}, {4, 5}}},  // empty intermediates, zero result
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 0}}},             // empty intermediate and output
+      {"a,ffe->af", {{2}, {2, 2, 0}}},                        // a diagonal of an empty operand
   };
   return cases;
 }

@@ -73,8 +73,10 @@ bool overlaps(const TensorView& x, const TensorView& y) {
   return xl < xh && yl < yh && xl < yh && yl < xh;
 }
 
-// Distinct elements at distinct addresses (ordered-stride span test).
+// Distinct elements at distinct addresses (ordered-stride span test); an
+// empty view has none (its row-major strides may hold 0s).
 bool non_overlapping(const TensorView& t) {
+  if (t.numel() == 0) return true;
   SmallVector<std::pair<std::int64_t, std::int64_t>, 8> axes;  // (stride, extent)
   for (std::size_t i = 0; i < t.shape.size(); ++i)
     if (t.shape[i] > 1) axes.push_back({t.strides[i], t.shape[i]});
