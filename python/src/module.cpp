@@ -220,6 +220,7 @@ struct EinsumKwargs {
   py::handle casting = py::none();
   py::handle order = py::none();
   py::handle max_intermediate_bytes = py::none();
+  py::handle memory_limit = py::none();
 };
 
 // Note [einsum dtype=]
@@ -237,13 +238,20 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
     rest.out = py::none();
     return write_out(k.out, einsum_call(rt, args, spec, rest));
   }
-  if (traced &&
-      !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none())) {
+  if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none() &&
+                  k.memory_limit.is_none() && spec.memory_limit == 0)) {
     raise_error(ErrorCode::kInvalidArgument,
-                "einsum: dtype=, casting=, order= and max_intermediate_bytes= are not supported inside tenferro.vjp "
-                "or grad");
+                "einsum: dtype=, casting=, order=, max_intermediate_bytes= and memory limits are not supported inside "
+                "tenferro.vjp or grad");
   }
   const double max_intermediate_bytes = max_intermediate_bytes_of(k.max_intermediate_bytes);
+  OptimizeSpec limited = spec;
+  if (!k.memory_limit.is_none()) {
+    if (spec.memory_limit != 0) {
+      raise_error(ErrorCode::kInvalidArgument, "einsum: memory_limit= given twice (also in optimize=(name, limit))");
+    }
+    limited.memory_limit = memory_limit_of(k.memory_limit, "einsum memory_limit=");
+  }
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
     return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
@@ -257,7 +265,11 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
     py::gil_scoped_release nogil;
     const SmallVector<Tensor, 8>& tensors = operands.tensors();
     const std::span<const Tensor> inputs(tensors.data(), tensors.size());
-    if (max_intermediate_bytes > 0.0) return rt.sliced_einsum(*op, inputs, max_intermediate_bytes);
+    double largest = 0;
+    for (const Tensor& t : tensors) largest = std::max(largest, static_cast<double>(t.numel()));
+    const double bound =
+        slicing_bound(limited, max_intermediate_bytes, largest, tensors.empty() ? 8 : dtype_size(tensors[0].dtype()));
+    if (bound > 0.0) return rt.sliced_einsum(*op, inputs, bound);
     return rt.with_context([&](runtime::EagerContext& ctx) { return einsum::einsum(ctx, op, inputs); });
   }();
   py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
@@ -292,6 +304,8 @@ void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* fu
     k.order = value;
   } else if (name == "max_intermediate_bytes") {
     k.max_intermediate_bytes = value;
+  } else if (name == "memory_limit") {
+    k.memory_limit = value;
   } else {
     raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", function, name));
   }
@@ -371,9 +385,24 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
 // contract_path's planning
 
 py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes,
-                   py::handle optimize, py::handle max_intermediate_bytes) {
-  const OptimizeSpec spec = parse_optimize(optimize);
-  const double max_bytes = max_intermediate_bytes_of(max_intermediate_bytes);
+                   py::handle optimize, py::handle max_intermediate_bytes, py::handle memory_limit) {
+  OptimizeSpec spec = parse_optimize(optimize);
+  if (!memory_limit.is_none()) {
+    if (spec.memory_limit != 0) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "contract_path: memory_limit= given twice (also in optimize=(name, limit))");
+    }
+    spec.memory_limit = memory_limit_of(memory_limit, "contract_path memory_limit=");
+  }
+  double largest = 0;
+  for (const auto& shape : shapes) {
+    double n = 1;
+    for (const std::int64_t d : shape) n *= static_cast<double>(d);
+    largest = std::max(largest, n);
+  }
+  // The planner counts float64 elements (contract_path converts a bound in
+  // bytes of another dtype to those).
+  const double max_bytes = slicing_bound(spec, max_intermediate_bytes_of(max_intermediate_bytes), largest, 8);
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -415,7 +444,12 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
     steps.append(d);
   }
   double naive_size = 1.0;
-  for (const einsum::LabelInfo& l : network.labels()) naive_size *= static_cast<double>(l.extent);
+  py::dict size_dict;  // opt_einsum's PathInfo.size_dict
+  for (std::size_t id = 0; id < network.labels().size(); ++id) {
+    const einsum::LabelInfo& l = network.labels()[id];
+    naive_size *= static_cast<double>(l.extent);
+    size_dict[py::str(network.label_name(static_cast<einsum::LabelId>(id)))] = l.extent;
+  }
   py::list operand_labels;
   for (const einsum::NetworkOperand& o : network.operands()) operand_labels.append(names(o.labels));
   py::dict info;
@@ -424,6 +458,7 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   info["operand_labels"] = operand_labels;
   info["output_labels"] = names(network.output());
   info["num_labels"] = network.num_labels();
+  info["size_dict"] = size_dict;
   info["naive_size"] = naive_size;
   info["flops"] = tree.cost().flops;
   info["multiply_adds"] = tree.cost().multiply_adds;
@@ -748,7 +783,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
   static PyMethodDef einsum_def = {
       "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
       METH_FASTCALL | METH_KEYWORDS,
-      R"doc(einsum(subscripts, *operands, optimize="greedy", threads=None, runtime=None, out=None)
+      R"doc(einsum(subscripts, *operands, optimize="auto", threads=None, runtime=None, out=None)
 
 numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
@@ -792,7 +827,7 @@ docs/python.md.)doc"};
       "_config_text", [](const std::string& json) { return tenferro::info::to_text(nlohmann::json::parse(json)); },
       "A document of _config (plus sections) as `tenferro info` prints it.");
   m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none(),
-        py::arg("max_intermediate_bytes") = py::none());
+        py::arg("max_intermediate_bytes") = py::none(), py::arg("memory_limit") = py::none());
   m.def(
       "_linalg",
       [module](py::handle runtime, const std::string& name, const py::list& args, const std::string& mode, bool flag,

@@ -16,24 +16,86 @@ namespace tenferro::python {
 
 using einsum::PlannerKind;
 
+namespace {
+
+// opt_einsum's optimizer names, run by tenferro's nearest planner: the
+// exhaustive and dynamic-programming searches by 'auto' (exact up to 10
+// operands, a refined greedy path beyond), the randomised greedy ones by
+// TreeSA, 'eager' and 'branch-1' by greedy.
+std::optional<PlannerKind> opt_einsum_planner(std::string_view name) {
+  if (name == "dp" || name == "auto-hq" || name == "branch-all" || name == "branch-2") return PlannerKind::kAuto;
+  if (name == "random-greedy" || name == "random-greedy-128") return PlannerKind::kTreeSA;
+  if (name == "eager" || name == "branch-1") return PlannerKind::kGreedy;
+  return std::nullopt;
+}
+
+PlannerKind planner_named(py::handle optimize) {
+  const std::string name = py::cast<std::string>(optimize);
+  std::optional<PlannerKind> kind = einsum::parse_planner_kind(name);
+  if (!kind) kind = opt_einsum_planner(name);
+  if (!kind || *kind == PlannerKind::kExplicitPath) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("optimize='{}': expected 'auto', 'greedy', 'optimal', 'treesa', 'nested', "
+                            "'left_to_right' (or opt_einsum's 'dp', 'branch-all', 'branch-2', 'branch-1', "
+                            "'random-greedy', 'eager'), a bool, a (name, memory_limit) pair or a path (list of "
+                            "index pairs)",
+                            name));
+  }
+  return *kind;
+}
+
+}  // namespace
+
+double memory_limit_of(py::handle value, const char* what) {
+  if (value.is_none()) return 0;
+  if (PyUnicode_Check(value.ptr())) {
+    if (py::cast<std::string>(value) == "max_input") return kMaxInput;
+  } else if (!PyBool_Check(value.ptr()) && (PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    const double limit = py::cast<double>(value);
+    if (limit > 0) return limit;
+  }
+  raise_error(ErrorCode::kInvalidArgument,
+              fmt::format("{}: expected a positive number of elements, 'max_input' or None, found {}", what,
+                          std::string(py::repr(value))));
+}
+
+// Note [Memory limits]
+// numpy's optimize=(name, memory_limit) and opt_einsum's memory_limit=
+// bound the largest intermediate, in elements ('max_input': the largest
+// operand's size). numpy and opt_einsum search for a path without a larger
+// intermediate (numpy falls back to one unoptimised einsum when there is
+// none); tenferro plans the path as usual and slices it (Note [Sliced
+// einsum in Python]) so that every intermediate of a slice fits the bound:
+// the same memory bound, without giving up the path's flops (beyond the
+// slicing overhead contract_path reports). The bound in bytes is the limit
+// times the size of the dtype the einsum computes in.
+double slicing_bound(const OptimizeSpec& spec, double max_intermediate_bytes, double largest_input,
+                     std::size_t element_bytes) {
+  if (max_intermediate_bytes > 0) return max_intermediate_bytes;
+  const double elements = spec.memory_limit == kMaxInput ? largest_input : spec.memory_limit;
+  return std::max(elements, 0.0) * static_cast<double>(element_bytes);
+}
+
 OptimizeSpec parse_optimize(py::handle optimize) {
   OptimizeSpec spec;
-  spec.by_default = optimize.is_none();
-  if (optimize.is_none() || optimize.ptr() == Py_True) return spec;  // greedy
+  if (optimize.is_none()) return spec;  // auto
+  if (optimize.ptr() == Py_True) {      // numpy's optimize=True: greedy
+    spec.planner = PlannerKind::kGreedy;
+    return spec;
+  }
   if (optimize.ptr() == Py_False) {
     spec.planner = PlannerKind::kLeftToRight;
     return spec;
   }
   if (PyUnicode_Check(optimize.ptr())) {
-    const std::string name = py::cast<std::string>(optimize);
-    const std::optional<PlannerKind> kind = einsum::parse_planner_kind(name);
-    if (!kind || *kind == PlannerKind::kExplicitPath) {
-      raise_error(ErrorCode::kInvalidArgument,
-                  fmt::format("optimize='{}': expected 'greedy', 'optimal', 'treesa', 'auto', 'nested', "
-                              "'left_to_right', a bool or a path (list of index pairs)",
-                              name));
-    }
-    spec.planner = *kind;
+    spec.planner = planner_named(optimize);
+    return spec;
+  }
+  if (PyTuple_Check(optimize.ptr()) && PyTuple_GET_SIZE(optimize.ptr()) == 2 &&
+      PyUnicode_Check(PyTuple_GET_ITEM(optimize.ptr(), 0)) && !PySequence_Check(PyTuple_GET_ITEM(optimize.ptr(), 1))) {
+    // numpy's (name, memory_limit): Note [Memory limits].
+    spec.planner = planner_named(PyTuple_GET_ITEM(optimize.ptr(), 0));
+    spec.memory_limit = memory_limit_of(PyTuple_GET_ITEM(optimize.ptr(), 1), "optimize=(name, memory_limit)");
     return spec;
   }
   if (PyList_Check(optimize.ptr()) || PyTuple_Check(optimize.ptr())) {

@@ -102,12 +102,6 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
 
 Result<std::shared_ptr<const einsum::EinsumOp>> PyRuntime::op_for(std::string_view subscripts,
                                                                   const OptimizeSpec& spec) {
-  if (spec.by_default && subscripts.find('(') != std::string_view::npos) {
-    OptimizeSpec keep_order;  // 'auto' keeps the order the parentheses give
-    keep_order.planner = einsum::PlannerKind::kAuto;
-    keep_order.by_default = false;
-    return op_for(subscripts, keep_order);
-  }
   OpMap* map = nullptr;
   std::string key;
   std::string_view lookup = subscripts;

@@ -139,12 +139,16 @@ class PathInfo:
     naive_cost, speedup, log10_flops, largest_intermediate (elements),
     log2_size, multiply_adds, workspace_bytes, planner, planning_seconds,
     steps (one dict per pairwise contraction), explain (tenferro's text);
-    with max_intermediate_bytes, what einsum(max_intermediate_bytes=) slices:
-    sliced_labels, slices, slice_largest_intermediate (elements) and
-    slicing_overhead (flops of all slices over the unsliced flops).
+    opt_einsum's input_subscripts, output_subscript, indices (the set of
+    labels), size_dict (label: extent), shapes, scale_list, size_list and
+    contraction_list ((positions, labels removed, "lhs,rhs->result",
+    remaining subscripts, False) per step; tenferro does not name a BLAS
+    kind); with a memory bound, what einsum slices: sliced_labels, slices,
+    slice_largest_intermediate (elements) and slicing_overhead (flops of
+    all slices over the unsliced flops).
     """
 
-    def __init__(self, raw):
+    def __init__(self, raw, shapes=None):
         self._raw = raw
         self.path = raw["path"]
         self.eq = raw["eq"]
@@ -175,6 +179,20 @@ class PathInfo:
         self.size_list = [s["result_elements"] for s in self.steps]
         self.input_subscripts = ",".join("".join(labels) for labels in raw["operand_labels"])
         self.output_subscript = "".join(raw["output_labels"])
+        self.size_dict = dict(raw["size_dict"])
+        self.indices = set(self.size_dict)
+        self.shapes = [tuple(shape) for shape in shapes] if shapes is not None else None
+        self.contraction_list = []
+        remaining = ["".join(labels) for labels in raw["operand_labels"]]
+        for (i, j), step in zip(self.path if len(remaining) > 1 else [], self.steps):
+            lhs, rhs, result = ("".join(step[k]) for k in ("lhs", "rhs", "result"))
+            for k in sorted((i, j), reverse=True):
+                del remaining[k]
+            remaining.append(result)
+            removed = frozenset(step["lhs"]) | frozenset(step["rhs"])
+            self.contraction_list.append((tuple(sorted((i, j), reverse=True)),
+                                          removed - frozenset(step["result"]),
+                                          f"{lhs},{rhs}->{result}", list(remaining), False))
 
     def __repr__(self):
         return str(self)
@@ -199,14 +217,17 @@ class PathInfo:
         return "\n".join(lines)
 
 
-def contract_path(subscripts, *operands, optimize="greedy", max_intermediate_bytes=None):
+def contract_path(subscripts, *operands, optimize="auto", max_intermediate_bytes=None, memory_limit=None):
     """Plans `subscripts` over `operands` (arrays or shape tuples) like
     opt_einsum.contract_path: returns (path, PathInfo), the path as a list of
     index pairs in opt_einsum's format (pass it back as optimize=path).
-    optimize: "greedy", "optimal", "treesa", "auto", "nested",
-    "left_to_right", a bool, or an explicit path. max_intermediate_bytes:
-    also plan the slicing einsum(max_intermediate_bytes=) runs (for the
-    arrays' result dtype, float64 for shapes).
+    optimize: "auto" (the default, as in opt_einsum and tenferro.einsum),
+    "greedy", "optimal", "treesa", "nested", "left_to_right", opt_einsum's
+    names ("dp", "branch-2", "random-greedy", ... run the nearest of
+    those), a bool, numpy's (name, memory_limit) pair or an explicit path.
+    max_intermediate_bytes / memory_limit (elements, or "max_input"): also
+    plan the slicing einsum runs under that bound (Note [Memory limits]; in
+    the arrays' result dtype, float64 for shapes).
     """
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "contract_path")
     shapes = [_shape_of(op, i) for i, op in enumerate(operands)]
@@ -215,7 +236,7 @@ def contract_path(subscripts, *operands, optimize="greedy", max_intermediate_byt
     if isinstance(bound, (int, float)) and not isinstance(bound, bool) and arrays:
         # The planner counts float64 elements: the same bound in elements.
         bound = bound * 8.0 / _np.result_type(*arrays).itemsize
-    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound))
+    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound, memory_limit), shapes)
     return info.path, info
 
 

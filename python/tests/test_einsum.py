@@ -234,7 +234,7 @@ def test_dtype_and_casting_errors_like_numpy(rng):
         tenferro.einsum("ij->j", a, dtype=object)
     with pytest.raises(ValueError):
         tenferro.einsum("ij->j", a, casting="sometimes")
-    with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting=, order= and max_intermediate_bytes="):
+    with pytest.raises(tenferro.InvalidArgumentError, match="dtype=, casting=, order=, max_intermediate_bytes= and memory limits"):
         tenferro.grad(lambda x: tenferro.einsum("ij->", x, dtype=np.float64))(a)
 
 
