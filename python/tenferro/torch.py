@@ -18,15 +18,19 @@ through ``Tensor.numpy()`` (any strides), the result is wrapped by
 
 Import it explicitly (``import tenferro.torch``); ``import tenferro`` does
 not import torch. CPU tensors of the dtypes numpy has (not bfloat16) are
-accepted; other devices raise ``tenferro.UnsupportedError``. Gradients are
-first order, in reverse mode (``backward``) and forward mode
-(``torch.autograd.forward_ad`` dual tensors); a backward pass with
-``create_graph=True`` through it raises ``tenferro.UnsupportedError``
-(rather than leaving out its second-order terms).
+accepted; other devices raise ``tenferro.UnsupportedError``. Mixed dtypes
+promote as torch promotes them (``torch.promote_types``). Gradients of any
+order: reverse mode (``backward``, ``create_graph=True`` for second and
+higher derivatives: Note [Einsum gradients of any order]) and forward mode
+(``torch.autograd.forward_ad`` dual tensors). functorch transforms
+(``vmap``) are not supported and raise ``tenferro.UnsupportedError``.
 """
 
 from __future__ import annotations
 
+import functools as _functools
+
+import numpy as _np
 import torch as _torch
 import torch.autograd.forward_ad as _forward_ad
 
@@ -64,6 +68,11 @@ def _as_array(t, position):
         raise DTypeError(
             f"tenferro.torch.einsum operand {position}: expected a dtype numpy has, found {t.dtype} ({e})",
             code="kDTypeMismatch", canonical="kDTypeMismatch") from None
+    except RuntimeError as e:  # functorch's batched tensors have no storage
+        raise UnsupportedError(
+            f"tenferro.torch.einsum operand {position}: expected a tensor with storage, found one without "
+            f"(functorch transforms such as vmap are not supported; torch said: {e})",
+            code="kUnsupported", canonical="kUnsupported") from None
 
 
 def _to_torch(array, like_dtype=None):
@@ -73,6 +82,54 @@ def _to_torch(array, like_dtype=None):
             out = out.real  # a real operand's gradient is the real part (as torch.autograd)
         out = out.to(like_dtype)
     return out
+
+
+def _as_dtype_of(g, like):
+    """A gradient in its operand's dtype: the real part for a real operand
+    of a complex einsum (as torch.autograd), then a cast (both recorded)."""
+    if g.is_complex() and not like.is_complex():
+        g = g.real
+    return g if g.dtype == like.dtype else g.to(like.dtype)
+
+
+# Note [Einsum gradients of any order]
+# einsum is multilinear: with T(ct, x_1..x_n) = <ct, einsum(x)>, operand i's
+# gradient V_i(ct, x) = einsum_vjp(x, ct)[i] does not depend on x_i and is
+# linear in ct and in every other x_j (conjugate-linear for complex input,
+# under torch's convention). Its own backward, for a cotangent u of x_i's
+# shape, is therefore again an einsum and einsum gradients:
+#     d<u, V_i>/d ct  = einsum(x with x_i := u)
+#     d<u, V_i>/d x_j = V_j(ct, x with x_i := u)          (j != i)
+# (the conjugations of torch's complex convention cancel in both). So the
+# backward of _Einsum returns _EinsumGrad nodes when create_graph=True, and
+# _EinsumGrad's backward returns _Einsum and _EinsumGrad nodes: derivatives
+# of any order, every one computed by tenferro.einsum / einsum_vjp. V_i is
+# computed in the einsum's dtype (x_i promoted); _as_dtype_of casts it.
+class _EinsumGrad(_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, subscripts, options, i, ct, *tensors):
+        ctx.subscripts, ctx.options, ctx.i = subscripts, options, i
+        ctx.save_for_backward(ct, *tensors)
+        arrays = [_as_array(t, k) for k, t in enumerate(tensors)]
+        computed = _np.result_type(*arrays, _as_array(ct, "cotangent"))
+        arrays[i] = arrays[i].astype(computed, copy=False)  # only its shape and dtype matter
+        return _to_torch(_einsum_vjp(subscripts, *arrays, cotangent=_as_array(ct, "cotangent"), **options)[i])
+
+    @staticmethod
+    def backward(ctx, u):
+        ct, *tensors = ctx.saved_tensors
+        i, n = ctx.i, len(tensors)
+        swapped = tensors[:i] + [u] + tensors[i + 1:]
+        needed = ctx.needs_input_grad
+        ct_grad = None
+        if needed[3]:
+            ct_grad = _as_dtype_of(_Einsum.apply(ctx.subscripts, ctx.options, *swapped), ct)
+        x_grads = [None] * n
+        for j in range(n):
+            if j != i and needed[4 + j]:
+                g = _EinsumGrad.apply(ctx.subscripts, ctx.options, j, ct, *swapped)
+                x_grads[j] = _as_dtype_of(g, tensors[j])
+        return (None, None, None, ct_grad, *x_grads)
 
 
 class _Einsum(_torch.autograd.Function):
@@ -102,15 +159,14 @@ class _Einsum(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        if _torch.is_grad_enabled():  # create_graph=True: the gradients would have no grad_fn
-            raise UnsupportedError(
-                "tenferro.torch.einsum: gradients are first order; a backward pass with create_graph=True "
-                "(second derivatives) is not supported (torch.einsum supports it)",
-                code="kUnsupported", canonical="kUnsupported")
         tensors = ctx.saved_tensors
         needed = ctx.needs_input_grad[2:]
         if not any(needed):
             return (None, None, *[None] * len(tensors))
+        if _torch.is_grad_enabled():  # create_graph=True: Note [Einsum gradients of any order]
+            return (None, None, *[
+                _as_dtype_of(_EinsumGrad.apply(ctx.subscripts, ctx.options, i, grad, *tensors), t) if need else None
+                for i, (t, need) in enumerate(zip(tensors, needed))])
         arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
         grads = _einsum_vjp(ctx.subscripts, *arrays, cotangent=_as_array(grad, "cotangent"), **ctx.options)
         return (None, None, *[_to_torch(g, t.dtype) if need else None for g, t, need in zip(grads, tensors, needed)])
@@ -130,7 +186,7 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as torch.einsum takes them).
 
     ``operands`` are CPU ``torch.Tensor`` (mixed dtypes are promoted as
-    numpy promotes them; the gradient of each operand has its dtype).
+    torch promotes them; the gradient of each operand has its dtype).
     ``optimize`` chooses the contraction path as in ``tenferro.einsum``
     (a planner name or an explicit path); ``threads`` and ``runtime`` pick
     the runtime as in ``tenferro.einsum`` (the backward pass runs on the
@@ -141,6 +197,10 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     if isinstance(subscripts, (str, bytes)) and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])  # torch.einsum(eq, [a, b])
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "tenferro.torch.einsum")
+    tensors = [t for t in operands if isinstance(t, _torch.Tensor)]
+    if len({t.dtype for t in tensors}) > 1:  # torch's promotion (int64 with float32: float32), recorded
+        dtype = _functools.reduce(_torch.promote_types, (t.dtype for t in tensors))
+        operands = [t.to(dtype) if isinstance(t, _torch.Tensor) and t.dtype != dtype else t for t in operands]
     options = {"optimize": optimize, "threads": threads, "runtime": runtime}
     if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands) and not _has_tangent(operands):
         arrays = [_as_array(t, i) for i, t in enumerate(operands)]

@@ -150,12 +150,58 @@ def test_import_tenferro_does_not_import_torch():
     assert out.strip() == "False"
 
 
-def test_second_derivatives_are_refused_not_dropped():
-    w = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
-    y = tft.einsum("ij,jk->", w, w)
-    with pytest.raises(tenferro.UnsupportedError, match="create_graph=True"):
-        torch.autograd.grad(y, w, create_graph=True)
-    # First order after that still works, and matches torch.
-    (g,) = torch.autograd.grad(tft.einsum("ij,jk->", w, w), w)
-    (want,) = torch.autograd.grad(torch.einsum("ij,jk->", w, w), w)
-    torch.testing.assert_close(g, want)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("subscripts", ["ab,bc,cd->ad", "ab,bc,cd->", "ab,bc,cd->da"])
+def test_second_derivatives_match_torch(dtype, subscripts):
+    # Note [Einsum gradients of any order]: create_graph=True gradients are
+    # differentiable again (Hessian-vector products against torch.einsum's).
+    torch.manual_seed(1)
+    ins = [torch.randn(*s, dtype=dtype, requires_grad=True) for s in [(3, 4), (4, 5), (5, 2)]]
+
+    def loss(fn):
+        y = fn(subscripts, *ins)
+        return (y * y.conj()).real.sum()
+
+    ours = torch.autograd.grad(loss(tft.einsum), ins, create_graph=True)
+    theirs = torch.autograd.grad(loss(torch.einsum), ins, create_graph=True)
+    for g, want in zip(ours, theirs):
+        assert g.grad_fn is not None
+        torch.testing.assert_close(g, want)
+    v = [torch.randn_like(x) for x in ins]
+    hvp = torch.autograd.grad(sum((g * w.conj()).real.sum() for g, w in zip(ours, v)), ins)
+    want = torch.autograd.grad(sum((g * w.conj()).real.sum() for g, w in zip(theirs, v)), ins)
+    for h, w in zip(hvp, want):
+        torch.testing.assert_close(h, w)
+
+
+def test_gradgradcheck_third_order_and_mixed_dtypes():
+    x = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda x, y: tft.einsum("ii,i->i", x, y), (x, y))
+    z = torch.randn(3, 3, dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda z, y: tft.einsum("ij,j->i", z, y), (z, y))
+    # d^3/dw^3 of sum_i w_i^3 = 6 per element, through three backward passes.
+    w = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    (g1,) = torch.autograd.grad(tft.einsum("i,i,i->", w, w, w), w, create_graph=True)
+    (g2,) = torch.autograd.grad(g1.sum(), w, create_graph=True)
+    (g3,) = torch.autograd.grad(g2.sum(), w)
+    torch.testing.assert_close(g3, torch.full((4,), 6.0, dtype=torch.float64))
+
+
+def test_mixed_dtypes_promote_as_torch_does():
+    a = torch.ones(2, 3, dtype=torch.int64)
+    b = torch.randn(3, 2, dtype=torch.float32, requires_grad=True)
+    y = tft.einsum("ij,jk->ik", a, b)
+    assert y.dtype == torch.promote_types(a.dtype, b.dtype) == torch.float32
+    y.sum().backward()
+    assert b.grad.dtype == torch.float32
+    torch.testing.assert_close(b.grad, a.to(torch.float32).T @ torch.ones(2, 2))
+
+
+def test_functorch_transforms_are_refused_clearly():
+    vmap = getattr(torch, "vmap", None)
+    if vmap is None:
+        functorch = pytest.importorskip("functorch")
+        vmap = functorch.vmap
+    with pytest.raises(tenferro.UnsupportedError, match="functorch transforms"):
+        vmap(lambda t: tft.einsum("i,i->", t, t))(torch.randn(3, 4))
