@@ -103,17 +103,24 @@ GradientTape::GradientTape(GradientTape&&) noexcept = default;
 GradientTape& GradientTape::operator=(GradientTape&&) noexcept = default;
 
 namespace {
-Status foreign(const GradientTape* tape, const GradientTape* owner) {
-  if (tape != owner) {
+Status moved_from() {
+  return Error(ErrorCode::kFailedPrecondition, ErrorStage::kNone, "the GradientTape was moved from");
+}
+
+// A handle names its recording (the State), which moves with the tape.
+Status foreign(const void* recording, const GradientTape::State* state) {
+  if (state == nullptr) return moved_from();
+  if (recording != state) {
     return Error(ErrorCode::kForeignValue, ErrorStage::kNone,
-                 tape == nullptr ? "expected a valid TapeTensor, found an invalid one"
-                                 : "the TapeTensor belongs to another GradientTape");
+                 recording == nullptr ? "expected a valid TapeTensor, found an invalid one"
+                                      : "the TapeTensor belongs to another GradientTape");
   }
   return ok_status();
 }
 }  // namespace
 
 Result<TapeTensor> GradientTape::variable(const Tensor& value, std::string_view name) {
+  if (state_ == nullptr) return moved_from();
   if (value.defined() && !is_inexact(value.dtype())) {
     return tape_error(ErrorCode::kDTypeMismatch,
                       fmt::format("a variable must be floating or complex, found {} ('{}')", value.dtype(), name));
@@ -123,25 +130,27 @@ Result<TapeTensor> GradientTape::variable(const Tensor& value, std::string_view 
   const auto index = static_cast<std::uint32_t>(state_->variables.size());
   state_->inputs.push_back(index | kVariableBit);
   state_->variables.push_back(std::move(e));
-  return TapeTensor(this, index | kVariableBit, 0);
+  return TapeTensor(state_.get(), index | kVariableBit, 0);
 }
 
 Result<TapeTensor> GradientTape::constant(const Tensor& value, std::string_view name) {
+  if (state_ == nullptr) return moved_from();
   TENFERRO_ASSIGN_OR_RETURN(TracedValue traced, state_->leaf_input(value, name));
   Entry e{value, traced, false, true, static_cast<std::uint32_t>(state_->inputs.size()), Tensor(), std::string(name)};
   const auto index = static_cast<std::uint32_t>(state_->recorded.size());
   state_->inputs.push_back(index);
   state_->recorded.push_back(std::move(e));
-  return TapeTensor(this, index, state_->generation);
+  return TapeTensor(state_.get(), index, state_->generation);
 }
 
 Result<TapeTensor> GradientTape::apply(CoreSemanticOp op, std::span<const TapeTensor> operands,
                                        program::CoreAttributes attributes) {
+  if (state_ == nullptr) return moved_from();
   SmallVector<Tensor, 4> values;
   SmallVector<TracedOperand, 4> traced;
   bool requires_grad = false;
   for (const TapeTensor& t : operands) {
-    TENFERRO_TRY(foreign(t.tape_, this));
+    TENFERRO_TRY(foreign(t.recording_, state_.get()));
     TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(t.index_, t.generation_));
     values.push_back(e->value);
     traced.push_back(e->traced);
@@ -153,16 +162,17 @@ Result<TapeTensor> GradientTape::apply(CoreSemanticOp op, std::span<const TapeTe
   requires_grad = requires_grad && is_inexact(value.dtype());
   state_->recorded.push_back(Entry{std::move(value), std::move(result), requires_grad, false, 0, Tensor(), {}});
   ++metrics_.operations_recorded;
-  return TapeTensor(this, index, state_->generation);
+  return TapeTensor(state_.get(), index, state_->generation);
 }
 
 Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const program::ExtensionOp> op,
                                                        std::span<const TapeTensor> operands) {
+  if (state_ == nullptr) return moved_from();
   SmallVector<Tensor, 4> values;
   SmallVector<TracedOperand, 4> traced;
   bool requires_grad = false;
   for (const TapeTensor& t : operands) {
-    TENFERRO_TRY(foreign(t.tape_, this));
+    TENFERRO_TRY(foreign(t.recording_, state_.get()));
     TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(t.index_, t.generation_));
     values.push_back(e->value);
     traced.push_back(e->traced);
@@ -189,7 +199,7 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const pro
     const auto index = static_cast<std::uint32_t>(state_->recorded.size());
     const bool grad = requires_grad && is_inexact(outputs[k].dtype());
     state_->recorded.push_back(Entry{outputs[k], results[k], grad, false, 0, Tensor(), {}});
-    out.push_back(TapeTensor(this, index, state_->generation));
+    out.push_back(TapeTensor(state_.get(), index, state_->generation));
   }
   ++metrics_.operations_recorded;
   return out;
@@ -226,7 +236,7 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply_expansion(const program::
 }
 
 Result<Tensor> GradientTape::value(const TapeTensor& tensor) const {
-  TENFERRO_TRY(foreign(tensor.tape_, this));
+  TENFERRO_TRY(foreign(tensor.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(tensor.index_, tensor.generation_));
   return e->value;
 }
@@ -282,7 +292,7 @@ Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& met
 }  // namespace
 
 Status GradientTape::backward(const TapeTensor& loss) {
-  TENFERRO_TRY(foreign(loss.tape_, this));
+  TENFERRO_TRY(foreign(loss.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * loss_entry, state_->resolve(loss.index_, loss.generation_));
   if (loss_entry->value.rank() != 0 || !is_floating(loss_entry->value.dtype())) {
     return tape_error(ErrorCode::kInvalidArgument,
@@ -295,7 +305,7 @@ Status GradientTape::backward(const TapeTensor& loss) {
 }
 
 Status GradientTape::backward(const TapeTensor& output, const Tensor& cotangent) {
-  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   if (!cotangent.defined() || cotangent.dtype() != entry->value.dtype()) {
     return tape_error(ErrorCode::kDTypeMismatch,
@@ -367,7 +377,7 @@ Result<std::vector<Tensor>> per_variable(const GradientTape::State& s, std::span
 }  // namespace
 
 Result<Tensor> GradientTape::jvp(const TapeTensor& output, std::span<const Tensor> tangents) {
-  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> u, per_variable(*state_, tangents, "jvp"));
   if (!entry->requires_grad) return Tensor::zeros(entry->value.shape(), entry->value.dtype());
@@ -378,7 +388,7 @@ Result<Tensor> GradientTape::jvp(const TapeTensor& output, std::span<const Tenso
 }
 
 Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::span<const Tensor> vectors) {
-  TENFERRO_TRY(foreign(output.tape_, this));
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   if (entry->value.rank() != 0 || !is_floating(entry->value.dtype())) {
     return tape_error(ErrorCode::kInvalidArgument,
@@ -392,7 +402,7 @@ Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::spa
 }
 
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
-  TENFERRO_TRY(foreign(variable.tape_, this));
+  TENFERRO_TRY(foreign(variable.recording_, state_.get()));
   if (!(variable.index_ & kVariableBit)) {
     return tape_error(ErrorCode::kInvalidArgument, "grad: expected a variable of the tape");
   }
@@ -401,10 +411,12 @@ Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
 }
 
 void GradientTape::zero_grad() {
+  if (state_ == nullptr) return;
   for (Entry& v : state_->variables) v.grad = Tensor();
 }
 
 Status GradientTape::clear() {
+  if (state_ == nullptr) return moved_from();
   State& s = *state_;
   compiler::TraceContext trace;
   std::vector<std::uint32_t> inputs;

@@ -273,5 +273,40 @@ TEST(GradientTape, TypedErrors) {
   EXPECT_TRUE(backward.ok()) << backward.to_string();
 }
 
+// Handles name the recording, which moves with the tape: tapes returned
+// from a factory or kept in a growing vector keep working; a moved-from
+// tape answers kFailedPrecondition instead of crashing.
+TEST(GradientTape, HandlesFollowAMovedTape) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  std::vector<GradientTape> tapes;
+  tapes.emplace_back(rt);
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 1);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 2);
+  TapeTensor w = *tapes[0].variable(wv, "W");
+  TapeTensor x = *tapes[0].variable(xv, "x");
+  for (int i = 0; i < 8; ++i) tapes.emplace_back(rt);  // reallocates: tapes[0] is moved
+  auto loss = record_loss(tapes[0], w, x);
+  ASSERT_TRUE(loss.ok()) << loss.status().to_string();
+  ASSERT_TRUE(tapes[0].backward(*loss).ok());
+  GradientTape moved = std::move(tapes[0]);
+  AdContext reference;
+  const std::uint32_t active[] = {0, 1};
+  const std::vector<Tensor> expected =
+      testing::evaluate(*grad_program(reference, loss_program(), active), std::vector<Tensor>{wv, xv});
+  EXPECT_TRUE(check_allclose(*moved.grad(w), expected[0]).ok());
+  EXPECT_EQ(tapes[1].grad(w).status().code(), ErrorCode::kForeignValue);
+
+  GradientTape& from = tapes[0];  // NOLINT(bugprone-use-after-move): the moved-from state is what is checked
+  EXPECT_EQ(from.variable(xv).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.constant(xv).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.apply(CoreSemanticOp::kSin, {x}).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.apply(CoreSemanticOp::kSin, std::span<const TapeTensor>()).status().code(),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.backward(*loss).code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.grad(w).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(from.clear().code(), ErrorCode::kFailedPrecondition);
+  from.zero_grad();  // nothing to clear
+}
+
 }  // namespace
 }  // namespace tenferro::ad

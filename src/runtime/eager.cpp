@@ -193,6 +193,9 @@ EagerContext::EagerContext(EagerContext&&) noexcept = default;
 EagerContext& EagerContext::operator=(EagerContext&&) noexcept = default;
 
 Status EagerContext::refresh() {
+  if (runtime_ == nullptr) {  // moved from: every call reaches here (no cache)
+    return eager_error(ErrorCode::kFailedPrecondition, "the EagerContext was moved from");
+  }
   auto cache = std::make_unique<internal::EagerCache>();
   cache->config = runtime_->snapshot();
   cache->epoch = cache->config->epoch();
@@ -354,7 +357,7 @@ Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Te
                                                               info.name, a.dtype(), b.dtype()));
   }
   if (!program::dtype_in_class(a.dtype(), info.operand_dtypes)) {
-    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} dtype, found {}", info.name,
+    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected {}, found {}", info.name,
                                                               program::to_string(info.operand_dtypes), a.dtype()));
   }
   static const program::CoreAttributes kNone = program::NoAttributes{};
@@ -390,7 +393,7 @@ Result<Tensor> EagerContext::unary(CoreSemanticOp op, const Tensor& x) {
   if (!x.defined())
     return eager_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected a defined tensor", info.name));
   if (!program::dtype_in_class(x.dtype(), info.operand_dtypes)) {
-    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} dtype, found {}", info.name,
+    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected {}, found {}", info.name,
                                                               program::to_string(info.operand_dtypes), x.dtype()));
   }
   static const program::CoreAttributes kNone = program::NoAttributes{};
@@ -464,32 +467,48 @@ Result<Tensor> EagerContext::dot_general_impl(const Tensor& lhs, const Tensor& r
   });
 }
 
+namespace {
+
+// numpy's negative axes (-1: the last) for the convenience calls; the IR's
+// attributes count from 0. An axis outside [-rank, rank) is left for the
+// op's validation to report.
+std::int64_t axis_of(std::int64_t axis, std::int64_t rank) noexcept {
+  return axis < 0 && axis >= -rank ? axis + rank : axis;
+}
+
+Dims axes_of(IntArrayRef axes, const Tensor& x) {
+  Dims out(axes.begin(), axes.end());
+  for (std::int64_t& a : out) a = axis_of(a, x.rank());
+  return out;
+}
+
+}  // namespace
+
 Result<Tensor> EagerContext::sum(const Tensor& x, IntArrayRef axes) {
-  return apply(CoreSemanticOp::kReduceSum, std::span<const Tensor>(&x, 1),
-               program::ReduceAttributes{Dims(axes.span())});
+  return apply(CoreSemanticOp::kReduceSum, std::span<const Tensor>(&x, 1), program::ReduceAttributes{axes_of(axes, x)});
 }
 Result<Tensor> EagerContext::prod(const Tensor& x, IntArrayRef axes) {
   return apply(CoreSemanticOp::kReduceProd, std::span<const Tensor>(&x, 1),
-               program::ReduceAttributes{Dims(axes.span())});
+               program::ReduceAttributes{axes_of(axes, x)});
 }
 Result<Tensor> EagerContext::max(const Tensor& x, IntArrayRef axes) {
-  return apply(CoreSemanticOp::kReduceMax, std::span<const Tensor>(&x, 1),
-               program::ReduceAttributes{Dims(axes.span())});
+  return apply(CoreSemanticOp::kReduceMax, std::span<const Tensor>(&x, 1), program::ReduceAttributes{axes_of(axes, x)});
 }
 Result<Tensor> EagerContext::min(const Tensor& x, IntArrayRef axes) {
-  return apply(CoreSemanticOp::kReduceMin, std::span<const Tensor>(&x, 1),
-               program::ReduceAttributes{Dims(axes.span())});
+  return apply(CoreSemanticOp::kReduceMin, std::span<const Tensor>(&x, 1), program::ReduceAttributes{axes_of(axes, x)});
 }
 Result<Tensor> EagerContext::argmax(const Tensor& x, std::int64_t axis) {
-  return apply(CoreSemanticOp::kArgmax, std::span<const Tensor>(&x, 1), program::ArgReduceAttributes{axis});
+  return apply(CoreSemanticOp::kArgmax, std::span<const Tensor>(&x, 1),
+               program::ArgReduceAttributes{axis_of(axis, x.rank())});
 }
 Result<Tensor> EagerContext::argmin(const Tensor& x, std::int64_t axis) {
-  return apply(CoreSemanticOp::kArgmin, std::span<const Tensor>(&x, 1), program::ArgReduceAttributes{axis});
+  return apply(CoreSemanticOp::kArgmin, std::span<const Tensor>(&x, 1),
+               program::ArgReduceAttributes{axis_of(axis, x.rank())});
 }
 Result<Tensor> EagerContext::gather(const Tensor& x, const Tensor& indices, std::int64_t axis) {
   const Tensor operands[2] = {x, indices};
   return apply(CoreSemanticOp::kGather, operands,
-               program::take_attributes(program::symbolic_shape(x.shape()), indices.rank(), axis));
+               program::take_attributes(program::symbolic_shape(x.shape()), indices.rank(), axis_of(axis, x.rank())));
 }
 Result<Tensor> EagerContext::gather(const Tensor& x, const Tensor& indices,
                                     const program::GatherAttributes& attributes) {
@@ -502,11 +521,12 @@ Result<Tensor> EagerContext::scatter(const Tensor& x, const Tensor& indices, con
   return apply(CoreSemanticOp::kScatter, operands, attributes);
 }
 Result<Tensor> EagerContext::concatenate(std::span<const Tensor> xs, std::int64_t axis) {
-  return apply(CoreSemanticOp::kConcatenate, xs, program::ConcatenateAttributes{axis});
+  return apply(CoreSemanticOp::kConcatenate, xs,
+               program::ConcatenateAttributes{xs.empty() ? axis : axis_of(axis, xs[0].rank())});
 }
 
 Result<Tensor> EagerContext::transpose(const Tensor& x, IntArrayRef perm) {
-  const program::CoreAttributes attributes = program::TransposeAttributes{Dims(perm.begin(), perm.end())};
+  const program::CoreAttributes attributes = program::TransposeAttributes{axes_of(perm, x)};
   return apply(CoreSemanticOp::kTranspose, std::span<const Tensor>(&x, 1), attributes);
 }
 

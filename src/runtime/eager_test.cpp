@@ -74,7 +74,25 @@ TEST(EagerTest, ValidationErrorsAreTypedAndCallNothing) {
   EXPECT_EQ(ctx.matmul(host_tensor({1, 2, 3}, {3}), host_tensor({1, 2, 3, 4}, {2, 2})).status().code(),
             ErrorCode::kShapeMismatch);
   EXPECT_EQ(ctx.sum(a, {3}).status().code(), ErrorCode::kAxisOutOfRange);
+  EXPECT_EQ(ctx.sum(a, {-2}).status().code(), ErrorCode::kAxisOutOfRange);
   EXPECT_EQ(s.host.behaviour->runs.load(), 0);
+  // A moved-from context answers instead of crashing.
+  EagerContext other = std::move(ctx);
+  EXPECT_EQ(ctx.add(a, a).status().code(), ErrorCode::kFailedPrecondition);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(ctx.sum(a, {0}).status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_TRUE(other.add(a, a).ok());
+}
+
+TEST(EagerTest, NegativeAxesCountFromTheEnd) {
+  EagerSetup s;
+  Runtime rt = s.build();
+  EagerContext ctx = rt.on();
+  const Tensor a = host_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(ctx.sum(a, {-1})->to_vector<double>().value(), (std::vector<double>{6, 15}));
+  EXPECT_EQ(ctx.sum(a, {-2})->to_vector<double>().value(), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(ctx.sum(a, {-1, -2})->to_vector<double>().value(), (std::vector<double>{21}));
+  const auto shape = [](const Result<Tensor>& t) { return Dims(t->shape().begin(), t->shape().end()); };
+  EXPECT_EQ(shape(ctx.transpose(a, {-1, 0})), (Dims{3, 2}));
 }
 
 TEST(EagerTest, MatmulReductionsAndViews) {

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/runtime_state.h"
 #include "runtime/scheduled_graph.h"
@@ -589,9 +590,12 @@ Status check_inputs(const PreparedState& st, std::span<const Tensor> inputs) {
                                                                     d.storage, t.storage()->storage_domain()));
     }
     if (!layout_satisfies(layout_class_of(t), d.layout)) {
-      return enqueue_error(ErrorCode::kInvalidArgument,
-                           fmt::format("input {}: the plan expects a {} layout, found a {} one", i, to_string(d.layout),
-                                       to_string(layout_class_of(t))));
+      return enqueue_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("input {}: the plan expects a {} layout, found a {} one (strides [{}]); "
+                      "prepare with InputDescriptor::layout = LayoutClass::kStrided to accept any "
+                      "strides, or pass a contiguous copy",
+                      i, to_string(d.layout), to_string(layout_class_of(t)), fmt::join(t.strides(), ", ")));
     }
   }
   return ok_status();

@@ -48,18 +48,20 @@ namespace tenferro::ad {
 class GradientTape;
 
 /// A tensor recorded on one GradientTape: a cheap handle. Only its tape
-/// accepts it (kForeignValue otherwise); after clear() only variables stay
-/// valid (others answer kFailedPrecondition). Trivially copyable.
+/// accepts it (kForeignValue otherwise), also after the tape is moved (the
+/// handle names the recording, which moves with it); after clear() only
+/// variables stay valid (others answer kFailedPrecondition). Trivially
+/// copyable.
 class TapeTensor {
  public:
   TapeTensor() = default;
-  bool valid() const noexcept { return tape_ != nullptr; }
+  bool valid() const noexcept { return recording_ != nullptr; }
 
  private:
   friend class GradientTape;
-  TapeTensor(const GradientTape* tape, std::uint32_t index, std::uint64_t generation) noexcept
-      : tape_(tape), index_(index), generation_(generation) {}
-  const GradientTape* tape_ = nullptr;
+  TapeTensor(const void* recording, std::uint32_t index, std::uint64_t generation) noexcept
+      : recording_(recording), index_(index), generation_(generation) {}
+  const void* recording_ = nullptr;  ///< the tape's State (stable across moves)
   std::uint32_t index_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -72,7 +74,8 @@ struct TapeMetrics {
 };
 
 /// See Note [Eager backward]. Thread-compatible (one thread at a time).
-/// Retains the runtime (a handle) and the AdContext.
+/// Retains the runtime (a handle) and the AdContext. Movable: the handles
+/// follow the recording; a moved-from tape answers kFailedPrecondition.
 class GradientTape {
  public:
   /// A tape running on `runtime.on(placement)`, differentiating with

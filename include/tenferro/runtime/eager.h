@@ -117,6 +117,8 @@ class EagerContext {
   Result<Tensor> dot_general(const Tensor& lhs, const Tensor& rhs, const program::DotGeneralAttributes& dims);
 
   // --- reductions ---
+  // Axes here, in argmax/argmin, transpose, gather and concatenate may be
+  // negative, as in numpy (-1: the last); the ops' attributes count from 0.
   Result<Tensor> sum(const Tensor& x, IntArrayRef axes);
   Result<Tensor> prod(const Tensor& x, IntArrayRef axes);
   Result<Tensor> max(const Tensor& x, IntArrayRef axes);
