@@ -98,14 +98,22 @@ else()
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   set(app ${WORK}/contract_pc)
-  execute_process(COMMAND c++ -O1 -Wall -Wextra -Werror ${SOURCE_DIR}/contract.cpp -o ${app} ${flags}
+  # The package does not choose the language standard (-std=c++23 stays
+  # C++23); the consumer asks for C++20, and an older standard gets the
+  # headers' message saying so.
+  execute_process(COMMAND c++ -std=c++20 -O1 -Wall -Wextra -Werror ${SOURCE_DIR}/contract.cpp -o ${app} ${flags}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "compiling the consumer with pkg-config flags failed:\n${out}")
   endif()
+  execute_process(COMMAND c++ -std=c++17 -fsyntax-only ${SOURCE_DIR}/contract.cpp ${flags}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc EQUAL 0 OR NOT out MATCHES "headers need C\\+\\+20")
+    message(FATAL_ERROR "a C++17 compile of the consumer should fail with the C++20 message:\n${out}")
+  endif()
   if(EXISTS ${pc_dir}/tenferro-mpi.pc)
     # tenferro::mpi through tenferro-mpi.pc (tenferro.pc leaves it out).
-    build_with_pc(tenferro-mpi c++ "-O1;-Wall;-Wextra;-Werror" ${SOURCE_DIR}/ranks.cpp ${WORK}/ranks_pc)
+    build_with_pc(tenferro-mpi c++ "-std=c++20;-O1;-Wall;-Wextra;-Werror" ${SOURCE_DIR}/ranks.cpp ${WORK}/ranks_pc)
   endif()
   if(EXISTS ${prefix}/include/tenferro/c/tenferro.h)
     # The C ABI through tenferro-c.pc: cc, no CMake.

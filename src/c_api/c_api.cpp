@@ -381,8 +381,16 @@ struct CheckedOutput {
   Dims strides;
 };
 
+// A count above this is taken for a corrupt argument (an uninitialised or
+// negative value cast to size_t) and refused before anything is sized by
+// it; networks of thousands of operands stay far below.
+constexpr std::size_t kMaxInputs = std::size_t{1} << 20;
+
 Status check_inputs(const tf_tensor* const* inputs, std::size_t num_inputs, bool need_data, CheckedOperands& ops) {
   if (num_inputs == 0) return invalid("num_inputs is 0; expected at least one operand");
+  if (num_inputs > kMaxInputs) {
+    return invalid(fmt::format("num_inputs is {}; expected at most {} operands", num_inputs, kMaxInputs));
+  }
   TENFERRO_TRY(require(inputs, "inputs"));
   // Sized once: views point into `strides`.
   ops.views.resize(num_inputs);

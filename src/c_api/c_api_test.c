@@ -572,6 +572,8 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.inputs = ins;
   args.num_inputs = 0;
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "num_inputs is 0");
+  args.num_inputs = (size_t)1 << 33; /* a corrupt count: refused, not sized (it aborted) */
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "expected at most 1048576 operands");
   args.num_inputs = 2;
   null_ins[0] = &ta;
   null_ins[1] = NULL;

@@ -75,8 +75,8 @@ Result<ContractionTree> ContractionTree::build(const Network& network, const Con
   const std::int32_t n = network.num_operands();
   if (order.num_inputs() != n) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "contraction order {} covers {} inputs; the einsum \"{}\" has {} operands", order.to_string(),
-                      order.num_inputs(), abbreviate(network.to_string()), n);
+                      "contraction order {} covers {} inputs; the einsum \"{}\" has {} operand{}", order.to_string(),
+                      order.num_inputs(), abbreviate(network.to_string()), n, n == 1 ? "" : "s");
   }
   ContractionTree tree;
   tree.network_ = network;

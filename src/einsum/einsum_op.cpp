@@ -171,8 +171,8 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
   const auto n = static_cast<std::size_t>(num_operands());
   if (operands.size() != n) {
     return constraints.error(ErrorCode::kInvalidArgument,
-                             "einsum \"{}\" has {} operands; expected as many inputs, found {}", abbreviate(canonical_),
-                             n, operands.size());
+                             "einsum \"{}\" has {} operand{}; expected as many inputs, found {}",
+                             abbreviate(canonical_), n, n == 1 ? "" : "s", operands.size());
   }
   const DType dtype = operands[0].dtype;
   for (std::size_t i = 0; i < n; ++i) {

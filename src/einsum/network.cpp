@@ -38,9 +38,9 @@ class NetworkBinder {
     }
     if (shapes_.size() != static_cast<std::size_t>(n) || dtypes.size() != static_cast<std::size_t>(n)) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                        "einsum \"{}\" has {} operands; expected as many shapes and dtypes, found {} shapes and {} "
+                        "einsum \"{}\" has {} operand{}; expected as many shapes and dtypes, found {} shapes and {} "
                         "dtypes",
-                        text_, n, shapes_.size(), dtypes.size());
+                        text_, n, n == 1 ? "" : "s", shapes_.size(), dtypes.size());
     }
     for (std::int32_t i = 1; i < n; ++i) {
       if (dtypes[static_cast<std::size_t>(i)] != dtypes[0]) {

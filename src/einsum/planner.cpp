@@ -99,8 +99,9 @@ Status validate_policy(const PlanningPolicy& policy, std::int32_t num_operands, 
     case PlannerKind::kExplicitPath:
       if (!policy.path) return fail("planner 'path' needs PlanningPolicy::path; none was given");
       if (policy.path->num_inputs() != num_operands) {
-        return fail(fmt::format("the explicit path {} covers {} inputs; einsum \"{}\" has {} operands",
-                                policy.path->to_string(), policy.path->num_inputs(), what, num_operands));
+        return fail(fmt::format("the explicit path {} covers {} inputs; einsum \"{}\" has {} operand{}",
+                                policy.path->to_string(), policy.path->num_inputs(), what, num_operands,
+                                num_operands == 1 ? "" : "s"));
       }
       break;
     case PlannerKind::kNested:

@@ -62,6 +62,13 @@ Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a) {
 }
 
 Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b) {
+  // b of one axis fewer than a ([..., n] for a [..., n, n]) is a vector per
+  // matrix, as numpy and torch take it: solved as [..., n, 1] (a view).
+  if (a.defined() && b.defined() && b.rank() + 1 == a.rank()) {
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor column, b.unsqueeze(b.rank()));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor x, single(context, LinalgOp::solve(), {a, column}));
+    return x.squeeze(x.rank() - 1);
+  }
   return single(context, LinalgOp::solve(), {a, b});
 }
 

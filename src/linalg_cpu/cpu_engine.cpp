@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -110,8 +111,22 @@ CpuLinalgEngine::~CpuLinalgEngine() = default;
 
 Result<std::shared_ptr<CpuLinalgEngine>> CpuLinalgEngine::create_default(
     LinalgEngineOptions options, std::shared_ptr<const cpu::ParallelContext> fallback) {
-  TENFERRO_ASSIGN_OR_RETURN(ProviderTable table,
-                            read_provider_table(default_provider_table_path(options.provider_table)));
+  const std::string path = default_provider_table_path(options.provider_table);
+  Result<ProviderTable> read = read_provider_table(path);
+  const char* env = std::getenv(kProviderTableEnv.data());
+  if (!read.ok() && read.status().code() == ErrorCode::kNotFound && options.provider_table.empty() &&
+      (env == nullptr || *env == '\0')) {
+    // Found nowhere (Note [Locating provider files]): say where it is looked
+    // for and how to name it, instead of only the last place tried.
+    return make_error(ErrorCode::kNotFound, ErrorStage::kConfiguration,
+                      "{}; it is looked for next to the program, under the install prefix of the headers the "
+                      "program was compiled against (only when their include path was absolute), in the configured "
+                      "install and in the build tree: name the installed PREFIX/share/tenferro/{} with {} or "
+                      "LinalgEngineOptions::provider_table, or build the runtime without linalg "
+                      "(CpuRuntimeOptions::linalg = false)",
+                      read.status().message(), std::string_view("linalg_provider_table.json"), kProviderTableEnv);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(ProviderTable table, std::move(read));
   Result<std::shared_ptr<LapackLinalgProvider>> lapack = LapackLinalgProvider::load();
   std::shared_ptr<const CpuLinalgProvider> lapack_provider;
   if (lapack.ok()) lapack_provider = *lapack;

@@ -110,6 +110,22 @@ TEST(CpuLinalgEngineTest, PreparedProgramAndEagerFastPathAgree) {
   EXPECT_NE((*prepared)->explain().find("cpu.linalg"), std::string::npos) << (*prepared)->explain();
 }
 
+// solve with b of one axis fewer than a: a vector per matrix (numpy's and
+// torch's convention), equal to the [..., n, 1] solve.
+TEST(CpuLinalgEngineTest, SolveTakesAVectorRightHandSide) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::EagerContext ctx = rt.on();
+  const Tensor a = well_conditioned(DType::kFloat64, {2, 5, 5}, 41);
+  const Tensor b = random_tensor(DType::kFloat64, {2, 5}, 42);
+  Result<Tensor> x = solve(ctx, a, b);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ(Dims(x->shape().begin(), x->shape().end()), (Dims{2, 5}));
+  Result<Tensor> column = solve(ctx, a, b.unsqueeze(2).value());
+  ASSERT_TRUE(column.ok()) << column.status().to_string();
+  EXPECT_EQ(values_of(*x), values_of(*column));
+  EXPECT_EQ(solve(ctx, a, random_tensor(DType::kFloat64, {2, 4}, 43)).status().code(), ErrorCode::kShapeMismatch);
+}
+
 TEST(CpuLinalgEngineTest, OuterBatchParallelismForSequentialProvidersIsOneFanOutLevel) {
   auto parallel = std::make_shared<cpu::ArenaParallelContext>(2);
   auto recording = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "recording-eigen");

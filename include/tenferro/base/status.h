@@ -16,6 +16,10 @@
 // invariant aborts through TENFERRO_CHECK (assert.h) and is a tenferro bug.
 #pragma once
 
+#if __cplusplus < 202002L
+#error "tenferro's C++ headers need C++20: compile with -std=c++20 (or later)"
+#endif
+
 #include <cstdint>
 #include <memory>
 #include <new>

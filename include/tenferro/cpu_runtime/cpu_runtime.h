@@ -4,7 +4,9 @@
 // anything more specific (several domains, custom providers) builds a
 // RuntimeBuilder by hand (register_cpu_engine, cpu_extension_module).
 //
-//   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime({.threads = 2}));
+//   cpu::CpuRuntimeOptions options;
+//   options.threads = 2;
+//   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
 //   runtime::EagerContext ctx = cpu.runtime.on();
 //   TENFERRO_ASSIGN_OR_RETURN(Tensor c, einsum::einsum(ctx, "ij,jk->ik", operands));
 #pragma once

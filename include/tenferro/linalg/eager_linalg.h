@@ -42,6 +42,7 @@ Result<EigenResult> eigh(runtime::EagerContext& context, const Tensor& a, bool c
 Result<EigenResult> eig(runtime::EagerContext& context, const Tensor& a, bool compute_vectors = true);
 Result<Tensor> cholesky(runtime::EagerContext& context, const Tensor& a);
 Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a);
+/// x with a x = b; b [..., n, k], or [..., n] (a vector per matrix, as in numpy).
 Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b);
 Result<Tensor> triangular_solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b, bool lower,
                                 bool unit_diagonal = false, TriangularTranspose transpose = TriangularTranspose::kNone);
