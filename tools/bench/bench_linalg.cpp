@@ -76,6 +76,8 @@ std::vector<OpCase> op_cases() {
       {"lstsq", LinalgOp::lstsq(), I::kGeneral, true},
       {"pinv", LinalgOp::pinv(), I::kGeneral, false},
       {"norm2", *LinalgOp::matrix_norm(linalg::NormOrder::kTwo), I::kGeneral, false},
+      // Note [Elementwise norms]: engine-computed, no provider slot.
+      {"norm_fro", *LinalgOp::matrix_norm(linalg::NormOrder::kFrobenius), I::kGeneral, false},
   };
 }
 
@@ -116,6 +118,7 @@ ops = {
     "lstsq": lambda a, b: np.linalg.lstsq(a, b, rcond=None),
     "pinv": lambda a, b: np.linalg.pinv(a),
     "norm2": lambda a, b: np.linalg.norm(a, 2),
+    "norm_fro": lambda a, b: np.linalg.norm(a, axis=(-2, -1)),
 }
 for job in jobs:
     if sl is None and job["op"] in ("lu", "triangular_solve"):
@@ -226,8 +229,12 @@ std::shared_ptr<linalg::CpuLinalgEngine> engine_with(const std::shared_ptr<const
       linalg::LinalgProviderPolicy::fixed(linalg::LinalgProviderBundle::all(p)));
 }
 
+// Whether the op is computed by the engine itself (no provider slot).
+bool engine_computed(const OpCase& c) { return linalg::slot_of(c.op->attributes()) == linalg::LinalgSlot::kNone; }
+
 // Whether `provider` serves `op` on float64 [n, n] operands (the Eigen
-// provider leaves the SVD family to LAPACK: Note [No Eigen SVD]).
+// provider leaves the SVD family to LAPACK: Note [No Eigen SVD]); an
+// engine-computed op is measured once, as the LAPACK side.
 bool serves(const std::shared_ptr<const linalg::CpuLinalgProvider>& provider, const OpCase& c, std::int64_t n) {
   const Dims square = {n, n};
   const Dims rhs_shape = {n, 16};
@@ -273,7 +280,7 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
         std::vector<Tensor> inputs = {random_input(c.input, 1, n, 1)};
         if (c.rhs) inputs.push_back(random_input(OpCase::Input::kGeneral, 1, n, 2).slice(1, 0, 16).value());
         runtime::EagerContext cl = rl.on(), ce = re.on();
-        const bool eigen_serves = serves(eigen, c, n);
+        const bool eigen_serves = !engine_computed(c) && serves(eigen, c, n);
         if (half == 0) {  // warm up both, size the run count from one call
           (void)seconds_of(cl, c.op, inputs);
           if (eigen_serves) (void)seconds_of(ce, c.op, inputs);
@@ -295,7 +302,10 @@ int run_providers(const SuiteOptions& options, Reporter& reporter,
       for (int side = 0; side < 2; ++side) {
         const Samples& s = side == 0 ? timings[i].lapack : timings[i].eigen;
         if (s.runs() == 0) continue;  // a provider that does not serve the operation
-        Case row{fmt::format("{}_n{}_{}", c.name, n, side == 0 ? "lapack" : "eigen"),
+        Case row{fmt::format("{}_n{}_{}", c.name, n,
+                             side == 1            ? "eigen"
+                             : engine_computed(c) ? "engine"
+                                                  : "lapack"),
                  s.median(),
                  "s",
                  std::nullopt,
@@ -376,7 +386,7 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
     measured.rows[static_cast<std::size_t>(s)].slot = static_cast<linalg::LinalgSlot>(s);
   for (const OpCase& c : op_cases()) {
     const std::string name = c.name;
-    if (name == "det" || name == "slogdet" || name == "norm2") continue;  // the lu / svd slots again
+    if (name == "det" || name == "slogdet" || name == "norm2" || name == "norm_fro") continue;  // no slot of their own
     const linalg::LinalgSlot slot = linalg::slot_of(c.op->attributes());
     const bool table_op = name != "svd_values";  // svd_values is shown, the thin svd makes the svd row
     for (std::size_t k = 0; k < classes; ++k) {
