@@ -690,9 +690,11 @@ class Planner {
     TENFERRO_ASSIGN_OR_RETURN(auto engines, candidates(ctx, OpFamily::kExtension, family, operands, &why));
     SmallVector<std::string, 4> refusals;
     bool determinism_only = true;
+    bool registered = false;  // some engine has a module for the family
 
     auto try_native = [&](const EngineEntry* e, std::string_view reason) -> Result<bool> {
       const ExtensionRegistration* reg = config_.find_extension(family, e->id());
+      registered = registered || reg != nullptr;
       if (reg == nullptr) {
         refusals.push_back(
             fmt::format("engine {} ('{}'): no native engine for '{}'", e->id(), e->metadata().name, family));
@@ -782,9 +784,14 @@ class Planner {
       if (done) return ok_status();
     }
     const bool det = determinism_only && !refusals.empty();
-    return prepare_error(det ? ErrorCode::kDeterminismUnsupported : ErrorCode::kUnsupportedExtension,
-                         fmt::format("extension '{}': expected a native engine or a core lowering, found none ({})",
-                                     family, fmt::join(refusals, "; ")));
+    return prepare_error(
+        det ? ErrorCode::kDeterminismUnsupported : ErrorCode::kUnsupportedExtension,
+        fmt::format("extension '{}': expected a native engine or a core lowering, found none ({}){}", family,
+                    fmt::join(refusals, "; "),
+                    !registered ? "; no engine of this runtime registered the family: install its extension "
+                                  "module (RuntimeBuilder::add_extension_module; for make_cpu_runtime, "
+                                  "CpuRuntimeOptions::extensions, e.g. fft::cpu_extension_module)"
+                                : ""));
   }
 
   Status inline_fragment(OperationView op, std::shared_ptr<const program::SemanticProgram> fragment,

@@ -344,6 +344,8 @@ TEST(PrepareTest, ExtensionsResolveNativeThenLoweringThenFallback) {
     auto p = rt->prepare_for(extension_program(unlowerable), host_signature({{4}}));
     EXPECT_EQ(p.status().code(), ErrorCode::kUnsupportedExtension);
     EXPECT_NE(p.status().message().find("not lowerable in this test"), std::string::npos);
+    // No engine registered the family: the message says how to install one.
+    EXPECT_NE(p.status().message().find("install its extension module"), std::string::npos) << p.status().message();
 
     Fixture g;
     auto rt2 = g.build(true, true, [&](RuntimeConfigBuilder& c) {
