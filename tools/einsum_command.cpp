@@ -146,12 +146,12 @@ Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& insta
   return policy;
 }
 
-std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
+Result<std::vector<Tensor>> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed) {
   std::vector<Tensor> inputs;
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   for (std::size_t i = 0; i < instance.shapes.size(); ++i) {
     std::mt19937_64 rng(seed * 1000003 + i);
-    Tensor t = *Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64);
+    TENFERRO_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(IntArrayRef(instance.shapes[i]), DType::kFloat64));
     auto* data = static_cast<double*>(t.data());
     for (std::int64_t k = 0; k < t.numel(); ++k) data[k] = uniform(rng);
     inputs.push_back(std::move(t));
@@ -297,7 +297,10 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             cpu::make_cpu_runtime({.threads = options.threads, .gemm = gemm, .linalg = false}));
   runtime::Runtime& rt = cpu.runtime;
   const std::shared_ptr<einsum::CpuEinsumExecutor>& executor = cpu.einsum;
-  const std::vector<Tensor> random = given.empty() ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
+  std::vector<Tensor> random;
+  if (given.empty()) {
+    TENFERRO_ASSIGN_OR_RETURN(random, random_inputs(instance, options.seed));
+  }
   const std::span<const Tensor> inputs = given.empty() ? std::span<const Tensor>(random) : given;
 
   Tensor out;
@@ -486,7 +489,8 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
       if (!c.output.empty()) j["output"] = c.output;
     }
     if (o.explain) j["explain"] = r.explain;
-    std::printf("%s\n", j.dump().c_str());
+    // replace: a file name need not be UTF-8 (a strict dump throws).
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
   if (o.explain) std::printf("%s", r.explain.c_str());

@@ -75,7 +75,7 @@ Result<einsum::PlanningPolicy> policy_for(const einsum::BenchmarkInstance& insta
 
 /// The random float64 operands of `instance` for `seed`, the same in every
 /// command (sliced and unsliced runs report the same checksum).
-std::vector<Tensor> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed);
+Result<std::vector<Tensor>> random_inputs(const einsum::BenchmarkInstance& instance, std::uint64_t seed);
 
 /// cpu::make_managed_domains for a --threads option: kInvalidArgument
 /// below 1 or above the CPUs this process may use.

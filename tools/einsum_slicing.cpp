@@ -12,6 +12,8 @@
 // (mpi/sliced_einsum.h) says.
 #include "einsum_slicing.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "einsum_command.h"
@@ -212,7 +214,8 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
       if (is_complex(r.output.dtype())) j["checksum_imag"] = checksum.imag();
       if (!output_path.empty()) j["output"] = output_path;
     }
-    std::printf("%s\n", j.dump().c_str());
+    // replace: a file name need not be UTF-8 (a strict dump throws).
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
   if (options.explain) std::printf("%s", sliced.tree().explain().c_str());
@@ -253,7 +256,13 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
 void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
   cmd.add_option("--max-intermediate", options.max_intermediate_bytes,
                  "Slice the contraction so that no intermediate of a slice exceeds BYTES; the slices run in sequence")
-      ->check(CLI::PositiveNumber);
+      ->check([](const std::string& text) {
+        char* end = nullptr;
+        const double bytes = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && std::isfinite(bytes) && bytes > 0
+                   ? std::string()
+                   : "expected a positive, finite number of bytes, found " + text;
+      });
   cmd.add_flag("--slice-over-ranks", options.slice_over_ranks,
                "Under mpirun: spread the slices over the ranks and allreduce the result (docs/mpi.md)");
 }
@@ -270,6 +279,11 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   if (options.gemm != "native") {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
                       "--gemm {}: sliced runs use the native GEMM; expected native", options.gemm);
+  }
+  if (options.mode != "eager") {
+    return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
+                      "--mode {}: sliced runs execute slice by slice (no prepared program); expected eager",
+                      options.mode);
   }
   if (given.empty() && instance.dtype != DType::kFloat64) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
@@ -311,7 +325,11 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     return SlicedEinsumOutcome{ranks.rank() == 0, Tensor()};
   }
 
-  const std::vector<Tensor> generated = random ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
+  // The same data on every rank, or the same failure agreed (one rank
+  // short of memory must not leave the others waiting in the allreduce).
+  Result<std::vector<Tensor>> made = random ? random_inputs(instance, options.seed) : std::vector<Tensor>{};
+  TENFERRO_TRY(ranks.agree(made.status()));
+  const std::vector<Tensor> generated = std::move(made).value();
   const std::span<const Tensor> inputs = random ? std::span<const Tensor>(generated) : given;
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());

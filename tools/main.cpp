@@ -1,4 +1,9 @@
 // The `tenferro` command-line program. Subcommands are registered explicitly.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_command.h"
@@ -13,6 +18,18 @@ int main(int argc, char** argv) {
   tenferro::cli::add_info_command(app);
   tenferro::bench::add_bench_command(app);
   tenferro::cli::add_einsum_command(app);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  int rc = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    rc = app.exit(e);  // help, version and argument errors (CLI11's exit codes)
+  }
+  // Output the shell never received (a full disk, a closed stdout) is a
+  // failure: a script reading the JSON must not see exit status 0.
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
+    std::fprintf(stderr, "tenferro: writing to standard output failed: %s\n", std::strerror(errno));
+    return rc != 0 ? rc : 1;
+  }
+  return rc;
 }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/cpu/domains/topology.h"
+
 namespace tenferro::bench {
 namespace {
 
@@ -68,7 +70,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--list", state->list, "List the suites");
   cmd->add_flag("--quick", state->options.quick, "Smaller problem sizes (smoke test)");
   cmd->add_option("--threads", state->options.threads, "Thread counts to measure (default: 1 2)")->delimiter(',');
-  cmd->add_option("--runs", state->options.runs, "Timed repetitions per case");
+  cmd->add_option("--runs", state->options.runs, "Timed repetitions per case (where the suite takes a count)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--table-out", state->options.table_out,
                   "linalg crossover: write the measured provider table (the file the linalg engine reads) here");
   cmd->callback([state] {
@@ -81,10 +84,25 @@ void add_bench_command(CLI::App& app) {
     if (suite == nullptr) {
       throw CLI::ValidationError("suite", fmt::format("unknown suite '{}' (see tenferro bench --list)", state->suite));
     }
-    if (state->options.threads.empty()) state->options.threads = {1, 2};
+    Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().to_vector().size()) : 1;
+    if (state->options.threads.empty())
+      state->options.threads = allowed >= 2 ? std::vector<int>{1, 2} : std::vector<int>{1};
+    for (const int t : state->options.threads) {
+      if (t < 1 || t > allowed) {
+        throw CLI::ValidationError("--threads",
+                                   fmt::format("{}: expected 1 to {} (the CPUs this process may use)", t, allowed));
+      }
+    }
     Reporter reporter(suite->name, state->json);
-    const int rc = suite->run(state->options, reporter);
+    int rc = suite->run(state->options, reporter);
     reporter.finish();
+    if (rc == 0 && !state->options.inputs.empty() && reporter.cases().empty()) {
+      // Named inputs that matched no case (an unknown gemm case, an
+      // unreadable instance) measured nothing: not a success.
+      std::fprintf(stderr, "tenferro bench %s: no case ran for the inputs given\n", suite->name);
+      rc = 1;
+    }
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }
