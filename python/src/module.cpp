@@ -761,9 +761,13 @@ tenferro.linalg functions, or call its einsum method.)doc")
       .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum and fft operations kept for reuse.")
       .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
                              "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
+      .def_property_readonly("pooled_bytes", &PyRuntime::pooled_bytes,
+                             "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
+                             "clear_caches() returns them to the system).")
       .def("clear_caches", &PyRuntime::clear_caches,
-           "Drops the parsed-op cache, the compiled slicings, the compile cache of recorded gradients and the AD "
-           "transform cache.")
+           "Drops the parsed-op cache, the compiled slicings, the compile cache of recorded gradients, the AD "
+           "transform cache and the prepared-plan cache, and returns the memory pool's freed blocks to the "
+           "system.")
       .def(
           "einsum",
           [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {

@@ -229,6 +229,18 @@ void PyRuntime::clear_caches() {
   fft_ops_.clear();
   ad_->clear_cache();
   compiler_->clear_cache();
+  runtime_.clear_plan_cache();
+  // Freed results' blocks, kept by the domains' pools for reuse: back to
+  // the system (Note [Node-local memory]).
+  if (domains_ != nullptr)
+    for (const auto& domain : domains_->domains()) domain->memory()->trim();
+}
+
+std::uint64_t PyRuntime::pooled_bytes() const {
+  std::uint64_t bytes = 0;
+  if (domains_ != nullptr)
+    for (const auto& domain : domains_->domains()) bytes += domain->memory()->stats().cached_bytes;
+  return bytes;
 }
 
 }  // namespace tenferro::python

@@ -101,7 +101,10 @@ class PyRuntime {
     return body(fresh);
   }
   std::size_t cached_ops() const noexcept;
+  /// Drops every cache and returns the domains' pooled memory.
   void clear_caches();
+  /// Bytes of freed blocks the domains' memory pools keep for reuse.
+  std::uint64_t pooled_bytes() const;
 
   /// The contraction of `op` over `inputs` sliced so that no intermediate
   /// of a slice (its output slice included) exceeds `max_intermediate_bytes`

@@ -16,6 +16,7 @@ Quick start (docs/python.md)::
 """
 
 import operator as _operator
+import os as _os
 import string as _string
 
 import numpy as _np
@@ -441,5 +442,26 @@ def show_config(mode="stdout"):
     print(_tenferro._config_text(json.dumps(document)), end="")
     return None
 
+
+# Note [Runtimes across fork]
+# A runtime's worker threads and oneTBB arena slots do not survive fork():
+# a child that calls into a runtime another thread of the parent was using
+# at fork time blocks forever (the arena's slot belongs to a thread the
+# child does not have). In the child the module's runtimes (the default one
+# and those of threads=) are set aside -- kept referenced, never used nor
+# destroyed, since destroying one would join threads that do not exist --
+# and the next call creates new ones, as multiprocessing's fork start
+# method needs. A tenferro.Runtime the program created itself belongs to
+# the parent: create a new one in the child.
+_pre_fork_runtimes = []
+
+
+def _after_fork_in_child():
+    _pre_fork_runtimes.append((_tenferro._default_runtime, dict(_tenferro._runtimes_by_threads)))
+    _tenferro._default_runtime = None
+    _tenferro._runtimes_by_threads.clear()
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
 
 from . import fft, linalg  # noqa: E402  (need the names above)

@@ -517,3 +517,15 @@ def test_sliced_einsum_plans_once_per_signature():
     assert rt.cached_sliced_plans == 16
     rt.clear_caches()
     assert rt.cached_sliced_plans == 0
+
+
+def test_clear_caches_returns_the_memory_pools_blocks():
+    # Freed results stay in the runtime's pool for reuse (bounded); clear_caches()
+    # hands them back to the system, as a user freeing memory expects.
+    rt = tenferro.Runtime(threads=1, domain="managed")
+    results = [rt.einsum("ij,jk->ik", np.ones((n, 8)), np.ones((8, n))) for n in (1200, 900)]
+    del results
+    assert rt.pooled_bytes >= 900 * 900 * 8
+    rt.clear_caches()
+    assert rt.pooled_bytes == 0
+    np.testing.assert_allclose(rt.einsum("ij,jk->ik", np.ones((3, 2)), np.ones((2, 3))), np.full((3, 3), 2.0))

@@ -1,0 +1,67 @@
+"""Note [Runtimes across fork]: a child forked while another thread was
+inside a call on the default runtime gets new runtimes (it blocked forever
+on the parent's oneTBB arena before)."""
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tenferro
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _wait(pid, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def test_a_child_forked_during_a_call_gets_new_runtimes():
+    b = np.random.default_rng(0).random((600, 600))
+    parent_default = tenferro.default_runtime()
+    parent_two = tenferro.default_runtime(2) if os.cpu_count() and os.cpu_count() >= 2 else None
+    stop = threading.Event()
+    busy = threading.Event()
+
+    def background():
+        while not stop.is_set():
+            busy.set()
+            tenferro.einsum("ij,jk->ik", b, b)
+            if parent_two is not None:
+                tenferro.einsum("ij,jk->ik", b, b, threads=2)
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    try:
+        busy.wait(5)
+        statuses = []
+        for _ in range(3):  # forks land at different points of the background calls
+            time.sleep(0.02)
+            pid = os.fork()
+            if pid == 0:  # the child: one thread, the parent's runtimes set aside
+                try:
+                    ok = tenferro.default_runtime() is not parent_default
+                    got = tenferro.einsum("ij,ij->", np.ones((4, 4)), np.ones((4, 4)))
+                    ok = ok and float(got) == 16.0
+                    if parent_two is not None:
+                        ok = ok and float(tenferro.einsum("ij,ij->", np.ones((4, 4)), np.ones((4, 4)), threads=2)) == 16
+                    os._exit(0 if ok else 3)
+                except BaseException:  # noqa: BLE001 - any failure is the child's exit status
+                    os._exit(4)
+            statuses.append(_wait(pid, 30))
+    finally:
+        stop.set()
+        thread.join()
+    assert statuses == [0, 0, 0], f"child exit statuses (None: hung): {statuses}"
+    # The parent keeps its runtimes.
+    assert tenferro.default_runtime() is parent_default
