@@ -272,6 +272,10 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
     if (bound > 0.0) return rt.sliced_einsum(*op, inputs, bound);
     return rt.with_context([&](runtime::EagerContext& ctx) { return einsum::einsum(ctx, op, inputs); });
   }();
+  // Note [Interrupting a sliced einsum]: the signal handler's exception.
+  if (!result.ok() && result.status().code() == ErrorCode::kCancelled && PyErr_Occurred() != nullptr) {
+    throw py::error_already_set();
+  }
   py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
   if (k.order.is_none()) return array;
   // numpy's order=: 'C' / 'F' make the result C- / Fortran-contiguous

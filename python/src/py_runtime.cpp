@@ -198,10 +198,24 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
   for (const Tensor& t : inputs) views.push_back(t.view());
   const std::span<const TensorView> in(views.data(), views.size());
   const std::vector<std::int64_t> out_shape = runner.sliced().network().output_shape();
+  // Note [Interrupting a sliced einsum]
+  // A sliced contraction can run for hours, with the GIL released. Between
+  // slices, at most every 50 ms, the GIL is taken back for a moment to run
+  // Python's signal handlers: an exception they raise (KeyboardInterrupt)
+  // stops the run with kCancelled and stays set on this thread, and the
+  // binding raises it instead (the partial output is dropped).
+  auto last_check = std::chrono::steady_clock::now();
+  const auto interrupted = [&last_check] {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_check < std::chrono::milliseconds(50)) return false;
+    last_check = now;
+    const py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  };
   if (domains_ == nullptr) {
     TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), dtype));
     cpu::SequentialContext sequential;
-    TENFERRO_TRY(runner.run(in, out.view(), sequential, 0, 1));
+    TENFERRO_TRY(runner.run(in, out.view(), sequential, 0, 1, nullptr, interrupted));
     return out;
   }
   const cpu::CpuResourceDomain& domain = domains_->default_domain();
@@ -209,7 +223,7 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
                             Tensor::empty(IntArrayRef(out_shape), dtype, MemoryOrder::kRowMajor, domain.memory()));
   const TensorView view = out.view();
   TENFERRO_TRY(domain.enter([&](const cpu::CpuDomainSession& session) {
-    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), 0, 1);
+    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), 0, 1, nullptr, interrupted);
   }));
   return out;
 }

@@ -529,3 +529,33 @@ def test_clear_caches_returns_the_memory_pools_blocks():
     rt.clear_caches()
     assert rt.pooled_bytes == 0
     np.testing.assert_allclose(rt.einsum("ij,jk->ik", np.ones((3, 2)), np.ones((2, 3))), np.full((3, 3), 2.0))
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("threads", [1, None])
+def test_a_signal_handler_interrupts_a_sliced_einsum(threads):
+    # Note [Interrupting a sliced einsum]: the handler's exception arrives
+    # between slices, not when the (here many seconds long) run ends.
+    import signal
+    import time
+
+    def handler(*_):
+        raise _Stop
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    b = np.random.default_rng(1).random((2000, 2000))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        start = time.perf_counter()
+        with pytest.raises(_Stop):  # uninterrupted: 10 s or more on the 2-core VM
+            tenferro.einsum("ij,jk,kl->il", b, b, b, max_intermediate_bytes=8 * 2000 * 100, threads=threads)
+        assert time.perf_counter() - start < 5.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # The runtime is usable afterwards.
+    np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", b[:4, :4], b[:4, :4], threads=threads),
+                               b[:4, :4] @ b[:4, :4])

@@ -72,7 +72,8 @@ Result<SliceExecutor> SliceExecutor::create(SlicedContraction sliced, std::share
 }
 
 Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& output, const cpu::ParallelContext& ctx,
-                          std::int64_t first, std::int64_t step, SliceRunStats* stats) const {
+                          std::int64_t first, std::int64_t step, SliceRunStats* stats,
+                          FunctionRef<bool()> interrupted) const {
   if (first < 0 || step < 1) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "slice executor: expected first >= 0 and step >= 1, found first {} and step {}", first, step);
@@ -101,6 +102,10 @@ Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& 
   SliceViews views;
   Tensor scratch;
   for (std::int64_t k = first; k < num_slices; k += step) {
+    if (interrupted && k != first && interrupted()) {
+      return make_error(ErrorCode::kCancelled, ErrorStage::kNone, "slice executor: interrupted before slice {} of {}",
+                        k, num_slices);
+    }
     TENFERRO_TRY(views.bind(sliced_, k, inputs, output));
     char& done = written[static_cast<std::size_t>(k / per_output_slice)];
     if (!done) {

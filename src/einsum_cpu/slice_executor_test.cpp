@@ -147,6 +147,17 @@ TEST(SliceExecutorTest, StridedOutputAndTypedErrors) {
   const TensorView one[] = {inputs[0].view()};
   EXPECT_EQ(runner->run(one, out.view(), ctx).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(SliceExecutor::create(*sliced, nullptr).status().code(), ErrorCode::kInvalidArgument);
+
+  // Asked between slices (never before the first): true stops with kCancelled.
+  int asked = 0;
+  SliceRunStats stats;
+  const Status stopped = runner->run(views, out.view(), ctx, 0, 1, &stats, [&asked] { return ++asked == 4; });
+  EXPECT_EQ(stopped.code(), ErrorCode::kCancelled) << stopped.to_string();
+  EXPECT_EQ(asked, 4);
+  EXPECT_EQ(stats.slices, 0);  // the stats of an interrupted run are not reported
+  asked = 0;
+  EXPECT_TRUE(runner->run(views, out.view(), ctx, 0, 1, nullptr, [&asked] { return ++asked > 100; }).ok());
+  EXPECT_EQ(asked, 14);  // once between each two of the 15 slices
 }
 
 }  // namespace

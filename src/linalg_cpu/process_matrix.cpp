@@ -185,7 +185,8 @@ void normalize_row(T* row, std::int64_t count) {
 // gather into scratch) and add into kLanes independent partial sums, which
 // the compiler vectorises without reordering any one of them (no
 // fast-math needed); one accumulator is one dependent addition per element
-// (50x slower than numpy's dot-based norm at 2^18 elements). A complex
+// (with the copy, 25-35x slower than numpy's dot-based norm at 2^18 to 2^20
+// float64 elements). A complex
 // operand with unit stride is summed as 2n reals. The 2-norm sums
 // unscaled squares as numpy does, then redoes the sum scaled by the
 // largest magnitude when the squares overflowed to Inf or underflowed below
@@ -216,8 +217,8 @@ R further(R best, R v) noexcept {
 }
 
 // The largest (smallest) magnitude of the contiguous x[0..n), NaN when one
-// is NaN, in GCC vector types: the compilers keep a select with a NaN test
-// scalar and branchy (4x slower than numpy's max(abs(x))).
+// is NaN, in GCC vector types: GCC keeps a select with a NaN test scalar
+// and branchy (158 us against numpy's 75 us for 2^18 float64; 28 us so).
 template <bool kLargest, class R>
 R extreme_contiguous(const R* x, std::int64_t n) {
   constexpr std::int64_t kWidth = 64 / sizeof(R);

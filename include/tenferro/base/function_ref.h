@@ -5,6 +5,7 @@
 // to.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -17,6 +18,11 @@ class FunctionRef;
 template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
+  /// No callable (as llvm::function_ref): test with operator bool before calling.
+  FunctionRef() noexcept = default;
+  FunctionRef(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
+  explicit operator bool() const noexcept { return call_ != nullptr; }
+
   template <class F>
   requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
       FunctionRef(F&& f)

@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 
+#include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/parallel.h"
 #include "tenferro/einsum/slicing.h"
@@ -52,9 +53,12 @@ class SliceExecutor {
   /// `output` (Note [Slice accumulation]) on `ctx`. `inputs` and `output`
   /// as SliceViews::bind (borrowed for the call); `output` must not overlap
   /// the inputs. kInvalidArgument for first < 0 or step < 1; view errors as
-  /// SliceViews::bind; execution errors name the slice.
+  /// SliceViews::bind; execution errors name the slice. `interrupted`, when
+  /// given, is asked between slices; true stops the run with kCancelled
+  /// (the output is then partial: the caller discards it).
   Status run(std::span<const TensorView> inputs, const TensorView& output, const cpu::ParallelContext& ctx,
-             std::int64_t first = 0, std::int64_t step = 1, SliceRunStats* stats = nullptr) const;
+             std::int64_t first = 0, std::int64_t step = 1, SliceRunStats* stats = nullptr,
+             FunctionRef<bool()> interrupted = nullptr) const;
 
  private:
   SliceExecutor(SlicedContraction sliced, std::shared_ptr<const ExecutionPlan> plan,
