@@ -192,7 +192,7 @@ void normalize_row(T* row, std::int64_t count) {
 // largest magnitude when the squares overflowed to Inf or underflowed below
 // the smallest normal number (numpy answers Inf or 0 there).
 template <class R>
-constexpr std::int64_t kLanes = 128 / sizeof(R);  // two AVX-512 (four AVX2) registers
+constexpr std::int64_t kLanes = 256 / sizeof(R);  // four AVX-512 (eight AVX2) registers
 
 // The sum of term(x[i]) over the contiguous x[0..n) in kLanes independent
 // partial sums.
