@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "tenferro/base/hash.h"
+#include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/planner.h"
@@ -81,6 +82,17 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   }
   cpu::CpuRuntimeOptions options;
   TENFERRO_ASSIGN_OR_RETURN(options.gemm, cpu::parse_gemm_candidates(gemm));
+  // More threads than the CPUs this process may use (a script written for a
+  // bigger machine): the allowed CPUs, with a RuntimeWarning, as OpenBLAS
+  // caps its thread count; the C++ API refuses it.
+  TENFERRO_ASSIGN_OR_RETURN(const cpu::CpuTopology topology, cpu::CpuTopology::discover());
+  const int allowed = static_cast<int>(topology.allowed_cpus().to_vector().size());
+  if (threads > allowed) {
+    const std::string warning = fmt::format("Runtime: threads={} but this process may use {} CPU{}; using {}", threads,
+                                            allowed, allowed == 1 ? "" : "s", allowed);
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+    threads = allowed;
+  }
   options.threads = threads;  // 0: every CPU this process may use
   options.on_calling_thread = domain == "inline";
   options.worker_spin = worker_spin;

@@ -559,3 +559,16 @@ def test_a_signal_handler_interrupts_a_sliced_einsum(threads):
     # The runtime is usable afterwards.
     np.testing.assert_allclose(tenferro.einsum("ij,jk->ik", b[:4, :4], b[:4, :4], threads=threads),
                                b[:4, :4] @ b[:4, :4])
+
+
+def test_more_threads_than_cpus_warns_and_uses_the_allowed_cpus():
+    import os
+
+    allowed = len(os.sched_getaffinity(0))
+    with pytest.warns(RuntimeWarning, match=f"threads={allowed + 3} but this process may use {allowed} CPU"):
+        rt = tenferro.Runtime(threads=allowed + 3)
+    assert rt.threads == allowed
+    np.testing.assert_allclose(rt.einsum("ij,jk->ik", np.ones((2, 2)), np.ones((2, 2))), np.full((2, 2), 2.0))
+    with pytest.warns(RuntimeWarning):
+        got = tenferro.einsum("i,i->", np.ones(3), np.ones(3), threads=allowed + 5)
+    assert float(got) == 3.0
