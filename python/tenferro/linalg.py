@@ -236,11 +236,10 @@ def lstsq(a, b, rcond=None, *, runtime=None):
     m, n = a.shape[-2], a.shape[-1]
     eps = _np.finfo(s.dtype).eps
     if rcond is None:
-        r = eps * max(m, n)
+        eps_rcond = eps * max(m, n)
     else:
         r = -1.0 if isinstance(rcond, str) and rcond == "warn" else float(rcond)
-        r = eps if r < 0 else r
-    eps_rcond = r
+        eps_rcond = eps if r < 0 else r
     if _traced(a, b):
         # Recorded as pinv(a) @ b: the same minimum-norm solution, through
         # rules the tape has (the LAPACK driver has none).
