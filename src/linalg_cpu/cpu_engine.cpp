@@ -193,6 +193,11 @@ Status CpuLinalgEngine::run(const runtime::ExtensionRequest& request, runtime::E
   }
   counters_.runs.fetch_add(1, std::memory_order_relaxed);
   if (plan->batch == 0) return ok_status();
+  if (internal::split_norm(*plan, request.inputs, request.outputs, *parallel)) {
+    counters_.split_norms.fetch_add(1, std::memory_order_relaxed);
+    counters_.matrices.fetch_add(1, std::memory_order_relaxed);
+    return ok_status();
+  }
   const ModeDecision decision = choose_mode(*plan, options_, parallel->max_threads());
   BatchFailure failure;
   std::atomic<std::uint64_t> provider_calls{0};
@@ -268,6 +273,7 @@ LinalgEngineStats CpuLinalgEngine::stats() const noexcept {
   s.inner_runs = counters_.inner_runs.load(std::memory_order_relaxed);
   s.outer_runs = counters_.outer_runs.load(std::memory_order_relaxed);
   s.outer_chunks = counters_.outer_chunks.load(std::memory_order_relaxed);
+  s.split_norms = counters_.split_norms.load(std::memory_order_relaxed);
   const cpu::WorkspacePoolStats w = pool_->stats();
   s.workspace_allocations = w.allocations;
   s.workspace_reuses = w.reuses;

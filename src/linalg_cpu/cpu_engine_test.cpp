@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 
+#include "linalg_cpu/linalg_plan.h"
 #include "linalg_cpu/linalg_test_support.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
@@ -453,6 +454,39 @@ TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeSc
     EXPECT_EQ(values_of((*eager(rt, *LinalgOp::vector_norm(), {Tensor::zeros({20}, dtype).value()}))[0])[0].real(),
               0.0);
   }
+}
+
+// A batch of one long vector (>= kSplitNormMinBytes) is split over the
+// context's threads: the same norms as one thread, every order the split
+// takes, NaN and rescaling included; proven by the engine's counter.
+TEST(CpuLinalgEngineTest, OneLongVectorsNormIsSplitOverTheThreads) {
+  auto split_engine = CpuLinalgEngine::create_default({}, std::make_shared<cpu::ArenaParallelContext>(2)).value();
+  auto one_engine = CpuLinalgEngine::create_default().value();
+  runtime::Runtime split_rt = make_runtime(split_engine), one_rt = make_runtime(one_engine);
+  const std::int64_t n = (internal::kSplitNormMinBytes / 8) + 12345;
+  for (DType dtype : {DType::kFloat64, DType::kComplex128}) {
+    std::vector<cd> v = values_of(random_tensor(dtype, {n}, 51));
+    const std::vector<std::shared_ptr<const LinalgOp>> ops = {
+        *LinalgOp::vector_norm(), *LinalgOp::vector_norm(NormOrder::kP, 1.0), *LinalgOp::vector_norm(NormOrder::kInf),
+        *LinalgOp::vector_norm(NormOrder::kNegInf)};
+    for (int variant = 0; variant < 3; ++variant) {
+      if (variant == 1) v[n / 3] = cd(1e200);                                     // squares overflow: rescaled
+      if (variant == 2) v[n - 7] = cd(std::numeric_limits<double>::quiet_NaN());  // NaN in the last chunk
+      const Tensor x = tensor_of(dtype, {n}, v);
+      for (const auto& op : ops) {
+        const std::uint64_t before = split_engine->stats().split_norms;
+        const double got = values_of((*eager(split_rt, op, {x}))[0])[0].real();
+        const double want = values_of((*eager(one_rt, op, {x}))[0])[0].real();
+        EXPECT_EQ(split_engine->stats().split_norms, before + 1) << op->describe();
+        if (variant == 2) {
+          EXPECT_TRUE(std::isnan(got)) << op->describe();
+        } else {
+          EXPECT_NEAR(got, want, 1e-12 * std::abs(want)) << op->describe() << " variant " << variant;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(one_engine->stats().split_norms, 0u);  // a one-thread context never splits
 }
 
 // Note [Spectral norm from the Gram matrix]: matrix_norm(2) asks for the

@@ -5,6 +5,7 @@
 // writes the row-major outputs. One dtype switch per matrix; the loops are
 // typed.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <complex>
@@ -323,6 +324,25 @@ class ElementwiseNorm {
     } else if (std::abs(rs_) < std::abs(cs_)) {  // runs along the columns
       std::swap(rows_, cols_);
       std::swap(rs_, cs_);
+    }
+  }
+
+  // Whether the operand is one run (a vector, or equally spaced elements).
+  bool one_run() const noexcept { return rows_ == 1; }
+  Run<T> run() const noexcept { return Run<T>{base_, cols_, cs_}; }
+
+  // The unfinished fold of kSquares, kMagnitudes, kLargest or kSmallest
+  // (no square root, no rescaling), for splitting one run over threads.
+  R partial(NormFold fold) const {
+    switch (fold) {
+      case NormFold::kSquares:
+        return total(sum_of_squares<T>);
+      case NormFold::kMagnitudes:
+        return total(sum_of_magnitudes<T>);
+      case NormFold::kLargest:
+        return extreme<true>();
+      default:
+        return extreme<false>();
     }
   }
 
@@ -756,6 +776,65 @@ class MatrixProcessor {
 };
 
 }  // namespace
+
+// One long vector's norm split over the context's threads (numpy's
+// OpenBLAS dot runs its 2-norm on every core): each chunk folds its part,
+// the partial sums or extremes combine, and a 2-norm whose sum left the
+// normal range is computed again sequentially, rescaled.
+template <class T>
+bool split_norm(const LinalgPlan& plan, const TensorView& src, const TensorView& out,
+                const cpu::ParallelContext& parallel) {
+  using R = RealOf<T>;
+  const std::size_t rank = src.shape.size();
+  const std::int64_t rs = plan.attributes.kind == LinalgOpKind::kVectorNorm ? 0 : src.strides[rank - 2];
+  const ElementwiseNorm<T> whole(src.data_as<const T>(), plan.m, plan.n, rs, src.strides[rank - 1]);
+  const NormFold fold = fold_of(plan.attributes.norm, plan.attributes.p);
+  if (!whole.one_run() || fold == NormFold::kNonZeros || fold == NormFold::kPowers) return false;
+  constexpr std::int64_t kMaxChunks = 64;
+  const Run<T> run = whole.run();
+  const std::int64_t chunks = std::min<std::int64_t>(kMaxChunks, 4 * parallel.max_threads());
+  const std::int64_t per = (run.n + chunks - 1) / chunks;
+  std::array<R, kMaxChunks> partials{};
+  parallel.parallel_for(0, chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t c = b; c < e; ++c) {
+      const std::int64_t first = c * per, count = std::max<std::int64_t>(0, std::min(per, run.n - first));
+      partials[static_cast<std::size_t>(c)] =
+          count == 0 ? (fold == NormFold::kSmallest ? std::numeric_limits<R>::infinity() : R(0))
+                     : ElementwiseNorm<T>(run.x + first * run.stride, 1, count, 0, run.stride).partial(fold);
+    }
+  });
+  R value = fold == NormFold::kSmallest ? std::numeric_limits<R>::infinity() : R(0);
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const R part = partials[static_cast<std::size_t>(c)];
+    value = fold == NormFold::kLargest    ? further<true>(value, part)
+            : fold == NormFold::kSmallest ? further<false>(value, part)
+                                          : value + part;
+  }
+  if (fold == NormFold::kSquares) {
+    const bool normal = value >= std::numeric_limits<R>::min() && value <= std::numeric_limits<R>::max();
+    value = normal ? std::sqrt(value) : whole.compute(NormOrder::kTwo, 2);
+  }
+  out.data_as<R>()[0] = value;
+  return true;
+}
+
+bool split_norm(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                const cpu::ParallelContext& parallel) {
+  if (!is_elementwise_norm(plan.attributes) || plan.batch != 1 || parallel.max_threads() < 2 ||
+      plan.m * plan.n * static_cast<std::int64_t>(dtype_size(plan.dtype)) < kSplitNormMinBytes) {
+    return false;
+  }
+  switch (plan.dtype) {
+    case DType::kFloat32:
+      return split_norm<float>(plan, inputs[0], outputs[0], parallel);
+    case DType::kFloat64:
+      return split_norm<double>(plan, inputs[0], outputs[0], parallel);
+    case DType::kComplex64:
+      return split_norm<std::complex<float>>(plan, inputs[0], outputs[0], parallel);
+    default:
+      return split_norm<std::complex<double>>(plan, inputs[0], outputs[0], parallel);
+  }
+}
 
 bool norms_across_batch(const LinalgPlan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                         std::int64_t begin, std::int64_t end) {

@@ -86,6 +86,7 @@ struct LinalgEngineStats {
   std::uint64_t inner_runs = 0;    ///< sequential batch loop, provider's own threads allowed
   std::uint64_t outer_runs = 0;    ///< batch spread over the context's workers
   std::uint64_t outer_chunks = 0;  ///< chunks those runs were split into
+  std::uint64_t split_norms = 0;   ///< one long vector's norm split over threads
   std::uint64_t workspace_allocations = 0;
   std::uint64_t workspace_reuses = 0;
 };
@@ -138,7 +139,7 @@ class CpuLinalgEngine final : public runtime::ExtensionEngine {
 
   struct Counters {
     std::atomic<std::uint64_t> runs{0}, matrices{0}, provider_calls{0}, sequential_runs{0}, inner_runs{0},
-        outer_runs{0}, outer_chunks{0};
+        outer_runs{0}, outer_chunks{0}, split_norms{0};
   };
 
  private:
