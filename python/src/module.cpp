@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "py_runtime.h"
 #include "tape.h"
 #include "tenferro/ad_runtime/functional.h"
+#include "tenferro/cpu/domains/topology.h"
 #include "tenferro/einsum/contraction_tree.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/network.h"
@@ -59,13 +61,33 @@ py::object make_runtime(int threads, const std::string& gemm) {
 }
 
 // The module's default runtime for `threads` (Note [Default runtimes]).
+// The default runtime's thread count: TENFERRO_NUM_THREADS, else
+// OMP_NUM_THREADS (what numpy's OpenBLAS and torch read, set to 1 by MPI and
+// multiprocessing setups against oversubscription), else 0: every CPU the
+// process may use. Read when the default runtime is created; a value that
+// is not a positive integer is ignored, one above the allowed CPUs is capped
+// to them (no warning: the variable is often set for the whole node).
+int default_thread_count() {
+  for (const char* name : {"TENFERRO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long n = std::strtol(value, &end, 10);
+    if (*end != '\0' || n < 1) continue;
+    const Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+    const long allowed = topology.ok() ? static_cast<long>(topology->allowed_cpus().to_vector().size()) : n;
+    return static_cast<int>(std::min(n, allowed));
+  }
+  return 0;
+}
+
 py::object default_runtime_object(PyObject* module, py::handle threads) {
   if (threads.is_none()) {
     PyObject* rt = PyObject_GetAttrString(module, "_default_runtime");
     if (rt == nullptr) throw py::error_already_set();
     py::object owned = py::reinterpret_steal<py::object>(rt);
     if (owned.is_none()) {
-      owned = make_runtime(0, "native");
+      owned = make_runtime(default_thread_count(), "native");
       if (PyObject_SetAttrString(module, "_default_runtime", owned.ptr()) != 0) throw py::error_already_set();
     }
     return owned;

@@ -572,3 +572,23 @@ def test_more_threads_than_cpus_warns_and_uses_the_allowed_cpus():
     with pytest.warns(RuntimeWarning):
         got = tenferro.einsum("i,i->", np.ones(3), np.ones(3), threads=allowed + 5)
     assert float(got) == 3.0
+
+
+def test_the_default_runtime_reads_the_thread_variables():
+    # TENFERRO_NUM_THREADS, else OMP_NUM_THREADS (set to 1 by MPI and
+    # multiprocessing setups); capped to the allowed CPUs; junk ignored.
+    import os
+    import subprocess
+    import sys
+
+    allowed = len(os.sched_getaffinity(0))
+    code = "import tenferro; print(tenferro.default_runtime().threads)"
+    cases = [({"OMP_NUM_THREADS": "1"}, 1), ({"OMP_NUM_THREADS": "999"}, allowed),
+             ({"TENFERRO_NUM_THREADS": "1", "OMP_NUM_THREADS": "2"}, 1), ({"OMP_NUM_THREADS": "many"}, allowed),
+             ({}, allowed)]
+    for extra, want in cases:
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "TENFERRO_NUM_THREADS")}
+        env.update(extra)
+        out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        assert int(out) == want, (extra, out)
