@@ -75,7 +75,7 @@ int default_thread_count() {
     const long n = std::strtol(value, &end, 10);
     if (*end != '\0' || n < 1) continue;
     const Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
-    const long allowed = topology.ok() ? static_cast<long>(topology->allowed_cpus().to_vector().size()) : n;
+    const long allowed = topology.ok() ? static_cast<long>(topology->allowed_cpus().count()) : n;
     return static_cast<int>(std::min(n, allowed));
   }
   return 0;

@@ -86,7 +86,7 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   // bigger machine): the allowed CPUs, with a RuntimeWarning, as OpenBLAS
   // caps its thread count; the C++ API refuses it.
   TENFERRO_ASSIGN_OR_RETURN(const cpu::CpuTopology topology, cpu::CpuTopology::discover());
-  const int allowed = static_cast<int>(topology.allowed_cpus().to_vector().size());
+  const int allowed = static_cast<int>(topology.allowed_cpus().count());
   if (threads > allowed) {
     const std::string warning = fmt::format("Runtime: threads={} but this process may use {} CPU{}; using {}", threads,
                                             allowed, allowed == 1 ? "" : "s", allowed);

@@ -346,17 +346,31 @@ class ElementwiseNorm {
     }
   }
 
+  // The 2-norm from its sum of squares: the square root, or when the sum
+  // overflowed or underflowed, the sum again scaled by the largest
+  // magnitude (NaN stays NaN).
+  R finish_two_norm(R sum) const {
+    if (sum >= std::numeric_limits<R>::min() && sum <= std::numeric_limits<R>::max()) return std::sqrt(sum);
+    if (std::isnan(sum)) return sum;
+    const R largest = extreme<true>();
+    if (largest == R(0) || std::isinf(largest) || std::isnan(largest)) return largest;
+    const R scaled = total([largest](Run<T> r) {
+      R s = 0;
+      for (std::int64_t i = 0; i < r.n; ++i) s += std::norm(r.x[i * r.stride] / largest);
+      return s;
+    });
+    return largest * std::sqrt(scaled);
+  }
+
   R compute(NormOrder order, double p) const {
-    const R q = static_cast<R>(p);
-    switch (fold_of(order, p)) {
+    const NormFold fold = fold_of(order, p);
+    switch (fold) {
       case NormFold::kSquares:
-        return two_norm();
+        return finish_two_norm(partial(fold));
       case NormFold::kLargest:
-        return extreme<true>();
       case NormFold::kSmallest:
-        return extreme<false>();
       case NormFold::kMagnitudes:
-        return total(sum_of_magnitudes<T>);
+        return partial(fold);
       case NormFold::kNonZeros:
         return total([](Run<T> r) {
           R count = 0;
@@ -366,6 +380,7 @@ class ElementwiseNorm {
       case NormFold::kPowers:
         break;
     }
+    const R q = static_cast<R>(p);
     const R sum = total([q](Run<T> r) {
       R s = 0;
       for (std::int64_t i = 0; i < r.n; ++i) s += std::pow(magnitude(r.x[i * r.stride]), q);
@@ -380,20 +395,6 @@ class ElementwiseNorm {
     R sum = 0;
     for (std::int64_t i = 0; i < rows_; ++i) sum += per_run(Run<T>{base_ + i * rs_, cols_, cs_});
     return sum;
-  }
-
-  R two_norm() const {
-    const R sum = total(sum_of_squares<T>);
-    if (sum >= std::numeric_limits<R>::min() && sum <= std::numeric_limits<R>::max()) return std::sqrt(sum);
-    if (std::isnan(sum)) return sum;
-    const R largest = extreme<true>();
-    if (largest == R(0) || std::isinf(largest) || std::isnan(largest)) return largest;
-    const R scaled = total([largest](Run<T> r) {
-      R s = 0;
-      for (std::int64_t i = 0; i < r.n; ++i) s += std::norm(r.x[i * r.stride] / largest);
-      return s;
-    });
-    return largest * std::sqrt(scaled);
   }
 
   // The largest (or smallest) magnitude; NaN when any element is NaN.
@@ -417,6 +418,15 @@ class ElementwiseNorm {
   const T* base_;
   std::int64_t rows_, cols_, rs_, cs_;
 };
+
+// Batch element `index` of the operand of an elementwise norm.
+template <class T>
+ElementwiseNorm<T> elementwise_operand(const LinalgPlan& plan, const TensorView& src, std::int64_t index) {
+  const std::size_t rank = src.shape.size();
+  const std::int64_t rs = plan.attributes.kind == LinalgOpKind::kVectorNorm ? 0 : src.strides[rank - 2];
+  return ElementwiseNorm<T>(src.data_as<const T>() + batch_offset(src, plan.batch_shape, index), plan.m, plan.n, rs,
+                            src.strides[rank - 1]);
+}
 
 // Vector norms of vectors that lie across the batch (norm(A, axis=0) of a
 // row-major A: each vector strided, adjacent vectors adjacent): a block of
@@ -447,10 +457,8 @@ void norms_across(const LinalgPlan& plan, const TensorView& src, const TensorVie
     switch (fold) {
       case NormFold::kSquares:
         each(R(0), [](R a, T x) { return a + std::norm(x); });
-        for (std::int64_t j = 0; j < count; ++j) {
-          const bool normal = acc[j] >= std::numeric_limits<R>::min() && acc[j] <= std::numeric_limits<R>::max();
-          acc[j] = normal ? std::sqrt(acc[j]) : ElementwiseNorm<T>(base + j, 1, n, 0, vs).compute(NormOrder::kTwo, 2);
-        }
+        for (std::int64_t j = 0; j < count; ++j)
+          acc[j] = ElementwiseNorm<T>(base + j, 1, n, 0, vs).finish_two_norm(acc[j]);
         break;
       case NormFold::kMagnitudes:
         each(R(0), [](R a, T x) { return a + magnitude(x); });
@@ -525,12 +533,7 @@ class MatrixProcessor {
   // Note [Elementwise norms]: read in place, no gather.
   Status elementwise_norm() {
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
-    const TensorView& src = in_[0];
-    const std::size_t rank = src.shape.size();
-    const T* base = src.data_as<const T>() + batch_offset(src, plan_.batch_shape, index_);
-    const std::int64_t cs = src.strides[rank - 1];
-    const std::int64_t rs = a_.kind == LinalgOpKind::kVectorNorm ? 0 : src.strides[rank - 2];
-    store_scalar(out_[0], index_, ElementwiseNorm<T>(base, plan_.m, plan_.n, rs, cs).compute(a_.norm, a_.p));
+    store_scalar(out_[0], index_, elementwise_operand<T>(plan_, in_[0], index_).compute(a_.norm, a_.p));
     return ok_status();
   }
 
@@ -785,9 +788,7 @@ template <class T>
 bool split_norm(const LinalgPlan& plan, const TensorView& src, const TensorView& out,
                 const cpu::ParallelContext& parallel) {
   using R = RealOf<T>;
-  const std::size_t rank = src.shape.size();
-  const std::int64_t rs = plan.attributes.kind == LinalgOpKind::kVectorNorm ? 0 : src.strides[rank - 2];
-  const ElementwiseNorm<T> whole(src.data_as<const T>(), plan.m, plan.n, rs, src.strides[rank - 1]);
+  const ElementwiseNorm<T> whole = elementwise_operand<T>(plan, src, 0);
   const NormFold fold = fold_of(plan.attributes.norm, plan.attributes.p);
   if (!whole.one_run() || fold == NormFold::kNonZeros || fold == NormFold::kPowers) return false;
   constexpr std::int64_t kMaxChunks = 64;
@@ -810,10 +811,7 @@ bool split_norm(const LinalgPlan& plan, const TensorView& src, const TensorView&
             : fold == NormFold::kSmallest ? further<false>(value, part)
                                           : value + part;
   }
-  if (fold == NormFold::kSquares) {
-    const bool normal = value >= std::numeric_limits<R>::min() && value <= std::numeric_limits<R>::max();
-    value = normal ? std::sqrt(value) : whole.compute(NormOrder::kTwo, 2);
-  }
+  if (fold == NormFold::kSquares) value = whole.finish_two_norm(value);
   out.data_as<R>()[0] = value;
   return true;
 }

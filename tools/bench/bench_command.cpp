@@ -85,7 +85,7 @@ void add_bench_command(CLI::App& app) {
       throw CLI::ValidationError("suite", fmt::format("unknown suite '{}' (see tenferro bench --list)", state->suite));
     }
     Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
-    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().to_vector().size()) : 1;
+    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
     if (state->options.threads.empty())
       state->options.threads = allowed >= 2 ? std::vector<int>{1, 2} : std::vector<int>{1};
     for (const int t : state->options.threads) {
