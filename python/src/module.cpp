@@ -582,7 +582,9 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
       } else if (name == "det") {
         return keep(linalg::det(ctx, t[0]));
       } else if (name == "lstsq") {
-        return keep(linalg::lstsq(ctx, t[0], t[1], rcond));
+        if (!flag) return keep(linalg::lstsq(ctx, t[0], t[1], rcond));
+        TENFERRO_ASSIGN_OR_RETURN(linalg::LstsqResult r, linalg::lstsq_with_singular_values(ctx, t[0], t[1], rcond));
+        results = {r.x, r.s};
       } else if (name == "pinv") {
         return keep(linalg::pinv(ctx, t[0], rcond));
       } else if (name == "matrix_norm") {

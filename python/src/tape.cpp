@@ -150,6 +150,8 @@ py::tuple traced_linalg(const std::string& name, const py::list& args, const std
     op = linalg::LinalgOp::det();
   } else if (name == "slogdet") {
     op = linalg::LinalgOp::slogdet();
+  } else if (name == "lstsq") {
+    op = linalg::LinalgOp::lstsq(rcond, flag);
   } else if (name == "pinv") {
     op = linalg::LinalgOp::pinv(rcond);
   } else if (name == "matrix_norm") {

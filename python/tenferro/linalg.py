@@ -232,20 +232,16 @@ def lstsq(a, b, rcond=None, *, runtime=None):
     b = _operand(b)
     vector = b.ndim == a.ndim - 1
     b2 = b[..., None] if vector else b
-    s = _call("svd", [a], runtime, mode="values")[0]
     m, n = a.shape[-2], a.shape[-1]
-    eps = _np.finfo(s.dtype).eps
+    eps = _np.finfo(_np.result_type(a.dtype, _np.float32)).eps
     if rcond is None:
         eps_rcond = eps * max(m, n)
     else:
         r = -1.0 if isinstance(rcond, str) and rcond == "warn" else float(rcond)
         eps_rcond = eps if r < 0 else r
-    if _traced(a, b):
-        # Recorded as pinv(a) @ b: the same minimum-norm solution, through
-        # rules the tape has (the LAPACK driver has none).
-        x = pinv(a, rcond=eps_rcond) @ b2
-    else:
-        x = _call("lstsq", [a, b2], runtime, rcond=eps_rcond)[0]
+    # One gelsd call gives the solution and the singular values (recorded
+    # with the lstsq AD rule inside tenferro.vjp / grad).
+    x, s = _call("lstsq", [a, b2], runtime, flag=True, rcond=eps_rcond)
     s_values = s.numpy() if _traced(s) else s
     smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
             else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))

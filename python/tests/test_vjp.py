@@ -254,8 +254,8 @@ def _assert_gradients_match(ours, theirs, args, torch):
 
 
 def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
-    # lstsq (recorded as pinv(a) @ b), eigvalsh(UPLO="U") and solve with a
-    # vector right-hand side and broadcast batch axes.
+    # lstsq (its solution and singular values, one recorded op), eigvalsh(UPLO="U")
+    # and solve with a vector right-hand side and broadcast batch axes.
     a = random_array(rng, (5, 3), np.float64)
     b = random_array(rng, (5,), np.float64)
     s = random_array(rng, (2, 3, 3), np.float64) + 3 * np.eye(3)
@@ -263,14 +263,17 @@ def test_linalg_with_numpy_conveniences_matches_torch(rng, torch):
 
     def ours(a, b, s, v):
         tl = tenferro.linalg
-        return (tl.lstsq(a, b)[0] ** 2).sum() + tl.eigvalsh(s[0], UPLO="U")[-1] + (tl.solve(s, v) * 2).sum()
+        x, _, _, sv = tl.lstsq(a, b)
+        return (x**2).sum() + (sv**3).sum() + tl.eigvalsh(s[0], UPLO="U")[-1] + (tl.solve(s, v) * 2).sum()
 
     def theirs(a, b, s, v):
         x = torch.linalg.lstsq(a, b[:, None]).solution[:, 0]
+        sv = torch.linalg.svdvals(a)
         # The Hermitian matrix eigvalsh(UPLO="U") reads: the gradient lands on
         # the upper triangle (torch's own eigvalsh symmetrises it instead).
         upper = torch.triu(s[0]) + torch.triu(s[0], 1).T
-        return (x**2).sum() + torch.linalg.eigvalsh(upper)[-1] + (torch.linalg.solve(s, v) * 2).sum()
+        return ((x**2).sum() + (sv**3).sum() + torch.linalg.eigvalsh(upper)[-1]
+                + (torch.linalg.solve(s, v) * 2).sum())
 
     args = (a, b, s, v)
     _assert_gradients_match(ours, theirs, args, torch)

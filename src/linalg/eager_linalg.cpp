@@ -90,6 +90,12 @@ Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tens
   return single(context, LinalgOp::lstsq(rcond), {a, b});
 }
 
+Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, const Tensor& a, const Tensor& b,
+                                               double rcond) {
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, LinalgOp::lstsq(rcond, true), {a, b}));
+  return LstsqResult{std::move(out[0]), std::move(out[1])};
+}
+
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond) {
   return single(context, LinalgOp::pinv(rcond), {a});
 }

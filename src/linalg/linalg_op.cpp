@@ -48,7 +48,8 @@ std::uint64_t hash_attributes(const LinalgAttributes& a) noexcept {
   h = hash_combine(h, static_cast<std::uint64_t>(a.kind));
   h = hash_combine(h, static_cast<std::uint64_t>(a.svd_mode));
   h = hash_combine(h, static_cast<std::uint64_t>(a.qr_mode));
-  h = hash_combine(h, (a.compute_vectors ? 1u : 0u) | (a.lower ? 2u : 0u) | (a.unit_diagonal ? 4u : 0u));
+  h = hash_combine(h, (a.compute_vectors ? 1u : 0u) | (a.lower ? 2u : 0u) | (a.unit_diagonal ? 4u : 0u) |
+                          (a.singular_values ? 8u : 0u));
   h = hash_combine(h, static_cast<std::uint64_t>(a.transpose));
   h = hash_combine(h, double_bits(a.rcond));
   h = hash_combine(h, static_cast<std::uint64_t>(a.norm));
@@ -168,6 +169,8 @@ std::int32_t num_results(const LinalgAttributes& a) noexcept {
     case LinalgOpKind::kQr:
     case LinalgOpKind::kSlogdet:
       return 2;
+    case LinalgOpKind::kLstsq:
+      return a.singular_values ? 2 : 1;
     case LinalgOpKind::kEigh:
     case LinalgOpKind::kEig:
       return a.compute_vectors ? 2 : 1;
@@ -267,9 +270,10 @@ std::shared_ptr<const LinalgOp> LinalgOp::det() {
 std::shared_ptr<const LinalgOp> LinalgOp::slogdet() {
   return shared_op<1>(0, [](std::size_t) { return of_kind(LinalgOpKind::kSlogdet); });
 }
-std::shared_ptr<const LinalgOp> LinalgOp::lstsq(double rcond) {
+std::shared_ptr<const LinalgOp> LinalgOp::lstsq(double rcond, bool singular_values) {
   LinalgAttributes a = of_kind(LinalgOpKind::kLstsq);
   a.rcond = std::isnan(rcond) ? -1.0 : rcond;
+  a.singular_values = singular_values;
   return make(a);
 }
 std::shared_ptr<const LinalgOp> LinalgOp::pinv(double rcond) {
@@ -340,6 +344,7 @@ Result<std::shared_ptr<const LinalgOp>> LinalgOp::create(const LinalgAttributes&
     a.transpose = defaults.transpose;
   }
   if (a.kind != LinalgOpKind::kLstsq && a.kind != LinalgOpKind::kPinv) a.rcond = defaults.rcond;
+  if (a.kind != LinalgOpKind::kLstsq) a.singular_values = defaults.singular_values;
   if (a.rcond < 0.0 || std::isnan(a.rcond)) a.rcond = -1.0;
   if (a.kind != LinalgOpKind::kMatrixNorm && a.kind != LinalgOpKind::kVectorNorm) a.norm = defaults.norm;
   if (a.norm != NormOrder::kP) a.p = defaults.p;
@@ -381,6 +386,7 @@ std::string LinalgOp::describe() const {
     case LinalgOpKind::kLstsq:
     case LinalgOpKind::kPinv:
       options = a.rcond < 0 ? "rcond=default" : fmt::format("rcond={}", a.rcond);
+      if (a.singular_values) options += ", singular_values";
       break;
     case LinalgOpKind::kMatrixNorm:
       options = fmt::format("ord={}", to_string(a.norm));
@@ -508,6 +514,7 @@ Result<SmallVector<ValueMetadata, 2>> LinalgOp::infer_metadata(std::span<const V
       break;
     case LinalgOpKind::kLstsq:
       out.push_back(with_batch({n, rhs_cols}, dtype));
+      if (a.singular_values) out.push_back(with_batch({k}, real));
       break;
     case LinalgOpKind::kPinv:
       out.push_back(with_batch({n, m}, dtype));

@@ -52,6 +52,7 @@ TEST(LinalgOpTest, ResultMetadataOfEveryOperation) {
   const ValueMetadata tall = ValueMetadata::exact(DType::kComplex128, {6, 4});
   const ValueMetadata tall_rhs = ValueMetadata::exact(DType::kComplex128, {6, 2});
   EXPECT_EQ(describe(*infer(*LinalgOp::lstsq(), {tall, tall_rhs})), (V{"complex128[4, 2]"}));
+  EXPECT_EQ(describe(*infer(*LinalgOp::lstsq(-1.0, true), {tall, tall_rhs})), (V{"complex128[4, 2]", "float64[4]"}));
   EXPECT_EQ(describe(*infer(*LinalgOp::pinv(), {tall})), (V{"complex128[4, 6]"}));
   EXPECT_EQ(describe(*infer(**LinalgOp::matrix_norm(NormOrder::kNuclear), {w})), (V{"float32[2]"}));
   EXPECT_EQ(describe(*infer(**LinalgOp::vector_norm(NormOrder::kP, 3), {tall})), (V{"float64[6]"}));

@@ -600,6 +600,45 @@ TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {
   EXPECT_FALSE(recording->seen[2].compute_vectors);
 }
 
+// lstsq with singular_values returns the values gelsd computed: one
+// provider call per matrix (no second SVD), the same solution as without,
+// and values equal to a values-only SVD's, empty matrices included.
+TEST(CpuLinalgEngineTest, LstsqReturnsTheSolversSingularValuesFromOneFactorisation) {
+  auto lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  auto recording = std::make_shared<RecordingProvider>(*lapack);
+  runtime::Runtime rt = make_runtime(
+      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording))));
+  runtime::EagerContext ctx = rt.on();
+  for (DType dtype : {DType::kFloat64, DType::kComplex64}) {
+    for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{6, 4}, {3, 5}, {4, 0}}) {
+      SCOPED_TRACE(fmt::format("{} {}x{}", dtype, m, n));
+      const Tensor a = random_tensor(dtype, {2, m, n}, 51);
+      const Tensor b = random_tensor(dtype, {2, m, 3}, 52);
+      const int calls = recording->calls.load();
+      Result<LstsqResult> both = lstsq_with_singular_values(ctx, a, b);
+      ASSERT_TRUE(both.ok()) << both.status().to_string();
+      EXPECT_EQ(recording->calls.load() - calls, n == 0 ? 0 : 2) << "one gelsd per matrix";
+      EXPECT_EQ(both->s.dtype(), real_dtype(dtype));
+      EXPECT_EQ(Dims(both->s.shape().begin(), both->s.shape().end()), (Dims{2, std::min(m, n)}));
+      Result<Tensor> x = lstsq(ctx, a, b);
+      ASSERT_TRUE(x.ok()) << x.status().to_string();
+      EXPECT_EQ(values_of(both->x), values_of(*x));
+      Result<SvdResult> svd = linalg::svd(ctx, a, SvdMode::kValuesOnly);
+      ASSERT_TRUE(svd.ok()) << svd.status().to_string();
+      const std::vector<cd> s = values_of(both->s), expected = values_of(svd->s);
+      ASSERT_EQ(s.size(), expected.size());
+      for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(s[i].real(), expected[i].real(), 1e-5) << i;
+    }
+  }
+  EXPECT_EQ(LinalgOp::lstsq(-1, true)->describe(), "linalg.lstsq(rcond=default, singular_values)");
+  EXPECT_FALSE(LinalgOp::lstsq(-1, true)->payload_equal(*LinalgOp::lstsq()));
+  EXPECT_NE(LinalgOp::lstsq(-1, true)->payload_hash(), LinalgOp::lstsq()->payload_hash());
+  LinalgAttributes noisy = LinalgOp::det()->attributes();
+  noisy.singular_values = true;  // not an option of det: canonicalised away
+  EXPECT_TRUE((*LinalgOp::create(noisy))->payload_equal(*LinalgOp::det()));
+}
+
 // The packaged provider table (Note [Provider table file]).
 ProviderTable packaged_table() { return read_provider_table(default_provider_table_path()).value(); }
 

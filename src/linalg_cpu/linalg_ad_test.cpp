@@ -307,6 +307,8 @@ TEST_P(LinalgAdTest, SolversInverseAndDeterminants) {
 TEST_P(LinalgAdTest, LstsqPinvAndNorms) {
   check({"lstsq overdetermined", {{{5, 3}}, {{5, 2}}}, op_of(LinalgOp::lstsq())});
   check({"lstsq underdetermined", {{{3, 5}}, {{3, 2}}}, op_of(LinalgOp::lstsq())});
+  check({"lstsq with singular values", {{{5, 3}}, {{5, 2}}}, op_of(LinalgOp::lstsq(-1.0, true))});
+  check({"lstsq wide with singular values", {{{2, 3, 5}}, {{2, 3, 2}}}, op_of(LinalgOp::lstsq(-1.0, true))});
   check({"pinv tall", {{{4, 3}}}, op_of(LinalgOp::pinv())});
   check({"pinv wide batched", {{{2, 3, 4}}}, op_of(LinalgOp::pinv())});
   for (NormOrder ord : {NormOrder::kFrobenius, NormOrder::kNuclear, NormOrder::kOne, NormOrder::kNegOne,

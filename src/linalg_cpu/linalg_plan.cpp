@@ -124,6 +124,7 @@ void lay_out(LinalgPlan& plan) {
   if (l.v_shape.rows * l.v_shape.cols > 0) l.v = region(l.v_shape.rows * l.v_shape.cols, es);
   switch (plan.provider_attributes.kind) {
     case LinalgOpKind::kSvd:
+    case LinalgOpKind::kLstsq:
       l.values = region(k, rs);
       break;
     case LinalgOpKind::kEigh:

@@ -586,7 +586,9 @@ class MatrixProcessor {
       }
       case LinalgOpKind::kSolve:
       case LinalgOpKind::kTriangularSolve:
+        return store_matrix(out_[0], index_, data(buffers_.b), n, plan_.nrhs, buffers_.b.ld);
       case LinalgOpKind::kLstsq:
+        if (a_.singular_values) store_vector(out_[1], index_, static_cast<const R*>(buffers_.values), k());
         return store_matrix(out_[0], index_, data(buffers_.b), n, plan_.nrhs, buffers_.b.ld);
       case LinalgOpKind::kPinv:
         return store_matrix(out_[0], index_, data(buffers_.v), n, m, buffers_.v.ld);

@@ -35,6 +35,10 @@ struct SlogdetResult {
   Tensor sign;
   Tensor logabsdet;
 };
+struct LstsqResult {
+  Tensor x;
+  Tensor s;  ///< A's singular values, descending (the rank is their count above rcond * s[0])
+};
 
 Result<SvdResult> svd(runtime::EagerContext& context, const Tensor& a, SvdMode mode = SvdMode::kThin);
 Result<QrResult> qr(runtime::EagerContext& context, const Tensor& a, QrMode mode = QrMode::kReduced);
@@ -50,6 +54,10 @@ Result<Tensor> inv(runtime::EagerContext& context, const Tensor& a);
 Result<Tensor> det(runtime::EagerContext& context, const Tensor& a);
 Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a);
 Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond = -1.0);
+/// lstsq's solution and the singular values the solver computed (numpy's
+/// lstsq returns both; one factorisation).
+Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, const Tensor& a, const Tensor& b,
+                                               double rcond = -1.0);
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond = -1.0);
 Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kFrobenius);
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,

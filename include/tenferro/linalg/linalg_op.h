@@ -36,6 +36,9 @@
 //   lstsq            A [..,m,n], B [..,m,r] -> X [..,n,r], the minimum-norm
 //                    least-squares solution; singular values below
 //                    rcond * max(S) count as zero (rcond < 0: eps * max(m, n)).
+//                    singular_values: also S [..,k] (real, descending), the
+//                    singular values the solver computed (numpy's lstsq
+//                    returns them; no second SVD).
 //   pinv             A⁺ [..,n,m], same rcond rule.
 //   matrix_norm      [..] real: fro, nuc, 1, -1, 2, -2, inf, -inf (numpy ord).
 //   vector_norm      over the last axis, [..] real: any p > 0, 0 (count of
@@ -120,7 +123,8 @@ struct LinalgAttributes {
   bool lower = true;            ///< triangular_solve: which triangle of A
   bool unit_diagonal = false;   ///< triangular_solve
   TriangularTranspose transpose = TriangularTranspose::kNone;
-  double rcond = -1.0;  ///< lstsq, pinv (< 0: eps * max(m, n))
+  double rcond = -1.0;           ///< lstsq, pinv (< 0: eps * max(m, n))
+  bool singular_values = false;  ///< lstsq: also return A's singular values
   NormOrder norm = NormOrder::kFrobenius;
   double p = 2.0;  ///< vector_norm with NormOrder::kP
 
@@ -153,8 +157,9 @@ class LinalgOp final : public program::ExtensionOp {
   static std::shared_ptr<const LinalgOp> inv();
   static std::shared_ptr<const LinalgOp> det();
   static std::shared_ptr<const LinalgOp> slogdet();
-  /// `rcond` < 0 selects eps * max(m, n).
-  static std::shared_ptr<const LinalgOp> lstsq(double rcond = -1.0);
+  /// `rcond` < 0 selects eps * max(m, n); `singular_values` adds A's
+  /// singular values as a second result.
+  static std::shared_ptr<const LinalgOp> lstsq(double rcond = -1.0, bool singular_values = false);
   static std::shared_ptr<const LinalgOp> pinv(double rcond = -1.0);
   /// kInvalidArgument for kP (a vector order).
   static Result<std::shared_ptr<const LinalgOp>> matrix_norm(NormOrder order = NormOrder::kFrobenius);

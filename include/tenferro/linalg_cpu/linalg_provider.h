@@ -33,7 +33,7 @@
 //   triangular_solve a n×n (read only), b n×r -> b := X
 //   inverse          a n×n -> a := A⁻¹
 //   lstsq            a m×n (destroyed), b max(m,n)×r holding B in its first m
-//                    rows -> X in its first n rows
+//                    rows -> X in its first n rows, values k (real, descending)
 //   pinv             a m×n (destroyed) -> v n×m
 // Implementations are immutable after construction and thread-safe.
 #pragma once

@@ -142,11 +142,23 @@ Result<TangentList> linearize_lstsq(LinearizeContext& ctx, MatrixAd& m, const Li
   if (const std::optional<AdValue> db = ctx.tangent(1)) {
     TENFERRO_ASSIGN_OR_RETURN(dx, m.matmul(p, *db));
   }
-  if (const std::optional<AdValue> da = ctx.tangent(0)) {
+  const std::optional<AdValue> da = ctx.tangent(0);
+  if (da) {
     TENFERRO_ASSIGN_OR_RETURN(AdValue t, pinv_tangent_times(m, a, *da, p, x, b));
     TENFERRO_ASSIGN_OR_RETURN(dx, dx ? m.add(*dx, t) : Result<AdValue>(t));
   }
-  return TangentList{dx};
+  if (!attr.singular_values) return TangentList{dx};
+  // The singular values depend on A alone: a values-only SVD's rule, which
+  // reads operand 0 and its tangent, not the results.
+  std::optional<AdValue> ds;
+  if (da) {
+    LinalgAttributes values = attr;
+    values.kind = LinalgOpKind::kSvd;
+    values.svd_mode = SvdMode::kValuesOnly;
+    TENFERRO_ASSIGN_OR_RETURN(TangentList t, linearize_svd(ctx, m, values));
+    ds = t[0];
+  }
+  return TangentList{dx, ds};
 }
 
 Result<TangentList> linearize_matrix_norm(LinearizeContext& ctx, MatrixAd& m, const LinalgAttributes& attr) {

@@ -125,7 +125,7 @@ class LapackKernels {
     R* real_a = nullptr;  // eig (real): wr, wi, vr
     R* wi = nullptr;
     T* vr = nullptr;
-    R* s = nullptr;  // pinv, lstsq
+    R* s = nullptr;  // pinv
     T* u = nullptr;  // pinv
     T* vt = nullptr;
     T* gram = nullptr;  // the spectral norm (also s)
@@ -162,9 +162,6 @@ class LapackKernels {
         w.s = layout.take<R>(k);
         w.u = layout.take<T>(p_.m * k);
         w.vt = layout.take<T>(k * p_.n);
-        break;
-      case LinalgOpKind::kLstsq:
-        w.s = layout.take<R>(k);
         break;
       default:
         break;
@@ -451,7 +448,7 @@ class LapackKernels {
   }
   Status run_lstsq(const LinalgKernelPlan& plan, const LinalgBuffers& b, const Work& w) const {
     I rank = 0;
-    const I info = lapack_.gelsd(m_, n_, nrhs_, data(b.a), ld_of(b.a), data(b.b), ld_of(b.b), w.s,
+    const I info = lapack_.gelsd(m_, n_, nrhs_, data(b.a), ld_of(b.a), data(b.b), ld_of(b.b), static_cast<R*>(b.values),
                                  static_cast<R>(effective_rcond(p_)), &rank, w.work, static_cast<I>(plan.sizes[0]),
                                  w.rwork, w.iwork);
     return info == 0 ? ok_status() : lapack_failure(info);
