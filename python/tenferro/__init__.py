@@ -23,6 +23,7 @@ import numpy as _np
 
 from . import _tenferro
 from ._errors import (
+    AxisError,
     DTypeError,
     Error,
     InvalidArgumentError,
@@ -58,6 +59,7 @@ __all__ = [
     "DTypeError",
     "LinAlgError",
     "OutOfRangeError",
+    "AxisError",
     "UnsupportedError",
     "ResourceExhaustedError",
     "RuntimeFailure",

@@ -5,14 +5,13 @@ class (``.canonical``), the stage (``.stage``) and the message.
 The classes also derive from the builtin exception a numpy user would catch:
 ValueError for invalid arguments, TypeError for unsupported dtypes,
 numpy.linalg.LinAlgError for singular / non positive definite matrices,
+numpy.AxisError (an IndexError and a ValueError) for an axis out of range,
 NotImplementedError for unsupported features, MemoryError for exhausted
 resources, RuntimeError otherwise.
 """
 
-try:
-    from numpy.linalg import LinAlgError as _NumpyLinAlgError
-except ImportError:  # pragma: no cover - numpy is a dependency
-    _NumpyLinAlgError = ValueError
+from numpy import AxisError as _NumpyAxisError
+from numpy.linalg import LinAlgError as _NumpyLinAlgError
 
 
 class Error(Exception):
@@ -38,8 +37,13 @@ class LinAlgError(Error, _NumpyLinAlgError):
     """Singular, not positive definite or non-finite input, no convergence."""
 
 
-class OutOfRangeError(Error, IndexError, ValueError):
+class OutOfRangeError(Error, ValueError, IndexError):
     """An axis or size out of range."""
+
+
+class AxisError(OutOfRangeError, _NumpyAxisError):
+    """An axis out of range for the array's dimension (code kAxisOutOfRange);
+    ``except numpy.AxisError`` catches it, as numpy's own."""
 
 
 class UnsupportedError(Error, NotImplementedError):
@@ -69,6 +73,8 @@ def _class_for(code, canonical):
         return DTypeError
     if code in _LINALG_CODES:
         return LinAlgError
+    if code == "kAxisOutOfRange":
+        return AxisError
     return _BY_CANONICAL.get(canonical, RuntimeFailure)
 
 

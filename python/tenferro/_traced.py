@@ -30,13 +30,17 @@ import operator
 import numpy as _np
 
 from . import _tenferro
-from ._errors import InvalidArgumentError, UnsupportedError
+from ._errors import AxisError, InvalidArgumentError, UnsupportedError
 
 Traced = _tenferro.Traced
 
 
 def _invalid(message, code="kInvalidArgument"):
     return InvalidArgumentError(message, code=code, canonical="kInvalidArgument")
+
+
+def _axis_error(message):
+    return AxisError(message, code="kAxisOutOfRange", canonical="kOutOfRange")
 
 
 def _unsupported(what):
@@ -163,7 +167,7 @@ def _axes(axis, ndim, what):
     out = []
     for a in axes:
         if not isinstance(a, (int, _np.integer)) or not -ndim <= a < ndim:
-            raise _invalid(f"{what}: axis {a} is out of bounds for an array of dimension {ndim}", "kOutOfRange")
+            raise _axis_error(f"{what}: axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise _invalid(f"{what}: repeated axis in {axis}")

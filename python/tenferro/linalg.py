@@ -17,7 +17,7 @@ import string as _string
 import numpy as _np
 
 from . import _tenferro
-from ._errors import InvalidArgumentError, LinAlgError
+from ._errors import AxisError, InvalidArgumentError, LinAlgError
 
 __all__ = [
     "svd",
@@ -314,7 +314,8 @@ def _axes(axis, ndim, count):
     out = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise _invalid(f"norm: axis {a} is out of bounds for an array of dimension {ndim}")
+            raise AxisError(f"norm: axis {a} is out of bounds for an array of dimension {ndim}",
+                            code="kAxisOutOfRange", canonical="kOutOfRange")
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise _invalid(f"norm: duplicate axes given: {axes}")

@@ -116,6 +116,23 @@ def test_exception_hierarchy():
         assert issubclass(cls, tenferro.Error)
 
 
+def test_axis_errors_are_numpys_axis_error():
+    # `except np.AxisError` catches every axis out of range, from the C++
+    # engines (kAxisOutOfRange) and from the Python layer alike.
+    x = np.ones((2, 3))
+    for fn in (lambda: tenferro.fft.fft(x, axis=5),
+               lambda: tenferro.fft.fftn(x, axes=(0, -3)),
+               lambda: tenferro.linalg.norm(x, axis=4),
+               lambda: tenferro.grad(lambda a: np.sum(a, axis=3).sum())(x)):
+        with pytest.raises(np.AxisError) as info:
+            fn()
+        e = info.value
+        assert isinstance(e, tenferro.AxisError) and isinstance(e, tenferro.OutOfRangeError)
+        assert isinstance(e, IndexError) and isinstance(e, ValueError)
+        assert e.code == "kAxisOutOfRange" and e.canonical == "kOutOfRange"
+        assert "axis" in str(e) or "axes" in str(e), str(e)
+
+
 def test_bad_out_is_rejected_and_left_unchanged():
     a = np.ones((3, 4))
     b = np.ones((4, 5))

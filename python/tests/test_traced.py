@@ -218,7 +218,7 @@ def test_unrecorded_operations_raise_typed_errors(rng):
     fails(lambda t: t[0, 0, 0], IndexError)
     fails(lambda t: t.reshape(5, 3), tenferro.InvalidArgumentError, match="reshape")
     fails(lambda t: t + np.ones((2, 4)), tenferro.InvalidArgumentError, match="broadcast")
-    fails(lambda t: t.sum(axis=2), tenferro.InvalidArgumentError, match="out of bounds")
+    fails(lambda t: t.sum(axis=2), np.AxisError, match="out of bounds")
     fails(lambda t: np.transpose(t, (0, 0)), tenferro.InvalidArgumentError, match="repeated")
     # Nothing was left half recorded: the same tape-free call still works.
     np.testing.assert_allclose(tenferro.grad(lambda t: (t * t).sum())(x), 2 * x)
