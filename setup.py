@@ -72,7 +72,7 @@ setup(
     version=project_version(),
     ext_modules=[Extension("tenferro._tenferro", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    package_data={"tenferro": ["*.so", "*.json"]},
+    package_data={"tenferro": ["*.so", "*.json", "*.pyi", "py.typed"]},
     options={"build": {"build_base": SETUPTOOLS_DIR}, "egg_info": {"egg_base": SETUPTOOLS_DIR}},
     zip_safe=False,
 )

@@ -29,6 +29,8 @@ for kind in ("_tenferro", "tenferro_lapack_", "tenferro_blas_"):
     assert mine and all(m.startswith(pkg + "/") for m in mine), (kind, sorted(loaded))
 import glob
 assert bool(glob.glob(pkg + "/_mpi*.so")) == HAS_MPI, "tenferro._mpi: installed iff built"
+import os
+assert os.path.exists(pkg + "/py.typed") and os.path.exists(pkg + "/_tenferro.pyi"), "type stubs installed"
 if HAS_MPI:  # tenferro.mpi works from the installed copy
     from mpi4py import MPI
     import tenferro.mpi
