@@ -1,6 +1,7 @@
 # Failures of `tenferro` that must not look like success or abort (from a
 # CLI audit): an instance too large for its random data, a result written
-# to a full stdout, bench inputs that match nothing, a NaN bound, and a
+# to a full stdout, bench inputs that match nothing, a NaN bound, -o naming
+# a directory, and a
 # --json report naming a file whose name is not UTF-8.
 # Run with -DTENFERRO=<binary> -DWORK_DIR=<scratch directory>.
 function(expect_failure rc_want pattern)
@@ -20,6 +21,9 @@ expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 
 expect_failure(1 "no case ran" bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
 expect_failure(105 "expected 1 to" bench gemm dgemm_n256 --threads 0)
+# -o naming a directory: refused before anything runs or is reported written.
+expect_failure(1 "found a directory" einsum --runs 0 -o ${dir})
+expect_failure(1 "found a directory" einsum --runs 0 --max-intermediate 1e4 -o ${dir})
 if(EXISTS /dev/full)
   execute_process(COMMAND ${TENFERRO} info OUTPUT_FILE /dev/full RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 1 OR NOT err MATCHES "writing to standard output failed")

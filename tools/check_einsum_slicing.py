@@ -78,6 +78,12 @@ def main():
         a, b = base["checksum"], split["checksum"]
         check(abs(a - b) <= 1e-9 * max(1.0, abs(a)), f"{cmd}: checksum {b}, unsliced {a}")
         print(f"ok: MERA over 2 ranks: range of {split['range_label']}, checksum {b} == {a}")
+        # The text report: each range's share, and the overhead over both.
+        cmd = [sys.argv[4], *sys.argv[5:], "-np", "2", tenferro, "einsum", mera, "--plan-only", "--slice-over-ranks"]
+        rc, out, err = run(cmd)
+        check(rc == 0 and "this range:" in out, f"{cmd}: {out}{err}")
+        total = [line for line in out.splitlines() if line.startswith("total over the workers: overhead")]
+        check(len(total) == 1 and float(total[0].split()[5].rstrip("x")) >= 1.0, f"{cmd}: {out}")
 
     # An impossible bound: below one element.
     cmd = [tenferro, "einsum", "--max-intermediate", "4", "--runs", "1"]
@@ -109,9 +115,19 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
         missing = os.path.join(d, "missing.npy")
         out = os.path.join(d, "out.npy")
         nowhere = os.path.join(d, "no_such_dir", "out.npy")
+        # (what, rank 0's arguments, rank 1's, the file written, the text
+        # both ranks' errors contain (None: no error)).
         cases = [
-            ("operand missing on rank 1", [a, b], [a, missing], None, True),
-            ("-o directory missing on rank 1", [a, b, "-o", out], [a, b, "-o", nowhere], out, False),
+            ("operand missing on rank 1", [a, b], [a, missing], None, "cannot open"),
+            ("-o directory missing on rank 1", [a, b, "-o", out], [a, b, "-o", nowhere], out, None),
+            # Options that would leave the ranks in different collectives
+            # (a hang) or summing different data: agreed.
+            ("--runs differs on rank 1", [a, b, "--runs", "3"], [a, b, "--runs", "1"], None,
+             "--runs: expected the same value on every rank"),
+            ("--plan-only on rank 1", [a, b], [a, b, "--plan-only"], None,
+             "--plan-only: expected the same value on every rank"),
+            ("--seed differs on rank 1", [a, b, "--seed", "1"], [a, b, "--seed", "2"], None,
+             "expected the same value on every rank"),
         ]
         for what, mine, rank1, written, fails in cases:
             script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" einsum "ij,jk->ik" '
@@ -123,9 +139,11 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             except subprocess.TimeoutExpired:
                 check(False, f"{what}: a rank waited forever")
-            if fails:  # (mpirun's own status is 0 without the job abort)
-                check(p.stderr.count("cannot open") == 2 and p.stderr.count("rank 1 of 2 failed") == 1,
+            if fails == "cannot open":  # (mpirun's own status is 0 without the job abort)
+                check(p.stderr.count(fails) == 2 and p.stderr.count("rank 1 of 2 failed") == 1,
                       f"{what}: expected rank 1's error and rank 0's report of it, found: {p.stderr}")
+            elif fails:  # agreed: both ranks report it
+                check(p.stderr.count(fails) == 2, f"{what}: expected '{fails}' from both ranks, found: {p.stderr}")
             else:
                 check(p.returncode == 0 and not p.stderr, f"{what}: rc {p.returncode}: {p.stderr}")
                 got = np.load(written)

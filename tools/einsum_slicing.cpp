@@ -108,6 +108,34 @@ class RankGroup {
 #endif
     return ok_status();
   }
+  // kInvalidArgument on every rank unless each option has one value on
+  // every rank (one allreduce of each value and its negation).
+  Status same_options(std::initializer_list<std::pair<std::string_view, std::int64_t>> options) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) {
+      std::vector<std::int64_t> v;
+      for (const auto& [name, value] : options) {
+        v.push_back(value);
+        v.push_back(-value);
+      }
+      TENFERRO_TRY(mpi::mpi_status(
+          MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX, comm_->comm()),
+          "MPI_Allreduce"));
+      std::size_t i = 0;
+      for (const auto& [name, value] : options) {
+        if (v[i] != -v[i + 1]) {
+          return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                            "{}: expected the same value on every rank (the ranks would run different collectives "
+                            "or contract different data), found {} here and values from {} to {} across ranks",
+                            name, value, -v[i + 1], v[i]);
+        }
+        i += 2;
+      }
+    }
+#endif
+    (void)options;
+    return ok_status();
+  }
   // The largest `value` over the ranks.
   Result<double> max(double value) {
 #ifdef TENFERRO_HAVE_MPI
@@ -295,6 +323,12 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   // Only the reporting rank writes the output file.
   TENFERRO_TRY(
       ranks.agree(ranks.rank() == 0 && !output_path.empty() ? check_output_directory(output_path) : ok_status()));
+  // A different --runs or --plan-only would leave ranks in different
+  // collectives (a hang), a different --seed sum shares of different data.
+  TENFERRO_TRY(ranks.same_options({{"--runs", options.runs},
+                                   {"--plan-only", options.plan_only ? 1 : 0},
+                                   {"--seed (high bits)", static_cast<std::int64_t>(options.seed >> 32)},
+                                   {"--seed (low bits)", static_cast<std::int64_t>(options.seed & 0xffffffffu)}}));
 
   SlicedReport report;
   report.path = options.path;
@@ -377,6 +411,10 @@ Status check_output_directory(const std::string& path) {
   if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
     return make_error(ErrorCode::kNotFound, ErrorStage::kNone, "-o {}: expected an existing directory {}", path,
                       parent.string());
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "-o {}: expected a file name, found a directory (name the .npy file to write)", path);
   }
   return ok_status();
 }

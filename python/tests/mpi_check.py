@@ -347,6 +347,48 @@ def check_cache_is_bounded():
     check(comm._impl.reused_blocks() >= reused + 2, f"results not from the pool: {comm._impl.reused_blocks()} reused")
 
 
+def check_different_methods_fail_together():
+    # One rank calling plan (or allreduce) while another calls einsum: both
+    # raise at the first step and stay in step (they used to drift one
+    # collective apart and hang at the next call).
+    comm = tenferro.mpi.Communicator(WORLD)
+    a = np.arange(12.0).reshape(3, 4)
+    one = RANK == 1
+    for other in (lambda: comm.plan("ab,bc->ac", a, a.T), lambda: comm.allreduce(a),
+                  lambda: comm.allgather(a), lambda: comm.broadcast(a, 0)):
+        try:
+            other() if one else comm.einsum("ab,bc->ac", a, a.T)
+        except tenferro.InvalidArgumentError as e:
+            check(SIZE > 1 and "same collective" in str(e), f"rank {RANK}: {e}")
+        else:
+            check(SIZE == 1, f"rank {RANK} returned from mismatched methods")
+        close(comm.allreduce(np.ones(2)), np.full(2, float(SIZE)), np.float64, "in step afterwards")
+    # Collective results come from the rank's pool: a freed result's block
+    # is reused by the next call (Note [Pooled results]).
+    x = np.ones(1 << 16)
+    comm.allreduce(x)
+    reused = comm._impl.reused_blocks()
+    for _ in range(3):
+        close(comm.allreduce(x), x * SIZE, np.float64, "pooled allreduce")
+    check(comm._impl.reused_blocks() >= reused + 3, f"collective results not from the pool: {reused}")
+    return "ok"
+
+
+def check_thread_level_is_enforced():
+    # mpi4py's default thread level is MULTIPLE here: a call from another
+    # thread works; under FUNNELED it would be kFailedPrecondition.
+    import threading
+
+    comm = tenferro.mpi.Communicator(WORLD)
+    out = []
+    t = threading.Thread(target=lambda: out.append(comm.allreduce(np.ones(3))))
+    t.start()
+    t.join()
+    check(MPI.Query_thread() < MPI.THREAD_SERIALIZED or (out and np.array_equal(out[0], np.full(3, SIZE))),
+          f"allreduce from a thread: {out}")
+    return "ok"
+
+
 def check_mera_instance(directory):
     path = os.path.join(directory, "str_nw_mera_closed_120.json")
     if not os.path.exists(path):
@@ -370,6 +412,7 @@ def main():
     checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
               check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent,
               check_intercommunicators_are_refused, check_collectives_match_mpi4py, check_cache_is_bounded,
+              check_different_methods_fail_together, check_thread_level_is_enforced,
               lambda: check_mera_instance(shared)]
     for i, fn in enumerate(checks):
         name = getattr(fn, "__name__", "check_mera_instance")

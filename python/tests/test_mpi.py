@@ -92,3 +92,23 @@ def test_calls_after_mpi_finalize_are_typed_errors():
                      "        print(e.code, 'finalised' in str(e))\n")
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.split() == ["kFailedPrecondition", "True"] * 2
+
+
+def test_calls_from_a_thread_mpi_does_not_allow_are_typed_errors():
+    pytest.importorskip("mpi4py")
+    # Under MPI_THREAD_FUNNELED only the main thread may call MPI: another
+    # thread's call is kFailedPrecondition (undefined behaviour inside MPI
+    # otherwise); the main thread's calls still work.
+    out = run_python("import mpi4py\nmpi4py.rc.thread_level = 'funneled'\nfrom mpi4py import MPI\n"
+                     "import threading, numpy, tenferro, tenferro.mpi\n"
+                     "comm = tenferro.mpi.Communicator(MPI.COMM_WORLD)\n"
+                     "seen = []\n"
+                     "def call():\n"
+                     "    try:\n"
+                     "        comm.allreduce(numpy.ones(2))\n"
+                     "    except tenferro.Error as e:\n"
+                     "        seen.append((e.code, 'funneled' in str(e)))\n"
+                     "t = threading.Thread(target=call); t.start(); t.join()\n"
+                     "print(MPI.Query_thread() == MPI.THREAD_FUNNELED, seen, comm.allreduce(numpy.ones(2)).tolist())\n")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == "True [('kFailedPrecondition', True)] [1.0, 1.0]", out.stdout

@@ -608,7 +608,8 @@ std::string WorkerSlicing::explain() const {
                          same->second);
     }
   }
-  return out;
+  return out + fmt::format("total over the workers: overhead {:.4f}x the unsliced {:.6g} flops\n", overhead(),
+                           parts_[0].tree().cost().flops);
 }
 
 Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, LabelId label,
@@ -711,13 +712,18 @@ std::string SlicedContraction::explain() const {
       has_range() ? fmt::format("range {}[{}:{}) of {}{}, ", net.label_name(range_.label), range_.begin, range_.end,
                                 net.extent(range_.label), contains(net.output(), range_.label) ? " (output)" : "")
                   : std::string();
+  // A range is one worker's share (Note [Range slicing]): its flops are a
+  // fraction of the unsliced, not an overhead (WorkerSlicing::explain gives
+  // the total over the workers).
+  const std::string total = has_range() ? fmt::format("this range: {:.6g} flops, {:.4f} of the unsliced {:.6g}\n",
+                                                      total_flops(), overhead(), tree_.cost().flops)
+                                        : fmt::format("total: {:.6g} flops, overhead {:.4f}x the unsliced {:.6g}\n",
+                                                      total_flops(), overhead(), tree_.cost().flops);
   return fmt::format(
       "{}sliced labels {}: {} slices ({} output slices)\n"
-      "per slice: log10 flops {:.4f}, largest intermediate {:.6g} bytes (unsliced {:.6g})\n"
-      "total: {:.6g} flops, overhead {:.4f}x the unsliced {:.6g}\n",
+      "per slice: log10 flops {:.4f}, largest intermediate {:.6g} bytes (unsliced {:.6g})\n{}",
       range, labels.empty() ? "none" : labels, num_slices_, num_output_slices_, slice_cost().log10_flops(),
-      slice_max_intermediate_bytes(), tree_.cost().max_intermediate_elements * element_bytes, total_flops(), overhead(),
-      tree_.cost().flops);
+      slice_max_intermediate_bytes(), tree_.cost().max_intermediate_elements * element_bytes, total);
 }
 
 Status SliceViews::bind(const SlicedContraction& sliced, std::int64_t k, std::span<const TensorView> inputs,

@@ -178,6 +178,8 @@ Status recv(const Communicator& comm, Tensor& tensor, int source, int tag) {
   });
 }
 
-Status agree(const Communicator& comm, const Status& local) { return agree_on(comm, local, "mpi agree"); }
+Status agree(const Communicator& comm, const Status& local, std::string_view what) {
+  return agree_on(comm, local, what);
+}
 
 }  // namespace tenferro::mpi

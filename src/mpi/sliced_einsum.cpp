@@ -101,13 +101,15 @@ Result<int> node_rank(const Communicator& comm) {
   return rank;
 }
 
-Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype) {
-  TENFERRO_TRY(agree(comm, local.status()));
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype,
+                      std::string_view what) {
+  TENFERRO_TRY(agree(comm, local.status(), what));
   return same_split(comm, *local, dtype);
 }
 
-Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
-  TENFERRO_TRY(agree(comm, ok_status()));
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype,
+                      std::string_view what) {
+  TENFERRO_TRY(agree(comm, ok_status(), what));
   return same_split(comm, split, dtype);
 }
 

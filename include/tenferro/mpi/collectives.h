@@ -74,7 +74,9 @@ Status send(const Communicator& comm, const Tensor& tensor, int dest, int tag);
 Status recv(const Communicator& comm, Tensor& tensor, int source, int tag);
 
 /// Collective: ok on every rank when `local` is ok on every rank; otherwise
-/// each rank returns an error (Note [Checked collectives]).
-Status agree(const Communicator& comm, const Status& local);
+/// each rank returns an error (Note [Checked collectives]). `what` names the
+/// step: ranks at steps of different names (one rank planning, another
+/// contracting) get kInvalidArgument on every rank, and stay in step.
+Status agree(const Communicator& comm, const Status& local, std::string_view what = "mpi agree");
 
 }  // namespace tenferro::mpi

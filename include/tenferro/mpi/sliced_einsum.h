@@ -59,9 +59,12 @@ Result<int> node_rank(const Communicator& comm);
 /// on every rank: a rank must never sum slices of another plan or another
 /// contraction). Planning is reproducible when every rank plans with
 /// einsum::Determinism::kReproducible from the same network.
-Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype);
+/// `what` names the step as for agree().
+Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype,
+                      std::string_view what = "sliced einsum plan");
 /// agree_on_split for a rank whose planning succeeded (a split it kept).
-Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype);
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype,
+                      std::string_view what = "sliced einsum plan");
 
 /// A Runtime for one rank that run_slices_over_ranks can reduce on: the CPU
 /// engine (its collective nodes run on the thread that runs the program)
