@@ -252,6 +252,20 @@ struct EinsumKwargs {
 // einsum] says for dtypes tenferro does not contract directly. order= is
 // applied to the result.
 py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
+  if (args.size() > 1 && !PyUnicode_Check(args[0]) && !PyBytes_Check(args[0]) && any_traced(args, 0)) {
+    // numpy's sublist form with Traced operands: its subscripts (the
+    // Python layer's conversion), then recorded as the string form.
+    const py::tuple rest(args.size() - 1);
+    for (std::size_t i = 1; i < args.size(); ++i) rest[i - 1] = py::handle(args[i]);
+    const py::tuple converted =
+        py::module_::import("tenferro").attr("_subscripts_and_operands")(py::handle(args[0]), rest, "einsum");
+    const py::list operands = converted[1];
+    std::vector<py::object> held{converted[0]};
+    for (py::handle o : operands) held.push_back(py::reinterpret_borrow<py::object>(o));
+    std::vector<PyObject*> flat;
+    for (const py::object& o : held) flat.push_back(o.ptr());
+    return einsum_call(rt, ArgSpan(flat.data(), flat.size()), spec, k);
+  }
   const bool traced = args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1);
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");

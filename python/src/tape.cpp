@@ -202,7 +202,10 @@ std::optional<DType> exact_dtype_of(py::handle a) {
 
 // Such an array as a tensor of `dtype` (a dense copy).
 Tensor exact_leaf(py::handle a, DType dtype) {
-  py::object dense = py::module_::import("numpy").attr("ascontiguousarray")(a);
+  // (Not numpy.ascontiguousarray, which makes a 0-d array 1-d.)
+  PyObject* c = PyArray_FROM_OF(a.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
+  if (c == nullptr) throw py::error_already_set();
+  const py::object dense = py::reinterpret_steal<py::object>(c);
   auto* arr = reinterpret_cast<PyArrayObject*>(dense.ptr());
   Dims shape(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
   Tensor t = value_or_raise(Tensor::empty(shape, dtype));
@@ -525,6 +528,7 @@ void register_tape(py::module_& m) {
              return tensor_to_numpy(value_or_raise(tape.tape.grad(variable.handle)));
            })
       .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); })
+      .def_property_readonly("operations", [](const PyTape& tape) { return tape.tape.metrics().operations_recorded; })
       .def("jvp",
            [](PyTape& tape, const PyTraced& output, const py::sequence& variables, const py::sequence& tangents) {
              return tensor_to_numpy(

@@ -18,6 +18,7 @@ Quick start (docs/python.md)::
 import operator as _operator
 import os as _os
 import string as _string
+import threading as _threading
 
 import numpy as _np
 
@@ -287,6 +288,12 @@ def _start(primals, runtime, what, positions=None):
     tape = _tenferro._Tape(rt)
     xs = []
     for k, p in enumerate(primals):
+        if isinstance(p, Traced):
+            raise UnsupportedError(
+                f"{what}: argument {k if positions is None else positions[k]} is already traced by an enclosing "
+                f"tenferro.grad / vjp / jvp / hvp: nested differentiation (grad of grad) is not supported; use "
+                f"tenferro.hvp for Hessian-vector products, or tenferro.torch.einsum under torch.autograd for "
+                f"higher derivatives", code="kUnsupported", canonical="kUnsupported")
         try:
             xs.append(tape.variable(p))
         except DTypeError as e:
@@ -304,8 +311,12 @@ def _zeros_if_none(g, like):
 
 
 def _check_output(out, who, scalar=False):
-    """InvalidArgumentError unless fun returned a Traced value (a scalar one
-    with `scalar`), naming what it returned."""
+    """InvalidArgumentError unless fun returned a Traced value (a real scalar
+    one with `scalar`), naming what it returned."""
+    if isinstance(out, Traced) and scalar and out.ndim == 0 and out.dtype.kind == "c":
+        raise InvalidArgumentError(
+            f"{who}: expected fun to return a real scalar, found a {out.dtype} one (differentiate its .real, "
+            f"abs(...) ** 2 or another real function of it)", code="kInvalidArgument", canonical="kInvalidArgument")
     if isinstance(out, Traced) and (not scalar or out.ndim == 0):
         return
     if isinstance(out, (Traced, _np.ndarray)):
@@ -318,6 +329,16 @@ def _check_output(out, who, scalar=False):
                                code="kInvalidArgument", canonical="kInvalidArgument")
 
 
+def _sequences(primals, others, who, name):
+    """`primals` and `others` as tuples; a bare array for either is a
+    TypeError (its iteration would split it into scalars), as in jax."""
+    for value, what in ((primals, "primals"), (others, name)):
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"{who}: expected {what} as a tuple or list (one entry per argument of fun), found "
+                            f"{type(value).__name__}; write ({what[:-1]},) for one argument")
+    return tuple(primals), tuple(others)
+
+
 def vjp(fun, *primals, runtime=None):
     """Runs fun(*primals) with every primal traced (fun may use tenferro
     calls and numpy operations on the values, docs/python.md) and returns
@@ -327,6 +348,9 @@ def vjp(fun, *primals, runtime=None):
     tape, xs = _start(primals, runtime, "vjp")
     out = fun(*xs)
     _check_output(out, "vjp")
+    # One backward at a time: every call resets, seeds and reads the same
+    # tape (a pullback shared by threads gave mixed gradients).
+    lock = _threading.Lock()
 
     def vjp_fn(cotangent):
         ct = _np.asarray(cotangent)
@@ -342,11 +366,12 @@ def vjp(fun, *primals, runtime=None):
                 code="kDTypeMismatch",
                 canonical="kDTypeMismatch",
             )
-        tape.zero_grad()
-        # J* ct straight from the tape: nothing is recorded, so every call
-        # after the first reuses the compiled backward program.
-        tape.backward(out, ct)
-        return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
+        with lock:
+            tape.zero_grad()
+            # J* ct straight from the tape: nothing is recorded, so every call
+            # after the first reuses the compiled backward program.
+            tape.backward(out, ct)
+            return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
     return out.numpy(), vjp_fn
 
@@ -355,7 +380,7 @@ def jvp(fun, primals, tangents, runtime=None):
     """Forward mode: (fun(*primals), J tangents) as jax.jvp and
     torch.func.jvp give them; `primals` and `tangents` are sequences of the
     same length (a tangent of None is zero), `fun` as for vjp."""
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
     tape, xs = _start(primals, runtime, "jvp")
     out = fun(*xs)
     _check_output(out, "jvp")
@@ -366,7 +391,7 @@ def hvp(fun, primals, vectors, runtime=None):
     """The Hessian of fun's real scalar output times `vectors` (one per
     primal), forward over reverse: one array per primal, as
     torch.autograd.functional.hvp gives it."""
-    primals, vectors = tuple(primals), tuple(vectors)
+    primals, vectors = _sequences(primals, vectors, "hvp", "vectors")
     tape, xs = _start(primals, runtime, "hvp")
     out = fun(*xs)
     _check_output(out, "hvp", scalar=True)
@@ -377,8 +402,13 @@ def value_and_grad(fun, argnums=0, runtime=None):
     """A function returning (fun(*args), gradient of fun's real scalar
     output with respect to the arguments `argnums` (an int or a tuple))."""
 
+    single = not isinstance(argnums, (tuple, list))
+    try:
+        nums = (_operator.index(argnums),) if single else tuple(_operator.index(i) for i in argnums)
+    except TypeError:
+        raise TypeError(f"grad: expected argnums as an int or a tuple of ints, found {argnums!r}") from None
+
     def wrapped(*args):
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         for i in nums:
             if not -len(args) <= i < len(args):
                 raise InvalidArgumentError(
@@ -387,20 +417,34 @@ def value_and_grad(fun, argnums=0, runtime=None):
                     code="kInvalidArgument",
                     canonical="kInvalidArgument",
                 )
-        tape, xs = _start([args[i] for i in nums], runtime, "grad", nums)
+        # One variable per argument, however often argnums names it (a
+        # repeated argnums gets the same gradient twice, as torch gives it).
+        positions = list(dict.fromkeys(i % len(args) for i in nums))
+        tape, xs = _start([args[i] for i in positions], runtime, "grad", positions)
         traced_args = list(args)
-        for i, x in zip(nums, xs):
+        for i, x in zip(positions, xs):
             traced_args[i] = x
         out = fun(*traced_args)
         if not isinstance(out, Traced) and _np.ndim(out) == 0 and _np.asarray(out).dtype.kind in "biuf":
+            if tape.operations > 0:
+                # Operations were recorded, but the value left the tape
+                # (float(), .item(), math.*): its gradient would be
+                # silently zero. jax raises here too.
+                raise InvalidArgumentError(
+                    "grad: fun returned a plain number computed from its traced arguments (float(), .item() or "
+                    "a math function took the value off the tape, so the gradient would be zero); return the "
+                    "traced value itself and use numpy functions (np.exp, not math.exp)",
+                    code="kInvalidArgument", canonical="kInvalidArgument")
             # A value computed without the arguments (a constant function):
             # its gradient is zero, as jax.grad gives it.
-            grads = tuple(_zeros_if_none(None, x) for x in xs)
-            return _np.asarray(out)[()], (grads[0] if isinstance(argnums, int) else grads)
+            zeros = {i: _zeros_if_none(None, x) for i, x in zip(positions, xs)}
+            grads = tuple(zeros[i % len(args)] for i in nums)
+            return _np.asarray(out)[()], (grads[0] if single else grads)
         _check_output(out, "grad", scalar=True)
         tape.backward(out)
-        grads = tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
-        return out.numpy(), (grads[0] if isinstance(argnums, int) else grads)
+        by_position = {i: _zeros_if_none(tape.grad(x), x) for i, x in zip(positions, xs)}
+        grads = tuple(by_position[i % len(args)] for i in nums)
+        return out.numpy(), (grads[0] if single else grads)
 
     return wrapped
 

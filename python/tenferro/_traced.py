@@ -140,7 +140,8 @@ def _square(x):
 
 
 def _log_base(base):
-    return lambda x: _elementwise("div", _unary("log")(x), _np.log(base))
+    # A Python float (weak, as numpy takes it): float32 stays float32.
+    return lambda x: _elementwise("div", _unary("log")(x), float(_np.log(base)))
 
 
 def _conj(x):
@@ -879,6 +880,15 @@ def _len(x):
     return x.shape[0]
 
 
+def _bool(x):
+    """numpy's truth value (control flow on the value, off the tape like
+    comparisons): one element, else numpy's ValueError."""
+    if int(_np.prod(x.shape)) != 1:
+        raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                         "a.all()")
+    return bool(x.numpy().reshape(()))
+
+
 # The ufuncs that python/src/tape.cpp records without this module (Note
 # [Traced fast paths]): np.square is mul with one input, np.matmul (-1) the
 # fast a @ b.
@@ -902,6 +912,7 @@ def _install():
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__len__ = _len
+    T.__bool__ = _bool
     T.__float__ = lambda self: float(_item(self))
     T.__complex__ = lambda self: complex(_item(self))
     T.item = _item

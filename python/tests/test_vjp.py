@@ -303,3 +303,107 @@ def test_linalg_compositions_record_their_parts(rng, torch):
 
     args = (x, y, t)
     _assert_gradients_match(ours, theirs, args, torch)
+
+
+# --- From an audit of the AD API against torch and jax ---
+
+
+def test_a_shared_pullback_is_safe_across_threads(rng):
+    # vjp_fn resets, seeds and reads one tape: calls from several threads
+    # are serialised (they used to mix each other's cotangents, ~1 in 2,000).
+    import threading
+
+    x = rng.standard_normal((5, 5))
+    _, fn = tenferro.vjp(lambda x: np.tanh(x @ x), x)
+    cts = [rng.standard_normal((5, 5)) for _ in range(4)]
+    wants = [fn(c)[0].copy() for c in cts]
+    wrong = []
+
+    def worker(k):
+        for _ in range(400):
+            if not np.array_equal(fn(cts[k])[0], wants[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_where_on_zero_dimensional_values():
+    # A 0-d boolean condition used to reach the tape as shape [1].
+    f = lambda x: np.where(x > 0, x * 2.0, np.sin(x))  # noqa: E731
+    assert tenferro.grad(f)(np.array(0.5)) == 2.0
+    assert np.isclose(tenferro.grad(f)(np.array(-0.5)), np.cos(-0.5))
+    np.testing.assert_array_equal(tenferro.grad(lambda x: np.where(np.sum(x) > 0, np.sum(x), 0.0))(np.ones(3)),
+                                  np.ones(3))
+
+
+def test_repeated_and_numpy_integer_argnums():
+    a, b = np.full((2, 2), 2.0), np.ones((2, 2))
+    f = lambda a, b: np.sum(a * a * b)  # noqa: E731
+    for nums in ((0, 0), (0, -2)):
+        g = tenferro.grad(f, argnums=nums)(a, b)
+        assert len(g) == 2
+        np.testing.assert_array_equal(g[0], 2 * a * b)
+        np.testing.assert_array_equal(g[1], 2 * a * b)
+    np.testing.assert_array_equal(tenferro.grad(f, argnums=np.int64(1))(a, b), a * a)
+    for bad in (1.0, None, "0"):
+        with pytest.raises(TypeError, match="argnums"):
+            tenferro.grad(f, argnums=bad)
+
+
+def test_einsum_sublist_form_is_recorded(rng):
+    a = rng.standard_normal((3, 4))
+    want = tenferro.grad(lambda a: np.sum(np.einsum("ij,jk->ik", a, a.T)))(a)
+    for call in (lambda a: np.einsum(a, [0, 1], a.T, [1, 2], [0, 2]),
+                 lambda a: tenferro.einsum(a, [0, 1], a.T, [1, 2], [0, 2])):
+        np.testing.assert_allclose(tenferro.grad(lambda a: np.sum(call(a)))(a), want, rtol=1e-12)
+
+
+def test_log2_and_log10_keep_float32():
+    x = np.linspace(1, 2, 3, dtype=np.float32)
+    for fn in (np.log2, np.log10):
+        seen = []
+        tenferro.grad(lambda x: (seen.append(fn(x).dtype), np.sum(fn(x)))[1])(x)
+        assert seen == [np.float32]
+
+
+def test_values_taken_off_the_tape_are_an_error_not_a_zero_gradient():
+    import math
+
+    x = np.ones(3)
+    for fun in (lambda x: float(np.sum(x ** 2)), lambda x: math.exp(np.sum(x)), lambda x: np.sum(x).item()):
+        with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
+            tenferro.grad(fun)(x)
+    np.testing.assert_array_equal(tenferro.grad(lambda x: 3.0)(x), np.zeros(3))  # a constant function
+    with pytest.raises(tenferro.InvalidArgumentError, match="complex128"):
+        tenferro.grad(lambda x: np.sum(x * 1j))(x)
+
+
+def test_forward_mode_takes_sequences_and_nesting_is_a_clear_error():
+    x = np.ones(3)
+    with pytest.raises(TypeError, match="tuple or list"):
+        tenferro.jvp(lambda x: x * 2, x, x)
+    with pytest.raises(TypeError, match="tuple or list"):
+        tenferro.hvp(lambda x: np.sum(x * x), x, (x,))
+    with pytest.raises(tenferro.UnsupportedError, match="hvp"):
+        tenferro.grad(lambda x: np.sum(tenferro.grad(lambda y: np.sum(y * y))(x)))(x)
+
+
+def test_truth_value_of_a_traced_value():
+    seen = []
+
+    def f(x):
+        s = np.sum(x)
+        seen.append(bool(s))
+        if s:  # control flow on the value, as on a numpy 0-d array
+            return s * 2
+        return s
+
+    np.testing.assert_array_equal(tenferro.grad(f)(np.ones(3)), np.full(3, 2.0))
+    assert seen == [True]
+    with pytest.raises(ValueError, match="ambiguous"):
+        tenferro.grad(lambda x: np.sum(x) if x else np.sum(x))(np.ones(3))
