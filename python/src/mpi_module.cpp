@@ -252,8 +252,17 @@ class PyCommunicator {
     Local local;
     const int r = local.run([&] { return root_of(root); }, 0);
     const bool at_root = r == rank();
+    // Only the root's x is read (the others receive into a buffer of the
+    // root's dtype and shape, whatever they passed).
     CollectiveBuffer b = local.run(
-        [&] { return at_root || !x.is_none() ? buffer_of(x, "broadcast") : CollectiveBuffer{}; }, CollectiveBuffer{});
+        [&] {
+          if (at_root && x.is_none()) {
+            raise_error(ErrorCode::kInvalidArgument,
+                        fmt::format("broadcast: expected an array on the root (rank {}), found None", r));
+          }
+          return at_root ? buffer_of(x, "broadcast") : CollectiveBuffer{};
+        },
+        CollectiveBuffer{});
     agree(local, "tenferro.mpi broadcast");
     // The root's dtype and shape first: the other ranks may pass None.
     Tensor header = value_or_raise(Tensor::zeros({2 + kMaxHeaderRank}, DType::kInt64));
@@ -273,9 +282,7 @@ class PyCommunicator {
     if (!at_root) {
       const auto dtype = static_cast<DType>(h[0]);
       const Dims shape(h + 2, h + 2 + h[1]);
-      if (!b.tensor.defined() || b.tensor.dtype() != dtype || IntArrayRef(b.tensor.shape()) != IntArrayRef(shape)) {
-        b = fresh_buffer(dtype, shape);  // None, or another shape: the root's
-      }
+      b = fresh_buffer(dtype, shape);
     }
     ok_or_raise(released([&] { return mpi::broadcast(*comm_, b.tensor, r); }));
     return b.array;

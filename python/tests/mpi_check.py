@@ -300,6 +300,10 @@ def check_collectives_match_mpi4py():
     close(got, root_value, np.float64, "broadcast")
     got = comm.broadcast(root_value.astype(np.float32) if RANK == 0 else np.zeros(7), root=0)
     close(got, root_value.astype(np.float32), np.float32, "broadcast: the root's dtype and shape win")
+    got = comm.broadcast(root_value if RANK == 0 else np.zeros(3, np.float16), root=0)
+    close(got, root_value, np.float64, "broadcast: a non-root's argument is not read (float16)")
+    expect_error_on_every_rank(lambda: comm.broadcast(None if RANK == 1 else root_value, root=1),
+                               tenferro.InvalidArgumentError, "None at the root")
     # allgather and reduce_scatter against mpi4py.
     mine = np.arange(5, dtype=np.int64) * (RANK + 1)
     close(comm.allgather(mine), np.stack(WORLD.allgather(mine)), np.int64, "allgather")
