@@ -109,21 +109,10 @@ Status CpuEinsumExecutor::execute(const ExecutionPlan& plan, std::span<const Ten
     }
     status = plan.execute(inputs, output, lease->bytes(), *composite_, ctx, &s);
   }
-  // Only the counters this run changed: a small einsum touches a few.
-  const auto add = [](std::atomic<std::int64_t>& counter, std::int64_t value) {
-    if (value != 0) counter.fetch_add(value, std::memory_order_relaxed);
-  };
-  add(executions_, s.executions);
-  add(steps_, s.steps);
-  add(gemm_steps_, s.gemm_steps);
-  add(direct_steps_, s.direct_steps);
-  add(presums_, s.presums);
-  add(planned_copies_, s.planned_copies);
-  add(copied_elements_, s.copied_elements);
-  add(composite_copies_, s.composite_copies);
-  add(inner_steps_, s.inner_steps);
-  add(outer_steps_, s.outer_steps);
-  add(sequential_steps_, s.sequential_steps);
+  // Only the counters this run changed (a small einsum touches a few), in
+  // this CPU's copy (Note [Sharded counters]).
+  const auto local = stats_.local();
+  for (std::size_t i = 0; i < std::size(kStatFields); ++i) local.add(i, s.*kStatFields[i]);
   return status;
 }
 
@@ -160,17 +149,7 @@ CpuEinsumMetrics CpuEinsumExecutor::metrics() const {
   constexpr auto relaxed = std::memory_order_relaxed;
   CpuEinsumMetrics m;
   m.cache = cache_->stats();
-  m.execution.executions = executions_.load(relaxed);
-  m.execution.steps = steps_.load(relaxed);
-  m.execution.gemm_steps = gemm_steps_.load(relaxed);
-  m.execution.direct_steps = direct_steps_.load(relaxed);
-  m.execution.presums = presums_.load(relaxed);
-  m.execution.planned_copies = planned_copies_.load(relaxed);
-  m.execution.copied_elements = copied_elements_.load(relaxed);
-  m.execution.composite_copies = composite_copies_.load(relaxed);
-  m.execution.inner_steps = inner_steps_.load(relaxed);
-  m.execution.outer_steps = outer_steps_.load(relaxed);
-  m.execution.sequential_steps = sequential_steps_.load(relaxed);
+  for (std::size_t i = 0; i < std::size(kStatFields); ++i) m.execution.*kStatFields[i] = stats_.load(i);
   m.plans_built = plans_built_.load(relaxed);
   m.planning_seconds = static_cast<double>(planning_ns_.load(relaxed)) * 1e-9;
   const cpu::WorkspacePoolStats w = workspace_->stats();

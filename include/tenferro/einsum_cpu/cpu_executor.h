@@ -16,9 +16,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <span>
 
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/parallel.h"
@@ -103,10 +105,15 @@ class CpuEinsumExecutor {
   std::unique_ptr<cpu::WorkspacePool> workspace_;
   std::atomic<std::uint64_t> plans_built_{0};
   std::atomic<std::uint64_t> planning_ns_{0};
-  // ExecutionStats fields, accumulated atomically.
-  std::atomic<std::int64_t> executions_{0}, steps_{0}, gemm_steps_{0}, direct_steps_{0}, presums_{0},
-      planned_copies_{0}, copied_elements_{0}, composite_copies_{0}, inner_steps_{0}, outer_steps_{0},
-      sequential_steps_{0};
+  // ExecutionStats' fields, in its order (Note [Sharded counters]).
+  static constexpr std::int64_t ExecutionStats::*kStatFields[] = {
+      &ExecutionStats::executions,      &ExecutionStats::steps,
+      &ExecutionStats::gemm_steps,      &ExecutionStats::direct_steps,
+      &ExecutionStats::presums,         &ExecutionStats::planned_copies,
+      &ExecutionStats::copied_elements, &ExecutionStats::composite_copies,
+      &ExecutionStats::inner_steps,     &ExecutionStats::outer_steps,
+      &ExecutionStats::sequential_steps};
+  ShardedCounters<std::size(kStatFields)> stats_;
 };
 
 }  // namespace tenferro::einsum

@@ -319,15 +319,15 @@ DotGeneralComposite::DotGeneralComposite(std::shared_ptr<const CpuGemmProvider> 
 
 DotGeneralCounters DotGeneralComposite::counters() const noexcept {
   DotGeneralCounters c;
-  c.tiny_calls = tiny_calls_.load(std::memory_order_relaxed);
-  c.planned_calls = planned_calls_.load(std::memory_order_relaxed);
+  c.tiny_calls = calls_.load(kTinyCalls);
+  c.planned_calls = calls_.load(kPlannedCalls);
   return c;
 }
 
 void DotGeneralComposite::run_tiny(const internal::TinyContraction& t, const TensorView& lhs, const TensorView& rhs,
                                    void* out, DotGeneralPlan* plan_out) const noexcept {
   internal::run_tiny(lhs.dtype, t, lhs.data, rhs.data, out);
-  tiny_calls_.fetch_add(1, std::memory_order_relaxed);
+  calls_.add(kTinyCalls, 1);
   if (plan_out != nullptr) {
     *plan_out = DotGeneralPlan{};
     plan_out->path = DotGeneralPath::kTiny;
@@ -355,7 +355,7 @@ bool DotGeneralComposite::gemm_if_tiny(DType dtype, const GemmProblem& p) const 
   t.out[1] = p.c.row_stride;
   t.out[2] = p.c.col_stride;
   internal::run_tiny(dtype, t, p.a.data, p.b.data, p.c.data);
-  tiny_calls_.fetch_add(1, std::memory_order_relaxed);
+  calls_.add(kTinyCalls, 1);
   return true;
 }
 
@@ -544,7 +544,7 @@ Status DotGeneralComposite::run_integer(const TtgtPlan& p, const TensorView& lhs
 Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                                      bool out_is_final, const ParallelContext& ctx, DotGeneralPlan* plan_out,
                                      const std::shared_ptr<HostAllocator>& allocator) const {
-  planned_calls_.fetch_add(1, std::memory_order_relaxed);
+  calls_.add(kPlannedCalls, 1);
   DotGeneralPlan& s = p.summary;
   const int threads = std::max(1, ctx.max_threads());
   const DType dtype = lhs.dtype;

@@ -56,6 +56,7 @@
 #include <memory>
 #include <string_view>
 
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/base/status.h"
 #include "tenferro/cpu/capabilities.h"
 #include "tenferro/cpu/gemm/gemm_provider.h"
@@ -222,8 +223,8 @@ class DotGeneralComposite {
   std::shared_ptr<const CpuGeneralContractionProvider> direct_;
   DotGeneralOptions options_;
   std::shared_ptr<internal::GemmWorkspacePool> integer_workspace_;  // packing buffers of the integer kernel
-  mutable std::atomic<std::int64_t> tiny_calls_{0};
-  mutable std::atomic<std::int64_t> planned_calls_{0};
+  enum Counter : std::size_t { kTinyCalls, kPlannedCalls, kCount };
+  mutable ShardedCounters<kCount> calls_;  // Note [Sharded counters]
 };
 
 }  // namespace tenferro::cpu

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string_view>
 
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/gemm/gemm_provider.h"
 
@@ -43,17 +44,23 @@ struct NativeGemmTally {
   std::int64_t parallel_problems = 0;
   std::int64_t in_place_b_problems = 0;
 };
-/// Storage behind NativeGemmCounters, bumped by the driver.
+/// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
+/// [Sharded counters] in tenferro/base/sharded_counters.h).
 struct NativeGemmAtomicCounters {
-  std::atomic<std::int64_t> small_loop_problems{0};
-  std::atomic<std::int64_t> small_tiled_problems{0};
-  std::atomic<std::int64_t> small_panel_problems{0};
-  std::atomic<std::int64_t> rank1_problems{0};
-  std::atomic<std::int64_t> blocked_problems{0};
-  std::atomic<std::int64_t> parallel_problems{0};
-  std::atomic<std::int64_t> in_place_b_problems{0};
-  std::atomic<std::int64_t> fork_joins{0};
+  enum Counter : std::size_t {
+    kSmallLoop,
+    kSmallTiled,
+    kSmallPanel,
+    kRank1,
+    kBlocked,
+    kParallel,
+    kInPlaceB,
+    kForkJoins,
+    kCount
+  };
+  ShardedCounters<kCount> values;
   void add(const NativeGemmTally& t) noexcept;
+  void add_fork_joins(std::int64_t forks) noexcept { values.add(kForkJoins, forks); }
 };
 }  // namespace internal
 

@@ -279,7 +279,7 @@ Status single_block_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const 
       multiply_rows(ks, p, p.a, kc, p.beta, mu0 * mr, i_end, mc_max, ap, b, p.c, j0, j_end);
     }
   });
-  counters.fork_joins.fetch_add(1, std::memory_order_relaxed);
+  counters.add_fork_joins(1);
   return ok_status();
 }
 
@@ -354,7 +354,7 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
       }
     }
   }
-  counters.fork_joins.fetch_add(forks, std::memory_order_relaxed);
+  counters.add_fork_joins(forks);
   return ok_status();
 }
 
@@ -418,26 +418,28 @@ GemmSupport NativeGemmProvider::support() const noexcept {
 
 NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   NativeGemmCounters c;
-  c.small_tiled_problems = counters_.small_tiled_problems.load(std::memory_order_relaxed);
-  c.small_panel_problems = counters_.small_panel_problems.load(std::memory_order_relaxed);
-  c.small_problems = c.small_tiled_problems + counters_.small_loop_problems.load(std::memory_order_relaxed);
-  c.rank1_problems = counters_.rank1_problems.load(std::memory_order_relaxed);
-  c.blocked_problems = counters_.blocked_problems.load(std::memory_order_relaxed);
-  c.parallel_problems = counters_.parallel_problems.load(std::memory_order_relaxed);
-  c.in_place_b_problems = counters_.in_place_b_problems.load(std::memory_order_relaxed);
-  c.fork_joins = counters_.fork_joins.load(std::memory_order_relaxed);
+  using C = NativeGemmAtomicCounters;
+  c.small_tiled_problems = counters_.values.load(C::kSmallTiled);
+  c.small_panel_problems = counters_.values.load(C::kSmallPanel);
+  c.small_problems = c.small_tiled_problems + counters_.values.load(C::kSmallLoop);
+  c.rank1_problems = counters_.values.load(C::kRank1);
+  c.blocked_problems = counters_.values.load(C::kBlocked);
+  c.parallel_problems = counters_.values.load(C::kParallel);
+  c.in_place_b_problems = counters_.values.load(C::kInPlaceB);
+  c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
 }
 
 void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept {
-  if (t.small_loop_problems != 0) small_loop_problems.fetch_add(t.small_loop_problems, std::memory_order_relaxed);
-  if (t.small_tiled_problems != 0) small_tiled_problems.fetch_add(t.small_tiled_problems, std::memory_order_relaxed);
-  if (t.small_panel_problems != 0) small_panel_problems.fetch_add(t.small_panel_problems, std::memory_order_relaxed);
-  if (t.rank1_problems != 0) rank1_problems.fetch_add(t.rank1_problems, std::memory_order_relaxed);
-  if (t.blocked_problems != 0) blocked_problems.fetch_add(t.blocked_problems, std::memory_order_relaxed);
-  if (t.parallel_problems != 0) parallel_problems.fetch_add(t.parallel_problems, std::memory_order_relaxed);
-  if (t.in_place_b_problems != 0) in_place_b_problems.fetch_add(t.in_place_b_problems, std::memory_order_relaxed);
+  const auto local = values.local();
+  local.add(kSmallLoop, t.small_loop_problems);
+  local.add(kSmallTiled, t.small_tiled_problems);
+  local.add(kSmallPanel, t.small_panel_problems);
+  local.add(kRank1, t.rank1_problems);
+  local.add(kBlocked, t.blocked_problems);
+  local.add(kParallel, t.parallel_problems);
+  local.add(kInPlaceB, t.in_place_b_problems);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -458,7 +460,7 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       if (threads > 1 && p.n > 1) {
         ctx.parallel_for(0, p.n, ceil_div(p.n, threads),
                          [&](std::int64_t j0, std::int64_t j1) { ks.rank1(p, j0, j1); });
-        counters_.fork_joins.fetch_add(1, std::memory_order_relaxed);
+        counters_.add_fork_joins(1);
       } else {
         ks.rank1(p, 0, p.n);  // Note [Rank-1 GEMM] in micro_kernels.h
       }
