@@ -636,11 +636,11 @@ Result<TensorList> EagerContext::promote(CoreSemanticOp op, std::span<const Tens
       program::ProgramValue out,
       builder.emit(op, std::span<const program::ProgramValue>(values.data(), values.size()), attributes));
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen, builder.freeze({out}));
-  runtime_->metrics->compile.add(internal::now_ns() - t);
+  runtime_->metrics->add_stage(internal::MetricsState::kCompile, internal::now_ns() - t);
   PrepareOptions options;
   options.placement = placement_;
   ++metrics_.promoted_calls;
-  runtime_->metrics->eager_promoted_calls.fetch_add(1, std::memory_order_relaxed);
+  runtime_->metrics->add(internal::MetricsState::kEagerPromotedCalls, 1);
   return internal::run_program(*runtime_, frozen.program, inputs, options);
 }
 
@@ -660,11 +660,11 @@ Result<TensorList> EagerContext::promote_extension(const std::shared_ptr<const p
       auto outs, builder.emit_extension(op, std::span<const program::ProgramValue>(values.data(), values.size())));
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen,
                             builder.freeze(std::span<const program::ProgramValue>(outs.data(), outs.size())));
-  runtime_->metrics->compile.add(internal::now_ns() - t);
+  runtime_->metrics->add_stage(internal::MetricsState::kCompile, internal::now_ns() - t);
   PrepareOptions options;
   options.placement = placement_;
   ++metrics_.promoted_calls;
-  runtime_->metrics->eager_promoted_calls.fetch_add(1, std::memory_order_relaxed);
+  runtime_->metrics->add(internal::MetricsState::kEagerPromotedCalls, 1);
   return internal::run_program(*runtime_, frozen.program, inputs, options);
 }
 

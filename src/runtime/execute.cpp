@@ -71,16 +71,22 @@ WorkspacePool::WorkspacePool() = default;
 WorkspacePool::~WorkspacePool() = default;
 
 std::unique_ptr<RunWorkspace> WorkspacePool::take() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (free_.empty()) return nullptr;
-  std::unique_ptr<RunWorkspace> w = std::move(free_.back());
-  free_.pop_back();
-  return w;
+  const std::size_t first = this_cpu_shard(kLists);
+  for (std::size_t k = 0; k < kLists; ++k) {
+    List& list = lists_[(first + k) % kLists];
+    std::lock_guard<std::mutex> lock(list.mutex);
+    if (list.free.empty()) continue;
+    std::unique_ptr<RunWorkspace> w = std::move(list.free.back());
+    list.free.pop_back();
+    return w;
+  }
+  return nullptr;
 }
 
 void WorkspacePool::give_back(std::unique_ptr<RunWorkspace> workspace) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(std::move(workspace));
+  List& list = lists_[this_cpu_shard(kLists)];
+  std::lock_guard<std::mutex> lock(list.mutex);
+  list.free.push_back(std::move(workspace));
 }
 
 Status NodeWork::execute(ErasedExecutionContext context) noexcept {
@@ -287,7 +293,7 @@ class RunExecution {
       if (!arbiter_.try_acquire(st_.admission)) {
         const std::uint64_t t = now_ns();
         TENFERRO_TRY(arbiter_.acquire(st_.admission, cancelled_));
-        metrics_.admission_wait.add(now_ns() - t);
+        metrics_.add_stage(MetricsState::kAdmissionWait, now_ns() - t);
       }
       run_lease_ = ResourceLease(&arbiter_, st_.admission);
     }
@@ -365,7 +371,7 @@ class RunExecution {
       TENFERRO_TRY(s);
     }
     ws_.leases[k] = ResourceLease(&arbiter_, node.resources);
-    metrics_.admission_wait.add(now_ns() - t);
+    metrics_.add_stage(MetricsState::kAdmissionWait, now_ns() - t);
     return ok_status();
   }
 
@@ -616,7 +622,7 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
   if (ws == nullptr) {
     Result<std::unique_ptr<RunWorkspace>> created = create_workspace(st);
     if (!created.ok()) {
-      metrics.failed_runs.fetch_add(1, std::memory_order_relaxed);
+      metrics.add(MetricsState::kFailedRuns, 1);
       abandon_collectives(st, 0, created.status());
       return created.status();
     }
@@ -627,21 +633,27 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
   // enqueue loop count as `enqueue`; draining as `completion`.
   RunExecution execution(st, *ws, metrics, cancelled, runtime_refs);
   Status status = execution.run(inputs);
-  metrics.enqueue.add(execution.enqueue_end_ns() - t0);
-  metrics.completion.add(now_ns() - execution.enqueue_end_ns());
-  metrics.runs.fetch_add(1, std::memory_order_relaxed);
-  metrics.nodes_enqueued.fetch_add(execution.enqueued(), std::memory_order_relaxed);
-  if (execution.groups_ != 0) metrics.groups_enqueued.fetch_add(execution.groups_, std::memory_order_relaxed);
-  if (execution.transfers_ != 0) metrics.transfers.fetch_add(execution.transfers_, std::memory_order_relaxed);
-  if (execution.collectives_ != 0) metrics.collectives.fetch_add(execution.collectives_, std::memory_order_relaxed);
-  if (execution.donations_ != 0) metrics.donations.fetch_add(execution.donations_, std::memory_order_relaxed);
+  {
+    const std::uint64_t end = now_ns();
+    const auto local = metrics.values.local();  // one CPU lookup for the run's counts
+    local.add(2 * MetricsState::kEnqueue, 1);
+    local.add(2 * MetricsState::kEnqueue + 1, static_cast<std::int64_t>(execution.enqueue_end_ns() - t0));
+    local.add(2 * MetricsState::kCompletion, 1);
+    local.add(2 * MetricsState::kCompletion + 1, static_cast<std::int64_t>(end - execution.enqueue_end_ns()));
+    local.add(MetricsState::kRuns, 1);
+    local.add(MetricsState::kNodesEnqueued, static_cast<std::int64_t>(execution.enqueued()));
+    local.add(MetricsState::kGroupsEnqueued, static_cast<std::int64_t>(execution.groups_));
+    local.add(MetricsState::kTransfers, static_cast<std::int64_t>(execution.transfers_));
+    local.add(MetricsState::kCollectives, static_cast<std::int64_t>(execution.collectives_));
+    local.add(MetricsState::kDonations, static_cast<std::int64_t>(execution.donations_));
+  }
 
   TensorList outputs;
   if (status.ok()) {
     for (std::uint32_t s : st.output_slots) outputs.push_back(ws->values[s]);
   } else {
-    metrics.failed_runs.fetch_add(1, std::memory_order_relaxed);
-    if (status.code() == ErrorCode::kCancelled) metrics.cancelled_runs.fetch_add(1, std::memory_order_relaxed);
+    metrics.add(MetricsState::kFailedRuns, 1);
+    if (status.code() == ErrorCode::kCancelled) metrics.add(MetricsState::kCancelledRuns, 1);
   }
   reset_workspace(st, *ws);
   // A failed run's workspace is dropped: its event-domain runs may not be

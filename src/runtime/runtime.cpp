@@ -26,22 +26,27 @@ void MetricsState::record_detached_failure(const Error& error) {
 
 ExecutionMetrics MetricsState::snapshot() {
   ExecutionMetrics m;
-  m.compile = compile.load();
-  m.specialization = specialization.load();
-  m.cache_lookup = cache_lookup.load();
-  m.planning = planning.load();
-  m.admission_wait = admission_wait.load();
-  m.enqueue = enqueue.load();
-  m.completion = completion.load();
-  m.runs = runs.load(std::memory_order_relaxed);
-  m.failed_runs = failed_runs.load(std::memory_order_relaxed);
-  m.cancelled_runs = cancelled_runs.load(std::memory_order_relaxed);
-  m.nodes_enqueued = nodes_enqueued.load(std::memory_order_relaxed);
-  m.groups_enqueued = groups_enqueued.load(std::memory_order_relaxed);
-  m.transfers = transfers.load(std::memory_order_relaxed);
-  m.collectives = collectives.load(std::memory_order_relaxed);
-  m.donations = donations.load(std::memory_order_relaxed);
-  m.eager_promoted_calls = eager_promoted_calls.load(std::memory_order_relaxed);
+  const auto stage = [&](Stage s) {
+    return StageMetrics{static_cast<std::uint64_t>(values.load(2 * s)),
+                        static_cast<std::uint64_t>(values.load(2 * s + 1))};
+  };
+  const auto count = [&](Counter c) { return static_cast<std::uint64_t>(values.load(c)); };
+  m.compile = stage(kCompile);
+  m.specialization = stage(kSpecialization);
+  m.cache_lookup = stage(kCacheLookup);
+  m.planning = stage(kPlanning);
+  m.admission_wait = stage(kAdmissionWait);
+  m.enqueue = stage(kEnqueue);
+  m.completion = stage(kCompletion);
+  m.runs = count(kRuns);
+  m.failed_runs = count(kFailedRuns);
+  m.cancelled_runs = count(kCancelledRuns);
+  m.nodes_enqueued = count(kNodesEnqueued);
+  m.groups_enqueued = count(kGroupsEnqueued);
+  m.transfers = count(kTransfers);
+  m.collectives = count(kCollectives);
+  m.donations = count(kDonations);
+  m.eager_promoted_calls = count(kEagerPromotedCalls);
   std::lock_guard<std::mutex> lock(detached_mutex);
   m.detached_failures.assign(detached_failures.begin(), detached_failures.end());
   return m;
@@ -107,11 +112,11 @@ Result<std::shared_ptr<const PreparedProgram>> prepare_cached(
     const std::uint64_t t = now_ns();
     Result<std::unique_ptr<PreparedState>> prepared = prepare_program(config, program, key.signature, options);
     planning = now_ns() - t;
-    metrics.planning.add(planning);
+    metrics.add_stage(MetricsState::kPlanning, planning);
     if (!prepared.ok()) return prepared.status().in_stage(ErrorStage::kPrepare);
     return std::shared_ptr<const PreparedProgram>(std::make_shared<PreparedProgram>(std::move(*prepared)));
   });
-  metrics.cache_lookup.add(now_ns() - t0 - planning);
+  metrics.add_stage(MetricsState::kCacheLookup, now_ns() - t0 - planning);
   return result;
 }
 
@@ -125,7 +130,7 @@ Result<TensorList> run_program(RuntimeState& state, const std::shared_ptr<const 
     }
   }
   InputSignature signature = InputSignature::of(inputs);
-  state.metrics->specialization.add(now_ns() - t0);
+  state.metrics->add_stage(MetricsState::kSpecialization, now_ns() - t0);
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedProgram> prepared,
                             prepare_cached(state, program, std::move(signature), options));
   return execute_prepared(*prepared, inputs, *state.metrics, nullptr, 0);
@@ -137,8 +142,8 @@ Result<TensorList> run_program(RuntimeState& state, const std::shared_ptr<const 
 void InFlightRun::execute() noexcept {
   Result<TensorList> result = [&]() -> Result<TensorList> {
     if (cancelled.load(std::memory_order_acquire)) {
-      metrics->cancelled_runs.fetch_add(1, std::memory_order_relaxed);
-      metrics->failed_runs.fetch_add(1, std::memory_order_relaxed);
+      metrics->add(MetricsState::kCancelledRuns, 1);
+      metrics->add(MetricsState::kFailedRuns, 1);
       return Error(ErrorCode::kCancelled, ErrorStage::kEnqueue, "the run was cancelled before it started");
     }
     try {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/program/semantic_program.h"
 #include "tenferro/runtime/config.h"
 #include "tenferro/runtime/execution.h"
@@ -26,29 +27,47 @@ inline std::uint64_t now_ns() noexcept {
           .count());
 }
 
-struct AtomicStage {
-  std::atomic<std::uint64_t> count{0};
-  std::atomic<std::uint64_t> nanoseconds{0};
-  void add(std::uint64_t ns) noexcept {
-    count.fetch_add(1, std::memory_order_relaxed);
-    nanoseconds.fetch_add(ns, std::memory_order_relaxed);
-  }
-  StageMetrics load() const noexcept {
-    return {count.load(std::memory_order_relaxed), nanoseconds.load(std::memory_order_relaxed)};
-  }
-};
-
 /// Runtime-wide metrics, shared with in-flight runs (which must not own the
-/// runtime state). Thread-safe.
+/// runtime state). Thread-safe. Every run and eager promotion adds to them
+/// from whatever thread runs it, so they are per-CPU copies (Note [Sharded
+/// counters] in tenferro/base/sharded_counters.h).
 struct MetricsState {
   static constexpr std::size_t kMaxDetachedFailures = 32;
 
-  AtomicStage compile, specialization, cache_lookup, planning, admission_wait, enqueue, completion;
-  std::atomic<std::uint64_t> runs{0}, failed_runs{0}, cancelled_runs{0}, nodes_enqueued{0}, groups_enqueued{0},
-      transfers{0}, collectives{0}, donations{0}, eager_promoted_calls{0};
+  /// The timed stages: each a count and a sum of nanoseconds.
+  enum Stage : std::size_t {
+    kCompile,
+    kSpecialization,
+    kCacheLookup,
+    kPlanning,
+    kAdmissionWait,
+    kEnqueue,
+    kCompletion,
+    kStages
+  };
+  /// The counts (after the stages' 2 * kStages values).
+  enum Counter : std::size_t {
+    kRuns = 2 * kStages,
+    kFailedRuns,
+    kCancelledRuns,
+    kNodesEnqueued,
+    kGroupsEnqueued,
+    kTransfers,
+    kCollectives,
+    kDonations,
+    kEagerPromotedCalls,
+    kValues
+  };
+  ShardedCounters<kValues> values;
   std::mutex detached_mutex;
   std::deque<Error> detached_failures;
 
+  void add(Counter counter, std::uint64_t value) noexcept { values.add(counter, static_cast<std::int64_t>(value)); }
+  void add_stage(Stage stage, std::uint64_t ns) noexcept {
+    const auto local = values.local();
+    local.add(2 * stage, 1);
+    local.add(2 * stage + 1, static_cast<std::int64_t>(ns));
+  }
   void record_detached_failure(const Error& error);
   ExecutionMetrics snapshot();
 };

@@ -30,6 +30,14 @@
 
 namespace tenferro {
 
+/// The copy of `shards` the calling thread's current CPU uses (0 when the
+/// CPU is unknown). Threads running at the same time get different copies
+/// on machines with at most `shards` CPUs.
+inline std::size_t this_cpu_shard(std::size_t shards) noexcept {
+  const int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : static_cast<std::size_t>(cpu) % shards;
+}
+
 /// N counters, indexed 0..N-1 (use an enum). Thread-safe; add() is
 /// wait-free and writes only the calling CPU's copy.
 template <std::size_t N>
@@ -50,7 +58,7 @@ class ShardedCounters {
     std::array<std::atomic<std::int64_t>, N>* values_;
   };
 
-  Local local() noexcept { return Local(shards_[this_cpu_shard()].values); }
+  Local local() noexcept { return Local(shards_[this_cpu_shard(kShards)].values); }
   void add(std::size_t counter, std::int64_t value) noexcept { local().add(counter, value); }
   /// The sum over the copies.
   std::int64_t load(std::size_t counter) const noexcept {
@@ -63,10 +71,6 @@ class ShardedCounters {
   struct alignas(128) Shard {
     std::array<std::atomic<std::int64_t>, N> values{};
   };
-  static std::size_t this_cpu_shard() noexcept {
-    const int cpu = sched_getcpu();
-    return cpu < 0 ? 0 : static_cast<std::size_t>(cpu) % kShards;
-  }
   std::array<Shard, kShards> shards_{};
 };
 
