@@ -68,6 +68,18 @@ std::shared_ptr<CpuLinalgEngine> eigen_engine(std::shared_ptr<const cpu::Paralle
       std::move(parallel));
 }
 
+// A RecordingProvider over the LAPACK provider (null when it cannot load),
+// and a runtime whose linalg engine uses only `provider`.
+std::shared_ptr<RecordingProvider> recording_lapack() {
+  auto lapack = LapackLinalgProvider::load();
+  EXPECT_TRUE(lapack.ok()) << lapack.status().to_string();
+  return lapack.ok() ? std::make_shared<RecordingProvider>(*lapack) : nullptr;
+}
+runtime::Runtime runtime_over(std::shared_ptr<const CpuLinalgProvider> provider) {
+  return make_runtime(
+      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::move(provider)))));
+}
+
 Result<runtime::TensorList> eager(runtime::Runtime& rt, const std::shared_ptr<const LinalgOp>& op,
                                   std::initializer_list<Tensor> inputs) {
   runtime::EagerContext ctx = rt.on();
@@ -571,11 +583,9 @@ TEST(CpuLinalgEngineTest, RepeatedEagerCallsPrepareOnce) {
   EXPECT_FALSE(LinalgOp::vector_norm(NormOrder::kNuclear).ok());
   EXPECT_FALSE(LinalgOp::matrix_norm(NormOrder::kP).ok());
 
-  auto lapack = LapackLinalgProvider::load();
-  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
-  auto recording = std::make_shared<RecordingProvider>(*lapack);
-  runtime::Runtime rt = make_runtime(
-      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording))));
+  const std::shared_ptr<RecordingProvider> recording = recording_lapack();
+  ASSERT_NE(recording, nullptr);
+  runtime::Runtime rt = runtime_over(recording);
   runtime::EagerContext ctx = rt.on();
   const Tensor a = well_conditioned(DType::kFloat64, {4, 4}, 41);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(linalg::det(ctx, a).ok());
@@ -604,11 +614,9 @@ TEST(CpuLinalgEngineTest, ValuesOnlyRequestsNeverComputeVectors) {
 // provider call per matrix (no second SVD), the same solution as without,
 // and values equal to a values-only SVD's, empty matrices included.
 TEST(CpuLinalgEngineTest, LstsqReturnsTheSolversSingularValuesFromOneFactorisation) {
-  auto lapack = LapackLinalgProvider::load();
-  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
-  auto recording = std::make_shared<RecordingProvider>(*lapack);
-  runtime::Runtime rt = make_runtime(
-      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(recording))));
+  const std::shared_ptr<RecordingProvider> recording = recording_lapack();
+  ASSERT_NE(recording, nullptr);
+  runtime::Runtime rt = runtime_over(recording);
   runtime::EagerContext ctx = rt.on();
   for (DType dtype : {DType::kFloat64, DType::kComplex64}) {
     for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{6, 4}, {3, 5}, {4, 0}}) {
