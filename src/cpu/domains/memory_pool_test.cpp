@@ -187,5 +187,40 @@ TEST(MemoryPoolTest, ConcurrentAllocationKeepsTheBooksBalanced) {
   EXPECT_GT(stats.reused, 0u);
 }
 
+// Threads allocating and freeing at once keep exact totals, freed blocks
+// come back, and trim() empties the cache.
+TEST(MemoryPoolTest, SmallBlocksFromManyThreadsAreCountedAndReused) {
+  auto pool = CpuDomainMemoryPool::create(CpuDomainId(1), std::nullopt, nullptr);
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&pool, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        void* a = pool->allocate(512 + 64 * t);
+        void* b = pool->allocate(4096);
+        ASSERT_NE(a, nullptr);
+        ASSERT_NE(b, nullptr);
+        std::memset(a, t, 512);  // ASan/TSan: the block is this thread's
+        pool->deallocate(a, 512 + 64 * t);
+        pool->deallocate(b, 4096);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  MemoryPoolStats stats = pool->stats();
+  EXPECT_EQ(stats.allocations, 2u * kThreads * kRounds);
+  EXPECT_EQ(stats.deallocations, 2u * kThreads * kRounds);
+  EXPECT_EQ(stats.outstanding_blocks, 0u);
+  EXPECT_EQ(stats.outstanding_bytes, 0u);
+  // Each thread holds at most two blocks at a time, so all but a few
+  // allocations were served from the caches.
+  EXPECT_GE(stats.reused, 2u * kThreads * kRounds - 4u * kThreads * 16u);
+  EXPECT_LE(stats.cached_blocks, 2u * kThreads);
+  pool->trim();
+  EXPECT_EQ(pool->stats().cached_blocks, 0u);
+  EXPECT_EQ(pool->stats().cached_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace tenferro::cpu
