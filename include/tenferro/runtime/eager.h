@@ -32,6 +32,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/int_array_ref.h"
@@ -162,6 +163,19 @@ class EagerContext {
   Result<TensorList> call(const std::shared_ptr<const program::ExtensionOp>& op, std::span<const Tensor> inputs);
   Result<TensorList> call(ExtensionSlot& slot, const std::shared_ptr<const program::ExtensionOp>& op,
                           std::span<const Tensor> inputs);
+  /// The same for an op of a derived type (einsum::EinsumOp,
+  /// linalg::LinalgOp), without a temporary shared_ptr of the base type: its
+  /// reference count lives in the op's control block, which every thread
+  /// calling with the same op would write (Note [Eager calls share no
+  /// counts]). The op is retained only when a call memoizes it.
+  template <class Op>
+  requires(std::is_base_of_v<program::ExtensionOp, Op> &&
+           !std::is_same_v<Op, program::ExtensionOp>) Result<TensorList> call(const std::shared_ptr<const Op>& op,
+                                                                              std::span<const Tensor> inputs) {
+    if (op == nullptr) return call(std::shared_ptr<const program::ExtensionOp>(), inputs);
+    return call_op(
+        nullptr, *op, [&op] { return std::shared_ptr<const program::ExtensionOp>(op); }, inputs);
+  }
 
   Placement placement() const noexcept { return placement_; }
   /// The engine and domain this context runs on (resolving it if needed).
@@ -174,9 +188,13 @@ class EagerContext {
   Result<Tensor> dot_general_impl(const Tensor& lhs, const Tensor& rhs, const program::CoreAttributes& attributes);
   Result<TensorList> promote(program::CoreSemanticOp op, std::span<const Tensor> inputs,
                              const program::CoreAttributes& attributes);
+  // call() on `op`, which `retain` returns as a shared_ptr when the call
+  // must keep it (a memo, a promoted program); `slot` null: resolved here.
+  Result<TensorList> call_op(ExtensionSlot* slot, const program::ExtensionOp& op,
+                             FunctionRef<std::shared_ptr<const program::ExtensionOp>()> retain,
+                             std::span<const Tensor> inputs);
   // Allocates the outputs and runs `kernel` on the slot's engine.
-  Result<TensorList> run_extension_kernel(const ExtensionSlot& slot,
-                                          const std::shared_ptr<const program::ExtensionOp>& op,
+  Result<TensorList> run_extension_kernel(const ExtensionSlot& slot, const program::ExtensionOp& op,
                                           std::span<const Tensor> inputs, std::span<const DType> result_dtypes,
                                           std::span<const Dims> result_shapes, const PreparedKernel& kernel);
   Result<TensorList> promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
