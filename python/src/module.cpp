@@ -146,6 +146,26 @@ std::vector<einsum::LabelKey> parse_sublist(py::handle obj, std::size_t index) {
   return labels;
 }
 
+// numpy's sublist form (op0, sublist0, op1, sublist1, ..., [out]) as an op;
+// `operands` gets every other argument, the operands.
+std::shared_ptr<const einsum::EinsumOp> sublist_op(ArgSpan args, const OptimizeSpec& spec,
+                                                   std::vector<PyObject*>& operands) {
+  const std::size_t n = args.size();
+  std::vector<std::vector<einsum::LabelKey>> sublists;
+  std::optional<std::vector<einsum::LabelKey>> output;
+  std::size_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    operands.push_back(args[i]);
+    sublists.push_back(parse_sublist(args[i + 1], i + 1));
+  }
+  if (i < n) output = parse_sublist(args[i], i);
+  einsum::Subscripts subscripts = value_or_raise(einsum::Subscripts::from_sublists(sublists, output));
+  einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, subscripts.num_operands()));
+  return value_or_raise(einsum::EinsumOp::create(std::move(subscripts), std::move(policy)));
+}
+
+bool is_subscripts(PyObject* first) { return PyUnicode_Check(first) || PyBytes_Check(first); }
+
 // Parses the positional arguments into an op and the operands.
 std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec,
                                                         OperandList& operands) {
@@ -156,7 +176,7 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   if (first == Py_None) {
     raise_type_error("einsum(): expected subscripts (a str) or the sublist form (operand, labels, ...), found None");
   }
-  if (PyUnicode_Check(first) || PyBytes_Check(first)) {
+  if (is_subscripts(first)) {
     Py_ssize_t len = 0;
     char* bytes = nullptr;
     const char* text = nullptr;
@@ -172,17 +192,11 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
       operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i - 1), OperandList::Accept::kNumeric);
     }
   } else {
-    std::vector<std::vector<einsum::LabelKey>> sublists;
-    std::optional<std::vector<einsum::LabelKey>> output;
-    std::size_t i = 0;
-    for (; i + 1 < n; i += 2) {
-      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i / 2), OperandList::Accept::kNumeric);
-      sublists.push_back(parse_sublist(args[i + 1], i + 1));
+    std::vector<PyObject*> objects;
+    op = sublist_op(args, spec, objects);
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      operands.add(objects[i], "einsum operand", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
     }
-    if (i < n) output = parse_sublist(args[i], i);
-    einsum::Subscripts subscripts = value_or_raise(einsum::Subscripts::from_sublists(sublists, output));
-    einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, subscripts.num_operands()));
-    op = value_or_raise(einsum::EinsumOp::create(std::move(subscripts), std::move(policy)));
   }
   if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -252,21 +266,8 @@ struct EinsumKwargs {
 // einsum] says for dtypes tenferro does not contract directly. order= is
 // applied to the result.
 py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
-  if (args.size() > 1 && !PyUnicode_Check(args[0]) && !PyBytes_Check(args[0]) && any_traced(args, 0)) {
-    // numpy's sublist form with Traced operands: its subscripts (the
-    // Python layer's conversion), then recorded as the string form.
-    const py::tuple rest(args.size() - 1);
-    for (std::size_t i = 1; i < args.size(); ++i) rest[i - 1] = py::handle(args[i]);
-    const py::tuple converted =
-        py::module_::import("tenferro").attr("_subscripts_and_operands")(py::handle(args[0]), rest, "einsum");
-    const py::list operands = converted[1];
-    std::vector<py::object> held{converted[0]};
-    for (py::handle o : operands) held.push_back(py::reinterpret_borrow<py::object>(o));
-    std::vector<PyObject*> flat;
-    for (const py::object& o : held) flat.push_back(o.ptr());
-    return einsum_call(rt, ArgSpan(flat.data(), flat.size()), spec, k);
-  }
-  const bool traced = args.size() > 1 && PyUnicode_Check(args[0]) && any_traced(args, 1);
+  // Traced operands (inside tenferro.vjp / grad), in either call form.
+  const bool traced = args.size() > 1 && any_traced(args, is_subscripts(args[0]) ? 1 : 0);
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
     check_out(k.out);
@@ -290,7 +291,12 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
   }
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
-    return traced_einsum(args, value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
+    if (!is_subscripts(args[0])) {
+      std::vector<PyObject*> operands;
+      std::shared_ptr<const einsum::EinsumOp> op = sublist_op(args, spec, operands);
+      return traced_einsum(operands, op);
+    }
+    return traced_einsum(args.subspan(1), value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
   }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);

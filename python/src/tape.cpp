@@ -108,13 +108,13 @@ bool any_traced(std::span<PyObject* const> args, std::size_t first) {
   return false;
 }
 
-py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<const einsum::EinsumOp>& op) {
-  if (static_cast<std::size_t>(op->num_operands()) != args.size() - 1) {
+py::object traced_einsum(std::span<PyObject* const> objects, const std::shared_ptr<const einsum::EinsumOp>& op) {
+  if (static_cast<std::size_t>(op->num_operands()) != objects.size()) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("einsum '{}': the subscripts name {} operands, found {}", op->canonical_subscripts(),
-                            op->num_operands(), args.size() - 1));
+                            op->num_operands(), objects.size()));
   }
-  const std::vector<py::handle> operands(args.begin() + 1, args.end());
+  const std::vector<py::handle> operands(objects.begin(), objects.end());
   const TracedOperands promoted = promote_traced(operands, "einsum");
   const std::shared_ptr<PyTape>& tape = promoted.tape;
   SmallVector<ad::TapeTensor, 8> handles;

@@ -47,8 +47,8 @@ struct PyTraced {
 
 /// Whether any positional argument of an einsum call is a Traced value.
 bool any_traced(std::span<PyObject* const> args, std::size_t first);
-/// einsum(subscripts, *operands) recorded on the operands' tape.
-py::object traced_einsum(std::span<PyObject* const> args, const std::shared_ptr<const einsum::EinsumOp>& op);
+/// `op` on `operands` (some Traced) recorded on their tape.
+py::object traced_einsum(std::span<PyObject* const> operands, const std::shared_ptr<const einsum::EinsumOp>& op);
 /// linalg operation `name` (as tenferro._linalg names it) recorded on the
 /// tape of the Traced operand(s); the results in LinalgOp's order.
 py::tuple traced_linalg(const std::string& name, const py::list& args, const std::string& mode, bool flag,
