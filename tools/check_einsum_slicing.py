@@ -127,7 +127,7 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
             ("--plan-only on rank 1", [a, b], [a, b, "--plan-only"], None,
              "--plan-only: expected the same value on every rank"),
             ("--seed differs on rank 1", [a, b, "--seed", "1"], [a, b, "--seed", "2"], None,
-             "expected the same value on every rank"),
+             "--seed: expected the same value on every rank"),
         ]
         for what, mine, rank1, written, fails in cases:
             script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" einsum "ij,jk->ik" '

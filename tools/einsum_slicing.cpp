@@ -109,25 +109,27 @@ class RankGroup {
     return ok_status();
   }
   // kInvalidArgument on every rank unless each option has one value on
-  // every rank (one allreduce of each value and its negation).
+  // every rank: one allreduce (max) of each value and its complement, whose
+  // max is the complement of the min.
   Status same_options(std::initializer_list<std::pair<std::string_view, std::int64_t>> options) {
 #ifdef TENFERRO_HAVE_MPI
     if (comm_) {
       std::vector<std::int64_t> v;
       for (const auto& [name, value] : options) {
         v.push_back(value);
-        v.push_back(-value);
+        v.push_back(~value);
       }
-      TENFERRO_TRY(mpi::mpi_status(
-          MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX, comm_->comm()),
-          "MPI_Allreduce"));
+      TENFERRO_ASSIGN_OR_RETURN(
+          Tensor t, Tensor::from_values<std::int64_t>(v, IntArrayRef({static_cast<std::int64_t>(v.size())})));
+      TENFERRO_TRY(mpi::allreduce(*comm_, t, mpi::ReduceOp::kMax));
+      const auto* agreed = static_cast<const std::int64_t*>(t.data());
       std::size_t i = 0;
       for (const auto& [name, value] : options) {
-        if (v[i] != -v[i + 1]) {
+        if (agreed[i] != ~agreed[i + 1]) {
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                             "{}: expected the same value on every rank (the ranks would run different collectives "
                             "or contract different data), found {} here and values from {} to {} across ranks",
-                            name, value, -v[i + 1], v[i]);
+                            name, value, ~agreed[i + 1], agreed[i]);
         }
         i += 2;
       }
@@ -327,8 +329,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   // collectives (a hang), a different --seed sum shares of different data.
   TENFERRO_TRY(ranks.same_options({{"--runs", options.runs},
                                    {"--plan-only", options.plan_only ? 1 : 0},
-                                   {"--seed (high bits)", static_cast<std::int64_t>(options.seed >> 32)},
-                                   {"--seed (low bits)", static_cast<std::int64_t>(options.seed & 0xffffffffu)}}));
+                                   {"--seed", static_cast<std::int64_t>(options.seed)}}));
 
   SlicedReport report;
   report.path = options.path;

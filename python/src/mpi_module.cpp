@@ -40,10 +40,10 @@
 // Note [Python collectives]
 // allreduce, reduce, broadcast, allgather, reduce_scatter, send and recv
 // take array-likes and return new numpy arrays, as numpy functions do: the
-// argument is copied once into a fresh row-major tensor (tenferro's memory,
-// from the rank domain's pool as einsum results are: Note [Pooled results];
-// an allreduce of 1 MiB took 34 ms into new pages against 2 ms for
-// mpi4py's into a reused buffer; the returned array over it), which the checked collective
+// argument is copied once into a fresh row-major tensor (the returned array
+// is over it), from the rank domain's pool as einsum results are (Note
+// [Pooled results]: a 1 MiB allreduce into new pages took 34 ms against
+// 2 ms for mpi4py's into a reused buffer), which the checked collective
 // (tenferro::mpi, Note [Checked collectives]) updates in place. The dtypes
 // are those MPI reduces: bool, int32, int64, float32, float64, complex64,
 // complex128. A failure to convert an argument on one rank (a float16
@@ -424,8 +424,7 @@ class PyCommunicator {
   }
 
   // A new row-major tensor from the rank domain's pool (Note [Pooled
-  // results]: MPI moves fresh pages 10-30x slower than reused ones) and the
-  // numpy array over it.
+  // results]) and the numpy array over it.
   CollectiveBuffer fresh_buffer(DType dtype, IntArrayRef shape) const {
     CollectiveBuffer b;
     b.tensor = value_or_raise(Tensor::empty(shape, dtype, MemoryOrder::kRowMajor, domains_->default_domain().memory()));

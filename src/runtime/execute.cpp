@@ -634,18 +634,16 @@ Result<TensorList> execute_prepared(const PreparedProgram& prepared, std::span<c
   RunExecution execution(st, *ws, metrics, cancelled, runtime_refs);
   Status status = execution.run(inputs);
   {
-    const std::uint64_t end = now_ns();
-    const auto local = metrics.values.local();  // one CPU lookup for the run's counts
-    local.add(2 * MetricsState::kEnqueue, 1);
-    local.add(2 * MetricsState::kEnqueue + 1, static_cast<std::int64_t>(execution.enqueue_end_ns() - t0));
-    local.add(2 * MetricsState::kCompletion, 1);
-    local.add(2 * MetricsState::kCompletion + 1, static_cast<std::int64_t>(end - execution.enqueue_end_ns()));
-    local.add(MetricsState::kRuns, 1);
-    local.add(MetricsState::kNodesEnqueued, static_cast<std::int64_t>(execution.enqueued()));
-    local.add(MetricsState::kGroupsEnqueued, static_cast<std::int64_t>(execution.groups_));
-    local.add(MetricsState::kTransfers, static_cast<std::int64_t>(execution.transfers_));
-    local.add(MetricsState::kCollectives, static_cast<std::int64_t>(execution.collectives_));
-    local.add(MetricsState::kDonations, static_cast<std::int64_t>(execution.donations_));
+    using M = MetricsState;
+    const M::Local local = metrics.values.local();  // one CPU lookup for the run's counts
+    M::add_stage(local, M::kEnqueue, execution.enqueue_end_ns() - t0);
+    M::add_stage(local, M::kCompletion, now_ns() - execution.enqueue_end_ns());
+    M::add(local, M::kRuns, 1);
+    M::add(local, M::kNodesEnqueued, execution.enqueued());
+    M::add(local, M::kGroupsEnqueued, execution.groups_);
+    M::add(local, M::kTransfers, execution.transfers_);
+    M::add(local, M::kCollectives, execution.collectives_);
+    M::add(local, M::kDonations, execution.donations_);
   }
 
   TensorList outputs;
