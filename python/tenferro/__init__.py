@@ -437,14 +437,14 @@ def value_and_grad(fun, argnums=0, runtime=None):
                     code="kInvalidArgument", canonical="kInvalidArgument")
             # A value computed without the arguments (a constant function):
             # its gradient is zero, as jax.grad gives it.
-            zeros = {i: _zeros_if_none(None, x) for i, x in zip(positions, xs)}
-            grads = tuple(zeros[i % len(args)] for i in nums)
-            return _np.asarray(out)[()], (grads[0] if single else grads)
-        _check_output(out, "grad", scalar=True)
-        tape.backward(out)
-        by_position = {i: _zeros_if_none(tape.grad(x), x) for i, x in zip(positions, xs)}
-        grads = tuple(by_position[i % len(args)] for i in nums)
-        return out.numpy(), (grads[0] if single else grads)
+            value, grad_of = _np.asarray(out)[()], lambda x: None
+        else:
+            _check_output(out, "grad", scalar=True)
+            tape.backward(out)
+            value, grad_of = out.numpy(), tape.grad
+        variable = dict(zip(positions, xs))
+        grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
+        return value, (grads[0] if single else grads)
 
     return wrapped
 

@@ -45,6 +45,9 @@ class AxisError(OutOfRangeError, _NumpyAxisError):
     """An axis out of range for the array's dimension (code kAxisOutOfRange);
     ``except numpy.AxisError`` catches it, as numpy's own."""
 
+    def __init__(self, text, code="kAxisOutOfRange", canonical="kOutOfRange", stage="none", message=None):
+        super().__init__(text, code=code, canonical=canonical, stage=stage, message=message)
+
 
 class UnsupportedError(Error, NotImplementedError):
     """Not supported by this build or engine (kUnsupported, kUnimplemented)."""

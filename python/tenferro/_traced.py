@@ -39,10 +39,6 @@ def _invalid(message, code="kInvalidArgument"):
     return InvalidArgumentError(message, code=code, canonical="kInvalidArgument")
 
 
-def _axis_error(message):
-    return AxisError(message, code="kAxisOutOfRange", canonical="kOutOfRange")
-
-
 def _unsupported(what):
     return UnsupportedError(
         f"{what} is not recorded inside tenferro.vjp / grad (call .numpy() for a value without a gradient)",
@@ -168,7 +164,7 @@ def _axes(axis, ndim, what):
     out = []
     for a in axes:
         if not isinstance(a, (int, _np.integer)) or not -ndim <= a < ndim:
-            raise _axis_error(f"{what}: axis {a} is out of bounds for an array of dimension {ndim}")
+            raise AxisError(f"{what}: axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise _invalid(f"{what}: repeated axis in {axis}")

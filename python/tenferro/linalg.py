@@ -314,8 +314,7 @@ def _axes(axis, ndim, count):
     out = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise AxisError(f"norm: axis {a} is out of bounds for an array of dimension {ndim}",
-                            code="kAxisOutOfRange", canonical="kOutOfRange")
+            raise AxisError(f"norm: axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise _invalid(f"norm: duplicate axes given: {axes}")
