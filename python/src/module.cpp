@@ -601,8 +601,7 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
         return keep(linalg::inv(ctx, t[0]));
       } else if (name == "det") {
         return keep(linalg::det(ctx, t[0]));
-      } else if (name == "lstsq") {
-        if (!flag) return keep(linalg::lstsq(ctx, t[0], t[1], rcond));
+      } else if (name == "lstsq") {  // numpy's lstsq returns the singular values too
         TENFERRO_ASSIGN_OR_RETURN(linalg::LstsqResult r, linalg::lstsq_with_singular_values(ctx, t[0], t[1], rcond));
         results = {r.x, r.s};
       } else if (name == "pinv") {

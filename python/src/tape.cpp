@@ -151,7 +151,7 @@ py::tuple traced_linalg(const std::string& name, const py::list& args, const std
   } else if (name == "slogdet") {
     op = linalg::LinalgOp::slogdet();
   } else if (name == "lstsq") {
-    op = linalg::LinalgOp::lstsq(rcond, flag);
+    op = linalg::LinalgOp::lstsq(rcond, /*singular_values=*/true);
   } else if (name == "pinv") {
     op = linalg::LinalgOp::pinv(rcond);
   } else if (name == "matrix_norm") {

@@ -241,7 +241,7 @@ def lstsq(a, b, rcond=None, *, runtime=None):
         eps_rcond = eps if r < 0 else r
     # One gelsd call gives the solution and the singular values (recorded
     # with the lstsq AD rule inside tenferro.vjp / grad).
-    x, s = _call("lstsq", [a, b2], runtime, flag=True, rcond=eps_rcond)
+    x, s = _call("lstsq", [a, b2], runtime, rcond=eps_rcond)
     s_values = s.numpy() if _traced(s) else s
     smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
             else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))
