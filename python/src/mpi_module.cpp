@@ -42,8 +42,8 @@
 // take array-likes and return new numpy arrays, as numpy functions do: the
 // argument is copied once into a fresh row-major tensor (the returned array
 // is over it), from the rank domain's pool as einsum results are (Note
-// [Pooled results]: a 1 MiB allreduce into new pages took 34 ms against
-// 2 ms for mpi4py's into a reused buffer), which the checked collective
+// [Pooled results]; the MPI audit measured a 1 MiB allreduce into new pages
+// at 34 ms against 2 ms for mpi4py's into a reused buffer), which the checked collective
 // (tenferro::mpi, Note [Checked collectives]) updates in place. The dtypes
 // are those MPI reduces: bool, int32, int64, float32, float64, complex64,
 // complex128. A failure to convert an argument on one rank (a float16
