@@ -80,6 +80,13 @@ std::uint64_t FifoResourceArbiter::grants() const noexcept {
   return grants_;
 }
 
+bool FifoResourceArbiter::accounts_any(std::span<const ResourceAmount> request) const noexcept {
+  if (accounts_.empty()) return false;
+  for (const ResourceAmount& r : request)
+    if (find_account(r.key) != nullptr) return true;
+  return false;
+}
+
 bool FifoResourceArbiter::fits(std::span<const ResourceAmount> request) const noexcept {
   for (const ResourceAmount& r : request) {
     const Account* a = find_account(r.key);
@@ -130,6 +137,7 @@ void FifoResourceArbiter::grant_waiters() noexcept {
 Status FifoResourceArbiter::acquire(std::span<const ResourceAmount> request,
                                     const std::atomic<bool>* cancelled) noexcept {
   TENFERRO_ASSERT(is_canonical_request(request));
+  if (!accounts_any(request)) return ok_status();  // Note [Unaccounted requests]
   std::unique_lock<std::mutex> lock(mutex_);
   for (const ResourceAmount& r : request) {
     const Account* a = find_account(r.key);
@@ -167,6 +175,7 @@ Status FifoResourceArbiter::acquire(std::span<const ResourceAmount> request,
 
 bool FifoResourceArbiter::try_acquire(std::span<const ResourceAmount> request) noexcept {
   TENFERRO_ASSERT(is_canonical_request(request));
+  if (!accounts_any(request)) return true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (blocked_by_earlier(nullptr, request) || !fits(request)) return false;
   take(request);
@@ -174,6 +183,7 @@ bool FifoResourceArbiter::try_acquire(std::span<const ResourceAmount> request) n
 }
 
 void FifoResourceArbiter::release(std::span<const ResourceAmount> request) noexcept {
+  if (!accounts_any(request)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const ResourceAmount& r : request) {
     Account* a = find_account(r.key);

@@ -51,6 +51,38 @@ TEST(AdmissionTest, GrantsAllOrNothing) {
   EXPECT_EQ(arbiter.capacity(other[0].key), std::nullopt);
 }
 
+TEST(AdmissionTest, UnaccountedRequestsBypassTheAccounts) {
+  // Note [Unaccounted requests]: granted at once even while an accounted
+  // request waits, and not counted as grants of the accounts.
+  FifoResourceArbiter arbiter({{kCpu0, 1}});
+  const ResourceAmount cpu0[] = {{kCpu0, 1}};
+  const ResourceAmount other[] = {{kMem, 1u << 30}, {kCpu1, 64}};
+  ASSERT_TRUE(arbiter.try_acquire(cpu0));
+  EXPECT_EQ(arbiter.grants(), 1u);
+  std::thread waiter([&] {
+    EXPECT_TRUE(arbiter.acquire(cpu0, nullptr).ok());
+    arbiter.release(cpu0);
+  });
+  wait_until([&] { return arbiter.waiting() == 1; });
+  EXPECT_TRUE(arbiter.try_acquire(other));
+  EXPECT_TRUE(arbiter.acquire(other, nullptr).ok());
+  arbiter.release(other);
+  arbiter.release(other);
+  EXPECT_EQ(arbiter.grants(), 1u);
+  EXPECT_EQ(arbiter.waiting(), 1u);
+  arbiter.release(cpu0);
+  waiter.join();
+  EXPECT_EQ(arbiter.grants(), 2u);
+  EXPECT_EQ(arbiter.available(kCpu0), 1u);
+
+  FifoResourceArbiter unlimited({});
+  EXPECT_TRUE(unlimited.try_acquire(cpu0));
+  EXPECT_TRUE(unlimited.acquire(cpu0, nullptr).ok());
+  unlimited.release(cpu0);
+  unlimited.release(cpu0);
+  EXPECT_EQ(unlimited.grants(), 0u);
+}
+
 TEST(AdmissionTest, OversizedRequestFailsImmediately) {
   FifoResourceArbiter arbiter({{kMem, 100}});
   const ResourceAmount big[] = {{kMem, 101}};

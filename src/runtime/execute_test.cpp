@@ -236,6 +236,23 @@ TEST(ExecuteTest, AsyncLeasesNeverDeadlockOnTheirOwnRun) {
   auto* fifo = dynamic_cast<FifoResourceArbiter*>(&rt.config()->arbiter());
   ASSERT_NE(fifo, nullptr);
   EXPECT_EQ(fifo->available(kThreads), 1u);
+  EXPECT_EQ(fifo->grants(), 3u);  // one lease per node; the run's memory is unaccounted
+}
+
+TEST(ExecuteTest, RunsWithoutCapacitiesLeaveTheArbiterAlone) {
+  // Note [Unaccounted requests]: the default (no capacities) grants the run
+  // admission and every node lease without the arbiter's accounts or lock.
+  Harness s;
+  s.host.behaviour->resources = {ResourceAmount{kThreads, 1}};
+  Runtime rt = s.build();
+  const Tensor x = make_tensor(*s.host.allocator, {1, 2, 3, 4}, {4});
+  for (int i = 0; i < 2; ++i) {
+    auto r = rt.run(neg_chain(3), std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+  }
+  auto* fifo = dynamic_cast<FifoResourceArbiter*>(&rt.config()->arbiter());
+  ASSERT_NE(fifo, nullptr);
+  EXPECT_EQ(fifo->grants(), 0u);
 }
 
 TEST(ExecuteTest, SubmitWaitAndHandleRules) {
