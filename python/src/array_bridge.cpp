@@ -393,6 +393,13 @@ py::object numpy_dtype(DType dtype) {
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyArray_DescrFromType(typenum_of(dtype))));
 }
 
+py::object scalar_if_0d(py::object result) {
+  if (!PyArray_Check(result.ptr()) || PyArray_NDIM(reinterpret_cast<PyArrayObject*>(result.ptr())) != 0) return result;
+  PyObject* scalar = PyArray_Return(reinterpret_cast<PyArrayObject*>(result.release().ptr()));
+  if (scalar == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(scalar);
+}
+
 py::object tensor_to_numpy(Tensor t) {
   if (!t.defined()) return py::none();
   auto* owned = new Tensor(std::move(t));

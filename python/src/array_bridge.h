@@ -130,5 +130,8 @@ std::optional<DType> dtype_of_typenum(int typenum) noexcept;
 py::object numpy_dtype(DType dtype);
 /// A Tensor that tenferro allocated, as a numpy array (Note [Zero-copy results]).
 py::object tensor_to_numpy(Tensor t);
+/// A 0-d ndarray as a numpy scalar (numpy.float64, ...), as numpy.einsum
+/// returns a full contraction (PyArray_Return); anything else unchanged.
+py::object scalar_if_0d(py::object result);
 
 }  // namespace tenferro::python

@@ -265,16 +265,9 @@ struct EinsumKwargs {
 // anything runs) and the result has that dtype, computed as Note [Integer
 // einsum] says for dtypes tenferro does not contract directly. order= is
 // applied to the result.
-py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
-  // Traced operands (inside tenferro.vjp / grad), in either call form.
-  const bool traced = args.size() > 1 && any_traced(args, is_subscripts(args[0]) ? 1 : 0);
-  if (!k.out.is_none()) {
-    if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
-    check_out(k.out);
-    EinsumKwargs rest = k;
-    rest.out = py::none();
-    return write_out(k.out, einsum_call(rt, args, spec, rest));
-  }
+// einsum without out=: an ndarray (0-d for a full contraction) or, for
+// Traced operands, a Traced value.
+py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k, bool traced) {
   if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none() &&
                   k.memory_limit.is_none() && spec.memory_limit == 0)) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -330,6 +323,17 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
                                 order == NPY_CORDER ? NPY_ARRAY_C_CONTIGUOUS : NPY_ARRAY_F_CONTIGUOUS, nullptr);
   if (c == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(c);
+}
+
+py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
+  // Traced operands (inside tenferro.vjp / grad), in either call form.
+  const bool traced = args.size() > 1 && any_traced(args, is_subscripts(args[0]) ? 1 : 0);
+  if (!k.out.is_none()) {
+    if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
+    check_out(k.out);
+    return write_out(k.out, einsum_array(rt, args, spec, k, traced));
+  }
+  return scalar_if_0d(einsum_array(rt, args, spec, k, traced));  // out= still gets an array
 }
 
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
@@ -839,7 +843,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
 numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
 are borrowed without copying and the result is a numpy array over
-tenferro's storage. out=: a numpy array of the result's shape to write
+tenferro's storage (a numpy scalar for a full contraction). out=: a numpy array of the result's shape to write
 the result into (numpy's 'safe' casting); it is returned. See
 docs/python.md.)doc"};
   auto state = std::make_unique<EinsumFunctionState>();

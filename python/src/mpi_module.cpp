@@ -195,7 +195,7 @@ class PyCommunicator {
     }
     ok_or_raise(status);
     if (call.root != mpi::kEveryRank && call.root != rank()) return py::none();  // holds only this rank's share
-    return OperandList::finish(tensor_to_numpy(std::move(output)), call.result_dtype);
+    return scalar_if_0d(OperandList::finish(tensor_to_numpy(std::move(output)), call.result_dtype));
   }
 
   // Collective: the split einsum() would run, as a dict.

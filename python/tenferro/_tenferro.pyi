@@ -143,7 +143,8 @@ def einsum(
 ) -> Any:
     """numpy.einsum's semantics (subscripts or sublist form, '...',
     out=, dtype=, order=) with N-ary contraction-path planning; returns a
-    numpy array, or a Traced value inside tenferro.vjp / grad."""
+    numpy array (a numpy scalar for a full contraction, as numpy.einsum),
+    or a Traced value inside tenferro.vjp / grad."""
 
 def default_runtime(threads: Optional[int] = None) -> Runtime: ...
 

@@ -499,8 +499,7 @@ def multi_dot(arrays, *, out=None, runtime=None):
     subscripts = ",".join(terms) + "->" + first + last
     # The optimal planner takes at most 16 operands; longer chains go greedy.
     optimize = "optimal" if len(arrays) <= 16 else "greedy"
-    r = _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
-    return r if out is not None else _scalar(r)
+    return _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
 
 
 def tensorinv(a, ind=2, *, runtime=None):
@@ -598,7 +597,8 @@ def tensordot(x1, x2, /, *, axes=2, runtime=None):
             )
         rhs[j] = lhs[i]
     out = [lhs[i] for i in range(x1.ndim) if i not in a1] + [rhs[j] for j in range(x2.ndim) if j not in a2]
-    return _tenferro.einsum("".join(lhs) + "," + "".join(rhs) + "->" + "".join(out), x1, x2, runtime=runtime)
+    r = _tenferro.einsum("".join(lhs) + "," + "".join(rhs) + "->" + "".join(out), x1, x2, runtime=runtime)
+    return r if out else _np.asarray(r)  # numpy.tensordot: a 0-d array, not a scalar
 
 
 def trace(x, /, *, offset=0, dtype=None):

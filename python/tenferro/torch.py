@@ -76,7 +76,7 @@ def _as_array(t, position):
 
 
 def _to_torch(array, like_dtype=None):
-    out = _torch.from_numpy(array)
+    out = _torch.from_numpy(_np.asarray(array))  # a full contraction is a numpy scalar
     if like_dtype is not None and out.dtype != like_dtype:
         if out.is_complex() and not like_dtype.is_complex:
             out = out.real  # a real operand's gradient is the real part (as torch.autograd)

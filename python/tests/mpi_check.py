@@ -76,8 +76,9 @@ def check_results_match_numpy():
     for dtype in (np.float32, np.float64, np.complex64, np.complex128, np.int32, np.int64, np.int8, np.bool_):
         for subscripts, shapes in NETWORKS:
             ops = [operand(rng, s, dtype) for s in shapes]
-            got = comm.einsum(subscripts, *ops)
-            close(got, np.einsum(subscripts, *ops), dtype, f"{subscripts} {np.dtype(dtype)}")
+            got, want = comm.einsum(subscripts, *ops), np.einsum(subscripts, *ops)
+            check(type(got) is type(want), f"{subscripts}: {type(got)}, numpy gives {type(want)}")  # scalar if closed
+            close(got, want, dtype, f"{subscripts} {np.dtype(dtype)}")
             same_on_every_rank(got, subscripts)
     # Mixed dtypes promote as numpy does; an explicit path is honoured.
     a, b = operand(rng, (6, 7), np.float32), operand(rng, (7, 5), np.int64)

@@ -39,7 +39,7 @@ def test_matches_numpy(subscripts, shapes, dtype, rng):
     ops = [random_array(rng, s, dtype) for s in shapes]
     got = tenferro.einsum(subscripts, *ops)
     want = np.einsum(subscripts, *ops)
-    assert isinstance(got, np.ndarray)
+    assert type(got) is type(want)  # a numpy scalar for a full contraction, as numpy gives
     assert got.dtype == np.dtype(dtype)
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(got, want, **tolerance(dtype))
@@ -592,3 +592,15 @@ def test_the_default_runtime_reads_the_thread_variables():
         out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env,
                              capture_output=True, text=True, check=True).stdout
         assert int(out) == want, (extra, out)
+
+
+def test_full_contractions_are_numpy_scalars_as_in_numpy():
+    a, m = np.arange(3.0), np.eye(3, dtype=np.complex64)
+    for got, want in [(tenferro.einsum("i,i->", a, a), np.einsum("i,i->", a, a)),
+                      (tenferro.einsum("ii", m), np.einsum("ii", m)),
+                      (tenferro.einsum(a, [0], a, [0], []), np.einsum(a, [0], a, [0], [])),
+                      (tenferro.linalg.matmul(a, a), np.matmul(a, a)),
+                      (tenferro.linalg.tensordot(a, a, axes=1), np.tensordot(a, a, 1))]:
+        assert type(got) is type(want) and got.dtype == want.dtype and got == want
+    out = np.zeros(())
+    assert tenferro.einsum("i,i->", a, a, out=out) is out and out == 5.0
