@@ -18,7 +18,12 @@
 // change every call (each shape new in the first sweep, repeated in later
 // ones); ours is the mean per call over all sweeps, planning included,
 // against numpy.einsum(optimize=True) on the same sequence, and the case
-// records that the engine planned once per distinct shape.
+// records that the engine planned once per distinct shape. vector_*: dot
+// and matrix-vector shaped contractions (a GEMM with M or N of 1: `i,i->`,
+// `ij,ij->i`, `ijk,ijk->k`, `ij,j->i`, `i,ij->j`) on the same inline engine
+// against numpy.einsum of the same shapes; each records how many problems
+// the native GEMM ran in its matrix-vector and batched-dot kernels (Note
+// [Matrix-vector GEMM]), which those shapes must take.
 
 #include <algorithm>
 #include <chrono>
@@ -199,8 +204,38 @@ for _ in range(sweeps):
     for p, q, r in seq:
         np.einsum('aib,bjc,ckd->aijkd', p, q, r, optimize=True)
         calls += 1
-print(json.dumps({'2x2': best[4], 'tci': (time.perf_counter() - t0) / calls}))
+tci = (time.perf_counter() - t0) / calls
+vector = []
+for subscripts, shapes in json.loads(sys.argv[3]):
+    ops = [rng.uniform(-1, 1, s) for s in shapes]
+    reps = max(1, int(2e6 / sum(o.size for o in ops)))
+    np.einsum(subscripts, *ops)
+    times = []
+    for _ in range(9):
+        t0 = time.perf_counter()
+        for _ in range(reps): np.einsum(subscripts, *ops)
+        times.append((time.perf_counter() - t0) / reps)
+    times.sort()
+    vector.append(times[4])
+print(json.dumps({'2x2': best[4], 'tci': tci, 'vector': vector}))
 )PY";
+
+struct VectorCase {
+  const char* name;
+  const char* subscripts;
+  std::vector<std::vector<std::int64_t>> shapes;
+};
+
+const std::vector<VectorCase>& vector_cases() {
+  static const std::vector<VectorCase> cases = {
+      {"vector_dot_1048576", "i,i->", {{1 << 20}, {1 << 20}}},
+      {"vector_row_dots_1024x1024", "ij,ij->i", {{1024, 1024}, {1024, 1024}}},
+      {"vector_batched_dots_128x128x128", "ijk,ijk->k", {{128, 128, 128}, {128, 128, 128}}},
+      {"vector_matvec_1024", "ij,j->i", {{1024, 1024}, {1024}}},
+      {"vector_vecmat_1024", "i,ij->j", {{1024}, {1024, 1024}}},
+  };
+  return cases;
+}
 
 // The CPU engine without domains (work runs inline on the calling thread,
 // sequential), with the native einsum module.
@@ -242,12 +277,16 @@ void run_eager_cases(const SuiteOptions& options, Reporter& reporter) {
   std::string bond_list;
   for (std::size_t i = 0; i < bonds.size(); ++i) bond_list += (i > 0 ? "," : "") + std::to_string(bonds[i]);
   std::optional<double> numpy_2x2, numpy_tci;
-  const std::string args[] = {bond_list, std::to_string(sweeps)};
+  std::vector<double> numpy_vector;
+  nlohmann::json vector_spec = nlohmann::json::array();
+  for (const VectorCase& v : vector_cases()) vector_spec.push_back({v.subscripts, v.shapes});
+  const std::string args[] = {bond_list, std::to_string(sweeps), vector_spec.dump()};
   if (const std::optional<std::string> text = run_python_peer(kEagerPeerScript, args, 1)) {
     try {
       const nlohmann::json j = nlohmann::json::parse(*text);
       numpy_2x2 = j["2x2"].get<double>() * 1e9;
       numpy_tci = j["tci"].get<double>() * 1e6;
+      numpy_vector = j["vector"].get<std::vector<double>>();
     } catch (const std::exception&) {
     }
   }
@@ -308,6 +347,30 @@ void run_eager_cases(const SuiteOptions& options, Reporter& reporter) {
   t.extra["plans_built"] = (*executor)->metrics().plans_built - plans_before;
   t.extra["sweeps"] = sweeps;
   if (ok) reporter.add(std::move(t));
+
+  // vector_*
+  for (std::size_t i = 0; i < vector_cases().size(); ++i) {
+    const VectorCase& v = vector_cases()[i];
+    std::shared_ptr<const einsum::EinsumOp> op = *einsum::EinsumOp::create(v.subscripts);
+    std::vector<Tensor> inputs;
+    std::int64_t elements = 0;
+    for (const std::vector<std::int64_t>& shape : v.shapes) {
+      inputs.push_back(random_tensor(shape, rng));
+      elements += inputs.back().numel();
+    }
+    const cpu::NativeGemmCounters before = (*gemm)->counters();
+    bool ran = true;
+    const Samples samples = time_batched([&] { ran = ran && einsum::einsum(ctx, op, inputs).ok(); },
+                                         static_cast<int>(std::max<std::int64_t>(1, 2000000 / elements)));
+    const cpu::NativeGemmCounters after = (*gemm)->counters();
+    const std::optional<double> numpy =
+        i < numpy_vector.size() ? std::optional<double>(numpy_vector[i] * 1e6) : std::nullopt;
+    Case vc{v.name, samples.median() * 1e6, "us", numpy, numpy ? "numpy" : "", 1, static_cast<int>(samples.runs())};
+    vc.extra["gemv_problems"] = after.gemv_problems - before.gemv_problems;
+    vc.extra["dot_batch_problems"] = after.dot_batch_problems - before.dot_batch_problems;
+    vc.extra["blocked_problems"] = after.blocked_problems - before.blocked_problems;
+    if (ran) reporter.add(std::move(vc));
+  }
 }
 
 }  // namespace

@@ -137,9 +137,9 @@ TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
   // register tiles of one and two vectors of rows, whole and partial (m of
   // 8, 16, 20 and 33 against 8 doubles or 16 floats per vector; A read in
   // place, copied, or both), column remainders, the largest tiled size
-  // (64^3 with AVX-512), an A block too large for the tiles' local copy
-  // (13 x 300, which runs the plain loop) and a larger such problem
-  // (40 x 100, which runs the blocked path).
+  // (64^3 with AVX-512), one-column products (the native provider's
+  // matrix-vector kernels) and an A block too large for the tiles' local
+  // copy (40 x 100, which runs the blocked path).
   for (auto [m, n, k] : {std::tuple{1, 1, 1},
                          {3, 5, 7},
                          {7, 3, 2},
@@ -193,6 +193,92 @@ TEST_P(GemmConformance, AllLayoutsAcrossPanelEdges) {
     check_all_layouts<std::complex<float>>(m, n, k, seq_);
     check_all_layouts<std::complex<double>>(m, n, k, seq_);
   }
+}
+
+TEST_P(GemmConformance, MatrixVectorAndDotProducts) {
+  // m or n == 1 (the native provider's Note [Matrix-vector GEMM]): vector
+  // blocks of rows and their remainders, depths around the unroll, a dot
+  // product longer than one depth chunk (2^15), on one and two workers.
+  ArenaParallelContext two(2);
+  for (auto [m, n, k] : {std::tuple{1, 1, 2}, {1, 1, 37}, {71, 1, 5}, {1, 300, 77}, {300, 1, 77}, {130, 1, 1000}}) {
+    check_all_layouts<float>(m, n, k, seq_);
+    check_all_layouts<double>(m, n, k, seq_);
+    check_all_layouts<std::complex<float>>(m, n, k, seq_);
+    check_all_layouts<std::complex<double>>(m, n, k, seq_);
+  }
+  const std::complex<double> alpha(0.75, -1.25), beta(-0.5, 0.25);
+  for (const ParallelContext* ctx :
+       {static_cast<const ParallelContext*>(&seq_), static_cast<const ParallelContext*>(&two)}) {
+    check_gemm<double>(1, 1, 100003, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kColMajor, 1.0, 0.0, *ctx);
+    check_gemm<double>(1, 1, 100003, MatLayout::kColMajor, MatLayout::kPadded, MatLayout::kColMajor, 2.0, 0.5, *ctx);
+    check_gemm<std::complex<float>>(1, 1, 70001, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kRowMajor,
+                                    alpha, beta, *ctx);
+    check_gemm<float>(1200, 1, 700, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kColMajor, 1.5, -1.0, *ctx);
+    check_gemm<double>(1, 1200, 700, MatLayout::kRowMajor, MatLayout::kRowMajor, MatLayout::kPadded, 1.0, 0.0, *ctx);
+    check_gemm<std::complex<double>>(1200, 1, 500, MatLayout::kColMajor, MatLayout::kPadded, MatLayout::kColMajor,
+                                     alpha, beta, *ctx);
+    check_gemm<std::complex<double>>(777, 1, 600, MatLayout::kRowMajor, MatLayout::kColMajor, MatLayout::kColMajor,
+                                     alpha, 0.0, *ctx, /*nan_in_c=*/true);
+  }
+}
+
+TEST_P(GemmConformance, BatchedDotProductsAlongTheUnitStride) {
+  // m == n == 1 per member, the batch along the operands' unit stride (the
+  // native provider's Note [Batched dot products]), C strided; one and two
+  // workers, every dtype, alpha and beta.
+  ArenaParallelContext two(2);
+  auto check = [&]<class T>(T, std::int64_t count, std::int64_t k, std::int64_t sc, std::complex<double> alpha,
+                            std::complex<double> beta, const ParallelContext& ctx) {
+    SCOPED_TRACE(::testing::Message() << to_string(dtype_of<T>) << " count=" << count << " k=" << k << " sc=" << sc);
+    // Operand (l, j) at l * count + j: the k x count matrices of random_scalar values.
+    StridedMatrix<T> a(k, count, MatLayout::kRowMajor, 7 + static_cast<std::uint64_t>(count)),
+        b(k, count, MatLayout::kRowMajor, 8 + static_cast<std::uint64_t>(k)), c(1, count, MatLayout::kRowMajor, 9);
+    std::vector<T> cbuf(static_cast<std::size_t>(count * sc + 3), T(5));
+    for (std::int64_t j = 0; j < count; ++j) cbuf[static_cast<std::size_t>(j * sc)] = c.at(0, j);
+    const std::vector<T> before = cbuf;
+    StridedBatchedGemmRequest req;
+    req.dtype = dtype_of<T>;
+    req.problem = GemmProblem{
+        1,     1,   k, GemmInput{a.data(), 0, count}, GemmInput{b.data(), count, 0}, GemmOutput{cbuf.data(), 0, 0},
+        alpha, beta};
+    req.batch_count = count;
+    req.a_batch_stride = req.b_batch_stride = 1;
+    req.c_batch_stride = sc;
+    const Status st = provider_->gemm_strided_batched(req, ctx);
+    if (is_null()) {
+      EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+      return;
+    }
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const double eps = std::numeric_limits<real_t<T>>::epsilon();
+    for (std::int64_t j = 0; j < count; ++j) {
+      std::complex<double> sum = 0;
+      double mag = 0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        sum += std::complex<double>(a.at(l, j)) * std::complex<double>(b.at(l, j));
+        mag += std::abs(std::complex<double>(a.at(l, j))) * std::abs(std::complex<double>(b.at(l, j)));
+      }
+      std::complex<double> want = alpha * sum + beta * std::complex<double>(before[static_cast<std::size_t>(j * sc)]);
+      if constexpr (std::is_floating_point_v<T>) want = want.real();
+      const std::complex<double> got(cbuf[static_cast<std::size_t>(j * sc)]);
+      ASSERT_LE(std::abs(got - want), 8.0 * eps * static_cast<double>(k + 2) * (std::abs(alpha) * mag + 2.0))
+          << "member " << j << ": " << got << ", expected " << want;
+    }
+    for (std::size_t x = 0; x < cbuf.size(); ++x) {
+      if (x % static_cast<std::size_t>(sc) != 0 || x >= static_cast<std::size_t>(count * sc)) {
+        ASSERT_TRUE(cbuf[x] == before[x]) << "element " << x << " outside C was written";
+      }
+    }
+  };
+  const std::complex<double> alpha(0.75, -1.25), beta(-0.5, 0.25);
+  for (auto [count, k, sc] : {std::tuple{2, 3, 1}, {5, 37, 2}, {67, 2, 1}, {200, 40, 3}}) {
+    check(float{}, count, k, sc, 1.0, 0.0, seq_);
+    check(double{}, count, k, sc, 2.0, -1.0, seq_);
+    check(std::complex<float>{}, count, k, sc, alpha, beta, seq_);
+    check(std::complex<double>{}, count, k, sc, alpha, 0.0, seq_);
+  }
+  check(double{}, 4000, 300, 1, 1.0, 0.0, two);  // 2.4 M flops: split over the members
+  check(std::complex<float>{}, 3001, 200, 2, alpha, beta, two);
 }
 
 TEST_P(GemmConformance, AlphaBetaAndNaNInOutput) {

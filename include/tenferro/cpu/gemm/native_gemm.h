@@ -43,6 +43,8 @@ struct NativeGemmTally {
   std::int64_t blocked_problems = 0;
   std::int64_t parallel_problems = 0;
   std::int64_t in_place_b_problems = 0;
+  std::int64_t gemv_problems = 0;
+  std::int64_t dot_batch_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -55,6 +57,8 @@ struct NativeGemmAtomicCounters {
     kBlocked,
     kParallel,
     kInPlaceB,
+    kGemv,
+    kDotBatch,
     kForkJoins,
     kCount
   };
@@ -95,6 +99,8 @@ struct NativeGemmCounters {
   std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
   std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context
   std::int64_t in_place_b_problems = 0;    ///< blocked problems that read B unpacked (Note [Unpacked B])
+  std::int64_t gemv_problems = 0;          ///< problems with m or n == 1 run in place (Note [Matrix-vector GEMM])
+  std::int64_t dot_batch_problems = 0;     ///< batch members run as lanes of dot products (Note [Batched dot products])
   std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };
@@ -128,6 +134,10 @@ class NativeGemmProvider final : public CpuGemmProvider {
  private:
   NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table, const NativeGemmOptions& options);
   Status run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
+                     internal::NativeGemmTally& tally) const;
+  /// Runs `request` as batched dot products when it is one (Note [Batched
+  /// dot products]); false, nothing done, otherwise.
+  bool run_dot_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
                      internal::NativeGemmTally& tally) const;
 
   NativeGemmIsa isa_;

@@ -33,6 +33,10 @@ struct Avx512D {
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static V swap_pairs(V x) { return _mm512_permute_pd(x, 0x55); }
   static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_pd(a, b, c); }
+  // Lanes 0 .. count-1 from p, the others zero; reads nothing past them.
+  static V load_first(const S* p, int count) {
+    return _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p);
+  }
 };
 
 struct Avx512S {
@@ -50,6 +54,9 @@ struct Avx512S {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V swap_pairs(V x) { return _mm512_permute_ps(x, 0xB1); }
   static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_ps(a, b, c); }
+  static V load_first(const S* p, int count) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p);
+  }
 };
 
 // The small-problem tiles (Note [Small GEMM]): 16 of the 32 zmm registers.

@@ -8,6 +8,8 @@
 // loadu, storeu, set1, fmadd(a, b, c) = a*b + c, mul, swap_pairs (exchange
 // lanes 2i and 2i+1), fmaddsub(a, b, c) = a*b - c on even lanes, a*b + c on
 // odd lanes; for the row-vector kernel, transpose (an L x L block).
+// Optionally load_first(p, count): lanes 0 .. count-1 from p, the others
+// zero, reading nothing past them (masked loads; Note [Matrix-vector GEMM]).
 //
 // Note [ISA translation units]
 // gemm_kernels_avx512.cpp and gemm_kernels_avx2.cpp are compiled with
@@ -30,6 +32,7 @@
 #include <type_traits>
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
+#include "cpu/gemm/native/gemv_kernels.h"
 #include "cpu/kernels/transpose_micro.h"
 
 namespace tenferro::cpu::internal {
@@ -616,6 +619,8 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.pack_a = &pack_a_panels<Isa, S, MR>;
   set.pack_b = &pack_b_panels<Isa, S, NR>;
   set.rank1 = &rank1_columns<Isa, S>;
+  set.gemv = &gemv_rows<Isa, S>;
+  set.dot_batch = &dot_batch<Isa, S>;
   return set;
 }
 
@@ -638,6 +643,8 @@ GemmKernelSet<typename Isa::S> make_real_row_set(int mc, int kc, int nc, const G
   set.pack_a = &pack_a_panels<Isa, S, MRB>;
   set.pack_b = &pack_b_panels<Isa, S, NR>;
   set.rank1 = &rank1_columns<Isa, S>;
+  set.gemv = &gemv_rows<Isa, S>;
+  set.dot_batch = &dot_batch<Isa, S>;
   set.thin_m = thin_m;
   return set;
 }
@@ -656,6 +663,8 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.pack_a = &pack_a_panels<Isa, T, MR>;
   set.pack_b = &pack_b_panels<Isa, T, NR>;
   set.rank1 = &rank1_columns<Isa, T>;
+  set.gemv = &gemv_rows<Isa, T>;
+  set.dot_batch = &dot_batch<Isa, T>;
   return set;
 }
 

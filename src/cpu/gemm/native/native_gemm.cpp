@@ -358,6 +358,75 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
   return ok_status();
 }
 
+// The same product with A and B exchanged and transposed (C^T = B^T A^T).
+template <class T>
+TypedProblem<T> transposed(const TypedProblem<T>& t) {
+  return TypedProblem<T>{t.n, t.m, t.k, t.b, t.csb, t.rsb, t.a, t.csa, t.rsa, t.c, t.csc, t.rsc, t.alpha, t.beta};
+}
+
+// A dot product longer than kDotChunk is summed in chunks of a length fixed
+// by k alone (at most kDotMaxChunks of them), the chunks' sums added in
+// order: the result does not depend on how many workers ran the chunks.
+constexpr std::int64_t kDotChunk = std::int64_t{1} << 15;
+constexpr std::int64_t kDotMaxChunks = 64;
+
+// A problem with m == 1 or n == 1 (Note [Matrix-vector GEMM] in
+// gemv_kernels.h): the rows split over `threads` workers, a single dot
+// product over its depth chunks.
+template <class T>
+void matrix_vector(const GemmKernelSet<T>& ks, TypedProblem<T> p, const ParallelContext& ctx, std::int64_t threads,
+                   NativeGemmAtomicCounters& counters) {
+  if (p.n != 1) p = transposed(p);
+  if (p.m > 1) {
+    const std::int64_t units = ceil_div(p.m, internal::kGemvRowGrain);
+    if (threads > 1 && units > 1) {
+      ctx.parallel_for(0, units, ceil_div(units, threads), [&](std::int64_t u0, std::int64_t u1) {
+        ks.gemv(p, u0 * internal::kGemvRowGrain, std::min(p.m, u1 * internal::kGemvRowGrain));
+      });
+      counters.add_fork_joins(1);
+    } else {
+      ks.gemv(p, 0, p.m);
+    }
+    return;
+  }
+  // One dot product: read along the unit stride when only B has it (the
+  // product is symmetric in its two vectors).
+  if (p.csa != 1 && p.rsb == 1) {
+    std::swap(p.a, p.b);
+    std::swap(p.csa, p.rsb);
+  }
+  const std::int64_t chunk = std::max(kDotChunk, ceil_div(p.k, kDotMaxChunks));
+  if (p.k <= chunk) {
+    ks.gemv(p, 0, 1);
+    return;
+  }
+  const std::int64_t chunks = ceil_div(p.k, chunk);
+  T partial[kDotMaxChunks];
+  auto run = [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      TypedProblem<T> part = p;
+      part.a += c * chunk * p.csa;
+      part.b += c * chunk * p.rsb;
+      part.k = std::min(chunk, p.k - c * chunk);
+      part.c = &partial[c];
+      part.rsc = part.csc = 1;
+      part.alpha = T(1);
+      part.beta = T(0);
+      ks.gemv(part, 0, 1);
+    }
+  };
+  if (threads > 1) {
+    ctx.parallel_for(0, chunks, ceil_div(chunks, threads), run);
+    counters.add_fork_joins(1);
+  } else {
+    run(0, chunks);
+  }
+  T sum = partial[0];
+  for (std::int64_t c = 1; c < chunks; ++c) sum += partial[c];
+  T& c = *p.c;
+  c = p.beta == T(0) ? plain_mul(p.alpha, sum) : plain_mul(p.beta, c) + plain_mul(p.alpha, sum);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const NativeGemmOptions& options) {
@@ -426,6 +495,8 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.blocked_problems = counters_.values.load(C::kBlocked);
   c.parallel_problems = counters_.values.load(C::kParallel);
   c.in_place_b_problems = counters_.values.load(C::kInPlaceB);
+  c.gemv_problems = counters_.values.load(C::kGemv);
+  c.dot_batch_problems = counters_.values.load(C::kDotBatch);
   c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -440,6 +511,8 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   local.add(kBlocked, t.blocked_problems);
   local.add(kParallel, t.parallel_problems);
   local.add(kInPlaceB, t.in_place_b_problems);
+  local.add(kGemv, t.gemv_problems);
+  local.add(kDotBatch, t.dot_batch_problems);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -470,6 +543,11 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const std::int64_t mnk = p.m * p.n * p.k;
     const std::int64_t threads =
         threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
+    if (p.m == 1 || p.n == 1) {
+      matrix_vector(ks, p, ctx, threads, counters_);  // Note [Matrix-vector GEMM]
+      ++tally.gemv_problems;
+      return ok_status();
+    }
     // One thread's tiles; a product the context would split runs blocked.
     const std::int64_t small_max_mnk = small_bound(options_, ks);
     if (mnk <= small_max_mnk && threads == 1 && ks.small_tiles != nullptr) {
@@ -523,12 +601,16 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
                                                 const ParallelContext& ctx) const {
   TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
   TENFERRO_TRY(validate_strided_batched(request, "native gemm_strided_batched"));
+  internal::NativeGemmTally tally;
+  if (run_dot_batch(request, ctx, tally)) {
+    counters_.add(tally);
+    return ok_status();
+  }
   const std::int64_t elem = static_cast<std::int64_t>(dtype_size(request.dtype));
   GemmProblem p = request.problem;
   const auto* a0 = static_cast<const char*>(request.problem.a.data);
   const auto* b0 = static_cast<const char*>(request.problem.b.data);
   auto* c0 = static_cast<char*>(request.problem.c.data);
-  internal::NativeGemmTally tally;
   Status status;
   for (std::int64_t i = 0; i < request.batch_count && status.ok(); ++i) {
     // Null operands are allowed only where they are never read; keep them null.
@@ -539,6 +621,49 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
   }
   counters_.add(tally);
   return status;
+}
+
+// Note [Batched dot products] (gemv_kernels.h): depth-only members with
+// batch stride 1 in A and B and depth strides that are not 1 run in vector
+// lanes across the batch, split over the context's workers by members.
+bool NativeGemmProvider::run_dot_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
+                                       internal::NativeGemmTally& tally) const {
+  const GemmProblem& g = request.problem;
+  if (g.m != 1 || g.n != 1 || g.k < 2 || request.batch_count < 2 || request.a_batch_stride != 1 ||
+      request.b_batch_stride != 1 || g.a.col_stride == 1 || g.b.row_stride == 1 || g.alpha == 0.0) {
+    return false;
+  }
+  auto run = [&]<class T>(const GemmKernelSet<T>& ks) {
+    const TypedProblem<T> p = oriented<T>(g);
+    const std::int64_t count = request.batch_count;
+    const double flops = 2.0 * static_cast<double>(p.k) * static_cast<double>(count);
+    const std::int64_t threads =
+        flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+    const std::int64_t units = ceil_div(count, internal::kGemvRowGrain);
+    if (threads > 1 && units > 1) {
+      ctx.parallel_for(0, units, ceil_div(units, threads), [&](std::int64_t u0, std::int64_t u1) {
+        ks.dot_batch(p, request.c_batch_stride, u0 * internal::kGemvRowGrain,
+                     std::min(count, u1 * internal::kGemvRowGrain));
+      });
+      counters_.add_fork_joins(1);
+    } else {
+      ks.dot_batch(p, request.c_batch_stride, 0, count);
+    }
+    tally.dot_batch_problems += count;
+    return true;
+  };
+  switch (request.dtype) {
+    case DType::kFloat32:
+      return run(table_->f32);
+    case DType::kFloat64:
+      return run(table_->f64);
+    case DType::kComplex64:
+      return run(table_->c64);
+    case DType::kComplex128:
+      return run(table_->c128);
+    default:
+      return false;
+  }
 }
 
 Status NativeGemmProvider::gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const {

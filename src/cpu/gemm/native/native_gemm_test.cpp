@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <random>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -22,9 +23,10 @@
 namespace tenferro::cpu::testing {
 namespace {
 
+template <class T>
 Status run(const NativeGemmProvider& p, std::int64_t m, std::int64_t n, std::int64_t k, const ParallelContext& ctx,
-           StridedMatrix<double>& a, StridedMatrix<double>& b, StridedMatrix<double>& c) {
-  return p.gemm(GemmRequest{DType::kFloat64, GemmProblem{m, n, k, a.input(), b.input(), c.output()}}, ctx);
+           StridedMatrix<T>& a, StridedMatrix<T>& b, StridedMatrix<T>& c) {
+  return p.gemm(GemmRequest{dtype_of<T>, GemmProblem{m, n, k, a.input(), b.input(), c.output()}}, ctx);
 }
 
 TEST(NativeGemmTest, AutoPicksTheBestIsaTheCpuHas) {
@@ -51,10 +53,19 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   EXPECT_EQ(n.small_problems, 1);
   EXPECT_EQ(n.small_tiled_problems, 1) << "a real 8^3 problem runs in register tiles (Note [Small GEMM])";
   EXPECT_EQ(n.blocked_problems, 0);
-  // An A block too large for the tiles' local copy runs the plain loop.
+  // A product with one column reads A in place, whatever its size (Note
+  // [Matrix-vector GEMM]).
   StridedMatrix<double> thin_a(13, 300, MatLayout::kRowMajor, 7), thin_b(300, 1, MatLayout::kColMajor, 8),
       thin_c(13, 1, MatLayout::kColMajor, 9);
   ASSERT_TRUE(run(*p, 13, 1, 300, seq, thin_a, thin_b, thin_c).ok());
+  n = p->counters();
+  EXPECT_EQ(n.gemv_problems, 1);
+  EXPECT_EQ(n.small_problems, 1);
+  // A complex problem too small to pack runs the plain loop.
+  StridedMatrix<std::complex<double>> za(5, 4, MatLayout::kColMajor, 1), zb(4, 3, MatLayout::kColMajor, 2),
+      zc(5, 3, MatLayout::kColMajor, 3);
+  ASSERT_TRUE(
+      p->gemm(GemmRequest{DType::kComplex128, GemmProblem{5, 3, 4, za.input(), zb.input(), zc.output()}}, seq).ok());
   n = p->counters();
   EXPECT_EQ(n.small_problems, 2);
   EXPECT_EQ(n.small_tiled_problems, 1);
@@ -108,6 +119,90 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   EXPECT_EQ(n.blocked_problems, before_rank1.blocked_problems);
   EXPECT_EQ(n.small_problems, before_rank1.small_problems);
   EXPECT_EQ(n.fork_joins, before_rank1.fork_joins);
+}
+
+TEST(NativeGemmTest, DotAndMatrixVectorProductsSplitWithoutChangingTheResult) {
+  // Note [Matrix-vector GEMM]: the rows of a long matrix-vector product, and
+  // the depth chunks of a long dot product, split over the workers; each
+  // element sums in the same order either way, so the results are equal.
+  auto p = *NativeGemmProvider::create();
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  const std::int64_t k = 600000;  // 2 k flops >= parallel_min_flops (2^20); 19 depth chunks
+  StridedMatrix<double> x(1, k, MatLayout::kRowMajor, 1), y(k, 1, MatLayout::kColMajor, 2);
+  StridedMatrix<double> d1(1, 1, MatLayout::kColMajor, 3), d2(1, 1, MatLayout::kColMajor, 3);
+  ASSERT_TRUE(run(*p, 1, 1, k, seq, x, y, d1).ok());
+  const NativeGemmCounters before = p->counters();
+  ASSERT_TRUE(run(*p, 1, 1, k, two, x, y, d2).ok());
+  NativeGemmCounters n = p->counters();
+  EXPECT_EQ(n.gemv_problems, before.gemv_problems + 1);
+  EXPECT_EQ(n.fork_joins, before.fork_joins + 1);
+  EXPECT_EQ(n.blocked_problems, 0);
+  EXPECT_EQ(n.workspace_allocations, 0) << "nothing is packed";
+  EXPECT_EQ(d1.at(0, 0), d2.at(0, 0));
+  double want = 0;
+  for (std::int64_t l = 0; l < k; ++l) want += x.at(0, l) * y.at(l, 0);
+  EXPECT_NEAR(d1.at(0, 0), want, 1e-9);
+
+  auto rows_split_alike = [&]<class T>(T, MatLayout la) {
+    const std::int64_t m = 1000, depth = 700;  // >= 1.4 M flops: 16 row grains split over two workers
+    StridedMatrix<T> a(m, depth, la, 4), b(depth, 1, MatLayout::kColMajor, 5);
+    StridedMatrix<T> c1(m, 1, MatLayout::kColMajor, 6), c2(m, 1, MatLayout::kColMajor, 6);
+    ASSERT_TRUE(run(*p, m, 1, depth, seq, a, b, c1).ok());
+    const std::int64_t forks = p->counters().fork_joins;
+    ASSERT_TRUE(run(*p, m, 1, depth, two, a, b, c2).ok());
+    EXPECT_EQ(p->counters().fork_joins, forks + 1);
+    for (std::int64_t i = 0; i < m; ++i) ASSERT_EQ(c1.at(i, 0), c2.at(i, 0)) << "row " << i;
+  };
+  for (const MatLayout la : {MatLayout::kRowMajor, MatLayout::kColMajor}) {
+    rows_split_alike(double{}, la);
+    rows_split_alike(std::complex<double>{}, la);
+  }
+  EXPECT_EQ(p->counters().blocked_problems, 0);
+}
+
+TEST(NativeGemmTest, BatchedDotProductsRunAcrossTheBatchAtEveryAlignment) {
+  // Note [Batched dot products], and Note [Matrix-vector GEMM]'s alignment:
+  // the operands start at every element offset from a cache line (with
+  // AVX-512, a masked head vector up to the line, full vectors, a masked
+  // tail), for batches with and without a tail.
+  auto p = *NativeGemmProvider::create();
+  auto check = [&]<class T>(T, std::int64_t count, std::int64_t k, std::int64_t offset) {
+    SCOPED_TRACE(::testing::Message() << to_string(dtype_of<T>) << " count=" << count << " offset=" << offset);
+    const std::int64_t ld = (count + 7) / 8 * 8;  // rows a multiple of 64 bytes apart
+    std::vector<T> a(static_cast<std::size_t>(ld * k + 16)), b(a.size()), c(static_cast<std::size_t>(count));
+    std::mt19937_64 rng(static_cast<std::uint64_t>(count + offset));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = random_scalar<T>(rng);
+      b[i] = random_scalar<T>(rng);
+    }
+    // The first element of the 64-byte line that holds a[0], plus `offset`.
+    const std::size_t lead = (64 - reinterpret_cast<std::uintptr_t>(a.data()) % 64) % 64 / sizeof(T) % 8;
+    const T* a0 = a.data() + lead + offset;
+    const T* b0 = b.data() + lead + offset;
+    StridedBatchedGemmRequest req;
+    req.dtype = dtype_of<T>;
+    req.problem = GemmProblem{1, 1, k, GemmInput{a0, 0, ld}, GemmInput{b0, ld, 0}, GemmOutput{c.data(), 0, 0}};
+    req.batch_count = count;
+    req.a_batch_stride = req.b_batch_stride = req.c_batch_stride = 1;
+    const std::int64_t before = p->counters().dot_batch_problems;
+    ASSERT_TRUE(p->gemm_strided_batched(req, SequentialContext{}).ok());
+    EXPECT_EQ(p->counters().dot_batch_problems, before + count);
+    for (std::int64_t j = 0; j < count; ++j) {
+      std::complex<double> want = 0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        want += std::complex<double>(a0[l * ld + j]) * std::complex<double>(b0[l * ld + j]);
+      }
+      EXPECT_NEAR(std::abs(std::complex<double>(c[static_cast<std::size_t>(j)]) - want), 0.0, 1e-12) << j;
+    }
+  };
+  for (std::int64_t offset = 0; offset < 8; ++offset) {
+    for (const std::int64_t count : {3, 13, 64, 77}) {
+      check(double{}, count, 30, offset);
+      check(std::complex<double>{}, count, 9, offset);
+    }
+  }
+  EXPECT_EQ(p->counters().gemv_problems, 0);
 }
 
 TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {

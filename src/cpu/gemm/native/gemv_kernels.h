@@ -1,0 +1,365 @@
+// Matrix-vector and dot-product kernels of the native GEMM, templates that
+// each ISA translation unit instantiates with its own vector wrapper (Note
+// [ISA translation units] in micro_kernels.h).
+//
+// Note [Matrix-vector GEMM]
+// A product with one column (n == 1 after the driver's orientation: a
+// matrix-vector product, and a dot product when m == 1 too) reuses no
+// element of A: each is read once for one multiply-add. The blocked path
+// packed A into mr-row panels, zero-filling the missing rows (a 1 x k A
+// became 24 x k), and ran its mr x nr register tile with one valid column;
+// the small tiles were no better. `i,i->` over 2^20 doubles took 100x
+// numpy's `v @ w`, `ij,j->i` at 1024 3.6x (the Python performance audit,
+// 2026-12-05). These kernels read A in place, once, along its unit stride:
+// - columns contiguous (rsa == 1, m > 1): up to kAccumulatorRows rows of C
+//   accumulate in an L1 buffer while the depth runs, acc[i] += a[i, l] * b[l]
+//   (sweep_sum);
+// - rows contiguous and b contiguous (csa == 1, rsb == 1): dot products,
+//   several rows sharing each load of b;
+// - any other strides: a scalar loop.
+// Each element of C sums its depth in one fixed order and in the same code
+// (vector lanes, or the scalar tail of the whole axis), whichever rows a
+// call covers, so splitting the rows over workers (at multiples of
+// kGemvRowGrain) does not change results.
+//
+// Alignment: a load that splits two cache lines cost a streaming AVX-512
+// loop about a third of its speed, and numpy arrays start 16 bytes into a
+// line. Where the ISA has masked loads (Isa::load_first: AVX-512), the
+// accumulating loops start their full vectors on a line and load the head
+// before it and the tail after the last full vector with masked loads
+// (dot products: up to a line of their first row). Without masked loads
+// (AVX2, where a split load costs little), the vectors start at the first
+// element and the tail is summed in scalars.
+//
+// Note [Batched dot products]
+// A batch of depth-only problems (m == n == 1, `ijk,ijk->k`) whose batch
+// runs along the unit stride of both operands, and whose depth does not,
+// would read each cache line once per batch member if run as separate dot
+// products. dot_batch runs the batch in vector lanes instead, up to
+// kAccumulatorRows members at a time: acc[j] += a[l, j] * b[l, j] over the
+// depth l.
+#pragma once
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+
+#include "cpu/gemm/native/gemm_kernel_set.h"
+
+// The kernels' lambdas must inline: called, they keep the accumulators in
+// memory (a short dot product's step lambda took 30 % of its time).
+#define TENFERRO_GEMV_INLINE __attribute__((always_inline))
+
+namespace tenferro::cpu::internal {
+
+/// Elements of T before `p` reaches a 64-byte boundary (0 when T-misaligned).
+template <class T>
+inline std::int64_t head_to_line(const T* p) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  if (addr % sizeof(T) != 0) return 0;
+  return static_cast<std::int64_t>((64 - addr % 64) % 64 / sizeof(T));
+}
+
+/// The elements of a unit-stride axis of `a` (its rows, or batch members)
+/// before a cache line, when every step of the other axis (stride `other`)
+/// keeps that alignment; else 0. The vector loops start after them: a load
+/// that splits two lines cost a streaming AVX-512 loop about a third of
+/// its speed, and numpy arrays start 16 bytes into a line.
+template <class T>
+inline std::int64_t unit_head(const T* a, std::int64_t other) {
+  return (other * static_cast<std::int64_t>(sizeof(T))) % 64 == 0 ? head_to_line(a) : 0;
+}
+
+/// Rows (or batch members) per unit when the driver splits them over workers.
+inline constexpr std::int64_t kGemvRowGrain = 64;
+
+namespace gemv_detail {
+
+template <class Isa, class T>
+inline constexpr bool kComplex = !std::is_same_v<T, typename Isa::S>;
+
+/// Elements of T per vector.
+template <class Isa, class T>
+inline constexpr std::int64_t kPer = Isa::kLanes / (kComplex<Isa, T> ? 2 : 1);
+
+template <class Isa>
+inline void spill(typename Isa::V v, typename Isa::S (&out)[Isa::kLanes]) {
+  Isa::storeu(out, v);
+}
+
+/// c = alpha * s + beta * c; beta == 0 never reads c.
+template <class T>
+inline void write_c(T* c, T s, T alpha, T beta) {
+  const T x = plain_mul(alpha, s);
+  *c = beta == T(0) ? x : plain_mul(beta, *c) + x;
+}
+
+/// v[0] + ... + v[N - 1] as a pairwise tree (N a power of two): a chain of
+/// N scalar adds per dot product cost more than a short dot itself.
+template <int N, class S>
+inline S tree_sum(S* v) {
+  for (int w = N / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+  return v[0];
+}
+
+template <class Isa>
+inline constexpr bool kMaskedLoads = requires(const typename Isa::S* q) {
+  Isa::load_first(q, 1);
+};
+
+/// R dot products of `k` elements: rows a + r * lda (contiguous) against
+/// b (contiguous), into out[r]. Each row's sums run in the same order for
+/// every R. With masked loads the vectors start on a line of the first row
+/// and the head and tail are partial vectors; without, the tail (less than
+/// a vector) is summed in scalars.
+template <class Isa, class T, int R>
+inline void dot_rows(std::int64_t k, const T* a, std::int64_t lda, const T* b, T* out) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr std::int64_t P = kPer<Isa, T>;
+  constexpr std::int64_t kScalars = kComplex<Isa, T> ? 2 : 1;
+  constexpr int L = Isa::kLanes;
+  constexpr bool kMasked = kMaskedLoads<Isa>;
+  const S* bs = reinterpret_cast<const S*>(b);
+  const S* as[R];
+  for (int r = 0; r < R; ++r) as[r] = reinterpret_cast<const S*>(a + r * lda);
+  V acc[R][2];
+  V acc2[R][2];  // complex: x * swap(y)
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc2[r][0] = acc2[r][1] = Isa::zero();
+  // x * y into accumulator u of every row, the vectors at element l (count
+  // scalars valid: L is a full vector).
+  auto step = [&](std::int64_t l, int u, int count) TENFERRO_GEMV_INLINE {
+    auto load = [&](const S* p) TENFERRO_GEMV_INLINE {
+      if constexpr (kMasked) {
+        if (count < L) return Isa::load_first(p, count);
+      }
+      return Isa::loadu(p);
+    };
+    const V y = load(bs + kScalars * l);
+    V z = y;
+    if constexpr (kComplex<Isa, T>) z = Isa::swap_pairs(y);
+    for (int r = 0; r < R; ++r) {
+      const V x = load(as[r] + kScalars * l);
+      acc[r][u] = Isa::fmadd(x, y, acc[r][u]);
+      if constexpr (kComplex<Isa, T>) acc2[r][u] = Isa::fmadd(x, z, acc2[r][u]);
+    }
+  };
+  const std::int64_t h = kMasked ? std::min(k, head_to_line(a)) : 0;
+  if (h > 0) step(0, 1, static_cast<int>(h * kScalars));
+  std::int64_t l = h;
+  for (; l + 2 * P <= k; l += 2 * P) {
+    step(l, 0, L);
+    step(l + P, 1, L);
+  }
+  if (l + P <= k) {
+    step(l, 0, L);
+    l += P;
+  }
+  if (kMasked && l < k) {
+    step(l, 1, static_cast<int>((k - l) * kScalars));
+    l = k;
+  }
+  for (int r = 0; r < R; ++r) {
+    S v0[L], v1[L];
+    spill<Isa>(acc[r][0], v0);
+    spill<Isa>(acc[r][1], v1);
+    T s;
+    if constexpr (kComplex<Isa, T>) {
+      S w0[L], w1[L];
+      spill<Isa>(acc2[r][0], w0);
+      spill<Isa>(acc2[r][1], w1);
+      S re[L / 2], im[L / 2];
+      for (int i = 0; i < L / 2; ++i) {
+        re[i] = (v0[2 * i] + v1[2 * i]) - (v0[2 * i + 1] + v1[2 * i + 1]);
+        im[i] = (w0[2 * i] + w1[2 * i]) + (w0[2 * i + 1] + w1[2 * i + 1]);
+      }
+      s = T(tree_sum<L / 2>(re), tree_sum<L / 2>(im));
+    } else {
+      for (int i = 0; i < L; ++i) v0[i] += v1[i];
+      s = tree_sum<L>(v0);
+    }
+    for (std::int64_t e = l; e < k; ++e) s += plain_mul(a[r * lda + e], b[e]);
+    out[r] = s;
+  }
+}
+
+// Elements of C per sweep of sweep_sum: their sums stay in an L1-resident
+// buffer while the depth runs, so the operands stream through once, a line
+// at a time (register blocks of a few vectors read 256 bytes per depth
+// step, one step after another, and ran `i,ij->j` and `ijk,ijk->k` well
+// below the memory's speed).
+inline constexpr std::int64_t kAccumulatorRows = 512;
+
+/// Elements j in [j0, j1) of C: c[j * sc] = alpha * sum_l x[l * xs + j] *
+/// y_l(j) + beta * c[j * sc], with y_l(j) = y[l * ys] (kBroadcast: a
+/// matrix times a vector) or y[l * ys + j] (a batch of dot products). Up to
+/// kAccumulatorRows elements per sweep over the depth, in vector lanes
+/// (with masked loads, a head to x's first line and a tail in partial
+/// vectors; else a scalar tail); each element sums over l in order.
+template <class Isa, class T, bool kBroadcast>
+void sweep_sum(std::int64_t k, const T* x, std::int64_t xs, const T* y, std::int64_t ys, T alpha, T beta, T* c,
+               std::int64_t sc, std::int64_t j0, std::int64_t j1) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr std::int64_t P = kPer<Isa, T>;
+  constexpr std::int64_t kScalars = kComplex<Isa, T> ? 2 : 1;
+  constexpr std::int64_t L = Isa::kLanes;
+  constexpr bool kMasked = kMaskedLoads<Isa>;
+  // Slot layout: [head vector][full vectors][tail vector]; complex keeps
+  // x * swap(y) (kBroadcast: swap(x) * y.imag) in acc2.
+  alignas(64) S acc[(kAccumulatorRows + 2 * P) * kScalars];
+  alignas(64) S acc2[kComplex<Isa, T> ? (kAccumulatorRows + 2 * P) * kScalars : 1];
+  T tail_sums[P];
+  const std::int64_t vb = kMasked ? j0 + std::min(j1 - j0, unit_head(x + j0, xs)) : j0;
+  const std::int64_t ve = vb + (j1 - vb) / P * P;
+  for (std::int64_t jc = vb;;) {
+    const std::int64_t n = std::min(kAccumulatorRows, ve - jc);
+    const bool last = jc + n >= ve;
+    // Partial vectors (or scalars): [h0, h0 + hn) before jc, [t0, t0 + tn) after.
+    const std::int64_t h0 = jc == vb ? j0 : jc, hn = jc - h0;
+    const std::int64_t t0 = jc + n, tn = last ? j1 - t0 : 0;
+    // Slots: the head vector at acc, element jc + e at acc + (P + e) *
+    // kScalars, the tail vector after the full ones.
+    const std::int64_t used = (P + n + (kMasked && tn > 0 ? P : 0)) * kScalars;
+    for (std::int64_t v = 0; v < used; ++v) acc[v] = S(0);
+    if constexpr (kComplex<Isa, T>) {
+      for (std::int64_t v = 0; v < used; ++v) acc2[v] = S(0);
+    }
+    if (!kMasked) {
+      for (std::int64_t e = 0; e < tn; ++e) tail_sums[e] = T(0);
+    }
+    const S* xv = reinterpret_cast<const S*>(x + jc);
+    const S* yv = reinterpret_cast<const S*>(y + (kBroadcast ? 0 : jc));
+    // One vector slot: elements from jc + off, `count` scalars of them
+    // (L: a full vector), summed at acc[v] (and acc2[v]).
+    auto slot = [&]<int Q>(std::int64_t l, const V(&yb)[Q], const V(&yi)[Q], std::int64_t off, int count,
+                           std::int64_t v) TENFERRO_GEMV_INLINE {
+      auto load = [&](const S* p) TENFERRO_GEMV_INLINE {
+        if constexpr (kMasked) {
+          if (count < L) return Isa::load_first(p, count);
+        }
+        return Isa::loadu(p);
+      };
+      const std::int64_t o = off * kScalars;
+      V s = Isa::load(acc + v);
+      V s2 = Isa::zero();
+      if constexpr (kComplex<Isa, T>) s2 = Isa::load(acc2 + v);
+      for (int q = 0; q < Q; ++q) {
+        const V xq = load(xv + kScalars * (l + q) * xs + o);
+        if constexpr (kBroadcast) {
+          s = Isa::fmadd(xq, yb[q], s);
+          if constexpr (kComplex<Isa, T>) s2 = Isa::fmadd(Isa::swap_pairs(xq), yi[q], s2);
+        } else {
+          const V yq = load(yv + kScalars * (l + q) * ys + o);
+          s = Isa::fmadd(xq, yq, s);
+          if constexpr (kComplex<Isa, T>) s2 = Isa::fmadd(xq, Isa::swap_pairs(yq), s2);
+        }
+      }
+      Isa::storeu(acc + v, s);
+      if constexpr (kComplex<Isa, T>) Isa::storeu(acc2 + v, s2);
+    };
+    auto steps = [&]<int Q>(std::int64_t l) TENFERRO_GEMV_INLINE {
+      V yb[Q], yi[Q];  // kBroadcast: y_l (its real part), its imaginary part
+      for (int q = 0; q < Q; ++q) {
+        yb[q] = yi[q] = Isa::zero();
+        if constexpr (kBroadcast) {
+          const T t = y[(l + q) * ys];
+          if constexpr (kComplex<Isa, T>) {
+            yb[q] = Isa::set1(t.real());
+            yi[q] = Isa::set1(t.imag());
+          } else {
+            yb[q] = Isa::set1(t);
+          }
+        }
+      }
+      if (hn > 0) slot.template operator()<Q>(l, yb, yi, -hn, static_cast<int>(hn * kScalars), 0);
+      for (std::int64_t e = 0; e < n; e += P) {
+        slot.template operator()<Q>(l, yb, yi, e, static_cast<int>(L), (P + e) * kScalars);
+      }
+      if (tn > 0) {
+        if constexpr (kMasked) {
+          slot.template operator()<Q>(l, yb, yi, n, static_cast<int>(tn * kScalars), (P + n) * kScalars);
+        } else {
+          for (int q = 0; q < Q; ++q) {
+            const T* xl = x + (l + q) * xs;
+            const T* yl = y + (l + q) * ys;
+            for (std::int64_t e = 0; e < tn; ++e) {
+              tail_sums[e] += plain_mul(xl[t0 + e], kBroadcast ? *yl : yl[t0 + e]);
+            }
+          }
+        }
+      }
+    };
+    std::int64_t l = 0;
+    for (; l + 4 <= k; l += 4) steps.template operator()<4>(l);
+    for (; l < k; ++l) steps.template operator()<1>(l);
+    auto lanes = [&](std::int64_t v) {  // the element whose lanes start at acc[v]
+      if constexpr (kComplex<Isa, T> && kBroadcast) {
+        // Even lanes xr*yr (minus xi*yi), odd lanes xi*yr (plus xr*yi).
+        return T(acc[v] - acc2[v], acc[v + 1] + acc2[v + 1]);
+      } else if constexpr (kComplex<Isa, T>) {
+        return T(acc[v] - acc[v + 1], acc2[v] + acc2[v + 1]);
+      } else {
+        return T(acc[v]);
+      }
+    };
+    for (std::int64_t e = 0; e < hn; ++e) write_c(c + (h0 + e) * sc, lanes(e * kScalars), alpha, beta);
+    for (std::int64_t e = 0; e < n; ++e) write_c(c + (jc + e) * sc, lanes((P + e) * kScalars), alpha, beta);
+    for (std::int64_t e = 0; e < tn; ++e) {
+      write_c(c + (t0 + e) * sc, kMasked ? lanes((P + n + e) * kScalars) : tail_sums[e], alpha, beta);
+    }
+    if (last) break;
+    jc += n;
+  }
+}
+
+/// One element of C by a scalar loop over the depth (any strides).
+template <class T>
+inline T scalar_dot(std::int64_t k, const T* a, std::int64_t sa, const T* b, std::int64_t sb) {
+  T s{};
+  for (std::int64_t l = 0; l < k; ++l) s += plain_mul(a[l * sa], b[l * sb]);
+  return s;
+}
+
+}  // namespace gemv_detail
+
+/// Rows [i0, i1) of C for a problem with n == 1 (Note [Matrix-vector GEMM]).
+template <class Isa, class T>
+void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
+  using namespace gemv_detail;
+  if (p.rsa == 1 && p.m > 1) {
+    sweep_sum<Isa, T, true>(p.k, p.a, p.csa, p.b, p.rsb, p.alpha, p.beta, p.c, p.rsc, i0, i1);
+    return;
+  }
+  if (p.csa == 1 && p.rsb == 1) {
+    constexpr int kRows = kComplex<Isa, T> ? 2 : 4;  // rows sharing each load of b
+    T s[kRows];
+    std::int64_t i = i0;
+    for (; i + kRows <= i1; i += kRows) {
+      dot_rows<Isa, T, kRows>(p.k, p.a + i * p.rsa, p.rsa, p.b, s);
+      for (int r = 0; r < kRows; ++r) write_c(p.c + (i + r) * p.rsc, s[r], p.alpha, p.beta);
+    }
+    for (; i < i1; ++i) {
+      dot_rows<Isa, T, 1>(p.k, p.a + i * p.rsa, 0, p.b, s);
+      write_c(p.c + i * p.rsc, s[0], p.alpha, p.beta);
+    }
+    return;
+  }
+  for (std::int64_t i = i0; i < i1; ++i) {
+    write_c(p.c + i * p.rsc, scalar_dot(p.k, p.a + i * p.rsa, p.csa, p.b, p.rsb), p.alpha, p.beta);
+  }
+}
+
+/// Batch members [j0, j1) of depth-only problems (m == n == 1) whose batch
+/// stride is 1 in A and B; member j's C at c[j * sc] (Note [Batched dot
+/// products]).
+template <class Isa, class T>
+void dot_batch(const TypedProblem<T>& p, std::int64_t sc, std::int64_t j0, std::int64_t j1) {
+  gemv_detail::sweep_sum<Isa, T, false>(p.k, p.a, p.csa, p.b, p.rsb, p.alpha, p.beta, p.c, sc, j0, j1);
+}
+
+}  // namespace tenferro::cpu::internal
+
+#undef TENFERRO_GEMV_INLINE
