@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
@@ -358,6 +359,24 @@ Status blocked_gemm(const GemmKernelSet<T>& ks, const Blocking& blk, const Typed
   return ok_status();
 }
 
+// f(table's kernel set for dtype), or nullopt for a dtype without one.
+template <class F>
+auto visit_kernel_set(const internal::GemmKernelTable& table, DType dtype, F&& f)
+    -> std::optional<decltype(f(table.f64))> {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(table.f32);
+    case DType::kFloat64:
+      return f(table.f64);
+    case DType::kComplex64:
+      return f(table.c64);
+    case DType::kComplex128:
+      return f(table.c128);
+    default:
+      return std::nullopt;
+  }
+}
+
 // The same product with A and B exchanged and transposed (C^T = B^T A^T).
 template <class T>
 TypedProblem<T> transposed(const TypedProblem<T>& t) {
@@ -574,18 +593,8 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     if (in_place_b) ++tally.in_place_b_problems;
     return blocked_gemm(bks, blk, p, ctx, threads, in_place_b, *workspace_, counters_);
   };
-  switch (dtype) {
-    case DType::kFloat32:
-      return run(table_->f32);
-    case DType::kFloat64:
-      return run(table_->f64);
-    case DType::kComplex64:
-      return run(table_->c64);
-    case DType::kComplex128:
-      return run(table_->c128);
-    default:
-      return check_dtype_supported(support(), dtype, "native");
-  }
+  if (std::optional<Status> done = visit_kernel_set(*table_, dtype, run)) return *done;
+  return check_dtype_supported(support(), dtype, "native");
 }
 
 Status NativeGemmProvider::gemm(const GemmRequest& request, const ParallelContext& ctx) const {
@@ -652,18 +661,7 @@ bool NativeGemmProvider::run_dot_batch(const StridedBatchedGemmRequest& request,
     tally.dot_batch_problems += count;
     return true;
   };
-  switch (request.dtype) {
-    case DType::kFloat32:
-      return run(table_->f32);
-    case DType::kFloat64:
-      return run(table_->f64);
-    case DType::kComplex64:
-      return run(table_->c64);
-    case DType::kComplex128:
-      return run(table_->c128);
-    default:
-      return false;
-  }
+  return visit_kernel_set(*table_, request.dtype, run).value_or(false);
 }
 
 Status NativeGemmProvider::gemm_grouped(const GroupedGemmRequest& request, const ParallelContext& ctx) const {
