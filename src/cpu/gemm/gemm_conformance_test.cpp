@@ -281,6 +281,73 @@ TEST_P(GemmConformance, BatchedDotProductsAlongTheUnitStride) {
   check(std::complex<float>{}, 3001, 200, 2, alpha, beta, two);
 }
 
+TEST_P(GemmConformance, BatchesOfSmallMatrixVectorMembers) {
+  // Members with m or n of 1 stacked one after another (the native
+  // provider runs them in one kernel call, without its per-member driver):
+  // short and longer dots, matrix-vector and vector-matrix products, both
+  // operand layouts, every dtype, alpha and beta, one and two workers.
+  ArenaParallelContext two(2);
+  auto check = [&]<class T>(T, std::int64_t m, std::int64_t n, std::int64_t k, MatLayout la, std::int64_t count,
+                            std::complex<double> alpha, std::complex<double> beta, const ParallelContext& ctx) {
+    SCOPED_TRACE(::testing::Message() << to_string(dtype_of<T>) << " m=" << m << " n=" << n << " k=" << k << " A "
+                                      << mat_layout_name(la) << " count=" << count);
+    std::vector<StridedMatrix<T>> as, bs, cs;
+    for (std::int64_t i = 0; i < count; ++i) {
+      as.emplace_back(m, k, la, 100 + static_cast<std::uint64_t>(i));
+      bs.emplace_back(k, n, MatLayout::kColMajor, 200 + static_cast<std::uint64_t>(i));
+      cs.emplace_back(m, n, MatLayout::kColMajor, 300 + static_cast<std::uint64_t>(i));
+    }
+    // Stacked copies: member i at i * (its element count).
+    const std::int64_t sa = m * k, sb = k * n, sc = m * n;
+    std::vector<T> abuf(static_cast<std::size_t>(count * sa)), bbuf(static_cast<std::size_t>(count * sb)),
+        cbuf(static_cast<std::size_t>(count * sc));
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::copy(as[i].data(), as[i].data() + sa, abuf.begin() + i * sa);
+      std::copy(bs[i].data(), bs[i].data() + sb, bbuf.begin() + i * sb);
+      std::copy(cs[i].data(), cs[i].data() + sc, cbuf.begin() + i * sc);
+    }
+    StridedBatchedGemmRequest req;
+    req.dtype = dtype_of<T>;
+    req.problem = GemmProblem{m,
+                              n,
+                              k,
+                              GemmInput{abuf.data(), as[0].rs, as[0].cs},
+                              GemmInput{bbuf.data(), 1, k},
+                              GemmOutput{cbuf.data(), 1, m},
+                              alpha,
+                              beta};
+    req.batch_count = count;
+    req.a_batch_stride = sa;
+    req.b_batch_stride = sb;
+    req.c_batch_stride = sc;
+    const Status st = provider_->gemm_strided_batched(req, ctx);
+    if (is_null()) {
+      EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+      return;
+    }
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::vector<std::complex<double>> ref;
+      std::vector<double> bound;
+      reference_gemm(as[i], bs[i], alpha, beta, cs[i], ref, bound);
+      std::copy(cbuf.begin() + i * sc, cbuf.begin() + (i + 1) * sc, cs[i].data());
+      const std::vector<T> unchanged = cs[i].buffer;
+      ASSERT_TRUE(matches_reference(cs[i], ref, bound, k, unchanged)) << "member " << i;
+    }
+  };
+  const std::complex<double> alpha(0.75, -1.25), beta(-0.5, 0.25);
+  for (const MatLayout la : {MatLayout::kRowMajor, MatLayout::kColMajor}) {
+    for (auto [m, n, k] : {std::tuple{1, 1, 3}, {1, 1, 16}, {1, 1, 45}, {3, 1, 3}, {1, 4, 5}, {5, 1, 9}}) {
+      check(double{}, m, n, k, la, 70, 1.0, 0.0, seq_);
+      check(float{}, m, n, k, la, 70, 2.0, -1.0, seq_);
+      check(std::complex<double>{}, m, n, k, la, 70, alpha, beta, seq_);
+      check(std::complex<float>{}, m, n, k, la, 70, alpha, 0.0, seq_);
+    }
+  }
+  check(double{}, 1, 1, 32, MatLayout::kRowMajor, 20000, 1.0, 0.0, two);  // >= 2^20 flops: members split
+  check(std::complex<double>{}, 5, 1, 9, MatLayout::kRowMajor, 12000, alpha, beta, two);
+}
+
 TEST_P(GemmConformance, AlphaBetaAndNaNInOutput) {
   const std::complex<double> alpha(0.75, -1.25);
   const std::complex<double> beta(-0.5, 0.25);

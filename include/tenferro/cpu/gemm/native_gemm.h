@@ -135,10 +135,11 @@ class NativeGemmProvider final : public CpuGemmProvider {
   NativeGemmProvider(NativeGemmIsa isa, const internal::GemmKernelTable& table, const NativeGemmOptions& options);
   Status run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
                      internal::NativeGemmTally& tally) const;
-  /// Runs `request` as batched dot products when it is one (Note [Batched
-  /// dot products]); false, nothing done, otherwise.
-  bool run_dot_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
-                     internal::NativeGemmTally& tally) const;
+  /// Runs a batch of matrix-vector or dot products in the matrix-vector
+  /// kernels without the per-member driver (Note [Matrix-vector GEMM]);
+  /// false, nothing done, for other batches.
+  bool run_vector_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
+                        internal::NativeGemmTally& tally) const;
 
   NativeGemmIsa isa_;
   const internal::GemmKernelTable* table_;

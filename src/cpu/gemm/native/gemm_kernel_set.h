@@ -73,10 +73,11 @@ struct GemmKernelSet {
   /// Rows [i0, i1) of a problem with n == 1, A read in place (Note
   /// [Matrix-vector GEMM] in gemv_kernels.h).
   void (*gemv)(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) = nullptr;
-  /// Members [j0, j1) of a batch of depth-only problems (m == n == 1) with
-  /// batch stride 1 in A and B, member j's C at p.c[j * sc] (Note [Batched
-  /// dot products] in gemv_kernels.h).
-  void (*dot_batch)(const TypedProblem<T>& p, std::int64_t sc, std::int64_t j0, std::int64_t j1) = nullptr;
+  /// Members [j0, j1) of a batch of problems with n == 1, member j's
+  /// operands at p.a + j * sa, p.b + j * sb, p.c + j * sc (gemv_batch in
+  /// gemv_kernels.h, Note [Batched dot products]).
+  void (*gemv_batch)(const TypedProblem<T>& p, std::int64_t sa, std::int64_t sb, std::int64_t sc, std::int64_t j0,
+                     std::int64_t j1) = nullptr;
   /// Problems of at most this many multiply-adds may run unpacked (the
   /// provider's default small_max_mnk for this type).
   std::int64_t small_max_mnk = 16 * 16 * 16;

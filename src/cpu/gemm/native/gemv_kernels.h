@@ -35,7 +35,7 @@
 // A batch of depth-only problems (m == n == 1, `ijk,ijk->k`) whose batch
 // runs along the unit stride of both operands, and whose depth does not,
 // would read each cache line once per batch member if run as separate dot
-// products. dot_batch runs the batch in vector lanes instead, up to
+// products. gemv_batch runs the batch in vector lanes instead, up to
 // kAccumulatorRows members at a time: acc[j] += a[l, j] * b[l, j] over the
 // depth l.
 #pragma once
@@ -146,7 +146,8 @@ inline void dot_rows(std::int64_t k, const T* a, std::int64_t lda, const T* b, T
       if constexpr (kComplex<Isa, T>) acc2[r][u] = Isa::fmadd(x, z, acc2[r][u]);
     }
   };
-  const std::int64_t h = kMasked ? std::min(k, head_to_line(a)) : 0;
+  // (Short rows skip the head: it costs a masked step and gains nothing.)
+  const std::int64_t h = kMasked && k >= 8 * P ? std::min(k, head_to_line(a)) : 0;
   if (h > 0) step(0, 1, static_cast<int>(h * kScalars));
   std::int64_t l = h;
   for (; l + 2 * P <= k; l += 2 * P) {
@@ -318,9 +319,21 @@ void sweep_sum(std::int64_t k, const T* x, std::int64_t xs, const T* y, std::int
 /// One element of C by a scalar loop over the depth (any strides).
 template <class T>
 inline T scalar_dot(std::int64_t k, const T* a, std::int64_t sa, const T* b, std::int64_t sb) {
-  T s{};
-  for (std::int64_t l = 0; l < k; ++l) s += plain_mul(a[l * sa], b[l * sb]);
-  return s;
+  if (k < 8) {
+    T s{};
+    for (std::int64_t l = 0; l < k; ++l) s += plain_mul(a[l * sa], b[l * sb]);
+    return s;
+  }
+  T s0{}, s1{}, s2{}, s3{};  // four chains: one chain of dependent adds ran a dot of 16 at 4 ns per element
+  std::int64_t l = 0;
+  for (; l + 4 <= k; l += 4) {
+    s0 += plain_mul(a[l * sa], b[l * sb]);
+    s1 += plain_mul(a[(l + 1) * sa], b[(l + 1) * sb]);
+    s2 += plain_mul(a[(l + 2) * sa], b[(l + 2) * sb]);
+    s3 += plain_mul(a[(l + 3) * sa], b[(l + 3) * sb]);
+  }
+  for (; l < k; ++l) s0 += plain_mul(a[l * sa], b[l * sb]);
+  return (s0 + s1) + (s2 + s3);
 }
 
 }  // namespace gemv_detail
@@ -333,8 +346,8 @@ void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
     sweep_sum<Isa, T, true>(p.k, p.a, p.csa, p.b, p.rsb, p.alpha, p.beta, p.c, p.rsc, i0, i1);
     return;
   }
-  if (p.csa == 1 && p.rsb == 1) {
-    constexpr int kRows = kComplex<Isa, T> ? 2 : 4;  // rows sharing each load of b
+  if (p.csa == 1 && p.rsb == 1 && p.k >= kPer<Isa, T>) {  // (shorter rows: the scalar loop)
+    constexpr int kRows = kComplex<Isa, T> ? 2 : 4;       // rows sharing each load of b
     T s[kRows];
     std::int64_t i = i0;
     for (; i + kRows <= i1; i += kRows) {
@@ -352,12 +365,38 @@ void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
   }
 }
 
-/// Batch members [j0, j1) of depth-only problems (m == n == 1) whose batch
-/// stride is 1 in A and B; member j's C at c[j * sc] (Note [Batched dot
-/// products]).
+/// Members [j0, j1) of a batch of problems with n == 1, member j's A, B and
+/// C at p.a + j * sa, p.b + j * sb, p.c + j * sc. Depth-only members with
+/// sa == sb == 1 whose depth strides are not 1 run in vector lanes across
+/// the batch (Note [Batched dot products]); others one after another.
 template <class Isa, class T>
-void dot_batch(const TypedProblem<T>& p, std::int64_t sc, std::int64_t j0, std::int64_t j1) {
-  gemv_detail::sweep_sum<Isa, T, false>(p.k, p.a, p.csa, p.b, p.rsb, p.alpha, p.beta, p.c, sc, j0, j1);
+void gemv_batch(const TypedProblem<T>& p, std::int64_t sa, std::int64_t sb, std::int64_t sc, std::int64_t j0,
+                std::int64_t j1) {
+  if (p.m == 1 && sa == 1 && sb == 1 && p.csa != 1 && p.rsb != 1) {
+    gemv_detail::sweep_sum<Isa, T, false>(p.k, p.a, p.csa, p.b, p.rsb, p.alpha, p.beta, p.c, sc, j0, j1);
+    return;
+  }
+  if (p.m == 1 && !(p.csa == 1 && p.rsb == 1 && p.k >= 4 * gemv_detail::kPer<Isa, T>)) {
+    // Short (or strided) dot products, as gemv_rows sums them, without a
+    // call per member (`ij,ij->i` over rows of 3).
+    const bool plain = p.alpha == T(1) && p.beta == T(0);
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const T s = gemv_detail::scalar_dot(p.k, p.a + j * sa, p.csa, p.b + j * sb, p.rsb);
+      if (plain) {
+        p.c[j * sc] = s;
+      } else {
+        gemv_detail::write_c(p.c + j * sc, s, p.alpha, p.beta);
+      }
+    }
+    return;
+  }
+  for (std::int64_t j = j0; j < j1; ++j) {
+    TypedProblem<T> one = p;
+    one.a += j * sa;
+    one.b += j * sb;
+    one.c += j * sc;
+    gemv_rows<Isa, T>(one, 0, one.m);
+  }
 }
 
 }  // namespace tenferro::cpu::internal

@@ -620,7 +620,7 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.pack_b = &pack_b_panels<Isa, S, NR>;
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
-  set.dot_batch = &dot_batch<Isa, S>;
+  set.gemv_batch = &gemv_batch<Isa, S>;
   return set;
 }
 
@@ -644,7 +644,7 @@ GemmKernelSet<typename Isa::S> make_real_row_set(int mc, int kc, int nc, const G
   set.pack_b = &pack_b_panels<Isa, S, NR>;
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
-  set.dot_batch = &dot_batch<Isa, S>;
+  set.gemv_batch = &gemv_batch<Isa, S>;
   set.thin_m = thin_m;
   return set;
 }
@@ -664,7 +664,7 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.pack_b = &pack_b_panels<Isa, T, NR>;
   set.rank1 = &rank1_columns<Isa, T>;
   set.gemv = &gemv_rows<Isa, T>;
-  set.dot_batch = &dot_batch<Isa, T>;
+  set.gemv_batch = &gemv_batch<Isa, T>;
   return set;
 }
 

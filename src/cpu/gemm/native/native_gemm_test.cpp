@@ -205,6 +205,34 @@ TEST(NativeGemmTest, BatchedDotProductsRunAcrossTheBatchAtEveryAlignment) {
   EXPECT_EQ(p->counters().gemv_problems, 0);
 }
 
+TEST(NativeGemmTest, BatchesOfShortDotsRunInOneKernelCall) {
+  // `ij,ij->i` over rows of 3: the members run in the matrix-vector kernels
+  // (run_vector_batch), not through the driver per member.
+  auto p = *NativeGemmProvider::create();
+  const std::int64_t count = 1000, k = 3;
+  std::vector<double> a(static_cast<std::size_t>(count * k)), b(a.size()), c(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = 0.5 + static_cast<double>(i % 7);
+    b[i] = 1.0 - static_cast<double>(i % 5);
+  }
+  StridedBatchedGemmRequest req;
+  req.dtype = DType::kFloat64;
+  req.problem = GemmProblem{1, 1, k, GemmInput{a.data(), 0, 1}, GemmInput{b.data(), 1, 0}, GemmOutput{c.data(), 0, 0}};
+  req.batch_count = count;
+  req.a_batch_stride = req.b_batch_stride = k;
+  req.c_batch_stride = 1;
+  ASSERT_TRUE(p->gemm_strided_batched(req, SequentialContext{}).ok());
+  const NativeGemmCounters n = p->counters();
+  EXPECT_EQ(n.gemv_problems, count);
+  EXPECT_EQ(n.small_problems + n.blocked_problems + n.dot_batch_problems, 0);
+  for (std::int64_t j = 0; j < count; ++j) {
+    double want = 0;
+    for (std::int64_t l = 0; l < k; ++l)
+      want += a[static_cast<std::size_t>(j * k + l)] * b[static_cast<std::size_t>(j * k + l)];
+    EXPECT_EQ(c[static_cast<std::size_t>(j)], want) << j;
+  }
+}
+
 TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
   auto p = *NativeGemmProvider::create();
   ArenaParallelContext two(2);
