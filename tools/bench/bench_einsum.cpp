@@ -230,6 +230,7 @@ const std::vector<VectorCase>& vector_cases() {
   static const std::vector<VectorCase> cases = {
       {"vector_dot_1048576", "i,i->", {{1 << 20}, {1 << 20}}},
       {"vector_row_dots_1024x1024", "ij,ij->i", {{1024, 1024}, {1024, 1024}}},
+      {"vector_row_dots_1000000x3", "ij,ij->i", {{1000000, 3}, {1000000, 3}}},
       {"vector_batched_dots_128x128x128", "ijk,ijk->k", {{128, 128, 128}, {128, 128, 128}}},
       {"vector_matvec_1024", "ij,j->i", {{1024, 1024}, {1024}}},
       {"vector_vecmat_1024", "i,ij->j", {{1024}, {1024, 1024}}},
