@@ -393,30 +393,51 @@ TypedProblem<T> transposed(const TypedProblem<T>& t) {
 constexpr std::int64_t kDotChunk = std::int64_t{1} << 15;
 constexpr std::int64_t kDotMaxChunks = 64;
 
+// Turns a problem with m == 1 or n == 1 into one with n == 1 and, for a dot
+// product, A read along its unit stride when only B has one (the product
+// is symmetric in its two vectors). True when A and B traded places an odd
+// number of times (a batch's strides trade with them).
+template <class T>
+bool to_column_form(TypedProblem<T>& p) {
+  bool traded = false;
+  if (p.n != 1) {
+    p = transposed(p);
+    traded = true;
+  }
+  if (p.m == 1 && p.csa != 1 && p.rsb == 1) {
+    std::swap(p.a, p.b);
+    std::swap(p.csa, p.rsb);
+    traded = !traded;
+  }
+  return traded;
+}
+
+// f(i0, i1) over [0, n) in units of kGemvRowGrain, split over `threads`
+// workers when there are several units.
+template <class F>
+void for_row_units(const ParallelContext& ctx, std::int64_t threads, std::int64_t n, NativeGemmAtomicCounters& counters,
+                   F&& f) {
+  const std::int64_t units = ceil_div(n, internal::kGemvRowGrain);
+  if (threads > 1 && units > 1) {
+    ctx.parallel_for(0, units, ceil_div(units, threads), [&](std::int64_t u0, std::int64_t u1) {
+      f(u0 * internal::kGemvRowGrain, std::min(n, u1 * internal::kGemvRowGrain));
+    });
+    counters.add_fork_joins(1);
+  } else {
+    f(0, n);
+  }
+}
+
 // A problem with m == 1 or n == 1 (Note [Matrix-vector GEMM] in
 // gemv_kernels.h): the rows split over `threads` workers, a single dot
 // product over its depth chunks.
 template <class T>
 void matrix_vector(const GemmKernelSet<T>& ks, TypedProblem<T> p, const ParallelContext& ctx, std::int64_t threads,
                    NativeGemmAtomicCounters& counters) {
-  if (p.n != 1) p = transposed(p);
+  to_column_form(p);
   if (p.m > 1) {
-    const std::int64_t units = ceil_div(p.m, internal::kGemvRowGrain);
-    if (threads > 1 && units > 1) {
-      ctx.parallel_for(0, units, ceil_div(units, threads), [&](std::int64_t u0, std::int64_t u1) {
-        ks.gemv(p, u0 * internal::kGemvRowGrain, std::min(p.m, u1 * internal::kGemvRowGrain));
-      });
-      counters.add_fork_joins(1);
-    } else {
-      ks.gemv(p, 0, p.m);
-    }
+    for_row_units(ctx, threads, p.m, counters, [&](std::int64_t i0, std::int64_t i1) { ks.gemv(p, i0, i1); });
     return;
-  }
-  // One dot product: read along the unit stride when only B has it (the
-  // product is symmetric in its two vectors).
-  if (p.csa != 1 && p.rsb == 1) {
-    std::swap(p.a, p.b);
-    std::swap(p.csa, p.rsb);
   }
   const std::int64_t chunk = std::max(kDotChunk, ceil_div(p.k, kDotMaxChunks));
   if (p.k <= chunk) {
@@ -446,8 +467,7 @@ void matrix_vector(const GemmKernelSet<T>& ks, TypedProblem<T> p, const Parallel
   }
   T sum = partial[0];
   for (std::int64_t c = 1; c < chunks; ++c) sum += partial[c];
-  T& c = *p.c;
-  c = p.beta == T(0) ? plain_mul(p.alpha, sum) : plain_mul(p.beta, c) + plain_mul(p.alpha, sum);
+  internal::gemv_detail::write_c(p.c, sum, p.alpha, p.beta);
 }
 
 }  // namespace
@@ -642,8 +662,9 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
 // - depth-only members with batch stride 1 in A and B and depth strides
 //   that are not 1: the batch in vector lanes (Note [Batched dot products]);
 // - members of at most kSmallVectorMember multiply-adds: one after another
-//   in the kernel (gemv_batch), without the driver's per-problem steps. `ij,ij->i` over a million rows
-//   of 3 took 94 ms through run_problem per member, numpy 13 ms.
+//   in the kernel (gemv_batch), without the driver's per-problem steps.
+//   `ij,ij->i` over a million rows of 3 took 94 ms through run_problem per
+//   member, numpy 13 ms.
 // Larger members keep the per-member driver (its cost is amortised).
 constexpr std::int64_t kSmallVectorMember = 4096;
 
@@ -656,35 +677,16 @@ bool NativeGemmProvider::run_vector_batch(const StridedBatchedGemmRequest& reque
   auto run = [&]<class T>(const GemmKernelSet<T>& ks) {
     TypedProblem<T> p = oriented<T>(g);
     std::int64_t sa = request.a_batch_stride, sb = request.b_batch_stride;
-    if (orientation_swaps(g)) std::swap(sa, sb);
-    if (p.n != 1) {
-      p = transposed(p);
-      std::swap(sa, sb);
-    }
-    // A dot product reads along the unit stride (as matrix_vector does).
-    if (p.m == 1 && p.csa != 1 && p.rsb == 1) {
-      std::swap(p.a, p.b);
-      std::swap(p.csa, p.rsb);
-      std::swap(sa, sb);
-    }
-    const bool lanes = p.m == 1 && sa == 1 && sb == 1 && p.csa != 1 && p.rsb != 1;  // as gemv_batch decides
+    if (orientation_swaps(g) != to_column_form(p)) std::swap(sa, sb);
+    const bool lanes = internal::runs_in_lanes(p, sa, sb);
     const std::int64_t member = p.m * p.k;
     if (!lanes && member > kSmallVectorMember) return false;
     const std::int64_t count = request.batch_count;
-    const std::int64_t sc = request.c_batch_stride;
-    auto members = [&](std::int64_t j0, std::int64_t j1) { ks.gemv_batch(p, sa, sb, sc, j0, j1); };
     const double flops = 2.0 * static_cast<double>(member) * static_cast<double>(count);
     const std::int64_t threads =
         flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
-    const std::int64_t units = ceil_div(count, internal::kGemvRowGrain);
-    if (threads > 1 && units > 1) {
-      ctx.parallel_for(0, units, ceil_div(units, threads), [&](std::int64_t u0, std::int64_t u1) {
-        members(u0 * internal::kGemvRowGrain, std::min(count, u1 * internal::kGemvRowGrain));
-      });
-      counters_.add_fork_joins(1);
-    } else {
-      members(0, count);
-    }
+    for_row_units(ctx, threads, count, counters_,
+                  [&](std::int64_t j0, std::int64_t j1) { ks.gemv_batch(p, sa, sb, request.c_batch_stride, j0, j1); });
     (lanes ? tally.dot_batch_problems : tally.gemv_problems) += count;
     return true;
   };
