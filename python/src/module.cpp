@@ -166,10 +166,20 @@ std::shared_ptr<const einsum::EinsumOp> sublist_op(ArgSpan args, const OptimizeS
 
 bool is_subscripts(PyObject* first) { return PyUnicode_Check(first) || PyBytes_Check(first); }
 
-// Parses the positional arguments into an op and the operands.
+/// A ContractExpression's op: every positional argument is an operand.
+using GivenOp = std::shared_ptr<const einsum::EinsumOp>;
+
+// Parses the positional arguments into an op and the operands (with a
+// `given` op, all of them are operands).
 std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec,
-                                                        OperandList& operands) {
+                                                        OperandList& operands, const GivenOp& given) {
   const std::size_t n = args.size();
+  if (given) {
+    for (std::size_t i = 0; i < n; ++i) {
+      operands.add(args[i], "einsum operand", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
+    }
+    return given;
+  }
   if (n == 0) raise_type_error("einsum() missing the subscripts argument");
   std::shared_ptr<const einsum::EinsumOp> op;
   PyObject* first = args[0];
@@ -267,7 +277,8 @@ struct EinsumKwargs {
 // applied to the result.
 // einsum without out=: an ndarray (0-d for a full contraction) or, for
 // Traced operands, a Traced value.
-py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k, bool traced) {
+py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k, bool traced,
+                        const GivenOp& given) {
   if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none() &&
                   k.memory_limit.is_none() && spec.memory_limit == 0)) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -284,6 +295,7 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   }
   if (traced) {
     // Inside tenferro.vjp / grad: recorded on the operands' tape.
+    if (given) return traced_einsum(args, given);
     if (!is_subscripts(args[0])) {
       std::vector<PyObject*> operands;
       std::shared_ptr<const einsum::EinsumOp> op = sublist_op(args, spec, operands);
@@ -292,7 +304,7 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
     return traced_einsum(args.subspan(1), value_or_raise(rt.op_for(py::cast<std::string>(py::handle(args[0])), spec)));
   }
   OperandList operands;
-  std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands);
+  std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands, given);
   const py::object result_dtype =
       k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);
   operands.wrap();
@@ -325,15 +337,16 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   return py::reinterpret_steal<py::object>(c);
 }
 
-py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {}) {
+py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {},
+                       const GivenOp& given = nullptr) {
   // Traced operands (inside tenferro.vjp / grad), in either call form.
-  const bool traced = args.size() > 1 && any_traced(args, is_subscripts(args[0]) ? 1 : 0);
+  const bool traced = given ? any_traced(args, 0) : args.size() > 1 && any_traced(args, is_subscripts(args[0]) ? 1 : 0);
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
     check_out(k.out);
-    return write_out(k.out, einsum_array(rt, args, spec, k, traced));
+    return write_out(k.out, einsum_array(rt, args, spec, k, traced, given));
   }
-  return scalar_if_0d(einsum_array(rt, args, spec, k, traced));  // out= still gets an array
+  return scalar_if_0d(einsum_array(rt, args, spec, k, traced, given));  // out= still gets an array
 }
 
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {
@@ -419,6 +432,105 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
       set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
     }
     return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k)
+        .release()
+        .ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// contract_expression
+//
+// Note [Contract expressions]
+// tenferro.contract_expression (opt_einsum's) plans the path once, for the
+// shapes it is given (contract_path), and keeps a Contraction: the op
+// parsed once with that explicit path, the planning arguments and the
+// constant operands. A call puts the arrays and the constants at their
+// positions and runs einsum's path with that op: no subscripts are parsed,
+// no path is read and no op cache is searched. As in opt_einsum the path
+// stays the one planned, whatever extents a call brings (einsum's own checks
+// still apply: operand count, ranks, consistent extents). The op does not
+// belong to a runtime, so a call may name any runtime= or threads=.
+struct Contraction {
+  GivenOp op;
+  OptimizeSpec spec;  // the explicit path and memory limit the op was made with
+  py::object max_intermediate_bytes = py::none();
+  // Per operand position: the constant array, or null for a call's array.
+  std::vector<py::object> constants;
+  std::size_t num_args = 0;
+  EinsumFunctionState state;  // the default runtime (Note [Default runtime lookup])
+};
+
+std::unique_ptr<Contraction> make_contraction(PyObject* module, const std::string& subscripts, py::handle path,
+                                              py::handle memory_limit, py::handle max_intermediate_bytes,
+                                              const py::dict& constants) {
+  auto c = std::make_unique<Contraction>();
+  c->spec = parse_optimize(path);
+  if (!memory_limit.is_none())
+    c->spec.memory_limit = memory_limit_of(memory_limit, "contract_expression memory_limit=");
+  max_intermediate_bytes_of(max_intermediate_bytes);  // checked now, not at the first call
+  c->max_intermediate_bytes = py::reinterpret_borrow<py::object>(max_intermediate_bytes);
+  einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
+  einsum::PlanningPolicy policy = value_or_raise(policy_of(c->spec, parsed.num_operands()));
+  c->op = value_or_raise(einsum::EinsumOp::create(std::move(parsed), std::move(policy)));
+  const auto n = static_cast<std::size_t>(c->op->num_operands());
+  c->constants.resize(n);
+  for (auto [key, value] : constants) {
+    const std::int64_t position = as_index(key, "contract_expression constants position");
+    if (position < 0 || static_cast<std::size_t>(position) >= n) {
+      raise_error(ErrorCode::kOutOfRange, fmt::format("contract_expression: constant position {} is not an operand "
+                                                      "of '{}' (expected 0 to {})",
+                                                      position, subscripts, n - 1));
+    }
+    c->constants[static_cast<std::size_t>(position)] = py::reinterpret_borrow<py::object>(value);
+  }
+  c->num_args = static_cast<std::size_t>(
+      std::count_if(c->constants.begin(), c->constants.end(), [](const py::object& o) { return !o; }));
+  c->state.module = py::reinterpret_borrow<py::object>(module);
+  PyObject* key = PyUnicode_InternFromString("_default_runtime");
+  if (key == nullptr) throw py::error_already_set();
+  c->state.key = py::reinterpret_steal<py::object>(key);
+  return c;
+}
+
+py::object call_contraction(Contraction& c, const py::args& args, const py::kwargs& kwargs) {
+  EinsumKwargs k = parse_kwargs(kwargs, "ContractExpression");
+  if (!k.optimize.is_none() || !k.memory_limit.is_none()) {
+    raise_type_error(
+        fmt::format("ContractExpression() got an unexpected keyword argument '{}' (the path and its "
+                    "memory limit are fixed when the expression is made)",
+                    k.optimize.is_none() ? "memory_limit" : "optimize"));
+  }
+  if (k.max_intermediate_bytes.is_none()) k.max_intermediate_bytes = c.max_intermediate_bytes;
+  ArgSpan operands = items_of(args);
+  if (operands.size() != c.num_args) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("ContractExpression('{}') takes exactly {} array{}, found {}", c.op->canonical_subscripts(),
+                            c.num_args, c.num_args == 1 ? "" : "s", operands.size()));
+  }
+  SmallVector<PyObject*, 8> all;
+  if (c.num_args != c.constants.size()) {
+    std::size_t next = 0;
+    for (const py::object& constant : c.constants) all.push_back(constant ? constant.ptr() : operands[next++]);
+    operands = ArgSpan(all.data(), all.size());
+  }
+  PyRuntime& rt = k.runtime.is_none() && k.threads.is_none() ? default_runtime_fast(c.state)
+                                                             : runtime_for(c.state.module.ptr(), k.runtime, k.threads);
+  return einsum_call(rt, operands, c.spec, k, c.op);
+}
+
+// The type's tp_call (inherited by ContractExpression): a pybind11
+// __call__ method cost about 0.3 us more per call in its dispatch.
+PyObject* contraction_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    const py::kwargs k = kwargs != nullptr ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
+    return call_contraction(py::cast<Contraction&>(py::handle(self)), py::reinterpret_borrow<py::args>(args), k)
         .release()
         .ptr();
   } catch (py::error_already_set& e) {
@@ -834,6 +946,22 @@ tenferro.linalg functions, or call its einsum method.)doc")
         return fmt::format("tenferro.Runtime(threads={}, gemm='{}', domain='{}')", rt.threads(), rt.gemm(),
                            rt.domain());
       });
+
+  // tp_call is set before the type is readied, so that the type gets a
+  // __call__ slot wrapper and ContractExpression inherits the slot itself.
+  py::class_<Contraction> contraction(
+      m, "_Contraction",
+      "An einsum with its path fixed (Note [Contract expressions]); tenferro.ContractExpression is the public class.",
+      py::custom_type_setup([](PyHeapTypeObject* heap) { heap->ht_type.tp_call = &contraction_tp_call; }));
+  contraction
+      .def(py::init([module](const std::string& subscripts, py::handle path, py::handle memory_limit,
+                             py::handle max_intermediate_bytes, const py::dict& constants) {
+             return make_contraction(module, subscripts, path, memory_limit, max_intermediate_bytes, constants);
+           }),
+           py::arg("subscripts"), py::arg("path"), py::arg("memory_limit") = py::none(),
+           py::arg("max_intermediate_bytes") = py::none(), py::arg("constants") = py::dict())
+      .def_property_readonly("num_args", [](const Contraction& c) { return c.num_args; })
+      .def_property_readonly("eq", [](const Contraction& c) { return c.op->canonical_subscripts(); });
 
   static PyMethodDef einsum_def = {
       "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),

@@ -45,6 +45,8 @@ __all__ = [
     "einsum",
     "contract_path",
     "einsum_path",
+    "contract_expression",
+    "ContractExpression",
     "PathInfo",
     "einsum_vjp",
     "vjp",
@@ -251,6 +253,82 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     string."""
     path, info = contract_path(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *path], str(info)
+
+
+class ContractExpression(_tenferro._Contraction):
+    """An einsum whose path is planned once (opt_einsum's ContractExpression),
+    made by contract_expression. Call it with the arrays (the constants
+    excluded): ``expr(*arrays, out=None, threads=None, runtime=None,
+    dtype=None, casting="safe", order="K", max_intermediate_bytes=None)``,
+    with tenferro.einsum's meaning of each. A call parses nothing and plans
+    nothing (Note [Contract expressions] in python/src/module.cpp); the
+    path stays the one planned for the expression's shapes.
+
+    Attributes: contraction (the subscripts), path (opt_einsum's format),
+    path_info (contract_path's PathInfo), shapes, num_args (arrays a call
+    takes), constants (their positions), contraction_list.
+    """
+
+    def __init__(self, subscripts, shapes, optimize="auto", memory_limit=None, max_intermediate_bytes=None,
+                 constants=None):
+        subscripts, operands = _subscripts_and_operands(subscripts, shapes, "contract_expression")
+        constants = sorted(set(constants or ()))
+        for position in constants:
+            if not (isinstance(position, int) and 0 <= position < len(operands)):
+                raise OutOfRangeError(
+                    f"contract_expression: constant position {position!r} is not an operand position "
+                    f"(expected an int from 0 to {len(operands) - 1})",
+                    code="kOutOfRange", canonical="kOutOfRange")
+            if not hasattr(operands[position], "shape"):
+                raise InvalidArgumentError(
+                    f"contract_expression: operand {position} is a constant and must be an array, "
+                    f"found {type(operands[position]).__name__}",
+                    code="kInvalidArgument", canonical="kInvalidArgument")
+        path, info = contract_path(subscripts, *operands, optimize=optimize, memory_limit=memory_limit,
+                                   max_intermediate_bytes=max_intermediate_bytes)
+        super().__init__(subscripts, path, memory_limit, max_intermediate_bytes,
+                         {i: operands[i] for i in constants})
+        self.contraction = subscripts
+        self.path = path
+        self.path_info = info
+        self.shapes = [tuple(s) for s in info.shapes]
+        self.constants = constants
+
+    @property
+    def contraction_list(self):
+        """opt_einsum's contraction_list of the planned path."""
+        return self.path_info.contraction_list
+
+    def __repr__(self):
+        if self.constants:
+            return f"<ContractExpression('{self.contraction}', constants={self.constants})>"
+        return f"<ContractExpression('{self.contraction}')>"
+
+    def __str__(self):
+        lines = [repr(self)]
+        for i, (_, _, eq, _, _) in enumerate(self.contraction_list):
+            lines.append(f"  {i + 1}.  '{eq}'")
+        return "\n".join(lines)
+
+
+def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None, max_intermediate_bytes=None,
+                        constants=None):
+    """Like opt_einsum.contract_expression: plans `subscripts` once for
+    `shapes` (shape tuples, or arrays) and returns a ContractExpression to
+    call with arrays of those shapes, as many times as needed::
+
+        expr = tenferro.contract_expression("ab,bc,cd->ad", (8, 64), (64, 64), (64, 8))
+        for a, b, c in batches:
+            out = expr(a, b, c)
+
+    optimize / memory_limit / max_intermediate_bytes: as in contract_path
+    and einsum, fixed for every call. constants: positions whose entry in
+    `shapes` is an array that the expression keeps (held, not copied); a
+    call then passes only the other arrays, in order. Unlike opt_einsum,
+    constant sub-networks are not contracted ahead of the calls.
+    """
+    return ContractExpression(subscripts, shapes, optimize=optimize, memory_limit=memory_limit,
+                              max_intermediate_bytes=max_intermediate_bytes, constants=constants)
 
 
 def einsum_vjp(subscripts, *operands, cotangent=None, optimize=None, threads=None, runtime=None):

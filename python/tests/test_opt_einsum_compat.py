@@ -109,3 +109,109 @@ def test_default_path_is_autos_on_a_network_where_greedy_is_16x_worse():
     _, greedy = tenferro.contract_path(subscripts, *shapes, optimize="greedy")
     assert default.opt_cost == auto.opt_cost
     assert greedy.opt_cost > 4 * default.opt_cost
+
+
+# ---------------------------------------------------------------------------
+# contract_expression (Note [Contract expressions] in python/src/module.cpp)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128, np.int64])
+def test_contract_expression_matches_numpy_and_keeps_contract_paths_path(dtype):
+    rng = np.random.default_rng(7)
+    shapes = [(5, 6), (6, 7, 3), (3, 4), (7, 4, 2)]
+    subscripts = "ab,bcd,de,cef->af"
+    expr = tenferro.contract_expression(subscripts, *shapes)
+    path, info = tenferro.contract_path(subscripts, *shapes)
+    assert expr.path == path and expr.num_args == 4 and expr.shapes == shapes
+    assert expr.contraction == subscripts and expr.contraction_list == info.contraction_list
+    assert repr(expr) == "<ContractExpression('ab,bcd,de,cef->af')>"
+    assert str(expr).splitlines()[1:] == [f"  {i + 1}.  '{c[2]}'" for i, c in enumerate(info.contraction_list)]
+    for _ in range(2):  # new arrays of the same shapes, again
+        arrays = [(rng.uniform(-1, 1, s) * 8).astype(dtype) for s in shapes]
+        got = expr(*arrays)
+        want = np.einsum(subscripts, *arrays)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-4 if dtype in (np.float32, np.complex64) else 1e-12)
+
+
+def test_contract_expression_parses_and_plans_nothing_per_call():
+    rng = np.random.default_rng(8)
+    a, b, c = rng.random((4, 5)), rng.random((5, 6)), rng.random((6, 3))
+    rt = tenferro.Runtime(threads=1)
+    expr = tenferro.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape)
+    for _ in range(3):
+        np.testing.assert_allclose(expr(a, b, c, runtime=rt), a @ b @ c)
+    assert rt.cached_ops == 0  # the expression's own op: no subscripts parsed, no op cache searched
+    tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=expr.path, runtime=rt)
+    assert rt.cached_ops == 1  # what einsum with the same path keeps
+
+
+def test_contract_expression_constants_are_held_and_skipped_in_calls():
+    rng = np.random.default_rng(9)
+    a, b, c = rng.random((4, 5)), rng.random((5, 6)), rng.random((6, 3))
+    expr = tenferro.contract_expression("ij,jk,kl->il", a.shape, b, c.shape, constants=[1])
+    assert expr.num_args == 2 and expr.constants == [1]
+    assert repr(expr) == "<ContractExpression('ij,jk,kl->il', constants=[1])>"
+    np.testing.assert_allclose(expr(a, c), a @ b @ c)
+    b *= 2  # held, not copied
+    np.testing.assert_allclose(expr(a, c), a @ b @ c)
+    both = tenferro.contract_expression("ij,jk,kl->il", a, b.shape, c, constants=[0, 2])
+    np.testing.assert_allclose(both(b), a @ b @ c)
+
+
+def test_contract_expression_call_arguments():
+    rng = np.random.default_rng(10)
+    a, b, c = rng.random((30, 40)), rng.random((40, 50)), rng.random((50, 20))
+    want = a @ b @ c
+    expr = tenferro.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape)
+    out = np.empty((30, 20))
+    assert expr(a, b, c, out=out) is out
+    np.testing.assert_allclose(out, want)
+    np.testing.assert_allclose(expr(a, b, c, threads=2), want)
+    assert expr(a, b, c, dtype=np.float32, casting="same_kind").dtype == np.float32
+    assert expr(a, b, c, order="F").flags.f_contiguous
+    # A bound given when the expression is made slices every call.
+    rt = tenferro.Runtime(threads=1)
+    sliced = tenferro.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape, max_intermediate_bytes=2000)
+    np.testing.assert_allclose(sliced(a, b, c, runtime=rt), want)
+    assert rt.cached_sliced_plans == 1
+    limited = tenferro.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape, memory_limit=300)
+    np.testing.assert_allclose(limited(a, b, c, runtime=rt), want)
+    assert rt.cached_sliced_plans == 2
+    # Other extents than planned: the same path, still right (as opt_einsum).
+    small = [rng.random((3, 4)), rng.random((4, 2)), rng.random((2, 5))]
+    np.testing.assert_allclose(expr(*small), small[0] @ small[1] @ small[2])
+    # The sublist form.
+    sub = tenferro.contract_expression(a.shape, [0, 1], b.shape, [1, 2], [0, 2])
+    np.testing.assert_allclose(sub(a, b), a @ b)
+
+
+def test_contract_expression_under_grad_gives_einsums_gradient():
+    rng = np.random.default_rng(11)
+    a, b, c = rng.random((4, 5)), rng.random((5, 6)), rng.random((6, 4))
+    expr = tenferro.contract_expression("ij,jk,ki->", a.shape, b, c.shape, constants=[1])
+    got = tenferro.grad(lambda x, z: expr(x, z), argnums=(0, 1))(a, c)
+    want = tenferro.grad(lambda x, z: tenferro.einsum("ij,jk,ki->", x, b, z), argnums=(0, 1))(a, c)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+    np.testing.assert_allclose(got[0], (b @ c).T)
+
+
+def test_contract_expression_bad_input_raises_typed_errors():
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    expr = tenferro.contract_expression("ij,jk->ik", a.shape, b.shape)
+    with pytest.raises(tenferro.InvalidArgumentError, match="takes exactly 2 arrays, found 1"):
+        expr(a)
+    with pytest.raises(TypeError, match="optimize"):
+        expr(a, b, optimize="greedy")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'backend'"):
+        expr(a, b, backend="torch")
+    with pytest.raises(tenferro.InvalidArgumentError):
+        expr(a, np.ones((4, 4)))  # j is 3 in a, 4 here
+    with pytest.raises(tenferro.OutOfRangeError, match="constant position 2"):
+        tenferro.contract_expression("ij,jk->ik", a, b, constants=[2])
+    with pytest.raises(tenferro.InvalidArgumentError, match="operand 0 is a constant and must be an array"):
+        tenferro.contract_expression("ij,jk->ik", (2, 3), b, constants=[0])
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.contract_expression("ij,jk->ik", (2, 3), (4, 4))
+    np.testing.assert_allclose(expr(a, b), a @ b)  # still usable
