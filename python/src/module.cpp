@@ -269,6 +269,80 @@ struct EinsumKwargs {
   py::handle memory_limit = py::none();
 };
 
+// numpy's order= on einsum's result: 'C' / 'F' make it C- / Fortran-
+// contiguous (a copy when it is not already); 'A' and 'K' (and None) keep
+// the layout the contraction chose, as numpy's einsum does for its own
+// output.
+py::object ordered(py::object array, py::handle order_arg) {
+  if (order_arg.is_none()) return array;
+  NPY_ORDER order = NPY_KEEPORDER;
+  if (PyArray_OrderConverter(order_arg.ptr(), &order) == 0) throw py::error_already_set();
+  if (order != NPY_CORDER && order != NPY_FORTRANORDER) return array;
+  PyObject* c = PyArray_FromAny(array.ptr(), nullptr, 0, 0,
+                                order == NPY_CORDER ? NPY_ARRAY_C_CONTIGUOUS : NPY_ARRAY_F_CONTIGUOUS, nullptr);
+  if (c == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(c);
+}
+
+// Note [Relabeling einsums are views]
+// numpy.einsum returns a view of its operand when one operand's axes are
+// only permuted or diagonals taken ("ij->ji", "...ij->...ji", "ii->i",
+// "ij"): nothing is summed, so each output axis is the operand's axes of
+// that label walked together (their strides added). tenferro does the
+// same: no copy, writeable when the operand is, and writes through the
+// result change the operand, as in numpy. The subscripts are checked first
+// (one operand, nothing summed) so that other single-operand einsums do
+// not bind twice. With dtype= or casting= the result is computed (a new
+// array), as numpy does.
+py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operands) {
+  if (op.num_operands() != 1 || operands.size() != 1) return {};
+  const einsum::Subscripts& subscripts = op.subscripts();
+  const einsum::Term& in = subscripts.operands()[0];
+  if (const std::optional<einsum::Term>& out = subscripts.explicit_output()) {
+    for (const einsum::LabelKey key : in.labels) {
+      if (std::find(out->labels.begin(), out->labels.end(), key) == out->labels.end()) return {};  // summed
+    }
+    if (in.has_ellipsis() && !out->has_ellipsis()) return {};
+  } else {
+    for (std::size_t i = 0; i < in.labels.size(); ++i) {  // implicit: a repeated label is summed
+      if (std::find(in.labels.begin() + static_cast<std::ptrdiff_t>(i) + 1, in.labels.end(), in.labels[i]) !=
+          in.labels.end()) {
+        return {};
+      }
+    }
+  }
+  auto* array = reinterpret_cast<PyArrayObject*>(operands.array(0).ptr());
+  const int ndim = PyArray_NDIM(array);
+  const IntArrayRef shape(reinterpret_cast<const std::int64_t*>(PyArray_DIMS(array)), static_cast<std::size_t>(ndim));
+  static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
+  Result<einsum::Network> bound = op.bind(std::span<const IntArrayRef>(&shape, 1), DType::kFloat64);
+  if (!bound.ok()) return {};  // the contraction path reports it
+  const einsum::NetworkOperand& operand = bound->operand(0);
+  const einsum::LabelList& output = bound->output();
+  if (output.size() != operand.labels.size()) return {};
+  SmallVector<npy_intp, 8> dims, strides;
+  for (const einsum::LabelId label : output) {
+    npy_intp stride = 0;
+    for (int a = 0; a < ndim; ++a) {
+      if (operand.axis_labels[static_cast<std::size_t>(a)] == label) stride += PyArray_STRIDES(array)[a];
+    }
+    dims.push_back(static_cast<npy_intp>(bound->extent(label)));
+    strides.push_back(stride);
+  }
+  PyArray_Descr* descr = PyArray_DESCR(array);
+  Py_INCREF(descr);
+  PyObject* view =
+      PyArray_NewFromDescr(&PyArray_Type, descr, static_cast<int>(dims.size()), dims.data(), strides.data(),
+                           PyArray_DATA(array), PyArray_FLAGS(array) & NPY_ARRAY_WRITEABLE, nullptr);
+  if (view == nullptr) throw py::error_already_set();
+  py::object owned = py::reinterpret_steal<py::object>(view);
+  Py_INCREF(array);
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(view), reinterpret_cast<PyObject*>(array)) < 0) {
+    throw py::error_already_set();
+  }
+  return owned;
+}
+
 // Note [einsum dtype=]
 // numpy.einsum's dtype= and casting=: the operands are cast to `dtype`
 // (every cast must pass the casting rule, 'safe' by default, checked before
@@ -305,6 +379,9 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   }
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands, given);
+  if (k.dtype.is_none() && k.casting.is_none()) {
+    if (py::object view = relabeled_view(*op, operands)) return ordered(std::move(view), k.order);
+  }
   const py::object result_dtype =
       k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);
   operands.wrap();
@@ -323,18 +400,7 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   if (!result.ok() && result.status().code() == ErrorCode::kCancelled && PyErr_Occurred() != nullptr) {
     throw py::error_already_set();
   }
-  py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
-  if (k.order.is_none()) return array;
-  // numpy's order=: 'C' / 'F' make the result C- / Fortran-contiguous
-  // (a copy when it is not already); 'A' and 'K' keep the layout the
-  // contraction chose, as numpy's einsum does for its own output.
-  NPY_ORDER order = NPY_KEEPORDER;
-  if (PyArray_OrderConverter(k.order.ptr(), &order) == 0) throw py::error_already_set();
-  if (order != NPY_CORDER && order != NPY_FORTRANORDER) return array;
-  PyObject* c = PyArray_FromAny(array.ptr(), nullptr, 0, 0,
-                                order == NPY_CORDER ? NPY_ARRAY_C_CONTIGUOUS : NPY_ARRAY_F_CONTIGUOUS, nullptr);
-  if (c == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(c);
+  return ordered(OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype), k.order);
 }
 
 py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k = {},

@@ -81,3 +81,46 @@ def test_torch_dtypes(torch, dtype):
     assert got.dtype == t.dtype
     tol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
     assert torch.allclose(got, torch.einsum("ij,jk->ik", t, u), rtol=tol, atol=tol)
+
+
+# Note [Relabeling einsums are views] (python/src/module.cpp)
+@pytest.mark.parametrize(
+    "subscripts, shape",
+    [("ij->ji", (3, 4)), ("ij", (3, 4)), ("ji", (3, 4)), ("ij->ij", (3, 4)), ("ii->i", (3, 3)),
+     ("...j->j...", (2, 3, 4)), ("iji->ij", (3, 2, 3)), ("bii->ib", (2, 3, 3))])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int16, np.bool_])
+def test_relabeling_einsums_are_writeable_views_as_in_numpy(subscripts, shape, dtype):
+    base = np.arange(2 * int(np.prod(shape))).reshape(shape + (2,)).astype(dtype)
+    x = base[..., 0]  # strided, not contiguous
+    got = tenferro.einsum(subscripts, x)
+    want = np.einsum(subscripts, x)
+    assert got.shape == want.shape and got.dtype == want.dtype and got.strides == want.strides
+    np.testing.assert_array_equal(got, want)
+    assert np.shares_memory(got, x) and got.flags.writeable
+    got[(0,) * got.ndim] = 1  # writes go through to the operand, as in numpy
+    assert x.flat[0] == 1
+    x.setflags(write=False)
+    assert not tenferro.einsum(subscripts, x).flags.writeable
+
+
+def test_einsums_that_sum_or_cast_are_new_arrays():
+    x = np.arange(12.0).reshape(3, 4)
+    s = np.arange(9.0).reshape(3, 3)
+    for subscripts, operand in [("ij->i", x), ("ii", s), ("ij->", x)]:
+        assert not np.shares_memory(tenferro.einsum(subscripts, operand), operand)
+    cast = tenferro.einsum("ij->ji", x.astype(np.float32), dtype=np.float64)
+    np.testing.assert_array_equal(cast, x.T)
+    # order='C' copies a transposed view into C order; out= copies into out.
+    c = tenferro.einsum("ij->ji", x, order="C")
+    assert c.flags.c_contiguous and not np.shares_memory(c, x)
+    np.testing.assert_array_equal(c, x.T)
+    sq = np.arange(16.0).reshape(4, 4)
+    want = sq.T.copy()
+    assert tenferro.einsum("ij->ji", sq, out=sq) is sq  # out overlapping the operand
+    np.testing.assert_array_equal(sq, want)
+    # A ContractExpression of one operand gives the same view.
+    expr = tenferro.contract_expression("ij->ji", x.shape)
+    assert np.shares_memory(expr(x), x)
+    # Bad input is still the contraction's error.
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.einsum("ii->i", x)
