@@ -1057,6 +1057,15 @@ docs/python.md.)doc"};
       py::arg("threads") = py::none(),
       "The module's runtime for threads= (None: every allowed CPU), created on first use.");
   m.def(
+      "_runtime_for",
+      [module](py::handle runtime, py::handle threads) {
+        if (runtime.is_none()) return default_runtime_object(module, threads);
+        runtime_for(module, runtime, threads);  // checks the type and the thread count
+        return py::reinterpret_borrow<py::object>(runtime);
+      },
+      py::arg("runtime"), py::arg("threads"),
+      "The runtime for a call's runtime= and threads= (linalg's and fft's, as einsum picks it).");
+  m.def(
       "_operand_address",
       [](py::handle obj) {
         OperandList operands;

@@ -17,7 +17,7 @@ import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
-from .linalg import _invalid, _operand
+from .linalg import _invalid, _operand, _runtime
 
 __all__ = [
     "fft",
@@ -121,71 +121,99 @@ def _one_axis(kind, a, n, axis, norm, runtime):
     return _transform(kind, a, n, [axis], norm, runtime)
 
 
-def fft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def fft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("fft", a, n, axis, norm, runtime)
 
 
-def ifft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def ifft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The inverse of fft (numpy.fft.ifft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("ifft", a, n, axis, norm, runtime)
 
 
-def rfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def rfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The transform of real input: n // 2 + 1 outputs (numpy.fft.rfft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("rfft", a, n, axis, norm, runtime)
 
 
-def irfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def irfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The inverse of rfft: n real outputs, 2 (m - 1) by default (numpy.fft.irfft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("irfft", a, n, axis, norm, runtime)
 
 
-def hfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def hfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The transform of a Hermitian-symmetric signal: real output (numpy.fft.hfft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("hfft", a, n, axis, norm, runtime)
 
 
-def ihfft(a, n=None, axis=-1, norm=None, *, runtime=None):
+def ihfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
     """The inverse of hfft (numpy.fft.ihfft)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _one_axis("ihfft", a, n, axis, norm, runtime)
 
 
-def fftn(a, s=None, axes=None, norm=None, *, runtime=None):
+def fftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
     """The N-D transform over `axes` (None: the last len(s) axes, or all)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("fft", a, s, axes, norm, runtime)
 
 
-def ifftn(a, s=None, axes=None, norm=None, *, runtime=None):
+def ifftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
     """The inverse of fftn."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("ifft", a, s, axes, norm, runtime)
 
 
-def rfftn(a, s=None, axes=None, norm=None, *, runtime=None):
+def rfftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
     """The N-D transform of real input; the last axis keeps s[-1] // 2 + 1 outputs."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("rfft", a, s, axes, norm, runtime)
 
 
-def irfftn(a, s=None, axes=None, norm=None, *, runtime=None):
+def irfftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
     """The inverse of rfftn."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("irfft", a, s, axes, norm, runtime)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+def fft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
     """fftn over the last two axes."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("fft", a, s, axes, norm, runtime)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+def ifft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
     """ifftn over the last two axes."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("ifft", a, s, axes, norm, runtime)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+def rfft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
     """rfftn over the last two axes."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("rfft", a, s, axes, norm, runtime)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None, *, runtime=None):
+def irfft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
     """irfftn over the last two axes."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _transform("irfft", a, s, axes, norm, runtime)

@@ -98,6 +98,13 @@ def _shape_error(message):
     return _MatrixShapeError(message, code="kShapeMismatch", canonical="kInvalidArgument")
 
 
+def _runtime(runtime, threads):
+    """The runtime of a call's runtime= and threads=, as tenferro.einsum
+    picks it: the module's runtime of that many threads, or `runtime`
+    when its thread count agrees."""
+    return _tenferro._runtime_for(runtime, threads)
+
+
 def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
     try:
         if _traced(*operands):
@@ -111,10 +118,12 @@ def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
                                 message=e.message) from None
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, runtime=None):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, threads=None, runtime=None):
     """U, S, Vh with a = U @ diag(S) @ Vh (numpy.linalg.svd); S only when
     compute_uv is False. `hermitian` is accepted and ignored (the general
     SVD is computed)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     del hermitian
     a = _operand(a)
     if not compute_uv:
@@ -123,18 +132,22 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, runtime=None
     return u, s, vh
 
 
-def qr(a, mode="reduced", *, runtime=None):
+def qr(a, mode="reduced", *, threads=None, runtime=None):
     """numpy.linalg.qr: mode 'reduced' or 'complete' returns (Q, R), 'r'
     returns R of the reduced factorisation."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     if mode not in ("reduced", "complete", "r"):
         raise _invalid(f"qr mode '{mode}': expected 'reduced', 'complete' or 'r' ('raw' is not supported)")
     q, r = _call("qr", [_operand(a)], runtime, mode="complete" if mode == "complete" else "reduced")
     return r if mode == "r" else (q, r)
 
 
-def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
+def eigh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803 (numpy's name)
     """(w, v) of a Hermitian matrix from its lower ('L') or upper ('U')
     triangle: w real ascending, v's columns the eigenvectors."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a = _operand(a)
     if UPLO not in ("L", "U"):
         raise _invalid(f"eigh: UPLO '{UPLO}': expected 'L' or 'U'")
@@ -145,8 +158,10 @@ def eigh(a, UPLO="L", *, runtime=None):  # noqa: N803 (numpy's name)
     return tuple(_call("eigh", [a], runtime, flag=True))
 
 
-def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
+def eigvalsh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803
     """The eigenvalues of eigh, ascending."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a = _operand(a)
     if UPLO not in ("L", "U"):
         raise _invalid(f"eigvalsh: UPLO '{UPLO}': expected 'L' or 'U'")
@@ -155,19 +170,25 @@ def eigvalsh(a, UPLO="L", *, runtime=None):  # noqa: N803
     return _call("eigh", [a], runtime, flag=False)[0]
 
 
-def eig(a, *, runtime=None):
+def eig(a, *, threads=None, runtime=None):
     """(w, v) of a general square matrix: always complex, w sorted by (real,
     imag) ascending, v's columns unit-norm eigenvectors."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return tuple(_call("eig", [_operand(a)], runtime, flag=True))
 
 
-def eigvals(a, *, runtime=None):
+def eigvals(a, *, threads=None, runtime=None):
     """The eigenvalues of eig (complex, sorted by (real, imag))."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _call("eig", [_operand(a)], runtime, flag=False)[0]
 
 
-def cholesky(a, *, runtime=None):
+def cholesky(a, *, threads=None, runtime=None):
     """Lower-triangular L with a = L @ L^H (reads the lower triangle)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _call("cholesky", [_operand(a)], runtime)[0]
 
 
@@ -187,9 +208,11 @@ def _batch_broadcast(a, b, b_core):
     return a, b
 
 
-def solve(a, b, *, runtime=None):
+def solve(a, b, *, threads=None, runtime=None):
     """x with a @ x = b; b of shape (..., M) (a vector per matrix, when
     b.ndim == a.ndim - 1) or (..., M, K)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a = _operand(a)
     b = _operand(b)
     vector = b.ndim == a.ndim - 1 or b.ndim == 1
@@ -205,29 +228,37 @@ def solve(a, b, *, runtime=None):
     return x[..., 0] if vector else x
 
 
-def inv(a, *, runtime=None):
+def inv(a, *, threads=None, runtime=None):
     """The inverse of each square matrix."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _call("inv", [_operand(a)], runtime)[0]
 
 
-def det(a, *, runtime=None):
+def det(a, *, threads=None, runtime=None):
     """The determinant of each square matrix (a's dtype; shape a.shape[:-2];
     a numpy scalar for one matrix)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return _scalar(_call("det", [_operand(a)], runtime)[0])
 
 
-def slogdet(a, *, runtime=None):
+def slogdet(a, *, threads=None, runtime=None):
     """(sign, logabsdet) of each square matrix."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return tuple(_scalar(r) for r in _call("slogdet", [_operand(a)], runtime))
 
 
-def lstsq(a, b, rcond=None, *, runtime=None):
+def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     """numpy.linalg.lstsq's (x, residuals, rank, s): x the minimum-norm
     least-squares solution of a @ x = b (b of shape (M,) or (M, K));
     singular values below rcond * max(s) count as zero. rcond None (the
     default, numpy 2's): machine precision * max(M, N); a negative rcond
     or 'warn' (numpy 1.x's default): machine precision, as LAPACK and
     numpy 1.x take them. Also accepts batches (..., M, N)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a = _operand(a)
     b = _operand(b)
     vector = b.ndim == a.ndim - 1
@@ -258,11 +289,13 @@ def lstsq(a, b, rcond=None, *, runtime=None):
     return x, residuals, rank, s
 
 
-def pinv(a, rcond=1e-15, hermitian=False, *, runtime=None):
+def pinv(a, rcond=1e-15, hermitian=False, *, threads=None, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
     max(s) count as zero (numpy's default rcond 1e-15; an array of rcond
     broadcasts over the stack, as in numpy). `hermitian` is accepted and
     ignored."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     del hermitian
     a = _operand(a)
     if _np.ndim(rcond) == 0:
@@ -337,13 +370,15 @@ def _norm_over(x, ord, axes, keepdims, runtime):  # noqa: A002
     return _scalar(r)
 
 
-def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
+def norm(x, ord=None, axis=None, keepdims=False, *, threads=None, runtime=None):  # noqa: A002
     """numpy.linalg.norm: a vector norm over one axis (ord None or 2: the
     2-norm; inf, -inf, 0 (nonzero count) or any p > 0) or a matrix norm over
     two axes (ord None or 'fro', 'nuc', 1, -1, 2, -2, inf, -inf). axis None:
     the 2-norm of the flattened array when ord is None, else the vector or
     matrix norm of a 1-D or 2-D x. The result is real (float64 for integer
     input). Negative p for vectors is not supported (InvalidArgumentError)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     if axis is None and ord is None and not keepdims and type(x) is _np.ndarray and x.dtype.kind in "fc":
         # The common call, without the general path's Python work: the
         # 2-norm of the flattened array (a view when x is contiguous).
@@ -365,15 +400,19 @@ def norm(x, ord=None, axis=None, keepdims=False, *, runtime=None):  # noqa: A002
     return _norm_over(x, ord, _axes(axis, ndim, len(axis)), keepdims, runtime)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro", runtime=None):  # noqa: A002
+def matrix_norm(x, /, *, keepdims=False, ord="fro", threads=None, runtime=None):  # noqa: A002
     """The matrix norm over the last two axes (numpy.linalg.matrix_norm)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x = _operand(x)
     return _norm_over(x, ord, _axes((-2, -1), len(x.shape), 2), keepdims, runtime)
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, runtime=None):  # noqa: A002
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, threads=None, runtime=None):  # noqa: A002
     """The vector norm over `axis` (numpy.linalg.vector_norm; None: the
     flattened array)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x = _operand(x)
     if axis is None:
         mode, p = _vector_ord(ord)
@@ -390,9 +429,11 @@ def _matmul(a, b, runtime):
     return _tenferro.einsum("...ij,...jk->...ik", a, b, runtime=runtime)
 
 
-def matrix_power(a, n, *, runtime=None):
+def matrix_power(a, n, *, threads=None, runtime=None):
     """a raised to the integer power n by repeated squaring (numpy.linalg.
     matrix_power): n = 0 gives the identity, n < 0 the power of inv(a)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     if not isinstance(n, (int, _np.integer)):
         raise TypeError(f"matrix_power: expected an integer exponent, found {n!r}")
     a = _array(a)
@@ -414,9 +455,11 @@ def matrix_power(a, n, *, runtime=None):
         square = _matmul(square, square, runtime)
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, runtime=None):  # noqa: N803 (numpy's name)
+def matrix_rank(A, tol=None, hermitian=False, *, threads=None, runtime=None):  # noqa: N803 (numpy's name)
     """The number of singular values above tol (default: S.max() * max(M, N)
     * eps, numpy.linalg.matrix_rank); `hermitian` is accepted and ignored."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     del hermitian
     A = _operand(A)  # noqa: N806
     A = A.numpy() if _traced(A) else _np.asarray(A)  # noqa: N806 (an integer: no gradient)
@@ -432,10 +475,12 @@ def matrix_rank(A, tol=None, hermitian=False, *, runtime=None):  # noqa: N803 (n
     return int(rank) if A.ndim == 2 else rank
 
 
-def cond(x, p=None, *, runtime=None):
+def cond(x, p=None, *, threads=None, runtime=None):
     """The condition number of each matrix (numpy.linalg.cond): p None, 2 or
     -2 from the singular values, otherwise norm(x, p) * norm(inv(x), p);
     a singular matrix gives inf."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x = _operand(x)
     if not _traced(x):
         x = _np.asarray(x)
@@ -475,11 +520,13 @@ def cond(x, p=None, *, runtime=None):
     return r[()] if r.ndim == 0 else r
 
 
-def multi_dot(arrays, *, out=None, runtime=None):
+def multi_dot(arrays, *, out=None, threads=None, runtime=None):
     """The product of a chain of matrices in the cheapest order
     (numpy.linalg.multi_dot): the first array may be 1-D (a row vector),
     the last 1-D (a column vector). The order comes from tenferro's optimal
     contraction-path planner (the greedy one beyond 16 arrays)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     arrays = [_array(a) for a in arrays]  # integers stay integers (numpy's chain of dot)
     if len(arrays) < 2:
         raise _invalid(f"multi_dot: expected at least two arrays, found {len(arrays)}")
@@ -502,9 +549,11 @@ def multi_dot(arrays, *, out=None, runtime=None):
     return _tenferro.einsum(subscripts, *arrays, optimize=optimize, runtime=runtime, out=out)
 
 
-def tensorinv(a, ind=2, *, runtime=None):
+def tensorinv(a, ind=2, *, threads=None, runtime=None):
     """The inverse of `a` with respect to tensordot over its first `ind`
     axes (numpy.linalg.tensorinv)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a = _operand(a)
     a = a if _traced(a) else _np.asarray(a)
     if ind <= 0:
@@ -514,8 +563,10 @@ def tensorinv(a, ind=2, *, runtime=None):
     return inv(a.reshape(rows, -1), runtime=runtime).reshape(inv_shape)
 
 
-def tensorsolve(a, b, axes=None, *, runtime=None):
+def tensorsolve(a, b, axes=None, *, threads=None, runtime=None):
     """x with tensordot(a, x, x.ndim) == b (numpy.linalg.tensorsolve)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     a, b = _operand(a), _operand(b)
     a, b = (x if _traced(x) else _np.asarray(x) for x in (a, b))
     if axes is not None:
@@ -534,15 +585,19 @@ def tensorsolve(a, b, axes=None, *, runtime=None):
 # --- numpy 2's array-API functions of numpy.linalg ---------------------------
 
 
-def svdvals(x, /, *, runtime=None):
+def svdvals(x, /, *, threads=None, runtime=None):
     """The singular values of each matrix, descending (numpy 2's
     numpy.linalg.svdvals)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     return svd(x, compute_uv=False, runtime=runtime)
 
 
-def matmul(x1, x2, /, *, runtime=None):
+def matmul(x1, x2, /, *, threads=None, runtime=None):
     """x1 @ x2 (numpy 2's numpy.linalg.matmul): a 1-D operand is a vector,
     stacks of matrices broadcast."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
     if x1.ndim == 0 or x2.ndim == 0:
         raise _invalid("matmul: expected operands of at least one dimension, found a scalar")
@@ -560,9 +615,11 @@ def matrix_transpose(x, /):
     return _np.swapaxes(x, -1, -2)
 
 
-def outer(x1, x2, /, *, runtime=None):
+def outer(x1, x2, /, *, threads=None, runtime=None):
     """The outer product of two vectors (numpy 2's numpy.linalg.outer:
     1-D operands only)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
     if x1.ndim != 1 or x2.ndim != 1:
         raise _invalid(f"outer: expected two 1-D arrays, found {x1.ndim}-D and {x2.ndim}-D")
@@ -573,9 +630,11 @@ def _letters(n, start=0):
     return [_string.ascii_letters[start + i] for i in range(n)]
 
 
-def tensordot(x1, x2, /, *, axes=2, runtime=None):
+def tensordot(x1, x2, /, *, axes=2, threads=None, runtime=None):
     """numpy.tensordot as one tenferro.einsum: `axes` an integer (the last
     axes of x1 against the first of x2) or a pair of axis sequences."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
     if isinstance(axes, (int, _np.integer)):
         if axes < 0 or axes > min(x1.ndim, x2.ndim):
@@ -621,9 +680,11 @@ def diagonal(x, /, *, offset=0):
     return _np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
-def vecdot(x1, x2, /, *, axis=-1, runtime=None):
+def vecdot(x1, x2, /, *, axis=-1, threads=None, runtime=None):
     """sum(conj(x1) * x2) over `axis`, the other axes broadcast (numpy 2's
     numpy.linalg.vecdot)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
     if x1.shape[axis] != x2.shape[axis]:
         raise InvalidArgumentError(

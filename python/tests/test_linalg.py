@@ -157,6 +157,33 @@ def test_runtime_argument(rng):
     np.testing.assert_allclose(tl.inv(a, runtime=rt), np.linalg.inv(a), rtol=1e-9)
 
 
+def test_threads_argument_picks_the_runtime_as_einsum_does(rng):
+    import inspect
+
+    # Every function that takes runtime= takes threads= as well (linalg and fft).
+    for module in (tl, tenferro.fft):
+        for name in module.__all__:
+            params = inspect.signature(getattr(module, name)).parameters if callable(getattr(module, name)) else {}
+            if "runtime" in params:
+                assert "threads" in params, f"{module.__name__}.{name}"
+    assert tl._runtime(None, 1) is tenferro.default_runtime(threads=1)
+    own = tenferro.Runtime(threads=2)
+    assert tl._runtime(own, 2) is own
+    a = spd(rng, 6, np.float64)
+    np.testing.assert_allclose(tl.inv(a, threads=1), np.linalg.inv(a), rtol=1e-9)
+    np.testing.assert_allclose(tl.svd(a, threads=2)[1], np.linalg.svd(a)[1], rtol=1e-9)
+    x = rng.random(48)
+    before = tenferro.default_runtime(threads=1).cached_ops
+    np.testing.assert_allclose(tenferro.fft.rfft(x, n=47, threads=1), np.fft.rfft(x, n=47), rtol=1e-9, atol=1e-12)
+    assert tenferro.default_runtime(threads=1).cached_ops == before + 1  # the transform ran on that runtime
+    with pytest.raises(tenferro.InvalidArgumentError, match="differs from the given runtime"):
+        tl.inv(a, threads=1, runtime=own)
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected at least 1"):
+        tenferro.fft.fft(x, threads=0)
+    with pytest.raises(tenferro.InvalidArgumentError, match="threads: expected an integer"):
+        tl.det(a, threads="two")
+
+
 NORM_CASES = [
     ((7,), {}),
     ((7,), dict(ord=1)),
