@@ -137,3 +137,28 @@ def test_repeated_transforms_reuse_one_cached_op(rng):
     tff.fft(x, n=4, runtime=rt)
     tff.fftn(x, runtime=rt)
     assert rt.cached_ops == before + 3
+
+
+def test_a_transform_too_large_for_the_address_space_raises_memory_error():
+    # Note [FFTW allocation failures]: under ulimit -v, FFTW's own
+    # allocations used to abort the interpreter; numpy raises MemoryError.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import resource, numpy as np, tenferro\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "for f in (tenferro.fft.fft, tenferro.fft.rfft):\n"
+        "    try:\n"
+        "        f(np.ones(10), n=160_000_000)\n"
+        "        print('no error')\n"
+        "    except tenferro.ResourceExhaustedError as e:\n"
+        "        assert isinstance(e, MemoryError)\n"
+        "        print('MemoryError')\n"
+        "print(tenferro.fft.fft(np.ones(4)).real.tolist())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TENFERRO_NUM_THREADS="1"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["MemoryError", "MemoryError", "[4.0, 0.0, 0.0, 0.0]"], done.stdout

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -97,18 +98,50 @@ struct Fftw<float> {
 };
 
 // One FFTW plan. Destroyed under the provider's planner lock.
+// Note [FFTW allocation failures]
+// FFTW aborts the process when one of its own allocations fails
+// (fftw_malloc_plain asserts): its planner's twiddle tables and some
+// solvers' execution buffers are as large as the data, and FFTW has no
+// hook to report the failure instead. Under an address-space limit
+// (ulimit -v, common on HPC nodes) a large transform therefore killed the
+// process where numpy raises MemoryError. Before planning a problem of at
+// least kHeadroomFrom bytes, and before each execution of one, the
+// provider allocates and frees as much as its larger array (a
+// large malloc is an mmap that touches no page: microseconds, against
+// milliseconds for the transform); when that fails the call is
+// kResourceExhausted and FFTW is not entered. It is a guard, not a proof:
+// FFTW may still need more than the data's size (Bluestein's algorithm
+// for large prime lengths), but the common failure now raises.
+constexpr std::size_t kHeadroomFrom = std::size_t{32} << 20;
+
+Status reserve_headroom(std::size_t bytes, std::string_view name, ErrorStage stage) {
+  if (bytes < kHeadroomFrom) return ok_status();
+  void* probe = std::malloc(bytes);
+  if (probe == nullptr) {
+    return make_error(ErrorCode::kResourceExhausted, stage,
+                      "fft provider {}: expected {} bytes of free memory for FFTW's working arrays (as much again as "
+                      "the transform's data), found the allocation failing (an address-space limit or too little "
+                      "memory)",
+                      name, bytes);
+  }
+  std::free(probe);
+  return ok_status();
+}
+
 template <class R>
 class FftwKernel final : public FftKernel {
  public:
   using Plan = typename Fftw<R>::Plan;
   FftwKernel(Plan plan, FftTransform transform, bool aligned, int in_alignment, int out_alignment,
-             std::shared_ptr<std::mutex> lock)
+             std::shared_ptr<std::mutex> lock, std::size_t headroom, std::string name)
       : plan_(plan),
         transform_(transform),
         aligned_(aligned),
         in_alignment_(in_alignment),
         out_alignment_(out_alignment),
-        lock_(std::move(lock)) {}
+        lock_(std::move(lock)),
+        headroom_(headroom),
+        name_(std::move(name)) {}
   ~FftwKernel() override {
     std::lock_guard<std::mutex> guard(*lock_);
     Fftw<R>::destroy(plan_);
@@ -119,6 +152,8 @@ class FftwKernel final : public FftKernel {
            Fftw<R>::alignment_of(const_cast<void*>(out)) == out_alignment_;
   }
   Status execute(void* in, void* out, std::span<std::byte> /*workspace*/) const noexcept override {
+    // Note [FFTW allocation failures]
+    if (Status room = reserve_headroom(headroom_, name_, ErrorStage::kCompletion); !room.ok()) return room;
     Fftw<R>::execute(transform_, plan_, in, out);
     return ok_status();
   }
@@ -130,6 +165,8 @@ class FftwKernel final : public FftKernel {
   int in_alignment_;
   int out_alignment_;
   std::shared_ptr<std::mutex> lock_;
+  std::size_t headroom_;  // bytes reserve_headroom checks before each execution
+  std::string name_;
 };
 
 // Elements one side of the problem addresses: 1 + sum (extent - 1) * stride.
@@ -179,6 +216,9 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
                       "fft provider {}: expected planning arrays of {} and {} bytes, found the allocation failing",
                       name, in_bytes, out_bytes);
   }
+  // Note [FFTW allocation failures]
+  const std::size_t headroom = std::max(in_bytes, out_bytes);
+  TENFERRO_TRY(reserve_headroom(headroom, name, ErrorStage::kPrepare));
   void* out_ptr = p.in_place ? in.data() : out.data();
   fftw_iodim64 dim{p.dim.n, p.dim.in_stride, p.dim.out_stride};
   SmallVector<fftw_iodim64, 4> loops;
@@ -199,7 +239,8 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
   }
   if (plan == nullptr) return unsupported_fft_problem(name, p, "FFTW's planner found no plan");
   return std::shared_ptr<const FftKernel>(std::make_shared<FftwKernel<R>>(
-      plan, p.transform, p.aligned, Fftw<R>::alignment_of(in.data()), Fftw<R>::alignment_of(out_ptr), lock));
+      plan, p.transform, p.aligned, Fftw<R>::alignment_of(in.data()), Fftw<R>::alignment_of(out_ptr), lock,
+      headroom >= kHeadroomFrom ? headroom : 0, std::string(name)));
 }
 
 }  // namespace

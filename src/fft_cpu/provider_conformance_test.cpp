@@ -8,8 +8,12 @@
 // outlive eviction.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "fft_cpu/fft_test_support.h"
@@ -243,6 +247,55 @@ TEST(FftwProvider, AlignmentIsPartOfThePlan) {
   EXPECT_FALSE((*aligned)->accepts(a.data + 8, b.data));  // off FFTW's SIMD alignment
   EXPECT_TRUE((*unaligned)->accepts(a.data + 8, b.data));
   check_problem(provider, p, 3);
+}
+
+// Any sanitizer reserves address space of its own, which an address-space
+// limit breaks.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// This process's address space in bytes (VmSize).
+std::size_t address_space_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+// Plans a 2^26-point complex128 transform (1 GiB arrays) under an
+// address-space limit with room for the two planning arrays and half of
+// one more: 0 when the plan is kResourceExhausted.
+int plan_under_a_limit() {
+  constexpr std::size_t kArray = std::size_t{1} << 30;
+  const std::size_t room = address_space_bytes() + 2 * kArray + kArray / 2;
+  const rlimit limit{room, room};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 3;
+  FftwFftProvider provider;
+  FftProblem p;
+  p.dim = {std::int64_t{1} << 26, 1, 1};
+  const auto planned = provider.plan(p);
+  if (planned.ok()) return 1;
+  return planned.status().code() == ErrorCode::kResourceExhausted ? 0 : 2;
+}
+
+// Note [FFTW allocation failures]: where the planning arrays fit but not
+// FFTW's twiddle tables, the plan is kResourceExhausted; FFTW would abort
+// the process (the death test sees an abort as a wrong exit).
+TEST(FftwProvider, AllocationFailuresAreErrorsNotAborts) {
+  if (kSanitized) GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(plan_under_a_limit()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(FftwProvider, MeasureModePlansOnScratchArrays) {
