@@ -485,21 +485,13 @@ void destroy_einsum_state(PyObject* capsule) {
 // no argument tuple or keyword dict is built per call (Note [Python eager
 // path]); `self` is a capsule over the EinsumFunctionState (Note [Default
 // runtime lookup]).
-PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+// Runs `body` (returning a py::object) for a C-level entry point: its
+// result as a new reference, or null with the Python error set from what
+// it threw.
+template <class F>
+PyObject* python_entry(F&& body) noexcept {
   try {
-    auto& state = *static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(self, "tenferro.einsum_state"));
-    PyObject* module = state.module.ptr();
-    const ArgSpan positional(args, static_cast<std::size_t>(nargs));
-    if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) {
-      return einsum_call(default_runtime_fast(state), positional, OptimizeSpec{}).release().ptr();
-    }
-    EinsumKwargs k;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
-      set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
-    }
-    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k)
-        .release()
-        .ptr();
+    return body().release().ptr();
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (py::builtin_exception& e) {
@@ -508,6 +500,22 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
   return nullptr;
+}
+
+PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return python_entry([&] {
+    auto& state = *static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(self, "tenferro.einsum_state"));
+    PyObject* module = state.module.ptr();
+    const ArgSpan positional(args, static_cast<std::size_t>(nargs));
+    if (kwnames == nullptr || PyTuple_GET_SIZE(kwnames) == 0) {
+      return einsum_call(default_runtime_fast(state), positional, OptimizeSpec{});
+    }
+    EinsumKwargs k;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+      set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");
+    }
+    return einsum_call(runtime_for(module, k.runtime, k.threads), positional, parse_optimize(k.optimize), k);
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -594,19 +602,10 @@ py::object call_contraction(Contraction& c, const py::args& args, const py::kwar
 // The type's tp_call (inherited by ContractExpression): a pybind11
 // __call__ method cost about 0.3 us more per call in its dispatch.
 PyObject* contraction_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  try {
+  return python_entry([&] {
     const py::kwargs k = kwargs != nullptr ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
-    return call_contraction(py::cast<Contraction&>(py::handle(self)), py::reinterpret_borrow<py::args>(args), k)
-        .release()
-        .ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+    return call_contraction(py::cast<Contraction&>(py::handle(self)), py::reinterpret_borrow<py::args>(args), k);
+  });
 }
 
 // ---------------------------------------------------------------------------
