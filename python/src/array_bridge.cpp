@@ -343,7 +343,19 @@ py::object OperandList::unify_numeric(py::handle dtype, py::handle casting) {
                       casting.is_none() ? std::string("safe") : std::string(py::str(casting))));
     }
   }
-  for (std::size_t i = 0; i < dtypes_.size(); ++i) cast(i, *compute);
+  for (std::size_t i = 0; i < dtypes_.size(); ++i) {
+    // As numpy: each operand is first cast to `dtype` (0.5 becomes True for
+    // bool, 70000 inf for float16), then widened to the compute dtype.
+    auto* a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
+    if (!dtype.is_none() && PyArray_EquivTypes(PyArray_DESCR(a), target) == 0) {
+      Py_INCREF(target);  // stolen
+      PyObject* c = PyArray_CastToType(a, target, 0);
+      if (c == nullptr) throw py::error_already_set();
+      arrays_[i] = py::reinterpret_steal<py::object>(c);
+      exact_[i] = false;  // in `dtype`, not yet in dtypes_[i]
+    }
+    cast(i, *compute);
+  }
   PyArray_Descr* computed = PyArray_DescrFromType(typenum_of(*compute));
   const bool same = PyArray_EquivTypes(target, computed) != 0;
   Py_DECREF(computed);

@@ -224,8 +224,8 @@ std::string shape_text(int ndim, const npy_intp* dims) {
 
 // Note [einsum out=]
 // numpy.einsum's out=: the result is written into `out`, an ndarray of
-// exactly the result's shape whose dtype the result casts to under numpy's
-// default 'safe' rule; the call returns `out`. Like numpy's own einsum when
+// exactly the result's shape whose dtype the result casts to under the
+// casting= rule (numpy's default 'safe'); the call returns `out`. Like numpy's own einsum when
 // it contracts through BLAS (optimize=True), the result is computed first
 // and then copied, so an `out` that overlaps an operand is safe. Every check
 // runs before anything is written: a rejected out= leaves `out` unchanged.
@@ -238,7 +238,7 @@ void check_out(py::handle out) {
   }
 }
 
-py::object write_out(py::handle out, const py::object& result) {
+py::object write_out(py::handle out, const py::object& result, py::handle casting) {
   auto* dst = reinterpret_cast<PyArrayObject*>(out.ptr());
   auto* src = reinterpret_cast<PyArrayObject*>(result.ptr());
   const int ndim = PyArray_NDIM(src);
@@ -247,11 +247,14 @@ py::object write_out(py::handle out, const py::object& result) {
                 fmt::format("einsum: out has shape {}, expected {} (the result's shape)",
                             shape_text(PyArray_NDIM(dst), PyArray_DIMS(dst)), shape_text(ndim, PyArray_DIMS(src))));
   }
-  if (!PyArray_CanCastTypeTo(PyArray_DESCR(src), PyArray_DESCR(dst), NPY_SAFE_CASTING)) {
+  NPY_CASTING rule = NPY_SAFE_CASTING;
+  if (!casting.is_none() && PyArray_CastingConverter(casting.ptr(), &rule) == 0) throw py::error_already_set();
+  if (!PyArray_CanCastTypeTo(PyArray_DESCR(src), PyArray_DESCR(dst), rule)) {
     raise_error(ErrorCode::kDTypeMismatch,
-                fmt::format("einsum: cannot write a {} result into out of dtype {} (casting='safe')",
+                fmt::format("einsum: cannot write a {} result into out of dtype {} (casting='{}')",
                             std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(src)))),
-                            std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(dst))))));
+                            std::string(py::str(reinterpret_cast<PyObject*>(PyArray_DESCR(dst)))),
+                            casting.is_none() ? std::string("safe") : std::string(py::str(casting))));
   }
   if (PyArray_CopyInto(dst, src) < 0) throw py::error_already_set();
   return py::reinterpret_borrow<py::object>(out);
@@ -410,7 +413,7 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
     check_out(k.out);
-    return write_out(k.out, einsum_array(rt, args, spec, k, traced, given));
+    return write_out(k.out, einsum_array(rt, args, spec, k, traced, given), k.casting);
   }
   return scalar_if_0d(einsum_array(rt, args, spec, k, traced, given));  // out= still gets an array
 }

@@ -221,6 +221,37 @@ def test_dtype_and_casting_keywords_like_numpy(kwargs, rng):
     np.testing.assert_array_equal(out, want)
 
 
+def test_dtype_casts_operands_to_dtype_before_computing_like_numpy():
+    # numpy casts each operand to dtype= first: 0.5 is True as bool, 70000
+    # is inf as float16 (tenferro then computes in a wider dtype).
+    a, b = np.array([0.5, 0.0]), np.array([0.5, 1.0])
+    for subscripts, x, y in [("i,i->i", a, b), ("ij,jk->ik", np.array([[0.5, -0.5]]), np.ones((2, 1)))]:
+        want = np.einsum(subscripts, x, y, dtype=bool, casting="unsafe")
+        got = tenferro.einsum(subscripts, x, y, dtype=bool, casting="unsafe")
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    big = np.full(3, 70000.0)
+    with np.errstate(over="ignore"):
+        want = np.einsum("i,i->", big, np.full(3, 1e-3), dtype=np.float16, casting="unsafe")
+        got = tenferro.einsum("i,i->", big, np.full(3, 1e-3), dtype=np.float16, casting="unsafe")
+    assert np.isinf(want) and np.isinf(got) and got.dtype == np.float16
+
+
+def test_out_follows_the_casting_keyword_like_numpy(rng):
+    a, b = rng.random((3, 4)), rng.random((4, 5))
+    out = np.zeros((3, 5), np.float32)
+    assert tenferro.einsum("ij,jk->ik", a, b, out=out, casting="unsafe") is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-6)
+    with pytest.raises(tenferro.DTypeError, match="casting='safe'"):
+        tenferro.einsum("ij,jk->ik", a, b, out=out)
+    o64 = np.zeros((3, 5))
+    with pytest.raises(TypeError):
+        np.einsum("ij,jk->ik", a.astype(np.float32), b.astype(np.float32), out=o64, casting="no")
+    with pytest.raises(tenferro.DTypeError, match="casting='no'"):
+        tenferro.einsum("ij,jk->ik", a.astype(np.float32), b.astype(np.float32), out=o64, casting="no")
+    assert not o64.any()  # left unchanged
+
+
 def test_dtype_and_casting_errors_like_numpy(rng):
     a = rng.standard_normal((3, 4))
     for kwargs in ({"dtype": np.float32}, {"dtype": np.int64}, {"casting": "no", "dtype": np.complex128}):
