@@ -5,11 +5,11 @@
 // have derivative 0 at 0 (sign: 0 everywhere for real inputs); max/min and
 // reduce_max/reduce_min split the derivative evenly between tied elements;
 // pow's derivative in the exponent is 0 where the base is 0, and in the
-// base is 0 where the exponent is 0; reduce_prod is exact in the presence
-// of zeros (the product of the other elements, not y / x); floor, ceil and
-// round have derivative 0 everywhere (also at their jumps); remainder and
-// fmod have derivative 1 in the dividend and -q in the divisor, q the
-// integer quotient they use, also at their jumps. clamp(lo, x, hi) passes
+// base is 0 where the exponent is 0; reduce_prod and cumprod are exact in
+// the presence of zeros (the product of the other elements, not y / x);
+// floor, ceil and round have derivative 0 everywhere (also at their
+// jumps); remainder and fmod have derivative 1 in the dividend and -q in
+// the divisor, q the integer quotient they use, also at their jumps. clamp(lo, x, hi) passes
 // the tangent of x where lo < x < hi, of lo where x <= lo < hi and of hi
 // elsewhere (hi wins when lo >= hi, as the result is hi there).
 #include <cstdint>
@@ -311,13 +311,35 @@ Result<Tangent> linearize_clamp(const CoreLinearizeInput& in, RuleOps& o) {
   return some(o.select(from_x, t[1], bound));
 }
 
-// cumprod: d y = y * cumulative_sum(dx / x) with the same attributes. Exact
-// where x has no zeros; a zero in x makes the tangent NaN or infinite from
-// it onwards (docs/ad.md states this restriction).
+// cumprod, exact with zeros as reduce_prod: dy_i = sum_j dx_j * (the
+// product of the other elements of i's window). With w = x with its zeros
+// replaced by 1, Q = cumprod(w) and c the count of zeros in the window
+// (every cumulative op with cumprod's own attributes):
+//   c_i = 0: dy_i = Q_i * cumsum(dx / w)_i   (Q_i = y_i)
+//   c_i = 1: dy_i = Q_i * cumsum(dx * [x == 0])_i   (the zero's tangent)
+//   c_i > 1: dy_i = 0.
+// The old rule, y * cumsum(dx / x), was NaN from the first zero on.
 Result<Tangent> linearize_cumprod(const CoreLinearizeInput& in, RuleOps& o) {
-  TENFERRO_ASSIGN_OR_RETURN(AdValue ratio, o.div(*in.tangents[0], in.operands[0]));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sums, o.builder().emit(CoreSemanticOp::kCumsum, {ratio}, *in.attributes));
-  return scaled(o, in.result, sums);
+  const AdValue x = in.operands[0];
+  const AdValue dx = *in.tangents[0];
+  AdBuilder& b = o.builder();
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue is_zero, o.compare(ComparisonDirection::kEq, x, zero));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue w, o.select(is_zero, one, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue q, b.emit(CoreSemanticOp::kCumprod, {w}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero_mask, o.convert(is_zero, o.dtype(x)));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue count, b.emit(CoreSemanticOp::kCumsum, {zero_mask}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue none, o.compare(ComparisonDirection::kEq, count, zero));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue single, o.compare(ComparisonDirection::kEq, count, one));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ratio, o.div(dx, w));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ratio_sums, b.emit(CoreSemanticOp::kCumsum, {ratio}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue at_zeros, o.mul(dx, zero_mask));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero_sums, b.emit(CoreSemanticOp::kCumsum, {at_zeros}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue no_tangent, o.zeros_like(dx));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue past_one, o.select(single, zero_sums, no_tangent));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sums, o.select(none, ratio_sums, past_one));
+  return scaled(o, q, sums);
 }
 
 // Note [Sort tangent]

@@ -196,7 +196,6 @@ TEST(CoreRules, CumulativeSumAndProduct) {
         for (int flags = 0; flags < 4; ++flags) {
           const program::CumulativeAttributes a{axis, (flags & 1) != 0, (flags & 2) != 0};
           SCOPED_TRACE(fmt::format("{} {} {}", op, to_string(dtype), program::to_string(a)));
-          // cumprod's rule divides by x: values stay away from 0.
           EXPECT_TRUE(check_case({{dtype, {3, 4}, 0.5, 1.5}}, single(op, a), ++seed));
         }
       }
@@ -305,6 +304,36 @@ TEST(CoreRules, ReduceProdIsExactWithZeros) {
   std::vector<Tensor> out = testing::evaluate(vjp.program, std::vector<Tensor>{x, ones});
   ASSERT_EQ(out.size(), 2u);
   const Tensor expected = *Tensor::from_values<double>({-1.0, -0.75, 3.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0}, {3, 3});
+  EXPECT_TRUE(tenferro::testing::check_allclose(out[1], expected).ok()) << tenferro::testing::format_tensor(out[1]);
+}
+
+TEST(CoreRules, CumprodIsExactWithZeros) {
+  // Rows with no zero, one zero and two zeros, in every direction and with
+  // exclusive windows: the rule divides by no zero (its derivatives are
+  // checked against finite differences, which a NaN fails).
+  const Tensor x = *Tensor::from_values<double>({1.5, 2.0, -0.5, 0.5, 0.0, 3.0, 2.0, 1.5, 0.0, 4.0, 0.0, 2.0}, {3, 4});
+  for (int flags = 0; flags < 4; ++flags) {
+    const program::CumulativeAttributes a{1, (flags & 1) != 0, (flags & 2) != 0};
+    SCOPED_TRACE(program::to_string(a));
+    FrozenProgram p = testing::make_program(std::vector<ValueMetadata>{ValueMetadata::exact(DType::kFloat64, {3, 4})},
+                                            single(CoreSemanticOp::kCumprod, a));
+    AdContext context;
+    const std::uint32_t active[] = {0};
+    EXPECT_TRUE(check_derivatives(context, p, std::span<const Tensor>(&x, 1), active));
+  }
+  // Forward, inclusive: d/dx_j sum_i y_i = sum over i >= j of the product
+  // of x_0..x_i without x_j. Row [0, 3, 2, 1.5]: only x_0 has a derivative
+  // (1 + 3 + 6 + 9 = 19); row [0, 4, 0, 2]: x_0 gets 1 + 4, x_2 nothing.
+  FrozenProgram p = testing::make_program(std::vector<ValueMetadata>{ValueMetadata::exact(DType::kFloat64, {3, 4})},
+                                          single(CoreSemanticOp::kCumprod, program::CumulativeAttributes{1}));
+  AdContext context;
+  const std::uint32_t active[] = {0};
+  auto vjp = *context.vjp(p, active);
+  const Tensor ones = *Tensor::from_values<double>(std::vector<double>(12, 1.0), {3, 4});
+  std::vector<Tensor> out = testing::evaluate(vjp.program, std::vector<Tensor>{x, ones});
+  ASSERT_EQ(out.size(), 2u);
+  const Tensor expected = *Tensor::from_values<double>(
+      {1.0 + 2.0 - 1.0 - 0.5, 1.5 - 0.75 - 0.375, 3.0 + 1.5, -1.5, 19.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0}, {3, 4});
   EXPECT_TRUE(tenferro::testing::check_allclose(out[1], expected).ok()) << tenferro::testing::format_tensor(out[1]);
 }
 
