@@ -281,10 +281,10 @@ def _tensordot(a, b, axes=2):
 
 
 def _diag(v, k=0):
-    if k != 0:
-        raise _unsupported("diag(k != 0)")
     if len(_shape(v)) == 2:
-        return _diagonal(v)
+        return _diagonal(v, k)
+    if k != 0:
+        raise _unsupported("diag(k != 0) of a 1-D array")
     if len(_shape(v)) != 1:
         raise _invalid(f"diag: expected a 1-D or 2-D array, found shape {_shape(v)}")
     n = _shape(v)[0]
@@ -390,14 +390,22 @@ def _fftshift(sign):
 
 
 def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """numpy.diagonal: the two axes moved last, the square block where the
+    `offset` diagonal lies sliced out (any shape, any offset), then its
+    diagonal by einsum."""
     from . import einsum
 
-    if offset != 0:
-        raise _unsupported("diagonal(offset != 0)")
+    offset = operator.index(offset)
     i, j = _axes([axis1, axis2], a.ndim, "diagonal")
     rest = [k for k in range(a.ndim) if k not in (i, j)]
     labels = "abcdefghijklmnopqrstuvwx"[: len(rest)]
-    return einsum(f"{labels}yy->{labels}y", _transpose(a, rest + [i, j]))
+    t = _transpose(a, rest + [i, j])
+    m, n = t.shape[-2], t.shape[-1]
+    row, col = max(0, -offset), max(0, offset)
+    length = max(0, min(m - row, n - col))
+    if (row, col, length) != (0, 0, m) or m != n:
+        t = t[..., row:row + length, col:col + length]
+    return einsum(f"{labels}yy->{labels}y", t)
 
 
 def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=None):

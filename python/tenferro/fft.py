@@ -55,8 +55,8 @@ def _fft_operand(kind, a):
             a = a.astype(_np.float32)
         elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does
             a = a.astype(_np.complex128 if a.dtype.kind == "c" else _np.float64)
-        if kind in _COMPLEX_INPUT and a.dtype.kind == "f":
-            a = a.astype(_np.result_type(a.dtype, _np.complex64))
+    if kind in _COMPLEX_INPUT and a.dtype.kind == "f":  # also a Traced value (recorded)
+        a = a.astype(_np.result_type(a.dtype, _np.complex64))
     return a
 
 

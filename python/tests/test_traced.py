@@ -104,7 +104,20 @@ CASES = [
     ("linalg_via_numpy", lambda x, y: np.linalg.norm(x, axis=0) + np.linalg.det(x[:, :3] + 3 * np.eye(3)),
      lambda x, y: torch_().linalg.norm(x, dim=0) + torch_().linalg.det(x[:, :3] + 3 * _t(np.eye(3), x)), True),
     ("fft_via_numpy", lambda x, y: np.abs(np.fft.rfft(x, axis=-1)), lambda x, y: torch_().fft.rfft(x, dim=-1).abs(), True),
+    # Real input of the Hermitian transforms, made complex on the tape as eagerly.
+    ("irfft_hfft_of_real", lambda x, y: np.fft.irfft(x, n=6) + np.fft.hfft(x)[:, :6],
+     lambda x, y: torch_().fft.irfft(x, n=6) + torch_().fft.hfft(x)[:, :6], True),
+    # Diagonals of non-square matrices, at offsets (x is 3 x 4, y 4 x 5).
+    ("diagonal_offsets_nonsquare",
+     lambda x, y: np.diagonal(x, 1) * 2.0 + np.trace(x, -1) + np.diag(y)[:3] + x.diagonal(-2).sum() + np.diag(y, 3).sum(),
+     lambda x, y: torch_().diagonal(x, 1) * 2.0 + torch_().diagonal(x, -1).sum() + torch_().diag(y)[:3]
+     + torch_().diagonal(x, -2).sum() + torch_().diag(y, 3).sum(), False),
+    # cumprod through zeros (no, one and two zeros per row): exact, as torch.
+    ("cumprod_with_zeros", lambda x, y: np.cumprod(x * _ZEROS, axis=1),
+     lambda x, y: torch_().cumprod(x * _t(_ZEROS, x), 1), False),
 ]
+
+_ZEROS = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]])
 
 _TORCH = None
 
