@@ -246,7 +246,14 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=No
 
 
 def _std(a, *args, **kwargs):
-    return _unary("sqrt")(_var(a, *args, **kwargs))
+    """sqrt(var); where the variance is 0 (constant data) the gradient is
+    0, as torch.std gives it, not sqrt's infinite slope times 0 (NaN): the
+    square root is taken of 1 there and the result replaced by 0."""
+    v = _var(a, *args, **kwargs)
+    positive = _np.asarray(v.numpy()) > 0
+    if positive.all():
+        return _unary("sqrt")(v)
+    return _where(positive, _unary("sqrt")(_where(positive, v, 1.0)), 0.0)
 
 
 def _like(fill):

@@ -421,3 +421,23 @@ def test_index_arrays_among_basic_indices_match_numpy(key, rng):
     expected = np.zeros_like(x)
     np.add.at(expected, key, w)  # repeated indices add up
     np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_kinks_follow_torch_clip_at_its_bounds_and_std_of_constant_data(torch):
+    x = np.array([-1.0, 0.0, 1.0, 2.0])
+    g = tenferro.grad(lambda v: np.clip(v, -1.0, 1.0).sum())(x)
+    t = torch.tensor(x, requires_grad=True)
+    torch.clamp(t, -1.0, 1.0).sum().backward()
+    np.testing.assert_array_equal(g, t.grad.numpy())  # 1 at both bounds, 0 outside
+    np.testing.assert_array_equal(g, [1.0, 1.0, 1.0, 0.0])
+    c = np.full((2, 3), 4.0)
+    for axis in (None, 1):
+        g = tenferro.grad(lambda v: np.std(v, axis=axis).sum())(c)
+        t = torch.tensor(c, requires_grad=True)
+        (torch.std(t, unbiased=False) if axis is None else torch.std(t, dim=axis, unbiased=False).sum()).backward()
+        np.testing.assert_array_equal(g, t.grad.numpy())  # 0, not NaN
+    mixed = np.array([[4.0, 4.0, 4.0], [1.0, 2.0, 4.0]])
+    g = tenferro.grad(lambda v: np.std(v, axis=1).sum())(mixed)
+    t = torch.tensor(mixed, requires_grad=True)
+    torch.std(t, dim=1, unbiased=False).sum().backward()
+    np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12)

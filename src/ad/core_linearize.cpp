@@ -9,9 +9,10 @@
 // the presence of zeros (the product of the other elements, not y / x);
 // floor, ceil and round have derivative 0 everywhere (also at their
 // jumps); remainder and fmod have derivative 1 in the dividend and -q in
-// the divisor, q the integer quotient they use, also at their jumps. clamp(lo, x, hi) passes
-// the tangent of x where lo < x < hi, of lo where x <= lo < hi and of hi
-// elsewhere (hi wins when lo >= hi, as the result is hi there).
+// the divisor, q the integer quotient they use, also at their jumps.
+// clamp(lo, x, hi) passes the tangent of x where lo <= x <= hi (at a bound
+// too, as torch.clamp), of lo where x < lo < hi and of hi elsewhere (hi
+// wins when lo > hi, as the result is hi there).
 #include <cstdint>
 #include <utility>
 
@@ -301,10 +302,10 @@ Result<AdValue> extreme_weight(RuleOps& o, AdValue x, AdValue y, IntArrayRef axe
 Result<Tangent> linearize_clamp(const CoreLinearizeInput& in, RuleOps& o) {
   const AdValue lo = in.operands[0], x = in.operands[1], hi = in.operands[2];
   TENFERRO_ASSIGN_OR_RETURN(auto t, with_zeros(in, o, {}));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue above_lo, o.compare(ComparisonDirection::kLt, lo, x));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue below_hi, o.compare(ComparisonDirection::kLt, x, hi));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue above_lo, o.compare(ComparisonDirection::kLe, lo, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue below_hi, o.compare(ComparisonDirection::kLe, x, hi));
   TENFERRO_ASSIGN_OR_RETURN(AdValue from_x, o.binary(CoreSemanticOp::kAnd, above_lo, below_hi));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue at_lo, o.compare(ComparisonDirection::kLe, x, lo));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue at_lo, o.compare(ComparisonDirection::kLt, x, lo));
   TENFERRO_ASSIGN_OR_RETURN(AdValue ordered, o.compare(ComparisonDirection::kLt, lo, hi));
   TENFERRO_ASSIGN_OR_RETURN(AdValue from_lo, o.binary(CoreSemanticOp::kAnd, at_lo, ordered));
   TENFERRO_ASSIGN_OR_RETURN(AdValue bound, o.select(from_lo, t[0], t[2]));
