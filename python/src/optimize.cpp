@@ -50,12 +50,14 @@ double memory_limit_of(py::handle value, const char* what) {
   if (value.is_none()) return 0;
   if (PyUnicode_Check(value.ptr())) {
     if (py::cast<std::string>(value) == "max_input") return kMaxInput;
-  } else if (!PyBool_Check(value.ptr()) && (PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
-    const double limit = py::cast<double>(value);
+  } else if (!PyBool_Check(value.ptr()) && (PyIndex_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    const double limit = PyFloat_AsDouble(value.ptr());
+    if (limit == -1.0 && PyErr_Occurred() != nullptr) throw py::error_already_set();
     if (limit > 0) return limit;
+    if (limit == -1.0) return 0;  // opt_einsum's "no limit"
   }
   raise_error(ErrorCode::kInvalidArgument,
-              fmt::format("{}: expected a positive number of elements, 'max_input' or None, found {}", what,
+              fmt::format("{}: expected a positive number of elements, 'max_input', -1 or None, found {}", what,
                           std::string(py::repr(value))));
 }
 
@@ -92,7 +94,9 @@ OptimizeSpec parse_optimize(py::handle optimize) {
     return spec;
   }
   if (PyTuple_Check(optimize.ptr()) && PyTuple_GET_SIZE(optimize.ptr()) == 2 &&
-      PyUnicode_Check(PyTuple_GET_ITEM(optimize.ptr(), 0)) && !PySequence_Check(PyTuple_GET_ITEM(optimize.ptr(), 1))) {
+      PyUnicode_Check(PyTuple_GET_ITEM(optimize.ptr(), 0)) &&
+      (!PySequence_Check(PyTuple_GET_ITEM(optimize.ptr(), 1)) ||
+       PyUnicode_Check(PyTuple_GET_ITEM(optimize.ptr(), 1)))) {
     // numpy's (name, memory_limit): Note [Memory limits].
     spec.planner = planner_named(PyTuple_GET_ITEM(optimize.ptr(), 0));
     spec.memory_limit = memory_limit_of(PyTuple_GET_ITEM(optimize.ptr(), 1), "optimize=(name, memory_limit)");

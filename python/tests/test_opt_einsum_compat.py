@@ -38,7 +38,8 @@ def test_numpy_memory_limit_pair_and_opt_einsum_memory_limit_slice_the_path():
     a, b, c = rng.random((30, 40)), rng.random((40, 50)), rng.random((50, 20))
     want = a @ b @ c
     for kwargs in [{"optimize": ("greedy", 500)}, {"optimize": ("optimal", 500.0)}, {"memory_limit": 500},
-                   {"memory_limit": "max_input"}]:
+                   {"memory_limit": "max_input"}, {"optimize": ("greedy", "max_input")},
+                   {"memory_limit": np.int64(500)}, {"memory_limit": -1}]:
         np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, **kwargs), want, err_msg=str(kwargs))
     _, unbounded = tenferro.contract_path("ij,jk,kl->il", a, b, c)
     _, bounded = tenferro.contract_path("ij,jk,kl->il", a, b, c, memory_limit=500)
@@ -46,6 +47,8 @@ def test_numpy_memory_limit_pair_and_opt_einsum_memory_limit_slice_the_path():
     assert bounded.slices > 1 and bounded.slice_largest_intermediate <= 500
     _, pair = tenferro.contract_path("ij,jk,kl->il", a, b, c, optimize=("greedy", 500))
     assert pair.slices == bounded.slices
+    _, unlimited = tenferro.contract_path("ij,jk,kl->il", a, b, c, memory_limit=-1)  # opt_einsum's "no limit"
+    assert unlimited.slices == 1
     with pytest.raises(tenferro.InvalidArgumentError, match="given twice"):
         tenferro.einsum("ij,jk->ik", a, b, optimize=("greedy", 10), memory_limit=10)
     for bad in (0, -3, "huge", True):
