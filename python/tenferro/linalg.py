@@ -143,14 +143,20 @@ def qr(a, mode="reduced", *, threads=None, runtime=None):
     return r if mode == "r" else (q, r)
 
 
+def _uplo(uplo, who):
+    """numpy's UPLO: 'L' or 'U' in either case."""
+    if not isinstance(uplo, str) or uplo.upper() not in ("L", "U"):
+        raise _invalid(f"{who}: UPLO {uplo!r}: expected 'L' or 'U'")
+    return uplo.upper()
+
+
 def eigh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803 (numpy's name)
     """(w, v) of a Hermitian matrix from its lower ('L') or upper ('U')
     triangle: w real ascending, v's columns the eigenvectors."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     a = _operand(a)
-    if UPLO not in ("L", "U"):
-        raise _invalid(f"eigh: UPLO '{UPLO}': expected 'L' or 'U'")
+    UPLO = _uplo(UPLO, "eigh")  # noqa: N806
     if UPLO == "U":
         # The Hermitian matrix the upper triangle defines is the one the lower
         # triangle of the conjugate transpose defines (recorded when traced).
@@ -163,8 +169,7 @@ def eigvalsh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803
     if threads is not None:
         runtime = _runtime(runtime, threads)
     a = _operand(a)
-    if UPLO not in ("L", "U"):
-        raise _invalid(f"eigvalsh: UPLO '{UPLO}': expected 'L' or 'U'")
+    UPLO = _uplo(UPLO, "eigvalsh")  # noqa: N806
     if UPLO == "U":
         a = _np.conjugate(_np.swapaxes(a, -1, -2))
     return _call("eigh", [a], runtime, flag=False)[0]
@@ -276,9 +281,9 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     s_values = s.numpy() if _traced(s) else s
     smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
             else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))
-    rank = _np.sum(s_values > eps_rcond * smax, axis=-1)
+    rank = _np.sum(s_values > eps_rcond * smax, axis=-1).astype(_np.int32)  # LAPACK's int, as numpy
     if a.ndim == 2:
-        rank = int(rank)
+        rank = rank[()]
     full_rank = _np.all(rank == n)
     if full_rank and m > n:
         residuals = _np.sum(_np.abs(b2 - a @ x) ** 2, axis=-2)
@@ -289,14 +294,19 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     return x, residuals, rank, s
 
 
-def pinv(a, rcond=1e-15, hermitian=False, *, threads=None, runtime=None):
+def pinv(a, rcond=1e-15, hermitian=False, *, rtol=None, threads=None, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
     max(s) count as zero (numpy's default rcond 1e-15; an array of rcond
-    broadcasts over the stack, as in numpy). `hermitian` is accepted and
+    broadcasts over the stack, as in numpy). `rtol` is numpy 2's name for
+    the same cutoff (give one of the two). `hermitian` is accepted and
     ignored."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     del hermitian
+    if rtol is not None:
+        if not (_np.ndim(rcond) == 0 and rcond == 1e-15):
+            raise _invalid("pinv: rcond and rtol are the same cutoff: give one of them")
+        rcond = rtol
     a = _operand(a)
     if _np.ndim(rcond) == 0:
         return _call("pinv", [a], runtime, rcond=float(rcond))[0]
@@ -455,24 +465,29 @@ def matrix_power(a, n, *, threads=None, runtime=None):
         square = _matmul(square, square, runtime)
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, threads=None, runtime=None):  # noqa: N803 (numpy's name)
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, threads=None, runtime=None):  # noqa: N803
     """The number of singular values above tol (default: S.max() * max(M, N)
-    * eps, numpy.linalg.matrix_rank); `hermitian` is accepted and ignored."""
+    * eps, numpy.linalg.matrix_rank), or above rtol * S.max() (numpy 2's
+    rtol; give tol or rtol); `hermitian` is accepted and ignored."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     del hermitian
+    if tol is not None and rtol is not None:
+        raise _invalid("matrix_rank: give tol (absolute) or rtol (relative), not both")
     A = _operand(A)  # noqa: N806
     A = A.numpy() if _traced(A) else _np.asarray(A)  # noqa: N806 (an integer: no gradient)
     if A.ndim < 2:
         return int(not _np.all(A == 0))
     s = svd(A, compute_uv=False, runtime=runtime)
-    if tol is None:
-        smax = s.max(axis=-1, keepdims=True) if s.shape[-1] > 0 else _np.zeros(s.shape[:-1] + (1,), s.dtype)
-        tol = smax * max(A.shape[-2:]) * _np.finfo(s.dtype).eps
-    else:
+    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] > 0 else _np.zeros(s.shape[:-1] + (1,), s.dtype)
+    if tol is not None:
         tol = _np.asarray(tol)[..., None]
+    elif rtol is not None:
+        tol = smax * _np.asarray(rtol)[..., None]
+    else:
+        tol = smax * max(A.shape[-2:]) * _np.finfo(s.dtype).eps
     rank = _np.count_nonzero(s > tol, axis=-1)
-    return int(rank) if A.ndim == 2 else rank
+    return _np.int64(rank) if A.ndim == 2 else rank  # numpy's types
 
 
 def cond(x, p=None, *, threads=None, runtime=None):

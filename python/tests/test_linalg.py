@@ -275,7 +275,7 @@ def test_matrix_power_rank_and_cond_match_numpy(dtype, rng):
     assert tl.matrix_power(a, 0).dtype == a.dtype
     low_rank = (random_array(rng, (2, 6, 2), dtype) @ random_array(rng, (2, 2, 5), dtype)).astype(dtype)
     np.testing.assert_array_equal(tl.matrix_rank(low_rank), np.linalg.matrix_rank(low_rank))
-    assert tl.matrix_rank(low_rank[0]) == 2 and isinstance(tl.matrix_rank(low_rank[0]), int)
+    assert tl.matrix_rank(low_rank[0]) == 2 and isinstance(tl.matrix_rank(low_rank[0]), np.int64)  # numpy's type
     for p in (None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"):
         np.testing.assert_allclose(tl.cond(a, p), np.linalg.cond(a, p), rtol=1e-3 if tol(dtype)["rtol"] > 1e-6 else 1e-8)
 
@@ -382,3 +382,26 @@ def test_array_api_functions_inside_grad_match_torch(rng):
     tt = torch.tensor(t0, requires_grad=True)
     loss(tt, TorchLinalg).backward()
     np.testing.assert_allclose(g, tt.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_numpy_spellings_and_result_types(rng):
+    s = np.array([[2.0, 1.0], [1.0, 3.0]])
+    for uplo in ("u", "l", "U"):
+        np.testing.assert_allclose(tl.eigvalsh(s, UPLO=uplo), np.linalg.eigvalsh(s, UPLO=uplo), rtol=1e-12)
+        np.testing.assert_allclose(tl.eigh(s, UPLO=uplo)[0], np.linalg.eigh(s, UPLO=uplo)[0], rtol=1e-12)
+    with pytest.raises(tenferro.InvalidArgumentError, match="UPLO"):
+        tl.eigh(s, UPLO="X")
+    a = rng.random((4, 3)) @ np.diag([1.0, 1e-3, 0.0]) @ rng.random((3, 3))
+    rank = tl.matrix_rank(a)
+    assert type(rank) is type(np.linalg.matrix_rank(a)) and rank == 2
+    assert type(tl.matrix_rank(np.ones(3))) is int
+    _, _, lrank, _ = tl.lstsq(a, np.ones(4), rcond=None)
+    _, _, nrank, _ = np.linalg.lstsq(a, np.ones(4), rcond=None)
+    assert type(lrank) is type(nrank) and lrank == nrank
+    # numpy 2's rtol= (relative to the largest singular value).
+    assert tl.matrix_rank(a, rtol=1e-2) == 1 and tl.matrix_rank(a, rtol=1e-6) == 2
+    np.testing.assert_allclose(tl.pinv(a, rtol=1e-2), np.linalg.pinv(a, rcond=1e-2), rtol=1e-9, atol=1e-12)
+    with pytest.raises(tenferro.InvalidArgumentError, match="not both"):
+        tl.matrix_rank(a, tol=1.0, rtol=1e-2)
+    with pytest.raises(tenferro.InvalidArgumentError, match="give one of them"):
+        tl.pinv(a, rcond=1e-3, rtol=1e-2)
