@@ -272,12 +272,16 @@ class ContractExpression(_tenferro._Contraction):
     def __init__(self, subscripts, shapes, optimize="auto", memory_limit=None, max_intermediate_bytes=None,
                  constants=None):
         subscripts, operands = _subscripts_and_operands(subscripts, shapes, "contract_expression")
-        constants = sorted(set(constants or ()))
+        try:
+            constants = sorted({_operator.index(position) for position in (constants or ())})
+        except TypeError:
+            raise TypeError(f"contract_expression: constants must be operand positions (ints), found "
+                            f"{list(constants)!r}") from None
         for position in constants:
-            if not (isinstance(position, int) and 0 <= position < len(operands)):
+            if not 0 <= position < len(operands):
                 raise OutOfRangeError(
-                    f"contract_expression: constant position {position!r} is not an operand position "
-                    f"(expected an int from 0 to {len(operands) - 1})",
+                    f"contract_expression: constant position {position} is not an operand position "
+                    f"(expected 0 to {len(operands) - 1})",
                     code="kOutOfRange", canonical="kOutOfRange")
             if not hasattr(operands[position], "shape"):
                 raise InvalidArgumentError(
@@ -293,6 +297,16 @@ class ContractExpression(_tenferro._Contraction):
         self.path_info = info
         self.shapes = [tuple(s) for s in info.shapes]
         self.constants = constants
+        self._operands = operands  # shapes and the constant arrays, for pickling
+        self._limits = (memory_limit, max_intermediate_bytes)
+
+    def __reduce__(self):
+        # Pickled and copied as what made it, with its planned path: the
+        # copy runs the same path (constant arrays are pickled with it).
+        memory_limit, max_intermediate_bytes = self._limits
+        return (_rebuild_expression,
+                (self.contraction, tuple(self._operands), self.path, memory_limit, max_intermediate_bytes,
+                 self.constants))
 
     @property
     def contraction_list(self):
@@ -309,6 +323,11 @@ class ContractExpression(_tenferro._Contraction):
         for i, (_, _, eq, _, _) in enumerate(self.contraction_list):
             lines.append(f"  {i + 1}.  '{eq}'")
         return "\n".join(lines)
+
+
+def _rebuild_expression(subscripts, operands, path, memory_limit, max_intermediate_bytes, constants):
+    return ContractExpression(subscripts, operands, optimize=path, memory_limit=memory_limit,
+                              max_intermediate_bytes=max_intermediate_bytes, constants=constants)
 
 
 def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None, max_intermediate_bytes=None,

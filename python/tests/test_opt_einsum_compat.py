@@ -218,3 +218,20 @@ def test_contract_expression_bad_input_raises_typed_errors():
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.contract_expression("ij,jk->ik", (2, 3), (4, 4))
     np.testing.assert_allclose(expr(a, b), a @ b)  # still usable
+
+
+def test_contract_expression_pickles_and_copies_with_its_path_and_constants():
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(12)
+    a, b, c = rng.random((4, 5)), rng.random((5, 6)), rng.random((6, 3))
+    expr = tenferro.contract_expression("ij,jk,kl->il", a.shape, b, c.shape, constants=[np.int64(1)],
+                                        optimize=[(1, 2), (0, 1)], memory_limit=-1)
+    assert expr.constants == [1] and expr.path == [(1, 2), (0, 1)]
+    for twin in (pickle.loads(pickle.dumps(expr)), copy.deepcopy(expr), copy.copy(expr)):
+        assert isinstance(twin, tenferro.ContractExpression)
+        assert twin.path == expr.path and twin.constants == [1] and twin.shapes == expr.shapes
+        np.testing.assert_allclose(twin(a, c), a @ b @ c)
+    with pytest.raises(TypeError, match="operand positions"):
+        tenferro.contract_expression("ij,jk->ik", a, b.shape, constants=["0"])
