@@ -407,6 +407,15 @@ def _zeros_if_none(g, like):
     return _np.zeros(like.shape, dtype=like.dtype) if g is None else g
 
 
+def _found(out):
+    """What a function returned, for messages."""
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of {len(out)} value{'' if len(out) == 1 else 's'}"
+    if isinstance(out, (Traced, _np.ndarray)):
+        return f"an array of shape {tuple(out.shape)} and dtype {out.dtype}"
+    return f"a {type(out).__name__}"
+
+
 def _check_output(out, who, scalar=False):
     """InvalidArgumentError unless fun returned a Traced value (a real scalar
     one with `scalar`), naming what it returned."""
@@ -416,10 +425,7 @@ def _check_output(out, who, scalar=False):
             f"abs(...) ** 2 or another real function of it)", code="kInvalidArgument", canonical="kInvalidArgument")
     if isinstance(out, Traced) and (not scalar or out.ndim == 0):
         return
-    if isinstance(out, (Traced, _np.ndarray)):
-        found = f"an array of shape {tuple(out.shape)} and dtype {out.dtype}"
-    else:
-        found = f"a {type(out).__name__}"
+    found = _found(out)
     expected = "a real scalar" if scalar else (
         "one array computed from its arguments (tenferro calls and numpy operations on them)")
     raise InvalidArgumentError(f"{who}: expected fun to return {expected}, found {found}",
@@ -495,9 +501,25 @@ def hvp(fun, primals, vectors, runtime=None):
     return tape.hvp(out, xs, vectors)
 
 
-def value_and_grad(fun, argnums=0, runtime=None):
-    """A function returning (fun(*args), gradient of fun's real scalar
-    output with respect to the arguments `argnums` (an int or a tuple))."""
+def _plain(value):
+    """`value` with every Traced leaf (in tuples, lists and dicts) as its
+    numpy value: a function's auxiliary output (has_aux)."""
+    if isinstance(value, Traced):
+        return value.numpy()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
+    """A function returning (fun(*args, **kwargs), gradient of fun's real
+    scalar output with respect to the positional arguments `argnums` (an
+    int or a tuple)); keyword arguments are passed to fun and not
+    differentiated. has_aux (jax's): fun returns (value, aux), and the
+    result is ((value, aux), gradient), aux's traced values as numpy
+    arrays."""
 
     single = not isinstance(argnums, (tuple, list))
     try:
@@ -505,7 +527,7 @@ def value_and_grad(fun, argnums=0, runtime=None):
     except TypeError:
         raise TypeError(f"grad: expected argnums as an int or a tuple of ints, found {argnums!r}") from None
 
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         for i in nums:
             if not -len(args) <= i < len(args):
                 raise InvalidArgumentError(
@@ -521,7 +543,18 @@ def value_and_grad(fun, argnums=0, runtime=None):
         traced_args = list(args)
         for i, x in zip(positions, xs):
             traced_args[i] = x
-        out = fun(*traced_args)
+        out = fun(*traced_args, **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise InvalidArgumentError(
+                    f"grad(has_aux=True): expected fun to return a pair (value, aux), found "
+                    f"{_found(out)}", code="kInvalidArgument", canonical="kInvalidArgument")
+            out, aux = out[0], _plain(out[1])
+        elif isinstance(out, (tuple, list, dict)):
+            raise InvalidArgumentError(
+                f"grad: expected fun to return a real scalar, found {_found(out)} (for fun returning "
+                f"(value, aux), pass has_aux=True)", code="kInvalidArgument", canonical="kInvalidArgument")
         if not isinstance(out, Traced) and _np.ndim(out) == 0 and _np.asarray(out).dtype.kind in "biuf":
             if tape.operations > 0:
                 # Operations were recorded, but the value left the tape
@@ -541,16 +574,23 @@ def value_and_grad(fun, argnums=0, runtime=None):
             value, grad_of = out.numpy(), tape.grad
         variable = dict(zip(positions, xs))
         grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
-        return value, (grads[0] if single else grads)
+        return (value, aux) if has_aux else value, (grads[0] if single else grads)
 
     return wrapped
 
 
-def grad(fun, argnums=0, runtime=None):
+def grad(fun, argnums=0, runtime=None, has_aux=False):
     """A function returning the gradient of fun's real scalar output with
-    respect to argument `argnums` (an int, or a tuple for several)."""
-    vg = value_and_grad(fun, argnums, runtime)
-    return lambda *args: vg(*args)[1]
+    respect to argument `argnums` (an int, or a tuple for several);
+    keyword arguments are passed to fun. has_aux (jax's): fun returns
+    (value, aux) and the result is (gradient, aux)."""
+    vg = value_and_grad(fun, argnums, runtime, has_aux)
+
+    def gradient(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return gradient
 
 
 def show_config(mode="stdout"):

@@ -407,3 +407,22 @@ def test_truth_value_of_a_traced_value():
     assert seen == [True]
     with pytest.raises(ValueError, match="ambiguous"):
         tenferro.grad(lambda x: np.sum(x) if x else np.sum(x))(np.ones(3))
+
+
+def test_grad_has_aux_and_keyword_arguments_as_jax():
+    x = np.array([1.0, 2.0, 3.0])
+
+    def loss(v, scale=1.0):
+        return (scale * v**2).sum(), {"mean": v.mean(), "tag": "ok"}
+
+    g, aux = tenferro.grad(loss, has_aux=True)(x, scale=2.0)
+    np.testing.assert_allclose(g, 4.0 * x)
+    assert aux["tag"] == "ok" and isinstance(aux["mean"], np.ndarray) and aux["mean"] == 2.0
+    (value, aux), g = tenferro.value_and_grad(loss, has_aux=True)(x)
+    np.testing.assert_allclose(value, 14.0)
+    np.testing.assert_allclose(g, 2.0 * x)
+    np.testing.assert_allclose(tenferro.grad(lambda v, s: (s * v).sum())(x, s=3.0), np.full(3, 3.0))
+    with pytest.raises(tenferro.InvalidArgumentError, match="found a tuple of 2 values .*has_aux=True"):
+        tenferro.grad(loss)(x)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"expected fun to return a pair \(value, aux\)"):
+        tenferro.grad(lambda v: v.sum(), has_aux=True)(x)
