@@ -449,10 +449,8 @@ std::int64_t as_index(py::handle obj, const char* what) {
     index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
     if (!index) PyErr_Clear();
   }
-  if (!index) {
-    raise_error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: expected an integer (int or numpy integer), found {}", what, type_name(obj)));
-  }
+  if (!index)
+    raise_type_error(fmt::format("{}: expected an integer (int or numpy integer), found {}", what, type_name(obj)));
   return py::cast<std::int64_t>(index);
 }
 

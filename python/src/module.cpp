@@ -81,6 +81,13 @@ int default_thread_count() {
   return 0;
 }
 
+// A threads= value: an int or numpy integer (a bool, a float or a string is
+// a TypeError, as range() has it).
+std::int64_t thread_count(py::handle threads) {
+  if (PyBool_Check(threads.ptr())) raise_type_error("threads: expected an integer (int or numpy integer), found bool");
+  return as_index(threads, "threads");
+}
+
 py::object default_runtime_object(PyObject* module, py::handle threads) {
   if (threads.is_none()) {
     PyObject* rt = PyObject_GetAttrString(module, "_default_runtime");
@@ -92,7 +99,7 @@ py::object default_runtime_object(PyObject* module, py::handle threads) {
     }
     return owned;
   }
-  const std::int64_t n = as_index(threads, "threads");
+  const std::int64_t n = thread_count(threads);
   if (n < 1) raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={}: expected at least 1 (or None)", n));
   py::dict by_threads = py::reinterpret_borrow<py::object>(py::handle(module)).attr("_runtimes_by_threads");
   py::int_ key(n);
@@ -112,9 +119,9 @@ PyRuntime& runtime_for(PyObject* module, py::handle runtime, py::handle threads)
     raise_type_error(fmt::format("runtime: expected a tenferro.Runtime, found {}", type_name(runtime)));
   }
   PyRuntime& rt = py::cast<PyRuntime&>(runtime);
-  if (!threads.is_none() && as_index(threads, "threads") != rt.threads()) {
+  if (!threads.is_none() && thread_count(threads) != rt.threads()) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={} differs from the given runtime's threads={}",
-                                                         py::cast<std::int64_t>(threads), rt.threads()));
+                                                         thread_count(threads), rt.threads()));
   }
   return rt;
 }
@@ -958,7 +965,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
       .def(py::init([](py::handle threads, const std::string& gemm, py::handle domain, py::handle worker_spin) {
              int n = 0;
              if (!threads.is_none()) {
-               const std::int64_t t = as_index(threads, "threads");
+               const std::int64_t t = thread_count(threads);
                if (t < 1) {
                  raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={}: expected at least 1 (or None)", t));
                }
@@ -1004,8 +1011,10 @@ tenferro.linalg functions, or call its einsum method.)doc")
           [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {
             const EinsumKwargs k = parse_kwargs(kwargs, "einsum");
             if (!k.runtime.is_none()) raise_type_error("Runtime.einsum() got an unexpected keyword argument 'runtime'");
-            if (!k.threads.is_none() && as_index(k.threads, "threads") != rt.threads()) {
-              raise_error(ErrorCode::kInvalidArgument, "threads= differs from this runtime's threads");
+            if (!k.threads.is_none() && thread_count(k.threads) != rt.threads()) {
+              raise_error(ErrorCode::kInvalidArgument,
+                          fmt::format("Runtime.einsum: threads={} differs from this runtime's threads={}",
+                                      thread_count(k.threads), rt.threads()));
             }
             return einsum_call(rt, items_of(args), parse_optimize(k.optimize), k);
           },

@@ -17,6 +17,7 @@ import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
+from ._errors import DTypeError
 from .linalg import _invalid, _operand, _runtime
 
 __all__ = [
@@ -54,6 +55,9 @@ def _fft_operand(kind, a):
         if a.dtype == _np.float16:
             a = a.astype(_np.float32)
         elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does
+            if a.dtype.kind == "c" and kind in ("rfft", "ihfft"):  # named as given, not as converted
+                raise DTypeError(f"tenferro.fft: fft.{kind}: expected a real input, found {a.dtype}",
+                                 code="kDTypeMismatch", canonical="kDTypeMismatch")
             a = a.astype(_np.complex128 if a.dtype.kind == "c" else _np.float64)
     if kind in _COMPLEX_INPUT and a.dtype.kind == "f":  # also a Traced value (recorded)
         a = a.astype(_np.result_type(a.dtype, _np.complex64))

@@ -162,3 +162,11 @@ def test_a_transform_too_large_for_the_address_space_raises_memory_error():
                           env=dict(os.environ, TENFERRO_NUM_THREADS="1"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["MemoryError", "MemoryError", "[4.0, 0.0, 0.0, 0.0]"], done.stdout
+
+
+def test_real_transforms_of_long_double_complex_name_the_given_dtype():
+    z = np.ones(8, dtype=np.clongdouble)
+    for f in (tff.rfft, tff.ihfft):
+        with pytest.raises(tenferro.DTypeError, match="found complex256"):
+            f(z)
+    np.testing.assert_allclose(tff.fft(z), np.fft.fft(z))  # computed in double, as numpy.fft

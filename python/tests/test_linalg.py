@@ -180,8 +180,11 @@ def test_threads_argument_picks_the_runtime_as_einsum_does(rng):
         tl.inv(a, threads=1, runtime=own)
     with pytest.raises(tenferro.InvalidArgumentError, match="expected at least 1"):
         tenferro.fft.fft(x, threads=0)
-    with pytest.raises(tenferro.InvalidArgumentError, match="threads: expected an integer"):
-        tl.det(a, threads="two")
+    for bad in ("two", 1.5, True):
+        with pytest.raises(TypeError, match="threads: expected an integer"):
+            tl.det(a, threads=bad)
+    with pytest.raises(tenferro.InvalidArgumentError, match="threads=2 differs from this runtime's threads=1"):
+        tenferro.Runtime(threads=1).einsum("ij->", a, threads=2)
 
 
 NORM_CASES = [
