@@ -172,8 +172,13 @@ def _axes(axis, ndim, what):
 
 
 def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    if out is not None or where is not None or dtype is not None or initial is not None:
-        raise _unsupported("sum with out, where, dtype or initial")
+    if out is not None or where is not None or initial is not None:
+        raise _unsupported("sum with out, where or initial")
+    if dtype is not None:  # summed in that dtype, as numpy (an inexact one: it has a gradient)
+        dtype = _np.dtype(dtype)
+        if dtype.kind not in "fc":
+            raise _unsupported(f"sum(dtype={dtype}) (an integer sum has no gradient)")
+        x = _convert(x, dtype)
     axes = _axes(axis, x.ndim, "sum")
     return _reduce("reduce_sum", x, axes, keepdims)
 
@@ -424,10 +429,13 @@ def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 
 def _reshape(x, *shape, order="C"):
-    if order != "C":
-        raise _unsupported(f"reshape(order={order!r})")
     if len(shape) == 1 and not isinstance(shape[0], (int, _np.integer)):
         shape = tuple(shape[0])
+    if order == "F":  # column-major: the C-order reshape of the reversed axes, reversed back
+        shape = _np.broadcast_to(0, (int(_np.prod(x.shape)),)).reshape(shape).shape
+        return _transpose(_reshape(_transpose(x), tuple(reversed(shape))))
+    if order not in ("C", "A"):
+        raise _unsupported(f"reshape(order={order!r})")
     size = 1
     for n in x.shape:
         size *= n
@@ -691,7 +699,9 @@ def _dot(a, b):
         return _elementwise("mul", a, b)
     if na <= 2 and nb <= 2:
         return _matmul(a, b)
-    raise _unsupported("numpy.dot of arrays of rank above 2 (use tenferro.einsum)")
+    # numpy.dot of N-D arrays: a's last axis with b's second-to-last (its
+    # only axis when b is 1-D); the result's axes are a's rest, then b's.
+    return _tensordot(a, b, ([-1], [-1 if nb == 1 else -2]))
 
 
 def _trace(x, offset=0, axis1=0, axis2=1):
@@ -716,6 +726,162 @@ def _where(condition, x=None, y=None):
         return _np.where(cond, x, y)  # only the condition was traced: no gradient flows
     shape = _np.broadcast_shapes(cond.shape, _shape(x), _shape(y))
     return _tenferro._traced_op("select", [_np.broadcast_to(cond, shape), *_aligned((x, y), _result_dtype((x, y)), shape)])
+
+
+# --- numpy functions composed from the recorded ones ---
+
+
+# numpy's atleast_Nd: the shape a lower-rank array takes.
+_ATLEAST = {
+    1: {0: lambda s: (1,)},
+    2: {0: lambda s: (1, 1), 1: lambda s: (1,) + s},
+    3: {0: lambda s: (1, 1, 1), 1: lambda s: (1,) + s + (1,), 2: lambda s: s + (1,)},
+}
+
+
+def _atleast(ndim):
+    def at_least(*arrays):
+        out = []
+        for a in arrays:
+            shape = tuple(_shape(a))
+            grow = _ATLEAST[ndim].get(len(shape))
+            out.append(a if grow is None else _np.reshape(a, grow(shape)))
+        return out[0] if len(out) == 1 else out
+
+    return at_least
+
+
+def _take_along_axis(arr, indices, axis):
+    """numpy.take_along_axis as one gather: integer arrays for every axis,
+    `indices` on `axis` and the broadcast positions on the others."""
+    if axis is None:
+        arr, axis = _np.reshape(arr, -1), 0
+    (axis,) = _axes(axis, arr.ndim, "take_along_axis")
+    idx = _np.asarray(indices)
+    if idx.ndim != arr.ndim:
+        raise _invalid(f"take_along_axis: expected indices of {arr.ndim} dimensions, found {idx.ndim}",
+                       "kShapeMismatch")
+    idx = _checked_indices(idx, arr.shape[axis], axis)
+    shape = _np.broadcast_shapes(tuple(n if k != axis else 1 for k, n in enumerate(arr.shape)),
+                                 tuple(n if k != axis else 1 for k, n in enumerate(idx.shape)))
+    key = []
+    for k in range(arr.ndim):
+        if k == axis:
+            key.append(idx)
+        else:
+            key.append(_np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(arr.ndim)]))
+    return arr[tuple(key)]
+
+
+def _column_stack(tup):
+    return _concatenate([_np.reshape(a, (-1, 1)) if len(_shape(a)) < 2 else a for a in tup], 1)
+
+
+def _tile(a, reps):
+    reps = (operator.index(reps),) if _np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
+    shape = _shape(a)
+    d = max(len(shape), len(reps))
+    shape = (1,) * (d - len(shape)) + tuple(shape)
+    reps = (1,) * (d - len(reps)) + reps
+    # (r0, n0, r1, n1, ...) broadcast from (1, n0, 1, n1, ...), then merged.
+    interleaved = _np.reshape(a, [v for n in shape for v in (1, n)])
+    wide = _broadcast_to(interleaved, [v for r, n in zip(reps, shape) for v in (r, n)])
+    return _np.reshape(wide, [r * n for r, n in zip(reps, shape)])
+
+
+def _repeat(a, repeats, axis=None):
+    if axis is None:
+        a, axis = _np.reshape(a, -1), 0
+    (axis,) = _axes(axis, a.ndim, "repeat")
+    n = a.shape[axis]
+    counts = _np.broadcast_to(_np.asarray(repeats, dtype=_np.int64), (n,))
+    if (counts < 0).any():
+        raise _invalid(f"repeat: negative repeats {repeats!r}")
+    return _take(a, _np.repeat(_np.arange(n), counts), axis)  # a gather: repeated rows add up in the gradient
+
+
+def _kron(a, b):
+    from . import einsum
+
+    na, nb = len(_shape(a)), len(_shape(b))
+    d = max(na, nb)
+    a = _np.reshape(a, (1,) * (d - na) + tuple(_shape(a)))
+    b = _np.reshape(b, (1,) * (d - nb) + tuple(_shape(b)))
+    la, lb = "abcdefghijkl"[:d], "mnopqrstuvwx"[:d]
+    outer = einsum(f"{la},{lb}->{''.join(x + y for x, y in zip(la, lb))}", a, b)
+    return _np.reshape(outer, [m * n for m, n in zip(_shape(a), _shape(b))])
+
+
+def _rot90(m, k=1, axes=(0, 1)):
+    i, j = _axes(list(axes), m.ndim, "rot90")
+    k = operator.index(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return _flip(_flip(m, i), j)
+    perm = list(range(m.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return _transpose(_flip(m, j), perm) if k == 1 else _flip(_transpose(m, perm), j)
+
+
+def _broadcast_arrays(*args, subok=False):
+    shape = _np.broadcast_shapes(*[_shape(a) for a in args])
+    return [_broadcast_to(a, shape) if isinstance(a, Traced) else _np.broadcast_to(a, shape) for a in args]
+
+
+def _values(fn):
+    """A numpy function of the values only (argsort, isclose, ...): plain
+    arrays, no gradient."""
+    return lambda *args, **kwargs: fn(*[a.numpy() if isinstance(a, Traced) else a for a in args], **kwargs)
+
+
+def _nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    if out is not None or kwargs:
+        raise _unsupported("nansum with out, initial or where")
+    return _sum(_where(_np.isnan(a.numpy()), _np.zeros((), a.dtype), a), axis, dtype, keepdims=keepdims)
+
+
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    if out is not None or kwargs:
+        raise _unsupported("nanmean with out or where")
+    counts = _np.sum(~_np.isnan(a.numpy()), axis=axis, keepdims=keepdims)
+    return _elementwise("div", _nansum(a, axis, dtype, keepdims=keepdims), counts.astype(_np.float64))
+
+
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is None:
+        mean = _np.mean(a, axis=axis, keepdims=keepdims)
+        count = _np.broadcast_to(_np.asarray(_np.prod(_shape(a)) / max(1, int(_np.prod(_shape(mean)))), float),
+                                 _shape(mean))
+        return (mean, count) if returned else mean
+    w = weights
+    if len(_shape(w)) != len(_shape(a)):
+        if axis is None or len(_shape(w)) != 1:
+            raise _invalid("average: 1D weights need an axis; other weights must have a's shape", "kShapeMismatch")
+        (ax,) = _axes(axis, len(_shape(a)), "average")
+        w = _np.reshape(w, [(_shape(w)[0] if k == ax else 1) for k in range(len(_shape(a)))])
+    total = _np.sum(_np.broadcast_to(w, _shape(a)) if not isinstance(w, Traced) else _broadcast_to(w, _shape(a)),
+                    axis=axis, keepdims=keepdims)
+    mean = _elementwise("div", _np.sum(_elementwise("mul", a, w), axis=axis, keepdims=keepdims), total)
+    return (mean, total) if returned else mean
+
+
+def _hypot(x, y):
+    return _unary("sqrt")(_elementwise("add", _elementwise("mul", x, x), _elementwise("mul", y, y)))
+
+
+def _sinc(x):
+    """sin(pi x) / (pi x), 1 at 0: the division is taken at 1 there (no
+    0/0 in the value or the gradient) and the result replaced, whose
+    derivative at 0 is 0 as sinc's."""
+    zero = _np.asarray(x.numpy()) == 0
+    px = _elementwise("mul", _where(zero, _np.ones((), x.dtype), x), float(_np.pi))
+    return _where(zero, _np.ones((), x.dtype), _elementwise("div", _unary("sin")(px), px))
+
+
+def _floor_divide(a, b):
+    """a // b: floor(a / b), derivative 0 (as floor's)."""
+    return _unary("floor")(_elementwise("div", a, b))
 
 
 def _compare(ufunc):
@@ -758,6 +924,8 @@ _UFUNCS = {
     _np.logaddexp: lambda a, b: _elementwise(
         "add", _elementwise("max", a, b), _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b))))),
     _np.rint: _round,
+    _np.floor_divide: _floor_divide,
+    _np.hypot: _hypot,
 }
 for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
     _UFUNCS[_cmp] = _compare(_cmp)
@@ -826,6 +994,26 @@ def _numpy_functions():
         _np.diagonal: _diagonal,
         _np.take: _take,
         _np.outer: lambda a, b, out=None: _elementwise("mul", _np.reshape(a, (-1, 1)), _np.reshape(b, -1)),
+        _np.atleast_1d: _atleast(1),
+        _np.atleast_2d: _atleast(2),
+        _np.atleast_3d: _atleast(3),
+        _np.column_stack: _column_stack,
+        _np.tile: _tile,
+        _np.repeat: _repeat,
+        _np.kron: _kron,
+        _np.rot90: _rot90,
+        _np.broadcast_arrays: _broadcast_arrays,
+        _np.argsort: _values(_np.argsort),
+        _np.take_along_axis: _take_along_axis,
+        _np.argmax: _values(_np.argmax),
+        _np.argmin: _values(_np.argmin),
+        _np.isclose: _values(_np.isclose),
+        _np.allclose: _values(_np.allclose),
+        _np.array_equal: _values(_np.array_equal),
+        _np.nansum: _nansum,
+        _np.nanmean: _nanmean,
+        _np.average: _average,
+        _np.sinc: _sinc,
         _np.shape: _shape,
         _np.ndim: lambda x: len(_shape(x)),
         _np.size: lambda x, axis=None: int(_np.prod(_shape(x))) if axis is None else _shape(x)[axis],
@@ -837,6 +1025,11 @@ def _numpy_functions():
             # would dispatch back to themselves.
             if not name.startswith("_") and callable(theirs) and theirs is not getattr(ours, name):
                 table[theirs] = getattr(ours, name)
+    # numpy's own implementations, written with functions recorded above
+    # (atleast_*d, concatenate, swapaxes, slicing): run as they are.
+    for fn in (_np.hstack, _np.vstack, _np.dstack, _np.split, _np.array_split, _np.hsplit, _np.vsplit,
+               _np.dsplit):
+        table[fn] = fn._implementation
     table[_np.fft.fftshift] = _fftshift(1)
     table[_np.fft.ifftshift] = _fftshift(-1)
     return table
@@ -917,6 +1110,9 @@ def _install():
     T.__array__ = _array
     T.__rpow__ = lambda a, b: _elementwise("pow", b, a)
     T.__pos__ = lambda self: self
+    T.__floordiv__ = _floor_divide
+    T.__rfloordiv__ = lambda a, b: _floor_divide(b, a)
+    T.__round__ = lambda self, ndigits=None: _round(self, 0 if ndigits is None else ndigits)
     for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),
                         ("__ge__", _np.greater_equal)):
         setattr(T, name, _compare(ufunc))

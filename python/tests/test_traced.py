@@ -112,11 +112,39 @@ CASES = [
      lambda x, y: np.diagonal(x, 1) * 2.0 + np.trace(x, -1) + np.diag(y)[:3] + x.diagonal(-2).sum() + np.diag(y, 3).sum(),
      lambda x, y: torch_().diagonal(x, 1) * 2.0 + torch_().diagonal(x, -1).sum() + torch_().diag(y)[:3]
      + torch_().diagonal(x, -2).sum() + torch_().diag(y, 3).sum(), False),
+    # numpy functions composed from the recorded ones (x is 3 x 4, y 4 x 5).
+    ("stacks_and_splits",
+     lambda x, y: np.hstack([x, 2.0 * x]).sum(0)[:4] + np.vstack([x, x[:1]]).sum(0) + np.dstack([x, x])[..., 1].sum(0)
+     + np.split(x, 2, axis=1)[1].sum(1)[:1] + np.column_stack([x[0], x[1]]).sum(1) + np.atleast_2d(x[0])[0],
+     lambda x, y: torch_().hstack([x, 2.0 * x]).sum(0)[:4] + torch_().vstack([x, x[:1]]).sum(0)
+     + torch_().dstack([x, x])[..., 1].sum(0) + torch_().tensor_split(x, 2, dim=1)[1].sum(1)[:1]
+     + torch_().column_stack([x[0], x[1]]).sum(1) + x[0], False),
+    ("tile_repeat_kron_rot90",
+     lambda x, y: np.tile(x, (2, 1)).sum(0) + np.repeat(x, 2, axis=0).sum(0) + np.repeat(x, [1, 0, 2], axis=0)[1]
+     + np.kron(x[:2, :2], x[1:, 2:]).sum(0) + np.rot90(x).sum(1) + np.rot90(x, 2)[0] + np.rot90(x, -1).sum(1),
+     lambda x, y: torch_().tile(x, (2, 1)).sum(0) + torch_().repeat_interleave(x, 2, dim=0).sum(0)
+     + torch_().repeat_interleave(x, torch_().tensor([1, 0, 2]), dim=0)[1]
+     + torch_().kron(x[:2, :2], x[1:, 2:]).sum(0) + torch_().rot90(x).sum(1) + torch_().rot90(x, 2)[0]
+     + torch_().rot90(x, -1).sum(1), False),
+    ("broadcast_take_along_average",
+     lambda x, y: np.broadcast_arrays(x[:, :1], x[0])[0] * np.take_along_axis(x, np.argsort(x, axis=1), axis=1)
+     + np.average(x, axis=1, weights=np.arange(1.0, 5.0))[:, None] + np.average(x),
+     lambda x, y: torch_().broadcast_tensors(x[:, :1], x[0])[0] * torch_().sort(x, dim=1)[0]
+     + ((x * _t(np.arange(1.0, 5.0), x)).sum(1) / 10.0)[:, None] + x.mean(), True),
+    ("nansum_hypot_sinc_dot",
+     lambda x, y: np.nansum(x * _NANS, axis=0) + np.hypot(x, x[::-1]).sum(0) + np.sinc(x).sum(0)
+     + np.dot(np.reshape(x, (3, 2, 2)), y[:2, :4]).sum((0, 1)),
+     lambda x, y: torch_().nansum(x * _t(_NANS, x), 0) + torch_().hypot(x, torch_().flip(x, [0])).sum(0)
+     + torch_().sinc(x).sum(0) + torch_().tensordot(x.reshape(3, 2, 2), y[:2, :4], dims=([2], [0])).sum((0, 1)), True),
+    ("sum_dtype_reshape_f",
+     lambda x, y: x.sum(axis=1, dtype=np.float64) + np.reshape(x, (2, 6), order="F").sum(0)[:3],
+     lambda x, y: x.sum(1, dtype=torch_().float64) + x.t().reshape(6, 2).t().sum(0)[:3], True),
     # cumprod through zeros (no, one and two zeros per row): exact, as torch.
     ("cumprod_with_zeros", lambda x, y: np.cumprod(x * _ZEROS, axis=1),
      lambda x, y: torch_().cumprod(x * _t(_ZEROS, x), 1), False),
 ]
 
+_NANS = np.array([[1.0, np.nan, 1.0, 1.0], [1.0, 1.0, 1.0, np.nan], [np.nan, 1.0, 1.0, 1.0]])
 _ZEROS = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]])
 
 _TORCH = None
@@ -441,3 +469,22 @@ def test_kinks_follow_torch_clip_at_its_bounds_and_std_of_constant_data(torch):
     t = torch.tensor(mixed, requires_grad=True)
     torch.std(t, dim=1, unbiased=False).sum().backward()
     np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12)
+
+
+def test_floor_division_round_sinc_at_zero_and_value_only_functions(torch):
+    x = np.array([-1.2, 0.0, 0.7, 2.5])
+    seen = {}
+
+    def f(v):
+        seen["argsort"], seen["close"] = np.argsort(v), np.isclose(v, 0.7)
+        return (v // 0.5).sum() + round(v.sum()) + np.sinc(v).sum()
+
+    g = tenferro.grad(f)(x)
+    t = torch.tensor(x, requires_grad=True)
+    torch.sinc(t).sum().backward()  # // and round have derivative 0
+    np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert g[1] == 0.0  # sinc at 0: no 0/0
+    np.testing.assert_array_equal(seen["argsort"], np.argsort(x))
+    np.testing.assert_array_equal(seen["close"], np.isclose(x, 0.7))
+    np.testing.assert_array_equal(tenferro.vjp(lambda v: v // 0.5 + 2.0 // (v + 3.0), x)[0], x // 0.5 + 2.0 // (x + 3.0))
+    np.testing.assert_allclose(tenferro.vjp(np.sinc, x)[0], np.sinc(x), rtol=1e-15)
