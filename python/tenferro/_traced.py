@@ -1029,7 +1029,9 @@ def _numpy_functions():
     # (atleast_*d, concatenate, swapaxes, slicing): run as they are.
     for fn in (_np.hstack, _np.vstack, _np.dstack, _np.split, _np.array_split, _np.hsplit, _np.vsplit,
                _np.dsplit):
-        table[fn] = fn._implementation
+        implementation = getattr(fn, "_implementation", None)  # numpy's undispatched function
+        if implementation is not None:
+            table[fn] = implementation
     table[_np.fft.fftshift] = _fftshift(1)
     table[_np.fft.ifftshift] = _fftshift(-1)
     return table
