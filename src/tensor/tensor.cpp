@@ -2,7 +2,9 @@
 #include "tenferro/tensor/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -123,6 +125,52 @@ Result<Tensor> Tensor::zeros(IntArrayRef shape, DType dtype, MemoryOrder order) 
   TENFERRO_ASSIGN_OR_RETURN(Tensor t, empty(shape, dtype, order));
   std::memset(t.data(), 0, t.nbytes());
   return t;
+}
+
+Result<Tensor> Tensor::full(IntArrayRef shape, Scalar value, DType dtype, MemoryOrder order) {
+  TENFERRO_ASSIGN_OR_RETURN(Tensor t, empty(shape, dtype, order));
+  visit_dtype(dtype, [&]<class T>(T) {
+    const T v = value.value<T>();
+    std::fill_n(static_cast<T*>(t.data()), t.numel(), v);  // every element: the order does not matter
+  });
+  return t;
+}
+
+Result<Tensor> Tensor::ones(IntArrayRef shape, DType dtype, MemoryOrder order) {
+  return full(shape, Scalar::of(1.0), dtype, order);
+}
+
+Result<Tensor> Tensor::eye(std::int64_t rows, DType dtype, std::int64_t cols) {
+  if (cols < 0) cols = rows;
+  TENFERRO_ASSIGN_OR_RETURN(Tensor t, zeros({rows, cols}, dtype));
+  visit_dtype(dtype, [&]<class T>(T) {
+    T* p = static_cast<T*>(t.data());
+    for (std::int64_t i = 0; i < std::min(rows, cols); ++i) p[i * cols + i] = Scalar::of(1.0).value<T>();
+  });
+  return t;
+}
+
+Result<Tensor> Tensor::arange(double start, double stop, double step, DType dtype) {
+  if (!(step != 0.0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop))) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "arange: expected finite start, stop and a non-zero finite step, found {}, {}, {}", start, stop,
+                      step);
+  }
+  const double count = std::max(0.0, std::ceil((stop - start) / step));
+  if (count > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 16)) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone, "arange: {} elements is too many", count);
+  }
+  const auto n = static_cast<std::int64_t>(count);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor t, empty({n}, dtype));
+  visit_dtype(dtype, [&]<class T>(T) {
+    T* p = static_cast<T*>(t.data());
+    for (std::int64_t i = 0; i < n; ++i) p[i] = Scalar::of(start + static_cast<double>(i) * step).value<T>();
+  });
+  return t;
+}
+
+Result<Tensor> Tensor::arange(std::int64_t n, DType dtype) {
+  return arange(0.0, static_cast<double>(std::max<std::int64_t>(n, 0)), 1.0, dtype);
 }
 
 Result<Tensor> Tensor::from_storage(StorageRef storage, DType dtype, IntArrayRef shape, IntArrayRef strides,

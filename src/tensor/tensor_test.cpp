@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
 #include <numeric>
 #include <vector>
 
@@ -60,6 +61,35 @@ TEST(TensorTest, ZeroSizeAndScalarTensorsWork) {
   EXPECT_EQ(s->numel(), 1);
   EXPECT_EQ(*s->to_vector<double>(), std::vector<double>{2.5});
   EXPECT_EQ(values(*iota({}).reshape({1, 1})), std::vector<std::int64_t>{0});
+}
+
+TEST(TensorTest, FullOnesEyeAndArangeAsNumpy) {
+  EXPECT_EQ(*Tensor::full({2, 2}, Scalar::of(2.5), DType::kFloat32)->to_vector<float>(),
+            (std::vector<float>{2.5f, 2.5f, 2.5f, 2.5f}));
+  EXPECT_EQ(
+      *Tensor::full({3}, Scalar::of(std::complex<double>(1, -2)), DType::kComplex64)->to_vector<std::complex<float>>(),
+      (std::vector<std::complex<float>>(3, {1.0f, -2.0f})));
+  EXPECT_EQ(*Tensor::full({2}, Scalar::of(2.9), DType::kInt64)->to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{2, 2}));  // truncated, as value<T>()
+  auto col = Tensor::ones({2, 3}, DType::kFloat64, MemoryOrder::kColMajor);
+  ASSERT_TRUE(col.ok());
+  EXPECT_TRUE(col->is_col_major_contiguous());
+  EXPECT_EQ(*col->to_vector<double>(), std::vector<double>(6, 1.0));
+  const Tensor flags = *Tensor::ones({2}, DType::kBool);
+  EXPECT_TRUE(static_cast<const bool*>(flags.data())[0] && static_cast<const bool*>(flags.data())[1]);
+  EXPECT_EQ(*Tensor::eye(3, DType::kInt32)->to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(*Tensor::eye(2, DType::kFloat64, 3)->to_vector<double>(), (std::vector<double>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(Tensor::eye(0, DType::kFloat64)->numel(), 0);
+  EXPECT_EQ(*Tensor::arange(4, DType::kInt64)->to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(*Tensor::arange(1.0, 2.0, 0.25, DType::kFloat64)->to_vector<double>(),
+            (std::vector<double>{1.0, 1.25, 1.5, 1.75}));
+  EXPECT_EQ(*Tensor::arange(3.0, 0.0, -1.0, DType::kFloat32)->to_vector<float>(), (std::vector<float>{3, 2, 1}));
+  EXPECT_EQ(Tensor::arange(2.0, 1.0, 1.0, DType::kFloat64)->numel(), 0);  // empty, as numpy
+  EXPECT_EQ(Tensor::arange(-3, DType::kInt64)->numel(), 0);
+  EXPECT_EQ(Tensor::arange(0.0, 1.0, 0.0, DType::kFloat64).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::arange(0.0, 1e300, 1e-300, DType::kFloat64).status().code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(Tensor::full({2, -1}, Scalar::of(1.0), DType::kFloat64).status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(TensorTest, ShapeErrorsAreTyped) {

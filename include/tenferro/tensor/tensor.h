@@ -19,6 +19,7 @@
 #include "tenferro/base/int_array_ref.h"
 #include "tenferro/base/status.h"
 #include "tenferro/tensor/dtype.h"
+#include "tenferro/tensor/scalar.h"
 #include "tenferro/tensor/shape.h"
 #include "tenferro/tensor/storage.h"
 
@@ -62,6 +63,20 @@ class Tensor {
                               std::shared_ptr<HostAllocator> allocator = nullptr);
   /// Zero-filled tensor (all dtypes have all-zero-bits zero).
   static Result<Tensor> zeros(IntArrayRef shape, DType dtype, MemoryOrder order = MemoryOrder::kRowMajor);
+  /// A tensor of `shape` with every element `value` converted to `dtype`
+  /// (as Scalar::value<T>() converts: complex to real drops the imaginary
+  /// part, real to integer truncates).
+  static Result<Tensor> full(IntArrayRef shape, Scalar value, DType dtype, MemoryOrder order = MemoryOrder::kRowMajor);
+  /// full(shape, 1, dtype).
+  static Result<Tensor> ones(IntArrayRef shape, DType dtype, MemoryOrder order = MemoryOrder::kRowMajor);
+  /// The rows x cols identity (cols < 0: square), row-major, as numpy.eye.
+  static Result<Tensor> eye(std::int64_t rows, DType dtype, std::int64_t cols = -1);
+  /// The values start, start + step, ... below `stop` (above it for a
+  /// negative step), as numpy.arange: ceil((stop - start) / step) of them.
+  /// kInvalidArgument for a zero or non-finite step.
+  static Result<Tensor> arange(double start, double stop, double step, DType dtype);
+  /// arange(0, n, 1, dtype).
+  static Result<Tensor> arange(std::int64_t n, DType dtype);
   /// A tensor over existing storage. Validates that every addressed element
   /// lies inside the storage and that strides are non-negative.
   static Result<Tensor> from_storage(StorageRef storage, DType dtype, IntArrayRef shape, IntArrayRef strides,
