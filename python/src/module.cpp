@@ -232,10 +232,11 @@ std::string shape_text(int ndim, const npy_intp* dims) {
 // Note [einsum out=]
 // numpy.einsum's out=: the result is written into `out`, an ndarray of
 // exactly the result's shape whose dtype the result casts to under the
-// casting= rule (numpy's default 'safe'); the call returns `out`. Like numpy's own einsum when
-// it contracts through BLAS (optimize=True), the result is computed first
-// and then copied, so an `out` that overlaps an operand is safe. Every check
-// runs before anything is written: a rejected out= leaves `out` unchanged.
+// casting= rule (numpy's default 'safe'); the call returns `out`. Like
+// numpy's own einsum when it contracts through BLAS (optimize=True), the
+// result is computed first and then copied, so an `out` that overlaps an
+// operand is safe. Every check runs before anything is written: a rejected
+// out= leaves `out` unchanged.
 void check_out(py::handle out) {
   if (!PyArray_Check(out.ptr())) {
     raise_type_error(fmt::format("einsum(): out must be a numpy.ndarray, found {}", type_name(out)));
