@@ -111,14 +111,6 @@ std::optional<DType> numeric_compute_dtype(const PyArray_Descr* descr) noexcept 
   }
 }
 
-// numpy's promotion among the four inexact dtypes.
-DType promote(DType a, DType b) noexcept {
-  const bool complex = is_complex(a) || is_complex(b);
-  const bool wide = a == DType::kFloat64 || a == DType::kComplex128 || b == DType::kFloat64 || b == DType::kComplex128;
-  if (complex) return wide ? DType::kComplex128 : DType::kComplex64;
-  return wide ? DType::kFloat64 : DType::kFloat32;
-}
-
 // Whether the array's layout can be borrowed: aligned, native byte order,
 // strides non-negative multiples of the item size (axes of extent <= 1 do
 // not count, their strides are never used).
@@ -295,7 +287,7 @@ void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t inde
 DType OperandList::unify_dtypes() {
   if (dtypes_.empty()) return DType::kFloat64;
   DType d = dtypes_[0];
-  for (DType x : dtypes_) d = promote(d, x);
+  for (DType x : dtypes_) d = promote_types(d, x);
   for (std::size_t i = 0; i < dtypes_.size(); ++i) cast(i, d);
   return d;
 }

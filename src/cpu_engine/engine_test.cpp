@@ -293,9 +293,9 @@ TEST(CpuEngine, EagerErrorsLeaveTheContextUsable) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kShapeMismatch) << bad.status().to_string();
   const Tensor i = make_tensor({2, 3}, DType::kInt32, Layout::kContiguous, 2);
-  auto mixed = ctx.add(m, i);
-  ASSERT_FALSE(mixed.ok());
-  EXPECT_EQ(mixed.status().code(), ErrorCode::kDTypeMismatch);
+  auto integer_sqrt = ctx.sqrt(i);  // (mixed dtypes promote: Note [Eager dtype promotion])
+  ASSERT_FALSE(integer_sqrt.ok());
+  EXPECT_EQ(integer_sqrt.status().code(), ErrorCode::kDTypeMismatch);
   auto fine = ctx.add(m, m);
   ASSERT_TRUE(fine.ok());
   EXPECT_EQ(ctx.metrics().fast_path_calls, 1u);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
+
 #include "tenferro/ad_runtime/gradient_tape.h"
 #include "tenferro/einsum/einsum_call.h"
 #include "tenferro/linalg/eager_linalg.h"
@@ -28,6 +30,54 @@ TEST(CpuRuntimeTest, EinsumAndLinalgRunOnOneThread) {
   Result<Tensor> det = linalg::det(ctx, *Tensor::from_values<double>({4, 5, 10, 11}, {2, 2}));
   ASSERT_TRUE(det.ok()) << det.status().to_string();
   EXPECT_NEAR((*det->to_vector<double>())[0], 4.0 * 11 - 5.0 * 10, 1e-12);
+}
+
+// Note [Eager dtype promotion]: mixed operands are converted to numpy's
+// common dtype before the call; the results equal the call on operands
+// converted by hand.
+TEST(CpuRuntimeTest, EagerCallsPromoteMixedDtypesAsNumpy) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  runtime::EagerContext ctx = cpu->runtime.on();
+  const Tensor f64 = *Tensor::from_values<double>({1.5, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor f32 = *Tensor::from_values<float>({1, 0, 0.25f, 1, 1, 1}, {3, 2});
+  const Tensor c64 =
+      *Tensor::from_values<std::complex<float>>({{1, 1}, {0, 2}, {1, 0}, {0, 0}, {3, 0}, {1, -1}}, {3, 2});
+  const Tensor i32 = *Tensor::from_values<std::int32_t>({1, 2, 3, 4, 5, 6}, {3, 2});
+  struct Case {
+    Tensor b;
+    DType want;
+  };
+  for (const Case& c : {Case{f32, DType::kFloat64}, Case{c64, DType::kComplex128}, Case{i32, DType::kFloat64}}) {
+    SCOPED_TRACE(to_string(c.b.dtype()));
+    const Tensor mixed[] = {f64, c.b};
+    Result<Tensor> got = einsum::einsum(ctx, "ij,jk->ik", mixed);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->dtype(), c.want);
+    const Tensor by_hand[] = {*ctx.convert(f64, c.want), *ctx.convert(c.b, c.want)};
+    Result<Tensor> want = einsum::einsum(ctx, "ij,jk->ik", by_hand);
+    ASSERT_TRUE(want.ok());
+    const Result<Tensor> diff = ctx.sub(*got, *want);
+    ASSERT_TRUE(diff.ok());
+    const Result<Tensor> norm = ctx.sum(*ctx.abs(*diff), {0, 1});
+    ASSERT_TRUE(norm.ok()) << norm.status().to_string();
+    EXPECT_EQ(*ctx.convert(*norm, DType::kFloat64)->to_vector<double>(), std::vector<double>{0.0});
+  }
+  const Tensor c32 = *Tensor::from_values<std::complex<float>>({{1, 1}, {2, 0}, {0, 1}}, {3});
+  Result<Tensor> sum = ctx.add(*Tensor::from_values<float>({1, 2, 3}, {3}), c32);  // float32 + complex64
+  ASSERT_TRUE(sum.ok()) << sum.status().to_string();
+  EXPECT_EQ(sum->dtype(), DType::kComplex64);
+  EXPECT_EQ(*sum->to_vector<std::complex<float>>(), (std::vector<std::complex<float>>{{2, 1}, {4, 0}, {3, 1}}));
+  Result<Tensor> broadcast = ctx.mul(f64, *Tensor::from_values<std::int64_t>({2, 3, 4}, {3}));  // int64 row
+  ASSERT_TRUE(broadcast.ok()) << broadcast.status().to_string();
+  EXPECT_EQ(*broadcast->to_vector<double>(), (std::vector<double>{3, 6, 12, 8, 15, 24}));
+  Result<Tensor> product = ctx.matmul(f64, f32);  // float64 @ float32
+  ASSERT_TRUE(product.ok()) << product.status().to_string();
+  EXPECT_EQ(product->dtype(), DType::kFloat64);
+  EXPECT_EQ(*product->to_vector<double>(), (std::vector<double>{5.0, 5.0, 11.25, 11.0}));
+  // What no dtype makes valid is still a typed error: bool einsum operands.
+  const Tensor flags[] = {*Tensor::zeros({2, 3}, DType::kBool), *Tensor::zeros({3, 2}, DType::kBool)};
+  EXPECT_EQ(einsum::einsum(ctx, "ij,jk->ik", flags).status().code(), ErrorCode::kDTypeMismatch);
 }
 
 // The runtime's AdContext differentiates what it runs: a GradientTape of

@@ -342,6 +342,19 @@ Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorV
   return out;
 }
 
+namespace {
+
+// Note [Eager dtype promotion]: `a` and `b` in their common dtype, the one
+// that differs converted by one eager call.
+Result<std::pair<Tensor, Tensor>> promoted_pair(EagerContext& ctx, const Tensor& a, const Tensor& b) {
+  const DType common = promote_types(a.dtype(), b.dtype());
+  TENFERRO_ASSIGN_OR_RETURN(Tensor pa, a.dtype() == common ? Result<Tensor>(a) : ctx.convert(a, common));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor pb, b.dtype() == common ? Result<Tensor>(b) : ctx.convert(b, common));
+  return std::pair<Tensor, Tensor>(std::move(pa), std::move(pb));
+}
+
+}  // namespace
+
 Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Tensor& b) {
   TENFERRO_TRY(ensure_fresh());
   const program::CoreOpInfo& info = program::core_op_info(op);
@@ -353,8 +366,8 @@ Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Te
   if (!a.defined() || !b.defined())
     return eager_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected defined tensors", info.name));
   if (a.dtype() != b.dtype()) {
-    return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected operands of one dtype, found {} and {}",
-                                                              info.name, a.dtype(), b.dtype()));
+    TENFERRO_ASSIGN_OR_RETURN(auto promoted, promoted_pair(*this, a, b));
+    return binary(op, promoted.first, promoted.second);
   }
   if (!program::dtype_in_class(a.dtype(), info.operand_dtypes)) {
     return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected {}, found {}", info.name,
@@ -454,6 +467,10 @@ Result<Tensor> EagerContext::dot_general(const Tensor& lhs, const Tensor& rhs,
 
 Result<Tensor> EagerContext::dot_general_impl(const Tensor& lhs, const Tensor& rhs,
                                               const program::CoreAttributes& attributes) {
+  if (lhs.defined() && rhs.defined() && lhs.dtype() != rhs.dtype()) {
+    TENFERRO_ASSIGN_OR_RETURN(auto promoted, promoted_pair(*this, lhs, rhs));
+    return dot_general_impl(promoted.first, promoted.second, attributes);
+  }
   Dims shape;
   if (!fast_dot_general_shape(lhs, rhs, std::get<program::DotGeneralAttributes>(attributes), shape)) {
     const Tensor operands[2] = {lhs, rhs};

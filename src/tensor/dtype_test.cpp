@@ -64,5 +64,34 @@ TEST(ScalarTest, HoldsAndConvertsValues) {
   EXPECT_EQ(Scalar::of(1.5).to_string(), "1.5:float64");
 }
 
+TEST(DTypeTest, PromoteTypesIsNumpys) {
+  // numpy.promote_types over the seven dtypes (numpy 1.24), row a, column b.
+  constexpr DType kOrder[] = {DType::kBool,    DType::kInt32,     DType::kInt64,     DType::kFloat32,
+                              DType::kFloat64, DType::kComplex64, DType::kComplex128};
+  constexpr DType kNumpy[7][7] = {
+      {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64, DType::kComplex64,
+       DType::kComplex128},
+      {DType::kInt32, DType::kInt32, DType::kInt64, DType::kFloat64, DType::kFloat64, DType::kComplex128,
+       DType::kComplex128},
+      {DType::kInt64, DType::kInt64, DType::kInt64, DType::kFloat64, DType::kFloat64, DType::kComplex128,
+       DType::kComplex128},
+      {DType::kFloat32, DType::kFloat64, DType::kFloat64, DType::kFloat32, DType::kFloat64, DType::kComplex64,
+       DType::kComplex128},
+      {DType::kFloat64, DType::kFloat64, DType::kFloat64, DType::kFloat64, DType::kFloat64, DType::kComplex128,
+       DType::kComplex128},
+      {DType::kComplex64, DType::kComplex128, DType::kComplex128, DType::kComplex64, DType::kComplex128,
+       DType::kComplex64, DType::kComplex128},
+      {DType::kComplex128, DType::kComplex128, DType::kComplex128, DType::kComplex128, DType::kComplex128,
+       DType::kComplex128, DType::kComplex128},
+  };
+  for (int i = 0; i < 7; ++i) {
+    for (int j = 0; j < 7; ++j) {
+      EXPECT_EQ(promote_types(kOrder[i], kOrder[j]), kNumpy[i][j])
+          << to_string(kOrder[i]) << " + " << to_string(kOrder[j]);
+    }
+  }
+  static_assert(promote_types(DType::kFloat32, DType::kComplex64) == DType::kComplex64);
+}
+
 }  // namespace
 }  // namespace tenferro

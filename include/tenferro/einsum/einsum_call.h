@@ -21,7 +21,9 @@ namespace tenferro::einsum {
 /// with a native engine installed for the context's engine this is one
 /// fast-path call that builds no program; otherwise the runtime promotes it
 /// to a prepared graph of the core lowering. Reuse `op` across calls to skip
-/// parsing. Errors as EinsumOp::infer_metadata and the engine's prepare/run.
+/// parsing. Operands of different dtypes are converted to their common
+/// dtype first (Note [Eager dtype promotion] in runtime/eager.h). Errors as
+/// EinsumOp::infer_metadata and the engine's prepare/run.
 Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<const EinsumOp>& op,
                       std::span<const Tensor> inputs);
 /// Parses `subscripts` (InheritRuntimeDefault policy) and calls the above.

@@ -26,6 +26,15 @@
 //
 // Thread-compatible: use one context per thread (they are cheap; each holds
 // a reference to the runtime state).
+//
+// Note [Eager dtype promotion]
+// Eager calls meet operands as a numpy user writes them: the binary
+// elementwise ops, matmul / dot_general and einsum::einsum convert operands
+// of different dtypes to their common dtype (promote_types, numpy's table:
+// float32 + float64 -> float64, float + complex -> complex, int + float ->
+// float64) before the call, one eager convert per operand that differs.
+// The IR stays strict: a program's ops take the dtypes their metadata says,
+// and programs convert explicitly.
 #pragma once
 
 #include <cstdint>
@@ -87,7 +96,8 @@ class EagerContext {
   EagerContext(const EagerContext&) = delete;
   EagerContext& operator=(const EagerContext&) = delete;
 
-  // --- elementwise (numpy broadcasting between the operands) ---
+  // --- elementwise (numpy broadcasting between the operands; mixed dtypes
+  // promoted, Note [Eager dtype promotion]) ---
   Result<Tensor> add(const Tensor& a, const Tensor& b) { return binary(program::CoreSemanticOp::kAdd, a, b); }
   Result<Tensor> sub(const Tensor& a, const Tensor& b) { return binary(program::CoreSemanticOp::kSub, a, b); }
   Result<Tensor> mul(const Tensor& a, const Tensor& b) { return binary(program::CoreSemanticOp::kMul, a, b); }

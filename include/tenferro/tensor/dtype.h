@@ -66,6 +66,22 @@ constexpr std::optional<DType> complex_dtype(DType d) noexcept {
       return std::nullopt;
   }
 }
+/// The dtype two operands of `a` and `b` compute in, as numpy's
+/// promote_types: bool gives way to anything; integers widen; an integer
+/// with a floating type gives float64 (int32 + float32 too, as numpy); a
+/// real type with a complex one gives complex128 when either side has 64-bit
+/// parts or is an integer, complex64 otherwise.
+constexpr DType promote_types(DType a, DType b) noexcept {
+  if (a == b || b == DType::kBool) return a;
+  if (a == DType::kBool) return b;
+  const DTypeKind ka = dtype_kind(a), kb = dtype_kind(b);
+  if (ka == DTypeKind::kInteger && kb == DTypeKind::kInteger) return DType::kInt64;  // int32 + int64
+  const bool integer = ka == DTypeKind::kInteger || kb == DTypeKind::kInteger;
+  const bool wide =
+      integer || a == DType::kFloat64 || a == DType::kComplex128 || b == DType::kFloat64 || b == DType::kComplex128;
+  if (is_complex(a) || is_complex(b)) return wide ? DType::kComplex128 : DType::kComplex64;
+  return wide ? DType::kFloat64 : DType::kFloat32;
+}
 /// Parses a name such as "float64"; nullopt when unknown.
 std::optional<DType> parse_dtype(std::string_view name) noexcept;
 
