@@ -97,7 +97,6 @@ struct Fftw<float> {
   static int alignment_of(void* p) { return fftwf_alignment_of(static_cast<float*>(p)); }
 };
 
-// One FFTW plan. Destroyed under the provider's planner lock.
 // Note [FFTW allocation failures]
 // FFTW aborts the process when one of its own allocations fails
 // (fftw_malloc_plain asserts): its planner's twiddle tables and some
@@ -106,8 +105,8 @@ struct Fftw<float> {
 // (ulimit -v, common on HPC nodes) a large transform therefore killed the
 // process where numpy raises MemoryError. Before planning a problem of at
 // least kHeadroomFrom bytes, and before each execution of one, the
-// provider allocates and frees as much as its larger array (a
-// large malloc is an mmap that touches no page: microseconds, against
+// provider allocates and frees as much as its larger array (a large
+// malloc is an mmap that touches no page: microseconds, against
 // milliseconds for the transform); when that fails the call is
 // kResourceExhausted and FFTW is not entered. It is a guard, not a proof:
 // FFTW may still need more than the data's size (Bluestein's algorithm
@@ -119,8 +118,8 @@ Status reserve_headroom(std::size_t bytes, std::string_view name, ErrorStage sta
   void* probe = std::malloc(bytes);
   if (probe == nullptr) {
     return make_error(ErrorCode::kResourceExhausted, stage,
-                      "fft provider {}: expected {} bytes of free memory for FFTW's working arrays (as much again as "
-                      "the transform's data), found the allocation failing (an address-space limit or too little "
+                      "fft provider {}: expected {} bytes of free memory for FFTW's working arrays (as much as the "
+                      "transform's larger array), found the allocation failing (an address-space limit or too little "
                       "memory)",
                       name, bytes);
   }
@@ -128,6 +127,7 @@ Status reserve_headroom(std::size_t bytes, std::string_view name, ErrorStage sta
   return ok_status();
 }
 
+// One FFTW plan. Destroyed under the provider's planner lock.
 template <class R>
 class FftwKernel final : public FftKernel {
  public:
