@@ -845,7 +845,7 @@ def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     if out is not None or kwargs:
         raise _unsupported("nanmean with out or where")
     counts = _np.sum(~_np.isnan(a.numpy()), axis=axis, keepdims=keepdims)
-    return _elementwise("div", _nansum(a, axis, dtype, keepdims=keepdims), counts.astype(_np.float64))
+    return _elementwise("div", _nansum(a, axis, dtype, keepdims=keepdims), counts.astype(_np.finfo(a.dtype).dtype))
 
 
 def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
