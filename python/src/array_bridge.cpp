@@ -344,7 +344,9 @@ py::object OperandList::unify_numeric(py::handle dtype, py::handle casting) {
       PyObject* c = PyArray_CastToType(a, target, 0);
       if (c == nullptr) throw py::error_already_set();
       arrays_[i] = py::reinterpret_steal<py::object>(c);
-      exact_[i] = false;  // in `dtype`, not yet in dtypes_[i]
+      // In `dtype` now: when that is the compute dtype, cast() copies no more.
+      exact_[i] = PyArray_EquivTypenums(PyArray_TYPE(reinterpret_cast<PyArrayObject*>(c)), typenum_of(*compute)) != 0;
+      if (exact_[i]) dtypes_[i] = *compute;
     }
     cast(i, *compute);
   }

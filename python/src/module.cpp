@@ -472,6 +472,11 @@ ArgSpan items_of(const py::args& args) {
 // an interned key), and the remembered PyRuntime is used only while the
 // attribute is that same object (held, so its address is not reused).
 struct EinsumFunctionState {
+  explicit EinsumFunctionState(PyObject* m) : module(py::reinterpret_borrow<py::object>(m)) {
+    PyObject* interned = PyUnicode_InternFromString("_default_runtime");
+    if (interned == nullptr) throw py::error_already_set();
+    key = py::reinterpret_steal<py::object>(interned);
+  }
   py::object module;
   py::object key;     // interned "_default_runtime"
   py::object cached;  // the runtime object `rt` belongs to
@@ -550,12 +555,13 @@ struct Contraction {
   std::vector<py::object> constants;
   std::size_t num_args = 0;
   EinsumFunctionState state;  // the default runtime (Note [Default runtime lookup])
+  explicit Contraction(PyObject* module) : state(module) {}
 };
 
 std::unique_ptr<Contraction> make_contraction(PyObject* module, const std::string& subscripts, py::handle path,
                                               py::handle memory_limit, py::handle max_intermediate_bytes,
                                               const py::dict& constants) {
-  auto c = std::make_unique<Contraction>();
+  auto c = std::make_unique<Contraction>(module);
   c->spec = parse_optimize(path);
   if (!memory_limit.is_none())
     c->spec.memory_limit = memory_limit_of(memory_limit, "contract_expression memory_limit=");
@@ -577,10 +583,6 @@ std::unique_ptr<Contraction> make_contraction(PyObject* module, const std::strin
   }
   c->num_args = static_cast<std::size_t>(
       std::count_if(c->constants.begin(), c->constants.end(), [](const py::object& o) { return !o; }));
-  c->state.module = py::reinterpret_borrow<py::object>(module);
-  PyObject* key = PyUnicode_InternFromString("_default_runtime");
-  if (key == nullptr) throw py::error_already_set();
-  c->state.key = py::reinterpret_steal<py::object>(key);
   return c;
 }
 
@@ -611,7 +613,7 @@ py::object call_contraction(Contraction& c, const py::args& args, const py::kwar
 }
 
 // The type's tp_call (inherited by ContractExpression): a pybind11
-// __call__ method cost about 0.3 us more per call in its dispatch.
+// __call__ method cost 0.2-0.3 us more per call in its dispatch.
 PyObject* contraction_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   return python_entry([&] {
     const py::kwargs k = kwargs != nullptr ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
@@ -1038,8 +1040,7 @@ tenferro.linalg functions, or call its einsum method.)doc")
            }),
            py::arg("subscripts"), py::arg("path"), py::arg("memory_limit") = py::none(),
            py::arg("max_intermediate_bytes") = py::none(), py::arg("constants") = py::dict())
-      .def_property_readonly("num_args", [](const Contraction& c) { return c.num_args; })
-      .def_property_readonly("eq", [](const Contraction& c) { return c.op->canonical_subscripts(); });
+      .def_property_readonly("num_args", [](const Contraction& c) { return c.num_args; });
 
   static PyMethodDef einsum_def = {
       "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
@@ -1050,13 +1051,9 @@ numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
 sublist form) for float32/float64/complex64/complex128 operands; operands
 are borrowed without copying and the result is a numpy array over
 tenferro's storage (a numpy scalar for a full contraction). out=: a numpy array of the result's shape to write
-the result into (numpy's 'safe' casting); it is returned. See
+the result into (under casting=, 'safe' by default); it is returned. See
 docs/python.md.)doc"};
-  auto state = std::make_unique<EinsumFunctionState>();
-  state->module = py::reinterpret_borrow<py::object>(module);
-  PyObject* key = PyUnicode_InternFromString("_default_runtime");
-  if (key == nullptr) throw py::error_already_set();
-  state->key = py::reinterpret_steal<py::object>(key);
+  auto state = std::make_unique<EinsumFunctionState>(module);
   PyObject* capsule = PyCapsule_New(state.get(), "tenferro.einsum_state", destroy_einsum_state);
   if (capsule == nullptr) throw py::error_already_set();
   state.release();

@@ -830,8 +830,8 @@ def _broadcast_arrays(*args, subok=False):
 
 
 def _values(fn):
-    """A numpy function of the values only (argsort, isclose, ...): plain
-    arrays, no gradient."""
+    """A numpy function of the values only (comparisons, argsort, isclose,
+    ...): plain arrays, no gradient."""
     return lambda *args, **kwargs: fn(*[a.numpy() if isinstance(a, Traced) else a for a in args], **kwargs)
 
 
@@ -884,10 +884,6 @@ def _floor_divide(a, b):
     return _unary("floor")(_elementwise("div", a, b))
 
 
-def _compare(ufunc):
-    return lambda *xs: ufunc(*[x.numpy() if isinstance(x, Traced) else x for x in xs])
-
-
 # ufuncs that are one core op of the same name for every operand; the fast
 # paths of python/src/tape.cpp record these (and np.square, np.matmul)
 # without this module (Note [Traced fast paths], _FAST_UFUNCS below).
@@ -928,7 +924,7 @@ _UFUNCS = {
     _np.hypot: _hypot,
 }
 for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
-    _UFUNCS[_cmp] = _compare(_cmp)
+    _UFUNCS[_cmp] = _values(_cmp)  # comparisons: plain arrays of the values
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -1117,7 +1113,7 @@ def _install():
     T.__round__ = lambda self, ndigits=None: _round(self, 0 if ndigits is None else ndigits)
     for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),
                         ("__ge__", _np.greater_equal)):
-        setattr(T, name, _compare(ufunc))
+        setattr(T, name, _values(ufunc))
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__len__ = _len

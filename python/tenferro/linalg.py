@@ -294,19 +294,18 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     return x, residuals, rank, s
 
 
-def pinv(a, rcond=1e-15, hermitian=False, *, rtol=None, threads=None, runtime=None):
+def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
-    max(s) count as zero (numpy's default rcond 1e-15; an array of rcond
+    max(s) count as zero (rcond None: numpy's default 1e-15; an array of rcond
     broadcasts over the stack, as in numpy). `rtol` is numpy 2's name for
     the same cutoff (give one of the two). `hermitian` is accepted and
     ignored."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     del hermitian
-    if rtol is not None:
-        if not (_np.ndim(rcond) == 0 and rcond == 1e-15):
-            raise _invalid("pinv: rcond and rtol are the same cutoff: give one of them")
-        rcond = rtol
+    if rtol is not None and rcond is not None:
+        raise _invalid("pinv: rcond and rtol are the same cutoff: give one of them")
+    rcond = rtol if rtol is not None else 1e-15 if rcond is None else rcond
     a = _operand(a)
     if _np.ndim(rcond) == 0:
         return _call("pinv", [a], runtime, rcond=float(rcond))[0]

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "tenferro/base/small_vector.h"
-
 namespace tenferro::einsum {
 
 Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<const EinsumOp>& op,
@@ -16,20 +14,8 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
     return x.defined() && y.defined() && x.dtype() != y.dtype();
   });
   if (mixed != inputs.end()) {
-    DType common = inputs[0].dtype();
-    for (const Tensor& t : inputs) {
-      if (t.defined()) common = promote_types(common, t.dtype());
-    }
-    SmallVector<Tensor, 8> promoted;
-    for (const Tensor& t : inputs) {
-      if (t.defined() && t.dtype() != common) {
-        TENFERRO_ASSIGN_OR_RETURN(Tensor c, context.convert(t, common));
-        promoted.push_back(std::move(c));
-      } else {
-        promoted.push_back(t);
-      }
-    }
-    return einsum(context, op, std::span<const Tensor>(promoted.data(), promoted.size()));
+    TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList common, context.to_common_dtype(inputs));
+    return einsum(context, op, std::span<const Tensor>(common.data(), common.size()));
   }
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(op, inputs));
   return std::move(out[0]);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -342,19 +343,6 @@ Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorV
   return out;
 }
 
-namespace {
-
-// Note [Eager dtype promotion]: `a` and `b` in their common dtype, the one
-// that differs converted by one eager call.
-Result<std::pair<Tensor, Tensor>> promoted_pair(EagerContext& ctx, const Tensor& a, const Tensor& b) {
-  const DType common = promote_types(a.dtype(), b.dtype());
-  TENFERRO_ASSIGN_OR_RETURN(Tensor pa, a.dtype() == common ? Result<Tensor>(a) : ctx.convert(a, common));
-  TENFERRO_ASSIGN_OR_RETURN(Tensor pb, b.dtype() == common ? Result<Tensor>(b) : ctx.convert(b, common));
-  return std::pair<Tensor, Tensor>(std::move(pa), std::move(pb));
-}
-
-}  // namespace
-
 Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Tensor& b) {
   TENFERRO_TRY(ensure_fresh());
   const program::CoreOpInfo& info = program::core_op_info(op);
@@ -366,8 +354,9 @@ Result<Tensor> EagerContext::binary(CoreSemanticOp op, const Tensor& a, const Te
   if (!a.defined() || !b.defined())
     return eager_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected defined tensors", info.name));
   if (a.dtype() != b.dtype()) {
-    TENFERRO_ASSIGN_OR_RETURN(auto promoted, promoted_pair(*this, a, b));
-    return binary(op, promoted.first, promoted.second);
+    const Tensor both[2] = {a, b};
+    TENFERRO_ASSIGN_OR_RETURN(TensorList common, to_common_dtype(both));
+    return binary(op, common[0], common[1]);
   }
   if (!program::dtype_in_class(a.dtype(), info.operand_dtypes)) {
     return eager_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected {}, found {}", info.name,
@@ -429,6 +418,23 @@ Result<Tensor> EagerContext::convert(const Tensor& x, DType dtype) {
   return apply(CoreSemanticOp::kConvert, std::span<const Tensor>(&x, 1), program::ConvertAttributes{dtype});
 }
 
+Result<TensorList> EagerContext::to_common_dtype(std::span<const Tensor> inputs) {
+  std::optional<DType> common;
+  for (const Tensor& t : inputs) {
+    if (t.defined()) common = common ? promote_types(*common, t.dtype()) : t.dtype();
+  }
+  TensorList out;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.dtype() != *common) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor c, convert(t, *common));
+      out.push_back(std::move(c));
+    } else {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
 Result<Tensor> EagerContext::matmul(const Tensor& a, const Tensor& b) {
   if (!a.defined() || !b.defined()) return eager_error(ErrorCode::kInvalidArgument, "matmul: expected defined tensors");
   const std::int64_t ra = a.rank();
@@ -468,8 +474,9 @@ Result<Tensor> EagerContext::dot_general(const Tensor& lhs, const Tensor& rhs,
 Result<Tensor> EagerContext::dot_general_impl(const Tensor& lhs, const Tensor& rhs,
                                               const program::CoreAttributes& attributes) {
   if (lhs.defined() && rhs.defined() && lhs.dtype() != rhs.dtype()) {
-    TENFERRO_ASSIGN_OR_RETURN(auto promoted, promoted_pair(*this, lhs, rhs));
-    return dot_general_impl(promoted.first, promoted.second, attributes);
+    const Tensor both[2] = {lhs, rhs};
+    TENFERRO_ASSIGN_OR_RETURN(TensorList common, to_common_dtype(both));
+    return dot_general_impl(common[0], common[1], attributes);
   }
   Dims shape;
   if (!fast_dot_general_shape(lhs, rhs, std::get<program::DotGeneralAttributes>(attributes), shape)) {

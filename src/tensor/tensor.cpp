@@ -145,7 +145,8 @@ Result<Tensor> Tensor::eye(std::int64_t rows, DType dtype, std::int64_t cols) {
   TENFERRO_ASSIGN_OR_RETURN(Tensor t, zeros({rows, cols}, dtype));
   visit_dtype(dtype, [&]<class T>(T) {
     T* p = static_cast<T*>(t.data());
-    for (std::int64_t i = 0; i < std::min(rows, cols); ++i) p[i * cols + i] = Scalar::of(1.0).value<T>();
+    const T one = Scalar::of(1.0).value<T>();
+    for (std::int64_t i = 0; i < std::min(rows, cols); ++i) p[i * cols + i] = one;
   });
   return t;
 }

@@ -117,6 +117,9 @@ class EagerContext {
   Result<Tensor> compare(program::ComparisonDirection direction, const Tensor& a, const Tensor& b);
   Result<Tensor> select(const Tensor& predicate, const Tensor& on_true, const Tensor& on_false);
   Result<Tensor> convert(const Tensor& x, DType dtype);
+  /// `inputs` in their common dtype (promote_types over the defined ones),
+  /// each one that differs converted once (Note [Eager dtype promotion]).
+  Result<TensorList> to_common_dtype(std::span<const Tensor> inputs);
   /// Any elementwise unary / binary core op.
   Result<Tensor> unary(program::CoreSemanticOp op, const Tensor& x);
   Result<Tensor> binary(program::CoreSemanticOp op, const Tensor& a, const Tensor& b);

@@ -387,8 +387,8 @@ void gemv_batch(const TypedProblem<T>& p, std::int64_t sa, std::int64_t sb, std:
     return;
   }
   if (p.m == 1 && !(p.csa == 1 && p.rsb == 1 && p.k >= 4 * gemv_detail::kPer<Isa, T>)) {
-    // Short (or strided) dot products, as gemv_rows sums them, without a
-    // call per member (`ij,ij->i` over rows of 3).
+    // Short (or strided) dot products in scalar_dot, without a call per
+    // member (`ij,ij->i` over rows of 3).
     const bool plain = p.alpha == T(1) && p.beta == T(0);
     for (std::int64_t j = j0; j < j1; ++j) {
       const T s = gemv_detail::scalar_dot(p.k, p.a + j * sa, p.csa, p.b + j * sb, p.rsb);
