@@ -36,6 +36,46 @@ PyTraced record(const std::shared_ptr<PyTape>& tape, Result<ad::TapeTensor> hand
   return PyTraced{tape, h, std::move(value)};
 }
 
+// Note [Nested Traced values]
+// tenferro.grad inside tenferro.grad (grad of grad): the inner call's tape
+// has the enclosing call's tape as its parent, and its differentiated
+// arguments are variables standing for the enclosing Traced values (Note
+// [Nested tapes] in gradient_tape.h); the inner call's results are recorded
+// on the parent by the *_onto transforms, as Traced values of the parent.
+// A Traced value of an enclosing tape that the inner function uses (one it
+// closes over) becomes a constant of the inner tape standing for it,
+// through every tape in between, so the enclosing tape differentiates
+// through it as well. The operands of one call are recorded on the
+// innermost of their tapes; Traced values of tapes that are not nested
+// (a value that left its tenferro.grad call) are a kForeignValue error.
+bool encloses(const PyTape* outer, const PyTape* inner) {
+  for (const PyTape* p = inner->parent.get(); p != nullptr; p = p->parent.get()) {
+    if (p == outer) return true;
+  }
+  return false;
+}
+
+const std::shared_ptr<PyTape>& innermost(const std::shared_ptr<PyTape>& a, const std::shared_ptr<PyTape>& b,
+                                         std::string_view what) {
+  if (!a || a == b || encloses(a.get(), b.get())) return b;
+  if (encloses(b.get(), a.get())) return a;
+  raise_error(ErrorCode::kForeignValue,
+              fmt::format("{}: Traced values of two tapes that are not nested (a value used outside the "
+                          "tenferro.grad / vjp call that traced it)",
+                          what));
+}
+
+// `t` as a tensor of `tape` (Note [Nested Traced values]).
+ad::TapeTensor handle_on(PyTape& tape, const PyTraced& t) {
+  if (t.tape.get() == &tape) return t.handle;
+  if (!tape.parent) {
+    raise_error(ErrorCode::kForeignValue,
+                "a Traced value of another tape (a value used outside the tenferro.grad / vjp call that traced it)");
+  }
+  const ad::TapeTensor outer = handle_on(*tape.parent, t);
+  return value_or_raise(tape.tape.constant(tape.parent->tape, outer));
+}
+
 // Note [Traced promotion]
 // einsum and linalg on Traced values and array-likes compute in numpy's
 // result dtype of all their operands (PyArray_ResultType: 0-d arrays and
@@ -58,10 +98,7 @@ TracedOperands promote_traced(std::span<const py::handle> operands, const char* 
   for (py::handle a : operands) {
     if (py::isinstance<PyTraced>(a)) {
       const PyTraced& t = py::cast<const PyTraced&>(a);
-      if (out.tape && t.tape != out.tape) {
-        raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced operands of two different tapes", what));
-      }
-      out.tape = t.tape;
+      out.tape = innermost(out.tape, t.tape, what);
       owned.push_back(numpy_dtype(t.value.dtype()));
       dtypes.push_back(reinterpret_cast<PyArray_Descr*>(owned.back().ptr()));
     } else {
@@ -92,9 +129,9 @@ TracedOperands promote_traced(std::span<const py::handle> operands, const char* 
 ad::TapeTensor promoted_operand(const TracedOperands& to, py::handle a, const char* what) {
   if (py::isinstance<PyTraced>(a)) {
     const PyTraced& t = py::cast<const PyTraced&>(a);
-    if (t.value.dtype() == to.dtype) return t.handle;
-    return value_or_raise(
-        to.tape->tape.apply(CoreSemanticOp::kConvert, {t.handle}, program::ConvertAttributes{to.dtype}));
+    const ad::TapeTensor h = handle_on(*to.tape, t);
+    if (t.value.dtype() == to.dtype) return h;
+    return value_or_raise(to.tape->tape.apply(CoreSemanticOp::kConvert, {h}, program::ConvertAttributes{to.dtype}));
   }
   return value_or_raise(to.tape->tape.constant(copied_leaf(*to.tape->runtime, a, to.dtype, what)));
 }
@@ -219,28 +256,23 @@ Tensor exact_leaf(py::handle a, DType dtype) {
 py::object traced_core(const std::string& name, const py::sequence& args, program::CoreAttributes attributes) {
   const std::optional<CoreSemanticOp> op = program::parse_core_op(name);
   if (!op) raise_error(ErrorCode::kInvalidArgument, fmt::format("Traced: no core operation named '{}'", name));
-  const PyTraced* first = nullptr;
+  std::shared_ptr<PyTape> tape;
   for (py::handle a : args) {
-    if (!py::isinstance<PyTraced>(a)) continue;
-    const PyTraced& t = py::cast<const PyTraced&>(a);
-    if (first && t.tape != first->tape)
-      raise_error(ErrorCode::kForeignValue, fmt::format("{}: Traced values of two tapes", name));
-    if (!first) first = &t;
+    if (py::isinstance<PyTraced>(a)) tape = innermost(tape, py::cast<const PyTraced&>(a).tape, name);
   }
-  if (!first) raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: no Traced operand", name));
+  if (!tape) raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: no Traced operand", name));
   SmallVector<ad::TapeTensor, 4> handles;
   for (py::handle a : args) {
     if (py::isinstance<PyTraced>(a)) {
-      handles.push_back(py::cast<const PyTraced&>(a).handle);
+      handles.push_back(handle_on(*tape, py::cast<const PyTraced&>(a)));
     } else {
       const std::optional<DType> exact = exact_dtype_of(a);
-      Tensor leaf = exact ? exact_leaf(a, *exact) : copied_leaf(*first->tape->runtime, a, std::nullopt, name.c_str());
-      handles.push_back(value_or_raise(first->tape->tape.constant(leaf)));
+      Tensor leaf = exact ? exact_leaf(a, *exact) : copied_leaf(*tape->runtime, a, std::nullopt, name.c_str());
+      handles.push_back(value_or_raise(tape->tape.constant(leaf)));
     }
   }
-  return py::cast(
-      record(first->tape, first->tape->tape.apply(*op, std::span<const ad::TapeTensor>(handles.data(), handles.size()),
-                                                  std::move(attributes))));
+  return py::cast(record(tape, tape->tape.apply(*op, std::span<const ad::TapeTensor>(handles.data(), handles.size()),
+                                                std::move(attributes))));
 }
 
 Dims dims_of(const py::sequence& values) {
@@ -414,31 +446,71 @@ py::object traced_sum_all(const PyTraced& x, py::handle self) {
 
 namespace {
 
-// One tensor per variable for jvp / hvp: each array-like cast to its
-// variable's dtype (a complex one for a real variable is a DTypeError:
-// the imaginary part would be dropped); None is zero.
-std::vector<Tensor> per_variable(PyTape& tape, const py::sequence& variables, const py::sequence& given,
-                                 const char* what) {
+// A tangent (jvp) or vector (hvp) for a variable of `dtype`: an
+// array-like cast to it (a complex one for a real variable is a
+// DTypeError: the imaginary part would be dropped).
+Tensor tangent_of(PyTape& tape, DType dtype, py::handle given, std::size_t i, const char* what) {
+  const py::object array = py::module_::import("numpy").attr("asarray")(given);
+  if (array.attr("dtype").attr("kind").cast<std::string>() == "c" && !is_complex(dtype)) {
+    raise_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a real tangent for primal {} ({}), found {}", what,
+                                                       i, dtype, std::string(py::str(array.attr("dtype")))));
+  }
+  return copied_leaf(*tape.runtime, array, dtype, "tangent");
+}
+
+void check_per_variable(const py::sequence& variables, const py::sequence& given, const char* what) {
   if (py::len(given) != py::len(variables)) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tangent per primal ({}), found {}", what,
                                                          py::len(variables), py::len(given)));
   }
+}
+
+DType variable_dtype(const py::sequence& variables, std::size_t i) {
+  return py::cast<const PyTraced&>(variables[i]).value.dtype();
+}
+
+// One tensor per variable for jvp / hvp (None: zero).
+std::vector<Tensor> per_variable(PyTape& tape, const py::sequence& variables, const py::sequence& given,
+                                 const char* what) {
+  check_per_variable(variables, given, what);
   std::vector<Tensor> out;
+  for (std::size_t i = 0; i < py::len(given); ++i) {
+    const py::handle t = given[i];
+    out.push_back(t.is_none() ? Tensor() : tangent_of(tape, variable_dtype(variables, i), t, i, what));
+  }
+  return out;
+}
+
+// The same as tensors of the enclosing tape (Note [Nested Traced values]):
+// a Traced value stands for itself, an array-like is a constant there.
+std::vector<ad::TapeTensor> per_variable_onto(PyTape& tape, const py::sequence& variables, const py::sequence& given,
+                                              const char* what) {
+  check_per_variable(variables, given, what);
+  PyTape& outer = *tape.parent;
+  std::vector<ad::TapeTensor> out;
   for (std::size_t i = 0; i < py::len(given); ++i) {
     const py::handle t = given[i];
     if (t.is_none()) {
       out.emplace_back();
-      continue;
+    } else if (py::isinstance<PyTraced>(t)) {
+      out.push_back(handle_on(outer, py::cast<const PyTraced&>(t)));
+    } else {
+      out.push_back(value_or_raise(outer.tape.constant(tangent_of(tape, variable_dtype(variables, i), t, i, what))));
     }
-    const DType dtype = py::cast<const PyTraced&>(variables[i]).value.dtype();
-    const py::object array = py::module_::import("numpy").attr("asarray")(t);
-    if (array.attr("dtype").attr("kind").cast<std::string>() == "c" && !is_complex(dtype)) {
-      raise_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a real tangent for primal {} ({}), found {}",
-                                                         what, i, dtype, std::string(py::str(array.attr("dtype")))));
-    }
-    out.push_back(copied_leaf(*tape.runtime, array, dtype, "tangent"));
   }
   return out;
+}
+
+// Tensors of the enclosing tape as a tuple of its Traced values.
+py::tuple traced_tuple(const std::shared_ptr<PyTape>& tape, const std::vector<ad::TapeTensor>& handles) {
+  py::tuple out(handles.size());
+  for (std::size_t i = 0; i < handles.size(); ++i) out[i] = py::cast(record(tape, handles[i]));
+  return out;
+}
+
+PyTape& nested(PyTape& tape, const char* what) {
+  if (!tape.parent) raise_error(ErrorCode::kFailedPrecondition, fmt::format("{}: the tape is not nested", what));
+  return *tape.parent;
 }
 
 }  // namespace
@@ -504,19 +576,63 @@ void register_tape(py::module_& m) {
   m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
         py::arg("flag") = true, py::arg("rcond") = -1.0);
   py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape")
-      .def(py::init([](py::object runtime) {
-        if (!py::isinstance<PyRuntime>(runtime)) raise_error(ErrorCode::kInvalidArgument, "_Tape: expected a Runtime");
-        return std::make_shared<PyTape>(std::move(runtime));
-      }))
       .def("variable",
            [](const std::shared_ptr<PyTape>& tape, py::handle value) {
+             if (py::isinstance<PyTraced>(value)) {  // Note [Nested Traced values]
+               PyTape& outer = nested(*tape, "variable");
+               const ad::TapeTensor h = handle_on(outer, py::cast<const PyTraced&>(value));
+               return record(tape, tape->tape.variable(outer.tape, h));
+             }
              Tensor leaf = copied_leaf(*tape->runtime, value, std::nullopt, "variable");
              return record(tape, tape->tape.variable(leaf));
+           })
+      .def_property_readonly("nested", [](const PyTape& tape) { return tape.parent != nullptr; })
+      .def("value_onto",
+           [](const std::shared_ptr<PyTape>& tape, const PyTraced& output) {
+             PyTape& outer = nested(*tape, "value_onto");
+             return record(tape->parent, tape->tape.value_onto(outer.tape, handle_on(*tape, output)));
+           })
+      .def(
+          "vjp_onto",
+          [](const std::shared_ptr<PyTape>& tape, const PyTraced& output, py::handle cotangent) {
+            PyTape& outer = nested(*tape, "vjp_onto");
+            ad::TapeTensor ct;
+            if (cotangent.is_none()) {  // grad: the seed 1
+              const py::object one = py::module_::import("numpy").attr("ones")(py::tuple());
+              ct = value_or_raise(outer.tape.constant(copied_leaf(*tape->runtime, one, output.value.dtype(), "seed")));
+            } else if (py::isinstance<PyTraced>(cotangent)) {
+              ct = handle_on(outer, py::cast<const PyTraced&>(cotangent));
+            } else {
+              ct = value_or_raise(
+                  outer.tape.constant(copied_leaf(*tape->runtime, cotangent, output.value.dtype(), "cotangent")));
+            }
+            return traced_tuple(tape->parent,
+                                value_or_raise(tape->tape.vjp_onto(outer.tape, handle_on(*tape, output), ct)));
+          },
+          py::arg("output"), py::arg("cotangent") = py::none())
+      .def("jvp_onto",
+           [](const std::shared_ptr<PyTape>& tape, const PyTraced& output, const py::sequence& variables,
+              const py::sequence& tangents) {
+             PyTape& outer = nested(*tape, "jvp_onto");
+             const std::vector<ad::TapeTensor> t = per_variable_onto(*tape, variables, tangents, "jvp");
+             return traced_tuple(tape->parent,
+                                 value_or_raise(tape->tape.jvp_onto(outer.tape, handle_on(*tape, output), t)));
+           })
+      .def("hvp_onto",
+           [](const std::shared_ptr<PyTape>& tape, const PyTraced& output, const py::sequence& variables,
+              const py::sequence& vectors) {
+             PyTape& outer = nested(*tape, "hvp_onto");
+             const std::vector<ad::TapeTensor> v = per_variable_onto(*tape, variables, vectors, "hvp");
+             return traced_tuple(tape->parent,
+                                 value_or_raise(tape->tape.hvp_onto(outer.tape, handle_on(*tape, output), v)));
            })
       .def(
           "backward",
           [](PyTape& tape, const PyTraced& loss, py::handle cotangent) {
-            if (loss.tape.get() != &tape) raise_error(ErrorCode::kForeignValue, "backward: a value of another tape");
+            if (loss.tape.get() != &tape)
+              raise_error(ErrorCode::kForeignValue,
+                          "fun returned a Traced value of another tape (one traced by a tenferro.grad / vjp call "
+                          "inside fun, or by another call)");
             if (cotangent.is_none()) return ok_or_raise(tape.tape.backward(loss.handle));
             // vjp: the cotangent seeds the output itself (nothing recorded).
             const Tensor ct = copied_leaf(*tape.runtime, cotangent, loss.value.dtype(), "cotangent");
@@ -609,6 +725,17 @@ void register_tape(py::module_& m) {
              }
              return general_rule("_array_ufunc")(self, ufunc, method, *inputs, **kwargs);
            });
+  // A tape for the primals of a tenferro.grad / vjp / jvp / hvp call:
+  // nested in the innermost of the running tape and the tapes of its
+  // Traced primals, if any (Note [Nested Traced values]).
+  m.def("_tape_for", [](py::object runtime, const py::sequence& primals, std::shared_ptr<PyTape> running) {
+    if (!py::isinstance<PyRuntime>(runtime)) raise_error(ErrorCode::kInvalidArgument, "_Tape: expected a Runtime");
+    std::shared_ptr<PyTape> parent = std::move(running);
+    for (py::handle p : primals) {
+      if (py::isinstance<PyTraced>(p)) parent = innermost(parent, py::cast<const PyTraced&>(p).tape, "grad");
+    }
+    return std::make_shared<PyTape>(std::move(runtime), std::move(parent));
+  });
   m.def("_core_op_code", [](const std::string& name) {
     const std::optional<CoreSemanticOp> op = program::parse_core_op(name);
     if (!op) raise_error(ErrorCode::kInvalidArgument, fmt::format("no core operation named '{}'", name));

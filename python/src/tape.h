@@ -9,7 +9,8 @@
 // A Traced value is one TapeTensor of one PyTape plus its eager value.
 // Arrays mixed with Traced values become tape constants (a copy: the tape
 // retains its leaves, which must not borrow Python memory, Note [Borrowed
-// operands]). All Traced operands of one call must come from the same tape.
+// operands]). The Traced operands of one call come from one tape or from
+// nested ones (Note [Nested Traced values] in tape.cpp).
 #pragma once
 
 #include <memory>
@@ -29,13 +30,17 @@ namespace py = pybind11;
 /// One recording (see the file comment) on the runtime `runtime_ref`
 /// holds. Thread-compatible (used with the GIL held).
 struct PyTape {
-  explicit PyTape(py::object runtime_object)
+  PyTape(py::object runtime_object, std::shared_ptr<PyTape> enclosing)
       : runtime_ref(std::move(runtime_object)),
         runtime(&py::cast<PyRuntime&>(runtime_ref)),
-        tape(runtime->runtime(), runtime->ad_ptr(), runtime::Placement::default_placement(), runtime->compiler_ptr()) {}
+        tape(runtime->runtime(), runtime->ad_ptr(), runtime::Placement::default_placement(), runtime->compiler_ptr()),
+        parent(std::move(enclosing)) {}
   py::object runtime_ref;
   PyRuntime* runtime;
   ad::GradientTape tape;
+  /// The tape of the enclosing tenferro.grad / vjp / jvp / hvp, or null
+  /// (Note [Nested Traced values]).
+  std::shared_ptr<PyTape> parent;
 };
 
 /// A value recorded on a tape (Note [Traced values]).

@@ -52,6 +52,8 @@ __all__ = [
     "vjp",
     "jvp",
     "hvp",
+    "jacobian",
+    "hessian",
     "grad",
     "value_and_grad",
     "Traced",
@@ -378,19 +380,34 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize=None, threads=Non
 _traced._install()
 
 
+# The tapes whose functions are running on this thread, innermost last: a
+# tenferro.grad called inside another's function nests its tape in the
+# innermost one (Note [Nested Traced values], python/src/tape.cpp), also
+# when only a value the function closes over is traced, as in jax.
+_running = _threading.local()
+
+
+def _run(tape, fun, *args, **kwargs):
+    """fun(*args, **kwargs) with `tape` the innermost running tape."""
+    stack = _running.__dict__.setdefault("tapes", [])
+    stack.append(tape)
+    try:
+        return fun(*args, **kwargs)
+    finally:
+        stack.pop()
+
+
 def _start(primals, runtime, what, positions=None):
     """A tape and the primals as its variables; `positions` name the
     primals' argument positions in errors (default 0, 1, ...)."""
     rt = default_runtime() if runtime is None else runtime
-    tape = _tenferro._Tape(rt)
+    # Inside another call's function (grad of grad) the tape is nested in
+    # the innermost running one or in that of a Traced primal; its results
+    # are recorded there.
+    stack = getattr(_running, "tapes", None)
+    tape = _tenferro._tape_for(rt, primals, stack[-1] if stack else None)
     xs = []
     for k, p in enumerate(primals):
-        if isinstance(p, Traced):
-            raise UnsupportedError(
-                f"{what}: argument {k if positions is None else positions[k]} is already traced by an enclosing "
-                f"tenferro.grad / vjp / jvp / hvp: nested differentiation (grad of grad) is not supported; use "
-                f"tenferro.hvp for Hessian-vector products, or tenferro.torch.einsum under torch.autograd for "
-                f"higher derivatives", code="kUnsupported", canonical="kUnsupported")
         try:
             xs.append(tape.variable(p))
         except DTypeError as e:
@@ -449,14 +466,14 @@ def vjp(fun, *primals, runtime=None):
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
     tape, xs = _start(primals, runtime, "vjp")
-    out = fun(*xs)
+    out = _run(tape, fun, *xs)
     _check_output(out, "vjp")
     # One backward at a time: every call resets, seeds and reads the same
     # tape (a pullback shared by threads gave mixed gradients).
     lock = _threading.Lock()
 
     def vjp_fn(cotangent):
-        ct = _np.asarray(cotangent)
+        ct = cotangent if isinstance(cotangent, Traced) else _np.asarray(cotangent)
         if ct.shape != out.shape:
             raise InvalidArgumentError(
                 f"vjp: expected a cotangent of shape {out.shape}, found {ct.shape}",
@@ -469,6 +486,8 @@ def vjp(fun, *primals, runtime=None):
                 code="kDTypeMismatch",
                 canonical="kDTypeMismatch",
             )
+        if tape.nested:  # recorded on the enclosing tape, which differentiates it again
+            return tape.vjp_onto(out, cotangent)[1:]
         with lock:
             tape.zero_grad()
             # J* ct straight from the tape: nothing is recorded, so every call
@@ -476,7 +495,7 @@ def vjp(fun, *primals, runtime=None):
             tape.backward(out, ct)
             return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
-    return out.numpy(), vjp_fn
+    return (tape.value_onto(out) if tape.nested else out.numpy()), vjp_fn
 
 
 def jvp(fun, primals, tangents, runtime=None):
@@ -485,8 +504,10 @@ def jvp(fun, primals, tangents, runtime=None):
     same length (a tangent of None is zero), `fun` as for vjp."""
     primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
     tape, xs = _start(primals, runtime, "jvp")
-    out = fun(*xs)
+    out = _run(tape, fun, *xs)
     _check_output(out, "jvp")
+    if tape.nested:
+        return tape.jvp_onto(out, xs, tangents)
     return out.numpy(), tape.jvp(out, xs, tangents)
 
 
@@ -496,9 +517,9 @@ def hvp(fun, primals, vectors, runtime=None):
     torch.autograd.functional.hvp gives it."""
     primals, vectors = _sequences(primals, vectors, "hvp", "vectors")
     tape, xs = _start(primals, runtime, "hvp")
-    out = fun(*xs)
+    out = _run(tape, fun, *xs)
     _check_output(out, "hvp", scalar=True)
-    return tape.hvp(out, xs, vectors)
+    return (tape.hvp_onto if tape.nested else tape.hvp)(out, xs, vectors)
 
 
 def _plain(value):
@@ -513,6 +534,36 @@ def _plain(value):
     return value
 
 
+def _argnums(argnums, who):
+    """(whether argnums is one int, argnums as a tuple of ints)."""
+    single = not isinstance(argnums, (tuple, list))
+    try:
+        return single, ((_operator.index(argnums),) if single else tuple(_operator.index(i) for i in argnums))
+    except TypeError:
+        raise TypeError(f"{who}: expected argnums as an int or a tuple of ints, found {argnums!r}") from None
+
+
+def _trace_call(fun, args, kwargs, nums, runtime, who):
+    """Runs fun(*args, **kwargs) with the arguments `nums` traced: (tape,
+    the variables, their argument positions, fun's result)."""
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise InvalidArgumentError(
+                f"{who}: argnums {i} is out of range for a call with {len(args)} positional argument"
+                f"{'' if len(args) == 1 else 's'}",
+                code="kInvalidArgument",
+                canonical="kInvalidArgument",
+            )
+    # One variable per argument, however often argnums names it (a
+    # repeated argnums gets the same gradient twice, as torch gives it).
+    positions = list(dict.fromkeys(i % len(args) for i in nums))
+    tape, xs = _start([args[i] for i in positions], runtime, who, positions)
+    traced_args = list(args)
+    for i, x in zip(positions, xs):
+        traced_args[i] = x
+    return tape, xs, positions, _run(tape, fun, *traced_args, **kwargs)
+
+
 def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
     """A function returning (fun(*args, **kwargs), gradient of fun's real
     scalar output with respect to the positional arguments `argnums` (an
@@ -521,29 +572,10 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
     result is ((value, aux), gradient), aux's traced values as numpy
     arrays."""
 
-    single = not isinstance(argnums, (tuple, list))
-    try:
-        nums = (_operator.index(argnums),) if single else tuple(_operator.index(i) for i in argnums)
-    except TypeError:
-        raise TypeError(f"grad: expected argnums as an int or a tuple of ints, found {argnums!r}") from None
+    single, nums = _argnums(argnums, "grad")
 
     def wrapped(*args, **kwargs):
-        for i in nums:
-            if not -len(args) <= i < len(args):
-                raise InvalidArgumentError(
-                    f"grad: argnums {i} is out of range for a call with {len(args)} positional argument"
-                    f"{'' if len(args) == 1 else 's'}",
-                    code="kInvalidArgument",
-                    canonical="kInvalidArgument",
-                )
-        # One variable per argument, however often argnums names it (a
-        # repeated argnums gets the same gradient twice, as torch gives it).
-        positions = list(dict.fromkeys(i % len(args) for i in nums))
-        tape, xs = _start([args[i] for i in positions], runtime, "grad", positions)
-        traced_args = list(args)
-        for i, x in zip(positions, xs):
-            traced_args[i] = x
-        out = fun(*traced_args, **kwargs)
+        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "grad")
         aux = None
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -570,8 +602,13 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
             value, grad_of = _np.asarray(out)[()], lambda x: None
         else:
             _check_output(out, "grad", scalar=True)
-            tape.backward(out)
-            value, grad_of = out.numpy(), tape.grad
+            if tape.nested:  # the value and gradients as Traced values of the enclosing tape
+                value, *gradients = tape.vjp_onto(out)
+                by_variable = {id(x): g for x, g in zip(xs, gradients)}
+                grad_of = lambda x: by_variable[id(x)]  # noqa: E731
+            else:
+                tape.backward(out)
+                value, grad_of = out.numpy(), tape.grad
         variable = dict(zip(positions, xs))
         grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)
@@ -591,6 +628,110 @@ def grad(fun, argnums=0, runtime=None, has_aux=False):
         return (g, value[1]) if has_aux else g
 
     return gradient
+
+
+def _real_only(out, xs, positions, who):
+    """DTypeError unless fun's output and the differentiated arguments are
+    real (a Jacobian of complex values needs a convention, jax's
+    holomorphic= or torch's conjugates; use vjp / jvp for those)."""
+    if out.dtype.kind != "f":
+        raise DTypeError(f"{who}: expected fun to return a real floating array, found {out.dtype} (use tenferro.vjp "
+                         f"or tenferro.jvp for complex values)", code="kDTypeMismatch", canonical="kDTypeMismatch")
+    for x, position in zip(xs, positions):
+        if x.dtype.kind != "f":
+            raise DTypeError(f"{who}: argument {position}: expected a real floating array, found {x.dtype} (use "
+                             f"tenferro.vjp or tenferro.jvp for complex values)", code="kDTypeMismatch",
+                             canonical="kDTypeMismatch")
+
+
+def _basis(shape, dtype, k):
+    """The k-th unit array of `shape` (row-major order)."""
+    e = _np.zeros(int(_np.prod(shape)), dtype=dtype)
+    e[k] = 1
+    return e.reshape(shape)
+
+
+def jacobian(fun, argnums=0, runtime=None):
+    """A function returning the Jacobian of fun's output with respect to
+    the positional argument `argnums` (an int, or a tuple for several): an
+    array of shape ``out.shape + x.shape``, as ``jax.jacrev`` /
+    ``jax.jacfwd`` and ``torch.autograd.functional.jacobian`` give it.
+    Reverse mode (one vjp per output element, the backward program compiled
+    once) when the output has fewer elements than the arguments, else
+    forward mode (one jvp per argument element). Real values only;
+    keyword arguments are passed to fun. Inside tenferro.grad (and the
+    other transforms) the Jacobian is differentiable again."""
+    single, nums = _argnums(argnums, "jacobian")
+
+    def jac(*args, **kwargs):
+        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "jacobian")
+        _check_output(out, "jacobian")
+        _real_only(out, xs, positions, "jacobian")
+        n_out = int(_np.prod(out.shape))
+        n_in = sum(int(_np.prod(x.shape)) for x in xs)
+        if n_out <= n_in:  # rows: J^T e_o
+            rows = [[] for _ in xs]
+            for o in range(n_out):
+                ct = _basis(out.shape, out.dtype, o)
+                if tape.nested:
+                    gs = tape.vjp_onto(out, ct)[1:]
+                else:
+                    tape.zero_grad()
+                    tape.backward(out, ct)
+                    gs = [_zeros_if_none(tape.grad(x), x) for x in xs]
+                for r, g in zip(rows, gs):
+                    r.append(g)
+            result = [_np.reshape(_np.stack(r), out.shape + x.shape) for r, x in zip(rows, xs)]
+        else:  # columns: J e_i
+            result = []
+            for k, x in enumerate(xs):
+                columns = []
+                for i in range(int(_np.prod(x.shape))):
+                    tangents = [None] * len(xs)
+                    tangents[k] = _basis(x.shape, x.dtype, i)
+                    columns.append(tape.jvp_onto(out, xs, tangents)[1] if tape.nested
+                                   else tape.jvp(out, xs, tangents))
+                result.append(_np.reshape(_np.stack(columns, axis=-1), out.shape + x.shape))
+        of = dict(zip(positions, result))
+        picked = tuple(of[i % len(args)] for i in nums)
+        return picked[0] if single else picked
+
+    return jac
+
+
+def hessian(fun, argnums=0, runtime=None):
+    """A function returning the Hessian of fun's real scalar output with
+    respect to the positional argument `argnums`: an array of shape
+    ``x.shape + x.shape``, as ``jax.hessian`` and
+    ``torch.autograd.functional.hessian`` give it; for a tuple of argnums,
+    the tuple of tuples ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. One
+    Hessian-vector product (forward over reverse, compiled once) per
+    argument element. Real values only; keyword arguments are passed to
+    fun. Inside tenferro.grad the Hessian is differentiable again."""
+    single, nums = _argnums(argnums, "hessian")
+
+    def hess(*args, **kwargs):
+        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
+        _check_output(out, "hessian", scalar=True)
+        _real_only(out, xs, positions, "hessian")
+        blocks = [[None] * len(xs) for _ in xs]  # blocks[i][j]: d2 / dx_i dx_j
+        for j, x in enumerate(xs):
+            columns = [[] for _ in xs]
+            for b in range(int(_np.prod(x.shape))):
+                vectors = [None] * len(xs)
+                vectors[j] = _basis(x.shape, x.dtype, b)
+                hv = (tape.hvp_onto if tape.nested else tape.hvp)(out, xs, vectors)
+                for c, h in zip(columns, hv):
+                    c.append(h)
+            for i, xi in enumerate(xs):
+                blocks[i][j] = _np.reshape(_np.stack(columns[i], axis=-1), xi.shape + x.shape)
+        at = {p: k for k, p in enumerate(positions)}
+        index = [at[i % len(args)] for i in nums]
+        if single:
+            return blocks[index[0]][index[0]]
+        return tuple(tuple(blocks[a][b] for b in index) for a in index)
+
+    return hess
 
 
 def show_config(mode="stdout"):

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/ad/derivative_programs.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/compiler/trace_context.h"
@@ -34,9 +35,34 @@ struct Entry {
   std::uint32_t input = 0;  // leaves: position among the trace's inputs
   Tensor grad;              // variables: the accumulated gradient
   std::string name;
+  TapeTensor link;  // leaves: the outer tape's tensor it stands for (Note [Nested tapes])
 };
 
 Error tape_error(ErrorCode code, std::string message) { return Error(code, ErrorStage::kNone, std::move(message)); }
+
+// `given` as the tensor that takes the place of `like` (an output or a
+// variable): its dtype and shape.
+Status check_like(const Tensor& like, const Tensor& given, std::string_view who, std::string_view what) {
+  if (given.dtype() != like.dtype()) {
+    return tape_error(ErrorCode::kDTypeMismatch,
+                      fmt::format("{}: expected {} of dtype {}, found {}", who, what, like.dtype(), given.dtype()));
+  }
+  if (!std::ranges::equal(given.shape(), like.shape())) {
+    return tape_error(ErrorCode::kShapeMismatch,
+                      fmt::format("{}: expected {} of shape {}, found {}", who, what, shape_to_string(like.shape()),
+                                  shape_to_string(given.shape())));
+  }
+  return ok_status();
+}
+
+Status check_scalar(const Tensor& value, std::string_view who, std::string_view what) {
+  if (value.rank() != 0 || !is_floating(value.dtype())) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: expected a real floating scalar {}, found {}{}", who, what, value.dtype(),
+                                  shape_to_string(value.shape())));
+  }
+  return ok_status();
+}
 
 }  // namespace
 
@@ -189,7 +215,7 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const pro
     for (const Tensor& v : values) metadata.push_back(program::ValueMetadata::exact(v.dtype(), v.shape()));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const program::SemanticProgram> expansion,
                               context_->expansion(*op, metadata.span()));
-    if (expansion != nullptr) return apply_expansion(*expansion, operands);
+    if (expansion != nullptr) return apply_program(*expansion, operands);
   }
   using TracedList = SmallVector<TracedValue, 2>;
   TENFERRO_ASSIGN_OR_RETURN(TracedList results, state_->trace.emit_extension(op, traced.span()));
@@ -205,12 +231,12 @@ Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const pro
   return out;
 }
 
-Result<SmallVector<TapeTensor, 2>> GradientTape::apply_expansion(const program::SemanticProgram& expansion,
-                                                                 std::span<const TapeTensor> operands) {
+Result<SmallVector<TapeTensor, 2>> GradientTape::apply_program(const program::SemanticProgram& expansion,
+                                                               std::span<const TapeTensor> operands) {
   if (expansion.num_inputs() != operands.size()) {
-    return tape_error(ErrorCode::kContractViolation,
-                      fmt::format("an AD rule's expansion takes {} inputs for an operation of {} operands",
-                                  expansion.num_inputs(), operands.size()));
+    return tape_error(
+        ErrorCode::kContractViolation,
+        fmt::format("a recorded program takes {} inputs, found {} operands", expansion.num_inputs(), operands.size()));
   }
   ++state_->expansion_depth;
   std::vector<TapeTensor> value_of(expansion.num_values());
@@ -294,11 +320,7 @@ Status run_backward(GradientTape::State& s, AdContext& context, TapeMetrics& met
 Status GradientTape::backward(const TapeTensor& loss) {
   TENFERRO_TRY(foreign(loss.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * loss_entry, state_->resolve(loss.index_, loss.generation_));
-  if (loss_entry->value.rank() != 0 || !is_floating(loss_entry->value.dtype())) {
-    return tape_error(ErrorCode::kInvalidArgument,
-                      fmt::format("backward: expected a real floating scalar loss, found {}{}",
-                                  loss_entry->value.dtype(), shape_to_string(loss_entry->value.shape())));
-  }
+  TENFERRO_TRY(check_scalar(loss_entry->value, "backward", "loss"));
   TENFERRO_ASSIGN_OR_RETURN(Tensor seed, loss_entry->value.dtype() == DType::kFloat32 ? Tensor::scalar<float>(1.0f)
                                                                                       : Tensor::scalar<double>(1.0));
   return run_backward(*state_, *context_, metrics_, *loss_entry, std::move(seed));
@@ -307,16 +329,12 @@ Status GradientTape::backward(const TapeTensor& loss) {
 Status GradientTape::backward(const TapeTensor& output, const Tensor& cotangent) {
   TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
-  if (!cotangent.defined() || cotangent.dtype() != entry->value.dtype()) {
-    return tape_error(ErrorCode::kDTypeMismatch,
-                      fmt::format("backward: expected a cotangent of the output's dtype {}, found {}",
-                                  entry->value.dtype(), cotangent.defined() ? to_string(cotangent.dtype()) : "none"));
+  if (!cotangent.defined()) {
+    return tape_error(ErrorCode::kDTypeMismatch, fmt::format("backward: expected a cotangent of the output's dtype {}, "
+                                                             "found none",
+                                                             entry->value.dtype()));
   }
-  if (!std::ranges::equal(cotangent.shape(), entry->value.shape())) {
-    return tape_error(ErrorCode::kShapeMismatch,
-                      fmt::format("backward: expected a cotangent of the output's shape {}, found {}",
-                                  shape_to_string(entry->value.shape()), shape_to_string(cotangent.shape())));
-  }
+  TENFERRO_TRY(check_like(entry->value, cotangent, "backward", "a cotangent (the output's)"));
   return run_backward(*state_, *context_, metrics_, *entry, cotangent);
 }
 
@@ -360,15 +378,7 @@ Result<std::vector<Tensor>> per_variable(const GradientTape::State& s, std::span
       out.push_back(std::move(zero));
       continue;
     }
-    if (given[i].dtype() != v.dtype()) {
-      return tape_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a {} tensor for variable {}, found {}",
-                                                               what, v.dtype(), i, given[i].dtype()));
-    }
-    if (!std::ranges::equal(given[i].shape(), v.shape())) {
-      return tape_error(ErrorCode::kShapeMismatch,
-                        fmt::format("{}: expected a tensor of shape {} for variable {}, found {}", what,
-                                    shape_to_string(v.shape()), i, shape_to_string(given[i].shape())));
-    }
+    TENFERRO_TRY(check_like(v, given[i], what, fmt::format("a tensor for variable {}", i)));
     out.push_back(given[i]);
   }
   return out;
@@ -390,15 +400,177 @@ Result<Tensor> GradientTape::jvp(const TapeTensor& output, std::span<const Tenso
 Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::span<const Tensor> vectors) {
   TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
-  if (entry->value.rank() != 0 || !is_floating(entry->value.dtype())) {
-    return tape_error(ErrorCode::kInvalidArgument,
-                      fmt::format("hvp: expected a real floating scalar output, found {}{}", entry->value.dtype(),
-                                  shape_to_string(entry->value.shape())));
-  }
+  TENFERRO_TRY(check_scalar(entry->value, "hvp", "output"));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> v, per_variable(*state_, vectors, "hvp"));
   if (!entry->requires_grad) return per_variable(*state_, std::vector<Tensor>(state_->variables.size()), "hvp");
   TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
   return ad::hvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), v);
+}
+
+// --- nested tapes (Note [Nested tapes]) ---
+
+namespace {
+Status check_outer(const GradientTape& inner, const GradientTape& outer, std::string_view who) {
+  if (&inner == &outer) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: expected an enclosing tape, found the tape itself", who));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<TapeTensor> GradientTape::variable(GradientTape& outer, const TapeTensor& value, std::string_view name) {
+  if (state_ == nullptr) return moved_from();
+  TENFERRO_TRY(check_outer(*this, outer, "variable"));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor v, outer.value(value));
+  TENFERRO_ASSIGN_OR_RETURN(TapeTensor t, variable(v, name));
+  state_->variables[t.index_ & ~kVariableBit].link = value;
+  return t;
+}
+
+Result<TapeTensor> GradientTape::constant(GradientTape& outer, const TapeTensor& value, std::string_view name) {
+  if (state_ == nullptr) return moved_from();
+  TENFERRO_TRY(check_outer(*this, outer, "constant"));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor v, outer.value(value));
+  TENFERRO_ASSIGN_OR_RETURN(TapeTensor t, constant(v, name));
+  state_->recorded[t.index_].link = value;
+  return t;
+}
+
+Result<std::vector<TapeTensor>> GradientTape::leaves_on(GradientTape& outer) {
+  std::vector<TapeTensor> out;
+  for (std::uint32_t leaf : state_->inputs) {
+    const Entry& e = leaf & kVariableBit ? state_->variables[leaf & ~kVariableBit] : state_->recorded[leaf];
+    if (!e.link.valid()) {
+      TENFERRO_ASSIGN_OR_RETURN(TapeTensor c, outer.constant(e.value));
+      out.push_back(c);
+    } else if (e.link.recording_ != outer.state_.get()) {
+      return tape_error(ErrorCode::kInvalidArgument,
+                        "a leaf of the inner tape stands for a tensor of another tape than the enclosing one given");
+    } else {
+      out.push_back(e.link);
+    }
+  }
+  return out;
+}
+
+Result<SmallVector<TapeTensor, 2>> GradientTape::apply_program(const program::FrozenProgram& f,
+                                                               std::span<const TapeTensor> parameters) {
+  if (f.bindings.num_bound() == 0) return apply_program(*f.program, parameters);
+  std::vector<TapeTensor> operands;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < f.program->num_inputs(); ++i) {
+    if (const Tensor* bound = f.bindings.bound_tensor(i)) {
+      TENFERRO_ASSIGN_OR_RETURN(TapeTensor c, constant(*bound));
+      operands.push_back(c);
+    } else if (next < parameters.size()) {
+      operands.push_back(parameters[next++]);
+    }
+  }
+  return apply_program(*f.program, operands);
+}
+
+Result<TapeTensor> GradientTape::zeros_like(const Tensor& like) {
+  TENFERRO_ASSIGN_OR_RETURN(Tensor z, Tensor::zeros(like.shape(), like.dtype()));
+  return constant(z);
+}
+
+Result<TapeTensor> GradientTape::value_onto(GradientTape& outer, const TapeTensor& output) {
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
+  TENFERRO_TRY(check_outer(*this, outer, "value_onto"));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(r.program, operands));
+  return out[0];
+}
+
+Result<std::vector<TapeTensor>> GradientTape::vjp_onto(GradientTape& outer, const TapeTensor& output,
+                                                       const TapeTensor& cotangent) {
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
+  TENFERRO_TRY(check_outer(*this, outer, "vjp_onto"));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor ct, outer.value(cotangent));
+  TENFERRO_TRY(check_like(entry->value, ct, "vjp_onto", "a cotangent"));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(VjpProgram p, context_->vjp(r.program, r.variables.span()));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
+  if (!p.layout.differentiated_outputs.empty()) operands.push_back(cotangent);
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
+  // outputs [output, ct_a for a in gradient_inputs] (Note [AD program layout])
+  std::vector<TapeTensor> result{out[0]};
+  std::size_t next = p.layout.num_outputs;
+  for (std::size_t k = 0; k < r.variables.size(); ++k) {
+    if (p.layout.input_cotangents[k] == TangentState::kPresent) {
+      result.push_back(out[next++]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(state_->variables[k].value));
+      result.push_back(z);
+    }
+  }
+  return result;
+}
+
+Result<std::vector<TapeTensor>> GradientTape::jvp_onto(GradientTape& outer, const TapeTensor& output,
+                                                       std::span<const TapeTensor> tangents) {
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
+  TENFERRO_TRY(check_outer(*this, outer, "jvp_onto"));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
+  TENFERRO_TRY(append_per_variable(outer, tangents, "jvp_onto", operands));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(JvpProgram p, context_->jvp(r.program, r.variables.span()));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
+  // outputs [output, its tangent when present] (Note [AD program layout])
+  if (p.layout.output_tangents[0] == TangentState::kPresent) return std::vector<TapeTensor>{out[0], out[1]};
+  TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(entry->value));
+  return std::vector<TapeTensor>{out[0], z};
+}
+
+Result<std::vector<TapeTensor>> GradientTape::hvp_onto(GradientTape& outer, const TapeTensor& output,
+                                                       std::span<const TapeTensor> vectors) {
+  TENFERRO_TRY(foreign(output.recording_, state_.get()));
+  TENFERRO_TRY(check_outer(*this, outer, "hvp_onto"));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
+  TENFERRO_TRY(check_scalar(entry->value, "hvp_onto", "output"));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
+  TENFERRO_TRY(append_per_variable(outer, vectors, "hvp_onto", operands));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(JvpProgram p, hessian_vector_program(*context_, r.program, r.variables.span()));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
+  // outputs [gradients, H v for each present tangent] (hessian_vector_program)
+  std::vector<TapeTensor> result;
+  std::size_t next = p.layout.num_outputs;
+  for (std::size_t k = 0; k < r.variables.size(); ++k) {
+    if (p.layout.output_tangents[k] == TangentState::kPresent) {
+      result.push_back(out[next++]);
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(state_->variables[k].value));
+      result.push_back(z);
+    }
+  }
+  return result;
+}
+
+Status GradientTape::append_per_variable(GradientTape& outer, std::span<const TapeTensor> given, std::string_view who,
+                                         std::vector<TapeTensor>& operands) {
+  if (given.size() != state_->variables.size()) {
+    return tape_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tensor per variable ({}), found {}",
+                                                               who, state_->variables.size(), given.size()));
+  }
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    const Tensor& v = state_->variables[i].value;
+    if (!given[i].valid()) {
+      TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(v));
+      operands.push_back(z);
+      continue;
+    }
+    TENFERRO_ASSIGN_OR_RETURN(Tensor t, outer.value(given[i]));
+    TENFERRO_TRY(check_like(v, t, who, fmt::format("a tensor for variable {}", i)));
+    operands.push_back(given[i]);
+  }
+  return ok_status();
 }
 
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {

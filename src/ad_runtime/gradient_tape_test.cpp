@@ -1,6 +1,8 @@
 // GradientTape: eager recording on a runtime, backward() with gradient
 // accumulation and clearing, residual reuse, re-recording hitting the
 // transform cache, extension ops on the tape, and typed errors.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "ad/ad_test_support.h"
@@ -250,6 +252,115 @@ TEST(GradientTape, ForwardModeAndHessianVectorProductsOfTheRecording) {
   EXPECT_TRUE(
       check_allclose(*tape.jvp(vector_output, u), *Tensor::from_values<double>(std::span<const double>(expected), {3}))
           .ok());
+}
+
+// Note [Nested tapes]: the inner tape's gradient, recorded on the outer
+// tape, is differentiated again there. With W a constant of the inner tape
+// that stands for the outer variable W (a closed-over value), the outer
+// backward of v . grad_x f gives (d2f/dW dx) v and (d2f/dx2) v: the
+// Hessian of f with respect to (W, x) times (0, v).
+TEST(GradientTape, GradOfGradOnANestedTape) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto context = std::make_shared<AdContext>();
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 31);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 32);
+  const Tensor vv = *random_tensor(DType::kFloat64, {3}, 33);
+  GradientTape outer(rt, context);
+  TapeTensor w = *outer.variable(wv, "W");
+  TapeTensor x = *outer.variable(xv, "x");
+  TapeTensor v = *outer.constant(vv, "v");
+
+  GradientTape inner(rt, context);
+  TapeTensor wi = *inner.constant(outer, w, "W");
+  TapeTensor xi = *inner.variable(outer, x, "x");
+  TapeTensor loss = *record_loss(inner, wi, xi);
+  TapeTensor seed = *outer.constant(*Tensor::scalar<double>(1.0));
+  Result<std::vector<TapeTensor>> onto = inner.vjp_onto(outer, loss, seed);
+  ASSERT_TRUE(onto.ok()) << onto.status().to_string();
+  ASSERT_EQ(onto->size(), 2u);  // the loss, then the gradient of the one variable
+  EXPECT_TRUE(check_allclose(*outer.value((*onto)[0]), *inner.value(loss)).ok());
+  EXPECT_TRUE(check_allclose(*outer.value(*inner.value_onto(outer, loss)), *inner.value(loss)).ok());
+  EXPECT_FALSE(inner.grad(xi)->defined());  // the inner gradients are left alone
+
+  AdContext reference;
+  const std::uint32_t active[] = {0, 1};
+  const std::vector<Tensor> params = {wv, xv};
+  const std::vector<Tensor> grads = testing::evaluate(*grad_program(reference, loss_program(), active), params);
+  EXPECT_TRUE(check_allclose(*outer.value((*onto)[1]), grads[1]).ok());
+
+  TapeTensor gv = *outer.apply(CoreSemanticOp::kMul, {(*onto)[1], v});
+  TapeTensor s = *outer.apply(CoreSemanticOp::kReduceSum, {gv}, program::ReduceAttributes{{0}});
+  const Status backward = outer.backward(s);
+  ASSERT_TRUE(backward.ok()) << backward.to_string();
+  const Tensor u[] = {*Tensor::zeros({3, 3}, DType::kFloat64), vv};
+  const std::vector<Tensor> hv = *ad::hvp(rt, reference, loss_program(), params, active, u);
+  EXPECT_TRUE(check_allclose(*outer.grad(w), hv[0]).ok()) << tenferro::testing::format_tensor(*outer.grad(w));
+  EXPECT_TRUE(check_allclose(*outer.grad(x), hv[1]).ok()) << tenferro::testing::format_tensor(*outer.grad(x));
+}
+
+// jvp_onto and hvp_onto equal jvp and hvp of the inner recording; nesting
+// has any depth (the third derivative of sum(sin x) is -cos x); typed errors.
+TEST(GradientTape, ForwardModeAndDeeperNesting) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto context = std::make_shared<AdContext>();
+  const Tensor wv = *random_tensor(DType::kFloat64, {3, 3}, 41);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 42);
+  const Tensor uw = *random_tensor(DType::kFloat64, {3, 3}, 43);
+  const Tensor ux = *random_tensor(DType::kFloat64, {3}, 44);
+  GradientTape outer(rt, context);
+  TapeTensor x = *outer.variable(xv, "x");
+  GradientTape inner(rt, context);
+  TapeTensor wi = *inner.variable(wv, "W");  // not linked: an outer constant
+  TapeTensor xi = *inner.variable(outer, x, "x");
+  TapeTensor loss = *record_loss(inner, wi, xi);
+  const Tensor u[] = {uw, ux};
+  const TapeTensor tangents[] = {*outer.constant(uw), *outer.constant(ux)};
+  Result<std::vector<TapeTensor>> jv = inner.jvp_onto(outer, loss, tangents);
+  ASSERT_TRUE(jv.ok()) << jv.status().to_string();
+  EXPECT_TRUE(check_allclose(*outer.value((*jv)[1]), *inner.jvp(loss, u)).ok());
+  Result<std::vector<TapeTensor>> hv = inner.hvp_onto(outer, loss, tangents);
+  ASSERT_TRUE(hv.ok()) << hv.status().to_string();
+  const std::vector<Tensor> want = *inner.hvp(loss, u);
+  ASSERT_EQ(hv->size(), 2u);
+  EXPECT_TRUE(check_allclose(*outer.value((*hv)[0]), want[0]).ok());
+  EXPECT_TRUE(check_allclose(*outer.value((*hv)[1]), want[1]).ok());
+  // An invalid tangent is zero.
+  const TapeTensor only_x[] = {TapeTensor(), tangents[1]};
+  const Tensor zero_w[] = {*Tensor::zeros({3, 3}, DType::kFloat64), ux};
+  EXPECT_TRUE(check_allclose(*outer.value((*inner.jvp_onto(outer, loss, only_x))[1]), *inner.jvp(loss, zero_w)).ok());
+
+  // Typed errors, nothing recorded on the inner tape.
+  GradientTape third(rt, context);
+  TapeTensor y = *third.variable(xv, "y");
+  EXPECT_EQ(inner.vjp_onto(inner, loss, loss).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(inner.variable(inner, xi).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(inner.vjp_onto(outer, loss, x).status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_EQ(inner.vjp_onto(outer, loss, y).status().code(), ErrorCode::kForeignValue);
+  EXPECT_EQ(inner.vjp_onto(third, loss, *third.constant(*Tensor::scalar<double>(1.0))).status().code(),
+            ErrorCode::kInvalidArgument);  // x stands for a tensor of `outer`, not `third`
+  const TapeTensor one[] = {tangents[1]};
+  EXPECT_EQ(inner.jvp_onto(outer, loss, one).status().code(), ErrorCode::kInvalidArgument);
+  const TapeTensor wrong[] = {tangents[1], tangents[1]};
+  EXPECT_EQ(inner.hvp_onto(outer, loss, wrong).status().code(), ErrorCode::kShapeMismatch);
+
+  // d3/dx3 sum(sin x) = -cos x through three tapes.
+  GradientTape t0(rt, context), t1(rt, context), t2(rt, context);
+  TapeTensor x0 = *t0.variable(xv, "x");
+  TapeTensor x1 = *t1.variable(t0, x0);
+  TapeTensor x2 = *t2.variable(t1, x1);
+  TapeTensor f2 =
+      *t2.apply(CoreSemanticOp::kReduceSum, {*t2.apply(CoreSemanticOp::kSin, {x2})}, program::ReduceAttributes{{0}});
+  TapeTensor g1 = (*t2.vjp_onto(t1, f2, *t1.constant(*Tensor::scalar<double>(1.0))))[1];  // cos x
+  TapeTensor f1 = *t1.apply(CoreSemanticOp::kReduceSum, {g1}, program::ReduceAttributes{{0}});
+  TapeTensor g0 = (*t1.vjp_onto(t0, f1, *t0.constant(*Tensor::scalar<double>(1.0))))[1];  // -sin x
+  TapeTensor f0 = *t0.apply(CoreSemanticOp::kReduceSum, {g0}, program::ReduceAttributes{{0}});
+  ASSERT_TRUE(t0.backward(f0).ok());
+  std::vector<double> expected = *xv.to_vector<double>();
+  for (double& e : expected) e = -std::cos(e);
+  const Tensor third_derivative = *t0.grad(x0);
+  EXPECT_TRUE(
+      check_allclose(third_derivative, *Tensor::from_values<double>(std::span<const double>(expected), {3})).ok())
+      << tenferro::testing::format_tensor(third_derivative);
 }
 
 TEST(GradientTape, TypedErrors) {

@@ -21,6 +21,22 @@
 // continues after backward(), so several losses of one recording can be
 // differentiated; clear() starts a new recording, keeping variables, their
 // values and their gradients (tensors recorded before are then stale).
+//
+// Note [Nested tapes]
+// A derivative of a derivative (grad of grad, jvp of grad) nests one tape
+// in another. The inner tape's leaves made by variable(outer, v) and
+// constant(outer, v) stand for tensors v of the outer tape. vjp_onto,
+// jvp_onto and hvp_onto take the inner recording as a program (as
+// backward() and jvp() do), ask the AdContext for its VJP, JVP or
+// Hessian-vector program and record that program on the outer tape, one
+// operation at a time, its inputs the outer tensors the leaves stand for
+// (the other leaves become outer constants). The results are ordinary
+// outer tensors: the outer tape differentiates them with the same rules,
+// since a transform's program is made of operations that have rules
+// themselves. The inner forward pass is computed a second time on the
+// outer tape, the price of keeping the inner recording's values out of the
+// outer one. Nesting has any depth: an inner tape can be the outer tape of
+// a third one.
 #pragma once
 
 #include <cstdint>
@@ -136,6 +152,39 @@ class GradientTape {
   /// The Hessian of the real scalar `output` times `vectors` (one per
   /// variable, as for jvp): forward over reverse, one tensor per variable.
   Result<std::vector<Tensor>> hvp(const TapeTensor& output, std::span<const Tensor> vectors);
+
+  // --- nested tapes (Note [Nested tapes]) ---
+  /// A variable of this tape whose value is `value`, a tensor of the
+  /// enclosing tape `outer`: the *_onto transforms below record what they
+  /// compute on `outer` in terms of `value`, so `outer` differentiates them
+  /// again (grad of grad). kInvalidArgument when `outer` is this tape.
+  Result<TapeTensor> variable(GradientTape& outer, const TapeTensor& value, std::string_view name = {});
+  /// A constant of this tape standing for `value` of `outer` (a value the
+  /// differentiated function closes over): no gradient here, but the *_onto
+  /// transforms pass `value` itself to `outer`.
+  Result<TapeTensor> constant(GradientTape& outer, const TapeTensor& value, std::string_view name = {});
+  /// `output` recorded on `outer`: its value as a tensor of `outer`, for a
+  /// caller that differentiates it there too.
+  Result<TapeTensor> value_onto(GradientTape& outer, const TapeTensor& output);
+  /// backward(output, cotangent) recorded on `outer`: `output`'s value
+  /// followed by one gradient per variable, all tensors of `outer` (a
+  /// gradient that is zero is a zero constant of `outer`). Every leaf of
+  /// this tape made by the two functions above stands for its `outer`
+  /// tensor; the other leaves are constants of `outer`. `cotangent` is a
+  /// tensor of `outer` of `output`'s dtype and shape. kInvalidArgument when
+  /// a leaf stands for a tensor of a tape other than `outer`. Leaves this
+  /// tape's gradients alone.
+  Result<std::vector<TapeTensor>> vjp_onto(GradientTape& outer, const TapeTensor& output, const TapeTensor& cotangent);
+  /// jvp(output, tangents) recorded on `outer`: [output's value, its
+  /// tangent], `tangents` tensors of `outer`, one per variable (an invalid
+  /// TapeTensor: zero).
+  Result<std::vector<TapeTensor>> jvp_onto(GradientTape& outer, const TapeTensor& output,
+                                           std::span<const TapeTensor> tangents);
+  /// hvp(output, vectors) recorded on `outer`: one tensor of `outer` per
+  /// variable.
+  Result<std::vector<TapeTensor>> hvp_onto(GradientTape& outer, const TapeTensor& output,
+                                           std::span<const TapeTensor> vectors);
+
   /// The accumulated gradient of `variable`; an undefined Tensor when none
   /// was accumulated since the last zero_grad().
   Result<Tensor> grad(const TapeTensor& variable) const;
@@ -150,8 +199,22 @@ class GradientTape {
   struct State;  // src/ad; not part of the API
 
  private:
-  Result<SmallVector<TapeTensor, 2>> apply_expansion(const program::SemanticProgram& expansion,
-                                                     std::span<const TapeTensor> operands);
+  /// Records `program`'s operations on `operands`, one per program input
+  /// (Note [Expansions on the tape], Note [Nested tapes]); its outputs.
+  Result<SmallVector<TapeTensor, 2>> apply_program(const program::SemanticProgram& program,
+                                                   std::span<const TapeTensor> operands);
+  /// apply_program of `f`, `parameters` for its parameter inputs (its bound
+  /// inputs become constants).
+  Result<SmallVector<TapeTensor, 2>> apply_program(const program::FrozenProgram& f,
+                                                   std::span<const TapeTensor> parameters);
+  /// A zero constant of `like`'s dtype and shape.
+  Result<TapeTensor> zeros_like(const Tensor& like);
+  /// The leaves of this recording as tensors of `outer` (Note [Nested tapes]).
+  Result<std::vector<TapeTensor>> leaves_on(GradientTape& outer);
+  /// Appends `given` (tensors of `outer`, one per variable of this tape;
+  /// invalid: a zero constant) to `operands`, checked against the variables.
+  Status append_per_variable(GradientTape& outer, std::span<const TapeTensor> given, std::string_view who,
+                             std::vector<TapeTensor>& operands);
 
   std::shared_ptr<AdContext> context_;
   std::unique_ptr<State> state_;

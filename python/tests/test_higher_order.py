@@ -1,0 +1,221 @@
+"""Derivatives of derivatives (Note [Nested Traced values] in
+python/src/tape.cpp, Note [Nested tapes] in gradient_tape.h): grad of grad,
+jvp of grad, grad of jvp / vjp / hvp, and jacobian / hessian, against
+torch's double backward and torch.autograd.functional."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tenferro
+import tenferro.fft as tfft
+import tenferro.linalg as tl
+
+torch = pytest.importorskip("torch")
+
+
+def _torch_hvp(fun, x, v):
+    """d/dx <grad fun(x), v> by torch's double backward."""
+    xt = torch.tensor(x, requires_grad=True)
+    (g,) = torch.autograd.grad(fun(xt), xt, create_graph=True)
+    (h,) = torch.autograd.grad((g * torch.tensor(v)).sum(), xt)
+    return h.numpy()
+
+
+_A = np.arange(12.0).reshape(4, 3) / 10
+# (ours, torch's, operand shape): the second derivative goes through each
+# family's AD rules twice (their backward programs are differentiated).
+_CASES = {
+    "einsum of three": (lambda x: tenferro.einsum("ij,jk,ki->", x, x, x),
+                        lambda x: torch.einsum("ij,jk,ki->", x, x, x), (4, 4)),
+    "tanh of matmul": (lambda x: np.sum(np.tanh(x @ x)), lambda x: torch.tanh(x @ x).sum(), (4, 4)),
+    "det": (tl.det, torch.linalg.det, (4, 4)),
+    "slogdet": (lambda x: tl.slogdet(x)[1], lambda x: torch.linalg.slogdet(x)[1], (4, 4)),
+    "inv": (lambda x: np.sum(tl.inv(x) ** 2), lambda x: (torch.linalg.inv(x) ** 2).sum(), (4, 4)),
+    "solve": (lambda x: np.sum(tl.solve(x, np.ones(4))),
+              lambda x: torch.linalg.solve(x, torch.ones(4, dtype=x.dtype)).sum(), (4, 4)),
+    "eigvalsh": (lambda x: np.sum(tl.eigvalsh(x + x.T) ** 3), lambda x: (torch.linalg.eigvalsh(x + x.T) ** 3).sum(),
+                 (4, 4)),
+    "svdvals": (lambda x: np.sum(tl.svd(x, compute_uv=False) ** 3), lambda x: (torch.linalg.svdvals(x) ** 3).sum(),
+                (4, 3)),
+    "qr": (lambda x: np.sum(tl.qr(x)[1] ** 2 * _A[:3]),
+           lambda x: (torch.linalg.qr(x)[1] ** 2 * torch.tensor(_A[:3])).sum(), (4, 3)),
+    "cholesky": (lambda x: np.sum(tl.cholesky(x @ x.T + 4 * np.eye(4)) ** 3),
+                 lambda x: (torch.linalg.cholesky(x @ x.T + 4 * torch.eye(4, dtype=x.dtype)) ** 3).sum(), (4, 4)),
+    "pinv": (lambda x: np.sum(tl.pinv(x) ** 2), lambda x: (torch.linalg.pinv(x) ** 2).sum(), (4, 3)),
+    "norm": (lambda x: tl.norm(x) ** 3, lambda x: torch.linalg.norm(x) ** 3, (4, 4)),
+    "fft": (lambda x: np.sum(np.abs(tfft.fft(x)) ** 4), lambda x: (torch.fft.fft(x).abs() ** 4).sum(), (8,)),
+    "rfft": (lambda x: np.sum(np.abs(tfft.rfft(x)) ** 4), lambda x: (torch.fft.rfft(x).abs() ** 4).sum(), (8,)),
+    "logsumexp": (lambda x: np.log(np.sum(np.exp(x))), lambda x: torch.logsumexp(x, 0), (6,)),
+    "cumprod": (lambda x: np.sum(np.cumprod(x)), lambda x: torch.cumprod(x, 0).sum(), (6,)),
+    "sort": (lambda x: np.sum(np.sort(x) ** 3 * np.arange(6.0)),
+             lambda x: (torch.sort(x)[0] ** 3 * torch.arange(6.0, dtype=x.dtype)).sum(), (6,)),
+    "gather": (lambda x: np.sum(x[[0, 2, 2]] ** 3), lambda x: (x[[0, 2, 2]] ** 3).sum(), (6,)),
+    "where": (lambda x: np.sum(np.where(x > 0.5, x ** 3, np.sin(x))),
+              lambda x: torch.where(x > 0.5, x ** 3, torch.sin(x)).sum(), (6,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_grad_of_grad_matches_torch_double_backward(name, rng):
+    ours, theirs, shape = _CASES[name]
+    x, v = rng.random(shape), rng.random(shape)
+    got = tenferro.grad(lambda y: np.sum(tenferro.grad(ours)(y) * v))(x)
+    np.testing.assert_allclose(got, _torch_hvp(theirs, x, v), rtol=1e-9, atol=1e-11)
+    # The same product by forward over reverse.
+    np.testing.assert_allclose(got, tenferro.hvp(ours, (x,), (v,))[0], rtol=1e-9, atol=1e-11)
+
+
+def test_third_derivative_and_closures(rng):
+    x = rng.random(5)
+    f = lambda x: np.sum(np.sin(x))  # noqa: E731
+    np.testing.assert_allclose(tenferro.grad(lambda x: np.sum(tenferro.grad(f)(x)))(x), -np.sin(x), rtol=1e-14)
+    third = tenferro.grad(lambda x: np.sum(tenferro.grad(lambda y: np.sum(tenferro.grad(f)(y)))(x)))(x)
+    np.testing.assert_allclose(third, -np.cos(x), rtol=1e-14)
+
+    # The inner function closes over the outer argument (only the closure is
+    # traced; the inner argument is a plain array): d/dy sum((2 x y)^2).
+    def outer(y):
+        return np.sum(tenferro.grad(lambda z: np.sum(z * z * y))(x) ** 2)
+
+    y = rng.random(5)
+    np.testing.assert_allclose(tenferro.grad(outer)(y), 8 * x * x * y, rtol=1e-13)
+
+
+def test_every_transform_nests_in_every_other(rng):
+    x, v = rng.random(4), rng.random(4)
+    f = lambda x: np.sum(np.sin(x) * x)  # noqa: E731
+    ft = lambda x: (torch.sin(x) * x).sum()  # noqa: E731
+    hv = _torch_hvp(ft, x, v)
+    # value_and_grad inside grad: both results are traced.
+    xt = torch.tensor(x, requires_grad=True)
+    value = ft(xt)
+    (g,) = torch.autograd.grad(value, xt, create_graph=True)
+    (want,) = torch.autograd.grad(value * g.sum(), xt)
+
+    def product(x):
+        value, g = tenferro.value_and_grad(f)(x)
+        return value * np.sum(g)
+
+    np.testing.assert_allclose(tenferro.grad(product)(x), want.numpy(), rtol=1e-12)
+    # jvp of grad and grad of jvp.
+    out, tangent = tenferro.jvp(tenferro.grad(f), (x,), (v,))
+    np.testing.assert_allclose(tangent, hv, rtol=1e-12)
+    np.testing.assert_allclose(out, tenferro.grad(f)(x), rtol=1e-14)
+    np.testing.assert_allclose(tenferro.grad(lambda x: tenferro.jvp(f, (x,), (v,))[1])(x), hv, rtol=1e-12)
+    # A vjp whose cotangent is traced: d/dct |J^T ct|^2 = 2 J J^T ct.
+    def pulled(ct):
+        _, vjp_fn = tenferro.vjp(lambda y: np.sin(y) * 2, x)
+        return np.sum(vjp_fn(ct)[0] ** 2)
+
+    np.testing.assert_allclose(tenferro.grad(pulled)(v), 2 * (2 * np.cos(x)) ** 2 * v, rtol=1e-12)
+    # hvp inside grad: a third derivative; has_aux inside grad.
+    np.testing.assert_allclose(
+        tenferro.grad(lambda x: np.sum(tenferro.hvp(lambda y: np.sum(y ** 4), (x,), (v,))[0]))(x), 24 * x * v,
+        rtol=1e-12)
+    with_aux = tenferro.grad(lambda y: (np.sum(y ** 3), y * 2), has_aux=True)
+    np.testing.assert_allclose(tenferro.grad(lambda x: np.sum(with_aux(x)[0]))(x), 6 * x, rtol=1e-12)
+
+
+def test_complex_grad_of_grad_is_torchs(rng):
+    z = rng.random(3) + 1j * rng.random(3)
+    got = tenferro.grad(
+        lambda z: np.real(np.sum(tenferro.grad(lambda w: np.sum(np.abs(w) ** 4))(z) * np.conj(z))))(z)
+    zt = torch.tensor(z, requires_grad=True)
+    (g,) = torch.autograd.grad((zt.abs() ** 4).sum(), zt, create_graph=True)
+    (want,) = torch.autograd.grad((g * zt.conj()).sum().real, zt)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
+
+
+def test_nesting_is_per_thread(rng):
+    x = rng.random(4)
+    results = {}
+
+    def work(i):
+        results[i] = tenferro.grad(lambda y: np.sum(tenferro.grad(lambda q: np.sum(q ** 3))(y)))(x * i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(1, 5):
+        np.testing.assert_allclose(results[i], 6 * x * i, rtol=1e-13)
+
+
+def test_a_value_that_leaves_its_call_is_a_typed_error():
+    leaked = []
+
+    def inner(y):
+        leaked.append(y * 2)
+        return np.sum(y ** 2)
+
+    x = np.ones(3)
+    with pytest.raises(tenferro.InvalidArgumentError, match="another tape"):
+        tenferro.grad(lambda x: np.sum(tenferro.grad(inner)(x) * leaked[-1]))(x)
+    # Used in a later, unrelated call.
+    with pytest.raises(tenferro.InvalidArgumentError, match="not nested"):
+        tenferro.grad(lambda x: np.sum(x * leaked[-1]))(x)
+
+
+def test_jacobian_matches_torch_in_both_modes(rng):
+    a, x = rng.random((3, 4)), rng.random(4)
+    tj = torch.autograd.functional.jacobian
+    rows = tenferro.jacobian(lambda x: np.tanh(a @ x))(x)  # 3 outputs: reverse mode
+    np.testing.assert_allclose(rows, tj(lambda t: torch.tanh(torch.tensor(a) @ t), torch.tensor(x)).numpy(),
+                               rtol=1e-13)
+    columns = tenferro.jacobian(lambda x: np.outer(np.sin(x), x))(x)  # 16 outputs: forward mode
+    assert columns.shape == (4, 4, 4)
+    np.testing.assert_allclose(columns, tj(lambda t: torch.outer(torch.sin(t), t), torch.tensor(x)).numpy(),
+                               rtol=1e-13)
+    m = rng.random((2, 3))
+    ja, jm = tenferro.jacobian(lambda x, m: m @ x[:3] * x[3], argnums=(0, 1))(x, m)
+    want = tj(lambda t, u: u @ t[:3] * t[3], (torch.tensor(x), torch.tensor(m)))
+    np.testing.assert_allclose(ja, want[0].numpy(), rtol=1e-13)
+    np.testing.assert_allclose(jm, want[1].numpy(), rtol=1e-13)
+    assert jm.shape == (2, 2, 3)
+
+
+def test_hessian_matches_torch(rng):
+    a, x, y = rng.random((3, 4)), rng.random(4), rng.random((2, 2))
+
+    def h(x, y):
+        return np.sum(np.sin(x)) * np.sum(y ** 3) + x @ a.T @ a @ x
+
+    want = torch.autograd.functional.hessian(
+        lambda s, t: torch.sin(s).sum() * (t ** 3).sum() + s @ torch.tensor(a).T @ torch.tensor(a) @ s,
+        (torch.tensor(x), torch.tensor(y)))
+    blocks = tenferro.hessian(h, argnums=(0, 1))(x, y)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(blocks[i][j], want[i][j].numpy(), rtol=1e-12, atol=1e-14)
+    assert blocks[0][1].shape == (4, 2, 2)
+    np.testing.assert_allclose(tenferro.hessian(h)(x, y), want[0][0].numpy(), rtol=1e-12)
+
+
+def test_jacobian_and_hessian_are_differentiable(rng):
+    x = rng.random(4)
+    # The gradient of the Laplacian of sum(sin(x)^2) = sum(2 cos 2x).
+    laplacian = lambda x: np.trace(tenferro.hessian(lambda z: np.sum(np.sin(z) ** 2))(x))  # noqa: E731
+    np.testing.assert_allclose(tenferro.grad(laplacian)(x), -4 * np.sin(2 * x), rtol=1e-12)
+    # d/dx sum(J) of x -> outer(sin x, x), against torch.
+    xt = torch.tensor(x, requires_grad=True)
+    jt = torch.autograd.functional.jacobian(lambda t: torch.outer(torch.sin(t), t), xt, create_graph=True)
+    (want,) = torch.autograd.grad(jt.sum(), xt)
+    got = tenferro.grad(lambda x: np.sum(tenferro.jacobian(lambda t: np.outer(np.sin(t), t))(x)))(x)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
+
+
+def test_jacobian_and_hessian_errors():
+    x = np.ones(3)
+    with pytest.raises(tenferro.DTypeError, match="real"):
+        tenferro.jacobian(lambda x: x * 1j)(x)
+    with pytest.raises(tenferro.DTypeError, match="argument 0"):
+        tenferro.jacobian(lambda x: np.abs(x))(x + 0j)
+    with pytest.raises(tenferro.InvalidArgumentError, match="real scalar"):
+        tenferro.hessian(lambda x: x * 2)(x)
+    with pytest.raises(tenferro.InvalidArgumentError, match="out of range"):
+        tenferro.hessian(lambda x: np.sum(x), argnums=1)(x)
+    with pytest.raises(TypeError, match="argnums"):
+        tenferro.jacobian(lambda x: x, argnums="0")
