@@ -32,6 +32,7 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/ad_runtime/functional.h"
 #include "tenferro/base/build_info.h"
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
@@ -39,6 +40,7 @@
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/einsum/einsum_call.h"
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum_cpu/cpu_executor.h"
 #include "tenferro/linalg/linalg_op.h"
@@ -65,6 +67,7 @@ static_assert(sizeof(tf_einsum_args) == TF_EINSUM_ARGS_SIZE_V2 && TF_EINSUM_ARGS
 static_assert(sizeof(tf_einsum_prepare_args) == TF_EINSUM_PREPARE_ARGS_SIZE_V1);
 static_assert(sizeof(tf_einsum_run_args) == TF_EINSUM_RUN_ARGS_SIZE_V1);
 static_assert(sizeof(tf_einsum_plan_info) == TF_EINSUM_PLAN_INFO_SIZE_V1);
+static_assert(sizeof(tf_einsum_vjp_args) == TF_EINSUM_VJP_ARGS_SIZE_V1);
 static_assert(sizeof(tf_result_info) == TF_RESULT_INFO_SIZE_V1);
 static_assert(sizeof(tf_linalg_args) == TF_LINALG_ARGS_SIZE_V1);
 static_assert(sizeof(tf_fft_args) == TF_FFT_ARGS_SIZE_V1);
@@ -81,9 +84,11 @@ namespace {
 // execution]). Immutable after creation; the executor and the runtime are
 // thread-safe.
 struct Engine {
-  Engine(runtime::Runtime rt, std::shared_ptr<einsum::CpuEinsumExecutor> ex,
-         std::shared_ptr<const cpu::CpuDomainSet> ds)
-      : runtime(std::move(rt)), executor(std::move(ex)), domains(std::move(ds)) {}
+  explicit Engine(cpu::CpuRuntime cpu)
+      : runtime(std::move(cpu.runtime)),
+        executor(std::move(cpu.einsum)),
+        domains(std::move(cpu.domains)),
+        ad(std::move(cpu.ad)) {}
 
   // The runtime this engine belongs to: its CPU engine holds the GEMM
   // provider and the domains, and its einsum extension is `executor`. The C
@@ -92,6 +97,7 @@ struct Engine {
   runtime::Runtime runtime;
   std::shared_ptr<einsum::CpuEinsumExecutor> executor;
   std::shared_ptr<const cpu::CpuDomainSet> domains;  // null: the calling thread
+  std::shared_ptr<ad::AdContext> ad;                 // the einsum AD rule installed (tf_einsum_vjp)
   cpu::SequentialContext sequential;
 
   Status execute(const einsum::ExecutionPlan& plan, std::span<const TensorView> inputs,
@@ -202,8 +208,11 @@ std::size_t component_alignment(DType dtype) noexcept {
 // A descriptor's name in messages: "inputs[i]" for index i >= 0, "output"
 // for -1, "outputs[j]" for -2 - j (output_index(j)). Formatted only when an
 // error is reported.
+// kCotangentIndex names tf_einsum_vjp's cotangent.
+constexpr std::ptrdiff_t kCotangentIndex = PTRDIFF_MIN;
 std::string name_of(std::ptrdiff_t index) {
   if (index >= 0) return fmt::format("inputs[{}]", index);
+  if (index == kCotangentIndex) return "cotangent";
   return index == -1 ? std::string("output") : fmt::format("outputs[{}]", -2 - index);
 }
 constexpr std::ptrdiff_t output_index(std::size_t j) noexcept { return -2 - static_cast<std::ptrdiff_t>(j); }
@@ -478,7 +487,7 @@ Result<std::shared_ptr<const Engine>> make_engine(int threads, std::int32_t gemm
   options.extensions.push_back([fft_engine](EngineId e) { return fft::cpu_extension_module(e, fft_engine); });
 #endif
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(options));
-  return std::make_shared<const Engine>(std::move(cpu.runtime), std::move(cpu.einsum), std::move(cpu.domains));
+  return std::make_shared<const Engine>(std::move(cpu));
 }
 
 // Note [C API linalg and FFT]
@@ -911,6 +920,99 @@ TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_pla
     info->num_steps = static_cast<std::int64_t>(plan->path.size() / 2);
     // PlannerKind names are string literals: NUL-terminated.
     info->planner = einsum::to_string(p.tree().stats().planner).data();
+    return ok_status();
+  });
+}
+
+// Note [C API einsum gradients]
+// tf_einsum_vjp builds the one-einsum program, asks the runtime's AdContext
+// (the einsum AD rule installed) for its VJP with respect to the operands
+// whose outputs were given (ad::vjp_cotangents: only what those gradients
+// need, the pairwise steps of a network of three or more operands reused,
+// Note [Pairwise einsums for reverse mode]) and runs it through the runtime
+// over the caller's inputs and cotangent, borrowed. As for tf_linalg (Note
+// [C API linalg and FFT]), every argument is checked first and the
+// gradients are copied into the outputs only once all exist.
+TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
+  return guarded(error, "tf_einsum_vjp", [&]() -> Status {
+    TENFERRO_TRY(require(args, "args"));
+    TENFERRO_TRY(check_struct_size("tf_einsum_vjp_args", args->struct_size, {TF_EINSUM_VJP_ARGS_SIZE_V1}));
+    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
+    if (args->reserved0 != 0)
+      return invalid(fmt::format("tf_einsum_vjp_args.reserved0 is {}; expected 0", args->reserved0));
+    TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(args->planner));
+    CheckedOperands inputs;
+    TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
+    const DType dtype = inputs.views[0].dtype;
+    if (!is_inexact(dtype)) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                        "inputs are {}; expected TF_DTYPE_F32, F64, C64 or C128 (an integer einsum has no gradient)",
+                        dtype);
+    }
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                              einsum::EinsumOp::create(args->subscripts, std::move(policy)));
+    const auto shapes = inputs.shapes();
+    Dims out_shape;
+    TENFERRO_TRY(op->output_shape(std::span<const IntArrayRef>(shapes.data(), shapes.size()), out_shape));
+    CheckedOutput ct;
+    TENFERRO_TRY(check_tensor(args->cotangent, kCotangentIndex, true, ct.strides, ct.view, ct.range));
+    if (ct.view.dtype != dtype) {
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "cotangent is {}; expected {} like the inputs",
+                        ct.view.dtype, dtype);
+    }
+    if (IntArrayRef(ct.view.shape) != IntArrayRef(out_shape)) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "cotangent has shape {}; einsum \"{}\" on these operands gives shape {}",
+                        shape_to_string(ct.view.shape), args->subscripts, shape_to_string(out_shape));
+    }
+    TENFERRO_TRY(require(args->outputs, "args->outputs"));
+    SmallVector<CheckedOutput, kInlineOperands> outs(inputs.views.size());
+    SmallVector<ByteRange, kInlineOperands> taken(inputs.ranges.begin(), inputs.ranges.end());
+    taken.push_back(ct.range);
+    std::vector<std::uint32_t> active;
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      if (args->outputs[j] == nullptr) continue;
+      CheckedOutput& out = outs[j];
+      TENFERRO_TRY(check_tensor(args->outputs[j], output_index(j), true, out.strides, out.view, out.range));
+      if (out.view.dtype != dtype) {
+        return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                          "outputs[{}] is {}; expected {} like the inputs", j, out.view.dtype, dtype);
+      }
+      if (IntArrayRef(out.view.shape) != IntArrayRef(inputs.views[j].shape)) {
+        return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                          "outputs[{}] has shape {}; expected inputs[{}]'s shape {}", j,
+                          shape_to_string(out.view.shape), j, shape_to_string(inputs.views[j].shape));
+      }
+      TENFERRO_TRY(check_output_layout(out.view));
+      TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
+      taken.push_back(out.range);
+      active.push_back(static_cast<std::uint32_t>(j));
+    }
+    if (active.empty()) return ok_status();
+
+    program::ProgramBuilder b;
+    std::vector<program::ProgramValue> values;
+    std::vector<Tensor> params;
+    for (std::size_t i = 0; i < inputs.views.size(); ++i) {
+      const program::SymbolicShape s = program::symbolic_shape(IntArrayRef(inputs.views[i].shape));
+      TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue v, b.add_input(dtype, s.span()));
+      values.push_back(v);
+      TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
+      params.push_back(std::move(t));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(const program::ProgramValue result, einsum::emit_einsum(b, op, values));
+    TENFERRO_ASSIGN_OR_RETURN(const program::FrozenProgram f, b.freeze({result}));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor cotangent, borrow(ct.view, ct.range));
+    const Engine& engine = *args->runtime->engine;
+    runtime::Runtime rt = engine.runtime;
+    TENFERRO_ASSIGN_OR_RETURN(
+        const std::vector<Tensor> gradients,
+        ad::vjp_cotangents(rt, *engine.ad, f, params, active, std::span<const Tensor>(&cotangent, 1)));
+    cpu::SequentialContext sequential;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      TENFERRO_TRY(cpu::copy_into(gradients[k].view(), outs[active[k]].view, sequential));
+    }
     return ok_status();
   });
 }

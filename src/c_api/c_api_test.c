@@ -759,6 +759,131 @@ static void test_runtime_reuse(void) {
   for (r = 0; r < 3; ++r) tf_runtime_destroy(rts[r]);
 }
 
+/* tf_einsum_vjp (Note [C API einsum gradients]): the gradients of
+ * D = A B C ("ij,jk,kl->il") for a cotangent G, by naive loops:
+ * dA = G (B C)^H, dB = A^H G C^H, dC = (A B)^H G (PyTorch's convention,
+ * ^H the conjugate transpose), into a column-major dB; a NULL output skips
+ * its gradient; every error leaves the outputs unchanged. */
+static double complex conj_if(double complex z, int dtype) { return is_complex(dtype) ? conj(z) : z; }
+
+static void check_einsum_vjp(tf_runtime* rt, int dtype) {
+  enum { NI = 2, NJ = 3, NK = 4, NL = 5 };
+  int64_t ashape[2] = {NI, NJ}, bshape[2] = {NJ, NK}, cshape[2] = {NK, NL}, gshape[2] = {NI, NL};
+  int64_t bt_strides[2] = {1, NJ}; /* column-major dB */
+  void* a = random_buffer(dtype, NI * NJ);
+  void* b = random_buffer(dtype, NJ * NK);
+  void* c = random_buffer(dtype, NK * NL);
+  void* g = random_buffer(dtype, NI * NL);
+  void* da = random_buffer(dtype, NI * NJ);
+  void* db = random_buffer(dtype, NJ * NK);
+  void* dc = random_buffer(dtype, NK * NL);
+  tf_tensor ta = make_tensor(a, dtype, 2, ashape, NULL), tb = make_tensor(b, dtype, 2, bshape, NULL);
+  tf_tensor tc = make_tensor(c, dtype, 2, cshape, NULL), tg = make_tensor(g, dtype, 2, gshape, NULL);
+  tf_tensor tda = make_tensor(da, dtype, 2, ashape, NULL), tdb = make_tensor(db, dtype, 2, bshape, bt_strides);
+  tf_tensor tdc = make_tensor(dc, dtype, 2, cshape, NULL);
+  const tf_tensor* in[3] = {&ta, &tb, &tc};
+  const tf_tensor* out[3] = {&tda, &tdb, &tdc};
+  tf_einsum_vjp_args args;
+  tf_error* error = NULL;
+  int64_t i, j, k, l;
+  double complex before;
+  memset(&args, 0, sizeof args);
+  args.struct_size = sizeof args;
+  args.runtime = rt;
+  args.subscripts = "ij,jk,kl->il";
+  args.inputs = in;
+  args.num_inputs = 3;
+  args.cotangent = &tg;
+  args.outputs = out;
+  if (EXPECT_OK(tf_einsum_vjp(&args, &error), error)) {
+    for (i = 0; i < NI; ++i)
+      for (j = 0; j < NJ; ++j) {
+        double complex want = 0;
+        for (k = 0; k < NK; ++k)
+          for (l = 0; l < NL; ++l)
+            want += get(g, dtype, i * NL + l) * conj_if(get(b, dtype, j * NK + k) * get(c, dtype, k * NL + l), dtype);
+        CHECK(close_enough(get(da, dtype, i * NJ + j), want, dtype));
+      }
+    for (j = 0; j < NJ; ++j)
+      for (k = 0; k < NK; ++k) {
+        double complex want = 0;
+        for (i = 0; i < NI; ++i)
+          for (l = 0; l < NL; ++l)
+            want += conj_if(get(a, dtype, i * NJ + j) * get(c, dtype, k * NL + l), dtype) * get(g, dtype, i * NL + l);
+        CHECK(close_enough(get(db, dtype, j + k * NJ), want, dtype)); /* column-major */
+      }
+    for (k = 0; k < NK; ++k)
+      for (l = 0; l < NL; ++l) {
+        double complex want = 0;
+        for (i = 0; i < NI; ++i)
+          for (j = 0; j < NJ; ++j)
+            want += conj_if(get(a, dtype, i * NJ + j) * get(b, dtype, j * NK + k), dtype) * get(g, dtype, i * NL + l);
+        CHECK(close_enough(get(dc, dtype, k * NL + l), want, dtype));
+      }
+  }
+  /* Only dB: the others are left alone. */
+  put(da, dtype, 0, 7.0);
+  out[0] = NULL;
+  out[2] = NULL;
+  EXPECT_OK(tf_einsum_vjp(&args, &error), error);
+  CHECK(get(da, dtype, 0) == 7.0);
+  /* Errors, the outputs unchanged. */
+  out[0] = &tda;
+  before = get(db, dtype, 0);
+  tg.shape = ashape;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "cotangent has shape [2, 3]");
+  tg.shape = gshape;
+  tda.shape = bshape;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "expected inputs[0]'s shape [2, 3]");
+  tda.shape = ashape;
+  tda.data = a; /* the gradient of A written over A */
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps");
+  tda.data = da;
+  tda.dtype = dtype == TF_DTYPE_F64 ? TF_DTYPE_F32 : TF_DTYPE_F64;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "outputs[0] is");
+  tda.dtype = dtype;
+  args.subscripts = "ij,jk->ik";
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "");
+  args.subscripts = "ij,jk,kl->il";
+  args.reserved0 = 1;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "reserved0");
+  args.reserved0 = 0;
+  args.struct_size = sizeof args + 8;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_UNIMPLEMENTED, "newer tenferro.h");
+  args.struct_size = sizeof args;
+  CHECK(get(db, dtype, 0) == before);
+  free(a);
+  free(b);
+  free(c);
+  free(g);
+  free(da);
+  free(db);
+  free(dc);
+}
+
+static void test_einsum_vjp(tf_runtime* rt) {
+  static const int kDTypes[4] = {TF_DTYPE_F32, TF_DTYPE_F64, TF_DTYPE_C64, TF_DTYPE_C128};
+  int64_t shape[1] = {3};
+  int32_t x[3] = {1, 2, 3};
+  tf_tensor t = make_tensor(x, TF_DTYPE_I32, 1, shape, NULL), ct = make_tensor(x, TF_DTYPE_I32, 0, NULL, NULL);
+  const tf_tensor* in[2] = {&t, &t};
+  const tf_tensor* out[2] = {NULL, NULL};
+  tf_einsum_vjp_args args;
+  tf_error* error = NULL;
+  int d;
+  for (d = 0; d < 4; ++d) check_einsum_vjp(rt, kDTypes[d]);
+  memset(&args, 0, sizeof args);
+  args.struct_size = sizeof args;
+  args.runtime = rt;
+  args.subscripts = "i,i->";
+  args.inputs = in;
+  args.num_inputs = 2;
+  args.cotangent = &ct;
+  args.outputs = out;
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "no gradient");
+  EXPECT_ERROR(tf_einsum_vjp(NULL, &error), error, TF_CODE_INVALID_ARGUMENT, "args is NULL");
+}
+
 int main(void) {
   tf_runtime* rt = NULL;
   tf_runtime_options options;
@@ -771,6 +896,7 @@ int main(void) {
     check_results(rt);
     test_einsum_errors(rt);
     test_prepared_errors(rt);
+    test_einsum_vjp(rt);
     tf_runtime_destroy(rt);
   }
   test_runtime_options();

@@ -62,7 +62,7 @@ typedef struct tf_error tf_error;
  *  of major M. Minor versions only add (functions, struct versions, enum
  *  values). */
 #define TF_API_VERSION_MAJOR 0
-#define TF_API_VERSION_MINOR 2
+#define TF_API_VERSION_MINOR 3
 
 /** The byte size of `type` up to and including `last_field`. */
 #define TF_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
@@ -295,6 +295,47 @@ typedef struct tf_einsum_plan_info {
 
 /** Fills `info` (struct_size set by the caller) for `plan`. Thread-safe. */
 TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_plan_info* info, tf_error** error);
+
+/* --- Einsum gradients (since C API 0.3) ---------------------------------- */
+
+/** Arguments of tf_einsum_vjp. */
+typedef struct tf_einsum_vjp_args {
+  size_t struct_size;
+  tf_runtime* runtime;
+  const char* subscripts; /**< as for tf_einsum */
+  /** The einsum's operands, as for tf_einsum, of one dtype: TF_DTYPE_F32,
+   *  F64, C64 or C128. */
+  const tf_tensor* const* inputs;
+  size_t num_inputs;
+  /** The cotangent of the einsum's output (d loss / d output): the output's
+   *  shape, the inputs' dtype, any strides. */
+  const tf_tensor* cotangent;
+  /** num_inputs gradients, written in place (any strides): outputs[i]
+   *  receives the gradient of inputs[i], of its shape and dtype. A NULL
+   *  entry is not computed (nor is the work only it needs). */
+  const tf_tensor* const* outputs;
+  int32_t planner; /**< a tf_planner, for the contraction order */
+  int32_t reserved0;
+} tf_einsum_vjp_args;
+#define TF_EINSUM_VJP_ARGS_SIZE_V1 TF_STRUCT_SIZE(tf_einsum_vjp_args, reserved0)
+
+/** Reverse mode of an einsum: outputs[i] = J_i^* cotangent, J_i the Jacobian
+ *  of einsum(inputs) with respect to inputs[i] (the gradient of
+ *  sum(cotangent * einsum(inputs)) for real data), as
+ *  torch.autograd.grad(torch.einsum(subscripts, inputs), inputs, cotangent)
+ *  gives it; complex data follow PyTorch's convention (for "i,i->", the
+ *  gradient of a is cotangent * conj(b)). A network of three or more
+ *  operands is differentiated through its planned pairwise contractions, so
+ *  all gradients together cost about two contractions of the network.
+ *  Errors as tf_einsum's argument errors, and: TF_CODE_DTYPE_MISMATCH for
+ *  integer operands (no gradient) or a cotangent or output of another
+ *  dtype; TF_CODE_SHAPE_MISMATCH for a cotangent of another shape than the
+ *  einsum's output or an output of another shape than its input;
+ *  TF_CODE_ALIAS_CONFLICT for an output overlapping itself, another output,
+ *  an input or the cotangent. Every argument is checked before anything
+ *  runs, and the gradients are copied into the outputs only once all of them
+ *  exist: on any error the outputs are unchanged. Thread-safe. */
+TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error);
 
 /* --- Results of linalg and FFT calls ------------------------------------- */
 
