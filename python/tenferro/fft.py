@@ -17,7 +17,7 @@ import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
-from ._errors import DTypeError
+from ._errors import DTypeError, OutOfRangeError
 from .linalg import _invalid, _operand, _runtime
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
 # Transforms of a complex (Hermitian) input; numpy takes real input there
 # as complex with a zero imaginary part.
 _COMPLEX_INPUT = ("irfft", "hfft")
+_INT64_MAX = 2**63 - 1
 
 
 def _fft_operand(kind, a):
@@ -68,6 +69,9 @@ def _length(n, what):
     """A transform length: an integer (TypeError otherwise, as numpy), at
     least 1; in s= also -1 (numpy 2: the input's extent)."""
     i = _operator.index(n)
+    if i > _INT64_MAX:
+        raise OutOfRangeError(f"fft: {what}={i}: expected a number of data points that fits in memory (at most "
+                              f"2**63 - 1)", code="kSizeOverflow", canonical="kOutOfRange")
     if i < 1 and not (i == -1 and what == "s"):
         raise _invalid(f"fft: {what}={i}: expected a positive number of data points"
                        + (" (or -1: the input's extent)" if what == "s" else ""))

@@ -164,6 +164,17 @@ def test_a_transform_too_large_for_the_address_space_raises_memory_error():
     assert done.stdout.split("\n")[:3] == ["MemoryError", "MemoryError", "[4.0, 0.0, 0.0, 0.0]"], done.stdout
 
 
+def test_lengths_beyond_the_address_space_are_value_errors_as_numpy():
+    # 2^60 complex values are 2^64 bytes: the byte count wrapped around and
+    # FFTW aborted the interpreter; numpy raises ValueError ("array is too big").
+    x = np.ones(3)
+    for call in (lambda: tenferro.fft.fft(x, n=2**60), lambda: tenferro.fft.rfft(x, n=2**62),
+                 lambda: tenferro.fft.fft(x, n=2**63), lambda: tenferro.fft.fftn(np.ones((2, 2)), s=(2**40, 2**40))):
+        with pytest.raises(ValueError, match="fits in memory"):
+            call()
+    np.testing.assert_allclose(tenferro.fft.fft(x), np.fft.fft(x))  # the runtime still works
+
+
 def test_real_transforms_of_long_double_complex_name_the_given_dtype():
     z = np.ones(8, dtype=np.clongdouble)
     for f in (tff.rfft, tff.ihfft):

@@ -2,7 +2,9 @@
 // operation semantics] in fft_op.h).
 #include "tenferro/fft/fft_op.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -187,6 +189,8 @@ Result<SmallVector<program::ValueMetadata, 2>> FftOp::infer_metadata(std::span<c
     axes.push_back(*normalized);
   }
   ValueMetadata out{*dtype, x.shape};
+  Dims work;  // the transform's extents (its length along each axis), while exact
+  for (const SymbolicExtent& e : x.shape) work.push_back(e.exact_value().value_or(-1));
   const std::size_t last = axes.size() - 1;
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const SymbolicExtent& extent = x.shape[static_cast<std::size_t>(axes[i])];
@@ -214,6 +218,21 @@ Result<SmallVector<program::ValueMetadata, 2>> FftOp::infer_metadata(std::span<c
       result = SymbolicExtent(*length.exact_value() / 2 + 1);
     }
     out.shape[static_cast<std::size_t>(axes[i])] = result;
+    work[static_cast<std::size_t>(axes[i])] = length.exact_value().value_or(-1);
+  }
+  // The transform's arrays must be addressable: an unchecked byte count of
+  // n >= 2^60 complex values wrapped around, and FFTW aborted on the
+  // allocation (numpy: ValueError "array is too big").
+  if (std::ranges::none_of(work, [](std::int64_t e) { return e < 0; })) {
+    const std::int64_t element = static_cast<std::int64_t>(dtype_size(*complex_dtype(*dtype)));
+    Result<std::int64_t> numel = checked_numel(work);
+    if (!numel.ok() || *numel > std::numeric_limits<std::int64_t>::max() / element) {
+      return constraints.error(ErrorCode::kSizeOverflow,
+                               "expected a transform that fits in memory, found {} complex values of extents {} (more "
+                               "than 2^63 bytes)",
+                               numel.ok() ? fmt::to_string(*numel) : std::string("more than 2^63"),
+                               shape_to_string(work));
+    }
   }
   SmallVector<ValueMetadata, 2> results;
   results.push_back(std::move(out));

@@ -101,6 +101,19 @@ TEST(FftOp, BadInputIsATypedError) {
   EXPECT_TRUE(infer(*make(FftKind::kFft, {3}, {1}), r).ok());  // zero-padded
   EXPECT_EQ(infer(*make(FftKind::kIrfft, {}, {1}), c).status().code(), ErrorCode::kShapeMismatch);
   EXPECT_TRUE(infer(*make(FftKind::kIrfft, {1}, {1}), c).ok());
+  // A transform whose arrays cannot be addressed (2^60 complex128 values are
+  // 2^64 bytes: the byte count wrapped around and FFTW aborted), also
+  // across a batch; 2^58 values (2^62 bytes) are inferred (the engine then
+  // fails the allocation with a typed error).
+  const ValueMetadata one = ValueMetadata::exact(DType::kFloat64, {3});
+  EXPECT_EQ(infer(*make(FftKind::kFft, {std::int64_t{1} << 60}, {0}), one).status().code(), ErrorCode::kSizeOverflow);
+  EXPECT_EQ(infer(*make(FftKind::kRfft, {std::int64_t{1} << 62}, {0}), one).status().code(), ErrorCode::kSizeOverflow);
+  EXPECT_EQ(
+      infer(*make(FftKind::kFft, {std::int64_t{1} << 40}, {1}), ValueMetadata::exact(DType::kFloat32, {1 << 20, 3}))
+          .status()
+          .code(),
+      ErrorCode::kSizeOverflow);
+  EXPECT_TRUE(infer(*make(FftKind::kFft, {std::int64_t{1} << 58}, {0}), one).ok());
   EXPECT_EQ(parse_norm("orthonormal").status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(*parse_norm("forward"), FftNorm::kForward);
 }
