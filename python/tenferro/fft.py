@@ -53,6 +53,8 @@ def _fft_operand(kind, a):
     2's fft gives), and real input of irfft/hfft made complex."""
     a = _operand(a)
     if isinstance(a, _np.ndarray):
+        if a.dtype == object:  # numbers in an object array: their own dtype, as numpy.fft takes them
+            a = _np.array(a.tolist())
         if a.dtype == _np.float16:
             a = a.astype(_np.float32)
         elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does

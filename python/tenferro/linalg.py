@@ -12,6 +12,8 @@ subclasses; singular or non positive definite matrices raise
 tenferro.LinAlgError, which is a numpy.linalg.LinAlgError.
 """
 
+import collections as _collections
+import operator as _operator
 import string as _string
 
 import numpy as _np
@@ -96,6 +98,18 @@ def _scalar(r):
 
 def _shape_error(message):
     return _MatrixShapeError(message, code="kShapeMismatch", canonical="kInvalidArgument")
+
+
+def _axis(axis, ndim, who):
+    """`axis` as a position in [0, ndim): an integer (TypeError otherwise,
+    as numpy) in [-ndim, ndim) (AxisError otherwise)."""
+    try:
+        i = _operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{who}: expected an integer axis, found {axis!r}") from None
+    if not -ndim <= i < ndim:
+        raise AxisError(f"{who}: axis {i} is out of bounds for an array of dimension {ndim}")
+    return i % ndim
 
 
 def _runtime(runtime, threads):
@@ -266,6 +280,8 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
         runtime = _runtime(runtime, threads)
     a = _operand(a)
     b = _operand(b)
+    if a.ndim < 2:
+        raise _shape_error(f"lstsq: expected a matrix a of rank >= 2, found shape {tuple(a.shape)}")
     vector = b.ndim == a.ndim - 1
     b2 = b[..., None] if vector else b
     m, n = a.shape[-2], a.shape[-1]
@@ -273,7 +289,7 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     if rcond is None:
         eps_rcond = eps * max(m, n)
     else:
-        r = -1.0 if isinstance(rcond, str) and rcond == "warn" else float(rcond)
+        r = -1.0 if isinstance(rcond, str) and rcond == "warn" else _float_arg(rcond, "lstsq", "rcond")
         eps_rcond = eps if r < 0 else r
     # One gelsd call gives the solution and the singular values (recorded
     # with the lstsq AD rule inside tenferro.vjp / grad).
@@ -294,6 +310,14 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     return x, residuals, rank, s
 
 
+def _float_arg(value, who, name):
+    """`value` as a float (TypeError naming the argument otherwise)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: expected a number for {name}, found {value!r}") from None
+
+
 def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
     max(s) count as zero (rcond None: numpy's default 1e-15; an array of rcond
@@ -308,11 +332,16 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=Non
     rcond = rtol if rtol is not None else 1e-15 if rcond is None else rcond
     a = _operand(a)
     if _np.ndim(rcond) == 0:
-        return _call("pinv", [a], runtime, rcond=float(rcond))[0]
+        return _call("pinv", [a], runtime, rcond=_float_arg(rcond, "pinv", "rcond"))[0]
     if _traced(a):
         raise _invalid("pinv: an array rcond is not recorded inside tenferro.vjp / grad (pass one float)")
     a = _np.asarray(a)
-    batch = _np.broadcast_shapes(a.shape[:-2], _np.shape(rcond))
+    try:
+        batch = _np.broadcast_shapes(a.shape[:-2], _np.shape(rcond))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"pinv: expected rcond of a shape that broadcasts with the stack's {a.shape[:-2]}, found "
+            f"{_np.shape(rcond)}", code="kShapeMismatch", canonical="kInvalidArgument") from None
     a = _np.broadcast_to(a, batch + a.shape[-2:])
     rcond = _np.broadcast_to(_np.asarray(rcond, dtype=float), batch)
     out = _np.empty(batch + (a.shape[-1], a.shape[-2]), dtype=_np.result_type(a.dtype, _np.float32))
@@ -350,14 +379,10 @@ def _vector_ord(ord):  # noqa: A002
 
 
 def _axes(axis, ndim, count):
-    axes = tuple(int(a) for a in axis)
-    if len(axes) != count:
+    axes = tuple(axis)
+    if count is not None and len(axes) != count:
         raise _invalid(f"norm: expected {count} axes, found {axes}")
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise AxisError(f"norm: axis {a} is out of bounds for an array of dimension {ndim}")
-        out.append(a % ndim)
+    out = [_axis(a, ndim, "norm") for a in axes]
     if len(set(out)) != len(out):
         raise _invalid(f"norm: duplicate axes given: {axes}")
     return out
@@ -381,11 +406,12 @@ def _norm_over(x, ord, axes, keepdims, runtime):  # noqa: A002
 
 def norm(x, ord=None, axis=None, keepdims=False, *, threads=None, runtime=None):  # noqa: A002
     """numpy.linalg.norm: a vector norm over one axis (ord None or 2: the
-    2-norm; inf, -inf, 0 (nonzero count) or any p > 0) or a matrix norm over
+    2-norm; inf, -inf, 0 (nonzero count) or any other p, negative too:
+    (sum |x|^p)^(1/p)) or a matrix norm over
     two axes (ord None or 'fro', 'nuc', 1, -1, 2, -2, inf, -inf). axis None:
     the 2-norm of the flattened array when ord is None, else the vector or
     matrix norm of a 1-D or 2-D x. The result is real (float64 for integer
-    input). Negative p for vectors is not supported (InvalidArgumentError)."""
+    input)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     if axis is None and ord is None and not keepdims and type(x) is _np.ndarray and x.dtype.kind in "fc":
@@ -402,7 +428,7 @@ def norm(x, ord=None, axis=None, keepdims=False, *, threads=None, runtime=None):
             raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 with ord={ord!r}, found {ndim}")
         axis = tuple(range(ndim))
     elif not isinstance(axis, (tuple, list)):
-        axis = (int(axis),)  # numpy: any integer-convertible axis
+        axis = (axis,)
     axis = tuple(axis)
     if len(axis) not in (1, 2):
         raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 axes, found {len(axis)}")
@@ -423,11 +449,22 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, threads=None, runtime
     if threads is not None:
         runtime = _runtime(runtime, threads)
     x = _operand(x)
+    ndim = len(x.shape)
     if axis is None:
         mode, p = _vector_ord(ord)
         r = _call("vector_norm", [_np.reshape(x, -1)], runtime, mode=mode, rcond=p)[0]
-        return _np.reshape(r, (1,) * len(x.shape)) if keepdims else _scalar(r)
-    return _norm_over(x, ord, _axes((axis,), len(x.shape), 1), keepdims, runtime)
+        return _np.reshape(r, (1,) * ndim) if keepdims else _scalar(r)
+    if not isinstance(axis, (tuple, list)):
+        return _norm_over(x, ord, _axes((axis,), ndim, 1), keepdims, runtime)
+    # Several axes (numpy 2, torch): one vector per index of the others.
+    axes = _axes(axis, ndim, None)
+    rest = [a for a in range(ndim) if a not in axes]
+    moved = _np.moveaxis(x, axes, list(range(ndim - len(axes), ndim)))
+    flat = _np.reshape(moved, tuple(x.shape[a] for a in rest) + (-1,))
+    r = _norm_over(flat, ord, [len(rest)], False, runtime)
+    if keepdims:
+        r = _np.reshape(r, tuple(1 if a in axes else x.shape[a] for a in range(ndim)))
+    return _scalar(r)
 
 
 def _matmul(a, b, runtime):
@@ -655,10 +692,13 @@ def tensordot(x1, x2, /, *, axes=2, threads=None, runtime=None):
             raise _invalid(f"tensordot: axes={axes}: expected 0 to {min(x1.ndim, x2.ndim)}")
         a1, a2 = list(range(x1.ndim - axes, x1.ndim)), list(range(axes))
     else:
-        a1, a2 = ([int(axes[0])], [int(axes[1])]) if _np.ndim(axes[0]) == 0 else (list(axes[0]), list(axes[1]))
+        a1, a2 = (([axes[0]], [axes[1]]) if _np.ndim(axes[0]) == 0 else (list(axes[0]), list(axes[1])))
         if len(a1) != len(a2):
             raise _invalid(f"tensordot: expected as many axes of x1 as of x2, found {len(a1)} and {len(a2)}")
-        a1, a2 = [a % x1.ndim for a in a1], [a % x2.ndim for a in a2]
+        a1 = [_axis(a, x1.ndim, "tensordot (x1)") for a in a1]
+        a2 = [_axis(a, x2.ndim, "tensordot (x2)") for a in a2]
+        if len(set(a1)) != len(a1) or len(set(a2)) != len(a2):
+            raise _invalid(f"tensordot: expected distinct axes, found {axes!r}")
     lhs = _letters(x1.ndim)
     rhs = _letters(x2.ndim, x1.ndim)
     for i, j in zip(a1, a2):
@@ -700,13 +740,14 @@ def vecdot(x1, x2, /, *, axis=-1, threads=None, runtime=None):
     if threads is not None:
         runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
-    if x1.shape[axis] != x2.shape[axis]:
+    i1, i2 = _axis(axis, x1.ndim, "vecdot (x1)"), _axis(axis, x2.ndim, "vecdot (x2)")
+    if x1.shape[i1] != x2.shape[i2]:
         raise InvalidArgumentError(
-            f"vecdot: axis {axis} has extent {x1.shape[axis]} in x1 and {x2.shape[axis]} in x2; expected equal",
+            f"vecdot: axis {axis} has extent {x1.shape[i1]} in x1 and {x2.shape[i2]} in x2; expected equal",
             code="kShapeMismatch",
             canonical="kInvalidArgument",
         )
-    x1, x2 = _np.moveaxis(x1, axis, -1), _np.moveaxis(x2, axis, -1)
+    x1, x2 = _np.moveaxis(x1, i1, -1), _np.moveaxis(x2, i2, -1)
     if _np.dtype(x1.dtype).kind == "c":
         x1 = _np.conjugate(x1)
     return _tenferro.einsum("...i,...i->...", x1, x2, runtime=runtime)
@@ -716,6 +757,8 @@ def cross(x1, x2, /, *, axis=-1):
     """The cross product of 3-element vectors along `axis` (numpy 2's
     numpy.linalg.cross: 3-vectors only), the other axes broadcast."""
     x1, x2 = _array(x1), _array(x2)
+    _axis(axis, x1.ndim, "cross (x1)")
+    _axis(axis, x2.ndim, "cross (x2)")
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise _invalid(f"cross: expected 3-element vectors along axis {axis}, found {x1.shape[axis]} and "
                        f"{x2.shape[axis]}")

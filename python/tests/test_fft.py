@@ -175,6 +175,13 @@ def test_lengths_beyond_the_address_space_are_value_errors_as_numpy():
     np.testing.assert_allclose(tenferro.fft.fft(x), np.fft.fft(x))  # the runtime still works
 
 
+def test_object_arrays_of_numbers_are_transformed_as_numpy():
+    for a in (np.array([1, 2.5, 3], dtype=object), np.array([1, 2j, 3], dtype=object)):
+        np.testing.assert_allclose(tenferro.fft.fft(a), np.fft.fft(a), rtol=1e-14)
+    with pytest.raises(tenferro.DTypeError):
+        tenferro.fft.fft(np.array(["a", "b"], dtype=object))
+
+
 def test_real_transforms_of_long_double_complex_name_the_given_dtype():
     z = np.ones(8, dtype=np.clongdouble)
     for f in (tff.rfft, tff.ihfft):

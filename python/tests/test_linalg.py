@@ -240,7 +240,7 @@ def test_norm_of_integers_and_the_array_api_names(rng):
         (np.ones((2, 3)), dict(axis=(1, -1)), "duplicate axes"),
         (np.ones((2, 2, 2)), dict(ord=2), "improper number of dimensions"),
         (np.ones((2, 2, 2)), dict(axis=(0, 1, 2)), "improper number of dimensions"),
-        (np.ones(4), dict(ord=-1), "p >= 0"),
+        (np.ones(4), dict(ord=np.nan), "finite order"),
     ],
 )
 def test_norm_rejects_bad_arguments(x, kwargs, message):
@@ -248,6 +248,56 @@ def test_norm_rejects_bad_arguments(x, kwargs, message):
         tl.norm(x, **kwargs)
     with pytest.raises(np.AxisError, match="out of bounds"):
         tl.norm(np.ones((2, 3)), axis=2)
+
+
+def test_negative_orders_and_several_axes_as_numpy_and_torch(rng):
+    x = random_array(rng, (3, 4, 5), np.float64)
+    x[0, 0, 0] = 0.0
+    for p in (-1, -2, -3, -0.5):
+        with np.errstate(divide="ignore"):  # numpy warns at the zero
+            want = np.linalg.norm(x, p, axis=1)
+        np.testing.assert_allclose(tl.norm(x, p, axis=1), want, rtol=1e-12)
+        np.testing.assert_allclose(tl.vector_norm(x[1, 1], ord=p), np.linalg.norm(x[1, 1], p), rtol=1e-12)
+    # A zero element: (... + inf)^(1/p) = 0, as numpy (which warns).
+    assert tl.norm(x[0, :, 0], -1) == 0.0
+    # The derivative of a negative order away from zeros, against torch.
+    torch = pytest.importorskip("torch")
+    v = rng.random(6) + 0.5
+    vt = torch.tensor(v, requires_grad=True)
+    torch.linalg.vector_norm(vt, ord=-1.5).backward()
+    np.testing.assert_allclose(tenferro.grad(lambda y: tl.vector_norm(y, ord=-1.5))(v), vt.grad.numpy(), rtol=1e-10)
+    # Several axes (numpy 2, torch): one vector per index of the others.
+    for axis, kwargs in (((0, 2), {}), ((0, 2), dict(ord=1, keepdims=True)), ((-1, 0), dict(ord=3))):
+        want = torch.linalg.vector_norm(torch.tensor(x), dim=axis, **kwargs).numpy()
+        got = tl.vector_norm(x, axis=axis, **kwargs)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    g = tenferro.grad(lambda y: np.sum(tl.vector_norm(y, axis=(0, 2))))(x)
+    xt = torch.tensor(x, requires_grad=True)
+    torch.linalg.vector_norm(xt, dim=(0, 2)).sum().backward()
+    np.testing.assert_allclose(g, xt.grad.numpy(), rtol=1e-10)
+
+
+def test_axes_are_checked_as_numpy(rng):
+    m = np.ones((3, 3))
+    for axes in (([5], [0]), ([-3], [0]), ([0], [7])):
+        with pytest.raises(IndexError, match="out of bounds"):  # an AxisError, as numpy's IndexError
+            tl.tensordot(m, m, axes=axes)
+    with pytest.raises(tenferro.InvalidArgumentError, match="distinct"):
+        tl.tensordot(m, m, axes=([0, 0], [0, 1]))
+    np.testing.assert_allclose(tl.tensordot(m, m, axes=([-1], [0])), np.tensordot(m, m, axes=([-1], [0])))
+    with pytest.raises(np.AxisError):
+        tl.vecdot(m, m, axis=5)
+    with pytest.raises(np.AxisError):
+        tl.cross(np.ones(3), np.ones(3), axis=3)
+    with pytest.raises(TypeError, match="integer axis"):
+        tl.norm(m, axis="a")
+    with pytest.raises(TypeError, match="rcond"):
+        tl.lstsq(m, np.ones(3), rcond="bad")
+    with pytest.raises(tenferro.InvalidArgumentError, match="broadcasts"):
+        tl.pinv(np.ones((2, 3, 3)), rcond=np.ones(5))
+    with pytest.raises(np.linalg.LinAlgError, match="rank >= 2"):
+        tl.lstsq(np.ones(3), np.ones(3))
 
 
 def test_norm_gradients(rng):

@@ -328,9 +328,9 @@ Result<std::shared_ptr<const LinalgOp>> LinalgOp::create(const LinalgAttributes&
       a.p = a.norm == NormOrder::kOne ? 1.0 : 2.0;
       a.norm = NormOrder::kP;
     }
-    if (a.norm == NormOrder::kP && !(a.p >= 0.0 && std::isfinite(a.p))) {
+    if (a.norm == NormOrder::kP && !std::isfinite(a.p)) {  // (+-inf: NormOrder::kInf / kNegInf)
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
-                        "linalg.vector_norm: expected a finite order p >= 0, found {}", a.p);
+                        "linalg.vector_norm: expected a finite order p, found {}", a.p);
     }
   }
   // Canonical defaults for options the kind does not use (payload identity).

@@ -1,6 +1,8 @@
 // LinalgOp: result metadata of every operation (exact and symbolic shapes),
 // typed compile errors, payload identity, effects and aliases, and use in a
 // program builder.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "tenferro/linalg/linalg_op.h"
@@ -99,7 +101,9 @@ TEST(LinalgOpTest, TypedCompileErrors) {
 
   EXPECT_EQ(LinalgOp::matrix_norm(NormOrder::kP).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(LinalgOp::vector_norm(NormOrder::kNuclear).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(LinalgOp::vector_norm(NormOrder::kP, -1).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(LinalgOp::vector_norm(NormOrder::kP, std::nan("")).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(LinalgOp::vector_norm(NormOrder::kP, INFINITY).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(LinalgOp::vector_norm(NormOrder::kP, -1).ok());  // numpy's (sum |x|^-1)^-1
 
   // A failed emit leaves the builder unchanged.
   program::ProgramBuilder b;
