@@ -132,6 +132,14 @@ def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
                                 message=e.message) from None
 
 
+# numpy 2's named results (tuples: unpacking works as with numpy 1.x).
+EigResult = _collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+EighResult = _collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = _collections.namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = _collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = _collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, threads=None, runtime=None):
     """U, S, Vh with a = U @ diag(S) @ Vh (numpy.linalg.svd); S only when
     compute_uv is False. `hermitian` is accepted and ignored (the general
@@ -142,8 +150,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, threads=None
     a = _operand(a)
     if not compute_uv:
         return _call("svd", [a], runtime, mode="values")[0]
-    u, s, vh = _call("svd", [a], runtime, mode="full" if full_matrices else "thin")
-    return u, s, vh
+    return SVDResult(*_call("svd", [a], runtime, mode="full" if full_matrices else "thin"))
 
 
 def qr(a, mode="reduced", *, threads=None, runtime=None):
@@ -154,7 +161,7 @@ def qr(a, mode="reduced", *, threads=None, runtime=None):
     if mode not in ("reduced", "complete", "r"):
         raise _invalid(f"qr mode '{mode}': expected 'reduced', 'complete' or 'r' ('raw' is not supported)")
     q, r = _call("qr", [_operand(a)], runtime, mode="complete" if mode == "complete" else "reduced")
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else QRResult(q, r)
 
 
 def _uplo(uplo, who):
@@ -175,7 +182,7 @@ def eigh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803 (numpy's nam
         # The Hermitian matrix the upper triangle defines is the one the lower
         # triangle of the conjugate transpose defines (recorded when traced).
         a = _np.conjugate(_np.swapaxes(a, -1, -2))
-    return tuple(_call("eigh", [a], runtime, flag=True))
+    return EighResult(*_call("eigh", [a], runtime, flag=True))
 
 
 def eigvalsh(a, UPLO="L", *, threads=None, runtime=None):  # noqa: N803
@@ -194,7 +201,7 @@ def eig(a, *, threads=None, runtime=None):
     imag) ascending, v's columns unit-norm eigenvectors."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return tuple(_call("eig", [_operand(a)], runtime, flag=True))
+    return EigResult(*_call("eig", [_operand(a)], runtime, flag=True))
 
 
 def eigvals(a, *, threads=None, runtime=None):
@@ -204,11 +211,14 @@ def eigvals(a, *, threads=None, runtime=None):
     return _call("eig", [_operand(a)], runtime, flag=False)[0]
 
 
-def cholesky(a, *, threads=None, runtime=None):
-    """Lower-triangular L with a = L @ L^H (reads the lower triangle)."""
+def cholesky(a, *, upper=False, threads=None, runtime=None):
+    """Lower-triangular L with a = L @ L^H (reads the lower triangle); with
+    upper=True (numpy 2, torch) the upper-triangular U = L^H with
+    a = U^H @ U."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _call("cholesky", [_operand(a)], runtime)[0]
+    lower = _call("cholesky", [_operand(a)], runtime)[0]
+    return _np.conjugate(_np.swapaxes(lower, -1, -2)) if upper else lower
 
 
 def _batch_broadcast(a, b, b_core):
@@ -227,22 +237,47 @@ def _batch_broadcast(a, b, b_core):
     return a, b
 
 
+# numpy 2 reads solve's b as vectors only when it is 1-D; numpy 1.x also
+# when b.ndim == a.ndim - 1. solve follows the numpy it runs with.
+_NUMPY2 = _np.lib.NumpyVersion(_np.__version__) >= "2.0.0"
+
+
+def _broadcasts(a, b, vector):
+    """Whether b (a stack of vectors or of matrices) fits a's stack."""
+    core = 1 if vector else 2
+    if b.ndim < core or b.shape[b.ndim - core] != a.shape[-1]:
+        return False
+    try:
+        _np.broadcast_shapes(a.shape[:-2], b.shape[: b.ndim - core])
+        return True
+    except ValueError:
+        return False
+
+
 def solve(a, b, *, threads=None, runtime=None):
-    """x with a @ x = b; b of shape (..., M) (a vector per matrix, when
-    b.ndim == a.ndim - 1) or (..., M, K)."""
+    """x with a @ x = b for a of shape (..., M, M) and b of shape (..., M)
+    (vectors) or (..., M, K) (matrices), the stacks broadcast. A 1-D b is a
+    vector; a b with b.ndim == a.ndim - 1 is a stack of vectors under
+    numpy 1.x's rule and a stack of matrices under numpy 2's: solve
+    follows the installed numpy, and takes the other reading when only
+    that one fits (where numpy raises)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
     a = _operand(a)
     b = _operand(b)
-    vector = b.ndim == a.ndim - 1 or b.ndim == 1
+    if a.ndim < 2:
+        raise _shape_error(f"solve: expected a of shape (..., M, M), found {tuple(a.shape)}")
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and not _NUMPY2)
+    if b.ndim == a.ndim - 1 and b.ndim > 1 and not _broadcasts(a, b, vector) and _broadcasts(a, b, not vector):
+        vector = not vector
+    if not _broadcasts(a, b, vector):
+        raise InvalidArgumentError(
+            f"solve: expected b of shape (..., {a.shape[-1]}) or (..., {a.shape[-1]}, K) whose stack broadcasts with "
+            f"a's {tuple(a.shape[:-2])}, found b of shape {tuple(b.shape)} for a of shape {tuple(a.shape)}",
+            code="kShapeMismatch", canonical="kInvalidArgument")
     if vector:
         b = b[..., None]
-    try:
-        a, b = _batch_broadcast(a, b, 2)
-    except ValueError as e:
-        if isinstance(e, InvalidArgumentError):
-            raise
-        raise InvalidArgumentError(str(e), code="kShapeMismatch", canonical="kInvalidArgument") from None
+    a, b = _batch_broadcast(a, b, 2)
     x = _call("solve", [a, b], runtime)[0]
     return x[..., 0] if vector else x
 
@@ -266,7 +301,7 @@ def slogdet(a, *, threads=None, runtime=None):
     """(sign, logabsdet) of each square matrix."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return tuple(_scalar(r) for r in _call("slogdet", [_operand(a)], runtime))
+    return SlogdetResult(*(_scalar(r) for r in _call("slogdet", [_operand(a)], runtime)))
 
 
 def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
@@ -428,7 +463,10 @@ def norm(x, ord=None, axis=None, keepdims=False, *, threads=None, runtime=None):
             raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 with ord={ord!r}, found {ndim}")
         axis = tuple(range(ndim))
     elif not isinstance(axis, (tuple, list)):
-        axis = (axis,)
+        try:
+            axis = (int(axis),)  # numpy: any integer-convertible axis (1.0 too)
+        except (TypeError, ValueError):
+            raise TypeError(f"norm: expected an integer axis, a tuple of them or None, found {axis!r}") from None
     axis = tuple(axis)
     if len(axis) not in (1, 2):
         raise _invalid(f"norm: improper number of dimensions to norm: expected 1 or 2 axes, found {len(axis)}")

@@ -458,3 +458,47 @@ def test_numpy_spellings_and_result_types(rng):
         tl.matrix_rank(a, tol=1.0, rtol=1e-2)
     with pytest.raises(tenferro.InvalidArgumentError, match="give one of them"):
         tl.pinv(a, rcond=1e-3, rtol=1e-2)
+
+
+def test_named_results_as_numpy_2_and_cholesky_upper(rng):
+    a = random_array(rng, (4, 4), np.float64)
+    h = a @ a.T + 4 * np.eye(4)
+    w, v = tl.eigh(h)
+    r = tl.eigh(h)
+    np.testing.assert_array_equal(r.eigenvalues, w)
+    np.testing.assert_array_equal(r.eigenvectors, v)
+    assert isinstance(r, tuple) and len(r) == 2
+    u, s, vh = tl.svd(a)
+    assert tl.svd(a).S is not None and np.array_equal(tl.svd(a).Vh, vh) and np.array_equal(tl.svd(a).U, u)
+    assert np.array_equal(tl.qr(a).R, tl.qr(a)[1])
+    sign, logabsdet = tl.slogdet(a)
+    assert tl.slogdet(a).sign == sign and tl.slogdet(a).logabsdet == logabsdet
+    assert np.array_equal(tl.eig(a).eigenvalues, tl.eig(a)[0])
+    upper = tl.cholesky(h, upper=True)
+    np.testing.assert_allclose(upper, np.linalg.cholesky(h).T, rtol=1e-14)
+    np.testing.assert_allclose(upper.T @ upper, h, rtol=1e-12)
+    c = h + 1j * (a - a.T)
+    cu = tl.cholesky(c, upper=True)
+    np.testing.assert_allclose(cu.conj().T @ cu, c, rtol=1e-12)
+    # Recorded inside grad, as torch.linalg.cholesky(upper=True).
+    torch = pytest.importorskip("torch")
+    ht = torch.tensor(h, requires_grad=True)
+    (torch.linalg.cholesky(ht, upper=True) ** 3).sum().backward()
+    got = tenferro.grad(lambda x: np.sum(tl.cholesky(x, upper=True) ** 3))(h)
+    np.testing.assert_allclose(np.tril(got), np.tril(ht.grad.numpy()) + np.triu(ht.grad.numpy(), 1).T, rtol=1e-10)
+
+
+def test_solve_broadcasts_a_matrix_right_hand_side(rng):
+    a = random_array(rng, (3, 4, 4), np.float64) + 4 * np.eye(4)
+    b = random_array(rng, (4, 2), np.float64)
+    x = tl.solve(a, b)  # numpy 1.x raises here; numpy 2 and torch broadcast b as one matrix
+    assert x.shape == (3, 4, 2)
+    np.testing.assert_allclose(a @ x, np.broadcast_to(b, (3, 4, 2)), atol=1e-12)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"found b of shape \(5, 2\)"):
+        tl.solve(a, np.ones((5, 2)))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"found b of shape \(2, 4\)"):
+        tl.solve(a, np.ones((2, 4)))
+    # The ambiguous b.ndim == a.ndim - 1 follows the installed numpy.
+    square = random_array(rng, (4, 4, 4), np.float64) + 4 * np.eye(4)
+    rhs = random_array(rng, (4, 4), np.float64)
+    np.testing.assert_allclose(tl.solve(square, rhs), np.linalg.solve(square, rhs), rtol=1e-10)
