@@ -588,24 +588,33 @@ def cond(x, p=None, *, threads=None, runtime=None):
         return norm(x, p, axis=(-2, -1), runtime=runtime) * norm(inv(x, runtime=runtime), p, axis=(-2, -1),
                                                                  runtime=runtime)
     if p is None or p == 2 or p == -2:
-        s = svd(x, compute_uv=False, runtime=runtime)
+        finite = _np.isfinite(x).all(axis=(-2, -1))
+        y = x if finite.all() else _np.where(finite[..., None, None], x, _np.eye(x.shape[-1], dtype=x.dtype))
+        s = svd(y, compute_uv=False, runtime=runtime)
         with _np.errstate(all="ignore"):
-            r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+            r = _np.asarray(s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1])
+        r[~finite] = _np.inf  # numpy: NaN from the non-finite values, then inf unless x has a NaN
+        r[_np.isnan(x).any(axis=(-2, -1))] = _np.nan
     else:
         try:  # the whole stack at once
             r = norm(x, p, axis=(-2, -1), runtime=runtime) * norm(inv(x, runtime=runtime), p, axis=(-2, -1),
                                                                   runtime=runtime)
-        except LinAlgError:  # a singular matrix in the stack: inf for it, matrix by matrix
-            stack = x.reshape((-1,) + x.shape[-2:])
-            r = _np.empty(stack.shape[0], dtype=_np.finfo(x.dtype).dtype)  # _operand made x floating
-            for i, m in enumerate(stack):
-                try:
-                    r[i] = norm(m, p, runtime=runtime) * norm(inv(m, runtime=runtime), p, runtime=runtime)
-                except LinAlgError:
-                    r[i] = _np.inf
-            r = r.reshape(x.shape[:-2])
+        except LinAlgError:
+            # Singular or non-finite matrices in the stack: the others in one
+            # pass with those replaced by the identity, then inf for them (NaN
+            # where the matrix has a NaN, as numpy gives it).
+            finite = _np.isfinite(x).all(axis=(-2, -1))
+            eye = _np.eye(x.shape[-1], dtype=x.dtype)
+            bad = ~finite
+            bad |= det(_np.where(bad[..., None, None], eye, x), runtime=runtime) == 0
+            y = _np.where(bad[..., None, None], eye, x)
+            r = _np.asarray(norm(y, p, axis=(-2, -1), runtime=runtime) *
+                            norm(inv(y, runtime=runtime), p, axis=(-2, -1), runtime=runtime))
+            r[bad] = _np.inf
+            r[_np.isnan(x).any(axis=(-2, -1))] = _np.nan
+            return r[()] if r.ndim == 0 else r
     r = _np.asarray(r)
-    r[_np.isnan(r)] = _np.inf
+    r[_np.isnan(r) & ~_np.isnan(x).any(axis=(-2, -1))] = _np.inf
     return r[()] if r.ndim == 0 else r
 
 

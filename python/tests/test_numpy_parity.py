@@ -192,5 +192,15 @@ def test_typed_errors_from_the_audit():
 def test_cond_of_a_stack_with_a_singular_matrix(rng):
     stack = rng.random((4, 3, 3)) + np.eye(3)
     stack[2] = 0
-    for p in (1, -1, np.inf, "fro"):
-        np.testing.assert_allclose(tl.cond(stack, p), np.linalg.cond(stack, p))
+    stack[3, 0] = stack[3, 1]  # exactly singular, not zero
+    for p in (1, -1, np.inf, -np.inf, "fro", "nuc", None, 2, -2):
+        with np.errstate(all="ignore"):
+            want = np.linalg.cond(stack, p)
+        np.testing.assert_allclose(tl.cond(stack, p), want)
+    # Non-finite matrices: NaN where the matrix has a NaN, inf for an inf
+    # (numpy's NaN-to-inf rule), the others unchanged.
+    stack[1, 1, 1] = np.nan
+    stack[2, 0, 0] = np.inf
+    got = tl.cond(stack, 1)
+    assert np.isnan(got[1]) and got[2] == np.inf and got[3] == np.inf
+    np.testing.assert_allclose(got[0], np.linalg.cond(stack[0], 1))
