@@ -195,9 +195,9 @@ def test_cond_of_a_stack_with_a_singular_matrix(rng):
     stack[3, 0] = stack[3, 1]  # singular, not zero: inf or ~1e16, as rounding falls (numpy's too)
     for p in (1, -1, np.inf, -np.inf, "fro", "nuc", None, 2, -2):
         with np.errstate(all="ignore"):
-            want = np.linalg.cond(stack, p)
+            want = np.linalg.cond(stack[:3], p)  # (numpy's SVD may not converge on stack[3]'s inverse)
         got = tl.cond(stack, p)
-        np.testing.assert_allclose(got[:3], want[:3])
+        np.testing.assert_allclose(got[:3], want)
         # (numpy's p = -1 and -inf give ~1 there: the norm of an inverse of
         # 1e16-sized entries, not the inf of a singular matrix.)
         assert got[3] < 1e-15 if p == -2 else got[3] > 1e15, (p, got[3])
