@@ -249,6 +249,38 @@ TEST(FftwProvider, AlignmentIsPartOfThePlan) {
   check_problem(provider, p, 3);
 }
 
+// Note [Batch size classes]: every batch count of a loop is run from plans
+// of the power-of-two classes (times the alignment quantum) plus one
+// remainder, so counts 1..64 of a contiguous batch plan 7 kernels, not 64,
+// and every count's result is right. A float32 r2c of n = 5 (20- and
+// 24-byte strides: a quantum of 16 counts) checks parts at aligned offsets
+// and the remainder.
+TEST(FftwProvider, BatchCountsShareThePlansOfTheirSizeClasses) {
+  FftwFftProvider provider;
+  FftProblem p;
+  p.dim = {12, 1, 1};
+  for (std::int64_t count = 1; count <= 64; ++count) {
+    p.batch = {FftLoop{count, 12, 12}};
+    ASSERT_TRUE(provider.plan(p).ok());
+  }
+  EXPECT_EQ(provider.cache_stats().entries, 7u);  // 1, 2, 4, ..., 64
+  for (std::int64_t count : {3, 37, 63}) {
+    p.batch = {FftLoop{count, 12, 12}};
+    check_problem(provider, p, static_cast<std::uint32_t>(count));
+  }
+  FftProblem r;
+  r.transform = FftTransform::kR2C;
+  r.precision = DType::kFloat32;
+  r.dim = {5, 1, 1};
+  for (std::int64_t count : {5, 16, 37, 70}) {
+    r.batch = {FftLoop{count, 5, 3}};
+    check_problem(provider, r, static_cast<std::uint32_t>(count));
+  }
+  // Two batch loops: the larger one is split.
+  p.batch = {FftLoop{3, 12 * 11, 12 * 11}, FftLoop{11, 12, 12}};
+  check_problem(provider, p, 11);
+}
+
 // Any sanitizer reserves address space of its own, which an address-space
 // limit breaks.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -72,6 +72,9 @@ class FftwFftProvider final : public CpuFftProvider {
   const FftwProviderOptions& options() const noexcept { return options_; }
 
  private:
+  /// The cached kernel of `problem` as one FFTW plan.
+  Result<std::shared_ptr<const FftKernel>> plan_one(const FftProblem& problem) const;
+
   FftwProviderOptions options_;
   std::string name_;
   cpu::ProviderCapability capability_;
