@@ -79,7 +79,7 @@ void lay_out(LinalgPlan& plan) {
   const auto region = [&](std::int64_t count, std::size_t size) {
     return w.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * size);
   };
-  if (!is_elementwise_norm(a)) {  // those read the operand in place
+  if (!is_elementwise_norm(a) && !is_sum_norm(a)) {  // those read the operand in place
     l.a_shape = shape_of(m, n);
     l.a = region(m * n, es);
   }
@@ -137,8 +137,8 @@ void lay_out(LinalgPlan& plan) {
     case LinalgOpKind::kLu:
       l.pivots = region(k, sizeof(std::int64_t));
       break;
-    case LinalgOpKind::kMatrixNorm:  // the row sums of the inf norms
-      if (a.norm == NormOrder::kInf || a.norm == NormOrder::kNegInf) l.values = region(m, rs);
+    case LinalgOpKind::kMatrixNorm:  // the column or row sums of the sum norms
+      if (is_sum_norm(a)) l.values = region(std::max(m, n), rs);
       break;
     default:
       break;

@@ -65,6 +65,14 @@ inline bool is_elementwise_norm(const LinalgAttributes& a) noexcept {
          (a.kind == LinalgOpKind::kMatrixNorm && a.norm == NormOrder::kFrobenius);
 }
 
+/// The 1, -1, inf and -inf matrix norms: the largest or smallest absolute
+/// column or row sum, read in place into max(m, n) sums of scratch (Note
+/// [Sum norms] in process_matrix.cpp).
+inline bool is_sum_norm(const LinalgAttributes& a) noexcept {
+  return a.kind == LinalgOpKind::kMatrixNorm && (a.norm == NormOrder::kOne || a.norm == NormOrder::kNegOne ||
+                                                 a.norm == NormOrder::kInf || a.norm == NormOrder::kNegInf);
+}
+
 /// Validates `shapes` for `attributes` (kPrepare errors naming what was
 /// expected and found), chooses the provider and plans it. kUnsupported
 /// when no provider serves the problem.

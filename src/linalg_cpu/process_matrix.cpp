@@ -508,6 +508,11 @@ class MatrixProcessor {
 
   Status run() {
     if (is_elementwise_norm(a_)) return elementwise_norm();
+    if (is_sum_norm(a_)) {
+      if (plan_.m == 0 || plan_.n == 0) return write_empty();
+      store_scalar(out_[0], index_, sum_norm());
+      return ok_status();
+    }
     const bool check = rejects_non_finite(a_.kind);
     bool finite_a = true;
     TENFERRO_TRY(gather<T>(in_[0], plan_, index_, buffers_.a, finite_a));
@@ -535,6 +540,58 @@ class MatrixProcessor {
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
     store_scalar(out_[0], index_, elementwise_operand<T>(plan_, in_[0], index_).compute(a_.norm, a_.p));
     return ok_status();
+  }
+
+  // Note [Sum norms]
+  // The 1 and -1 norms are the largest and smallest absolute column sum,
+  // the inf and -inf norms the same of the row sums. They read the operand
+  // where it lies (a gathered column-major copy of a row-major 1024 x 1024
+  // matrix made the 1-norm 2.9x slower than numpy's): when the lines
+  // summed lie next to each other (a row-major matrix's columns), all sums
+  // advance together one element at a time along unit-stride memory,
+  // otherwise each line is summed along its own stride. A NaN anywhere gives
+  // NaN, as numpy's max and min of the sums do.
+  R sum_norm() const {
+    const TensorView& src = in_[0];
+    const std::size_t rank = src.shape.size();
+    const T* base = src.data_as<const T>() + batch_offset(src, plan_.batch_shape, index_);
+    const bool columns = a_.norm == NormOrder::kOne || a_.norm == NormOrder::kNegOne;
+    const std::int64_t rs = src.strides[rank - 2], cs = src.strides[rank - 1];
+    const std::int64_t count = columns ? plan_.n : plan_.m, length = columns ? plan_.m : plan_.n;
+    const std::int64_t line_stride = columns ? cs : rs, step = columns ? rs : cs;  // line l, element k
+    R* sums = static_cast<R*>(buffers_.values);
+    if (std::abs(line_stride) <= std::abs(step)) {
+      std::fill(sums, sums + count, R(0));
+      for (std::int64_t k = 0; k < length; ++k) {
+        const T* x = base + k * step;
+        for (std::int64_t l = 0; l < count; ++l) sums[l] += magnitude(x[l * line_stride]);
+      }
+    } else {
+      for (std::int64_t l = 0; l < count; ++l) {
+        const T* x = base + l * line_stride;
+        if (step != 1) {
+          R sum = 0;
+          for (std::int64_t k = 0; k < length; ++k) sum += magnitude(x[k * step]);
+          sums[l] = sum;
+          continue;
+        }
+        // Eight independent partial sums: one chain was latency-bound, 4x
+        // slower than numpy's pairwise sum on 1024-element rows.
+        R part[8] = {};
+        std::int64_t k = 0;
+        for (; k + 8 <= length; k += 8)
+          for (int u = 0; u < 8; ++u) part[u] += magnitude(x[k + u]);
+        for (; k < length; ++k) part[0] += magnitude(x[k]);
+        sums[l] = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+      }
+    }
+    const bool largest = a_.norm == NormOrder::kOne || a_.norm == NormOrder::kInf;
+    R best = largest ? R(0) : std::numeric_limits<R>::infinity();
+    for (std::int64_t l = 0; l < count; ++l) {
+      if (std::isnan(sums[l])) return sums[l];
+      best = largest ? std::max(best, sums[l]) : std::min(best, sums[l]);
+    }
+    return best;
   }
 
   MatrixBuffer with_data(MatrixBuffer shape, std::size_t offset) const {
@@ -681,28 +738,11 @@ class MatrixProcessor {
     const std::int64_t ld = buffers_.a.ld;
     const auto* s = static_cast<const R*>(buffers_.values);
     switch (a_.norm) {
-      case NormOrder::kOne:
-      case NormOrder::kNegOne: {
-        R best = a_.norm == NormOrder::kOne ? R(0) : std::numeric_limits<R>::infinity();
-        for (std::int64_t j = 0; j < n; ++j) {
-          R col = 0;
-          for (std::int64_t i = 0; i < m; ++i) col += magnitude(x[i + j * ld]);
-          best = a_.norm == NormOrder::kOne ? std::max(best, col) : std::min(best, col);
-        }
-        return best;
-      }
+      case NormOrder::kOne:  // sum_norm()
+      case NormOrder::kNegOne:
       case NormOrder::kInf:
-      case NormOrder::kNegInf: {
-        // Row sums accumulated column by column (the buffer is column-major).
-        R* rows = static_cast<R*>(buffers_.values);
-        std::fill(rows, rows + m, R(0));
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t i = 0; i < m; ++i) rows[i] += magnitude(x[i + j * ld]);
-        R best = a_.norm == NormOrder::kInf ? R(0) : std::numeric_limits<R>::infinity();
-        for (std::int64_t i = 0; i < m; ++i)
-          best = a_.norm == NormOrder::kInf ? std::max(best, rows[i]) : std::min(best, rows[i]);
-        return best;
-      }
+      case NormOrder::kNegInf:
+        break;
       case NormOrder::kTwo:
       case NormOrder::kNegTwo:
       case NormOrder::kNuclear: {
