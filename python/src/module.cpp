@@ -732,24 +732,12 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
 // ---------------------------------------------------------------------------
 // linalg
 
-linalg::SvdMode svd_mode(const std::string& mode) {
-  if (mode == "full") return linalg::SvdMode::kFull;
-  if (mode == "thin") return linalg::SvdMode::kThin;
-  if (mode == "values") return linalg::SvdMode::kValuesOnly;
-  raise_error(ErrorCode::kInvalidArgument, fmt::format("svd mode '{}': expected full, thin or values", mode));
-}
-
-linalg::QrMode qr_mode(const std::string& mode) {
-  if (mode == "reduced") return linalg::QrMode::kReduced;
-  if (mode == "complete") return linalg::QrMode::kComplete;
-  raise_error(ErrorCode::kInvalidArgument, fmt::format("qr mode '{}': expected reduced or complete", mode));
-}
-
 // One linalg operation on the runtime's eager context; the results that
 // are defined, in the order of Note [Linalg operation semantics].
 py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& args, const std::string& mode, bool flag,
                       double rcond) {
-  const std::size_t expected = (name == "solve" || name == "lstsq") ? 2 : 1;
+  const std::shared_ptr<const linalg::LinalgOp> op = value_or_raise(linalg_op_of(name, mode, flag, rcond));
+  const auto expected = static_cast<std::size_t>(linalg::num_operands(op->kind()));
   if (args.size() != expected) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("linalg.{}: expected {} operand{}, found {}", name, expected,
                                                          expected == 1 ? "" : "s", args.size()));
@@ -760,59 +748,16 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
   operands.unify_dtypes();
   operands.wrap();
   const SmallVector<Tensor, 8>& t = operands.tensors();
-  const linalg::SvdMode svd = name == "svd" ? svd_mode(mode) : linalg::SvdMode::kThin;
-  const linalg::QrMode qr = name == "qr" ? qr_mode(mode) : linalg::QrMode::kReduced;
-  const bool norm = name == "matrix_norm" || name == "vector_norm";
-  const linalg::NormOrder order = norm ? value_or_raise(norm_order_of(mode)) : linalg::NormOrder::kTwo;
-  std::vector<Tensor> results;
+  runtime::TensorList results;
   Status status;
   {
     py::gil_scoped_release nogil;
     status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
-      const auto keep = [&](Result<Tensor> r) -> Status {
-        TENFERRO_ASSIGN_OR_RETURN(Tensor x, std::move(r));
-        results.push_back(std::move(x));
-        return ok_status();
-      };
-      if (name == "svd") {
-        TENFERRO_ASSIGN_OR_RETURN(linalg::SvdResult r, linalg::svd(ctx, t[0], svd));
-        results = {r.u, r.s, r.vh};
-      } else if (name == "qr") {
-        TENFERRO_ASSIGN_OR_RETURN(linalg::QrResult r, linalg::qr(ctx, t[0], qr));
-        results = {r.q, r.r};
-      } else if (name == "eigh" || name == "eig") {
-        TENFERRO_ASSIGN_OR_RETURN(linalg::EigenResult r,
-                                  name == "eigh" ? linalg::eigh(ctx, t[0], flag) : linalg::eig(ctx, t[0], flag));
-        results = {r.eigenvalues, r.eigenvectors};
-      } else if (name == "slogdet") {
-        TENFERRO_ASSIGN_OR_RETURN(linalg::SlogdetResult r, linalg::slogdet(ctx, t[0]));
-        results = {r.sign, r.logabsdet};
-      } else if (name == "cholesky") {
-        return keep(linalg::cholesky(ctx, t[0]));
-      } else if (name == "solve") {
-        return keep(linalg::solve(ctx, t[0], t[1]));
-      } else if (name == "inv") {
-        return keep(linalg::inv(ctx, t[0]));
-      } else if (name == "det") {
-        return keep(linalg::det(ctx, t[0]));
-      } else if (name == "lstsq") {  // numpy's lstsq returns the singular values too
-        TENFERRO_ASSIGN_OR_RETURN(linalg::LstsqResult r, linalg::lstsq_with_singular_values(ctx, t[0], t[1], rcond));
-        results = {r.x, r.s};
-      } else if (name == "pinv") {
-        return keep(linalg::pinv(ctx, t[0], rcond));
-      } else if (name == "matrix_norm") {
-        return keep(linalg::matrix_norm(ctx, t[0], order));
-      } else if (name == "vector_norm") {
-        return keep(linalg::vector_norm(ctx, t[0], order, rcond));  // rcond carries p
-      } else {
-        return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg: unknown operation '{}'", name);
-      }
+      TENFERRO_ASSIGN_OR_RETURN(results, ctx.call(op, std::span<const Tensor>(t.data(), t.size())));
       return ok_status();
     });
   }
   ok_or_raise(status);
-  // Factors that were not requested (values-only SVD, eigenvalues only) are undefined: left out.
-  std::erase_if(results, [](const Tensor& r) { return !r.defined(); });
   py::tuple out(results.size());
   for (std::size_t i = 0; i < results.size(); ++i) out[i] = operands.to_numpy(std::move(results[i]));
   return out;

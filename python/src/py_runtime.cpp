@@ -42,6 +42,55 @@ Result<linalg::NormOrder> norm_order_of(std::string_view ord) {
                     "linalg.norm: expected ord fro, nuc, 1, -1, 2, -2, inf, -inf or p, found '{}'", ord);
 }
 
+Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(std::string_view name, std::string_view mode, bool flag,
+                                                             double rcond) {
+  using linalg::LinalgOp;
+  const auto bad_mode = [&](std::string_view expected) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg.{}: expected mode {}, found '{}'", name,
+                      expected, mode);
+  };
+  if (name == "svd") {
+    if (mode == "full") return LinalgOp::svd(linalg::SvdMode::kFull);
+    if (mode == "thin") return LinalgOp::svd(linalg::SvdMode::kThin);
+    if (mode == "values") return LinalgOp::svd(linalg::SvdMode::kValuesOnly);
+    return bad_mode("full, thin or values");
+  }
+  if (name == "qr") {
+    if (mode == "complete") return LinalgOp::qr(linalg::QrMode::kComplete);
+    if (mode == "reduced" || mode.empty()) return LinalgOp::qr(linalg::QrMode::kReduced);
+    return bad_mode("reduced or complete");
+  }
+  if (name == "eigh") return LinalgOp::eigh(flag);
+  if (name == "eig") return LinalgOp::eig(flag);
+  if (name == "cholesky") return LinalgOp::cholesky();
+  if (name == "lu") return LinalgOp::lu();
+  if (name == "solve") return LinalgOp::solve();
+  if (name == "inv") return LinalgOp::inv();
+  if (name == "det") return LinalgOp::det();
+  if (name == "slogdet") return LinalgOp::slogdet();
+  if (name == "lstsq") return LinalgOp::lstsq(rcond, /*singular_values=*/true);
+  if (name == "pinv") return LinalgOp::pinv(rcond);
+  if (name == "matrix_norm") {
+    TENFERRO_ASSIGN_OR_RETURN(const linalg::NormOrder order, norm_order_of(mode));
+    return LinalgOp::matrix_norm(order);
+  }
+  if (name == "vector_norm") {
+    TENFERRO_ASSIGN_OR_RETURN(const linalg::NormOrder order, norm_order_of(mode));
+    return LinalgOp::vector_norm(order, rcond);  // rcond carries p
+  }
+  if (name == "triangular_solve") {
+    if (mode.size() != 3 || (mode[0] != 'L' && mode[0] != 'U') || mode[1] != ':' ||
+        (mode[2] != 'N' && mode[2] != 'T' && mode[2] != 'C')) {
+      return bad_mode("<L|U>:<N|T|C>");
+    }
+    const linalg::TriangularTranspose op = mode[2] == 'T'   ? linalg::TriangularTranspose::kTranspose
+                                           : mode[2] == 'C' ? linalg::TriangularTranspose::kAdjoint
+                                                            : linalg::TriangularTranspose::kNone;
+    return LinalgOp::triangular_solve(mode[0] == 'L', flag, op);
+  }
+  return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg: unknown operation '{}'", name);
+}
+
 Result<fft::FftAttributes> fft_attributes_of(std::string_view kind, Dims lengths, Dims axes, std::string_view norm) {
   using fft::FftKind;
   static constexpr std::pair<std::string_view, FftKind> kKinds[] = {

@@ -52,6 +52,16 @@ namespace tenferro::python {
 /// separately). kInvalidArgument otherwise.
 Result<linalg::NormOrder> norm_order_of(std::string_view ord);
 
+/// The LinalgOp of tenferro.linalg's call `name` (as tenferro/linalg.py
+/// names it): svd (mode full, thin or values), qr (complete or reduced),
+/// eigh and eig (flag: compute the vectors), cholesky, lu, solve, inv, det,
+/// slogdet, lstsq (rcond; the singular values too, as numpy), pinv (rcond),
+/// matrix_norm and vector_norm (mode: the order; rcond carries p) and
+/// triangular_solve (mode "<lower|upper>:<N|T|C>", flag: unit diagonal).
+/// kInvalidArgument for an unknown name or mode.
+Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(std::string_view name, std::string_view mode, bool flag,
+                                                             double rcond);
+
 /// The FftOp attributes of tenferro.fft's calls: `kind` fft, ifft, rfft,
 /// irfft, hfft or ihfft, `norm` backward, ortho or forward; empty `axes`
 /// and `lengths` take the op's defaults. kInvalidArgument for an unknown

@@ -166,38 +166,7 @@ py::object traced_einsum(std::span<PyObject* const> objects, const std::shared_p
 
 py::tuple traced_linalg(const std::string& name, const py::list& args, const std::string& mode, bool flag,
                         double rcond) {
-  std::shared_ptr<const linalg::LinalgOp> op;
-  if (name == "svd") {
-    op = linalg::LinalgOp::svd(mode == "full"     ? linalg::SvdMode::kFull
-                               : mode == "values" ? linalg::SvdMode::kValuesOnly
-                                                  : linalg::SvdMode::kThin);
-  } else if (name == "qr") {
-    op = linalg::LinalgOp::qr(mode == "complete" ? linalg::QrMode::kComplete : linalg::QrMode::kReduced);
-  } else if (name == "eigh") {
-    op = linalg::LinalgOp::eigh(flag);
-  } else if (name == "eig") {
-    op = linalg::LinalgOp::eig(flag);
-  } else if (name == "cholesky") {
-    op = linalg::LinalgOp::cholesky();
-  } else if (name == "solve") {
-    op = linalg::LinalgOp::solve();
-  } else if (name == "inv") {
-    op = linalg::LinalgOp::inv();
-  } else if (name == "det") {
-    op = linalg::LinalgOp::det();
-  } else if (name == "slogdet") {
-    op = linalg::LinalgOp::slogdet();
-  } else if (name == "lstsq") {
-    op = linalg::LinalgOp::lstsq(rcond, /*singular_values=*/true);
-  } else if (name == "pinv") {
-    op = linalg::LinalgOp::pinv(rcond);
-  } else if (name == "matrix_norm") {
-    op = value_or_raise(linalg::LinalgOp::matrix_norm(value_or_raise(norm_order_of(mode))));
-  } else if (name == "vector_norm") {
-    op = value_or_raise(linalg::LinalgOp::vector_norm(value_or_raise(norm_order_of(mode)), rcond));  // rcond carries p
-  } else {
-    raise_error(ErrorCode::kUnimplemented, fmt::format("linalg.{} is not recorded inside tenferro.vjp / grad", name));
-  }
+  const std::shared_ptr<const linalg::LinalgOp> op = value_or_raise(linalg_op_of(name, mode, flag, rcond));
   const std::vector<py::handle> operands(args.begin(), args.end());
   const std::string what = "linalg." + name;
   const TracedOperands promoted = promote_traced(operands, what.c_str());
