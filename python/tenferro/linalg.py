@@ -29,7 +29,10 @@ __all__ = [
     "eigvals",
     "eigvalsh",
     "cholesky",
+    "lu",
+    "lu_factor",
     "solve",
+    "solve_triangular",
     "inv",
     "det",
     "slogdet",
@@ -252,6 +255,84 @@ def _broadcasts(a, b, vector):
         return True
     except ValueError:
         return False
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False, *, threads=None, runtime=None):
+    """scipy.linalg.lu: (P, L, U) with a = P @ L @ U for a (..., M, N), L
+    unit lower-triangular (..., M, K), U upper-triangular (..., K, N),
+    K = min(M, N), P a permutation matrix of a's dtype (torch.linalg.lu's
+    order too); permute_l=True: (P @ L, U); p_indices=True: (p, L, U) with
+    a = L[p] @ U (int64 row indices). Batched over leading axes; recorded
+    inside tenferro.grad (through L and U). overwrite_a and check_finite
+    are accepted and ignored (NaN or Inf input is a LinAlgError)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
+    del overwrite_a, check_finite
+    a = _operand(a)
+    if a.ndim < 2:
+        raise _shape_error(f"lu: expected a matrix (..., M, N), found shape {tuple(a.shape)}")
+    packed, _, perm = _call("lu", [a], runtime)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    lower = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
+    upper = _np.triu(packed[..., :k, :])
+    rows = perm.numpy() if _traced(perm) else perm  # a[rows] = L @ U
+    if p_indices:
+        return _np.argsort(rows, axis=-1), lower, upper
+    p = _np.swapaxes(_np.eye(m, dtype=packed.dtype)[rows], -1, -2)
+    if permute_l:
+        return p @ lower, upper
+    return p, lower, upper
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True, *, threads=None, runtime=None):
+    """scipy.linalg.lu_factor: (lu, piv), the packed factors of a (..., M,
+    N) (L's unit diagonal implied) and LAPACK's 0-based row interchanges:
+    row i was interchanged with row piv[i] (int32, as scipy)."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
+    del overwrite_a, check_finite
+    a = _operand(a)
+    if a.ndim < 2:
+        raise _shape_error(f"lu_factor: expected a matrix (..., M, N), found shape {tuple(a.shape)}")
+    packed, piv, _ = _call("lu", [a], runtime)
+    return packed, (piv.numpy() if _traced(piv) else piv).astype(_np.int32)
+
+
+_TRANS = {0: "N", "N": "N", "n": "N", 1: "T", "T": "T", "t": "T", 2: "C", "C": "C", "c": "C"}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True, *,
+                     threads=None, runtime=None):
+    """scipy.linalg.solve_triangular: x with op(a) @ x = b, a (..., M, M)
+    triangular (only the `lower` or upper triangle is read; with
+    unit_diagonal its diagonal is taken as ones), op by `trans` (0 or 'N':
+    a, 1 or 'T': a.T, 2 or 'C': a^H), b (..., M) or (..., M, K), the stacks
+    broadcast. A zero on the diagonal is a LinAlgError (singular).
+    Recorded inside tenferro.grad. overwrite_b and check_finite are accepted
+    and ignored."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
+    del overwrite_b, check_finite
+    try:
+        op = _TRANS[trans]
+    except (KeyError, TypeError):
+        raise _invalid(f"solve_triangular: trans {trans!r}: expected 0, 1, 2, 'N', 'T' or 'C'") from None
+    a = _operand(a)
+    b = _operand(b)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise _shape_error(f"solve_triangular: expected a square matrix a (..., M, M), found {tuple(a.shape)}")
+    vector = b.ndim == 1
+    if not _broadcasts(a, b, vector):
+        raise InvalidArgumentError(
+            f"solve_triangular: expected b of shape (..., {a.shape[-1]}) or (..., {a.shape[-1]}, K) whose stack "
+            f"broadcasts with a's {tuple(a.shape[:-2])}, found {tuple(b.shape)}", code="kShapeMismatch",
+            canonical="kInvalidArgument")
+    if vector:
+        b = b[..., None]
+    a, b = _batch_broadcast(a, b, 2)
+    x = _call("triangular_solve", [a, b], runtime, mode=("L:" if lower else "U:") + op, flag=bool(unit_diagonal))[0]
+    return x[..., 0] if vector else x
 
 
 def solve(a, b, *, threads=None, runtime=None):

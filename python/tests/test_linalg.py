@@ -502,3 +502,65 @@ def test_solve_broadcasts_a_matrix_right_hand_side(rng):
     square = random_array(rng, (4, 4, 4), np.float64) + 4 * np.eye(4)
     rhs = random_array(rng, (4, 4), np.float64)
     np.testing.assert_allclose(tl.solve(square, rhs), np.linalg.solve(square, rhs), rtol=1e-10)
+
+
+def test_lu_and_lu_factor_as_scipy_and_torch(rng):
+    torch = pytest.importorskip("torch")
+    for shape in ((4, 4), (5, 3), (3, 5), (2, 4, 4)):
+        for dtype in (np.float64, np.float32, np.complex128):
+            a = random_array(rng, shape, dtype)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            p, lower, upper = tl.lu(a)
+            np.testing.assert_allclose(p @ lower @ upper, a, atol=tol)
+            assert lower.shape == shape[:-1] + (min(shape[-2:]),) and p.dtype == a.dtype
+            np.testing.assert_array_equal(np.tril(lower, -1) + np.eye(*lower.shape[-2:]), lower)
+            np.testing.assert_array_equal(np.triu(upper), upper)
+            pl, u2 = tl.lu(a, permute_l=True)
+            np.testing.assert_allclose(pl @ u2, a, atol=tol)
+            rows, l3, u3 = tl.lu(a, p_indices=True)
+            np.testing.assert_allclose(np.take_along_axis(l3, rows[..., None], axis=-2) @ u3, a, atol=tol)
+            if dtype != np.complex128:  # (complex pivots may differ: |re| + |im| against |z|)
+                want = torch.linalg.lu(torch.tensor(a))
+                for got, w in zip((p, lower, upper), want):
+                    np.testing.assert_allclose(got, w.numpy(), atol=tol)
+    a = random_array(rng, (4, 4), np.float64)
+    packed, piv = tl.lu_factor(a)
+    want_lu, want_piv = torch.linalg.lu_factor(torch.tensor(a))
+    np.testing.assert_allclose(packed, want_lu.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(piv, want_piv.numpy() - 1)  # scipy's 0-based, torch's 1-based
+    assert piv.dtype == np.int32
+    # Gradients through L and U, as torch.
+    at = torch.tensor(a, requires_grad=True)
+    _, lt, ut = torch.linalg.lu(at)
+    ((lt ** 2).sum() + (ut ** 3).sum()).backward()
+    got = tenferro.grad(lambda x: np.sum(tl.lu(x)[1] ** 2) + np.sum(tl.lu(x)[2] ** 3))(a)
+    np.testing.assert_allclose(got, at.grad.numpy(), rtol=1e-9)
+
+
+def test_solve_triangular_as_scipy(rng):
+    torch = pytest.importorskip("torch")
+    t = np.triu(random_array(rng, (4, 4), np.float64)) + 2 * np.eye(4)
+    b = random_array(rng, (4, 2), np.float64)
+    for trans, op in ((0, lambda m: m), (1, np.transpose), ("C", lambda m: m.conj().T), ("N", lambda m: m)):
+        for lower in (False, True):
+            m = t.T if lower else t
+            x = tl.solve_triangular(m + np.tril(np.ones((4, 4)), -1) * (not lower), b, trans=trans, lower=lower)
+            np.testing.assert_allclose(op(m) @ x, b, rtol=1e-12)  # (only the named triangle is read)
+    x = tl.solve_triangular(t, b[:, 0])
+    assert x.shape == (4,)
+    np.testing.assert_allclose(t @ x, b[:, 0], rtol=1e-12)
+    x = tl.solve_triangular(t + 5 * np.eye(4), b, unit_diagonal=True)
+    np.testing.assert_allclose((np.triu(t, 1) + np.eye(4)) @ x, b, rtol=1e-12)
+    stack = np.stack([t, 2 * t])
+    np.testing.assert_allclose(stack @ tl.solve_triangular(stack, b), np.broadcast_to(b, (2, 4, 2)), rtol=1e-12)
+    tt = torch.tensor(t, requires_grad=True)
+    (torch.linalg.solve_triangular(tt, torch.tensor(b), upper=True) ** 2).sum().backward()
+    got = tenferro.grad(lambda m: np.sum(tl.solve_triangular(m, b) ** 2))(t)
+    np.testing.assert_allclose(np.triu(got), np.triu(tt.grad.numpy()), rtol=1e-10)
+    np.testing.assert_array_equal(np.tril(got, -1), 0)  # the unread triangle has no gradient
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        tl.solve_triangular(t - np.diag(np.diag(t)), b)
+    with pytest.raises(tenferro.InvalidArgumentError, match="trans"):
+        tl.solve_triangular(t, b, trans=3)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"found \(5, 2\)"):
+        tl.solve_triangular(t, np.ones((5, 2)))
