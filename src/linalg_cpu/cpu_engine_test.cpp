@@ -357,13 +357,22 @@ TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeSc
   runtime::Runtime rt = make_runtime(engine);
   struct Order {
     std::shared_ptr<const LinalgOp> op;
-    double p;  // 0 count, > 0 p-norm, +-inf the extreme magnitudes
+    double p;  // 0 count, other finite p a p-norm, +-inf the extreme magnitudes
   };
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const std::vector<Order> orders = {
-      {*LinalgOp::vector_norm(NormOrder::kTwo), 2},    {*LinalgOp::vector_norm(NormOrder::kP, 1.0), 1},
-      {*LinalgOp::vector_norm(NormOrder::kP, 3.0), 3}, {*LinalgOp::vector_norm(NormOrder::kP, 0.5), 0.5},
-      {*LinalgOp::vector_norm(NormOrder::kInf), inf},  {*LinalgOp::vector_norm(NormOrder::kNegInf), -inf}};
+  const std::vector<Order> orders = {{*LinalgOp::vector_norm(NormOrder::kTwo), 2},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 1.0), 1},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 3.0), 3},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 0.5), 0.5},
+                                     {*LinalgOp::vector_norm(NormOrder::kInf), inf},
+                                     {*LinalgOp::vector_norm(NormOrder::kNegInf), -inf},
+                                     // Note [Integer and half-integer powers]: products, a square root
+                                     // times a product, their reciprocals, and std::pow beyond.
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 4.0), 4},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 2.5), 2.5},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, -1.0), -1},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, -2.5), -2.5},
+                                     {*LinalgOp::vector_norm(NormOrder::kP, 9.5), 9.5}};
   const auto reference = [](const std::vector<cd>& v, double p) {
     long double acc = p == -inf ? static_cast<long double>(inf) : 0.0L;
     for (const cd& x : v) {

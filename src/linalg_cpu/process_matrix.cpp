@@ -284,6 +284,67 @@ RealOf<T> sum_of_magnitudes(Run<T> run) {
   return sum;
 }
 
+// Note [Integer and half-integer powers]
+// |x|^p of a p-norm: std::pow per element ran 4-6x slower than numpy's
+// vectorised pow (p = 3: 10.1 against 2.45 ms on 2^20 float64). Integer
+// orders up to 8 in magnitude (negative ones too) are products,
+// half-integers a square root times a product, which vectorise; other
+// orders keep std::pow. with_power hands `run` the power function chosen.
+template <int K, class R>
+inline R int_power(R m) {
+  if constexpr (K == 0) {
+    return R(1);
+  } else if constexpr (K == 1) {
+    return m;
+  } else {
+    const R h = int_power<K / 2>(m);
+    if constexpr (K % 2 == 1) {
+      return h * h * m;
+    } else {
+      return h * h;
+    }
+  }
+}
+
+template <class R, int K, class F>
+auto power_case(bool negative, bool half, F& run) {
+  if (half && negative) return run([](R m) { return R(1) / (int_power<K>(m) * std::sqrt(m)); });
+  if (half) return run([](R m) { return int_power<K>(m) * std::sqrt(m); });
+  if (negative) return run([](R m) { return R(1) / int_power<K>(m); });
+  return run([](R m) { return int_power<K>(m); });
+}
+
+template <class R, class F>
+auto with_power(double p, F&& run) {
+  const double a = std::abs(p), whole = std::floor(a);
+  const bool half = a - whole == 0.5;
+  if ((a == whole || half) && whole <= 8) {
+    const bool negative = p < 0;
+    switch (static_cast<int>(whole)) {
+      case 0:
+        return power_case<R, 0>(negative, half, run);
+      case 1:
+        return power_case<R, 1>(negative, half, run);
+      case 2:
+        return power_case<R, 2>(negative, half, run);
+      case 3:
+        return power_case<R, 3>(negative, half, run);
+      case 4:
+        return power_case<R, 4>(negative, half, run);
+      case 5:
+        return power_case<R, 5>(negative, half, run);
+      case 6:
+        return power_case<R, 6>(negative, half, run);
+      case 7:
+        return power_case<R, 7>(negative, half, run);
+      default:
+        return power_case<R, 8>(negative, half, run);
+    }
+  }
+  const R q = static_cast<R>(p);
+  return run([q](R m) { return std::pow(m, q); });
+}
+
 // What an elementwise norm folds its magnitudes into.
 enum class NormFold : std::uint8_t { kSquares, kMagnitudes, kNonZeros, kPowers, kLargest, kSmallest };
 
@@ -380,13 +441,24 @@ class ElementwiseNorm {
       case NormFold::kPowers:
         break;
     }
-    const R q = static_cast<R>(p);
-    const R sum = total([q](Run<T> r) {
-      R s = 0;
-      for (std::int64_t i = 0; i < r.n; ++i) s += std::pow(magnitude(r.x[i * r.stride]), q);
-      return s;
+    // Note [Integer and half-integer powers]. A complex |z|^p with |p| >= 2
+    // is (re^2 + im^2)^(p/2), without hypot's cost (3.3x numpy's time at
+    // p = 3); the square overflows only where |z|^p does too.
+    const bool squares = kIsComplex<T> && std::abs(p) >= 2;
+    const R sum = with_power<R>(squares ? p / 2 : p, [&](auto power) {
+      return total([&](Run<T> r) {
+        if constexpr (!kIsComplex<T>) {
+          if (r.stride == 1) return lane_sum(r.x, r.n, [&](R v) { return power(std::abs(v)); });
+        }
+        R s = 0;
+        for (std::int64_t i = 0; i < r.n; ++i) {
+          const T x = r.x[i * r.stride];
+          s += power(squares ? std::norm(x) : magnitude(x));
+        }
+        return s;
+      });
     });
-    return std::pow(sum, R(1) / q);
+    return std::pow(sum, R(1) / static_cast<R>(p));
   }
 
  private:
@@ -467,7 +539,10 @@ void norms_across(const LinalgPlan& plan, const TensorView& src, const TensorVie
         each(R(0), [](R a, T x) { return a + (x != T(0) ? R(1) : R(0)); });
         break;
       case NormFold::kPowers:
-        each(R(0), [q](R a, T x) { return a + std::pow(magnitude(x), q); });
+        with_power<R>(plan.attributes.p, [&](auto power) {
+          each(R(0), [&](R a, T x) { return a + power(magnitude(x)); });
+          return 0;
+        });
         for (std::int64_t j = 0; j < count; ++j) acc[j] = std::pow(acc[j], R(1) / q);
         break;
       case NormFold::kLargest:
