@@ -17,7 +17,7 @@ import numpy as _np
 from numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq
 
 from . import _tenferro
-from ._errors import DTypeError, OutOfRangeError
+from ._errors import DTypeError, InvalidArgumentError, OutOfRangeError, UnsupportedError
 from .linalg import _invalid, _operand, _runtime
 
 __all__ = [
@@ -123,6 +123,26 @@ def _repeated_axes(kind, a, s, axes, norm, runtime):
     return a
 
 
+def _into(r, out, who):
+    """numpy 2's out=: the result written into `out` (the result's shape, a
+    dtype it casts to within its kind) and returned."""
+    if out is None:
+        return r
+    if isinstance(r, _tenferro.Traced) or isinstance(out, _tenferro.Traced):
+        raise UnsupportedError(f"fft.{who}: out= is not recorded inside tenferro.vjp / grad (use the result)",
+                               code="kUnsupported", canonical="kUnsupported")
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"fft.{who}: expected out as a numpy array, found {type(out).__name__}")
+    if out.shape != r.shape:
+        raise InvalidArgumentError(f"fft.{who}: expected out of the result's shape {r.shape}, found {out.shape}",
+                                   code="kShapeMismatch", canonical="kInvalidArgument")
+    if not _np.can_cast(r.dtype, out.dtype, casting="same_kind"):
+        raise DTypeError(f"fft.{who}: cannot write the {r.dtype} result into out of dtype {out.dtype}",
+                         code="kDTypeMismatch", canonical="kDTypeMismatch")
+    _np.copyto(out, r, casting="same_kind")
+    return out
+
+
 def _one_axis(kind, a, n, axis, norm, runtime):
     # The common call, straight to the extension.
     n = None if n is None else [_length(n, "n")]
@@ -131,99 +151,99 @@ def _one_axis(kind, a, n, axis, norm, runtime):
     return _transform(kind, a, n, [axis], norm, runtime)
 
 
-def fft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def fft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("fft", a, n, axis, norm, runtime)
+    return _into(_one_axis("fft", a, n, axis, norm, runtime), out, "fft")
 
 
-def ifft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def ifft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fft (numpy.fft.ifft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("ifft", a, n, axis, norm, runtime)
+    return _into(_one_axis("ifft", a, n, axis, norm, runtime), out, "ifft")
 
 
-def rfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def rfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of real input: n // 2 + 1 outputs (numpy.fft.rfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("rfft", a, n, axis, norm, runtime)
+    return _into(_one_axis("rfft", a, n, axis, norm, runtime), out, "rfft")
 
 
-def irfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def irfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfft: n real outputs, 2 (m - 1) by default (numpy.fft.irfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("irfft", a, n, axis, norm, runtime)
+    return _into(_one_axis("irfft", a, n, axis, norm, runtime), out, "irfft")
 
 
-def hfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def hfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of a Hermitian-symmetric signal: real output (numpy.fft.hfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("hfft", a, n, axis, norm, runtime)
+    return _into(_one_axis("hfft", a, n, axis, norm, runtime), out, "hfft")
 
 
-def ihfft(a, n=None, axis=-1, norm=None, *, threads=None, runtime=None):
+def ihfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of hfft (numpy.fft.ihfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _one_axis("ihfft", a, n, axis, norm, runtime)
+    return _into(_one_axis("ihfft", a, n, axis, norm, runtime), out, "ihfft")
 
 
-def fftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
+def fftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform over `axes` (None: the last len(s) axes, or all)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("fft", a, s, axes, norm, runtime)
+    return _into(_transform("fft", a, s, axes, norm, runtime), out, "fftn")
 
 
-def ifftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
+def ifftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fftn."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("ifft", a, s, axes, norm, runtime)
+    return _into(_transform("ifft", a, s, axes, norm, runtime), out, "ifftn")
 
 
-def rfftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
+def rfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform of real input; the last axis keeps s[-1] // 2 + 1 outputs."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("rfft", a, s, axes, norm, runtime)
+    return _into(_transform("rfft", a, s, axes, norm, runtime), out, "rfftn")
 
 
-def irfftn(a, s=None, axes=None, norm=None, *, threads=None, runtime=None):
+def irfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfftn."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("irfft", a, s, axes, norm, runtime)
+    return _into(_transform("irfft", a, s, axes, norm, runtime), out, "irfftn")
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """fftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("fft", a, s, axes, norm, runtime)
+    return _into(_transform("fft", a, s, axes, norm, runtime), out, "fft2")
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """ifftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("ifft", a, s, axes, norm, runtime)
+    return _into(_transform("ifft", a, s, axes, norm, runtime), out, "ifft2")
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """rfftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("rfft", a, s, axes, norm, runtime)
+    return _into(_transform("rfft", a, s, axes, norm, runtime), out, "rfft2")
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None, *, threads=None, runtime=None):
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """irfftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _transform("irfft", a, s, axes, norm, runtime)
+    return _into(_transform("irfft", a, s, axes, norm, runtime), out, "irfft2")

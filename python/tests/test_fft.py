@@ -188,3 +188,23 @@ def test_real_transforms_of_long_double_complex_name_the_given_dtype():
         with pytest.raises(tenferro.DTypeError, match="found complex256"):
             f(z)
     np.testing.assert_allclose(tff.fft(z), np.fft.fft(z))  # computed in double, as numpy.fft
+
+
+def test_out_writes_the_result_as_numpy_2():
+    x = np.random.default_rng(0).random((3, 8))
+    for fn, ref_fn, dtype in ((tenferro.fft.fft, np.fft.fft, np.complex128), (tenferro.fft.rfft2, np.fft.rfft2,
+                              np.complex128), (tenferro.fft.irfft, np.fft.irfft, np.float64),
+                              (tenferro.fft.fftn, np.fft.fftn, np.complex64)):
+        want = ref_fn(x)
+        out = np.empty(want.shape, dtype)
+        got = fn(x, out=out)
+        assert got is out
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+    with pytest.raises(tenferro.InvalidArgumentError, match="shape"):
+        tenferro.fft.fft(x, out=np.empty((3, 7), complex))
+    with pytest.raises(tenferro.DTypeError, match="float64"):
+        tenferro.fft.fft(x, out=np.empty((3, 8)))  # complex into float
+    with pytest.raises(TypeError, match="numpy array"):
+        tenferro.fft.fft(x, out=[0] * 8)
+    with pytest.raises(tenferro.UnsupportedError, match="out="):
+        tenferro.grad(lambda y: np.sum(np.abs(tenferro.fft.fft(y, out=np.empty(8, complex)))))(x[0])
