@@ -556,6 +556,15 @@ void register_tape(py::module_& m) {
              return record(tape, tape->tape.variable(leaf));
            })
       .def_property_readonly("nested", [](const PyTape& tape) { return tape.parent != nullptr; })
+      .def("close", [](PyTape& tape) { tape.tape.close(); })
+      .def("requires_grad",
+           [](const std::shared_ptr<PyTape>& tape, const PyTraced& value) {
+             return value.tape == tape && value_or_raise(tape->tape.requires_grad(value.handle));
+           })
+      .def("constant",
+           [](const std::shared_ptr<PyTape>& tape, py::handle value) {
+             return record(tape, tape->tape.constant(copied_leaf(*tape->runtime, value, std::nullopt, "output")));
+           })
       .def("value_onto",
            [](const std::shared_ptr<PyTape>& tape, const PyTraced& output) {
              PyTape& outer = nested(*tape, "value_onto");

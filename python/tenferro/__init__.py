@@ -372,6 +372,12 @@ def einsum_vjp(subscripts, *operands, cotangent=None, optimize=None, threads=Non
             )
         operands, cotangent = operands[:-1], operands[-1]
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "einsum_vjp")
+    if any(isinstance(v, Traced) for v in (*operands, cotangent)):
+        # Inside tenferro.grad: the pullback of a nested vjp, recorded on the
+        # enclosing tape and so differentiable again.
+        options = {} if optimize is None else {"optimize": optimize}
+        _, pullback = vjp(lambda *ops: einsum(subscripts, *ops, **options), *operands, runtime=runtime)
+        return pullback(cotangent)
     return _tenferro._einsum_vjp(runtime, threads, subscripts, list(operands), cotangent, optimize)
 
 
@@ -388,13 +394,16 @@ _running = _threading.local()
 
 
 def _run(tape, fun, *args, **kwargs):
-    """fun(*args, **kwargs) with `tape` the innermost running tape."""
+    """fun(*args, **kwargs) with `tape` the innermost running tape; the tape
+    is closed when fun returns, so that a Traced value used after its call
+    is an error instead of a recording that nothing reads (and that grows)."""
     stack = _running.__dict__.setdefault("tapes", [])
     stack.append(tape)
     try:
         return fun(*args, **kwargs)
     finally:
         stack.pop()
+        tape.close()
 
 
 def _start(primals, runtime, what, positions=None):
@@ -433,6 +442,31 @@ def _found(out):
     return f"a {type(out).__name__}"
 
 
+def _traced_output(tape, out, who, scalar=False):
+    """fun's output as a Traced value (a real scalar one with `scalar`;
+    InvalidArgumentError naming what fun returned otherwise). A plain number
+    or array computed without the arguments (a constant function) becomes a
+    constant of `tape`: its derivatives are zeros, as jax gives them. A plain
+    one returned after operations were recorded took a value off the tape
+    (float(), .item(), a math function): an error, as in jax, since its
+    derivative would silently be zero."""
+    if not isinstance(out, (Traced, tuple, list, dict)):
+        try:
+            value = _np.asarray(out)
+        except Exception:  # noqa: BLE001 (anything numpy cannot read: named below)
+            value = None
+        if value is not None and value.dtype.kind in "biufc":
+            if tape.operations > 0:
+                raise InvalidArgumentError(
+                    f"{who}: fun returned a plain value computed from its traced arguments (float(), .item() or a "
+                    f"math function took it off the tape, so its derivative would be zero); return the traced "
+                    f"value itself and use numpy functions (np.exp, not math.exp)",
+                    code="kInvalidArgument", canonical="kInvalidArgument")
+            out = tape.constant(value if value.dtype.kind in "fc" else value.astype(_np.float64))
+    _check_output(out, who, scalar)
+    return out
+
+
 def _check_output(out, who, scalar=False):
     """InvalidArgumentError unless fun returned a Traced value (a real scalar
     one with `scalar`), naming what it returned."""
@@ -466,8 +500,7 @@ def vjp(fun, *primals, runtime=None):
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
     tape, xs = _start(primals, runtime, "vjp")
-    out = _run(tape, fun, *xs)
-    _check_output(out, "vjp")
+    out = _traced_output(tape, _run(tape, fun, *xs), "vjp")
     # One backward at a time: every call resets, seeds and reads the same
     # tape (a pullback shared by threads gave mixed gradients).
     lock = _threading.Lock()
@@ -488,6 +521,8 @@ def vjp(fun, *primals, runtime=None):
             )
         if tape.nested:  # recorded on the enclosing tape, which differentiates it again
             return tape.vjp_onto(out, cotangent)[1:]
+        if not tape.requires_grad(out):  # fun does not depend on its arguments
+            return tuple(_np.zeros(x.shape, x.dtype) for x in xs)
         with lock:
             tape.zero_grad()
             # J* ct straight from the tape: nothing is recorded, so every call
@@ -504,8 +539,7 @@ def jvp(fun, primals, tangents, runtime=None):
     same length (a tangent of None is zero), `fun` as for vjp."""
     primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
     tape, xs = _start(primals, runtime, "jvp")
-    out = _run(tape, fun, *xs)
-    _check_output(out, "jvp")
+    out = _traced_output(tape, _run(tape, fun, *xs), "jvp")
     if tape.nested:
         return tape.jvp_onto(out, xs, tangents)
     return out.numpy(), tape.jvp(out, xs, tangents)
@@ -517,20 +551,23 @@ def hvp(fun, primals, vectors, runtime=None):
     torch.autograd.functional.hvp gives it."""
     primals, vectors = _sequences(primals, vectors, "hvp", "vectors")
     tape, xs = _start(primals, runtime, "hvp")
-    out = _run(tape, fun, *xs)
-    _check_output(out, "hvp", scalar=True)
+    out = _traced_output(tape, _run(tape, fun, *xs), "hvp", scalar=True)
     return (tape.hvp_onto if tape.nested else tape.hvp)(out, xs, vectors)
 
 
-def _plain(value):
-    """`value` with every Traced leaf (in tuples, lists and dicts) as its
-    numpy value: a function's auxiliary output (has_aux)."""
+def _aux(tape, value):
+    """A function's auxiliary output (has_aux) with every Traced leaf of
+    `tape` (in tuples, lists and dicts) as its numpy value, or inside an
+    enclosing call (tape.nested) as a Traced value of the enclosing tape,
+    so that the enclosing call differentiates through it too, as jax."""
     if isinstance(value, Traced):
+        if tape.nested:
+            return tape.value_onto(value)
         return value.numpy()
     if isinstance(value, (tuple, list)):
-        return type(value)(_plain(v) for v in value)
+        return type(value)(_aux(tape, v) for v in value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _aux(tape, v) for k, v in value.items()}
     return value
 
 
@@ -582,33 +619,21 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
                 raise InvalidArgumentError(
                     f"grad(has_aux=True): expected fun to return a pair (value, aux), found "
                     f"{_found(out)}", code="kInvalidArgument", canonical="kInvalidArgument")
-            out, aux = out[0], _plain(out[1])
+            out, aux = out[0], _aux(tape, out[1])
         elif isinstance(out, (tuple, list, dict)):
             raise InvalidArgumentError(
                 f"grad: expected fun to return a real scalar, found {_found(out)} (for fun returning "
                 f"(value, aux), pass has_aux=True)", code="kInvalidArgument", canonical="kInvalidArgument")
-        if not isinstance(out, Traced) and _np.ndim(out) == 0 and _np.asarray(out).dtype.kind in "biuf":
-            if tape.operations > 0:
-                # Operations were recorded, but the value left the tape
-                # (float(), .item(), math.*): its gradient would be
-                # silently zero. jax raises here too.
-                raise InvalidArgumentError(
-                    "grad: fun returned a plain number computed from its traced arguments (float(), .item() or "
-                    "a math function took the value off the tape, so the gradient would be zero); return the "
-                    "traced value itself and use numpy functions (np.exp, not math.exp)",
-                    code="kInvalidArgument", canonical="kInvalidArgument")
-            # A value computed without the arguments (a constant function):
-            # its gradient is zero, as jax.grad gives it.
-            value, grad_of = _np.asarray(out)[()], lambda x: None
-        else:
-            _check_output(out, "grad", scalar=True)
-            if tape.nested:  # the value and gradients as Traced values of the enclosing tape
-                value, *gradients = tape.vjp_onto(out)
-                by_variable = {id(x): g for x, g in zip(xs, gradients)}
-                grad_of = lambda x: by_variable[id(x)]  # noqa: E731
-            else:
-                tape.backward(out)
-                value, grad_of = out.numpy(), tape.grad
+        out = _traced_output(tape, out, "grad", scalar=True)
+        if tape.nested:  # the value and gradients as Traced values of the enclosing tape
+            value, *gradients = tape.vjp_onto(out)
+            by_variable = {id(x): g for x, g in zip(xs, gradients)}
+            grad_of = lambda x: by_variable[id(x)]  # noqa: E731
+        elif tape.requires_grad(out):
+            tape.backward(out)
+            value, grad_of = out.numpy(), tape.grad
+        else:  # no dependence on the arguments (a constant, or derivative-0 operations): zeros, as jax
+            value, grad_of = out.numpy(), lambda x: None
         variable = dict(zip(positions, xs))
         grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)
@@ -665,7 +690,7 @@ def jacobian(fun, argnums=0, runtime=None):
 
     def jac(*args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "jacobian")
-        _check_output(out, "jacobian")
+        out = _traced_output(tape, out, "jacobian")
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))
         n_in = sum(int(_np.prod(x.shape)) for x in xs)
@@ -675,6 +700,8 @@ def jacobian(fun, argnums=0, runtime=None):
                 ct = _basis(out.shape, out.dtype, o)
                 if tape.nested:
                     gs = tape.vjp_onto(out, ct)[1:]
+                elif not tape.requires_grad(out):
+                    gs = [_np.zeros(x.shape, x.dtype) for x in xs]
                 else:
                     tape.zero_grad()
                     tape.backward(out, ct)
@@ -712,7 +739,7 @@ def hessian(fun, argnums=0, runtime=None):
 
     def hess(*args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
-        _check_output(out, "hessian", scalar=True)
+        out = _traced_output(tape, out, "hessian", scalar=True)
         _real_only(out, xs, positions, "hessian")
         blocks = [[None] * len(xs) for _ in xs]  # blocks[i][j]: d2 / dx_i dx_j
         for j, x in enumerate(xs):

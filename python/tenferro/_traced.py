@@ -871,12 +871,16 @@ def _hypot(x, y):
 
 
 def _sinc(x):
-    """sin(pi x) / (pi x), 1 at 0: the division is taken at 1 there (no
-    0/0 in the value or the gradient) and the result replaced, whose
-    derivative at 0 is 0 as sinc's."""
+    """sin(pi x) / (pi x): at 0 the division is taken at 1 (no 0/0 in the
+    value or the gradient) and the result replaced by sinc's Taylor
+    polynomial 1 - (pi x)^2 / 6 + (pi x)^4 / 120, which is 1 there with
+    sinc's derivatives up to the fourth (the second is -pi^2 / 3, as jax)."""
     zero = _np.asarray(x.numpy()) == 0
     px = _elementwise("mul", _where(zero, _np.ones((), x.dtype), x), float(_np.pi))
-    return _where(zero, _np.ones((), x.dtype), _elementwise("div", _unary("sin")(px), px))
+    s2 = _elementwise("mul", _elementwise("mul", x, x), float(_np.pi) ** 2)
+    taylor = _elementwise("add", _elementwise("mul", s2, _elementwise("add", _elementwise("mul", s2, 1.0 / 120),
+                                                                       -1.0 / 6)), 1.0)
+    return _where(zero, taylor, _elementwise("div", _unary("sin")(px), px))
 
 
 def _floor_divide(a, b):
@@ -1119,6 +1123,7 @@ def _install():
     T.__len__ = _len
     T.__bool__ = _bool
     T.__float__ = lambda self: float(_item(self))
+    T.__int__ = lambda self: int(_item(self))  # numpy: a size-1 array converts; off the tape as float()
     T.__complex__ = lambda self: complex(_item(self))
     T.item = _item
     T.size = property(lambda self: int(_np.prod(self.shape)))

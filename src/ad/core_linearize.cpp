@@ -263,28 +263,56 @@ Result<SmallVector<AdValue, 4>> with_zeros(const CoreLinearizeInput& in, RuleOps
   return out;
 }
 
-// reduce_prod: the product of the other elements, exact with zeros.
-Result<AdValue> product_of_others(RuleOps& o, AdValue x, AdValue y, IntArrayRef axes) {
-  TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, x));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue is_zero, o.compare(ComparisonDirection::kEq, x, zero));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue as_count, o.convert(is_zero, DType::kInt64));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue counts, o.reduce_sum(as_count, axes));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue count, unreduce(o, counts, x, axes));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero, o.select(is_zero, one, x));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero_products,
-                            o.builder().emit(CoreSemanticOp::kReduceProd, {nonzero},
-                                             program::ReduceAttributes{Dims(axes.begin(), axes.end())}));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue nonzero_product, unreduce(o, nonzero_products, x, axes));
-  (void)y;
-  TENFERRO_ASSIGN_OR_RETURN(AdValue izero, o.full_like(0.0, count));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue ione, o.full_like(1.0, count));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue no_zeros, o.compare(ComparisonDirection::kEq, count, izero));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue one_zero, o.compare(ComparisonDirection::kEq, count, ione));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue quotient, o.div(nonzero_product, x));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue at_zero, o.select(one_zero, nonzero_product, zero));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue elsewhere, o.select(no_zeros, quotient, zero));
-  return o.select(is_zero, at_zero, elsewhere);
+// Note [Product of the others]
+// reduce_prod's weight for element i is the product of the other elements
+// of its reduction. It is formed as the product of the exclusive cumulative
+// products before and after i along the reduced elements (the reduced axes
+// moved last and merged into one), with no division and no select on the
+// values: exact with zeros, and its own derivative (through cumprod's rule,
+// exact with zeros) keeps the cross terms a zero removes from the value, so
+// the Hessian of a product with a zero factor is right too. A select-based
+// weight (0 for an element when another one is 0) had dropped them: the
+// Hessian-vector product of a 5-element product with one zero came out as
+// [0, 0, -0.058, 0, 0] against [-1.344, 0.56, -0.058, -0.336, -0.96].
+Result<AdValue> product_of_others(RuleOps& o, AdValue x, IntArrayRef axes) {
+  const program::ValueMetadata m = o.md(x);
+  const auto rank = static_cast<std::int64_t>(m.rank());
+  std::vector<std::int64_t> perm;  // the kept axes, then the reduced ones
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (std::find(axes.begin(), axes.end(), a) == axes.end()) perm.push_back(a);
+  const std::size_t kept = perm.size();
+  for (std::int64_t a : axes) perm.push_back(a);
+  AdBuilder& b = o.builder();
+  AdValue flat = x;
+  program::SymbolicShape moved_shape;
+  for (std::int64_t a : perm) moved_shape.push_back(m.shape[static_cast<std::size_t>(a)]);
+  const bool identity = std::is_sorted(perm.begin(), perm.end());
+  if (!identity) {
+    TENFERRO_ASSIGN_OR_RETURN(flat, b.emit(CoreSemanticOp::kTranspose, {x}, program::TransposeAttributes{Dims(perm)}));
+  }
+  const bool merge = axes.size() != 1;
+  if (merge) {
+    program::SymbolicExtent count(1);
+    for (std::size_t k = kept; k < moved_shape.size(); ++k) count = count * moved_shape[k];
+    program::SymbolicShape merged(moved_shape.begin(), moved_shape.begin() + static_cast<std::ptrdiff_t>(kept));
+    merged.push_back(count);
+    TENFERRO_ASSIGN_OR_RETURN(flat, b.emit(CoreSemanticOp::kReshape, {flat}, program::ReshapeAttributes{merged}));
+  }
+  const std::int64_t last = static_cast<std::int64_t>(kept) + (merge ? 0 : static_cast<std::int64_t>(axes.size()) - 1);
+  TENFERRO_ASSIGN_OR_RETURN(AdValue before,
+                            b.emit(CoreSemanticOp::kCumprod, {flat}, program::CumulativeAttributes{last, false, true}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue after,
+                            b.emit(CoreSemanticOp::kCumprod, {flat}, program::CumulativeAttributes{last, true, true}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue others, o.mul(before, after));
+  if (merge) {
+    TENFERRO_ASSIGN_OR_RETURN(others,
+                              b.emit(CoreSemanticOp::kReshape, {others}, program::ReshapeAttributes{moved_shape}));
+  }
+  if (identity) return others;
+  std::vector<std::int64_t> inverse(perm.size());
+  for (std::size_t k = 0; k < perm.size(); ++k)
+    inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
+  return b.emit(CoreSemanticOp::kTranspose, {others}, program::TransposeAttributes{Dims(inverse)});
 }
 
 // reduce_max/min: the winners' indicator divided by their count.
@@ -314,32 +342,55 @@ Result<Tangent> linearize_clamp(const CoreLinearizeInput& in, RuleOps& o) {
 
 // cumprod, exact with zeros as reduce_prod: dy_i = sum_j dx_j * (the
 // product of the other elements of i's window). With w = x with its zeros
-// replaced by 1, Q = cumprod(w) and c the count of zeros in the window
-// (every cumulative op with cumprod's own attributes):
-//   c_i = 0: dy_i = Q_i * cumsum(dx / w)_i   (Q_i = y_i)
-//   c_i = 1: dy_i = Q_i * cumsum(dx * [x == 0])_i   (the zero's tangent)
-//   c_i > 1: dy_i = 0.
-// The old rule, y * cumsum(dx / x), was NaN from the first zero on.
+// replaced by 1, Q = cumprod(w), c the count of zeros in the window and
+// (every cumulative op with cumprod's own attributes) R = cumsum(dx / w),
+// T = cumsum(dx at the zeros), S = cumsum(x at the zeros) and U =
+// cumsum(dx * x at the zeros):
+//   c_i = 0: dy_i = Q_i * R_i   (Q_i = y_i)
+//   c_i = 1: dy_i = Q_i * (T_i + S_i * (R_i - T_i))
+//   c_i = 2: dy_i = Q_i * (S_i * T_i - U_i)
+//   c_i > 2: dy_i = 0.
+// S and U are 0 where they appear (the zeros' values), so the first
+// derivative is the product of the others; they carry the zeros' own
+// derivatives, so the second derivative keeps the terms a zero factor
+// removes from the first (with one zero: the zero's with every other
+// element's; with two: the two zeros'). Exact to second order; beyond, a
+// window of three zeros gives 0 where a third derivative is not. The old
+// rule, y * cumsum(dx / x), was NaN from the first zero on; the one before
+// this, 0 past one zero, lost those second-order terms.
 Result<Tangent> linearize_cumprod(const CoreLinearizeInput& in, RuleOps& o) {
   const AdValue x = in.operands[0];
   const AdValue dx = *in.tangents[0];
   AdBuilder& b = o.builder();
+  const auto cumsum = [&](AdValue v) { return b.emit(CoreSemanticOp::kCumsum, {v}, *in.attributes); };
   TENFERRO_ASSIGN_OR_RETURN(AdValue zero, o.full_like(0.0, x));
   TENFERRO_ASSIGN_OR_RETURN(AdValue one, o.full_like(1.0, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue two, o.full_like(2.0, x));
   TENFERRO_ASSIGN_OR_RETURN(AdValue is_zero, o.compare(ComparisonDirection::kEq, x, zero));
   TENFERRO_ASSIGN_OR_RETURN(AdValue w, o.select(is_zero, one, x));
   TENFERRO_ASSIGN_OR_RETURN(AdValue q, b.emit(CoreSemanticOp::kCumprod, {w}, *in.attributes));
   TENFERRO_ASSIGN_OR_RETURN(AdValue zero_mask, o.convert(is_zero, o.dtype(x)));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue count, b.emit(CoreSemanticOp::kCumsum, {zero_mask}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue count, cumsum(zero_mask));
   TENFERRO_ASSIGN_OR_RETURN(AdValue none, o.compare(ComparisonDirection::kEq, count, zero));
   TENFERRO_ASSIGN_OR_RETURN(AdValue single, o.compare(ComparisonDirection::kEq, count, one));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue pair, o.compare(ComparisonDirection::kEq, count, two));
   TENFERRO_ASSIGN_OR_RETURN(AdValue ratio, o.div(dx, w));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue ratio_sums, b.emit(CoreSemanticOp::kCumsum, {ratio}, *in.attributes));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue at_zeros, o.mul(dx, zero_mask));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue zero_sums, b.emit(CoreSemanticOp::kCumsum, {at_zeros}, *in.attributes));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue r, cumsum(ratio));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue dx_at_zeros, o.mul(dx, zero_mask));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue t, cumsum(dx_at_zeros));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zero_values, o.mul(x, zero_mask));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue s_sums, cumsum(zero_values));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue dx_x, o.mul(dx_at_zeros, x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue u, cumsum(dx_x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue others, o.sub(r, t));  // the nonzero elements' dx / x
+  TENFERRO_ASSIGN_OR_RETURN(AdValue carried, o.mul(s_sums, others));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue one_zero, o.add(t, carried));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue st, o.mul(s_sums, t));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue two_zeros, o.sub(st, u));
   TENFERRO_ASSIGN_OR_RETURN(AdValue no_tangent, o.zeros_like(dx));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue past_one, o.select(single, zero_sums, no_tangent));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sums, o.select(none, ratio_sums, past_one));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue past_two, o.select(pair, two_zeros, no_tangent));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue past_one, o.select(single, one_zero, past_two));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sums, o.select(none, r, past_one));
   return scaled(o, q, sums);
 }
 
@@ -463,8 +514,8 @@ Result<std::optional<AdValue>> linearize_core(const CoreLinearizeInput& in, AdBu
     case CoreSemanticOp::kReduceMin: {
       const Dims& axes = std::get<program::ReduceAttributes>(attributes).axes;
       const AdValue x = in.operands[0];
-      Result<AdValue> weight = in.op == CoreSemanticOp::kReduceProd ? product_of_others(o, x, in.result, axes)
-                                                                    : extreme_weight(o, x, in.result, axes);
+      Result<AdValue> weight =
+          in.op == CoreSemanticOp::kReduceProd ? product_of_others(o, x, axes) : extreme_weight(o, x, in.result, axes);
       TENFERRO_ASSIGN_OR_RETURN(AdValue w, std::move(weight));
       TENFERRO_ASSIGN_OR_RETURN(AdValue scaled_tangent, o.mul(w, *in.tangents[0]));
       return some(o.reduce_sum(scaled_tangent, axes));

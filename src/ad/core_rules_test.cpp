@@ -8,6 +8,7 @@
 
 #include "ad_test_support.h"
 #include "tenferro/ad/ad_context.h"
+#include "tenferro/ad/derivative_programs.h"
 #include "tenferro/testing/tensor_checks.h"
 
 namespace tenferro::ad {
@@ -335,6 +336,38 @@ TEST(CoreRules, CumprodIsExactWithZeros) {
   const Tensor expected = *Tensor::from_values<double>(
       {1.0 + 2.0 - 1.0 - 0.5, 1.5 - 0.75 - 0.375, 3.0 + 1.5, -1.5, 19.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0}, {3, 4});
   EXPECT_TRUE(tenferro::testing::check_allclose(out[1], expected).ok()) << tenferro::testing::format_tensor(out[1]);
+}
+
+// Note [Product of the others] and cumprod's rule: the second derivatives
+// (the derivatives of the gradient programs, against finite differences of
+// them) are right at rows with one and with two zeros, for a product over
+// one axis, over two merged axes, and for cumprod (forward and reverse).
+TEST(CoreRules, ProductsHaveExactSecondDerivativesWithZeros) {
+  const Tensor x = *Tensor::from_values<double>({1.5, 2.0, -0.5, 0.5, 0.0, 3.0, 2.0, 1.5, 0.0, 4.0, 0.0, 2.0}, {3, 4});
+  const std::uint32_t active[] = {0};
+  const auto sum_of = [&](CoreSemanticOp op, program::CoreAttributes attributes) {
+    program::ProgramBuilder b;
+    const program::ProgramValue in = *b.add_input(DType::kFloat64, {3, 4}, "x");
+    const program::ProgramValue y = *b.emit(op, {in}, std::move(attributes));
+    const program::ValueMetadata ym = *b.metadata(y);
+    Dims all;
+    for (std::int64_t a = 0; a < ym.rank(); ++a) all.push_back(a);
+    const program::ProgramValue s = *b.emit(CoreSemanticOp::kReduceSum, {y}, program::ReduceAttributes{all});
+    return *b.freeze({s});
+  };
+  const std::vector<std::pair<std::string, FrozenProgram>> cases = {
+      {"prod over axis 1", sum_of(CoreSemanticOp::kReduceProd, program::ReduceAttributes{{1}})},
+      {"prod over axes 0, 1", sum_of(CoreSemanticOp::kReduceProd, program::ReduceAttributes{{0, 1}})},
+      {"prod over axis 0", sum_of(CoreSemanticOp::kReduceProd, program::ReduceAttributes{{0}})},
+      {"cumprod", sum_of(CoreSemanticOp::kCumprod, program::CumulativeAttributes{1})},
+      {"reverse cumprod", sum_of(CoreSemanticOp::kCumprod, program::CumulativeAttributes{1, true, false})},
+  };
+  for (const auto& [name, f] : cases) {
+    SCOPED_TRACE(name);
+    AdContext context;
+    const FrozenProgram g = *grad_program(context, f, active);
+    EXPECT_TRUE(check_derivatives(context, g, std::span<const Tensor>(&x, 1), active));
+  }
 }
 
 TEST(CoreRules, DotGeneral) {

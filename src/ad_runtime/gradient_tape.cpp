@@ -83,6 +83,7 @@ struct GradientTape::State {
   /// The leaf behind each trace input: a variable (kVariableBit) or a recorded constant.
   std::vector<std::uint32_t> inputs;
   std::uint64_t generation = 1;
+  bool closed = false;      // close(): apply() refused
   int expansion_depth = 0;  // Note [Expansions on the tape]
 
   /// The trace inputs' values (the recording's parameters), in input order.
@@ -169,9 +170,17 @@ Result<TapeTensor> GradientTape::constant(const Tensor& value, std::string_view 
   return TapeTensor(state_.get(), index, state_->generation);
 }
 
+namespace {
+Status closed_tape() {
+  return tape_error(ErrorCode::kFailedPrecondition,
+                    "the GradientTape is closed: its value is used after the computation that recorded it ended");
+}
+}  // namespace
+
 Result<TapeTensor> GradientTape::apply(CoreSemanticOp op, std::span<const TapeTensor> operands,
                                        program::CoreAttributes attributes) {
   if (state_ == nullptr) return moved_from();
+  if (state_->closed) return closed_tape();
   SmallVector<Tensor, 4> values;
   SmallVector<TracedOperand, 4> traced;
   bool requires_grad = false;
@@ -194,6 +203,7 @@ Result<TapeTensor> GradientTape::apply(CoreSemanticOp op, std::span<const TapeTe
 Result<SmallVector<TapeTensor, 2>> GradientTape::apply(std::shared_ptr<const program::ExtensionOp> op,
                                                        std::span<const TapeTensor> operands) {
   if (state_ == nullptr) return moved_from();
+  if (state_->closed) return closed_tape();
   SmallVector<Tensor, 4> values;
   SmallVector<TracedOperand, 4> traced;
   bool requires_grad = false;
@@ -582,6 +592,16 @@ Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
   return e->grad;
 }
 
+void GradientTape::close() noexcept {
+  if (state_ != nullptr) state_->closed = true;
+}
+
+Result<bool> GradientTape::requires_grad(const TapeTensor& tensor) const {
+  TENFERRO_TRY(foreign(tensor.recording_, state_.get()));
+  TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(tensor.index_, tensor.generation_));
+  return e->requires_grad;
+}
+
 void GradientTape::zero_grad() {
   if (state_ == nullptr) return;
   for (Entry& v : state_->variables) v.grad = Tensor();
@@ -608,6 +628,7 @@ Status GradientTape::clear() {
   s.inputs = std::move(inputs);
   s.recorded.clear();
   ++s.generation;
+  s.closed = false;
   return ok_status();
 }
 

@@ -134,9 +134,11 @@ tf_code guarded(tf_error** error, const char* where, Body&& body) noexcept {
   return static_cast<tf_code>(status.code());
 }
 
-// Checks `struct_size` of a struct named `name` against the sizes of the
-// versions this library knows (ascending).
-Status check_struct_size(std::string_view name, std::size_t found, std::initializer_list<std::size_t> known) {
+// Checks `struct_size` of the struct `name` (of type `type`; empty: `name`
+// is the type) against the sizes of the versions this library knows
+// (ascending).
+Status check_struct_size(std::string_view name, std::size_t found, std::initializer_list<std::size_t> known,
+                         std::string_view type = {}) {
   for (std::size_t size : known)
     if (found == size) return ok_status();
   std::string sizes;
@@ -147,8 +149,8 @@ Status check_struct_size(std::string_view name, std::size_t found, std::initiali
                       "caller was built against a newer tenferro.h",
                       name, found, TF_API_VERSION_MAJOR, TF_API_VERSION_MINOR, sizes);
   }
-  return invalid(
-      fmt::format("{}.struct_size is {}; expected sizeof({}) of a known version ({})", name, found, name, sizes));
+  return invalid(fmt::format("{}.struct_size is {}; expected sizeof({}) of a known version ({})", name, found,
+                             type.empty() ? name : type, sizes));
 }
 
 Status require(const void* pointer, std::string_view what) {
@@ -217,9 +219,11 @@ std::string name_of(std::ptrdiff_t index) {
 }
 constexpr std::ptrdiff_t output_index(std::size_t j) noexcept { return -2 - static_cast<std::ptrdiff_t>(j); }
 
-// The bytes [lo, hi) a tensor's elements occupy; empty without elements.
+// The bytes [lo, hi) a tensor's elements occupy (empty without elements),
+// and which argument it is (name_of's index).
 struct ByteRange {
   std::uintptr_t lo = 0, hi = 0;
+  std::ptrdiff_t index = 0;
 };
 
 // Validates the descriptor `desc` (input `index`, or the output for -1) into
@@ -230,7 +234,9 @@ struct ByteRange {
 Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data, Dims& strides_storage,
                     TensorView& view, ByteRange& range) {
   if (desc == nullptr) return invalid(fmt::format("{} is NULL; expected a valid pointer", name_of(index)));
-  TENFERRO_TRY(check_struct_size("tf_tensor", desc->struct_size, {TF_TENSOR_SIZE_V1}));
+  if (desc->struct_size != TF_TENSOR_SIZE_V1) {
+    return check_struct_size(name_of(index), desc->struct_size, {TF_TENSOR_SIZE_V1}, "tf_tensor");
+  }
   DType dtype;
   if (!dtype_of(desc->dtype, dtype)) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
@@ -258,7 +264,7 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
   view.dtype = dtype;
   view.data = desc->data;
   view.storage = nullptr;
-  range = ByteRange{};
+  range = ByteRange{0, 0, index};
   if (!need_data) return ok_status();
 
   if (desc->strides == nullptr) {
@@ -311,7 +317,7 @@ Status check_tensor(const tf_tensor* desc, std::ptrdiff_t index, bool need_data,
 // (of extent > 1) must step over the whole block of the axes below it. This
 // accepts every permutation of a dense or padded layout, which is what
 // strided C and numpy arrays are.
-Status check_output_layout(const TensorView& v) {
+Status check_output_layout(const TensorView& v, std::ptrdiff_t index) {
   SmallVector<std::size_t, 8> axes;
   for (std::size_t a = 0; a < v.shape.size(); ++a) {
     if (v.shape[a] == 0) return ok_status();  // no elements
@@ -322,24 +328,23 @@ Status check_output_layout(const TensorView& v) {
   for (std::size_t a : axes) {
     if (v.strides[a] < block) {
       return make_error(ErrorCode::kAliasConflict, ErrorStage::kNone,
-                        "output: shape {} with strides {} addresses some elements more than once; expected an "
+                        "{}: shape {} with strides {} addresses some elements more than once; expected an "
                         "output with distinct addresses (no zero or overlapping strides)",
-                        shape_to_string(v.shape), shape_to_string(v.strides));
+                        name_of(index), shape_to_string(v.shape), shape_to_string(v.strides));
     }
     block = v.strides[a] * v.shape[a];  // no overflow: check_tensor bounded the span
   }
   return ok_status();
 }
 
-Status check_disjoint(const ByteRange& out, std::span<const ByteRange> inputs) {
+Status check_disjoint(const ByteRange& out, std::span<const ByteRange> taken) {
   if (out.lo == out.hi) return ok_status();
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const ByteRange& in = inputs[i];
+  for (const ByteRange& in : taken) {
     if (in.lo != in.hi && in.lo < out.hi && out.lo < in.hi) {
       return make_error(ErrorCode::kAliasConflict, ErrorStage::kNone,
-                        "output memory [{:#x}, {:#x}) overlaps input {} [{:#x}, {:#x}); expected an output whose "
-                        "address range intersects no input's",
-                        out.lo, out.hi, i, in.lo, in.hi);
+                        "{} memory [{:#x}, {:#x}) overlaps {} [{:#x}, {:#x}); expected an output whose address range "
+                        "intersects no other argument's",
+                        name_of(out.index), out.lo, out.hi, name_of(in.index), in.lo, in.hi);
     }
   }
   return ok_status();
@@ -423,7 +428,7 @@ Status check_output(const tf_tensor* output, DType dtype, CheckedOutput& out) {
     return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "output is {}; expected {} like the inputs",
                       out.view.dtype, dtype);
   }
-  return check_output_layout(out.view);
+  return check_output_layout(out.view, -1);
 }
 
 Status check_output_shape(const CheckedOutput& out, const einsum::ExecutionPlan& plan, std::string_view subscripts) {
@@ -558,7 +563,7 @@ Status run_into(const Engine& engine, const std::shared_ptr<const program::Exten
                         "outputs[{}] has shape {}; {} on these inputs gives result {} as {}", j,
                         shape_to_string(out.view.shape), op->describe(), j, want.to_string());
     }
-    TENFERRO_TRY(check_output_layout(out.view));
+    TENFERRO_TRY(check_output_layout(out.view, output_index(j)));
     TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
     taken.push_back(out.range);
   }
@@ -984,7 +989,7 @@ TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
                           "outputs[{}] has shape {}; expected inputs[{}]'s shape {}", j,
                           shape_to_string(out.view.shape), j, shape_to_string(inputs.views[j].shape));
       }
-      TENFERRO_TRY(check_output_layout(out.view));
+      TENFERRO_TRY(check_output_layout(out.view, output_index(j)));
       TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
       taken.push_back(out.range);
       active.push_back(static_cast<std::uint32_t>(j));

@@ -624,7 +624,7 @@ static void test_einsum_errors(tf_runtime* rt) {
   /* Malformed descriptors. */
   t = make_tensor(b, TF_DTYPE_F64, 2, s34, NULL);
   t.struct_size = 8;
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "tf_tensor.struct_size is 8");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "inputs[1].struct_size is 8; expected sizeof(tf_tensor)");
   t = make_tensor(b, TF_DTYPE_F64, -1, s34, NULL);
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "inputs[1].ndim is -1");
   t = make_tensor(b, TF_DTYPE_F64, 2, NULL, NULL);
@@ -644,7 +644,7 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.output = &t;
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "more than once");
   t = make_tensor(b, TF_DTYPE_F64, 2, s24, NULL); /* b is input 1 */
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps input 1");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps inputs[1]");
   args.output = &tc;
 
   /* Planner: checked in a V2 struct, absent (the default) in a V1 one. */
@@ -837,7 +837,12 @@ static void check_einsum_vjp(tf_runtime* rt, int dtype) {
   EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "expected inputs[0]'s shape [2, 3]");
   tda.shape = ashape;
   tda.data = a; /* the gradient of A written over A */
-  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps");
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "outputs[0] memory");
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps inputs[0]");
+  tda.data = g; /* over the cotangent */
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps cotangent");
+  tda.data = db; /* over another output */
+  EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "outputs[1] memory");
   tda.data = da;
   tda.dtype = dtype == TF_DTYPE_F64 ? TF_DTYPE_F32 : TF_DTYPE_F64;
   EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "outputs[0] is");

@@ -79,6 +79,8 @@ std::string_view to_string(LinalgSlot slot) noexcept {
       return "qr";
     case LinalgSlot::kEigh:
       return "eigh";
+    case LinalgSlot::kEigvalsh:
+      return "eigvalsh";
     case LinalgSlot::kEig:
       return "eig";
     case LinalgSlot::kCholesky:
@@ -156,6 +158,10 @@ LinalgSlot slot_of(const LinalgAttributes& a) noexcept {
       (a.norm == NormOrder::kTwo || a.norm == NormOrder::kNegTwo || a.norm == NormOrder::kNuclear)) {
     return LinalgSlot::kSvd;
   }
+  // syevd('N') and Eigen's values-only solver cross over elsewhere than
+  // with vectors (Eigen is faster with vectors below n = 64 here, LAPACK
+  // without them from n = 32).
+  if (a.kind == LinalgOpKind::kEigh && !a.compute_vectors) return LinalgSlot::kEigvalsh;
   return info(a.kind).slot;
 }
 bool requires_square_input(LinalgOpKind kind) noexcept { return info(kind).square; }

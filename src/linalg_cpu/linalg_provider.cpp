@@ -49,6 +49,8 @@ auto* member(Bundle& b, LinalgSlot slot) noexcept {
       return &b.qr;
     case LinalgSlot::kEigh:
       return &b.eigh;
+    case LinalgSlot::kEigvalsh:
+      return &b.eigvalsh;
     case LinalgSlot::kEig:
       return &b.eig;
     case LinalgSlot::kCholesky:

@@ -49,9 +49,12 @@ TEST(ProviderTableTest, PackagedFileIsInTheWritersFormatWithEverySlot) {
   const EigenLinalgProvider eigen;
   const auto eigen_serves = [&](LinalgSlot slot) {
     for (int k = 0; k < kNumLinalgOps; ++k) {
-      LinalgAttributes a;
-      a.kind = static_cast<LinalgOpKind>(k);
-      if (slot_of(a) == slot) return eigen.plan(LinalgProblem{&a, DType::kFloat64, 4, 4, 1}).ok();
+      for (const bool vectors : {true, false}) {  // eigh without vectors is its own slot
+        LinalgAttributes a;
+        a.kind = static_cast<LinalgOpKind>(k);
+        a.compute_vectors = vectors;
+        if (slot_of(a) == slot) return eigen.plan(LinalgProblem{&a, DType::kFloat64, 4, 4, 1}).ok();
+      }
     }
     return false;
   };

@@ -192,6 +192,14 @@ class GradientTape {
   void zero_grad();
   /// Starts a new recording (Note [Eager backward]).
   Status clear();
+  /// Ends the recording: apply() then answers kFailedPrecondition (a value
+  /// used after the computation that recorded it ended, as jax's leaked
+  /// tracers), while backward, jvp, hvp and the *_onto transforms of what
+  /// was recorded, and leaves, keep working. clear() opens it again.
+  void close() noexcept;
+  /// Whether `tensor` depends on a variable (through operations of nonzero
+  /// derivative or not): backward(tensor) needs one.
+  Result<bool> requires_grad(const TapeTensor& tensor) const;
 
   const TapeMetrics& metrics() const noexcept { return metrics_; }
   AdContext& ad_context() const noexcept { return *context_; }

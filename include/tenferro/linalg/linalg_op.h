@@ -89,6 +89,7 @@ enum class LinalgSlot : std::uint8_t {
   kSvd,
   kQr,
   kEigh,
+  kEigvalsh,  ///< eigh without vectors (its own measured crossover)
   kEig,
   kCholesky,
   kLu,
@@ -99,7 +100,7 @@ enum class LinalgSlot : std::uint8_t {
   kPinv,
   kNone,  ///< computed by the engine itself
 };
-inline constexpr int kNumLinalgSlots = 11;  // without kNone
+inline constexpr int kNumLinalgSlots = 12;  // without kNone
 std::string_view to_string(LinalgSlot slot) noexcept;
 
 enum class SvdMode : std::uint8_t { kFull, kThin, kValuesOnly };

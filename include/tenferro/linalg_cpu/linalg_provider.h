@@ -127,6 +127,7 @@ struct LinalgProviderBundle {
   std::shared_ptr<const CpuLinalgProvider> svd;
   std::shared_ptr<const CpuLinalgProvider> qr;
   std::shared_ptr<const CpuLinalgProvider> eigh;
+  std::shared_ptr<const CpuLinalgProvider> eigvalsh;
   std::shared_ptr<const CpuLinalgProvider> eig;
   std::shared_ptr<const CpuLinalgProvider> cholesky;
   std::shared_ptr<const CpuLinalgProvider> lu;
