@@ -257,6 +257,16 @@ def _broadcasts(a, b, vector):
         return False
 
 
+def _lu(a, threads, runtime, who):
+    """(a as an operand, the LU op's (packed, pivots, permutation))."""
+    if threads is not None:
+        runtime = _runtime(runtime, threads)
+    a = _operand(a)
+    if a.ndim < 2:
+        raise _shape_error(f"{who}: expected a matrix (..., M, N), found shape {tuple(a.shape)}")
+    return a, _call("lu", [a], runtime)
+
+
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False, *, threads=None, runtime=None):
     """scipy.linalg.lu: (P, L, U) with a = P @ L @ U for a (..., M, N), L
     unit lower-triangular (..., M, K), U upper-triangular (..., K, N),
@@ -265,13 +275,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     a = L[p] @ U (int64 row indices). Batched over leading axes; recorded
     inside tenferro.grad (through L and U). overwrite_a and check_finite
     are accepted and ignored (NaN or Inf input is a LinAlgError)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
     del overwrite_a, check_finite
-    a = _operand(a)
-    if a.ndim < 2:
-        raise _shape_error(f"lu: expected a matrix (..., M, N), found shape {tuple(a.shape)}")
-    packed, _, perm = _call("lu", [a], runtime)
+    a, (packed, _, perm) = _lu(a, threads, runtime, "lu")
     m, n = a.shape[-2], a.shape[-1]
     k = min(m, n)
     lower = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
@@ -289,13 +294,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, threads=None, runtime=
     """scipy.linalg.lu_factor: (lu, piv), the packed factors of a (..., M,
     N) (L's unit diagonal implied) and LAPACK's 0-based row interchanges:
     row i was interchanged with row piv[i] (int32, as scipy)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
     del overwrite_a, check_finite
-    a = _operand(a)
-    if a.ndim < 2:
-        raise _shape_error(f"lu_factor: expected a matrix (..., M, N), found shape {tuple(a.shape)}")
-    packed, piv, _ = _call("lu", [a], runtime)
+    _, (packed, piv, _) = _lu(a, threads, runtime, "lu_factor")
     return packed, (piv.numpy() if _traced(piv) else piv).astype(_np.int32)
 
 

@@ -510,15 +510,7 @@ Result<std::vector<TapeTensor>> GradientTape::vjp_onto(GradientTape& outer, cons
   TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
   // outputs [output, ct_a for a in gradient_inputs] (Note [AD program layout])
   std::vector<TapeTensor> result{out[0]};
-  std::size_t next = p.layout.num_outputs;
-  for (std::size_t k = 0; k < r.variables.size(); ++k) {
-    if (p.layout.input_cotangents[k] == TangentState::kPresent) {
-      result.push_back(out[next++]);
-    } else {
-      TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(state_->variables[k].value));
-      result.push_back(z);
-    }
-  }
+  TENFERRO_TRY(append_per_variable_results(outer, p.layout.input_cotangents, out, p.layout.num_outputs, result));
   return result;
 }
 
@@ -551,16 +543,22 @@ Result<std::vector<TapeTensor>> GradientTape::hvp_onto(GradientTape& outer, cons
   TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
   // outputs [gradients, H v for each present tangent] (hessian_vector_program)
   std::vector<TapeTensor> result;
-  std::size_t next = p.layout.num_outputs;
-  for (std::size_t k = 0; k < r.variables.size(); ++k) {
-    if (p.layout.output_tangents[k] == TangentState::kPresent) {
+  TENFERRO_TRY(append_per_variable_results(outer, p.layout.output_tangents, out, p.layout.num_outputs, result));
+  return result;
+}
+
+Status GradientTape::append_per_variable_results(GradientTape& outer, std::span<const TangentState> states,
+                                                 std::span<const TapeTensor> out, std::size_t next,
+                                                 std::vector<TapeTensor>& result) {
+  for (std::size_t k = 0; k < state_->variables.size(); ++k) {
+    if (states[k] == TangentState::kPresent) {
       result.push_back(out[next++]);
     } else {
       TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(state_->variables[k].value));
       result.push_back(z);
     }
   }
-  return result;
+  return ok_status();
 }
 
 Status GradientTape::append_per_variable(GradientTape& outer, std::span<const TapeTensor> given, std::string_view who,

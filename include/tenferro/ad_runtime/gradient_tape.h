@@ -223,6 +223,12 @@ class GradientTape {
   /// invalid: a zero constant) to `operands`, checked against the variables.
   Status append_per_variable(GradientTape& outer, std::span<const TapeTensor> given, std::string_view who,
                              std::vector<TapeTensor>& operands);
+  /// Appends one tensor of `outer` per variable to `result`: the next of
+  /// `out` from `next` on where `states` (one per variable) is kPresent,
+  /// else a zero constant.
+  Status append_per_variable_results(GradientTape& outer, std::span<const TangentState> states,
+                                     std::span<const TapeTensor> out, std::size_t next,
+                                     std::vector<TapeTensor>& result);
 
   std::shared_ptr<AdContext> context_;
   std::unique_ptr<State> state_;
