@@ -493,14 +493,28 @@ def _sequences(primals, others, who, name):
     return tuple(primals), tuple(others)
 
 
-def vjp(fun, *primals, runtime=None):
+def _split_aux(tape, out, has_aux, who):
+    """(fun's output, its auxiliary value): with has_aux (jax's) fun returns
+    the pair (output, aux), aux as _aux gives it; without it, aux is None."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise InvalidArgumentError(f"{who}(has_aux=True): expected fun to return a pair (output, aux), found "
+                                   f"{_found(out)}", code="kInvalidArgument", canonical="kInvalidArgument")
+    return out[0], _aux(tape, out[1])
+
+
+def vjp(fun, *primals, runtime=None, has_aux=False):
     """Runs fun(*primals) with every primal traced (fun may use tenferro
     calls and numpy operations on the values, docs/python.md) and returns
     (output, vjp_fn): output a numpy array, vjp_fn(ct)
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
-    (output, primals, ct) gives them. vjp_fn may be called repeatedly."""
+    (output, primals, ct) gives them. vjp_fn may be called repeatedly.
+    has_aux (jax's): fun returns (output, aux) and the result is (output,
+    vjp_fn, aux)."""
     tape, xs = _start(primals, runtime, "vjp")
-    out = _traced_output(tape, _run(tape, fun, *xs), "vjp")
+    out, aux = _split_aux(tape, _run(tape, fun, *xs), has_aux, "vjp")
+    out = _traced_output(tape, out, "vjp")
     # One backward at a time: every call resets, seeds and reads the same
     # tape (a pullback shared by threads gave mixed gradients).
     lock = _threading.Lock()
@@ -530,19 +544,22 @@ def vjp(fun, *primals, runtime=None):
             tape.backward(out, ct)
             return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
-    return (tape.value_onto(out) if tape.nested else out.numpy()), vjp_fn
+    value = tape.value_onto(out) if tape.nested else out.numpy()
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
-def jvp(fun, primals, tangents, runtime=None):
+def jvp(fun, primals, tangents, runtime=None, has_aux=False):
     """Forward mode: (fun(*primals), J tangents) as jax.jvp and
     torch.func.jvp give them; `primals` and `tangents` are sequences of the
-    same length (a tangent of None is zero), `fun` as for vjp."""
+    same length (a tangent of None is zero), `fun` as for vjp. has_aux
+    (jax's): fun returns (output, aux) and the result is (output, tangent,
+    aux)."""
     primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
     tape, xs = _start(primals, runtime, "jvp")
-    out = _traced_output(tape, _run(tape, fun, *xs), "jvp")
-    if tape.nested:
-        return tape.jvp_onto(out, xs, tangents)
-    return out.numpy(), tape.jvp(out, xs, tangents)
+    out, aux = _split_aux(tape, _run(tape, fun, *xs), has_aux, "jvp")
+    out = _traced_output(tape, out, "jvp")
+    result = tuple(tape.jvp_onto(out, xs, tangents)) if tape.nested else (out.numpy(), tape.jvp(out, xs, tangents))
+    return result + (aux,) if has_aux else result
 
 
 def hvp(fun, primals, vectors, runtime=None):
@@ -613,14 +630,8 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
 
     def wrapped(*args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "grad")
-        aux = None
-        if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise InvalidArgumentError(
-                    f"grad(has_aux=True): expected fun to return a pair (value, aux), found "
-                    f"{_found(out)}", code="kInvalidArgument", canonical="kInvalidArgument")
-            out, aux = out[0], _aux(tape, out[1])
-        elif isinstance(out, (tuple, list, dict)):
+        out, aux = _split_aux(tape, out, has_aux, "grad")
+        if not has_aux and isinstance(out, (tuple, list, dict)):
             raise InvalidArgumentError(
                 f"grad: expected fun to return a real scalar, found {_found(out)} (for fun returning "
                 f"(value, aux), pass has_aux=True)", code="kInvalidArgument", canonical="kInvalidArgument")

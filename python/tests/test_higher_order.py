@@ -320,3 +320,20 @@ def test_einsum_vjp_inside_grad_is_differentiable(rng):
     (ga,) = torch.autograd.grad(torch.einsum("ij,jk,kl->il", at, bt, ct), (at,), torch.ones(3, 2), create_graph=True)
     (want,) = torch.autograd.grad((ga ** 2).sum(), (bt,))
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
+
+
+def test_vjp_and_jvp_take_has_aux_as_jax():
+    x = np.array([0.3, -0.7, 1.1])
+    out, vjp_fn, aux = tenferro.vjp(lambda y: (np.sin(y), np.sum(y)), x, has_aux=True)
+    np.testing.assert_allclose(out, np.sin(x))
+    np.testing.assert_allclose(aux, np.sum(x))
+    np.testing.assert_allclose(vjp_fn(np.ones(3))[0], np.cos(x))
+    out, tangent, aux = tenferro.jvp(lambda y: (y ** 2, {"norm": np.sum(y)}), (x,), (np.ones(3),), has_aux=True)
+    np.testing.assert_allclose(tangent, 2 * x)
+    np.testing.assert_allclose(aux["norm"], np.sum(x))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"vjp\(has_aux=True\): expected fun to return a pair"):
+        tenferro.vjp(lambda y: y, x, has_aux=True)
+    # Inside grad, the auxiliary value is traced too.
+    g = tenferro.grad(lambda y: np.sum(tenferro.jvp(lambda z: (z ** 2, z ** 3), (y,), (np.ones(3),),
+                                                    has_aux=True)[2]))(x)
+    np.testing.assert_allclose(g, 3 * x ** 2, rtol=1e-14)

@@ -424,5 +424,5 @@ def test_grad_has_aux_and_keyword_arguments_as_jax():
     np.testing.assert_allclose(tenferro.grad(lambda v, s: (s * v).sum())(x, s=3.0), np.full(3, 3.0))
     with pytest.raises(tenferro.InvalidArgumentError, match="found a tuple of 2 values .*has_aux=True"):
         tenferro.grad(loss)(x)
-    with pytest.raises(tenferro.InvalidArgumentError, match=r"expected fun to return a pair \(value, aux\)"):
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"expected fun to return a pair \(output, aux\)"):
         tenferro.grad(lambda v: v.sum(), has_aux=True)(x)
