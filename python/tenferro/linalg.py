@@ -385,6 +385,10 @@ def slogdet(a, *, threads=None, runtime=None):
     return SlogdetResult(*(_scalar(r) for r in _call("slogdet", [_operand(a)], runtime)))
 
 
+# Machine precision of float64 (False) and float32 (True) results.
+_EPS = {False: float(_np.finfo(_np.float64).eps), True: float(_np.finfo(_np.float32).eps)}
+
+
 def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     """numpy.linalg.lstsq's (x, residuals, rank, s): x the minimum-norm
     least-squares solution of a @ x = b (b of shape (M,) or (M, K));
@@ -401,7 +405,7 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     vector = b.ndim == a.ndim - 1
     b2 = b[..., None] if vector else b
     m, n = a.shape[-2], a.shape[-1]
-    eps = _np.finfo(_np.result_type(a.dtype, _np.float32)).eps
+    eps = _EPS[a.dtype.char in "fF"]
     if rcond is None:
         eps_rcond = eps * max(m, n)
     else:
@@ -411,12 +415,11 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     # with the lstsq AD rule inside tenferro.vjp / grad).
     x, s = _call("lstsq", [a, b2], runtime, rcond=eps_rcond)
     s_values = s.numpy() if _traced(s) else s
-    smax = (s_values.max(axis=-1, keepdims=True) if s_values.shape[-1] > 0
-            else _np.zeros(s_values.shape[:-1] + (1,), s_values.dtype))
-    rank = _np.sum(s_values > eps_rcond * smax, axis=-1).astype(_np.int32)  # LAPACK's int, as numpy
-    if a.ndim == 2:
-        rank = rank[()]
-    full_rank = _np.all(rank == n)
+    # The singular values come in descending order: the largest is the first.
+    cutoff = eps_rcond * s_values[..., :1] if s_values.shape[-1] > 0 else 0.0
+    rank = _np.count_nonzero(s_values > cutoff, axis=-1)
+    rank = _np.int32(rank) if a.ndim == 2 else rank.astype(_np.int32)  # LAPACK's int, as numpy
+    full_rank = bool(rank == n) if a.ndim == 2 else bool(_np.all(rank == n))
     if full_rank and m > n:
         residuals = _np.sum(_np.abs(b2 - a @ x) ** 2, axis=-2)
     else:
