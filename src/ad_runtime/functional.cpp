@@ -28,6 +28,11 @@ Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const Froze
                       tangents.size());
   }
   TENFERRO_ASSIGN_OR_RETURN(JvpProgram program, context.jvp(f, active_inputs));
+  return run_jvp(runtime, program, parameters, tangents);
+}
+
+Result<JvpResult> run_jvp(runtime::Runtime& runtime, const JvpProgram& program, std::span<const Tensor> parameters,
+                          std::span<const Tensor> tangents) {
   std::vector<Tensor> inputs(parameters.begin(), parameters.end());
   inputs.insert(inputs.end(), tangents.begin(), tangents.end());
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
@@ -150,12 +155,18 @@ Result<std::vector<Tensor>> hvp(runtime::Runtime& runtime, AdContext& context, c
                       "hvp: expected one vector per active input ({}), found {}", active_inputs.size(), vectors.size());
   }
   TENFERRO_ASSIGN_OR_RETURN(JvpProgram program, hessian_vector_program(context, f, active_inputs, output));
+  return run_hvp(runtime, program, parameters, vectors, active_inputs.size());
+}
+
+Result<std::vector<Tensor>> run_hvp(runtime::Runtime& runtime, const JvpProgram& program,
+                                    std::span<const Tensor> parameters, std::span<const Tensor> vectors,
+                                    std::size_t num_active) {
   std::vector<Tensor> inputs(parameters.begin(), parameters.end());
   inputs.insert(inputs.end(), vectors.begin(), vectors.end());
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, runtime.run(program.program, inputs));
   std::vector<Tensor> result;
   std::size_t next = program.layout.num_outputs;
-  for (std::size_t k = 0; k < active_inputs.size(); ++k) {
+  for (std::size_t k = 0; k < num_active; ++k) {
     if (program.layout.output_tangents[k] == TangentState::kPresent) {
       result.push_back(out[next++]);
     } else {

@@ -2,6 +2,7 @@
 #include "tenferro/ad_runtime/gradient_tape.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,28 @@ struct GradientTape::State {
   /// The leaf behind each trace input: a variable (kVariableBit) or a recorded constant.
   std::vector<std::uint32_t> inputs;
   std::uint64_t generation = 1;
-  bool closed = false;      // close(): apply() refused
+  bool closed = false;  // close(): apply() refused
+
+  // Note [Derivative programs of a recording]
+  // jvp(), hvp() and the *_onto transforms take the recording that produced
+  // their output as a program; jacobian and hessian call them once per
+  // element on the same output of an unchanged recording. The last such
+  // program and its JVP and Hessian-vector programs are kept, keyed by the
+  // output, the generation and the recording's size, so those calls run a
+  // program instead of tracing, compiling and transforming it again.
+  struct Recorded {
+    bool valid = false;
+    std::uint32_t output = 0;
+    std::uint64_t generation = 0;
+    std::size_t operations = 0;
+    std::size_t leaves = 0;
+    program::FrozenProgram program;
+    std::vector<Tensor> parameters;
+    SmallVector<std::uint32_t, 4> variables;  // input positions, in variable order
+    std::optional<JvpProgram> jvp;
+    std::optional<JvpProgram> hvp;
+  };
+  Recorded last;
   int expansion_depth = 0;  // Note [Expansions on the tape]
 
   /// The trace inputs' values (the recording's parameters), in input order.
@@ -358,18 +380,40 @@ Status GradientTape::backward(const TapeTensor& output, const Tensor& cotangent)
 // reverse mode transposes.
 namespace {
 
-struct RecordedProgram {
-  program::FrozenProgram program;
-  std::vector<Tensor> parameters;
-  SmallVector<std::uint32_t, 4> variables;  // input positions, in variable order
-};
+using RecordedProgram = GradientTape::State::Recorded;
 
-Result<RecordedProgram> recorded_program(GradientTape::State& s, const Entry& output) {
+// The recording up to `output` (handle index `index`) as a program (Note
+// [Derivative programs of a recording]).
+Result<RecordedProgram*> recorded_program(GradientTape::State& s, const Entry& output, std::uint32_t index) {
+  RecordedProgram& r = s.last;
+  if (r.valid && r.output == index && r.generation == s.generation && r.operations == s.recorded.size() &&
+      r.leaves == s.inputs.size()) {
+    return &r;
+  }
+  r = RecordedProgram{};
   const TracedOperand outputs[] = {output.traced};
   TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(outputs));
   TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
-  return RecordedProgram{program::FrozenProgram{compiled.program, compiled.bindings}, s.leaf_values(),
-                         s.variable_inputs()};
+  r.program = program::FrozenProgram{compiled.program, compiled.bindings};
+  r.parameters = s.leaf_values();
+  r.variables = s.variable_inputs();
+  r.output = index;
+  r.generation = s.generation;
+  r.operations = s.recorded.size();
+  r.leaves = s.inputs.size();
+  r.valid = true;
+  return &r;
+}
+
+// Its JVP program (`hessian`: its Hessian-vector program), made once.
+Result<const JvpProgram*> derivative_program(AdContext& context, RecordedProgram& r, bool hessian) {
+  std::optional<JvpProgram>& memo = hessian ? r.hvp : r.jvp;
+  if (!memo) {
+    TENFERRO_ASSIGN_OR_RETURN(JvpProgram p, hessian ? hessian_vector_program(context, r.program, r.variables.span())
+                                                    : context.jvp(r.program, r.variables.span()));
+    memo = std::move(p);
+  }
+  return &*memo;
 }
 
 // One tensor per variable, each of its variable's dtype and shape (an
@@ -401,9 +445,9 @@ Result<Tensor> GradientTape::jvp(const TapeTensor& output, std::span<const Tenso
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> u, per_variable(*state_, tangents, "jvp"));
   if (!entry->requires_grad) return Tensor::zeros(entry->value.shape(), entry->value.dtype());
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
-  TENFERRO_ASSIGN_OR_RETURN(JvpResult result,
-                            ad::jvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), u));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
+  TENFERRO_ASSIGN_OR_RETURN(const JvpProgram* p, derivative_program(*context_, *r, false));
+  TENFERRO_ASSIGN_OR_RETURN(JvpResult result, run_jvp(state_->runtime, *p, r->parameters, u));
   return std::move(result.tangents[0]);
 }
 
@@ -413,8 +457,9 @@ Result<std::vector<Tensor>> GradientTape::hvp(const TapeTensor& output, std::spa
   TENFERRO_TRY(check_scalar(entry->value, "hvp", "output"));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> v, per_variable(*state_, vectors, "hvp"));
   if (!entry->requires_grad) return per_variable(*state_, std::vector<Tensor>(state_->variables.size()), "hvp");
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
-  return ad::hvp(state_->runtime, *context_, r.program, r.parameters, r.variables.span(), v);
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
+  TENFERRO_ASSIGN_OR_RETURN(const JvpProgram* p, derivative_program(*context_, *r, true));
+  return run_hvp(state_->runtime, *p, r->parameters, v, r->variables.size());
 }
 
 // --- nested tapes (Note [Nested tapes]) ---
@@ -490,9 +535,9 @@ Result<TapeTensor> GradientTape::value_onto(GradientTape& outer, const TapeTenso
   TENFERRO_TRY(foreign(output.recording_, state_.get()));
   TENFERRO_TRY(check_outer(*this, outer, "value_onto"));
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
-  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(r.program, operands));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(r->program, operands));
   return out[0];
 }
 
@@ -503,8 +548,8 @@ Result<std::vector<TapeTensor>> GradientTape::vjp_onto(GradientTape& outer, cons
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   TENFERRO_ASSIGN_OR_RETURN(Tensor ct, outer.value(cotangent));
   TENFERRO_TRY(check_like(entry->value, ct, "vjp_onto", "a cotangent"));
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
-  TENFERRO_ASSIGN_OR_RETURN(VjpProgram p, context_->vjp(r.program, r.variables.span()));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
+  TENFERRO_ASSIGN_OR_RETURN(VjpProgram p, context_->vjp(r->program, r->variables.span()));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
   if (!p.layout.differentiated_outputs.empty()) operands.push_back(cotangent);
   TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
@@ -521,11 +566,11 @@ Result<std::vector<TapeTensor>> GradientTape::jvp_onto(GradientTape& outer, cons
   TENFERRO_ASSIGN_OR_RETURN(Entry * entry, state_->resolve(output.index_, output.generation_));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
   TENFERRO_TRY(append_per_variable(outer, tangents, "jvp_onto", operands));
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
-  TENFERRO_ASSIGN_OR_RETURN(JvpProgram p, context_->jvp(r.program, r.variables.span()));
-  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
+  TENFERRO_ASSIGN_OR_RETURN(const JvpProgram* p, derivative_program(*context_, *r, false));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p->program, operands));
   // outputs [output, its tangent when present] (Note [AD program layout])
-  if (p.layout.output_tangents[0] == TangentState::kPresent) return std::vector<TapeTensor>{out[0], out[1]};
+  if (p->layout.output_tangents[0] == TangentState::kPresent) return std::vector<TapeTensor>{out[0], out[1]};
   TENFERRO_ASSIGN_OR_RETURN(TapeTensor z, outer.zeros_like(entry->value));
   return std::vector<TapeTensor>{out[0], z};
 }
@@ -538,12 +583,12 @@ Result<std::vector<TapeTensor>> GradientTape::hvp_onto(GradientTape& outer, cons
   TENFERRO_TRY(check_scalar(entry->value, "hvp_onto", "output"));
   TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
   TENFERRO_TRY(append_per_variable(outer, vectors, "hvp_onto", operands));
-  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram r, recorded_program(*state_, *entry));
-  TENFERRO_ASSIGN_OR_RETURN(JvpProgram p, hessian_vector_program(*context_, r.program, r.variables.span()));
-  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p.program, operands));
+  TENFERRO_ASSIGN_OR_RETURN(RecordedProgram * r, recorded_program(*state_, *entry, output.index_));
+  TENFERRO_ASSIGN_OR_RETURN(const JvpProgram* p, derivative_program(*context_, *r, true));
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(p->program, operands));
   // outputs [gradients, H v for each present tangent] (hessian_vector_program)
   std::vector<TapeTensor> result;
-  TENFERRO_TRY(append_per_variable_results(outer, p.layout.output_tangents, out, p.layout.num_outputs, result));
+  TENFERRO_TRY(append_per_variable_results(outer, p->layout.output_tangents, out, p->layout.num_outputs, result));
   return result;
 }
 

@@ -363,6 +363,37 @@ TEST(GradientTape, ForwardModeAndDeeperNesting) {
       << tenferro::testing::format_tensor(third_derivative);
 }
 
+// Note [Derivative programs of a recording]: a second jvp / hvp on the
+// same output of an unchanged recording (a Jacobian's or Hessian's next
+// column) runs the kept program: no transform is looked up again; a new
+// operation makes the recording new.
+TEST(GradientTape, RepeatedForwardModeCallsReuseTheirProgram) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  auto context = std::make_shared<AdContext>();
+  GradientTape tape(rt, context);
+  TapeTensor w = *tape.variable(*random_tensor(DType::kFloat64, {3, 3}, 51), "W");
+  TapeTensor x = *tape.variable(*random_tensor(DType::kFloat64, {3}, 52), "x");
+  TapeTensor loss = *record_loss(tape, w, x);
+  const Tensor u[] = {*random_tensor(DType::kFloat64, {3, 3}, 53), *random_tensor(DType::kFloat64, {3}, 54)};
+  const auto lookups = [&] { return context->cache_stats().hits + context->cache_stats().misses; };
+  const std::vector<Tensor> first = *tape.hvp(loss, u);
+  const Tensor tangent = *tape.jvp(loss, u);
+  const std::uint64_t after_first = lookups();
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<Tensor> again = *tape.hvp(loss, u);
+    EXPECT_TRUE(check_allclose(again[0], first[0]).ok());
+    EXPECT_TRUE(check_allclose(again[1], first[1]).ok());
+    EXPECT_TRUE(check_allclose(*tape.jvp(loss, u), tangent).ok());
+  }
+  EXPECT_EQ(lookups(), after_first);
+  TapeTensor doubled = *tape.apply(CoreSemanticOp::kAdd, {loss, loss});
+  const std::vector<Tensor> twice = *tape.hvp(doubled, u);
+  EXPECT_GT(lookups(), after_first);
+  std::vector<double> want = *first[1].to_vector<double>();
+  for (double& v : want) v *= 2;
+  EXPECT_TRUE(check_allclose(twice[1], *Tensor::from_values<double>(std::span<const double>(want), {3})).ok());
+}
+
 TEST(GradientTape, TypedErrors) {
   runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
   GradientTape tape(rt);

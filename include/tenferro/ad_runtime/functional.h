@@ -40,6 +40,15 @@ Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const progr
                       std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
                       std::span<const Tensor> tangents);
 
+/// jvp with the program made already (AdContext::jvp of f), for a caller
+/// that runs it many times.
+Result<JvpResult> run_jvp(runtime::Runtime& runtime, const JvpProgram& program, std::span<const Tensor> parameters,
+                          std::span<const Tensor> tangents);
+/// hvp with the program made already (hessian_vector_program of f), one
+/// tensor per active input (`num_active` of them).
+Result<std::vector<Tensor>> run_hvp(runtime::Runtime& runtime, const JvpProgram& program,
+                                    std::span<const Tensor> parameters, std::span<const Tensor> vectors,
+                                    std::size_t num_active);
 /// f's outputs and J* v, `cotangents` holding one tensor per output (an
 /// undefined tensor means zero; non-differentiable outputs are ignored).
 Result<VjpResult> vjp(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
