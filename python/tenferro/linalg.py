@@ -781,6 +781,8 @@ def matmul(x1, x2, /, *, threads=None, runtime=None):
     if threads is not None:
         runtime = _runtime(runtime, threads)
     x1, x2 = _array(x1), _array(x2)
+    if x1.ndim == 2 and x2.ndim == 2:  # the common call, without the ellipsis (0.2 us of 1.8 at 8 x 8)
+        return _tenferro.einsum("ij,jk->ik", x1, x2, runtime=runtime)
     if x1.ndim == 0 or x2.ndim == 0:
         raise _invalid("matmul: expected operands of at least one dimension, found a scalar")
     lhs = "...ij" if x1.ndim > 1 else "j"
