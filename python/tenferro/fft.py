@@ -126,8 +126,6 @@ def _repeated_axes(kind, a, s, axes, norm, runtime):
 def _into(r, out, who):
     """numpy 2's out=: the result written into `out` (the result's shape, a
     dtype it casts to within its kind) and returned."""
-    if out is None:
-        return r
     if isinstance(r, _tenferro.Traced) or isinstance(out, _tenferro.Traced):
         raise UnsupportedError(f"fft.{who}: out= is not recorded inside tenferro.vjp / grad (use the result)",
                                code="kUnsupported", canonical="kUnsupported")
@@ -155,95 +153,109 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("fft", a, n, axis, norm, runtime), out, "fft")
+    r = _one_axis("fft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "fft")
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fft (numpy.fft.ifft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("ifft", a, n, axis, norm, runtime), out, "ifft")
+    r = _one_axis("ifft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "ifft")
 
 
 def rfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of real input: n // 2 + 1 outputs (numpy.fft.rfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("rfft", a, n, axis, norm, runtime), out, "rfft")
+    r = _one_axis("rfft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "rfft")
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfft: n real outputs, 2 (m - 1) by default (numpy.fft.irfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("irfft", a, n, axis, norm, runtime), out, "irfft")
+    r = _one_axis("irfft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "irfft")
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of a Hermitian-symmetric signal: real output (numpy.fft.hfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("hfft", a, n, axis, norm, runtime), out, "hfft")
+    r = _one_axis("hfft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "hfft")
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of hfft (numpy.fft.ihfft)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_one_axis("ihfft", a, n, axis, norm, runtime), out, "ihfft")
+    r = _one_axis("ihfft", a, n, axis, norm, runtime)
+    return r if out is None else _into(r, out, "ihfft")
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform over `axes` (None: the last len(s) axes, or all)."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("fft", a, s, axes, norm, runtime), out, "fftn")
+    r = _transform("fft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "fftn")
 
 
 def ifftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fftn."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("ifft", a, s, axes, norm, runtime), out, "ifftn")
+    r = _transform("ifft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "ifftn")
 
 
 def rfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform of real input; the last axis keeps s[-1] // 2 + 1 outputs."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("rfft", a, s, axes, norm, runtime), out, "rfftn")
+    r = _transform("rfft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "rfftn")
 
 
 def irfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfftn."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("irfft", a, s, axes, norm, runtime), out, "irfftn")
+    r = _transform("irfft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "irfftn")
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """fftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("fft", a, s, axes, norm, runtime), out, "fft2")
+    r = _transform("fft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "fft2")
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """ifftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("ifft", a, s, axes, norm, runtime), out, "ifft2")
+    r = _transform("ifft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "ifft2")
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """rfftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("rfft", a, s, axes, norm, runtime), out, "rfft2")
+    r = _transform("rfft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "rfft2")
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """irfftn over the last two axes."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    return _into(_transform("irfft", a, s, axes, norm, runtime), out, "irfft2")
+    r = _transform("irfft", a, s, axes, norm, runtime)
+    return r if out is None else _into(r, out, "irfft2")

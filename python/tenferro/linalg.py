@@ -417,9 +417,8 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     s_values = s.numpy() if _traced(s) else s
     # The singular values come in descending order: the largest is the first.
     cutoff = eps_rcond * s_values[..., :1] if s_values.shape[-1] > 0 else 0.0
-    rank = _np.count_nonzero(s_values > cutoff, axis=-1)
-    rank = _np.int32(rank) if a.ndim == 2 else rank.astype(_np.int32)  # LAPACK's int, as numpy
-    full_rank = bool(rank == n) if a.ndim == 2 else bool(_np.all(rank == n))
+    rank = _np.asarray(_np.count_nonzero(s_values > cutoff, axis=-1), dtype=_np.int32)[()]  # LAPACK's int, as numpy
+    full_rank = bool(_np.all(rank == n))
     if full_rank and m > n:
         residuals = _np.sum(_np.abs(b2 - a @ x) ** 2, axis=-2)
     else:

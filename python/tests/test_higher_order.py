@@ -284,7 +284,7 @@ def test_nested_auxiliary_values_stay_differentiable_as_jax():
     np.testing.assert_allclose(tenferro.grad(outer)(x), 4 * p * x + 4 * x, rtol=1e-14)
 
 
-def test_leaked_values_are_errors_and_record_nothing():
+def test_leaked_values_are_errors():
     leaked = []
 
     def fun(y):

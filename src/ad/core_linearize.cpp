@@ -266,7 +266,7 @@ Result<SmallVector<AdValue, 4>> with_zeros(const CoreLinearizeInput& in, RuleOps
 // Note [Product of the others]
 // reduce_prod's weight for element i is the product of the other elements
 // of its reduction. It is formed as the product of the exclusive cumulative
-// products before and after i along the reduced elements (the reduced axes
+// products before and after i along the reduced elements (several reduced axes
 // moved last and merged into one), with no division and no select on the
 // values: exact with zeros, and its own derivative (through cumprod's rule,
 // exact with zeros) keeps the cross terms a zero removes from the value, so
@@ -275,40 +275,35 @@ Result<SmallVector<AdValue, 4>> with_zeros(const CoreLinearizeInput& in, RuleOps
 // Hessian-vector product of a 5-element product with one zero came out as
 // [0, 0, -0.058, 0, 0] against [-1.344, 0.56, -0.058, -0.336, -0.96].
 Result<AdValue> product_of_others(RuleOps& o, AdValue x, IntArrayRef axes) {
+  AdBuilder& b = o.builder();
+  const auto others_along = [&](AdValue v, std::int64_t axis) -> Result<AdValue> {
+    TENFERRO_ASSIGN_OR_RETURN(AdValue before,
+                              b.emit(CoreSemanticOp::kCumprod, {v}, program::CumulativeAttributes{axis, false, true}));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue after,
+                              b.emit(CoreSemanticOp::kCumprod, {v}, program::CumulativeAttributes{axis, true, true}));
+    return o.mul(before, after);
+  };
+  if (axes.size() == 1) return others_along(x, axes[0]);
+  // Several axes (or none): moved last and merged into one.
   const program::ValueMetadata m = o.md(x);
-  const auto rank = static_cast<std::int64_t>(m.rank());
   std::vector<std::int64_t> perm;  // the kept axes, then the reduced ones
-  for (std::int64_t a = 0; a < rank; ++a)
+  for (std::int64_t a = 0; a < static_cast<std::int64_t>(m.rank()); ++a)
     if (std::find(axes.begin(), axes.end(), a) == axes.end()) perm.push_back(a);
   const std::size_t kept = perm.size();
   for (std::int64_t a : axes) perm.push_back(a);
-  AdBuilder& b = o.builder();
-  AdValue flat = x;
   program::SymbolicShape moved_shape;
   for (std::int64_t a : perm) moved_shape.push_back(m.shape[static_cast<std::size_t>(a)]);
-  const bool identity = std::is_sorted(perm.begin(), perm.end());
-  if (!identity) {
-    TENFERRO_ASSIGN_OR_RETURN(flat, b.emit(CoreSemanticOp::kTranspose, {x}, program::TransposeAttributes{Dims(perm)}));
-  }
-  const bool merge = axes.size() != 1;
-  if (merge) {
-    program::SymbolicExtent count(1);
-    for (std::size_t k = kept; k < moved_shape.size(); ++k) count = count * moved_shape[k];
-    program::SymbolicShape merged(moved_shape.begin(), moved_shape.begin() + static_cast<std::ptrdiff_t>(kept));
-    merged.push_back(count);
-    TENFERRO_ASSIGN_OR_RETURN(flat, b.emit(CoreSemanticOp::kReshape, {flat}, program::ReshapeAttributes{merged}));
-  }
-  const std::int64_t last = static_cast<std::int64_t>(kept) + (merge ? 0 : static_cast<std::int64_t>(axes.size()) - 1);
-  TENFERRO_ASSIGN_OR_RETURN(AdValue before,
-                            b.emit(CoreSemanticOp::kCumprod, {flat}, program::CumulativeAttributes{last, false, true}));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue after,
-                            b.emit(CoreSemanticOp::kCumprod, {flat}, program::CumulativeAttributes{last, true, true}));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue others, o.mul(before, after));
-  if (merge) {
-    TENFERRO_ASSIGN_OR_RETURN(others,
-                              b.emit(CoreSemanticOp::kReshape, {others}, program::ReshapeAttributes{moved_shape}));
-  }
-  if (identity) return others;
+  program::SymbolicShape merged(moved_shape.begin(), moved_shape.begin() + static_cast<std::ptrdiff_t>(kept));
+  program::SymbolicExtent count(1);
+  for (std::size_t k = kept; k < moved_shape.size(); ++k) count = count * moved_shape[k];
+  merged.push_back(count);
+  TENFERRO_ASSIGN_OR_RETURN(AdValue moved,
+                            b.emit(CoreSemanticOp::kTranspose, {x}, program::TransposeAttributes{Dims(perm)}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue flat,
+                            b.emit(CoreSemanticOp::kReshape, {moved}, program::ReshapeAttributes{merged}));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue others, others_along(flat, static_cast<std::int64_t>(kept)));
+  TENFERRO_ASSIGN_OR_RETURN(others,
+                            b.emit(CoreSemanticOp::kReshape, {others}, program::ReshapeAttributes{moved_shape}));
   std::vector<std::int64_t> inverse(perm.size());
   for (std::size_t k = 0; k < perm.size(); ++k)
     inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);

@@ -56,6 +56,15 @@ Status check_like(const Tensor& like, const Tensor& given, std::string_view who,
   return ok_status();
 }
 
+// kInvalidArgument unless `given` tensors come one per variable.
+Status check_per_variable_count(std::size_t given, std::size_t variables, std::string_view who) {
+  if (given != variables) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: expected one tensor per variable ({}), found {}", who, variables, given));
+  }
+  return ok_status();
+}
+
 Status check_scalar(const Tensor& value, std::string_view who, std::string_view what) {
   if (value.rank() != 0 || !is_floating(value.dtype())) {
     return tape_error(ErrorCode::kInvalidArgument,
@@ -94,9 +103,8 @@ struct GradientTape::State {
   // output, the generation and the recording's size, so those calls run a
   // program instead of tracing, compiling and transforming it again.
   struct Recorded {
-    bool valid = false;
     std::uint32_t output = 0;
-    std::uint64_t generation = 0;
+    std::uint64_t generation = 0;  // 0: none kept (generations start at 1)
     std::size_t operations = 0;
     std::size_t leaves = 0;
     program::FrozenProgram program;
@@ -386,7 +394,7 @@ using RecordedProgram = GradientTape::State::Recorded;
 // [Derivative programs of a recording]).
 Result<RecordedProgram*> recorded_program(GradientTape::State& s, const Entry& output, std::uint32_t index) {
   RecordedProgram& r = s.last;
-  if (r.valid && r.output == index && r.generation == s.generation && r.operations == s.recorded.size() &&
+  if (r.generation == s.generation && r.output == index && r.operations == s.recorded.size() &&
       r.leaves == s.inputs.size()) {
     return &r;
   }
@@ -401,7 +409,6 @@ Result<RecordedProgram*> recorded_program(GradientTape::State& s, const Entry& o
   r.generation = s.generation;
   r.operations = s.recorded.size();
   r.leaves = s.inputs.size();
-  r.valid = true;
   return &r;
 }
 
@@ -420,10 +427,7 @@ Result<const JvpProgram*> derivative_program(AdContext& context, RecordedProgram
 // undefined one: zeros).
 Result<std::vector<Tensor>> per_variable(const GradientTape::State& s, std::span<const Tensor> given,
                                          std::string_view what) {
-  if (given.size() != s.variables.size()) {
-    return tape_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tensor per variable ({}), found {}",
-                                                               what, s.variables.size(), given.size()));
-  }
+  TENFERRO_TRY(check_per_variable_count(given.size(), s.variables.size(), what));
   std::vector<Tensor> out;
   for (std::size_t i = 0; i < given.size(); ++i) {
     const Tensor& v = s.variables[i].value;
@@ -608,10 +612,7 @@ Status GradientTape::append_per_variable_results(GradientTape& outer, std::span<
 
 Status GradientTape::append_per_variable(GradientTape& outer, std::span<const TapeTensor> given, std::string_view who,
                                          std::vector<TapeTensor>& operands) {
-  if (given.size() != state_->variables.size()) {
-    return tape_error(ErrorCode::kInvalidArgument, fmt::format("{}: expected one tensor per variable ({}), found {}",
-                                                               who, state_->variables.size(), given.size()));
-  }
+  TENFERRO_TRY(check_per_variable_count(given.size(), state_->variables.size(), who));
   for (std::size_t i = 0; i < given.size(); ++i) {
     const Tensor& v = state_->variables[i].value;
     if (!given[i].valid()) {

@@ -9,7 +9,6 @@
 #include <complex>
 #include <cstring>
 #include <mutex>
-#include <numeric>
 
 namespace tenferro::fft::internal {
 
@@ -34,12 +33,6 @@ double transform_flops(FftTransform t, std::int64_t n) {
   const double nn = static_cast<double>(std::max<std::int64_t>(n, 2));
   const double f = 5.0 * nn * std::log2(nn);
   return t == FftTransform::kC2C ? f : 0.5 * f;
-}
-
-// The smallest block length whose pointer advance keeps 64-byte alignment.
-std::int64_t alignment_quantum(std::int64_t stride_bytes) {
-  const std::int64_t g = std::gcd<std::int64_t>(64, stride_bytes == 0 ? 64 : stride_bytes);
-  return 64 / g;
 }
 
 // Note [FFT panels]
@@ -139,8 +132,7 @@ Result<FftPass> make_pass(const CpuFftProvider& provider, const FftEngineOptions
   if (blocks <= 1) return pass;
   const std::int64_t src_bytes = loop.in_stride * static_cast<std::int64_t>(src.element_bytes);
   const std::int64_t dst_bytes = loop.out_stride * static_cast<std::int64_t>(dst.element_bytes);
-  const std::int64_t qs = alignment_quantum(src_bytes), qd = alignment_quantum(dst_bytes);
-  const std::int64_t quantum = qs / std::gcd(qs, qd) * qd;
+  const std::int64_t quantum = alignment_quantum(src_bytes, dst_bytes);
   std::int64_t length = (loop.n + blocks - 1) / blocks;
   length = (length + quantum - 1) / quantum * quantum;
   const std::int64_t nblocks = (loop.n + length - 1) / length;

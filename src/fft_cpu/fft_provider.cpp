@@ -2,6 +2,8 @@
 // and the null provider.
 #include "tenferro/fft_cpu/fft_provider.h"
 
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "fft_cpu/plan_cache.h"
@@ -54,6 +56,11 @@ class NullFftProvider final : public CpuFftProvider {
 }  // namespace
 
 std::shared_ptr<const CpuFftProvider> make_null_fft_provider() { return std::make_shared<NullFftProvider>(); }
+
+std::int64_t alignment_quantum(std::int64_t in_bytes, std::int64_t out_bytes) noexcept {
+  const auto one = [](std::int64_t bytes) { return 64 / std::gcd<std::int64_t>(64, bytes == 0 ? 64 : bytes); };
+  return std::lcm(one(in_bytes), one(out_bytes));
+}
 
 Error unsupported_fft_problem(std::string_view provider, const FftProblem& problem, std::string_view why) {
   return Error(ErrorCode::kUnsupported, ErrorStage::kPrepare,

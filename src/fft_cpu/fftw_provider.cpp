@@ -10,7 +10,6 @@
 #include <complex>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 
 #include <fmt/format.h>
 
@@ -330,8 +329,7 @@ Result<std::shared_ptr<const FftKernel>> FftwFftProvider::plan(const FftProblem&
   const std::int64_t real = problem.precision == DType::kFloat64 ? 8 : 4;
   const std::int64_t in_bytes = loop.in_stride * (problem.transform == FftTransform::kR2C ? real : 2 * real);
   const std::int64_t out_bytes = loop.out_stride * (problem.transform == FftTransform::kC2R ? real : 2 * real);
-  const auto quantum = [](std::int64_t bytes) { return 64 / std::gcd<std::int64_t>(64, bytes == 0 ? 64 : bytes); };
-  const std::int64_t q = problem.aligned ? std::lcm(quantum(in_bytes), quantum(out_bytes)) : 1;
+  const std::int64_t q = problem.aligned ? alignment_quantum(in_bytes, out_bytes) : 1;
   const std::int64_t m = loop.n / q, r = loop.n % q;
   if (std::popcount(static_cast<std::uint64_t>(m)) + (r > 0 ? 1 : 0) <= 1) return plan_one(problem);
   SmallVector<BatchClassesKernel::Part, 8> parts;

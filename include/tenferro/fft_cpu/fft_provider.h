@@ -125,6 +125,12 @@ class CpuFftProvider {
 /// The null provider: a named skeleton that supports nothing.
 std::shared_ptr<const CpuFftProvider> make_null_fft_provider();
 
+/// The smallest count of a batch loop whose pointer advance, `in_bytes` and
+/// `out_bytes` per step (stride times element size), keeps both arrays at
+/// the 64-byte alignment the engine promises (FftProblem::aligned): blocks
+/// of a pass and a provider's parts of one batch start at multiples of it.
+std::int64_t alignment_quantum(std::int64_t in_bytes, std::int64_t out_bytes) noexcept;
+
 /// kUnsupported naming the provider and the problem.
 Error unsupported_fft_problem(std::string_view provider, const FftProblem& problem, std::string_view why);
 
