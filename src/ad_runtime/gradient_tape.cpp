@@ -627,6 +627,43 @@ Status GradientTape::append_per_variable(GradientTape& outer, std::span<const Ta
   return ok_status();
 }
 
+Result<program::FrozenProgram> GradientTape::function(std::span<const TapeTensor> arguments,
+                                                      std::span<const TapeTensor> outputs) {
+  if (state_ == nullptr) return moved_from();
+  State& s = *state_;
+  if (outputs.empty()) return tape_error(ErrorCode::kInvalidArgument, "function: expected at least one output");
+  std::vector<Tensor> bound = s.leaf_values();
+  std::int64_t previous = -1;
+  for (std::size_t k = 0; k < arguments.size(); ++k) {
+    TENFERRO_TRY(foreign(arguments[k].recording_, &s));
+    TENFERRO_ASSIGN_OR_RETURN(Entry * e, s.resolve(arguments[k].index_, arguments[k].generation_));
+    if (!e->leaf) {
+      return tape_error(ErrorCode::kInvalidArgument,
+                        fmt::format("function: argument {} is not a leaf of the tape (a variable or a constant)", k));
+    }
+    if (static_cast<std::int64_t>(e->input) <= previous) {
+      return tape_error(ErrorCode::kInvalidArgument,
+                        fmt::format("function: expected distinct leaves in the order they were made, found argument "
+                                    "{} made before argument {}",
+                                    k, k - 1));
+    }
+    previous = e->input;
+    bound[e->input] = Tensor();
+  }
+  SmallVector<TracedOperand, 4> traced;
+  for (const TapeTensor& o : outputs) {
+    TENFERRO_TRY(foreign(o.recording_, &s));
+    TENFERRO_ASSIGN_OR_RETURN(Entry * e, s.resolve(o.index_, o.generation_));
+    traced.push_back(e->traced);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(compiler::TracedGraph graph, s.trace.finish(traced.span()));
+  TENFERRO_ASSIGN_OR_RETURN(compiler::CompiledGraph compiled, s.compiler->compile(graph));
+  if (compiled.program->num_inputs() != bound.size() || compiled.bindings.num_bound() != 0) {
+    return tape_error(ErrorCode::kInternal, "function: the compiled recording does not take the tape's leaves");
+  }
+  return program::FrozenProgram{std::move(compiled.program), program::ProgramBindings::of(bound)};
+}
+
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
   TENFERRO_TRY(foreign(variable.recording_, state_.get()));
   if (!(variable.index_ & kVariableBit)) {

@@ -450,5 +450,47 @@ TEST(GradientTape, HandlesFollowAMovedTape) {
   from.zero_grad();  // nothing to clear
 }
 
+// Note [Recorded functions]: the recording of sum(tanh(W x) * x) + c, with
+// W and x its arguments and c a closed-over constant, run on new values
+// equals the loss program there; the constant stays bound to its value.
+TEST(GradientTape, RecordingRunsAsAFunctionOfItsArguments) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  GradientTape tape(rt);
+  TapeTensor w = *tape.constant(*random_tensor(DType::kFloat64, {3, 3}, 1), "W");
+  TapeTensor x = *tape.constant(*random_tensor(DType::kFloat64, {3}, 2), "x");
+  const Tensor cv = *random_tensor(DType::kFloat64, {}, 3);
+  TapeTensor c = *tape.constant(cv, "c");
+  auto loss = record_loss(tape, w, x);
+  ASSERT_TRUE(loss.ok()) << loss.status().to_string();
+  TapeTensor shifted = *tape.apply(CoreSemanticOp::kAdd, {*loss, c});
+
+  const TapeTensor arguments[] = {w, x};
+  const TapeTensor outputs[] = {shifted, x};
+  Result<program::FrozenProgram> f = tape.function(arguments, outputs);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->bindings.parameters().size(), 2u);
+  EXPECT_EQ(f->bindings.num_bound(), 1u);
+
+  const Tensor w2 = *random_tensor(DType::kFloat64, {3, 3}, 4);
+  const Tensor x2 = *random_tensor(DType::kFloat64, {3}, 5);
+  Result<runtime::TensorList> out = rt.run(*f, std::vector<Tensor>{w2, x2});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 2u);
+  const Tensor expected = testing::evaluate(loss_program(), std::vector<Tensor>{w2, x2})[0];
+  const double want = *static_cast<const double*>(expected.data()) + *static_cast<const double*>(cv.data());
+  EXPECT_NEAR(*static_cast<const double*>((*out)[0].data()), want, 1e-12);
+  EXPECT_TRUE(check_allclose((*out)[1], x2).ok());  // an argument as an output
+
+  // Typed errors: a recorded value as an argument, arguments out of order,
+  // repeated, no outputs, a foreign tensor.
+  EXPECT_EQ(tape.function(std::vector<TapeTensor>{*loss}, outputs).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(tape.function(std::vector<TapeTensor>{x, w}, outputs).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(tape.function(std::vector<TapeTensor>{w, w}, outputs).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(tape.function(arguments, std::span<const TapeTensor>()).status().code(), ErrorCode::kInvalidArgument);
+  GradientTape other(rt);
+  TapeTensor y = *other.constant(cv);
+  EXPECT_EQ(tape.function(arguments, std::vector<TapeTensor>{y}).status().code(), ErrorCode::kForeignValue);
+}
+
 }  // namespace
 }  // namespace tenferro::ad

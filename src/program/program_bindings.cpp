@@ -9,6 +9,12 @@ ProgramBindings ProgramBindings::all_parameters(std::size_t num_inputs) {
   return bindings;
 }
 
+ProgramBindings ProgramBindings::of(std::span<const Tensor> inputs) {
+  ProgramBindings bindings;
+  for (const Tensor& t : inputs) bindings.add_input(t.defined() ? &t : nullptr);
+  return bindings;
+}
+
 void ProgramBindings::add_input(const Tensor* bound) {
   if (bound == nullptr) parameters_.push_back(static_cast<std::uint32_t>(bound_.size()));
   bound_.push_back(bound ? *bound : Tensor());

@@ -37,6 +37,18 @@
 // outer tape, the price of keeping the inner recording's values out of the
 // outer one. Nesting has any depth: an inner tape can be the outer tape of
 // a third one.
+//
+// Note [Recorded functions]
+// tenferro.jit records a function once per argument signature and runs the
+// recording afterwards, as jax.jit does. function() turns the recording into
+// that program: the trace up to the outputs, compiled by the tape's
+// GraphCompiler, with the argument leaves as its parameters and every
+// other leaf (an array the function closed over, a literal) bound to the
+// value it was recorded with. The operations were recorded as the eager
+// calls ran them, so the program computes what those calls computed for
+// any argument values of the recorded dtypes and shapes, as long as the
+// function's control flow did not read a value (Python decides that: it
+// watches for value reads while it records).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +63,7 @@
 #include "tenferro/program/attributes.h"
 #include "tenferro/program/core_op.h"
 #include "tenferro/program/extension_op.h"
+#include "tenferro/program/program_builder.h"
 #include "tenferro/runtime/placement.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
@@ -184,6 +197,16 @@ class GradientTape {
   /// variable.
   Result<std::vector<TapeTensor>> hvp_onto(GradientTape& outer, const TapeTensor& output,
                                            std::span<const TapeTensor> vectors);
+
+  // --- recorded functions (Note [Recorded functions]) ---
+  /// The recording as a function: a program computing `outputs` whose
+  /// parameters are the leaves `arguments` (variables or constants, given
+  /// in the order they were made), every other leaf bound to its value.
+  /// Run it with Runtime::run(program, parameters) on new argument values
+  /// of the same dtypes and shapes. kInvalidArgument when an argument is
+  /// not a leaf or the arguments are not distinct leaves in creation order,
+  /// or when `outputs` is empty.
+  Result<program::FrozenProgram> function(std::span<const TapeTensor> arguments, std::span<const TapeTensor> outputs);
 
   /// The accumulated gradient of `variable`; an undefined Tensor when none
   /// was accumulated since the last zero_grad().

@@ -37,6 +37,9 @@ class ProgramBindings {
   ProgramBindings() = default;
   /// Bindings for a program with `num_inputs` inputs, all parameters.
   static ProgramBindings all_parameters(std::size_t num_inputs);
+  /// Bindings for a program with `inputs.size()` inputs: input i bound to
+  /// inputs[i] when that is defined, a parameter otherwise.
+  static ProgramBindings of(std::span<const Tensor> inputs);
 
   std::size_t num_inputs() const noexcept { return bound_.size(); }
   /// The tensor bound to program input `input`, or nullptr when the caller
