@@ -67,6 +67,23 @@ inline void ok_or_raise(const Status& s) {
   if (!s.ok()) raise_status(s);
 }
 
+/// Runs `body` (returning a py::object) for a C-level entry point: its
+/// result as a new reference, or null with the Python error set from what
+/// it threw.
+template <class F>
+PyObject* python_entry(F&& body) noexcept {
+  try {
+    return body().release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
 /// The operands of one call: each converted to a numpy array of a tenferro
 /// dtype (Note [Borrowed operands]) and wrapped as a Tensor. Holds the
 /// arrays (new references) for its own lifetime.

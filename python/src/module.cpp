@@ -501,23 +501,6 @@ void destroy_einsum_state(PyObject* capsule) {
 // no argument tuple or keyword dict is built per call (Note [Python eager
 // path]); `self` is a capsule over the EinsumFunctionState (Note [Default
 // runtime lookup]).
-// Runs `body` (returning a py::object) for a C-level entry point: its
-// result as a new reference, or null with the Python error set from what
-// it threw.
-template <class F>
-PyObject* python_entry(F&& body) noexcept {
-  try {
-    return body().release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
-}
-
 PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return python_entry([&] {
     auto& state = *static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(self, "tenferro.einsum_state"));

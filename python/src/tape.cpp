@@ -192,13 +192,15 @@ py::object traced_fft(const std::string& kind, const PyTraced& x, const py::obje
   return py::cast(record(x.tape, out[0]));
 }
 
-// The dtype of a numpy bool or int64 array (a select's predicate, a
-// gather's indices): the array bridge takes the inexact dtypes only.
+// The dtype of a numpy bool, int32 or int64 array (a select's predicate,
+// a gather's indices, a recorded comparison's operand): the array bridge takes the inexact dtypes only.
 std::optional<DType> exact_dtype_of(py::handle a) {
   if (!PyArray_Check(a.ptr())) return std::nullopt;
   switch (PyArray_TYPE(reinterpret_cast<PyArrayObject*>(a.ptr()))) {
     case NPY_BOOL:
       return DType::kBool;
+    case NPY_INT32:
+      return DType::kInt32;
     case NPY_INT64:
       return DType::kInt64;
     default:
@@ -482,6 +484,210 @@ PyTape& nested(PyTape& tape, const char* what) {
   return *tape.parent;
 }
 
+// Note [Jit recordings]
+// tenferro.jit (python/tenferro/__init__.py) runs a function once per
+// argument signature on a tape marked `jit`, its array arguments leaves of
+// any tenferro dtype, and keeps the recording as a program (Note [Recorded
+// functions] in gradient_tape.h) that a PyFunction runs on the next calls.
+// Two things differ from a recording for gradients:
+// - comparisons are recorded (compare, giving Traced booleans that
+//   np.where turns into a select) instead of computed on the values, since
+//   a comparison's values would be constants of the program;
+// - every read of a value (Traced.numpy(), and bool(), float(), .item()
+//   built on it) marks the tape and the tapes it is nested in: a function
+//   whose control flow or constants depend on a value read cannot be
+//   replayed, and tenferro.jit runs that signature eagerly instead.
+
+// The tenferro dtype an array of `descr` is recorded in as a jit argument
+// (bool, int32, int64, float32, float64, complex64, complex128), or nullopt.
+std::optional<DType> argument_dtype(const PyArray_Descr* descr) noexcept {
+  switch (descr->kind) {
+    case 'b':
+      return DType::kBool;
+    case 'i':
+      if (descr->elsize == 4) return DType::kInt32;
+      if (descr->elsize == 8) return DType::kInt64;
+      return std::nullopt;
+    case 'f':
+    case 'c':
+      return dtype_of_typenum(descr->type_num);
+    default:
+      return std::nullopt;
+  }
+}
+
+// A copy of `obj` (an array of such a dtype) as a tape leaf.
+Tensor argument_leaf(PyRuntime& runtime, py::handle obj, std::size_t index) {
+  OperandList operands;
+  operands.add(obj, "jit argument", static_cast<std::ptrdiff_t>(index), OperandList::Accept::kNumeric);
+  const std::optional<DType> dtype =
+      argument_dtype(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(operands.array(0).ptr())));
+  if (!dtype) {
+    raise_error(ErrorCode::kDTypeMismatch,
+                fmt::format("jit argument {}: expected dtype bool, int32, int64, float32, float64, complex64 or "
+                            "complex128, found {}",
+                            index, std::string(py::str(operands.array(0).attr("dtype")))));
+  }
+  operands.cast(0, *dtype);
+  operands.wrap();
+  const Tensor& borrowed = operands.tensors()[0];
+  return value_or_raise(runtime.with_context([&](runtime::EagerContext& ctx) { return ctx.copy(borrowed); }));
+}
+
+// A recording kept as a program (Note [Jit recordings]): its arguments'
+// dtypes, the runtime it runs on, and its plan for the layouts the
+// recording had (contiguous arguments), made once.
+struct PyFunction {
+  py::object runtime_ref;
+  PyRuntime* runtime;
+  program::FrozenProgram program;
+  std::vector<DType> dtypes;
+  std::shared_ptr<const runtime::PreparedProgram> prepared;
+  std::vector<runtime::LayoutClass> layouts;  // of every program input, as prepared
+};
+
+// Every input of f's program: the bound tensors and `parameters`.
+SmallVector<Tensor, 8> program_inputs(const PyFunction& f, std::span<const Tensor> parameters) {
+  SmallVector<Tensor, 8> all;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < f.program.bindings.num_inputs(); ++i) {
+    const Tensor* bound = f.program.bindings.bound_tensor(i);
+    all.push_back(bound != nullptr ? *bound : parameters[next++]);
+  }
+  return all;
+}
+
+// Prepares f's program for `inputs` (every program input).
+void prepare(PyFunction& f, std::span<const Tensor> inputs) {
+  const runtime::InputSignature signature = runtime::InputSignature::of(inputs);
+  f.prepared = value_or_raise(f.runtime->runtime().prepare_for(f.program.program, signature));
+  f.layouts.clear();
+  for (const runtime::InputDescriptor& d : signature.inputs()) f.layouts.push_back(d.layout);
+}
+
+// f(*args): the outputs as numpy arrays (0-d ones as numpy scalars, as
+// numpy's reductions give them). Arguments with the recorded layouts run
+// the plan made at recording (Runtime::run_prepared: no signature, no plan
+// cache lookup); others go through Runtime::run, which prepares once per
+// layout. An output that is a bound tensor (an array the function closed
+// over and returned) is copied, so that writing into the result cannot
+// change the next call's constant.
+py::tuple call_function(const PyFunction& f, std::span<PyObject* const> args) {
+  if (args.size() != f.dtypes.size()) {
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("jit: the recording takes {} arrays, found {}", f.dtypes.size(), args.size()));
+  }
+  OperandList operands;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    operands.add(args[i], "jit argument", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
+    operands.cast(i, f.dtypes[i]);
+  }
+  operands.wrap();
+  const SmallVector<Tensor, 8> inputs =
+      program_inputs(f, std::span<const Tensor>(operands.tensors().data(), operands.size()));
+  bool as_prepared = true;
+  for (std::size_t i = 0; i < inputs.size() && as_prepared; ++i) {
+    as_prepared = runtime::layout_class_of(inputs[i]) == f.layouts[i];
+  }
+  Result<runtime::TensorList> result = [&] {
+    py::gil_scoped_release nogil;
+    const std::span<const Tensor> all(inputs.data(), inputs.size());
+    if (as_prepared) {
+      Result<runtime::TensorList> r = f.runtime->runtime().run_prepared(*f.prepared, all);
+      // A reconfigured runtime (a new epoch): the plan cache prepares again.
+      if (r.ok() || r.status().code() != ErrorCode::kStalePreparedGraph) return r;
+    }
+    return f.runtime->runtime().run(f.program.program, all);
+  }();
+  runtime::TensorList outputs = value_or_raise(std::move(result));
+  py::tuple out(outputs.size());
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    Tensor t = std::move(outputs[k]);
+    for (std::size_t i = 0; i < f.program.bindings.num_inputs(); ++i) {
+      const Tensor* bound = f.program.bindings.bound_tensor(i);
+      if (bound != nullptr && bound->storage().get() == t.storage().get()) {
+        t = value_or_raise(f.runtime->with_context([&](runtime::EagerContext& ctx) { return ctx.copy(t); }));
+        break;
+      }
+    }
+    out[k] = scalar_if_0d(operands.to_numpy(std::move(t)));
+  }
+  return out;
+}
+
+// Note [Jit fast path]
+// A call of a tenferro.jit function whose arguments are all positional
+// numpy arrays (exactly ndarray) of a signature recorded before is
+// dispatched here without Python: the signatures of such calls (dtype and
+// shape per argument) are compared in C++ with those of the recordings the
+// Python layer registered (most recently used first), and a hit runs the
+// recording's program. Everything else -- keyword arguments, other
+// argument types, a miss, a call inside a running tenferro.grad or jit --
+// goes to the Python layer (tenferro/_jit.py), which records, runs eagerly
+// or calls the function as it is (Note [Jit signatures]).
+struct JitEntry {
+  std::vector<int> typenums;
+  std::vector<Dims> shapes;
+  std::shared_ptr<PyFunction> function;
+  py::object rebuild;  // None: the program's one output is the result
+};
+
+struct PyJit {
+  py::object slow;     // the Python layer's call
+  py::object running;  // tenferro's thread-local stack of running tapes
+  std::size_t capacity = 64;
+  std::vector<JitEntry> entries;  // most recently used first (GIL held)
+  std::uint64_t hits = 0;
+};
+
+bool matches(const JitEntry& e, std::span<PyObject* const> args) {
+  if (args.size() != e.typenums.size()) return false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!PyArray_CheckExact(args[i])) return false;
+    auto* a = reinterpret_cast<PyArrayObject*>(args[i]);
+    if (PyArray_TYPE(a) != e.typenums[i] || PyArray_NDIM(a) != static_cast<int>(e.shapes[i].size())) return false;
+    for (int d = 0; d < PyArray_NDIM(a); ++d) {
+      if (PyArray_DIM(a, d) != e.shapes[i][static_cast<std::size_t>(d)]) return false;
+    }
+  }
+  return true;
+}
+
+bool tapes_running(const PyJit& jit) {
+  PyObject* tapes = PyObject_GetAttrString(jit.running.ptr(), "tapes");
+  if (tapes == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool running = PyObject_IsTrue(tapes) == 1;
+  Py_DECREF(tapes);
+  return running;
+}
+
+PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  return python_entry([&]() -> py::object {
+    PyJit& jit = py::cast<PyJit&>(py::handle(self));
+    const std::span<PyObject* const> positional(&PyTuple_GET_ITEM(args, 0),
+                                                static_cast<std::size_t>(PyTuple_GET_SIZE(args)));
+    if ((kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0) && !tapes_running(jit)) {
+      for (std::size_t k = 0; k < jit.entries.size(); ++k) {
+        if (!matches(jit.entries[k], positional)) continue;
+        if (k > 0)
+          std::rotate(jit.entries.begin(), jit.entries.begin() + static_cast<std::ptrdiff_t>(k),
+                      jit.entries.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+        const JitEntry entry = jit.entries[0];  // kept alive through the call
+        ++jit.hits;
+        py::tuple out = call_function(*entry.function, positional);
+        if (entry.rebuild.is_none()) return out[0];
+        return entry.rebuild(out);
+      }
+    }
+    PyObject* r = PyObject_Call(jit.slow.ptr(), args, kwargs);
+    if (r == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(r);
+  });
+}
+
 }  // namespace
 
 void register_tape(py::module_& m) {
@@ -540,6 +746,55 @@ void register_tape(py::module_& m) {
     return traced_core("convert", py::make_tuple(x), program::ConvertAttributes{*d});
   });
 
+  m.def("_traced_compare", [](const std::string& direction, const py::sequence& args) {
+    static constexpr std::pair<std::string_view, program::ComparisonDirection> kDirections[] = {
+        {"eq", program::ComparisonDirection::kEq}, {"ne", program::ComparisonDirection::kNe},
+        {"lt", program::ComparisonDirection::kLt}, {"le", program::ComparisonDirection::kLe},
+        {"gt", program::ComparisonDirection::kGt}, {"ge", program::ComparisonDirection::kGe}};
+    for (const auto& [name, d] : kDirections) {
+      if (name == direction) return traced_core("compare", args, program::CompareAttributes{d});
+    }
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("compare: no direction '{}'", direction));
+  });
+  py::class_<PyFunction, std::shared_ptr<PyFunction>>(m, "_Function",
+                                                      "A tenferro.jit recording run as a program (Note [Jit "
+                                                      "recordings]).")
+      .def("__call__",
+           [](const PyFunction& f, const py::args& args) {
+             return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
+                                                                static_cast<std::size_t>(py::len(args))));
+           })
+      .def_property_readonly("operations", [](const PyFunction& f) { return f.program.program->num_operations(); })
+      .def_property_readonly("bound_inputs", [](const PyFunction& f) { return f.program.bindings.num_bound(); });
+  // tp_call is set before the type is readied (as for _Contraction), so
+  // that a call reaches jit_call without pybind's dispatch.
+  py::class_<PyJit>(m, "_Jit", "A tenferro.jit function (Note [Jit fast path]).", py::dynamic_attr(),
+                    py::custom_type_setup([](PyHeapTypeObject* heap) { heap->ht_type.tp_call = &jit_call; }))
+      .def(py::init([](py::object slow, py::object running, std::size_t capacity) {
+        auto j = std::make_unique<PyJit>();
+        j->slow = std::move(slow);
+        j->running = std::move(running);
+        j->capacity = std::max<std::size_t>(capacity, 1);
+        return j;
+      }))
+      .def("_add",
+           [](PyJit& jit, const py::sequence& arrays, std::shared_ptr<PyFunction> function, py::object rebuild) {
+             JitEntry e{{}, {}, std::move(function), std::move(rebuild)};
+             for (py::handle a : arrays) {
+               auto* arr = reinterpret_cast<PyArrayObject*>(a.ptr());
+               if (!PyArray_CheckExact(a.ptr())) return;  // numpy scalars and subclasses: the Python layer
+               e.typenums.push_back(PyArray_TYPE(arr));
+               e.shapes.emplace_back(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
+             }
+             jit.entries.insert(jit.entries.begin(), std::move(e));
+             if (jit.entries.size() > jit.capacity) jit.entries.pop_back();
+           })
+      .def("_clear", [](PyJit& jit) { jit.entries.clear(); })
+      .def_property_readonly("_hits", [](const PyJit& jit) { return jit.hits; })
+      .def("__get__", [](py::object self, py::object instance, py::object) -> py::object {
+        if (instance.is_none()) return self;  // a method: bound as a function would be
+        return py::module_::import("types").attr("MethodType")(self, instance);
+      });
   m.def("_traced_fft", &traced_fft, py::arg("kind"), py::arg("x"), py::arg("s") = py::none(),
         py::arg("axes") = py::none(), py::arg("norm") = "backward");
   m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
@@ -557,6 +812,32 @@ void register_tape(py::module_& m) {
            })
       .def_property_readonly("nested", [](const PyTape& tape) { return tape.parent != nullptr; })
       .def("close", [](PyTape& tape) { tape.tape.close(); })
+      .def_property(
+          "jit", [](const PyTape& tape) { return tape.jit; }, [](PyTape& tape, bool jit) { tape.jit = jit; })
+      .def_property_readonly("value_read", [](const PyTape& tape) { return tape.value_read; })
+      .def("argument",
+           [](const std::shared_ptr<PyTape>& tape, py::handle value, std::size_t index) {
+             return record(tape, tape->tape.constant(argument_leaf(*tape->runtime, value, index)));
+           })
+      .def("function",
+           [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& outputs) {
+             std::vector<ad::TapeTensor> args, outs;
+             std::vector<Tensor> values;
+             auto f = std::make_shared<PyFunction>();
+             for (py::handle a : arguments) {
+               const PyTraced& t = py::cast<const PyTraced&>(a);
+               args.push_back(t.handle);
+               values.push_back(t.value);
+               f->dtypes.push_back(t.value.dtype());
+             }
+             for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
+             f->program = value_or_raise(tape->tape.function(args, outs));
+             f->runtime_ref = tape->runtime_ref;
+             f->runtime = tape->runtime;
+             const SmallVector<Tensor, 8> inputs = program_inputs(*f, values);
+             prepare(*f, std::span<const Tensor>(inputs.data(), inputs.size()));
+             return f;
+           })
       .def("requires_grad",
            [](const std::shared_ptr<PyTape>& tape, const PyTraced& value) {
              return value.tape == tape && value_or_raise(tape->tape.requires_grad(value.handle));
@@ -648,8 +929,19 @@ void register_tape(py::module_& m) {
       .def_property_readonly("ndim", [](const PyTraced& t) { return t.value.rank(); })
       .def_property_readonly("dtype", [](const PyTraced& t) { return numpy_dtype(t.value.dtype()); })
       .def(
-          "numpy", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
+          "numpy",
+          [](const PyTraced& t) {
+            for (PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) p->value_read = true;
+            return tensor_to_numpy(t.value).attr("copy")();
+          },
           "A copy of the eager value.")
+      .def_property_readonly("_jit",
+                             [](const PyTraced& t) {
+                               for (const PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) {
+                                 if (p->jit) return true;
+                               }
+                               return false;
+                             })
       // Note [Traced fast paths]; the rest of the protocol is installed by
       // python/tenferro/_traced.py.
       .def("__add__", [](py::handle a, py::handle b) { return traced_binary(CoreSemanticOp::kAdd, a, b); })

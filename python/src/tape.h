@@ -41,6 +41,12 @@ struct PyTape {
   /// The tape of the enclosing tenferro.grad / vjp / jvp / hvp, or null
   /// (Note [Nested Traced values]).
   std::shared_ptr<PyTape> parent;
+  /// A tenferro.jit recording (Note [Jit recordings]): comparisons are
+  /// recorded instead of read.
+  bool jit = false;
+  /// A Traced value of this tape, or of a tape nested in it, was read
+  /// (Traced.numpy(), and so bool(), float(), .item()).
+  bool value_read = false;
 };
 
 /// A value recorded on a tape (Note [Traced values]).

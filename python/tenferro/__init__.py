@@ -42,6 +42,7 @@ __all__ = [
     "__version__",
     "Runtime",
     "default_runtime",
+    "jit",
     "einsum",
     "contract_path",
     "einsum_path",
@@ -404,6 +405,9 @@ def _run(tape, fun, *args, **kwargs):
     finally:
         stack.pop()
         tape.close()
+
+
+from ._jit import jit  # noqa: E402 (it uses _run and _running)
 
 
 def _start(primals, runtime, what, positions=None):

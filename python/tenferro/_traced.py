@@ -721,6 +721,13 @@ def _einsum(*operands, optimize="greedy", **kwargs):
 def _where(condition, x=None, y=None):
     if x is None or y is None:
         raise _unsupported("numpy.where with one argument")
+    if isinstance(condition, Traced) and condition.dtype == bool:  # a recorded comparison (tenferro.jit)
+        shape = _np.broadcast_shapes(condition.shape, _shape(x), _shape(y))
+        traced = isinstance(x, Traced) or isinstance(y, Traced)
+        dtype = _result_dtype((x, y)) if traced else _np.result_type(x, y)  # constants: numpy's dtype
+        if dtype not in _COMPARED:
+            raise _unsupported(f"numpy.where of {dtype} values")
+        return _tenferro._traced_op("select", [_broadcast(condition, shape), *_aligned((x, y), dtype, shape)])
     cond = _np.asarray(condition.numpy() if isinstance(condition, Traced) else condition, dtype=bool)
     if not isinstance(x, Traced) and not isinstance(y, Traced):
         return _np.where(cond, x, y)  # only the condition was traced: no gradient flows
@@ -835,6 +842,35 @@ def _values(fn):
     return lambda *args, **kwargs: fn(*[a.numpy() if isinstance(a, Traced) else a for a in args], **kwargs)
 
 
+# The dtypes a comparison is recorded in (Note [Jit recordings]).
+_COMPARED = frozenset(_np.dtype(d) for d in ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128"))
+
+
+def _comparison(ufunc, direction):
+    """A comparison: inside tenferro.grad, a plain boolean array of the
+    values (comparisons have no gradient); inside tenferro.jit, a recorded
+    compare (Note [Jit recordings] in python/src/tape.cpp), whose values
+    change with the arguments."""
+    values = _values(ufunc)
+
+    def compare(a, b):
+        if not any(isinstance(x, Traced) and x._jit for x in (a, b)):
+            return values(a, b)
+        operands = (a, b)
+        strong = [x.dtype if isinstance(x, Traced) else _np.asarray(x).dtype for x in operands if not _is_scalar(x)]
+        dtype = _np.result_type(*strong)
+        if any(type(x) is complex for x in operands):
+            dtype = _np.result_type(dtype, _np.complex64)
+        elif dtype.kind in "biu" and any(type(x) is float for x in operands):
+            dtype = _np.dtype(_np.float64)
+        if dtype not in _COMPARED or (dtype.kind == "c" and direction not in ("eq", "ne")):
+            raise _unsupported(f"numpy.{ufunc.__name__} of {dtype} values")
+        shape = _np.broadcast_shapes(*[() if _is_scalar(x) else _shape(x) for x in operands])
+        return _tenferro._traced_compare(direction, _aligned(operands, dtype, shape))
+
+    return compare
+
+
 def _nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     if out is not None or kwargs:
         raise _unsupported("nansum with out, initial or where")
@@ -927,8 +963,11 @@ _UFUNCS = {
     _np.floor_divide: _floor_divide,
     _np.hypot: _hypot,
 }
-for _cmp in (_np.less, _np.less_equal, _np.greater, _np.greater_equal, _np.equal, _np.not_equal, _np.isfinite, _np.isnan):
-    _UFUNCS[_cmp] = _values(_cmp)  # comparisons: plain arrays of the values
+for _cmp in (_np.isfinite, _np.isnan):
+    _UFUNCS[_cmp] = _values(_cmp)  # plain arrays of the values
+for _cmp, _direction in ((_np.less, "lt"), (_np.less_equal, "le"), (_np.greater, "gt"), (_np.greater_equal, "ge"),
+                         (_np.equal, "eq"), (_np.not_equal, "ne")):
+    _UFUNCS[_cmp] = _comparison(_cmp, _direction)
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -1116,8 +1155,9 @@ def _install():
     T.__rfloordiv__ = lambda a, b: _floor_divide(b, a)
     T.__round__ = lambda self, ndigits=None: _round(self, 0 if ndigits is None else ndigits)
     for name, ufunc in (("__lt__", _np.less), ("__le__", _np.less_equal), ("__gt__", _np.greater),
-                        ("__ge__", _np.greater_equal)):
-        setattr(T, name, _values(ufunc))
+                        ("__ge__", _np.greater_equal), ("__eq__", _np.equal), ("__ne__", _np.not_equal)):
+        setattr(T, name, _UFUNCS[ufunc])
+    T.__hash__ = object.__hash__  # by identity, as before == compared values
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__len__ = _len
