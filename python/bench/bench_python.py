@@ -20,12 +20,20 @@
     (up to n = 256; it takes seconds beyond) and torch.einsum, at
     --threads threads (torch too), interleaved, median per call.
 
+(e) tenferro.jit: small numpy functions (a tanh layer on n x n, a chain
+    of ten elementwise operations on 1000 values, the gradient of a tanh
+    layer's loss) run through tenferro.jit against the same code in numpy,
+    in torch eagerly and through torch.jit.trace, and for the gradient
+    tenferro.grad without jit and torch autograd; one thread, interleaved
+    batches, median time per call.
+
 Usage (from the repository root, after building the module):
     PYTHONPATH=build/<dir>/python /usr/bin/python3 python/bench/bench_python.py \
         --cli build/<dir>/tenferro [--threads 1] [--rounds 3] [--json]
 """
 
 import argparse
+import functools
 import glob
 import json
 import os
@@ -99,6 +107,82 @@ def grad_case(n, batches):
     calls = max(1, int(2e5 // (n * n * n // 64 + 1000)))
     samples = interleaved({"tenferro": lambda: ours(x), "torch": theirs}, batches, calls)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def jit_case(batches):
+    """Median seconds per call of each case of (e): {case: {name: s}}."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    rt = tenferro.Runtime(threads=1)
+    if torch is not None:
+        torch.set_num_threads(1)
+
+    def layer(x, w, b):
+        return np.tanh(x @ w + b).sum(axis=1)
+
+    def chain(x):
+        y = np.exp(-x * x) * np.sin(3.0 * x) + np.sqrt(x + 1.0)
+        return np.maximum(y * y - 0.5, 0.0) / (1.0 + x)
+
+    def loss(w, x):
+        return (np.tanh(x @ w) ** 2).mean()
+
+    cases = {}
+    for n in (8, 64):
+        x, w, b = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+        fns = {"numpy": functools.partial(layer, x, w, b),
+               "tenferro.jit": functools.partial(tenferro.jit(layer, runtime=rt), x, w, b)}
+        if torch is not None:
+            targs = tuple(torch.from_numpy(v) for v in (x, w, b))
+
+            def tlayer(p, q, r):
+                return torch.tanh(p @ q + r).sum(dim=1)
+
+            fns["torch"] = functools.partial(tlayer, *targs)
+            fns["torch.jit.trace"] = functools.partial(torch.jit.trace(tlayer, targs), *targs)
+        cases[f"jit_tanh_layer_n{n}"] = fns
+    v = rng.random(1000)
+    fns = {"numpy": lambda: chain(v), "tenferro.jit": functools.partial(tenferro.jit(chain, runtime=rt), v)}
+    if torch is not None:
+        tv = torch.from_numpy(v)
+
+        def tchain(t):
+            y = torch.exp(-t * t) * torch.sin(3.0 * t) + torch.sqrt(t + 1.0)
+            return torch.clamp(y * y - 0.5, min=0.0) / (1.0 + t)
+
+        fns["torch"] = lambda: tchain(tv)
+        traced_chain = torch.jit.trace(tchain, (tv,))
+        fns["torch.jit.trace"] = lambda: traced_chain(tv)
+    cases["jit_elementwise_chain_1000"] = fns
+    x, w = rng.standard_normal((16, 8)), rng.standard_normal((8, 8))
+    fns = {"tenferro.grad": functools.partial(tenferro.grad(loss, runtime=rt), w, x),
+           "tenferro.jit(grad)": functools.partial(tenferro.jit(tenferro.grad(loss, runtime=rt), runtime=rt), w, x)}
+    if torch is not None:
+        tx = torch.from_numpy(x)
+
+        def tgrad():
+            tw = torch.from_numpy(w).requires_grad_(True)
+            (torch.tanh(tx @ tw) ** 2).mean().backward()
+            return tw.grad
+
+        fns["torch"] = tgrad
+    cases["jit_grad_tanh_loss_16x8"] = fns
+    out = {}
+    for case, fns in cases.items():
+        results = {name: np.asarray(fn()) for name, fn in fns.items()}
+        first = next(iter(results.values()))
+        for name, r in results.items():
+            if not np.allclose(r, first, rtol=1e-10, atol=1e-12):
+                sys.exit(f"bench_python: {case}: {name} disagrees")
+        for fn in fns.values():  # warm: recordings, plans
+            for _ in range(200):
+                fn()
+        samples = interleaved(fns, batches, 200)
+        out[case] = {k: statistics.median(v) for k, v in samples.items()}
+    return out
 
 
 def integer_case(threads, rounds):
@@ -226,6 +310,8 @@ def main():
                             "torch_us": g["torch"] * 1e6, "ratio_torch_over_tenferro": g["torch"] / g["tenferro"]})
 
     results += integer_case(args.threads, 7)
+    for case, times in jit_case(15).items():
+        results.append({"case": case, **{f"{k}_us": t * 1e6 for k, t in times.items()}})
 
     if not args.skip_instances:
         if not os.path.exists(args.cli):
@@ -304,7 +390,10 @@ def main():
             peers = ", ".join(f"{k[:-3]} {r[k]:.3f} ms ({r[k] / r['tenferro_ms']:.1f}x)" for k in ("numpy_ms", "torch_ms")
                               if k in r)
             print(f"{r['case']} (threads {r['threads']}): tenferro {r['tenferro_ms']:.3f} ms, {peers}")
-    results = [r for r in results if not r["case"].startswith(("grad_", "int_"))] if not args.json else results
+    for r in results[1:]:
+        if r["case"].startswith("jit_"):
+            print(f"{r['case']} (1 thread): " + ", ".join(f"{k[:-3]} {v:.2f} us" for k, v in r.items() if k != "case"))
+    results = [r for r in results if not r["case"].startswith(("grad_", "int_", "jit_"))] if not args.json else results
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
         print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are;")
