@@ -4,6 +4,7 @@
 #include "tenferro/einsum/einsum_op.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -272,6 +273,48 @@ Result<SmallVector<ValueMetadata, 2>> EinsumOp::infer_metadata(std::span<const V
 program::EffectSet EinsumOp::effects() const { return program::EffectSet::pure(); }
 
 SmallVector<program::AliasDecl, 2> EinsumOp::aliases() const { return {program::AliasDecl::fresh()}; }
+
+std::shared_ptr<const program::ExtensionOp> EinsumOp::batched(std::span<const program::ValueMetadata>,
+                                                              std::span<const bool> batched) const {
+  // As sublists: every key as written, kEllipsisKey for "...", and a key
+  // no term uses for the batch.
+  LabelKey fresh = 0;
+  for (const Term& t : subscripts_.operands())
+    for (LabelKey k : t.labels) fresh = std::max(fresh, k + 1);
+  const auto sublist = [](const Term& t, bool batch, LabelKey b) {
+    std::vector<LabelKey> out;
+    if (batch) out.push_back(b);
+    for (std::size_t i = 0; i <= t.labels.size(); ++i) {
+      if (static_cast<std::int32_t>(i) == t.ellipsis_at) out.push_back(kEllipsisKey);
+      if (i < t.labels.size()) out.push_back(t.labels[i]);
+    }
+    return out;
+  };
+  std::vector<std::vector<LabelKey>> operands;
+  bool ellipsis = false;
+  for (std::size_t i = 0; i < subscripts_.operands().size(); ++i) {
+    const Term& t = subscripts_.operands()[i];
+    ellipsis = ellipsis || t.has_ellipsis();
+    operands.push_back(sublist(t, i < batched.size() && batched[i], fresh));
+  }
+  Term output;
+  if (subscripts_.explicit_output()) {
+    output = *subscripts_.explicit_output();
+  } else {  // numpy's implicit output (Network::bind): "...", then the labels written once, sorted
+    std::map<LabelKey, int> counts;
+    for (const Term& t : subscripts_.operands())
+      for (LabelKey k : t.labels) ++counts[k];
+    if (ellipsis) output.ellipsis_at = 0;
+    for (auto [k, n] : counts)
+      if (n == 1) output.labels.push_back(k);
+  }
+  Result<Subscripts> s = Subscripts::from_sublists(operands, sublist(output, true, fresh));
+  if (!s.ok()) return nullptr;
+  std::optional<PlanningPolicy> policy = policy_;
+  if (policy && policy->planner == PlannerKind::kNested) policy.reset();
+  Result<std::shared_ptr<const EinsumOp>> op = create(std::move(*s), std::move(policy));
+  return op.ok() ? *op : nullptr;
+}
 
 std::string EinsumOp::describe() const {
   return fmt::format("einsum {} (policy: {})", abbreviate(canonical_), describe_policy(policy_));

@@ -286,6 +286,15 @@ SmallVector<program::AliasDecl, 2> FftOp::aliases() const {
   return out;
 }
 
+std::shared_ptr<const program::ExtensionOp> FftOp::batched(std::span<const program::ValueMetadata>,
+                                                           std::span<const bool>) const {
+  FftAttributes a = attributes_;
+  for (std::int64_t& axis : a.axes)
+    if (axis >= 0) ++axis;
+  Result<std::shared_ptr<const FftOp>> op = create(a);
+  return op.ok() ? *op : nullptr;
+}
+
 std::string FftOp::describe() const {
   const FftAttributes& a = attributes_;
   std::string s = fmt::format("fft.{}(axes {}", to_string(a.kind), list_to_string(a.axes));

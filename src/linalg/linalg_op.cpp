@@ -370,6 +370,13 @@ SmallVector<program::AliasDecl, 2> LinalgOp::aliases() const {
   return out;
 }
 
+std::shared_ptr<const program::ExtensionOp> LinalgOp::batched(std::span<const program::ValueMetadata>,
+                                                              std::span<const bool> batched) const {
+  if (!std::ranges::all_of(batched, [](bool b) { return b; })) return nullptr;
+  Result<std::shared_ptr<const LinalgOp>> op = create(attributes_);
+  return op.ok() ? *op : nullptr;
+}
+
 std::string LinalgOp::describe() const {
   const LinalgAttributes& a = attributes_;
   std::string options;

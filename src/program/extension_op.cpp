@@ -35,6 +35,9 @@ Result<ExtensionLoweringOutcome> ExtensionOp::lower_to_core(ExtensionLoweringCon
 }
 
 std::shared_ptr<const ExtensionOp> ExtensionOp::prune_outputs(std::span<const bool>) const { return nullptr; }
+std::shared_ptr<const ExtensionOp> ExtensionOp::batched(std::span<const ValueMetadata>, std::span<const bool>) const {
+  return nullptr;
+}
 
 std::string ExtensionOp::describe() const { return std::string(family_id()); }
 

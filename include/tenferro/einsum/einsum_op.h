@@ -89,6 +89,11 @@ class EinsumOp final : public program::ExtensionOp {
   Result<program::ExtensionLoweringOutcome> lower_to_core(program::ExtensionLoweringContext& context) const override;
   /// "einsum ij,jk->ik (policy: inherit)".
   std::string describe() const override;
+  /// A new label, first in every batched operand and in the output
+  /// (Note [Batching transform]); the nesting of parenthesised subscripts
+  /// is dropped, and with it a nested planner's policy.
+  std::shared_ptr<const program::ExtensionOp> batched(std::span<const program::ValueMetadata> operands,
+                                                      std::span<const bool> batched) const override;
 
  private:
   EinsumOp(Subscripts subscripts, std::optional<PlanningPolicy> policy);

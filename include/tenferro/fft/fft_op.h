@@ -124,6 +124,9 @@ class FftOp final : public program::ExtensionOp {
   SmallVector<program::AliasDecl, 2> aliases() const override;
   /// "fft.rfft(axes [0, -1], s [8, -1], ortho)".
   std::string describe() const override;
+  /// The transform with its non-negative axes moved past the batch axis.
+  std::shared_ptr<const program::ExtensionOp> batched(std::span<const program::ValueMetadata> operands,
+                                                      std::span<const bool> batched) const override;
 
  private:
   explicit FftOp(const FftAttributes& attributes);

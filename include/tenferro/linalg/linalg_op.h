@@ -183,6 +183,10 @@ class LinalgOp final : public program::ExtensionOp {
   SmallVector<program::AliasDecl, 2> aliases() const override;
   /// "linalg.svd(thin)", "linalg.triangular_solve(lower, unit, adjoint)".
   std::string describe() const override;
+  /// The same operation when every operand is batched (it is batched over
+  /// leading dimensions already, Note [Linalg operation semantics]).
+  std::shared_ptr<const program::ExtensionOp> batched(std::span<const program::ValueMetadata> operands,
+                                                      std::span<const bool> batched) const override;
 
  private:
   explicit LinalgOp(const LinalgAttributes& attributes);

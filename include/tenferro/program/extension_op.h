@@ -99,6 +99,14 @@ class ExtensionOp {
   /// Optional: an op computing only the results with live[i] set, in order,
   /// or nullptr when the op cannot be pruned (the default).
   virtual std::shared_ptr<const ExtensionOp> prune_outputs(std::span<const bool> live) const;
+  /// Optional: the op over a batch (Note [Batching transform] in
+  /// compiler/batching.h): operands whose `batched` flag is set carry one
+  /// more leading axis than `operands` (their unbatched metadata) say, and
+  /// every result of the returned op carries that leading axis too. nullptr
+  /// when the op has no such form (the default); the transform then asks
+  /// again with every operand batched before it gives up.
+  virtual std::shared_ptr<const ExtensionOp> batched(std::span<const ValueMetadata> operands,
+                                                     std::span<const bool> batched) const;
   /// The payload in readable form for explain(); defaults to family_id().
   virtual std::string describe() const;
 };

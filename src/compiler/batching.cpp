@@ -1,0 +1,264 @@
+// The batching transform (Note [Batching transform]).
+#include "tenferro/compiler/batching.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tenferro/program/program_builder.h"
+
+namespace tenferro::compiler {
+namespace {
+
+using namespace tenferro::program;  // NOLINT(google-build-using-namespace)
+using Values = SmallVector<ProgramValue, 4>;
+using Results = SmallVector<ProgramValue, 2>;
+
+Error unsupported(const OperationView& o, std::string_view why) {
+  return Error(ErrorCode::kUnsupported, ErrorStage::kCompile,
+               fmt::format("batching: operation {} ({}) {}", o.id().index(), o.name(), why));
+}
+
+// Every axis of `axes` moved past the new leading one.
+Dims shifted(const Dims& axes) {
+  Dims out;
+  for (std::int64_t a : axes) out.push_back(a + 1);
+  return out;
+}
+
+// `first` followed by `rest`.
+Dims prepended(std::int64_t first, const Dims& rest) {
+  Dims out{first};
+  for (std::int64_t a : rest) out.push_back(a);
+  return out;
+}
+
+class Batcher {
+ public:
+  Batcher(const SemanticProgram& program, std::int64_t batch_size)
+      : src_(program), b_(batch_size), value_of_(program.num_values()), batched_(program.num_values(), false) {}
+
+  Result<std::shared_ptr<const SemanticProgram>> run(std::span<const bool> batched) {
+    for (std::size_t i = 0; i < src_.num_inputs(); ++i) {
+      const ValueMetadata& m = src_.metadata(src_.input(i));
+      const SymbolicShape shape = batched[i] ? with_leading(m.shape) : m.shape;
+      TENFERRO_ASSIGN_OR_RETURN(value_of_[i], builder_.add_input(m.dtype, shape.span()));
+      batched_[i] = batched[i];
+    }
+    for (const OperationView o : src_.operations()) TENFERRO_TRY(emit(o));
+    Values outputs;
+    for (const ValueId v : src_.outputs()) {
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue out, with_batch(v));
+      outputs.push_back(out);
+    }
+    TENFERRO_ASSIGN_OR_RETURN(FrozenProgram frozen, builder_.freeze(outputs.span()));
+    return frozen.program;
+  }
+
+ private:
+  SymbolicShape with_leading(const SymbolicShape& shape) const {
+    SymbolicShape out;
+    out.push_back(SymbolicExtent(b_));
+    for (const SymbolicExtent& e : shape) out.push_back(e);
+    return out;
+  }
+
+  // `v` with the batch axis (broadcast when it has none).
+  Result<ProgramValue> with_batch(ValueId v) {
+    if (batched_[v.index()]) return value_of_[v.index()];
+    const ValueMetadata& m = src_.metadata(v);
+    Dims dims;
+    for (std::int64_t k = 0; k < m.rank(); ++k) dims.push_back(k + 1);
+    return builder_.emit(CoreSemanticOp::kBroadcastInDim, {value_of_[v.index()]},
+                         BroadcastInDimAttributes{with_leading(m.shape), std::move(dims)});
+  }
+
+  Result<Values> all_with_batch(const OperationView& o) {
+    Values out;
+    for (const ValueId v : o.operands()) {
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue x, with_batch(v));
+      out.push_back(x);
+    }
+    return out;
+  }
+
+  Status emit(const OperationView& o) {
+    Values operands;
+    bool any = false;
+    for (const ValueId v : o.operands()) {
+      operands.push_back(value_of_[v.index()]);
+      any = any || batched_[v.index()];
+    }
+    if (!any) return copy(o, operands);
+    if (!o.effects().is_pure()) return unsupported(o, "has effects and a batched operand");
+    if (o.is_extension()) return emit_extension(o);
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue result, emit_core(o));
+    value_of_[o.result().index()] = result;
+    batched_[o.result().index()] = true;
+    return ok_status();
+  }
+
+  // An operation on unbatched operands: as it is.
+  Status copy(const OperationView& o, std::span<const ProgramValue> operands) {
+    if (o.is_core()) {
+      TENFERRO_ASSIGN_OR_RETURN(value_of_[o.result().index()], builder_.emit(o.core_op(), operands, o.attributes()));
+      return ok_status();
+    }
+    TENFERRO_ASSIGN_OR_RETURN(Results results, builder_.emit_extension(o.shared_extension(), operands));
+    for (std::size_t k = 0; k < results.size(); ++k) value_of_[o.result(k).index()] = results[k];
+    return ok_status();
+  }
+
+  Status emit_extension(const OperationView& o) {
+    SmallVector<ValueMetadata, 4> metadata;
+    SmallVector<bool, 8> flags;
+    for (const ValueId v : o.operands()) {
+      metadata.push_back(src_.metadata(v));
+      flags.push_back(batched_[v.index()] != 0);
+    }
+    const std::span<const bool> as_given(flags.data(), flags.size());
+    std::shared_ptr<const ExtensionOp> op = o.extension()->batched(metadata.span(), as_given);
+    Values operands;
+    if (op != nullptr) {
+      for (const ValueId v : o.operands()) operands.push_back(value_of_[v.index()]);
+    } else {  // every operand broadcast
+      for (bool& f : flags) f = true;
+      op = o.extension()->batched(metadata.span(), as_given);
+      if (op == nullptr) return unsupported(o, "has no batched form");
+      TENFERRO_ASSIGN_OR_RETURN(operands, all_with_batch(o));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(Results results, builder_.emit_extension(op, operands.span()));
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      value_of_[o.result(k).index()] = results[k];
+      batched_[o.result(k).index()] = true;
+    }
+    return ok_status();
+  }
+
+  Result<ProgramValue> emit_core(const OperationView& o) {
+    const CoreSemanticOp op = o.core_op();
+    const CoreOpInfo& info = core_op_info(op);
+    if (info.family == CoreOpFamily::kElementwise) {
+      TENFERRO_ASSIGN_OR_RETURN(Values operands, all_with_batch(o));
+      return builder_.emit(op, operands.span(), o.attributes());
+    }
+    const ProgramValue x = value_of_[o.operands()[0].index()];
+    switch (op) {
+      case CoreSemanticOp::kBroadcastInDim: {
+        const auto& a = *o.attributes_as<BroadcastInDimAttributes>();
+        return builder_.emit(op, {x}, BroadcastInDimAttributes{with_leading(a.shape), prepended(0, shifted(a.dims))});
+      }
+      case CoreSemanticOp::kReshape:
+        return builder_.emit(op, {x}, ReshapeAttributes{with_leading(o.attributes_as<ReshapeAttributes>()->shape)});
+      case CoreSemanticOp::kTranspose:
+        return builder_.emit(op, {x},
+                             TransposeAttributes{prepended(0, shifted(o.attributes_as<TransposeAttributes>()->perm))});
+      case CoreSemanticOp::kSlice: {
+        const auto& a = *o.attributes_as<SliceAttributes>();
+        return builder_.emit(op, {x},
+                             SliceAttributes{prepended(0, a.start), prepended(b_, a.limit), prepended(1, a.stride)});
+      }
+      case CoreSemanticOp::kReverse:
+        return builder_.emit(op, {x}, ReverseAttributes{shifted(o.attributes_as<ReverseAttributes>()->axes)});
+      case CoreSemanticOp::kConcatenate: {
+        TENFERRO_ASSIGN_OR_RETURN(Values operands, all_with_batch(o));
+        return builder_.emit(op, operands.span(),
+                             ConcatenateAttributes{o.attributes_as<ConcatenateAttributes>()->axis + 1});
+      }
+      case CoreSemanticOp::kPad: {
+        if (batched_[o.operands()[1].index()]) return unsupported(o, "pads with a batched value");
+        const auto& a = *o.attributes_as<PadAttributes>();
+        return builder_.emit(op, {x, value_of_[o.operands()[1].index()]},
+                             PadAttributes{prepended(0, a.low), prepended(0, a.high), prepended(0, a.interior)});
+      }
+      case CoreSemanticOp::kGather: {
+        if (batched_[o.operands()[1].index()]) return unsupported(o, "gathers with batched indices");
+        GatherAttributes a = *o.attributes_as<GatherAttributes>();
+        a.offset_dims = prepended(0, shifted(a.offset_dims));
+        a.collapsed_slice_dims = shifted(a.collapsed_slice_dims);
+        a.start_index_map = shifted(a.start_index_map);
+        a.slice_sizes = with_leading(a.slice_sizes);
+        return builder_.emit(op, {x, value_of_[o.operands()[1].index()]}, std::move(a));
+      }
+      case CoreSemanticOp::kReduceSum:
+      case CoreSemanticOp::kReduceProd:
+      case CoreSemanticOp::kReduceMax:
+      case CoreSemanticOp::kReduceMin:
+        return builder_.emit(op, {x}, ReduceAttributes{shifted(o.attributes_as<ReduceAttributes>()->axes)});
+      case CoreSemanticOp::kArgmax:
+      case CoreSemanticOp::kArgmin:
+        return builder_.emit(op, {x}, ArgReduceAttributes{o.attributes_as<ArgReduceAttributes>()->axis + 1});
+      case CoreSemanticOp::kCumsum:
+      case CoreSemanticOp::kCumprod: {
+        CumulativeAttributes a = *o.attributes_as<CumulativeAttributes>();
+        ++a.axis;
+        return builder_.emit(op, {x}, a);
+      }
+      case CoreSemanticOp::kSort:
+      case CoreSemanticOp::kArgsort: {
+        SortAttributes a = *o.attributes_as<SortAttributes>();
+        ++a.axis;
+        return builder_.emit(op, {x}, a);
+      }
+      case CoreSemanticOp::kDotGeneral:
+        return emit_dot(o);
+      default:
+        return unsupported(o, "has no batching rule");
+    }
+  }
+
+  // dot_general's result axes: batch dims, lhs free dims, rhs free dims.
+  Result<ProgramValue> emit_dot(const OperationView& o) {
+    const auto& a = *o.attributes_as<DotGeneralAttributes>();
+    const ValueId l = o.operands()[0];
+    const ValueId r = o.operands()[1];
+    const ProgramValue lv = value_of_[l.index()];
+    const ProgramValue rv = value_of_[r.index()];
+    const bool lb = batched_[l.index()];
+    const bool rb = batched_[r.index()];
+    if (lb && rb) {
+      return builder_.emit(CoreSemanticOp::kDotGeneral, {lv, rv},
+                           DotGeneralAttributes{prepended(0, shifted(a.lhs_batch)), prepended(0, shifted(a.rhs_batch)),
+                                                shifted(a.lhs_contract), shifted(a.rhs_contract)});
+    }
+    // One batched operand: the new axis is its first free dimension.
+    const DotGeneralAttributes attributes =
+        lb ? DotGeneralAttributes{shifted(a.lhs_batch), a.rhs_batch, shifted(a.lhs_contract), a.rhs_contract}
+           : DotGeneralAttributes{a.lhs_batch, shifted(a.rhs_batch), a.lhs_contract, shifted(a.rhs_contract)};
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue product, builder_.emit(CoreSemanticOp::kDotGeneral, {lv, rv}, attributes));
+    const auto batch = static_cast<std::int64_t>(a.lhs_batch.size());
+    const std::int64_t lhs_free = src_.metadata(l).rank() - batch - static_cast<std::int64_t>(a.lhs_contract.size());
+    const std::int64_t at = lb ? batch : batch + lhs_free;  // where the new axis landed
+    if (at == 0) return product;
+    TENFERRO_ASSIGN_OR_RETURN(ValueMetadata m, builder_.metadata(product));
+    Dims perm{at};
+    for (std::int64_t k = 0; k < m.rank(); ++k)
+      if (k != at) perm.push_back(k);
+    return builder_.emit(CoreSemanticOp::kTranspose, {product}, TransposeAttributes{std::move(perm)});
+  }
+
+  const SemanticProgram& src_;
+  std::int64_t b_;
+  ProgramBuilder builder_;
+  std::vector<ProgramValue> value_of_;
+  std::vector<char> batched_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const SemanticProgram>> batch_program(const SemanticProgram& program,
+                                                             std::span<const bool> batched, std::int64_t batch_size) {
+  if (batched.size() != program.num_inputs()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
+                      "batching: expected one flag per program input ({}), found {}", program.num_inputs(),
+                      batched.size());
+  }
+  if (batch_size < 0) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
+                      "batching: expected a batch size >= 0, found {}", batch_size);
+  }
+  return Batcher(program, batch_size).run(batched);
+}
+
+}  // namespace tenferro::compiler

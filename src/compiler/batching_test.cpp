@@ -1,0 +1,126 @@
+// The batching transform (Note [Batching transform]): a batched program
+// run on stacked examples equals the original program run on each example
+// (reference evaluator), for every rule; typed errors for what has none.
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "tenferro/compiler/batching.h"
+#include "tenferro/program/program_builder.h"
+#include "tenferro/testing/reference_evaluator.h"
+#include "tenferro/testing/tensor_checks.h"
+
+namespace tenferro::compiler {
+namespace {
+
+using namespace tenferro::program;  // NOLINT
+using tenferro::testing::random_tensor;
+
+constexpr std::int64_t kBatch = 3;
+
+// Example k of a batched tensor (a contiguous copy of its slice).
+Tensor example(const Tensor& batched, std::int64_t k) {
+  const Dims shape(batched.shape().begin() + 1, batched.shape().end());
+  Tensor out = *Tensor::empty(shape, batched.dtype());
+  const std::size_t bytes = out.nbytes();
+  std::memcpy(out.data(), static_cast<const std::byte*>(batched.data()) + k * bytes, bytes);
+  return out;
+}
+
+// Checks batch_program(p, batched) on `inputs` (batched ones with the
+// leading axis) against p on each example.
+void expect_batched_equals_examples(const SemanticProgram& p, std::span<const bool> batched,
+                                    const std::vector<Tensor>& inputs) {
+  Result<std::shared_ptr<const SemanticProgram>> b = batch_program(p, batched, kBatch);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  ASSERT_EQ((*b)->num_inputs(), p.num_inputs());
+  Result<std::vector<Tensor>> all = tenferro::testing::evaluate_reference(**b, inputs);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), p.outputs().size());
+  for (std::int64_t k = 0; k < kBatch; ++k) {
+    std::vector<Tensor> one;
+    for (std::size_t i = 0; i < inputs.size(); ++i) one.push_back(batched[i] ? example(inputs[i], k) : inputs[i]);
+    Result<std::vector<Tensor>> want = tenferro::testing::evaluate_reference(p, one);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    for (std::size_t o = 0; o < want->size(); ++o) {
+      const Tensor got = example((*all)[o], k);
+      EXPECT_TRUE(tenferro::testing::check_allclose(got, (*want)[o]).ok())
+          << "output " << o << ", example " << k << ": " << tenferro::testing::format_tensor(got) << " vs "
+          << tenferro::testing::format_tensor((*want)[o]);
+    }
+  }
+}
+
+// x [3, 4] and w [4, 5] through every rule of the transform.
+FrozenProgram every_rule() {
+  ProgramBuilder b;
+  const ProgramValue x = *b.add_input(DType::kFloat64, {3, 4}, "x");
+  const ProgramValue w = *b.add_input(DType::kFloat64, {4, 5}, "w");
+  const ProgramValue c = *b.add_input(DType::kFloat64, {}, "c");
+  const ProgramValue xw = *b.emit(CoreSemanticOp::kDotGeneral, {x, w}, DotGeneralAttributes{{}, {}, {1}, {0}});
+  const ProgramValue wx = *b.emit(CoreSemanticOp::kDotGeneral, {w, x}, DotGeneralAttributes{{}, {}, {0}, {1}});
+  const ProgramValue xx = *b.emit(CoreSemanticOp::kDotGeneral, {x, x}, DotGeneralAttributes{{1}, {1}, {0}, {0}});
+  const ProgramValue cb = *b.emit(CoreSemanticOp::kBroadcastInDim, {c}, BroadcastInDimAttributes{{3, 5}, {}});
+  const ProgramValue t = *b.emit(CoreSemanticOp::kTanh, {*b.emit(CoreSemanticOp::kAdd, {xw, cb})});
+  const ProgramValue tt = *b.emit(CoreSemanticOp::kTranspose, {t}, TransposeAttributes{{1, 0}});
+  const ProgramValue sum = *b.emit(CoreSemanticOp::kReduceSum, {tt}, ReduceAttributes{{1}});
+  const ProgramValue sl = *b.emit(CoreSemanticOp::kSlice, {x}, SliceAttributes{{0, 1}, {3, 4}, {2, 2}});
+  const ProgramValue rev = *b.emit(CoreSemanticOp::kReverse, {sl}, ReverseAttributes{{0}});
+  const ProgramValue cat =
+      *b.emit(CoreSemanticOp::kConcatenate, {x, *b.emit(CoreSemanticOp::kTranspose, {w}, TransposeAttributes{{1, 0}})},
+              ConcatenateAttributes{0});
+  const ProgramValue zero = *b.constant(Literal::scalar(Scalar::of(0.0)));
+  const ProgramValue pad = *b.emit(CoreSemanticOp::kPad, {x, zero}, PadAttributes{{1, 0}, {0, 2}, {0, 1}});
+  const ProgramValue cum = *b.emit(CoreSemanticOp::kCumsum, {x}, CumulativeAttributes{1, true, false});
+  const ProgramValue sorted = *b.emit(CoreSemanticOp::kSort, {x}, SortAttributes{0, true});
+  const ProgramValue arg = *b.emit(CoreSemanticOp::kArgmax, {x}, ArgReduceAttributes{1});
+  const ProgramValue mx = *b.emit(CoreSemanticOp::kReduceMax, {x}, ReduceAttributes{{0, 1}});
+  const ProgramValue pos =
+      *b.emit(CoreSemanticOp::kCompare,
+              {x, *b.emit(CoreSemanticOp::kBroadcastInDim, {c}, BroadcastInDimAttributes{{3, 4}, {}})},
+              CompareAttributes{ComparisonDirection::kGt});
+  const ProgramValue sel = *b.emit(CoreSemanticOp::kSelect, {pos, x, *b.emit(CoreSemanticOp::kNeg, {x})});
+  const ProgramValue rs = *b.emit(CoreSemanticOp::kReshape, {x}, ReshapeAttributes{{2, 6}});
+  const ProgramValue idx = *b.constant(*Literal::from_values<std::int64_t>({2, 0, 2}, {3}));
+  const ProgramValue taken = *b.emit(CoreSemanticOp::kGather, {x, idx}, take_attributes(SymbolicShape{3, 4}, 1, 1));
+  const ProgramValue unbatched = *b.emit(CoreSemanticOp::kExp, {w});  // an output without the batch
+  return *b.freeze({sum, wx, xx, rev, cat, pad, cum, sorted, arg, mx, sel, rs, taken, unbatched});
+}
+
+TEST(Batching, EveryRuleComputesEachExample) {
+  const FrozenProgram p = every_rule();
+  const Tensor xs = *random_tensor(DType::kFloat64, {kBatch, 3, 4}, 1);
+  const Tensor w = *random_tensor(DType::kFloat64, {4, 5}, 2);
+  const Tensor c = *random_tensor(DType::kFloat64, {}, 3);
+  const bool x_only[] = {true, false, false};
+  expect_batched_equals_examples(*p.program, x_only, {xs, w, c});
+  // Every input batched: the dot_generals take the two-operand rule, the
+  // broadcasts of c carry the batch.
+  const Tensor ws = *random_tensor(DType::kFloat64, {kBatch, 4, 5}, 4);
+  const Tensor cs = *random_tensor(DType::kFloat64, {kBatch}, 5);
+  const bool all[] = {true, true, true};
+  expect_batched_equals_examples(*p.program, all, {xs, ws, cs});
+  // Only w: x's operations are copied, w's carry the batch.
+  const bool w_only[] = {false, true, false};
+  expect_batched_equals_examples(*p.program, w_only, {example(xs, 0), ws, c});
+}
+
+TEST(Batching, OperationsWithoutARuleAreUnsupported) {
+  ProgramBuilder b;
+  const ProgramValue x = *b.add_input(DType::kFloat64, {4}, "x");
+  const ProgramValue i = *b.add_input(DType::kInt64, {1}, "i");
+  const ProgramValue d = *b.emit(CoreSemanticOp::kGather, {x, i}, take_attributes(SymbolicShape{4}, 1, 0));
+  const FrozenProgram p = *b.freeze({d});
+  const bool indices[] = {false, true};
+  Result<std::shared_ptr<const SemanticProgram>> r = batch_program(*p.program, indices, 2);
+  ASSERT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("gather"), std::string::npos) << r.status().message();
+  const bool operand[] = {true, false};
+  EXPECT_TRUE(batch_program(*p.program, operand, 2).ok());
+  EXPECT_EQ(batch_program(*p.program, operand, -1).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(batch_program(*p.program, std::span<const bool>(operand, 1), 2).status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tenferro::compiler
