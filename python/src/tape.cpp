@@ -9,6 +9,7 @@
 
 #include "array_bridge.h"
 #include "numpy_api.h"
+#include "tenferro/compiler/batching.h"
 #include "tenferro/einsum/subscripts.h"
 #include "tenferro/linalg/linalg_op.h"
 
@@ -535,8 +536,8 @@ Tensor argument_leaf(PyRuntime& runtime, py::handle obj, std::size_t index) {
 }
 
 // A recording kept as a program (Note [Jit recordings]): its arguments'
-// dtypes, the runtime it runs on, and its plan for the layouts the
-// recording had (contiguous arguments), made once.
+// dtypes, the runtime it runs on, and its plan for the layouts of the
+// first call's arguments, made by that call (with the GIL held).
 struct PyFunction {
   py::object runtime_ref;
   PyRuntime* runtime;
@@ -569,10 +570,13 @@ void prepare(PyFunction& f, std::span<const Tensor> inputs) {
 // numpy's reductions give them). Arguments with the recorded layouts run
 // the plan made at recording (Runtime::run_prepared: no signature, no plan
 // cache lookup); others go through Runtime::run, which prepares once per
-// layout. An output that is a bound tensor (an array the function closed
-// over and returned) is copied, so that writing into the result cannot
-// change the next call's constant.
-py::tuple call_function(const PyFunction& f, std::span<PyObject* const> args) {
+// layout. Every output is an array of its own, as the recording's first
+// call returned it: an output that shares memory with a program input (an
+// argument the function returned, x.copy() or x.T of one, an array it
+// closed over) or with an earlier output is copied, so that writing into a
+// result can change neither the caller's arrays, nor the next call's
+// constants, nor another result.
+py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
   if (args.size() != f.dtypes.size()) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("jit: the recording takes {} arrays, found {}", f.dtypes.size(), args.size()));
@@ -585,15 +589,17 @@ py::tuple call_function(const PyFunction& f, std::span<PyObject* const> args) {
   operands.wrap();
   const SmallVector<Tensor, 8> inputs =
       program_inputs(f, std::span<const Tensor>(operands.tensors().data(), operands.size()));
+  const std::span<const Tensor> all(inputs.data(), inputs.size());
+  if (f.prepared == nullptr) prepare(f, all);
+  const std::shared_ptr<const runtime::PreparedProgram> prepared = f.prepared;  // another thread may replace it
   bool as_prepared = true;
   for (std::size_t i = 0; i < inputs.size() && as_prepared; ++i) {
     as_prepared = runtime::layout_class_of(inputs[i]) == f.layouts[i];
   }
   Result<runtime::TensorList> result = [&] {
     py::gil_scoped_release nogil;
-    const std::span<const Tensor> all(inputs.data(), inputs.size());
     if (as_prepared) {
-      Result<runtime::TensorList> r = f.runtime->runtime().run_prepared(*f.prepared, all);
+      Result<runtime::TensorList> r = f.runtime->runtime().run_prepared(*prepared, all);
       // A reconfigured runtime (a new epoch): the plan cache prepares again.
       if (r.ok() || r.status().code() != ErrorCode::kStalePreparedGraph) return r;
     }
@@ -602,15 +608,14 @@ py::tuple call_function(const PyFunction& f, std::span<PyObject* const> args) {
   runtime::TensorList outputs = value_or_raise(std::move(result));
   py::tuple out(outputs.size());
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    Tensor t = std::move(outputs[k]);
-    for (std::size_t i = 0; i < f.program.bindings.num_inputs(); ++i) {
-      const Tensor* bound = f.program.bindings.bound_tensor(i);
-      if (bound != nullptr && bound->storage().get() == t.storage().get()) {
-        t = value_or_raise(f.runtime->with_context([&](runtime::EagerContext& ctx) { return ctx.copy(t); }));
-        break;
-      }
+    const auto* memory = outputs[k].storage().get();
+    const auto shares = [&](const Tensor& other) { return other.storage().get() == memory; };
+    if (std::ranges::any_of(inputs, shares) ||
+        std::any_of(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(k), shares)) {
+      outputs[k] =
+          value_or_raise(f.runtime->with_context([&](runtime::EagerContext& ctx) { return ctx.copy(outputs[k]); }));
     }
-    out[k] = scalar_if_0d(operands.to_numpy(std::move(t)));
+    out[k] = scalar_if_0d(tensor_to_numpy(outputs[k]));
   }
   return out;
 }
@@ -662,6 +667,29 @@ bool tapes_running(const PyJit& jit) {
   const bool running = PyObject_IsTrue(tapes) == 1;
   Py_DECREF(tapes);
   return running;
+}
+
+// The garbage collector's view of a _Jit (its C++ members hold Python
+// objects: the Python layer's closure refers back to the _Jit, a cycle
+// through C++ that pybind's own traversal, of the instance dict only,
+// does not see).
+int jit_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_VISIT(*dict);
+  const PyJit& jit = py::cast<const PyJit&>(py::handle(self));
+  Py_VISIT(jit.slow.ptr());
+  Py_VISIT(jit.running.ptr());
+  for (const JitEntry& e : jit.entries) Py_VISIT(e.rebuild.ptr());
+  return 0;
+}
+
+int jit_clear(PyObject* self) {
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
+  PyJit& jit = py::cast<PyJit&>(py::handle(self));
+  jit.entries.clear();
+  jit.slow = py::none();
+  jit.running = py::none();
+  return 0;
 }
 
 PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -760,7 +788,7 @@ void register_tape(py::module_& m) {
                                                       "A tenferro.jit recording run as a program (Note [Jit "
                                                       "recordings]).")
       .def("__call__",
-           [](const PyFunction& f, const py::args& args) {
+           [](PyFunction& f, const py::args& args) {
              return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
                                                                 static_cast<std::size_t>(py::len(args))));
            })
@@ -769,7 +797,12 @@ void register_tape(py::module_& m) {
   // tp_call is set before the type is readied (as for _Contraction), so
   // that a call reaches jit_call without pybind's dispatch.
   py::class_<PyJit>(m, "_Jit", "A tenferro.jit function (Note [Jit fast path]).", py::dynamic_attr(),
-                    py::custom_type_setup([](PyHeapTypeObject* heap) { heap->ht_type.tp_call = &jit_call; }))
+                    py::custom_type_setup([](PyHeapTypeObject* heap) {
+                      heap->ht_type.tp_call = &jit_call;
+                      heap->ht_type.tp_flags |= Py_TPFLAGS_HAVE_GC;
+                      heap->ht_type.tp_traverse = &jit_traverse;
+                      heap->ht_type.tp_clear = &jit_clear;
+                    }))
       .def(py::init([](py::object slow, py::object running, std::size_t capacity) {
         auto j = std::make_unique<PyJit>();
         j->slow = std::move(slow);
@@ -790,6 +823,10 @@ void register_tape(py::module_& m) {
              if (jit.entries.size() > jit.capacity) jit.entries.pop_back();
            })
       .def("_clear", [](PyJit& jit) { jit.entries.clear(); })
+      .def("_remove",
+           [](PyJit& jit, const std::shared_ptr<PyFunction>& function) {
+             std::erase_if(jit.entries, [&](const JitEntry& e) { return e.function == function; });
+           })
       .def_property_readonly("_hits", [](const PyJit& jit) { return jit.hits; })
       .def("__get__", [](py::object self, py::object instance, py::object) -> py::object {
         if (instance.is_none()) return self;  // a method: bound as a function would be
@@ -819,25 +856,35 @@ void register_tape(py::module_& m) {
            [](const std::shared_ptr<PyTape>& tape, py::handle value, std::size_t index) {
              return record(tape, tape->tape.constant(argument_leaf(*tape->runtime, value, index)));
            })
-      .def("function",
-           [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& outputs) {
-             std::vector<ad::TapeTensor> args, outs;
-             std::vector<Tensor> values;
-             auto f = std::make_shared<PyFunction>();
-             for (py::handle a : arguments) {
-               const PyTraced& t = py::cast<const PyTraced&>(a);
-               args.push_back(t.handle);
-               values.push_back(t.value);
-               f->dtypes.push_back(t.value.dtype());
-             }
-             for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
-             f->program = value_or_raise(tape->tape.function(args, outs));
-             f->runtime_ref = tape->runtime_ref;
-             f->runtime = tape->runtime;
-             const SmallVector<Tensor, 8> inputs = program_inputs(*f, values);
-             prepare(*f, std::span<const Tensor>(inputs.data(), inputs.size()));
-             return f;
-           })
+      .def(
+          "function",
+          [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& outputs,
+             py::object batched, std::int64_t batch_size) {
+            std::vector<ad::TapeTensor> args, outs;
+            auto f = std::make_shared<PyFunction>();
+            for (py::handle a : arguments) {
+              const PyTraced& t = py::cast<const PyTraced&>(a);
+              args.push_back(t.handle);
+              f->dtypes.push_back(t.value.dtype());
+            }
+            for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
+            f->program = value_or_raise(tape->tape.function(args, outs));
+            f->runtime_ref = tape->runtime_ref;
+            f->runtime = tape->runtime;
+            if (!batched.is_none()) {  // tenferro.vmap: the program over a batch (Note [Batching transform])
+              const program::ProgramBindings& bindings = f->program.bindings;
+              SmallVector<bool, 8> flags(bindings.num_inputs(), false);
+              std::size_t next = 0;
+              for (py::handle b : py::cast<py::sequence>(batched)) {
+                if (next >= bindings.parameters().size()) break;
+                flags[bindings.parameters()[next++]] = py::cast<bool>(b);
+              }
+              f->program.program = value_or_raise(compiler::batch_program(
+                  *f->program.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
+            }
+            return f;
+          },
+          py::arg("arguments"), py::arg("outputs"), py::arg("batched") = py::none(), py::arg("batch_size") = 0)
       .def("requires_grad",
            [](const std::shared_ptr<PyTape>& tape, const PyTraced& value) {
              return value.tape == tape && value_or_raise(tape->tape.requires_grad(value.handle));
@@ -961,13 +1008,16 @@ void register_tape(py::module_& m) {
       .def("__abs__", [](const PyTraced& x) { return traced_unary(CoreSemanticOp::kAbs, x); })
       .def("sum",
            [](py::handle self, py::args args, py::kwargs kwargs) {
-             if (args.empty() && kwargs.empty()) return traced_sum_all(py::cast<const PyTraced&>(self), self);
+             const PyTraced& x = py::cast<const PyTraced&>(self);
+             if (args.empty() && kwargs.empty() && is_inexact(x.value.dtype())) return traced_sum_all(x, self);
              return general_rule("_sum")(self, *args, **kwargs);
            })
       .def("mean",
            [](py::handle self, py::args args, py::kwargs kwargs) {
-             if (!args.empty() || !kwargs.empty()) return general_rule("_mean")(self, *args, **kwargs);
              const PyTraced& x = py::cast<const PyTraced&>(self);
+             if (!args.empty() || !kwargs.empty() || !is_inexact(x.value.dtype())) {
+               return general_rule("_mean")(self, *args, **kwargs);
+             }
              return traced_binary(CoreSemanticOp::kDiv, traced_sum_all(x, self),
                                   py::float_(static_cast<double>(x.value.numel())));
            })

@@ -43,6 +43,7 @@ __all__ = [
     "Runtime",
     "default_runtime",
     "jit",
+    "vmap",
     "einsum",
     "contract_path",
     "einsum_path",
@@ -407,7 +408,7 @@ def _run(tape, fun, *args, **kwargs):
         tape.close()
 
 
-from ._jit import jit  # noqa: E402 (it uses _run and _running)
+from ._jit import jit, vmap  # noqa: E402 (it uses _run and _running)
 
 
 def _start(primals, runtime, what, positions=None):

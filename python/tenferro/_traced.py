@@ -41,7 +41,7 @@ def _invalid(message, code="kInvalidArgument"):
 
 def _unsupported(what):
     return UnsupportedError(
-        f"{what} is not recorded inside tenferro.vjp / grad (call .numpy() for a value without a gradient)",
+        f"{what} is not recorded inside tenferro.grad / jit (call .numpy() for a value without a gradient)",
         code="kUnsupported",
         canonical="kUnsupported",
     )
@@ -56,10 +56,18 @@ def _is_scalar(x):
 
 def _result_dtype(operands):
     """numpy 2's promotion: Traced values and arrays are strong, Python
-    scalars weak (they only lift a real result to complex)."""
+    scalars weak (they only lift a real result to complex). Arithmetic is
+    recorded in floating and complex dtypes only: integer or boolean
+    Traced values that would promote to an integer (under tenferro.jit) are
+    an UnsupportedError (numpy's integer arithmetic, wrapping and floor
+    division included, would otherwise silently become float64's)."""
     strong = [x.dtype if isinstance(x, Traced) else _np.asarray(x).dtype for x in operands if not _is_scalar(x)]
+    if not strong:
+        strong = [_np.dtype(_np.complex128 if any(type(x) is complex for x in operands) else _np.float64)]
     dtype = strong[0] if all(d == strong[0] for d in strong) else _np.result_type(*strong)
     if dtype.kind not in "fc":
+        if any(isinstance(x, Traced) and x.dtype.kind not in "fc" for x in operands):
+            raise _unsupported(f"arithmetic on {dtype} values")
         dtype = _np.dtype(_np.float64)
     if dtype.kind == "f" and any(type(x) is complex for x in operands):
         dtype = _np.result_type(dtype, _np.complex64)
@@ -179,6 +187,10 @@ def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
         if dtype.kind not in "fc":
             raise _unsupported(f"sum(dtype={dtype}) (an integer sum has no gradient)")
         x = _convert(x, dtype)
+    elif x.dtype == bool:  # a count (a recorded comparison under tenferro.jit), as numpy: int64
+        x = _convert(x, _np.dtype(_np.int64))
+    elif x.dtype.kind not in "fc":
+        raise _unsupported(f"sum of {x.dtype} values")
     axes = _axes(axis, x.ndim, "sum")
     return _reduce("reduce_sum", x, axes, keepdims)
 
@@ -871,6 +883,41 @@ def _comparison(ufunc, direction):
     return compare
 
 
+def _logical(name):
+    """np.logical_and / or / xor and &, |, ^ on booleans (recorded
+    comparisons under tenferro.jit)."""
+
+    def boolean(x):
+        return x.dtype == bool if isinstance(x, Traced) else _np.asarray(x).dtype == bool
+
+    def apply(a, b):
+        if not (boolean(a) and boolean(b)):
+            raise _unsupported(f"{name} of non-boolean values")
+        shape = _np.broadcast_shapes(*[() if _is_scalar(x) else _shape(x) for x in (a, b)])
+        return _tenferro._traced_op(name, _aligned((a, b), _np.dtype(bool), shape))
+
+    return apply
+
+
+def _logical_not(x):
+    if x.dtype != bool:
+        raise _unsupported(f"not of {x.dtype} values")
+    return _tenferro._traced_op("not", [x])
+
+
+def _iter(x):
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    return (x[i] for i in range(x.shape[0]))
+
+
+def _index(x):
+    """operator.index (x[:n], range(n)): reads the value, as int() does."""
+    if x.dtype.kind not in "iub" or x.ndim != 0:
+        raise TypeError("only integer scalar arrays can be converted to a scalar index")
+    return operator.index(x.numpy().item())
+
+
 def _nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     if out is not None or kwargs:
         raise _unsupported("nansum with out, initial or where")
@@ -903,7 +950,10 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 
 def _hypot(x, y):
-    return _unary("sqrt")(_elementwise("add", _elementwise("mul", x, x), _elementwise("mul", y, y)))
+    def square(v):
+        return v * v if _is_scalar(v) else _elementwise("mul", v, v)
+
+    return _unary("sqrt")(_elementwise("add", square(x), square(y)))
 
 
 def _sinc(x):
@@ -963,6 +1013,10 @@ _UFUNCS = {
     _np.floor_divide: _floor_divide,
     _np.hypot: _hypot,
 }
+_UFUNCS[_np.logical_and] = _UFUNCS[_np.bitwise_and] = _logical("and")
+_UFUNCS[_np.logical_or] = _UFUNCS[_np.bitwise_or] = _logical("or")
+_UFUNCS[_np.logical_xor] = _UFUNCS[_np.bitwise_xor] = _logical("xor")
+_UFUNCS[_np.logical_not] = _UFUNCS[_np.invert] = _logical_not
 for _cmp in (_np.isfinite, _np.isnan):
     _UFUNCS[_cmp] = _values(_cmp)  # plain arrays of the values
 for _cmp, _direction in ((_np.less, "lt"), (_np.less_equal, "le"), (_np.greater, "gt"), (_np.greater_equal, "ge"),
@@ -1095,7 +1149,7 @@ def _array(x, dtype=None, copy=None):
     .numpy() leaves the tape on purpose."""
     raise UnsupportedError(
         f"a Traced value (shape {tuple(x.shape)}, {x.dtype}) cannot become a numpy array inside "
-        "tenferro.vjp / grad: the gradient would be lost (build arrays with np.stack / np.concatenate, "
+        "tenferro.grad / jit: the gradient would be lost (build arrays with np.stack / np.concatenate, "
         "call .numpy() or float() for a value without a gradient)",
         code="kUnsupported",
         canonical="kUnsupported",
@@ -1159,6 +1213,17 @@ def _install():
         setattr(T, name, _UFUNCS[ufunc])
     T.__hash__ = object.__hash__  # by identity, as before == compared values
     T.__getitem__ = _getitem
+    T.__iter__ = _iter
+    T.__index__ = _index
+    T.__and__ = _logical("and")
+    T.__rand__ = lambda a, b: _logical("and")(b, a)
+    T.__or__ = _logical("or")
+    T.__ror__ = lambda a, b: _logical("or")(b, a)
+    T.__xor__ = _logical("xor")
+    T.__rxor__ = lambda a, b: _logical("xor")(b, a)
+    T.__invert__ = _logical_not
+    T.__format__ = lambda self, spec: format(_item(self) if self.ndim == 0 else self.numpy(), spec)
+    T.tolist = lambda self: self.numpy().tolist()
     T.__setitem__ = _setitem
     T.__len__ = _len
     T.__bool__ = _bool

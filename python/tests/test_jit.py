@@ -222,13 +222,22 @@ def test_layouts_threads_and_methods():
         def __init__(self, w):
             self.w = w
 
-        @tenferro.jit
+        @tenferro.jit(static_argnums=0)  # self keyed by its hash (identity), as jax's static arguments
         def __call__(self, x):
+            return x @ self.w
+
+        @tenferro.jit
+        def apply(self, x):  # self is not a value jit can key on: such calls run eagerly
             return x @ self.w
 
     layer = Layer(np.eye(3) * 2)
     np.testing.assert_allclose(layer(np.ones((2, 3))), 2.0)
-    assert Layer.__call__.__name__ == "__call__"
+    np.testing.assert_allclose(layer(np.ones((2, 3))), 2.0)
+    assert Layer.__call__.__name__ == "__call__" and Layer.__call__.cache_info()["hits"] == 1
+    with pytest.warns(RuntimeWarning, match="argument 0 is a Layer"):
+        np.testing.assert_allclose(layer.apply(np.ones((2, 3))), 2.0)
+    layer.w = np.eye(3) * 5  # an eager call sees the change
+    np.testing.assert_allclose(layer.apply(np.ones((2, 3))), 5.0)
 
 
 def test_cache_bound_and_errors():
@@ -252,3 +261,178 @@ def test_equality_inside_grad_compares_values():
     # compared identities: np.where(x == 0, ...) took the wrong branch).
     g = tenferro.grad(lambda x: np.where(x == 0, 1.0, x).sum() + np.where(x != 2, x, 0.0).sum())
     np.testing.assert_allclose(g(np.array([0.0, 2.0, 3.0])), [1.0, 1.0, 2.0])
+
+
+def test_results_never_share_memory_with_arguments_or_each_other():
+    jitted = tenferro.jit(lambda x: (x.copy(), np.copy(x), x.T, x.astype(x.dtype), x))
+    x = np.arange(6.0).reshape(2, 3)
+    for _ in range(3):  # the recording, then replays
+        outs = jitted(x)
+        for o in outs:
+            assert not np.shares_memory(o, x)
+        for i in range(len(outs)):
+            for j in range(i):
+                assert not np.shares_memory(outs[i], outs[j])
+        outs[0][0, 0] = 99.0
+        assert x[0, 0] == 0.0
+    readonly = np.arange(3.0)
+    readonly.flags.writeable = False
+    jitted = tenferro.jit(lambda v: v.copy())
+    jitted(readonly)
+    out = jitted(readonly)
+    out[0] = 5.0  # a copy is writable, as numpy's
+
+
+def test_named_tuples_in_and_out():
+    jitted = tenferro.jit(lambda h: np.linalg.eigh(h))
+    for values in ([1.0, 2.0, 3.0], [5.0, 6.0, 7.0]):
+        r = jitted(np.diag(values))
+        assert type(r).__name__ == "EighResult" and isinstance(r.eigenvalues, np.ndarray)
+        np.testing.assert_allclose(r.eigenvalues, values)
+    assert jitted.cache_info()["hits"] == 1
+
+
+def test_values_are_keyed_by_value_and_objects_run_eagerly():
+    x = np.arange(6.0).reshape(2, 3)
+    axis_sum = tenferro.jit(lambda a, axis: a.sum(axis=axis))
+    np.testing.assert_allclose(axis_sum(x, np.int64(1)), [3.0, 12.0])  # numpy integers are values (static)
+    np.testing.assert_allclose(axis_sum(x, np.int64(0)), [3.0, 5.0, 7.0])
+    div = tenferro.jit(lambda a, c: a / c)
+    assert div(np.ones(1), 0.0)[0] == np.inf and div(np.ones(1), -0.0)[0] == -np.inf  # by bits: -0.0 != 0.0
+    ordered = tenferro.jit(lambda d: np.concatenate(list(d.values())))
+    np.testing.assert_allclose(ordered({"b": np.ones(1), "a": np.zeros(1)}), [1.0, 0.0])  # the caller's order
+    with pytest.warns(RuntimeWarning, match="ndarray subclass"):
+        m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+        np.testing.assert_allclose(tenferro.jit(lambda a, b: a * b)(m, m), m * m)  # a matrix product
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(3, dtype=torch.float64)
+    as_numpy = tenferro.jit(lambda v: v + 1)
+    with pytest.warns(RuntimeWarning, match="Tensor"):
+        as_numpy(t)
+    t.add_(1)
+    assert float(as_numpy(t)[0]) == 2.0  # run eagerly: the change is seen
+
+
+def test_integer_arithmetic_runs_as_numpy_does():
+    jitted = tenferro.jit(lambda i, j: (i - j, i // np.maximum(j, 0)))
+    i, j = np.array([2 ** 60 + 1]), np.array([2 ** 60])
+    with pytest.warns(RuntimeWarning, match="arithmetic on int64"):
+        d, q = jitted(i, j)
+    assert d.dtype == np.int64 and d[0] == 1 and q[0] == 1
+    counts = tenferro.jit(lambda x: ((x > 0) & (x < 1)).sum())  # a recorded count: int64, as numpy
+    for v in (np.array([-1.0, 0.5, 0.25, 2.0]), np.array([0.1, 0.2, 3.0, 0.3])):
+        got = counts(v)
+        assert got == 2 + (v[0] > 0) and got.dtype == np.int64
+    assert counts.cache_info()["hits"] == 1
+    masked = tenferro.jit(lambda x: np.where(~(x > 0) | (x > 2), 0.0, x))
+    for v in (np.array([-1.0, 1.0, 3.0]), np.array([1.5, -2.0, 0.5])):
+        np.testing.assert_allclose(masked(v), np.where(~(v > 0) | (v > 2), 0.0, v))
+    assert masked.cache_info()["hits"] == 1
+
+
+def test_failed_first_calls_cache_nothing():
+    inv = tenferro.jit(np.linalg.inv)
+    with pytest.raises(np.linalg.LinAlgError):  # numpy raises too: nothing cached
+        inv(np.zeros((2, 2)))
+    np.testing.assert_allclose(inv(2 * np.eye(2)), 0.5 * np.eye(2))
+    np.testing.assert_allclose(inv(4 * np.eye(2)), 0.25 * np.eye(2))
+    info = inv.cache_info()
+    assert info["signatures"] == 1 and info["hits"] == 1 and info["eager_signatures"] == 0, info
+    shape = tenferro.jit(lambda a: np.tanh(a[: len(a) // 2]) + float(a[0]))  # TypeError-free, but reads a value
+    with pytest.warns(RuntimeWarning, match="reads a traced value"):
+        np.testing.assert_allclose(shape(np.arange(4.0)), np.tanh([0.0, 1.0]))
+    fmt = tenferro.jit(lambda a: f"{a.sum():.1f}")
+    with pytest.warns(RuntimeWarning):
+        assert fmt(np.ones(3)) == "3.0"
+
+
+def test_jit_objects_are_collected():
+    import gc
+    import weakref
+
+    class Big:
+        pass
+
+    refs = []
+    for _ in range(5):
+        big = Big()
+        big.data = np.ones(1000)
+        jitted = tenferro.jit(lambda x, big=big: x * big.data[0])
+        jitted(np.ones(3))
+        jitted(np.ones(3))
+        refs.append(weakref.ref(big))
+        del big, jitted
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_invalid_options():
+    with pytest.raises(TypeError, match="runtime"):
+        tenferro.jit(lambda x: x, runtime="x")
+    with pytest.raises(TypeError, match="cache_size"):
+        tenferro.jit(lambda x: x, cache_size="3")
+    with pytest.raises(TypeError, match="static argument 'k' must be hashable"):
+        tenferro.jit(lambda x, k: x, static_argnames="k")(np.ones(1), k=np.ones(2))
+
+
+def _slices(fun, *args, in_axes=0):
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    n = next(np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None)
+    return [fun(*[a if ax is None else np.take(a, k, axis=ax) for a, ax in zip(args, axes)]) for k in range(n)]
+
+
+VMAPPED = {
+    "layer": (lambda x, w: np.tanh(x @ w).sum(), (0, None), lambda: (RNG.random((5, 3, 4)), RNG.random((4, 2)))),
+    "both": (lambda x, w: (x * w).sum(axis=0) / w.max(), 0, lambda: (RNG.random((4, 3, 2)), RNG.random((4, 3, 2)))),
+    "einsum": (lambda a, b: tenferro.einsum("ij,jk->ik", a, b), (None, 1),
+               lambda: (RNG.random((2, 3)), RNG.random((3, 6, 4)))),
+    "linalg": (lambda a: (np.linalg.det(a), np.linalg.solve(a, np.ones(3))), 0,
+               lambda: (RNG.random((4, 3, 3)) + 3 * np.eye(3),)),
+    "fft": (lambda x: np.abs(np.fft.rfft(x)) ** 2, 0, lambda: (RNG.random((3, 8)),)),
+    "indexing": (lambda x: np.concatenate([x[::-1], np.cumsum(x)[1:]]).reshape(-1, 1).T, 1,
+                 lambda: (RNG.random((4, 5)),)),
+    "select": (lambda x, c: np.where(x > c, x, -x), (0, None), lambda: (RNG.random((6, 3)), np.float64(0.5))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAPPED))
+def test_vmap_equals_a_loop_over_examples(name):
+    fun, in_axes, make = VMAPPED[name]
+    mapped = tenferro.vmap(fun, in_axes=in_axes)
+    for _ in range(2):
+        args = make()
+        got = mapped(*args)
+        want = _slices(fun, *args, in_axes=in_axes)
+        if isinstance(got, tuple):
+            for g, w in zip(got, zip(*want)):
+                np.testing.assert_allclose(g, np.stack(w), rtol=1e-10)
+        else:
+            np.testing.assert_allclose(got, np.stack(want), rtol=1e-10)
+    info = mapped.cache_info()
+    assert info["recordings"] == 1 and info["hits"] == 2 and info["eager_calls"] == 0, info
+
+
+def test_vmap_axes_fallbacks_and_transforms():
+    x = RNG.random((3, 4))
+    np.testing.assert_allclose(tenferro.vmap(lambda v: v * 2.0, out_axes=1)(x), (x * 2.0).T)
+    np.testing.assert_allclose(tenferro.vmap(lambda v: np.sum(v), in_axes=1)(x), x.sum(axis=0))
+    with pytest.raises(ValueError, match="different sizes"):
+        tenferro.vmap(lambda a, b: a + b)(np.ones(3), np.ones(4))
+    # a value read: every example runs as a plain call
+    branchy = tenferro.vmap(lambda v: v * 2.0 if v.sum() > 2 else -v)
+    np.testing.assert_allclose(branchy(x), [r * 2.0 if r.sum() > 2 else -r for r in x])
+    # an operation without a batching rule (the scatter of a gather's pullback, its updates batched): the
+    # example's program once per example
+    pullback = tenferro.vmap(lambda ct, v: tenferro.vjp(lambda u: u[[0, 2, 2]], v)[1](ct)[0], in_axes=(0, None))
+    rows = pullback(np.eye(3), np.arange(4.0))
+    np.testing.assert_allclose(rows, [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]])
+    np.testing.assert_allclose(pullback(2 * np.eye(3), np.ones(4)), 2 * rows)
+    info = pullback.cache_info()
+    assert info["hits"] == 2 and info["eager_calls"] == 0 and info["looped_signatures"] == 1, info
+    # a Jacobian by vmap of jvp, and vmap inside grad (examples recorded one by one)
+    f = lambda v: np.sin(v) * v.sum()  # noqa: E731
+    v = RNG.random(3)
+    jac = tenferro.vmap(lambda t: tenferro.jvp(f, (v,), (t,))[1])(np.eye(3)).T
+    np.testing.assert_allclose(jac, tenferro.jacobian(f)(v), rtol=1e-12)
+    g = tenferro.grad(lambda w: tenferro.vmap(lambda r: np.tanh(r @ w))(x).sum())(np.ones(4))
+    np.testing.assert_allclose(g, tenferro.grad(lambda w: np.tanh(x @ w).sum())(np.ones(4)), rtol=1e-12)
