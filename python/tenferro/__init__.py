@@ -19,6 +19,7 @@ import operator as _operator
 import os as _os
 import string as _string
 import threading as _threading
+import weakref as _weakref
 
 import numpy as _np
 
@@ -408,7 +409,8 @@ def _run(tape, fun, *args, **kwargs):
         tape.close()
 
 
-from ._jit import jit, vmap  # noqa: E402 (it uses _run and _running)
+from . import _jit as _jit_module  # noqa: E402 (it uses _run and _running)
+from ._jit import jit, vmap  # noqa: E402
 
 
 def _start(primals, runtime, what, positions=None):
@@ -685,6 +687,117 @@ def _real_only(out, xs, positions, who):
                              canonical="kDTypeMismatch")
 
 
+# Note [Batched Jacobians]
+# Outside other transforms, jacobian and hessian remember per argument
+# signature (Note [Jit signatures]) which mode a call takes, and from the
+# second call of a signature on compute every row or column in one run: a
+# tenferro.vmap of the vjp, jvp or hvp over the unit basis, whose recording
+# the batching transform turns into one program over the whole basis
+# (Note [Batching transform]; the forward pass, which the basis does not
+# change, runs once). The first call of a signature, calls inside other
+# transforms and arguments vmap cannot key run one vjp / jvp / hvp per
+# element on one tape.
+def _identity(shape, dtype):
+    """The unit basis of `shape`: n arrays of `shape` stacked, n its size."""
+    n = int(_np.prod(shape))
+    return _np.eye(n, dtype=dtype).reshape((n,) + tuple(shape))
+
+
+class _BatchedDerivatives:
+    """The per-signature plans and vmapped functions of the jacobian or
+    hessian objects of one function (Note [Batched Jacobians]); shared by
+    the objects made for the same function, argnums and runtime
+    (`tenferro.hessian(f)(x)` in a loop makes a new object per call)."""
+
+    _of = _weakref.WeakKeyDictionary()  # fun -> {(kind, argnums, runtime id): _BatchedDerivatives}
+
+    @classmethod
+    def shared(cls, fun, kind, nums, runtime):
+        try:
+            per_fun = cls._of.setdefault(fun, {})
+        except TypeError:  # not weakly referenceable: an object of its own
+            return cls(lambda: fun, runtime)
+        key = (kind, nums, id(runtime))
+        if key not in per_fun:  # it refers to fun weakly: the entry goes with fun
+            per_fun[key] = cls(_weakref.ref(fun), runtime)
+        return per_fun[key]
+
+    def __init__(self, fun_ref, runtime):
+        self.fun_ref = fun_ref
+        self.runtime = runtime
+        self.plans = {}
+        self.vmapped = {}
+
+    def key(self, args, kwargs):
+        """The call's signature, or None when it must take the traced path."""
+        if getattr(_running, "tapes", None):
+            return None
+        try:
+            return _jit_module._signature(args, kwargs, lambda k, n: False)[0]
+        except (_jit_module._Eager, TypeError):
+            return None
+
+    def substituted(self, args, positions, values):
+        """args with the values at `positions`."""
+        out = list(args)
+        for i, v in zip(positions, values):
+            out[i] = v
+        return out
+
+    def mapped(self, name, positions, body, n_args):
+        """vmap(body) over its first argument, cached per (name, positions)."""
+        key = (name, tuple(positions), n_args)
+        f = self.vmapped.get(key)
+        if f is None:
+            f = self.vmapped[key] = vmap(body, in_axes=(0,) + (None,) * n_args, runtime=self.runtime)
+        return f
+
+    def rows(self, args, kwargs, positions, out_shape, out_dtype):
+        """J^T e_o for every output element o: one array per position, of
+        shape (n_out,) + x.shape."""
+        fun_ref, sub = self.fun_ref, self.substituted
+
+        def pull(ct, *a, **kw):
+            fun = fun_ref()
+            _, fn = vjp(lambda *p: fun(*sub(a, positions, p), **kw), *[a[i] for i in positions], runtime=self.runtime)
+            return tuple(fn(ct))
+
+        f = self.mapped("rows", positions, pull, len(args))
+        return f(_identity(out_shape, out_dtype), *args, **kwargs)
+
+    def columns(self, args, kwargs, positions, k):
+        """J e_i for every element i of the argument at positions[k]: shape
+        (n_k,) + out.shape."""
+        fun_ref, sub = self.fun_ref, self.substituted
+        x = _np.asarray(args[positions[k]])
+
+        def push(t, *a, **kw):
+            fun = fun_ref()
+            tangents = [None] * len(positions)
+            tangents[k] = t
+            return jvp(lambda *p: fun(*sub(a, positions, p), **kw), tuple(a[i] for i in positions), tangents,
+                       runtime=self.runtime)[1]
+
+        f = self.mapped(f"columns{k}", positions, push, len(args))
+        return f(_identity(x.shape, x.dtype), *args, **kwargs)
+
+    def hessian_columns(self, args, kwargs, positions, j):
+        """H e_b for every element b of the argument at positions[j]: one
+        array per position, of shape (n_j,) + x_i.shape."""
+        fun_ref, sub = self.fun_ref, self.substituted
+        x = _np.asarray(args[positions[j]])
+
+        def product(v, *a, **kw):
+            fun = fun_ref()
+            vectors = [None] * len(positions)  # zeros
+            vectors[j] = v
+            return tuple(hvp(lambda *p: fun(*sub(a, positions, p), **kw), tuple(a[i] for i in positions), vectors,
+                             runtime=self.runtime))
+
+        f = self.mapped(f"hessian{j}", positions, product, len(args))
+        return f(_identity(x.shape, x.dtype), *args, **kwargs)
+
+
 def _basis(shape, dtype, k):
     """The k-th unit array of `shape` (row-major order)."""
     e = _np.zeros(int(_np.prod(shape)), dtype=dtype)
@@ -703,13 +816,31 @@ def jacobian(fun, argnums=0, runtime=None):
     keyword arguments are passed to fun. Inside tenferro.grad (and the
     other transforms) the Jacobian is differentiable again."""
     single, nums = _argnums(argnums, "jacobian")
+    batched = _BatchedDerivatives.shared(fun, "jacobian", nums, runtime)
 
     def jac(*args, **kwargs):
+        key = batched.key(args, kwargs)
+        plan = batched.plans.get(key) if key is not None else None
+        if plan is not None:  # Note [Batched Jacobians]
+            positions, reverse, out_shape, out_dtype = plan
+            if reverse:
+                rows = batched.rows(args, kwargs, positions, out_shape, out_dtype)
+                result = [_np.reshape(r, out_shape + _np.shape(args[i])) for r, i in zip(rows, positions)]
+            else:
+                result = []
+                for k, i in enumerate(positions):
+                    columns = batched.columns(args, kwargs, positions, k)
+                    result.append(_np.moveaxis(columns, 0, -1).reshape(out_shape + _np.shape(args[i])))
+            of = dict(zip(positions, result))
+            picked = tuple(of[i % len(args)] for i in nums)
+            return picked[0] if single else picked
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "jacobian")
         out = _traced_output(tape, out, "jacobian")
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))
         n_in = sum(int(_np.prod(x.shape)) for x in xs)
+        if key is not None and not tape.nested and tape.requires_grad(out):
+            batched.plans[key] = (positions, n_out <= n_in, tuple(out.shape), out.dtype)
         if n_out <= n_in:  # rows: J^T e_o
             rows = [[] for _ in xs]
             for o in range(n_out):
@@ -752,11 +883,31 @@ def hessian(fun, argnums=0, runtime=None):
     argument element. Real values only; keyword arguments are passed to
     fun. Inside tenferro.grad the Hessian is differentiable again."""
     single, nums = _argnums(argnums, "hessian")
+    batched = _BatchedDerivatives.shared(fun, "hessian", nums, runtime)
 
     def hess(*args, **kwargs):
+        key = batched.key(args, kwargs)
+        positions = batched.plans.get(key) if key is not None else None
+        if positions is not None:  # Note [Batched Jacobians]
+            blocks = [[None] * len(positions) for _ in positions]
+            for j, pj in enumerate(positions):
+                columns = batched.hessian_columns(args, kwargs, positions, j)
+                for i, pi in enumerate(positions):
+                    blocks[i][j] = _np.moveaxis(columns[i], 0, -1).reshape(_np.shape(args[pi]) + _np.shape(args[pj]))
+        else:
+            blocks, positions = traced(key, *args, **kwargs)
+        at = {p: k for k, p in enumerate(positions)}
+        index = [at[i % len(args)] for i in nums]
+        if single:
+            return blocks[index[0]][index[0]]
+        return tuple(tuple(blocks[a][b] for b in index) for a in index)
+
+    def traced(key, *args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
         out = _traced_output(tape, out, "hessian", scalar=True)
         _real_only(out, xs, positions, "hessian")
+        if key is not None and not tape.nested and tape.requires_grad(out):
+            batched.plans[key] = positions
         blocks = [[None] * len(xs) for _ in xs]  # blocks[i][j]: d2 / dx_i dx_j
         for j, x in enumerate(xs):
             columns = [[] for _ in xs]
@@ -768,11 +919,7 @@ def hessian(fun, argnums=0, runtime=None):
                     c.append(h)
             for i, xi in enumerate(xs):
                 blocks[i][j] = _np.reshape(_np.stack(columns[i], axis=-1), xi.shape + x.shape)
-        at = {p: k for k, p in enumerate(positions)}
-        index = [at[i % len(args)] for i in nums]
-        if single:
-            return blocks[index[0]][index[0]]
-        return tuple(tuple(blocks[a][b] for b in index) for a in index)
+        return blocks, positions
 
     return hess
 

@@ -436,3 +436,45 @@ def test_vmap_axes_fallbacks_and_transforms():
     np.testing.assert_allclose(jac, tenferro.jacobian(f)(v), rtol=1e-12)
     g = tenferro.grad(lambda w: tenferro.vmap(lambda r: np.tanh(r @ w))(x).sum())(np.ones(4))
     np.testing.assert_allclose(g, tenferro.grad(lambda w: np.tanh(x @ w).sum())(np.ones(4)), rtol=1e-12)
+
+
+def test_batched_jacobians_and_hessians_equal_the_traced_ones():
+    # Note [Batched Jacobians]: the second call of a signature runs one
+    # batched program; the first call for a new function takes the traced
+    # path (the objects made for one function share their plans).
+    def f(x, w):
+        return np.tanh(w @ x) * x.sum()
+
+    def loss(x, w):
+        return (np.sin(w @ x) ** 2).sum() + (x ** 3).sum()
+
+    cases = [
+        (tenferro.jacobian, f, 0),  # forward: 4 inputs, 5 outputs
+        (tenferro.jacobian, lambda x, w: f(x, w)[:2], (0, 1)),  # reverse: 2 outputs
+        (tenferro.jacobian, f, (0, 1)),
+        (tenferro.hessian, loss, 0),
+        (tenferro.hessian, loss, (0, 1)),
+    ]
+    for transform, fun, argnums in cases:
+        derivative = transform(fun, argnums)
+        derivative(RNG.random(4), RNG.random((5, 4)))  # records the plan
+        for _ in range(2):
+            x, w = RNG.random(4), RNG.random((5, 4))
+            got, want = derivative(x, w), transform(lambda *a, fun=fun: fun(*a), argnums)(x, w)
+            for g, e in zip(*(_leaves(v) for v in (got, want))):
+                assert g.shape == e.shape
+                np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+        assert any(v.cache_info()["hits"] == 2 for v in _vmapped_of(derivative)), transform
+        assert _vmapped_of(transform(fun, argnums)) == _vmapped_of(derivative)  # shared per function
+
+
+def _leaves(value):
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _vmapped_of(derivative):
+    batched = next(c.cell_contents for c in derivative.__closure__
+                   if type(c.cell_contents).__name__ == "_BatchedDerivatives")
+    return list(batched.vmapped.values())
