@@ -810,9 +810,10 @@ def jacobian(fun, argnums=0, runtime=None):
     the positional argument `argnums` (an int, or a tuple for several): an
     array of shape ``out.shape + x.shape``, as ``jax.jacrev`` /
     ``jax.jacfwd`` and ``torch.autograd.functional.jacobian`` give it.
-    Reverse mode (one vjp per output element, the backward program compiled
-    once) when the output has fewer elements than the arguments, else
-    forward mode (one jvp per argument element). Real values only;
+    Reverse mode (one vjp per output element) when the output has fewer
+    elements than the arguments, else forward mode (one jvp per argument
+    element); from the second call of an argument signature on, all of
+    them in one batched program (Note [Batched Jacobians]). Real values only;
     keyword arguments are passed to fun. Inside tenferro.grad (and the
     other transforms) the Jacobian is differentiable again."""
     single, nums = _argnums(argnums, "jacobian")
@@ -879,8 +880,9 @@ def hessian(fun, argnums=0, runtime=None):
     ``x.shape + x.shape``, as ``jax.hessian`` and
     ``torch.autograd.functional.hessian`` give it; for a tuple of argnums,
     the tuple of tuples ``H[i][j]`` of shape ``x_i.shape + x_j.shape``. One
-    Hessian-vector product (forward over reverse, compiled once) per
-    argument element. Real values only; keyword arguments are passed to
+    Hessian-vector product (forward over reverse) per argument element,
+    all in one batched program from the second call of an argument
+    signature on (Note [Batched Jacobians]). Real values only; keyword arguments are passed to
     fun. Inside tenferro.grad the Hessian is differentiable again."""
     single, nums = _argnums(argnums, "hessian")
     batched = _BatchedDerivatives.shared(fun, "hessian", nums, runtime)
