@@ -784,16 +784,11 @@ void register_tape(py::module_& m) {
     }
     raise_error(ErrorCode::kInvalidArgument, fmt::format("compare: no direction '{}'", direction));
   });
-  py::class_<PyFunction, std::shared_ptr<PyFunction>>(m, "_Function",
-                                                      "A tenferro.jit recording run as a program (Note [Jit "
-                                                      "recordings]).")
-      .def("__call__",
-           [](PyFunction& f, const py::args& args) {
-             return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
-                                                                static_cast<std::size_t>(py::len(args))));
-           })
-      .def_property_readonly("operations", [](const PyFunction& f) { return f.program.program->num_operations(); })
-      .def_property_readonly("bound_inputs", [](const PyFunction& f) { return f.program.bindings.num_bound(); });
+  py::class_<PyFunction, std::shared_ptr<PyFunction>>(m, "_Function", "A tenferro.jit or vmap recording.")
+      .def("__call__", [](PyFunction& f, const py::args& args) {
+        return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
+                                                           static_cast<std::size_t>(py::len(args))));
+      });
   // tp_call is set before the type is readied (as for _Contraction), so
   // that a call reaches jit_call without pybind's dispatch.
   py::class_<PyJit>(m, "_Jit", "A tenferro.jit function (Note [Jit fast path]).", py::dynamic_attr(),

@@ -1,33 +1,33 @@
 """tenferro.jit and tenferro.vmap: record a numpy function once per argument
 signature, then run the recording as one prepared program (docs/python.md,
 "tenferro.jit", "tenferro.vmap").
-
-Note [Jit signatures]
-A call's arguments (positional and keyword, through tuples, named tuples,
-lists and dicts) are split into arrays and values. Arrays (exactly
-numpy.ndarray, and numpy floating and complex scalars, of bool, int32,
-int64, float32, float64, complex64 or complex128) are the program's
-parameters: only their dtypes and shapes enter the signature. Values --
-Python and numpy numbers other than those floating scalars, strings, bytes,
-None, dtypes -- are part of the signature by value (floats by their bits,
-so -0.0 is not 0.0), and so are the arguments named by static_argnums /
-static_argnames (by their hash, as jax's static arguments): a new value
-records again. Anything else (an object holding arrays, a torch tensor, an
-ndarray subclass, an array of another dtype) cannot be keyed without
-silently keeping stale contents, so that call runs eagerly (one
-RuntimeWarning per reason).
-The first call of a signature runs the function on Traced values of a tape
-marked for jit (Note [Jit recordings] in python/src/tape.cpp), returns what
-it computed and keeps the recording as a program (Note [Recorded functions]
-in gradient_tape.h); later calls only run that program. A signature whose
-recording cannot be replayed -- the function read a value (bool(), float(),
-.item(), a comparison in Python control flow), used something that is not
-recorded, or returned something jit cannot rebuild -- runs eagerly from then
-on, with one RuntimeWarning saying why; a first call that fails is run
-eagerly once and, when numpy raises too, leaves nothing cached. Inside
-tenferro.grad or another jit the function is called as it is, so that the
-enclosing recording sees it.
 """
+
+# Note [Jit signatures]
+# A call's arguments (positional and keyword, through tuples, named tuples,
+# lists and dicts) are split into arrays and values. Arrays (exactly
+# numpy.ndarray, and numpy floating and complex scalars, of bool, int32,
+# int64, float32, float64, complex64 or complex128) are the program's
+# parameters: only their dtypes and shapes enter the signature. Values --
+# Python and numpy numbers other than those floating scalars, strings, bytes,
+# None, dtypes -- are part of the signature by value (floats by their bits,
+# so -0.0 is not 0.0), and so are the arguments named by static_argnums /
+# static_argnames (by their hash, as jax's static arguments): a new value
+# records again. Anything else (an object holding arrays, a torch tensor, an
+# ndarray subclass, an array of another dtype) cannot be keyed without
+# silently keeping stale contents, so that call runs eagerly (one
+# RuntimeWarning per reason).
+# The first call of a signature runs the function on Traced values of a tape
+# marked for jit (Note [Jit recordings] in python/src/tape.cpp), returns what
+# it computed and keeps the recording as a program (Note [Recorded functions]
+# in gradient_tape.h); later calls only run that program. A signature whose
+# recording cannot be replayed -- the function read a value (bool(), float(),
+# .item(), a comparison in Python control flow), used something that is not
+# recorded, or returned something jit cannot rebuild -- runs eagerly from then
+# on, with one RuntimeWarning saying why; a first call that fails is run
+# eagerly once and, when numpy raises too, leaves nothing cached. Inside
+# tenferro.grad or another jit the function is called as it is, so that the
+# enclosing recording sees it.
 
 import collections
 import functools
