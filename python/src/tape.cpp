@@ -786,8 +786,8 @@ void register_tape(py::module_& m) {
   });
   py::class_<PyFunction, std::shared_ptr<PyFunction>>(m, "_Function", "A tenferro.jit or vmap recording.")
       .def("__call__", [](PyFunction& f, const py::args& args) {
-        return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
-                                                           static_cast<std::size_t>(py::len(args))));
+        return call_function(
+            f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0), static_cast<std::size_t>(py::len(args))));
       });
   // tp_call is set before the type is readied (as for _Contraction), so
   // that a call reaches jit_call without pybind's dispatch.
