@@ -267,10 +267,10 @@ def _std(a, *args, **kwargs):
     0, as torch.std gives it, not sqrt's infinite slope times 0 (NaN): the
     square root is taken of 1 there and the result replaced by 0."""
     v = _var(a, *args, **kwargs)
-    positive = _np.asarray(v.numpy()) > 0
-    if positive.all():
+    zero = _UFUNCS[_np.equal](v, 0.0)  # values inside grad, recorded under jit; NaN stays NaN
+    if not isinstance(zero, Traced) and not _np.any(zero):
         return _unary("sqrt")(v)
-    return _where(positive, _unary("sqrt")(_where(positive, v, 1.0)), 0.0)
+    return _where(zero, 0.0, _unary("sqrt")(_where(zero, 1.0, v)))
 
 
 def _like(fill):
@@ -921,14 +921,19 @@ def _index(x):
 def _nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     if out is not None or kwargs:
         raise _unsupported("nansum with out, initial or where")
-    return _sum(_where(_np.isnan(a.numpy()), _np.zeros((), a.dtype), a), axis, dtype, keepdims=keepdims)
+    return _sum(_where(_UFUNCS[_np.isnan](a), _np.zeros((), a.dtype), a), axis, dtype, keepdims=keepdims)
 
 
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
     if out is not None or kwargs:
         raise _unsupported("nanmean with out or where")
-    counts = _np.sum(~_np.isnan(a.numpy()), axis=axis, keepdims=keepdims)
-    return _elementwise("div", _nansum(a, axis, dtype, keepdims=keepdims), counts.astype(_np.finfo(a.dtype).dtype))
+    real = _np.finfo(a.dtype).dtype
+    nan = _UFUNCS[_np.isnan](a)  # values inside grad, recorded under jit
+    if isinstance(nan, Traced):
+        counts = _convert(_sum(_logical_not(nan), axis, keepdims=keepdims), real)
+    else:
+        counts = _np.sum(~nan, axis=axis, keepdims=keepdims).astype(real)
+    return _elementwise("div", _nansum(a, axis, dtype, keepdims=keepdims), counts)
 
 
 def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
@@ -961,7 +966,7 @@ def _sinc(x):
     value or the gradient) and the result replaced by sinc's Taylor
     polynomial 1 - (pi x)^2 / 6 + (pi x)^4 / 120, which is 1 there with
     sinc's derivatives up to the fourth (the second is -pi^2 / 3, as jax)."""
-    zero = _np.asarray(x.numpy()) == 0
+    zero = _UFUNCS[_np.equal](x, 0.0)  # values inside grad, recorded under jit
     px = _elementwise("mul", _where(zero, _np.ones((), x.dtype), x), float(_np.pi))
     s2 = _elementwise("mul", _elementwise("mul", x, x), float(_np.pi) ** 2)
     taylor = _elementwise("add", _elementwise("mul", s2, _elementwise("add", _elementwise("mul", s2, 1.0 / 120),
@@ -1017,8 +1022,20 @@ _UFUNCS[_np.logical_and] = _UFUNCS[_np.bitwise_and] = _logical("and")
 _UFUNCS[_np.logical_or] = _UFUNCS[_np.bitwise_or] = _logical("or")
 _UFUNCS[_np.logical_xor] = _UFUNCS[_np.bitwise_xor] = _logical("xor")
 _UFUNCS[_np.logical_not] = _UFUNCS[_np.invert] = _logical_not
-for _cmp in (_np.isfinite, _np.isnan):
-    _UFUNCS[_cmp] = _values(_cmp)  # plain arrays of the values
+def _classify(ufunc, name):
+    """np.isnan / np.isfinite: the values inside grad, recorded under jit."""
+    values = _values(ufunc)
+
+    def classify(x):
+        if isinstance(x, Traced) and x._jit and x.dtype.kind in "fc":
+            return _tenferro._traced_op(name, [x])
+        return values(x)
+
+    return classify
+
+
+_UFUNCS[_np.isnan] = _classify(_np.isnan, "is_nan")
+_UFUNCS[_np.isfinite] = _classify(_np.isfinite, "is_finite")
 for _cmp, _direction in ((_np.less, "lt"), (_np.less_equal, "le"), (_np.greater, "gt"), (_np.greater_equal, "ge"),
                          (_np.equal, "eq"), (_np.not_equal, "ne")):
     _UFUNCS[_cmp] = _comparison(_cmp, _direction)

@@ -478,3 +478,22 @@ def _vmapped_of(derivative):
     batched = next(c.cell_contents for c in derivative.__closure__
                    if type(c.cell_contents).__name__ == "_BatchedDerivatives")
     return list(batched.vmapped.values())
+
+
+def test_masks_inside_library_rules_are_recorded():
+    # std, nanmean, nansum and sinc guard zeros and NaNs with masks of the
+    # values; under jit the masks are recorded comparisons, so they replay.
+    cases = [lambda x: x.std(axis=0), lambda x: np.nanmean(x, axis=0), lambda x: np.nansum(x), lambda x: np.sinc(x),
+             lambda x: np.isfinite(x) & (x > 0)]
+    values = [np.array([[1.0, np.nan], [3.0, 3.0]]), np.array([[0.0, 2.0], [np.nan, 5.0]]), np.ones((2, 2))]
+    for fun in cases:
+        jitted = tenferro.jit(fun)
+        with np.errstate(invalid="ignore"):
+            for v in values:
+                np.testing.assert_allclose(jitted(v), fun(v), equal_nan=True)
+        assert jitted.cache_info()["hits"] == 2 and jitted.cache_info()["eager_calls"] == 0
+    g = tenferro.jit(tenferro.grad(lambda x: x.std()))
+    np.testing.assert_allclose(g(np.ones(3)), 0.0)  # zero variance: gradient 0, as torch
+    # d std / dx_i = (x_i - mean) / (n std): std of [0, 1, 2] is sqrt(2/3)
+    np.testing.assert_allclose(g(np.arange(3.0)), np.array([-1.0, 0.0, 1.0]) / (3 * np.sqrt(2 / 3)), rtol=1e-12)
+    assert np.isnan(tenferro.grad(lambda x: x.std())(np.array([1.0, np.nan]))).all()  # NaN stays NaN (was 0)
