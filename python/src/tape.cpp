@@ -785,10 +785,27 @@ void register_tape(py::module_& m) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("compare: no direction '{}'", direction));
   });
   py::class_<PyFunction, std::shared_ptr<PyFunction>>(m, "_Function", "A tenferro.jit or vmap recording.")
-      .def("__call__", [](PyFunction& f, const py::args& args) {
-        return call_function(
-            f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0), static_cast<std::size_t>(py::len(args))));
-      });
+      .def("__call__",
+           [](PyFunction& f, const py::args& args) {
+             return call_function(f, std::span<PyObject* const>(&PyTuple_GET_ITEM(args.ptr(), 0),
+                                                                static_cast<std::size_t>(py::len(args))));
+           })
+      .def_property_readonly(
+          "value_bytes",
+          [](const PyFunction& f) {
+            // Bytes of every value of the program (inputs included): what
+            // one run may hold at most, for tenferro.vmap's chunks.
+            double bytes = 0;
+            const program::SemanticProgram& p = *f.program.program;
+            for (std::uint32_t v = 0; v < p.num_values(); ++v) {
+              const program::ValueMetadata& m = p.metadata(program::ValueId(v));
+              double n = static_cast<double>(dtype_size(m.dtype));
+              for (const program::SymbolicExtent& e : m.shape) n *= static_cast<double>(e.exact_value().value_or(1));
+              bytes += n;
+            }
+            return bytes;
+          },
+          "Bytes of every value of the program.");
   // tp_call is set before the type is readied (as for _Contraction), so
   // that a call reaches jit_call without pybind's dispatch.
   py::class_<PyJit>(m, "_Jit", "A tenferro.jit function (Note [Jit fast path]).", py::dynamic_attr(),

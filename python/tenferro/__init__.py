@@ -18,6 +18,7 @@ Quick start (docs/python.md)::
 import operator as _operator
 import os as _os
 import string as _string
+import collections as _collections
 import threading as _threading
 import weakref as _weakref
 
@@ -691,12 +692,17 @@ def _real_only(out, xs, positions, who):
 # Outside other transforms, jacobian and hessian remember per argument
 # signature (Note [Jit signatures]) which mode a call takes, and from the
 # second call of a signature on compute every row or column in one run: a
-# tenferro.vmap of the vjp, jvp or hvp over the unit basis, whose recording
-# the batching transform turns into one program over the whole basis
-# (Note [Batching transform]; the forward pass, which the basis does not
-# change, runs once). The first call of a signature, calls inside other
-# transforms and arguments vmap cannot key run one vjp / jvp / hvp per
-# element on one tape.
+# tenferro.vmap call of the vjp, jvp or hvp over the unit basis, recorded
+# again on every call (Note [Vmap calls]: arrays fun reads from closures or
+# objects are read afresh) and run as one program over the basis (Note
+# [Batching transform]; the forward pass, which the basis does not change,
+# runs once), in chunks whose values take at most kBatchedBytes. The first
+# call of a signature, calls inside other transforms, arguments vmap cannot
+# key and functions vmap cannot record run one vjp / jvp / hvp per element
+# on one tape (a signature whose function could not be batched stays there).
+_BATCHED_BYTES = 256 << 20
+
+
 def _identity(shape, dtype):
     """The unit basis of `shape`: n arrays of `shape` stacked, n its size."""
     n = int(_np.prod(shape))
@@ -704,98 +710,65 @@ def _identity(shape, dtype):
 
 
 class _BatchedDerivatives:
-    """The per-signature plans and vmapped functions of the jacobian or
-    hessian objects of one function (Note [Batched Jacobians]); shared by
-    the objects made for the same function, argnums and runtime
-    (`tenferro.hessian(f)(x)` in a loop makes a new object per call)."""
+    """The per-signature plans of a jacobian or hessian object (Note
+    [Batched Jacobians]); the objects made for one function on the default
+    runtime share them (`tenferro.hessian(f)(x)` in a loop makes a new
+    object per call)."""
 
-    _of = _weakref.WeakKeyDictionary()  # fun -> {(kind, argnums, runtime id): _BatchedDerivatives}
+    _of = _weakref.WeakKeyDictionary()  # fun -> {(kind, argnums): _BatchedDerivatives}
 
     @classmethod
     def shared(cls, fun, kind, nums, runtime):
-        try:
-            per_fun = cls._of.setdefault(fun, {})
-        except TypeError:  # not weakly referenceable: an object of its own
-            return cls(lambda: fun, runtime)
-        key = (kind, nums, id(runtime))
-        if key not in per_fun:  # it refers to fun weakly: the entry goes with fun
-            per_fun[key] = cls(_weakref.ref(fun), runtime)
-        return per_fun[key]
+        if runtime is None:
+            try:
+                per_fun = cls._of.setdefault(fun, {})
+            except TypeError:  # not weakly referenceable
+                per_fun = None
+            if per_fun is not None:
+                return per_fun.setdefault((kind, nums), cls(runtime))
+        return cls(runtime)
 
-    def __init__(self, fun_ref, runtime):
-        self.fun_ref = fun_ref
+    def __init__(self, runtime):
         self.runtime = runtime
-        self.plans = {}
-        self.vmapped = {}
+        self.plans = _collections.OrderedDict()  # signature -> plan, at most 64 (least recently used dropped)
+        self.batched_runs = 0
 
-    def key(self, args, kwargs):
-        """The call's signature, or None when it must take the traced path."""
+    def plan(self, args, kwargs):
+        """(the call's signature or None for the traced path, its plan or None)."""
         if getattr(_running, "tapes", None):
-            return None
+            return None, None
         try:
-            return _jit_module._signature(args, kwargs, lambda k, n: False)[0]
+            key = _jit_module._signature(args, kwargs, lambda k, n: False)[0]
         except (_jit_module._Eager, TypeError):
+            return None, None
+        plan = self.plans.get(key)
+        if plan is not None:
+            self.plans.move_to_end(key)
+        return key, plan
+
+    def remember(self, key, plan):
+        self.plans[key] = plan
+        if len(self.plans) > 64:
+            self.plans.popitem(last=False)
+
+    def mapped(self, key, body, basis, args):
+        """vmap of body(v, *args) over the rows of `basis`, or None (and the
+        signature marked for the traced path) when it did not run as a batch."""
+        result, how = _jit_module._vmap_call(body, (0,) + (None,) * len(args), 0, self.runtime, (basis,) + tuple(args),
+                                             {}, _BATCHED_BYTES)
+        if how == "examples":
+            self.remember(key, "traced")
             return None
+        self.batched_runs += 1
+        return result
 
-    def substituted(self, args, positions, values):
-        """args with the values at `positions`."""
-        out = list(args)
-        for i, v in zip(positions, values):
-            out[i] = v
-        return out
 
-    def mapped(self, name, positions, body, n_args):
-        """vmap(body) over its first argument, cached per (name, positions)."""
-        key = (name, tuple(positions), n_args)
-        f = self.vmapped.get(key)
-        if f is None:
-            f = self.vmapped[key] = vmap(body, in_axes=(0,) + (None,) * n_args, runtime=self.runtime)
-        return f
-
-    def rows(self, args, kwargs, positions, out_shape, out_dtype):
-        """J^T e_o for every output element o: one array per position, of
-        shape (n_out,) + x.shape."""
-        fun_ref, sub = self.fun_ref, self.substituted
-
-        def pull(ct, *a, **kw):
-            fun = fun_ref()
-            _, fn = vjp(lambda *p: fun(*sub(a, positions, p), **kw), *[a[i] for i in positions], runtime=self.runtime)
-            return tuple(fn(ct))
-
-        f = self.mapped("rows", positions, pull, len(args))
-        return f(_identity(out_shape, out_dtype), *args, **kwargs)
-
-    def columns(self, args, kwargs, positions, k):
-        """J e_i for every element i of the argument at positions[k]: shape
-        (n_k,) + out.shape."""
-        fun_ref, sub = self.fun_ref, self.substituted
-        x = _np.asarray(args[positions[k]])
-
-        def push(t, *a, **kw):
-            fun = fun_ref()
-            tangents = [None] * len(positions)
-            tangents[k] = t
-            return jvp(lambda *p: fun(*sub(a, positions, p), **kw), tuple(a[i] for i in positions), tangents,
-                       runtime=self.runtime)[1]
-
-        f = self.mapped(f"columns{k}", positions, push, len(args))
-        return f(_identity(x.shape, x.dtype), *args, **kwargs)
-
-    def hessian_columns(self, args, kwargs, positions, j):
-        """H e_b for every element b of the argument at positions[j]: one
-        array per position, of shape (n_j,) + x_i.shape."""
-        fun_ref, sub = self.fun_ref, self.substituted
-        x = _np.asarray(args[positions[j]])
-
-        def product(v, *a, **kw):
-            fun = fun_ref()
-            vectors = [None] * len(positions)  # zeros
-            vectors[j] = v
-            return tuple(hvp(lambda *p: fun(*sub(a, positions, p), **kw), tuple(a[i] for i in positions), vectors,
-                             runtime=self.runtime))
-
-        f = self.mapped(f"hessian{j}", positions, product, len(args))
-        return f(_identity(x.shape, x.dtype), *args, **kwargs)
+def _substituted(args, positions, values):
+    """args with the values at `positions`."""
+    out = list(args)
+    for i, v in zip(positions, values):
+        out[i] = v
+    return out
 
 
 def _basis(shape, dtype, k):
@@ -820,28 +793,52 @@ def jacobian(fun, argnums=0, runtime=None):
     batched = _BatchedDerivatives.shared(fun, "jacobian", nums, runtime)
 
     def jac(*args, **kwargs):
-        key = batched.key(args, kwargs)
-        plan = batched.plans.get(key) if key is not None else None
-        if plan is not None:  # Note [Batched Jacobians]
-            positions, reverse, out_shape, out_dtype = plan
-            if reverse:
-                rows = batched.rows(args, kwargs, positions, out_shape, out_dtype)
-                result = [_np.reshape(r, out_shape + _np.shape(args[i])) for r, i in zip(rows, positions)]
-            else:
-                result = []
-                for k, i in enumerate(positions):
-                    columns = batched.columns(args, kwargs, positions, k)
-                    result.append(_np.moveaxis(columns, 0, -1).reshape(out_shape + _np.shape(args[i])))
-            of = dict(zip(positions, result))
-            picked = tuple(of[i % len(args)] for i in nums)
-            return picked[0] if single else picked
+        key, plan = batched.plan(args, kwargs)
+        result = batched_jacobian(key, plan, args, kwargs) if plan not in (None, "traced") else None
+        if result is None:
+            result, positions = traced(key, *args, **kwargs)
+        else:
+            positions = plan[0]
+        of = dict(zip(positions, result))
+        picked = tuple(of[i % len(args)] for i in nums)
+        return picked[0] if single else picked
+
+    def batched_jacobian(key, plan, args, kwargs):
+        """Every row or column in one batched run (Note [Batched Jacobians]), or None."""
+        positions, reverse, out_shape, out_dtype = plan
+
+        def at(a, p):
+            return fun(*_substituted(a, positions, p), **kwargs)
+
+        if reverse:
+            def pull(ct, *a):
+                return tuple(vjp(lambda *p: at(a, p), *[a[i] for i in positions], runtime=runtime)[1](ct))
+
+            rows = batched.mapped(key, pull, _identity(out_shape, out_dtype), args)
+            return None if rows is None else [_np.reshape(r, out_shape + _np.shape(args[i]))
+                                              for r, i in zip(rows, positions)]
+        result = []
+        for k, i in enumerate(positions):
+            def push(t, *a, k=k):
+                tangents = [None] * len(positions)
+                tangents[k] = t
+                return jvp(lambda *p: at(a, p), tuple(a[j] for j in positions), tangents, runtime=runtime)[1]
+
+            x = _np.asarray(args[i])
+            columns = batched.mapped(key, push, _identity(x.shape, x.dtype), args)
+            if columns is None:
+                return None
+            result.append(_np.moveaxis(columns, 0, -1).reshape(out_shape + x.shape))
+        return result
+
+    def traced(key, *args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "jacobian")
         out = _traced_output(tape, out, "jacobian")
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))
         n_in = sum(int(_np.prod(x.shape)) for x in xs)
-        if key is not None and not tape.nested and tape.requires_grad(out):
-            batched.plans[key] = (positions, n_out <= n_in, tuple(out.shape), out.dtype)
+        if key is not None and not tape.nested and tape.requires_grad(out) and key not in batched.plans:
+            batched.remember(key, (positions, n_out <= n_in, tuple(out.shape), out.dtype))
         if n_out <= n_in:  # rows: J^T e_o
             rows = [[] for _ in xs]
             for o in range(n_out):
@@ -867,9 +864,7 @@ def jacobian(fun, argnums=0, runtime=None):
                     columns.append(tape.jvp_onto(out, xs, tangents)[1] if tape.nested
                                    else tape.jvp(out, xs, tangents))
                 result.append(_np.reshape(_np.stack(columns, axis=-1), out.shape + x.shape))
-        of = dict(zip(positions, result))
-        picked = tuple(of[i % len(args)] for i in nums)
-        return picked[0] if single else picked
+        return result, positions
 
     return jac
 
@@ -888,15 +883,9 @@ def hessian(fun, argnums=0, runtime=None):
     batched = _BatchedDerivatives.shared(fun, "hessian", nums, runtime)
 
     def hess(*args, **kwargs):
-        key = batched.key(args, kwargs)
-        positions = batched.plans.get(key) if key is not None else None
-        if positions is not None:  # Note [Batched Jacobians]
-            blocks = [[None] * len(positions) for _ in positions]
-            for j, pj in enumerate(positions):
-                columns = batched.hessian_columns(args, kwargs, positions, j)
-                for i, pi in enumerate(positions):
-                    blocks[i][j] = _np.moveaxis(columns[i], 0, -1).reshape(_np.shape(args[pi]) + _np.shape(args[pj]))
-        else:
+        key, positions = batched.plan(args, kwargs)
+        blocks = batched_hessian(key, positions, args, kwargs) if positions not in (None, "traced") else None
+        if blocks is None:
             blocks, positions = traced(key, *args, **kwargs)
         at = {p: k for k, p in enumerate(positions)}
         index = [at[i % len(args)] for i in nums]
@@ -904,12 +893,31 @@ def hessian(fun, argnums=0, runtime=None):
             return blocks[index[0]][index[0]]
         return tuple(tuple(blocks[a][b] for b in index) for a in index)
 
+    def batched_hessian(key, positions, args, kwargs):
+        """Every Hessian-vector product in one batched run per argument
+        (Note [Batched Jacobians]), or None."""
+        blocks = [[None] * len(positions) for _ in positions]
+        for j, pj in enumerate(positions):
+            def product(v, *a, j=j):
+                vectors = [None] * len(positions)  # zeros
+                vectors[j] = v
+                return tuple(hvp(lambda *p: fun(*_substituted(a, positions, p), **kwargs),
+                                 tuple(a[i] for i in positions), vectors, runtime=runtime))
+
+            x = _np.asarray(args[pj])
+            columns = batched.mapped(key, product, _identity(x.shape, x.dtype), args)
+            if columns is None:
+                return None
+            for i, pi in enumerate(positions):
+                blocks[i][j] = _np.moveaxis(columns[i], 0, -1).reshape(_np.shape(args[pi]) + x.shape)
+        return blocks
+
     def traced(key, *args, **kwargs):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
         out = _traced_output(tape, out, "hessian", scalar=True)
         _real_only(out, xs, positions, "hessian")
-        if key is not None and not tape.nested and tape.requires_grad(out):
-            batched.plans[key] = positions
+        if key is not None and not tape.nested and tape.requires_grad(out) and key not in batched.plans:
+            batched.remember(key, positions)
         blocks = [[None] * len(xs) for _ in xs]  # blocks[i][j]: d2 / dx_i dx_j
         for j, x in enumerate(xs):
             columns = [[] for _ in xs]

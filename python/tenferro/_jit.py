@@ -160,32 +160,29 @@ def _value(t):
 
 
 class _Recording:
-    """One signature's program and the structure of its result; `looped`:
-    a vmap recording of one example (its program had no batched form)."""
+    """One signature's program and the structure of its result."""
 
-    __slots__ = ("function", "structure", "looped")
+    __slots__ = ("function", "structure")
 
-    def __init__(self, function, structure, looped=False):
+    def __init__(self, function, structure):
         self.function = function
         self.structure = structure
-        self.looped = looped
 
     def __call__(self, arrays):
         outputs = self.function(*arrays) if self.function is not None else ()
         return _result(self.structure, outputs)
 
 
-def _record(fun, runtime, args, kwargs, arrays, static, batched=None, batch_size=0):
-    """Runs fun on a jit tape, its arrays Traced (for vmap: example 0 of the
-    batched ones): (this call's result, a _Recording), or (result, reason)
-    when the recording cannot be replayed. `static(i_or_name)`: whether an
-    argument is passed as it is."""
+def _trace(fun, runtime, args, kwargs, examples, static):
+    """Runs fun on a jit tape, the arrays of its arguments replaced by
+    Traced values of `examples` (in order): (tape, those values, fun's
+    Traced results, the structure of its result, whether it read a value).
+    `static(i_or_name, n)`: whether an argument is passed as it is."""
     from . import _run, default_runtime
 
     rt = default_runtime() if runtime is None else runtime
     tape = _tenferro._tape_for(rt, (), None)
     tape.jit = True
-    examples = arrays if batched is None else [a[0] if b else a for a, b in zip(arrays, batched)]
     xs = [tape.argument(a, i) for i, a in enumerate(examples)]
     it = iter(xs)
     targs = [a if static(i, len(args)) else _rebuild(_flatten(a, [], ""), it) for i, a in enumerate(args)]
@@ -193,19 +190,21 @@ def _record(fun, runtime, args, kwargs, arrays, static, batched=None, batch_size
     out = _run(tape, fun, *targs, **tkwargs)
     traced = []
     structure = _outputs(out, traced)
-    read = tape.value_read  # before _value reads the results
+    return tape, xs, traced, structure, tape.value_read
+
+
+_VALUE_READ = ("the function reads a traced value (bool(), float(), .item(), .numpy() or a comparison in Python "
+               "control flow), so its recording cannot be replayed")
+
+
+def _record(fun, runtime, args, kwargs, arrays, static):
+    """(this call's result, a _Recording of it), or (result, the reason)
+    when the recording cannot be replayed."""
+    tape, xs, traced, structure, read = _trace(fun, runtime, args, kwargs, arrays, static)
     result = _result(structure, [_value(t) for t in traced])  # what the recorded calls computed
     if read:
-        return result, ("the function reads a traced value (bool(), float(), .item(), .numpy() or a comparison in "
-                        "Python control flow), so its recording cannot be replayed")
-    if not traced:
-        return result, _Recording(None, structure)
-    if batched is not None:
-        try:
-            return result, _Recording(tape.function(xs, traced, batched, batch_size), structure)
-        except UnsupportedError:  # an operation without a batching rule: the example's program, once per example
-            return result, _Recording(tape.function(xs, traced), structure, looped=True)
-    return result, _Recording(tape.function(xs, traced), structure)
+        return result, _VALUE_READ
+    return result, _Recording(tape.function(xs, traced) if traced else None, structure)
 
 
 def _static_test(nums, names):
@@ -295,10 +294,8 @@ class _Cache:
     def info(self, fast_hits):
         with self.lock:
             eager = sum(1 for e in self.entries.values() if isinstance(e, str))
-            looped = sum(1 for e in self.entries.values() if isinstance(e, _Recording) and e.looped)
-            info = {**self.stats, "hits": self.stats["hits"] + fast_hits, "signatures": len(self.entries) - eager,
+            return {**self.stats, "hits": self.stats["hits"] + fast_hits, "signatures": len(self.entries) - eager,
                     "eager_signatures": eager}
-            return {**info, "looped_signatures": looped} if looped else info
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_size=64):
@@ -387,123 +384,180 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
     return jitted
 
 
-def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, cache_size=16):
-    """fun mapped over an axis of its arguments, as jax.vmap: in_axes (an
-    int, None, or one per positional argument) names the mapped axis of
-    each argument's arrays (None: not mapped), out_axes where the mapped
-    axis goes in every array of the result. fun is recorded on one example
-    and the recording is turned into a program over the whole batch (Note
-    [Batching transform]); a function that cannot be recorded, or whose
-    recording has an operation without a batching rule, runs once per
-    example (numpy stacks the results). Inside tenferro.grad or jit the
-    examples run one by one as plain calls, so that the enclosing recording
-    sees them."""
-    nums, names, size = _check_options(fun, (), (), runtime, cache_size, "vmap")
-    cache = _Cache(size, lambda entry: None)
+# Note [Vmap calls]
+# tenferro.vmap records fun again on every call, as jax.vmap traces it:
+# nothing is kept between calls, so arrays fun reads from closures,
+# globals or objects are read afresh (the compiler's and the runtime's
+# caches, keyed by the program and not by bound values, make the repeated
+# compile and prepare cheap). One call: the mapped axes are moved to the
+# front; fun runs on Traced values of example 0 (a zero example for a batch
+# of none) on a jit tape; the recording becomes a program over the batch
+# (Note [Batching transform]), run in chunks of at most `max_bytes` of
+# values (the example program's value bytes times the chunk); a recording
+# with an operation that has no batching rule runs the example's program
+# once per example ("looped"); a function that cannot be recorded, and any
+# call inside a running tenferro.grad or jit, runs fun once per example as
+# plain code ("examples"; an enclosing recording then sees every example).
 
-    def axes_of(args):
-        if isinstance(in_axes, (tuple, list)):
-            if len(in_axes) != len(args):
-                raise ValueError(f"vmap: in_axes has {len(in_axes)} entries, the call {len(args)} positional arguments")
-            return list(in_axes)
-        return [in_axes] * len(args)
 
-    def mapped(args):
-        """The arguments with every mapped axis moved to the front, and the batch size."""
-        axes = axes_of(args)
-        sizes = set()
+def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
+    """fun mapped over the batch (Note [Vmap calls]): (result, how it ran:
+    "batched", "looped" or "examples")."""
+    from . import _running
 
-        def move(value, axis):
-            if axis is None:
-                return value
-            if isinstance(value, (tuple, list)):
-                return type(value)(move(v, axis) for v in value)
-            if type(value) is dict:
-                return {k: move(v, axis) for k, v in value.items()}
-            array = _np.asarray(value)
-            if array.ndim == 0:
-                raise ValueError(f"vmap: in_axes {axis} given for a 0-d argument")
-            moved = _np.moveaxis(array, operator.index(axis), 0)
-            sizes.add(moved.shape[0])
-            return moved
+    moved, mapped_of, n = _moved(args, kwargs, in_axes)
+    if getattr(_running, "tapes", None) or _has_traced(moved) or _has_traced(kwargs):
+        return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
+    arrays, batched = [], []
+    try:
+        for a, m in zip(moved, mapped_of[: len(moved)]):
+            before = len(arrays)
+            _flatten(a, arrays, "argument")
+            batched += [m] * (len(arrays) - before)
+        for k, m in zip(kwargs, mapped_of[len(moved):]):
+            before = len(arrays)
+            _flatten(kwargs[k], arrays, f"argument {k!r}")
+            batched += [m] * (len(arrays) - before)
+        examples = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
+        tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, examples, lambda k, m: False)
+    except (_Eager,) + _UNRECORDED:
+        read = True
+    if read:  # numpy runs it, one example at a time
+        if n == 0:
+            raise ValueError("vmap: a function that tenferro cannot record cannot be mapped over an axis of length 0")
+        return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
+    example = tape.function(xs, traced) if traced else None
+    if example is None:  # a constant result
+        return _placed(_broadcast_constants(_result(structure, []), structure, n), out_axes), "batched"
+    chunk = n if not max_bytes else max(1, min(n, int(max_bytes // max(example.value_bytes, 1.0))))
+    try:
+        programs = {chunk: tape.function(xs, traced, batched, chunk)}
+    except UnsupportedError:  # an operation without a batching rule: the example's program per example
+        results = [_result(structure, example(*[a[k] if b else a for a, b in zip(arrays, batched)]))
+                   for k in range(n)]
+        return _stacked(results, out_axes), "looped"
+    if chunk >= n:  # one run (also for a batch of none)
+        outputs = programs[chunk](*arrays)
+    else:
+        parts = []
+        for start in range(0, n, chunk):
+            size = min(chunk, n - start)
+            if size not in programs:
+                programs[size] = tape.function(xs, traced, batched, size)
+            parts.append(programs[size](*[a[start:start + size] if b else a for a, b in zip(arrays, batched)]))
+        outputs = tuple(_np.concatenate(o) for o in zip(*parts))
+    return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes), "batched"
 
-        moved = [move(a, ax) for a, ax in zip(args, axes)]
-        if not sizes:
-            raise ValueError("vmap: in_axes maps no argument (at least one must not be None)")
-        if len(sizes) > 1:
-            raise ValueError(f"vmap: the mapped axes have different sizes {sorted(sizes)}")
-        return moved, axes, sizes.pop()
 
-    def example(moved, axes, k):
-        def pick(value, axis):
-            if axis is None:
-                return value
-            if isinstance(value, (tuple, list)):
-                return type(value)(pick(v, axis) for v in value)
-            if type(value) is dict:
-                return {key: pick(v, axis) for key, v in value.items()}
-            return value[k]
+def _moved(args, kwargs, in_axes):
+    """The arguments with their mapped axes first (keyword arguments mapped
+    over axis 0, as jax.vmap maps them), whether each positional and then
+    keyword argument is mapped, and the batch size."""
+    if isinstance(in_axes, (tuple, list)):
+        if len(in_axes) != len(args):
+            raise ValueError(f"vmap: in_axes has {len(in_axes)} entries, the call has {len(args)} positional "
+                             f"argument{'' if len(args) == 1 else 's'}")
+        axes = list(in_axes)
+    else:
+        axes = [in_axes] * len(args)
+    sizes = set()
 
-        return [pick(a, ax) for a, ax in zip(moved, axes)]
+    def move(value, axis, where):
+        if axis is None:
+            return value
+        if isinstance(value, (tuple, list)):
+            items = [move(v, axis, f"{where}[{i}]") for i, v in enumerate(value)]
+            return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
+        if type(value) is dict:
+            return {k: move(v, axis, f"{where}[{k!r}]") for k, v in value.items()}
+        array = value if isinstance(value, Traced) else _np.asarray(value)
+        try:
+            axis = operator.index(axis)
+        except TypeError:
+            raise TypeError(f"vmap: expected in_axes entries that are ints or None, found {axis!r}") from None
+        if not -array.ndim <= axis < array.ndim:
+            raise ValueError(f"vmap: in_axes {axis} is out of range for {where} of shape {tuple(array.shape)}")
+        moved = _np.moveaxis(array, axis, 0) if axis % array.ndim else array
+        sizes.add(moved.shape[0])
+        return moved
 
-    def stacked(results, n):
-        first = results[0]
-        if isinstance(first, (tuple, list)):
-            items = [stacked([r[i] for r in results], n) for i in range(len(first))]
-            return first._make(items) if hasattr(type(first), "_make") else type(first)(items)
-        if type(first) is dict:
-            return {k: stacked([r[k] for r in results], n) for k in first}
-        return _np.moveaxis(_np.stack(results), 0, out_axes) if out_axes != 0 else _np.stack(results)
+    moved = [move(a, ax, f"argument {i}") for i, (a, ax) in enumerate(zip(args, axes))]
+    for k in kwargs:
+        kwargs[k] = move(kwargs[k], 0, f"argument {k!r}")
+    if not sizes:
+        raise ValueError("vmap: in_axes maps no argument (at least one must not be None)")
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: the mapped axes have different lengths {sorted(sizes)}")
+    return moved, [ax is not None for ax in axes] + [True] * len(kwargs), sizes.pop()
 
-    def by_example(moved, axes, n, kwargs):
-        return stacked([fun(*example(moved, axes, k), **kwargs) for k in range(n)], n)
 
-    def out_moved(structure_result):
-        if out_axes == 0:
-            return structure_result
-        return _map_arrays(structure_result, lambda a: _np.moveaxis(a, 0, out_axes))
+def _by_example(fun, moved, mapped_of, kwargs, n, out_axes):
+    def pick(value, k):
+        if isinstance(value, (tuple, list)):
+            items = [pick(v, k) for v in value]
+            return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
+        if type(value) is dict:
+            return {key: pick(v, k) for key, v in value.items()}
+        return value[k]
+
+    results = [fun(*[pick(a, k) if m else a for a, m in zip(moved, mapped_of)],
+                   **{key: pick(v, k) for key, v in kwargs.items()}) for k in range(n)]
+    return _stacked(results, out_axes)
+
+
+def _stacked(results, out_axes):
+    """Per-example results stacked along the mapped axis, placed at out_axes."""
+    first = results[0]
+    if isinstance(first, (tuple, list)):
+        axes = out_axes if isinstance(out_axes, (tuple, list)) else [out_axes] * len(first)
+        items = [_stacked([r[i] for r in results], axes[i]) for i in range(len(first))]
+        return type(first)._make(items) if hasattr(type(first), "_make") else type(first)(items)
+    if type(first) is dict:
+        return {k: _stacked([r[k] for r in results], out_axes) for k in first}
+    if out_axes is None:
+        return first
+    return _np.stack(results, axis=out_axes)
+
+
+def _placed(value, out_axes):
+    """A batched result (mapped axis first) with its mapped axes at out_axes
+    (an int, None: the example's value, or one entry per top-level output)."""
+    if isinstance(out_axes, (tuple, list)):
+        if not isinstance(value, (tuple, list)) or len(out_axes) != len(value):
+            raise ValueError(f"vmap: out_axes has {len(out_axes)} entries, fun returned {_describe(value)}")
+        items = [_placed(v, ax) for v, ax in zip(value, out_axes)]
+        return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
+    if out_axes == 0:
+        return value
+    return _map_arrays(value, (lambda a: a[0]) if out_axes is None else (lambda a: _np.moveaxis(a, 0, out_axes)))
+
+
+def _describe(value):
+    return f"a {type(value).__name__} of {len(value)}" if isinstance(value, (tuple, list)) else "one value"
+
+
+def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, max_bytes=None):
+    """fun mapped over an axis of its arguments, as jax.vmap (Note [Vmap
+    calls]): in_axes (an int, None, or one per positional argument, applied
+    to every array inside it) names the mapped axis of each positional
+    argument (None: not mapped); keyword arguments are mapped over axis 0.
+    out_axes (an int, None, or one per top-level output) is where the
+    mapped axis goes in the result. fun is recorded on one example on every
+    call and the recording runs as a program over the whole batch (Note
+    [Batching transform]), in chunks whose values take at most `max_bytes`
+    when given; what cannot be recorded runs once per example."""
+    _check_options(fun, (), (), runtime, 1, "vmap")
+    counts = {"batched": 0, "looped": 0, "examples": 0}
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
-        from . import _running
+        result, how = _vmap_call(fun, in_axes, out_axes, runtime, args, dict(kwargs), max_bytes)
+        counts[how] += 1
+        return result
 
-        moved, axes, n = mapped(args)
-        if getattr(_running, "tapes", None) or _has_traced(args) or _has_traced(kwargs) or n == 0:
-            return by_example(moved, axes, n, kwargs)
-        batched_of = []  # per array of the signature, in order
-        try:
-            arrays = []
-            key = [n, tuple(ax is not None for ax in axes)]
-            for a, ax in zip(moved, axes):
-                before = len(arrays)
-                key.append(_flatten(a, arrays, "argument"))
-                batched_of += [ax is not None] * (len(arrays) - before)
-            for k in sorted(kwargs):
-                before = len(arrays)
-                key.append((k, _flatten(kwargs[k], arrays, f"argument {k!r}")))
-                batched_of += [False] * (len(arrays) - before)
-            key = tuple(key)
-        except _Eager:
-            return by_example(moved, axes, n, kwargs)
-        entry = cache.get(key)
-        if entry is None:
-            try:
-                _, entry = _record(fun, runtime, moved, kwargs, arrays, lambda k, m: False, batched_of, n)
-            except (_Eager,) + _UNRECORDED as e:
-                entry = f"{type(e).__name__}: {getattr(e, 'message', None) or e}"
-            cache.stats["recordings"] += 1
-            cache.put(key, entry)
-        if isinstance(entry, str):
-            cache.stats["eager_calls"] += 1
-            return by_example(moved, axes, n, kwargs)
-        cache.stats["hits"] += 1
-        if entry.looped:  # the example's program once per example
-            results = [entry([a[k] if b else a for a, b in zip(arrays, batched_of)]) for k in range(n)]
-            return stacked(results, n)
-        return out_moved(_broadcast_constants(entry(arrays), entry.structure, n))
-
-    vmapped.cache_info = lambda: cache.info(0)
-    vmapped.clear_cache = cache.clear
+    vmapped.call_counts = lambda: dict(counts)
+    vmapped.call_counts.__doc__ = ("How the calls ran: batched (one program over the batch), looped (the example's "
+                                   "program per example), examples (fun per example).")
     return vmapped
 
 
@@ -519,8 +573,9 @@ def _map_arrays(value, fn):
 
 
 def _broadcast_constants(value, structure, n):
-    """A vmapped result: constants of the example's result (not computed from
-    the arguments) repeated along the batch axis, as jax.vmap gives them."""
+    """A batched result: constants of the example's result (not computed
+    from the arguments) repeated along the mapped axis, as jax.vmap gives
+    them."""
     kind = structure[0]
     if kind == "o":
         return value
