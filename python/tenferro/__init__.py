@@ -853,7 +853,8 @@ def jacobian(fun, argnums=0, runtime=None):
                     gs = [_zeros_if_none(tape.grad(x), x) for x in xs]
                 for r, g in zip(rows, gs):
                     r.append(g)
-            result = [_np.reshape(_np.stack(r), out.shape + x.shape) for r, x in zip(rows, xs)]
+            result = [_np.reshape(_np.stack(r), out.shape + x.shape) if r else _np.zeros(out.shape + x.shape, x.dtype)
+                      for r, x in zip(rows, xs)]
         else:  # columns: J e_i
             result = []
             for k, x in enumerate(xs):
@@ -863,7 +864,8 @@ def jacobian(fun, argnums=0, runtime=None):
                     tangents[k] = _basis(x.shape, x.dtype, i)
                     columns.append(tape.jvp_onto(out, xs, tangents)[1] if tape.nested
                                    else tape.jvp(out, xs, tangents))
-                result.append(_np.reshape(_np.stack(columns, axis=-1), out.shape + x.shape))
+                result.append(_np.reshape(_np.stack(columns, axis=-1), out.shape + x.shape) if columns
+                              else _np.zeros(out.shape + x.shape, out.dtype))
         return result, positions
 
     return jac
@@ -928,7 +930,8 @@ def hessian(fun, argnums=0, runtime=None):
                 for c, h in zip(columns, hv):
                     c.append(h)
             for i, xi in enumerate(xs):
-                blocks[i][j] = _np.reshape(_np.stack(columns[i], axis=-1), xi.shape + x.shape)
+                blocks[i][j] = (_np.reshape(_np.stack(columns[i], axis=-1), xi.shape + x.shape) if columns[i]
+                                else _np.zeros(xi.shape + x.shape, out.dtype))
         return blocks, positions
 
     return hess

@@ -429,7 +429,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
     example = tape.function(xs, traced) if traced else None
     if example is None:  # a constant result
         return _placed(_broadcast_constants(_result(structure, []), structure, n), out_axes), "batched"
-    chunk = n if not max_bytes else max(1, min(n, int(max_bytes // max(example.value_bytes, 1.0))))
+    chunk = n if not max_bytes or n == 0 else max(1, min(n, int(max_bytes // max(example.value_bytes, 1.0))))
     try:
         programs = {chunk: tape.function(xs, traced, batched, chunk)}
     except UnsupportedError:  # an operation without a batching rule: the example's program per example

@@ -554,3 +554,12 @@ def test_batched_jacobians_read_closures_afresh():
         W[:] = scale * np.eye(3)
         np.testing.assert_allclose(J(x), np.diag(scale * (1 - np.tanh(scale * x) ** 2)), rtol=1e-12)
     assert _batched_of(J).batched_runs == 3
+
+
+def test_derivatives_of_empty_arguments():
+    J = tenferro.jacobian(lambda x, y: np.tanh(x).sum() * y, argnums=(0, 1))
+    H = tenferro.hessian(lambda x: (x ** 3).sum())
+    for _ in range(2):  # the traced path, then the batched one
+        jx, jy = J(np.zeros(0), np.ones(2))
+        assert jx.shape == (2, 0) and jy.shape == (2, 2)
+        assert H(np.zeros((0, 3))).shape == (0, 3, 0, 3)
