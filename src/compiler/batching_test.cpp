@@ -1,10 +1,9 @@
 // The batching transform (Note [Batching transform]): a batched program
 // run on stacked examples equals the original program run on each example
 // (reference evaluator), for every rule; typed errors for what has none.
-#include <cstring>
-
 #include <gtest/gtest.h>
 
+#include "compiler_test_support.h"
 #include "tenferro/compiler/batching.h"
 #include "tenferro/program/program_builder.h"
 #include "tenferro/testing/reference_evaluator.h"
@@ -18,15 +17,6 @@ using tenferro::testing::random_tensor;
 
 constexpr std::int64_t kBatch = 3;
 
-// Example k of a batched tensor (a contiguous copy of its slice).
-Tensor example(const Tensor& batched, std::int64_t k) {
-  const Dims shape(batched.shape().begin() + 1, batched.shape().end());
-  Tensor out = *Tensor::empty(shape, batched.dtype());
-  const std::size_t bytes = out.nbytes();
-  std::memcpy(out.data(), static_cast<const std::byte*>(batched.data()) + k * bytes, bytes);
-  return out;
-}
-
 // Checks batch_program(p, batched) on `inputs` (batched ones with the
 // leading axis) against p on each example.
 void expect_batched_equals_examples(const SemanticProgram& p, std::span<const bool> batched,
@@ -34,21 +24,8 @@ void expect_batched_equals_examples(const SemanticProgram& p, std::span<const bo
   Result<std::shared_ptr<const SemanticProgram>> b = batch_program(p, batched, kBatch);
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   ASSERT_EQ((*b)->num_inputs(), p.num_inputs());
-  Result<std::vector<Tensor>> all = tenferro::testing::evaluate_reference(**b, inputs);
-  ASSERT_TRUE(all.ok()) << all.status().to_string();
-  ASSERT_EQ(all->size(), p.outputs().size());
-  for (std::int64_t k = 0; k < kBatch; ++k) {
-    std::vector<Tensor> one;
-    for (std::size_t i = 0; i < inputs.size(); ++i) one.push_back(batched[i] ? example(inputs[i], k) : inputs[i]);
-    Result<std::vector<Tensor>> want = tenferro::testing::evaluate_reference(p, one);
-    ASSERT_TRUE(want.ok()) << want.status().to_string();
-    for (std::size_t o = 0; o < want->size(); ++o) {
-      const Tensor got = example((*all)[o], k);
-      EXPECT_TRUE(tenferro::testing::check_allclose(got, (*want)[o]).ok())
-          << "output " << o << ", example " << k << ": " << tenferro::testing::format_tensor(got) << " vs "
-          << tenferro::testing::format_tensor((*want)[o]);
-    }
-  }
+  ASSERT_EQ((*b)->outputs().size(), p.outputs().size());
+  EXPECT_TRUE(test_support::batched_equals_examples(p, **b, batched, kBatch, inputs));
 }
 
 // x [3, 4] and w [4, 5] through every rule of the transform.
@@ -102,7 +79,7 @@ TEST(Batching, EveryRuleComputesEachExample) {
   expect_batched_equals_examples(*p.program, all, {xs, ws, cs});
   // Only w: x's operations are copied, w's carry the batch.
   const bool w_only[] = {false, true, false};
-  expect_batched_equals_examples(*p.program, w_only, {example(xs, 0), ws, c});
+  expect_batched_equals_examples(*p.program, w_only, {test_support::example_of(xs, 0), ws, c});
 }
 
 TEST(Batching, OperationsWithoutARuleAreUnsupported) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,42 @@ inline ::testing::AssertionResult same_results(const TracedGraph& traced, const 
 }
 
 /// The number of operations of `program` named `name`.
+/// Example k of a batched tensor: a contiguous copy of its slice k along
+/// the leading axis.
+inline Tensor example_of(const Tensor& batched, std::int64_t k) {
+  const Dims shape(batched.shape().begin() + 1, batched.shape().end());
+  Tensor out = *Tensor::empty(shape, batched.dtype());
+  const std::size_t bytes = out.nbytes();
+  if (bytes > 0) std::memcpy(out.data(), static_cast<const std::byte*>(batched.data()) + k * bytes, bytes);
+  return out;
+}
+
+/// `batched` (batch_program of `p` with the flags `is_batched` and `b`
+/// examples) evaluated on `inputs` (every input of p, the batched ones with
+/// the leading axis, contiguous) against p on each example.
+inline ::testing::AssertionResult batched_equals_examples(const program::SemanticProgram& p,
+                                                          const program::SemanticProgram& batched,
+                                                          std::span<const bool> is_batched, std::int64_t b,
+                                                          const std::vector<Tensor>& inputs) {
+  Result<std::vector<Tensor>> all = ::tenferro::testing::evaluate_reference(batched, inputs);
+  if (!all.ok()) return ::testing::AssertionFailure() << "batched: " << all.status().to_string();
+  for (std::int64_t k = 0; k < b; ++k) {
+    std::vector<Tensor> one;
+    for (std::size_t i = 0; i < inputs.size(); ++i) one.push_back(is_batched[i] ? example_of(inputs[i], k) : inputs[i]);
+    Result<std::vector<Tensor>> want = ::tenferro::testing::evaluate_reference(p, one);
+    if (!want.ok()) return ::testing::AssertionFailure() << "example " << k << ": " << want.status().to_string();
+    for (std::size_t o = 0; o < want->size(); ++o) {
+      const Tensor got = example_of((*all)[o], k);
+      if (!::tenferro::testing::check_allclose(got, (*want)[o]).ok()) {
+        return ::testing::AssertionFailure()
+               << "output " << o << ", example " << k << ": " << ::tenferro::testing::format_tensor(got) << " vs "
+               << ::tenferro::testing::format_tensor((*want)[o]);
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 inline std::size_t count_ops(const program::SemanticProgram& program, std::string_view name) {
   std::size_t n = 0;
   for (program::OperationView op : program.operations()) n += op.name() == name ? 1 : 0;

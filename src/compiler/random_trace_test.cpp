@@ -10,6 +10,7 @@
 
 #include "compiler_test_support.h"
 #include "program/extension_test_support.h"
+#include "tenferro/compiler/batching.h"
 #include "tenferro/compiler/graph_compiler.h"
 
 namespace tenferro::compiler {
@@ -243,6 +244,46 @@ TEST_P(RandomTraces, CompilationPreservesResultsGuardsAndIsAFixedPoint) {
   EXPECT_GT(total.dot_general_dimensions_sorted, 0u);
   EXPECT_GT(total.commutative_operands_swapped, 0u);
   EXPECT_GT(total.extension_outputs_pruned, 0u);
+}
+
+// Note [Batching transform] on random programs: batched with a random
+// subset of the inputs (at least one), the program computes each example;
+// what has no rule (the test extensions) is kUnsupported.
+TEST(RandomTraces, BatchingComputesEveryExample) {
+  int batched_programs = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const TracedGraph g = RandomTracer(seed, /*symbolic=*/false).trace();
+    const SemanticProgram& p = *g.program();
+    const std::int64_t b = static_cast<std::int64_t>(seed % 3) + 1;
+    SmallVector<bool, 8> flags;
+    std::vector<Tensor> inputs;
+    std::size_t next = 0;
+    const std::vector<Tensor> parameters = test_support::random_parameters(g, seed);
+    for (std::size_t i = 0; i < p.num_inputs(); ++i) {
+      const Tensor* bound = g.bindings().bound_tensor(i);
+      const bool batch = bound == nullptr && (next == 0 || (seed >> next) % 2 == 1);
+      flags.push_back(batch);
+      const Tensor& one = bound != nullptr ? *bound : parameters[next++];
+      if (!batch) {
+        inputs.push_back(one);
+        continue;
+      }
+      Dims shape{b};
+      for (const std::int64_t e : one.shape()) shape.push_back(e);
+      inputs.push_back(*::tenferro::testing::random_tensor(one.dtype(), shape, seed * 31 + i));
+    }
+    const std::span<const bool> is_batched(flags.data(), flags.size());
+    Result<std::shared_ptr<const SemanticProgram>> batched = batch_program(p, is_batched, b);
+    if (!batched.ok()) {
+      EXPECT_EQ(batched.status().code(), ErrorCode::kUnsupported) << batched.status().to_string();
+      continue;
+    }
+    ++batched_programs;
+    EXPECT_TRUE(test_support::batched_equals_examples(p, **batched, is_batched, b, inputs))
+        << p.explain() << (*batched)->explain();
+  }
+  EXPECT_GT(batched_programs, 60);  // most programs have only rules the transform knows
 }
 
 INSTANTIATE_TEST_SUITE_P(ExactAndSymbolic, RandomTraces, ::testing::Bool(),
