@@ -27,6 +27,13 @@
     tenferro.grad without jit and torch autograd; one thread, interleaved
     batches, median time per call.
 
+(f) Batched derivatives and vmap: a tenferro.hessian object of
+    sum(sin(x) * cumsum(x)) and a forward tenferro.jacobian object of
+    tanh(A @ x) (A 3n x n), called repeatedly, against
+    torch.autograd.functional.hessian / jacobian (plain and vectorize=True);
+    tenferro.vmap of a tanh layer over 256 rows against a numpy loop over
+    the rows; one thread, interleaved, median per call.
+
 Usage (from the repository root, after building the module):
     PYTHONPATH=build/<dir>/python /usr/bin/python3 python/bench/bench_python.py \
         --cli build/<dir>/tenferro [--threads 1] [--rounds 3] [--json]
@@ -185,6 +192,58 @@ def jit_case(batches):
     return out
 
 
+def batched_case(batches):
+    """Median seconds per call of each case of (f): {case: {name: s}}."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    rt = tenferro.Runtime(threads=1)
+    if torch is not None:
+        torch.set_num_threads(1)
+    cases = {}
+    for n in (30, 64):
+        x = rng.random(n)
+        a = rng.random((3 * n, n))
+        hess = tenferro.hessian(lambda v: np.sum(np.sin(v) * np.cumsum(v)), runtime=rt)
+        jac = tenferro.jacobian(lambda v, a=a: np.tanh(a @ v), runtime=rt)
+        h = {"tenferro": functools.partial(hess, x)}
+        j = {"tenferro": functools.partial(jac, x)}
+        if torch is not None:
+            tx, ta = torch.from_numpy(x), torch.from_numpy(a)
+
+            def g(v):
+                return (torch.sin(v) * torch.cumsum(v, 0)).sum()
+
+            def f(v, ta=ta):
+                return torch.tanh(ta @ v)
+
+            h["torch"] = functools.partial(torch.autograd.functional.hessian, g, tx)
+            h["torch_vectorized"] = functools.partial(torch.autograd.functional.hessian, g, tx, vectorize=True)
+            j["torch"] = functools.partial(torch.autograd.functional.jacobian, f, tx)
+            j["torch_vectorized"] = functools.partial(torch.autograd.functional.jacobian, f, tx, vectorize=True)
+        cases[f"hessian_n{n}"] = h
+        cases[f"jacobian_forward_n{n}"] = j
+    rows, w = rng.standard_normal((256, 16)), rng.standard_normal((16, 16))
+    mapped = tenferro.vmap(lambda r, m: np.tanh(r @ m).sum(), in_axes=(0, None), runtime=rt)
+    cases["vmap_tanh_layer_256_rows"] = {"tenferro.vmap": functools.partial(mapped, rows, w),
+                                         "numpy_loop": lambda: np.array([np.tanh(r @ w).sum() for r in rows])}
+    out = {}
+    for case, fns in cases.items():
+        results = {name: np.asarray(fn()) for name, fn in fns.items()}
+        first = next(iter(results.values()))
+        for name, r in results.items():
+            if not np.allclose(r, first, rtol=1e-10, atol=1e-12):
+                sys.exit(f"bench_python: {case}: {name} disagrees")
+        for fn in fns.values():  # warm: plans, the batched path
+            for _ in range(3):
+                fn()
+        samples = interleaved(fns, batches, 5)
+        out[case] = {k: statistics.median(v) for k, v in samples.items()}
+    return out
+
+
 def integer_case(threads, rounds):
     """Median seconds per call of each available implementation, for each
     integer product; results checked equal first."""
@@ -312,6 +371,8 @@ def main():
     results += integer_case(args.threads, 7)
     for case, times in jit_case(15).items():
         results.append({"case": case, **{f"{k}_us": t * 1e6 for k, t in times.items()}})
+    for case, times in batched_case(15).items():
+        results.append({"case": "batched_" + case, **{f"{k}_us": t * 1e6 for k, t in times.items()}})
 
     if not args.skip_instances:
         if not os.path.exists(args.cli):
@@ -391,9 +452,10 @@ def main():
                               if k in r)
             print(f"{r['case']} (threads {r['threads']}): tenferro {r['tenferro_ms']:.3f} ms, {peers}")
     for r in results[1:]:
-        if r["case"].startswith("jit_"):
+        if r["case"].startswith(("jit_", "batched_")):
             print(f"{r['case']} (1 thread): " + ", ".join(f"{k[:-3]} {v:.2f} us" for k, v in r.items() if k != "case"))
-    results = [r for r in results if not r["case"].startswith(("grad_", "int_", "jit_"))] if not args.json else results
+    results = [r for r in results if not r["case"].startswith(("grad_", "int_", "jit_", "batched_"))] if not args.json \
+        else results
     if len(results) > 1:
         print(f"instances: threads={args.threads}, gemm={args.gemm}, Runtime domain={args.domain}; wall and CPU medians")
         print("(py tf: the same call on operands copied into tenferro storage, as the CLI's are;")
