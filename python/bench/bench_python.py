@@ -116,16 +116,38 @@ def grad_case(n, batches):
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def jit_case(batches):
-    """Median seconds per call of each case of (e): {case: {name: s}}."""
+def one_thread_peers():
+    """(torch on one thread or None, a one-thread tenferro runtime)."""
     try:
         import torch
     except ImportError:
-        torch = None
+        return None, tenferro.Runtime(threads=1)
+    torch.set_num_threads(1)
+    return torch, tenferro.Runtime(threads=1)
+
+
+def timed_cases(cases, batches, warm, calls):
+    """{case: {name: median seconds per call}} of {case: {name: callable}},
+    after checking that the callables of a case agree."""
+    out = {}
+    for case, fns in cases.items():
+        results = {name: np.asarray(fn()) for name, fn in fns.items()}
+        first = next(iter(results.values()))
+        for name, r in results.items():
+            if not np.allclose(r, first, rtol=1e-10, atol=1e-12):
+                sys.exit(f"bench_python: {case}: {name} disagrees")
+        for fn in fns.values():  # warm: recordings, plans, the batched paths
+            for _ in range(warm):
+                fn()
+        samples = interleaved(fns, batches, calls)
+        out[case] = {k: statistics.median(v) for k, v in samples.items()}
+    return out
+
+
+def jit_case(batches):
+    """Median seconds per call of each case of (e): {case: {name: s}}."""
+    torch, rt = one_thread_peers()
     rng = np.random.default_rng(0)
-    rt = tenferro.Runtime(threads=1)
-    if torch is not None:
-        torch.set_num_threads(1)
 
     def layer(x, w, b):
         return np.tanh(x @ w + b).sum(axis=1)
@@ -177,31 +199,13 @@ def jit_case(batches):
 
         fns["torch"] = tgrad
     cases["jit_grad_tanh_loss_16x8"] = fns
-    out = {}
-    for case, fns in cases.items():
-        results = {name: np.asarray(fn()) for name, fn in fns.items()}
-        first = next(iter(results.values()))
-        for name, r in results.items():
-            if not np.allclose(r, first, rtol=1e-10, atol=1e-12):
-                sys.exit(f"bench_python: {case}: {name} disagrees")
-        for fn in fns.values():  # warm: recordings, plans
-            for _ in range(200):
-                fn()
-        samples = interleaved(fns, batches, 200)
-        out[case] = {k: statistics.median(v) for k, v in samples.items()}
-    return out
+    return timed_cases(cases, batches, warm=200, calls=200)
 
 
 def batched_case(batches):
     """Median seconds per call of each case of (f): {case: {name: s}}."""
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch, rt = one_thread_peers()
     rng = np.random.default_rng(0)
-    rt = tenferro.Runtime(threads=1)
-    if torch is not None:
-        torch.set_num_threads(1)
     cases = {}
     for n in (30, 64):
         x = rng.random(n)
@@ -229,19 +233,7 @@ def batched_case(batches):
     mapped = tenferro.vmap(lambda r, m: np.tanh(r @ m).sum(), in_axes=(0, None), runtime=rt)
     cases["vmap_tanh_layer_256_rows"] = {"tenferro.vmap": functools.partial(mapped, rows, w),
                                          "numpy_loop": lambda: np.array([np.tanh(r @ w).sum() for r in rows])}
-    out = {}
-    for case, fns in cases.items():
-        results = {name: np.asarray(fn()) for name, fn in fns.items()}
-        first = next(iter(results.values()))
-        for name, r in results.items():
-            if not np.allclose(r, first, rtol=1e-10, atol=1e-12):
-                sys.exit(f"bench_python: {case}: {name} disagrees")
-        for fn in fns.values():  # warm: plans, the batched path
-            for _ in range(3):
-                fn()
-        samples = interleaved(fns, batches, 5)
-        out[case] = {k: statistics.median(v) for k, v in samples.items()}
-    return out
+    return timed_cases(cases, batches, warm=3, calls=5)
 
 
 def integer_case(threads, rounds):

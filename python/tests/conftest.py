@@ -30,3 +30,14 @@ def rng():
 @pytest.fixture(scope="session")
 def torch():
     return pytest.importorskip("torch")
+
+
+def run_threads(worker, count):
+    """worker(k) for k < count, each on its own thread; joins them all."""
+    import threading
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -1,13 +1,13 @@
 """tenferro.jit: a recording per argument signature, replayed as a program
 (Note [Jit signatures], Note [Jit recordings], Note [Jit fast path])."""
 
-import threading
 import warnings
 
 import numpy as np
 import pytest
 
 import tenferro
+from conftest import run_threads
 
 RNG = np.random.default_rng(7)
 
@@ -211,11 +211,7 @@ def test_layouts_threads_and_methods():
             if not np.allclose(jitted(x, y), x @ y + 1.0):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, 4)
     assert not errors
 
     class Layer:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tenferro
-from conftest import DTYPES, random_array, tolerance
+from conftest import DTYPES, random_array, run_threads, tolerance
 
 VJP_CASES = [
     ("ij,jk->ik", [(3, 4), (4, 5)]),
@@ -313,8 +313,6 @@ def test_linalg_compositions_record_their_parts(rng, torch):
 def test_a_shared_pullback_is_safe_across_threads(rng):
     # vjp_fn resets, seeds and reads one tape: calls from several threads
     # are serialised (they used to mix each other's cotangents, ~1 in 2,000).
-    import threading
-
     x = rng.standard_normal((5, 5))
     _, fn = tenferro.vjp(lambda x: np.tanh(x @ x), x)
     cts = [rng.standard_normal((5, 5)) for _ in range(4)]
@@ -326,11 +324,7 @@ def test_a_shared_pullback_is_safe_across_threads(rng):
             if not np.array_equal(fn(cts[k])[0], wants[k]):
                 wrong.append(k)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(worker, 4)
     assert not wrong
 
 
