@@ -426,16 +426,19 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
         if n == 0:
             raise ValueError("vmap: a function that tenferro cannot record cannot be mapped over an axis of length 0")
         return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
-    example = tape.function(xs, traced) if traced else None
-    if example is None:  # a constant result
+    if not traced:  # a constant result
         return _placed(_broadcast_constants(_result(structure, []), structure, n), out_axes), "batched"
-    chunk = n if not max_bytes or n == 0 else max(1, min(n, int(max_bytes // max(example.value_bytes, 1.0))))
     try:
-        programs = {chunk: tape.function(xs, traced, batched, chunk)}
+        programs = {n: tape.function(xs, traced, batched, n)}
     except UnsupportedError:  # an operation without a batching rule: the example's program per example
+        example = tape.function(xs, traced)
         results = [_result(structure, example(*[a[k] if b else a for a, b in zip(arrays, batched)]))
                    for k in range(n)]
         return _stacked(results, out_axes), "looped"
+    chunk = n
+    if max_bytes and n > 1 and programs[n].value_bytes > max_bytes:  # chunks whose values fit max_bytes
+        chunk = max(1, int(n * max_bytes // programs[n].value_bytes))
+        programs = {chunk: tape.function(xs, traced, batched, chunk)}
     if chunk >= n:  # one run (also for a batch of none)
         outputs = programs[chunk](*arrays)
     else:
