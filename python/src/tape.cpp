@@ -897,6 +897,35 @@ void register_tape(py::module_& m) {
             return f;
           },
           py::arg("arguments"), py::arg("outputs"), py::arg("batched") = py::none(), py::arg("batch_size") = 0)
+      .def("apply_batched",
+           [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& values,
+              const py::sequence& outputs, const py::sequence& batched, std::int64_t batch_size) {
+             // tenferro.vmap inside a running call (Note [Vmap calls]): the
+             // batched program of this (nested) recording, applied on the
+             // enclosing tape to the whole batch.
+             PyTape& outer = nested(*tape, "apply_batched");
+             std::vector<ad::TapeTensor> args, outs, on_outer;
+             for (py::handle a : arguments) args.push_back(py::cast<const PyTraced&>(a).handle);
+             for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
+             std::size_t index = 0;
+             for (py::handle v : values) {
+               on_outer.push_back(py::isinstance<PyTraced>(v)
+                                      ? handle_on(outer, py::cast<const PyTraced&>(v))
+                                      : value_or_raise(outer.tape.constant(argument_leaf(*tape->runtime, v, index))));
+               ++index;
+             }
+             const program::FrozenProgram f = value_or_raise(tape->tape.function(args, outs));
+             SmallVector<bool, 8> flags(f.bindings.num_inputs(), false);
+             std::size_t next = 0;
+             for (py::handle b : batched) {
+               if (next >= f.bindings.parameters().size()) break;
+               flags[f.bindings.parameters()[next++]] = py::cast<bool>(b);
+             }
+             const std::shared_ptr<const program::SemanticProgram> program = value_or_raise(
+                 compiler::batch_program(*f.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
+             return traced_tuple(tape->parent,
+                                 value_or_raise(tape->tape.apply_onto(outer.tape, *program, args, on_outer)));
+           })
       .def("requires_grad",
            [](const std::shared_ptr<PyTape>& tape, const PyTraced& value) {
              return value.tape == tape && value_or_raise(tape->tape.requires_grad(value.handle));
@@ -994,6 +1023,9 @@ void register_tape(py::module_& m) {
             return tensor_to_numpy(t.value).attr("copy")();
           },
           "A copy of the eager value.")
+      .def(
+          "_peek", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
+          "A copy of the eager value that is not a read (tenferro.vmap's example inside a recording).")
       .def_property_readonly("_jit",
                              [](const PyTraced& t) {
                                for (const PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) {

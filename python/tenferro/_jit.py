@@ -68,7 +68,7 @@ def _flatten(value, arrays, where):
     """The signature of `value` (hashable), its arrays appended to `arrays`
     (Note [Jit signatures])."""
     t = type(value)
-    if t is _np.ndarray or isinstance(value, (_np.floating, _np.complexfloating)):
+    if t is _np.ndarray or t is Traced or isinstance(value, (_np.floating, _np.complexfloating)):
         if value.dtype not in _DTYPES:
             raise _Eager(f"{where} is an array of dtype {value.dtype}")
         arrays.append(value)
@@ -395,9 +395,13 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 # (Note [Batching transform]), run in chunks of at most `max_bytes` of
 # values (the example program's value bytes times the chunk); a recording
 # with an operation that has no batching rule runs the example's program
-# once per example ("looped"); a function that cannot be recorded, and any
-# call inside a running tenferro.grad or jit, runs fun once per example as
-# plain code ("examples"; an enclosing recording then sees every example).
+# once per example ("looped"); a function that cannot be recorded runs fun
+# once per example as plain code ("examples"). Inside a running
+# tenferro.grad or jit the recording is made on a tape nested in the
+# running one and its batched program is applied to the whole batch on the
+# running tape (GradientTape::apply_onto), so the enclosing call
+# differentiates or replays one program; what cannot be batched there runs
+# the examples one by one on the running tape.
 
 
 def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
@@ -406,7 +410,11 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
     from . import _running
 
     moved, mapped_of, n = _moved(args, kwargs, in_axes)
-    if getattr(_running, "tapes", None) or _has_traced(moved) or _has_traced(kwargs):
+    stack = getattr(_running, "tapes", None)
+    if stack or _has_traced(moved) or _has_traced(kwargs):
+        onto = _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, stack[-1] if stack else None)
+        if onto is not None:
+            return _placed(onto, out_axes), "batched"
         return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
     arrays, batched = [], []
     try:
@@ -450,6 +458,44 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
             parts.append(programs[size](*[a[start:start + size] if b else a for a, b in zip(arrays, batched)]))
         outputs = tuple(_np.concatenate(o) for o in zip(*parts))
     return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes), "batched"
+
+
+def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
+    """Inside a running tenferro.grad or jit (Note [Vmap calls]): fun
+    recorded on example 0 on a tape nested in the running one, its batched
+    program applied to the whole batch on the running tape (so the
+    enclosing call differentiates or replays one program); None when that
+    cannot be done (the caller runs the examples one by one)."""
+    from . import _run, default_runtime
+
+    if n == 0:
+        return None
+    arrays, batched = [], []
+    try:
+        for a, m in zip(list(moved) + list(kwargs.values()), mapped_of):
+            before = len(arrays)
+            _flatten(a, arrays, "argument")
+            batched += [m] * (len(arrays) - before)
+    except _Eager:
+        return None
+    rt = default_runtime() if runtime is None else runtime
+    tape = _tenferro._tape_for(rt, [a for a in arrays if isinstance(a, Traced)], running)
+    tape.jit = True
+    values = [a._peek() if isinstance(a, Traced) else a for a in arrays]
+    xs = [tape.argument(v[0] if b else v, i) for i, (v, b) in enumerate(zip(values, batched))]
+    it = iter(xs)
+    targs = [_rebuild(_flatten(a, [], ""), it) for a in moved]
+    tkwargs = {k: _rebuild(_flatten(v, [], ""), it) for k, v in kwargs.items()}
+    try:
+        out = _run(tape, fun, *targs, **tkwargs)
+        traced = []
+        structure = _outputs(out, traced)
+        if tape.value_read:
+            return None
+        outputs = tape.apply_batched(xs, arrays, traced, batched, n) if traced else ()
+    except (_Eager,) + _UNRECORDED:
+        return None
+    return _broadcast_constants(_result(structure, outputs), structure, n)
 
 
 def _moved(args, kwargs, in_axes):

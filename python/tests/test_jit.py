@@ -500,16 +500,25 @@ def test_vmap_reads_closures_afresh_and_composes():
     np.testing.assert_allclose(scaled(x), x)
     w[:] = 2.0
     np.testing.assert_allclose(scaled(x), 2 * x)
-    # gradients, jacobians and jit through vmap, with respect to a mapped argument
-    g = tenferro.grad(lambda a: tenferro.vmap(lambda r: np.tanh(r).sum())(a).sum())(x)
+    # gradients, jacobians and jit through vmap, with respect to a mapped
+    # argument: one batched program recorded on the enclosing tape
+    rows = tenferro.vmap(lambda r: np.tanh(r).sum())
+    g = tenferro.grad(lambda a: rows(a).sum())(x)
     np.testing.assert_allclose(g, 1 - np.tanh(x) ** 2, rtol=1e-12)
+    w = np.ones(3)
+    layer = tenferro.vmap(lambda r, m: np.tanh(r @ m).sum(), in_axes=(0, None))
+    np.testing.assert_allclose(tenferro.grad(lambda m: layer(x, m).sum())(np.eye(3)),
+                               tenferro.grad(lambda m: np.tanh(x @ m).sum())(np.eye(3)), rtol=1e-12)
+    assert rows.call_counts()["batched"] == 1 and layer.call_counts()["batched"] == 1
     J = tenferro.jacobian(tenferro.vmap(lambda r: np.sin(r) * 2.0))(x[0:2])
     np.testing.assert_allclose(J, tenferro.jacobian(lambda a: np.sin(a) * 2.0)(x[0:2]), rtol=1e-12)
-    jitted = tenferro.jit(tenferro.vmap(lambda r: r @ r))
+    squares = tenferro.vmap(lambda r: r @ r)
+    jitted = tenferro.jit(squares)
     for _ in range(2):
         x = RNG.random((4, 3))
         np.testing.assert_allclose(jitted(x), np.einsum("ij,ij->i", x, x), rtol=1e-12)
     assert jitted.cache_info()["hits"] == 1 and jitted.cache_info()["eager_calls"] == 0
+    assert squares.call_counts() == {"batched": 1, "looped": 0, "examples": 0}  # recorded once, batched
     nested = tenferro.vmap(tenferro.vmap(lambda v: v * v.sum()))
     y = RNG.random((2, 3, 4))
     np.testing.assert_allclose(nested(y), y * y.sum(axis=2, keepdims=True), rtol=1e-12)

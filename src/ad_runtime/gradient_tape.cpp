@@ -664,6 +664,30 @@ Result<program::FrozenProgram> GradientTape::function(std::span<const TapeTensor
   return program::FrozenProgram{std::move(compiled.program), program::ProgramBindings::of(bound)};
 }
 
+Result<std::vector<TapeTensor>> GradientTape::apply_onto(GradientTape& outer, const program::SemanticProgram& program,
+                                                         std::span<const TapeTensor> arguments,
+                                                         std::span<const TapeTensor> values) {
+  if (state_ == nullptr) return moved_from();
+  TENFERRO_TRY(check_outer(*this, outer, "apply_onto"));
+  if (program.num_inputs() != state_->inputs.size() || arguments.size() != values.size()) {
+    return tape_error(ErrorCode::kInvalidArgument,
+                      fmt::format("apply_onto: expected a program of the tape's {} leaves and one value per argument, "
+                                  "found {} inputs, {} arguments and {} values",
+                                  state_->inputs.size(), program.num_inputs(), arguments.size(), values.size()));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<TapeTensor> operands, leaves_on(outer));
+  for (std::size_t k = 0; k < arguments.size(); ++k) {
+    TENFERRO_TRY(foreign(arguments[k].recording_, state_.get()));
+    TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(arguments[k].index_, arguments[k].generation_));
+    if (!e->leaf) {
+      return tape_error(ErrorCode::kInvalidArgument, fmt::format("apply_onto: argument {} is not a leaf", k));
+    }
+    operands[e->input] = values[k];
+  }
+  TENFERRO_ASSIGN_OR_RETURN(auto out, outer.apply_program(program, operands));
+  return std::vector<TapeTensor>(out.begin(), out.end());
+}
+
 Result<Tensor> GradientTape::grad(const TapeTensor& variable) const {
   TENFERRO_TRY(foreign(variable.recording_, state_.get()));
   if (!(variable.index_ & kVariableBit)) {

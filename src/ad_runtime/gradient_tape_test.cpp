@@ -492,5 +492,35 @@ TEST(GradientTape, RecordingRunsAsAFunctionOfItsArguments) {
   EXPECT_EQ(tape.function(arguments, std::vector<TapeTensor>{y}).status().code(), ErrorCode::kForeignValue);
 }
 
+// apply_onto: a recording of an inner tape, as a function of an argument
+// leaf, applied on the enclosing tape to another tensor; a leaf linked to
+// an outer variable carries the gradient back to it.
+TEST(GradientTape, RecordedFunctionAppliedOnTheEnclosingTape) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  GradientTape outer(rt);
+  const Tensor wv = *random_tensor(DType::kFloat64, {3}, 1);
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 2);
+  TapeTensor w = *outer.variable(wv, "w");
+  TapeTensor x = *outer.variable(xv, "x");
+  GradientTape inner(rt);
+  TapeTensor a = *inner.constant(*random_tensor(DType::kFloat64, {3}, 3), "example");  // recorded on other values
+  TapeTensor c = *inner.constant(outer, w);
+  TapeTensor y = *inner.apply(CoreSemanticOp::kReduceSum, {*inner.apply(CoreSemanticOp::kMul, {a, c})},
+                              program::ReduceAttributes{{0}});
+  const TapeTensor arguments[] = {a};
+  const TapeTensor outputs[] = {y};
+  Result<program::FrozenProgram> f = inner.function(arguments, outputs);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TapeTensor values[] = {x};
+  Result<std::vector<TapeTensor>> z = inner.apply_onto(outer, *f->program, arguments, values);
+  ASSERT_TRUE(z.ok()) << z.status().to_string();
+  ASSERT_TRUE(outer.backward((*z)[0]).ok());
+  EXPECT_TRUE(check_allclose(*outer.grad(w), xv).ok());  // d(x . w)/dw through the linked leaf
+  EXPECT_TRUE(check_allclose(*outer.grad(x), wv).ok());  // and through the argument
+  EXPECT_EQ(inner.apply_onto(outer, *f->program, arguments, std::span<const TapeTensor>()).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(inner.apply_onto(inner, *f->program, arguments, values).status().code(), ErrorCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tenferro::ad

@@ -208,6 +208,17 @@ class GradientTape {
   /// or when `outputs` is empty.
   Result<program::FrozenProgram> function(std::span<const TapeTensor> arguments, std::span<const TapeTensor> outputs);
 
+  /// `program` recorded on the enclosing tape `outer` (Note [Nested
+  /// tapes]): `program` is function(arguments, ...)'s program or a
+  /// transform of it with the same inputs (tenferro.vmap's batched one);
+  /// each argument leaf stands for its tensor of `outer` in `values`, every
+  /// other leaf for the outer tensor it was made from (a constant of
+  /// `outer` when it was made from none). Its outputs as tensors of
+  /// `outer`. kInvalidArgument when the program does not take this tape's
+  /// leaves or an argument is not a leaf.
+  Result<std::vector<TapeTensor>> apply_onto(GradientTape& outer, const program::SemanticProgram& program,
+                                             std::span<const TapeTensor> arguments, std::span<const TapeTensor> values);
+
   /// The accumulated gradient of `variable`; an undefined Tensor when none
   /// was accumulated since the last zero_grad().
   Result<Tensor> grad(const TapeTensor& variable) const;
