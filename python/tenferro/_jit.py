@@ -393,7 +393,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 # front; fun runs on Traced values of example 0 (a zero example for a batch
 # of none) on a jit tape; the recording becomes a program over the batch
 # (Note [Batching transform]), run in chunks of at most `max_bytes` of
-# values (the example program's value bytes times the chunk); a recording
+# values (the batched program's value bytes scaled to the chunk); a recording
 # with an operation that has no batching rule runs the example's program
 # once per example ("looped"); a function that cannot be recorded runs fun
 # once per example as plain code ("examples"). Inside a running
@@ -416,16 +416,8 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
         if onto is not None:
             return _placed(onto, out_axes), "batched"
         return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
-    arrays, batched = [], []
     try:
-        for a, m in zip(moved, mapped_of[: len(moved)]):
-            before = len(arrays)
-            _flatten(a, arrays, "argument")
-            batched += [m] * (len(arrays) - before)
-        for k, m in zip(kwargs, mapped_of[len(moved):]):
-            before = len(arrays)
-            _flatten(kwargs[k], arrays, f"argument {k!r}")
-            batched += [m] * (len(arrays) - before)
+        arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
         examples = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
         tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, examples, lambda k, m: False)
     except (_Eager,) + _UNRECORDED:
@@ -460,6 +452,17 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
     return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes), "batched"
 
 
+def _batch_arrays(moved, kwargs, mapped_of):
+    """The arrays of the positional and keyword arguments, in order, and
+    whether each is mapped (_Eager for what jit cannot take)."""
+    arrays, batched = [], []
+    for where, a, m in zip(list(range(len(moved))) + list(kwargs), list(moved) + list(kwargs.values()), mapped_of):
+        before = len(arrays)
+        _flatten(a, arrays, f"argument {where!r}")
+        batched += [m] * (len(arrays) - before)
+    return arrays, batched
+
+
 def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
     """Inside a running tenferro.grad or jit (Note [Vmap calls]): fun
     recorded on example 0 on a tape nested in the running one, its batched
@@ -470,12 +473,8 @@ def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
 
     if n == 0:
         return None
-    arrays, batched = [], []
     try:
-        for a, m in zip(list(moved) + list(kwargs.values()), mapped_of):
-            before = len(arrays)
-            _flatten(a, arrays, "argument")
-            batched += [m] * (len(arrays) - before)
+        arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
     except _Eager:
         return None
     rt = default_runtime() if runtime is None else runtime
