@@ -4,12 +4,14 @@
 // gradients, the reuse-outputs backward program, and the complex
 // convention against PyTorch and finite differences.
 #include <complex>
+#include <cstring>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "ad/ad_test_support.h"
 #include "tenferro/ad_runtime/functional.h"
+#include "tenferro/compiler/batching.h"
 #include "tenferro/testing/reference_engine.h"
 #include "tenferro/testing/reference_evaluator.h"
 #include "tenferro/testing/tensor_checks.h"
@@ -321,6 +323,41 @@ TEST(ComplexConvention, GradientIsDxPlusIDyLikePyTorch) {
     const Tensor expected = *testing::parse_tensor(line, DType::kComplex128, {4});
     Status t = check_allclose(ours[k], expected, {1e-10, 1e-12, true});
     EXPECT_TRUE(t.ok()) << losses[k].name << " vs torch: " << t.to_string();
+  }
+}
+
+// docs/ad.md, "Batching (vmap) and recorded functions": the JVP program
+// batched over its tangent input (Note [Batching transform]) and run on the
+// identity basis gives the whole Jacobian, column k equal to the JVP of e_k.
+TEST(Functional, BatchedJvpProgramGivesTheJacobian) {
+  ProgramBuilder b;
+  ProgramValue x = *b.add_input(DType::kFloat64, {3}, "x");
+  ProgramValue a = *b.add_input(DType::kFloat64, {3, 3}, "A");
+  ProgramValue ax = *b.emit(CoreSemanticOp::kDotGeneral, {a, x}, program::DotGeneralAttributes{{}, {}, {1}, {0}});
+  const FrozenProgram f = *b.freeze({*b.emit(CoreSemanticOp::kMul, {*b.emit(CoreSemanticOp::kTanh, {ax}), x})});
+  AdContext context;
+  const std::uint32_t active[] = {0};
+  Result<JvpProgram> jvp_program = context.jvp(f, active);
+  ASSERT_TRUE(jvp_program.ok()) << jvp_program.status().to_string();
+  const bool batched[] = {false, false, true};  // [x, A, dx]
+  Result<std::shared_ptr<const program::SemanticProgram>> columns =
+      compiler::batch_program(*jvp_program->program.program, batched, 3);
+  ASSERT_TRUE(columns.ok()) << columns.status().to_string();
+  const Tensor xv = *random_tensor(DType::kFloat64, {3}, 1);
+  const Tensor av = *random_tensor(DType::kFloat64, {3, 3}, 2);
+  Tensor identity = *Tensor::zeros({3, 3}, DType::kFloat64);
+  for (int k = 0; k < 3; ++k) static_cast<double*>(identity.data())[4 * k] = 1.0;
+  Result<std::vector<Tensor>> all = tenferro::testing::evaluate_reference(**columns, {xv, av, identity});
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  for (int k = 0; k < 3; ++k) {
+    Tensor e = *Tensor::zeros({3}, DType::kFloat64);
+    static_cast<double*>(e.data())[k] = 1.0;
+    Result<JvpResult> one = run_jvp(rt, *jvp_program, std::vector<Tensor>{xv, av}, std::vector<Tensor>{e});
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    Tensor column = *Tensor::empty({3}, DType::kFloat64);
+    std::memcpy(column.data(), static_cast<const double*>((*all)[1].data()) + 3 * k, 3 * sizeof(double));
+    EXPECT_TRUE(check_allclose(column, one->tangents[0]).ok()) << "column " << k;
   }
 }
 
