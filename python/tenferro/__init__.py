@@ -755,7 +755,7 @@ class _BatchedDerivatives:
         """vmap of body(v, *args) over the rows of `basis`, or None (and the
         signature marked for the traced path) when it did not run as a batch."""
         result, how = _jit_module._vmap_call(body, (0,) + (None,) * len(args), 0, self.runtime, (basis,) + tuple(args),
-                                             {}, _BATCHED_BYTES)
+                                             {}, _BATCHED_BYTES, examples=False)
         if how == "examples":
             self.remember(key, "traced")
             return None

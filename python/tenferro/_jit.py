@@ -404,9 +404,10 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 # the examples one by one on the running tape.
 
 
-def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
+def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, examples=True):
     """fun mapped over the batch (Note [Vmap calls]): (result, how it ran:
-    "batched", "looped" or "examples")."""
+    "batched", "looped" or "examples"); without `examples`, (None,
+    "examples") instead of running the examples one by one."""
     from . import _running
 
     moved, mapped_of, n = _moved(args, kwargs, in_axes)
@@ -415,7 +416,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
         onto = _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, stack[-1] if stack else None)
         if onto is not None:
             return _placed(onto, out_axes), "batched"
-        return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
+        return (_by_example(fun, moved, mapped_of, kwargs, n, out_axes) if examples else None), "examples"
     try:
         arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
         examples = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
@@ -423,6 +424,8 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None):
     except (_Eager,) + _UNRECORDED:
         read = True
     if read:  # numpy runs it, one example at a time
+        if not examples:
+            return None, "examples"
         if n == 0:
             raise ValueError("vmap: a function that tenferro cannot record cannot be mapped over an axis of length 0")
         return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
