@@ -568,3 +568,14 @@ def test_derivatives_of_empty_arguments():
         jx, jy = J(np.zeros(0), np.ones(2))
         assert jx.shape == (2, 0) and jy.shape == (2, 2)
         assert H(np.zeros((0, 3))).shape == (0, 3, 0, 3)
+
+
+def test_keyword_arrays_in_any_order():
+    jitted = tenferro.jit(lambda x, a=None, b=None: x + a * 10 + b * 100)
+    mapped = tenferro.vmap(lambda x, a=None, b=None: x + a * 10 + b * 100)
+    x, a, b = np.zeros(2), np.full(2, 2.0), np.ones(2)
+    for _ in range(2):  # the recording, then the replay
+        np.testing.assert_allclose(jitted(x, b=b, a=a), 120.0)
+        np.testing.assert_allclose(jitted(x, a=a, b=b), 120.0)
+    np.testing.assert_allclose(mapped(x, b=b, a=a), 120.0)
+    np.testing.assert_allclose(tenferro.grad(lambda v: mapped(v, b=b, a=a).sum())(x), 1.0)
