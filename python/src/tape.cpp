@@ -673,22 +673,35 @@ bool tapes_running(const PyJit& jit) {
 // objects: the Python layer's closure refers back to the _Jit, a cycle
 // through C++ that pybind's own traversal, of the instance dict only,
 // does not see).
+// The PyJit of a _Jit, or null while its C++ object is not constructed
+// (an allocation in __init__ may run the collector over it).
+PyJit* constructed_jit(PyObject* self) {
+  py::detail::value_and_holder v = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+  return v.holder_constructed() ? v.value_ptr<PyJit>() : nullptr;
+}
+
 int jit_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));
   if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_VISIT(*dict);
-  const PyJit& jit = py::cast<const PyJit&>(py::handle(self));
-  Py_VISIT(jit.slow.ptr());
-  Py_VISIT(jit.running.ptr());
-  for (const JitEntry& e : jit.entries) Py_VISIT(e.rebuild.ptr());
+  if (const PyJit* jit = constructed_jit(self)) {
+    Py_VISIT(jit->slow.ptr());
+    Py_VISIT(jit->running.ptr());
+    for (const JitEntry& e : jit->entries) Py_VISIT(e.rebuild.ptr());
+  }
   return 0;
 }
 
 int jit_clear(PyObject* self) {
   if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
-  PyJit& jit = py::cast<PyJit&>(py::handle(self));
-  jit.entries.clear();
-  jit.slow = py::none();
-  jit.running = py::none();
+  if (PyJit* jit = constructed_jit(self)) {
+    // Moved out first: releasing them may run code that looks at this object.
+    std::vector<JitEntry> entries = std::move(jit->entries);
+    jit->entries.clear();
+    py::object slow = std::move(jit->slow);
+    py::object running = std::move(jit->running);
+    jit->slow = py::none();
+    jit->running = py::none();
+  }
   return 0;
 }
 

@@ -186,8 +186,8 @@ def _trace(fun, runtime, args, kwargs, examples, static):
     xs = [tape.argument(a, i) for i, a in enumerate(examples)]
     it = iter(xs)
     targs = [a if static(i, len(args)) else _rebuild(_flatten(a, [], ""), it) for i, a in enumerate(args)]
-    # Keyword arguments in sorted order, as _signature and _batch_arrays take their arrays.
-    tkwargs = {k: (kwargs[k] if static(k, 0) else _rebuild(_flatten(kwargs[k], [], ""), it)) for k in sorted(kwargs)}
+    # Keyword arguments in the caller's order, as _signature and _batch_arrays take their arrays.
+    tkwargs = {k: (v if static(k, 0) else _rebuild(_flatten(v, [], ""), it)) for k, v in kwargs.items()}
     out = _run(tape, fun, *targs, **tkwargs)
     traced = []
     structure = _outputs(out, traced)
@@ -229,8 +229,7 @@ def _signature(args, kwargs, static):
             key.append(("s", type(a), a))
         else:
             key.append(_flatten(a, arrays, f"argument {i}"))
-    for k in sorted(kwargs):
-        v = kwargs[k]
+    for k, v in kwargs.items():  # in the caller's order, which fun sees (and may depend on)
         if static(k, 0):
             try:
                 hash(v)
@@ -460,9 +459,7 @@ def _batch_arrays(moved, kwargs, mapped_of):
     """The arrays of the positional and keyword arguments, in order, and
     whether each is mapped (_Eager for what jit cannot take)."""
     arrays, batched = [], []
-    names = sorted(kwargs)  # the order _trace rebuilds them in
-    mapped = list(mapped_of[: len(moved)]) + [mapped_of[len(moved) + list(kwargs).index(k)] for k in names]
-    for where, a, m in zip(list(range(len(moved))) + names, list(moved) + [kwargs[k] for k in names], mapped):
+    for where, a, m in zip(list(range(len(moved))) + list(kwargs), list(moved) + list(kwargs.values()), mapped_of):
         before = len(arrays)
         _flatten(a, arrays, f"argument {where!r}")
         batched += [m] * (len(arrays) - before)
@@ -490,7 +487,7 @@ def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
     xs = [tape.argument(v[0] if b else v, i) for i, (v, b) in enumerate(zip(values, batched))]
     it = iter(xs)
     targs = [_rebuild(_flatten(a, [], ""), it) for a in moved]
-    tkwargs = {k: _rebuild(_flatten(kwargs[k], [], ""), it) for k in sorted(kwargs)}  # as _batch_arrays
+    tkwargs = {k: _rebuild(_flatten(v, [], ""), it) for k, v in kwargs.items()}  # in _batch_arrays' order
     try:
         out = _run(tape, fun, *targs, **tkwargs)
         traced = []

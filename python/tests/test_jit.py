@@ -579,3 +579,30 @@ def test_keyword_arrays_in_any_order():
         np.testing.assert_allclose(jitted(x, a=a, b=b), 120.0)
     np.testing.assert_allclose(mapped(x, b=b, a=a), 120.0)
     np.testing.assert_allclose(tenferro.grad(lambda v: mapped(v, b=b, a=a).sum())(x), 1.0)
+
+
+def test_collections_while_jit_objects_are_made_and_dropped():
+    # The collector may visit a _Jit whose C++ object is not constructed yet
+    # (an allocation inside its __init__): that crashed the interpreter.
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        for k in range(300):
+            jitted = tenferro.jit(lambda x, k=k: x * float(k))
+            assert jitted(np.ones(2))[0] == float(k)
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def test_keyword_order_is_the_callers():
+    def fun(x, **kwargs):  # depends on the order of its keyword arguments, as Python allows
+        first = next(iter(kwargs.values()))
+        return x * first
+
+    jitted = tenferro.jit(fun)
+    x = np.ones(2)
+    np.testing.assert_allclose(jitted(x, a=2.0, b=3.0), 2.0)
+    np.testing.assert_allclose(jitted(x, b=3.0, a=2.0), 3.0)
+    np.testing.assert_allclose(jitted(x, b=3.0, a=2.0), 3.0)
