@@ -731,6 +731,7 @@ class _BatchedDerivatives:
     def __init__(self, runtime):
         self.runtime = runtime
         self.plans = _collections.OrderedDict()  # signature -> plan, at most 64 (least recently used dropped)
+        self.lock = _threading.Lock()  # one jacobian may be called from several threads
         self.batched_runs = 0
 
     def plan(self, args, kwargs):
@@ -741,15 +742,24 @@ class _BatchedDerivatives:
             key = _jit_module._signature(args, kwargs, lambda k, n: False)[0]
         except (_jit_module._Eager, TypeError):
             return None, None
-        plan = self.plans.get(key)
-        if plan is not None:
-            self.plans.move_to_end(key)
+        with self.lock:
+            plan = self.plans.get(key)
+            if plan is not None:
+                self.plans.move_to_end(key)
         return key, plan
 
     def remember(self, key, plan):
-        self.plans[key] = plan
-        if len(self.plans) > 64:
-            self.plans.popitem(last=False)
+        with self.lock:
+            self.plans[key] = plan
+            if len(self.plans) > 64:
+                self.plans.popitem(last=False)
+
+    def remember_once(self, key, plan):
+        """remember, unless the signature has a plan already (a "traced" one stays)."""
+        with self.lock:
+            if key in self.plans:
+                return
+        self.remember(key, plan)
 
     def mapped(self, key, body, basis, args):
         """vmap of body(v, *args) over the rows of `basis`, or None (and the
@@ -837,8 +847,8 @@ def jacobian(fun, argnums=0, runtime=None):
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))
         n_in = sum(int(_np.prod(x.shape)) for x in xs)
-        if key is not None and not tape.nested and tape.requires_grad(out) and key not in batched.plans:
-            batched.remember(key, (positions, n_out <= n_in, tuple(out.shape), out.dtype))
+        if key is not None and not tape.nested and tape.requires_grad(out):
+            batched.remember_once(key, (positions, n_out <= n_in, tuple(out.shape), out.dtype))
         if n_out <= n_in:  # rows: J^T e_o
             rows = [[] for _ in xs]
             for o in range(n_out):
@@ -918,8 +928,8 @@ def hessian(fun, argnums=0, runtime=None):
         tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
         out = _traced_output(tape, out, "hessian", scalar=True)
         _real_only(out, xs, positions, "hessian")
-        if key is not None and not tape.nested and tape.requires_grad(out) and key not in batched.plans:
-            batched.remember(key, positions)
+        if key is not None and not tape.nested and tape.requires_grad(out):
+            batched.remember_once(key, positions)
         blocks = [[None] * len(xs) for _ in xs]  # blocks[i][j]: d2 / dx_i dx_j
         for j, x in enumerate(xs):
             columns = [[] for _ in xs]

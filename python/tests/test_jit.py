@@ -606,3 +606,20 @@ def test_keyword_order_is_the_callers():
     np.testing.assert_allclose(jitted(x, a=2.0, b=3.0), 2.0)
     np.testing.assert_allclose(jitted(x, b=3.0, a=2.0), 3.0)
     np.testing.assert_allclose(jitted(x, b=3.0, a=2.0), 3.0)
+
+
+def test_one_jacobian_from_several_threads():
+    A = RNG.random((4, 3))
+    J = tenferro.jacobian(lambda v: np.tanh(A @ v))
+    wrong = []
+
+    def worker(k):
+        rng = np.random.default_rng(k)
+        for _ in range(20):
+            v = rng.random(3)
+            want = (1 - np.tanh(A @ v) ** 2)[:, None] * A
+            if not np.allclose(J(v), want, rtol=1e-12):
+                wrong.append(k)
+
+    run_threads(worker, 4)
+    assert not wrong and _batched_of(J).batched_runs > 0
