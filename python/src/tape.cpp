@@ -705,6 +705,20 @@ int jit_clear(PyObject* self) {
   return 0;
 }
 
+// pybind11's dealloc (2.10) does not untrack a collected instance: a
+// collection run by code in the destructor (a __del__ of what the function
+// closed over) would find the dying _Jit and free it a second time. The
+// type's own dealloc untracks it first, then runs the base's.
+destructor& pybind_jit_dealloc() {
+  static destructor dealloc = nullptr;  // set once, when the type is made
+  return dealloc;
+}
+
+void jit_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  pybind_jit_dealloc()(self);
+}
+
 PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   return python_entry([&]() -> py::object {
     PyJit& jit = py::cast<PyJit&>(py::handle(self));
@@ -827,6 +841,8 @@ void register_tape(py::module_& m) {
                       heap->ht_type.tp_flags |= Py_TPFLAGS_HAVE_GC;
                       heap->ht_type.tp_traverse = &jit_traverse;
                       heap->ht_type.tp_clear = &jit_clear;
+                      pybind_jit_dealloc() = heap->ht_type.tp_base->tp_dealloc;  // inherited at PyType_Ready
+                      heap->ht_type.tp_dealloc = &jit_dealloc;
                     }))
       .def(py::init([](py::object slow, py::object running, std::size_t capacity) {
         auto j = std::make_unique<PyJit>();

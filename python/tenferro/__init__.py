@@ -838,7 +838,8 @@ def jacobian(fun, argnums=0, runtime=None):
             columns = batched.mapped(key, push, _identity(x.shape, x.dtype), args)
             if columns is None:
                 return None
-            result.append(_np.moveaxis(columns, 0, -1).reshape(out_shape + x.shape))
+            # fun's output shape as this call computed it (it may differ from the plan's)
+            result.append(_np.moveaxis(columns, 0, -1).reshape(columns.shape[1:] + x.shape))
         return result
 
     def traced(key, *args, **kwargs):

@@ -419,8 +419,8 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
         return (_by_example(fun, moved, mapped_of, kwargs, n, out_axes) if examples else None), "examples"
     try:
         arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
-        examples = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
-        tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, examples, lambda k, m: False)
+        first = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
+        tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, first, lambda k, m: False)
     except (_Eager,) + _UNRECORDED:
         read = True
     if read:  # numpy runs it, one example at a time
@@ -613,7 +613,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, max_bytes=None):
 
 
 def _map_arrays(value, fn):
-    if isinstance(value, _np.ndarray):
+    if isinstance(value, (_np.ndarray, Traced)):  # Traced: a vmap inside a transform
         return fn(value)
     if isinstance(value, (tuple, list)):
         items = [_map_arrays(v, fn) for v in value]

@@ -144,8 +144,57 @@ def _square(x):
 
 
 def _log_base(base):
-    # A Python float (weak, as numpy takes it): float32 stays float32.
-    return lambda x: _elementwise("div", _unary("log")(x), float(_np.log(base)))
+    """log(x) / log(base), exact at powers of the base as numpy's log2 and
+    log10 are (floor(log10(1e-5)) is -5): where base ** round(y) == x the
+    difference to round(y) is added as a term of derivative 0 (a multiple
+    of 2^-60, so rounding it at that scale is exact). A Python float for
+    the constants (weak, as numpy takes it): float32 stays float32."""
+
+    def log(x):
+        y = _elementwise("div", _unary("log")(x), float(_np.log(base)))
+        if y.dtype.kind == "c":
+            return y
+        r = _round(y)
+        exact = _logical("and")(_UFUNCS[_np.equal](_elementwise("pow", float(base), r), x),
+                                _UFUNCS[_np.isfinite](y))  # log of 0 or inf stays -inf / inf
+        gap = _elementwise("mul", _round(_elementwise("mul", _elementwise("sub", r, y), 2.0 ** 60)), 2.0 ** -60)
+        return _elementwise("add", y, _where(exact, gap, 0.0))
+
+    return log
+
+
+def _cosh(x):
+    """(e^x + e^-x) / 2 as e^(|x| - log 2) + e^-|x| / 2 for real x: no
+    overflow before cosh itself overflows."""
+    if x.dtype.kind == "c":
+        return _elementwise("mul", _elementwise("add", _unary("exp")(x), _unary("exp")(-x)), 0.5)
+    ax = _unary("abs")(x)
+    return _elementwise("add", _unary("exp")(_elementwise("sub", ax, float(_np.log(2.0)))),
+                        _elementwise("mul", _unary("exp")(-ax), 0.5))
+
+
+def _sinh(x):
+    """Through expm1 near 0 (exp(x) - exp(-x) cancels there) and as
+    sign(x) (e^(|x| - log 2) - e^-|x| / 2) beyond 1 for real x (no early
+    overflow)."""
+    small = _elementwise("mul", _elementwise("sub", _unary("expm1")(x), _unary("expm1")(-x)), 0.5)
+    if x.dtype.kind == "c":
+        return small
+    ax = _unary("abs")(x)
+    large = _elementwise("mul", _unary("sign")(x),
+                         _elementwise("sub", _unary("exp")(_elementwise("sub", ax, float(_np.log(2.0)))),
+                                      _elementwise("mul", _unary("exp")(-ax), 0.5)))
+    return _where(_UFUNCS[_np.less](ax, 1.0), small, large)
+
+
+def _logaddexp(a, b):
+    """max(a, b) + log1p(exp(-|a - b|)); a where a and b are the same
+    infinity (their difference is NaN there; numpy gives the infinity)."""
+    general = _elementwise("add", _elementwise("max", a, b),
+                           _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b)))))
+    same_infinity = _logical("and")(_UFUNCS[_np.equal](a, b), _logical_not(_UFUNCS[_np.isfinite](
+        a if isinstance(a, Traced) else _np.asarray(a, dtype=general.dtype))))
+    return _where(same_infinity, a, general)
 
 
 def _conj(x):
@@ -216,6 +265,8 @@ def _extreme(name, what):
 def _prod(x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     if out is not None or where is not None or dtype is not None or initial is not None:
         raise _unsupported("prod with out, where, dtype or initial")
+    if x.dtype.kind not in "fc":  # numpy multiplies integers in int64 (and wraps): not recorded
+        raise _unsupported(f"prod of {x.dtype} values")
     return _reduce("reduce_prod", x, _axes(axis, x.ndim, "prod"), keepdims)
 
 
@@ -223,6 +274,8 @@ def _cumulative(name, record):
     def scan(x, axis=None, dtype=None, out=None):
         if out is not None or dtype is not None:
             raise _unsupported(f"{name} with out or dtype")
+        if x.dtype.kind not in "fc":  # numpy accumulates integers in int64 (and wraps): not recorded
+            raise _unsupported(f"{name} of {x.dtype} values")
         if axis is None:
             x, axis = _reshape(x, -1), 0
         (axis,) = _axes(axis, x.ndim, name)
@@ -871,10 +924,9 @@ def _comparison(ufunc, direction):
         operands = (a, b)
         strong = [x.dtype if isinstance(x, Traced) else _np.asarray(x).dtype for x in operands if not _is_scalar(x)]
         dtype = _np.result_type(*strong)
-        if any(type(x) is complex for x in operands):
-            dtype = _np.result_type(dtype, _np.complex64)
-        elif dtype.kind in "biu" and any(type(x) is float for x in operands):
-            dtype = _np.dtype(_np.float64)
+        for x in operands:  # a Python number by its value, as numpy 1.x compares (int32 > 2**40 in int64)
+            if _is_scalar(x):
+                dtype = _np.result_type(dtype, x)
         if dtype not in _COMPARED or (dtype.kind == "c" and direction not in ("eq", "ne")):
             raise _unsupported(f"numpy.{ufunc.__name__} of {dtype} values")
         shape = _np.broadcast_shapes(*[() if _is_scalar(x) else _shape(x) for x in operands])
@@ -890,7 +942,11 @@ def _logical(name):
     def boolean(x):
         return x.dtype == bool if isinstance(x, Traced) else _np.asarray(x).dtype == bool
 
+    plain = {"and": _np.logical_and, "or": _np.logical_or, "xor": _np.logical_xor}[name]
+
     def apply(a, b):
+        if not isinstance(a, Traced) and not isinstance(b, Traced):  # masks of values (inside grad)
+            return plain(a, b)
         if not (boolean(a) and boolean(b)):
             raise _unsupported(f"{name} of non-boolean values")
         shape = _np.broadcast_shapes(*[() if _is_scalar(x) else _shape(x) for x in (a, b)])
@@ -900,9 +956,25 @@ def _logical(name):
 
 
 def _logical_not(x):
+    if not isinstance(x, Traced):  # a mask of values (inside grad)
+        return _np.logical_not(x)
     if x.dtype != bool:
         raise _unsupported(f"not of {x.dtype} values")
     return _tenferro._traced_op("not", [x])
+
+
+def _inplace(name, op):
+    """x op= y: inside grad a new value bound to the name, as before (the
+    tape's values are immutable); under jit UnsupportedError, so the call
+    runs eagerly: numpy changes the array itself (the caller's argument,
+    or the array a view looks into), which a replay could not."""
+
+    def apply(x, y):
+        if x._jit:
+            raise _unsupported(f"the in-place operator {'@' if name == 'matmul' else ''}{name}= on a traced value")
+        return op(x, y)
+
+    return apply
 
 
 def _iter(x):
@@ -955,10 +1027,17 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 
 def _hypot(x, y):
-    def square(v):
-        return v * v if _is_scalar(v) else _elementwise("mul", v, v)
-
-    return _unary("sqrt")(_elementwise("add", square(x), square(y)))
+    """sqrt(x^2 + y^2) without overflow or underflow: m sqrt(1 + (n/m)^2),
+    m and n the larger and smaller magnitude; infinity where either is."""
+    ax = abs(x) if _is_scalar(x) else _unary("abs")(x)
+    ay = abs(y) if _is_scalar(y) else _unary("abs")(y)
+    m, n = _elementwise("max", ax, ay), _elementwise("min", ax, ay)
+    zero = _UFUNCS[_np.equal](m, 0.0)
+    r = _elementwise("div", n, _where(zero, 1.0, m))
+    h = _elementwise("mul", m, _unary("sqrt")(_elementwise("add", _elementwise("mul", r, r), 1.0)))
+    eq = _UFUNCS[_np.equal]
+    infinite = _logical("or")(eq(ax, _np.inf), eq(ay, _np.inf))  # IEEE: hypot(inf, nan) is inf
+    return _where(infinite, _np.inf, h)
 
 
 def _sinc(x):
@@ -975,8 +1054,17 @@ def _sinc(x):
 
 
 def _floor_divide(a, b):
-    """a // b: floor(a / b), derivative 0 (as floor's)."""
-    return _unary("floor")(_elementwise("div", a, b))
+    """a // b as numpy computes it (npy_divmod), consistent with a % b:
+    (a - fmod(a, b)) / b, one less when the remainder's sign is not the
+    divisor's, rounded to the nearest integer; a / b for b == 0. Derivative
+    0 (floor's). The masks are values inside grad, recorded under jit."""
+    lt, ne, gt = _UFUNCS[_np.less], _UFUNCS[_np.not_equal], _UFUNCS[_np.greater]
+    mod = _elementwise("fmod", a, b)
+    div = _elementwise("div", _elementwise("sub", a, mod), b)
+    div = _where(_logical("and")(ne(mod, 0.0), ne(lt(b, 0.0), lt(mod, 0.0))), _elementwise("sub", div, 1.0), div)
+    whole = _unary("floor")(div)
+    whole = _where(gt(_elementwise("sub", div, whole), 0.5), _elementwise("add", whole, 1.0), whole)
+    return _where(_UFUNCS[_np.equal](b, 0.0), _elementwise("div", a, b), whole)
 
 
 # ufuncs that are one core op of the same name for every operand; the fast
@@ -1008,12 +1096,10 @@ _UFUNCS = {
     _np.conjugate: _conj,
     _np.square: _square,
     _np.reciprocal: _reciprocal,
-    _np.exp2: lambda x: _unary("exp")(_elementwise("mul", x, float(_np.log(2.0)))),
-    # sinh through expm1: accurate near 0, where exp(x) - exp(-x) cancels
-    _np.sinh: lambda x: _elementwise("mul", _elementwise("sub", _unary("expm1")(x), _unary("expm1")(-x)), 0.5),
-    _np.cosh: lambda x: _elementwise("mul", _elementwise("add", _unary("exp")(x), _unary("exp")(-x)), 0.5),
-    _np.logaddexp: lambda a, b: _elementwise(
-        "add", _elementwise("max", a, b), _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b))))),
+    _np.exp2: lambda x: _elementwise("pow", 2.0, x),  # exact at integers, as numpy's
+    _np.sinh: _sinh,
+    _np.cosh: _cosh,
+    _np.logaddexp: _logaddexp,
     _np.rint: _round,
     _np.floor_divide: _floor_divide,
     _np.hypot: _hypot,
@@ -1229,6 +1315,10 @@ def _install():
                         ("__ge__", _np.greater_equal), ("__eq__", _np.equal), ("__ne__", _np.not_equal)):
         setattr(T, name, _UFUNCS[ufunc])
     T.__hash__ = object.__hash__  # by identity, as before == compared values
+    for name, op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul), ("truediv", operator.truediv),
+                     ("floordiv", operator.floordiv), ("mod", operator.mod), ("pow", operator.pow),
+                     ("matmul", operator.matmul), ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor)):
+        setattr(T, f"__i{name}__", _inplace(name, op))
     T.__getitem__ = _getitem
     T.__iter__ = _iter
     T.__index__ = _index

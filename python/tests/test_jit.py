@@ -623,3 +623,107 @@ def test_one_jacobian_from_several_threads():
 
     run_threads(worker, 4)
     assert not wrong and _batched_of(J).batched_runs > 0
+
+
+def test_collections_during_the_destruction_of_a_jit_object():
+    # pybind11's dealloc left a dying _Jit tracked: a collection run by a
+    # __del__ of what the function closed over freed it a second time.
+    import gc
+    import weakref
+
+    class Resource:
+        def __del__(self):
+            gc.collect()
+
+    for _ in range(5):
+        resource = Resource()
+        jitted = tenferro.jit(lambda x, r=resource: np.sin(x) + 0 * len([r]))
+        del resource
+        jitted(np.ones(3))
+        del jitted
+        finalized = tenferro.jit(lambda x: np.sin(x))
+        weakref.finalize(finalized, gc.collect)
+        del finalized
+
+
+def test_vmap_out_axes_inside_transforms():
+    v = tenferro.vmap(lambda r: np.sin(r) * 2.0, out_axes=1)
+    x = RNG.random((3, 3))
+    want = (np.sin(x) * 2.0).T
+    np.testing.assert_allclose(v(x), want)
+    jitted = tenferro.jit(lambda a: v(a))
+    for _ in range(2):
+        np.testing.assert_allclose(jitted(x), want)
+    w = RNG.random((3, 3))
+    np.testing.assert_allclose(tenferro.grad(lambda a: (v(a) * w).sum())(x), 2.0 * np.cos(x) * w.T, rtol=1e-12)
+    nested = tenferro.vmap(tenferro.vmap(lambda r: r * 2.0, out_axes=1))
+    assert nested(RNG.random((2, 3, 4))).shape == (2, 4, 3)
+
+
+def test_in_place_operators_under_jit_run_eagerly():
+    def step(w, g):
+        w -= 0.1 * g  # numpy changes the caller's array
+        return w
+
+    jitted = tenferro.jit(step)
+    w = np.ones(3)
+    with pytest.warns(RuntimeWarning, match="in-place operator sub="):
+        jitted(w, np.ones(3))
+    jitted(w, np.ones(3))
+    np.testing.assert_allclose(w, 0.8)
+    # inside grad an in-place operator binds a new value, as before
+    np.testing.assert_allclose(tenferro.grad(lambda v: _add_in_place(v).sum())(np.ones(2)), 2.0)
+
+
+def _add_in_place(v):
+    h = v * 1.0
+    h += v
+    return h
+
+
+def test_recorded_comparisons_and_integer_scans_follow_numpy():
+    i32 = np.array([1, 2 ** 30, -5], np.int32)
+    flags = np.array([True, False, True])
+    for fun, args in [(lambda a: a > 2 ** 40, (i32,)), (lambda a: a < -(2 ** 40), (i32,)),
+                      (lambda b: b == 2, (flags,)), (lambda b: b < 2, (flags,)), (lambda b: b != -1, (flags,)),
+                      (lambda a: np.cumsum(a), (i32,)), (lambda a: np.prod(a), (i32,)),
+                      (lambda a: np.cumprod(a), (i32,))]:
+        jitted = tenferro.jit(fun)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(2):
+                got, want = jitted(*args), fun(*args)
+                np.testing.assert_array_equal(got, want)
+                assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def test_composed_ufuncs_follow_numpy():
+    x = np.array([1.0, 5.0, 2.9, -7.0, 1e200, 1e-200, np.inf, -np.inf])
+    y = np.array([0.1, -0.3, 0.7, 2.0, 1e200, 1e-200, np.nan, -np.inf])
+    cases = [lambda a, b: a // b, lambda a, b: np.hypot(a, b), lambda a, b: np.logaddexp(a, b),
+             lambda a, b: np.cosh(np.clip(a, -710.0, 710.0)), lambda a, b: np.sinh(np.clip(a, -710.0, 710.0)),
+             lambda a, b: np.log10(np.abs(a) + 1e-5), lambda a, b: np.log2(np.abs(b) + 0.5),
+             lambda a, b: np.exp2(np.clip(a, -50.0, 50.0))]
+    with np.errstate(all="ignore"):
+        for fun in cases:
+            jitted = tenferro.jit(fun)
+            for _ in range(2):
+                np.testing.assert_allclose(jitted(x, y), fun(x, y), rtol=1e-12, equal_nan=True)
+            assert jitted.cache_info()["eager_calls"] == 0
+        powers = np.array([1e-5, 1e3, 1e22, 1.0, 0.0, np.inf])
+        np.testing.assert_array_equal(tenferro.jit(lambda a: np.floor(np.log10(a)))(powers),
+                                      [-5.0, 3.0, 22.0, 0.0, -np.inf, np.inf])
+    # gradients of the exact forms are those of the plain ones
+    np.testing.assert_allclose(tenferro.grad(lambda a: np.log10(a).sum())(np.array([1.0, 10.0, 5.0])),
+                               1 / (np.array([1.0, 10.0, 5.0]) * np.log(10)), rtol=1e-12)
+    np.testing.assert_allclose(tenferro.grad(lambda a: (np.cosh(a) + np.sinh(a)).sum())(np.array([0.5, -1.5])),
+                               np.exp([0.5, -1.5]), rtol=1e-12)
+
+
+def test_batched_jacobian_follows_a_changing_output_shape():
+    shape = [(2, 3)]
+    J = tenferro.jacobian(lambda v: np.tanh(v).reshape(shape[0]))  # forward: 6 outputs, 6 inputs
+    x = RNG.random(6)
+    J(x)
+    shape[0] = (3, 2)
+    assert J(x).shape == (3, 2, 6) and J(x).shape == (3, 2, 6)
