@@ -547,15 +547,19 @@ struct PyFunction {
   std::vector<runtime::LayoutClass> layouts;  // of every program input, as prepared
 };
 
-// Every input of f's program: the bound tensors and `parameters`.
-SmallVector<Tensor, 8> program_inputs(const PyFunction& f, std::span<const Tensor> parameters) {
-  SmallVector<Tensor, 8> all;
+// tenferro.vmap: `f` over a batch of `batch_size` (Note [Batching
+// transform]), `batched` one flag per parameter of f.
+std::shared_ptr<const program::SemanticProgram> batched_program(const program::FrozenProgram& f,
+                                                                const py::sequence& batched, std::int64_t batch_size) {
+  const std::span<const std::uint32_t> parameters = f.bindings.parameters();
+  SmallVector<bool, 8> flags(f.bindings.num_inputs(), false);
   std::size_t next = 0;
-  for (std::size_t i = 0; i < f.program.bindings.num_inputs(); ++i) {
-    const Tensor* bound = f.program.bindings.bound_tensor(i);
-    all.push_back(bound != nullptr ? *bound : parameters[next++]);
+  for (py::handle b : batched) {
+    if (next >= parameters.size()) break;
+    flags[parameters[next++]] = py::cast<bool>(b);
   }
-  return all;
+  return value_or_raise(
+      compiler::batch_program(*f.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
 }
 
 // Prepares f's program for `inputs` (every program input).
@@ -587,8 +591,8 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
     operands.cast(i, f.dtypes[i]);
   }
   operands.wrap();
-  const SmallVector<Tensor, 8> inputs =
-      program_inputs(f, std::span<const Tensor>(operands.tensors().data(), operands.size()));
+  const std::vector<Tensor> inputs = value_or_raise(
+      f.program.bindings.assemble_inputs(std::span<const Tensor>(operands.tensors().data(), operands.size())));
   const std::span<const Tensor> all(inputs.data(), inputs.size());
   if (f.prepared == nullptr) prepare(f, all);
   const std::shared_ptr<const runtime::PreparedProgram> prepared = f.prepared;  // another thread may replace it
@@ -709,14 +713,9 @@ int jit_clear(PyObject* self) {
 // collection run by code in the destructor (a __del__ of what the function
 // closed over) would find the dying _Jit and free it a second time. The
 // type's own dealloc untracks it first, then runs the base's.
-destructor& pybind_jit_dealloc() {
-  static destructor dealloc = nullptr;  // set once, when the type is made
-  return dealloc;
-}
-
 void jit_dealloc(PyObject* self) {
   PyObject_GC_UnTrack(self);
-  pybind_jit_dealloc()(self);
+  Py_TYPE(self)->tp_base->tp_dealloc(self);  // _Jit has no subclasses
 }
 
 PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -841,7 +840,6 @@ void register_tape(py::module_& m) {
                       heap->ht_type.tp_flags |= Py_TPFLAGS_HAVE_GC;
                       heap->ht_type.tp_traverse = &jit_traverse;
                       heap->ht_type.tp_clear = &jit_clear;
-                      pybind_jit_dealloc() = heap->ht_type.tp_base->tp_dealloc;  // inherited at PyType_Ready
                       heap->ht_type.tp_dealloc = &jit_dealloc;
                     }))
       .def(py::init([](py::object slow, py::object running, std::size_t capacity) {
@@ -912,16 +910,8 @@ void register_tape(py::module_& m) {
             f->program = value_or_raise(tape->tape.function(args, outs));
             f->runtime_ref = tape->runtime_ref;
             f->runtime = tape->runtime;
-            if (!batched.is_none()) {  // tenferro.vmap: the program over a batch (Note [Batching transform])
-              const program::ProgramBindings& bindings = f->program.bindings;
-              SmallVector<bool, 8> flags(bindings.num_inputs(), false);
-              std::size_t next = 0;
-              for (py::handle b : py::cast<py::sequence>(batched)) {
-                if (next >= bindings.parameters().size()) break;
-                flags[bindings.parameters()[next++]] = py::cast<bool>(b);
-              }
-              f->program.program = value_or_raise(compiler::batch_program(
-                  *f->program.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
+            if (!batched.is_none()) {
+              f->program.program = batched_program(f->program, py::cast<py::sequence>(batched), batch_size);
             }
             return f;
           },
@@ -943,15 +933,8 @@ void register_tape(py::module_& m) {
                                       : value_or_raise(outer.tape.constant(argument_leaf(*tape->runtime, v, index))));
                ++index;
              }
-             const program::FrozenProgram f = value_or_raise(tape->tape.function(args, outs));
-             SmallVector<bool, 8> flags(f.bindings.num_inputs(), false);
-             std::size_t next = 0;
-             for (py::handle b : batched) {
-               if (next >= f.bindings.parameters().size()) break;
-               flags[f.bindings.parameters()[next++]] = py::cast<bool>(b);
-             }
-             const std::shared_ptr<const program::SemanticProgram> program = value_or_raise(
-                 compiler::batch_program(*f.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
+             const std::shared_ptr<const program::SemanticProgram> program =
+                 batched_program(value_or_raise(tape->tape.function(args, outs)), batched, batch_size);
              return traced_tuple(tape->parent,
                                  value_or_raise(tape->tape.apply_onto(outer.tape, *program, args, on_outer)));
            })

@@ -10,7 +10,7 @@ signature, then run the recording as one prepared program (docs/python.md,
 # int64, float32, float64, complex64 or complex128) are the program's
 # parameters: only their dtypes and shapes enter the signature. Values --
 # Python and numpy numbers other than those floating scalars, strings, bytes,
-# None, dtypes -- are part of the signature by value (floats by their bits,
+# None, dtypes, slices -- are part of the signature by value (floats by their bits,
 # so -0.0 is not 0.0), and so are the arguments named by static_argnums /
 # static_argnames (by their hash, as jax's static arguments): a new value
 # records again. Anything else (an object holding arrays, a torch tensor, an
@@ -47,7 +47,7 @@ Traced = _tenferro.Traced
 # The dtypes of array arguments a recording takes.
 _DTYPES = frozenset(_np.dtype(d) for d in ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128"))
 # Values keyed by themselves (Note [Jit signatures]).
-_VALUES = (int, str, bytes, type(None), _np.integer, _np.bool_, _np.dtype, type, type(Ellipsis), slice)
+_VALUES = (int, str, bytes, type(None), _np.integer, _np.bool_, _np.dtype, type, type(Ellipsis))
 # What a recording raises when fun does something it does not record:
 # numpy would run it (or raise the same), so the call runs eagerly.
 _UNRECORDED = (Error, TypeError, AttributeError, IndexError, ValueError, NotImplementedError)
@@ -75,6 +75,8 @@ def _flatten(value, arrays, where):
         return ("a", value.dtype, value.shape)
     if t in (float, complex):
         return ("s", t, _number_key(value))
+    if t is slice:  # unhashable before Python 3.12: by its bounds
+        return ("s", slice, tuple(_flatten(v, arrays, where) for v in (value.start, value.stop, value.step)))
     if isinstance(value, _VALUES):
         return ("s", t, value)
     if t is list or t is tuple:
@@ -96,6 +98,8 @@ def _rebuild(signature, values):
     if kind == "a":
         return next(values)
     if kind == "s":
+        if signature[1] is slice:
+            return slice(*(_rebuild(b, values) for b in signature[2]))
         return signature[2] if signature[1] not in (float, complex) else _unkey(signature)
     if kind is dict:
         return {k: _rebuild(s, values) for k, s in signature[1]}

@@ -295,6 +295,10 @@ def test_values_are_keyed_by_value_and_objects_run_eagerly():
     np.testing.assert_allclose(axis_sum(x, np.int64(0)), [3.0, 5.0, 7.0])
     div = tenferro.jit(lambda a, c: a / c)
     assert div(np.ones(1), 0.0)[0] == np.inf and div(np.ones(1), -0.0)[0] == -np.inf  # by bits: -0.0 != 0.0
+    sliced = tenferro.jit(lambda a, s: a[s] * 2.0)  # slices are values (unhashable before Python 3.12)
+    np.testing.assert_allclose(sliced(np.arange(4.0), slice(0, 2)), [0.0, 2.0])
+    np.testing.assert_allclose(sliced(np.arange(4.0), slice(1, None, 2)), [2.0, 6.0])
+    assert sliced.cache_info()["signatures"] == 2 and sliced.cache_info()["eager_calls"] == 0
     ordered = tenferro.jit(lambda d: np.concatenate(list(d.values())))
     np.testing.assert_allclose(ordered({"b": np.ones(1), "a": np.zeros(1)}), [1.0, 0.0])  # the caller's order
     with pytest.warns(RuntimeWarning, match="ndarray subclass"):
