@@ -226,6 +226,8 @@ def _signature(args, kwargs, static):
     n = len(args)
     for i, a in enumerate(args):
         if static(i, n):
+            if isinstance(a, Traced):
+                raise _Eager(f"static argument {i} is a traced value")
             try:
                 hash(a)
             except TypeError:
@@ -344,13 +346,15 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
     def slow(*args, **kwargs):
         """A call the C++ fast path did not take (Note [Jit fast path] in
         python/src/tape.cpp)."""
-        if getattr(_running, "tapes", None) or _has_traced(args) or _has_traced(kwargs):
+        if getattr(_running, "tapes", None):
             return fun(*args, **kwargs)  # inside a transformation: its recording sees fun's operations
         try:
             key, arrays = _signature(args, kwargs, static)
         except _Eager as e:
             warn(f"{e}: such calls run eagerly")
             return eagerly(args, kwargs)
+        if any(type(a) is Traced for a in arrays):  # values of a transformation (_signature takes them as arrays)
+            return fun(*args, **kwargs)
         entry = cache.get(key)
         if entry is not None:
             if isinstance(entry, str):
