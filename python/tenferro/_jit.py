@@ -412,10 +412,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 # the examples one by one on the running tape.
 
 
-def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, examples=True):
+def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, examples=True, runs=None):
     """fun mapped over the batch (Note [Vmap calls]): (result, how it ran:
     "batched", "looped" or "examples"); without `examples`, (None,
-    "examples") instead of running the examples one by one."""
+    "examples") instead of running the examples one by one. `runs` (a
+    list) gets the number of batched program runs (chunks) appended."""
     from . import _running
 
     moved, mapped_of, n = _moved(args, kwargs, in_axes)
@@ -460,6 +461,8 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
                 programs[size] = tape.function(xs, traced, batched, size)
             parts.append(programs[size](*[a[start:start + size] if b else a for a, b in zip(arrays, batched)]))
         outputs = tuple(_np.concatenate(o) for o in zip(*parts))
+    if runs is not None:
+        runs.append(1 if chunk >= n else -(-n // chunk))
     return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes), "batched"
 
 
@@ -606,16 +609,18 @@ def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, max_bytes=None):
     [Batching transform]), in chunks whose values take at most `max_bytes`
     when given; what cannot be recorded runs once per example."""
     _check_options(fun, (), (), runtime, 1, "vmap")
-    counts = {"batched": 0, "looped": 0, "examples": 0}
+    counts = {"batched": 0, "looped": 0, "examples": 0, "chunks": 0}
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
-        result, how = _vmap_call(fun, in_axes, out_axes, runtime, args, dict(kwargs), max_bytes)
+        runs = []
+        result, how = _vmap_call(fun, in_axes, out_axes, runtime, args, dict(kwargs), max_bytes, runs=runs)
         counts[how] += 1
+        counts["chunks"] += sum(runs)
         return result
 
     vmapped.call_counts = lambda: dict(counts)
-    vmapped.call_counts.__doc__ = ("How the calls ran: batched (one program over the batch), looped (the example's "
+    vmapped.call_counts.__doc__ = ("How the calls ran: batched (one program over the batch, in `chunks` runs), looped (the example's "
                                    "program per example), examples (fun per example).")
     return vmapped
 
