@@ -725,7 +725,9 @@ class _BatchedDerivatives:
             except TypeError:  # not weakly referenceable
                 per_fun = None
             if per_fun is not None:
-                return per_fun.setdefault((kind, nums), cls(runtime))
+                if (kind, nums) not in per_fun:
+                    per_fun[(kind, nums)] = cls(runtime)
+                return per_fun[(kind, nums)]
         return cls(runtime)
 
     def __init__(self, runtime):
