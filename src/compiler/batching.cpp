@@ -20,6 +20,13 @@ Error unsupported(const OperationView& o, std::string_view why) {
                fmt::format("batching: operation {} ({}) {}", o.id().index(), o.name(), why));
 }
 
+// `first` followed by the extents of `rest`.
+SymbolicShape prepended_extent(std::int64_t first, const SymbolicShape& rest) {
+  SymbolicShape out{SymbolicExtent(first)};
+  for (const SymbolicExtent& e : rest) out.push_back(e);
+  return out;
+}
+
 // Every axis of `axes` moved past the new leading one.
 Dims shifted(const Dims& axes) {
   Dims out;
@@ -172,15 +179,14 @@ class Batcher {
         return builder_.emit(op, {x, value_of_[o.operands()[1].index()]},
                              PadAttributes{prepended(0, a.low), prepended(0, a.high), prepended(0, a.interior)});
       }
-      case CoreSemanticOp::kGather: {
-        if (batched_[o.operands()[1].index()]) return unsupported(o, "gathers with batched indices");
-        GatherAttributes a = *o.attributes_as<GatherAttributes>();
-        a.offset_dims = prepended(0, shifted(a.offset_dims));
-        a.collapsed_slice_dims = shifted(a.collapsed_slice_dims);
-        a.start_index_map = shifted(a.start_index_map);
-        a.slice_sizes = with_leading(a.slice_sizes);
-        return builder_.emit(op, {x, value_of_[o.operands()[1].index()]}, std::move(a));
-      }
+      case CoreSemanticOp::kGather:
+        return emit_gather(o);
+      case CoreSemanticOp::kScatter:
+        return emit_scatter(o);
+      case CoreSemanticOp::kDynamicSlice:
+        return emit_dynamic_slice(o);
+      case CoreSemanticOp::kDynamicUpdateSlice:
+        return emit_dynamic_update_slice(o);
       case CoreSemanticOp::kReduceSum:
       case CoreSemanticOp::kReduceProd:
       case CoreSemanticOp::kReduceMax:
@@ -206,6 +212,180 @@ class Batcher {
       default:
         return unsupported(o, "has no batching rule");
     }
+  }
+
+  // Note [Batched indices]
+  // Gathers and scatters have no batching dimensions (StableHLO's are not
+  // supported, Note [General gather and scatter]), so an operand that
+  // carries the batch is indexed by one more index component: the example's
+  // own number, an iota along the batch, concatenated in front of every
+  // index vector, with the batch axis collapsed (gather) or inserted
+  // (scatter) as a window axis of extent 1. Dynamic slices with batched
+  // starts become such gathers (clamped alike); dynamic_update_slice with
+  // batched starts a scatter with the starts clamped first (a scatter skips
+  // windows out of range where dynamic_update_slice clamps them).
+
+  // `indices` (of the source program's value `v`, batched or not) with the
+  // batch and an explicit index-vector axis whose first component is the
+  // example's number; returns the new indices and their index_vector_dim.
+  Result<std::pair<ProgramValue, std::int64_t>> with_example_index(ValueId v, std::int64_t index_vector_dim) {
+    const ValueMetadata& m = src_.metadata(v);
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue indices, with_batch(v));
+    SymbolicShape shape = with_leading(m.shape);
+    if (index_vector_dim == m.rank()) {  // the implicit trailing axis, made explicit
+      shape.push_back(SymbolicExtent(1));
+      TENFERRO_ASSIGN_OR_RETURN(indices, builder_.emit(CoreSemanticOp::kReshape, {indices}, ReshapeAttributes{shape}));
+    }
+    const std::int64_t axis = index_vector_dim + 1;
+    shape[static_cast<std::size_t>(axis)] = SymbolicExtent(1);
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue example,
+                              builder_.emit(CoreSemanticOp::kIota, {}, IotaAttributes{m.dtype, shape, 0}));
+    TENFERRO_ASSIGN_OR_RETURN(
+        indices, builder_.emit(CoreSemanticOp::kConcatenate, {example, indices}, ConcatenateAttributes{axis}));
+    return std::pair{indices, axis};
+  }
+
+  Result<ProgramValue> emit_gather(const OperationView& o) {
+    const ValueId operand = o.operands()[0];
+    const ValueId index = o.operands()[1];
+    GatherAttributes a = *o.attributes_as<GatherAttributes>();
+    if (!batched_[index.index()]) {  // the batch is a full window axis in front
+      a.offset_dims = prepended(0, shifted(a.offset_dims));
+      a.collapsed_slice_dims = shifted(a.collapsed_slice_dims);
+      a.start_index_map = shifted(a.start_index_map);
+      a.slice_sizes = with_leading(a.slice_sizes);
+      return builder_.emit(CoreSemanticOp::kGather, {value_of_[operand.index()], value_of_[index.index()]},
+                           std::move(a));
+    }
+    // Batched indices: their leading axis is the first batch axis of the
+    // result, which lands in front when every offset axis moves by one.
+    a.offset_dims = shifted(a.offset_dims);
+    if (!batched_[operand.index()]) {
+      ++a.index_vector_dim;
+      return builder_.emit(CoreSemanticOp::kGather, {value_of_[operand.index()], value_of_[index.index()]},
+                           std::move(a));
+    }
+    TENFERRO_ASSIGN_OR_RETURN(auto indices, with_example_index(index, a.index_vector_dim));
+    a.collapsed_slice_dims = prepended(0, shifted(a.collapsed_slice_dims));
+    a.start_index_map = prepended(0, shifted(a.start_index_map));
+    a.index_vector_dim = indices.second;
+    a.slice_sizes = prepended_extent(1, a.slice_sizes);
+    return builder_.emit(CoreSemanticOp::kGather, {value_of_[operand.index()], indices.first}, std::move(a));
+  }
+
+  Result<ProgramValue> emit_scatter(const OperationView& o) {
+    ScatterAttributes a = *o.attributes_as<ScatterAttributes>();
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue operand, with_batch(o.operands()[0]));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue updates, with_batch(o.operands()[2]));
+    TENFERRO_ASSIGN_OR_RETURN(auto indices, with_example_index(o.operands()[1], a.index_vector_dim));
+    a.update_window_dims = shifted(a.update_window_dims);  // the batch: the updates' first batch axis
+    a.inserted_window_dims = prepended(0, shifted(a.inserted_window_dims));
+    a.scatter_dims_to_operand_dims = prepended(0, shifted(a.scatter_dims_to_operand_dims));
+    a.index_vector_dim = indices.second;
+    return builder_.emit(CoreSemanticOp::kScatter, {operand, indices.first, updates}, std::move(a));
+  }
+
+  // The starts (operands `first`...) as index vectors [b, r] (int64, each
+  // clamped to [0, limit[k]] when `limits` is given), led by the example's
+  // number when `with_example` is set.
+  Result<ProgramValue> start_vectors(const OperationView& o, std::size_t first, bool with_example,
+                                     std::span<const std::int64_t> limits) {
+    const SymbolicShape column{SymbolicExtent(b_), SymbolicExtent(1)};
+    Values parts;
+    if (with_example) {
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue example,
+                                builder_.emit(CoreSemanticOp::kIota, {}, IotaAttributes{DType::kInt64, column, 0}));
+      parts.push_back(example);
+    }
+    for (std::size_t k = first; k < o.operands().size(); ++k) {
+      const ValueId v = o.operands()[k];
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue start, with_batch(v));
+      if (src_.metadata(v).dtype != DType::kInt64) {
+        TENFERRO_ASSIGN_OR_RETURN(start,
+                                  builder_.emit(CoreSemanticOp::kConvert, {start}, ConvertAttributes{DType::kInt64}));
+      }
+      if (!limits.empty()) {
+        const SymbolicShape batch{SymbolicExtent(b_)};
+        TENFERRO_ASSIGN_OR_RETURN(ProgramValue low, bound(0, batch));
+        TENFERRO_ASSIGN_OR_RETURN(ProgramValue high, bound(limits[k - first], batch));
+        TENFERRO_ASSIGN_OR_RETURN(start, builder_.emit(CoreSemanticOp::kClamp, {low, start, high}));
+      }
+      TENFERRO_ASSIGN_OR_RETURN(start, builder_.emit(CoreSemanticOp::kReshape, {start}, ReshapeAttributes{column}));
+      parts.push_back(start);
+    }
+    return builder_.emit(CoreSemanticOp::kConcatenate, parts.span(), ConcatenateAttributes{1});
+  }
+
+  // The int64 `value` broadcast to `shape`.
+  Result<ProgramValue> bound(std::int64_t value, const SymbolicShape& shape) {
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue scalar, builder_.constant(Literal::scalar(Scalar::of(value))));
+    return builder_.emit(CoreSemanticOp::kBroadcastInDim, {scalar}, BroadcastInDimAttributes{shape, {}});
+  }
+
+  bool any_start_batched(const OperationView& o, std::size_t first) const {
+    for (std::size_t k = first; k < o.operands().size(); ++k)
+      if (batched_[o.operands()[k].index()]) return true;
+    return false;
+  }
+
+  // A zero start of the starts' dtype (int64 when there are none).
+  Result<ProgramValue> zero_start(const OperationView& o, std::size_t first) {
+    const DType dtype = o.operands().size() > first ? src_.metadata(o.operands()[first]).dtype : DType::kInt64;
+    return builder_.constant(
+        Literal::scalar(dtype == DType::kInt32 ? Scalar::of(std::int32_t{0}) : Scalar::of(std::int64_t{0})));
+  }
+
+  Result<ProgramValue> emit_dynamic_slice(const OperationView& o) {
+    const Dims& sizes = o.attributes_as<DynamicSliceAttributes>()->sizes;
+    const ValueId operand = o.operands()[0];
+    const bool operand_batched = batched_[operand.index()];
+    if (!any_start_batched(o, 1)) {  // the whole batch axis, from 0
+      Values operands{value_of_[operand.index()]};
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue zero, zero_start(o, 1));
+      operands.push_back(zero);
+      for (std::size_t k = 1; k < o.operands().size(); ++k) operands.push_back(value_of_[o.operands()[k].index()]);
+      return builder_.emit(CoreSemanticOp::kDynamicSlice, operands.span(),
+                           DynamicSliceAttributes{prepended(b_, sizes)});
+    }
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue starts, start_vectors(o, 1, operand_batched, {}));
+    const auto r = static_cast<std::int64_t>(sizes.size());
+    const std::int64_t e = operand_batched ? 1 : 0;  // the example's component
+    GatherAttributes a;
+    for (std::int64_t k = 0; k < r; ++k) a.offset_dims.push_back(k + 1);
+    if (operand_batched) a.collapsed_slice_dims.push_back(0);
+    for (std::int64_t k = 0; k < r + e; ++k) a.start_index_map.push_back(k);
+    a.index_vector_dim = 1;
+    if (operand_batched) a.slice_sizes.push_back(SymbolicExtent(1));
+    for (std::int64_t s : sizes) a.slice_sizes.push_back(SymbolicExtent(s));
+    return builder_.emit(CoreSemanticOp::kGather, {value_of_[operand.index()], starts}, std::move(a));
+  }
+
+  Result<ProgramValue> emit_dynamic_update_slice(const OperationView& o) {
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue operand, with_batch(o.operands()[0]));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue update, with_batch(o.operands()[1]));
+    if (!any_start_batched(o, 2)) {
+      Values operands{operand, update};
+      TENFERRO_ASSIGN_OR_RETURN(ProgramValue zero, zero_start(o, 2));
+      operands.push_back(zero);
+      for (std::size_t k = 2; k < o.operands().size(); ++k) operands.push_back(value_of_[o.operands()[k].index()]);
+      return builder_.emit(CoreSemanticOp::kDynamicUpdateSlice, operands.span(), NoAttributes{});
+    }
+    const ValueMetadata& x = src_.metadata(o.operands()[0]);
+    const ValueMetadata& u = src_.metadata(o.operands()[1]);
+    Dims limits;
+    for (std::int64_t k = 0; k < x.rank(); ++k) {
+      const std::optional<std::int64_t> n = x.shape[static_cast<std::size_t>(k)].exact_value();
+      const std::optional<std::int64_t> m = u.shape[static_cast<std::size_t>(k)].exact_value();
+      if (!n || !m) return unsupported(o, "has symbolic extents and batched starts");
+      limits.push_back(*n - *m);
+    }
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue starts, start_vectors(o, 2, true, limits.span()));
+    ScatterAttributes a;
+    for (std::int64_t k = 0; k < x.rank(); ++k) a.update_window_dims.push_back(k + 1);
+    a.inserted_window_dims = {0};
+    for (std::int64_t k = 0; k <= x.rank(); ++k) a.scatter_dims_to_operand_dims.push_back(k);
+    a.index_vector_dim = 1;
+    return builder_.emit(CoreSemanticOp::kScatter, {operand, starts, update}, std::move(a));
   }
 
   // dot_general's result axes: batch dims, lhs free dims, rhs free dims.

@@ -82,20 +82,74 @@ TEST(Batching, EveryRuleComputesEachExample) {
   expect_batched_equals_examples(*p.program, w_only, {test_support::example_of(xs, 0), ws, c});
 }
 
+// x [5, 4], index vectors, starts and updates through gathers (implicit
+// and explicit index vectors), scatters (add and replace), dynamic_slice
+// and dynamic_update_slice (Note [Batched indices]).
+FrozenProgram indexing() {
+  ProgramBuilder b;
+  const ProgramValue x = *b.add_input(DType::kFloat64, {5, 4}, "x");
+  const ProgramValue i = *b.add_input(DType::kInt64, {3}, "i");
+  const ProgramValue s0 = *b.add_input(DType::kInt32, {}, "s0");
+  const ProgramValue s1 = *b.add_input(DType::kInt64, {}, "s1");
+  const ProgramValue u = *b.add_input(DType::kFloat64, {2, 3}, "u");
+  const ProgramValue rows = *b.emit(CoreSemanticOp::kGather, {x, i}, take_attributes(SymbolicShape{5, 4}, 1, 0));
+  const ProgramValue cols = *b.emit(CoreSemanticOp::kGather, {x, i}, take_attributes(SymbolicShape{5, 4}, 1, 1));
+  // x[i[:2], i[1:]] as index vectors [2, 2]: x[i0, i1], x[i1, i2].
+  const ProgramValue pairs = *b.emit(CoreSemanticOp::kReshape,
+                                     {*b.emit(CoreSemanticOp::kConcatenate,
+                                              {*b.emit(CoreSemanticOp::kSlice, {i}, SliceAttributes{{0}, {2}, {1}}),
+                                               *b.emit(CoreSemanticOp::kSlice, {i}, SliceAttributes{{1}, {3}, {1}})},
+                                              ConcatenateAttributes{0})},
+                                     ReshapeAttributes{{2, 2}});
+  const ProgramValue pairs_t = *b.emit(CoreSemanticOp::kTranspose, {pairs}, TransposeAttributes{{1, 0}});
+  GatherAttributes points{{}, {0, 1}, {0, 1}, 1, {1, 1}, false};
+  const ProgramValue picked = *b.emit(CoreSemanticOp::kGather, {x, pairs_t}, points);
+  // Windows [2, 3] at the index vectors (clamped).
+  GatherAttributes windows{{1, 2}, {}, {0, 1}, 1, {2, 3}, false};
+  const ProgramValue boxes = *b.emit(CoreSemanticOp::kGather, {x, pairs_t}, windows);
+  const ProgramValue added =
+      *b.emit(CoreSemanticOp::kScatter, {x, i, rows}, take_scatter_attributes(2, 1, 0, ScatterCombine::kAdd));
+  const ProgramValue twice = *b.emit(CoreSemanticOp::kAdd, {cols, cols});
+  const ProgramValue replaced =
+      *b.emit(CoreSemanticOp::kScatter, {x, i, twice}, take_scatter_attributes(2, 1, 1, ScatterCombine::kReplace));
+  const ProgramValue window = *b.emit(CoreSemanticOp::kDynamicSlice, {x, s0, s1}, DynamicSliceAttributes{{2, 3}});
+  const ProgramValue updated = *b.emit(CoreSemanticOp::kDynamicUpdateSlice, {x, u, s0, s1}, NoAttributes{});
+  return *b.freeze({rows, cols, picked, boxes, added, replaced, window, updated});
+}
+
+TEST(Batching, IndexingWithBatchedIndicesComputesEachExample) {
+  const FrozenProgram p = indexing();
+  // Indices and starts in range, negative and past the end: gathers and
+  // dynamic slices clamp them, scatters skip them, in each example alike.
+  const Tensor xs = *random_tensor(DType::kFloat64, {kBatch, 5, 4}, 1);
+  const Tensor is = *Tensor::from_values<std::int64_t>({0, 4, 2, 3, 3, 1, -1, 7, 2}, {kBatch, 3});
+  const Tensor s0s = *Tensor::from_values<std::int32_t>({1, 4, -2}, {kBatch});
+  const Tensor s1s = *Tensor::from_values<std::int64_t>({0, 2, 9}, {kBatch});
+  const Tensor us = *random_tensor(DType::kFloat64, {kBatch, 2, 3}, 2);
+  const std::vector<Tensor> stacked{xs, is, s0s, s1s, us};
+  for (unsigned mask = 1; mask < (1U << stacked.size()); ++mask) {  // every non-empty subset batched
+    bool batched[5];
+    std::vector<Tensor> inputs;
+    for (std::size_t k = 0; k < stacked.size(); ++k) {
+      batched[k] = ((mask >> k) & 1U) != 0;
+      inputs.push_back(batched[k] ? stacked[k] : test_support::example_of(stacked[k], 1));
+    }
+    SCOPED_TRACE(::testing::Message() << "batched inputs mask " << mask);
+    expect_batched_equals_examples(*p.program, batched, inputs);
+  }
+}
+
 TEST(Batching, OperationsWithoutARuleAreUnsupported) {
   ProgramBuilder b;
   const ProgramValue x = *b.add_input(DType::kFloat64, {4}, "x");
-  const ProgramValue i = *b.add_input(DType::kInt64, {1}, "i");
-  const ProgramValue d = *b.emit(CoreSemanticOp::kGather, {x, i}, take_attributes(SymbolicShape{4}, 1, 0));
-  const FrozenProgram p = *b.freeze({d});
-  const bool indices[] = {false, true};
-  Result<std::shared_ptr<const SemanticProgram>> r = batch_program(*p.program, indices, 2);
+  const ProgramValue y = *b.emit_collective(CollectiveSpec{}, x);  // an all-reduce: effects
+  const FrozenProgram p = *b.freeze({y});
+  const bool operand[] = {true};
+  Result<std::shared_ptr<const SemanticProgram>> r = batch_program(*p.program, operand, 2);
   ASSERT_EQ(r.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(r.status().message().find("gather"), std::string::npos) << r.status().message();
-  const bool operand[] = {true, false};
-  EXPECT_TRUE(batch_program(*p.program, operand, 2).ok());
+  EXPECT_NE(r.status().message().find("effects"), std::string::npos) << r.status().message();
   EXPECT_EQ(batch_program(*p.program, operand, -1).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(batch_program(*p.program, std::span<const bool>(operand, 1), 2).status().code(),
+  EXPECT_EQ(batch_program(*p.program, std::span<const bool>(operand, 0), 2).status().code(),
             ErrorCode::kInvalidArgument);
 }
 

@@ -17,6 +17,9 @@
 //   (concatenate and pad broadcast an unbatched operand; pad's padding
 //   value must be unbatched); gather with a batched operand and unbatched
 //   indices gains a full offset dimension in front;
+// - gathers and scatters with batched indices, scatters with any batched
+//   operand, dynamic slices: index vectors led by the example's number
+//   (Note [Batched indices] in batching.cpp);
 // - dot_general: with both operands batched the new axis is one more batch
 //   dimension (the first); with one, a free dimension of that operand,
 //   moved to the front by a transpose when it does not land there;
@@ -25,10 +28,11 @@
 //   form for the given flags is asked again with every operand broadcast.
 //
 // Every output of the result is batched (an output that does not depend on
-// a batched input is broadcast). What has no rule -- scatter, dynamic
-// slices, a gather with batched indices, effectful operations, an extension
-// without a batched form -- is kUnsupported naming the operation: callers
-// (tenferro.vmap) then run the unbatched program once per example.
+// a batched input is broadcast). What has no rule -- effectful operations,
+// a pad with a batched padding value, an extension without a batched form,
+// a dynamic_update_slice of symbolic extents with batched starts -- is
+// kUnsupported naming the operation: callers (tenferro.vmap) then run the
+// unbatched program once per example.
 #pragma once
 
 #include <cstdint>
