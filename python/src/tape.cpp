@@ -538,6 +538,14 @@ Tensor argument_leaf(PyRuntime& runtime, py::handle obj, std::size_t index) {
 // A recording kept as a program (Note [Jit recordings]): its arguments'
 // dtypes, the runtime it runs on, and its plan for the layouts of the
 // first call's arguments, made by that call (with the GIL held).
+// An index guard (Note [Traced indices] in python/tenferro/_traced.py):
+// the least and the greatest index of a traced index array into an axis of
+// extent n, two int64 outputs of the program (one per example when batched).
+struct IndexGuard {
+  std::int64_t n = 0;
+  std::int64_t axis = 0;
+};
+
 struct PyFunction {
   py::object runtime_ref;
   PyRuntime* runtime;
@@ -545,7 +553,27 @@ struct PyFunction {
   std::vector<DType> dtypes;
   std::shared_ptr<const runtime::PreparedProgram> prepared;
   std::vector<runtime::LayoutClass> layouts;  // of every program input, as prepared
+  std::vector<IndexGuard> guards;             // their outputs last, in pairs; checked, not returned
 };
+
+// IndexError unless the guards' outputs lie in [-n, n) (the outputs of
+// `f`, guards last).
+void check_guards(const PyFunction& f, std::span<const Tensor> outputs) {
+  std::size_t at = outputs.size() - 2 * f.guards.size();
+  for (const IndexGuard& g : f.guards) {
+    const std::vector<std::int64_t> lo = value_or_raise(outputs[at++].to_vector<std::int64_t>());
+    const std::vector<std::int64_t> hi = value_or_raise(outputs[at++].to_vector<std::int64_t>());
+    if (lo.empty()) continue;
+    const std::int64_t least = *std::ranges::min_element(lo);
+    const std::int64_t greatest = *std::ranges::max_element(hi);
+    if (least < -g.n || greatest >= g.n) {
+      const std::string message = fmt::format("index {} is out of bounds for axis {} with size {}",
+                                              greatest >= g.n ? greatest : least, g.axis, g.n);
+      PyErr_SetString(PyExc_IndexError, message.c_str());
+      throw py::error_already_set();
+    }
+  }
+}
 
 // tenferro.vmap: `f` over a batch of `batch_size` (Note [Batching
 // transform]), `batched` one flag per parameter of f.
@@ -610,8 +638,10 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
     return f.runtime->runtime().run(f.program.program, all);
   }();
   runtime::TensorList outputs = value_or_raise(std::move(result));
-  py::tuple out(outputs.size());
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
+  check_guards(f, std::span<const Tensor>(outputs.data(), outputs.size()));
+  const std::size_t returned = outputs.size() - 2 * f.guards.size();
+  py::tuple out(returned);
+  for (std::size_t k = 0; k < returned; ++k) {
     const auto* memory = outputs[k].storage().get();
     const auto shares = [&](const Tensor& other) { return other.storage().get() == memory; };
     if (std::ranges::any_of(inputs, shares) ||
@@ -875,7 +905,7 @@ void register_tape(py::module_& m) {
         py::arg("axes") = py::none(), py::arg("norm") = "backward");
   m.def("_traced_linalg", &traced_linalg, py::arg("name"), py::arg("args"), py::arg("mode") = "",
         py::arg("flag") = true, py::arg("rcond") = -1.0);
-  py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape")
+  py::class_<PyTape, std::shared_ptr<PyTape>>(m, "_Tape", py::dynamic_attr())  // guards: Note [Traced indices]
       .def("variable",
            [](const std::shared_ptr<PyTape>& tape, py::handle value) {
              if (py::isinstance<PyTraced>(value)) {  // Note [Nested Traced values]
@@ -898,9 +928,15 @@ void register_tape(py::module_& m) {
       .def(
           "function",
           [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& outputs,
-             py::object batched, std::int64_t batch_size) {
+             py::object batched, std::int64_t batch_size, const py::sequence& guards) {
             std::vector<ad::TapeTensor> args, outs;
             auto f = std::make_shared<PyFunction>();
+            for (py::handle g : guards) {  // (n, axis): their outputs last
+              const auto [n, axis] = py::cast<std::pair<std::int64_t, std::int64_t>>(g);
+              f->guards.push_back(IndexGuard{n, axis});
+            }
+            if (2 * f->guards.size() > py::len(outputs))
+              raise_error(ErrorCode::kInvalidArgument, "function: two outputs per index guard expected last");
             for (py::handle a : arguments) {
               const PyTraced& t = py::cast<const PyTraced&>(a);
               args.push_back(t.handle);
@@ -915,7 +951,8 @@ void register_tape(py::module_& m) {
             }
             return f;
           },
-          py::arg("arguments"), py::arg("outputs"), py::arg("batched") = py::none(), py::arg("batch_size") = 0)
+          py::arg("arguments"), py::arg("outputs"), py::arg("batched") = py::none(), py::arg("batch_size") = 0,
+          py::arg("guards") = py::tuple())
       .def("apply_batched",
            [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& values,
               const py::sequence& outputs, const py::sequence& batched, std::int64_t batch_size) {
@@ -1038,6 +1075,7 @@ void register_tape(py::module_& m) {
       .def(
           "_peek", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
           "A copy of the eager value that is not a read (tenferro.vmap's example inside a recording).")
+      .def_property_readonly("_tape", [](const PyTraced& t) { return t.tape; })
       .def_property_readonly("_jit",
                              [](const PyTraced& t) {
                                for (const PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) {

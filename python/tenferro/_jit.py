@@ -39,7 +39,7 @@ import weakref
 
 import numpy as _np
 
-from . import _tenferro
+from . import _tenferro, _traced
 from ._errors import Error, UnsupportedError
 
 Traced = _tenferro.Traced
@@ -145,6 +145,18 @@ def _outputs(value, traced):
     raise _Eager(f"the function returns a {t.__name__}, which jit cannot rebuild from a recording")
 
 
+def _guards(tape, traced):
+    """The index guards of `tape` (Note [Traced indices] in _traced.py):
+    their values appended to the outputs `traced` (a pair each), and their
+    (n, axis) returned for the recording (_Tape.function), which checks
+    them after every run and returns the other outputs only."""
+    specs = []
+    for lo, hi, n, axis in getattr(tape, "guards", ()):
+        traced += [lo, hi]
+        specs.append((n, axis))
+    return specs
+
+
 def _result(structure, outputs):
     kind = structure[0]
     if kind == "o":
@@ -209,7 +221,8 @@ def _record(fun, runtime, args, kwargs, arrays, static):
     result = _result(structure, [_value(t) for t in traced])  # what the recorded calls computed
     if read:
         return result, _VALUE_READ
-    return result, _Recording(tape.function(xs, traced) if traced else None, structure)
+    guards = _guards(tape, traced)
+    return result, _Recording(tape.function(xs, traced, guards=guards) if traced else None, structure)
 
 
 def _static_test(nums, names):
@@ -401,10 +414,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 # front; fun runs on Traced values of example 0 (a zero example for a batch
 # of none) on a jit tape; the recording becomes a program over the batch
 # (Note [Batching transform]), run in chunks of at most `max_bytes` of
-# values (the batched program's value bytes scaled to the chunk); a recording
-# with an operation that has no batching rule runs the example's program
-# once per example ("looped"); a function that cannot be recorded runs fun
-# once per example as plain code ("examples"). Inside a running
+# values (the batched program's value bytes scaled to the chunk); a function
+# that cannot be recorded, or a recording with an operation that has no
+# batching rule, runs fun once per example as plain code ("examples").
+# Index guards (Note [Traced indices]) are outputs of the batched program,
+# checked over the whole batch. Inside a running
 # tenferro.grad or jit the recording is made on a tape nested in the
 # running one and its batched program is applied to the whole batch on the
 # running tape (GradientTape::apply_onto), so the enclosing call
@@ -414,7 +428,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
 
 def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, examples=True, runs=None):
     """fun mapped over the batch (Note [Vmap calls]): (result, how it ran:
-    "batched", "looped" or "examples"); without `examples`, (None,
+    "batched" or "examples"); without `examples`, (None,
     "examples") instead of running the examples one by one. `runs` (a
     list) gets the number of batched program runs (chunks) appended."""
     from . import _running
@@ -438,19 +452,19 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
         if n == 0:
             raise ValueError("vmap: a function that tenferro cannot record cannot be mapped over an axis of length 0")
         return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
+    guards = _guards(tape, traced)
     if not traced:  # a constant result
         return _placed(_broadcast_constants(_result(structure, []), structure, n), out_axes), "batched"
     try:
-        programs = {n: tape.function(xs, traced, batched, n)}
-    except UnsupportedError:  # an operation without a batching rule: the example's program per example
-        example = tape.function(xs, traced)
-        results = [_result(structure, example(*[a[k] if b else a for a, b in zip(arrays, batched)]))
-                   for k in range(n)]
-        return _stacked(results, out_axes), "looped"
+        programs = {n: tape.function(xs, traced, batched, n, guards)}
+    except UnsupportedError:  # an operation without a batching rule
+        if not examples:
+            return None, "examples"
+        return _by_example(fun, moved, mapped_of, kwargs, n, out_axes), "examples"
     chunk = n
     if max_bytes and n > 1 and programs[n].value_bytes > max_bytes:  # chunks whose values fit max_bytes
         chunk = max(1, int(n * max_bytes // programs[n].value_bytes))
-        programs = {chunk: tape.function(xs, traced, batched, chunk)}
+        programs = {chunk: tape.function(xs, traced, batched, chunk, guards)}
     if chunk >= n:  # one run (also for a batch of none)
         outputs = programs[chunk](*arrays)
     else:
@@ -458,7 +472,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
         for start in range(0, n, chunk):
             size = min(chunk, n - start)
             if size not in programs:
-                programs[size] = tape.function(xs, traced, batched, size)
+                programs[size] = tape.function(xs, traced, batched, size, guards)
             parts.append(programs[size](*[a[start:start + size] if b else a for a, b in zip(arrays, batched)]))
         outputs = tuple(_np.concatenate(o) for o in zip(*parts))
     if runs is not None:
@@ -505,9 +519,14 @@ def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
         structure = _outputs(out, traced)
         if tape.value_read:
             return None
+        guards = _guards(tape, traced)
         outputs = tape.apply_batched(xs, arrays, traced, batched, n) if traced else ()
     except (_Eager,) + _UNRECORDED:
         return None
+    for k, (extent, axis) in enumerate(guards):  # the batch's guard values, guarded on the running tape
+        lo, hi = outputs[len(outputs) - 2 * len(guards) + 2 * k:][:2]
+        _traced._index_guard(_tenferro._traced_reduce("reduce_min", lo, [0]),
+                             _tenferro._traced_reduce("reduce_max", hi, [0]), extent, axis)
     return _broadcast_constants(_result(structure, outputs), structure, n)
 
 
@@ -609,7 +628,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, max_bytes=None):
     [Batching transform]), in chunks whose values take at most `max_bytes`
     when given; what cannot be recorded runs once per example."""
     _check_options(fun, (), (), runtime, 1, "vmap")
-    counts = {"batched": 0, "looped": 0, "examples": 0, "chunks": 0}
+    counts = {"batched": 0, "examples": 0, "chunks": 0}
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
@@ -620,8 +639,8 @@ def vmap(fun, in_axes=0, out_axes=0, *, runtime=None, max_bytes=None):
         return result
 
     vmapped.call_counts = lambda: dict(counts)
-    vmapped.call_counts.__doc__ = ("How the calls ran: batched (one program over the batch, in `chunks` runs), looped (the example's "
-                                   "program per example), examples (fun per example).")
+    vmapped.call_counts.__doc__ = ("How the calls ran: batched (one program over the batch, in `chunks` runs), examples "
+                                   "(fun per example).")
     return vmapped
 
 

@@ -574,9 +574,74 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     return _tenferro._traced_take(a, _checked_indices(indices, a.shape[axis], axis), axis)
 
 
+# Note [Traced indices]
+# An integer index array that is itself Traced (an argument of tenferro.jit
+# or tenferro.vmap, or computed from one) is recorded, not read: x[i],
+# x[i, j], np.take and np.take_along_axis become gathers with the traced
+# indices, negative ones wrapped by a remainder. numpy raises IndexError for
+# an index out of bounds where the gather would clamp, so every traced
+# index array also records its least and greatest value, a guard
+# (_index_guard): they are checked on this call's values at once, and the
+# guard is kept on the tape of the values, so that the recordings made of
+# it (jit's signature, vmap's batched program) return them as extra
+# outputs, checked after each run (the recording, a _Function, raises the
+# IndexError; a replay or batched run with a bad index returns nothing;
+# IndexGuard in python/src/tape.cpp). The guards of a
+# batched program applied on a running tape are guarded there again. Index
+# arrays on a gradient's tape inside jit cannot arise (argsort and argmax
+# read values, integer arithmetic is not recorded); one would make the
+# signature eager rather than lose its guard. Boolean masks stay
+# values: their result's shape depends on them, so they cannot be
+# recorded (a jit signature indexing with a traced mask runs eagerly).
+
+
+def _index_guard(lo, hi, n, axis):
+    """The guard of a traced index array whose least and greatest index
+    are lo and hi (Note [Traced indices])."""
+    least, greatest = lo._peek(), hi._peek()
+    if least < -n or greatest >= n:  # (an empty array's least is int64's greatest, and the other way)
+        raise IndexError(f"index {greatest if greatest >= n else least} is out of bounds for axis {axis} "
+                         f"with size {n}")
+    if lo._jit:
+        tape = lo._tape
+        if not tape.jit:  # integer values of a gradient's tape inside a recording: none is recorded today
+            raise _unsupported("an index array computed on a gradient's tape inside tenferro.jit")
+        guards = getattr(tape, "guards", None)
+        if guards is None:
+            guards = tape.guards = []
+        guards.append((lo, hi, n, axis))
+
+
+def _int64(x, shape):
+    """x (Traced or a constant) as int64, broadcast to shape."""
+    if isinstance(x, Traced):
+        return _broadcast(_convert(x, _np.dtype(_np.int64)), shape)
+    return _np.broadcast_to(_np.asarray(x, dtype=_np.int64), shape)
+
+
+def _traced_indices(idx, n, axis):
+    """A Traced integer index array into an axis of extent n: int64, the
+    negative ones wrapped, guarded (Note [Traced indices])."""
+    if idx.dtype.kind not in "iu":
+        if idx.dtype == bool:
+            raise _unsupported("a traced boolean mask as an index (its result's shape depends on its values)")
+        raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
+    i = _convert(idx, _np.dtype(_np.int64))
+    every = list(range(i.ndim))
+    _index_guard(_tenferro._traced_reduce("reduce_min", i, every), _tenferro._traced_reduce("reduce_max", i, every),
+                 n, axis)
+    # In [-n, n) (guarded), so (i + n) mod n wraps the negative ones; a remainder by 0 never runs (n = 0
+    # guards every index out).
+    shape = tuple(i.shape)
+    extent = _int64(builtins.max(n, 1), shape)
+    return _tenferro._traced_op("remainder", [_tenferro._traced_op("add", [i, extent]), extent])
+
+
 def _checked_indices(indices, n, axis):
     """Integer `indices` into an axis of extent n as int64 in [0, n), checked
     as numpy checks them (the gather itself would clamp)."""
+    if isinstance(indices, Traced):
+        return _traced_indices(indices, n, axis)
     idx = _np.asarray(indices)
     if idx.dtype.kind not in "iu" and idx.size > 0:
         raise IndexError(f"arrays used as indices must be of integer type, found {idx.dtype}")
@@ -590,6 +655,8 @@ def _checked_indices(indices, n, axis):
 def _advanced(x, key):
     """x[key] for one integer array (axis 0) or one boolean mask over the
     leading axes: a gather."""
+    if isinstance(key, Traced):  # Note [Traced indices]
+        return _take(x, key, axis=0)
     k = _np.asarray(key)
     if k.dtype == bool:
         if k.shape != tuple(x.shape[: k.ndim]):
@@ -599,15 +666,18 @@ def _advanced(x, key):
     return _take(x, k, axis=0)
 
 
+_INDEX_ARRAYS = (list, _np.ndarray, Traced)
+
+
 def _getitem(x, key):
     """Basic indexing (integers, slices of any step, None, Ellipsis), one
     integer array or boolean mask as the whole index, one integer array (or
     1-D mask) among basic indices (a gather after the basic part), or several
     integer arrays among integers and slices (_multi)."""
-    if isinstance(key, (list, _np.ndarray)):
+    if isinstance(key, _INDEX_ARRAYS):
         return _advanced(x, key)
     key = key if isinstance(key, tuple) else (key,)
-    arrays = [i for i, k in enumerate(key) if isinstance(k, (list, _np.ndarray))]
+    arrays = [i for i, k in enumerate(key) if isinstance(k, _INDEX_ARRAYS)]
     if len(arrays) == 1:
         return _mixed(x, key, arrays[0])
     if len(arrays) > 1:
@@ -662,9 +732,9 @@ def _mixed(x, key, at):
     that array replaced by ':', then a gather along the axis it selected
     (where numpy puts the array's axes when there is one index array and
     the integers, if any, stand next to it)."""
-    k = _np.asarray(key[at])
+    k = key[at] if isinstance(key[at], Traced) else _np.asarray(key[at])
     mask_length = None
-    if k.dtype == bool:
+    if k.dtype == bool and not isinstance(k, Traced):
         if k.ndim != 1:
             raise _unsupported("a boolean mask of more than one axis among other indices")
         mask_length, k = k.shape[0], _np.flatnonzero(k)
@@ -718,17 +788,18 @@ def _multi(x, key):
     for axis, k in enumerate(key):
         if isinstance(k, slice):
             continue
-        if isinstance(k, bool) or not isinstance(k, (list, _np.ndarray, int, _np.integer)):
+        if isinstance(k, bool) or not isinstance(k, _INDEX_ARRAYS + (int, _np.integer)):
             raise _unsupported(f"indexing with {type(k).__name__} among several index arrays")
-        if _np.asarray(k).dtype == bool:
+        if (k.dtype if isinstance(k, Traced) else _np.asarray(k).dtype) == bool:
             raise _unsupported("a boolean mask among several index arrays")
         advanced.append(axis)
         indices.append(_checked_indices(k, x.shape[axis], axis))
     try:
-        indices = _np.broadcast_arrays(*indices)
+        shape = _np.broadcast_shapes(*[_shape(i) for i in indices])
     except ValueError:
-        shapes = " ".join(str(_np.shape(i)) for i in indices)
+        shapes = " ".join(str(_shape(i)) for i in indices)
         raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") from None
+    indices = [_int64(i, shape) for i in indices]
     part = _getitem(x, tuple(slice(None) if a in advanced else k for a, k in enumerate(key)))
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
     first = advanced[0] if adjacent else 0
@@ -737,7 +808,16 @@ def _multi(x, key):
         part = _transpose(part, advanced + rest)
     dims = [part.shape[first + i] for i in range(len(advanced))]
     merged = _reshape(part, tuple(part.shape[:first]) + (-1,) + tuple(part.shape[first + len(advanced) :]))
-    flat = _np.ravel_multi_index(tuple(indices), dims) if all(dims) else _np.zeros(indices[0].shape, _np.int64)
+    if not all(dims):
+        flat = _np.zeros(shape, _np.int64)
+    elif any(isinstance(i, Traced) for i in indices):  # row-major flat positions, recorded
+        flat = indices[0]
+        for i, d in zip(indices[1:], dims[1:]):
+            flat = flat * d if not isinstance(flat, Traced) else _tenferro._traced_op("mul", [flat, _int64(d, shape)])
+            flat = flat + i if not (isinstance(flat, Traced) or isinstance(i, Traced)) else _tenferro._traced_op(
+                "add", [_int64(flat, shape), i])
+    else:
+        flat = _np.ravel_multi_index(tuple(indices), dims)
     return _take(merged, flat, axis=first)
 
 
@@ -826,10 +906,12 @@ def _atleast(ndim):
 def _take_along_axis(arr, indices, axis):
     """numpy.take_along_axis as one gather: integer arrays for every axis,
     `indices` on `axis` and the broadcast positions on the others."""
+    if not isinstance(arr, Traced):  # a constant indexed by traced indices: recorded on their tape
+        arr = indices._tape.constant(_np.asarray(arr))
     if axis is None:
         arr, axis = _np.reshape(arr, -1), 0
     (axis,) = _axes(axis, arr.ndim, "take_along_axis")
-    idx = _np.asarray(indices)
+    idx = indices if isinstance(indices, Traced) else _np.asarray(indices)
     if idx.ndim != arr.ndim:
         raise _invalid(f"take_along_axis: expected indices of {arr.ndim} dimensions, found {idx.ndim}",
                        "kShapeMismatch")

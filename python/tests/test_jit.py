@@ -408,7 +408,7 @@ def test_vmap_equals_a_loop_over_examples(name):
                 np.testing.assert_allclose(g, np.stack(w), rtol=1e-10)
         else:
             np.testing.assert_allclose(got, np.stack(want), rtol=1e-10)
-    assert mapped.call_counts() == {"batched": 2, "looped": 0, "examples": 0, "chunks": 2}
+    assert mapped.call_counts() == {"batched": 2, "examples": 0, "chunks": 2}
 
 
 def test_vmap_axes_fallbacks_and_transforms():
@@ -420,13 +420,12 @@ def test_vmap_axes_fallbacks_and_transforms():
     # a value read: every example runs as a plain call
     branchy = tenferro.vmap(lambda v: v * 2.0 if v.sum() > 2 else -v)
     np.testing.assert_allclose(branchy(x), [r * 2.0 if r.sum() > 2 else -r for r in x])
-    # an operation without a batching rule (the scatter of a gather's pullback, its updates batched): the
-    # example's program once per example
+    # the scatter of a gather's pullback, its updates batched: one batched program (Note [Batched indices])
     pullback = tenferro.vmap(lambda ct, v: tenferro.vjp(lambda u: u[[0, 2, 2]], v)[1](ct)[0], in_axes=(0, None))
     rows = pullback(np.eye(3), np.arange(4.0))
     np.testing.assert_allclose(rows, [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]])
     np.testing.assert_allclose(pullback(2 * np.eye(3), np.ones(4)), 2 * rows)
-    assert pullback.call_counts() == {"batched": 0, "looped": 2, "examples": 0, "chunks": 0}
+    assert pullback.call_counts() == {"batched": 2, "examples": 0, "chunks": 2}
     # a Jacobian by vmap of jvp, and vmap inside grad (examples recorded one by one)
     f = lambda v: np.sin(v) * v.sum()  # noqa: E731
     v = RNG.random(3)
@@ -523,7 +522,7 @@ def test_vmap_reads_closures_afresh_and_composes():
         np.testing.assert_allclose(jitted(x), np.einsum("ij,ij->i", x, x), rtol=1e-12)
     assert jitted.cache_info()["hits"] == 1 and jitted.cache_info()["eager_calls"] == 0
     # recorded once, batched on the jit tape (no run of vmap's own: chunks 0)
-    assert squares.call_counts() == {"batched": 1, "looped": 0, "examples": 0, "chunks": 0}
+    assert squares.call_counts() == {"batched": 1, "examples": 0, "chunks": 0}
     nested = tenferro.vmap(tenferro.vmap(lambda v: v * v.sum()))
     y = RNG.random((2, 3, 4))
     np.testing.assert_allclose(nested(y), y * y.sum(axis=2, keepdims=True), rtol=1e-12)
@@ -733,3 +732,85 @@ def test_batched_jacobian_follows_a_changing_output_shape():
     J(x)
     shape[0] = (3, 2)
     assert J(x).shape == (3, 2, 6) and J(x).shape == (3, 2, 6)
+
+
+def test_traced_indices_are_recorded_and_checked_as_numpy_checks_them():
+    # Note [Traced indices]: integer index arguments are gathers of the recording, not value reads; an index
+    # out of bounds is numpy's IndexError on a replay too, and nothing is returned.
+    x = RNG.random((5, 4))
+    cases = {
+        "rows": (lambda x, i: x[i] * 2.0, (np.array([0, 4, -1]), np.array([3, -5, 2]))),
+        "scalar": (lambda x, i: x[i] * x[1, i], (np.array(-1), np.array(3))),
+        "columns": (lambda x, i: x[1:, i].sum(axis=0), (np.array([[0, -4], [3, 3]]), np.array([[1, 2], [0, 0]]))),
+        "pairs": (lambda x, i, j: x[i, j] + x[i, 2], (np.array([0, 4]), np.array([3, -1]), np.array([1, 1]),
+                                                        np.array([-2, 0]))),
+        "along": (lambda x, i: np.take_along_axis(x, i, axis=1), (np.array([[3, 0]] * 5), np.array([[-1, 1]] * 5))),
+        "take": (lambda x, i: np.take(x, i, axis=1), (np.array([2, 2, 0]), np.array([-4, 3, 1]))),
+    }
+    for name, (fun, indices) in cases.items():
+        jitted = tenferro.jit(fun)
+        half = len(indices) // 2 if name == "pairs" else 1
+        for k in range(2):
+            idx = indices[k * half:(k + 1) * half] if name == "pairs" else indices[k:k + 1]
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no eager fallback
+                np.testing.assert_array_equal(jitted(x, *idx), fun(x, *idx), err_msg=name)
+        info = jitted.cache_info()
+        assert info["recordings"] == 1 and info["hits"] == 1 and info["eager_calls"] == 0, (name, info)
+        bad = [np.where(np.arange(np.size(i)).reshape(np.shape(i)) == 0, 9, i) for i in idx]
+        with pytest.raises(IndexError, match="index 9 is out of bounds for axis . with size [45]"):
+            jitted(x, *bad)
+        assert jitted.cache_info()["hits"] == 2, name  # the replay ran and raised
+    low = tenferro.jit(lambda x, i: x[i])
+    low(x, np.array([1]))
+    with pytest.raises(IndexError, match="index -6 is out of bounds for axis 0 with size 5"):
+        low(x, np.array([-6]))
+    empty = tenferro.jit(lambda x, i: x[i])
+    assert empty(x, np.zeros(0, np.int64)).shape == (0, 4)
+    # a traced boolean mask: its result's shape depends on its values, so the signature runs eagerly
+    masked = tenferro.jit(lambda x, m: x[m])
+    with pytest.warns(RuntimeWarning, match="boolean mask"):
+        np.testing.assert_array_equal(masked(x, x[:, 0] > 0.5), x[x[:, 0] > 0.5])
+
+
+def test_traced_indices_under_vmap_grad_and_nested_transforms():
+    x = RNG.random((5, 4))
+    rows = tenferro.vmap(lambda x, i: x[i], in_axes=(None, 0))
+    np.testing.assert_array_equal(rows(x, np.array([0, 3, -1])), x[[0, 3, -1]])
+    picks = tenferro.vmap(lambda r, i: r[i] * r.sum())  # operand and indices batched
+    idx = np.array([0, 3, 1, -2, 2])
+    np.testing.assert_allclose(picks(x, idx), x[np.arange(5), idx] * x.sum(axis=1), rtol=1e-12)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        picks(x, np.array([0, 3, 1, 4, 2]))  # example 3's index, checked over the whole batch
+    assert rows.call_counts()["batched"] == 1 and picks.call_counts()["batched"] == 1  # the raising call: no count
+    assert picks.call_counts()["examples"] == 0
+
+    # jit(grad): the indices are the jit recording's, guarded there; the gradient's scatter uses them
+    loss = lambda w, i: (w[i] ** 2).sum() + (w[i[::-1], i] ** 3).sum()  # noqa: E731
+    gj = tenferro.jit(tenferro.grad(loss))
+    for i in (np.array([0, 0, 2, 3, 3]), np.array([3, -1, 1, 0, 0])):
+        want = np.zeros_like(x)
+        np.add.at(want, i, 2 * x[i])
+        np.add.at(want, (i[::-1], i), 3 * x[i[::-1], i] ** 2)
+        np.testing.assert_allclose(gj(x, i), want, rtol=1e-12)
+    assert gj.cache_info()["hits"] == 1
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        gj(x, np.array([0, 7, 1, 1, 1]))
+    # jit(vmap): the batched program's guards are guarded again on the jit tape
+    jv = tenferro.jit(picks)
+    np.testing.assert_allclose(jv(x, idx), x[np.arange(5), idx] * x.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(jv(x, idx[::-1].copy()), x[np.arange(5), idx[::-1]] * x.sum(axis=1), rtol=1e-12)
+    assert jv.cache_info()["hits"] == 1
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 0 with size 4"):
+        jv(x, np.array([0, 1, -5, 2, 3]))
+    # grad of a vmapped gather (the scatter of its pullback batched too)
+    g = tenferro.grad(lambda w: picks(w, idx).sum())(x)
+    np.testing.assert_allclose(g, tenferro.grad(lambda w: (w[np.arange(5), idx] * w.sum(axis=1)).sum())(x),
+                               rtol=1e-12)
+    # a batched Jacobian of fancy indexing and sorting: one program, no example loop
+    f = lambda v: np.sort(v)[::-1][[0, 1, 1]] * v[[2, 0, 1]]  # noqa: E731
+    jac = tenferro.jacobian(f)
+    v = RNG.random(4)
+    want = tenferro.jacobian(lambda u: np.sort(u)[::-1][[0, 1, 1]] * u[[2, 0, 1]])(v)  # first call: traced rows
+    for _ in range(2):
+        np.testing.assert_allclose(jac(v), want, rtol=1e-12)
