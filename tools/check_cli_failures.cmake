@@ -21,6 +21,9 @@ expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 
 expect_failure(1 "no case ran" bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
 expect_failure(105 "expected 1 to" bench gemm dgemm_n256 --threads 0)
+expect_failure(105 "expected 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
+expect_failure(105 "expected 1 to [0-9]+ \\(the CPUs" einsum --threads 5000)
+expect_failure(106 "unknown subcommand 'einsm'" einsm ij,jk->ik)
 # -o naming a directory: refused before anything runs or is reported written.
 expect_failure(1 "found a directory" einsum --runs 0 -o ${dir})
 expect_failure(1 "found a directory" einsum --runs 0 --max-intermediate 1e4 -o ${dir})

@@ -560,7 +560,15 @@ void add_einsum_command(CLI::App& app) {
   cmd->add_option("--path", state->options.path,
                   "Contraction path: ref-flops, ref-size, greedy, optimal, treesa, nested")
       ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa", "nested"}));
-  cmd->add_option("--threads", state->options.threads, "Worker threads")->check(CLI::Range(1, 4096));
+  cmd->add_option("--threads", state->options.threads, "Worker threads")->check([](const std::string& value) {
+    // The CPUs this process may use bound it (the runtime's own message offers 0, which means all).
+    Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
+    int t = 0;
+    if (!CLI::detail::lexical_cast(value, t) || t < 1 || t > allowed)
+      return fmt::format("{}: expected 1 to {} (the CPUs this process may use)", value, allowed);
+    return std::string();
+  });
   cmd->add_option("--gemm", state->options.gemm,
                   "GEMM provider candidates in order, e.g. openblas,native (names: native, openblas, blis)")
       ->check([](const std::string& list) {

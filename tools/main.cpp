@@ -19,6 +19,13 @@ int main(int argc, char** argv) {
   tenferro::bench::add_bench_command(app);
   tenferro::cli::add_einsum_command(app);
   int rc = 0;
+  // A misspelled subcommand: CLI11 would report a missing one.
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](CLI::App* sub) { return sub->check_name(argv[1]); }).empty()) {
+    std::fprintf(stderr, "tenferro: unknown subcommand '%s' (expected info, bench or einsum; see tenferro --help)\n",
+                 argv[1]);
+    return static_cast<int>(CLI::ExitCodes::RequiredError);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,11 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefi
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install into ${prefix} failed (${rc})")
 endif()
+# The command-line program is installed and runs from the prefix.
+execute_process(COMMAND ${prefix}/bin/tenferro info RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "kernels")
+  message(FATAL_ERROR "${prefix}/bin/tenferro info: expected status 0 and the kernels section, found ${rc}: ${err}")
+endif()
 foreach(forbidden include/tenferro/testing include/tenferro/testing.h)
   if(EXISTS ${prefix}/${forbidden})
     message(FATAL_ERROR "the test-only ${forbidden} was installed")

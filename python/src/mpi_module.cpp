@@ -451,20 +451,30 @@ class PyCommunicator {
     return b;
   }
 
-  // op= "sum" or "max" (or mpi4py's MPI.SUM / MPI.MAX).
+  // op= "sum", "prod", "max", "min", "land", "lor" or mpi4py's MPI.SUM, ...
   static mpi::ReduceOp reduce_op_of(py::handle op) {
+    static constexpr std::pair<std::string_view, mpi::ReduceOp> kOps[] = {
+        {"sum", mpi::ReduceOp::kSum}, {"prod", mpi::ReduceOp::kProd},       {"max", mpi::ReduceOp::kMax},
+        {"min", mpi::ReduceOp::kMin}, {"land", mpi::ReduceOp::kLogicalAnd}, {"lor", mpi::ReduceOp::kLogicalOr}};
+    constexpr std::string_view kExpected = "expected op 'sum', 'prod', 'max', 'min', 'land' or 'lor' (or MPI.SUM, ...)";
     if (PyUnicode_Check(op.ptr())) {
       const std::string name = py::cast<std::string>(op);
-      if (name == "sum") return mpi::ReduceOp::kSum;
-      if (name == "max") return mpi::ReduceOp::kMax;
-      raise_error(ErrorCode::kInvalidArgument, fmt::format("expected op 'sum' or 'max', found '{}'", name));
+      for (const auto& [n, o] : kOps)
+        if (n == name) return o;
+      raise_error(ErrorCode::kInvalidArgument, fmt::format("{}, found '{}'", kExpected, name));
     }
     if (PyObject* mpi4py = PyImport_GetModule(py::str("mpi4py.MPI").ptr())) {
       const py::object m = py::reinterpret_steal<py::object>(mpi4py);
-      if (op.equal(m.attr("SUM"))) return mpi::ReduceOp::kSum;
-      if (op.equal(m.attr("MAX"))) return mpi::ReduceOp::kMax;
+      for (const auto& [n, o] : kOps) {
+        std::string upper(n);
+        for (char& ch : upper) ch = static_cast<char>(ch - 'a' + 'A');
+        if (op.equal(m.attr(upper.c_str()))) return o;
+      }
+      if (py::isinstance(op, m.attr("Op"))) {  // another MPI operation: a value of the wrong kind, not a type
+        raise_error(ErrorCode::kInvalidArgument, fmt::format("{}, found another MPI.Op", kExpected));
+      }
     }
-    raise_type_error(fmt::format("expected op 'sum' or 'max' (or MPI.SUM, MPI.MAX), found {}", type_name(op)));
+    raise_type_error(fmt::format("{}, found {}", kExpected, type_name(op)));
   }
 
   static int root_of(py::handle root) { return static_cast<int>(as_index(root, "root")); }

@@ -165,8 +165,11 @@ class Communicator:
     # tenferro.Error of its code), never a wait.
 
     def allreduce(self, x, op="sum"):
-        """The elementwise ``op`` (``"sum"`` or ``"max"``, or ``MPI.SUM`` /
-        ``MPI.MAX``) of every rank's ``x``, on every rank (``MPI_Allreduce``)."""
+        """The elementwise ``op`` of every rank's ``x``, on every rank
+        (``MPI_Allreduce``): ``"sum"``, ``"prod"`` (numeric dtypes),
+        ``"max"``, ``"min"`` (integer and floating), ``"land"``, ``"lor"``
+        (bool), or mpi4py's ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX``,
+        ``MPI.MIN``, ``MPI.LAND``, ``MPI.LOR``."""
         return self._impl.allreduce(x, op)
 
     def reduce(self, x, op="sum", root=0):

@@ -276,8 +276,10 @@ def check_collectives_match_mpi4py():
     rng = np.random.default_rng(11 + RANK)
     for dtype in (np.bool_, np.int32, np.int64, np.float32, np.float64, np.complex64, np.complex128):
         x = operand(rng, (3, 4), dtype)
-        for op, mpi_op in (("sum", MPI.SUM), ("max", MPI.MAX)):
-            if dtype == np.bool_ or (op == "max" and np.dtype(dtype).kind == "c"):
+        ops = (("sum", MPI.SUM), ("prod", MPI.PROD), ("max", MPI.MAX), ("min", MPI.MIN), ("land", MPI.LAND),
+               ("lor", MPI.LOR))
+        for op, mpi_op in ops:
+            if (dtype == np.bool_) != (op in ("land", "lor")) or (op in ("max", "min") and np.dtype(dtype).kind == "c"):
                 expect_error_on_every_rank(lambda: comm.allreduce(x, op), tenferro.InvalidArgumentError,
                                            f"allreduce {op} {np.dtype(dtype)}", names_rank=False)
                 continue
@@ -285,6 +287,7 @@ def check_collectives_match_mpi4py():
             WORLD.Allreduce(x, want, op=mpi_op)
             got = comm.allreduce(x, op)
             close(got, want, dtype, f"allreduce {op} {np.dtype(dtype)}")
+            close(comm.allreduce(x, mpi_op), want, dtype, f"allreduce {op} {np.dtype(dtype)} as an MPI.Op")
             got = comm.reduce(x, op, root=SIZE - 1)
             check((got is None) == (RANK != SIZE - 1), "reduce: None off the root")
             if got is not None:
@@ -329,8 +332,18 @@ def check_collectives_match_mpi4py():
                                tenferro.DTypeError, "float16 on rank 1")
     expect_error_on_every_rank(lambda: comm.allreduce(np.ones(4) if one else np.ones(3)), tenferro.Error,
                                "another size on rank 1", names_rank=False)
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op="median" if one else "sum"),
+                               tenferro.InvalidArgumentError, "op='median' on rank 1")
     expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op="min" if one else "sum"),
-                               tenferro.InvalidArgumentError, "op='min' on rank 1")
+                               tenferro.InvalidArgumentError, "op='min' on rank 1 only", names_rank=False)
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op=MPI.BAND), tenferro.InvalidArgumentError,
+                               "an MPI.Op without a tenferro reduction", names_rank=False)
+    # The same bad argument on every rank: each rank raises its own error, none blames another rank.
+    try:
+        comm.broadcast(np.ones(3), root=SIZE)
+        check(False, "a root out of range on every rank returned")
+    except tenferro.InvalidArgumentError as e:
+        check("failed" not in str(e) and "root" in str(e), f"rank {RANK} did not raise its own error: {e}")
     expect_error_on_every_rank(lambda: comm.broadcast(np.ones(3), root=SIZE if one else 0), tenferro.Error,
                                "root out of range on rank 1", names_rank=False)
     close(comm.allreduce(np.ones(2)), np.full(2, float(SIZE)), np.float64, "after the errors")

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -625,6 +626,7 @@ Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(const tf_linalg_arg
     return invalid(
         fmt::format("norm is {}; only TF_LINALG_MATRIX_NORM and TF_LINALG_VECTOR_NORM take a norm", args.norm));
   }
+  if (std::isnan(args.rcond)) return invalid("rcond is NaN; expected a number (<= 0: the default cutoff)");
   const double rcond = args.rcond > 0.0 ? args.rcond : -1.0;
   const bool values_only = (flags & TF_LINALG_VALUES_ONLY) != 0;
   switch (args.op) {

@@ -318,6 +318,9 @@ static void check_lstsq_pinv_norms(tf_runtime* rt) {
     }
   }
   args = linalg_args(rt, TF_LINALG_PINV, 0u, aa, 1, op, 1);
+  args.rcond = NAN; /* refused, not read as the default */
+  EXPECT_ERROR(tf_linalg(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "rcond is NaN");
+  args.rcond = 0.0;
   if (EXPECT_OK(tf_linalg(&args, &error), error)) {
     for (i = 0; i < N; ++i) {
       for (j = 0; j < N; ++j) {

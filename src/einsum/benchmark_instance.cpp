@@ -19,6 +19,29 @@ Status malformed(std::string_view field, std::string_view expected) {
                     "einsum instance: field \"{}\" is missing or malformed; expected {}", field, expected);
 }
 
+// The parser's message for text that is not JSON ("... parse error at line
+// 1, column 54: syntax error while parsing array - unexpected end of input;
+// expected ']'"): a SAX pass that keeps the error instead of throwing it.
+struct FirstError final : nlohmann::json_sax<Json> {
+  std::string message;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    message = e.what();
+    return false;
+  }
+};
+
 Result<ReferencePath> parse_path(const Json& paths, const char* key) {
   const std::string field = std::string("paths.") + key;
   const Json& entry = paths.at(key);
@@ -52,8 +75,16 @@ std::vector<IntArrayRef> BenchmarkInstance::shape_refs() const {
 
 Result<BenchmarkInstance> parse_benchmark_instance(std::string_view json_text) {
   const Json root = Json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "einsum instance: the text is not a JSON object");
+  if (root.is_discarded()) {
+    FirstError error;
+    Json::sax_parse(json_text.begin(), json_text.end(), &error, nlohmann::detail::input_format_t::json, true, false);
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "einsum instance: the text is not JSON ({})",
+                      error.message);
+  }
+  if (!root.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "einsum instance: expected a JSON object, found {} {}", root.is_array() ? "an" : "a",
+                      root.type_name());
   }
   BenchmarkInstance instance;
   if (root.contains("name") && root["name"].is_string()) instance.name = root["name"].get<std::string>();

@@ -105,6 +105,13 @@ TEST(BenchmarkInstanceTest, PlannersReturnValidTreesAndTreeSAMeetsTheReference) 
 
 TEST(BenchmarkInstanceTest, ReaderErrorsAreTyped) {
   EXPECT_EQ(parse_benchmark_instance("{not json").status().code(), ErrorCode::kInvalidArgument);
+  // Where the text stops being JSON, and what a non-object is.
+  auto truncated = parse_benchmark_instance("{\"format_string\": \"ij->\",\n \"shapes\": [[2,3]");
+  EXPECT_NE(truncated.status().message().find("line 2, column 18"), std::string_view::npos)
+      << truncated.status().message();
+  EXPECT_NE(parse_benchmark_instance("").status().message().find("unexpected end of input"), std::string_view::npos);
+  EXPECT_NE(parse_benchmark_instance("[1, 2]").status().message().find("expected a JSON object, found an array"),
+            std::string_view::npos);
   auto no_format = parse_benchmark_instance(R"({"shapes": [[2]]})");
   EXPECT_EQ(no_format.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(no_format.status().message().find("format_string"), std::string_view::npos);

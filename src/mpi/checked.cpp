@@ -12,7 +12,23 @@ namespace tenferro::mpi::internal {
 
 namespace {
 
-std::string_view op_name(ReduceOp op) noexcept { return op == ReduceOp::kSum ? "sum" : "max"; }
+std::string_view op_name(ReduceOp op) noexcept {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kProd:
+      return "prod";
+    case ReduceOp::kLogicalAnd:
+      return "logical and";
+    case ReduceOp::kLogicalOr:
+      return "logical or";
+  }
+  return "?";
+}
 
 // One rank's failure, sent by that rank to all (Note [Checked collectives]).
 Status share_failure(const Communicator& comm, int failed_rank, const Status& local, std::string_view what) {
@@ -28,7 +44,7 @@ Status share_failure(const Communicator& comm, int failed_rank, const Status& lo
   text.resize(static_cast<std::size_t>(header[2]));
   TENFERRO_TRY(
       mpi_status(MPI_Bcast(text.data(), static_cast<int>(header[2]), MPI_CHAR, failed_rank, comm.comm()), "MPI_Bcast"));
-  if (comm.rank() == failed_rank) return local;
+  if (!local.ok()) return local;  // this rank's own failure, whichever rank's was shared
   return Error(static_cast<ErrorCode>(header[0]), static_cast<ErrorStage>(header[1]),
                fmt::format("{}: rank {} of {} failed: {}", what, failed_rank, comm.size(), text));
 }
@@ -56,11 +72,28 @@ MPI_Datatype mpi_type(DType dtype) noexcept {
 }
 
 Status check_op(ReduceOp op, DType dtype, std::string_view what) {
-  const bool ok = op == ReduceOp::kSum ? dtype != DType::kBool : dtype != DType::kBool && !is_complex(dtype);
+  std::string_view dtypes;
+  bool ok = false;
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kProd:
+      ok = dtype != DType::kBool;
+      dtypes = "integer, floating or complex";
+      break;
+    case ReduceOp::kMax:
+    case ReduceOp::kMin:
+      ok = dtype != DType::kBool && !is_complex(dtype);
+      dtypes = "integer or floating";
+      break;
+    case ReduceOp::kLogicalAnd:
+    case ReduceOp::kLogicalOr:
+      ok = dtype == DType::kBool;
+      dtypes = "bool";
+      break;
+  }
   if (ok) return ok_status();
   return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                    "{}: expected a dtype with a {} reduction ({}), found {}", what, op_name(op),
-                    op == ReduceOp::kSum ? "integer, floating or complex" : "integer or floating", dtype);
+                    "{}: expected a dtype with a {} reduction ({}), found {}", what, op_name(op), dtypes, dtype);
 }
 
 // The agreement step: every rank contributes, whatever it found locally.
@@ -107,7 +140,23 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
   return ok_status();
 }
 
-MPI_Op mpi_op(ReduceOp op) noexcept { return op == ReduceOp::kSum ? MPI_SUM : MPI_MAX; }
+MPI_Op mpi_op(ReduceOp op) noexcept {
+  switch (op) {
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kProd:
+      return MPI_PROD;
+    case ReduceOp::kLogicalAnd:
+      return MPI_LAND;
+    case ReduceOp::kLogicalOr:
+      return MPI_LOR;
+  }
+  return MPI_OP_NULL;
+}
 
 Status send_elements(const Communicator& comm, const void* data, std::int64_t numel, DType dtype, int dest, int tag,
                      const Status& local) {

@@ -31,8 +31,12 @@ namespace tenferro::mpi {
 
 /// Reduction of allreduce, reduce and reduce_scatter.
 enum class ReduceOp : std::uint8_t {
-  kSum,  ///< numeric dtypes (not bool)
-  kMax,  ///< real dtypes (not bool, not complex)
+  kSum,         ///< numeric dtypes (not bool)
+  kMax,         ///< real dtypes (not bool, not complex)
+  kMin,         ///< real dtypes (not bool, not complex)
+  kProd,        ///< numeric dtypes (not bool)
+  kLogicalAnd,  ///< bool
+  kLogicalOr,   ///< bool
 };
 
 /// Every rank's `tensor` becomes the elementwise reduction over all ranks
