@@ -554,6 +554,7 @@ struct PyFunction {
   std::shared_ptr<const runtime::PreparedProgram> prepared;
   std::vector<runtime::LayoutClass> layouts;  // of every program input, as prepared
   std::vector<IndexGuard> guards;             // their outputs last, in pairs; checked, not returned
+  std::vector<bool> varying;                  // a batched program's: which outputs depend on the batch
 };
 
 // IndexError unless the guards' outputs lie in [-n, n) (the outputs of
@@ -578,7 +579,8 @@ void check_guards(const PyFunction& f, std::span<const Tensor> outputs) {
 // tenferro.vmap: `f` over a batch of `batch_size` (Note [Batching
 // transform]), `batched` one flag per parameter of f.
 std::shared_ptr<const program::SemanticProgram> batched_program(const program::FrozenProgram& f,
-                                                                const py::sequence& batched, std::int64_t batch_size) {
+                                                                const py::sequence& batched, std::int64_t batch_size,
+                                                                std::vector<bool>& varying) {
   const std::span<const std::uint32_t> parameters = f.bindings.parameters();
   SmallVector<bool, 8> flags(f.bindings.num_inputs(), false);
   std::size_t next = 0;
@@ -587,7 +589,7 @@ std::shared_ptr<const program::SemanticProgram> batched_program(const program::F
     flags[parameters[next++]] = py::cast<bool>(b);
   }
   return value_or_raise(
-      compiler::batch_program(*f.program, std::span<const bool>(flags.data(), flags.size()), batch_size));
+      compiler::batch_program(*f.program, std::span<const bool>(flags.data(), flags.size()), batch_size, &varying));
 }
 
 // Prepares f's program for `inputs` (every program input).
@@ -847,6 +849,9 @@ void register_tape(py::module_& m) {
                                                                 static_cast<std::size_t>(py::len(args))));
            })
       .def_property_readonly(
+          "varying", [](const PyFunction& f) { return py::cast(f.varying); },
+          "A batched program's outputs: whether each depends on the batch (Note [Batching transform]).")
+      .def_property_readonly(
           "value_bytes",
           [](const PyFunction& f) {
             // Bytes of every value of the program (inputs included): what
@@ -947,34 +952,37 @@ void register_tape(py::module_& m) {
             f->runtime_ref = tape->runtime_ref;
             f->runtime = tape->runtime;
             if (!batched.is_none()) {
-              f->program.program = batched_program(f->program, py::cast<py::sequence>(batched), batch_size);
+              f->program.program = batched_program(f->program, py::cast<py::sequence>(batched), batch_size, f->varying);
             }
             return f;
           },
           py::arg("arguments"), py::arg("outputs"), py::arg("batched") = py::none(), py::arg("batch_size") = 0,
           py::arg("guards") = py::tuple())
-      .def("apply_batched",
-           [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& values,
-              const py::sequence& outputs, const py::sequence& batched, std::int64_t batch_size) {
-             // tenferro.vmap inside a running call (Note [Vmap calls]): the
-             // batched program of this (nested) recording, applied on the
-             // enclosing tape to the whole batch.
-             PyTape& outer = nested(*tape, "apply_batched");
-             std::vector<ad::TapeTensor> args, outs, on_outer;
-             for (py::handle a : arguments) args.push_back(py::cast<const PyTraced&>(a).handle);
-             for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
-             std::size_t index = 0;
-             for (py::handle v : values) {
-               on_outer.push_back(py::isinstance<PyTraced>(v)
-                                      ? handle_on(outer, py::cast<const PyTraced&>(v))
-                                      : value_or_raise(outer.tape.constant(argument_leaf(*tape->runtime, v, index))));
-               ++index;
-             }
-             const std::shared_ptr<const program::SemanticProgram> program =
-                 batched_program(value_or_raise(tape->tape.function(args, outs)), batched, batch_size);
-             return traced_tuple(tape->parent,
-                                 value_or_raise(tape->tape.apply_onto(outer.tape, *program, args, on_outer)));
-           })
+      .def(
+          "apply_batched",
+          [](const std::shared_ptr<PyTape>& tape, const py::sequence& arguments, const py::sequence& values,
+             const py::sequence& outputs, const py::sequence& batched, std::int64_t batch_size) {
+            // tenferro.vmap inside a running call (Note [Vmap calls]): the
+            // batched program of this (nested) recording, applied on the
+            // enclosing tape to the whole batch.
+            PyTape& outer = nested(*tape, "apply_batched");
+            std::vector<ad::TapeTensor> args, outs, on_outer;
+            for (py::handle a : arguments) args.push_back(py::cast<const PyTraced&>(a).handle);
+            for (py::handle o : outputs) outs.push_back(handle_on(*tape, py::cast<const PyTraced&>(o)));
+            std::size_t index = 0;
+            for (py::handle v : values) {
+              on_outer.push_back(py::isinstance<PyTraced>(v)
+                                     ? handle_on(outer, py::cast<const PyTraced&>(v))
+                                     : value_or_raise(outer.tape.constant(argument_leaf(*tape->runtime, v, index))));
+              ++index;
+            }
+            std::vector<bool> varying;
+            const std::shared_ptr<const program::SemanticProgram> program =
+                batched_program(value_or_raise(tape->tape.function(args, outs)), batched, batch_size, varying);
+            return py::make_tuple(
+                traced_tuple(tape->parent, value_or_raise(tape->tape.apply_onto(outer.tape, *program, args, on_outer))),
+                py::cast(varying));
+          })
       .def("requires_grad",
            [](const std::shared_ptr<PyTape>& tape, const PyTraced& value) {
              return value.tape == tape && value_or_raise(tape->tape.requires_grad(value.handle));

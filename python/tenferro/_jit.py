@@ -438,7 +438,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
     if stack or _has_traced(moved) or _has_traced(kwargs):
         onto = _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, stack[-1] if stack else None)
         if onto is not None:
-            return _placed(onto, out_axes), "batched"
+            return _placed(*onto[:1], out_axes, onto[1]), "batched"
         return (_by_example(fun, moved, mapped_of, kwargs, n, out_axes) if examples else None), "examples"
     try:
         arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
@@ -465,6 +465,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
     if max_bytes and n > 1 and programs[n].value_bytes > max_bytes:  # chunks whose values fit max_bytes
         chunk = max(1, int(n * max_bytes // programs[n].value_bytes))
         programs = {chunk: tape.function(xs, traced, batched, chunk, guards)}
+    varying = _result(structure, programs[chunk].varying)
     if chunk >= n:  # one run (also for a batch of none)
         outputs = programs[chunk](*arrays)
     else:
@@ -477,7 +478,7 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
         outputs = tuple(_np.concatenate(o) for o in zip(*parts))
     if runs is not None:
         runs.append(1 if chunk >= n else -(-n // chunk))
-    return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes), "batched"
+    return _placed(_broadcast_constants(_result(structure, outputs), structure, n), out_axes, varying), "batched"
 
 
 def _batch_arrays(moved, kwargs, mapped_of):
@@ -496,7 +497,9 @@ def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
     recorded on example 0 on a tape nested in the running one, its batched
     program applied to the whole batch on the running tape (so the
     enclosing call differentiates or replays one program); None when that
-    cannot be done (the caller runs the examples one by one)."""
+    cannot be done (the caller runs the examples one by one); otherwise
+    (the result, its structure of flags: True where an output depends on
+    a mapped argument)."""
     from . import _run, default_runtime
 
     if n == 0:
@@ -520,14 +523,14 @@ def _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, running):
         if tape.value_read:
             return None
         guards = _guards(tape, traced)
-        outputs = tape.apply_batched(xs, arrays, traced, batched, n) if traced else ()
+        outputs, varying = tape.apply_batched(xs, arrays, traced, batched, n) if traced else ((), ())
     except (_Eager,) + _UNRECORDED:
         return None
     for k, (extent, axis) in enumerate(guards):  # the batch's guard values, guarded on the running tape
         lo, hi = outputs[len(outputs) - 2 * len(guards) + 2 * k:][:2]
         _traced._index_guard(_tenferro._traced_reduce("reduce_min", lo, [0]),
                              _tenferro._traced_reduce("reduce_max", hi, [0]), extent, axis)
-    return _broadcast_constants(_result(structure, outputs), structure, n)
+    return _broadcast_constants(_result(structure, outputs), structure, n), _result(structure, varying)
 
 
 def _moved(args, kwargs, in_axes):
@@ -596,21 +599,45 @@ def _stacked(results, out_axes):
     if type(first) is dict:
         return {k: _stacked([r[k] for r in results], out_axes) for k in first}
     if out_axes is None:
+        if any(not _np.array_equal(r, first, equal_nan=True) for r in results[1:]):
+            raise ValueError(_UNMAPPED)
         return first
     return _np.stack(results, axis=out_axes)
 
 
-def _placed(value, out_axes):
+_UNMAPPED = ("vmap: out_axes is None for an output that depends on a mapped argument (None is for outputs that "
+             "are the same for every example)")
+
+
+def _placed(value, out_axes, varying=None):
     """A batched result (mapped axis first) with its mapped axes at out_axes
-    (an int, None: the example's value, or one entry per top-level output)."""
+    (an int, None: the example's value, or one entry per top-level output).
+    `varying`: the result's structure with True where an output depends on
+    a mapped argument (the batched program's flags); such an output with
+    out_axes None is a ValueError, as in jax."""
     if isinstance(out_axes, (tuple, list)):
         if not isinstance(value, (tuple, list)) or len(out_axes) != len(value):
             raise ValueError(f"vmap: out_axes has {len(out_axes)} entries, fun returned {_describe(value)}")
-        items = [_placed(v, ax) for v, ax in zip(value, out_axes)]
+        flags = varying if isinstance(varying, (tuple, list)) else [None] * len(value)
+        items = [_placed(v, ax, f) for v, ax, f in zip(value, out_axes, flags)]
         return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
     if out_axes == 0:
         return value
-    return _map_arrays(value, (lambda a: a[0]) if out_axes is None else (lambda a: _np.moveaxis(a, 0, out_axes)))
+    if out_axes is None:
+        if _any_true(varying):
+            raise ValueError(_UNMAPPED)
+        return _map_arrays(value, lambda a: a[0])
+    return _map_arrays(value, lambda a: _np.moveaxis(a, 0, out_axes))
+
+
+def _any_true(flags):
+    if flags is True:
+        return True
+    if isinstance(flags, (tuple, list)):
+        return any(_any_true(f) for f in flags)
+    if isinstance(flags, dict):
+        return any(_any_true(f) for f in flags.values())
+    return False
 
 
 def _describe(value):

@@ -665,6 +665,29 @@ def test_vmap_out_axes_inside_transforms():
     assert nested(RNG.random((2, 3, 4))).shape == (2, 4, 3)
 
 
+def test_vmap_out_axes_none_only_for_outputs_the_examples_share():
+    # jax's rule: out_axes None for an output that depends on a mapped argument is an error (here it would
+    # silently be example 0's value); the flags come from the batching transform, so inside transforms too.
+    x, w = RNG.random((4, 3)), RNG.random(3)
+    shared = tenferro.vmap(lambda r, w: (r @ w, w * 2.0), in_axes=(0, None), out_axes=(0, None))
+    got = shared(x, w)
+    np.testing.assert_allclose(got[0], x @ w, rtol=1e-12)
+    np.testing.assert_allclose(got[1], w * 2.0)
+    varying = tenferro.vmap(lambda r, w: (r @ w, r * 2.0), in_axes=(0, None), out_axes=(0, None))
+    with pytest.raises(ValueError, match="out_axes is None for an output that depends on a mapped argument"):
+        varying(x, w)
+    with pytest.raises(ValueError, match="out_axes is None"):
+        tenferro.jit(lambda a: varying(a, w))(x)
+    with pytest.raises(ValueError, match="out_axes is None"):
+        tenferro.grad(lambda a: varying(a, w)[1].sum())(x)
+    np.testing.assert_allclose(tenferro.grad(lambda v: shared(x, v)[1].sum())(w), np.full(3, 2.0))
+    # run per example (a value read): the examples' values decide
+    branchy = lambda r, w: (r.sum() if r.sum() > 0 else -r.sum(), w * 2.0)  # noqa: E731
+    np.testing.assert_allclose(tenferro.vmap(branchy, in_axes=(0, None), out_axes=(0, None))(x, w)[1], w * 2.0)
+    with pytest.raises(ValueError, match="out_axes is None"):
+        tenferro.vmap(branchy, in_axes=(0, None), out_axes=None)(x, w)
+
+
 def test_in_place_operators_under_jit_run_eagerly():
     def step(w, g):
         w -= 0.1 * g  # numpy changes the caller's array

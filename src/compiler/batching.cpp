@@ -46,7 +46,7 @@ class Batcher {
   Batcher(const SemanticProgram& program, std::int64_t batch_size)
       : src_(program), b_(batch_size), value_of_(program.num_values()), batched_(program.num_values(), false) {}
 
-  Result<std::shared_ptr<const SemanticProgram>> run(std::span<const bool> batched) {
+  Result<std::shared_ptr<const SemanticProgram>> run(std::span<const bool> batched, std::vector<bool>* varying) {
     for (std::size_t i = 0; i < src_.num_inputs(); ++i) {
       const ValueMetadata& m = src_.metadata(src_.input(i));
       const SymbolicShape shape = batched[i] ? with_leading(m.shape) : m.shape;
@@ -55,9 +55,11 @@ class Batcher {
     }
     for (const OperationView o : src_.operations()) TENFERRO_TRY(emit(o));
     Values outputs;
+    if (varying != nullptr) varying->clear();
     for (const ValueId v : src_.outputs()) {
       TENFERRO_ASSIGN_OR_RETURN(ProgramValue out, with_batch(v));
       outputs.push_back(out);
+      if (varying != nullptr) varying->push_back(batched_[v.index()] != 0);
     }
     TENFERRO_ASSIGN_OR_RETURN(FrozenProgram frozen, builder_.freeze(outputs.span()));
     return frozen.program;
@@ -428,7 +430,8 @@ class Batcher {
 }  // namespace
 
 Result<std::shared_ptr<const SemanticProgram>> batch_program(const SemanticProgram& program,
-                                                             std::span<const bool> batched, std::int64_t batch_size) {
+                                                             std::span<const bool> batched, std::int64_t batch_size,
+                                                             std::vector<bool>* varying) {
   if (batched.size() != program.num_inputs()) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
                       "batching: expected one flag per program input ({}), found {}", program.num_inputs(),
@@ -438,7 +441,7 @@ Result<std::shared_ptr<const SemanticProgram>> batch_program(const SemanticProgr
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
                       "batching: expected a batch size >= 0, found {}", batch_size);
   }
-  return Batcher(program, batch_size).run(batched);
+  return Batcher(program, batch_size).run(batched, varying);
 }
 
 }  // namespace tenferro::compiler

@@ -20,8 +20,8 @@ constexpr std::int64_t kBatch = 3;
 // Checks batch_program(p, batched) on `inputs` (batched ones with the
 // leading axis) against p on each example.
 void expect_batched_equals_examples(const SemanticProgram& p, std::span<const bool> batched,
-                                    const std::vector<Tensor>& inputs) {
-  Result<std::shared_ptr<const SemanticProgram>> b = batch_program(p, batched, kBatch);
+                                    const std::vector<Tensor>& inputs, std::vector<bool>* varying = nullptr) {
+  Result<std::shared_ptr<const SemanticProgram>> b = batch_program(p, batched, kBatch, varying);
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   ASSERT_EQ((*b)->num_inputs(), p.num_inputs());
   ASSERT_EQ((*b)->outputs().size(), p.outputs().size());
@@ -70,7 +70,11 @@ TEST(Batching, EveryRuleComputesEachExample) {
   const Tensor w = *random_tensor(DType::kFloat64, {4, 5}, 2);
   const Tensor c = *random_tensor(DType::kFloat64, {}, 3);
   const bool x_only[] = {true, false, false};
-  expect_batched_equals_examples(*p.program, x_only, {xs, w, c});
+  std::vector<bool> varying;
+  expect_batched_equals_examples(*p.program, x_only, {xs, w, c}, &varying);
+  // Every output but exp(w) depends on x.
+  EXPECT_EQ(varying,
+            std::vector<bool>({true, true, true, true, true, true, true, true, true, true, true, true, true, false}));
   // Every input batched: the dot_generals take the two-operand rule, the
   // broadcasts of c carry the batch.
   const Tensor ws = *random_tensor(DType::kFloat64, {kBatch, 4, 5}, 4);
@@ -79,7 +83,10 @@ TEST(Batching, EveryRuleComputesEachExample) {
   expect_batched_equals_examples(*p.program, all, {xs, ws, cs});
   // Only w: x's operations are copied, w's carry the batch.
   const bool w_only[] = {false, true, false};
-  expect_batched_equals_examples(*p.program, w_only, {test_support::example_of(xs, 0), ws, c});
+  expect_batched_equals_examples(*p.program, w_only, {test_support::example_of(xs, 0), ws, c}, &varying);
+  // The outputs of x alone (rev, cat of x and w's transpose: w; pad, cum, ...) are shared.
+  EXPECT_EQ(varying, std::vector<bool>({true, true, false, false, true, false, false, false, false, false, false, false,
+                                        false, true}));
 }
 
 // x [5, 4], index vectors, starts and updates through gathers (implicit

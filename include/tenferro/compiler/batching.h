@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "tenferro/base/status.h"
 #include "tenferro/program/semantic_program.h"
@@ -47,9 +48,12 @@ namespace tenferro::compiler {
 /// transform]): the same inputs, those with `batched[i]` set with a leading
 /// axis of extent `batch_size`, and every output with that leading axis.
 /// kInvalidArgument when `batched` does not have one flag per input or
-/// `batch_size` < 0; kUnsupported for an operation without a rule.
+/// `batch_size` < 0; kUnsupported for an operation without a rule. With
+/// `varying`, it gets one flag per output: whether it depends on a batched
+/// input (the others are the same for every example, broadcast).
 Result<std::shared_ptr<const program::SemanticProgram>> batch_program(const program::SemanticProgram& program,
                                                                       std::span<const bool> batched,
-                                                                      std::int64_t batch_size);
+                                                                      std::int64_t batch_size,
+                                                                      std::vector<bool>* varying = nullptr);
 
 }  // namespace tenferro::compiler
