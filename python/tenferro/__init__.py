@@ -404,7 +404,11 @@ def _run(tape, fun, *args, **kwargs):
     stack = _running.__dict__.setdefault("tapes", [])
     stack.append(tape)
     try:
-        return fun(*args, **kwargs)
+        out = fun(*args, **kwargs)
+        if not tape.jit and tape.nested:  # index guards, to the enclosing recording (Note [Traced indices])
+            for lo, hi, n, axis in getattr(tape, "guards", ()):
+                _traced._index_guard(tape.value_onto(lo), tape.value_onto(hi), n, axis)
+        return out
     finally:
         stack.pop()
         tape.close()

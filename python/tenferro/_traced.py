@@ -571,7 +571,13 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         a, axis = _reshape(a, -1), 0
     (axis,) = _axes(axis, a.ndim, "take")
-    return _tenferro._traced_take(a, _checked_indices(indices, a.shape[axis], axis), axis)
+    return _gather(a, indices, axis)
+
+
+def _gather(a, indices, axis, named=None):
+    """a's entries `indices` along `axis`, checked (IndexError naming axis
+    `named` of the array the user indexed, default `axis`)."""
+    return _tenferro._traced_take(a, _checked_indices(indices, a.shape[axis], axis if named is None else named), axis)
 
 
 # Note [Traced indices]
@@ -587,10 +593,10 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
 # outputs, checked after each run (the recording, a _Function, raises the
 # IndexError; a replay or batched run with a bad index returns nothing;
 # IndexGuard in python/src/tape.cpp). The guards of a
-# batched program applied on a running tape are guarded there again. Index
-# arrays on a gradient's tape inside jit cannot arise (argsort and argmax
-# read values, integer arithmetic is not recorded); one would make the
-# signature eager rather than lose its guard. Boolean masks stay
+# batched program applied on a running tape are guarded there again; the
+# guards of a gradient's tape nested in a recording (jit(grad(vmap(f))):
+# the vmap's guards land on the gradient's tape) move to the enclosing tape
+# when the gradient's function returns (tenferro._run). Boolean masks stay
 # values: their result's shape depends on them, so they cannot be
 # recorded (a jit signature indexing with a traced mask runs eagerly).
 
@@ -604,8 +610,6 @@ def _index_guard(lo, hi, n, axis):
                          f"with size {n}")
     if lo._jit:
         tape = lo._tape
-        if not tape.jit:  # integer values of a gradient's tape inside a recording: none is recorded today
-            raise _unsupported("an index array computed on a gradient's tape inside tenferro.jit")
         guards = getattr(tape, "guards", None)
         if guards is None:
             guards = tape.guards = []
@@ -742,19 +746,24 @@ def _mixed(x, key, at):
         raise IndexError(f"arrays used as indices must be of integer type, found {k.dtype}")
     basic = key[:at] + (slice(None),) + key[at + 1 :]
     # The axis of the result that the array's ':' became: one per slice or
-    # None before it, and the axes an Ellipsis before it stands for.
+    # None before it, and the axes an Ellipsis before it stands for; and
+    # the axis of x it indexes (numpy's error names it): one per slice or
+    # integer before it, and the Ellipsis' axes.
     used = builtins.sum(i is not None and i is not Ellipsis for i in basic)
-    axis = 0
+    axis = named = 0
     for i in key[:at]:
         if i is Ellipsis:
             axis += x.ndim - used
+            named += x.ndim - used
         elif i is None or isinstance(i, slice):
             axis += 1
+        if i is not None and i is not Ellipsis:
+            named += 1
     part = _getitem(x, basic)
     if mask_length is not None and mask_length != part.shape[axis]:
         raise IndexError(f"boolean index of length {mask_length} does not match axis {axis} of length "
                          f"{part.shape[axis]}")
-    r = _take(part, k, axis=axis)
+    r = _gather(part, k, axis, named)
     # numpy counts integers as index arrays too; when one stands apart from
     # the array (a slice between them), the array's axes come first.
     integers = [i for i, j in enumerate(key) if isinstance(j, (int, _np.integer)) and not isinstance(j, bool)]
@@ -780,7 +789,7 @@ def _multi(x, key):
     if used > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
     if any(k is Ellipsis for k in key):
-        at = key.index(Ellipsis)
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)  # by identity: == on arrays is elementwise
         key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1 :]
     else:
         key = key + (slice(None),) * (x.ndim - used)
@@ -807,7 +816,8 @@ def _multi(x, key):
         rest = [a for a in range(part.ndim) if a not in advanced]
         part = _transpose(part, advanced + rest)
     dims = [part.shape[first + i] for i in range(len(advanced))]
-    merged = _reshape(part, tuple(part.shape[:first]) + (-1,) + tuple(part.shape[first + len(advanced) :]))
+    merged = _reshape(part, tuple(part.shape[:first]) + (int(_np.prod(dims)),) +
+                      tuple(part.shape[first + len(advanced) :]))  # not -1: ambiguous for an empty part
     if not all(dims):
         flat = _np.zeros(shape, _np.int64)
     elif any(isinstance(i, Traced) for i in indices):  # row-major flat positions, recorded
@@ -818,7 +828,7 @@ def _multi(x, key):
                 "add", [_int64(flat, shape), i])
     else:
         flat = _np.ravel_multi_index(tuple(indices), dims)
-    return _take(merged, flat, axis=first)
+    return _tenferro._traced_take(merged, flat, first)  # each index was checked: flat is in range
 
 
 # --- products ---

@@ -784,6 +784,29 @@ def test_traced_indices_are_recorded_and_checked_as_numpy_checks_them():
         with pytest.raises(IndexError, match="index 9 is out of bounds for axis . with size [45]"):
             jitted(x, *bad)
         assert jitted.cache_info()["hits"] == 2, name  # the replay ran and raised
+    # several arrays around an Ellipsis, an empty remainder, and numpy's axis in the message (audit findings)
+    y = RNG.random((3, 4, 2))
+    for fun, idx in ((lambda y, i, j: y[i, ..., j], (np.array([0, 2]), np.array([1, -1]))),
+                     (lambda y, i, j: y[i, j, :0], (np.array([0, 2]), np.array([1, 3])))):
+        jitted = tenferro.jit(fun)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                np.testing.assert_array_equal(jitted(y, *idx), fun(y, *idx))
+        assert jitted.cache_info()["hits"] == 1
+    np.testing.assert_array_equal(tenferro.grad(lambda w: w[np.array([0, 2]), np.array([1, 3]), :0].sum())(y), 0)
+    ellipsis = tenferro.grad(lambda w: (w[np.array([0, 2]), ..., np.array([1, 1])] ** 2).sum())(y)
+    want = np.zeros_like(y)
+    want[[0, 2], :, [1, 1]] = 2 * y[[0, 2], :, [1, 1]]
+    np.testing.assert_allclose(ellipsis, want)
+    named = tenferro.jit(lambda y, i: y[0, :, i])
+    named(y, np.array([1]))
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 2 with size 2"):
+        named(y, np.array([9]))
+    spread = tenferro.jit(lambda y, i: y[:, None, i])
+    spread(y, np.array([1]))
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 4"):
+        spread(y, np.array([9]))
     low = tenferro.jit(lambda x, i: x[i])
     low(x, np.array([1]))
     with pytest.raises(IndexError, match="index -6 is out of bounds for axis 0 with size 5"):
@@ -819,6 +842,16 @@ def test_traced_indices_under_vmap_grad_and_nested_transforms():
     assert gj.cache_info()["hits"] == 1
     with pytest.raises(IndexError, match="index 7 is out of bounds"):
         gj(x, np.array([0, 7, 1, 1, 1]))
+    # jit(grad(vmap)): the vmap's guards land on the gradient's tape and move to the jit recording
+    gv = tenferro.jit(tenferro.grad(lambda w, k: (picks(w, k) ** 2).sum()))
+    for k in (idx, idx[::-1].copy()):
+        want = tenferro.grad(lambda w: ((w[np.arange(5), k] * w.sum(axis=1)) ** 2).sum())(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_allclose(gv(x, k), want, rtol=1e-12)
+    assert gv.cache_info()["hits"] == 1
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 4"):
+        gv(x, np.array([0, 1, 6, 2, 3]))
     # jit(vmap): the batched program's guards are guarded again on the jit tape
     jv = tenferro.jit(picks)
     np.testing.assert_allclose(jv(x, idx), x[np.arange(5), idx] * x.sum(axis=1), rtol=1e-12)
