@@ -818,17 +818,17 @@ def _multi(x, key):
     dims = [part.shape[first + i] for i in range(len(advanced))]
     merged = _reshape(part, tuple(part.shape[:first]) + (int(_np.prod(dims)),) +
                       tuple(part.shape[first + len(advanced) :]))  # not -1: ambiguous for an empty part
-    if not all(dims):
-        flat = _np.zeros(shape, _np.int64)
-    elif any(isinstance(i, Traced) for i in indices):  # row-major flat positions, recorded
-        flat = indices[0]
-        for i, d in zip(indices[1:], dims[1:]):
-            flat = flat * d if not isinstance(flat, Traced) else _tenferro._traced_op("mul", [flat, _int64(d, shape)])
-            flat = flat + i if not (isinstance(flat, Traced) or isinstance(i, Traced)) else _tenferro._traced_op(
-                "add", [_int64(flat, shape), i])
-    else:
-        flat = _np.ravel_multi_index(tuple(indices), dims)
+    flat = indices[0] if all(dims) else _np.zeros(shape, _np.int64)
+    for i, d in zip(indices[1:], dims[1:]) if all(dims) else ():  # row-major positions (recorded when traced)
+        flat = _int_op("add", _int_op("mul", flat, _int64(d, shape)), i)
     return _tenferro._traced_take(merged, flat, first)  # each index was checked: flat is in range
+
+
+def _int_op(name, a, b):
+    """add or mul of int64 arrays of one shape: recorded when one is Traced."""
+    if isinstance(a, Traced) or isinstance(b, Traced):
+        return _tenferro._traced_op(name, [a, b])
+    return _np.add(a, b) if name == "add" else _np.multiply(a, b)
 
 
 # --- products ---
