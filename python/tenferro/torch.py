@@ -84,6 +84,32 @@ def _to_torch(array, like_dtype=None):
     return out
 
 
+def _aliased(result, tensors, arrays):
+    """The tensor of a relabeling einsum's result (Note [Relabeled results
+    in torch]), or None when it shares no operand's memory."""
+    result = _np.asarray(result)
+    for t, a in zip(tensors, arrays):
+        if isinstance(t, _torch.Tensor) and result.size and _np.may_share_memory(result, a):
+            if a.__array_interface__["data"][0] != t.data_ptr():  # a resolved copy (conjugate bit): private
+                return _to_torch(result.copy())
+            item = result.itemsize
+            offset = (result.__array_interface__["data"][0] - t.data_ptr()) // item + t.storage_offset()
+            return t.detach().as_strided(result.shape, [st // item for st in result.strides], offset)
+    return None
+
+
+# Note [Relabeled results in torch]
+# tenferro.einsum returns a numpy view for an einsum that only relabels one
+# operand (ij->ji, ii->i), as numpy does. Wrapped by torch.from_numpy it
+# would alias the operand without torch knowing: an in-place edit of the
+# result would change the operand behind autograd's version checks (a
+# gradient computed from the changed values, silently). Without autograd
+# the result is therefore the same view made by torch (as_strided of the
+# operand: one version counter, as torch.einsum's permute or diagonal
+# gives); under autograd a copy (the custom Function's output owns its
+# memory).
+
+
 def _as_dtype_of(g, like):
     """A gradient in its operand's dtype: the real part for a real operand
     of a complex einsum (as torch.autograd), then a cast (both recorded)."""
@@ -140,7 +166,10 @@ class _Einsum(_torch.autograd.Function):
         ctx.options = options
         ctx.save_for_backward(*tensors)
         ctx.save_for_forward(*tensors)
-        return _to_torch(_einsum(subscripts, *arrays, **options))
+        result = _einsum(subscripts, *arrays, **options)
+        if _aliased(result, tensors, arrays) is not None:  # Note [Relabeled results in torch]
+            result = _np.array(result)
+        return _to_torch(result)
 
     @staticmethod
     def jvp(ctx, _subscripts, _options, *tangents):
@@ -191,7 +220,8 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     (a planner name or an explicit path); ``threads`` and ``runtime`` pick
     the runtime as in ``tenferro.einsum`` (the backward pass runs on the
     same one). The result is a ``torch.Tensor``
-    over tenferro's storage; when an operand requires grad, it carries a
+    over tenferro's storage (a relabeling of one operand: a torch view of
+    it, or a copy under autograd); when an operand requires grad, it carries a
     ``grad_fn`` whose backward runs ``tenferro.einsum_vjp``.
     """
     if isinstance(subscripts, (str, bytes)) and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -204,6 +234,8 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     options = {"optimize": optimize, "threads": threads, "runtime": runtime}
     if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands) and not _has_tangent(operands):
         arrays = [_as_array(t, i) for i, t in enumerate(operands)]
-        return _to_torch(_einsum(subscripts, *arrays, **options))
+        result = _einsum(subscripts, *arrays, **options)
+        view = _aliased(result, operands, arrays)
+        return _to_torch(result) if view is None else view
     return _Einsum.apply(subscripts, options, *operands)
 

@@ -205,3 +205,28 @@ def test_functorch_transforms_are_refused_clearly():
         vmap = functorch.vmap
     with pytest.raises(tenferro.UnsupportedError, match="functorch transforms"):
         vmap(lambda t: tft.einsum("i,i->", t, t))(torch.randn(3, 4))
+
+
+def test_relabeled_results_alias_as_torch_views():
+    # Note [Relabeled results in torch]: a relabeling's numpy view is a torch view of the operand without autograd
+    # (one version counter, so torch's in-place checks see edits through it) and a copy under autograd.
+    c = torch.arange(9.0, dtype=torch.float64).reshape(3, 3)
+    t = tft.einsum("ij->ji", c)
+    assert t._base is not None and torch.equal(t, c.T)
+    d = tft.einsum("ii->i", c)
+    before = c._version
+    d.add_(100.0)
+    assert c._version > before and torch.equal(torch.diagonal(c), torch.tensor([100.0, 104.0, 108.0], dtype=c.dtype))
+    # under autograd: an edit of the result does not reach the operand, so the gradient is the forward's
+    x = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    y = x * 1.0
+    w = tft.einsum("ij,jk->ik", y, y)
+    v = tft.einsum("ij->ji", y)
+    v.add_(100.0)
+    w.sum().backward()
+    ones = torch.ones(3, 3, dtype=torch.float64)
+    torch.testing.assert_close(x.grad, ones @ x.detach().T + x.detach().T @ ones)
+    leaf = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    kept = leaf.detach().clone()
+    tft.einsum("ii->i", leaf).detach().mul_(0)
+    assert torch.equal(leaf.detach(), kept)
