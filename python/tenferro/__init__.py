@@ -76,22 +76,25 @@ __all__ = [
 ]
 
 
-def _shape_of(operand, position):
-    """The shape of an operand given as an array, a shape tuple (or list)
-    of ints, a Python scalar or nested lists."""
+def _shape_of(operand, position, shapes=False):
+    """The shape of an operand given as an array, a shape tuple of ints,
+    a Python scalar or (nested) lists or tuples of numbers (data, as numpy
+    reads them); with `shapes` (opt_einsum's shapes=True) every operand is
+    a shape, a tuple or list of ints."""
     shape = getattr(operand, "shape", None)
-    if shape is not None:
+    if shape is not None and not shapes:
         return [int(d) for d in shape]
-    if isinstance(operand, (tuple, list)) and all(isinstance(d, int) for d in operand):
+    if isinstance(operand, tuple if not shapes else (tuple, list)) and all(
+            isinstance(d, (int, _np.integer)) and not isinstance(d, bool) for d in operand):
         return [int(d) for d in operand]
-    if isinstance(operand, (int, float, complex, list)):
+    if not shapes and isinstance(operand, (int, float, complex, list, tuple)):
         try:
             return list(_np.shape(operand))
         except ValueError:  # ragged nested lists
             pass
+    expected = "a shape (a tuple or list of ints)" if shapes else "an array, a shape tuple of ints, a scalar or nested lists"
     raise InvalidArgumentError(
-        f"contract_path operand {position}: expected an array, a shape tuple of ints, a scalar or nested lists, "
-        f"found {type(operand).__name__}",
+        f"contract_path operand {position}: expected {expected}, found {type(operand).__name__}",
         code="kInvalidArgument",
         canonical="kInvalidArgument",
     )
@@ -229,8 +232,10 @@ class PathInfo:
         return "\n".join(lines)
 
 
-def contract_path(subscripts, *operands, optimize="auto", max_intermediate_bytes=None, memory_limit=None):
-    """Plans `subscripts` over `operands` (arrays or shape tuples) like
+def contract_path(subscripts, *operands, optimize="auto", max_intermediate_bytes=None, memory_limit=None,
+                  shapes=False):
+    """Plans `subscripts` over `operands` (arrays or shape tuples; with
+    shapes=True, as in opt_einsum, every operand is a shape) like
     opt_einsum.contract_path: returns (path, PathInfo), the path as a list of
     index pairs in opt_einsum's format (pass it back as optimize=path).
     optimize: "auto" (the default, as in opt_einsum and tenferro.einsum),
@@ -242,9 +247,9 @@ def contract_path(subscripts, *operands, optimize="auto", max_intermediate_bytes
     the arrays' result dtype, float64 for shapes).
     """
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "contract_path")
-    shapes = [_shape_of(op, i) for i, op in enumerate(operands)]
+    arrays = [] if shapes else [op for op in operands if hasattr(op, "dtype")]
+    shapes = [_shape_of(op, i, shapes) for i, op in enumerate(operands)]
     bound = max_intermediate_bytes
-    arrays = [op for op in operands if hasattr(op, "dtype")]
     if isinstance(bound, (int, float)) and not isinstance(bound, bool) and arrays:
         # The planner counts float64 elements: the same bound in elements.
         bound = bound * 8.0 / _np.result_type(*arrays).itemsize
@@ -256,8 +261,11 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     """numpy.einsum_path's form of contract_path: returns (path, report),
     the path as numpy writes it (["einsum_path", (0, 1), ...], accepted by
     numpy.einsum and tenferro.einsum as optimize=) and the report as a
-    string."""
-    path, info = contract_path(subscripts, *operands, optimize=optimize)
+    string. Operands are arrays, as numpy reads them (a tuple of ints is
+    data here, not a shape)."""
+    subscripts, operands = _subscripts_and_operands(subscripts, operands, "einsum_path")
+    arrays = [op if hasattr(op, "shape") else _np.asarray(op) for op in operands]
+    path, info = contract_path(subscripts, *arrays, optimize=optimize)
     return ["einsum_path", *path], str(info)
 
 

@@ -73,3 +73,21 @@ def test_einsum_path_has_numpys_form(rng):
     np.testing.assert_allclose(tenferro.einsum("ij,jk,kl->il", a, b, c, optimize=path), a @ b @ c)
     np.testing.assert_allclose(np.einsum("ij,jk,kl->il", a, b, c, optimize=path), a @ b @ c)
     assert tenferro.einsum_path("ii", np.eye(3))[0] == ["einsum_path", (0,)]
+
+
+def test_lists_are_data_tuples_are_shapes_and_shapes_true():
+    # numpy reads a list as data; a tuple of ints is a shape (documented), and opt_einsum's shapes=True makes every
+    # operand a shape; einsum_path reads everything as data, as numpy.einsum_path does.
+    path, info = tenferro.contract_path("i,i->", [1, 2, 3], [4, 5, 6])
+    assert [tuple(s) for s in info.shapes] == [(3,), (3,)]
+    _, info = tenferro.contract_path("i,i->", [5], [5])
+    assert info.size_dict["i"] == 1
+    _, info = tenferro.contract_path("ij,jk->ik", (2, 3), (3, 4))
+    assert info.size_dict == {"i": 2, "j": 3, "k": 4}
+    _, info = tenferro.contract_path("ij,jk->ik", [2, 3], [3, 4], shapes=True)
+    assert info.size_dict == {"i": 2, "j": 3, "k": 4}
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected a shape"):
+        tenferro.contract_path("ij,jk->ik", np.ones((2, 3)), (3, 4), shapes=True)
+    for args in (("i,i->", [1, 2, 3], [4, 5, 6]), ("ij,j->i", ((1, 2), (3, 4)), (4, 5)), ("i,i->", [5], [5])):
+        assert tenferro.einsum_path(*args)[0] == np.einsum_path(*args)[0]
+        assert tenferro.einsum_path(*args)[1].split("\n")[3] == np.einsum_path(*args)[1].split("\n")[3]
