@@ -313,7 +313,8 @@ py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operand
     for (const einsum::LabelKey key : in.labels) {
       if (std::find(out->labels.begin(), out->labels.end(), key) == out->labels.end()) return {};  // summed
     }
-    if (in.has_ellipsis() && !out->has_ellipsis()) return {};
+    // An ellipsis missing from the output sums its axes unless it stands for
+    // none (c...c->c of a matrix): the bound network's labels tell (below).
   } else {
     for (std::size_t i = 0; i < in.labels.size(); ++i) {  // implicit: a repeated label is summed
       if (std::find(in.labels.begin() + static_cast<std::ptrdiff_t>(i) + 1, in.labels.end(), in.labels[i]) !=

@@ -87,7 +87,8 @@ def test_torch_dtypes(torch, dtype):
 @pytest.mark.parametrize(
     "subscripts, shape",
     [("ij->ji", (3, 4)), ("ij", (3, 4)), ("ji", (3, 4)), ("ij->ij", (3, 4)), ("ii->i", (3, 3)),
-     ("...j->j...", (2, 3, 4)), ("iji->ij", (3, 2, 3)), ("bii->ib", (2, 3, 3))])
+     ("...j->j...", (2, 3, 4)), ("iji->ij", (3, 2, 3)), ("bii->ib", (2, 3, 3)), ("c...c->c", (3, 3)),
+     ("i...i->i...", (3, 2, 3))])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int16, np.bool_])
 def test_relabeling_einsums_are_writeable_views_as_in_numpy(subscripts, shape, dtype):
     base = np.arange(2 * int(np.prod(shape))).reshape(shape + (2,)).astype(dtype)
