@@ -244,9 +244,11 @@ py::object from_dlpack(py::handle obj, const std::string& what) {
       } catch (py::error_already_set&) {
       }
     }
-    raise_error(ErrorCode::kInvalidArgument,
+    const std::string why = py::str(e.value());
+    // numpy names a dtype it lacks (bfloat16) "Unsupported dtype": a DTypeError, as numpy.einsum's TypeError.
+    raise_error(why.find("dtype") != std::string::npos ? ErrorCode::kDTypeMismatch : ErrorCode::kInvalidArgument,
                 fmt::format("{}: expected a CPU array numpy can view through DLPack, found {} ({})", what,
-                            type_name(obj), std::string(py::str(e.value()))));
+                            type_name(obj), why));
   }
 }
 

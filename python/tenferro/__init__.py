@@ -86,6 +86,10 @@ def _shape_of(operand, position, shapes=False):
         return [int(d) for d in shape]
     if isinstance(operand, tuple if not shapes else (tuple, list)) and all(
             isinstance(d, (int, _np.integer)) and not isinstance(d, bool) for d in operand):
+        for d in operand:
+            if d >= 2**63:
+                raise OutOfRangeError(f"contract_path operand {position}: extent {d} does not fit in int64 (at most "
+                                      f"2**63 - 1)", code="kSizeOverflow", canonical="kOutOfRange")
         return [int(d) for d in operand]
     if not shapes and isinstance(operand, (int, float, complex, list, tuple)):
         try:
@@ -188,6 +192,8 @@ class PathInfo:
         inner = raw["num_labels"] > len(raw["output_labels"])
         factor = max(1, num_operands - 1) + (1 if inner else 0)
         self.naive_cost = raw["naive_size"] * factor
+        if num_operands == 1:  # the one step is the naive contraction (opt_einsum counts it so: speedup 1)
+            self.opt_cost = self.flops = self.naive_cost
         self.speedup = self.naive_cost / max(self.opt_cost, 1.0)
         self.naive_scaling = raw["num_labels"]
         self.scale_list = [len(set(s["lhs"]) | set(s["rhs"])) for s in self.steps]
@@ -199,6 +205,9 @@ class PathInfo:
         self.shapes = [tuple(shape) for shape in shapes] if shapes is not None else None
         self.contraction_list = []
         remaining = ["".join(labels) for labels in raw["operand_labels"]]
+        if num_operands == 1:  # opt_einsum's one entry for the path [(0,)]
+            self.contraction_list.append(((0,), frozenset(remaining[0]) - frozenset(self.output_subscript),
+                                          f"{remaining[0]}->{self.output_subscript}", [self.output_subscript], False))
         for (i, j), step in zip(self.path if len(remaining) > 1 else [], self.steps):
             lhs, rhs, result = ("".join(step[k]) for k in ("lhs", "rhs", "result"))
             for k in sorted((i, j), reverse=True):

@@ -91,3 +91,18 @@ def test_lists_are_data_tuples_are_shapes_and_shapes_true():
     for args in (("i,i->", [1, 2, 3], [4, 5, 6]), ("ij,j->i", ((1, 2), (3, 4)), (4, 5)), ("i,i->", [5], [5])):
         assert tenferro.einsum_path(*args)[0] == np.einsum_path(*args)[0]
         assert tenferro.einsum_path(*args)[1].split("\n")[3] == np.einsum_path(*args)[1].split("\n")[3]
+
+
+def test_extents_beyond_int64_are_typed_errors():
+    for extent in (2**63, 2**64):
+        with pytest.raises(tenferro.OutOfRangeError, match="does not fit in int64"):
+            tenferro.contract_path("ij,jk->ik", (extent, 2), (2, 4))
+        with pytest.raises(tenferro.OutOfRangeError, match="does not fit in int64"):
+            tenferro.contract_expression("ij,jk->ik", (extent, 2), (2, 4))
+
+
+def test_one_operand_path_info_counts_the_one_step_as_the_naive_one():
+    for subscripts, shape in (("ij->ji", (3, 3)), ("ij->", (3, 3)), ("ijk->i", (3, 3, 3))):
+        path, info = tenferro.contract_path(subscripts, shape)
+        assert path == [(0,)] and info.speedup == 1.0 and info.opt_cost == info.naive_cost
+        assert len(info.contraction_list) == 1 and info.contraction_list[0][0] == (0,)

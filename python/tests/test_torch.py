@@ -230,3 +230,12 @@ def test_relabeled_results_alias_as_torch_views():
     kept = leaf.detach().clone()
     tft.einsum("ii->i", leaf).detach().mul_(0)
     assert torch.equal(leaf.detach(), kept)
+
+
+def test_dtypes_numpy_lacks_are_dtype_errors_everywhere():
+    # bfloat16 through DLPack: numpy's "Unsupported dtype" is a DTypeError (a TypeError, as numpy.einsum raises)
+    b = torch.ones(3, dtype=torch.bfloat16)
+    for call in (lambda: tenferro.einsum("i,i->", b, b), lambda: tenferro.linalg.norm(b),
+                 lambda: tenferro.fft.fft(b), lambda: tft.einsum("i,i->", b, b)):
+        with pytest.raises(tenferro.DTypeError):
+            call()
