@@ -657,18 +657,20 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
 }
 
 // Note [Jit fast path]
-// A call of a tenferro.jit function whose arguments are all positional
-// numpy arrays (exactly ndarray) of a signature recorded before is
-// dispatched here without Python: the signatures of such calls (dtype and
-// shape per argument) are compared in C++ with those of the recordings the
-// Python layer registered (most recently used first), and a hit runs the
-// recording's program. Everything else -- keyword arguments, other
-// argument types, a miss, a call inside a running tenferro.grad or jit --
-// goes to the Python layer (tenferro/_jit.py), which records, runs eagerly
-// or calls the function as it is (Note [Jit signatures]).
+// A call of a tenferro.jit function whose arguments are all numpy arrays
+// (exactly ndarray), positional or keyword, of a signature recorded before
+// is dispatched here without Python: the signatures of such calls (dtype
+// and shape per argument, the keywords' names in the caller's order) are
+// compared in C++ with those of the recordings the Python layer registered
+// (most recently used first), and a hit runs the recording's program.
+// Everything else -- other argument types, static arguments, a miss, a
+// call inside a running tenferro.grad or jit -- goes to the Python layer
+// (tenferro/_jit.py), which records, runs eagerly or calls the function as
+// it is (Note [Jit signatures]).
 struct JitEntry {
   std::vector<int> typenums;
   std::vector<Dims> shapes;
+  std::vector<py::object> keywords;  // the keyword arguments' names, last among the arrays, in the caller's order
   std::shared_ptr<PyFunction> function;
   py::object rebuild;  // None: the program's one output is the result
 };
@@ -681,8 +683,13 @@ struct PyJit {
   std::uint64_t hits = 0;
 };
 
-bool matches(const JitEntry& e, std::span<PyObject* const> args) {
-  if (args.size() != e.typenums.size()) return false;
+// `args`: the positional arguments, then the keyword arguments' values
+// (named `keys`, in the caller's order).
+bool matches(const JitEntry& e, std::span<PyObject* const> args, std::span<PyObject* const> keys) {
+  if (args.size() != e.typenums.size() || keys.size() != e.keywords.size()) return false;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] != e.keywords[i].ptr() && PyUnicode_Compare(keys[i], e.keywords[i].ptr()) != 0) return false;
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!PyArray_CheckExact(args[i])) return false;
     auto* a = reinterpret_cast<PyArrayObject*>(args[i]);
@@ -755,15 +762,30 @@ PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     PyJit& jit = py::cast<PyJit&>(py::handle(self));
     const std::span<PyObject* const> positional(&PyTuple_GET_ITEM(args, 0),
                                                 static_cast<std::size_t>(PyTuple_GET_SIZE(args)));
-    if ((kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0) && !tapes_running(jit)) {
+    SmallVector<PyObject*, 8> all;  // positional, then keyword values
+    SmallVector<PyObject*, 4> keys;
+    std::span<PyObject* const> arrays = positional;
+    if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) > 0) {
+      for (PyObject* a : positional) all.push_back(a);
+      Py_ssize_t pos = 0;
+      PyObject* key = nullptr;
+      PyObject* value = nullptr;
+      while (PyDict_Next(kwargs, &pos, &key, &value)) {  // insertion order: the caller's
+        keys.push_back(key);
+        all.push_back(value);
+      }
+      arrays = std::span<PyObject* const>(all.data(), all.size());
+    }
+    if (!jit.entries.empty() && !tapes_running(jit)) {
+      const std::span<PyObject* const> names(keys.data(), keys.size());
       for (std::size_t k = 0; k < jit.entries.size(); ++k) {
-        if (!matches(jit.entries[k], positional)) continue;
+        if (!matches(jit.entries[k], arrays, names)) continue;
         if (k > 0)
           std::rotate(jit.entries.begin(), jit.entries.begin() + static_cast<std::ptrdiff_t>(k),
                       jit.entries.begin() + static_cast<std::ptrdiff_t>(k) + 1);
         const JitEntry entry = jit.entries[0];  // kept alive through the call
         ++jit.hits;
-        py::tuple out = call_function(*entry.function, positional);
+        py::tuple out = call_function(*entry.function, arrays);
         if (entry.rebuild.is_none()) return out[0];
         return entry.rebuild(out);
       }
@@ -885,8 +907,10 @@ void register_tape(py::module_& m) {
         return j;
       }))
       .def("_add",
-           [](PyJit& jit, const py::sequence& arrays, std::shared_ptr<PyFunction> function, py::object rebuild) {
-             JitEntry e{{}, {}, std::move(function), std::move(rebuild)};
+           [](PyJit& jit, const py::sequence& arrays, std::shared_ptr<PyFunction> function, py::object rebuild,
+              const py::sequence& keywords) {
+             JitEntry e{{}, {}, {}, std::move(function), std::move(rebuild)};
+             for (py::handle k : keywords) e.keywords.push_back(py::reinterpret_borrow<py::object>(k));
              for (py::handle a : arrays) {
                auto* arr = reinterpret_cast<PyArrayObject*>(a.ptr());
                if (!PyArray_CheckExact(a.ptr())) return;  // numpy scalars and subclasses: the Python layer

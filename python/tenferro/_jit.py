@@ -384,10 +384,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
         f = fast()
         if isinstance(entry, str):
             warn(f"{entry}; calls with this signature run eagerly")
-        elif (f is not None and entry.function is not None and not kwargs and not nums
-              and all(type(a) is _np.ndarray for a in args)):
+        elif (f is not None and entry.function is not None and not nums  # (static arguments are hashable: no arrays)
+              and all(type(a) is _np.ndarray for a in args) and all(type(v) is _np.ndarray for v in kwargs.values())):
             structure = entry.structure
-            f._add(arrays, entry.function, None if structure == ("o", 0) else (lambda outs: _result(structure, outs)))
+            f._add(arrays, entry.function, None if structure == ("o", 0) else (lambda outs: _result(structure, outs)),
+                   tuple(kwargs))
         return result
 
     jitted = _tenferro._Jit(slow, _running, size)

@@ -64,16 +64,25 @@ def test_replayed_recordings_compute_the_function_on_new_values(name):
     assert info["signatures"] == 1
 
 
-def test_fast_path_is_taken_for_positional_arrays():
+def test_fast_path_is_taken_for_positional_and_keyword_arrays():
     jitted = tenferro.jit(lambda x, y: x * y + 1.0)
     x, y = RNG.random((3, 2)), RNG.random((3, 2))
     jitted(x, y)
     for _ in range(5):
         jitted(x, y)
     assert jitted._hits == 5  # dispatched in C++ (Note [Jit fast path])
-    np.testing.assert_allclose(jitted(x, y=y), x * y + 1.0)  # a keyword: the Python layer, same signature
+    np.testing.assert_allclose(jitted(x, y=y), x * y + 1.0)  # a keyword: its own signature, recorded
     assert jitted._hits == 5
-    assert jitted.cache_info()["recordings"] == 2  # the keyword call is its own signature
+    assert jitted.cache_info()["recordings"] == 2
+    for _ in range(3):  # keyword arrays are matched in C++ too, by name and in the caller's order
+        y2 = RNG.random((3, 2))
+        np.testing.assert_allclose(jitted(x, y=y2), x * y2 + 1.0)
+    assert jitted._hits == 8
+    np.testing.assert_allclose(jitted(y=y, x=x), x * y + 1.0)  # another order: another signature
+    np.testing.assert_allclose(jitted(y=y2, x=x), x * y2 + 1.0)
+    assert jitted._hits == 9 and jitted.cache_info()["recordings"] == 3
+    assert jitted(x, y=[[1.0, 2.0]] * 3).shape == (3, 2)  # a list: the Python layer
+    assert jitted._hits == 9
 
 
 def test_signatures_shapes_dtypes_and_static_values():
