@@ -657,23 +657,49 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
 }
 
 // Note [Jit fast path]
-// A call of a tenferro.jit function whose arguments are all numpy arrays
-// (exactly ndarray), positional or keyword, of a signature recorded before
-// is dispatched here without Python: the signatures of such calls (dtype
-// and shape per argument, the keywords' names in the caller's order) are
-// compared in C++ with those of the recordings the Python layer registered
-// (most recently used first), and a hit runs the recording's program.
-// Everything else -- other argument types, static arguments, a miss, a
-// call inside a running tenferro.grad or jit -- goes to the Python layer
-// (tenferro/_jit.py), which records, runs eagerly or calls the function as
-// it is (Note [Jit signatures]).
+// A call of a tenferro.jit function whose arguments, positional or
+// keyword, are all numpy arrays (exactly ndarray) or plain values (a
+// float, int, bool, str or None) of a signature recorded before is
+// dispatched here without Python: the signatures of such calls (dtype and
+// shape per array, each value itself -- floats by their bits, as
+// Note [Jit signatures] keys them -- and the keywords' names in the
+// caller's order) are compared in C++ with those of the recordings the
+// Python layer registered (most recently used first), and a hit runs the
+// recording's program on the arrays. Everything else -- other argument
+// types, containers, static arguments, a miss, a call inside a running
+// tenferro.grad or jit -- goes to the Python layer (tenferro/_jit.py),
+// which records, runs eagerly or calls the function as it is.
+struct JitSlot {
+  py::object value;  // a value argument, keyed by itself; null for an array
+  int typenum = 0;
+  Dims shape;
+};
+
 struct JitEntry {
-  std::vector<int> typenums;
-  std::vector<Dims> shapes;
-  std::vector<py::object> keywords;  // the keyword arguments' names, last among the arrays, in the caller's order
+  std::vector<JitSlot> slots;        // one per argument: positional, then keyword values
+  std::vector<py::object> keywords;  // the keyword arguments' names, in the caller's order
   std::shared_ptr<PyFunction> function;
   py::object rebuild;  // None: the program's one output is the result
 };
+
+bool is_plain_value(PyObject* v) {
+  return PyFloat_CheckExact(v) || PyLong_CheckExact(v) || PyBool_Check(v) || v == Py_None || PyUnicode_CheckExact(v);
+}
+
+// `v` is the value `key` (the same type; a float's bits, as the Python
+// layer keys floats: -0.0 is not 0.0).
+bool same_value(PyObject* v, PyObject* key) {
+  if (v == key) return true;
+  if (Py_TYPE(v) != Py_TYPE(key)) return false;
+  if (PyFloat_CheckExact(v)) {
+    const double a = PyFloat_AS_DOUBLE(v);
+    const double b = PyFloat_AS_DOUBLE(key);
+    return std::memcmp(&a, &b, sizeof(double)) == 0;
+  }
+  if (PyLong_CheckExact(v)) return PyObject_RichCompareBool(v, key, Py_EQ) == 1;
+  if (PyUnicode_CheckExact(v)) return PyUnicode_Compare(v, key) == 0;
+  return false;  // bool and None: identity
+}
 
 struct PyJit {
   py::object slow;     // the Python layer's call
@@ -684,19 +710,28 @@ struct PyJit {
 };
 
 // `args`: the positional arguments, then the keyword arguments' values
-// (named `keys`, in the caller's order).
-bool matches(const JitEntry& e, std::span<PyObject* const> args, std::span<PyObject* const> keys) {
-  if (args.size() != e.typenums.size() || keys.size() != e.keywords.size()) return false;
+// (named `keys`, in the caller's order); the arrays among them go to
+// `arrays`.
+bool matches(const JitEntry& e, std::span<PyObject* const> args, std::span<PyObject* const> keys,
+             SmallVector<PyObject*, 8>& arrays) {
+  if (args.size() != e.slots.size() || keys.size() != e.keywords.size()) return false;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (keys[i] != e.keywords[i].ptr() && PyUnicode_Compare(keys[i], e.keywords[i].ptr()) != 0) return false;
   }
+  arrays.clear();
   for (std::size_t i = 0; i < args.size(); ++i) {
+    const JitSlot& slot = e.slots[i];
+    if (slot.value) {
+      if (!same_value(args[i], slot.value.ptr())) return false;
+      continue;
+    }
     if (!PyArray_CheckExact(args[i])) return false;
     auto* a = reinterpret_cast<PyArrayObject*>(args[i]);
-    if (PyArray_TYPE(a) != e.typenums[i] || PyArray_NDIM(a) != static_cast<int>(e.shapes[i].size())) return false;
+    if (PyArray_TYPE(a) != slot.typenum || PyArray_NDIM(a) != static_cast<int>(slot.shape.size())) return false;
     for (int d = 0; d < PyArray_NDIM(a); ++d) {
-      if (PyArray_DIM(a, d) != e.shapes[i][static_cast<std::size_t>(d)]) return false;
+      if (PyArray_DIM(a, d) != slot.shape[static_cast<std::size_t>(d)]) return false;
     }
+    arrays.push_back(args[i]);
   }
   return true;
 }
@@ -764,7 +799,7 @@ PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
                                                 static_cast<std::size_t>(PyTuple_GET_SIZE(args)));
     SmallVector<PyObject*, 8> all;  // positional, then keyword values
     SmallVector<PyObject*, 4> keys;
-    std::span<PyObject* const> arrays = positional;
+    std::span<PyObject* const> given = positional;
     if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) > 0) {
       for (PyObject* a : positional) all.push_back(a);
       Py_ssize_t pos = 0;
@@ -774,18 +809,19 @@ PyObject* jit_call(PyObject* self, PyObject* args, PyObject* kwargs) {
         keys.push_back(key);
         all.push_back(value);
       }
-      arrays = std::span<PyObject* const>(all.data(), all.size());
+      given = std::span<PyObject* const>(all.data(), all.size());
     }
     if (!jit.entries.empty() && !tapes_running(jit)) {
       const std::span<PyObject* const> names(keys.data(), keys.size());
+      SmallVector<PyObject*, 8> arrays;
       for (std::size_t k = 0; k < jit.entries.size(); ++k) {
-        if (!matches(jit.entries[k], arrays, names)) continue;
+        if (!matches(jit.entries[k], given, names, arrays)) continue;
         if (k > 0)
           std::rotate(jit.entries.begin(), jit.entries.begin() + static_cast<std::ptrdiff_t>(k),
                       jit.entries.begin() + static_cast<std::ptrdiff_t>(k) + 1);
         const JitEntry entry = jit.entries[0];  // kept alive through the call
         ++jit.hits;
-        py::tuple out = call_function(*entry.function, arrays);
+        py::tuple out = call_function(*entry.function, std::span<PyObject* const>(arrays.data(), arrays.size()));
         if (entry.rebuild.is_none()) return out[0];
         return entry.rebuild(out);
       }
@@ -907,15 +943,23 @@ void register_tape(py::module_& m) {
         return j;
       }))
       .def("_add",
-           [](PyJit& jit, const py::sequence& arrays, std::shared_ptr<PyFunction> function, py::object rebuild,
+           [](PyJit& jit, const py::sequence& arguments, std::shared_ptr<PyFunction> function, py::object rebuild,
               const py::sequence& keywords) {
-             JitEntry e{{}, {}, {}, std::move(function), std::move(rebuild)};
+             // `arguments`: positional, then the keyword values (named `keywords`).
+             JitEntry e{{}, {}, std::move(function), std::move(rebuild)};
              for (py::handle k : keywords) e.keywords.push_back(py::reinterpret_borrow<py::object>(k));
-             for (py::handle a : arrays) {
-               auto* arr = reinterpret_cast<PyArrayObject*>(a.ptr());
-               if (!PyArray_CheckExact(a.ptr())) return;  // numpy scalars and subclasses: the Python layer
-               e.typenums.push_back(PyArray_TYPE(arr));
-               e.shapes.emplace_back(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
+             for (py::handle a : arguments) {
+               JitSlot slot;
+               if (PyArray_CheckExact(a.ptr())) {
+                 auto* arr = reinterpret_cast<PyArrayObject*>(a.ptr());
+                 slot.typenum = PyArray_TYPE(arr);
+                 slot.shape = Dims(PyArray_DIMS(arr), PyArray_DIMS(arr) + PyArray_NDIM(arr));
+               } else if (is_plain_value(a.ptr())) {
+                 slot.value = py::reinterpret_borrow<py::object>(a);
+               } else {
+                 return;  // numpy scalars, subclasses, containers: the Python layer
+               }
+               e.slots.push_back(std::move(slot));
              }
              jit.entries.insert(jit.entries.begin(), std::move(e));
              if (jit.entries.size() > jit.capacity) jit.entries.pop_back();

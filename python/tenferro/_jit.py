@@ -46,6 +46,8 @@ Traced = _tenferro.Traced
 
 # The dtypes of array arguments a recording takes.
 _DTYPES = frozenset(_np.dtype(d) for d in ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128"))
+# The argument types the C++ fast path matches (Note [Jit fast path]).
+_FAST = frozenset((_np.ndarray, float, int, bool, str, type(None)))
 # Values keyed by themselves (Note [Jit signatures]).
 _VALUES = (int, str, bytes, type(None), _np.integer, _np.bool_, _np.dtype, type, type(Ellipsis))
 # What a recording raises when fun does something it does not record:
@@ -384,11 +386,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
         f = fast()
         if isinstance(entry, str):
             warn(f"{entry}; calls with this signature run eagerly")
-        elif (f is not None and entry.function is not None and not nums  # (static arguments are hashable: no arrays)
-              and all(type(a) is _np.ndarray for a in args) and all(type(v) is _np.ndarray for v in kwargs.values())):
-            structure = entry.structure
-            f._add(arrays, entry.function, None if structure == ("o", 0) else (lambda outs: _result(structure, outs)),
-                   tuple(kwargs))
+        elif (f is not None and entry.function is not None and not nums and not any(k in names for k in kwargs)
+              and all(type(a) in _FAST for a in args) and all(type(v) in _FAST for v in kwargs.values())):
+            structure = entry.structure  # Note [Jit fast path]: arrays and plain values, matched in C++
+            f._add([*args, *kwargs.values()], entry.function,
+                   None if structure == ("o", 0) else (lambda outs: _result(structure, outs)), tuple(kwargs))
         return result
 
     jitted = _tenferro._Jit(slow, _running, size)

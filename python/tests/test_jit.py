@@ -83,6 +83,17 @@ def test_fast_path_is_taken_for_positional_and_keyword_arrays():
     assert jitted._hits == 9 and jitted.cache_info()["recordings"] == 3
     assert jitted(x, y=[[1.0, 2.0]] * 3).shape == (3, 2)  # a list: the Python layer
     assert jitted._hits == 9
+    # plain values are matched in C++ by value (floats by their bits, bool apart from int)
+    scaled = tenferro.jit(lambda x, s, k, flag, name=None: x * s + k if flag and name is None else x - s)
+    cases = [(2.0, 1, True), (2.0, 1, True), (-0.0, 1, True), (0.0, 1, True), (2.0, True, True), (2.0, 1, False),
+             (0.5, 1, True), (2.0, 1, True)]
+    for s, k, flag in cases:
+        np.testing.assert_allclose(scaled(x, s, k, flag), x * s + k if flag else x - s)
+    info = scaled.cache_info()
+    assert info["recordings"] == 6 and scaled._hits == 2, (info, scaled._hits)  # -0.0, 0.0, True, 1 all distinct
+    np.testing.assert_allclose(scaled(x, 2.0, 1, True, name="a"), x - 2.0)
+    np.testing.assert_allclose(scaled(x, 2.0, 1, True, name="a"), x - 2.0)
+    assert scaled._hits == 3
 
 
 def test_signatures_shapes_dtypes_and_static_values():
