@@ -90,7 +90,13 @@ class _MatrixShapeError(InvalidArgumentError, LinAlgError):
 
 
 def _traced(*operands):
-    return any(isinstance(x, _tenferro.Traced) for x in operands)
+    for x in operands:  # a loop: any() over a generator costs a few hundred ns per call
+        if isinstance(x, _Traced):
+            return True
+    return False
+
+
+_Traced = _tenferro.Traced
 
 
 def _scalar(r):
@@ -250,6 +256,8 @@ def _broadcasts(a, b, vector):
     core = 1 if vector else 2
     if b.ndim < core or b.shape[b.ndim - core] != a.shape[-1]:
         return False
+    if a.shape[:-2] == b.shape[: b.ndim - core]:  # the common case: np.broadcast_shapes costs a microsecond
+        return True
     try:
         _np.broadcast_shapes(a.shape[:-2], b.shape[: b.ndim - core])
         return True
