@@ -227,6 +227,21 @@ def _record(fun, runtime, args, kwargs, arrays, static):
     return result, _Recording(tape.function(xs, traced, guards=guards) if traced else None, structure)
 
 
+# Recordings of one signature with different Python float values after
+# which jit warns (each value records again, Note [Jit signatures]).
+_FLOAT_VALUES_WARNED = 8
+
+
+def _without_floats(key):
+    """The signature `key` with the values of its Python floats (and
+    complex numbers) left out."""
+    if type(key) is not tuple:
+        return key
+    if len(key) == 3 and key[0] == "s" and key[1] in (float, complex) and type(key[2]) is tuple:  # not static
+        return ("s", key[1])
+    return tuple(_without_floats(k) for k in key)
+
+
 def _static_test(nums, names):
     def static(key, n):
         return key in names if isinstance(key, str) else (key in nums or key - n in nums)
@@ -348,6 +363,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
             f._remove(entry.function)
 
     cache = _Cache(size, dropped)
+    float_values = {}  # signature without its float values: the signatures recorded (up to the warning)
 
     def warn(reason):
         if reason not in warned:
@@ -376,6 +392,16 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
                 return eagerly(args, kwargs)
             cache.stats["hits"] += 1
             return entry(arrays)
+        floats = _without_floats(key)
+        if floats != key:  # a recording for each value of a Python float: say how to make it an argument
+            seen = float_values.setdefault(floats, set())
+            if len(seen) < _FLOAT_VALUES_WARNED:
+                seen.add(key)
+                if len(seen) == _FLOAT_VALUES_WARNED:
+                    warn(f"calls differing only in Python float arguments were recorded {_FLOAT_VALUES_WARNED} "
+                         f"times: a Python number is part of the signature (its value), so every new value records "
+                         f"again; pass it as a numpy scalar of the arrays' dtype (np.float64(v), np.float32(v)) "
+                         f"to make it an argument")
         try:
             result, entry = _record(fun, runtime, args, kwargs, arrays, static)
         except (_Eager,) + _UNRECORDED as e:  # numpy runs what tenferro does not record, or raises the same

@@ -890,3 +890,22 @@ def test_traced_indices_under_vmap_grad_and_nested_transforms():
     want = tenferro.jacobian(lambda u: np.sort(u)[::-1][[0, 1, 1]] * u[[2, 0, 1]])(v)  # first call: traced rows
     for _ in range(2):
         np.testing.assert_allclose(jac(v), want, rtol=1e-12)
+
+
+def test_a_warning_when_python_float_values_record_again_and_again():
+    jitted = tenferro.jit(lambda x, lr: x * lr)
+    x = np.ones(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(12):
+            jitted(x, 0.1 * i)
+        for i in range(12):
+            jitted(x, np.float64(0.1 * i))  # an argument: one recording
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "Python float arguments were recorded 8 times" in messages[0], messages
+    assert jitted.cache_info()["recordings"] == 13
+    static = tenferro.jit(lambda x, lr: x * lr, static_argnums=1)  # declared static: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(12):
+            static(x, 0.1 * i)
