@@ -472,7 +472,11 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
     try:
         arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
         first = [(a[0] if n else _np.zeros(a.shape[1:], a.dtype)) if b else a for a, b in zip(arrays, batched)]
-        tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, first, lambda k, m: False)
+        _running.zero_example = n == 0  # a stand-in example: its index values are not checked (Note [Traced indices])
+        try:
+            tape, xs, traced, structure, read = _trace(fun, runtime, moved, kwargs, first, lambda k, m: False)
+        finally:
+            _running.zero_example = False
     except (_Eager,) + _UNRECORDED:
         read = True
     if read:  # numpy runs it, one example at a time
