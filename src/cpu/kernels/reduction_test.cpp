@@ -177,6 +177,50 @@ TEST_P(ReductionConformance, LargeReductionsAreThreadCountIndependent) {
   }
 }
 
+// Note [Transposed reductions]: x's fastest kept axis is the output's
+// slowest (einsum "ijkl->lj" with i, k summed); tiles partial and whole,
+// two reduced axes, one and two threads.
+TEST_P(ReductionConformance, TransposedKeptAxesMatchTheReferenceAtEveryThreadCount) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex128, DType::kInt32}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      if (!defined(op, dtype)) continue;
+      // (shape, reduced axes): "ijkl->lj" (two reduced axes) and "ijk->kj" (one; the loop then orders the
+      // output's unit axis first).
+      for (const auto& [shape, axes] :
+           {std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>{{5, 37, 3, 21}, {0, 2}},
+            {{40, 70, 3, 45}, {0, 2}},
+            {{64, 20, 33}, {0}}}) {
+        SCOPED_TRACE(fmt::format("{} {} {}", to_string(op), dtype, shape_to_string(shape)));
+        const Tensor x = make_tensor(shape, dtype, Layout::kContiguous, 17);
+        // The output (j, last) stored last-major: its fastest axis is j.
+        const std::int64_t last = shape.back();
+        Tensor seq_base = *Tensor::empty({last, shape[1]}, dtype);
+        Tensor par_base = *Tensor::empty({last, shape[1]}, dtype);
+        Tensor seq = *seq_base.transpose(0, 1);
+        Tensor par = *par_base.transpose(0, 1);
+        KernelStats seq_stats, par_stats;
+        ASSERT_TRUE(k().reduce(op, x.view(), axes, seq.view(), testing::sequential_context(), &seq_stats).ok());
+        ASSERT_TRUE(k().reduce(op, x.view(), axes, par.view(), testing::two_thread_context(), &par_stats).ok());
+        std::vector<bool> reduced(shape.size(), false);
+        for (std::int64_t r : axes) reduced[static_cast<std::size_t>(r)] = true;
+        const std::vector<C> want = reference_reduce(op, x, reduced, {shape[1], last});
+        for (std::int64_t i = 0; i < seq.numel(); ++i) {
+          const auto idx = unravel(i, seq.shape());
+          const double rtol = real_dtype(dtype) == DType::kFloat32 ? 1e-4 : 1e-12;
+          ASSERT_TRUE(testing::matches(value_at(seq, idx), want[static_cast<std::size_t>(i)], dtype, rtol)) << i;
+          ASSERT_EQ(value_at(seq, idx), value_at(par, idx)) << "thread counts differ at " << i;
+        }
+        if (GetParam() == &testing::kNativeKernels) {
+          EXPECT_EQ(seq_stats.tiled_inner, 1u);  // the tiles ran
+          if (x.numel() > 100000) {
+            EXPECT_EQ(par_stats.parallel_calls, 1u);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(ReductionConformance, LongFloatSumsArePairwiseAccurate) {
   // 2^22 float32 values of 0.1: a naive running sum drifts by ~1e-2
   // relative; a pairwise sum stays within a few ulps.
