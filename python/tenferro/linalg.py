@@ -424,11 +424,16 @@ def lstsq(a, b, rcond=None, *, threads=None, runtime=None):
     x, s = _call("lstsq", [a, b2], runtime, rcond=eps_rcond)
     s_values = s.numpy() if _traced(s) else s
     # The singular values come in descending order: the largest is the first.
-    cutoff = eps_rcond * s_values[..., :1] if s_values.shape[-1] > 0 else 0.0
-    rank = _np.asarray(_np.count_nonzero(s_values > cutoff, axis=-1), dtype=_np.int32)[()]  # LAPACK's int, as numpy
-    full_rank = bool(_np.all(rank == n))
+    if s_values.ndim == 1:  # one matrix: plain counts (numpy's axis= forms cost microseconds here)
+        rank = _np.int32(_np.count_nonzero(s_values > eps_rcond * s_values[0]) if s_values.shape[0] else 0)
+        full_rank = rank == n
+    else:
+        cutoff = eps_rcond * s_values[..., :1] if s_values.shape[-1] > 0 else 0.0
+        rank = _np.asarray(_np.count_nonzero(s_values > cutoff, axis=-1), dtype=_np.int32)  # LAPACK's int, as numpy
+        full_rank = bool(_np.all(rank == n))
     if full_rank and m > n:
-        residuals = _np.sum(_np.abs(b2 - a @ x) ** 2, axis=-2)
+        r = b2 - a @ x
+        residuals = ((r.real ** 2 + r.imag ** 2) if r.dtype.kind == "c" else r * r).sum(axis=-2)
     else:
         residuals = _np.empty(b2.shape[:-2] + (0,), dtype=s.dtype)
     if vector:
