@@ -535,9 +535,6 @@ Tensor argument_leaf(PyRuntime& runtime, py::handle obj, std::size_t index) {
   return value_or_raise(runtime.with_context([&](runtime::EagerContext& ctx) { return ctx.copy(borrowed); }));
 }
 
-// A recording kept as a program (Note [Jit recordings]): its arguments'
-// dtypes, the runtime it runs on, and its plan for the layouts of the
-// first call's arguments, made by that call (with the GIL held).
 // An index guard (Note [Traced indices] in python/tenferro/_traced.py):
 // the least and the greatest index of a traced index array into an axis of
 // extent n, two int64 outputs of the program (one per example when batched).
@@ -546,6 +543,9 @@ struct IndexGuard {
   std::int64_t axis = 0;
 };
 
+// A recording kept as a program (Note [Jit recordings]): its arguments'
+// dtypes, the runtime it runs on, and its plan for the layouts of the
+// first call's arguments, made by that call (with the GIL held).
 struct PyFunction {
   py::object runtime_ref;
   PyRuntime* runtime;

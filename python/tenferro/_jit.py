@@ -394,6 +394,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
             return entry(arrays)
         floats = _without_floats(key)
         if floats != key:  # a recording for each value of a Python float: say how to make it an argument
+            if len(float_values) > 4 * size:  # bounded, as the cache is
+                float_values.clear()
             seen = float_values.setdefault(floats, set())
             if len(seen) < _FLOAT_VALUES_WARNED:
                 seen.add(key)
@@ -467,7 +469,8 @@ def _vmap_call(fun, in_axes, out_axes, runtime, args, kwargs, max_bytes=None, ex
     if stack or _has_traced(moved) or _has_traced(kwargs):
         onto = _batched_onto(fun, runtime, moved, mapped_of, kwargs, n, stack[-1] if stack else None)
         if onto is not None:
-            return _placed(*onto[:1], out_axes, onto[1]), "batched"
+            value, varying = onto
+            return _placed(value, out_axes, varying), "batched"
         return (_by_example(fun, moved, mapped_of, kwargs, n, out_axes) if examples else None), "examples"
     try:
         arrays, batched = _batch_arrays(moved, kwargs, mapped_of)
