@@ -549,6 +549,10 @@ def norm(x, ord=None, axis=None, keepdims=False, *, threads=None, runtime=None):
         # The common call, without the general path's Python work: the
         # 2-norm of the flattened array (a view when x is contiguous).
         return _tenferro._linalg(runtime, "vector_norm", [x.reshape(-1)], "2", True, 2.0)[0][()]
+    if (type(x) is _np.ndarray and x.dtype.kind in "fc" and not keepdims and type(axis) is int and x.ndim >= 1
+            and axis in (-1, x.ndim - 1)):  # vector norms over the last axis, also without the general path
+        mode, p = _vector_ord(ord)
+        return _scalar(_tenferro._linalg(runtime, "vector_norm", [x], mode, True, p)[0])
     x = _operand(x)
     ndim = len(x.shape)
     if axis is None:
