@@ -608,9 +608,11 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2, threads=None, runtime
 def _matmul(a, b, runtime):
     """a @ b for stacks of matrices through tenferro.einsum (numpy's matmul
     for dtypes einsum does not take)."""
-    if _np.result_type(a.dtype, b.dtype).kind not in "fc":  # dtypes: np.result_type(Traced) is not recorded
+    same = a.dtype == b.dtype  # (np.result_type costs most of a small product)
+    if (a.dtype if same else _np.result_type(a.dtype, b.dtype)).kind not in "fc":  # (of dtypes: Traced too)
         return _np.matmul(a, b)
-    return _tenferro.einsum("...ij,...jk->...ik", a, b, runtime=runtime)
+    subscripts = "ij,jk->ik" if a.ndim == 2 and b.ndim == 2 else "...ij,...jk->...ik"
+    return _tenferro.einsum(subscripts, a, b, runtime=runtime)
 
 
 def matrix_power(a, n, *, threads=None, runtime=None):
