@@ -561,12 +561,27 @@ struct PyFunction {
 // `f`, guards last).
 void check_guards(const PyFunction& f, std::span<const Tensor> outputs) {
   std::size_t at = outputs.size() - 2 * f.guards.size();
+  // The least or greatest element of a guard output: read in place when it
+  // is dense (a reduction's result; no copy on a replay), else through a
+  // copy (a batch's broadcast of an unbatched guard).
+  const auto extreme = [](const Tensor& t, bool greatest) {
+    std::vector<std::int64_t> copy;
+    std::span<const std::int64_t> v;
+    if (t.is_contiguous()) {
+      v = std::span<const std::int64_t>(value_or_raise(t.typed_data<std::int64_t>()),
+                                        static_cast<std::size_t>(t.numel()));
+    } else {
+      copy = value_or_raise(t.to_vector<std::int64_t>());
+      v = copy;
+    }
+    return greatest ? *std::ranges::max_element(v) : *std::ranges::min_element(v);
+  };
   for (const IndexGuard& g : f.guards) {
-    const std::vector<std::int64_t> lo = value_or_raise(outputs[at++].to_vector<std::int64_t>());
-    const std::vector<std::int64_t> hi = value_or_raise(outputs[at++].to_vector<std::int64_t>());
-    if (lo.empty()) continue;
-    const std::int64_t least = *std::ranges::min_element(lo);
-    const std::int64_t greatest = *std::ranges::max_element(hi);
+    const Tensor& lo = outputs[at++];
+    const Tensor& hi = outputs[at++];
+    if (lo.numel() == 0) continue;
+    const std::int64_t least = extreme(lo, false);
+    const std::int64_t greatest = extreme(hi, true);
     if (least < -g.n || greatest >= g.n) {
       const std::string message = fmt::format("index {} is out of bounds for axis {} with size {}",
                                               greatest >= g.n ? greatest : least, g.axis, g.n);

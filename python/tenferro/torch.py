@@ -87,6 +87,8 @@ def _to_torch(array, like_dtype=None):
 def _aliased(result, tensors, arrays):
     """The tensor of a relabeling einsum's result (Note [Relabeled results
     in torch]), or None when it shares no operand's memory."""
+    if len(arrays) != 1:  # only a one-operand einsum is a view (Note [Relabeling einsums are views])
+        return None
     result = _np.asarray(result)
     for t, a in zip(tensors, arrays):
         if isinstance(t, _torch.Tensor) and result.size and _np.may_share_memory(result, a):

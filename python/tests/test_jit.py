@@ -850,6 +850,9 @@ def test_traced_indices_under_vmap_grad_and_nested_transforms():
         picks(x, np.array([0, 3, 1, 4, 2]))  # example 3's index, checked over the whole batch
     assert rows.call_counts()["batched"] == 1 and picks.call_counts()["batched"] == 1  # the raising call: no count
     assert picks.call_counts()["examples"] == 0
+    # shared indices: their guard is broadcast over the batch (a strided output, checked too)
+    cols = tenferro.vmap(lambda r, i: r[i], in_axes=(0, None))
+    np.testing.assert_array_equal(cols(x, np.array([3, -1])), x[:, [3, -1]])
     # no examples: the stand-in example's indices are not checked (an empty table is fine, as in jax)
     assert rows(np.zeros((0, 4)), np.zeros((0, 3), np.int64)).shape == (0, 3, 4)
 

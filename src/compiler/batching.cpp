@@ -66,12 +66,7 @@ class Batcher {
   }
 
  private:
-  SymbolicShape with_leading(const SymbolicShape& shape) const {
-    SymbolicShape out;
-    out.push_back(SymbolicExtent(b_));
-    for (const SymbolicExtent& e : shape) out.push_back(e);
-    return out;
-  }
+  SymbolicShape with_leading(const SymbolicShape& shape) const { return prepended_extent(b_, shape); }
 
   // `v` with the batch axis (broadcast when it has none).
   Result<ProgramValue> with_batch(ValueId v) {
@@ -330,11 +325,16 @@ class Batcher {
     return false;
   }
 
-  // A zero start of the starts' dtype (int64 when there are none).
-  Result<ProgramValue> zero_start(const OperationView& o, std::size_t first) {
+  // `head`, then a zero start for the batch axis (of the starts' dtype,
+  // int64 when there are none), then o's starts (operands `first`...).
+  Result<Values> with_zero_start(const OperationView& o, std::size_t first, Values head) {
     const DType dtype = o.operands().size() > first ? src_.metadata(o.operands()[first]).dtype : DType::kInt64;
-    return builder_.constant(
-        Literal::scalar(dtype == DType::kInt32 ? Scalar::of(std::int32_t{0}) : Scalar::of(std::int64_t{0})));
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue zero,
+                              builder_.constant(Literal::scalar(dtype == DType::kInt32 ? Scalar::of(std::int32_t{0})
+                                                                                       : Scalar::of(std::int64_t{0}))));
+    head.push_back(zero);
+    for (std::size_t k = first; k < o.operands().size(); ++k) head.push_back(value_of_[o.operands()[k].index()]);
+    return head;
   }
 
   Result<ProgramValue> emit_dynamic_slice(const OperationView& o) {
@@ -342,10 +342,7 @@ class Batcher {
     const ValueId operand = o.operands()[0];
     const bool operand_batched = batched_[operand.index()];
     if (!any_start_batched(o, 1)) {  // the whole batch axis, from 0
-      Values operands{value_of_[operand.index()]};
-      TENFERRO_ASSIGN_OR_RETURN(ProgramValue zero, zero_start(o, 1));
-      operands.push_back(zero);
-      for (std::size_t k = 1; k < o.operands().size(); ++k) operands.push_back(value_of_[o.operands()[k].index()]);
+      TENFERRO_ASSIGN_OR_RETURN(Values operands, with_zero_start(o, 1, {value_of_[operand.index()]}));
       return builder_.emit(CoreSemanticOp::kDynamicSlice, operands.span(),
                            DynamicSliceAttributes{prepended(b_, sizes)});
     }
@@ -366,10 +363,7 @@ class Batcher {
     TENFERRO_ASSIGN_OR_RETURN(ProgramValue operand, with_batch(o.operands()[0]));
     TENFERRO_ASSIGN_OR_RETURN(ProgramValue update, with_batch(o.operands()[1]));
     if (!any_start_batched(o, 2)) {
-      Values operands{operand, update};
-      TENFERRO_ASSIGN_OR_RETURN(ProgramValue zero, zero_start(o, 2));
-      operands.push_back(zero);
-      for (std::size_t k = 2; k < o.operands().size(); ++k) operands.push_back(value_of_[o.operands()[k].index()]);
+      TENFERRO_ASSIGN_OR_RETURN(Values operands, with_zero_start(o, 2, {operand, update}));
       return builder_.emit(CoreSemanticOp::kDynamicUpdateSlice, operands.span(), NoAttributes{});
     }
     const ValueMetadata& x = src_.metadata(o.operands()[0]);
