@@ -354,6 +354,32 @@ TEST(EinsumExecution, TinyDirectStepsRunTheTinyLoop) {
   EXPECT_GT(provider_problems(), before);
 }
 
+// Note [Direct small steps]: a small broadcast product (a Hadamard product,
+// a tensor scaled by a vector) is not a direct step, whose GEMMs would be a
+// batch of 1 x 1 products: the composite's elementwise loop runs it, and
+// the GEMM provider is never called.
+TEST(EinsumExecution, SmallBroadcastProductsRunTheElementwiseLoop) {
+  Result<std::shared_ptr<cpu::NativeGemmProvider>> gemm = cpu::NativeGemmProvider::create();
+  ASSERT_TRUE(gemm.ok());
+  auto composite = std::make_shared<const cpu::DotGeneralComposite>(*gemm);
+  Result<std::shared_ptr<CpuEinsumExecutor>> executor = CpuEinsumExecutor::create(composite);
+  ASSERT_TRUE(executor.ok());
+  const cpu::SequentialContext seq;
+  const auto provider_problems = [&] {
+    const cpu::NativeGemmCounters c = (*gemm)->counters();
+    return c.small_problems + c.blocked_problems;
+  };
+  const std::int64_t before = provider_problems();
+  expect_matches_reference(**executor, "ij,ij->ij", {{16, 16}, {16, 16}}, seq);
+  expect_matches_reference(**executor, "ij,ji->ij", {{8, 12}, {12, 8}}, seq);
+  expect_matches_reference(**executor, "bij,bj->bij", {{3, 5, 7}, {3, 7}}, seq);
+  expect_matches_reference(**executor, "ij,ij,j->ij", {{16, 24}, {16, 24}, {24}}, seq);
+  EXPECT_EQ((*executor)->metrics().execution.steps, 5);
+  EXPECT_EQ((*executor)->metrics().execution.direct_steps, 0);
+  EXPECT_EQ(composite->counters().tiny_calls, 0);
+  EXPECT_EQ(provider_problems(), before);
+}
+
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {
   auto executor = make_executor();
   const cpu::SequentialContext seq;

@@ -91,8 +91,6 @@ struct StepGroups {
 // it adapts to whatever the others need).
 using StepViews = std::array<const LabelledView*, 3>;
 
-// Note [Broadcast products] (cpu/gemm/dot_general.h): the composite runs
-// such a step as one strided loop, whatever the three layouts.
 bool broadcast_product(const Network& net, const StepGroups& g) {
   const auto wide = [&](const LabelList& group) {
     return static_cast<std::size_t>(
@@ -443,6 +441,10 @@ Strides strides_in_order(const LabelledView& view, const LabelList& logical) {
   Strides out;
   for (LabelId l : logical) out.push_back(stride_of(view, l));
   return out;
+}
+
+bool is_broadcast_step(const Network& net, const ContractionStep& s) {
+  return broadcast_product(net, StepGroups{&s.batch, &s.lhs_free, &s.rhs_free, &s.contracted});
 }
 
 TreeLayout plan_layouts(const ContractionTree& tree, cpu::GemmStrideSupport strides) {

@@ -75,6 +75,12 @@ struct TreeLayout {
 /// Runs the pass. `strides` is the GEMM provider's layout support.
 TreeLayout plan_layouts(const ContractionTree& tree, cpu::GemmStrideSupport strides);
 
+/// Whether step `s` is a broadcast product (Note [Broadcast products] in
+/// cpu/gemm/dot_general.h): no contracted label and free labels on at most
+/// one side, extent-1 labels aside. The composite runs such a step as one
+/// strided elementwise loop, whatever the three layouts.
+bool is_broadcast_step(const Network& net, const ContractionStep& s);
+
 /// Row-major strides of a dense buffer whose memory order is `order`,
 /// reported in `logical` axis order (a permutation of, or subset-free equal
 /// set to, `order`).
