@@ -14,7 +14,9 @@
 #include "cpu/gemm/dot_general_tiny.h"
 #include "cpu/gemm/integer_gemm.h"
 #include "cpu/gemm/native/gemm_workspace_pool.h"
+#include "cpu/kernels/elementwise_functors.h"
 #include "tenferro/base/assert.h"
+#include "tenferro/cpu/kernels/elementwise.h"
 #include "tenferro/cpu/kernels/layout.h"
 
 namespace tenferro::cpu {
@@ -97,8 +99,22 @@ struct BatchGeometry {
 // broadcast product (Note [Broadcast products]) over a graphical model's
 // extent-2 and -3 axes has runs of a few elements (a factor's axes
 // interleave with the others), and decoding per run cost more than the
-// multiply.
+// multiply. Runs of kElementwiseShortRun elements or more go to the
+// elementwise kernel instead (Note [Elementwise products as kernels]).
 constexpr std::int64_t kElementwiseBlock = 512;
+constexpr std::int64_t kElementwiseShortRun = 16;
+
+// Note [Elementwise products as kernels]
+// An elementwise product whose innermost batch runs are not short (Note
+// [Elementwise blocks]) is the elementwise kernel's multiply (cpu::binary, kMul)
+// over the fused batch runs as three strided views: its contiguous loops
+// vectorize complex products too (std::complex's operator* calls __muldc3),
+// and an operand transposed against the output (einsum `ij,ji->ij`) is
+// packed tile by tile (Note [Packed transposed tiles] in
+// kernels/elementwise_loop.h) instead of read one cache line per element.
+// The kernel gets ctx only in kOuter mode, so the product forks when the
+// composite's threshold says so and never below it. Both loops multiply as
+// internal::MulOp does (integers wrap; complex written out).
 
 struct ElementwiseBlocks {
   AxisList outer;                     // looped once per block (last fastest)
@@ -225,26 +241,6 @@ void zero_fill_typed(const TensorView& out) {
       off -= (out.shape[du] - 1) * out.strides[du];
       idx[du] = 0;
     }
-  }
-}
-
-// Multiplication that wraps for integers (no signed-overflow UB).
-template <class T>
-inline T wrap_mul(T x, T y) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
-  } else {
-    return x * y;
-  }
-}
-template <class T>
-inline T wrap_add(T x, T y) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
-  } else {
-    return x + y;
   }
 }
 
@@ -576,54 +572,48 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
   }
   if (s.path == DotGeneralPath::kElementwise) {
     const BatchGeometry geo(p.batch);
-    const auto* lb = static_cast<const char*>(lhs.data);
-    const auto* rb = static_cast<const char*>(rhs.data);
-    auto* ob = static_cast<char*>(out.data);
     s.jobs = geo.jobs;
     s.mode =
         threads > 1 && geo.jobs >= options_.elementwise_parallel_min ? ParallelMode::kOuter : ParallelMode::kSequential;
     ElementwiseBlocks blocks;
-    const bool blocked = blocks.init(geo);
+    const bool blocked = geo.inner.extent < kElementwiseShortRun && blocks.init(geo);
     s.elementwise_block = blocked ? blocks.size : 0;
+    if (!blocked) {
+      // Note [Elementwise products as kernels]: longer runs are the
+      // elementwise kernel's multiply over the fused batch runs.
+      SmallVector<std::int64_t, 8> shape;
+      SmallVector<std::int64_t, 8> strides[3];
+      const auto add = [&](const PlanAxis& a) {
+        shape.push_back(a.extent);
+        for (int t = 0; t < 3; ++t) strides[t].push_back(a.stride[t]);
+      };
+      for (const PlanAxis& a : geo.loops) add(a);
+      add(geo.inner);
+      const TensorView lv{lhs.data, shape, strides[kLhs], dtype, lhs.storage};
+      const TensorView rv{rhs.data, shape, strides[kRhs], dtype, rhs.storage};
+      const TensorView ov{out.data, shape, strides[kOut], dtype, out.storage};
+      const SequentialContext sequential;
+      KernelStats stats;
+      TENFERRO_TRY(
+          binary(BinaryOp::kMul, lv, rv, ov, s.mode == ParallelMode::kOuter ? ctx : sequential, &stats));
+      s.elementwise_tiled = stats.tiled_inner + stats.packed_tiles > 0;
+      report();
+      return ok_status();
+    }
+    const auto* lb = static_cast<const char*>(lhs.data);
+    const auto* rb = static_cast<const char*>(rhs.data);
+    auto* ob = static_cast<char*>(out.data);
     visit_dtype(dtype, [&]<class T>(T) {
       if constexpr (!std::is_same_v<T, bool>) {
-        if (blocked) {
-          auto body = [&](std::int64_t b0, std::int64_t b1) {
-            blocks.run(reinterpret_cast<const T*>(lb), reinterpret_cast<const T*>(rb), reinterpret_cast<T*>(ob), b0, b1,
-                       [](T x, T y) { return wrap_mul(x, y); });
-          };
-          if (s.mode == ParallelMode::kOuter) {
-            ctx.parallel_for(0, blocks.count,
-                             std::max<std::int64_t>(1, options_.elementwise_parallel_min / 2 / blocks.size), body);
-          } else {
-            body(0, blocks.count);
-          }
-          return;
-        }
-        auto body = [&](std::int64_t j0, std::int64_t j1) {
-          geo.for_runs(j0, j1, [&](const std::int64_t(&off)[3], std::int64_t count) {
-            const T* l = reinterpret_cast<const T*>(lb) + off[kLhs];
-            const T* r = reinterpret_cast<const T*>(rb) + off[kRhs];
-            T* o = reinterpret_cast<T*>(ob) + off[kOut];
-            const std::int64_t sl = geo.inner.stride[kLhs], sr = geo.inner.stride[kRhs], so = geo.inner.stride[kOut];
-            if (sl == 1 && sr == 1 && so == 1) {
-              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], r[i]);
-            } else if (so == 1 && sl == 0 && sr == 1) {
-              // Note [Broadcast products]: one operand is constant along the run.
-              const T x = *l;
-              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(x, r[i]);
-            } else if (so == 1 && sl == 1 && sr == 0) {
-              const T y = *r;
-              for (std::int64_t i = 0; i < count; ++i) o[i] = wrap_mul(l[i], y);
-            } else {
-              for (std::int64_t i = 0; i < count; ++i) o[i * so] = wrap_mul(l[i * sl], r[i * sr]);
-            }
-          });
+        auto body = [&](std::int64_t b0, std::int64_t b1) {
+          blocks.run(reinterpret_cast<const T*>(lb), reinterpret_cast<const T*>(rb), reinterpret_cast<T*>(ob), b0, b1,
+                     internal::MulOp{});
         };
         if (s.mode == ParallelMode::kOuter) {
-          ctx.parallel_for(0, geo.jobs, options_.elementwise_parallel_min / 2, body);
+          ctx.parallel_for(0, blocks.count,
+                           std::max<std::int64_t>(1, options_.elementwise_parallel_min / 2 / blocks.size), body);
         } else {
-          body(0, geo.jobs);
+          body(0, blocks.count);
         }
       }
     });

@@ -544,6 +544,33 @@ TEST(DotGeneralTest, BroadcastProductsRunElementwiseWithoutCopies) {
   }
 }
 
+// Note [Elementwise products as kernels]: an operand transposed against the
+// output is packed tile by tile (partial tiles at both edges here); when
+// every operand runs along the output the kernel runs plain loops.
+TEST(DotGeneralTest, TransposedElementwiseProductsRunInTiles) {
+  const DotGeneralComposite composite(native(), nullptr, planned_only());
+  const DotGeneralDims dims = dims_of({0, 1}, {0, 1}, {}, {});
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kComplex128, DType::kInt32}) {
+    for (Layout lhs_layout : {Layout::kContiguous, Layout::kTransposed}) {
+      for (Layout rhs_layout : {Layout::kContiguous, Layout::kTransposed}) {
+        for (const ParallelContext* ctx : {&sequential_context(), &two_thread_context()}) {
+          SCOPED_TRACE(::testing::Message() << to_string(dtype) << " " << layout_name(lhs_layout) << " x "
+                                            << layout_name(rhs_layout) << (ctx->max_threads() > 1 ? " 2 threads" : ""));
+          const Tensor a = make_tensor({70, 45}, dtype, lhs_layout, 3);
+          const Tensor b = make_tensor({70, 45}, dtype, rhs_layout, 4);
+          DotGeneralPlan plan;
+          auto out = composite.dot_general(a.view(), b.view(), dims, *ctx, &plan);
+          ASSERT_TRUE(out.ok()) << out.status().to_string();
+          EXPECT_EQ(plan.path, DotGeneralPath::kElementwise);
+          EXPECT_EQ(plan.elementwise_block, 0);
+          EXPECT_EQ(plan.elementwise_tiled, lhs_layout != rhs_layout);
+          check_against_reference(a, b, dims, *out);
+        }
+      }
+    }
+  }
+}
+
 TEST(DotGeneralTest, InvalidRequestsAreTypedErrorsBeforeAnyKernel) {
   const DotGeneralComposite composite(native(), nullptr, planned_only());
   const Tensor a = make_tensor({4, 5}, DType::kFloat64, Layout::kContiguous, 1);

@@ -118,6 +118,10 @@ struct DotGeneralPlan {
   /// Elements per block of the elementwise loop's offset tables (Note
   /// [Elementwise blocks] in dot_general.cpp); 0 when it ran plain runs.
   std::int64_t elementwise_block = 0;
+  /// The elementwise kernel visited 2-D tiles: an operand's fastest axis is
+  /// not the output's (Note [Elementwise products as kernels] in
+  /// dot_general.cpp).
+  bool elementwise_tiled = false;
   /// The ISA of the integer kernel's tiles ("avx512", "avx2", "portable")
   /// when path is kInteger; empty otherwise.
   std::string_view integer_kernel_isa;
