@@ -594,8 +594,7 @@ Status DotGeneralComposite::run_plan(TtgtPlan& p, const TensorView& lhs, const T
       const TensorView ov{out.data, shape, strides[kOut], dtype, out.storage};
       const SequentialContext sequential;
       KernelStats stats;
-      TENFERRO_TRY(
-          binary(BinaryOp::kMul, lv, rv, ov, s.mode == ParallelMode::kOuter ? ctx : sequential, &stats));
+      TENFERRO_TRY(binary(BinaryOp::kMul, lv, rv, ov, s.mode == ParallelMode::kOuter ? ctx : sequential, &stats));
       s.elementwise_tiled = stats.tiled_inner + stats.packed_tiles > 0;
       report();
       return ok_status();
