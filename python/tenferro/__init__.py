@@ -533,22 +533,105 @@ def _split_aux(tape, out, has_aux, who):
     return out[0], _aux(tape, out[1])
 
 
+class _Outputs:
+    """Several outputs of fun (a tuple, list or named tuple of arrays, as
+    jax.vjp / jax.jvp take them) as one flat recorded output: each ravelled
+    and cast to their common dtype, concatenated (a real output cast to a
+    complex one takes the real part of its cotangent, the adjoint of the
+    cast). `split` gives the values, tangents or cotangents back in fun's
+    structure, each output's own shape and dtype."""
+
+    def __init__(self, outs, who):
+        self.kind = type(outs)
+        self.shapes, self.dtypes = [], []
+        for i, o in enumerate(outs):
+            dtype = _np.dtype(o.dtype) if isinstance(o, Traced) else _np.asarray(o).dtype
+            if dtype.kind not in "fc":
+                raise DTypeError(f"{who}: expected every output of fun to be a floating or complex array, found "
+                                 f"{dtype} for output {i} (return it as aux with has_aux=True)",
+                                 code="kDTypeMismatch", canonical="kDTypeMismatch")
+            self.shapes.append(tuple(_np.shape(o)))
+            self.dtypes.append(dtype)
+        self.dtype = _np.result_type(*self.dtypes) if self.dtypes else _np.dtype(_np.float64)
+        self.flat = _np.concatenate([o.reshape(-1).astype(self.dtype) if isinstance(o, Traced) else
+                                     _np.ravel(_np.asarray(o, dtype=self.dtype)) for o in outs]) if outs else None
+        if self.flat is None:
+            raise InvalidArgumentError(f"{who}: expected fun to return at least one array, found an empty "
+                                       f"{self.kind.__name__}", code="kInvalidArgument", canonical="kInvalidArgument")
+
+    def split(self, flat):
+        parts, start = [], 0
+        for shape, dtype in zip(self.shapes, self.dtypes):
+            size = int(_np.prod(shape))
+            part = flat[start:start + size].reshape(shape)
+            if dtype.kind != "c" and self.dtype.kind == "c":
+                part = part.real
+            parts.append(part.astype(dtype) if dtype != self.dtype else part)
+            start += size
+        if hasattr(self.kind, "_fields"):  # a named tuple (SVDResult, ...)
+            return self.kind(*parts)
+        return self.kind(parts)
+
+    def join(self, cotangents, who):
+        """One flat cotangent from one per output (checked as one output's)."""
+        if not isinstance(cotangents, (tuple, list)) or len(cotangents) != len(self.shapes):
+            raise InvalidArgumentError(f"{who}: expected {len(self.shapes)} cotangents, one per output of fun, found "
+                                       f"{_found(cotangents)}", code="kShapeMismatch", canonical="kInvalidArgument")
+        flat = []
+        for i, (ct, shape, dtype) in enumerate(zip(cotangents, self.shapes, self.dtypes)):
+            ct = ct if isinstance(ct, Traced) else _np.asarray(ct)
+            if tuple(ct.shape) != shape:
+                raise InvalidArgumentError(f"{who}: expected a cotangent of shape {shape} for output {i}, found "
+                                           f"{tuple(ct.shape)}", code="kShapeMismatch", canonical="kInvalidArgument")
+            if _np.dtype(ct.dtype).kind == "c" and dtype.kind != "c":
+                raise DTypeError(f"{who}: expected a real cotangent for fun's real output {i} ({dtype}), found "
+                                 f"{ct.dtype}", code="kDTypeMismatch", canonical="kDTypeMismatch")
+            flat.append(ct.reshape(-1).astype(self.dtype) if isinstance(ct, Traced) else
+                        _np.ravel(_np.asarray(ct, dtype=self.dtype)))
+        return _np.concatenate(flat)
+
+
+def _flattening(fun, has_aux, who, found):
+    """fun, its several outputs (if it returns them) flattened into one
+    while it runs (the tape records only then); `found` gets the _Outputs."""
+
+    def several(out):
+        return isinstance(out, tuple) or (isinstance(out, list) and any(isinstance(o, Traced) for o in out))
+
+    def run(*xs):
+        r = fun(*xs)
+        paired = has_aux and isinstance(r, (tuple, list)) and len(r) == 2
+        out = r[0] if paired else r
+        if has_aux and not paired or not several(out):
+            return r
+        found.append(_Outputs(out, who))
+        return (found[0].flat, r[1]) if paired else found[0].flat
+
+    return run
+
+
 def vjp(fun, *primals, runtime=None, has_aux=False):
     """Runs fun(*primals) with every primal traced (fun may use tenferro
     calls and numpy operations on the values, docs/python.md) and returns
     (output, vjp_fn): output a numpy array, vjp_fn(ct)
     the tuple of gradients J* ct, one per primal, as torch.autograd.grad
     (output, primals, ct) gives them. vjp_fn may be called repeatedly.
+    fun may return several arrays (a tuple, list or named tuple, as jax):
+    output has that structure and vjp_fn takes one cotangent per output.
     has_aux (jax's): fun returns (output, aux) and the result is (output,
     vjp_fn, aux)."""
     tape, xs = _start(primals, runtime, "vjp")
-    out, aux = _split_aux(tape, _run(tape, fun, *xs), has_aux, "vjp")
+    found = []
+    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "vjp", found), *xs), has_aux, "vjp")
+    several = found[0] if found else None
     out = _traced_output(tape, out, "vjp")
     # One backward at a time: every call resets, seeds and reads the same
     # tape (a pullback shared by threads gave mixed gradients).
     lock = _threading.Lock()
 
     def vjp_fn(cotangent):
+        if several is not None:
+            cotangent = several.join(cotangent, "vjp")
         ct = cotangent if isinstance(cotangent, Traced) else _np.asarray(cotangent)
         if ct.shape != out.shape:
             raise InvalidArgumentError(
@@ -574,20 +657,27 @@ def vjp(fun, *primals, runtime=None, has_aux=False):
             return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
     value = tape.value_onto(out) if tape.nested else out.numpy()
+    if several is not None:
+        value = several.split(value)
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
 def jvp(fun, primals, tangents, runtime=None, has_aux=False):
     """Forward mode: (fun(*primals), J tangents) as jax.jvp and
     torch.func.jvp give them; `primals` and `tangents` are sequences of the
-    same length (a tangent of None is zero), `fun` as for vjp. has_aux
+    same length (a tangent of None is zero), `fun` as for vjp (several
+    outputs give the output and its tangent in fun's structure). has_aux
     (jax's): fun returns (output, aux) and the result is (output, tangent,
     aux)."""
     primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
     tape, xs = _start(primals, runtime, "jvp")
-    out, aux = _split_aux(tape, _run(tape, fun, *xs), has_aux, "jvp")
+    found = []
+    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "jvp", found), *xs), has_aux, "jvp")
+    several = found[0] if found else None
     out = _traced_output(tape, out, "jvp")
     result = tuple(tape.jvp_onto(out, xs, tangents)) if tape.nested else (out.numpy(), tape.jvp(out, xs, tangents))
+    if several is not None:
+        result = tuple(several.split(r) for r in result)
     return result + (aux,) if has_aux else result
 
 

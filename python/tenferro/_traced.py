@@ -164,34 +164,51 @@ def _log_base(base):
 
 
 def _cosh(x):
-    """(e^x + e^-x) / 2 as e^(|x| - log 2) + e^-|x| / 2 for real x: no
-    overflow before cosh itself overflows."""
+    """(e^x + e^-x) / 2; for real |x| >= 700, (e^(|x|/2) / 2) e^(|x|/2) (no
+    overflow before cosh itself overflows, an ulp or two from numpy's). Each branch reads x only where it is
+    taken (a branch's inf would make 0 * inf = NaN in its derivative), and
+    the branch at 0 is smooth: no |x| kink there to lose the curvature."""
+    def two_sided(v):
+        return _elementwise("mul", _elementwise("add", _unary("exp")(v), _unary("exp")(-v)), 0.5)
     if x.dtype.kind == "c":
-        return _elementwise("mul", _elementwise("add", _unary("exp")(x), _unary("exp")(-x)), 0.5)
-    ax = _unary("abs")(x)
-    return _elementwise("add", _unary("exp")(_elementwise("sub", ax, float(_np.log(2.0)))),
-                        _elementwise("mul", _unary("exp")(-ax), 0.5))
+        return two_sided(x)
+    small = _UFUNCS[_np.less](_unary("abs")(x), 700.0)
+    half = _unary("exp")(_elementwise("mul", _unary("abs")(_where(small, 700.0, x)), 0.5))
+    large = _elementwise("mul", _elementwise("mul", half, 0.5), half)
+    return _where(small, two_sided(_where(small, x, 0.0)), large)
 
 
 def _sinh(x):
     """Through expm1 near 0 (exp(x) - exp(-x) cancels there) and as
-    sign(x) (e^(|x| - log 2) - e^-|x| / 2) beyond 1 for real x (no early
-    overflow)."""
-    small = _elementwise("mul", _elementwise("sub", _unary("expm1")(x), _unary("expm1")(-x)), 0.5)
+    sign(x) ((e^(|x|/2) / 2) e^(|x|/2) - e^-|x| / 2) beyond 1 for real x
+    (no early overflow); each branch reads x only where it is taken, as in
+    _cosh."""
+    def near_zero(v):
+        return _elementwise("mul", _elementwise("sub", _unary("expm1")(v), _unary("expm1")(-v)), 0.5)
     if x.dtype.kind == "c":
-        return small
-    ax = _unary("abs")(x)
-    large = _elementwise("mul", _unary("sign")(x),
-                         _elementwise("sub", _unary("exp")(_elementwise("sub", ax, float(_np.log(2.0)))),
+        return near_zero(x)
+    small = _UFUNCS[_np.less](_unary("abs")(x), 1.0)
+    xl = _where(small, 1.0, x)
+    ax = _unary("abs")(xl)
+    half = _unary("exp")(_elementwise("mul", ax, 0.5))
+    large = _elementwise("mul", _unary("sign")(xl),
+                         _elementwise("sub", _elementwise("mul", _elementwise("mul", half, 0.5), half),
                                       _elementwise("mul", _unary("exp")(-ax), 0.5)))
-    return _where(_UFUNCS[_np.less](ax, 1.0), small, large)
+    return _where(small, near_zero(_where(small, x, 0.0)), large)
 
 
 def _logaddexp(a, b):
-    """max(a, b) + log1p(exp(-|a - b|)); a where a and b are the same
-    infinity (their difference is NaN there; numpy gives the infinity)."""
-    general = _elementwise("add", _elementwise("max", a, b),
-                           _unary("log1p")(_unary("exp")(-abs(_elementwise("sub", a, b)))))
+    """a + log1p(e^(b - a)) where a >= b, else b + log1p(e^(a - b)): each
+    branch is smooth where it is taken, ties included (max(a, b) + log1p(
+    e^-|a - b|) has the same values but drops the curvature at a == b),
+    and reads the difference only where it is taken (e^d <= 1). a where a
+    and b are the same infinity (their difference is NaN; numpy gives the
+    infinity)."""
+    first = _UFUNCS[_np.greater_equal](a, b)
+    d = _elementwise("sub", b, a)
+    log1p_exp = lambda v: _unary("log1p")(_unary("exp")(v))  # noqa: E731
+    general = _where(first, _elementwise("add", a, log1p_exp(_where(first, d, 0.0))),
+                     _elementwise("add", b, log1p_exp(_where(first, 0.0, -d))))
     same_infinity = _logical("and")(_UFUNCS[_np.equal](a, b), _logical_not(_UFUNCS[_np.isfinite](
         a if isinstance(a, Traced) else _np.asarray(a, dtype=general.dtype))))
     return _where(same_infinity, a, general)
@@ -257,7 +274,11 @@ def _extreme(name, what):
             raise _unsupported(f"{what} with out, initial or where")
         if x.dtype.kind == "c":
             raise _invalid(f"{what}: complex values are not ordered", "kDTypeMismatch")
-        return _reduce(name, x, _axes(axis, x.ndim, what), keepdims)
+        axes = _axes(axis, x.ndim, what)
+        if any(x.shape[a] == 0 for a in axes):  # numpy's error (the reduction has no identity)
+            raise _invalid(f"zero-size array to reduction operation {'maximum' if what == 'max' else 'minimum'} "
+                           "which has no identity", "kShapeMismatch")
+        return _reduce(name, x, axes, keepdims)
 
     return reduce
 
@@ -392,11 +413,21 @@ def _pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
 
 
 def _round(a, decimals=0, out=None):
-    if decimals != 0 or out is not None:
-        raise _unsupported("round with decimals or out")
+    """numpy's rounding to `decimals`: x * 10^d rounded half to even, then
+    / 10^d (x / 10^-d, then * 10^-d, for d < 0); derivative 0."""
+    if out is not None:
+        raise _unsupported("round with out")
     if a.dtype.kind == "c":
         raise _unsupported("round of complex values")
-    return _tenferro._traced_op("round", [a])
+    decimals = operator.index(decimals)
+    if decimals == 0:
+        return _tenferro._traced_op("round", [a])
+    if a.dtype.kind != "f":
+        raise _unsupported(f"round of {a.dtype} values with decimals")
+    f = float(10.0 ** abs(decimals))
+    if decimals > 0:
+        return _elementwise("div", _tenferro._traced_op("round", [_elementwise("mul", a, f)]), f)
+    return _elementwise("mul", _tenferro._traced_op("round", [_elementwise("div", a, f)]), f)
 
 
 def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
@@ -1123,17 +1154,25 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 
 def _hypot(x, y):
-    """sqrt(x^2 + y^2) without overflow or underflow: m sqrt(1 + (n/m)^2),
-    m and n the larger and smaller magnitude; infinity where either is."""
-    ax = abs(x) if _is_scalar(x) else _unary("abs")(x)
-    ay = abs(y) if _is_scalar(y) else _unary("abs")(y)
+    """sqrt(x^2 + y^2) where the larger magnitude m is far from overflow and
+    underflow (smooth: exact derivatives of every order, equal magnitudes
+    and zeros included); elsewhere m sqrt(1 + (n/m)^2), n the smaller
+    magnitude (no overflow or underflow; 0 at (0, 0), whose gradient is
+    then 0); infinity where either is. The direct branch reads x and y
+    only where it is taken."""
+    magnitude = lambda v: abs(v) if _is_scalar(v) else (_unary("abs")(v) if isinstance(v, Traced) else _np.abs(v))  # noqa: E731
+    ax, ay = magnitude(x), magnitude(y)
     m, n = _elementwise("max", ax, ay), _elementwise("min", ax, ay)
+    lo, hi = (1e-150, 1e150) if _np.dtype(m.dtype).itemsize >= 8 else (1e-18, 1e18)
+    direct = _logical("and")(_UFUNCS[_np.greater](m, lo), _UFUNCS[_np.less](m, hi))
+    xs, ys = _where(direct, x, 1.0), _where(direct, y, 1.0)
+    plain = _unary("sqrt")(xs * xs + ys * ys)  # one of them Traced
     zero = _UFUNCS[_np.equal](m, 0.0)
     r = _elementwise("div", n, _where(zero, 1.0, m))
-    h = _elementwise("mul", m, _unary("sqrt")(_elementwise("add", _elementwise("mul", r, r), 1.0)))
+    scaled = _elementwise("mul", m, _unary("sqrt")(_elementwise("add", _elementwise("mul", r, r), 1.0)))
     eq = _UFUNCS[_np.equal]
     infinite = _logical("or")(eq(ax, _np.inf), eq(ay, _np.inf))  # IEEE: hypot(inf, nan) is inf
-    return _where(infinite, _np.inf, h)
+    return _where(infinite, _np.inf, _where(direct, plain, scaled))
 
 
 def _sinc(x):
@@ -1308,6 +1347,8 @@ def _numpy_functions():
         _np.sinc: _sinc,
         _np.shape: _shape,
         _np.ndim: lambda x: len(_shape(x)),
+        _np.iscomplexobj: lambda x: _np.dtype(x.dtype).kind == "c",
+        _np.isrealobj: lambda x: _np.dtype(x.dtype).kind != "c",
         _np.size: lambda x, axis=None: int(_np.prod(_shape(x))) if axis is None else _shape(x)[axis],
     }
     for module, ours in ((_np.linalg, linalg), (_np.fft, fft)):

@@ -862,7 +862,9 @@ def tensordot(x1, x2, /, *, axes=2, threads=None, runtime=None):
         rhs[j] = lhs[i]
     out = [lhs[i] for i in range(x1.ndim) if i not in a1] + [rhs[j] for j in range(x2.ndim) if j not in a2]
     r = _tenferro.einsum("".join(lhs) + "," + "".join(rhs) + "->" + "".join(out), x1, x2, runtime=runtime)
-    return r if out else _np.asarray(r)  # numpy.tensordot: a 0-d array, not a scalar
+    if out or isinstance(r, _tenferro.Traced):
+        return r
+    return _np.asarray(r)  # numpy.tensordot: a 0-d array, not a scalar
 
 
 def trace(x, /, *, offset=0, dtype=None):

@@ -254,6 +254,76 @@ def test_second_derivatives_of_products_with_zero_factors(x):
     np.testing.assert_allclose(got, ref, atol=1e-13)
 
 
+def _torch_hessian(f, x):
+    return torch.autograd.functional.hessian(f, torch.tensor(x)).numpy()
+
+
+@pytest.mark.parametrize("x", [[0.0, 3.0, 4.0], [0.0, 0.0, 2.0], [1.0, -1.0, 0.5]])
+def test_second_derivatives_at_zeros_ties_and_kinks_are_torchs(x):
+    # The vector 2-norm's rule has no |x| sign(x) factor (its derivative at
+    # an x_i = 0 is 0), and cosh, sinh, logaddexp and hypot are recorded
+    # from branches smooth at 0 and at ties: each Hessian is torch's.
+    x = np.array(x)
+    y = np.array([1.0, -1.0, 0.0])
+    cases = [
+        (lambda v: tl.norm(v) ** 2, lambda t: torch.linalg.norm(t) ** 2),
+        (lambda v: tl.vector_norm(v) * 3.0, lambda t: torch.linalg.vector_norm(t) * 3.0),
+        (lambda v: np.linalg.norm(v.reshape(1, 3) * 2.0), lambda t: torch.linalg.norm(t.reshape(1, 3) * 2.0)),
+        (lambda v: np.sum(np.cosh(v)), lambda t: torch.cosh(t).sum()),
+        (lambda v: np.sum(np.sinh(v) ** 2), lambda t: (torch.sinh(t) ** 2).sum()),
+        (lambda v: np.sum(np.logaddexp(v, y)), lambda t: torch.logaddexp(t, torch.tensor(y)).sum()),
+        (lambda v: np.sum(np.logaddexp(0.0, v)), lambda t: torch.nn.functional.softplus(t).sum()),
+        (lambda v: np.sum(np.hypot(v, y + 1.0)), lambda t: torch.hypot(t, torch.tensor(y + 1.0)).sum()),
+        (lambda v: np.sum(np.hypot(v, v[::-1])), lambda t: torch.hypot(t, t.flip(0)).sum()),
+    ]
+    for f, g in cases:
+        if not np.all(np.isfinite(_torch_hessian(g, x))):
+            continue  # the 2-norm at 0 itself
+        np.testing.assert_allclose(tenferro.hessian(f)(x), _torch_hessian(g, x), atol=1e-12)
+    # p < 1: an entry at 0 contributes 0 to the gradient (torch's), not NaN.
+    got = tenferro.grad(lambda v: tl.vector_norm(v, ord=0.5))(np.array([0.0, 1.0, 4.0]))
+    want = torch.tensor([0.0, 1.0, 4.0], requires_grad=True)
+    torch.linalg.vector_norm(want, ord=0.5).backward()
+    np.testing.assert_allclose(got, want.grad.numpy())
+
+
+def test_smooth_branches_keep_numpys_values_and_finite_gradients():
+    v = np.array([0.0, -0.0, 1e-300, 0.3, -0.99, 1.0, 5.0, 699.0, 700.0, 710.0, -710.4, 711.0, 1e150, 1e151,
+                  1e200, np.inf, -np.inf, np.nan])
+    a, b = (m.ravel() for m in np.meshgrid(v, v))
+    with np.errstate(all="ignore"):
+        for dtype in (np.float64, np.float32):
+            for f, args in [(np.cosh, (v,)), (np.sinh, (v,)), (np.logaddexp, (a, b)), (np.hypot, (a, b))]:
+                args = tuple(x.astype(dtype) for x in args)
+                got, want = tenferro.jit(f)(*args), f(*args)
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+        # A branch not taken is not read: no 0 * inf in the gradient.
+        x = np.array([0.0, 800.0, -800.0, 1.0])
+        np.testing.assert_allclose(tenferro.grad(lambda t: np.sum(np.cosh(t)))(x), np.sinh(x), rtol=1e-15)
+        np.testing.assert_allclose(tenferro.grad(lambda t: np.sum(np.sinh(t)))(x), np.cosh(x), rtol=1e-15)
+        np.testing.assert_allclose(tenferro.grad(lambda t: np.sum(np.logaddexp(t, 0.0)))(
+            np.array([0.0, 800.0, -800.0, np.inf, -np.inf])), [0.5, 1.0, 0.0, 1.0, 0.0])
+        got = tenferro.grad(lambda t: np.sum(np.hypot(t, np.array([0.0, 1e-200, 1e200, 3.0]))))(
+            np.array([0.0, 1e-200, 1e200, 4.0]))
+        np.testing.assert_allclose(got, [0.0, 2 ** -0.5, 2 ** -0.5, 0.8])
+
+
+def test_numpy_functions_inside_grad():
+    x = np.array([[1.2345, -2.5], [0.125, 2.675]])
+    for decimals in (0, 1, 2, -1):
+        assert np.array_equal(tenferro.jit(lambda a: np.round(a, decimals))(x), np.round(x, decimals))
+    np.testing.assert_allclose(tenferro.grad(lambda a: np.sum(np.round(a, 2) * a))(x), np.round(x, 2))
+    assert tenferro.grad(lambda a: np.sum(a) * (2.0 if np.iscomplexobj(a) else 1.0))(x)[0, 0] == 1.0
+    # A full contraction through linalg.tensordot stays a recorded value.
+    np.testing.assert_allclose(tenferro.grad(lambda a: tl.tensordot(a, a, axes=2))(x), 2 * x)
+    # numpy's error for an empty max / min, under grad and jit alike.
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        tenferro.grad(lambda a: np.max(a))(np.zeros(0))
+    with pytest.raises(ValueError, match="operation minimum"):  # jit runs such a call as numpy
+        tenferro.jit(lambda a: np.min(a, axis=0))(np.zeros((0, 2)))
+
+
 def test_derivatives_of_functions_that_do_not_depend_on_their_arguments_are_zeros():
     x = np.array([1.0, 2.0])
     # A constant inner derivative: grad of it is 0 at every order (jax).
@@ -320,6 +390,40 @@ def test_einsum_vjp_inside_grad_is_differentiable(rng):
     (ga,) = torch.autograd.grad(torch.einsum("ij,jk,kl->il", at, bt, ct), (at,), torch.ones(3, 2), create_graph=True)
     (want,) = torch.autograd.grad((ga ** 2).sum(), (bt,))
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
+
+
+def test_vjp_and_jvp_of_several_outputs_keep_their_structure_as_jax(rng):
+    x = rng.standard_normal((4, 3))
+    (twice, gram), vjp_fn = tenferro.vjp(lambda a: (a * 2, a.T @ a), x)
+    np.testing.assert_allclose(gram, x.T @ x)
+    cts = (rng.standard_normal((4, 3)), rng.standard_normal((3, 3)))
+    t = torch.tensor(x, requires_grad=True)
+    torch.autograd.backward((t * 2, t.T @ t), [torch.tensor(c) for c in cts])
+    np.testing.assert_allclose(vjp_fn(cts)[0], t.grad.numpy(), rtol=1e-12)
+    # A named tuple of a complex and a real output: each keeps its dtype,
+    # and the real one's cotangent reaches the input as torch's does.
+    c = x + 1j * rng.standard_normal((4, 3))
+    res, vjp_fn = tenferro.vjp(lambda a: tl.svd(a, full_matrices=False), c)
+    assert type(res).__name__ == "SVDResult" and res.S.dtype == np.float64 and res.U.dtype == np.complex128
+    ds = rng.standard_normal(3)
+    tc = torch.tensor(c, requires_grad=True)
+    torch.linalg.svdvals(tc).backward(torch.tensor(ds))
+    np.testing.assert_allclose(vjp_fn((np.zeros_like(res.U), ds, np.zeros_like(res.Vh)))[0], tc.grad.numpy(),
+                               rtol=1e-10)
+    out, tangent = tenferro.jvp(lambda a: [np.sin(a), np.sum(a ** 2)], (x,), (x,))
+    assert isinstance(out, list) and isinstance(tangent, list) and np.shape(tangent[1]) == ()
+    np.testing.assert_allclose(tangent[0], np.cos(x) * x)
+    np.testing.assert_allclose(tangent[1], np.sum(2 * x * x))
+    # Nested: the pullback of several outputs is differentiable.
+    g = tenferro.grad(lambda a: np.sum(tenferro.vjp(lambda b: (b * b, np.sin(b)), a)[1](
+        (np.ones((4, 3)), np.ones((4, 3))))[0]))(x)
+    np.testing.assert_allclose(g, 2 - np.sin(x), rtol=1e-12)
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected 2 cotangents, one per output"):
+        tenferro.vjp(lambda a: (a, a), x)[1]((x,))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"shape \(3, 3\) for output 1"):
+        tenferro.vjp(lambda a: (a, a.T @ a), x)[1]((x, x))
+    with pytest.raises(tenferro.DTypeError, match="found int64 for output 1"):
+        tenferro.vjp(lambda a: (a, np.argmax(a)), x)
 
 
 def test_vjp_and_jvp_take_has_aux_as_jax():

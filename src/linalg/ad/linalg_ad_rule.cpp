@@ -212,6 +212,18 @@ Result<TangentList> linearize_vector_norm(LinearizeContext& ctx, MatrixAd& m, co
   const AdValue x = ctx.primal_operand(0), norm = ctx.primal_result(0);
   const AdValue dx = *ctx.tangent(0);
   if (attr.norm == NormOrder::kP && attr.p == 0.0) return TangentList{std::nullopt};  // a count
+  if (attr.norm == NormOrder::kP && attr.p == 2.0) {
+    // d ||x|| = Re(sum conj(x) dx) / ||x||: no |x| sign(x) factor, whose
+    // own derivative at an x_i = 0 is 0 (a Hessian would lose the
+    // curvature along that entry), as the Frobenius rule above.
+    TENFERRO_ASSIGN_OR_RETURN(AdValue xc, m.conj(x));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue prod, m.mul(xc, dx));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue sum, m.sum_last(prod));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue num, m.real(sum));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue den, nonzero(m, norm));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue dn, m.div(num, den));
+    return TangentList{dn};
+  }
   TENFERRO_ASSIGN_OR_RETURN(AdValue d_abs, abs_derivative(m, x, dx));
   if (attr.norm == NormOrder::kInf || attr.norm == NormOrder::kNegInf) {
     TENFERRO_ASSIGN_OR_RETURN(AdValue mag, m.abs(x));
@@ -224,10 +236,16 @@ Result<TangentList> linearize_vector_norm(LinearizeContext& ctx, MatrixAd& m, co
     TENFERRO_ASSIGN_OR_RETURN(AdValue dn, m.sum_last(d_abs));
     return TangentList{dn};
   }
-  // d ||x||_p = sum |x|^(p-1) d|x| / ||x||^(p-1).
+  // d ||x||_p = sum |x|^(p-1) d|x| / ||x||^(p-1). For p < 1, |0|^(p-1) is
+  // inf: an entry x_i = 0 contributes 0 (as torch), not inf * 0.
   TENFERRO_ASSIGN_OR_RETURN(AdValue mag, m.abs(x));
   TENFERRO_ASSIGN_OR_RETURN(AdValue exponent, m.full_like(mag, attr.p - 1.0));
   TENFERRO_ASSIGN_OR_RETURN(AdValue weight, m.builder().emit(program::CoreSemanticOp::kPow, {mag, exponent}));
+  if (attr.p < 1.0) {
+    TENFERRO_ASSIGN_OR_RETURN(AdValue zero, m.full_like(mag, 0.0));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue at_zero, m.compare(ComparisonDirection::kEq, mag, zero));
+    TENFERRO_ASSIGN_OR_RETURN(weight, m.select(at_zero, zero, weight));
+  }
   TENFERRO_ASSIGN_OR_RETURN(AdValue weighted, m.mul(weight, d_abs));
   TENFERRO_ASSIGN_OR_RETURN(AdValue num, m.sum_last(weighted));
   TENFERRO_ASSIGN_OR_RETURN(AdValue norm_exp, m.full_like(norm, attr.p - 1.0));
