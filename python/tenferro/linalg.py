@@ -66,10 +66,13 @@ def _invalid(message):
 
 def _array(a):
     """A numpy array (a view of a DLPack producer such as a torch tensor,
-    detached, its lazy conjugate/negative bits resolved), or a Traced value
+    detached, its lazy conjugate/negative bits resolved; a plain ndarray
+    view of an ndarray subclass such as np.matrix), or a Traced value
     (recorded as it is)."""
-    if isinstance(a, (_np.ndarray, _tenferro.Traced)):
+    if type(a) is _np.ndarray or isinstance(a, _tenferro.Traced):
         return a
+    if isinstance(a, _np.ndarray):  # np.matrix and other subclasses: their indexing is not numpy's
+        return _np.asarray(a)
     if hasattr(a, "__dlpack__"):
         return _tenferro._from_dlpack(a)
     return _np.asarray(a)
@@ -451,7 +454,9 @@ def _float_arg(value, who, name):
 
 def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=None):
     """The Moore-Penrose pseudo-inverse; singular values below rcond *
-    max(s) count as zero (rcond None: numpy's default 1e-15; an array of rcond
+    max(s) count as zero (rcond None: numpy's default 1e-15 for double
+    precision; float32 / complex64 are computed in single precision, where
+    the default is max(M, N) * eps(float32), torch's; an array of rcond
     broadcasts over the stack, as in numpy). `rtol` is numpy 2's name for
     the same cutoff (give one of the two). `hermitian` is accepted and
     ignored."""
@@ -460,8 +465,12 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=Non
     del hermitian
     if rtol is not None and rcond is not None:
         raise _invalid("pinv: rcond and rtol are the same cutoff: give one of them")
-    rcond = rtol if rtol is not None else 1e-15 if rcond is None else rcond
     a = _operand(a)
+    if rtol is not None:
+        rcond = rtol
+    elif rcond is None:  # numpy's 1e-15 (it computes float32 in float64); max(M, N) eps in single precision, as torch
+        single = _np.dtype(a.dtype).char in "fF"
+        rcond = _EPS[True] * max(a.shape[-2:], default=1) if single and len(a.shape) >= 2 else 1e-15
     if _np.ndim(rcond) == 0:
         return _call("pinv", [a], runtime, rcond=_float_arg(rcond, "pinv", "rcond"))[0]
     if _traced(a):

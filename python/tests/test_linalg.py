@@ -564,3 +564,53 @@ def test_solve_triangular_as_scipy(rng):
         tl.solve_triangular(t, b, trans=3)
     with pytest.raises(tenferro.InvalidArgumentError, match=r"found \(5, 2\)"):
         tl.solve_triangular(t, np.ones((5, 2)))
+
+
+def test_exactly_singular_matrices_are_found_as_numpy_finds_them(rng):
+    # Note [One LU arithmetic]: solve, det, slogdet and inv share LAPACK's
+    # pivots, so a repeated column is singular exactly where numpy says so
+    # (Eigen's LU left 2e-18 pivots: solve returned 1e17 where inv raised).
+    a = np.array([[0.64, 0.64], [0.10, 0.10]])
+    with pytest.raises(np.linalg.LinAlgError):
+        tl.solve(a, np.ones(2))
+    assert tl.det(a) == 0.0 and tuple(tl.slogdet(a)) == (0.0, -np.inf)
+    assert tl.cond(a, 1) == np.inf
+    for n in (2, 3, 4, 8):
+        for _ in range(40):
+            m = rng.random((n, n))
+            m[:, 1] = m[:, 0]
+            try:
+                np.linalg.solve(m, np.ones(n))
+                numpy_singular = False
+            except np.linalg.LinAlgError:
+                numpy_singular = True
+            try:
+                tl.solve(m, np.ones(n))
+                singular = False
+            except np.linalg.LinAlgError:
+                singular = True
+            assert singular == numpy_singular
+            assert (tl.det(m) == 0.0) == (np.linalg.det(m) == 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_edge_inputs_numpy_accepts(rng):
+    # Least squares without right-hand sides (gelsd's divide and conquer
+    # rejects NRHS = 0: a zero column is solved instead).
+    a = rng.random((5, 3))
+    for b in (np.zeros((5, 0)), np.zeros((5, 0), dtype=np.complex128)):
+        got, want = tl.lstsq(a.astype(b.dtype), b), np.linalg.lstsq(a.astype(b.dtype), b, rcond=None)
+        assert [np.shape(x) for x in got] == [np.shape(x) for x in want]
+        np.testing.assert_allclose(got[3], want[3])
+    assert tl.lstsq(np.stack([a, a]), np.zeros((2, 5, 0)))[0].shape == (2, 3, 0)
+    # np.matrix operands are read as plain arrays (its indexing is not numpy's).
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert tl.norm(m) == pytest.approx(np.linalg.norm(m)) and np.ndim(tl.norm(m)) == 0
+    assert tl.vector_norm(m, axis=(0, 1)) == pytest.approx(np.linalg.norm(np.asarray(m)))
+    # pinv in single precision: the default cutoff is max(M, N) eps(float32),
+    # so a rank-deficient matrix keeps numpy's (float64-computed) result.
+    r = np.outer(np.arange(1.0, 4.0), np.arange(1.0, 5.0))
+    for dtype in (np.float32, np.complex64):
+        got = tl.pinv(r.astype(dtype))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, np.linalg.pinv(r), atol=1e-6)

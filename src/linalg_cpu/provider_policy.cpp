@@ -76,8 +76,13 @@ std::size_t default_size_class(std::int64_t n) noexcept {
 }
 
 std::string_view DefaultProviderRow::pick(std::size_t size_class) const noexcept {
+  if (lapack_pivots_only(slot)) return "lapack";  // Note [One LU arithmetic]
   const double l = lapack_us[size_class], e = eigen_us[size_class];
   return l > 0 && e > 0 && e < kDefaultTableTieMargin * l ? "eigen" : "lapack";
+}
+
+bool lapack_pivots_only(LinalgSlot slot) noexcept {
+  return slot == LinalgSlot::kLu || slot == LinalgSlot::kSolve || slot == LinalgSlot::kInverse;
 }
 
 Result<ProviderTable> parse_provider_table(std::string_view text, std::string_view file) {
@@ -207,10 +212,11 @@ LinalgProviderPolicy LinalgProviderPolicy::measured(const ProviderTable& table,
       const CpuLinalgProvider* second = pick == "lapack" ? eigen.get() : lapack.get();
       for (const CpuLinalgProvider* p : {first, second})
         if (p != nullptr) rule.candidates[c].push_back(p);
-      rule.reason[c] = fmt::format("default table: {} {} measured at n={}: lapack {} us, eigen {} us -> {}{}",
+      rule.reason[c] = fmt::format("default table: {} {} measured at n={}: lapack {} us, eigen {} us -> {}{}{}",
                                    to_string(row.slot), class_range(c), kDefaultTableSizes[c],
                                    row.lapack_us[c] > 0 ? fmt::format("{:.4g}", row.lapack_us[c]) : "?",
                                    row.eigen_us[c] > 0 ? fmt::format("{:.4g}", row.eigen_us[c]) : "?", pick,
+                                   lapack_pivots_only(row.slot) ? " (LU family: LAPACK's pivots first)" : "",
                                    first == nullptr ? fmt::format("; {} is not available", pick) : "");
     }
   }

@@ -108,6 +108,31 @@ TEST(ProviderTableTest, WrittenTableIsReadBackAndOrdersTheDefaultEnginesCandidat
   EXPECT_EQ(picked->provider, (*lapack)->name());
 }
 
+// Note [One LU arithmetic]: lu, solve and inverse take LAPACK first even
+// where the table measured Eigen faster; the other slots follow the table.
+TEST(ProviderTableTest, TheLuFamilyTakesLapackFirstWhateverTheTable) {
+  const ProviderTable eigen_fast = uniform_table(100, 1);
+  for (const DefaultProviderRow& row : eigen_fast.rows) {
+    const bool lu_family =
+        row.slot == LinalgSlot::kLu || row.slot == LinalgSlot::kSolve || row.slot == LinalgSlot::kInverse;
+    EXPECT_EQ(lapack_pivots_only(row.slot), lu_family) << to_string(row.slot);
+    for (std::size_t c = 0; c < kNumSizeClasses; ++c)
+      EXPECT_EQ(row.pick(c), lu_family ? "lapack" : "eigen") << to_string(row.slot);
+  }
+  Result<std::shared_ptr<LapackLinalgProvider>> lapack = LapackLinalgProvider::load();
+  if (!lapack.ok()) GTEST_SKIP() << lapack.status().to_string();
+  LinalgEngineOptions options;
+  options.provider_table = write_temp("eigen_fast_lu_table.json", format_provider_table(eigen_fast));
+  Result<std::shared_ptr<CpuLinalgEngine>> engine = CpuLinalgEngine::create_default(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const std::vector<std::int64_t> dims = {4, 4};
+  const std::vector<IntArrayRef> shapes = {IntArrayRef(dims), IntArrayRef(dims)};
+  Result<LinalgSelection> picked = (*engine)->select(*LinalgOp::solve(), DType::kFloat64, shapes, 1);
+  ASSERT_TRUE(picked.ok()) << picked.status().to_string();
+  EXPECT_EQ(picked->provider, (*lapack)->name());
+  EXPECT_NE(picked->reason.find("LU family"), std::string::npos) << picked->reason;
+}
+
 TEST(ProviderTableTest, MissingFileIsNotFoundNamingTheFile) {
   const std::string path = "/nonexistent/tenferro/table.json";
   Result<ProviderTable> table = read_provider_table(path);

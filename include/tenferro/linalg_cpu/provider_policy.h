@@ -17,7 +17,21 @@
 // LAPACK first (a tie goes to LAPACK, which takes all its working memory from
 // the engine's workspace). Other dtypes use the float64 row. The choice is
 // made at prepare time from the concrete shape, recorded in the engine's plan
-// and shown by CpuLinalgEngine::explain() with the row's numbers.
+// and shown by CpuLinalgEngine::explain() with the row's numbers. The LU
+// family is the exception (Note [One LU arithmetic]).
+//
+// Note [One LU arithmetic]
+// Whether a matrix is exactly singular is decided by an exactly zero pivot,
+// and that depends on how the elimination rounds: Eigen's blocked LU (FMA
+// Schur updates, division by the pivot) turns the zero pivot of a 2 x 2
+// matrix with two equal columns into 2e-18, where LAPACK's getrf (and so
+// numpy) finds 0. With Eigen first for small solves, `solve` returned
+// 1e17 where `inv` of the same matrix raised LinAlgError, and det was 2e-18
+// instead of 0 (numpy: 77 % of random 2 x 2 matrices with a repeated column
+// are singular, tenferro's solve: 0 %). So lu, solve and inverse (det and
+// slogdet go through lu) always take LAPACK first, whatever the table
+// says; Eigen stays their fallback where LAPACK is missing. The table keeps
+// their measured numbers (explain() shows them).
 //
 // Note [Linalg candidates]
 // Each slot and size class has an ordered candidate list (oneDNN's
@@ -79,9 +93,14 @@ struct DefaultProviderRow {
   std::array<double, kNumSizeClasses> lapack_us{};
   std::array<double, kNumSizeClasses> eigen_us{};
   /// "eigen" when eigen_us[c] < kDefaultTableTieMargin * lapack_us[c] (both
-  /// measured), else "lapack".
+  /// measured) and the slot is not LU-family (lapack_pivots_only), else
+  /// "lapack".
   std::string_view pick(std::size_t size_class) const noexcept;
 };
+
+/// Whether `slot` takes LAPACK first whatever its row says (Note [One LU
+/// arithmetic]): lu, solve and inverse.
+bool lapack_pivots_only(LinalgSlot slot) noexcept;
 
 /// A measured table (Note [Default provider table]).
 struct ProviderTable {

@@ -432,14 +432,21 @@ class LapackKernels {
     if (info > 0) return singular_matrix_error(p_.kind(), info);
     return info == 0 ? ok_status() : lapack_failure(info);
   }
+  // Note [Least squares without right-hand sides]: gelsd's divide and
+  // conquer (xLALSD) rejects NRHS = 0 through xerbla, which no provider call
+  // may reach (Note [LAPACK provider isolation]). With no columns in b the
+  // solve runs on one zero column carved after the work array (the solution
+  // has no columns to store; the singular values are the same).
+  I lstsq_columns() const { return std::max<I>(nrhs_, 1); }
+  std::int64_t lstsq_spare() const { return nrhs_ == 0 ? std::max<std::int64_t>(ld(std::max(m_, n_)), 1) : 0; }
   Status plan_lstsq(LinalgKernelPlan& plan) const {
     T query{}, dummy{};
     R rquery{}, rdummy{};
     I iquery{}, rank{};
-    const I info = lapack_.gelsd(m_, n_, nrhs_, &dummy, ld(m_), &dummy, ld(std::max(m_, n_)), &rdummy, R(-1), &rank,
-                                 &query, -1, &rquery, &iquery);
+    const I info = lapack_.gelsd(m_, n_, lstsq_columns(), &dummy, ld(m_), &dummy, ld(std::max(m_, n_)), &rdummy, R(-1),
+                                 &rank, &query, -1, &rquery, &iquery);
     if (info != 0) return lapack_failure(info);
-    plan.sizes[0] = size_from_query(std::real(query));
+    plan.sizes[0] = size_from_query(std::real(query)) + lstsq_spare();
     plan.sizes[1] = kIsComplex<T> ? size_from_query(rquery) : 0;
     plan.sizes[2] = std::max<std::int64_t>(iquery, 1);
     return fits(plan.sizes[0]) && fits(plan.sizes[1])
@@ -448,9 +455,18 @@ class LapackKernels {
   }
   Status run_lstsq(const LinalgKernelPlan& plan, const LinalgBuffers& b, const Work& w) const {
     I rank = 0;
-    const I info = lapack_.gelsd(m_, n_, nrhs_, data(b.a), ld_of(b.a), data(b.b), ld_of(b.b), static_cast<R*>(b.values),
-                                 static_cast<R>(effective_rcond(p_)), &rank, w.work, static_cast<I>(plan.sizes[0]),
-                                 w.rwork, w.iwork);
+    const std::int64_t spare = lstsq_spare();
+    const std::int64_t lwork = plan.sizes[0] - spare;
+    T* rhs = data(b.b);
+    I ldb = ld_of(b.b);
+    if (spare > 0) {  // Note [Least squares without right-hand sides]
+      rhs = w.work + lwork;
+      std::fill(rhs, rhs + spare, T{});
+      ldb = static_cast<I>(spare);
+    }
+    const I info =
+        lapack_.gelsd(m_, n_, lstsq_columns(), data(b.a), ld_of(b.a), rhs, ldb, static_cast<R*>(b.values),
+                      static_cast<R>(effective_rcond(p_)), &rank, w.work, static_cast<I>(lwork), w.rwork, w.iwork);
     return info == 0 ? ok_status() : lapack_failure(info);
   }
 
