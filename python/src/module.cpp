@@ -796,10 +796,14 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   // real part for a real operand of a complex einsum, float32 for a float32
   // operand of a float64 one. Integer and bool operands (numpy promotes
   // them) get the gradient in the dtype the einsum is computed in.
+  // (In native byte order: a big-endian operand gets a native gradient.)
   std::vector<py::object> operand_dtypes;
   for (std::size_t i = 0; i < operands.size(); ++i) {
-    operand_dtypes.push_back(py::reinterpret_borrow<py::object>(
-        reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(operands.array(i).ptr())))));
+    PyArray_Descr* descr = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(operands.array(i).ptr()));
+    operand_dtypes.push_back(
+        PyArray_ISNBO(descr->byteorder)
+            ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(descr))
+            : py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyArray_DescrNewByteorder(descr, NPY_NATIVE))));
   }
   operands.unify_numeric();
   const DType dtype = operands.dtype(0);

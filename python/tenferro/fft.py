@@ -55,7 +55,7 @@ def _fft_operand(kind, a):
     if isinstance(a, _np.ndarray):
         if a.dtype == object:  # numbers in an object array: their own dtype, as numpy.fft takes them
             a = _np.array(a.tolist())
-        if a.dtype == _np.float16:
+        if a.dtype.char == "e":  # float16 in either byte order
             a = a.astype(_np.float32)
         elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does
             if a.dtype.kind == "c" and kind in ("rfft", "ihfft"):  # named as given, not as converted
