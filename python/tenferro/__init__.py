@@ -1102,15 +1102,21 @@ def show_config(mode="stdout"):
 # and those of threads=) are set aside -- kept referenced, never used nor
 # destroyed, since destroying one would join threads that do not exist --
 # and the next call creates new ones, as multiprocessing's fork start
-# method needs. A tenferro.Runtime the program created itself belongs to
-# the parent: create a new one in the child.
+# method needs. So are what was prepared on them: the recordings of every
+# tenferro.jit function (_jit._after_fork_in_child) and the shared plans of
+# jacobian / hessian; those record again on first use. A tenferro.Runtime
+# the program created itself belongs to the parent: create a new one in the
+# child.
 _pre_fork_runtimes = []
 
 
 def _after_fork_in_child():
-    _pre_fork_runtimes.append((_tenferro._default_runtime, dict(_tenferro._runtimes_by_threads)))
+    _pre_fork_runtimes.append((_tenferro._default_runtime, dict(_tenferro._runtimes_by_threads),
+                               _BatchedDerivatives._of))
     _tenferro._default_runtime = None
     _tenferro._runtimes_by_threads.clear()
+    _BatchedDerivatives._of = _weakref.WeakKeyDictionary()  # plans prepared on the parent's runtimes
+    _jit_module._after_fork_in_child()
 
 
 _os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -294,6 +294,19 @@ def _check_options(fun, static_argnums, static_argnames, runtime, cache_size, wh
     return nums, names, size
 
 
+# Note [Runtimes across fork] (__init__.py): a recording holds the programs
+# prepared on the runtime it ran on; in a forked child each live jit's
+# recordings are set aside (kept referenced, never used nor destroyed) and
+# the next call records again on the child's runtime.
+_live_jits = weakref.WeakSet()
+_set_aside = []
+
+
+def _after_fork_in_child():
+    for jitted in list(_live_jits):
+        jitted._set_aside_recordings()
+
+
 class _Cache:
     """Recorded signatures, least recently used first, bounded; entries are
     dropped outside the lock (dropping one may run arbitrary __del__ code,
@@ -431,8 +444,16 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
         f = fast()
         return cache.info(f._hits if f is not None else 0)
 
+    def set_aside():  # in a forked child (Note [Runtimes across fork]); no lock: its holder may not exist here
+        _set_aside.append(list(cache.entries.values()))
+        cache.entries.clear()
+        cache.lock = threading.Lock()
+        jitted._clear()
+
     jitted.cache_info = cache_info
     jitted.clear_cache = cache.clear
+    jitted._set_aside_recordings = set_aside
+    _live_jits.add(jitted)
     return jitted
 
 

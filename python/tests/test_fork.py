@@ -65,3 +65,41 @@ def test_a_child_forked_during_a_call_gets_new_runtimes():
     assert statuses == [0, 0, 0], f"child exit statuses (None: hung): {statuses}"
     # The parent keeps its runtimes.
     assert tenferro.default_runtime() is parent_default
+
+
+def test_jit_and_hessian_recorded_before_a_fork_record_again_in_the_child():
+    # Their recordings hold programs prepared on the parent's default
+    # runtime, which the child set aside: a replay there blocked forever
+    # (6 of 10 children in the concurrency audit's repro).
+    x = np.random.default_rng(1).random((8, 8))
+    b = np.random.default_rng(2).random((300, 300))
+    jitted = tenferro.jit(lambda a: np.tanh(a @ a).sum())
+    hess = tenferro.hessian(lambda a: np.sum(np.sin(a) ** 2))
+    want, want_h = jitted(x), hess(x[0])
+    stop = threading.Event()
+
+    def background():
+        while not stop.is_set():
+            jitted(x)
+            tenferro.einsum("ij,jk->ik", b, b)
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    try:
+        time.sleep(0.1)
+        statuses = []
+        for _ in range(4):
+            time.sleep(0.02)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ok = jitted(x) == want and np.array_equal(hess(x[0]), want_h)
+                    ok = ok and jitted.cache_info()["recordings"] >= 1
+                    os._exit(0 if ok else 3)
+                except BaseException:  # noqa: BLE001 - any failure is the child's exit status
+                    os._exit(4)
+            statuses.append(_wait(pid, 60))
+    finally:
+        stop.set()
+        thread.join()
+    assert statuses == [0, 0, 0, 0]
