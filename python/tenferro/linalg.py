@@ -742,7 +742,8 @@ def multi_dot(arrays, *, out=None, threads=None, runtime=None):
     for i, a in enumerate(arrays):
         allowed = (1, 2) if i in (0, len(arrays) - 1) else (2,)  # vectors only at the ends
         if a.ndim not in allowed:
-            raise _invalid(f"multi_dot: array {i}: expected {' or '.join(map(str, allowed))} dimensions, found {a.ndim}")
+            raise _shape_error(f"multi_dot: array {i}: expected {' or '.join(map(str, allowed))} dimensions, found "
+                               f"{a.ndim}")
     labels = [_string.ascii_letters[i] if i < 52 else chr(0xC0 + i) for i in range(len(arrays) + 1)]
     terms = [labels[i] + labels[i + 1] for i in range(len(arrays))]
     first, last = labels[0], labels[-1]
@@ -768,8 +769,11 @@ def tensorinv(a, ind=2, *, threads=None, runtime=None):
     if ind <= 0:
         raise _invalid(f"tensorinv: expected ind > 0, found {ind}")
     inv_shape = a.shape[ind:] + a.shape[:ind]
-    rows = int(_np.prod(a.shape[:ind]))
-    return inv(a.reshape(rows, -1), runtime=runtime).reshape(inv_shape)
+    rows, cols = int(_np.prod(a.shape[:ind])), int(_np.prod(a.shape[ind:]))
+    if rows != cols:
+        raise _shape_error(f"tensorinv: expected the first {ind} axes of a (extents {a.shape[:ind]}) to have as many "
+                           f"elements as the others ({a.shape[ind:]}), found {rows} and {cols}")
+    return inv(a.reshape(rows, cols), runtime=runtime).reshape(inv_shape)
 
 
 def tensorsolve(a, b, axes=None, *, threads=None, runtime=None):

@@ -614,3 +614,12 @@ def test_edge_inputs_numpy_accepts(rng):
         got = tl.pinv(r.astype(dtype))
         assert got.dtype == dtype
         np.testing.assert_allclose(got, np.linalg.pinv(r), atol=1e-6)
+
+
+def test_shape_errors_are_linalg_errors_as_numpy():
+    x = np.ones((2, 2))
+    with pytest.raises(np.linalg.LinAlgError, match="array 1: expected 2 dimensions, found 3"):
+        tl.multi_dot([x, np.ones((6, 2, 2)), x])
+    for a in (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.ones((2, 3))):
+        with pytest.raises(np.linalg.LinAlgError, match="tensorinv: expected the first 1 axes"):
+            tl.tensorinv(a, ind=1)
