@@ -800,10 +800,10 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   std::vector<py::object> operand_dtypes;
   for (std::size_t i = 0; i < operands.size(); ++i) {
     PyArray_Descr* descr = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(operands.array(i).ptr()));
-    operand_dtypes.push_back(
-        PyArray_ISNBO(descr->byteorder)
-            ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(descr))
-            : py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyArray_DescrNewByteorder(descr, NPY_NATIVE))));
+    operand_dtypes.push_back(PyArray_ISNBO(descr->byteorder)
+                                 ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(descr))
+                                 : py::reinterpret_steal<py::object>(
+                                       reinterpret_cast<PyObject*>(PyArray_DescrNewByteorder(descr, NPY_NATIVE))));
   }
   operands.unify_numeric();
   const DType dtype = operands.dtype(0);

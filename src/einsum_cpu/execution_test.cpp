@@ -328,30 +328,37 @@ TEST(EinsumExecution, SmallStepsCallTheGemmProviderDirectly) {
   EXPECT_LT(max_abs_diff(to_dense(*out), brute_force_einsum(net, {a, b})), 1e-12);
 }
 
+// An executor over the native GEMM provider whose problem counters and
+// the composite's tiny calls tell which path a step took.
+struct CountingEinsumExecutor {
+  std::shared_ptr<cpu::NativeGemmProvider> gemm = *cpu::NativeGemmProvider::create();
+  std::shared_ptr<const cpu::DotGeneralComposite> composite = std::make_shared<const cpu::DotGeneralComposite>(gemm);
+  std::shared_ptr<CpuEinsumExecutor> executor = *CpuEinsumExecutor::create(composite);
+
+  std::int64_t provider_problems() const {
+    const cpu::NativeGemmCounters c = gemm->counters();
+    return c.small_problems + c.blocked_problems;
+  }
+};
+
 // A direct step of at most the composite's tiny_max_work multiply-adds
 // runs the composite's tiny loop: the GEMM provider is not called.
 TEST(EinsumExecution, TinyDirectStepsRunTheTinyLoop) {
-  Result<std::shared_ptr<cpu::NativeGemmProvider>> gemm = cpu::NativeGemmProvider::create();
-  ASSERT_TRUE(gemm.ok());
-  auto composite = std::make_shared<const cpu::DotGeneralComposite>(*gemm);
-  Result<std::shared_ptr<CpuEinsumExecutor>> executor = CpuEinsumExecutor::create(composite);
-  ASSERT_TRUE(executor.ok());
+  CountingEinsumExecutor counting;
+  CpuEinsumExecutor& executor = *counting.executor;
+  const cpu::DotGeneralComposite& composite = *counting.composite;
   const cpu::SequentialContext seq;
-  const auto provider_problems = [&] {
-    const cpu::NativeGemmCounters c = (*gemm)->counters();
-    return c.small_problems + c.blocked_problems;
-  };
-  const std::int64_t before = provider_problems();
-  expect_matches_reference(**executor, "ij,jk->ik", {{2, 2}, {2, 2}}, seq);
-  expect_matches_reference(**executor, "ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}, seq);  // 60 and 30 multiply-adds
-  expect_matches_reference(**executor, "ji,jk->ik", {{3, 2}, {3, 4}}, seq);             // a transposed operand
-  EXPECT_EQ(composite->counters().tiny_calls, 4);
-  EXPECT_EQ((*executor)->metrics().execution.direct_steps, 4);
-  EXPECT_EQ(provider_problems(), before);
+  const std::int64_t before = counting.provider_problems();
+  expect_matches_reference(executor, "ij,jk->ik", {{2, 2}, {2, 2}}, seq);
+  expect_matches_reference(executor, "ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}, seq);  // 60 and 30 multiply-adds
+  expect_matches_reference(executor, "ji,jk->ik", {{3, 2}, {3, 4}}, seq);             // a transposed operand
+  EXPECT_EQ(composite.counters().tiny_calls, 4);
+  EXPECT_EQ(executor.metrics().execution.direct_steps, 4);
+  EXPECT_EQ(counting.provider_problems(), before);
   // Above the bound the provider runs the step.
-  expect_matches_reference(**executor, "ij,jk->ik", {{8, 8}, {8, 8}}, seq);  // 512 multiply-adds
-  EXPECT_EQ(composite->counters().tiny_calls, 4);
-  EXPECT_GT(provider_problems(), before);
+  expect_matches_reference(executor, "ij,jk->ik", {{8, 8}, {8, 8}}, seq);  // 512 multiply-adds
+  EXPECT_EQ(composite.counters().tiny_calls, 4);
+  EXPECT_GT(counting.provider_problems(), before);
 }
 
 // Note [Direct small steps]: a small broadcast product (a Hadamard product,
@@ -359,25 +366,19 @@ TEST(EinsumExecution, TinyDirectStepsRunTheTinyLoop) {
 // batch of 1 x 1 products: the composite's elementwise loop runs it, and
 // the GEMM provider is never called.
 TEST(EinsumExecution, SmallBroadcastProductsRunTheElementwiseLoop) {
-  Result<std::shared_ptr<cpu::NativeGemmProvider>> gemm = cpu::NativeGemmProvider::create();
-  ASSERT_TRUE(gemm.ok());
-  auto composite = std::make_shared<const cpu::DotGeneralComposite>(*gemm);
-  Result<std::shared_ptr<CpuEinsumExecutor>> executor = CpuEinsumExecutor::create(composite);
-  ASSERT_TRUE(executor.ok());
+  CountingEinsumExecutor counting;
+  CpuEinsumExecutor& executor = *counting.executor;
+  const cpu::DotGeneralComposite& composite = *counting.composite;
   const cpu::SequentialContext seq;
-  const auto provider_problems = [&] {
-    const cpu::NativeGemmCounters c = (*gemm)->counters();
-    return c.small_problems + c.blocked_problems;
-  };
-  const std::int64_t before = provider_problems();
-  expect_matches_reference(**executor, "ij,ij->ij", {{16, 16}, {16, 16}}, seq);
-  expect_matches_reference(**executor, "ij,ji->ij", {{8, 12}, {12, 8}}, seq);
-  expect_matches_reference(**executor, "bij,bj->bij", {{3, 5, 7}, {3, 7}}, seq);
-  expect_matches_reference(**executor, "ij,ij,j->ij", {{16, 24}, {16, 24}, {24}}, seq);
-  EXPECT_EQ((*executor)->metrics().execution.steps, 5);
-  EXPECT_EQ((*executor)->metrics().execution.direct_steps, 0);
-  EXPECT_EQ(composite->counters().tiny_calls, 0);
-  EXPECT_EQ(provider_problems(), before);
+  const std::int64_t before = counting.provider_problems();
+  expect_matches_reference(executor, "ij,ij->ij", {{16, 16}, {16, 16}}, seq);
+  expect_matches_reference(executor, "ij,ji->ij", {{8, 12}, {12, 8}}, seq);
+  expect_matches_reference(executor, "bij,bj->bij", {{3, 5, 7}, {3, 7}}, seq);
+  expect_matches_reference(executor, "ij,ij,j->ij", {{16, 24}, {16, 24}, {24}}, seq);
+  EXPECT_EQ(executor.metrics().execution.steps, 5);
+  EXPECT_EQ(executor.metrics().execution.direct_steps, 0);
+  EXPECT_EQ(composite.counters().tiny_calls, 0);
+  EXPECT_EQ(counting.provider_problems(), before);
 }
 
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {

@@ -35,6 +35,19 @@ Result<AdValue> abs_derivative(MatrixAd& m, AdValue x, AdValue dx) {
   return m.real(prod);
 }
 
+// d ||x|| = Re(sum conj(x) dx) / ||x|| over the last axis (or the last two,
+// `matrix`): the 2-norm's and the Frobenius norm's rule. No |x| sign(x)
+// factor, whose own derivative at an x_i = 0 is 0: a Hessian would lose
+// the curvature along that entry.
+Result<AdValue> two_norm_derivative(MatrixAd& m, AdValue x, AdValue dx, AdValue norm, bool matrix) {
+  TENFERRO_ASSIGN_OR_RETURN(AdValue xc, m.conj(x));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue prod, m.mul(xc, dx));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sum, matrix ? m.sum_matrix(prod) : m.sum_last(prod));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue num, m.real(sum));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue den, nonzero(m, norm));
+  return m.div(num, den);
+}
+
 }  // namespace
 
 Result<TangentList> linearize_solve(LinearizeContext& ctx, MatrixAd& m) {
@@ -166,12 +179,7 @@ Result<TangentList> linearize_matrix_norm(LinearizeContext& ctx, MatrixAd& m, co
   const AdValue da = *ctx.tangent(0);
   switch (attr.norm) {
     case NormOrder::kFrobenius: {
-      TENFERRO_ASSIGN_OR_RETURN(AdValue ac, m.conj(a));
-      TENFERRO_ASSIGN_OR_RETURN(AdValue prod, m.mul(ac, da));
-      TENFERRO_ASSIGN_OR_RETURN(AdValue sum, m.sum_matrix(prod));
-      TENFERRO_ASSIGN_OR_RETURN(AdValue num, m.real(sum));
-      TENFERRO_ASSIGN_OR_RETURN(AdValue den, nonzero(m, norm));
-      TENFERRO_ASSIGN_OR_RETURN(AdValue dn, m.div(num, den));
+      TENFERRO_ASSIGN_OR_RETURN(AdValue dn, two_norm_derivative(m, a, da, norm, /*matrix=*/true));
       return TangentList{dn};
     }
     case NormOrder::kNuclear:
@@ -213,15 +221,7 @@ Result<TangentList> linearize_vector_norm(LinearizeContext& ctx, MatrixAd& m, co
   const AdValue dx = *ctx.tangent(0);
   if (attr.norm == NormOrder::kP && attr.p == 0.0) return TangentList{std::nullopt};  // a count
   if (attr.norm == NormOrder::kP && attr.p == 2.0) {
-    // d ||x|| = Re(sum conj(x) dx) / ||x||: no |x| sign(x) factor, whose
-    // own derivative at an x_i = 0 is 0 (a Hessian would lose the
-    // curvature along that entry), as the Frobenius rule above.
-    TENFERRO_ASSIGN_OR_RETURN(AdValue xc, m.conj(x));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue prod, m.mul(xc, dx));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue sum, m.sum_last(prod));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue num, m.real(sum));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue den, nonzero(m, norm));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue dn, m.div(num, den));
+    TENFERRO_ASSIGN_OR_RETURN(AdValue dn, two_norm_derivative(m, x, dx, norm, /*matrix=*/false));
     return TangentList{dn};
   }
   TENFERRO_ASSIGN_OR_RETURN(AdValue d_abs, abs_derivative(m, x, dx));
