@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -154,8 +155,26 @@ Result<LinalgKernelPlan> LapackLinalgProvider::plan(const LinalgProblem& problem
   return internal::lapack_plan(module_->symbols, name_, problem);
 }
 
+// Note [Serial OpenBLAS is not reentrant]
+// Debian's serial OpenBLAS (the library the default module binds) keeps one
+// process-wide pool of GEMM buffers and, built without USE_LOCKING, hands
+// them out without a lock: two threads inside its LAPACK at once (two
+// runtimes, or one runtime's workers running a batch of matrices) share a
+// buffer and return wrong results (the concurrency audit: svd, eig, lstsq
+// and pinv of 64 to 130 x 130 matrices off by up to 10 on 2 threads; the
+// same with two plain C threads calling dgesdd_). Every call into a serial
+// OpenBLAS therefore holds one lock. It is process-wide because the
+// library's state is: one lock per provider would not keep two runtimes
+// apart. It costs linalg's thread scaling with that library only; an
+// OpenBLAS with its own threads (pthread, OpenMP builds) locks internally
+// and runs unlocked here.
 Status LapackLinalgProvider::run(const LinalgProblem& problem, const LinalgKernelPlan& plan,
                                  const LinalgBuffers& buffers, std::span<std::byte> workspace) const {
+  if (identity_.openblas_parallel != 0) {
+    return internal::lapack_run(module_->symbols, name_, problem, plan, buffers, workspace);
+  }
+  static std::mutex serial_openblas;
+  const std::lock_guard<std::mutex> lock(serial_openblas);
   return internal::lapack_run(module_->symbols, name_, problem, plan, buffers, workspace);
 }
 
