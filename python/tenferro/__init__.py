@@ -542,6 +542,9 @@ class _Outputs:
     structure, each output's own shape and dtype."""
 
     def __init__(self, outs, who):
+        if not outs:
+            raise InvalidArgumentError(f"{who}: expected fun to return at least one array, found an empty "
+                                       f"{type(outs).__name__}", code="kInvalidArgument", canonical="kInvalidArgument")
         self.kind = type(outs)
         self.shapes, self.dtypes = [], []
         for i, o in enumerate(outs):
@@ -552,12 +555,12 @@ class _Outputs:
                                  code="kDTypeMismatch", canonical="kDTypeMismatch")
             self.shapes.append(tuple(_np.shape(o)))
             self.dtypes.append(dtype)
-        self.dtype = _np.result_type(*self.dtypes) if self.dtypes else _np.dtype(_np.float64)
-        self.flat = _np.concatenate([o.reshape(-1).astype(self.dtype) if isinstance(o, Traced) else
-                                     _np.ravel(_np.asarray(o, dtype=self.dtype)) for o in outs]) if outs else None
-        if self.flat is None:
-            raise InvalidArgumentError(f"{who}: expected fun to return at least one array, found an empty "
-                                       f"{self.kind.__name__}", code="kInvalidArgument", canonical="kInvalidArgument")
+        self.dtype = _np.result_type(*self.dtypes)
+        self.flat = _np.concatenate([self._ravel(o) for o in outs])
+
+    def _ravel(self, v):
+        """v flattened in the common dtype (recorded when it is Traced)."""
+        return v.reshape(-1).astype(self.dtype) if isinstance(v, Traced) else _np.ravel(_np.asarray(v, self.dtype))
 
     def split(self, flat):
         parts, start = [], 0
@@ -586,8 +589,7 @@ class _Outputs:
             if _np.dtype(ct.dtype).kind == "c" and dtype.kind != "c":
                 raise DTypeError(f"{who}: expected a real cotangent for fun's real output {i} ({dtype}), found "
                                  f"{ct.dtype}", code="kDTypeMismatch", canonical="kDTypeMismatch")
-            flat.append(ct.reshape(-1).astype(self.dtype) if isinstance(ct, Traced) else
-                        _np.ravel(_np.asarray(ct, dtype=self.dtype)))
+            flat.append(self._ravel(ct))
         return _np.concatenate(flat)
 
 
