@@ -510,6 +510,46 @@ TEST(PrepareTest, DonatableInputBecomesTheOutputOnlyWhenExclusive) {
   EXPECT_EQ(rt->execution_metrics().donations, 1u);
 }
 
+TEST(PrepareTest, RunInputsAreBorrowedAndWhatOutlivesTheRunCounts) {
+  // Note [Borrowed run inputs]: during a run the caller's tensor holds the
+  // input storage's only count; an output that is the input holds its own;
+  // a failed run forgets its inputs as a successful one does.
+  Fixture f;
+  auto rt = f.build();
+  ASSERT_TRUE(rt.ok());
+  Tensor x = make_tensor(*f.host.allocator, {1, 2, 3, 4}, {4});
+  std::size_t seen = 0;
+  f.host.behaviour->on_run = [&] { seen = x.storage()->use_count(); };
+  auto p = rt->prepare_for(neg_chain(1), InputSignature::of(std::span<const Tensor>(&x, 1)));
+  ASSERT_TRUE(p.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto out = rt->run_prepared(**p, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(seen, 1u);
+    EXPECT_EQ(values_of((*out)[0]), (std::vector<double>{-1, -2, -3, -4}));
+  }
+  EXPECT_EQ(x.storage()->use_count(), 1u);
+
+  auto both = make_program({{4}}, [](ProgramBuilder& b, std::span<const ProgramValue> in) -> Result<Values> {
+    TENFERRO_ASSIGN_OR_RETURN(ProgramValue neg, b.emit(CoreSemanticOp::kNeg, {in[0]}));
+    return Values{in[0], neg};
+  });
+  auto q = rt->prepare_for(both, InputSignature::of(std::span<const Tensor>(&x, 1)));
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  {
+    auto out = rt->run_prepared(**q, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ((*out)[0].storage().get(), x.storage().get());
+    EXPECT_EQ(x.storage()->use_count(), 2u);
+  }
+  EXPECT_EQ(x.storage()->use_count(), 1u);
+
+  f.host.behaviour->fail_run_at = f.host.behaviour->runs.load();
+  EXPECT_FALSE(rt->run_prepared(**p, std::span<const Tensor>(&x, 1)).ok());
+  EXPECT_EQ(x.storage()->use_count(), 1u);
+  EXPECT_EQ(values_of(x), (std::vector<double>{1, 2, 3, 4}));
+}
+
 TEST(PrepareTest, LimitsAndCapacitiesFailAtPrepare) {
   Fixture f;
   auto rt = f.build(false, true, [](RuntimeConfigBuilder& c) {

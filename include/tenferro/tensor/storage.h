@@ -93,6 +93,9 @@ struct StorageDescriptor {
 };
 
 class StorageRef;
+namespace internal {
+struct TensorBorrow;
+}  // namespace internal
 
 /// A block of tensor memory. Created only through the factories below and
 /// owned through StorageRef. Metadata is immutable; the pending slot is
@@ -178,6 +181,7 @@ class StorageRef {
 
  private:
   friend class Storage;
+  friend struct internal::TensorBorrow;
   explicit StorageRef(Storage* p) noexcept : p_(p) {}
   Storage* p_ = nullptr;
 };

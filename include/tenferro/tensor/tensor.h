@@ -160,6 +160,7 @@ class Tensor {
   std::string to_string() const;
 
  private:
+  friend struct internal::TensorBorrow;
   Tensor(StorageRef storage, DType dtype, Dims shape, Dims strides, std::int64_t offset) noexcept
       : storage_(std::move(storage)),
         shape_(std::move(shape)),
@@ -177,6 +178,23 @@ class Tensor {
 };
 
 namespace internal {
+/// For the runtime's run workspaces only (Note [Borrowed run inputs] in
+/// src/runtime/execute.cpp): a copy of a caller's tensor that holds no count
+/// of its storage, valid while the caller's tensor lives. Copies made from
+/// it count as usual; it must be forgotten, never destroyed or assigned.
+struct TensorBorrow {
+  /// `slot` (undefined) becomes the borrowed copy of `from`.
+  static void borrow(Tensor& slot, const Tensor& from) {
+    slot.storage_.p_ = from.storage_.p_;
+    slot.shape_ = from.shape_;
+    slot.strides_ = from.strides_;
+    slot.offset_ = from.offset_;
+    slot.dtype_ = from.dtype_;
+  }
+  /// Makes `slot` undefined again (defined() false; its shape stays until
+  /// the next assignment) without releasing a count.
+  static void forget(Tensor& slot) noexcept { slot.storage_.p_ = nullptr; }
+};
 Status dtype_mismatch(DType expected, DType found);
 /// Copies the elements of `src` in row-major order into dense `dst`.
 void copy_to_contiguous(const TensorView& src, void* dst) noexcept;
