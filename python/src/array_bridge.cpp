@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <string>
 
 #include <fmt/format.h>
@@ -448,6 +449,28 @@ std::int64_t as_index(py::handle obj, const char* what) {
   if (!index)
     raise_type_error(fmt::format("{}: expected an integer (int or numpy integer), found {}", what, type_name(obj)));
   return py::cast<std::int64_t>(index);
+}
+
+double estimated_work(std::span<const Tensor> operands, WorkKind kind) {
+  double work = 0;
+  for (const Tensor& t : operands) {
+    const auto n = static_cast<double>(t.numel());
+    const std::span<const std::int64_t> shape = t.shape();
+    switch (kind) {
+      case WorkKind::kElements:
+        work += n;
+        break;
+      case WorkKind::kMatrices:
+        work += 3 * (shape.size() < 2
+                         ? n
+                         : n * static_cast<double>(std::min(shape[shape.size() - 1], shape[shape.size() - 2])));
+        break;
+      case WorkKind::kTransforms:
+        work += n * std::log2(std::max(n, 2.0));
+        break;
+    }
+  }
+  return work;
 }
 
 Dims dims_or_empty(const py::object& sequence) {

@@ -21,11 +21,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <pybind11/pybind11.h>
 
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/base/small_vector.h"
 #include "tenferro/base/status.h"
 #include "tenferro/tensor/tensor.h"
@@ -53,6 +56,47 @@ std::int64_t as_index(py::handle obj, const char* what);
 /// A numpy array viewing DLPack producer `obj` (Note [DLPack operands]);
 /// kInvalidArgument naming `what` when numpy cannot view it.
 py::object from_dlpack(py::handle obj, const std::string& what);
+
+// Note [Keeping the GIL for tiny calls]
+// A call releases the GIL while it computes, so other Python threads run.
+// That is free when no other thread waits; with one waiting, each release
+// and re-take hands the GIL over: a futex wake and a switch of CPUs,
+// several microseconds on a VM, longer than an 8 x 8 einsum (1-2 us). Two
+// threads doing such calls got 0.16-0.24x the calls per second of one (the
+// concurrency audit of 2026-12-05; numpy keeps the GIL for loops under 500
+// elements, and its 8 x 8 `@` got 0.81-0.97x). A call whose estimated work
+// is below kGilReleaseWork therefore keeps the GIL: threads doing tiny
+// calls take turns, and larger calls still run in parallel. The estimate is
+// in nanoseconds of this VM (AMD EPYC, 2026-12-06): einsum 1 ns per operand
+// element (two 64 x 64 matrices: 8192 ns estimated, 7.0 us measured);
+// linalg 3 ns per element times the smaller matrix extent (n^3 for n x n;
+// svd 40 x 40: 192 us against 193 measured); fft 1 ns per element times
+// log2 of the elements. 10 us puts the line at an einsum of two 70 x 70
+// matrices, a 15 x 15 decomposition, a 1024-point transform: there a
+// handoff costs at most about as much as the call, and two threads doing
+// 64 x 64 products got 0.6-1.4x released against about 1x kept. Holding
+// the GIL is safe because nothing a call waits for takes it: the one thing
+// in tenferro that takes the GIL back, a sliced einsum's interrupt check,
+// always runs with it released.
+inline constexpr double kGilReleaseWork = 10000;
+
+/// Releases the GIL for its scope unless `work` is below kGilReleaseWork,
+/// and counts each release in `releases` (a runtime's gil_releases).
+class ReleaseGilUnlessTiny {
+ public:
+  ReleaseGilUnlessTiny(double work, ShardedCounters<1>& releases) {
+    if (work < kGilReleaseWork) return;
+    releases.add(0, 1);
+    release_.emplace();
+  }
+
+ private:
+  std::optional<py::gil_scoped_release> release_;
+};
+
+enum class WorkKind { kElements, kMatrices, kTransforms };
+/// The estimate of Note [Keeping the GIL for tiny calls] over `operands`.
+double estimated_work(std::span<const Tensor> operands, WorkKind kind);
 
 /// The integers of a Python sequence; empty for None.
 Dims dims_or_empty(const py::object& sequence);

@@ -398,14 +398,18 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
       k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);
   operands.wrap();
   Result<Tensor> result = [&] {
-    py::gil_scoped_release nogil;
     const SmallVector<Tensor, 8>& tensors = operands.tensors();
     const std::span<const Tensor> inputs(tensors.data(), tensors.size());
     double largest = 0;
     for (const Tensor& t : tensors) largest = std::max(largest, static_cast<double>(t.numel()));
     const double bound =
         slicing_bound(limited, max_intermediate_bytes, largest, tensors.empty() ? 8 : dtype_size(tensors[0].dtype()));
-    if (bound > 0.0) return rt.sliced_einsum(*op, inputs, bound);
+    if (bound > 0.0) {
+      rt.gil_releases().add(0, 1);
+      const py::gil_scoped_release nogil;  // always: its interrupt check takes the GIL back
+      return rt.sliced_einsum(*op, inputs, bound);
+    }
+    const ReleaseGilUnlessTiny nogil(estimated_work(inputs, WorkKind::kElements), rt.gil_releases());
     return rt.with_context([&](runtime::EagerContext& ctx) { return einsum::einsum(ctx, op, inputs); });
   }();
   // Note [Interrupting a sliced einsum]: the signal handler's exception.
@@ -735,7 +739,8 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
   runtime::TensorList results;
   Status status;
   {
-    py::gil_scoped_release nogil;
+    const ReleaseGilUnlessTiny nogil(estimated_work(std::span<const Tensor>(t.data(), t.size()), WorkKind::kMatrices),
+                                     rt.gil_releases());
     status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
       TENFERRO_ASSIGN_OR_RETURN(results, ctx.call(op, std::span<const Tensor>(t.data(), t.size())));
       return ok_status();
@@ -762,10 +767,10 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   Tensor result;
   Status status;
   {
-    py::gil_scoped_release nogil;
+    const std::span<const Tensor> input(&operands.tensors()[0], 1);
+    const ReleaseGilUnlessTiny nogil(estimated_work(input, WorkKind::kTransforms), rt.gil_releases());
     status = rt.with_context([&](runtime::EagerContext& ctx) -> Status {
-      TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out,
-                                ctx.call(op, std::span<const Tensor>(&operands.tensors()[0], 1)));
+      TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, ctx.call(op, input));
       result = std::move(out[0]);
       return ok_status();
     });
@@ -933,6 +938,10 @@ tenferro.linalg functions, or call its einsum method.)doc")
           "worker_spin", [](const PyRuntime& rt) { return static_cast<double>(rt.worker_spin().count()) * 1e-6; },
           "Seconds the workers spin for the next loop (0.0 without domain workers).")
       .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum and fft operations kept for reuse.")
+      .def_property_readonly("gil_releases", &PyRuntime::gil_release_count,
+                             "Calls on this runtime that released the GIL while they computed; calls with less "
+                             "work keep it, so threads doing tiny calls take turns instead of handing it over "
+                             "(docs/python.md, threads).")
       .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
                              "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
       .def_property_readonly("pooled_bytes", &PyRuntime::pooled_bytes,

@@ -118,7 +118,6 @@ PyRuntime::PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, 
       gemm_(cpu.gemm != nullptr ? std::string(cpu.gemm->name()) : std::move(gemm)),  // the candidate chosen
       domain_(std::move(domain)),
       worker_spin_(worker_spin),
-      context_(runtime_.on()),
       ad_(std::move(cpu.ad)),
       compiler_(std::make_shared<compiler::GraphCompiler>()) {}
 

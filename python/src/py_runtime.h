@@ -10,9 +10,8 @@
 // held), operands wrapped as borrowed Tensors, the GIL released, one eager
 // fast-path call on the context (whose engine caches the execution plan per
 // shapes), the GIL taken back and the output wrapped. The op cache is only
-// touched with the GIL held. The eager context is thread-compatible, so a
-// call takes it under a mutex; a call that finds it busy (another Python
-// thread inside a call with the GIL released) runs on a fresh context.
+// touched with the GIL held. An eager context is thread-compatible, so a
+// call takes one under a mutex (Note [Eager contexts per CPU]).
 #pragma once
 
 #include <array>
@@ -33,6 +32,7 @@
 #include "small_lru.h"
 #include "tenferro/ad/ad_context.h"
 #include "tenferro/base/function_ref.h"
+#include "tenferro/base/sharded_counters.h"
 #include "tenferro/base/status.h"
 #include "tenferro/compiler/graph_compiler.h"
 #include "tenferro/cpu/domains/domain_spec.h"
@@ -103,14 +103,32 @@ class PyRuntime {
   Result<std::shared_ptr<const fft::FftOp>> fft_op_for(const fft::FftAttributes& attributes);
   /// Runs `body` on the eager context (Note [Python eager path]); the GIL
   /// may be released.
+  ///
+  /// Note [Eager contexts per CPU]
+  /// There was one cached context; a call that found it busy (another
+  /// Python thread inside a call with the GIL released) made a fresh one,
+  /// which costs about 0.84 us and has no memo, so the second of two threads
+  /// paid that on every call. The runtime now keeps kContexts contexts,
+  /// each under its own mutex, and a call tries the one of the CPU it runs
+  /// on first (Note [Sharded counters]), then the others; only when all are
+  /// busy does it make a fresh one.
   template <class F>
   auto with_context(F&& body) {
-    std::unique_lock<std::mutex> lock(context_mutex_, std::try_to_lock);
-    if (lock.owns_lock()) return body(context_);
+    const std::size_t first = this_cpu_shard(kContexts);
+    for (std::size_t i = 0; i < kContexts; ++i) {
+      CachedContext& cached = contexts_[(first + i) % kContexts];
+      std::unique_lock<std::mutex> lock(cached.mutex, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      if (!cached.context.has_value()) cached.context.emplace(runtime_.on());
+      return body(*cached.context);
+    }
     runtime::EagerContext fresh = runtime_.on();
     return body(fresh);
   }
   std::size_t cached_ops() const noexcept;
+  /// Calls that released the GIL (Note [Keeping the GIL for tiny calls]).
+  ShardedCounters<1>& gil_releases() noexcept { return gil_releases_; }
+  std::int64_t gil_release_count() const noexcept { return gil_releases_.load(0); }
   /// Drops every cache and returns the domains' pooled memory.
   void clear_caches();
   /// Bytes of freed blocks the domains' memory pools keep for reuse.
@@ -153,8 +171,13 @@ class PyRuntime {
   std::string gemm_;
   std::string domain_;
   std::chrono::microseconds worker_spin_;
-  std::mutex context_mutex_;
-  runtime::EagerContext context_;
+  static constexpr std::size_t kContexts = 4;
+  struct alignas(128) CachedContext {
+    std::mutex mutex;
+    std::optional<runtime::EagerContext> context;  // made on first use
+  };
+  std::array<CachedContext, kContexts> contexts_;
+  ShardedCounters<1> gil_releases_;
   std::shared_ptr<ad::AdContext> ad_;
   std::shared_ptr<compiler::GraphCompiler> compiler_;
   // One map per planner kind, keyed by the subscripts, and one for explicit

@@ -646,7 +646,11 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
     as_prepared = runtime::layout_class_of(inputs[i]) == f.layouts[i];
   }
   Result<runtime::TensorList> result = [&] {
-    py::gil_scoped_release nogil;
+    // Each operation of the program counts its inputs' elements again.
+    const ReleaseGilUnlessTiny nogil(
+        estimated_work(all, WorkKind::kElements) *
+            static_cast<double>(std::max<std::size_t>(1, f.program.program->num_operations())),
+        f.runtime->gil_releases());
     if (as_prepared) {
       Result<runtime::TensorList> r = f.runtime->runtime().run_prepared(*prepared, all);
       // A reconfigured runtime (a new epoch): the plan cache prepares again.

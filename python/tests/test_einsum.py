@@ -396,6 +396,79 @@ def test_the_gil_is_released_during_a_contraction(rng):
     assert any(span["start"] < s < span["end"] for s in stamps)
 
 
+def test_tiny_calls_keep_the_gil_and_larger_ones_release_it(rng):
+    # Note [Keeping the GIL for tiny calls]: a handoff to a waiting thread
+    # costs more than an 8 x 8 contraction, so such calls keep the GIL; the
+    # runtime counts the calls that released it.
+    import tenferro.fft as tff
+    import tenferro.linalg as tl
+
+    rt = tenferro.Runtime(threads=1)
+    small = random_array(rng, (8, 8), np.float64)
+    big = random_array(rng, (128, 128), np.float64)
+    kept = [
+        lambda: rt.einsum("ij,jk->ik", big[:64, :64], big[:64, :64]),
+        lambda: rt.einsum("ij,jk->ik", small, small),
+        lambda: rt.einsum("ij,jk,kl->il", small, small, small),
+        lambda: tl.svd(small, runtime=rt),
+        lambda: tl.inv(small, runtime=rt),
+        lambda: tff.fft(small[0], runtime=rt),
+    ]
+    released = [
+        lambda: rt.einsum("ij,jk->ik", big, big),
+        lambda: tl.svd(random_array(rng, (16, 16), np.float64), runtime=rt),
+        lambda: tff.fft(big, runtime=rt),
+        lambda: rt.einsum("ij,jk->ik", small, small, max_intermediate_bytes=1 << 20),  # sliced: always
+    ]
+    for call in kept:
+        before = rt.gil_releases
+        call()
+        assert rt.gil_releases == before
+    for call in released:
+        before = rt.gil_releases
+        call()
+        assert rt.gil_releases == before + 1
+    # Values are the same either way.
+    np.testing.assert_allclose(rt.einsum("ij,jk->ik", small, small), small @ small, rtol=1e-12)
+
+
+def test_tiny_calls_from_threads_next_to_a_sliced_einsum_finish(rng):
+    # A tiny call holds the GIL while it runs on the runtime a sliced einsum
+    # is using; the sliced einsum takes the GIL back between slices (its
+    # interrupt check). Neither may wait for the other forever.
+    import threading
+
+    rt = tenferro.Runtime(threads=2)
+    a = random_array(rng, (32, 32, 8), np.float64)
+    b = random_array(rng, (8, 32, 32), np.float64)
+    small = random_array(rng, (8, 8), np.float64)
+    want = np.einsum("ijk,klm->ijlm", a, b)
+    errors = []
+
+    def sliced():
+        try:
+            for _ in range(3):
+                got = rt.einsum("ijk,klm->ijlm", a, b, max_intermediate_bytes=1 << 16)
+                np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def tiny():
+        try:
+            for _ in range(2000):
+                rt.einsum("ij,jk->ik", small, small)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=sliced), threading.Thread(target=tiny), threading.Thread(target=tiny)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "a thread did not finish"
+    assert not errors
+
+
 def test_concurrent_calls_on_one_runtime(rng):
     # Several Python threads contracting on one runtime at once (a busy
     # eager context is not shared).
