@@ -125,3 +125,60 @@ def test_einsums_that_sum_or_cast_are_new_arrays():
     # Bad input is still the contraction's error.
     with pytest.raises(tenferro.InvalidArgumentError):
         tenferro.einsum("ii->i", x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+def test_broadcast_operands_match_numpy_without_copies(rng, dtype):
+    # Note [Broadcast operands] (src/einsum/einsum_call.cpp): random networks
+    # whose operands are broadcast views (stride-0 axes, from numpy's
+    # broadcast_to), with implicit and explicit outputs, diagonals and size-1
+    # axes, against numpy's einsum.
+    from conftest import random_array
+
+    letters = "abcd"
+    for _ in range(150):
+        extents = {c: int(rng.integers(1, 5)) for c in letters}
+        operands, terms = [], []
+        for _ in range(int(rng.integers(1, 4))):
+            term = "".join(rng.choice(list(letters), size=int(rng.integers(0, 4))))
+            shape = [extents[c] for c in term]
+            # Each axis is stored (the real extent) or broadcast (extent 1 stored).
+            stored = [e if rng.random() < 0.5 else 1 for e in shape]
+            base = random_array(rng, stored, np.float64)
+            if dtype == np.int64:
+                base = np.round(base * 10)
+            base = base.astype(dtype)
+            operands.append(np.broadcast_to(base, shape) if rng.random() < 0.8 else np.broadcast_to(base, shape).copy())
+            terms.append(term)
+        if rng.random() < 0.5:
+            subscripts = ",".join(terms)
+        else:
+            present = sorted(set("".join(terms)))
+            out = "".join(c for c in present if rng.random() < 0.5)
+            subscripts = ",".join(terms) + "->" + out
+        want = np.einsum(subscripts, *operands)
+        got = tenferro.einsum(subscripts, *operands)
+        assert got.shape == want.shape, subscripts
+        if dtype == np.int64:
+            np.testing.assert_array_equal(got, want, err_msg=subscripts)
+        else:
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10, err_msg=subscripts)
+
+
+def test_contracting_broadcast_operands_takes_no_memory_of_their_logical_size():
+    # Two 4000 x 4000 broadcast views hold 8000 elements; their contraction
+    # used to copy each into a dense buffer (256 MB) first.
+    import resource
+
+    n = 4000
+    row = np.linspace(0.0, 1.0, n)
+    a = np.broadcast_to(row, (n, n))
+    b = np.broadcast_to(row[:, None], (n, n))
+    rt = tenferro.Runtime(threads=1)
+    rt.einsum("ij,ij->", a[:8, :8], b[:8, :8])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    got = rt.einsum("ij,ij->", a, b)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert got == pytest.approx(row.sum() ** 2, rel=1e-12)
+    assert grown_kib < 64 * 1024, grown_kib

@@ -217,6 +217,58 @@ TEST(EinsumRuntime, TypedErrorsLeaveEverythingUsable) {
   EXPECT_EQ(ok->shape()[1], 4);
 }
 
+TEST(EinsumRuntime, BroadcastOperandsLoseTheirBroadcastLabelsNotTheirValues) {
+  // Note [Broadcast operands]: stride-0 axes are dropped from their operand
+  // (or summed as a factor), so nothing is copied to the logical size.
+  TestRuntime t = make_test_runtime(/*native_einsum=*/true);
+  runtime::EagerContext ctx = t.runtime->on();
+  constexpr std::int64_t n = 96;
+  const Tensor row = *to_tensor(random_dense({n}, 1)).broadcast_to({n, n});     // stride 0 on i
+  const Tensor col = *to_tensor(random_dense({n, 1}, 2)).broadcast_to({n, n});  // stride 0 on j
+  const Tensor dense = to_tensor(random_dense({n, 8}, 3));
+  const Tensor one = to_tensor(random_dense({1}, 4));
+  const Tensor scalar = *to_tensor(random_dense({1}, 5)).broadcast_to({n, 3});  // stride 0 on both
+  struct Case {
+    const char* subscripts;
+    std::vector<Tensor> operands;
+  };
+  const std::vector<Case> cases = {
+      {"ij,ij->", {row, col}},  // i and j each summed with one stride-0 side
+      {"ij->", {row}},          // i: n equal terms
+      {"ij,jk->ik", {row, dense}},
+      {"ij->ij", {row}},       // i only here and in the output: kept
+      {"ii->i", {row}},        // a diagonal stays
+      {"ij,i->", {row, one}},  // i's other occurrence has extent 1: summed as a factor
+      {"ij,ji", {col, row}},   // implicit output
+      {"ab->", {scalar}},
+      {"ab,ab->b", {scalar, scalar}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.subscripts);
+    const std::int64_t copies = t.executor->metrics().execution.composite_copies;
+    Result<Tensor> out = einsum(ctx, c.subscripts, c.operands);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(t.executor->metrics().execution.composite_copies, copies);
+    std::vector<IntArrayRef> shapes;
+    std::vector<Dense> values;
+    for (const Tensor& x : c.operands) {
+      shapes.push_back(x.shape());
+      values.push_back(to_dense(x));
+    }
+    Result<Network> net = Network::bind(c.subscripts, shapes);
+    ASSERT_TRUE(net.ok()) << net.status().to_string();
+    const Dense want = brute_force_einsum(*net, values);
+    double scale = 1.0;
+    for (double v : want.data) scale = std::max(scale, std::abs(v));
+    EXPECT_LT(max_abs_diff(to_dense(*out), want), 1e-12 * scale);
+  }
+  EXPECT_LT(t.executor->metrics().workspace_retained_bytes, static_cast<std::size_t>(n * n * 8));
+  // An error still names the caller's subscripts and labels.
+  const Status st = einsum(ctx, "ij,jk->ik", std::vector<Tensor>{row, to_tensor(random_dense({5, 8}, 6))}).status();
+  EXPECT_EQ(st.code(), ErrorCode::kShapeMismatch);
+  EXPECT_NE(st.message().find("'j'"), std::string::npos) << st.to_string();
+}
+
 TEST(EinsumRuntime, WorkspaceLimitIsAPrepareError) {
   CpuEinsumOptions options;
   options.planning.workspace_limit_bytes = 1000.0;
