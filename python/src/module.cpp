@@ -119,6 +119,7 @@ PyRuntime& runtime_for(PyObject* module, py::handle runtime, py::handle threads)
     raise_type_error(fmt::format("runtime: expected a tenferro.Runtime, found {}", type_name(runtime)));
   }
   PyRuntime& rt = py::cast<PyRuntime&>(runtime);
+  if (rt.from_before_fork()) ok_or_raise(rt.fork_error());  // Note [Runtimes from before a fork]
   if (!threads.is_none() && thread_count(threads) != rt.threads()) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={} differs from the given runtime's threads={}",
                                                          thread_count(threads), rt.threads()));
@@ -853,6 +854,7 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   std::vector<std::uint32_t> active(operands.size());
   for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
   const SmallVector<Tensor, 8>& params = operands.tensors();
+  if (rt.from_before_fork()) ok_or_raise(rt.fork_error());
   Result<std::vector<Tensor>> r = [&] {
     py::gil_scoped_release nogil;
     return ad::vjp_cotangents(rt.runtime(), rt.ad(), f, std::span<const Tensor>(params.data(), params.size()), active,

@@ -1,7 +1,10 @@
 // PyRuntime (py_runtime.h): the runtime a tenferro.Runtime object owns.
 #include "py_runtime.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -247,8 +250,28 @@ Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(cons
   return shared;
 }
 
+namespace {
+std::atomic<std::uint64_t> forks{0};
+void count_fork() noexcept { forks.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+std::uint64_t PyRuntime::forks_so_far() noexcept {
+  static const bool registered = pthread_atfork(nullptr, nullptr, count_fork) == 0;
+  (void)registered;
+  return forks.load(std::memory_order_relaxed);
+}
+
+Status PyRuntime::fork_error() const {
+  return invalid(fmt::format(
+      "this tenferro.Runtime(threads={}) was created before fork(), and its worker threads belong to the parent "
+      "process; create a new Runtime in the child (Runtime(threads=1) and the module's default runtimes work in a "
+      "child)",
+      threads_));
+}
+
 Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
                                         double max_intermediate_bytes) const {
+  if (from_before_fork()) return fork_error();
   if (inputs.empty()) return invalid("einsum: expected at least one operand");
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::SliceExecutor> plan,
                             sliced_plan(op, inputs, max_intermediate_bytes));

@@ -113,7 +113,8 @@ class PyRuntime {
   /// on first (Note [Sharded counters]), then the others; only when all are
   /// busy does it make a fresh one.
   template <class F>
-  auto with_context(F&& body) {
+  auto with_context(F&& body) -> decltype(body(std::declval<runtime::EagerContext&>())) {
+    if (from_before_fork()) return fork_error();
     const std::size_t first = this_cpu_shard(kContexts);
     for (std::size_t i = 0; i < kContexts; ++i) {
       CachedContext& cached = contexts_[(first + i) % kContexts];
@@ -126,6 +127,24 @@ class PyRuntime {
     return body(fresh);
   }
   std::size_t cached_ops() const noexcept;
+
+  /// Note [Runtimes from before a fork]
+  /// A runtime with worker threads (threads >= 2) does not survive fork():
+  /// its workers and arena slots are the parent's, and a call in the child
+  /// blocked forever on them (silently: the concurrency audit's repro hung
+  /// in 20 of 20 children). The module's own runtimes are replaced in the
+  /// child (Note [Runtimes across fork]); one the program created itself
+  /// now fails each call in the child with kInvalidArgument saying to
+  /// create a new one, instead of hanging. A fork is counted by a
+  /// pthread_atfork handler, so any fork() counts (os.fork, multiprocessing,
+  /// C code); a runtime compares the count with the one at its creation
+  /// (one relaxed load per call). Inline runtimes (threads=1) work in a
+  /// child and are left alone.
+  bool from_before_fork() const noexcept { return domains_ != nullptr && forks_at_creation_ != forks_so_far(); }
+  /// The error of a call on a runtime from before a fork.
+  Status fork_error() const;
+  /// fork() calls in this process so far (registers the counter on first use).
+  static std::uint64_t forks_so_far() noexcept;
   /// Calls that released the GIL (Note [Keeping the GIL for tiny calls]).
   ShardedCounters<1>& gil_releases() noexcept { return gil_releases_; }
   std::int64_t gil_release_count() const noexcept { return gil_releases_.load(0); }
@@ -178,6 +197,7 @@ class PyRuntime {
   };
   std::array<CachedContext, kContexts> contexts_;
   ShardedCounters<1> gil_releases_;
+  std::uint64_t forks_at_creation_ = forks_so_far();
   std::shared_ptr<ad::AdContext> ad_;
   std::shared_ptr<compiler::GraphCompiler> compiler_;
   // One map per planner kind, keyed by the subscripts, and one for explicit

@@ -610,6 +610,7 @@ std::shared_ptr<const program::SemanticProgram> batched_program(const program::F
 // Prepares f's program for `inputs` (every program input).
 void prepare(PyFunction& f, std::span<const Tensor> inputs) {
   const runtime::InputSignature signature = runtime::InputSignature::of(inputs);
+  if (f.runtime->from_before_fork()) ok_or_raise(f.runtime->fork_error());
   f.prepared = value_or_raise(f.runtime->runtime().prepare_for(f.program.program, signature));
   f.layouts.clear();
   for (const runtime::InputDescriptor& d : signature.inputs()) f.layouts.push_back(d.layout);
@@ -645,6 +646,7 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
   for (std::size_t i = 0; i < inputs.size() && as_prepared; ++i) {
     as_prepared = runtime::layout_class_of(inputs[i]) == f.layouts[i];
   }
+  if (f.runtime->from_before_fork()) ok_or_raise(f.runtime->fork_error());
   Result<runtime::TensorList> result = [&] {
     // Each operation of the program counts its inputs' elements again.
     const ReleaseGilUnlessTiny nogil(

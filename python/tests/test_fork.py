@@ -103,3 +103,58 @@ def test_jit_and_hessian_recorded_before_a_fork_record_again_in_the_child():
         stop.set()
         thread.join()
     assert statuses == [0, 0, 0, 0]
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs for a runtime with workers")
+def test_a_runtime_with_workers_from_before_a_fork_raises_in_the_child():
+    # Note [Runtimes from before a fork]: its workers are the parent's; a
+    # call in the child blocked forever on them. Now it is a typed error;
+    # an inline runtime from before the fork and a new runtime work.
+    a = np.random.default_rng(1).random((200, 200))
+    two = tenferro.Runtime(threads=2)
+    one = tenferro.Runtime(threads=1)
+    want = a @ a
+    stop = threading.Event()
+
+    def background():
+        while not stop.is_set():
+            tenferro.einsum("ij,jk->ik", a, a, runtime=two)
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                codes = []
+                for call in (
+                    lambda: tenferro.einsum("ij,jk->ik", a, a, runtime=two),
+                    lambda: two.einsum("ij,jk->ik", a, a),
+                    lambda: tenferro.linalg.inv(a, runtime=two),
+                    lambda: tenferro.fft.fft(a[0], runtime=two),
+                ):
+                    try:
+                        call()
+                        codes.append("ran")
+                    except tenferro.InvalidArgumentError as e:
+                        codes.append("fork" if "before fork()" in str(e) else "other")
+                ok = codes == ["fork"] * 4
+                # jit cannot record on it, says why, and runs the function eagerly.
+                import warnings
+
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    got = tenferro.jit(lambda x: tenferro.einsum("ij,jk->ik", x, x), runtime=two)(a)
+                ok = ok and np.allclose(got, want) and any("before fork()" in str(w.message) for w in caught)
+                ok = ok and np.allclose(tenferro.einsum("ij,jk->ik", a, a, runtime=one), want)
+                ok = ok and np.allclose(tenferro.Runtime(threads=2).einsum("ij,jk->ik", a, a), want)
+                os._exit(0 if ok else 3)
+            except BaseException:  # noqa: BLE001 - any failure is the child's exit status
+                os._exit(4)
+        assert _wait(pid, 60) == 0
+        # The parent's runtime is unaffected.
+        np.testing.assert_allclose(two.einsum("ij,jk->ik", a, a), want, rtol=1e-12)
+    finally:
+        stop.set()
+        thread.join()
