@@ -170,11 +170,9 @@ Result<LinalgKernelPlan> LapackLinalgProvider::plan(const LinalgProblem& problem
 // and runs unlocked here.
 Status LapackLinalgProvider::run(const LinalgProblem& problem, const LinalgKernelPlan& plan,
                                  const LinalgBuffers& buffers, std::span<std::byte> workspace) const {
-  if (identity_.openblas_parallel != 0) {
-    return internal::lapack_run(module_->symbols, name_, problem, plan, buffers, workspace);
-  }
   static std::mutex serial_openblas;
-  const std::lock_guard<std::mutex> lock(serial_openblas);
+  std::unique_lock<std::mutex> lock(serial_openblas, std::defer_lock);
+  if (identity_.openblas_parallel == 0) lock.lock();
   return internal::lapack_run(module_->symbols, name_, problem, plan, buffers, workspace);
 }
 
