@@ -223,3 +223,32 @@ def test_big_endian_operands_give_native_results():
     grads = tenferro.einsum_vjp("i,i->", a, b, cotangent=np.float64(1.0))
     assert [g.dtype.str for g in grads] == ["<f8", "<f8"]
     np.testing.assert_array_equal(grads[0], b)
+
+
+def test_norms_of_empty_operands_are_numpys():
+    # Note [Norms of empty operands]: 0 for p > 0, inf for p < 0, and an
+    # error (ValueError) for norms that are the largest or smallest of
+    # nothing, for vectors, matrices and stacks of either.
+    shapes = [(0,), (0, 3), (3, 0), (0, 0), (2, 0), (0, 2, 3), (0, 0, 3), (0, 3, 0), (2, 0, 3)]
+    orders = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf, 0, 0.5, -0.5, 3]
+    checked = 0
+    for shape in shapes:
+        x = np.zeros(shape)
+        axes = [None] if len(shape) < 3 else [(1, 2), (0, 1), 2, 0]
+        if len(shape) == 2:
+            axes += [0, 1]
+        for axis in axes:
+            for ord in orders:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        want = np.linalg.norm(x, ord=ord, axis=axis)
+                    except ValueError:
+                        with pytest.raises(ValueError):
+                            tl.norm(x, ord=ord, axis=axis)
+                        checked += 1
+                        continue
+                got = tl.norm(x, ord=ord, axis=axis)
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} axis={axis} ord={ord}")
+                checked += 1
+    assert checked == 377

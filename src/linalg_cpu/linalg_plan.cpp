@@ -175,6 +175,42 @@ Result<std::shared_ptr<LinalgPlan>> build_plan(const LinalgProviderPolicy& polic
   TENFERRO_ASSIGN_OR_RETURN(plan->batch, checked_numel(plan->batch_shape));
   plan->m = core == 1 ? 1 : x[batch_rank];
   plan->n = x[x.size() - 1];
+  // Note [Norms of empty operands]: numpy's and torch's rules. A norm that
+  // is the largest or smallest of no sums or singular values has no value
+  // (numpy: ValueError, a zero-size reduction); (sum |x|^p)^(1/p) of no
+  // elements is 0 for p > 0 and inf for p < 0 (elementwise_norm()).
+  if (a.kind == LinalgOpKind::kVectorNorm || a.kind == LinalgOpKind::kMatrixNorm) {
+    const bool vector = a.kind == LinalgOpKind::kVectorNorm;
+    const bool no_rows = plan->m == 0, no_columns = plan->n == 0;
+    bool undefined = false;
+    const char* of_nothing = "";
+    switch (a.norm) {
+      case NormOrder::kInf:
+      case NormOrder::kNegInf:
+        undefined = vector ? no_columns : no_rows;
+        of_nothing = vector ? "the largest or smallest of no elements" : "the largest or smallest of no row sums";
+        break;
+      case NormOrder::kOne:
+      case NormOrder::kNegOne:
+        undefined = !vector && no_columns;
+        of_nothing = "the largest or smallest of no column sums";
+        break;
+      case NormOrder::kTwo:
+      case NormOrder::kNegTwo:
+        undefined = !vector && (no_rows || no_columns);
+        of_nothing = "the largest or smallest of no singular values";
+        break;
+      default:
+        break;
+    }
+    if (undefined) {
+      return prepare_error(
+          ErrorCode::kInvalidArgument, a,
+          fmt::format("the {} norm of an empty {} has no value ({}); expected at least one element, "
+                      "found shape {}",
+                      to_string(a.norm), vector ? "vector" : "matrix", of_nothing, shape_to_string(x)));
+    }
+  }
   if (requires_square_input(a.kind) && plan->m != plan->n) {
     return prepare_error(ErrorCode::kShapeMismatch, a,
                          fmt::format("expected a square matrix [..., n, n], found shape {}", shape_to_string(x)));

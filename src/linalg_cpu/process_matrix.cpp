@@ -612,7 +612,13 @@ class MatrixProcessor {
  private:
   // Note [Elementwise norms]: read in place, no gather.
   Status elementwise_norm() {
-    if (plan_.m == 0 || plan_.n == 0) return write_empty();
+    if (plan_.m == 0 || plan_.n == 0) {  // Note [Norms of empty operands]
+      if (a_.norm == NormOrder::kP && a_.p < 0) {
+        store_scalar(out_[0], index_, std::numeric_limits<R>::infinity());
+        return ok_status();
+      }
+      return write_empty();
+    }
     store_scalar(out_[0], index_, elementwise_operand<T>(plan_, in_[0], index_).compute(a_.norm, a_.p));
     return ok_status();
   }
