@@ -19,6 +19,9 @@ packages=(
   # BLAS/LAPACK providers: the serial OpenBLAS build is pinned by path
   libopenblas-dev libopenblas0-serial libopenblas0-pthread
   libblis-dev liblapacke-dev libeigen3-dev libfftw3-dev
+  # renames a copy of the serial OpenBLAS for the LAPACK provider (Note [A
+  # serial OpenBLAS of our own] in include/tenferro/linalg_cpu/lapack_provider.h)
+  patchelf
   # numeric reference for tests; the Python module (pybind11) and its tests
   # (pytest; torch for DLPack and autograd comparisons)
   python3 python3-numpy python3-dev pybind11-dev python3-pytest python3-torch

@@ -169,10 +169,12 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   options.on_calling_thread = domain == "inline";
   options.worker_spin = worker_spin;
   // Note [Linalg threading in Python]: numpy, loaded first in the same
-  // process, brings the system's OpenBLAS (usually the pthread build), and
-  // the LAPACK provider then resolves to it; its threading is process-global,
-  // which the strict policy rejects. The Python runtime admits it under the
-  // exclusive permit instead of failing every linalg call.
+  // process, brings the system's OpenBLAS (usually the pthread build). The
+  // LAPACK provider keeps its own serial copy (Note [A serial OpenBLAS of
+  // our own]), except in a build without patchelf, where it resolves to
+  // numpy's, whose threading is process-global and which the strict policy
+  // rejects: the Python runtime then admits it under the exclusive permit
+  // instead of failing every linalg call.
   options.linalg_options.threading = cpu::ProviderThreadingPolicy::kProviderDefaultExclusive;
   std::shared_ptr<fft::CpuFftEngine> fft_engine = fft::CpuFftEngine::create_default();
   options.extensions.push_back([fft_engine](EngineId e) { return fft::cpu_extension_module(e, fft_engine); });

@@ -6,6 +6,9 @@
 // LAPACK provider's identification of what is loaded.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -17,6 +20,7 @@
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/linalg/eager_linalg.h"
+#include "tenferro/linalg_cpu/lapack_provider.h"
 #include "tenferro/program/program_builder.h"
 
 namespace tenferro::linalg {
@@ -837,22 +841,62 @@ TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {
   ASSERT_TRUE(serial.ok()) << serial.status().to_string();
   const LapackIdentity& id = (*serial)->identity();
   EXPECT_EQ(id.openblas_parallel, 0) << id.openblas_config;
-  EXPECT_NE(id.lapack_path.find("openblas-serial"), std::string::npos) << id.lapack_path;
+  // The serial build's renamed copy (Note [A serial OpenBLAS of our own]),
+  // or the system's file in a build without patchelf.
+  const bool own_copy = id.lapack_path.find("libtenferro_lapack_serial") != std::string::npos;
+  EXPECT_TRUE(own_copy || id.lapack_path.find("openblas-serial") != std::string::npos) << id.lapack_path;
   EXPECT_NE(id.lapacke_path.find("liblapacke"), std::string::npos) << id.lapacke_path;
   EXPECT_EQ((*serial)->capability().thread_count, cpu::ThreadCountControl::kSequential);
   EXPECT_NE(std::string((*serial)->name()).find("serial"), std::string::npos);
-  // A second build cannot replace the OpenBLAS already loaded (same SONAME):
-  // the provider reports what it actually got.
+  // The provider reports what it actually got: with the serial module's own
+  // copy the pthread module gets the pthread build; without it the pthread
+  // module gets the OpenBLAS already loaded (same soname), the serial one.
   LapackOptions pthread;
   pthread.build = LapackBuild::kOpenBlasPthread;
   Result<std::shared_ptr<LapackLinalgProvider>> other = LapackLinalgProvider::load(pthread);
   if (other.ok()) {
-    EXPECT_EQ((*other)->identity().openblas_parallel, 0);
-    EXPECT_EQ((*other)->capability().thread_count, cpu::ThreadCountControl::kSequential);
+    EXPECT_EQ((*other)->identity().openblas_parallel, own_copy ? 1 : 0);
+    EXPECT_EQ((*other)->capability().thread_count,
+              own_copy ? cpu::ThreadCountControl::kGlobalOrUncontrolled : cpu::ThreadCountControl::kSequential);
   }
+  EXPECT_EQ((*serial)->identity().openblas_parallel, 0);  // unchanged
   LapackOptions missing;
   missing.module_dir = "/nonexistent";
   EXPECT_EQ(LapackLinalgProvider::load(missing).status().code(), ErrorCode::kUnsupported);
+}
+
+TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceTheSerialOne) {
+  // Note [A serial OpenBLAS of our own]: a fresh process (the threadsafe
+  // death-test style re-executes this binary) that loads the pthread
+  // OpenBLAS into its global scope first, as a program linked with
+  // -lopenblas or numpy does, then loads the LAPACK provider: the provider
+  // still reports the serial build and computes.
+  if (!LapackLinalgProvider::prefers_own_symbols()) GTEST_SKIP() << "a sanitizer build loads without RTLD_DEEPBIND";
+  Result<std::shared_ptr<LapackLinalgProvider>> here = LapackLinalgProvider::load({});
+  if (!here.ok()) GTEST_SKIP() << here.status().to_string();
+  const std::string dir = (*here)->identity().module_path.substr(0, (*here)->identity().module_path.rfind('/'));
+  const std::string& lapacke = (*here)->identity().lapacke_path;  // the multiarch library directory
+  const std::string pthread = lapacke.substr(0, lapacke.rfind('/')) + "/openblas-pthread/libopenblas.so.0";
+  if (::access((dir + "/libtenferro_openblas_serial.so").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "built without patchelf: the module links the system's serial OpenBLAS";
+  }
+  if (::access(pthread.c_str(), R_OK) != 0) GTEST_SKIP() << "no pthread OpenBLAS installed";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (dlopen(pthread.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) std::_Exit(2);
+        Result<std::shared_ptr<LapackLinalgProvider>> p = LapackLinalgProvider::load({});
+        if (!p.ok()) std::_Exit(3);
+        if ((*p)->identity().openblas_parallel != 0) std::_Exit(4);
+        if ((*p)->identity().lapack_path.find("libtenferro_") == std::string::npos) std::_Exit(5);
+        // And it computes: det of [[1, 2], [4, 2]] through the engine.
+        runtime::Runtime rt = runtime_over(*p);
+        Result<Tensor> a = Tensor::from_values<double>(std::vector<double>{1, 2, 4, 2}, {2, 2});
+        Result<runtime::TensorList> d = eager(rt, LinalgOp::det(), {*a});
+        if (!d.ok() || (*d)[0].to_vector<double>()->front() != -6.0) std::_Exit(6);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -29,6 +29,30 @@
 //   pthread or OpenMP OpenBLAS  kGlobalOrUncontrolled / kExternalWorkers: no
 //                               outer fan-out; the library threads inside a
 //                               call with its process-global pool
+// A process that already holds an OpenBLAS would still hand it to the
+// module, whichever build it is: Note [A serial OpenBLAS of our own].
+//
+// Note [A serial OpenBLAS of our own]
+// Every OpenBLAS build has the soname libopenblas.so.0, and the loader
+// gives a module the library of that soname the process already holds. So
+// the serial module bound numpy's pthread OpenBLAS inside Python, and in a
+// C or C++ program the pthread build a GEMM provider (gemm = openblas with
+// 2 threads) or the program itself had loaded: its process-global
+// threading then failed every linalg call under the strict policy
+// (kPlacementError; the C API audit of 2026-12-06: det of a 2 x 2 failed
+// after a gemm=openblas runtime was created first), and Python's threads=1
+// ran LAPACK on numpy's threads. The build therefore gives the serial
+// module copies of the serial build's libopenblas.so.0, libblas.so.3 and
+// liblapack.so.3 renamed with patchelf (libtenferro_openblas_serial.so and
+// so on, their own sonames, next to the module, which finds them through
+// RUNPATH $ORIGIN), and the provider loads the module with RTLD_DEEPBIND,
+// so that the module's and liblapacke's references resolve in the module's
+// own libraries before a program's global ones (a program linked with
+// -lopenblas). The sanitizer runtimes refuse RTLD_DEEPBIND; their builds
+// load without it (prefers_own_symbols() is false) and bind a globally
+// loaded OpenBLAS as before. A build without patchelf links the system
+// files (scripts/setup.sh installs it).
+//
 // Argument errors never reach LAPACK's xerbla: plan() rejects extents beyond
 // 32-bit lapack_int (kUnsupported, so the engine can use another provider)
 // and the engine validates every shape before a call.
@@ -82,6 +106,10 @@ class LapackLinalgProvider final : public CpuLinalgProvider {
   std::string_view name() const noexcept override { return name_; }
   const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
   const LapackIdentity& identity() const noexcept { return identity_; }
+  /// Whether modules are loaded with their own symbols ahead of the
+  /// process's (RTLD_DEEPBIND; false in sanitizer builds): Note [A serial
+  /// OpenBLAS of our own].
+  static bool prefers_own_symbols() noexcept;
 
   Result<LinalgKernelPlan> plan(const LinalgProblem& problem) const override;
   Status run(const LinalgProblem& problem, const LinalgKernelPlan& plan, const LinalgBuffers& buffers,

@@ -48,6 +48,20 @@ struct LapackModule {
 namespace {
 
 constexpr std::uint32_t kAbiVersion = 1;
+
+// Note [A serial OpenBLAS of our own] (lapack_provider.h): the module's own
+// symbols before the process's, except under a sanitizer.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
 constexpr char kElementPrefix[4] = {'s', 'd', 'c', 'z'};
 
 std::string loaded_file(const void* address) {
@@ -64,7 +78,7 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
                               : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
-  module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | kDeepBind);
   if (module->handle == nullptr) {
     const char* why = dlerror();
     return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
@@ -115,6 +129,8 @@ std::string_view to_string(LapackBuild build) noexcept {
   }
   return "unknown";
 }
+
+bool LapackLinalgProvider::prefers_own_symbols() noexcept { return kDeepBind != 0; }
 
 Result<std::shared_ptr<LapackLinalgProvider>> LapackLinalgProvider::load(const LapackOptions& options) {
   TENFERRO_ASSIGN_OR_RETURN(auto module, open_module(options));
