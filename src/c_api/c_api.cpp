@@ -211,11 +211,14 @@ std::size_t component_alignment(DType dtype) noexcept {
 // A descriptor's name in messages: "inputs[i]" for index i >= 0, "output"
 // for -1, "outputs[j]" for -2 - j (output_index(j)). Formatted only when an
 // error is reported.
-// kCotangentIndex names tf_einsum_vjp's cotangent.
+// kCotangentIndex names tf_einsum_vjp's cotangent, kSingleInputIndex the
+// `input` of a call that takes one (tf_fft_args).
 constexpr std::ptrdiff_t kCotangentIndex = PTRDIFF_MIN;
+constexpr std::ptrdiff_t kSingleInputIndex = PTRDIFF_MIN + 1;
 std::string name_of(std::ptrdiff_t index) {
   if (index >= 0) return fmt::format("inputs[{}]", index);
   if (index == kCotangentIndex) return "cotangent";
+  if (index == kSingleInputIndex) return "input";
   return index == -1 ? std::string("output") : fmt::format("outputs[{}]", -2 - index);
 }
 constexpr std::ptrdiff_t output_index(std::size_t j) noexcept { return -2 - static_cast<std::ptrdiff_t>(j); }
@@ -329,8 +332,10 @@ Status check_output_layout(const TensorView& v, std::ptrdiff_t index) {
   for (std::size_t a : axes) {
     if (v.strides[a] < block) {
       return make_error(ErrorCode::kAliasConflict, ErrorStage::kNone,
-                        "{}: shape {} with strides {} addresses some elements more than once; expected an "
-                        "output with distinct addresses (no zero or overlapping strides)",
+                        "{}: expected an output layout that is a dense or padded one in some axis order (sorted by "
+                        "stride, each axis steps over the whole block of the axes below it), so that no element can "
+                        "be written twice; found shape {} with strides {} (zero, overlapping or interleaved strides; "
+                        "the check is conservative: some interleaved layouts with distinct addresses are refused too)",
                         name_of(index), shape_to_string(v.shape), shape_to_string(v.strides));
     }
     block = v.strides[a] * v.shape[a];  // no overflow: check_tensor bounded the span
@@ -401,7 +406,12 @@ struct CheckedOutput {
 // it; networks of thousands of operands stay far below.
 constexpr std::size_t kMaxInputs = std::size_t{1} << 20;
 
-Status check_inputs(const tf_tensor* const* inputs, std::size_t num_inputs, bool need_data, CheckedOperands& ops) {
+// How a call's arguments are named in messages: arrays (inputs[i],
+// outputs[j], results[j]) or one of each (input, output, result: tf_fft).
+enum class Naming { kArrays, kSingle };
+
+Status check_inputs(const tf_tensor* const* inputs, std::size_t num_inputs, bool need_data, CheckedOperands& ops,
+                    Naming naming = Naming::kArrays) {
   if (num_inputs == 0) return invalid("num_inputs is 0; expected at least one operand");
   if (num_inputs > kMaxInputs) {
     return invalid(fmt::format("num_inputs is {}; expected at most {} operands", num_inputs, kMaxInputs));
@@ -412,8 +422,8 @@ Status check_inputs(const tf_tensor* const* inputs, std::size_t num_inputs, bool
   ops.ranges.resize(num_inputs);
   ops.strides.resize(num_inputs);
   for (std::size_t i = 0; i < num_inputs; ++i) {
-    TENFERRO_TRY(check_tensor(inputs[i], static_cast<std::ptrdiff_t>(i), need_data, ops.strides[i], ops.views[i],
-                              ops.ranges[i]));
+    const std::ptrdiff_t index = naming == Naming::kSingle ? kSingleInputIndex : static_cast<std::ptrdiff_t>(i);
+    TENFERRO_TRY(check_tensor(inputs[i], index, need_data, ops.strides[i], ops.views[i], ops.ranges[i]));
     if (ops.views[i].dtype != ops.views[0].dtype) {
       return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
                         "inputs[{}] is {}, inputs[0] is {}; expected one dtype for all operands", i, ops.views[i].dtype,
@@ -525,8 +535,12 @@ Result<SmallVector<program::ValueMetadata, 2>> infer_results(const program::Exte
   return op.infer_metadata(std::span<const program::ValueMetadata>(operands.data(), operands.size()), constraints);
 }
 
-Status describe_result(const program::ValueMetadata& result, tf_result_info* info, std::size_t index) {
-  if (info == nullptr) return invalid(fmt::format("results[{}] is NULL; expected a valid pointer", index));
+Status describe_result(const program::ValueMetadata& result, tf_result_info* info, std::size_t index,
+                       Naming naming = Naming::kArrays) {
+  if (info == nullptr) {
+    return invalid(fmt::format("{} is NULL; expected a valid pointer",
+                               naming == Naming::kSingle ? std::string("result") : fmt::format("results[{}]", index)));
+  }
   TENFERRO_TRY(check_struct_size("tf_result_info", info->struct_size, {TF_RESULT_INFO_SIZE_V1}));
   if (result.rank() > TF_MAX_RESULT_NDIM) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
@@ -542,7 +556,8 @@ Status describe_result(const program::ValueMetadata& result, tf_result_info* inf
 // Runs `op` on `inputs` into the caller's `outputs` (Note [C API linalg and
 // FFT]).
 Status run_into(const Engine& engine, const std::shared_ptr<const program::ExtensionOp>& op,
-                const CheckedOperands& inputs, const tf_tensor* const* outputs, std::size_t num_outputs) {
+                const CheckedOperands& inputs, const tf_tensor* const* outputs, std::size_t num_outputs,
+                Naming naming = Naming::kArrays) {
   TENFERRO_ASSIGN_OR_RETURN(const auto results, infer_results(*op, inputs));
   if (num_outputs != results.size()) {
     return invalid(fmt::format("num_outputs is {}; {} gives {} result{}", num_outputs, op->describe(), results.size(),
@@ -553,18 +568,19 @@ Status run_into(const Engine& engine, const std::shared_ptr<const program::Exten
   SmallVector<ByteRange, kInlineOperands> taken(inputs.ranges.begin(), inputs.ranges.end());
   for (std::size_t j = 0; j < num_outputs; ++j) {
     CheckedOutput& out = outs[j];
-    TENFERRO_TRY(check_tensor(outputs[j], output_index(j), true, out.strides, out.view, out.range));
+    const std::ptrdiff_t index = naming == Naming::kSingle ? -1 : output_index(j);
+    TENFERRO_TRY(check_tensor(outputs[j], index, true, out.strides, out.view, out.range));
     const program::ValueMetadata& want = results[j];
     if (out.view.dtype != want.dtype) {
-      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "outputs[{}] is {}; {} gives result {} as {}", j,
-                        out.view.dtype, op->describe(), j, want.to_string());
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "{} is {}; {} gives result {} as {}",
+                        name_of(index), out.view.dtype, op->describe(), j, want.to_string());
     }
     if (!(program::ValueMetadata::exact(want.dtype, IntArrayRef(out.view.shape)) == want)) {
       return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                        "outputs[{}] has shape {}; {} on these inputs gives result {} as {}", j,
+                        "{} has shape {}; {} on these inputs gives result {} as {}", name_of(index),
                         shape_to_string(out.view.shape), op->describe(), j, want.to_string());
     }
-    TENFERRO_TRY(check_output_layout(out.view, output_index(j)));
+    TENFERRO_TRY(check_output_layout(out.view, index));
     TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
     taken.push_back(out.range);
   }
@@ -746,7 +762,7 @@ Result<std::shared_ptr<const fft::FftOp>> checked_fft(const tf_fft_args* args, b
     if (args->lengths != nullptr) a.lengths = Dims(std::span<const std::int64_t>(args->lengths, args->num_axes));
   }
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, fft::FftOp::create(a));
-  TENFERRO_TRY(check_inputs(&args->input, 1, need_data, inputs));
+  TENFERRO_TRY(check_inputs(&args->input, 1, need_data, inputs, Naming::kSingle));
   return op;
 }
 #else
@@ -1053,7 +1069,7 @@ TF_API tf_code tf_fft(const tf_fft_args* args, tf_error** error) {
 #ifdef TENFERRO_C_HAVE_FFT
     CheckedOperands inputs;
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, checked_fft(args, true, inputs));
-    return run_into(*args->runtime->engine, op, inputs, &args->output, 1);
+    return run_into(*args->runtime->engine, op, inputs, &args->output, 1, Naming::kSingle);
 #else
     (void)args;
     return no_fft();
@@ -1067,7 +1083,7 @@ TF_API tf_code tf_fft_result(const tf_fft_args* args, tf_result_info* result, tf
     CheckedOperands inputs;
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, checked_fft(args, false, inputs));
     TENFERRO_ASSIGN_OR_RETURN(const auto metadata, infer_results(*op, inputs));
-    return describe_result(metadata[0], result, 0);
+    return describe_result(metadata[0], result, 0, Naming::kSingle);
 #else
     (void)args;
     (void)result;

@@ -527,10 +527,17 @@ static void check_fft(tf_runtime* rt) {
     EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_AXIS_OUT_OF_RANGE, "");
     args = fft_args(rt, TF_FFT_FFT, twice, 2, &tx, &ty);
     EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "");
+    /* tf_fft_args has one input and one output: messages name them so. */
     args = fft_args(rt, TF_FFT_FFT, NULL, 0, &tx, &tyr);
-    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "outputs[0] is float64");
+    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "output is float64");
     args = fft_args(rt, TF_FFT_FFT, NULL, 0, &tx, &trf);
-    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "outputs[0] has shape [4, 4]");
+    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "output has shape [4, 4]");
+    args = fft_args(rt, TF_FFT_FFT, NULL, 0, NULL, &ty);
+    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "input is NULL");
+    args = fft_args(rt, TF_FFT_FFT, NULL, 0, &tx, NULL);
+    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "output is NULL");
+    args = fft_args(rt, TF_FFT_FFT, NULL, 0, &tx, &ty);
+    EXPECT_ERROR(tf_fft_result(&args, NULL, &error), error, TF_CODE_INVALID_ARGUMENT, "result is NULL");
     args = fft_args(rt, TF_FFT_RFFT, NULL, 0, &tx, &ty);
     EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "");
     args = fft_args(rt, TF_FFT_FFT, NULL, 0, &tx, &ty);

@@ -642,7 +642,7 @@ static void test_einsum_errors(tf_runtime* rt) {
   /* Outputs that overlap themselves or an input. */
   t = make_tensor(c, TF_DTYPE_F64, 2, s24, zero_strides);
   args.output = &t;
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "more than once");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "written twice");
   t = make_tensor(b, TF_DTYPE_F64, 2, s24, NULL); /* b is input 1 */
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_ALIAS_CONFLICT, "overlaps inputs[1]");
   args.output = &tc;

@@ -28,8 +28,10 @@ list(APPEND TENFERRO_CPU_TESTS
 )
 list(APPEND TENFERRO_CPU_DEPENDS TBB::tbb)
 # Note [Vector math] (kernels/vector_math.h): glibc's vector math library.
+# Found here, linked by name: the exported targets then say -lmvec, not this
+# machine's path to it.
 find_library(TENFERRO_MVEC_LIBRARY NAMES mvec REQUIRED)
-list(APPEND TENFERRO_CPU_DEPENDS ${TENFERRO_MVEC_LIBRARY})
+list(APPEND TENFERRO_CPU_DEPENDS mvec)
 
 # Note [ISA translation units] (gemm/native/micro_kernels.h): the SIMD tile transposes
 # get their ISA flags whatever TENFERRO_ARCH says; copy_kernel.cpp calls
