@@ -19,8 +19,8 @@ packages=(
   # BLAS/LAPACK providers: the serial OpenBLAS build is pinned by path
   libopenblas-dev libopenblas0-serial libopenblas0-pthread
   libblis-dev liblapacke-dev libeigen3-dev libfftw3-dev
-  # renames a copy of the serial OpenBLAS for the LAPACK provider (Note [A
-  # serial OpenBLAS of our own] in include/tenferro/linalg_cpu/lapack_provider.h)
+  # renames a copy of OpenBLAS for the LAPACK provider (Note [An OpenBLAS of
+  # our own] in include/tenferro/linalg_cpu/lapack_provider.h)
   patchelf
   # numeric reference for tests; the Python module (pybind11) and its tests
   # (pytest; torch for DLPack and autograd comparisons)

@@ -170,8 +170,8 @@ Result<std::unique_ptr<PyRuntime>> PyRuntime::create(int threads, std::string ge
   options.worker_spin = worker_spin;
   // Note [Linalg threading in Python]: numpy, loaded first in the same
   // process, brings the system's OpenBLAS (usually the pthread build). The
-  // LAPACK provider keeps its own serial copy (Note [A serial OpenBLAS of
-  // our own]), except in a build without patchelf, where it resolves to
+  // LAPACK provider keeps its own copy (Note [An OpenBLAS of our own]),
+  // except in a build without patchelf, where it resolves to
   // numpy's, whose threading is process-global and which the strict policy
   // rejects: the Python runtime then admits it under the exclusive permit
   // instead of failing every linalg call.

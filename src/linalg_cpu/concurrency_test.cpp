@@ -88,11 +88,12 @@ TEST(LinalgConcurrency, DefaultEngineSharedByEagerThreads) {
   expect_concurrent_calls_match_sequential(engine.value(), /*with_svd=*/true);
 }
 
-// Note [Serial OpenBLAS is not reentrant]: two runtimes, each with its own
-// default engine (and LAPACK provider), computing SVDs of 96 x 96 matrices
-// on two threads at once. Without the provider's lock the serial
-// OpenBLAS's shared GEMM buffers gave wrong values (the audit: 187 of 3,000
-// pinv calls and 8 of 3,000 SVDs on 2 threads).
+// Notes [Serial OpenBLAS is not reentrant] and [An OpenBLAS of our own]:
+// two runtimes, each with its own default engine (and LAPACK provider),
+// computing SVDs of 96 x 96 matrices on two threads at once. On the serial
+// OpenBLAS without the provider's lock its shared GEMM buffers gave wrong
+// values (the audit: 187 of 3,000 pinv calls and 8 of 3,000 SVDs on 2
+// threads); the default provider's own pthread copy runs them unlocked.
 TEST(LinalgConcurrency, TwoRuntimesCallingLapackAtOnceGetTheirOwnResults) {
   std::vector<runtime::Runtime> runtimes;
   for (int r = 0; r < 2; ++r) {

@@ -840,14 +840,21 @@ TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {
   Result<std::shared_ptr<LapackLinalgProvider>> serial = LapackLinalgProvider::load();
   ASSERT_TRUE(serial.ok()) << serial.status().to_string();
   const LapackIdentity& id = (*serial)->identity();
-  EXPECT_EQ(id.openblas_parallel, 0) << id.openblas_config;
-  // The serial build's renamed copy (Note [A serial OpenBLAS of our own]),
-  // or the system's file in a build without patchelf.
-  const bool own_copy = id.lapack_path.find("libtenferro_lapack_serial") != std::string::npos;
-  EXPECT_TRUE(own_copy || id.lapack_path.find("openblas-serial") != std::string::npos) << id.lapack_path;
+  // A renamed copy of its own, pinned to one thread (Note [An OpenBLAS of
+  // our own]), or the system's serial build in a build without patchelf.
+  const bool own_copy = id.own_instance;
+  if (own_copy) {
+    EXPECT_NE(id.lapack_path.find("libtenferro_lapack"), std::string::npos) << id.lapack_path;
+    EXPECT_EQ(id.openblas_threads, 1) << id.openblas_config;
+  } else {
+    EXPECT_EQ(id.openblas_parallel, 0) << id.openblas_config;
+    EXPECT_NE(id.lapack_path.find("openblas-serial"), std::string::npos) << id.lapack_path;
+  }
   EXPECT_NE(id.lapacke_path.find("liblapacke"), std::string::npos) << id.lapacke_path;
   EXPECT_EQ((*serial)->capability().thread_count, cpu::ThreadCountControl::kSequential);
-  EXPECT_NE(std::string((*serial)->name()).find("serial"), std::string::npos);
+  EXPECT_NE(std::string((*serial)->name()).find(own_copy && id.openblas_parallel != 0 ? "1 thread" : "serial"),
+            std::string::npos)
+      << (*serial)->name();
   // The provider reports what it actually got: with the serial module's own
   // copy the pthread module gets the pthread build; without it the pthread
   // module gets the OpenBLAS already loaded (same soname), the serial one.
@@ -859,25 +866,25 @@ TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {
     EXPECT_EQ((*other)->capability().thread_count,
               own_copy ? cpu::ThreadCountControl::kGlobalOrUncontrolled : cpu::ThreadCountControl::kSequential);
   }
-  EXPECT_EQ((*serial)->identity().openblas_parallel, 0);  // unchanged
+  EXPECT_EQ((*serial)->identity().openblas_threads, 1);  // unchanged: still one thread per call
+  EXPECT_EQ((*serial)->capability().thread_count, cpu::ThreadCountControl::kSequential);
   LapackOptions missing;
   missing.module_dir = "/nonexistent";
   EXPECT_EQ(LapackLinalgProvider::load(missing).status().code(), ErrorCode::kUnsupported);
 }
 
 TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceTheSerialOne) {
-  // Note [A serial OpenBLAS of our own]: a fresh process (the threadsafe
+  // Note [An OpenBLAS of our own]: a fresh process (the threadsafe
   // death-test style re-executes this binary) that loads the pthread
   // OpenBLAS into its global scope first, as a program linked with
   // -lopenblas or numpy does, then loads the LAPACK provider: the provider
-  // still reports the serial build and computes.
+  // still reports its own copy, on one thread, and computes.
   if (!LapackLinalgProvider::prefers_own_symbols()) GTEST_SKIP() << "a sanitizer build loads without RTLD_DEEPBIND";
   Result<std::shared_ptr<LapackLinalgProvider>> here = LapackLinalgProvider::load({});
   if (!here.ok()) GTEST_SKIP() << here.status().to_string();
-  const std::string dir = (*here)->identity().module_path.substr(0, (*here)->identity().module_path.rfind('/'));
   const std::string& lapacke = (*here)->identity().lapacke_path;  // the multiarch library directory
   const std::string pthread = lapacke.substr(0, lapacke.rfind('/')) + "/openblas-pthread/libopenblas.so.0";
-  if (::access((dir + "/libtenferro_openblas_serial.so").c_str(), R_OK) != 0) {
+  if (!(*here)->identity().own_instance) {
     GTEST_SKIP() << "built without patchelf: the module links the system's serial OpenBLAS";
   }
   if (::access(pthread.c_str(), R_OK) != 0) GTEST_SKIP() << "no pthread OpenBLAS installed";
@@ -887,8 +894,8 @@ TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceTheSeria
         if (dlopen(pthread.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) std::_Exit(2);
         Result<std::shared_ptr<LapackLinalgProvider>> p = LapackLinalgProvider::load({});
         if (!p.ok()) std::_Exit(3);
-        if ((*p)->identity().openblas_parallel != 0) std::_Exit(4);
-        if ((*p)->identity().lapack_path.find("libtenferro_") == std::string::npos) std::_Exit(5);
+        if (!(*p)->identity().own_instance || (*p)->identity().openblas_threads != 1) std::_Exit(4);
+        if ((*p)->capability().thread_count != cpu::ThreadCountControl::kSequential) std::_Exit(5);
         // And it computes: det of [[1, 2], [4, 2]] through the engine.
         runtime::Runtime rt = runtime_over(*p);
         Result<Tensor> a = Tensor::from_values<double>(std::vector<double>{1, 2, 4, 2}, {2, 2});

@@ -30,9 +30,9 @@
 //                               outer fan-out; the library threads inside a
 //                               call with its process-global pool
 // A process that already holds an OpenBLAS would still hand it to the
-// module, whichever build it is: Note [A serial OpenBLAS of our own].
+// module, whichever build it is: Note [An OpenBLAS of our own].
 //
-// Note [A serial OpenBLAS of our own]
+// Note [An OpenBLAS of our own]
 // Every OpenBLAS build has the soname libopenblas.so.0, and the loader
 // gives a module the library of that soname the process already holds. So
 // the serial module bound numpy's pthread OpenBLAS inside Python, and in a
@@ -41,17 +41,25 @@
 // threading then failed every linalg call under the strict policy
 // (kPlacementError; the C API audit of 2026-12-06: det of a 2 x 2 failed
 // after a gemm=openblas runtime was created first), and Python's threads=1
-// ran LAPACK on numpy's threads. The build therefore gives the serial
-// module copies of the serial build's libopenblas.so.0, libblas.so.3 and
-// liblapack.so.3 renamed with patchelf (libtenferro_openblas_serial.so and
-// so on, their own sonames, next to the module, which finds them through
-// RUNPATH $ORIGIN), and the provider loads the module with RTLD_DEEPBIND,
-// so that the module's and liblapacke's references resolve in the module's
-// own libraries before a program's global ones (a program linked with
-// -lopenblas). The sanitizer runtimes refuse RTLD_DEEPBIND; their builds
-// load without it (prefers_own_symbols() is false) and bind a globally
-// loaded OpenBLAS as before. A build without patchelf links the system
-// files (scripts/setup.sh installs it).
+// ran LAPACK on numpy's threads. And the serial build itself is not
+// reentrant (Note [Serial OpenBLAS is not reentrant]), so calls from several
+// threads had to take turns. The build therefore gives the serial module
+// (the default, one thread per call) copies of an OpenBLAS build's
+// libopenblas.so.0, libblas.so.3 and liblapack.so.3 renamed with patchelf
+// (libtenferro_openblas.so and so on: their own sonames, next to the
+// module, which finds them through RUNPATH $ORIGIN), made from the pthread
+// build when it is installed: that build locks its buffer pool, so calls
+// from several threads run at once, and since nothing else in the process
+// uses this copy, the provider can pin its thread count to one and stop its
+// thread pool without touching anyone's OpenBLAS (two threads running
+// dgesdd on it: 28,000 calls, 0 wrong, 1.76x the calls of one; the serial
+// build gave wrong values). The provider loads the module with
+// RTLD_DEEPBIND, so that the module's and liblapacke's references resolve
+// in the module's own libraries before a program's global ones (a program
+// linked with -lopenblas). The sanitizer runtimes refuse RTLD_DEEPBIND;
+// their builds load without it (prefers_own_symbols() is false) and bind a
+// globally loaded OpenBLAS as before. A build without patchelf links the
+// system's serial files (scripts/setup.sh installs patchelf).
 //
 // Argument errors never reach LAPACK's xerbla: plan() rejects extents beyond
 // 32-bit lapack_int (kUnsupported, so the engine can use another provider)
@@ -87,6 +95,9 @@ struct LapackIdentity {
   std::string lapack_path;      ///< file dgesdd_ resolved to (dladdr)
   std::string lapacke_path;     ///< file LAPACKE_dgesdd_work resolved to
   std::string module_path;      ///< the tenferro module that anchors them
+  /// A renamed copy nothing else in the process uses, pinned to one thread
+  /// when it is a threaded build (Note [An OpenBLAS of our own]).
+  bool own_instance = false;
 };
 
 /// The LAPACK provider (Note [LAPACK provider isolation]). Implements every
@@ -107,7 +118,7 @@ class LapackLinalgProvider final : public CpuLinalgProvider {
   const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
   const LapackIdentity& identity() const noexcept { return identity_; }
   /// Whether modules are loaded with their own symbols ahead of the
-  /// process's (RTLD_DEEPBIND; false in sanitizer builds): Note [A serial
+  /// process's (RTLD_DEEPBIND; false in sanitizer builds): Note [An
   /// OpenBLAS of our own].
   static bool prefers_own_symbols() noexcept;
 

@@ -37,3 +37,9 @@ static const TenferroLapackModule kModule = {
 };
 
 __attribute__((visibility("default"))) const TenferroLapackModule* tenferro_lapack_module_v1(void) { return &kModule; }
+
+#ifdef TENFERRO_LAPACK_OWN_OPENBLAS
+/* Note [An OpenBLAS of our own]: this module's OpenBLAS is a renamed copy
+ * that nothing else in the process uses. */
+__attribute__((visibility("default"))) const int tenferro_lapack_own_openblas = 1;
+#endif

@@ -49,7 +49,7 @@ namespace {
 
 constexpr std::uint32_t kAbiVersion = 1;
 
-// Note [A serial OpenBLAS of our own] (lapack_provider.h): the module's own
+// Note [An OpenBLAS of our own] (lapack_provider.h): the module's own
 // symbols before the process's, except under a sanitizer.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int kDeepBind = 0;
@@ -63,6 +63,20 @@ constexpr int kDeepBind = RTLD_DEEPBIND;
 constexpr int kDeepBind = RTLD_DEEPBIND;
 #endif
 constexpr char kElementPrefix[4] = {'s', 'd', 'c', 'z'};
+
+// Note [An OpenBLAS of our own]: the module's threaded OpenBLAS is ours
+// alone; one thread per call, and its idle pool stopped (it is restarted
+// only by a call with more threads, which nothing makes). Once per process,
+// as the library is.
+void pin_to_one_thread(void* handle) {
+  static std::once_flag once;
+  std::call_once(once, [handle] {
+    using SetThreads = void (*)(int);
+    using Shutdown = int (*)();
+    if (auto set = reinterpret_cast<SetThreads>(dlsym(handle, "openblas_set_num_threads")); set != nullptr) set(1);
+    if (auto stop = reinterpret_cast<Shutdown>(dlsym(handle, "blas_thread_shutdown_")); stop != nullptr) stop();
+  });
+}
 
 std::string loaded_file(const void* address) {
   Dl_info info;
@@ -142,6 +156,8 @@ LapackLinalgProvider::LapackLinalgProvider(std::unique_ptr<internal::LapackModul
   const internal::LapackModuleAbi& abi = *module_->abi;
   identity_.openblas_config = abi.openblas_config();
   identity_.openblas_parallel = abi.openblas_parallel();
+  identity_.own_instance = dlsym(module_->handle, "tenferro_lapack_own_openblas") != nullptr;
+  if (identity_.own_instance && identity_.openblas_parallel != 0) pin_to_one_thread(module_->handle);
   identity_.openblas_threads = abi.openblas_threads();
   identity_.lapack_path = loaded_file(dlsym(module_->handle, "dgesdd_"));
   identity_.lapacke_path = loaded_file(module_->symbols.fn[internal::kGesdd][1]);
@@ -154,15 +170,20 @@ LapackLinalgProvider::LapackLinalgProvider(std::unique_ptr<internal::LapackModul
     const std::size_t end = config.find(' ', space + 1);
     version = config.substr(space + 1, end == std::string::npos ? std::string::npos : end - space - 1);
   }
-  const bool serial = identity_.openblas_parallel == 0;
-  const char* threading = serial ? "serial" : identity_.openblas_parallel == 2 ? "openmp" : "pthread";
-  name_ = fmt::format("lapack(openblas {} {})", version, threading);
+  const bool serial = identity_.openblas_parallel == 0 || (identity_.own_instance && identity_.openblas_threads == 1);
+  const char* threading = identity_.openblas_parallel == 0   ? "serial"
+                          : identity_.openblas_parallel == 2 ? "openmp"
+                                                             : "pthread";
+  name_ = identity_.own_instance && identity_.openblas_parallel != 0
+              ? fmt::format("lapack(openblas {} own {}, 1 thread)", version, threading)
+              : fmt::format("lapack(openblas {} {})", version, threading);
   capability_.thread_count =
       serial ? cpu::ThreadCountControl::kSequential : cpu::ThreadCountControl::kGlobalOrUncontrolled;
   capability_.placement = serial ? cpu::PlacementControl::kCallingThread : cpu::PlacementControl::kExternalWorkers;
-  capability_.detail = fmt::format("LAPACKE {} over OpenBLAS {} {} (openblas_get_parallel()={}, {} threads) from {}",
-                                   identity_.lapacke_path, version, threading, identity_.openblas_parallel,
-                                   identity_.openblas_threads, identity_.lapack_path);
+  capability_.detail =
+      fmt::format("LAPACKE {} over OpenBLAS {} {} (openblas_get_parallel()={}, {} threads{}) from {}",
+                  identity_.lapacke_path, version, threading, identity_.openblas_parallel, identity_.openblas_threads,
+                  identity_.own_instance ? "; a renamed copy of its own" : "", identity_.lapack_path);
 }
 
 LapackLinalgProvider::~LapackLinalgProvider() = default;
@@ -172,7 +193,8 @@ Result<LinalgKernelPlan> LapackLinalgProvider::plan(const LinalgProblem& problem
 }
 
 // Note [Serial OpenBLAS is not reentrant]
-// Debian's serial OpenBLAS (the library the default module binds) keeps one
+// Debian's serial OpenBLAS (which the default module bound before Note [An
+// OpenBLAS of our own], and still does in a build without patchelf) keeps one
 // process-wide pool of GEMM buffers and, built without USE_LOCKING, hands
 // them out without a lock: two threads inside its LAPACK at once (two
 // runtimes, or one runtime's workers running a batch of matrices) share a
