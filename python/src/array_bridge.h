@@ -71,7 +71,8 @@ py::object from_dlpack(py::handle obj, const std::string& what);
 // element (two 64 x 64 matrices: 8192 ns estimated, 7.0 us measured);
 // linalg 3 ns per element times the smaller matrix extent (n^3 for n x n;
 // svd 40 x 40: 192 us against 193 measured); fft 1 ns per element times
-// log2 of the elements. 10 us puts the line at an einsum of two 70 x 70
+// log2 of the elements; a jit function 1 ns per element of every value of
+// its program (tape.cpp, PyFunction::work). 10 us puts the line at an einsum of two 70 x 70
 // matrices, a 15 x 15 decomposition, a 1024-point transform: there a
 // handoff costs at most about as much as the call, and two threads doing
 // 64 x 64 products got 0.6-1.4x released against about 1x kept. Holding

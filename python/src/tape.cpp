@@ -555,7 +555,20 @@ struct PyFunction {
   std::vector<runtime::LayoutClass> layouts;  // of every program input, as prepared
   std::vector<IndexGuard> guards;             // their outputs last, in pairs; checked, not returned
   std::vector<bool> varying;                  // a batched program's: which outputs depend on the batch
+  double work = 0;  // elements of every value, inputs included (Note [Keeping the GIL for tiny calls])
 };
+
+// Elements (or bytes) of every value of `p`, inputs included.
+double value_total(const program::SemanticProgram& p, bool bytes) {
+  double total = 0;
+  for (std::uint32_t v = 0; v < p.num_values(); ++v) {
+    const program::ValueMetadata& m = p.metadata(program::ValueId(v));
+    double n = bytes ? static_cast<double>(dtype_size(m.dtype)) : 1.0;
+    for (const program::SymbolicExtent& e : m.shape) n *= static_cast<double>(e.exact_value().value_or(1));
+    total += n;
+  }
+  return total;
+}
 
 // IndexError unless the guards' outputs lie in [-n, n) (the outputs of
 // `f`, guards last).
@@ -612,6 +625,7 @@ void prepare(PyFunction& f, std::span<const Tensor> inputs) {
   const runtime::InputSignature signature = runtime::InputSignature::of(inputs);
   if (f.runtime->from_before_fork()) ok_or_raise(f.runtime->fork_error());
   f.prepared = value_or_raise(f.runtime->runtime().prepare_for(f.program.program, signature));
+  f.work = value_total(*f.program.program, /*bytes=*/false);
   f.layouts.clear();
   for (const runtime::InputDescriptor& d : signature.inputs()) f.layouts.push_back(d.layout);
 }
@@ -648,11 +662,7 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
   }
   if (f.runtime->from_before_fork()) ok_or_raise(f.runtime->fork_error());
   Result<runtime::TensorList> result = [&] {
-    // Each operation of the program counts its inputs' elements again.
-    const ReleaseGilUnlessTiny nogil(
-        estimated_work(all, WorkKind::kElements) *
-            static_cast<double>(std::max<std::size_t>(1, f.program.program->num_operations())),
-        f.runtime->gil_releases());
+    const ReleaseGilUnlessTiny nogil(f.work, f.runtime->gil_releases());
     if (as_prepared) {
       Result<runtime::TensorList> r = f.runtime->runtime().run_prepared(*prepared, all);
       // A reconfigured runtime (a new epoch): the plan cache prepares again.
@@ -935,15 +945,7 @@ void register_tape(py::module_& m) {
           [](const PyFunction& f) {
             // Bytes of every value of the program (inputs included): what
             // one run may hold at most, for tenferro.vmap's chunks.
-            double bytes = 0;
-            const program::SemanticProgram& p = *f.program.program;
-            for (std::uint32_t v = 0; v < p.num_values(); ++v) {
-              const program::ValueMetadata& m = p.metadata(program::ValueId(v));
-              double n = static_cast<double>(dtype_size(m.dtype));
-              for (const program::SymbolicExtent& e : m.shape) n *= static_cast<double>(e.exact_value().value_or(1));
-              bytes += n;
-            }
-            return bytes;
+            return value_total(*f.program.program, /*bytes=*/true);
           },
           "Bytes of every value of the program.");
   // tp_call is set before the type is readied (as for _Contraction), so

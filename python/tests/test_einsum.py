@@ -420,6 +420,15 @@ def test_tiny_calls_keep_the_gil_and_larger_ones_release_it(rng):
         lambda: tff.fft(big, runtime=rt),
         lambda: rt.einsum("ij,jk->ik", small, small, max_intermediate_bytes=1 << 20),  # sliced: always
     ]
+    # A jit function counts every value of its program: small inputs with a
+    # large intermediate release it.
+    jit_small = tenferro.jit(lambda x: tenferro.einsum("ij,jk->ik", x, x), runtime=rt)
+    jit_outer = tenferro.jit(lambda x, y: tenferro.einsum("i,j->ij", x, y).sum(), runtime=rt)
+    v = random_array(rng, (1000,), np.float64)
+    jit_small(small)
+    jit_outer(v, v)
+    kept.append(lambda: jit_small(small))
+    released.append(lambda: jit_outer(v, v))
     for call in kept:
         before = rt.gil_releases
         call()
