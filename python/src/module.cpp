@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -406,8 +407,8 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
     const double bound =
         slicing_bound(limited, max_intermediate_bytes, largest, tensors.empty() ? 8 : dtype_size(tensors[0].dtype()));
     if (bound > 0.0) {
-      rt.gil_releases().add(0, 1);
-      const py::gil_scoped_release nogil;  // always: its interrupt check takes the GIL back
+      // Always: its interrupt check takes the GIL back.
+      const ReleaseGilUnlessTiny nogil(std::numeric_limits<double>::infinity(), rt.gil_releases());
       return rt.sliced_einsum(*op, inputs, bound);
     }
     const ReleaseGilUnlessTiny nogil(estimated_work(inputs, WorkKind::kElements), rt.gil_releases());

@@ -873,7 +873,7 @@ TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {
   EXPECT_EQ(LapackLinalgProvider::load(missing).status().code(), ErrorCode::kUnsupported);
 }
 
-TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceTheSerialOne) {
+TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceItsOwn) {
   // Note [An OpenBLAS of our own]: a fresh process (the threadsafe
   // death-test style re-executes this binary) that loads the pthread
   // OpenBLAS into its global scope first, as a program linked with

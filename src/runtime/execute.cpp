@@ -585,8 +585,8 @@ class RunExecution {
 // count. Threads running programs over the same input tensors (one set of
 // network tensors contracted from several threads, each with its own
 // runtime and plan even) then all wrote that one count: two threads ran
-// 0.83-0.87x the calls of one (perf: a fifth of the time in
-// Storage::release), against 2.0x with private copies of the inputs. The
+// 0.83-0.87x the calls of one (the concurrency audit; perf: a fifth of the
+// time in Storage::release), against 2.0x with private copies of the inputs. The
 // input slots now hold borrowed copies (internal::TensorBorrow) that own no
 // count: the caller's tensors outlive the run (every domain is drained
 // before it returns), nothing writes an input slot, and whatever keeps an

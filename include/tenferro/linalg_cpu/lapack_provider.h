@@ -77,7 +77,10 @@ namespace internal {
 struct LapackModule;
 }  // namespace internal
 
-/// Which OpenBLAS build supplies LAPACK.
+/// Which OpenBLAS build supplies LAPACK. kOpenBlasSerial (the default)
+/// means one thread per call: the module's own renamed copy of the pthread
+/// build pinned to one thread where the build had patchelf, else the
+/// system's serial build (Note [An OpenBLAS of our own]).
 enum class LapackBuild : std::uint8_t { kOpenBlasSerial, kOpenBlasPthread, kOpenBlasOpenMP };
 std::string_view to_string(LapackBuild build) noexcept;
 
