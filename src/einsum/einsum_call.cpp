@@ -159,8 +159,13 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
 }
 
 Result<Tensor> einsum(runtime::EagerContext& context, std::string_view subscripts, std::span<const Tensor> inputs) {
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumOp> op, EinsumOp::create(subscripts));
-  return einsum(context, op, inputs);
+  TENFERRO_ASSIGN_OR_RETURN(
+      std::shared_ptr<const program::ExtensionOp> op,
+      context.op_from_text(kEinsumFamilyId, subscripts, [&]() -> Result<std::shared_ptr<const program::ExtensionOp>> {
+        TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const EinsumOp> made, EinsumOp::create(subscripts));
+        return std::shared_ptr<const program::ExtensionOp>(std::move(made));
+      }));
+  return einsum(context, std::static_pointer_cast<const EinsumOp>(std::move(op)), inputs);
 }
 
 Result<program::ProgramValue> emit_einsum(program::ProgramBuilder& builder, const std::shared_ptr<const EinsumOp>& op,

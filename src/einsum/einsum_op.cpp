@@ -97,25 +97,39 @@ Result<std::shared_ptr<const EinsumOp>> EinsumOp::create(Subscripts subscripts, 
   }
   std::shared_ptr<EinsumOp> op(new EinsumOp(std::move(subscripts), std::move(policy)));
   // Without "..." the label structure is fixed by the terms: precompile it
-  // for the allocation-free output-shape check.
+  // for the allocation-free output-shape check. A label's id is its rank
+  // among the distinct keys; the implicit output is numpy's (the keys
+  // written once, ascending). Parsing has checked the explicit output.
   const auto terms = op->subscripts_.operands();
   const bool has_ellipsis = std::any_of(terms.begin(), terms.end(), [](const Term& t) { return t.has_ellipsis(); });
   if (!has_ellipsis) {
-    std::vector<std::vector<std::int64_t>> ones;
-    for (const Term& t : terms) ones.emplace_back(t.labels.size(), 1);
-    std::vector<IntArrayRef> refs(ones.begin(), ones.end());
-    std::vector<DType> dtypes(terms.size(), DType::kFloat64);
-    Result<Network> net = Network::bind(op->subscripts_, refs, dtypes);
-    if (net.ok()) {
-      FlatStructure flat;
-      flat.num_labels = net->num_labels();
-      for (const NetworkOperand& operand : net->operands()) {
-        flat.operand_rank.push_back(static_cast<std::int32_t>(operand.axis_labels.size()));
-        flat.axis_label.append(operand.axis_labels.begin(), operand.axis_labels.end());
-      }
-      flat.output_label.append(net->output().begin(), net->output().end());
-      op->flat_ = std::move(flat);
+    SmallVector<LabelKey, 16> keys;
+    for (const Term& t : terms) keys.append(t.labels.begin(), t.labels.end());
+    std::sort(keys.begin(), keys.end());
+    SmallVector<LabelKey, 16> distinct;
+    SmallVector<LabelKey, 8> once;
+    for (std::size_t i = 0; i < keys.size();) {
+      std::size_t j = i;
+      while (j < keys.size() && keys[j] == keys[i]) ++j;
+      distinct.push_back(keys[i]);
+      if (j - i == 1) once.push_back(keys[i]);
+      i = j;
     }
+    const auto id = [&](LabelKey key) {
+      return static_cast<std::int32_t>(std::lower_bound(distinct.begin(), distinct.end(), key) - distinct.begin());
+    };
+    FlatStructure flat;
+    flat.num_labels = static_cast<std::int32_t>(distinct.size());
+    for (const Term& t : terms) {
+      flat.operand_rank.push_back(static_cast<std::int32_t>(t.labels.size()));
+      for (LabelKey key : t.labels) flat.axis_label.push_back(id(key));
+    }
+    const auto& output = op->subscripts_.explicit_output();
+    for (LabelKey key : output ? std::span<const LabelKey>(output->labels.data(), output->labels.size())
+                               : std::span<const LabelKey>(once.data(), once.size())) {
+      flat.output_label.push_back(id(key));
+    }
+    op->flat_ = std::move(flat);
   }
   return std::shared_ptr<const EinsumOp>(std::move(op));
 }

@@ -192,6 +192,52 @@ TEST(EinsumRuntime, EagerChangingShapeSequencePlansOncePerShape) {
   EXPECT_EQ(t.runtime->execution_metrics().runs, 0u);
 }
 
+// Note [Ops from text] and [Extension call memo]: a repeated subscripts
+// text reuses its op, and an op rebuilt with an equal payload hits the
+// context's call memo; neither reaches the engine's prepare again.
+TEST(EinsumRuntime, RepeatedTextAndRebuiltOpsSkipTheEnginesPrepare) {
+  TestRuntime t = make_test_runtime(/*native_einsum=*/true);
+  runtime::EagerContext ctx = t.runtime->on();
+  const std::vector<Dense> d = random_operands({{3, 4}, {4, 5}}, 7);
+  const std::vector<Tensor> inputs = to_tensors(d);
+  const Dense expected = reference({"ij,jk->ik", {{3, 4}, {4, 5}}}, d);
+  for (int i = 0; i < 50; ++i) {
+    Result<Tensor> out = einsum(ctx, "ij,jk->ik", inputs);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_LT(max_abs_diff(to_dense(*out), expected), 1e-12);
+  }
+  EXPECT_EQ(t.executor->metrics().plans_built, 1u);
+  EXPECT_EQ(t.executor->metrics().cache.hits, 0u);  // the 49 repeats never asked the engine
+
+  const auto make = []() -> Result<std::shared_ptr<const program::ExtensionOp>> {
+    ADD_FAILURE() << "a remembered text was built again";
+    return std::shared_ptr<const program::ExtensionOp>(*EinsumOp::create("ij,jk->ik"));
+  };
+  Result<std::shared_ptr<const program::ExtensionOp>> first = ctx.op_from_text(kEinsumFamilyId, "ij,jk->ik", make);
+  Result<std::shared_ptr<const program::ExtensionOp>> second = ctx.op_from_text(kEinsumFamilyId, "ij,jk->ik", make);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->get(), second->get());
+
+  for (int i = 0; i < 20; ++i) {
+    Result<Tensor> out = einsum(ctx, *EinsumOp::create("ij,jk->ik"), inputs);  // a new op, an equal payload
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_LT(max_abs_diff(to_dense(*out), expected), 1e-12);
+  }
+  EXPECT_EQ(t.executor->metrics().cache.hits, 0u);
+
+  // Another text is another op; a text that fails to parse is not remembered.
+  Result<Tensor> transposed = einsum(ctx, "ij,jk->ki", inputs);
+  ASSERT_TRUE(transposed.ok());
+  EXPECT_EQ(transposed->shape()[0], 5);
+  EXPECT_EQ(t.executor->metrics().plans_built, 2u);
+  for (int i = 0; i < 2; ++i) {
+    Result<Tensor> bad = einsum(ctx, "ij,jk->iq", inputs);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("iq"), std::string::npos) << bad.status().to_string();
+  }
+  EXPECT_EQ(ctx.metrics().fast_path_calls, 71u);
+}
+
 TEST(EinsumRuntime, TypedErrorsLeaveEverythingUsable) {
   TestRuntime t = make_test_runtime(/*native_einsum=*/true);
   runtime::EagerContext ctx = t.runtime->on();

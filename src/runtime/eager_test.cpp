@@ -322,8 +322,9 @@ TEST(EagerTest, ExtensionsNativeOneOpLoweringAndPromotion) {
   EXPECT_EQ(ctx.metrics().promoted_calls, 1u);
 }
 
-// Note [Extension call memo]: a repeated signature is prepared once; a new
-// shape, layout class or op is prepared again, and the remembered answers
+// Note [Extension call memo]: a repeated signature is prepared once, also
+// with another op object of an equal payload; a new shape or layout class
+// is prepared again, and the remembered answers
 // still give correct results after others were evicted.
 TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
   EagerSetup s;
@@ -352,10 +353,11 @@ TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
   EXPECT_EQ(Dims((*y)[0].shape()), (Dims{3, 2}));
   EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 20, 6, 30, 12, 42}));
   EXPECT_EQ(native->prepares.load(), 3);
-  auto other = std::make_shared<SquarePlusExtension>();  // an equal op, another object
+  auto other = std::make_shared<SquarePlusExtension>();  // an equal payload, another object: remembered
   y = ctx.call(other, std::span<const Tensor>(&x, 1));
   ASSERT_TRUE(y.ok()) << y.status().to_string();
-  EXPECT_EQ(native->prepares.load(), 4);
+  EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  EXPECT_EQ(native->prepares.load(), 3);
 
   // More signatures than remembered: the oldest is prepared again.
   for (std::int64_t n = 4; n < 9; ++n) {

@@ -26,7 +26,9 @@ namespace tenferro::einsum {
 /// EinsumOp::infer_metadata and the engine's prepare/run.
 Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<const EinsumOp>& op,
                       std::span<const Tensor> inputs);
-/// Parses `subscripts` (InheritRuntimeDefault policy) and calls the above.
+/// Parses `subscripts` (InheritRuntimeDefault policy; the context remembers
+/// the op of a repeated text, Note [Ops from text] in runtime/eager.cpp) and
+/// calls the above.
 Result<Tensor> einsum(runtime::EagerContext& context, std::string_view subscripts, std::span<const Tensor> inputs);
 
 /// Emits `op` applied to `operands` into `builder`; returns its result.

@@ -58,6 +58,7 @@ namespace tenferro::runtime {
 namespace internal {
 struct RuntimeState;
 struct EagerCache;
+struct TextOps;
 }  // namespace internal
 
 class ExtensionEngine;
@@ -190,6 +191,15 @@ class EagerContext {
         nullptr, *op, [&op] { return std::shared_ptr<const program::ExtensionOp>(op); }, inputs);
   }
 
+  /// The op `make` builds for `text` (einsum subscripts, say) in
+  /// `family`, remembered by this context: a later call with the same
+  /// family and text returns the remembered op without calling `make`
+  /// (Note [Ops from text]). `make`'s errors are returned and not
+  /// remembered.
+  Result<std::shared_ptr<const program::ExtensionOp>> op_from_text(
+      std::string_view family, std::string_view text,
+      FunctionRef<Result<std::shared_ptr<const program::ExtensionOp>>()> make);
+
   Placement placement() const noexcept { return placement_; }
   /// The engine and domain this context runs on (resolving it if needed).
   Result<ResolvedPlacement> resolved_placement();
@@ -219,6 +229,7 @@ class EagerContext {
   std::shared_ptr<internal::RuntimeState> runtime_;
   Placement placement_;
   std::unique_ptr<internal::EagerCache> cache_;
+  std::unique_ptr<internal::TextOps> text_ops_;  // made by the first op_from_text
   EagerMetrics metrics_;
 };
 
