@@ -48,6 +48,8 @@
 #include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
 #include "tenferro/tensor/tensor.h"
+
+#include "one_shot_memo.h"
 #ifdef TENFERRO_C_HAVE_FFT
 #include "tenferro/fft/fft_op.h"
 #include "tenferro/fft_cpu/cpu_engine.h"
@@ -777,6 +779,7 @@ Status no_fft() {
 
 struct tf_runtime {
   std::shared_ptr<const tenferro::c_api::Engine> engine;
+  tenferro::c_api::OneShotMemo memo;  // Note [One-shot einsum memo]
 };
 
 struct tf_einsum_plan {
@@ -864,15 +867,23 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
     TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
     CheckedOutput out;
     TENFERRO_TRY(check_output(args->output, inputs.views[0].dtype, out));
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
-                              einsum::EinsumOp::create(args->subscripts, std::move(policy)));
     const Engine& engine = *args->runtime->engine;
     const auto shapes = inputs.shapes();
+    const OneShotMemo::Key key{args->subscripts, planner, inputs.views[0].dtype,
+                               std::span<const IntArrayRef>(shapes.data(), shapes.size())};
+    OneShotMemo::Lease memo = args->runtime->memo.acquire();
+    if (const OneShotMemo::Found found = memo.find(key); found.plan != nullptr) {
+      TENFERRO_TRY(check_output_shape(out, *found.plan, args->subscripts));
+      return run_checked(engine, *found.plan, inputs, out);
+    }
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                              einsum::EinsumOp::create(args->subscripts, std::move(policy)));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::ExecutionPlan> plan,
-                              engine.executor->prepare(*op, std::span<const IntArrayRef>(shapes.data(), shapes.size()),
-                                                       inputs.views[0].dtype));
+                              engine.executor->prepare(*op, key.shapes, key.dtype));
     TENFERRO_TRY(check_output_shape(out, *plan, args->subscripts));
-    return run_checked(engine, *plan, inputs, out);
+    Status status = run_checked(engine, *plan, inputs, out);
+    memo.remember(key, std::move(op), std::move(plan));
+    return status;
   });
 }
 

@@ -124,6 +124,16 @@ int main(int argc, char** argv) {
          }
        },
        {}},
+      {"C++ einsum::einsum (subscripts)   ",
+       [&] {
+         Result<Tensor> r = einsum::einsum(ctx, "ij,jk->ik", inputs);
+         if (r.ok()) {
+           cxx_result = static_cast<const double*>(r->data())[3];
+         } else {
+           failed = true;
+         }
+       },
+       {}},
       // The floor under both: the executor running the compiled plan into a
       // preallocated output (what tf_einsum_run calls after its checks).
       {"C++ CpuEinsumExecutor::execute    ",

@@ -1,0 +1,92 @@
+// OneShotMemo (Note [One-shot einsum memo] in one_shot_memo.h).
+#include "one_shot_memo.h"
+
+#include <new>
+
+#include "tenferro/base/sharded_counters.h"
+
+namespace tenferro::c_api {
+
+struct OneShotMemo::Table {
+  struct Entry {
+    std::string subscripts;
+    std::int32_t planner = 0;
+    DType dtype = DType::kFloat64;
+    SmallVector<std::int64_t, 16> shapes;        // rank, extents..., per operand
+    std::shared_ptr<const einsum::EinsumOp> op;  // null: free
+    std::shared_ptr<const einsum::ExecutionPlan> plan;
+
+    bool matches(const Key& key) const noexcept {
+      if (op == nullptr || planner != key.planner || dtype != key.dtype) return false;
+      std::size_t at = 0;
+      for (const IntArrayRef& shape : key.shapes) {
+        if (shapes.size() - at < shape.size() + 1 || shapes[at] != static_cast<std::int64_t>(shape.size())) {
+          return false;
+        }
+        ++at;
+        for (const std::int64_t e : shape)
+          if (shapes[at++] != e) return false;
+      }
+      return at == shapes.size() && subscripts == key.subscripts;
+    }
+  };
+  std::array<Entry, kEntries> entries;
+  std::size_t next = 0;  // the entry remember() replaces
+};
+
+OneShotMemo::~OneShotMemo() {
+  for (Shard& s : shards_) delete s.table.load(std::memory_order_acquire);
+}
+
+OneShotMemo::Lease OneShotMemo::acquire() noexcept {
+  Shard& shard = shards_[this_cpu_shard(kShards)];
+  Table* table = shard.table.exchange(nullptr, std::memory_order_acquire);
+  if (table == nullptr && !shard.made.exchange(true, std::memory_order_relaxed)) {
+    table = new (std::nothrow) Table();
+    if (table == nullptr) shard.made.store(false, std::memory_order_relaxed);
+  }
+  return Lease(*this, &shard.table, table);
+}
+
+std::size_t OneShotMemo::tables() const noexcept {
+  std::size_t n = 0;
+  for (const Shard& s : shards_) n += s.made.load(std::memory_order_relaxed) ? 1 : 0;
+  return n;
+}
+
+OneShotMemo::Lease::~Lease() {
+  if (table_ != nullptr) slot_->store(table_, std::memory_order_release);
+}
+
+OneShotMemo::Found OneShotMemo::Lease::find(const Key& key) const noexcept {
+  if (table_ == nullptr) return {};
+  for (const Table::Entry& e : table_->entries) {
+    if (e.matches(key)) return {e.op.get(), e.plan.get()};
+  }
+  return {};
+}
+
+void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::EinsumOp> op,
+                                  std::shared_ptr<const einsum::ExecutionPlan> plan) noexcept {
+  if (table_ == nullptr || op == nullptr || plan == nullptr || plan->retained_bytes() > memo_->max_plan_bytes_) return;
+  Table::Entry& e = table_->entries[table_->next];
+  table_->next = (table_->next + 1) % kEntries;
+  try {
+    e.subscripts.assign(key.subscripts);
+    e.shapes.clear();
+    for (const IntArrayRef& shape : key.shapes) {
+      e.shapes.push_back(static_cast<std::int64_t>(shape.size()));
+      e.shapes.append(shape.begin(), shape.end());
+    }
+  } catch (...) {
+    e.op = nullptr;  // out of memory: the entry stays free
+    e.plan = nullptr;
+    return;
+  }
+  e.planner = key.planner;
+  e.dtype = key.dtype;
+  e.op = std::move(op);
+  e.plan = std::move(plan);
+}
+
+}  // namespace tenferro::c_api
