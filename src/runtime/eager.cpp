@@ -78,7 +78,9 @@ struct ExtensionMemo {
 // prepare. A context remembers the last kTextOps (family, text) -> op
 // pairs; a repeated text returns the same op, whose calls then hit the
 // memo. Ops are pure semantic values, independent of the engine, so the
-// pairs survive a refresh.
+// pairs survive a refresh. Each context builds its own op from a text, so
+// threads with contexts of their own share no reference count (Note
+// [Eager calls share no counts]).
 struct TextOps {
   static constexpr std::size_t kTextOps = 8;
   struct Entry {
@@ -773,15 +775,6 @@ Result<TensorList> EagerContext::run_extension_kernel(const ExtensionSlot& slot,
   return outputs;
 }
 
-// Note [Eager calls share no counts]
-// Threads calling one runtime with the same op (a cached EinsumOp, the
-// shared LinalgOp::det()) used to convert its shared_ptr to one of the base
-// type for every call: an increment and a decrement of the op's reference
-// count, which both threads write. Two threads doing 8 x 8 products with
-// one op got 1.16x the throughput of one (perf: 11-13 % of the samples in
-// shared_ptr's release); calling with the base-type pointer directly gave
-// 1.97x. call() therefore works on the op by reference and copies the
-// shared_ptr only to keep the op: in a new memo entry or a promoted program.
 Result<std::shared_ptr<const program::ExtensionOp>> EagerContext::op_from_text(
     std::string_view family, std::string_view text,
     FunctionRef<Result<std::shared_ptr<const program::ExtensionOp>>()> make) {
@@ -802,6 +795,15 @@ Result<std::shared_ptr<const program::ExtensionOp>> EagerContext::op_from_text(
   return op;
 }
 
+// Note [Eager calls share no counts]
+// Threads calling one runtime with the same op (a cached EinsumOp, the
+// shared LinalgOp::det()) used to convert its shared_ptr to one of the base
+// type for every call: an increment and a decrement of the op's reference
+// count, which both threads write. Two threads doing 8 x 8 products with
+// one op got 1.16x the throughput of one (perf: 11-13 % of the samples in
+// shared_ptr's release); calling with the base-type pointer directly gave
+// 1.97x. call() therefore works on the op by reference and copies the
+// shared_ptr only to keep the op: in a new memo entry or a promoted program.
 Result<TensorList> EagerContext::call(const std::shared_ptr<const program::ExtensionOp>& op,
                                       std::span<const Tensor> inputs) {
   if (op == nullptr) return eager_error(ErrorCode::kInvalidArgument, "call: expected an extension op, found null");
