@@ -532,9 +532,14 @@ Result<SmallVector<program::ValueMetadata, 2>> infer_results(const program::Exte
   SmallVector<program::ValueMetadata, 2> operands;
   for (const TensorView& v : inputs.views)
     operands.push_back(program::ValueMetadata::exact(v.dtype, IntArrayRef(v.shape)));
+  const std::span<const program::ValueMetadata> span(operands.data(), operands.size());
+  program::ShapeConstraints constraints(op.family_id(), nullptr);
+  Result<SmallVector<program::ValueMetadata, 2>> results = op.infer_metadata(span, constraints);
+  if (results.ok()) return results;
+  // Again, for a message that names the op with its attributes.
   const std::string name = op.describe();
-  program::ShapeConstraints constraints(name, nullptr);
-  return op.infer_metadata(std::span<const program::ValueMetadata>(operands.data(), operands.size()), constraints);
+  program::ShapeConstraints described(name, nullptr);
+  return op.infer_metadata(span, described);
 }
 
 Status describe_result(const program::ValueMetadata& result, tf_result_info* info, std::size_t index,
@@ -557,7 +562,7 @@ Status describe_result(const program::ValueMetadata& result, tf_result_info* inf
 
 // Runs `op` on `inputs` into the caller's `outputs` (Note [C API linalg and
 // FFT]).
-Status run_into(const Engine& engine, const std::shared_ptr<const program::ExtensionOp>& op,
+Status run_into(const Engine& engine, OneShotMemo& memo, const std::shared_ptr<const program::ExtensionOp>& op,
                 const CheckedOperands& inputs, const tf_tensor* const* outputs, std::size_t num_outputs,
                 Naming naming = Naming::kArrays) {
   TENFERRO_ASSIGN_OR_RETURN(const auto results, infer_results(*op, inputs));
@@ -591,9 +596,12 @@ Status run_into(const Engine& engine, const std::shared_ptr<const program::Exten
     TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
     operands.push_back(std::move(t));
   }
-  runtime::EagerContext context = engine.runtime.on();
+  OneShotMemo::Lease lease = memo.acquire();  // Note [One-shot einsum memo]
+  runtime::EagerContext* context = lease.context(engine.runtime);
+  std::optional<runtime::EagerContext> own;
+  if (context == nullptr) context = &own.emplace(engine.runtime.on());
   TENFERRO_ASSIGN_OR_RETURN(const runtime::TensorList computed,
-                            context.call(op, std::span<const Tensor>(operands.data(), operands.size())));
+                            context->call(op, std::span<const Tensor>(operands.data(), operands.size())));
   cpu::SequentialContext sequential;
   for (std::size_t j = 0; j < num_outputs; ++j) {
     TENFERRO_TRY(cpu::copy_into(computed[j].view(), outs[j].view, sequential));
@@ -1055,7 +1063,7 @@ TF_API tf_code tf_linalg(const tf_linalg_args* args, tf_error** error) {
   return guarded(error, "tf_linalg", [&]() -> Status {
     CheckedOperands inputs;
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const linalg::LinalgOp> op, checked_linalg(args, true, inputs));
-    return run_into(*args->runtime->engine, op, inputs, args->outputs, args->num_outputs);
+    return run_into(*args->runtime->engine, args->runtime->memo, op, inputs, args->outputs, args->num_outputs);
   });
 }
 
@@ -1080,7 +1088,7 @@ TF_API tf_code tf_fft(const tf_fft_args* args, tf_error** error) {
 #ifdef TENFERRO_C_HAVE_FFT
     CheckedOperands inputs;
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const fft::FftOp> op, checked_fft(args, true, inputs));
-    return run_into(*args->runtime->engine, op, inputs, &args->output, 1, Naming::kSingle);
+    return run_into(*args->runtime->engine, args->runtime->memo, op, inputs, &args->output, 1, Naming::kSingle);
 #else
     (void)args;
     return no_fft();

@@ -2,6 +2,7 @@
 #include "one_shot_memo.h"
 
 #include <new>
+#include <optional>
 
 #include "tenferro/base/sharded_counters.h"
 
@@ -32,6 +33,7 @@ struct OneShotMemo::Table {
   };
   std::array<Entry, kEntries> entries;
   std::size_t next = 0;  // the entry remember() replaces
+  std::optional<runtime::EagerContext> context;
 };
 
 OneShotMemo::~OneShotMemo() {
@@ -87,6 +89,18 @@ void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::
   e.dtype = key.dtype;
   e.op = std::move(op);
   e.plan = std::move(plan);
+}
+
+runtime::EagerContext* OneShotMemo::Lease::context(const runtime::Runtime& runtime) noexcept {
+  if (table_ == nullptr) return nullptr;
+  if (!table_->context) {
+    try {
+      table_->context.emplace(runtime.on());
+    } catch (...) {
+      return nullptr;  // out of memory: the caller makes its own
+    }
+  }
+  return &*table_->context;
 }
 
 }  // namespace tenferro::c_api

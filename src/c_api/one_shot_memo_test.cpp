@@ -225,3 +225,56 @@ TEST(CApiOneShot, ARepeatedCallAllocatesNothingAndANewSignatureIsPlanned) {
 
 }  // namespace
 }  // namespace tenferro::c_api
+
+namespace tenferro::c_api {
+namespace {
+
+// tf_linalg and tf_fft run through the leased CPU's eager context (Note
+// [One-shot einsum memo]); a call made a new context before, which
+// resolved the engine and asked the provider again. A repeated call now
+// allocates only its results, the borrowed operands' handles and its op.
+TEST(CApiOneShot, RepeatedLinalgAndFftCallsReuseTheirContext) {
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
+  PinnedToOneCpu pin;
+  ASSERT_TRUE(pin.pinned());
+  tf_runtime* rt = nullptr;
+  ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+  double a[4] = {4, 1, 2, 3}, d = 0;
+  const std::int64_t s2[2] = {2, 2};
+  tf_tensor ta{sizeof(tf_tensor), a, s2, nullptr, 2, TF_DTYPE_F64};
+  tf_tensor td{sizeof(tf_tensor), &d, nullptr, nullptr, 0, TF_DTYPE_F64};
+  const tf_tensor* in[1] = {&ta};
+  const tf_tensor* out[1] = {&td};
+  const tf_linalg_args det{sizeof(tf_linalg_args), rt, TF_LINALG_DET, 0, 0, 0, 0, 0, in, 1, out, 1};
+  double x[16], y[18];
+  for (int i = 0; i < 16; ++i) x[i] = i;
+  const std::int64_t s16[1] = {16}, s9[1] = {9};
+  tf_tensor tx{sizeof(tf_tensor), x, s16, nullptr, 1, TF_DTYPE_F64};
+  tf_tensor ty{sizeof(tf_tensor), y, s9, nullptr, 1, TF_DTYPE_C128};
+  const tf_fft_args rfft{sizeof(tf_fft_args), rt, TF_FFT_RFFT, TF_FFT_NORM_BACKWARD, nullptr, 0, nullptr, &tx, &ty};
+  ASSERT_EQ(tf_linalg(&det, nullptr), TF_CODE_OK);
+  const bool have_fft = tf_fft(&rfft, nullptr) == TF_CODE_OK;
+  EXPECT_DOUBLE_EQ(d, 10);
+  constexpr int kCalls = 200;
+  std::uint64_t before = ::tenferro::testing::allocation_count();
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(tf_linalg(&det, nullptr), TF_CODE_OK);
+  const std::uint64_t per_det = (::tenferro::testing::allocation_count() - before) / kCalls;
+  std::uint64_t per_fft = 0;
+  if (have_fft) {
+    before = ::tenferro::testing::allocation_count();
+    for (int i = 0; i < kCalls; ++i) ASSERT_EQ(tf_fft(&rfft, nullptr), TF_CODE_OK);
+    per_fft = (::tenferro::testing::allocation_count() - before) / kCalls;
+    EXPECT_DOUBLE_EQ(y[0], 120);  // the sum of 0..15
+  }
+  // det: the result and the borrowed operand's storage handle; rfft also
+  // its FftOp. With a new context per call both made 6.
+  EXPECT_LE(per_det, 2u);
+  if (have_fft) {
+    EXPECT_LE(per_fft, 4u);
+  }
+  tf_runtime_destroy(rt);
+}
+
+}  // namespace
+}  // namespace tenferro::c_api
