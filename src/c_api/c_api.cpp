@@ -972,9 +972,11 @@ TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_pla
 // whose outputs were given (ad::vjp_cotangents: only what those gradients
 // need, the pairwise steps of a network of three or more operands reused,
 // Note [Pairwise einsums for reverse mode]) and runs it through the runtime
-// over the caller's inputs and cotangent, borrowed. As for tf_linalg (Note
-// [C API linalg and FFT]), every argument is checked first and the
-// gradients are copied into the outputs only once all exist.
+// over the caller's inputs and cotangent, borrowed. The prepared backward
+// program is remembered for the signature (Note [One-shot einsum memo]), so
+// a repeated call only runs it. As for tf_linalg (Note [C API linalg and
+// FFT]), every argument is checked first and the gradients are copied into
+// the outputs only once all exist.
 TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
   return guarded(error, "tf_einsum_vjp", [&]() -> Status {
     TENFERRO_TRY(require(args, "args"));
@@ -992,21 +994,11 @@ TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
                         "inputs are {}; expected TF_DTYPE_F32, F64, C64 or C128 (an integer einsum has no gradient)",
                         dtype);
     }
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
-                              einsum::EinsumOp::create(args->subscripts, std::move(policy)));
-    const auto shapes = inputs.shapes();
-    Dims out_shape;
-    TENFERRO_TRY(op->output_shape(std::span<const IntArrayRef>(shapes.data(), shapes.size()), out_shape));
     CheckedOutput ct;
     TENFERRO_TRY(check_tensor(args->cotangent, kCotangentIndex, true, ct.strides, ct.view, ct.range));
     if (ct.view.dtype != dtype) {
       return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "cotangent is {}; expected {} like the inputs",
                         ct.view.dtype, dtype);
-    }
-    if (IntArrayRef(ct.view.shape) != IntArrayRef(out_shape)) {
-      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                        "cotangent has shape {}; einsum \"{}\" on these operands gives shape {}",
-                        shape_to_string(ct.view.shape), args->subscripts, shape_to_string(out_shape));
     }
     TENFERRO_TRY(require(args->outputs, "args->outputs"));
     SmallVector<CheckedOutput, kInlineOperands> outs(inputs.views.size());
@@ -1033,24 +1025,68 @@ TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
     }
     if (active.empty()) return ok_status();
 
-    program::ProgramBuilder b;
-    std::vector<program::ProgramValue> values;
+    // The operands, then the cotangent, borrowed; a remembered signature
+    // runs its prepared backward program (Note [One-shot einsum memo]).
     std::vector<Tensor> params;
     for (std::size_t i = 0; i < inputs.views.size(); ++i) {
-      const program::SymbolicShape s = program::symbolic_shape(IntArrayRef(inputs.views[i].shape));
-      TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue v, b.add_input(dtype, s.span()));
-      values.push_back(v);
       TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
       params.push_back(std::move(t));
     }
-    TENFERRO_ASSIGN_OR_RETURN(const program::ProgramValue result, einsum::emit_einsum(b, op, values));
-    TENFERRO_ASSIGN_OR_RETURN(const program::FrozenProgram f, b.freeze({result}));
-    TENFERRO_ASSIGN_OR_RETURN(const Tensor cotangent, borrow(ct.view, ct.range));
+    TENFERRO_ASSIGN_OR_RETURN(Tensor cotangent, borrow(ct.view, ct.range));
+    params.push_back(std::move(cotangent));
+    const runtime::InputSignature signature = runtime::InputSignature::of(params);
     const Engine& engine = *args->runtime->engine;
     runtime::Runtime rt = engine.runtime;
-    TENFERRO_ASSIGN_OR_RETURN(
-        const std::vector<Tensor> gradients,
-        ad::vjp_cotangents(rt, *engine.ad, f, params, active, std::span<const Tensor>(&cotangent, 1)));
+    OneShotMemo::Lease memo = args->runtime->memo.acquire();
+    const OneShotMemo::VjpKey key{args->subscripts, args->planner, active, &signature};
+    std::vector<Tensor> gradients;
+    if (const runtime::PreparedProgram* prepared = memo.find(key); prepared != nullptr) {
+      TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, rt.run_prepared(*prepared, params));
+      gradients.assign(out.begin(), out.end());
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                                einsum::EinsumOp::create(args->subscripts, std::move(policy)));
+      const auto shapes = inputs.shapes();
+      Dims out_shape;
+      TENFERRO_TRY(op->output_shape(std::span<const IntArrayRef>(shapes.data(), shapes.size()), out_shape));
+      if (IntArrayRef(ct.view.shape) != IntArrayRef(out_shape)) {
+        return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                          "cotangent has shape {}; einsum \"{}\" on these operands gives shape {}",
+                          shape_to_string(ct.view.shape), args->subscripts, shape_to_string(out_shape));
+      }
+      program::ProgramBuilder b;
+      std::vector<program::ProgramValue> values;
+      for (std::size_t i = 0; i < inputs.views.size(); ++i) {
+        const program::SymbolicShape s = program::symbolic_shape(IntArrayRef(inputs.views[i].shape));
+        TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue v, b.add_input(dtype, s.span()));
+        values.push_back(v);
+      }
+      TENFERRO_ASSIGN_OR_RETURN(const program::ProgramValue result, einsum::emit_einsum(b, op, values));
+      TENFERRO_ASSIGN_OR_RETURN(const program::FrozenProgram f, b.freeze({result}));
+      // The backward program alone (ad::vjp_cotangents' program), prepared
+      // for the operands and the cotangent, when those are all its inputs
+      // and every active operand's gradient is one of its outputs, in order.
+      TENFERRO_ASSIGN_OR_RETURN(ad::ReusingVjpProgram backward, engine.ad->vjp_reusing_outputs(f, active, 1));
+      const auto& states = backward.layout.input_cotangents;
+      const program::ProgramBindings& bindings = backward.backward.bindings;
+      bool all_parameters = bindings.num_inputs() == 0 || bindings.num_inputs() == params.size();
+      for (std::size_t i = 0; i < bindings.num_inputs(); ++i) {
+        all_parameters = all_parameters && bindings.bound_tensor(i) == nullptr;
+      }
+      if (!all_parameters || states.size() != active.size() ||
+          !std::all_of(states.begin(), states.end(),
+                       [](ad::TangentState t) { return t == ad::TangentState::kPresent; })) {
+        const std::span<const Tensor> operands(params.data(), inputs.views.size());
+        TENFERRO_ASSIGN_OR_RETURN(gradients, ad::vjp_cotangents(rt, *engine.ad, f, operands, active,
+                                                                std::span<const Tensor>(&params.back(), 1)));
+      } else {
+        TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::PreparedProgram> prepared,
+                                  rt.prepare_for(backward.backward.program, signature));
+        TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, rt.run_prepared(*prepared, params));
+        gradients.assign(out.begin(), out.end());
+        memo.remember(key, std::move(prepared));
+      }
+    }
     cpu::SequentialContext sequential;
     for (std::size_t k = 0; k < active.size(); ++k) {
       TENFERRO_TRY(cpu::copy_into(gradients[k].view(), outs[active[k]].view, sequential));

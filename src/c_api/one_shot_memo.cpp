@@ -1,6 +1,7 @@
 // OneShotMemo (Note [One-shot einsum memo] in one_shot_memo.h).
 #include "one_shot_memo.h"
 
+#include <algorithm>
 #include <new>
 #include <optional>
 
@@ -33,6 +34,20 @@ struct OneShotMemo::Table {
   };
   std::array<Entry, kEntries> entries;
   std::size_t next = 0;  // the entry remember() replaces
+  struct VjpEntry {
+    std::string subscripts;
+    std::int32_t planner = 0;
+    SmallVector<std::uint32_t, 4> active;
+    runtime::InputSignature signature;
+    std::shared_ptr<const runtime::PreparedProgram> prepared;  // null: free
+
+    bool matches(const VjpKey& key) const noexcept {
+      return prepared != nullptr && planner == key.planner && std::ranges::equal(active.span(), key.active) &&
+             signature == *key.signature && subscripts == key.subscripts;
+    }
+  };
+  std::array<VjpEntry, kVjpEntries> vjp;
+  std::size_t next_vjp = 0;
   std::optional<runtime::EagerContext> context;
 };
 
@@ -89,6 +104,31 @@ void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::
   e.dtype = key.dtype;
   e.op = std::move(op);
   e.plan = std::move(plan);
+}
+
+const runtime::PreparedProgram* OneShotMemo::Lease::find(const VjpKey& key) const noexcept {
+  if (table_ == nullptr) return nullptr;
+  for (const Table::VjpEntry& e : table_->vjp) {
+    if (e.matches(key)) return e.prepared.get();
+  }
+  return nullptr;
+}
+
+void OneShotMemo::Lease::remember(const VjpKey& key,
+                                  std::shared_ptr<const runtime::PreparedProgram> prepared) noexcept {
+  if (table_ == nullptr || prepared == nullptr) return;
+  Table::VjpEntry& e = table_->vjp[table_->next_vjp];
+  table_->next_vjp = (table_->next_vjp + 1) % kVjpEntries;
+  e.prepared = nullptr;
+  try {
+    e.subscripts.assign(key.subscripts);
+    e.active.assign(key.active);
+    e.signature = *key.signature;
+  } catch (...) {
+    return;  // out of memory: the entry stays free
+  }
+  e.planner = key.planner;
+  e.prepared = std::move(prepared);
 }
 
 runtime::EagerContext* OneShotMemo::Lease::context(const runtime::Runtime& runtime) noexcept {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -273,6 +274,82 @@ TEST(CApiOneShot, RepeatedLinalgAndFftCallsReuseTheirContext) {
   if (have_fft) {
     EXPECT_LE(per_fft, 4u);
   }
+  tf_runtime_destroy(rt);
+}
+
+}  // namespace
+}  // namespace tenferro::c_api
+
+namespace tenferro::c_api {
+namespace {
+
+// tf_einsum_vjp remembers its prepared backward program (Note [One-shot
+// einsum memo]): repeated calls give the same gradients, and allocate a
+// small fixed number of objects (the borrowed operands' handles, the
+// signature, the gradients) instead of building a program, its VJP and a
+// fingerprint again. A reused subscripts buffer with new text and new
+// active operands get their own program.
+TEST(CApiOneShot, RepeatedGradientCallsRunTheRememberedBackwardProgram) {
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
+  PinnedToOneCpu pin;
+  ASSERT_TRUE(pin.pinned());
+  tf_runtime* rt = nullptr;
+  ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+  double a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, g[4] = {1, 0, 0, 2}, ga[4] = {}, gb[4] = {};
+  const std::int64_t s[2] = {2, 2};
+  tf_tensor ta{sizeof(tf_tensor), a, s, nullptr, 2, TF_DTYPE_F64};
+  tf_tensor tb{sizeof(tf_tensor), b, s, nullptr, 2, TF_DTYPE_F64};
+  tf_tensor tg{sizeof(tf_tensor), g, s, nullptr, 2, TF_DTYPE_F64};
+  tf_tensor tga{sizeof(tf_tensor), ga, s, nullptr, 2, TF_DTYPE_F64};
+  tf_tensor tgb{sizeof(tf_tensor), gb, s, nullptr, 2, TF_DTYPE_F64};
+  const tf_tensor* ins[2] = {&ta, &tb};
+  const tf_tensor* outs[2] = {&tga, &tgb};
+  char subscripts[16] = "ij,jk->ik";
+  const tf_einsum_vjp_args args{sizeof(tf_einsum_vjp_args), rt, subscripts, ins, 2, &tg, outs, TF_PLANNER_AUTO, 0};
+  // C = A B: dA = G B^T, dB = A^T G.
+  const double want_a[4] = {5, 7, 12, 16}, want_b[4] = {1, 6, 2, 8};
+  const auto check = [&](const double* want_ga, const double* want_gb) {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_DOUBLE_EQ(ga[i], want_ga[i]) << i;
+      EXPECT_DOUBLE_EQ(gb[i], want_gb[i]) << i;
+    }
+  };
+  std::uint64_t before = ::tenferro::testing::allocation_count();
+  ASSERT_EQ(tf_einsum_vjp(&args, nullptr), TF_CODE_OK);
+  const std::uint64_t first = ::tenferro::testing::allocation_count() - before;
+  check(want_a, want_b);
+  constexpr int kCalls = 200;
+  before = ::tenferro::testing::allocation_count();
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(tf_einsum_vjp(&args, nullptr), TF_CODE_OK);
+  const std::uint64_t repeated = (::tenferro::testing::allocation_count() - before) / kCalls;
+  check(want_a, want_b);
+  EXPECT_LT(repeated * 10, first) << "first call " << first << ", repeated " << repeated;
+
+  // C = A B^T: dA = G B, dB = G^T A; only dB asked for.
+  std::strcpy(subscripts, "ij,kj->ik");
+  const tf_tensor* only_b[2] = {nullptr, &tgb};
+  const tf_einsum_vjp_args b_only{sizeof(tf_einsum_vjp_args), rt, subscripts, ins, 2, &tg, only_b, TF_PLANNER_AUTO, 0};
+  std::fill(gb, gb + 4, 0.0);
+  ga[0] = -1;
+  ASSERT_EQ(tf_einsum_vjp(&b_only, nullptr), TF_CODE_OK);
+  ASSERT_EQ(tf_einsum_vjp(&b_only, nullptr), TF_CODE_OK);
+  const double want_b2[4] = {1, 2, 6, 8};
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(gb[i], want_b2[i]) << i;
+  EXPECT_EQ(ga[0], -1);  // not asked for: untouched
+
+  // A transposed operand has another layout class: its own prepared program.
+  std::strcpy(subscripts, "ij,jk->ik");
+  const std::int64_t col_major[2] = {1, 2};
+  tf_tensor ta_t{sizeof(tf_tensor), a, s, col_major, 2, TF_DTYPE_F64};  // A^T
+  const tf_tensor* ins_t[2] = {&ta_t, &tb};
+  const tf_einsum_vjp_args transposed{
+      sizeof(tf_einsum_vjp_args), rt, subscripts, ins_t, 2, &tg, outs, TF_PLANNER_AUTO, 0};
+  ASSERT_EQ(tf_einsum_vjp(&transposed, nullptr), TF_CODE_OK);
+  const double want_bt[4] = {1, 4, 3, 8};  // (A^T)^T G = A G
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(gb[i], want_bt[i]) << i;
+  ASSERT_EQ(tf_einsum_vjp(&args, nullptr), TF_CODE_OK);
+  check(want_a, want_b);
   tf_runtime_destroy(rt);
 }
 
