@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace tenferro {
 namespace {
@@ -185,6 +187,37 @@ TEST(StatusTest, ExceptionsConvertToStatus) {
     s = status_from_current_exception(ErrorStage::kNone, "x");
   }
   EXPECT_EQ(s.code(), ErrorCode::kInternal);
+}
+
+}  // namespace
+}  // namespace tenferro
+
+namespace tenferro {
+namespace {
+
+Result<std::vector<int>> ramp(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+// Note [Values out of temporary results]: the value of a temporary Result
+// is returned by value, so a range-for over it and a const reference to it
+// outlive the Result (ASan reported a use after free while these returned
+// T&&).
+TEST(ResultTest, ValuesOutOfTemporaryResultsOutliveThem) {
+  static_assert(std::is_same_v<decltype(*ramp(1)), std::vector<int>>);
+  static_assert(std::is_same_v<decltype(ramp(1).value()), std::vector<int>>);
+  int sum = 0;
+  for (int x : *ramp(100)) sum += x;
+  EXPECT_EQ(sum, 4950);
+  const std::vector<int>& kept = ramp(5).value();
+  EXPECT_EQ(kept, (std::vector<int>{0, 1, 2, 3, 4}));
+  // An lvalue Result still hands out references to its own value.
+  Result<std::vector<int>> r = ramp(3);
+  (*r)[0] = 7;
+  EXPECT_EQ(r.value()[0], 7);
+  EXPECT_EQ(&*r, &r.value());
 }
 
 }  // namespace

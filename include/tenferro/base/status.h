@@ -203,13 +203,20 @@ class [[nodiscard]] Result {
     check();
     return value_;
   }
-  T&& value() && {
+  // Note [Values out of temporary results]
+  // On a temporary Result the value is moved out and returned by value,
+  // not as T&&: `for (double v : *t.to_vector<double>())` and
+  // `const auto& v = *f();` then extend the value's lifetime to the loop or
+  // the reference. Returning T&& left both referring into the temporary,
+  // destroyed at the end of the full-expression (a C++ user's audit read
+  // freed memory that way). The cost is one move constructor.
+  T value() && {
     check();
     return std::move(value_);
   }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
