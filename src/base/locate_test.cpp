@@ -11,6 +11,7 @@ BuildInfo layout() {
   info.installed_module_dir = "/usr/local/lib/tenferro";
   info.installed_data_dir = "/usr/local/share/tenferro";
   info.build_dir = "/src/tf/build";
+  info.source_dir = "/src/tf";
   info.module_dir_in_prefix = "lib/tenferro";
   info.data_dir_in_prefix = "share/tenferro";
   info.library_dir_in_prefix = "lib";
@@ -21,12 +22,11 @@ BuildInfo layout() {
 
 using Dirs = std::vector<std::string>;
 
-TEST(LocateTest, InstalledLibraryUsesItsOwnPrefixAndNeverTheBuildTreeFirst) {
+TEST(LocateTest, InstalledLibraryUsesItsOwnPrefixAndNeverTheBuildTree) {
   // libtenferro_c.so installed under a prefix other than the configured one.
   const ProviderFileSearch s =
       provider_file_search("/opt/tf/lib", "/src/tf/build/linalg_modules", ProviderFileKind::kModule, layout());
-  EXPECT_EQ(s.dirs,
-            (Dirs{"/opt/tf/lib", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro", "/src/tf/build/linalg_modules"}));
+  EXPECT_EQ(s.dirs, (Dirs{"/opt/tf/lib", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro"}));
   EXPECT_EQ(s.fallback, "/opt/tf/lib/tenferro");
   const ProviderFileSearch d =
       provider_file_search("/opt/tf/lib", "/src/tf/build/data", ProviderFileKind::kData, layout());
@@ -38,7 +38,7 @@ TEST(LocateTest, InstalledPythonPackageFindsThePrefix) {
   const ProviderFileSearch s =
       provider_file_search("/home/u/p/lib/python3/dist-packages/tenferro", "/b/m", ProviderFileKind::kModule, layout());
   EXPECT_EQ(s.dirs, (Dirs{"/home/u/p/lib/python3/dist-packages/tenferro", "/home/u/p/lib/tenferro",
-                          "/usr/local/lib/tenferro", "/b/m"}));
+                          "/usr/local/lib/tenferro"}));
   // The root as prefix.
   EXPECT_EQ(provider_file_search("/lib", "/b/m", ProviderFileKind::kModule, layout()).dirs[1], "/lib/tenferro");
 }
@@ -51,17 +51,17 @@ TEST(LocateTest, BuildTreeBinariesPreferTheBuildTree) {
   // A sibling directory sharing the name's prefix is not inside the tree.
   const ProviderFileSearch sibling =
       provider_file_search("/src/tf/build-other", "/src/tf/build/m", ProviderFileKind::kModule, layout());
-  EXPECT_EQ(sibling.dirs, (Dirs{"/src/tf/build-other", "/usr/local/lib/tenferro", "/src/tf/build/m"}));
+  EXPECT_EQ(sibling.dirs, (Dirs{"/src/tf/build-other", "/usr/local/lib/tenferro"}));
 }
 
-TEST(LocateTest, ProgramsOutsideAnyLayoutTryTheConfiguredInstallFirst) {
+TEST(LocateTest, ProgramsOutsideAnyLayoutTryTheConfiguredInstallNotTheBuildTree) {
   // A program linking the static libraries, built in its own directory.
   const ProviderFileSearch s =
       provider_file_search("/home/u/app/build", "/src/tf/build/linalg_modules", ProviderFileKind::kModule, layout());
-  EXPECT_EQ(s.dirs, (Dirs{"/home/u/app/build", "/usr/local/lib/tenferro", "/src/tf/build/linalg_modules"}));
+  EXPECT_EQ(s.dirs, (Dirs{"/home/u/app/build", "/usr/local/lib/tenferro"}));
   EXPECT_EQ(s.fallback, "/usr/local/lib/tenferro");
   // "lib" must be a whole trailing component: /x/mylib is not a prefix's lib.
-  EXPECT_EQ(provider_file_search("/x/mylib", "/b", ProviderFileKind::kModule, layout()).dirs.size(), 3u);
+  EXPECT_EQ(provider_file_search("/x/mylib", "/b", ProviderFileKind::kModule, layout()).dirs.size(), 2u);
 }
 
 TEST(LocateTest, StaticConsumersFindThePrefixOfTheHeadersTheyWereCompiledAgainst) {
@@ -70,29 +70,46 @@ TEST(LocateTest, StaticConsumersFindThePrefixOfTheHeadersTheyWereCompiledAgainst
   const std::string_view header = "/opt/tf/include/tenferro/base/consumer_prefix.h";
   const ProviderFileSearch s = provider_file_search("/home/u/app/build", "/src/tf/build/linalg_modules",
                                                     ProviderFileKind::kModule, layout(), header);
-  EXPECT_EQ(s.dirs, (Dirs{"/home/u/app/build", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro",
-                          "/src/tf/build/linalg_modules"}));
+  EXPECT_EQ(s.dirs, (Dirs{"/home/u/app/build", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro"}));
   EXPECT_EQ(s.fallback, "/opt/tf/lib/tenferro");  // errors name where the install keeps it
   EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kData, layout(), header).dirs[1],
             "/opt/tf/share/tenferro");
-  // Compiled against the source tree's headers, or a relative path, or
-  // another file: nothing added.
-  for (std::string_view other : {"/src/tf/include/tenferro/base/consumer_prefix.h",
-                                 "include/tenferro/base/consumer_prefix.h", "/opt/tf/include/tenferro/base/status.h"}) {
+  // Compiled against the source tree's headers (tenferro built as a
+  // subdirectory of the program's project): the build tree, last.
+  EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(),
+                                 "/src/tf/include/tenferro/base/consumer_prefix.h")
+                .dirs,
+            (Dirs{"/home/u/app", "/usr/local/lib/tenferro", "/b"}));
+  // An install inside the source tree is an install.
+  EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(),
+                                 "/src/tf/build/pkg/prefix/include/tenferro/base/consumer_prefix.h")
+                .dirs,
+            (Dirs{"/home/u/app", "/src/tf/build/pkg/prefix/lib/tenferro", "/usr/local/lib/tenferro"}));
+  // A relative path, or another file: nothing added.
+  for (std::string_view other : {"include/tenferro/base/consumer_prefix.h", "/opt/tf/include/tenferro/base/status.h"}) {
     const ProviderFileSearch o = provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(), other);
-    if (other.starts_with("/src/tf/include")) {
-      // (a source tree's "include" looks like a prefix's: /src/tf is searched
-      // and holds no modules, harmless)
-      EXPECT_EQ(o.dirs[1], "/src/tf/lib/tenferro");
-    } else {
-      EXPECT_EQ(o.dirs, (Dirs{"/home/u/app", "/usr/local/lib/tenferro", "/b"})) << other;
-    }
+    EXPECT_EQ(o.dirs, (Dirs{"/home/u/app", "/usr/local/lib/tenferro"})) << other;
   }
   // The configured prefix itself is not searched twice.
   EXPECT_EQ(provider_file_search("/home/u/app", "/b", ProviderFileKind::kModule, layout(),
                                  "/usr/local/include/tenferro/base/consumer_prefix.h")
                 .dirs,
-            (Dirs{"/home/u/app", "/usr/local/lib/tenferro", "/b"}));
+            (Dirs{"/home/u/app", "/usr/local/lib/tenferro"}));
+}
+
+TEST(LocateTest, TheNamedPrefixComesFirstAndIsNamedWhenNothingHoldsTheFile) {
+  // TENFERRO_PREFIX=/moved/tf for a program compiled against /opt/tf.
+  const std::string_view header = "/opt/tf/include/tenferro/base/consumer_prefix.h";
+  const ProviderFileSearch s = provider_file_search("/home/u/app", "/src/tf/build/linalg_modules",
+                                                    ProviderFileKind::kModule, layout(), header, "/moved/tf/");
+  EXPECT_EQ(s.dirs, (Dirs{"/moved/tf/lib/tenferro", "/home/u/app", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro"}));
+  EXPECT_EQ(s.fallback, "/moved/tf/lib/tenferro");
+  EXPECT_EQ(provider_file_search("/opt/tf/lib", "/b", ProviderFileKind::kData, layout(), {}, "/moved/tf").fallback,
+            "/moved/tf/share/tenferro");
+  // An absolute install layout: the default layout under the named prefix.
+  BuildInfo absolute = layout();
+  absolute.module_dir_in_prefix = "";
+  EXPECT_EQ(provider_file_search("/x", "/b", ProviderFileKind::kModule, absolute, {}, "/p").dirs[0], "/p/lib/tenferro");
 }
 
 TEST(LocateTest, AbsoluteInstallDirsDisableThePrefixSearch) {
@@ -100,7 +117,7 @@ TEST(LocateTest, AbsoluteInstallDirsDisableThePrefixSearch) {
   info.module_dir_in_prefix = "";
   info.library_dir_in_prefix = "";
   const ProviderFileSearch s = provider_file_search("/opt/tf/lib", "/b/m", ProviderFileKind::kModule, info);
-  EXPECT_EQ(s.dirs, (Dirs{"/opt/tf/lib", "/usr/local/lib/tenferro", "/b/m"}));
+  EXPECT_EQ(s.dirs, (Dirs{"/opt/tf/lib", "/usr/local/lib/tenferro"}));
 }
 
 TEST(LocateTest, ThisBuildsLayoutIsRelative) {

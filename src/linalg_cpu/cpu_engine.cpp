@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "linalg_cpu/linalg_plan.h"
+#include "tenferro/base/build_info.h"
 #include "tenferro/cpu/workspace_pool.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/linalg_cpu/eigen_provider.h"
@@ -120,18 +121,20 @@ Result<std::shared_ptr<CpuLinalgEngine>> CpuLinalgEngine::create_default(
     // for and how to name it, instead of only the last place tried.
     return make_error(ErrorCode::kNotFound, ErrorStage::kConfiguration,
                       "{}; it is looked for next to the program, under the install prefix of the headers the "
-                      "program was compiled against (only when their include path was absolute), in the configured "
-                      "install and in the build tree: name the installed PREFIX/share/tenferro/{} with {} or "
+                      "program was compiled against (only when their include path was absolute) and in the "
+                      "configured install: name the install prefix with {}=PREFIX (its share/tenferro and "
+                      "lib/tenferro are searched first), or the table alone with {} or "
                       "LinalgEngineOptions::provider_table, or build the runtime without linalg "
                       "(CpuRuntimeOptions::linalg = false)",
-                      read.status().message(), std::string_view("linalg_provider_table.json"), kProviderTableEnv);
+                      read.status().message(), kPrefixEnv, kProviderTableEnv);
   }
   TENFERRO_ASSIGN_OR_RETURN(ProviderTable table, std::move(read));
   Result<std::shared_ptr<LapackLinalgProvider>> lapack = LapackLinalgProvider::load();
   std::shared_ptr<const CpuLinalgProvider> lapack_provider;
   if (lapack.ok()) lapack_provider = *lapack;
   return std::make_shared<CpuLinalgEngine>(
-      LinalgProviderPolicy::measured(table, std::move(lapack_provider), std::make_shared<EigenLinalgProvider>()),
+      LinalgProviderPolicy::measured(table, std::move(lapack_provider), std::make_shared<EigenLinalgProvider>(),
+                                     lapack.ok() ? std::string_view() : lapack.status().message()),
       std::move(options), std::move(fallback));
 }
 

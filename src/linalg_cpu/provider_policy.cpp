@@ -199,7 +199,8 @@ LinalgProviderPolicy LinalgProviderPolicy::fixed(LinalgProviderBundle bundle) {
 
 LinalgProviderPolicy LinalgProviderPolicy::measured(const ProviderTable& table,
                                                     std::shared_ptr<const CpuLinalgProvider> lapack,
-                                                    std::shared_ptr<const CpuLinalgProvider> eigen) {
+                                                    std::shared_ptr<const CpuLinalgProvider> eigen,
+                                                    std::string_view lapack_missing) {
   LinalgProviderPolicy policy;
   policy.table_ = table;
   for (const auto& p : {lapack, eigen})
@@ -212,12 +213,16 @@ LinalgProviderPolicy LinalgProviderPolicy::measured(const ProviderTable& table,
       const CpuLinalgProvider* second = pick == "lapack" ? eigen.get() : lapack.get();
       for (const CpuLinalgProvider* p : {first, second})
         if (p != nullptr) rule.candidates[c].push_back(p);
-      rule.reason[c] = fmt::format("default table: {} {} measured at n={}: lapack {} us, eigen {} us -> {}{}{}",
-                                   to_string(row.slot), class_range(c), kDefaultTableSizes[c],
-                                   row.lapack_us[c] > 0 ? fmt::format("{:.4g}", row.lapack_us[c]) : "?",
-                                   row.eigen_us[c] > 0 ? fmt::format("{:.4g}", row.eigen_us[c]) : "?", pick,
-                                   lapack_pivots_only(row.slot) ? " (LU family: LAPACK's pivots first)" : "",
-                                   first == nullptr ? fmt::format("; {} is not available", pick) : "");
+      rule.reason[c] = fmt::format(
+          "default table: {} {} measured at n={}: lapack {} us, eigen {} us -> {}{}{}", to_string(row.slot),
+          class_range(c), kDefaultTableSizes[c], row.lapack_us[c] > 0 ? fmt::format("{:.4g}", row.lapack_us[c]) : "?",
+          row.eigen_us[c] > 0 ? fmt::format("{:.4g}", row.eigen_us[c]) : "?", pick,
+          lapack_pivots_only(row.slot) ? " (LU family: LAPACK's pivots first)" : "",
+          first == nullptr
+              ? fmt::format(
+                    "; {} is not available{}", pick,
+                    pick == "lapack" && !lapack_missing.empty() ? fmt::format(" ({})", lapack_missing) : std::string())
+              : "");
     }
   }
   return policy;

@@ -28,8 +28,9 @@ struct BuildInfo {
   /// Where `cmake --install` puts tenferro's data files (the linalg provider
   /// table); searched as installed_module_dir is.
   std::string_view installed_data_dir;
-  /// The build tree this binary was configured in.
+  /// The build tree this binary was configured in, and its source tree.
   std::string_view build_dir;
+  std::string_view source_dir;
   /// The install layout relative to the prefix (CMAKE_INSTALL_LIBDIR and
   /// friends; empty where configured as an absolute path): the provider
   /// modules, the data files, the shared libraries and the Python package.
@@ -51,6 +52,9 @@ const BuildInfo& build_info() noexcept;
 // Note [Locating provider files]
 // The dlopen'ed provider modules and the data files are searched, first to
 // last:
+//   0. the install under the prefix that the TENFERRO_PREFIX environment
+//      variable names (`<P>/lib/tenferro`, `<P>/share/tenferro`), when set:
+//      the user's way to point a moved install at its files;
 //   1. the directory of the binary this code is linked into (the executable,
 //      or the shared object such as the Python extension: a package built by
 //      `pip install .` keeps its modules and data next to it, wherever pip
@@ -63,15 +67,20 @@ const BuildInfo& build_info() noexcept;
 //   3. for a program linking the static libraries, the install under the
 //      prefix P whose headers it was compiled against (Note [The prefix of
 //      the headers] in consumer_prefix.h);
-//   4. the build tree's copy and the configured install directory, the build
-//      tree first only for binaries inside the build tree: an installed copy
-//      never loads a module of a build tree that happens to still exist
-//      (a program linking the static libraries finds the configured
-//      install first, the build tree as a last resort).
+//   4. the configured install directory, and the build tree's copy only for
+//      binaries inside the build tree (searched first there) and programs
+//      compiled against the source tree's headers (a project that builds
+//      tenferro as its subdirectory). An installed copy never loads a module
+//      of a build tree that happens to still exist: a C++ user's audit found
+//      a program built against a moved install loading the developer's
+//      build tree without a sign.
 // When no directory holds the file, the lookup names the install directory
-// of 2 or 3, or else the configured one, so that a load error says where the
-// file was expected. A caller's explicit directory (the providers' options)
-// bypasses the search.
+// of 0, 2 or 3, or else the configured one, so that a load error says where
+// the file was expected. A caller's explicit directory (the providers'
+// options) bypasses the search.
+
+/// The environment variable naming an install prefix to search first.
+inline constexpr std::string_view kPrefixEnv = "TENFERRO_PREFIX";
 
 /// The directory of the executable or shared object this function is linked
 /// into, absolute and without symbolic links where the file system can
@@ -90,10 +99,11 @@ struct ProviderFileSearch {
 /// The search for a binary in `binary_dir` whose build tree keeps the file
 /// in `build_file_dir`, compiled against the headers at `header_path` (the
 /// path of consumer_prefix.h the program saw; empty for tenferro's own
-/// binaries). Pure: reads no file system.
+/// binaries), with `prefix` from TENFERRO_PREFIX (empty: unset). Pure: reads
+/// no file system and no environment.
 ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string_view build_file_dir,
-                                        ProviderFileKind kind, const BuildInfo& info,
-                                        std::string_view header_path = {});
+                                        ProviderFileKind kind, const BuildInfo& info, std::string_view header_path = {},
+                                        std::string_view prefix = {});
 
 /// The first directory of provider_file_search(loaded_binary_dir(), ...)
 /// that holds `file`, else its fallback.

@@ -136,9 +136,11 @@ class LinalgProviderPolicy {
   static LinalgProviderPolicy fixed(LinalgProviderBundle bundle);
   /// `table` over `lapack` and `eigen`. Either may be null (the other then
   /// is the only candidate at every size of every slot); both null is a
-  /// policy with every slot empty.
+  /// policy with every slot empty. `lapack_missing`: why `lapack` is null
+  /// (its load error), named in the reasons that pick it.
   static LinalgProviderPolicy measured(const ProviderTable& table, std::shared_ptr<const CpuLinalgProvider> lapack,
-                                       std::shared_ptr<const CpuLinalgProvider> eigen);
+                                       std::shared_ptr<const CpuLinalgProvider> eigen,
+                                       std::string_view lapack_missing = {});
 
   /// The candidates for `slot` at matrix size `size` (= max(m, n)). No
   /// allocation.

@@ -96,8 +96,11 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
   if (module->handle == nullptr) {
     const char* why = dlerror();
     return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
-                      "LAPACK provider: expected a loadable module at {}, found: {}", module->path,
-                      why != nullptr ? why : "unknown dlopen error");
+                      "LAPACK provider: expected a loadable module at {}, found: {}{}", module->path,
+                      why != nullptr ? why : "unknown dlopen error",
+                      options.module_dir.empty() ? " (name the install prefix with TENFERRO_PREFIX, or the "
+                                                   "directory with LapackOptions::module_dir)"
+                                                 : "");
   }
   using Entry = const internal::LapackModuleAbi* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(module->handle, "tenferro_lapack_module_v1"));

@@ -49,8 +49,11 @@ Result<std::unique_ptr<internal::BlasModuleHandle>> open_module(const std::strin
   if (h->handle == nullptr) {
     const char* why = dlerror();
     return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
-                      "external BLAS: expected a loadable module at {}, found: {}", h->path,
-                      why != nullptr ? why : "unknown dlopen error");
+                      "external BLAS: expected a loadable module at {}, found: {}{}", h->path,
+                      why != nullptr ? why : "unknown dlopen error",
+                      dir.empty() ? " (name the install prefix with TENFERRO_PREFIX, or the directory with the "
+                                    "provider's module_dir option)"
+                                  : "");
   }
   auto entry = reinterpret_cast<TenferroBlasModuleEntry>(dlsym(h->handle, TENFERRO_BLAS_MODULE_SYMBOL));
   h->module = entry != nullptr ? entry() : nullptr;
