@@ -32,6 +32,31 @@ TEST(CpuRuntimeTest, EinsumAndLinalgRunOnOneThread) {
   EXPECT_NEAR((*det->to_vector<double>())[0], 4.0 * 11 - 5.0 * 10, 1e-12);
 }
 
+// linalg::vector_norm over axes that do not merge into one strided axis:
+// the eager call copies them together first (through the CPU engine's
+// layout slot), and every element counts once. Reading a value out of a
+// temporary Result in a range-for is safe (Note [Values out of temporary
+// results] in status.h).
+TEST(CpuRuntimeTest, VectorNormOverAxesThatNeedACopy) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  runtime::EagerContext ctx = cpu->runtime.on();
+  std::vector<double> v(60);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 7) - 3.0;
+  const Tensor x = *Tensor::from_values<double>(v, {3, 4, 5});
+  Result<Tensor> r = linalg::vector_norm(ctx, x, Dims{0, 2}, linalg::NormOrder::kOne);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(Dims(r->shape().begin(), r->shape().end()), (Dims{4}));
+  std::vector<double> got;
+  for (double value : *r->to_vector<double>()) got.push_back(value);
+  for (std::size_t j = 0; j < 4; ++j) {
+    double sum = 0;
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < 5; ++k) sum += std::abs(v[(i * 4 + j) * 5 + k]);
+    EXPECT_EQ(got[j], sum) << j;
+  }
+}
+
 // Note [Eager dtype promotion]: mixed operands are converted to numpy's
 // common dtype before the call; the results equal the call on operands
 // converted by hand.

@@ -61,6 +61,28 @@ Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a) {
   return LuResult{std::move(out[0]), std::move(out[1]), std::move(out[2])};
 }
 
+namespace {
+
+// lstsq with a b of one axis fewer than a ([..., m] for a [..., m, n]): a
+// vector per matrix, as numpy takes it, solved as [..., m, 1] (a view) and
+// returned as [..., n].
+Result<LstsqResult> lstsq_of(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond,
+                             bool singular_values) {
+  const bool vector = a.defined() && b.defined() && b.rank() + 1 == a.rank();
+  Tensor rhs = b;
+  if (vector) {
+    TENFERRO_ASSIGN_OR_RETURN(rhs, b.unsqueeze(b.rank()));
+  }
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, LinalgOp::lstsq(rcond, singular_values), {a, rhs}));
+  LstsqResult r{std::move(out[0]), singular_values ? std::move(out[1]) : Tensor()};
+  if (vector) {
+    TENFERRO_ASSIGN_OR_RETURN(r.x, r.x.squeeze(r.x.rank() - 1));
+  }
+  return r;
+}
+
+}  // namespace
+
 Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b) {
   // b of one axis fewer than a ([..., n] for a [..., n, n]) is a vector per
   // matrix, as numpy and torch take it: solved as [..., n, 1] (a view).
@@ -87,13 +109,13 @@ Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a) {
 }
 
 Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond) {
-  return single(context, LinalgOp::lstsq(rcond), {a, b});
+  TENFERRO_ASSIGN_OR_RETURN(LstsqResult r, lstsq_of(context, a, b, rcond, false));
+  return std::move(r.x);
 }
 
 Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, const Tensor& a, const Tensor& b,
                                                double rcond) {
-  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, LinalgOp::lstsq(rcond, true), {a, b}));
-  return LstsqResult{std::move(out[0]), std::move(out[1])};
+  return lstsq_of(context, a, b, rcond, true);
 }
 
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond) {
@@ -106,8 +128,55 @@ Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, Norm
 }
 
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order, double p) {
+  if (!x.defined())
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg.vector_norm: x is undefined");
+  Dims all;
+  for (std::int64_t a = 0; a < x.rank(); ++a) all.push_back(a);
+  return vector_norm(context, x, all, order, p);
+}
+
+Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, IntArrayRef axes, NormOrder order,
+                           double p) {
+  if (!x.defined())
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg.vector_norm: x is undefined");
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const LinalgOp> op, LinalgOp::vector_norm(order, p));
-  return single(context, op, {x});
+  // The reduced axes moved last (a view) and merged into one: the op's
+  // last-axis norm.
+  const std::int64_t rank = x.rank();
+  SmallVector<bool, 8> reduced(static_cast<std::size_t>(rank), false);
+  for (const std::int64_t given : axes) {
+    const std::int64_t a = given < 0 ? given + rank : given;
+    if (a < 0 || a >= rank) {
+      return make_error(
+          ErrorCode::kInvalidArgument, ErrorStage::kNone,
+          "linalg.vector_norm: axis {} is out of range for a tensor of rank {}; expected -{} <= axis < {}", given, rank,
+          rank, rank);
+    }
+    if (reduced[static_cast<std::size_t>(a)]) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "linalg.vector_norm: axis {} is given twice in {}; expected each axis at most once", given,
+                        shape_to_string(axes));
+    }
+    reduced[static_cast<std::size_t>(a)] = true;
+  }
+  Dims perm, shape;
+  std::int64_t count = 1;
+  for (std::int64_t a = 0; a < rank; ++a) {
+    if (!reduced[static_cast<std::size_t>(a)]) {
+      perm.push_back(a);
+      shape.push_back(x.shape()[static_cast<std::size_t>(a)]);
+    }
+  }
+  for (std::int64_t a = 0; a < rank; ++a) {
+    if (reduced[static_cast<std::size_t>(a)]) {
+      perm.push_back(a);
+      count *= x.shape()[static_cast<std::size_t>(a)];
+    }
+  }
+  shape.push_back(count);
+  TENFERRO_ASSIGN_OR_RETURN(const Tensor moved, context.transpose(x, perm));
+  TENFERRO_ASSIGN_OR_RETURN(const Tensor vectors, context.reshape(moved, shape));
+  return single(context, op, {vectors});
 }
 
 }  // namespace tenferro::linalg

@@ -143,6 +143,65 @@ TEST(CpuLinalgEngineTest, SolveTakesAVectorRightHandSide) {
   EXPECT_EQ(solve(ctx, a, random_tensor(DType::kFloat64, {2, 4}, 43)).status().code(), ErrorCode::kShapeMismatch);
 }
 
+TEST(CpuLinalgEngineTest, LstsqTakesAVectorRightHandSide) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::EagerContext ctx = rt.on();
+  const Tensor a = random_tensor(DType::kFloat64, {2, 6, 3}, 44);
+  const Tensor b = random_tensor(DType::kFloat64, {2, 6}, 45);
+  Result<Tensor> x = lstsq(ctx, a, b);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ(Dims(x->shape().begin(), x->shape().end()), (Dims{2, 3}));  // numpy: x of [n]
+  Result<Tensor> column = lstsq(ctx, a, b.unsqueeze(2).value());
+  ASSERT_TRUE(column.ok()) << column.status().to_string();
+  EXPECT_EQ(values_of(*x), values_of(*column));
+  Result<LstsqResult> with_s = lstsq_with_singular_values(ctx, a, b);
+  ASSERT_TRUE(with_s.ok()) << with_s.status().to_string();
+  EXPECT_EQ(values_of(with_s->x), values_of(*x));
+  EXPECT_EQ(Dims(with_s->s.shape().begin(), with_s->s.shape().end()), (Dims{2, 3}));
+  EXPECT_EQ(lstsq(ctx, a, random_tensor(DType::kFloat64, {2, 5}, 46)).status().code(), ErrorCode::kShapeMismatch);
+}
+
+// numpy.linalg.norm(x) and torch.linalg.vector_norm(x): all elements; with
+// axes, one norm per index of the other axes.
+TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::EagerContext ctx = rt.on();
+  const Tensor m = Tensor::from_values<double>({3, 4, 0, 0, 0, 12}, {2, 3}).value();
+  const auto real_values = [](const Result<Tensor>& r) {
+    std::vector<double> v;
+    if (!r.ok()) return v;
+    for (const cd& x : values_of(*r)) v.push_back(x.real());
+    return v;
+  };
+  Result<Tensor> all = vector_norm(ctx, m);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ(all->rank(), 0);
+  EXPECT_EQ(real_values(all), (std::vector<double>{13}));
+  EXPECT_EQ(real_values(vector_norm(ctx, m, Dims{-1})), (std::vector<double>{5, 12}));
+  EXPECT_EQ(real_values(vector_norm(ctx, m, Dims{0})), (std::vector<double>{3, 4, 12}));
+  EXPECT_EQ(real_values(vector_norm(ctx, m, Dims{1, 0})), (std::vector<double>{13}));
+  EXPECT_EQ(real_values(vector_norm(ctx, m, NormOrder::kOne)), (std::vector<double>{19}));
+  EXPECT_EQ(real_values(vector_norm(ctx, m, Dims{0}, NormOrder::kInf)), (std::vector<double>{3, 4, 12}));
+  // A transposed view of a 3-D tensor over two of its axes (which merge
+  // into one strided axis: no copy), against the sums done here. The
+  // copying case runs in cpu_runtime_test.cpp, whose runtime has a layout
+  // slot.
+  const Tensor x = random_tensor(DType::kFloat64, {3, 4, 5}, 47).permute({2, 0, 1}).value();  // [5, 3, 4]
+  const std::vector<cd> xv = values_of(x);
+  Result<Tensor> r = vector_norm(ctx, x, Dims{1, 2});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(Dims(r->shape().begin(), r->shape().end()), (Dims{5}));
+  const std::vector<double> got = real_values(r);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double sum = 0;
+    for (std::size_t jk = 0; jk < 12; ++jk) sum += std::norm(xv[i * 12 + jk]);
+    EXPECT_NEAR(got[i], std::sqrt(sum), 1e-12) << i;
+  }
+  EXPECT_EQ(vector_norm(ctx, m, Dims{2}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(vector_norm(ctx, m, Dims{1, -1}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(vector_norm(ctx, m, Dims{1, -1}).status().message().find("twice"), std::string::npos);
+}
+
 TEST(CpuLinalgEngineTest, OuterBatchParallelismForSequentialProvidersIsOneFanOutLevel) {
   auto parallel = std::make_shared<cpu::ArenaParallelContext>(2);
   auto recording = std::make_shared<RecordingProvider>(std::make_shared<EigenLinalgProvider>(), "recording-eigen");

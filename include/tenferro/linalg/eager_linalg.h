@@ -53,6 +53,8 @@ Result<Tensor> triangular_solve(runtime::EagerContext& context, const Tensor& a,
 Result<Tensor> inv(runtime::EagerContext& context, const Tensor& a);
 Result<Tensor> det(runtime::EagerContext& context, const Tensor& a);
 Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a);
+/// The minimum-norm least-squares x of a x = b; b [..., m, k], or [..., m]
+/// (a vector per matrix, giving x [..., n], as in numpy).
 Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond = -1.0);
 /// lstsq's solution and the singular values the solver computed (numpy's
 /// lstsq returns both; one factorisation).
@@ -60,7 +62,15 @@ Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, c
                                                double rcond = -1.0);
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond = -1.0);
 Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kFrobenius);
+/// The vector norm of all of x's elements (x flattened), a 0-d result, as
+/// numpy.linalg.norm(x) and torch.linalg.vector_norm(x) give it.
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,
                            double p = 2.0);
+/// The vector norm over `axes` (negative counts from the end; each at most
+/// once): one norm per index of the other axes, which the result keeps in
+/// order (numpy's axis=, torch's dim=). The LinalgOp itself reduces the
+/// last axis (Note [Linalg operation semantics]).
+Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, IntArrayRef axes,
+                           NormOrder order = NormOrder::kTwo, double p = 2.0);
 
 }  // namespace tenferro::linalg
