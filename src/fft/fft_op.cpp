@@ -101,8 +101,9 @@ Result<std::shared_ptr<const FftOp>> FftOp::create(const FftAttributes& attribut
   }
   if (!attributes.lengths.empty() && attributes.lengths.size() != attributes.axes.size()) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "fft.{}: expected one length per axis ({} axes {}), found lengths {}", to_string(attributes.kind),
-                      attributes.axes.size(), list_to_string(attributes.axes), list_to_string(attributes.lengths));
+                      "fft.{}{}: expected one length per axis ({} axes {}), found lengths {}",
+                      to_string(attributes.kind), attributes.axes.size() > 1 ? "n" : "", attributes.axes.size(),
+                      list_to_string(attributes.axes), list_to_string(attributes.lengths));
   }
   for (std::int64_t n : attributes.lengths) {
     if (n < 1 && n != -1) {

@@ -283,8 +283,8 @@ Result<Tensor> Tensor::reshape(IntArrayRef shape) const {
   std::optional<Dims> strides = view_strides(shape_, strides_, target);
   if (!strides) {
     return make_error(ErrorCode::kLayoutRequiresCopy, ErrorStage::kNone,
-                      "reshape: shape {} with strides {} cannot be viewed as {} without a copy; materialize it "
-                      "explicitly first",
+                      "reshape: shape {} with strides {} cannot be viewed as {} without a copy; copy it first "
+                      "(EagerContext::contiguous or copy; EagerContext::reshape copies when it must)",
                       shape_to_string(shape_), shape_to_string(strides_), shape_to_string(target));
   }
   return with_layout(std::move(target), std::move(*strides), offset_);
