@@ -173,13 +173,25 @@ TEST(OneShotMemoTest, ThreadsOnEveryCpuShareNoTableAtOnce) {
 
 // --- tf_einsum takes the memo ---
 
-TEST(CApiOneShot, ARepeatedCallAllocatesNothingAndANewSignatureIsPlanned) {
-  if (!::tenferro::testing::kCountsAllocations)
-    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-  PinnedToOneCpu pin;
-  ASSERT_TRUE(pin.pinned());
+// A runtime on a thread pinned to one CPU (every call leases the same
+// table), in a program whose operator new counts.
+class CApiOneShot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!::tenferro::testing::kCountsAllocations)
+      GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
+    ASSERT_TRUE(pin_.pinned());
+    ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+  }
+  void TearDown() override { tf_runtime_destroy(rt); }
+
   tf_runtime* rt = nullptr;
-  ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+
+ private:
+  PinnedToOneCpu pin_;
+};
+
+TEST_F(CApiOneShot, ARepeatedCallAllocatesNothingAndANewSignatureIsPlanned) {
   double a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, c[4] = {};
   const std::int64_t shape[2] = {2, 2};
   tf_tensor ta{sizeof(tf_tensor), a, shape, nullptr, 2, TF_DTYPE_F64};
@@ -221,26 +233,13 @@ TEST(CApiOneShot, ARepeatedCallAllocatesNothingAndANewSignatureIsPlanned) {
   tf_error* error = nullptr;
   EXPECT_EQ(tf_einsum(&bad_args, &error), TF_CODE_SHAPE_MISMATCH);
   tf_error_destroy(error);
-  tf_runtime_destroy(rt);
 }
-
-}  // namespace
-}  // namespace tenferro::c_api
-
-namespace tenferro::c_api {
-namespace {
 
 // tf_linalg and tf_fft run through the leased CPU's eager context (Note
 // [One-shot einsum memo]); a call made a new context before, which
 // resolved the engine and asked the provider again. A repeated call now
 // allocates only its results, the borrowed operands' handles and its op.
-TEST(CApiOneShot, RepeatedLinalgAndFftCallsReuseTheirContext) {
-  if (!::tenferro::testing::kCountsAllocations)
-    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-  PinnedToOneCpu pin;
-  ASSERT_TRUE(pin.pinned());
-  tf_runtime* rt = nullptr;
-  ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+TEST_F(CApiOneShot, RepeatedLinalgAndFftCallsReuseTheirContext) {
   double a[4] = {4, 1, 2, 3}, d = 0;
   const std::int64_t s2[2] = {2, 2};
   tf_tensor ta{sizeof(tf_tensor), a, s2, nullptr, 2, TF_DTYPE_F64};
@@ -274,14 +273,7 @@ TEST(CApiOneShot, RepeatedLinalgAndFftCallsReuseTheirContext) {
   if (have_fft) {
     EXPECT_LE(per_fft, 4u);
   }
-  tf_runtime_destroy(rt);
 }
-
-}  // namespace
-}  // namespace tenferro::c_api
-
-namespace tenferro::c_api {
-namespace {
 
 // tf_einsum_vjp remembers its prepared backward program (Note [One-shot
 // einsum memo]): repeated calls give the same gradients, and allocate a
@@ -289,13 +281,7 @@ namespace {
 // signature, the gradients) instead of building a program, its VJP and a
 // fingerprint again. A reused subscripts buffer with new text and new
 // active operands get their own program.
-TEST(CApiOneShot, RepeatedGradientCallsRunTheRememberedBackwardProgram) {
-  if (!::tenferro::testing::kCountsAllocations)
-    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
-  PinnedToOneCpu pin;
-  ASSERT_TRUE(pin.pinned());
-  tf_runtime* rt = nullptr;
-  ASSERT_EQ(tf_runtime_create(nullptr, &rt, nullptr), TF_CODE_OK);
+TEST_F(CApiOneShot, RepeatedGradientCallsRunTheRememberedBackwardProgram) {
   double a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, g[4] = {1, 0, 0, 2}, ga[4] = {}, gb[4] = {};
   const std::int64_t s[2] = {2, 2};
   tf_tensor ta{sizeof(tf_tensor), a, s, nullptr, 2, TF_DTYPE_F64};
@@ -350,7 +336,6 @@ TEST(CApiOneShot, RepeatedGradientCallsRunTheRememberedBackwardProgram) {
   for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(gb[i], want_bt[i]) << i;
   ASSERT_EQ(tf_einsum_vjp(&args, nullptr), TF_CODE_OK);
   check(want_a, want_b);
-  tf_runtime_destroy(rt);
 }
 
 }  // namespace
