@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -438,6 +441,75 @@ Status Tensor::copy_elements_to(void* dst) const {
   TENFERRO_TRY(storage_->wait_ready());
   internal::copy_to_contiguous(view(), dst);
   return ok_status();
+}
+
+namespace {
+
+template <class T>
+void append_value(std::string& out, const std::byte* at) {
+  T v;
+  std::memcpy(&v, at, sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    out += v ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+    fmt::format_to(std::back_inserter(out), "{}{}{}j", v.real(), std::signbit(v.imag()) ? "-" : "+",
+                   std::abs(v.imag()));
+  } else {
+    fmt::format_to(std::back_inserter(out), "{}", v);
+  }
+}
+
+// numpy's layout: one line per innermost row, a blank line more per axis
+// above, the rows indented to their bracket.
+struct ValueFormatter {
+  const std::byte* data;
+  std::size_t item;
+  void (*append)(std::string&, const std::byte*);
+  IntArrayRef shape;
+  bool summarize;
+  std::int64_t edge;
+  std::string out;
+
+  void axis(std::size_t d, std::int64_t offset) {
+    if (d == shape.size()) {
+      append(out, data + static_cast<std::size_t>(offset) * item);
+      return;
+    }
+    std::int64_t inner = 1;
+    for (std::size_t a = d + 1; a < shape.size(); ++a) inner *= shape[a];
+    const std::int64_t n = shape[d];
+    const std::string sep = "," + std::string(shape.size() - d - 1, '\n') +
+                            (d + 1 < shape.size() ? std::string(d + 1, ' ') : std::string(" "));
+    out += '[';
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (summarize && n > 2 * edge && i == edge) {
+        out += "..." + sep;
+        i = n - edge;
+      }
+      axis(d + 1, offset + i * inner);
+      if (i + 1 < n) out += sep;
+    }
+    out += ']';
+  }
+};
+
+}  // namespace
+
+Result<std::string> Tensor::format_values(std::int64_t threshold, std::int64_t edge_items) const {
+  const std::size_t item = dtype_size(dtype_);
+  std::vector<std::byte> bytes(static_cast<std::size_t>(numel()) * item);
+  TENFERRO_TRY(copy_elements_to(bytes.data()));
+  ValueFormatter f{
+      bytes.data(), item, nullptr, IntArrayRef(shape_), numel() > threshold, std::max<std::int64_t>(edge_items, 1), {}};
+  switch (dtype_) {
+#define TENFERRO_DTYPE(name, str, cpp, kind) \
+  case DType::k##name:                       \
+    f.append = &append_value<cpp>;           \
+    break;
+#include "tenferro/tensor/dtype.def"
+  }
+  f.axis(0, 0);
+  return std::move(f.out);
 }
 
 std::string Tensor::to_string() const {

@@ -254,5 +254,25 @@ TEST(TensorTest, ToStringShowsLayout) {
   EXPECT_EQ(iota({2, 3}).to_string(), "Tensor(int64, [2, 3], strides [3, 1], offset 0)");
 }
 
+// numpy's str(): the same text for the same values.
+TEST(TensorTest, FormatValuesPrintsAsNumpy) {
+  EXPECT_EQ(*iota({2, 3}).format_values(), "[[0, 1, 2],\n [3, 4, 5]]");
+  EXPECT_EQ(*iota({2, 2, 2}).format_values(), "[[[0, 1],\n  [2, 3]],\n\n [[4, 5],\n  [6, 7]]]");
+  EXPECT_EQ(*iota({}).format_values(), "0");
+  EXPECT_EQ(*iota({0}).format_values(), "[]");
+  // A transposed view prints its logical order.
+  EXPECT_EQ(*iota({2, 3}).transpose(0, 1)->format_values(), "[[0, 3],\n [1, 4],\n [2, 5]]");
+  // Beyond the threshold: the first and last three of each axis.
+  EXPECT_EQ(*iota({2000}).format_values(), "[0, 1, 2, ..., 1997, 1998, 1999]");
+  EXPECT_EQ(*iota({40, 40}).format_values(),
+            "[[0, 1, 2, ..., 37, 38, 39],\n [40, 41, 42, ..., 77, 78, 79],\n [80, 81, 82, ..., 117, 118, 119],\n ...,\n"
+            " [1480, 1481, 1482, ..., 1517, 1518, 1519],\n [1520, 1521, 1522, ..., 1557, 1558, 1559],\n"
+            " [1560, 1561, 1562, ..., 1597, 1598, 1599]]");
+  EXPECT_EQ(*Tensor::from_values<double>({0.5, -2, 1e-10}, {3})->format_values(), "[0.5, -2, 1e-10]");
+  EXPECT_EQ(*Tensor::from_values<std::complex<double>>({{1, 2}, {0.5, -1}}, {2})->format_values(), "[1+2j, 0.5-1j]");
+  EXPECT_EQ(*Tensor::from_values<bool>({true, false}, {2})->format_values(), "[true, false]");
+  EXPECT_EQ(Tensor().format_values().status().code(), ErrorCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace tenferro

@@ -158,6 +158,11 @@ class Tensor {
 
   /// "Tensor(float64, [2, 3], strides [3, 1])".
   std::string to_string() const;
+  /// The values as numpy prints them, "[[1, 2, 3],\n [4, 5, 6]]": nested
+  /// brackets in row-major order, and beyond `threshold` elements only the
+  /// first and last `edge_items` of each axis around "...". A host read:
+  /// errors as to_vector.
+  Result<std::string> format_values(std::int64_t threshold = 1000, std::int64_t edge_items = 3) const;
 
  private:
   friend struct internal::TensorBorrow;
