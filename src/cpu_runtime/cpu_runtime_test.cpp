@@ -57,6 +57,27 @@ TEST(CpuRuntimeTest, VectorNormOverAxesThatNeedACopy) {
   }
 }
 
+// The eager functions take operands as numpy does: integers as float64,
+// mixed dtypes in their common dtype.
+TEST(CpuRuntimeTest, EagerLinalgPromotesOperandsAsNumpy) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  runtime::EagerContext ctx = cpu->runtime.on();
+  Result<Tensor> d = linalg::det(ctx, *Tensor::from_values<std::int64_t>({4, 1, 2, 3}, {2, 2}));
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->dtype(), DType::kFloat64);
+  EXPECT_NEAR((*d->to_vector<double>())[0], 10.0, 1e-12);
+  const Tensor a32 = Tensor::from_values<float>({2, 0, 0, 4}, {2, 2}).value();
+  const Tensor b64 = Tensor::from_values<double>({1, 1}, {2}).value();
+  Result<Tensor> x = linalg::solve(ctx, a32, b64);  // float32 with float64: float64
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ(x->dtype(), DType::kFloat64);
+  EXPECT_EQ(*x->to_vector<double>(), (std::vector<double>{0.5, 0.25}));
+  Result<Tensor> n = linalg::vector_norm(ctx, *Tensor::from_values<std::int32_t>({3, 4}, {2}));
+  ASSERT_TRUE(n.ok()) << n.status().to_string();
+  EXPECT_EQ(*n->to_vector<double>(), (std::vector<double>{5.0}));
+}
+
 // Note [Eager dtype promotion]: mixed operands are converted to numpy's
 // common dtype before the call; the results equal the call on operands
 // converted by hand.

@@ -5,9 +5,15 @@ namespace tenferro::fft {
 
 namespace {
 
+// Integer and bool input is transformed as float64, as numpy does (Note
+// [Eager dtype promotion] in runtime/eager.h).
 Result<Tensor> call(runtime::EagerContext& context, const Tensor& x, Result<std::shared_ptr<const FftOp>> op) {
   if (!op.ok()) return op.status();
-  const Tensor inputs[] = {x};
+  Tensor input = x;
+  if (x.defined() && !is_inexact(x.dtype())) {
+    TENFERRO_ASSIGN_OR_RETURN(input, context.convert(x, DType::kFloat64));
+  }
+  const Tensor inputs[] = {input};
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(*op, inputs));
   return std::move(out[0]);
 }

@@ -185,7 +185,11 @@ TEST(CpuFftEngine, BadInputThroughEagerCalls) {
   EXPECT_EQ(fft(ctx, c, 0).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(rfft(ctx, c).status().code(), ErrorCode::kDTypeMismatch);
   EXPECT_EQ(irfft(ctx, r).status().code(), ErrorCode::kDTypeMismatch);
-  EXPECT_EQ(fft(ctx, *Tensor::zeros({4}, DType::kInt32)).status().code(), ErrorCode::kDTypeMismatch);
+  // Integers are transformed as float64, as numpy does.
+  Result<Tensor> of_ints = rfft(ctx, *Tensor::from_values<std::int32_t>({1, 2, 3, 4}, {4}));
+  ASSERT_TRUE(of_ints.ok()) << of_ints.status().to_string();
+  EXPECT_EQ(of_ints->dtype(), DType::kComplex128);
+  EXPECT_EQ(values_of(*of_ints), (std::vector<cd>{{10, 0}, {-2, 2}, {-2, 0}}));
   EXPECT_EQ(irfft(ctx, random_tensor(DType::kComplex64, {3, 1}, 3)).status().code(), ErrorCode::kShapeMismatch);
   EXPECT_EQ(fftn(ctx, c, {4, 4, 4}).status().code(), ErrorCode::kInvalidArgument);  // s longer than the rank
 }

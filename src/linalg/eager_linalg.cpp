@@ -5,9 +5,24 @@ namespace tenferro::linalg {
 
 namespace {
 
+// Operands as numpy takes them (Note [Eager dtype promotion] in
+// runtime/eager.h): of their common dtype, integers and bools as float64.
+// Operands of one inexact dtype, the common call, go as they are.
 Result<runtime::TensorList> call(runtime::EagerContext& context, const std::shared_ptr<const LinalgOp>& op,
                                  std::initializer_list<Tensor> inputs) {
-  return context.call(op, std::span<const Tensor>(inputs.begin(), inputs.size()));
+  const std::span<const Tensor> given(inputs.begin(), inputs.size());
+  bool as_given = true;
+  for (const Tensor& t : given) {
+    as_given = as_given && (!t.defined() || (is_inexact(t.dtype()) && t.dtype() == given[0].dtype()));
+  }
+  if (as_given) return context.call(op, given);
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList common, context.to_common_dtype(given));
+  for (Tensor& t : common) {
+    if (t.defined() && !is_inexact(t.dtype())) {
+      TENFERRO_ASSIGN_OR_RETURN(t, context.convert(t, DType::kFloat64));
+    }
+  }
+  return context.call(op, std::span<const Tensor>(common.data(), common.size()));
 }
 
 Result<Tensor> single(runtime::EagerContext& context, const std::shared_ptr<const LinalgOp>& op,

@@ -3,7 +3,9 @@
 // calls it through the context: the native fft engine when the context's
 // engine has the fft module installed (the eager fast path), otherwise
 // whatever the runtime resolves (Note [Eager fast path] in runtime/eager.h).
-// Semantics, dtypes and errors: Note [FFT operation semantics] in fft_op.h.
+// Semantics, dtypes and errors: Note [FFT operation semantics] in fft_op.h;
+// integer and bool input is transformed as float64, as numpy does (the
+// FftOp itself stays strict).
 // Thread-compatible like the context.
 #pragma once
 

@@ -3,6 +3,9 @@
 // calls it through the context: the native linalg engine when the context's
 // engine has the linalg module installed (the eager fast path), otherwise
 // whatever the runtime resolves (Note [Eager fast path] in runtime/eager.h).
+// Operands are taken as numpy takes them: of their common dtype, integers
+// and bools as float64 (Note [Eager dtype promotion]); the LinalgOp itself
+// stays strict.
 // Semantics, shapes and errors: Note [Linalg operation semantics] in
 // linalg_op.h. Thread-compatible like the context.
 #pragma once
