@@ -33,7 +33,9 @@
 // of different dtypes to their common dtype (promote_types, numpy's table:
 // float32 + float64 -> float64, float + complex -> complex, int + float ->
 // float64) before the call, one eager convert per operand that differs.
-// The IR stays strict: a program's ops take the dtypes their metadata says,
+// The eager linalg and FFT functions (linalg/eager_linalg.h,
+// fft/eager_fft.h) also take integer and bool operands as float64, as
+// numpy's linalg and fft do. The IR stays strict: a program's ops take the dtypes their metadata says,
 // and programs convert explicitly.
 #pragma once
 
