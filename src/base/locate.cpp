@@ -68,7 +68,6 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
     search.fallback = under(prefix);
     search.dirs.push_back(search.fallback);
   }
-  const bool named = !prefix.empty();
   if (!binary_dir.empty()) search.dirs.emplace_back(binary_dir);
   const std::string python_dir = info.python_package_dir_in_prefix.empty()
                                      ? std::string()
@@ -77,7 +76,7 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
     for (std::string_view binaries : {info.library_dir_in_prefix, std::string_view(python_dir)}) {
       if (const std::optional<std::string_view> p = prefix_of(binary_dir, binaries)) {
         std::string dir = under(*p);
-        if (!named) search.fallback = dir;
+        if (prefix.empty()) search.fallback = dir;
         search.dirs.push_back(std::move(dir));
         break;
       }

@@ -880,9 +880,9 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
     const OneShotMemo::Key key{args->subscripts, planner, inputs.views[0].dtype,
                                std::span<const IntArrayRef>(shapes.data(), shapes.size())};
     OneShotMemo::Lease memo = args->runtime->memo.acquire();
-    if (const OneShotMemo::Found found = memo.find(key); found.plan != nullptr) {
-      TENFERRO_TRY(check_output_shape(out, *found.plan, args->subscripts));
-      return run_checked(engine, *found.plan, inputs, out);
+    if (const einsum::ExecutionPlan* remembered = memo.find(key); remembered != nullptr) {
+      TENFERRO_TRY(check_output_shape(out, *remembered, args->subscripts));
+      return run_checked(engine, *remembered, inputs, out);
     }
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
                               einsum::EinsumOp::create(args->subscripts, std::move(policy)));
@@ -890,7 +890,7 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
                               engine.executor->prepare(*op, key.shapes, key.dtype));
     TENFERRO_TRY(check_output_shape(out, *plan, args->subscripts));
     Status status = run_checked(engine, *plan, inputs, out);
-    memo.remember(key, std::move(op), std::move(plan));
+    memo.remember(key, std::move(plan));
     return status;
   });
 }

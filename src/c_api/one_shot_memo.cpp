@@ -14,12 +14,11 @@ struct OneShotMemo::Table {
     std::string subscripts;
     std::int32_t planner = 0;
     DType dtype = DType::kFloat64;
-    SmallVector<std::int64_t, 16> shapes;        // rank, extents..., per operand
-    std::shared_ptr<const einsum::EinsumOp> op;  // null: free
-    std::shared_ptr<const einsum::ExecutionPlan> plan;
+    SmallVector<std::int64_t, 16> shapes;               // rank, extents..., per operand
+    std::shared_ptr<const einsum::ExecutionPlan> plan;  // null: free
 
     bool matches(const Key& key) const noexcept {
-      if (op == nullptr || planner != key.planner || dtype != key.dtype) return false;
+      if (plan == nullptr || planner != key.planner || dtype != key.dtype) return false;
       std::size_t at = 0;
       for (const IntArrayRef& shape : key.shapes) {
         if (shapes.size() - at < shape.size() + 1 || shapes[at] != static_cast<std::int64_t>(shape.size())) {
@@ -75,19 +74,19 @@ OneShotMemo::Lease::~Lease() {
   if (table_ != nullptr) slot_->store(table_, std::memory_order_release);
 }
 
-OneShotMemo::Found OneShotMemo::Lease::find(const Key& key) const noexcept {
-  if (table_ == nullptr) return {};
+const einsum::ExecutionPlan* OneShotMemo::Lease::find(const Key& key) const noexcept {
+  if (table_ == nullptr) return nullptr;
   for (const Table::Entry& e : table_->entries) {
-    if (e.matches(key)) return {e.op.get(), e.plan.get()};
+    if (e.matches(key)) return e.plan.get();
   }
-  return {};
+  return nullptr;
 }
 
-void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::EinsumOp> op,
-                                  std::shared_ptr<const einsum::ExecutionPlan> plan) noexcept {
-  if (table_ == nullptr || op == nullptr || plan == nullptr || plan->retained_bytes() > memo_->max_plan_bytes_) return;
+void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::ExecutionPlan> plan) noexcept {
+  if (table_ == nullptr || plan == nullptr || plan->retained_bytes() > memo_->max_plan_bytes_) return;
   Table::Entry& e = table_->entries[table_->next];
   table_->next = (table_->next + 1) % kEntries;
+  e.plan = nullptr;
   try {
     e.subscripts.assign(key.subscripts);
     e.shapes.clear();
@@ -96,13 +95,10 @@ void OneShotMemo::Lease::remember(const Key& key, std::shared_ptr<const einsum::
       e.shapes.append(shape.begin(), shape.end());
     }
   } catch (...) {
-    e.op = nullptr;  // out of memory: the entry stays free
-    e.plan = nullptr;
-    return;
+    return;  // out of memory: the entry stays free
   }
   e.planner = key.planner;
   e.dtype = key.dtype;
-  e.op = std::move(op);
   e.plan = std::move(plan);
 }
 

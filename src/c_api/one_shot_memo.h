@@ -8,7 +8,7 @@
 // whose prepared tf_einsum_run takes 0.18 us. C, Fortran and Julia callers
 // write loops of one-shot calls, so a runtime remembers, per CPU, the last
 // kEntries signatures -- subscripts text, planner, dtype and every operand's
-// shape -- with their op and plan. A call takes its CPU's table with one
+// shape -- with their plans (a plan needs no op to run). A call takes its CPU's table with one
 // atomic exchange (no lock: two threads running at the same time are on
 // different CPUs, Note [Sharded counters]), compares, runs and puts the
 // table back; a hit skips the parse, the op and the plan cache. A table
@@ -49,7 +49,6 @@
 
 #include "tenferro/base/int_array_ref.h"
 #include "tenferro/base/small_vector.h"
-#include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum_cpu/execution_plan.h"
 #include "tenferro/runtime/eager.h"
 #include "tenferro/runtime/runtime.h"
@@ -72,12 +71,6 @@ class OneShotMemo {
     std::span<const IntArrayRef> shapes;
   };
 
-  /// A remembered signature's op and plan.
-  struct Found {
-    const einsum::EinsumOp* op = nullptr;
-    const einsum::ExecutionPlan* plan = nullptr;
-  };
-
   /// What a gradient call is looked up by. Borrowed.
   struct VjpKey {
     std::string_view subscripts;
@@ -97,13 +90,12 @@ class OneShotMemo {
     Lease& operator=(Lease&&) = delete;
     ~Lease();
     bool busy() const noexcept { return table_ == nullptr; }
-    /// The remembered answer for `key` (null members: none); valid while
-    /// this lease lives.
-    Found find(const Key& key) const noexcept;
-    /// Remembers `key` -> (op, plan) in place of the oldest entry, unless
-    /// the plan is larger than the memo's max_plan_bytes.
-    void remember(const Key& key, std::shared_ptr<const einsum::EinsumOp> op,
-                  std::shared_ptr<const einsum::ExecutionPlan> plan) noexcept;
+    /// The remembered plan for `key`, or null; valid while this lease
+    /// lives.
+    const einsum::ExecutionPlan* find(const Key& key) const noexcept;
+    /// Remembers `key` -> `plan` in place of the oldest entry, unless the
+    /// plan is larger than the memo's max_plan_bytes.
+    void remember(const Key& key, std::shared_ptr<const einsum::ExecutionPlan> plan) noexcept;
     /// The remembered backward program for `key`, or null.
     const runtime::PreparedProgram* find(const VjpKey& key) const noexcept;
     /// Remembers `key` -> `prepared` in place of the oldest gradient entry.
