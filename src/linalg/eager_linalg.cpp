@@ -1,6 +1,8 @@
 // Eager linalg calls (eager_linalg.h): build the op, call it, unpack.
 #include "tenferro/linalg/eager_linalg.h"
 
+#include <algorithm>
+
 namespace tenferro::linalg {
 
 namespace {
@@ -78,40 +80,86 @@ Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a) {
 
 namespace {
 
-// lstsq with a b of one axis fewer than a ([..., m] for a [..., m, n]): a
-// vector per matrix, as numpy takes it, solved as [..., m, 1] (a view) and
-// returned as [..., n].
+// Note [Eager batch broadcasting]
+// solve, triangular_solve and lstsq take a [..., m, n] and b [..., m, k]
+// whose batch axes broadcast as numpy's and torch's do (a [2, 1, n, n] with
+// b [3, n, k] solves 2 x 3 systems). solve and lstsq also take b as one
+// vector per matrix: a b of one axis ([m], broadcast over every matrix, as
+// numpy 2 reads it) or of a's shape without its last axis ([..., m], torch's
+// rule, which numpy 1's agrees with wherever both apply). A vector is solved
+// as [..., m, 1] (a view) and returned as [..., n]. Broadcasting is views
+// (stride 0), no copy here; operands whose batch axes already agree go as
+// they are. The LinalgOp itself takes equal batch axes only.
+struct SystemOperands {
+  Tensor a;
+  Tensor b;
+  bool vector = false;
+};
+
+Result<SystemOperands> broadcast_system(std::string_view op, const Tensor& a, const Tensor& b, bool vectors) {
+  SystemOperands s{a, b, false};
+  if (!a.defined() || !b.defined() || a.rank() < 2) return s;  // the op refuses them with its own message
+  const IntArrayRef as = a.shape();
+  const IntArrayRef bs = b.shape();
+  s.vector = vectors && (b.rank() == 1 || (b.rank() + 1 == a.rank() && bs == IntArrayRef(as.data(), bs.size())));
+  if (s.vector) {
+    TENFERRO_ASSIGN_OR_RETURN(s.b, b.unsqueeze(b.rank()));
+  }
+  if (s.b.rank() < 2) return s;
+  const IntArrayRef a_batch(as.data(), as.size() - 2);
+  const IntArrayRef b_batch(s.b.shape().data(), s.b.shape().size() - 2);
+  if (a_batch == b_batch) return s;
+  const std::size_t rank = std::max(a_batch.size(), b_batch.size());
+  Dims batch(rank, 1);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t x = i < rank - a_batch.size() ? 1 : a_batch[i - (rank - a_batch.size())];
+    const std::int64_t y = i < rank - b_batch.size() ? 1 : b_batch[i - (rank - b_batch.size())];
+    if (x != y && x != 1 && y != 1) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "linalg.{}: expected the batch axes of a and b to broadcast (numpy's rule), found a {} and "
+                        "b {} (batch {} and {})",
+                        op, shape_to_string(as), shape_to_string(bs), shape_to_string(a_batch),
+                        shape_to_string(b_batch));
+    }
+    batch[i] = x == 1 ? y : x;
+  }
+  const auto with_core = [&batch](IntArrayRef shape) {
+    Dims full = batch;
+    full.append(shape.end() - 2, shape.end());
+    return full;
+  };
+  TENFERRO_ASSIGN_OR_RETURN(s.a, a.broadcast_to(with_core(as)));
+  TENFERRO_ASSIGN_OR_RETURN(s.b, s.b.broadcast_to(with_core(s.b.shape())));
+  return s;
+}
+
+Result<Tensor> unvector(const SystemOperands& s, Tensor x) {
+  if (!s.vector) return x;
+  return x.squeeze(x.rank() - 1);
+}
+
 Result<LstsqResult> lstsq_of(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond,
                              bool singular_values) {
-  const bool vector = a.defined() && b.defined() && b.rank() + 1 == a.rank();
-  Tensor rhs = b;
-  if (vector) {
-    TENFERRO_ASSIGN_OR_RETURN(rhs, b.unsqueeze(b.rank()));
-  }
-  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, LinalgOp::lstsq(rcond, singular_values), {a, rhs}));
+  TENFERRO_ASSIGN_OR_RETURN(const SystemOperands s, broadcast_system("lstsq", a, b, true));
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out,
+                            call(context, LinalgOp::lstsq(rcond, singular_values), {s.a, s.b}));
   LstsqResult r{std::move(out[0]), singular_values ? std::move(out[1]) : Tensor()};
-  if (vector) {
-    TENFERRO_ASSIGN_OR_RETURN(r.x, r.x.squeeze(r.x.rank() - 1));
-  }
+  TENFERRO_ASSIGN_OR_RETURN(r.x, unvector(s, std::move(r.x)));
   return r;
 }
 
 }  // namespace
 
 Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b) {
-  // b of one axis fewer than a ([..., n] for a [..., n, n]) is a vector per
-  // matrix, as numpy and torch take it: solved as [..., n, 1] (a view).
-  if (a.defined() && b.defined() && b.rank() + 1 == a.rank()) {
-    TENFERRO_ASSIGN_OR_RETURN(const Tensor column, b.unsqueeze(b.rank()));
-    TENFERRO_ASSIGN_OR_RETURN(const Tensor x, single(context, LinalgOp::solve(), {a, column}));
-    return x.squeeze(x.rank() - 1);
-  }
-  return single(context, LinalgOp::solve(), {a, b});
+  TENFERRO_ASSIGN_OR_RETURN(const SystemOperands s, broadcast_system("solve", a, b, true));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor x, single(context, LinalgOp::solve(), {s.a, s.b}));
+  return unvector(s, std::move(x));
 }
 
 Result<Tensor> triangular_solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b, bool lower,
                                 bool unit_diagonal, TriangularTranspose transpose) {
-  return single(context, LinalgOp::triangular_solve(lower, unit_diagonal, transpose), {a, b});
+  TENFERRO_ASSIGN_OR_RETURN(const SystemOperands s, broadcast_system("triangular_solve", a, b, false));
+  return single(context, LinalgOp::triangular_solve(lower, unit_diagonal, transpose), {s.a, s.b});
 }
 
 Result<Tensor> inv(runtime::EagerContext& context, const Tensor& a) { return single(context, LinalgOp::inv(), {a}); }

@@ -161,6 +161,80 @@ TEST(CpuLinalgEngineTest, LstsqTakesAVectorRightHandSide) {
   EXPECT_EQ(lstsq(ctx, a, random_tensor(DType::kFloat64, {2, 5}, 46)).status().code(), ErrorCode::kShapeMismatch);
 }
 
+// Note [Eager batch broadcasting]: the batch axes of a and b broadcast as in
+// numpy and torch; every system of the broadcast stack is solved.
+TEST(CpuLinalgEngineTest, SystemsBroadcastTheirBatchAxes) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::EagerContext ctx = rt.on();
+  const auto shape_of = [](const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); };
+  const auto residual = [](const RefMatrix& a, const RefMatrix& x, const RefMatrix& b) { return (a * x - b).max_abs(); };
+  const auto column = [](const std::vector<cd>& v) {
+    RefMatrix m(static_cast<std::int64_t>(v.size()), 1);
+    m.d = v;
+    return m;
+  };
+  const double tol = tolerance(DType::kFloat64, 4);
+
+  // a [2, 1, 4, 4] with b [3, 4, 2]: 2 x 3 systems.
+  const Tensor a = well_conditioned(DType::kFloat64, {2, 1, 4, 4}, 51);
+  const Tensor b = random_tensor(DType::kFloat64, {3, 4, 2}, 52);
+  Result<Tensor> x = solve(ctx, a, b);
+  ASSERT_TRUE(x.ok()) << x.status().to_string();
+  EXPECT_EQ(shape_of(*x), (Dims{2, 3, 4, 2}));
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 3; ++j)
+      EXPECT_LT(residual(matrix_of(a, i), matrix_of(*x, i * 3 + j), matrix_of(b, j)), tol) << i << "," << j;
+
+  // A b of one axis is one vector for every matrix (numpy 2, torch).
+  const Tensor stack = well_conditioned(DType::kFloat64, {3, 4, 4}, 53);
+  const Tensor v = random_tensor(DType::kFloat64, {4}, 54);
+  Result<Tensor> xv = solve(ctx, stack, v);
+  ASSERT_TRUE(xv.ok()) << xv.status().to_string();
+  EXPECT_EQ(shape_of(*xv), (Dims{3, 4}));
+  for (std::int64_t i = 0; i < 3; ++i)
+    EXPECT_LT(residual(matrix_of(stack, i), column(vector_of(*xv, i)), column(values_of(v))), tol) << i;
+
+  // A b of one axis fewer than a that is not a's shape without its last axis
+  // is a matrix broadcast over the stack (torch's rule): [4, 4] with a [3, 4, 4].
+  const Tensor square = random_tensor(DType::kFloat64, {4, 4}, 55);
+  Result<Tensor> xm = solve(ctx, stack, square);
+  ASSERT_TRUE(xm.ok()) << xm.status().to_string();
+  EXPECT_EQ(shape_of(*xm), (Dims{3, 4, 4}));
+  for (std::int64_t i = 0; i < 3; ++i)
+    EXPECT_LT(residual(matrix_of(stack, i), matrix_of(*xm, i), matrix_of(square, 0)), tol) << i;
+
+  // triangular_solve: one lower-triangular a for a stack of right-hand sides.
+  Result<Tensor> lower =
+      Tensor::from_values<double>({2, 0, 0, 0, 1, 3, 0, 0, -1, 2, 4, 0, 0.5, 1, -2, 5}, {4, 4});
+  ASSERT_TRUE(lower.ok());
+  const Tensor rhs = random_tensor(DType::kFloat64, {2, 4, 3}, 56);
+  Result<Tensor> xt = triangular_solve(ctx, *lower, rhs, true);
+  ASSERT_TRUE(xt.ok()) << xt.status().to_string();
+  EXPECT_EQ(shape_of(*xt), (Dims{2, 4, 3}));
+  for (std::int64_t i = 0; i < 2; ++i)
+    EXPECT_LT(residual(matrix_of(*lower, 0), matrix_of(*xt, i), matrix_of(rhs, i)), tol) << i;
+
+  // lstsq: a stack of tall matrices with one vector.
+  const Tensor tall = random_tensor(DType::kFloat64, {2, 6, 3}, 57);
+  const Tensor y = random_tensor(DType::kFloat64, {6}, 58);
+  Result<Tensor> xl = lstsq(ctx, tall, y);
+  ASSERT_TRUE(xl.ok()) << xl.status().to_string();
+  EXPECT_EQ(shape_of(*xl), (Dims{2, 3}));
+  for (std::int64_t i = 0; i < 2; ++i) {
+    Result<Tensor> one = lstsq(ctx, tall.slice(0, i, i + 1).value().squeeze(0).value(), y);
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    const std::vector<cd> got = vector_of(*xl, i), want = values_of(*one);
+    for (std::size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(std::abs(got[k] - want[k]), 0.0, 1e-12) << i;
+  }
+
+  // Batch axes that do not broadcast: a typed error naming both shapes.
+  Result<Tensor> bad = solve(ctx, a, random_tensor(DType::kFloat64, {3, 2, 4, 1}, 59));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_NE(bad.status().message().find("found a [2, 1, 4, 4] and b [3, 2, 4, 1]"), std::string::npos)
+      << bad.status().to_string();
+}
+
 // numpy.linalg.norm(x) and torch.linalg.vector_norm(x): all elements; with
 // axes, one norm per index of the other axes.
 TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
