@@ -49,15 +49,18 @@ Result<EigenResult> eigh(runtime::EagerContext& context, const Tensor& a, bool c
 Result<EigenResult> eig(runtime::EagerContext& context, const Tensor& a, bool compute_vectors = true);
 Result<Tensor> cholesky(runtime::EagerContext& context, const Tensor& a);
 Result<LuResult> lu(runtime::EagerContext& context, const Tensor& a);
-/// x with a x = b; b [..., n, k], or [..., n] (a vector per matrix, as in numpy).
+/// x with a x = b; b [..., n, k], or a vector per matrix: [n] or a's shape
+/// without its last axis (torch's rule). The batch axes of a and b broadcast
+/// as in numpy and torch (Note [Eager batch broadcasting], also for
+/// triangular_solve and lstsq).
 Result<Tensor> solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b);
 Result<Tensor> triangular_solve(runtime::EagerContext& context, const Tensor& a, const Tensor& b, bool lower,
                                 bool unit_diagonal = false, TriangularTranspose transpose = TriangularTranspose::kNone);
 Result<Tensor> inv(runtime::EagerContext& context, const Tensor& a);
 Result<Tensor> det(runtime::EagerContext& context, const Tensor& a);
 Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a);
-/// The minimum-norm least-squares x of a x = b; b [..., m, k], or [..., m]
-/// (a vector per matrix, giving x [..., n], as in numpy).
+/// The minimum-norm least-squares x of a x = b; b [..., m, k], or a vector
+/// per matrix as solve takes it (giving x [..., n], as in numpy).
 Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond = -1.0);
 /// lstsq's solution and the singular values the solver computed (numpy's
 /// lstsq returns both; one factorisation).
