@@ -483,11 +483,14 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None, threads=None, runtime=Non
             f"pinv: expected rcond of a shape that broadcasts with the stack's {a.shape[:-2]}, found "
             f"{_np.shape(rcond)}", code="kShapeMismatch", canonical="kInvalidArgument") from None
     a = _np.broadcast_to(a, batch + a.shape[-2:])
-    rcond = _np.broadcast_to(_np.asarray(rcond, dtype=float), batch)
-    out = _np.empty(batch + (a.shape[-1], a.shape[-2]), dtype=_np.result_type(a.dtype, _np.float32))
-    for index in _np.ndindex(*batch):
-        out[index] = _call("pinv", [a[index]], runtime, rcond=float(rcond[index]))[0]
-    return out
+    rcond = _np.asarray(rcond, dtype=float)
+    # One batched SVD and numpy's own composition (one cutoff per matrix):
+    # V diag(1/s where s > rcond * max(s), else 0) U^H.
+    u, s, vh = _call("svd", [a], runtime, mode="thin")
+    cutoff = rcond[..., None] * (s.max(axis=-1, keepdims=True) if s.shape[-1] else 0.0)
+    with _np.errstate(divide="ignore"):
+        s_inv = _np.where(s > cutoff, 1.0 / s, 0.0).astype(s.dtype, copy=False)
+    return _np.matmul(_np.swapaxes(vh, -1, -2).conj() * s_inv[..., None, :], _np.swapaxes(u, -1, -2).conj())
 
 
 _MATRIX_ORDS = {"fro": "fro", "nuc": "nuc", 1: "1", -1: "-1", 2: "2", -2: "-2", _np.inf: "inf", -_np.inf: "-inf"}

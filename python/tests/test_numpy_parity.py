@@ -70,11 +70,19 @@ def test_lstsq_rcond_conventions_match_numpy(rng):
     assert tl.lstsq(a, b, rcond=-1)[2] == 3 and tl.lstsq(a, b)[2] == 2
 
 
-def test_pinv_takes_an_array_rcond_broadcast_over_the_stack(rng):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_pinv_takes_an_array_rcond_broadcast_over_the_stack(dtype, rng):
     a = rng.random((3, 4, 5))
     a[1, :, 4] = a[1, :, 3] * (1 + 1e-9)
-    rcond = np.array([1e-15, 1e-6, 0.5])
-    np.testing.assert_allclose(tl.pinv(a, rcond=rcond), np.linalg.pinv(a, rcond=rcond), atol=1e-9)
+    if np.iscomplexobj(dtype(0)):
+        a = a + 1j * rng.random(a.shape)
+    a = a.astype(dtype)
+    atol = 1e-9 if dtype in (np.float64, np.complex128) else 1e-3
+    for x, rcond in [(a, np.array([1e-15, 1e-6, 0.5])), (a[:2, None, :, :3], np.array([[1e-3], [0.9]])),
+                     (a[:0], np.ones(1)), (a[:, :0], np.ones(3)), (a[:, :, :0], np.ones(3))]:
+        got, want = tl.pinv(x, rcond=rcond), np.linalg.pinv(x, rcond=rcond)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, atol=atol)
 
 
 def test_fft_repeated_axes_transform_twice_like_numpy(rng):
