@@ -842,25 +842,43 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
                             shape_to_string(out_shape), shape_to_string(ct_tensor.shape())));
   }
 
-  program::ProgramBuilder b;
-  std::vector<program::ProgramValue> inputs;
-  for (const Tensor& t : operands.tensors()) {
-    const program::SymbolicShape s = program::symbolic_shape(t.shape());
-    inputs.push_back(value_or_raise(b.add_input(dtype, std::span<const program::SymbolicExtent>(s.data(), s.size()))));
-  }
-  // The AD context differentiates it through its planned pairwise steps
-  // (Note [Pairwise einsums for reverse mode]).
-  const program::ProgramValue out = value_or_raise(einsum::emit_einsum(b, op, inputs));
-  const program::FrozenProgram f = value_or_raise(b.freeze({out}));
+  // Note [Einsum gradients in Python]: the operands, then the cotangent.
+  std::vector<Tensor> params(operands.tensors().begin(), operands.tensors().end());
+  params.push_back(ct_tensor);
+  runtime::InputSignature signature = runtime::InputSignature::of(params);
+  std::shared_ptr<const runtime::PreparedProgram> backward = rt.einsum_backward(*op, signature);
+  std::shared_ptr<const runtime::PreparedProgram> made;
+  std::optional<program::FrozenProgram> f;
   std::vector<std::uint32_t> active(operands.size());
-  for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
-  const SmallVector<Tensor, 8>& params = operands.tensors();
+  if (backward == nullptr) {
+    program::ProgramBuilder b;
+    std::vector<program::ProgramValue> inputs;
+    for (const Tensor& t : operands.tensors()) {
+      const program::SymbolicShape s = program::symbolic_shape(t.shape());
+      inputs.push_back(
+          value_or_raise(b.add_input(dtype, std::span<const program::SymbolicExtent>(s.data(), s.size()))));
+    }
+    // The AD context differentiates it through its planned pairwise steps
+    // (Note [Pairwise einsums for reverse mode]).
+    const program::ProgramValue out = value_or_raise(einsum::emit_einsum(b, op, inputs));
+    f = value_or_raise(b.freeze({out}));
+    for (std::size_t i = 0; i < active.size(); ++i) active[i] = static_cast<std::uint32_t>(i);
+  }
   if (rt.from_before_fork()) ok_or_raise(rt.fork_error());
-  Result<std::vector<Tensor>> r = [&] {
+  Result<std::vector<Tensor>> r = [&]() -> Result<std::vector<Tensor>> {
     py::gil_scoped_release nogil;
-    return ad::vjp_cotangents(rt.runtime(), rt.ad(), f, std::span<const Tensor>(params.data(), params.size()), active,
-                              std::span<const Tensor>(&ct_tensor, 1));
+    if (backward == nullptr) {
+      TENFERRO_ASSIGN_OR_RETURN(made, ad::prepare_vjp_cotangents(rt.runtime(), rt.ad(), *f, active, signature));
+      if (made == nullptr) {  // vjp_cotangents serves what the prepared program cannot
+        return ad::vjp_cotangents(rt.runtime(), rt.ad(), *f, std::span<const Tensor>(params.data(), active.size()),
+                                  active, std::span<const Tensor>(&params.back(), 1));
+      }
+    }
+    TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out,
+                              rt.runtime().run_prepared(backward != nullptr ? *backward : *made, params));
+    return std::vector<Tensor>(out.begin(), out.end());
   }();
+  if (made != nullptr) rt.remember_einsum_backward(op, std::move(signature), std::move(made));
   std::vector<Tensor> cotangents = value_or_raise(std::move(r));
   py::tuple grads(cotangents.size());
   for (std::size_t i = 0; i < cotangents.size(); ++i) {
@@ -945,13 +963,16 @@ tenferro.linalg functions, or call its einsum method.)doc")
                              "Calls on this runtime that released the GIL while they computed; calls with less "
                              "work keep it, so threads doing tiny calls take turns instead of handing it over "
                              "(docs/python.md, threads).")
+      .def_property_readonly("cached_einsum_gradients", &PyRuntime::cached_einsum_backwards,
+                             "Prepared backward programs of einsum_vjp kept for reuse (at most 8, the most recently "
+                             "used; one per subscripts, optimize, dtypes, shapes and layouts).")
       .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
                              "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
       .def_property_readonly("pooled_bytes", &PyRuntime::pooled_bytes,
                              "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
                              "clear_caches() returns them to the system).")
       .def("clear_caches", &PyRuntime::clear_caches,
-           "Drops the parsed-op cache, the compiled slicings, the compile cache of recorded gradients, the AD "
+           "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded gradients, the AD "
            "transform cache and the prepared-plan cache, and returns the memory pool's freed blocks to the "
            "system.")
       .def(

@@ -232,6 +232,22 @@ std::size_t PyRuntime::cached_ops() const noexcept {
   return n;
 }
 
+std::shared_ptr<const runtime::PreparedProgram> PyRuntime::einsum_backward(
+    const einsum::EinsumOp& op, const runtime::InputSignature& signature) const {
+  for (const EinsumBackward& e : backwards_) {
+    if (e.op.get() == &op && e.signature == signature) return e.backward;
+  }
+  return nullptr;
+}
+
+void PyRuntime::remember_einsum_backward(std::shared_ptr<const einsum::EinsumOp> op, runtime::InputSignature signature,
+                                         std::shared_ptr<const runtime::PreparedProgram> backward) {
+  if (backwards_.size() == kBackwardEntries) backwards_.pop_back();
+  backwards_.insert(backwards_.begin(), EinsumBackward{std::move(op), std::move(signature), std::move(backward)});
+}
+
+std::size_t PyRuntime::cached_einsum_backwards() const noexcept { return backwards_.size(); }
+
 // Note [Sliced einsum in Python]
 // tenferro.einsum(..., max_intermediate_bytes=B) runs the CLI's
 // --max-intermediate: the path planned as usual, then labels fixed one
@@ -346,6 +362,7 @@ void PyRuntime::clear_caches() {
   }
   for (OpMap& m : ops_) m.clear();
   path_ops_.clear();
+  backwards_.clear();
   fft_ops_.clear();
   ad_->clear_cache();
   compiler_->clear_cache();

@@ -169,3 +169,38 @@ def test_vjp_refuses_a_complex_cotangent_for_a_real_output(rng):
     with pytest.raises(tenferro.DTypeError, match="expected a real cotangent"):
         vjp_fn(np.ones(3, complex))
     np.testing.assert_allclose(vjp_fn(np.ones(3))[0], np.full(3, 2.0))
+
+
+def test_repeated_einsum_vjp_runs_its_remembered_backward_program(rng):
+    # Note [Einsum gradients in Python]: a miss always remembers a program,
+    # so a count that stays at one over repeated calls shows they hit; each
+    # new signature (shapes, a transposed layout, a dtype, subscripts) gets
+    # its own program and its own, correct gradients.
+    rt = tenferro.Runtime(threads=1)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    ct = rng.standard_normal((3, 5))
+
+    def check(x, y, g, subscripts="ij,jk->ik"):
+        got = tenferro.einsum_vjp(subscripts, x, y, g, runtime=rt)
+        tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+        want = torch.autograd.grad(torch.einsum(subscripts, tx, ty), (tx, ty), torch.tensor(g))
+        for k in range(2):
+            np.testing.assert_allclose(got[k], want[k].numpy(), rtol=1e-6)
+            assert got[k].dtype == (x, y)[k].dtype
+
+    for _ in range(5):
+        check(a, b, ct)
+    assert rt.cached_einsum_gradients == 1
+    check(a[:2], b, ct[:2])  # other shapes
+    check(np.asfortranarray(a), b, ct)  # another layout class
+    check(a.astype(np.float32), b.astype(np.float32), ct.astype(np.float32))
+    check(a, b[:, :3].T.copy(), ct[:, :3], "ij,kj->ik")
+    assert rt.cached_einsum_gradients == 5
+    for _ in range(3):
+        check(a, b, ct)  # still remembered
+    assert rt.cached_einsum_gradients == 5
+    for n in range(1, 6):
+        check(a[:, :n], b[:n], ct)
+    assert rt.cached_einsum_gradients == 8  # the bound
+    rt.clear_caches()
+    assert rt.cached_einsum_gradients == 0

@@ -139,6 +139,26 @@ Result<std::vector<Tensor>> vjp_cotangents(runtime::Runtime& runtime, AdContext&
   return std::move(result.cotangents);
 }
 
+Result<std::shared_ptr<const runtime::PreparedProgram>> prepare_vjp_cotangents(
+    runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f, std::span<const std::uint32_t> active_inputs,
+    const runtime::InputSignature& signature) {
+  TENFERRO_TRY(check_program(f, "prepare_vjp_cotangents"));
+  const std::size_t num_outputs = f.program->outputs().size();
+  TENFERRO_ASSIGN_OR_RETURN(ReusingVjpProgram program, context.vjp_reusing_outputs(f, active_inputs, num_outputs));
+  const program::ProgramBindings& bindings = program.backward.bindings;
+  // f's bound inputs are bound inputs of the backward program too.
+  bool runs_as_given = program.layout.differentiated_outputs.size() == num_outputs &&
+                       (bindings.num_inputs() == 0 || bindings.num_inputs() == signature.size());
+  for (std::size_t i = 0; i < bindings.num_inputs(); ++i) {
+    runs_as_given = runs_as_given && bindings.bound_tensor(i) == nullptr;
+  }
+  for (const TangentState state : program.layout.input_cotangents) {
+    runs_as_given = runs_as_given && state == TangentState::kPresent;
+  }
+  if (!runs_as_given) return std::shared_ptr<const runtime::PreparedProgram>();
+  return runtime.prepare_for(program.backward.program, signature);
+}
+
 Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
                                  std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
                                  std::uint32_t output) {

@@ -1063,28 +1063,16 @@ TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
       }
       TENFERRO_ASSIGN_OR_RETURN(const program::ProgramValue result, einsum::emit_einsum(b, op, values));
       TENFERRO_ASSIGN_OR_RETURN(const program::FrozenProgram f, b.freeze({result}));
-      // The backward program alone (ad::vjp_cotangents' program), prepared
-      // for the operands and the cotangent, when those are all its inputs
-      // and every active operand's gradient is one of its outputs, in order.
-      TENFERRO_ASSIGN_OR_RETURN(ad::ReusingVjpProgram backward, engine.ad->vjp_reusing_outputs(f, active, 1));
-      const auto& states = backward.layout.input_cotangents;
-      const program::ProgramBindings& bindings = backward.backward.bindings;
-      bool all_parameters = bindings.num_inputs() == 0 || bindings.num_inputs() == params.size();
-      for (std::size_t i = 0; i < bindings.num_inputs(); ++i) {
-        all_parameters = all_parameters && bindings.bound_tensor(i) == nullptr;
-      }
-      if (!all_parameters || states.size() != active.size() ||
-          !std::all_of(states.begin(), states.end(),
-                       [](ad::TangentState t) { return t == ad::TangentState::kPresent; })) {
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::PreparedProgram> backward,
+                                ad::prepare_vjp_cotangents(rt, *engine.ad, f, active, signature));
+      if (backward == nullptr) {
         const std::span<const Tensor> operands(params.data(), inputs.views.size());
         TENFERRO_ASSIGN_OR_RETURN(gradients, ad::vjp_cotangents(rt, *engine.ad, f, operands, active,
                                                                 std::span<const Tensor>(&params.back(), 1)));
       } else {
-        TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::PreparedProgram> prepared,
-                                  rt.prepare_for(backward.backward.program, signature));
-        TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, rt.run_prepared(*prepared, params));
+        TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, rt.run_prepared(*backward, params));
         gradients.assign(out.begin(), out.end());
-        memo.remember(key, std::move(prepared));
+        memo.remember(key, std::move(backward));
       }
     }
     cpu::SequentialContext sequential;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -64,6 +65,16 @@ Result<std::vector<Tensor>> vjp_cotangents(runtime::Runtime& runtime, AdContext&
                                            const program::FrozenProgram& f, std::span<const Tensor> parameters,
                                            std::span<const std::uint32_t> active_inputs,
                                            std::span<const Tensor> cotangents);
+/// vjp_cotangents' backward program prepared for `signature` (f's
+/// parameters, then one cotangent per output), for a caller that runs it
+/// many times: runtime.run_prepared(*p, {parameters..., cotangents...})
+/// gives one gradient per active input, in order, with no transform or
+/// plan lookup. Null where that program cannot run on exactly those inputs
+/// (f has bound inputs, an output is not differentiated, or an active
+/// input's gradient is structurally zero); vjp_cotangents serves those.
+Result<std::shared_ptr<const runtime::PreparedProgram>> prepare_vjp_cotangents(
+    runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
+    std::span<const std::uint32_t> active_inputs, const runtime::InputSignature& signature);
 /// The gradient of f's real scalar output `output`, one tensor per active input.
 Result<std::vector<Tensor>> grad(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
                                  std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
