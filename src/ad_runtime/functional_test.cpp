@@ -189,6 +189,49 @@ TEST(Functional, ReusingOutputsSkipsPrimalRecomputation) {
   EXPECT_EQ(context.vjp_reusing_outputs(f, active, 4).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// prepare_vjp_cotangents: the backward program prepared once gives
+// vjp_cotangents' gradients on every run; null where it cannot run on the
+// parameters and cotangents alone.
+TEST(Functional, PreparedVjpCotangentsRunAsVjpCotangents) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  AdContext context;
+  ProgramBuilder b;
+  ProgramValue x = *b.add_input(DType::kFloat64, {3}, "x");
+  ProgramValue a = *b.add_input(DType::kFloat64, {3, 3}, "A");
+  ProgramValue ax = *b.emit(CoreSemanticOp::kDotGeneral, {a, x}, program::DotGeneralAttributes{{}, {}, {1}, {0}});
+  FrozenProgram f = *b.freeze({*b.emit(CoreSemanticOp::kTanh, {ax})});
+  const std::uint32_t active[] = {0, 1};
+  std::vector<Tensor> inputs{*random_tensor(DType::kFloat64, {3}, 1), *random_tensor(DType::kFloat64, {3, 3}, 2),
+                             *random_tensor(DType::kFloat64, {3}, 3)};
+  auto prepared = prepare_vjp_cotangents(rt, context, f, active, runtime::InputSignature::of(inputs));
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  ASSERT_NE(*prepared, nullptr);
+  for (std::uint32_t seed = 4; seed < 7; ++seed) {  // new values, the same signature
+    inputs[0] = *random_tensor(DType::kFloat64, {3}, seed);
+    auto got = rt.run_prepared(**prepared, inputs);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    auto want = vjp_cotangents(rt, context, f, std::span<const Tensor>(inputs.data(), 2), active,
+                               std::span<const Tensor>(&inputs[2], 1));
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_EQ(got->size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) EXPECT_TRUE(check_allclose((*got)[k], (*want)[k]).ok()) << seed << " " << k;
+  }
+  // A captured input, or an active input nothing depends on: null.
+  const Tensor x0 = *random_tensor(DType::kFloat64, {3}, 7);
+  const std::vector<Tensor> scalar_inputs{inputs[0], inputs[1], *Tensor::from_values<double>({1.0}, {})};
+  auto captured =
+      prepare_vjp_cotangents(rt, context, scalar_program(x0), active, runtime::InputSignature::of(scalar_inputs));
+  ASSERT_TRUE(captured.ok()) << captured.status().to_string();
+  EXPECT_EQ(*captured, nullptr);
+  ProgramBuilder u;
+  ProgramValue y = *u.add_input(DType::kFloat64, {3}, "y");
+  (void)*u.add_input(DType::kFloat64, {3, 3}, "unused");
+  FrozenProgram g = *u.freeze({*u.emit(CoreSemanticOp::kSin, {y})});
+  auto unused = prepare_vjp_cotangents(rt, context, g, active, runtime::InputSignature::of(inputs));
+  ASSERT_TRUE(unused.ok()) << unused.status().to_string();
+  EXPECT_EQ(*unused, nullptr);
+}
+
 // --- complex convention (Note [Complex convention]) ---
 
 struct ComplexLoss {
