@@ -49,7 +49,7 @@
 // complex128. A failure to convert an argument on one rank (a float16
 // array, an unknown op) is agreed (mpi::agree) before the collective, so
 // every rank raises -- that rank its own exception -- and none waits; the
-// collective's own agreement then catches different sizes, dtypes and
+// collective's own agreement then catches different shapes, dtypes and
 // roots. broadcast sends the root's dtype and shape first, so the other
 // ranks may pass None. A send whose argument fails still sends an error
 // header, so the receiver raises too.

@@ -111,7 +111,8 @@ class Communicator:
         largest intermediate of one slice: indices are sliced until it fits,
         and the slices run in sequence on each rank. ``check_operands=True``
         first checks that every rank passes the same operand values (a hash
-        of their bytes, one small allreduce): the ranks' shares are summed,
+        of the values in native byte order, with -0.0 as 0.0, and one small
+        allreduce): the ranks' shares are summed,
         so different values would give every rank a wrong result.
         """
         subscripts, operands = _call_form(subscripts, operands)
@@ -138,7 +139,13 @@ class Communicator:
         try:
             h = hashlib.blake2b(digest_size=8)
             for op in operands:
+                # The values, not their bytes: native byte order, and -0.0
+                # as 0.0 (x + 0 is +0.0 for either zero).
                 a = np.ascontiguousarray(op)
+                if not a.dtype.isnative:
+                    a = a.astype(a.dtype.newbyteorder("="))
+                if a.dtype.kind in "fc":
+                    a = a + a.dtype.type(0)
                 h.update(f"{a.dtype.str}{a.shape}".encode())
                 h.update(a.reshape(-1).view(np.uint8) if a.size else b"")
             fingerprint = int.from_bytes(h.digest(), "little") >> 2

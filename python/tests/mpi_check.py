@@ -93,6 +93,13 @@ def check_results_match_numpy():
           "check_operands")
     close(comm.einsum(",ab->ab", 2.0, ops[0], check_operands=True), 2.0 * ops[0], np.float64,
           "check_operands with a scalar")
+    # The same values in other bytes: big-endian on rank 1, -0.0 for 0.0.
+    same = [ops[0].astype(">f8") if RANK == 1 else ops[0]] + ops[1:]
+    close(comm.einsum(NETWORKS[0][0], *same, check_operands=True), np.einsum(NETWORKS[0][0], *ops), np.float64,
+          "check_operands across byte orders")
+    zeros = np.zeros((2, 2)) * (-1.0 if RANK == 1 else 1.0)
+    close(comm.einsum("ab,bc->ac", zeros, ops[0][:2, :2], check_operands=True), np.zeros((2, 2)), np.float64,
+          "check_operands with -0.0 on rank 1")
     shifted = [ops[0] + RANK] + ops[1:]
     expect_error_on_every_rank(lambda: comm.einsum(NETWORKS[0][0], *shifted, check_operands=True),
                                tenferro.InvalidArgumentError, "different operand values", names_rank=False)
@@ -332,6 +339,11 @@ def check_collectives_match_mpi4py():
                                tenferro.DTypeError, "float16 on rank 1")
     expect_error_on_every_rank(lambda: comm.allreduce(np.ones(4) if one else np.ones(3)), tenferro.Error,
                                "another size on rank 1", names_rank=False)
+    # As many elements in another shape: refused too, as numpy users expect (plain MPI accepts it).
+    expect_error_on_every_rank(lambda: comm.allreduce(np.ones(4) if one else np.ones((2, 2))), tenferro.Error,
+                               "another shape of as many elements on rank 1", names_rank=False)
+    expect_error_on_every_rank(lambda: comm.allgather(np.ones(4) if one else np.ones((2, 2))), tenferro.Error,
+                               "allgather of another shape on rank 1", names_rank=False)
     expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op="median" if one else "sum"),
                                tenferro.InvalidArgumentError, "op='median' on rank 1")
     expect_error_on_every_rank(lambda: comm.allreduce(np.ones(3), op="min" if one else "sum"),

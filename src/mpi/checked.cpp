@@ -97,21 +97,33 @@ Status check_op(ReduceOp op, DType dtype, std::string_view what) {
 }
 
 // The agreement step: every rank contributes, whatever it found locally.
-Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype, std::int64_t numel,
+Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype, IntArrayRef shape,
                 std::int64_t op, std::int64_t root) {
   TENFERRO_TRY(mpi_running(what));
   const auto d = static_cast<std::int64_t>(dtype);
   // Which collective: ranks calling different ones (an allreduce here, a
   // reduce there) would otherwise pass and then wait in different MPI calls.
-  std::uint64_t fnv = 14695981039346656037ULL;
-  for (char ch : what) fnv = (fnv ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  const auto kind = static_cast<std::int64_t>(fnv >> 24);
-  std::int64_t v[11] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind};
+  const auto fnv = [](std::uint64_t h, std::uint64_t byte) { return (h ^ byte) * 1099511628211ULL; };
+  std::uint64_t kind_hash = 14695981039346656037ULL;
+  for (char ch : what) kind_hash = fnv(kind_hash, static_cast<unsigned char>(ch));
+  const auto kind = static_cast<std::int64_t>(kind_hash >> 24);
+  // The shape: its element count, and a hash of its rank and extents (a
+  // [2, 2] here and a [4] there have as many elements, but numpy users
+  // expect them refused, Note [Checked collectives]).
+  std::int64_t numel = 1;
+  std::uint64_t shape_hash = fnv(14695981039346656037ULL, shape.size());
+  for (const std::int64_t e : shape) {
+    numel *= e;
+    for (int byte = 0; byte < 8; ++byte) shape_hash = fnv(shape_hash, (static_cast<std::uint64_t>(e) >> (8 * byte)) & 0xff);
+  }
+  const auto extents = static_cast<std::int64_t>(shape_hash >> 24);
+  std::int64_t v[13] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind,
+                        extents, -extents};
   if (!local.ok()) {
     // A failed rank's arguments must not look like a mismatch.
-    for (int i = 1; i < 11; ++i) v[i] = LLONG_MIN / 2;
+    for (int i = 1; i < 13; ++i) v[i] = LLONG_MIN / 2;
   }
-  TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 11, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
+  TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 13, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
   if (v[0] > 0) return share_failure(comm, static_cast<int>(v[0] - 1), local, what);
   if (v[9] != -v[10]) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
@@ -126,6 +138,12 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
     return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
                       "{}: expected the same element count on every rank ({} here), found {} to {} across ranks", what,
                       numel, -v[4], v[3]);
+  }
+  if (v[11] != -v[12]) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                      "{}: expected the same shape on every rank ({} here), found another shape of as many elements "
+                      "on some rank",
+                      what, shape_to_string(shape));
   }
   // The operation is a ReduceOp or a program::CollectiveReduction (sum 0, max 1).
   if (v[5] != -v[6]) {

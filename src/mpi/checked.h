@@ -24,11 +24,12 @@ MPI_Op mpi_op(ReduceOp op) noexcept;
 Status check_op(ReduceOp op, DType dtype, std::string_view what);
 
 /// The agreement step: every rank contributes whatever it found locally
-/// (`local`) with its dtype, element count, operation and root, and which
-/// collective it is in (`what`, hashed); every rank returns the same error
-/// when any rank failed or the ranks disagree.
+/// (`local`) with its dtype, shape (element count and a hash of the
+/// extents), operation and root, and which collective it is in (`what`,
+/// hashed); every rank returns the same error when any rank failed or the
+/// ranks disagree.
 Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype = DType::kBool,
-                std::int64_t numel = 0, std::int64_t op = 0, std::int64_t root = 0);
+                IntArrayRef shape = {}, std::int64_t op = 0, std::int64_t root = 0);
 
 /// Sends the header, then (when `local` is ok) the `numel` elements at
 /// `data`. Returns `local` when it failed. `dest` and `tag` are valid.

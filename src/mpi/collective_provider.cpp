@@ -82,12 +82,12 @@ class MpiCollectives final : public runtime::CollectiveProvider {
     switch (spec.kind) {
       case CollectiveKind::kAllReduce:
         TENFERRO_TRY(
-            internal::agree_on(*comm_, local, what, in.dtype, in.numel(), static_cast<std::int64_t>(spec.reduction)));
+            internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape), static_cast<std::int64_t>(spec.reduction)));
         return mpi_status(
             MPI_Allreduce(in_place ? MPI_IN_PLACE : in.data, out.data, n, type, internal::mpi_op(reduce_op(spec)), c),
             "MPI_Allreduce");
       case CollectiveKind::kReduce: {
-        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel(),
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape),
                                         static_cast<std::int64_t>(spec.reduction), spec.peer));
         const auto root = static_cast<int>(spec.peer);
         const bool at_root = comm_->rank() == root;
@@ -98,15 +98,15 @@ class MpiCollectives final : public runtime::CollectiveProvider {
                           "MPI_Reduce");
       }
       case CollectiveKind::kBroadcast:
-        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel(), 0, spec.peer));
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape), 0, spec.peer));
         if (comm_->rank() == spec.peer && !in_place) std::memcpy(out.data, in.data, nbytes(in));
         return mpi_status(MPI_Bcast(out.data, n, type, static_cast<int>(spec.peer), c), "MPI_Bcast");
       case CollectiveKind::kAllGather:
-        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, in.numel()));
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape)));
         return mpi_status(MPI_Allgather(in.data, n, type, out.data, n, type, c), "MPI_Allgather");
       case CollectiveKind::kReduceScatter:
         TENFERRO_TRY(
-            internal::agree_on(*comm_, local, what, in.dtype, in.numel(), static_cast<std::int64_t>(spec.reduction)));
+            internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape), static_cast<std::int64_t>(spec.reduction)));
         return mpi_status(MPI_Reduce_scatter_block(in.data, out.data, static_cast<int>(out.numel()), type,
                                                    internal::mpi_op(reduce_op(spec)), c),
                           "MPI_Reduce_scatter_block");

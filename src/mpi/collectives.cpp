@@ -82,7 +82,7 @@ Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
   return in_place(tensor, view, buffer, [&]() -> Status {
     Status local = buffer.status();
     if (local.ok()) local = check_op(op, tensor.dtype(), what);
-    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.shape(), static_cast<std::int64_t>(op)));
     return mpi_status(MPI_Allreduce(MPI_IN_PLACE, buffer->data, static_cast<int>(buffer->numel),
                                     mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),
                       "MPI_Allreduce");
@@ -96,7 +96,7 @@ Status reduce(const Communicator& comm, Tensor& tensor, ReduceOp op, int root) {
   return in_place(tensor, view, buffer, [&]() -> Status {
     Status local = buffer.status();
     if (local.ok()) local = check_op(op, tensor.dtype(), what);
-    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op), root));
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.shape(), static_cast<std::int64_t>(op), root));
     const bool at_root = comm.rank() == root;
     return mpi_status(
         MPI_Reduce(at_root ? MPI_IN_PLACE : buffer->data, at_root ? buffer->data : nullptr,
@@ -111,7 +111,7 @@ Status allgather(const Communicator& comm, Tensor& tensor) {
   const Status shape = tensor.defined() ? leading_extent_is_size(tensor, comm, what) : ok_status();
   Result<HostBuffer> buffer = shape.ok() ? export_local(tensor, what, comm.size()) : Result<HostBuffer>(shape);
   return in_place(tensor, view, buffer, [&]() -> Status {
-    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel()));
+    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.shape()));
     const auto block = static_cast<int>(buffer->numel / comm.size());
     return mpi_status(
         MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer->data, block, mpi_type(tensor.dtype()), comm.comm()),
@@ -124,7 +124,7 @@ Status broadcast(const Communicator& comm, Tensor& tensor, int root) {
   const Tensor view = tensor;
   Result<HostBuffer> buffer = export_with_root(comm, tensor, root, what);
   return in_place(tensor, view, buffer, [&]() -> Status {
-    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.numel(), 0, root));
+    TENFERRO_TRY(agree_on(comm, buffer.status(), what, tensor.dtype(), tensor.shape(), 0, root));
     return mpi_status(
         MPI_Bcast(buffer->data, static_cast<int>(buffer->numel), mpi_type(tensor.dtype()), root, comm.comm()),
         "MPI_Bcast");
@@ -139,7 +139,7 @@ Result<Tensor> reduce_scatter(const Communicator& comm, Tensor& tensor, ReduceOp
   TENFERRO_TRY(in_place(tensor, view, buffer, [&]() -> Status {
     Status local = buffer.status();
     if (local.ok()) local = check_op(op, tensor.dtype(), what);
-    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.numel(), static_cast<std::int64_t>(op)));
+    TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.shape(), static_cast<std::int64_t>(op)));
     const auto block = static_cast<int>(buffer->numel / comm.size());
     return mpi_status(
         MPI_Reduce_scatter_block(MPI_IN_PLACE, buffer->data, block, mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),

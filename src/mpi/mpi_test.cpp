@@ -175,6 +175,13 @@ void test_errors(Checks& c, const Communicator& comm) {
     c.check_code(allreduce(comm, t, ReduceOp::kSum), ErrorCode::kShapeMismatch, "element count mismatch");
   }
   {
+    // As many elements in another shape: plain MPI accepts it, tenferro does not.
+    Tensor t = comm.rank() == last ? filled<double>({4}, 1) : filled<double>({2, 2}, 1);
+    const Status s = allreduce(comm, t, ReduceOp::kSum);
+    c.check_code(s, ErrorCode::kShapeMismatch, "shape mismatch of as many elements");
+    c.check(s.message().find("expected the same shape") != std::string_view::npos, "names the shape: " + s.to_string());
+  }
+  {
     Tensor t = comm.rank() == last ? Tensor() : filled<double>({3}, comm.rank());
     const Status s = broadcast(comm, t, 0);
     c.check_code(s, ErrorCode::kInvalidArgument, "undefined tensor on the last rank");

@@ -6,7 +6,7 @@
 // Note [MPI collective nodes]
 // Each node starts with the agreement step of Note [Checked collectives]
 // (send/recv with their header), so a node that fails on one rank (an input
-// that is not row-major dense, element counts that differ across ranks, a
+// that is not row-major dense, shapes that differ across ranks, a
 // run that failed earlier and abandons its remaining collectives) fails
 // with the same typed error on every rank instead of leaving the others
 // waiting. Data moves without staging copies: allreduce and broadcast work

@@ -7,13 +7,15 @@
 // wrong shape, unsupported dtype) must not simply return: the other ranks
 // would wait in the collective forever. Every collective therefore starts
 // with one small MPI_Allreduce over (failed rank, dtype, element count,
-// operation, root) in which each rank takes part whatever it found. When a
-// rank failed, every rank returns an error (the failing rank its own; the
-// others that error's code with "rank R: " and its message, sent by that
-// rank), and nobody enters the data collective. When the ranks disagree on
-// dtype or element count, every rank returns kDTypeMismatch or
-// kShapeMismatch naming both extremes. Only then does the data call run.
-// The check costs one latency-bound allreduce of 9 integers per call.
+// a hash of the shape, operation, root, which collective) in which each
+// rank takes part whatever it found. When a rank failed, every rank returns
+// an error (the failing rank its own; the others that error's code with
+// "rank R: " and its message, sent by that rank), and nobody enters the
+// data collective. When the ranks disagree on dtype, element count or shape,
+// every rank returns kDTypeMismatch or kShapeMismatch (plain MPI would
+// accept a [2, 2] here and a [4] there, which numpy users expect refused;
+// the MPI audit of 2026-12-06). Only then does the data call run. The check
+// costs one latency-bound allreduce of 13 integers per call.
 // agree() applies the same protocol to any local Status, e.g. after each
 // rank contracted its slices.
 //
