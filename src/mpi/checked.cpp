@@ -35,7 +35,7 @@ Status share_failure(const Communicator& comm, int failed_rank, const Status& lo
   std::int64_t header[3] = {0, 0, 0};
   std::string text;
   if (comm.rank() == failed_rank) {
-    text = local.to_string();
+    text = local.message();  // its code and stage travel in the header
     header[0] = static_cast<std::int64_t>(local.code());
     header[1] = static_cast<std::int64_t>(local.stage());
     header[2] = static_cast<std::int64_t>(text.size());

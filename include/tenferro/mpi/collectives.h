@@ -83,6 +83,6 @@ Status recv(const Communicator& comm, Tensor& tensor, int source, int tag);
 /// each rank returns an error (Note [Checked collectives]). `what` names the
 /// step: ranks at steps of different names (one rank planning, another
 /// contracting) get kInvalidArgument on every rank, and stay in step.
-Status agree(const Communicator& comm, const Status& local, std::string_view what = "mpi agree");
+Status agree(const Communicator& comm, const Status& local, std::string_view what = "across ranks");
 
 }  // namespace tenferro::mpi
