@@ -208,3 +208,31 @@ def test_out_writes_the_result_as_numpy_2():
         tenferro.fft.fft(x, out=[0] * 8)
     with pytest.raises(tenferro.UnsupportedError, match="out="):
         tenferro.grad(lambda y: np.sum(np.abs(tenferro.fft.fft(y, out=np.empty(8, complex)))))(x[0])
+
+
+@pytest.mark.parametrize("layout", ["F", "transposed", "C"])
+def test_inputs_are_transformed_in_memory_order_as_numpy(layout, rng):
+    # Note [Transforms in memory order]: a Fortran-order array or a
+    # transposed view is transformed with its axes in memory order, and the
+    # result has the input's axis order, as numpy's: F in, F out (the engine
+    # writes row-major, so an F-order result shows the path was taken).
+    base = rng.random((6, 5, 4)) + 1j * rng.random((6, 5, 4))
+    x = {"F": np.asfortranarray(base), "transposed": base.transpose(2, 0, 1), "C": base}[layout]
+    real = np.ascontiguousarray(x.real) if layout == "C" else (np.asfortranarray(x.real) if layout == "F" else
+                                                               base.real.transpose(2, 0, 1))
+    cases = [("fft", x, dict(axis=0)), ("ifft", x, dict(axis=-1, n=7)), ("fftn", x, dict(axes=(0, 2))),
+             ("ifftn", x, dict(s=(3, 4), axes=(2, 1), norm="ortho")), ("rfft", real, dict(axis=0)),
+             ("rfftn", real, dict(axes=(1, 0))), ("irfft", x, dict(axis=1)), ("hfft", x, dict(axis=0, n=8)),
+             ("ihfft", real, dict(axis=2)), ("fft2", x, {})]
+    for name, arg, kwargs in cases:
+        got, want = getattr(tff, name)(arg, **kwargs), getattr(np.fft, name)(arg, **kwargs)
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=f"{name} {kwargs}")
+        if layout == "F":
+            assert got.flags.f_contiguous, name
+        elif layout == "C":
+            assert got.flags.c_contiguous, name
+    # The transposed view's result is ordered as its memory: axis 1 slowest.
+    if layout == "transposed":
+        r = tff.fft(x, axis=0)
+        assert r.strides[1] > r.strides[2] > r.strides[0]
