@@ -286,10 +286,14 @@ struct EinsumKwargs {
 // contiguous (a copy when it is not already); 'A' and 'K' (and None) keep
 // the layout the contraction chose, as numpy's einsum does for its own
 // output.
-py::object ordered(py::object array, py::handle order_arg) {
-  if (order_arg.is_none()) return array;
+NPY_ORDER order_of(py::handle order_arg) {
   NPY_ORDER order = NPY_KEEPORDER;
-  if (PyArray_OrderConverter(order_arg.ptr(), &order) == 0) throw py::error_already_set();
+  if (!order_arg.is_none() && PyArray_OrderConverter(order_arg.ptr(), &order) == 0) throw py::error_already_set();
+  return order;
+}
+
+py::object ordered(py::object array, py::handle order_arg) {
+  const NPY_ORDER order = order_of(order_arg);
   if (order != NPY_CORDER && order != NPY_FORTRANORDER) return array;
   PyObject* c = PyArray_FromAny(array.ptr(), nullptr, 0, 0,
                                 order == NPY_CORDER ? NPY_ARRAY_C_CONTIGUOUS : NPY_ARRAY_F_CONTIGUOUS, nullptr);
@@ -394,7 +398,14 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   OperandList operands;
   std::shared_ptr<const einsum::EinsumOp> op = einsum_operands(rt, args, spec, operands, given);
   if (k.dtype.is_none() && k.casting.is_none()) {
-    if (py::object view = relabeled_view(*op, operands)) return ordered(std::move(view), k.order);
+    if (py::object view = relabeled_view(*op, operands)) {
+      // order='C' of a permuted view: computed below, where the engine's
+      // permutation kernel writes the row-major result (numpy's copy of the
+      // view took 1.5x as long, on one thread; the Python performance audit).
+      const bool c_copy = order_of(k.order) == NPY_CORDER &&
+                          !PyArray_IS_C_CONTIGUOUS(reinterpret_cast<PyArrayObject*>(view.ptr()));
+      if (!c_copy) return ordered(std::move(view), k.order);
+    }
   }
   const py::object result_dtype =
       k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);

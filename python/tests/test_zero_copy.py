@@ -115,6 +115,13 @@ def test_einsums_that_sum_or_cast_are_new_arrays():
     c = tenferro.einsum("ij->ji", x, order="C")
     assert c.flags.c_contiguous and not np.shares_memory(c, x)
     np.testing.assert_array_equal(c, x.T)
+    # ... written by the engine's permutation kernel (a tenferro result: its
+    # base is the tensor's capsule; numpy's copy of the view has none).
+    cube = np.arange(60.0).reshape(3, 4, 5)
+    c3 = tenferro.einsum("ijk->kji", cube, order="C")
+    assert c3.flags.c_contiguous and type(c3.base).__name__ == "PyCapsule"
+    np.testing.assert_array_equal(c3, cube.transpose(2, 1, 0))
+    assert np.shares_memory(tenferro.einsum("ijk->ijk", cube, order="C"), cube)  # C already: the view
     sq = np.arange(16.0).reshape(4, 4)
     want = sq.T.copy()
     assert tenferro.einsum("ij->ji", sq, out=sq) is sq  # out overlapping the operand
