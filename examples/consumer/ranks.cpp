@@ -71,7 +71,8 @@ Result<double> sliced_product(const std::shared_ptr<mpi::Communicator>& comm) {
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t k = 0; k < p; ++k) {
       double want = 0.0;
-      for (std::int64_t j = 0; j < n; ++j) want += a[static_cast<std::size_t>(i * n + j)] * b[static_cast<std::size_t>(j * p + k)];
+      for (std::int64_t j = 0; j < n; ++j)
+        want += a[static_cast<std::size_t>(i * n + j)] * b[static_cast<std::size_t>(j * p + k)];
       worst = std::max(worst, std::abs(got[static_cast<std::size_t>(i * p + k)] - want));
     }
   }

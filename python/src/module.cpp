@@ -402,8 +402,8 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
       // order='C' of a permuted view: computed below, where the engine's
       // permutation kernel writes the row-major result (numpy's copy of the
       // view took 1.5x as long, on one thread; the Python performance audit).
-      const bool c_copy = order_of(k.order) == NPY_CORDER &&
-                          !PyArray_IS_C_CONTIGUOUS(reinterpret_cast<PyArrayObject*>(view.ptr()));
+      const bool c_copy =
+          order_of(k.order) == NPY_CORDER && !PyArray_IS_C_CONTIGUOUS(reinterpret_cast<PyArrayObject*>(view.ptr()));
       if (!c_copy) return ordered(std::move(view), k.order);
     }
   }
@@ -795,8 +795,9 @@ Dims memory_order(const Tensor& t) {
   if (row_major) return {};
   Dims order;
   for (std::size_t d = 0; d < shape.size(); ++d) order.push_back(static_cast<std::int64_t>(d));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::int64_t a, std::int64_t b) { return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+  });
   return order;
 }
 
@@ -817,7 +818,8 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   }
   if (!order.empty() && !attributes.axes.empty()) {
     Dims position(order.size());
-    for (std::size_t p = 0; p < order.size(); ++p) position[static_cast<std::size_t>(order[p])] = static_cast<std::int64_t>(p);
+    for (std::size_t p = 0; p < order.size(); ++p)
+      position[static_cast<std::size_t>(order[p])] = static_cast<std::int64_t>(p);
     for (std::int64_t& a : attributes.axes) a = position[static_cast<std::size_t>(a < 0 ? a + rank : a)];
     operand = value_or_raise(operand.permute(order));
     order = std::move(position);  // now the permutation back
@@ -1032,7 +1034,8 @@ tenferro.linalg functions, or call its einsum method.)doc")
                              "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
                              "clear_caches() returns them to the system).")
       .def("clear_caches", &PyRuntime::clear_caches,
-           "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded gradients, the AD "
+           "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
+           "gradients, the AD "
            "transform cache and the prepared-plan cache, and returns the memory pool's freed blocks to the "
            "system.")
       .def(

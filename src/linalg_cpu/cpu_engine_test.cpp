@@ -167,7 +167,9 @@ TEST(CpuLinalgEngineTest, SystemsBroadcastTheirBatchAxes) {
   runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
   runtime::EagerContext ctx = rt.on();
   const auto shape_of = [](const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); };
-  const auto residual = [](const RefMatrix& a, const RefMatrix& x, const RefMatrix& b) { return (a * x - b).max_abs(); };
+  const auto residual = [](const RefMatrix& a, const RefMatrix& x, const RefMatrix& b) {
+    return (a * x - b).max_abs();
+  };
   const auto column = [](const std::vector<cd>& v) {
     RefMatrix m(static_cast<std::int64_t>(v.size()), 1);
     m.d = v;
@@ -204,8 +206,7 @@ TEST(CpuLinalgEngineTest, SystemsBroadcastTheirBatchAxes) {
     EXPECT_LT(residual(matrix_of(stack, i), matrix_of(*xm, i), matrix_of(square, 0)), tol) << i;
 
   // triangular_solve: one lower-triangular a for a stack of right-hand sides.
-  Result<Tensor> lower =
-      Tensor::from_values<double>({2, 0, 0, 0, 1, 3, 0, 0, -1, 2, 4, 0, 0.5, 1, -2, 5}, {4, 4});
+  Result<Tensor> lower = Tensor::from_values<double>({2, 0, 0, 0, 1, 3, 0, 0, -1, 2, 4, 0, 0.5, 1, -2, 5}, {4, 4});
   ASSERT_TRUE(lower.ok());
   const Tensor rhs = random_tensor(DType::kFloat64, {2, 4, 3}, 56);
   Result<Tensor> xt = triangular_solve(ctx, *lower, rhs, true);

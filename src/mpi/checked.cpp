@@ -114,11 +114,12 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
   std::uint64_t shape_hash = fnv(14695981039346656037ULL, shape.size());
   for (const std::int64_t e : shape) {
     numel *= e;
-    for (int byte = 0; byte < 8; ++byte) shape_hash = fnv(shape_hash, (static_cast<std::uint64_t>(e) >> (8 * byte)) & 0xff);
+    for (int byte = 0; byte < 8; ++byte)
+      shape_hash = fnv(shape_hash, (static_cast<std::uint64_t>(e) >> (8 * byte)) & 0xff);
   }
   const auto extents = static_cast<std::int64_t>(shape_hash >> 24);
-  std::int64_t v[13] = {local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind,
-                        extents, -extents};
+  std::int64_t v[13] = {
+      local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind, extents, -extents};
   if (!local.ok()) {
     // A failed rank's arguments must not look like a mismatch.
     for (int i = 1; i < 13; ++i) v[i] = LLONG_MIN / 2;

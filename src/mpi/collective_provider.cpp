@@ -81,8 +81,8 @@ class MpiCollectives final : public runtime::CollectiveProvider {
     const MPI_Comm c = comm_->comm();
     switch (spec.kind) {
       case CollectiveKind::kAllReduce:
-        TENFERRO_TRY(
-            internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape), static_cast<std::int64_t>(spec.reduction)));
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape),
+                                        static_cast<std::int64_t>(spec.reduction)));
         return mpi_status(
             MPI_Allreduce(in_place ? MPI_IN_PLACE : in.data, out.data, n, type, internal::mpi_op(reduce_op(spec)), c),
             "MPI_Allreduce");
@@ -105,8 +105,8 @@ class MpiCollectives final : public runtime::CollectiveProvider {
         TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape)));
         return mpi_status(MPI_Allgather(in.data, n, type, out.data, n, type, c), "MPI_Allgather");
       case CollectiveKind::kReduceScatter:
-        TENFERRO_TRY(
-            internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape), static_cast<std::int64_t>(spec.reduction)));
+        TENFERRO_TRY(internal::agree_on(*comm_, local, what, in.dtype, IntArrayRef(in.shape),
+                                        static_cast<std::int64_t>(spec.reduction)));
         return mpi_status(MPI_Reduce_scatter_block(in.data, out.data, static_cast<int>(out.numel()), type,
                                                    internal::mpi_op(reduce_op(spec)), c),
                           "MPI_Reduce_scatter_block");

@@ -23,8 +23,7 @@ Status mpi_running(std::string_view what) {
   TENFERRO_TRY(mpi_status(MPI_Finalized(&finalized), "MPI_Finalized"));
   if (!finalized) return ok_status();
   return make_error(ErrorCode::kFailedPrecondition, ErrorStage::kNone,
-                    "{}: expected MPI to be running, found it finalised (MPI_Finalize ran before this call)",
-                    what);
+                    "{}: expected MPI to be running, found it finalised (MPI_Finalize ran before this call)", what);
 }
 
 Result<std::shared_ptr<Communicator>> Communicator::duplicate(MPI_Comm comm) {
