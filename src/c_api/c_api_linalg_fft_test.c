@@ -178,12 +178,16 @@ static void check_eigh(tf_runtime* rt, int dtype) {
   free(v);
 }
 
-/* A X = B over a batch of two 3 x 3 systems, X written column-major. */
-static void check_solve_batched(tf_runtime* rt, int dtype) {
+/* A X = B over a batch of two 3 x 3 systems, X written column-major. With
+ * `broadcast`, one A for the whole batch, given with stride 0 along the
+ * batch axis (as numpy.broadcast_to gives it). */
+static void check_solve_batched(tf_runtime* rt, int dtype, int broadcast) {
   enum { B = 2, N = 3, R = 2 };
   const int64_t ashape[3] = {B, N, N}, bshape[3] = {B, N, R};
+  const int64_t astrides[3] = {broadcast ? 0 : N * N, N, 1};
   const int64_t xstrides[3] = {N * R, 1, N}; /* each matrix column-major */
-  void* a = random_buffer(dtype, B * N * N);
+  const int64_t a_batch = broadcast ? 1 : B;
+  void* a = random_buffer(dtype, a_batch * N * N);
   void* rhs = random_buffer(dtype, B * N * R);
   void* x = calloc(B * N * R, elem_size(dtype));
   tf_tensor ta, tb, tx;
@@ -192,18 +196,19 @@ static void check_solve_batched(tf_runtime* rt, int dtype) {
   tf_linalg_args args;
   tf_error* error = NULL;
   int64_t b, i, j, l;
-  for (b = 0; b < B; ++b)
+  for (b = 0; b < a_batch; ++b)
     for (i = 0; i < N; ++i) put(a, dtype, b * N * N + i * N + i, get(a, dtype, b * N * N + i * N + i) + 4.0);
-  ta = make_tensor(a, dtype, 3, ashape, NULL);
+  ta = make_tensor(a, dtype, 3, ashape, astrides);
   tb = make_tensor(rhs, dtype, 3, bshape, NULL);
   tx = make_tensor(x, dtype, 3, bshape, xstrides);
   args = linalg_args(rt, TF_LINALG_SOLVE, 0u, in, 2, out, 1);
   if (EXPECT_OK(tf_linalg(&args, &error), error)) {
     for (b = 0; b < B; ++b) {
+      const int64_t ab = broadcast ? 0 : b;
       for (i = 0; i < N; ++i) {
         for (j = 0; j < R; ++j) {
           double complex sum = 0.0;
-          for (l = 0; l < N; ++l) sum += get(a, dtype, b * N * N + i * N + l) * get(x, dtype, b * N * R + j * N + l);
+          for (l = 0; l < N; ++l) sum += get(a, dtype, ab * N * N + i * N + l) * get(x, dtype, b * N * R + j * N + l);
           CHECK(cabs(sum - get(rhs, dtype, b * N * R + i * R + j)) <= real_tol(dtype) * 10);
         }
       }
@@ -555,42 +560,6 @@ static void check_fft(tf_runtime* rt) {
   free(back);
 }
 
-/* One A for a batch of right-hand sides: A given with stride 0 along the
- * batch axis (broadcast, as numpy.broadcast_to gives it); inputs are only
- * read, so the repeated matrix is factorised once per batch element. */
-static void check_solve_broadcast_matrix(tf_runtime* rt, int dtype) {
-  enum { B = 3, N = 3, R = 2 };
-  const int64_t ashape[3] = {B, N, N}, astrides[3] = {0, N, 1}, bshape[3] = {B, N, R};
-  void* a = random_buffer(dtype, N * N);
-  void* rhs = random_buffer(dtype, B * N * R);
-  void* x = calloc(B * N * R, elem_size(dtype));
-  tf_tensor ta, tb, tx;
-  const tf_tensor* in[2] = {&ta, &tb};
-  const tf_tensor* out[1] = {&tx};
-  tf_linalg_args args;
-  tf_error* error = NULL;
-  int64_t b, i, j, l;
-  for (i = 0; i < N; ++i) put(a, dtype, i * N + i, get(a, dtype, i * N + i) + 4.0);
-  ta = make_tensor(a, dtype, 3, ashape, astrides);
-  tb = make_tensor(rhs, dtype, 3, bshape, NULL);
-  tx = make_tensor(x, dtype, 3, bshape, NULL);
-  args = linalg_args(rt, TF_LINALG_SOLVE, 0u, in, 2, out, 1);
-  if (EXPECT_OK(tf_linalg(&args, &error), error)) {
-    for (b = 0; b < B; ++b) {
-      for (i = 0; i < N; ++i) {
-        for (j = 0; j < R; ++j) {
-          double complex sum = 0.0;
-          for (l = 0; l < N; ++l) sum += get(a, dtype, i * N + l) * get(x, dtype, b * N * R + l * R + j);
-          CHECK(cabs(sum - get(rhs, dtype, b * N * R + i * R + j)) <= real_tol(dtype) * 10);
-        }
-      }
-    }
-  }
-  free(a);
-  free(rhs);
-  free(x);
-}
-
 int main(void) {
   tf_runtime* rts[2] = {NULL, NULL};
   tf_runtime_options options;
@@ -607,8 +576,8 @@ int main(void) {
       check_svd(rts[r], dtypes[d], 1);
       check_qr(rts[r], dtypes[d]);
       check_eigh(rts[r], dtypes[d]);
-      check_solve_batched(rts[r], dtypes[d]);
-      check_solve_broadcast_matrix(rts[r], dtypes[d]);
+      check_solve_batched(rts[r], dtypes[d], 0);
+      check_solve_batched(rts[r], dtypes[d], 1);
     }
     check_small_factorizations(rts[r]);
     check_lstsq_pinv_norms(rts[r]);
