@@ -806,8 +806,9 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   fft::FftAttributes attributes =
       value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm));
   OperandList operands;
-  const std::string what = "fft." + kind + " operand";
-  operands.add(x, what.c_str());
+  static constexpr const char* kWhat[] = {"fft.fft operand",   "fft.ifft operand", "fft.rfft operand",
+                                          "fft.irfft operand", "fft.hfft operand", "fft.ihfft operand"};
+  operands.add(x, kWhat[static_cast<int>(attributes.kind)]);
   operands.wrap();
   Tensor operand = operands.tensors()[0];
   // Note [Transforms in memory order].
