@@ -189,3 +189,28 @@ def test_contracting_broadcast_operands_takes_no_memory_of_their_logical_size():
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert got == pytest.approx(row.sum() ** 2, rel=1e-12)
     assert grown_kib < 64 * 1024, grown_kib
+
+
+def test_products_return_the_operands_memory_order_as_numpy():
+    # Note [Results in the operands' memory order]: an einsum that sums no
+    # label returns its result in its operands' layout, as numpy.einsum's
+    # order='K' does (Fortran-order operands give a Fortran-order result);
+    # contractions, order='C' and C-order operands give row-major results.
+    rng = np.random.default_rng(3)
+    c = rng.random((3, 4))
+    f = np.asfortranarray(c)
+    v = rng.random(4)
+
+    def layout(r):
+        return "C" if r.flags.c_contiguous else "F" if r.flags.f_contiguous else "other"
+
+    for subscripts, ops in [("ij,ij->ij", (f, f)), ("ij,ij->ji", (c, c)), ("ij,j->ij", (f, v)),
+                            ("ij,j->ji", (c, v)), ("j,ij->ij", (v, f)), ("ij,ij->ij", (c, f)),
+                            ("ij,ij->ij", (c, c)), ("ij,jk->ik", (c, c.T.copy()))]:
+        got, want = tenferro.einsum(subscripts, *ops), np.einsum(subscripts, *ops)
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+        assert layout(got) == layout(want), (subscripts, layout(got), layout(want))
+        assert type(got.base).__name__ == "PyCapsule"  # computed, not a view of an operand
+    r3 = tenferro.einsum("ijk,ijk->ijk", np.asfortranarray(rng.random((2, 3, 4))), np.asfortranarray(rng.random((2, 3, 4))))
+    assert r3.flags.f_contiguous
+    assert tenferro.einsum("ij,ij->ij", f, f, order="C").flags.c_contiguous
