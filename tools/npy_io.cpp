@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <random>
@@ -511,24 +512,64 @@ Result<std::vector<std::uint8_t>> encode_npy(const Tensor& tensor) {
   return out;
 }
 
+// Note [Writing output files]
+// A regular file (new or existing) is written to a fresh name next to it
+// and renamed into place once complete, so a failed or interrupted run never
+// leaves a partial file and never changes an existing one; an existing
+// file keeps its permission bits. A symbolic link is followed: the file it
+// names is replaced that way, and the link stays. Anything else that exists
+// at the path (a device such as /dev/null, a FIFO) is written through, as
+// numpy.save does: the rename would replace the device node itself (the CLI
+// audit of 2026-12-06 turned /dev/full into a regular file, as root).
 Status write_npy(const std::string& path, const Tensor& tensor) {
   TENFERRO_ASSIGN_OR_RETURN(std::string header, encode_header(tensor));
   std::vector<char> scratch;
   const char* data = row_major_bytes(tensor, scratch);
+  std::string target = path;
+  struct stat existing {};
+  const bool exists = ::stat(path.c_str(), &existing) == 0;  // follows links
+  if (exists && !S_ISREG(existing.st_mode)) {
+    if (S_ISDIR(existing.st_mode)) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "{}: expected a file name, found a directory (name the .npy file to write)", path);
+    }
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return file_error(path, "open it for writing", errno);
+    const bool written = write_all(fd, header.data(), header.size()) && write_all(fd, data, tensor.nbytes());
+    const int write_errno = errno;
+    const bool closed = ::close(fd) == 0;
+    if (!written || !closed) return file_error(path, "write it", written ? errno : write_errno);
+    return ok_status();
+  }
+  // The file a link names (which may not exist yet) is replaced, not the
+  // link: follow the chain, as open() would (at most 40 links, as Linux).
+  for (int hops = 0;; ++hops) {
+    struct stat link {};
+    if (::lstat(target.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) break;
+    if (hops == 40) return file_error(path, "follow its symbolic links", ELOOP);
+    std::error_code ec;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) return file_error(path, "read its symbolic link", ec.value());
+    target = (next.is_absolute() ? next : std::filesystem::path(target).parent_path() / next).string();
+  }
   // A fresh name next to the target, so the rename stays on one file system.
   std::random_device entropy;
-  const std::string temp = fmt::format("{}.tmp-{}-{:08x}", path, ::getpid(), entropy());
+  const std::string temp = fmt::format("{}.tmp-{}-{:08x}", target, ::getpid(), entropy());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return file_error(path, "create a file next to it", errno);
-  const bool written = write_all(fd, header.data(), header.size()) && write_all(fd, data, tensor.nbytes());
-  const int write_errno = errno;
+  bool written = write_all(fd, header.data(), header.size()) && write_all(fd, data, tensor.nbytes());
+  int write_errno = errno;
+  if (written && exists && ::fchmod(fd, existing.st_mode & 07777) != 0) {
+    written = false;
+    write_errno = errno;
+  }
   const bool closed = ::close(fd) == 0;
   if (!written || !closed) {
     const int err = written ? errno : write_errno;
     ::unlink(temp.c_str());
     return file_error(path, "write it", err);
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
     return file_error(path, "rename the written file to it", err);

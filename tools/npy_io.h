@@ -27,9 +27,11 @@
 //
 // Writing always produces a row-major (fortran_order False), native-endian
 // version 1.0 file (2.0 when the header needs more than 65535 bytes), its
-// header padded to 64 bytes like numpy's. write_npy writes to a temporary
-// file in the same directory and renames it into place, so a failed write
-// never leaves a partial file under the target name.
+// header padded to 64 bytes like numpy's. write_npy writes a regular file
+// (or the file a symbolic link names) to a temporary file in the same
+// directory and renames it into place, keeping an existing file's mode, so
+// a failed write never leaves a partial file under the target name; a
+// device or FIFO is written through (Note [Writing output files]).
 #pragma once
 
 #include <cstddef>

@@ -10,8 +10,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -380,6 +382,47 @@ TEST(NpyIoTest, FailedWritesLeaveNoFile) {
   EXPECT_EQ(bools.code(), ErrorCode::kUnsupported);
   EXPECT_FALSE(fs::exists(dir.file("bools.npy")));
   EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+// Note [Writing output files]: a symbolic link's target is replaced and the
+// link kept; an existing file keeps its permission bits; a FIFO (as a
+// device would be) is written through and stays a FIFO.
+TEST(NpyIoTest, WritesFollowLinksKeepModesAndWriteThroughSpecialFiles) {
+  TempDir dir;
+  const Tensor t = patterned({3, 2}, DType::kFloat64);
+  const Result<std::vector<std::uint8_t>> bytes = encode_npy(t);
+  ASSERT_TRUE(bytes.ok());
+
+  write_file(dir.file("target.npy"), Bytes{1, 2, 3});
+  fs::create_symlink(dir.file("target.npy"), dir.file("link.npy"));
+  ASSERT_TRUE(write_npy(dir.file("link.npy"), t).ok());
+  EXPECT_TRUE(fs::is_symlink(dir.file("link.npy")));
+  EXPECT_EQ(fs::file_size(dir.file("target.npy")), bytes->size());
+  fs::create_symlink(dir.file("new_target.npy"), dir.file("dangling.npy"));  // names a file not made yet
+  ASSERT_TRUE(write_npy(dir.file("dangling.npy"), t).ok());
+  EXPECT_TRUE(fs::is_symlink(dir.file("dangling.npy")));
+  EXPECT_EQ(fs::file_size(dir.file("new_target.npy")), bytes->size());
+
+  write_file(dir.file("private.npy"), Bytes{1});
+  fs::permissions(dir.file("private.npy"), fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_TRUE(write_npy(dir.file("private.npy"), t).ok());
+  EXPECT_EQ(fs::status(dir.file("private.npy")).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+
+  const std::string fifo = dir.file("pipe.npy");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::uint8_t> received;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  const Status through = write_npy(fifo, t);
+  reader.join();
+  ASSERT_TRUE(through.ok()) << through.to_string();
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(received, *bytes);
+  EXPECT_EQ(write_npy(dir.path(), t).code(), ErrorCode::kInvalidArgument);  // a directory: refused, untouched
+  EXPECT_TRUE(fs::is_directory(dir.path()));
 }
 
 // numpy (TENFERRO_REFERENCE_PYTHON) writes files of every kind this reader
