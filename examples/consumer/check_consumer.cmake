@@ -20,6 +20,12 @@ execute_process(COMMAND ${prefix}/bin/tenferro info RESULT_VARIABLE rc OUTPUT_VA
 if(NOT rc EQUAL 0 OR NOT out MATCHES "kernels")
   message(FATAL_ERROR "${prefix}/bin/tenferro info: expected status 0 and the kernels section, found ${rc}: ${err}")
 endif()
+# ... and finds its data in this prefix, not in the configured one (Note
+# [Locating provider files]: the program's own directory gives its prefix).
+string(FIND "${out}" "provider_table: ${prefix}/share/tenferro/" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${prefix}/bin/tenferro info: expected the linalg provider table under ${prefix}, found:\n${out}")
+endif()
 foreach(forbidden include/tenferro/testing include/tenferro/testing.h)
   if(EXISTS ${prefix}/${forbidden})
     message(FATAL_ERROR "the test-only ${forbidden} was installed")

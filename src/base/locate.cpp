@@ -73,7 +73,8 @@ ProviderFileSearch provider_file_search(std::string_view binary_dir, std::string
                                      ? std::string()
                                      : std::string(info.python_package_dir_in_prefix) + "/tenferro";
   if (!in_prefix.empty()) {  // empty where configured as an absolute path
-    for (std::string_view binaries : {info.library_dir_in_prefix, std::string_view(python_dir)}) {
+    for (std::string_view binaries :
+         {info.library_dir_in_prefix, std::string_view(python_dir), info.program_dir_in_prefix}) {
       if (const std::optional<std::string_view> p = prefix_of(binary_dir, binaries)) {
         std::string dir = under(*p);
         if (prefix.empty()) search.fallback = dir;

@@ -17,6 +17,7 @@ BuildInfo layout() {
   info.library_dir_in_prefix = "lib";
   info.python_package_dir_in_prefix = "lib/python3/dist-packages";
   info.include_dir_in_prefix = "include";
+  info.program_dir_in_prefix = "bin";
   return info;
 }
 
@@ -32,6 +33,18 @@ TEST(LocateTest, InstalledLibraryUsesItsOwnPrefixAndNeverTheBuildTree) {
       provider_file_search("/opt/tf/lib", "/src/tf/build/data", ProviderFileKind::kData, layout());
   EXPECT_EQ(d.dirs[1], "/opt/tf/share/tenferro");
   EXPECT_EQ(d.fallback, "/opt/tf/share/tenferro");
+}
+
+// The `tenferro` command links the libraries statically: its own directory
+// (PREFIX/bin) gives the prefix it was installed under (the CLI audit found an
+// install under another prefix looking in /usr/local).
+TEST(LocateTest, InstalledProgramFindsItsPrefix) {
+  const ProviderFileSearch s =
+      provider_file_search("/opt/tf/bin", "/src/tf/build/linalg_modules", ProviderFileKind::kModule, layout());
+  EXPECT_EQ(s.dirs, (Dirs{"/opt/tf/bin", "/opt/tf/lib/tenferro", "/usr/local/lib/tenferro"}));
+  EXPECT_EQ(s.fallback, "/opt/tf/lib/tenferro");
+  EXPECT_EQ(provider_file_search("/opt/tf/bin", "/b/d", ProviderFileKind::kData, layout()).fallback,
+            "/opt/tf/share/tenferro");
 }
 
 TEST(LocateTest, InstalledPythonPackageFindsThePrefix) {

@@ -33,9 +33,10 @@ struct BuildInfo {
   std::string_view source_dir;
   /// The install layout relative to the prefix (CMAKE_INSTALL_LIBDIR and
   /// friends; empty where configured as an absolute path): the provider
-  /// modules, the data files, the shared libraries and the Python package.
-  /// A binary found in one of the last two gives the prefix it was installed
-  /// under, wherever that is (Note [Locating provider files]).
+  /// modules, the data files, the shared libraries, the Python package and
+  /// the programs. A binary found in one of the last three gives the prefix
+  /// it was installed under, wherever that is (Note [Locating provider
+  /// files]).
   std::string_view module_dir_in_prefix;
   std::string_view data_dir_in_prefix;
   std::string_view library_dir_in_prefix;
@@ -44,6 +45,9 @@ struct BuildInfo {
   /// program compiled against P/<this> finds P's files (Note [The prefix of
   /// the headers] in consumer_prefix.h).
   std::string_view include_dir_in_prefix;
+  /// The programs (CMAKE_INSTALL_BINDIR; empty where absolute): the
+  /// `tenferro` command, which links the libraries statically.
+  std::string_view program_dir_in_prefix;
 };
 
 /// The build configuration of this binary. Thread-safe.
