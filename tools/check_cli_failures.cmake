@@ -21,9 +21,15 @@ expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 
 expect_failure(1 "no case ran" bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
 expect_failure(105 "expected 1 to" bench gemm dgemm_n256 --threads 0)
-expect_failure(105 "expected 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
-expect_failure(105 "expected 1 to [0-9]+ \\(the CPUs" einsum --threads 5000)
+expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
+expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 5000)
+# Integer values: the whole text, in range (not wrapped, not read as out of range).
+expect_failure(105 "abc: expected an integer from 0 to 1000000" einsum --runs abc)
+expect_failure(105 "1.5: expected an integer from 0 to 1000000" einsum --runs 1.5)
+expect_failure(105 "-3: expected an integer from 0 to 18446744073709551615" einsum --seed -3)
+expect_failure(105 "expected an integer from 1 to 1000000" bench gemm --runs 0)
 expect_failure(106 "unknown subcommand 'einsm'" einsm ij,jk->ik)
+expect_failure(106 "expected a suite, one of:.*gemm" bench)
 # -o naming a directory: refused before anything runs or is reported written.
 expect_failure(1 "found a directory" einsum --runs 0 -o ${dir})
 expect_failure(1 "found a directory" einsum --runs 0 --max-intermediate 1e4 -o ${dir})

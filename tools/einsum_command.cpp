@@ -1,5 +1,6 @@
 // `tenferro einsum`: the main job (einsum_command.h, docs/cli.md).
 #include "einsum_command.h"
+
 #include "einsum_slicing.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <complex>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <type_traits>
 
@@ -16,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_values.h"
 #include "npy_io.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu_engine/engine.h"
@@ -297,6 +300,7 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             cpu::make_cpu_runtime({.threads = options.threads, .gemm = gemm, .linalg = false}));
   runtime::Runtime& rt = cpu.runtime;
   const std::shared_ptr<einsum::CpuEinsumExecutor>& executor = cpu.einsum;
+  if (cpu.gemm != nullptr) result.gemm_provider = std::string(cpu.gemm->name());
   std::vector<Tensor> random;
   if (given.empty()) {
     TENFERRO_ASSIGN_OR_RETURN(random, random_inputs(instance, options.seed));
@@ -469,6 +473,7 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
     j["plan_seconds"] = r.plan_seconds;
     j["threads"] = o.threads;
     j["gemm"] = o.gemm;
+    if (!r.gemm_provider.empty()) j["gemm_provider"] = r.gemm_provider;
     j["mode"] = o.mode;
     j["plan_only"] = o.plan_only;
     j["runs"] = r.seconds.size();
@@ -499,8 +504,12 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
   std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
               r.path.c_str(), r.planner.c_str(), r.log10_flops, r.log2_size, r.plan_seconds * 1e3);
   if (o.plan_only) return;
+  // The GEMM that ran, and the candidates when they were more than it.
+  const std::string gemm = r.gemm_provider.empty() || r.gemm_provider == o.gemm
+                               ? o.gemm
+                               : fmt::format("{} (of candidates {})", r.gemm_provider, o.gemm);
   std::printf("engine     native einsum, gemm %s, %d thread%s, %s mode; workspace %.3g MB, %lld planned copies\n",
-              o.gemm.c_str(), o.threads, o.threads == 1 ? "" : "s", o.mode.c_str(),
+              gemm.c_str(), o.threads, o.threads == 1 ? "" : "s", o.mode.c_str(),
               static_cast<double>(r.workspace_bytes) / 1e6, static_cast<long long>(r.planned_copies));
   if (timed) {
     std::printf("time       median %.6g s, min %.6g s over %zu runs (first call %.6g s); %.2f GFLOP/s\n",
@@ -564,10 +573,7 @@ void add_einsum_command(CLI::App& app) {
     // The CPUs this process may use bound it (the runtime's own message offers 0, which means all).
     Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
     const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
-    int t = 0;
-    if (!CLI::detail::lexical_cast(value, t) || t < 1 || t > allowed)
-      return fmt::format("{}: expected 1 to {} (the CPUs this process may use)", value, allowed);
-    return std::string();
+    return integer_error(value, 1, allowed, " (the CPUs this process may use)");
   });
   cmd->add_option("--gemm", state->options.gemm,
                   "GEMM provider candidates in order, e.g. openblas,native (names: native, openblas, blis)")
@@ -579,8 +585,11 @@ void add_einsum_command(CLI::App& app) {
       ->check(CLI::IsMember({"eager", "graph"}));
   cmd->add_option("--runs", state->options.runs,
                   "Timed repetitions after the first call (default 5; 0 with SUBSCRIPTS: the first call only)")
-      ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--seed", state->options.seed, "Seed of the random float64 inputs");
+      ->check([](const std::string& value) { return integer_error(value, 0, 1000000); });
+  cmd->add_option("--seed", state->options.seed, "Seed of the random float64 inputs")
+      ->check([](const std::string& value) {
+        return integer_error<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
+      });
   cmd->add_flag("--plan-only", state->options.plan_only, "Plan and report the path without contracting");
   cmd->add_flag("--explain", state->options.explain, "Print the contraction tree and execution plan");
   cmd->add_flag("--json", state->json, "Print one JSON object");

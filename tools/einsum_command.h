@@ -57,6 +57,7 @@ struct EinsumRunResult {
   std::vector<double> cpu_seconds;
   std::size_t workspace_bytes = 0;
   std::int64_t planned_copies = 0;
+  std::string gemm_provider;   ///< the GEMM candidate that was chosen (--gemm lists candidates)
   std::string explain;         ///< with EinsumRunOptions::explain
   double checksum = 0.0;       ///< sum of the output elements (last run); real part for complex
   double checksum_imag = 0.0;  ///< imaginary part of that sum (complex outputs)

@@ -5,7 +5,9 @@
 #include <span>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "cli_values.h"
 #include "tenferro/cpu/domains/topology.h"
 
 namespace tenferro::bench {
@@ -71,14 +73,24 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--quick", state->options.quick, "Smaller problem sizes (smoke test)");
   cmd->add_option("--threads", state->options.threads, "Thread counts to measure (default: 1 2)")->delimiter(',');
   cmd->add_option("--runs", state->options.runs, "Timed repetitions per case (where the suite takes a count)")
-      ->check(CLI::Range(1, 1000000));
+      ->check([](const std::string& value) { return cli::integer_error(value, 1, 1000000); });
   cmd->add_option("--table-out", state->options.table_out,
                   "linalg crossover: write the measured provider table (the file the linalg engine reads) here");
   cmd->callback([state] {
-    if (state->list || state->suite.empty()) {
-      for (const Suite& s : kSuites) std::printf("%-12s %s\n", s.name, s.description);
-      if (!state->list) throw CLI::RuntimeError("no suite given", 2);
+    if (state->list) {  // on stdout: text, or one JSON array
+      if (state->json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const Suite& s : kSuites) list.push_back({{"name", s.name}, {"description", s.description}});
+        std::printf("%s\n", list.dump().c_str());
+      } else {
+        for (const Suite& s : kSuites) std::printf("%-12s %s\n", s.name, s.description);
+      }
       return;
+    }
+    if (state->suite.empty()) {  // a missing subcommand's status, the suites on stderr
+      std::fprintf(stderr, "tenferro bench: expected a suite, one of:\n");
+      for (const Suite& s : kSuites) std::fprintf(stderr, "  %-12s %s\n", s.name, s.description);
+      throw CLI::RuntimeError(106);
     }
     const Suite* suite = find_suite(state->suite);
     if (suite == nullptr) {
