@@ -23,7 +23,15 @@ constexpr CodeInfo kCodeInfo[] = {
 void append_indented(std::string& out, const Error& error, int depth) {
   out.append(static_cast<std::size_t>(depth) * 2, ' ');
   out += fmt::format("{} {}: {}", to_string(error.stage()), to_string(error.code()), error.message());
-  if (const Error* cause = error.cause()) {
+  const Error* cause = error.cause();
+  // A cause the message already quotes whole (same code and stage, nothing
+  // of its own beneath) adds no line: the CLI printed configuration errors
+  // twice (the CLI audit of 2026-12-06).
+  if (cause != nullptr && cause->cause() == nullptr && cause->suppressed().empty() && cause->code() == error.code() &&
+      cause->stage() == error.stage() && std::string_view(error.message()).ends_with(cause->message())) {
+    cause = nullptr;
+  }
+  if (cause != nullptr) {
     out += '\n';
     out.append(static_cast<std::size_t>(depth) * 2 + 2, ' ');
     out += "caused by:\n";

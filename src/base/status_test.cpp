@@ -72,6 +72,18 @@ TEST(StatusTest, ContextBuildsACauseChain) {
   EXPECT_EQ(inner.in_stage(ErrorStage::kCompile).with_context("x").stage(), ErrorStage::kCompile);
 }
 
+// A context that quotes its cause whole prints it once; a cause with more
+// to say (another stage, its own cause) keeps its line.
+TEST(StatusTest, ACauseTheContextQuotesIsPrintedOnce) {
+  Status inner = make_error(ErrorCode::kInvalidArgument, ErrorStage::kConfiguration, "X: expected a, found 'b'");
+  const std::string text = inner.with_context("engine 'cpu': X: expected a, found 'b'").to_string();
+  EXPECT_EQ(text.find("caused by"), std::string::npos) << text;
+  EXPECT_NE(text.find("engine 'cpu': X: expected a, found 'b'"), std::string::npos) << text;
+  const std::string staged =
+      inner.with_context("engine 'cpu': X: expected a, found 'b'", ErrorStage::kPrepare).to_string();
+  EXPECT_NE(staged.find("caused by"), std::string::npos) << staged;
+}
+
 TEST(StatusTest, InStageOnlySetsAMissingStage) {
   Status s = make_error(ErrorCode::kInternal, ErrorStage::kNone, "m");
   EXPECT_EQ(s.in_stage(ErrorStage::kEnqueue).stage(), ErrorStage::kEnqueue);
