@@ -346,7 +346,13 @@ Result<EinsumRunResult> run_einsum_instance(const einsum::BenchmarkInstance& ins
                             executor->prepare(*run_op, shapes, instance.dtype));
   result.workspace_bytes = plan->workspace_bytes();
   result.planned_copies = plan->planned_copies();
-  if (options.explain) result.explain = plan->explain();
+  if (options.explain) {
+    // The tree as the chosen planner made it (the plan's own was re-planned
+    // along that path, "planner path"), then the execution.
+    const std::string executed = plan->explain();
+    const std::size_t execution = executed.find("\nexecution:");
+    result.explain = execution == std::string::npos ? executed : tree.explain() + executed.substr(execution + 1);
+  }
   return result;
 }
 
