@@ -374,10 +374,18 @@ py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operand
 // operand lacks outermost, and returns that result permuted back to the
 // order asked for: a view with the operands' layout, as numpy's. Einsums
 // that contract (GEMM steps choose their own layouts), order='C'/'F',
-// out= and operands with size-1 or broadcast axes are computed as written.
+// out=, operands with size-1 or broadcast axes, and products whose largest
+// operand has fewer than kMemoryOrderMinElements elements (where the
+// write order costs nothing and the rewrite would: 0.25 us of a 2 x 2
+// product) are computed as written.
+constexpr std::int64_t kMemoryOrderMinElements = 4096;
+
 std::shared_ptr<const einsum::EinsumOp> memory_order_op(PyRuntime& rt, const einsum::EinsumOp& op,
                                                         std::span<const Tensor> operands, const OptimizeSpec& spec,
                                                         Dims& back) {
+  std::int64_t largest = 0;
+  for (const Tensor& t : operands) largest = std::max(largest, t.numel());
+  if (largest < kMemoryOrderMinElements) return nullptr;
   const einsum::Subscripts& sub = op.subscripts();
   const std::optional<einsum::Term>& out = sub.explicit_output();
   if (!out.has_value() || out->has_ellipsis() || out->labels.size() < 2 || sub.nesting().has_value() ||

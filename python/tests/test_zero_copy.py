@@ -197,9 +197,9 @@ def test_products_return_the_operands_memory_order_as_numpy():
     # order='K' does (Fortran-order operands give a Fortran-order result);
     # contractions, order='C' and C-order operands give row-major results.
     rng = np.random.default_rng(3)
-    c = rng.random((3, 4))
+    c = rng.random((64, 80))  # at least 4096 elements (smaller products are computed row-major)
     f = np.asfortranarray(c)
-    v = rng.random(4)
+    v = rng.random(80)
 
     def layout(r):
         return "C" if r.flags.c_contiguous else "F" if r.flags.f_contiguous else "other"
@@ -211,6 +211,8 @@ def test_products_return_the_operands_memory_order_as_numpy():
         np.testing.assert_allclose(got, want, rtol=1e-14)
         assert layout(got) == layout(want), (subscripts, layout(got), layout(want))
         assert type(got.base).__name__ == "PyCapsule"  # computed, not a view of an operand
-    r3 = tenferro.einsum("ijk,ijk->ijk", np.asfortranarray(rng.random((2, 3, 4))), np.asfortranarray(rng.random((2, 3, 4))))
+    r3 = tenferro.einsum("ijk,ijk->ijk", np.asfortranarray(rng.random((8, 16, 32))),
+                         np.asfortranarray(rng.random((8, 16, 32))))
     assert r3.flags.f_contiguous
+    assert tenferro.einsum("ij,ij->ji", c[:8, :8], c[:8, :8]).flags.c_contiguous  # small: as written
     assert tenferro.einsum("ij,ij->ij", f, f, order="C").flags.c_contiguous
