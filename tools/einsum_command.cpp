@@ -404,6 +404,17 @@ Result<std::vector<Tensor>> read_operands(const std::vector<std::string>& files)
   return inputs;
 }
 
+// DIR/n.npy beyond the n operands is not read: say so (a subscript short
+// of an operand would otherwise contract the wrong network silently).
+void note_unread_inputs(const std::string& dir, std::size_t operands) {
+  const std::string next = operand_file(dir, operands);
+  std::error_code ec;
+  if (std::filesystem::exists(next, ec)) {
+    std::fprintf(stderr, "tenferro einsum: note: %s is not read (the contraction has %zu operand%s)\n",
+                 next.c_str(), operands, operands == 1 ? "" : "s");
+  }
+}
+
 Result<EinsumJob> job_for(const EinsumCommand& c) {
   EinsumJob job;
   if (c.args.empty() || is_instance_file(c.args[0])) {
@@ -418,6 +429,7 @@ Result<EinsumJob> job_for(const EinsumCommand& c) {
     }
     if (c.inputs_dir.empty()) return job;
     for (std::size_t i = 0; i < job.instance.shapes.size(); ++i) job.files.push_back(operand_file(c.inputs_dir, i));
+    note_unread_inputs(c.inputs_dir, job.instance.shapes.size());
     TENFERRO_ASSIGN_OR_RETURN(job.inputs, read_operands(job.files));
     for (std::size_t i = 0; i < job.inputs.size(); ++i) {
       if (!std::ranges::equal(job.inputs[i].shape(), job.instance.shapes[i])) {
@@ -441,6 +453,7 @@ Result<EinsumJob> job_for(const EinsumCommand& c) {
     if (!c.inputs_dir.empty()) {
       if (!job.files.empty()) return invalid("give the operands as .npy arguments or as --inputs DIR, not both");
       for (std::size_t i = 0; i < operands; ++i) job.files.push_back(operand_file(c.inputs_dir, i));
+      note_unread_inputs(c.inputs_dir, operands);
     }
     if (job.files.size() != operands || operands == 0) {
       return invalid(fmt::format("subscripts '{}' have {} operand{}, found {} .npy file{}", text, operands,
