@@ -30,6 +30,15 @@ expect_failure(105 "-3: expected an integer from 0 to 18446744073709551615" eins
 expect_failure(105 "expected an integer from 1 to 1000000" bench gemm --runs 0)
 expect_failure(106 "unknown subcommand 'einsm'" einsm ij,jk->ik)
 expect_failure(106 "expected a suite, one of:.*gemm" bench)
+# --inputs DIR holding more operands than the subscripts take: a note.
+file(MAKE_DIRECTORY ${dir}/inputs)
+execute_process(COMMAND ${TENFERRO} einsum --runs 0 -o ${dir}/inputs/0.npy RESULT_VARIABLE rc)
+file(COPY_FILE ${dir}/inputs/0.npy ${dir}/inputs/1.npy)
+execute_process(COMMAND ${TENFERRO} einsum ...->... --inputs ${dir}/inputs --runs 0 RESULT_VARIABLE rc
+                OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "1.npy is not read \\(the contraction has 1 operand\\)")
+  message(FATAL_ERROR "einsum --inputs with an extra file: expected status 0 and a note, found ${rc}: ${err}")
+endif()
 # -o naming a directory: refused before anything runs or is reported written.
 expect_failure(1 "found a directory" einsum --runs 0 -o ${dir})
 expect_failure(1 "found a directory" einsum --runs 0 --max-intermediate 1e4 -o ${dir})
