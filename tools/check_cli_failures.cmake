@@ -39,6 +39,11 @@ execute_process(COMMAND ${TENFERRO} einsum ...->... --inputs ${dir}/inputs --run
 if(NOT rc EQUAL 0 OR NOT err MATCHES "1.npy is not read \\(the contraction has 1 operand\\)")
   message(FATAL_ERROR "einsum --inputs with an extra file: expected status 0 and a note, found ${rc}: ${err}")
 endif()
+execute_process(COMMAND ${TENFERRO} einsum ...->... ${dir}/inputs/0.npy --seed 3 RESULT_VARIABLE rc OUTPUT_QUIET
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "--seed is not used")
+  message(FATAL_ERROR "einsum FILE --seed: expected status 0 and a note, found ${rc}: ${err}")
+endif()
 # -o naming a directory: refused before anything runs or is reported written.
 expect_failure(1 "found a directory" einsum --runs 0 -o ${dir})
 expect_failure(1 "found a directory" einsum --runs 0 --max-intermediate 1e4 -o ${dir})

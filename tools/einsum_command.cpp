@@ -378,6 +378,7 @@ struct EinsumCommand {
   EinsumRunOptions options;
   bool json = false;
   bool runs_given = false;
+  bool seed_given = false;
   EinsumSlicingOptions slicing;
 };
 
@@ -410,8 +411,8 @@ void note_unread_inputs(const std::string& dir, std::size_t operands) {
   const std::string next = operand_file(dir, operands);
   std::error_code ec;
   if (std::filesystem::exists(next, ec)) {
-    std::fprintf(stderr, "tenferro einsum: note: %s is not read (the contraction has %zu operand%s)\n",
-                 next.c_str(), operands, operands == 1 ? "" : "s");
+    std::fprintf(stderr, "tenferro einsum: note: %s is not read (the contraction has %zu operand%s)\n", next.c_str(),
+                 operands, operands == 1 ? "" : "s");
   }
 }
 
@@ -557,6 +558,9 @@ Status run_command(const EinsumCommand& c) {
   EinsumRunOptions options = c.options;
   // Contracting user data is one call unless timing was asked for.
   if (job.ok() && job->from_subscripts && !c.runs_given) options.runs = 0;
+  if (job.ok() && !job->inputs.empty() && c.seed_given) {
+    std::fprintf(stderr, "tenferro einsum: note: --seed is not used (the operands come from .npy files)\n");
+  }
   if (c.slicing.requested()) {  // einsum_slicing.h: a failure to read the operands is agreed over the ranks
     const EinsumJob none;
     const EinsumJob& j = job.ok() ? *job : none;
@@ -614,6 +618,7 @@ void add_einsum_command(CLI::App& app) {
   cmd->add_flag("--json", state->json, "Print one JSON object");
   cmd->callback([state, cmd] {
     state->runs_given = cmd->count("--runs") > 0;
+    state->seed_given = cmd->count("--seed") > 0;
     const Status status = run_command(*state);
     if (!status.ok()) {
       std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
