@@ -233,9 +233,12 @@ std::size_t PyRuntime::cached_ops() const noexcept {
 }
 
 std::shared_ptr<const runtime::PreparedProgram> PyRuntime::einsum_backward(
-    const einsum::EinsumOp& op, const runtime::InputSignature& signature) const {
-  for (const EinsumBackward& e : backwards_) {
-    if (e.op.get() == &op && e.signature == signature) return e.backward;
+    const einsum::EinsumOp& op, const runtime::InputSignature& signature) {
+  for (auto it = backwards_.begin(); it != backwards_.end(); ++it) {
+    if (it->op.get() == &op && it->signature == signature) {
+      std::rotate(backwards_.begin(), it, it + 1);  // now the most recently used
+      return backwards_.front().backward;
+    }
   }
   return nullptr;
 }

@@ -162,10 +162,11 @@ class PyRuntime {
   /// prepared (ad::prepare_vjp_cotangents, as the C API's tf_einsum_vjp
   /// does), keyed by the cached op (op_for: one object per subscripts and
   /// optimize; the entry holds it, so its address is not reused) and the run's
-  /// input signature (operands, then the cotangent). A hit runs the prepared
-  /// program. Call both with the GIL held.
+  /// input signature (operands, then the cotangent), the least recently used
+  /// dropped first. A hit runs the prepared program. Call both with the GIL
+  /// held.
   std::shared_ptr<const runtime::PreparedProgram> einsum_backward(const einsum::EinsumOp& op,
-                                                                  const runtime::InputSignature& signature) const;
+                                                                  const runtime::InputSignature& signature);
   void remember_einsum_backward(std::shared_ptr<const einsum::EinsumOp> op, runtime::InputSignature signature,
                                 std::shared_ptr<const runtime::PreparedProgram> backward);
   std::size_t cached_einsum_backwards() const noexcept;
