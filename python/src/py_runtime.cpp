@@ -232,8 +232,8 @@ std::size_t PyRuntime::cached_ops() const noexcept {
   return n;
 }
 
-std::shared_ptr<const runtime::PreparedProgram> PyRuntime::einsum_backward(
-    const einsum::EinsumOp& op, const runtime::InputSignature& signature) {
+std::shared_ptr<const runtime::PreparedProgram> PyRuntime::einsum_backward(const einsum::EinsumOp& op,
+                                                                           const runtime::InputSignature& signature) {
   for (auto it = backwards_.begin(); it != backwards_.end(); ++it) {
     if (it->op.get() == &op && it->signature == signature) {
       std::rotate(backwards_.begin(), it, it + 1);  // now the most recently used

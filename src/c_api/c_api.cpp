@@ -444,14 +444,31 @@ Status check_output(const tf_tensor* output, DType dtype, CheckedOutput& out) {
   return check_output_layout(out.view, -1);
 }
 
-Status check_output_shape(const CheckedOutput& out, const einsum::ExecutionPlan& plan, std::string_view subscripts) {
-  if (IntArrayRef(out.view.shape) != plan.output_shape()) {
+Status check_output_shape(const CheckedOutput& out, IntArrayRef want, std::string_view subscripts) {
+  if (IntArrayRef(out.view.shape) != want) {
     return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
                       "output has shape {} (ndim {}); einsum \"{}\" on these operands gives shape {} (ndim {})",
-                      shape_to_string(out.view.shape), out.view.shape.size(), subscripts,
-                      shape_to_string(plan.output_shape()), plan.output_shape().size());
+                      shape_to_string(out.view.shape), out.view.shape.size(), subscripts, shape_to_string(want),
+                      want.size());
   }
   return ok_status();
+}
+
+// Note [C API broadcast operands]
+// An input with a stride-0 axis (numpy's broadcast_to, a row repeated
+// without copying) went through the plan, whose GEMM steps copied it to a
+// dense buffer of its logical size: "ij,ij->" of a broadcast 6000-element
+// row against a 6000 x 6000 matrix peaked at 580 MB, twice the matrix. Such
+// a call runs the eager einsum instead, which drops the stride-0 axes
+// (Note [Broadcast operands] in einsum_call.cpp), and copies its result
+// into the caller's output.
+bool has_broadcast_axis(const CheckedOperands& inputs) {
+  for (const TensorView& v : inputs.views) {
+    for (std::size_t a = 0; a < v.shape.size(); ++a) {
+      if (v.shape[a] > 1 && v.strides[a] == 0) return true;
+    }
+  }
+  return false;
 }
 
 Status run_checked(const Engine& engine, const einsum::ExecutionPlan& plan, const CheckedOperands& inputs,
@@ -877,18 +894,39 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
     TENFERRO_TRY(check_output(args->output, inputs.views[0].dtype, out));
     const Engine& engine = *args->runtime->engine;
     const auto shapes = inputs.shapes();
+    if (has_broadcast_axis(inputs)) {  // Note [C API broadcast operands]
+      TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
+                                einsum::EinsumOp::create(args->subscripts, std::move(policy)));
+      Dims out_shape;
+      TENFERRO_TRY(op->output_shape(std::span<const IntArrayRef>(shapes.data(), shapes.size()), out_shape));
+      TENFERRO_TRY(check_output_shape(out, IntArrayRef(out_shape), args->subscripts));
+      TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(inputs.ranges.data(), inputs.ranges.size())));
+      SmallVector<Tensor, kInlineOperands> operands;
+      for (std::size_t i = 0; i < inputs.views.size(); ++i) {
+        TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
+        operands.push_back(std::move(t));
+      }
+      OneShotMemo::Lease lease = args->runtime->memo.acquire();
+      runtime::EagerContext* context = lease.context(engine.runtime);
+      std::optional<runtime::EagerContext> own;
+      if (context == nullptr) context = &own.emplace(engine.runtime.on());
+      TENFERRO_ASSIGN_OR_RETURN(
+          const Tensor result, einsum::einsum(*context, op, std::span<const Tensor>(operands.data(), operands.size())));
+      cpu::SequentialContext sequential;
+      return cpu::copy_into(result.view(), out.view, sequential);
+    }
     const OneShotMemo::Key key{args->subscripts, planner, inputs.views[0].dtype,
                                std::span<const IntArrayRef>(shapes.data(), shapes.size())};
     OneShotMemo::Lease memo = args->runtime->memo.acquire();
     if (const einsum::ExecutionPlan* remembered = memo.find(key); remembered != nullptr) {
-      TENFERRO_TRY(check_output_shape(out, *remembered, args->subscripts));
+      TENFERRO_TRY(check_output_shape(out, remembered->output_shape(), args->subscripts));
       return run_checked(engine, *remembered, inputs, out);
     }
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::EinsumOp> op,
                               einsum::EinsumOp::create(args->subscripts, std::move(policy)));
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::ExecutionPlan> plan,
                               engine.executor->prepare(*op, key.shapes, key.dtype));
-    TENFERRO_TRY(check_output_shape(out, *plan, args->subscripts));
+    TENFERRO_TRY(check_output_shape(out, plan->output_shape(), args->subscripts));
     Status status = run_checked(engine, *plan, inputs, out);
     memo.remember(key, std::move(plan));
     return status;
@@ -937,7 +975,7 @@ TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error) {
     TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
     CheckedOutput out;
     TENFERRO_TRY(check_output(args->output, plan.dtype(), out));
-    TENFERRO_TRY(check_output_shape(out, plan, args->plan->op->canonical_subscripts()));
+    TENFERRO_TRY(check_output_shape(out, plan.output_shape(), args->plan->op->canonical_subscripts()));
     // ExecutionPlan::execute names an operand whose count, shape or dtype
     // differs from the prepared ones.
     return run_checked(*args->plan->engine, plan, inputs, out);

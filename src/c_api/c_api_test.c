@@ -237,6 +237,113 @@ static void check_empty(tf_runtime* rt) {
   EXPECT_OK(tf_einsum(&args, &error), error);
 }
 
+/* Broadcast (stride-0) inputs (Note [C API broadcast operands]): a row
+ * repeated over the rows of a matrix, summed ("ij,ij->", "ij,ij->j") or kept
+ * ("ij,ij->ij"); a stride-0 axis only the output has ("ij,j->ij" of a
+ * broadcast column); and a wrong output shape is still refused. */
+static void check_broadcast_inputs(tf_runtime* rt) {
+  enum { m = 5, n = 7 };
+  const int64_t shape[2] = {m, n}, row_strides[2] = {0, 1}, col_strides[2] = {1, 0}, vshape[1] = {n};
+  const int64_t bad_shape[1] = {m};
+  void* row = random_buffer(TF_DTYPE_F64, n);
+  void* col = random_buffer(TF_DTYPE_F64, m);
+  void* b = random_buffer(TF_DTYPE_F64, m * n);
+  double total = 0, sums[n], product[m * n], tensor[m * n];
+  tf_tensor trow = make_tensor(row, TF_DTYPE_F64, 2, shape, row_strides);
+  tf_tensor tcol = make_tensor(col, TF_DTYPE_F64, 2, shape, col_strides);
+  tf_tensor tb = make_tensor(b, TF_DTYPE_F64, 2, shape, NULL);
+  tf_tensor tv = make_tensor(row, TF_DTYPE_F64, 1, vshape, NULL);
+  tf_tensor ttotal = make_tensor(&total, TF_DTYPE_F64, 0, NULL, NULL);
+  tf_tensor tsums = make_tensor(sums, TF_DTYPE_F64, 1, vshape, NULL);
+  tf_tensor tproduct = make_tensor(product, TF_DTYPE_F64, 2, shape, NULL);
+  tf_tensor ttensor = make_tensor(tensor, TF_DTYPE_F64, 2, shape, NULL);
+  tf_tensor tbad = make_tensor(sums, TF_DTYPE_F64, 1, bad_shape, NULL);
+  const tf_tensor* ins[2] = {&trow, &tb};
+  const tf_tensor* col_ins[2] = {&tcol, &tv};
+  tf_einsum_args args;
+  tf_error* error = NULL;
+  double want_total = 0;
+  int64_t i, j;
+  int ok = 1;
+  args = einsum_args(rt, "ij,ij->", ins, 2, &ttotal);
+  if (EXPECT_OK(tf_einsum(&args, &error), error)) {
+    for (i = 0; i < m; ++i)
+      for (j = 0; j < n; ++j) want_total += ((double*)row)[j] * ((double*)b)[i * n + j];
+    CHECK(fabs(total - want_total) <= 1e-12 * (1 + fabs(want_total)));
+  }
+  args = einsum_args(rt, "ij,ij->j", ins, 2, &tsums);
+  if (EXPECT_OK(tf_einsum(&args, &error), error)) {
+    for (j = 0; j < n; ++j) {
+      double want = 0;
+      for (i = 0; i < m; ++i) want += ((double*)row)[j] * ((double*)b)[i * n + j];
+      ok &= fabs(sums[j] - want) <= 1e-12;
+    }
+    CHECK(ok);
+  }
+  args = einsum_args(rt, "ij,ij->ij", ins, 2, &tproduct);
+  if (EXPECT_OK(tf_einsum(&args, &error), error)) {
+    for (i = 0; i < m; ++i)
+      for (j = 0; j < n; ++j) ok &= product[i * n + j] == ((double*)row)[j] * ((double*)b)[i * n + j];
+    CHECK(ok);
+  }
+  args = einsum_args(rt, "ij,j->ij", col_ins, 2, &ttensor);
+  if (EXPECT_OK(tf_einsum(&args, &error), error)) {
+    for (i = 0; i < m; ++i)
+      for (j = 0; j < n; ++j) ok &= tensor[i * n + j] == ((double*)col)[i] * ((double*)row)[j];
+    CHECK(ok);
+  }
+  args = einsum_args(rt, "ij,ij->j", ins, 2, &tbad);
+  CHECK(tf_einsum(&args, &error) == TF_CODE_SHAPE_MISMATCH);
+  CHECK(error != NULL && strstr(tf_error_message(error), "gives shape [7]") != NULL);
+  tf_error_destroy(error);
+  free(row);
+  free(col);
+  free(b);
+}
+
+/* Peak resident memory in KiB (VmHWM), or -1 where /proc does not say. */
+static long peak_rss_kib(void) {
+  char line[256];
+  long kib = -1;
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "VmHWM:", 6) == 0) kib = strtol(line + 6, NULL, 10);
+  }
+  fclose(f);
+  return kib;
+}
+
+/* The broadcast row is not copied to a dense matrix of its logical size:
+ * the peak memory of "ij,ij->" grows by far less than that (72 MiB). */
+static void check_broadcast_input_stays_small(tf_runtime* rt) {
+  enum { n = 3000 };
+  const int64_t shape[2] = {n, n}, row_strides[2] = {0, 1};
+  double* row = malloc(n * sizeof(double));
+  double* b = malloc((size_t)n * n * sizeof(double));
+  double total = 0;
+  tf_tensor trow, tb, ttotal;
+  const tf_tensor* ins[2] = {&trow, &tb};
+  tf_einsum_args args;
+  tf_error* error = NULL;
+  long before;
+  int64_t i;
+  for (i = 0; i < n; ++i) row[i] = 1.0;
+  for (i = 0; i < (int64_t)n * n; ++i) b[i] = 0.5; /* touched: resident before the call */
+  trow = make_tensor(row, TF_DTYPE_F64, 2, shape, row_strides);
+  tb = make_tensor(b, TF_DTYPE_F64, 2, shape, NULL);
+  ttotal = make_tensor(&total, TF_DTYPE_F64, 0, NULL, NULL);
+  args = einsum_args(rt, "ij,ij->", ins, 2, &ttotal);
+  before = peak_rss_kib();
+  if (EXPECT_OK(tf_einsum(&args, &error), error)) {
+    const long grew = before < 0 ? 0 : peak_rss_kib() - before;
+    CHECK(total == 0.5 * n * n);
+    CHECK(grew < (long)n * n * 8 / 1024 / 2); /* a dense copy would add n * n * 8 bytes */
+  }
+  free(row);
+  free(b);
+}
+
 static void check_results(tf_runtime* rt) {
   size_t d;
   int la, lb, lc;
@@ -249,6 +356,8 @@ static void check_results(tf_runtime* rt) {
   }
   check_ellipsis_permuted(rt);
   check_empty(rt);
+  check_broadcast_inputs(rt);
+  check_broadcast_input_stays_small(rt);
 }
 
 /* --- version, codes, struct sizes ---------------------------------------- */
