@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>

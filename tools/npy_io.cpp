@@ -525,6 +525,18 @@ Status write_npy(const std::string& path, const Tensor& tensor) {
   TENFERRO_ASSIGN_OR_RETURN(std::string header, encode_header(tensor));
   std::vector<char> scratch;
   const char* data = row_major_bytes(tensor, scratch);
+  // Writes the file's bytes to `fd`, sets `mode` when given, closes it:
+  // 0, or the first errno.
+  const auto fill = [&](int fd, std::optional<mode_t> mode) {
+    int err = 0;
+    if (!write_all(fd, header.data(), header.size()) || !write_all(fd, data, tensor.nbytes())) {
+      err = errno;
+    } else if (mode.has_value() && ::fchmod(fd, *mode) != 0) {
+      err = errno;
+    }
+    if (::close(fd) != 0 && err == 0) err = errno;
+    return err;
+  };
   std::string target = path;
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;  // follows links
@@ -535,11 +547,8 @@ Status write_npy(const std::string& path, const Tensor& tensor) {
     }
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return file_error(path, "open it for writing", errno);
-    const bool written = write_all(fd, header.data(), header.size()) && write_all(fd, data, tensor.nbytes());
-    const int write_errno = errno;
-    const bool closed = ::close(fd) == 0;
-    if (!written || !closed) return file_error(path, "write it", written ? errno : write_errno);
-    return ok_status();
+    const int err = fill(fd, std::nullopt);
+    return err == 0 ? ok_status() : Status(file_error(path, "write it", err));
   }
   // The file a link names (which may not exist yet) is replaced, not the
   // link: follow the chain, as open() would (at most 40 links, as Linux).
@@ -557,15 +566,7 @@ Status write_npy(const std::string& path, const Tensor& tensor) {
   const std::string temp = fmt::format("{}.tmp-{}-{:08x}", target, ::getpid(), entropy());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return file_error(path, "create a file next to it", errno);
-  bool written = write_all(fd, header.data(), header.size()) && write_all(fd, data, tensor.nbytes());
-  int write_errno = errno;
-  if (written && exists && ::fchmod(fd, existing.st_mode & 07777) != 0) {
-    written = false;
-    write_errno = errno;
-  }
-  const bool closed = ::close(fd) == 0;
-  if (!written || !closed) {
-    const int err = written ? errno : write_errno;
+  if (const int err = fill(fd, exists ? std::optional<mode_t>(existing.st_mode & 07777) : std::nullopt); err != 0) {
     ::unlink(temp.c_str());
     return file_error(path, "write it", err);
   }

@@ -361,6 +361,34 @@ py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operand
   return owned;
 }
 
+// The permutation that puts `t`'s axes in memory order (descending strides;
+// the identity when they are in it already), or nullopt where no order
+// applies: an axis of extent 0 or 1, or a broadcast (stride 0) axis (Notes
+// [Results in the operands' memory order], [Transforms in memory order]).
+std::optional<Dims> memory_order(const Tensor& t) {
+  const IntArrayRef shape = t.shape(), strides = t.strides();
+  Dims order;
+  bool row_major = true;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] <= 1 || strides[d] <= 0) return std::nullopt;
+    row_major = row_major && (d == 0 || strides[d] <= strides[d - 1]);
+    order.push_back(static_cast<std::int64_t>(d));
+  }
+  if (!row_major) {
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+      return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
+    });
+  }
+  return order;
+}
+
+bool is_identity(IntArrayRef perm) {
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    if (perm[d] != static_cast<std::int64_t>(d)) return false;
+  }
+  return true;
+}
+
 // Note [Results in the operands' memory order]
 // numpy.einsum returns its result in the operands' memory order (order='K'):
 // a product of Fortran-order arrays is Fortran-order. tenferro's engine
@@ -408,22 +436,13 @@ std::shared_ptr<const einsum::EinsumOp> memory_order_op(PyRuntime& rt, const ein
     if (term.labels.size() > sub.operands()[reference].labels.size()) reference = i;
   }
   const einsum::Term& ref = sub.operands()[reference];
-  const IntArrayRef shape = operands[reference].shape(), strides = operands[reference].strides();
-  bool row_major = true;
-  for (std::size_t a = 0; a < shape.size(); ++a) {
-    if (shape[a] <= 1 || strides[a] <= 0) return nullptr;
-    row_major = row_major && (a == 0 || strides[a] <= strides[a - 1]);
-  }
+  const std::optional<Dims> axes = memory_order(operands[reference]);
+  if (!axes.has_value()) return nullptr;
   SmallVector<einsum::LabelKey, 8> desired;
   for (const einsum::LabelKey key : out->labels) {
     if (std::find(ref.labels.begin(), ref.labels.end(), key) == ref.labels.end()) desired.push_back(key);
   }
-  SmallVector<std::size_t, 8> axes;
-  for (std::size_t a = 0; a < shape.size(); ++a) axes.push_back(a);
-  if (!row_major) {
-    std::stable_sort(axes.begin(), axes.end(), [&](std::size_t x, std::size_t y) { return strides[x] > strides[y]; });
-  }
-  for (const std::size_t a : axes) desired.push_back(ref.labels[a]);
+  for (const std::int64_t a : *axes) desired.push_back(ref.labels[static_cast<std::size_t>(a)]);
   if (std::equal(desired.begin(), desired.end(), out->labels.begin(), out->labels.end())) return nullptr;
   std::string text;
   for (std::size_t i = 0; i < sub.operands().size(); ++i) {
@@ -874,24 +893,6 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
 // axes out of range go as given. The order of an input in row-major order
 // already is checked with one pass over its strides.
 
-// The permutation that puts `t`'s axes in memory order (descending
-// strides), or empty when they are in it already or no order applies.
-Dims memory_order(const Tensor& t) {
-  const IntArrayRef shape = t.shape(), strides = t.strides();
-  bool row_major = true;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] <= 1 || strides[d] <= 0) return {};
-    if (d > 0 && strides[d] > strides[d - 1]) row_major = false;
-  }
-  if (row_major) return {};
-  Dims order;
-  for (std::size_t d = 0; d < shape.size(); ++d) order.push_back(static_cast<std::int64_t>(d));
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return strides[static_cast<std::size_t>(a)] > strides[static_cast<std::size_t>(b)];
-  });
-  return order;
-}
-
 py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const py::object& lengths,
                     const py::object& axes, const std::string& norm) {
   fft::FftAttributes attributes =
@@ -902,21 +903,18 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   operands.add(x, kWhat[static_cast<int>(attributes.kind)]);
   operands.wrap();
   Tensor operand = operands.tensors()[0];
-  // Note [Transforms in memory order].
+  // Note [Transforms in memory order]: `back` permutes the result back.
   const auto rank = static_cast<std::int64_t>(operand.rank());
-  Dims order = memory_order(operand);
-  for (const std::int64_t a : attributes.axes) {
-    if (a < -rank || a >= rank) order.clear();
-  }
-  if (!order.empty() && !attributes.axes.empty()) {
-    Dims position(order.size());
-    for (std::size_t p = 0; p < order.size(); ++p)
-      position[static_cast<std::size_t>(order[p])] = static_cast<std::int64_t>(p);
-    for (std::int64_t& a : attributes.axes) a = position[static_cast<std::size_t>(a < 0 ? a + rank : a)];
-    operand = value_or_raise(operand.permute(order));
-    order = std::move(position);  // now the permutation back
-  } else {
-    order.clear();
+  const std::optional<Dims> order = memory_order(operand);
+  bool permute = order.has_value() && !is_identity(*order) && !attributes.axes.empty();
+  for (const std::int64_t a : attributes.axes) permute = permute && a >= -rank && a < rank;
+  Dims back;
+  if (permute) {
+    back.resize(order->size());
+    for (std::size_t p = 0; p < order->size(); ++p)
+      back[static_cast<std::size_t>((*order)[p])] = static_cast<std::int64_t>(p);
+    for (std::int64_t& a : attributes.axes) a = back[static_cast<std::size_t>(a < 0 ? a + rank : a)];
+    operand = value_or_raise(operand.permute(*order));
   }
   const std::shared_ptr<const fft::FftOp> op = value_or_raise(rt.fft_op_for(attributes));
   Tensor result;
@@ -931,7 +929,7 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
     });
   }
   ok_or_raise(status);
-  if (!order.empty()) result = value_or_raise(result.permute(order));
+  if (permute) result = value_or_raise(result.permute(back));
   return operands.to_numpy(std::move(result));
 }
 

@@ -543,6 +543,27 @@ Result<Tensor> borrow(const TensorView& v, const ByteRange& range) {
   return Tensor::from_storage(std::move(storage), v.dtype, IntArrayRef(v.shape), IntArrayRef(v.strides));
 }
 
+// Every checked input as a Tensor over the caller's memory.
+Result<SmallVector<Tensor, kInlineOperands>> borrow_all(const CheckedOperands& inputs) {
+  SmallVector<Tensor, kInlineOperands> operands;
+  for (std::size_t i = 0; i < inputs.views.size(); ++i) {
+    TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
+    operands.push_back(std::move(t));
+  }
+  return operands;
+}
+
+// `body` on the calling CPU's eager context (Note [One-shot einsum memo]),
+// or on a fresh one while that table is busy.
+template <class F>
+auto with_eager_context(const Engine& engine, OneShotMemo& memo, F&& body) {
+  OneShotMemo::Lease lease = memo.acquire();
+  runtime::EagerContext* context = lease.context(engine.runtime);
+  std::optional<runtime::EagerContext> own;
+  if (context == nullptr) context = &own.emplace(engine.runtime.on());
+  return body(*context);
+}
+
 // The results `op` gives on `inputs` (dtypes and exact shapes).
 Result<SmallVector<program::ValueMetadata, 2>> infer_results(const program::ExtensionOp& op,
                                                              const CheckedOperands& inputs) {
@@ -608,17 +629,11 @@ Status run_into(const Engine& engine, OneShotMemo& memo, const std::shared_ptr<c
     TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(taken.data(), taken.size())));
     taken.push_back(out.range);
   }
-  SmallVector<Tensor, 2> operands;
-  for (std::size_t i = 0; i < inputs.views.size(); ++i) {
-    TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
-    operands.push_back(std::move(t));
-  }
-  OneShotMemo::Lease lease = memo.acquire();  // Note [One-shot einsum memo]
-  runtime::EagerContext* context = lease.context(engine.runtime);
-  std::optional<runtime::EagerContext> own;
-  if (context == nullptr) context = &own.emplace(engine.runtime.on());
+  TENFERRO_ASSIGN_OR_RETURN(const auto operands, borrow_all(inputs));
   TENFERRO_ASSIGN_OR_RETURN(const runtime::TensorList computed,
-                            context->call(op, std::span<const Tensor>(operands.data(), operands.size())));
+                            with_eager_context(engine, memo, [&](runtime::EagerContext& context) {
+                              return context.call(op, std::span<const Tensor>(operands.data(), operands.size()));
+                            }));
   cpu::SequentialContext sequential;
   for (std::size_t j = 0; j < num_outputs; ++j) {
     TENFERRO_TRY(cpu::copy_into(computed[j].view(), outs[j].view, sequential));
@@ -901,17 +916,11 @@ TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
       TENFERRO_TRY(op->output_shape(std::span<const IntArrayRef>(shapes.data(), shapes.size()), out_shape));
       TENFERRO_TRY(check_output_shape(out, IntArrayRef(out_shape), args->subscripts));
       TENFERRO_TRY(check_disjoint(out.range, std::span<const ByteRange>(inputs.ranges.data(), inputs.ranges.size())));
-      SmallVector<Tensor, kInlineOperands> operands;
-      for (std::size_t i = 0; i < inputs.views.size(); ++i) {
-        TENFERRO_ASSIGN_OR_RETURN(Tensor t, borrow(inputs.views[i], inputs.ranges[i]));
-        operands.push_back(std::move(t));
-      }
-      OneShotMemo::Lease lease = args->runtime->memo.acquire();
-      runtime::EagerContext* context = lease.context(engine.runtime);
-      std::optional<runtime::EagerContext> own;
-      if (context == nullptr) context = &own.emplace(engine.runtime.on());
+      TENFERRO_ASSIGN_OR_RETURN(const auto operands, borrow_all(inputs));
       TENFERRO_ASSIGN_OR_RETURN(
-          const Tensor result, einsum::einsum(*context, op, std::span<const Tensor>(operands.data(), operands.size())));
+          const Tensor result, with_eager_context(engine, args->runtime->memo, [&](runtime::EagerContext& context) {
+            return einsum::einsum(context, op, std::span<const Tensor>(operands.data(), operands.size()));
+          }));
       cpu::SequentialContext sequential;
       return cpu::copy_into(result.view(), out.view, sequential);
     }
