@@ -380,6 +380,10 @@ void OperandList::cast(std::size_t i, DType dtype) {
   exact_[i] = true;
 }
 
+void OperandList::reverse_axes(std::size_t i, std::uint64_t axes) {
+  arrays_[i] = reversed_axes(std::move(arrays_[i]), axes);
+}
+
 void OperandList::wrap() {
   tensors_.clear();
   for (std::size_t i = 0; i < arrays_.size(); ++i) {
@@ -407,6 +411,43 @@ py::object OperandList::to_numpy(Tensor t) const {
     }
   }
   return tensor_to_numpy(std::move(t));
+}
+
+static_assert(sizeof(npy_intp) == sizeof(std::int64_t));
+
+py::object view_of(py::handle array, std::span<const std::int64_t> dims, std::span<const std::int64_t> strides,
+                   void* data) {
+  auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
+  PyArray_Descr* descr = PyArray_DESCR(a);
+  Py_INCREF(descr);  // stolen below
+  PyObject* view = PyArray_NewFromDescr(&PyArray_Type, descr, static_cast<int>(dims.size()),
+                                        reinterpret_cast<npy_intp*>(const_cast<std::int64_t*>(dims.data())),
+                                        reinterpret_cast<npy_intp*>(const_cast<std::int64_t*>(strides.data())), data,
+                                        PyArray_FLAGS(a) & NPY_ARRAY_WRITEABLE, nullptr);
+  if (view == nullptr) throw py::error_already_set();
+  py::object owned = py::reinterpret_steal<py::object>(view);
+  Py_INCREF(array.ptr());
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(view), array.ptr()) < 0) {
+    throw py::error_already_set();  // the base reference was stolen
+  }
+  return owned;
+}
+
+py::object reversed_axes(py::object array, std::uint64_t axes) {
+  if (axes == 0) return array;
+  auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
+  const int nd = PyArray_NDIM(a);
+  const std::span<const std::int64_t> dims(reinterpret_cast<const std::int64_t*>(PyArray_DIMS(a)),
+                                           static_cast<std::size_t>(nd));
+  SmallVector<std::int64_t, 8> strides(PyArray_STRIDES(a), PyArray_STRIDES(a) + nd);
+  char* data = PyArray_BYTES(a);
+  for (int d = 0; d < nd; ++d) {
+    if (((axes >> d) & 1u) == 0 || dims[static_cast<std::size_t>(d)] == 0) continue;
+    std::int64_t& s = strides[static_cast<std::size_t>(d)];
+    data += (dims[static_cast<std::size_t>(d)] - 1) * s;
+    s = -s;
+  }
+  return view_of(array, dims, strides, data);
 }
 
 py::object numpy_dtype(DType dtype) {

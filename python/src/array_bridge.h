@@ -166,6 +166,9 @@ class OperandList {
   static py::object finish(py::object result, const py::object& descr);
   /// Casts operand `i` to `dtype` when it differs (a copy).
   void cast(std::size_t i, DType dtype);
+  /// Replaces operand `i` with a view of it whose axes in `axes` (bit a for
+  /// axis a) are reversed (Note [Reversed operands] in module.cpp).
+  void reverse_axes(std::size_t i, std::uint64_t axes);
   /// Wraps the arrays as Tensors (strided views without copying; negative
   /// or non-element strides, misaligned or byte-swapped data copied once).
   void wrap();
@@ -195,5 +198,13 @@ py::object tensor_to_numpy(Tensor t);
 /// A 0-d ndarray as a numpy scalar (numpy.float64, ...), as numpy.einsum
 /// returns a full contraction (PyArray_Return); anything else unchanged.
 py::object scalar_if_0d(py::object result);
+/// A numpy view of `array`'s memory: `dims` and `strides` (bytes) from
+/// `data`, `array`'s dtype, its base `array`, writeable when `array` is.
+py::object view_of(py::handle array, std::span<const std::int64_t> dims, std::span<const std::int64_t> strides,
+                   void* data);
+/// `array` (an ndarray) with the axes in `axes` (bit a for axis a)
+/// reversed, as `array[::-1]` along each: a view, `array` itself when
+/// `axes` is 0.
+py::object reversed_axes(py::object array, std::uint64_t axes);
 
 }  // namespace tenferro::python

@@ -216,3 +216,69 @@ def test_products_return_the_operands_memory_order_as_numpy():
     assert r3.flags.f_contiguous
     assert tenferro.einsum("ij,ij->ji", c[:8, :8], c[:8, :8]).flags.c_contiguous  # small: as written
     assert tenferro.einsum("ij,ij->ij", f, f, order="C").flags.c_contiguous
+
+
+def test_reversed_operands_are_read_in_place(rng):
+    # Note [Reversed operands]: when every axis of a label runs backwards,
+    # einsum reads the operands with those axes reversed back (their own
+    # memory, no copy) and reverses the label's output axes in the result,
+    # which then has positive strides as numpy's results do.
+    base_a = rng.standard_normal((6, 7, 5))
+    base_b = rng.standard_normal((6, 7, 5))
+    m = rng.standard_normal((7, 7))
+    a, b = base_a[::-1, :, ::-1], base_b[::-1, :, ::-1]
+    addresses, out_axes = _tenferro._einsum_operand_addresses("ijk,ijk->ik", a, b)
+    assert addresses == [address(base_a), address(base_b)]
+    assert out_axes == 0b11  # i and k, reversed back in the result
+    addresses, out_axes = _tenferro._einsum_operand_addresses("ijk,ijk->j", a, b)
+    assert addresses == [address(base_a), address(base_b)] and out_axes == 0
+    # A label reversed in one operand and not in another: the reversed
+    # operand is copied as before.
+    addresses, out_axes = _tenferro._einsum_operand_addresses("ijk,ijk->", a, base_b)
+    assert addresses[0] not in (address(a), address(base_a)) and addresses[1] == address(base_b) and out_axes == 0
+    addresses, _ = _tenferro._einsum_operand_addresses("ii->i", m[::-1, :])
+    assert addresses[0] != address(m)
+
+    cases = [
+        ("ijk,ijk->", (a, b)),
+        ("ijk,ijk->ijk", (a, b)),
+        ("ijk,ijk->kji", (a, b)),
+        ("ijk,ijk->ik", (a, b)),
+        ("ijk,ijk->j", (a, b)),
+        ("ijk,kl->ijl", (a, base_b[0, :5, ::-1].T)),  # k reversed in both (the second's rows)
+        ("ijk,jl->il", (a, m[:, ::-1])),  # l reversed only in the output's operand
+        ("ijk,ijk", (a, b)),  # implicit output
+        ("...k,...k->...", (a, b)),
+        ("ijk,k->ij", (a, base_b[0, 0, ::-1])),
+        ("ijk,ijk,ijk->ik", (a, b, a)),
+        ("ii->i", (m[::-1, ::-1],)),
+        ("ii->", (m[::-1, ::-1],)),
+        ("ij,ij->ij", (m[::-1], m)),  # disagreeing directions: copied
+        ("ijk,ljk->il", (a, base_b[::-2, :, ::-1])),
+        ("ij,j->i", (m[::-1], np.ones(1)[::-1])),  # a broadcast size-1 axis
+    ]
+    for subscripts, ops in cases:
+        got, want = tenferro.einsum(subscripts, *ops), np.einsum(subscripts, *ops)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=subscripts)
+        got = np.asarray(got)
+        if np.shares_memory(got, ops[0]):  # a relabeling view, with numpy's strides
+            assert got.strides == want.strides, subscripts
+        else:
+            assert all(s >= 0 for s in got.strides), (subscripts, got.strides)
+    # Other dtypes, dtype=, order=, out= and sublists take the same path.
+    ai = (base_a * 10).astype(np.int32)[::-1]
+    np.testing.assert_array_equal(tenferro.einsum("ijk,ijk->ij", ai, ai), np.einsum("ijk,ijk->ij", ai, ai))
+    af = base_a.astype(np.float32)[:, ::-1]
+    np.testing.assert_allclose(tenferro.einsum("ijk,ijk->jk", af, af, dtype=np.float64),
+                               np.einsum("ijk,ijk->jk", af, af, dtype=np.float64), rtol=1e-6)
+    for order in ("C", "F"):
+        got = tenferro.einsum("ijk,ijk->ik", a, b, order=order)
+        assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
+        np.testing.assert_allclose(got, np.einsum("ijk,ijk->ik", a, b), rtol=1e-12)
+    out = np.zeros((6, 5))
+    tenferro.einsum("ijk,ijk->ik", a, b, out=out)
+    np.testing.assert_allclose(out, np.einsum("ijk,ijk->ik", a, b), rtol=1e-12)
+    np.testing.assert_allclose(tenferro.einsum(a, [0, 1, 2], b, [0, 1, 2], [2, 0]),
+                               np.einsum("ijk,ijk->ki", a, b), rtol=1e-12)
+    # The operands are unchanged and still readable.
+    np.testing.assert_array_equal(a, base_a[::-1, :, ::-1])
