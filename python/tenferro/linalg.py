@@ -357,8 +357,8 @@ def solve(a, b, *, threads=None, runtime=None):
         runtime = _runtime(runtime, threads)
     a = _operand(a)
     b = _operand(b)
-    if a.ndim < 2:
-        raise _shape_error(f"solve: expected a of shape (..., M, M), found {tuple(a.shape)}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:  # before b's shape, as numpy: a LinAlgError
+        raise _shape_error(f"solve: expected a square matrix a of shape (..., M, M), found {tuple(a.shape)}")
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and not _NUMPY2)
     if b.ndim == a.ndim - 1 and b.ndim > 1 and not _broadcasts(a, b, vector) and _broadcasts(a, b, not vector):
         vector = not vector

@@ -623,3 +623,31 @@ def test_shape_errors_are_linalg_errors_as_numpy():
     for a in (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.ones((2, 3))):
         with pytest.raises(np.linalg.LinAlgError, match="tensorinv: expected the first 1 axes"):
             tl.tensorinv(a, ind=1)
+
+
+def test_numerics_audit_cases_match_numpy(rng):
+    # Note [Determinant scaling]: partial products of the pivots no longer
+    # overflow or underflow where the determinant does not.
+    for d in ([1e300, 1e300, 1e-300, 1e-300], [1e-300, 1e-300, 1e300, 1e300]):
+        assert tl.det(np.diag(d)) == pytest.approx(1.0, rel=1e-12)
+    assert tl.det(np.diag([1e30, 1e30, 1e-30, 1e-30]).astype(np.float32)) == pytest.approx(1.0, rel=1e-5)
+    # Note [Finite checks read what the op reads]: a NaN where eigh,
+    # cholesky and solve_triangular never read is ignored, as in numpy.
+    g = rng.standard_normal((4, 4))
+    spd = g @ g.T + 4 * np.eye(4)
+    lower_only, upper_only = np.tril(spd), np.triu(spd)
+    lower_only[np.triu_indices(4, 1)] = np.nan
+    upper_only[np.tril_indices(4, -1)] = np.nan
+    np.testing.assert_allclose(tl.eigvalsh(lower_only), np.linalg.eigvalsh(spd), rtol=1e-12)
+    np.testing.assert_allclose(tl.eigvalsh(upper_only, UPLO="U"), np.linalg.eigvalsh(spd), rtol=1e-12)
+    np.testing.assert_allclose(tl.cholesky(lower_only), np.linalg.cholesky(spd), rtol=1e-12)
+    b = rng.standard_normal(4)
+    np.testing.assert_allclose(tl.solve_triangular(lower_only, b, lower=True),
+                               np.linalg.solve(np.tril(spd), b), rtol=1e-12)
+    with pytest.raises(tenferro.LinAlgError) as info:
+        tl.cholesky(upper_only)  # the NaN is in the triangle read
+    assert info.value.code == "kNonFiniteInput"
+    # solve with a non-square a is numpy's LinAlgError, whatever b is.
+    for bshape in ((3,), (3, 1), (2,)):
+        with pytest.raises(np.linalg.LinAlgError, match="square"):
+            tl.solve(np.ones((3, 2)), np.ones(bshape))

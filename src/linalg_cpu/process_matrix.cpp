@@ -85,18 +85,57 @@ Status copy_matrix(const T* src, std::int64_t rs_src, std::int64_t cs_src, T* ds
                         TensorView{dst, shape, to, dtype_of<T>}, sequential);
 }
 
-// Whether every element of the column-major `m` is finite: a test of the
-// exponent bits, which vectorises (a NaN or Inf has all of them set).
+// Note [Finite checks read what the op reads]
+// eigh and cholesky read A's lower triangle, triangular_solve its own
+// triangle (without the diagonal when unit_diagonal), as LAPACK, numpy and
+// torch do. The finiteness check covers the same part: a NaN in the part
+// never read was kNonFiniteInput where numpy returns the right result
+// (both 2026-12-06 audits). Every other op reads all of A.
+enum class ReadRegion : std::uint8_t { kAll, kLower, kUpper, kStrictLower, kStrictUpper };
+
+ReadRegion region_read(const LinalgAttributes& a) {
+  switch (a.kind) {
+    case LinalgOpKind::kEigh:
+    case LinalgOpKind::kCholesky:
+      return ReadRegion::kLower;
+    case LinalgOpKind::kTriangularSolve:
+      if (a.lower) return a.unit_diagonal ? ReadRegion::kStrictLower : ReadRegion::kLower;
+      return a.unit_diagonal ? ReadRegion::kStrictUpper : ReadRegion::kUpper;
+    default:
+      return ReadRegion::kAll;
+  }
+}
+
+// Whether every element of `region` of the column-major `m` is finite: a
+// test of the exponent bits, which vectorises (a NaN or Inf has all of them
+// set).
 template <class T>
-bool all_finite(const MatrixBuffer& m) {
+bool all_finite(const MatrixBuffer& m, ReadRegion region) {
   using R = RealOf<T>;
   using Bits = std::conditional_t<sizeof(R) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits kExponent = static_cast<Bits>(sizeof(R) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
   constexpr std::int64_t kReals = kIsComplex<T> ? 2 : 1;
   Bits bad = 0;
   for (std::int64_t j = 0; j < m.cols; ++j) {
+    std::int64_t begin = 0, end = m.rows;  // rows of column j
+    switch (region) {
+      case ReadRegion::kAll:
+        break;
+      case ReadRegion::kLower:
+        begin = j;
+        break;
+      case ReadRegion::kStrictLower:
+        begin = j + 1;
+        break;
+      case ReadRegion::kUpper:
+        end = std::min(j + 1, m.rows);
+        break;
+      case ReadRegion::kStrictUpper:
+        end = std::min(j, m.rows);
+        break;
+    }
     const R* column = reinterpret_cast<const R*>(static_cast<const T*>(m.data) + j * m.ld);
-    for (std::int64_t i = 0; i < m.rows * kReals; ++i) {
+    for (std::int64_t i = begin * kReals; i < end * kReals; ++i) {
       bad |= static_cast<Bits>((std::bit_cast<Bits>(column[i]) & kExponent) == kExponent);
     }
   }
@@ -105,16 +144,16 @@ bool all_finite(const MatrixBuffer& m) {
 
 // Copies matrix `index` of `src` (its last two axes; for a vector operand its
 // last axis as one row) into the column-major `dst`; `finite` tells whether
-// every element is finite.
+// every element of `region` is finite.
 template <class T>
 Status gather(const TensorView& src, const LinalgPlan& plan, std::int64_t index, const MatrixBuffer& dst,
-              bool& finite) {
+              ReadRegion region, bool& finite) {
   const std::size_t rank = src.shape.size();
   const std::int64_t cs = src.strides[rank - 1];
   const std::int64_t rs = dst.rows > 1 || rank >= 2 ? src.strides[rank >= 2 ? rank - 2 : 0] : 0;
   const T* base = src.data_as<const T>() + batch_offset(src, plan.batch_shape, index);
   TENFERRO_TRY(copy_matrix(base, rs, cs, static_cast<T*>(dst.data), 1, dst.ld, dst.rows, dst.cols));
-  finite = all_finite<T>(dst);
+  finite = all_finite<T>(dst, region);
   return ok_status();
 }
 
@@ -590,14 +629,14 @@ class MatrixProcessor {
     }
     const bool check = rejects_non_finite(a_.kind);
     bool finite_a = true;
-    TENFERRO_TRY(gather<T>(in_[0], plan_, index_, buffers_.a, finite_a));
+    TENFERRO_TRY(gather<T>(in_[0], plan_, index_, buffers_.a, region_read(a_), finite_a));
     if (check && !finite_a) return non_finite_error(a_.kind, 0);
     if (in_.size() > 1) {
       // lstsq: B occupies the first m rows of a max(m, n)-row buffer.
       MatrixBuffer rhs = buffers_.b;
       rhs.rows = plan_.m;
       bool finite_b = true;
-      TENFERRO_TRY(gather<T>(in_[1], plan_, index_, rhs, finite_b));
+      TENFERRO_TRY(gather<T>(in_[1], plan_, index_, rhs, ReadRegion::kAll, finite_b));
       if (check && !finite_b) return non_finite_error(a_.kind, 1);
     }
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
@@ -784,14 +823,44 @@ class MatrixProcessor {
     return store_matrix(out_[1], index_, vd, n, n, v.ld, order);
   }
 
+  // Note [Determinant scaling]
+  // det is the product of the LU pivots. Multiplied in order, a partial
+  // product overflowed or underflowed where the determinant does not:
+  // det(diag(1e300, 1e300, 1e-300, 1e-300)) was inf (numpy: 1.0), the
+  // reverse order 0, and float32 failed near 1e30 (the Python numerics
+  // audit). The product is kept as a mantissa of magnitude in [0.5, 1)
+  // (frexp; for complex, of its larger part) and a power of two, scaled
+  // once at the end (ldexp): the result overflows or underflows only when
+  // the determinant does, each rounding is the plain product's, and a
+  // complex determinant that overflows keeps each part's sign (inf+infj,
+  // not -inf+infj).
   Status finish_determinant() {
     const std::int64_t n = plan_.n;
     const T* lu = data(buffers_.a);
     bool odd = false;
     for (std::int64_t i = 0; i < n; ++i) odd = odd != (buffers_.pivots[i] != i);
     if (a_.kind == LinalgOpKind::kDet) {
+      // Note [Determinant scaling]: the product of the pivots as a mantissa
+      // and a power of two.
       T det = odd ? T(-1) : T(1);
-      for (std::int64_t i = 0; i < n; ++i) det *= lu[i + i * buffers_.a.ld];
+      int exponent = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        det *= lu[i + i * buffers_.a.ld];
+        int e = 0;
+        if constexpr (kIsComplex<T>) {
+          std::frexp(std::max(std::abs(det.real()), std::abs(det.imag())), &e);
+          det = T(std::ldexp(det.real(), -e), std::ldexp(det.imag(), -e));
+        } else {
+          std::frexp(det, &e);
+          det = std::ldexp(det, -e);
+        }
+        exponent += e;
+      }
+      if constexpr (kIsComplex<T>) {
+        det = T(std::ldexp(det.real(), exponent), std::ldexp(det.imag(), exponent));
+      } else {
+        det = std::ldexp(det, exponent);
+      }
       det += T(0);  // -0.0 (a zero pivot times the sign) reads +0.0, as numpy gives
       store_scalar(out_[0], index_, det);
       return ok_status();

@@ -331,6 +331,103 @@ TEST_P(ProviderConformance, DetAndSlogdetMatchAReferenceElimination) {
   }
 }
 
+// Note [Determinant scaling]: partial products of the pivots overflow or
+// underflow where the determinant does not.
+TEST_P(ProviderConformance, DeterminantsOfExtremeScalesAreScaledProducts) {
+  const double huge = 1e300, tiny = 1e-300;
+  for (const std::vector<double>& d : {std::vector<double>{huge, huge, tiny, tiny},
+                                       {tiny, tiny, huge, huge},
+                                       {huge, tiny, huge, tiny},
+                                       {-huge, huge, tiny, -tiny}}) {
+    std::vector<cd> v(16, cd(0));
+    for (std::size_t i = 0; i < 4; ++i) v[i * 5] = cd(d[i]);
+    double want = 1;  // the magnitudes pair up to 1
+    for (double x : d) want = x < 0 ? -want : want;
+    EXPECT_DOUBLE_EQ(values_of(call(LinalgOp::det(), {tensor_of(DType::kFloat64, {4, 4}, v)})[0])[0].real(), want)
+        << d[0] << " " << d[1];
+  }
+  // float32 near its range (3.4e38), complex parts keep their signs on overflow.
+  std::vector<cd> f(4, cd(0));
+  f[0] = cd(1e30);
+  f[3] = cd(1e-30);
+  EXPECT_NEAR(values_of(call(LinalgOp::det(), {tensor_of(DType::kFloat32, {2, 2}, f)})[0])[0].real(), 1.0, 1e-6);
+  std::vector<cd> z(4, cd(0));
+  z[0] = z[3] = cd(1e200, 5e199);  // det = 1e400 (0.75 + 1i): both parts +inf (the plain product: NaN + inf i)
+  const cd big = values_of(call(LinalgOp::det(), {tensor_of(DType::kComplex128, {2, 2}, z)})[0])[0];
+  EXPECT_EQ(big.real(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(big.imag(), std::numeric_limits<double>::infinity());
+  z[0] = cd(1e-200, 5e-201);  // det = 0.75 + 1i: neither underflows nor overflows
+  EXPECT_LE(std::abs(values_of(call(LinalgOp::det(), {tensor_of(DType::kComplex128, {2, 2}, z)})[0])[0] - cd(0.75, 1)),
+            1e-14);
+  // A determinant that does underflow is 0, one that overflows inf.
+  std::vector<cd> u(4, cd(0));
+  u[0] = u[3] = cd(1e-200);
+  EXPECT_EQ(values_of(call(LinalgOp::det(), {tensor_of(DType::kFloat64, {2, 2}, u)})[0])[0].real(), 0.0);
+  u[0] = u[3] = cd(-1e200);
+  EXPECT_EQ(values_of(call(LinalgOp::det(), {tensor_of(DType::kFloat64, {2, 2}, u)})[0])[0].real(),
+            std::numeric_limits<double>::infinity());
+}
+
+// Note [Finite checks read what the op reads]: a NaN or Inf in the
+// triangle an op never reads changes nothing; one in the part it reads is
+// kNonFiniteInput.
+TEST_P(ProviderConformance, NonFiniteValuesOutsideTheTriangleReadAreIgnored) {
+  const double nan = std::nan("");
+  for (DType dtype : kAllDTypes) {
+    const std::int64_t n = 4;
+    // A Hermitian positive definite matrix and a right-hand side.
+    const RefMatrix g = matrix_of(well_conditioned(dtype, {n, n}, 31), 0);
+    RefMatrix spd = g.adjoint() * g;
+    for (std::int64_t i = 0; i < n; ++i) spd(i, i) += cd(n);
+    const Tensor rhs = random_tensor(dtype, {n, 2}, 32);
+    const auto with = [&](RefMatrix m, bool upper, bool diagonal, double bad) {
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          if ((upper ? j > i : i > j) || (diagonal && i == j)) m(i, j) = cd(bad);
+        }
+      return tensor_of(dtype, {n, n}, m.d);
+    };
+    const double tol = tolerance(dtype, n) * 10;
+    const auto same = [&](const Tensor& got, const Tensor& want, const std::string& what) {
+      const std::vector<cd> a = values_of(got), b = values_of(want);
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_LE(std::abs(a[i] - b[i]), tol) << what << " " << to_string(dtype);
+    };
+    const Tensor clean = tensor_of(dtype, {n, n}, spd.d);
+    if (serves(LinalgOpKind::kEigh)) {
+      const runtime::TensorList want = call(LinalgOp::eigh(), {clean});
+      const runtime::TensorList got = call(LinalgOp::eigh(), {with(spd, true, false, nan)});
+      same(got[0], want[0], "eigh values");
+      same(got[1], want[1], "eigh vectors");
+    }
+    same(call(LinalgOp::cholesky(), {with(spd, true, false, nan)})[0], call(LinalgOp::cholesky(), {clean})[0],
+         "cholesky");
+    for (bool lower : {true, false}) {
+      for (bool unit : {false, true}) {
+        const auto op = LinalgOp::triangular_solve(lower, unit);
+        // The triangle solved with, the other one NaN (and the diagonal when unit).
+        const Tensor a = with(spd, lower, false, nan);
+        RefMatrix unit_diag = spd;
+        for (std::int64_t i = 0; i < n; ++i) unit_diag(i, i) = cd(unit ? 1 : spd(i, i).real());
+        const Tensor want = call(op, {with(unit_diag, lower, false, 0.0), rhs})[0];
+        same(call(op, {a, rhs})[0], want, fmt::format("triangular_solve lower={} unit={}", lower, unit));
+        if (unit) same(call(op, {with(spd, lower, true, nan), rhs})[0], want, "unit diagonal NaN");
+        // A NaN in the triangle read is refused.
+        runtime::EagerContext ctx = runtime_.on();
+        const Tensor read_bad = with(spd, !lower, false, nan);
+        const Tensor args[] = {read_bad, rhs};
+        Result<runtime::TensorList> refused = ctx.call(op, args);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_EQ(refused.status().code(), ErrorCode::kNonFiniteInput) << refused.status().to_string();
+      }
+    }
+    runtime::EagerContext ctx = runtime_.on();
+    const Tensor lower_bad[] = {with(spd, false, false, nan)};
+    EXPECT_EQ(ctx.call(LinalgOp::cholesky(), lower_bad).status().code(), ErrorCode::kNonFiniteInput);
+  }
+}
+
 TEST_P(ProviderConformance, PinvSatisfiesThePenroseConditionsAndLstsqMatchesIt) {
   if (!serves(LinalgOpKind::kSvd)) GTEST_SKIP() << provider_->name() << " leaves the SVD family to LAPACK";
   for (DType dtype : kAllDTypes) {
