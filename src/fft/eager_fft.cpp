@@ -6,12 +6,20 @@ namespace tenferro::fft {
 namespace {
 
 // Integer and bool input is transformed as float64, as numpy does (Note
-// [Eager dtype promotion] in runtime/eager.h).
+// [Eager dtype promotion] in runtime/eager.h). irfft and hfft take complex
+// input: real input is taken as complex with zero imaginary parts
+// (float32 as complex64), as numpy and torch do.
 Result<Tensor> call(runtime::EagerContext& context, const Tensor& x, Result<std::shared_ptr<const FftOp>> op) {
   if (!op.ok()) return op.status();
   Tensor input = x;
-  if (x.defined() && !is_inexact(x.dtype())) {
-    TENFERRO_ASSIGN_OR_RETURN(input, context.convert(x, DType::kFloat64));
+  if (x.defined() && !is_complex(x.dtype())) {
+    const FftKind kind = (*op)->attributes().kind;
+    const bool complex_input = kind == FftKind::kIrfft || kind == FftKind::kHfft;
+    const DType real = x.dtype() == DType::kFloat32 ? DType::kFloat32 : DType::kFloat64;
+    const DType want = complex_input ? *complex_dtype(real) : real;
+    if (want != x.dtype()) {
+      TENFERRO_ASSIGN_OR_RETURN(input, context.convert(x, want));
+    }
   }
   const Tensor inputs[] = {input};
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(*op, inputs));
@@ -39,6 +47,11 @@ Result<Tensor> n_axes(runtime::EagerContext& context, FftKind kind, const Tensor
     for (std::int64_t i = x.rank() - count; i < x.rank(); ++i) a.axes.push_back(i);
   } else {
     a.axes.assign(axes.span());
+  }
+  if (a.axes.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "fft.{}n: expected at least one axis, found none (the input has rank {})", to_string(kind),
+                      x.rank());
   }
   return call(context, x, FftOp::create(a));
 }

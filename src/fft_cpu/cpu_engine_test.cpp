@@ -184,7 +184,22 @@ TEST(CpuFftEngine, BadInputThroughEagerCalls) {
   EXPECT_EQ(fft(ctx, c, -1, 2).status().code(), ErrorCode::kAxisOutOfRange);
   EXPECT_EQ(fft(ctx, c, 0).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(rfft(ctx, c).status().code(), ErrorCode::kDTypeMismatch);
-  EXPECT_EQ(irfft(ctx, r).status().code(), ErrorCode::kDTypeMismatch);
+  // irfft and hfft take real input as complex with zero imaginary parts
+  // (float32 as complex64, integers as complex128), as numpy and torch do.
+  Result<Tensor> of_real = irfft(ctx, r);
+  ASSERT_TRUE(of_real.ok()) << of_real.status().to_string();
+  EXPECT_EQ(of_real->dtype(), DType::kFloat32);
+  Result<Tensor> of_complex = irfft(ctx, *ctx.convert(r, DType::kComplex64));
+  ASSERT_TRUE(of_complex.ok());
+  EXPECT_EQ(values_of(*of_real), values_of(*of_complex));
+  Result<Tensor> hermitian = hfft(ctx, *Tensor::from_values<std::int64_t>({1, 2, 3}, {3}));
+  ASSERT_TRUE(hermitian.ok()) << hermitian.status().to_string();
+  EXPECT_EQ(hermitian->dtype(), DType::kFloat64);
+  EXPECT_EQ(values_of(*hermitian), (std::vector<cd>{8, -2, 0, -2}));  // numpy.fft.hfft([1, 2, 3])
+  // An N-D transform of a 0-d tensor has no axis; the error names fftn.
+  Result<Tensor> scalar = fftn(ctx, *Tensor::scalar<double>(2.0));
+  EXPECT_EQ(scalar.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(scalar.status().to_string().find("fft.fftn"), std::string::npos) << scalar.status().to_string();
   // Integers are transformed as float64, as numpy does.
   Result<Tensor> of_ints = rfft(ctx, *Tensor::from_values<std::int32_t>({1, 2, 3, 4}, {4}));
   ASSERT_TRUE(of_ints.ok()) << of_ints.status().to_string();

@@ -201,6 +201,11 @@ Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, IntA
   if (!x.defined())
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "linalg.vector_norm: x is undefined");
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const LinalgOp> op, LinalgOp::vector_norm(order, p));
+  if (axes.empty()) {  // numpy raises too; torch's dim=[] means every axis
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.vector_norm: expected at least one axis, found none; vector_norm(context, x) takes all "
+                      "of x's elements");
+  }
   // The reduced axes moved last (a view) and merged into one: the op's
   // last-axis norm.
   const std::int64_t rank = x.rank();

@@ -74,8 +74,19 @@ class BatchFailure {
   Status take(const LinalgPlan& plan) {
     if (!failed()) return ok_status();
     const Error& e = status_.error();
-    const std::string where =
-        plan.batch_shape.empty() ? std::string() : fmt::format(" (batch element {} of {})", index_, plan.batch);
+    std::string where;
+    if (plan.batch_shape.size() == 1) {
+      where = fmt::format(" (batch element {} of {})", index_, plan.batch);
+    } else if (!plan.batch_shape.empty()) {  // the index along each batch axis too
+      Dims at(plan.batch_shape.size());
+      std::int64_t rest = index_;
+      for (std::size_t d = at.size(); d-- > 0;) {
+        at[d] = rest % plan.batch_shape[d];
+        rest /= plan.batch_shape[d];
+      }
+      where = fmt::format(" (batch element {} of {}: index {} of batch shape {})", index_, plan.batch,
+                          shape_to_string(IntArrayRef(at)), shape_to_string(IntArrayRef(plan.batch_shape)));
+    }
     return Error(e.code(), e.stage() == ErrorStage::kNone ? ErrorStage::kCompletion : e.stage(),
                  fmt::format("{}{}", e.message(), where));
   }

@@ -273,6 +273,10 @@ TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
     EXPECT_NEAR(got[i], std::sqrt(sum), 1e-12) << i;
   }
   EXPECT_EQ(vector_norm(ctx, m, Dims{2}).status().code(), ErrorCode::kInvalidArgument);
+  // No axes is refused, as numpy does (vector_norm(ctx, m) takes them all).
+  const Result<Tensor> none = vector_norm(ctx, m, Dims{});
+  EXPECT_EQ(none.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(none.status().to_string().find("at least one axis"), std::string::npos) << none.status().to_string();
   EXPECT_EQ(vector_norm(ctx, m, Dims{1, -1}).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(vector_norm(ctx, m, Dims{1, -1}).status().message().find("twice"), std::string::npos);
 }
@@ -445,6 +449,16 @@ TEST(CpuLinalgEngineTest, NonFiniteInputsAndShapeMismatchesAreTypedErrors) {
       EXPECT_EQ(out.status().code(), ErrorCode::kNonFiniteInput) << out.status().to_string();
       EXPECT_NE(out.status().to_string().find("operand 1"), std::string::npos) << out.status().to_string();
     }
+  }
+  // In a batch of several axes the error also gives the index along each.
+  {
+    std::vector<cd> v = values_of(random_tensor(DType::kFloat64, {2, 3, 2, 2}, 16));
+    v[(1 * 3 + 2) * 4 + 3] = cd(std::nan(""));  // matrix (1, 2)
+    Result<runtime::TensorList> out = eager(rt, LinalgOp::inv(), {tensor_of(DType::kFloat64, {2, 3, 2, 2}, v)});
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().to_string().find("batch element 5 of 6: index [1, 2] of batch shape [2, 3]"),
+              std::string::npos)
+        << out.status().to_string();
   }
   const Tensor a = random_tensor(DType::kFloat64, {3, 3}, 10);
   Result<runtime::TensorList> mismatch = eager(rt, LinalgOp::solve(), {a, random_tensor(DType::kFloat64, {4, 1}, 11)});
@@ -620,7 +634,31 @@ TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeSc
           EXPECT_NEAR(norm.real(), 5 * scale, (single ? 1e-6 : 1e-15) * 5 * scale)
               << op->describe() << " " << to_string(dtype) << " scale " << scale;
       }
+      // Note [Scaled p-norms]: |x|^p leaves the range long before the norm
+      // does (9.5 and -2.5 at these scales); four elements of magnitude s
+      // have the p-norm s * 4^(1/p), in a vector and across the batch.
+      const std::vector<cd> four(4, complex ? cd(0.6 * scale, 0.8 * scale) : cd(scale));
+      std::vector<cd> four_twice;
+      for (const cd& x : four) four_twice.insert(four_twice.end(), {x, x});
+      for (const double p : {3.0, 0.5, -1.0, -2.5, 9.5}) {
+        const double want = scale * std::pow(4.0, 1.0 / p);
+        for (const Tensor& t :
+             {tensor_of(dtype, {4}, four), tensor_of(dtype, {4, 2}, four_twice).transpose(0, 1).value()}) {
+          Result<runtime::TensorList> got = eager(rt, *LinalgOp::vector_norm(NormOrder::kP, p), {t});
+          ASSERT_TRUE(got.ok()) << got.status().to_string();
+          for (const cd& norm : values_of((*got)[0]))
+            EXPECT_NEAR(norm.real(), want, (single ? 1e-5 : 1e-14) * want)
+                << "p = " << p << " " << to_string(dtype) << " scale " << scale;
+        }
+      }
     }
+    // With p < 0 a zero element makes the norm 0, with p > 0 an infinite one inf.
+    std::vector<cd> tiny_and_zero(6, cd(1e-300));
+    tiny_and_zero[4] = cd(0);
+    EXPECT_EQ(values_of((*eager(rt, *LinalgOp::vector_norm(NormOrder::kP, -2.0),
+                                {tensor_of(dtype, {6}, tiny_and_zero)}))[0])[0]
+                  .real(),
+              0.0);
     std::vector<cd> special(20, cd(1));
     special[3] = cd(inf);
     EXPECT_EQ(values_of((*eager(rt, *LinalgOp::vector_norm(), {tensor_of(dtype, {20}, special)}))[0])[0].real(), inf);

@@ -4,8 +4,8 @@
 // engine has the fft module installed (the eager fast path), otherwise
 // whatever the runtime resolves (Note [Eager fast path] in runtime/eager.h).
 // Semantics, dtypes and errors: Note [FFT operation semantics] in fft_op.h;
-// integer and bool input is transformed as float64, as numpy does (the
-// FftOp itself stays strict).
+// integer and bool input is transformed as float64, and real input of
+// irfft/hfft as complex, as numpy does (the FftOp itself stays strict).
 // Thread-compatible like the context.
 #pragma once
 

@@ -73,8 +73,8 @@ Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, Norm
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,
                            double p = 2.0);
 /// The vector norm over `axes` (negative counts from the end; each at most
-/// once): one norm per index of the other axes, which the result keeps in
-/// order (numpy's axis=, torch's dim=). The LinalgOp itself reduces the
+/// once; at least one): one norm per index of the other axes, which the
+/// result keeps in order (numpy's axis=, torch's dim=). The LinalgOp itself reduces the
 /// last axis (Note [Linalg operation semantics]).
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, IntArrayRef axes,
                            NormOrder order = NormOrder::kTwo, double p = 2.0);

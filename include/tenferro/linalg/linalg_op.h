@@ -35,14 +35,16 @@
 //                    singular A), logabsdet [..] (real; -inf when singular).
 //   lstsq            A [..,m,n], B [..,m,r] -> X [..,n,r], the minimum-norm
 //                    least-squares solution; singular values below
-//                    rcond * max(S) count as zero (rcond < 0: eps * max(m, n)).
+//                    rcond * max(S) count as zero (rcond < 0 or NaN:
+//                    eps * max(m, n)).
 //                    singular_values: also S [..,k] (real, descending), the
 //                    singular values the solver computed (numpy's lstsq
 //                    returns them; no second SVD).
 //   pinv             A⁺ [..,n,m], same rcond rule.
 //   matrix_norm      [..] real: fro, nuc, 1, -1, 2, -2, inf, -inf (numpy ord).
-//   vector_norm      over the last axis, [..] real: any p > 0, 0 (count of
-//                    non-zeros), inf, -inf.
+//   vector_norm      over the last axis, [..] real: any finite p != 0
+//                    (negative p too, as numpy), 0 (count of non-zeros),
+//                    inf, -inf.
 // Gauge (Note [Linalg gauge convention] in docs/linalg.md): singular vectors,
 // eigenvectors and QR factors are normalised so results do not depend on
 // the provider: each column of U (svd), V (eigh, eig) has its largest-
@@ -124,7 +126,7 @@ struct LinalgAttributes {
   bool lower = true;            ///< triangular_solve: which triangle of A
   bool unit_diagonal = false;   ///< triangular_solve
   TriangularTranspose transpose = TriangularTranspose::kNone;
-  double rcond = -1.0;           ///< lstsq, pinv (< 0: eps * max(m, n))
+  double rcond = -1.0;           ///< lstsq, pinv (< 0 or NaN: eps * max(m, n))
   bool singular_values = false;  ///< lstsq: also return A's singular values
   NormOrder norm = NormOrder::kFrobenius;
   double p = 2.0;  ///< vector_norm with NormOrder::kP
@@ -158,13 +160,13 @@ class LinalgOp final : public program::ExtensionOp {
   static std::shared_ptr<const LinalgOp> inv();
   static std::shared_ptr<const LinalgOp> det();
   static std::shared_ptr<const LinalgOp> slogdet();
-  /// `rcond` < 0 selects eps * max(m, n); `singular_values` adds A's
+  /// `rcond` < 0 or NaN selects eps * max(m, n); `singular_values` adds A's
   /// singular values as a second result.
   static std::shared_ptr<const LinalgOp> lstsq(double rcond = -1.0, bool singular_values = false);
   static std::shared_ptr<const LinalgOp> pinv(double rcond = -1.0);
   /// kInvalidArgument for kP (a vector order).
   static Result<std::shared_ptr<const LinalgOp>> matrix_norm(NormOrder order = NormOrder::kFrobenius);
-  /// `order` kP uses `p` (> 0, finite); kTwo is p = 2. kInvalidArgument for
+  /// `order` kP uses `p` (finite, negative too; 0 counts non-zeros); kTwo is p = 2. kInvalidArgument for
   /// matrix-only orders (frobenius, nuclear, -1, -2) or a bad p.
   static Result<std::shared_ptr<const LinalgOp>> vector_norm(NormOrder order = NormOrder::kTwo, double p = 2.0);
   /// Any validated attribute set (the factories' common path).
