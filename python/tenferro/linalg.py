@@ -100,6 +100,7 @@ def _traced(*operands):
 
 
 _Traced = _tenferro.Traced
+_ndarray = _np.ndarray
 
 
 def _scalar(r):
@@ -353,6 +354,13 @@ def solve(a, b, *, threads=None, runtime=None):
     numpy 1.x's rule and a stack of matrices under numpy 2's: solve
     follows the installed numpy, and takes the other reading when only
     that one fits (where numpy raises)."""
+    if (threads is None and type(a) is _ndarray and type(b) is _ndarray and a.ndim == 2 and 0 < b.ndim <= 2
+            and a.dtype.char in "fdFD" and b.dtype == a.dtype and a.shape[0] == a.shape[1] == b.shape[0]):
+        # One system of a computed dtype, straight to the extension: the
+        # checks below cost about 2 us of a 2 x 2 solve's 4.7.
+        if b.ndim == 2:
+            return _tenferro._linalg(runtime, "solve", [a, b], "", True, -1.0)[0]
+        return _tenferro._linalg(runtime, "solve", [a, b[:, None]], "", True, -1.0)[0][:, 0]
     if threads is not None:
         runtime = _runtime(runtime, threads)
     a = _operand(a)

@@ -647,6 +647,8 @@ def test_numerics_audit_cases_match_numpy(rng):
     with pytest.raises(tenferro.LinAlgError) as info:
         tl.cholesky(upper_only)  # the NaN is in the triangle read
     assert info.value.code == "kNonFiniteInput"
+    # The inverse's zeros are +0.0, as numpy's.
+    assert not np.signbit(tl.inv(np.diag([2.0, 4.0]))).any()
     # solve with a non-square a is numpy's LinAlgError, whatever b is.
     for bshape in ((3,), (3, 1), (2,)):
         with pytest.raises(np.linalg.LinAlgError, match="square"):

@@ -775,8 +775,15 @@ class MatrixProcessor {
         return ok_status();
       case LinalgOpKind::kEig:
         return finish_eig();
+      case LinalgOpKind::kInv: {
+        // -0.0 (a zero the solve reached through a negative product) reads
+        // +0.0, as numpy's inverse gives it.
+        T* a = data(buffers_.a);
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t i = 0; i < n; ++i) a[i + j * buffers_.a.ld] += T(0);
+        return store_matrix(out_[0], index_, a, n, n, buffers_.a.ld);
+      }
       case LinalgOpKind::kCholesky:
-      case LinalgOpKind::kInv:
         return store_matrix(out_[0], index_, data(buffers_.a), n, n, buffers_.a.ld);
       case LinalgOpKind::kLu: {
         TENFERRO_TRY(store_matrix(out_[0], index_, data(buffers_.a), m, n, buffers_.a.ld));
