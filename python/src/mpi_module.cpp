@@ -81,6 +81,7 @@
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/einsum_cpu/slice_executor.h"
 #include "tenferro/mpi.h"
+#include "tenferro/tensor/host_interop.h"
 
 namespace tenferro::python {
 namespace {
@@ -230,9 +231,13 @@ class PyCommunicator {
     const std::unique_lock<std::mutex> lock = serialize();
     Local local;
     const mpi::ReduceOp reduce_op = local.run([&] { return reduce_op_of(op); }, mpi::ReduceOp::kSum);
-    CollectiveBuffer b = local.run([&] { return buffer_of(x, "allreduce"); }, CollectiveBuffer{});
+    // Out of place: x is read where it lies (a C-contiguous array is not
+    // copied), the result goes to a fresh buffer.
+    py::object input;
+    const Tensor in = local.run([&] { return borrowed(x, "allreduce", input); }, Tensor{});
+    CollectiveBuffer b = local.run([&] { return fresh_buffer(in.dtype(), in.shape()); }, CollectiveBuffer{});
     agree(local, "tenferro.mpi allreduce");
-    ok_or_raise(released([&] { return mpi::allreduce(*comm_, b.tensor, reduce_op); }));
+    ok_or_raise(released([&] { return mpi::allreduce(*comm_, in, b.tensor, reduce_op); }));
     return b.array;
   }
 
@@ -432,11 +437,12 @@ class PyCommunicator {
     return b;
   }
 
-  // `x` (an array-like) copied into a fresh buffer of its dtype.
-  CollectiveBuffer buffer_of(py::handle x, const char* what) {
+  // `x` (an array-like) as a C-contiguous aligned native array (`array`,
+  // which owns the memory while the Tensor is used) borrowed as a Tensor.
+  Tensor borrowed(py::handle x, const char* what, py::object& array) {
     PyObject* converted = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
     if (converted == nullptr) throw py::error_already_set();
-    const py::object array = py::reinterpret_steal<py::object>(converted);
+    array = py::reinterpret_steal<py::object>(converted);
     auto* a = reinterpret_cast<PyArrayObject*>(converted);
     const std::optional<DType> dtype = collective_dtype(PyArray_DESCR(a));
     if (!dtype) {
@@ -446,8 +452,15 @@ class PyCommunicator {
                               what, std::string(py::str(array.attr("dtype")))));
     }
     const Dims shape(PyArray_DIMS(a), PyArray_DIMS(a) + PyArray_NDIM(a));
-    CollectiveBuffer b = fresh_buffer(*dtype, shape);
-    if (b.tensor.nbytes() > 0) std::memcpy(b.tensor.data(), PyArray_DATA(a), b.tensor.nbytes());
+    return value_or_raise(adopt_host(PyArray_DATA(a), shape, *dtype, [](void*) {}));
+  }
+
+  // `x` (an array-like) copied into a fresh buffer of its dtype.
+  CollectiveBuffer buffer_of(py::handle x, const char* what) {
+    py::object array;
+    const Tensor in = borrowed(x, what, array);
+    CollectiveBuffer b = fresh_buffer(in.dtype(), in.shape());
+    if (b.tensor.nbytes() > 0) std::memcpy(b.tensor.data(), in.data(), b.tensor.nbytes());
     return b;
   }
 

@@ -304,6 +304,11 @@ def check_collectives_match_mpi4py():
     before = x.copy()
     close(comm.allreduce(x.T), WORLD.allreduce(x.T.copy(), op=MPI.SUM), np.float64, "allreduce of a transposed view")
     check(np.array_equal(x, before), "allreduce modified its argument")
+    # A C-contiguous argument is read in place (out of place into a new
+    # array): unchanged, and the result shares no memory with it.
+    got = comm.allreduce(x)
+    check(np.array_equal(x, before) and not np.shares_memory(got, x), "allreduce out of place")
+    close(got, WORLD.allreduce(x.copy(), op=MPI.SUM), np.float64, "allreduce out of place: values")
     close(comm.allreduce([1, 2, 3]), np.array([1, 2, 3]) * SIZE, np.int64, "allreduce of a list")
     # broadcast: the root's array everywhere (None elsewhere is fine).
     root_value = WORLD.bcast(rng.standard_normal((2, 5)) if RANK == 0 else None, root=0)

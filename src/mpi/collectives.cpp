@@ -2,6 +2,7 @@
 // Note [Checked collectives], and the in-place MPI calls.
 #include "tenferro/mpi/collectives.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <string>
@@ -12,6 +13,7 @@
 #include "mpi/checked.h"
 #include "tenferro/base/function_ref.h"
 #include "tenferro/tensor/host_interop.h"
+#include "tenferro/tensor/shape.h"
 
 namespace tenferro::mpi {
 
@@ -85,6 +87,55 @@ Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op) {
     TENFERRO_TRY(agree_on(comm, local, what, tensor.dtype(), tensor.shape(), static_cast<std::int64_t>(op)));
     return mpi_status(MPI_Allreduce(MPI_IN_PLACE, buffer->data, static_cast<int>(buffer->numel),
                                     mpi_type(tensor.dtype()), mpi_op(op), comm.comm()),
+                      "MPI_Allreduce");
+  });
+}
+
+Status allreduce(const Communicator& comm, const Tensor& input, Tensor& output, ReduceOp op) {
+  constexpr std::string_view what = "mpi allreduce";
+  const Tensor view = output;
+  Result<HostBuffer> out = export_local(output, what);
+  Tensor staged = input;  // a non-contiguous input is read through one contiguous copy
+  Result<HostBuffer> in = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "{}: not exported", what);
+  return in_place(output, view, out, [&]() -> Status {
+    Status local = out.status();
+    if (local.ok() && !input.defined()) {
+      local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                         "{}: expected an input tensor, found an "
+                         "undefined one",
+                         what);
+    }
+    if (local.ok() && input.dtype() != view.dtype()) {
+      local = make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                         "{}: expected an output of the input's dtype "
+                         "{}, found {}",
+                         what, input.dtype(), view.dtype());
+    }
+    if (local.ok() && !std::ranges::equal(input.shape(), view.shape())) {
+      local = make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                         "{}: expected an output of the input's shape "
+                         "{}, found {}",
+                         what, shape_to_string(input.shape()), shape_to_string(view.shape()));
+    }
+    if (local.ok()) {
+      in = export_local(staged, what);
+      local = in.status();
+    }
+    if (local.ok()) local = check_op(op, view.dtype(), what);
+    const bool same = local.ok() && in->data == out->data;
+    if (local.ok() && !same) {
+      const auto* i = static_cast<const char*>(in->data);
+      const auto* o = static_cast<const char*>(out->data);
+      if (i < o + out->nbytes && o < i + in->nbytes) {
+        local = make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                           "{}: expected an output that is the input or does not overlap it, found a partial "
+                           "overlap",
+                           what);
+      }
+    }
+    TENFERRO_TRY(agree_on(comm, local, what, view.dtype(), view.shape(), static_cast<std::int64_t>(op)));
+    return mpi_status(MPI_Allreduce(same ? MPI_IN_PLACE : in->data, out->data, static_cast<int>(out->numel),
+                                    mpi_type(view.dtype()), mpi_op(op), comm.comm()),
                       "MPI_Allreduce");
   });
 }

@@ -47,10 +47,17 @@ void allreduce_case(Checks& c, const Communicator& comm, ReduceOp op, const char
       }
     }
   }
+  // Out of place first: the input is only read.
+  const std::vector<T> before = t.template to_vector<T>().value();
+  Tensor out = Tensor::zeros({3, 5}, t.dtype()).value();
+  c.check_ok(allreduce(comm, t, out, op), std::string(name) + " out of place");
+  c.check(t.template to_vector<T>().value() == before, std::string(name) + " out of place: input unchanged");
   c.check_ok(allreduce(comm, t, op), name);
   // The reduction order differs from this loop's: float32 rounds differently.
   const double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
   c.check(max_diff(t.template to_vector<T>().value(), expected) < tolerance, std::string(name) + ": values");
+  c.check(max_diff(out.template to_vector<T>().value(), expected) < tolerance,
+          std::string(name) + " out of place: values");
 }
 
 void test_collectives(Checks& c, const Communicator& comm) {
@@ -70,6 +77,16 @@ void test_collectives(Checks& c, const Communicator& comm) {
       const std::vector<double> v = filled<double>({4, 3}, r).transpose(0, 1).value().to_vector<double>().value();
       for (std::size_t i = 0; i < v.size(); ++i) expected[i] += v[i];
     }
+    // Out of place from the view into a transposed output, and with the
+    // view as its own output (the in-place call).
+    Tensor out_base = Tensor::zeros({4, 3}, DType::kFloat64).value();
+    Tensor out = out_base.transpose(0, 1).value();
+    c.check_ok(allreduce(comm, t, out, ReduceOp::kSum), "allreduce transposed out of place");
+    c.check(max_diff(out_base.transpose(0, 1).value().to_vector<double>().value(), expected) < 1e-12,
+            "allreduce transposed out of place: values in the output's base");
+    Tensor self = filled<double>({4, 3}, comm.rank()).transpose(0, 1).value();
+    c.check_ok(allreduce(comm, self, self, ReduceOp::kSum), "allreduce with the input as output");
+    c.check(max_diff(self.to_vector<double>().value(), expected) < 1e-12, "allreduce with the input as output: values");
     c.check_ok(allreduce(comm, t, ReduceOp::kSum), "allreduce transposed");
     c.check(max_diff(t.to_vector<double>().value(), expected) < 1e-12, "allreduce transposed: values");
     c.check(t.data() == base.data() && !t.is_contiguous(), "allreduce transposed: still a view of the base");
@@ -173,6 +190,19 @@ void test_errors(Checks& c, const Communicator& comm) {
   {
     Tensor t = filled<double>({comm.rank() == last ? 4 : 3}, comm.rank());
     c.check_code(allreduce(comm, t, ReduceOp::kSum), ErrorCode::kShapeMismatch, "element count mismatch");
+  }
+  {  // Out of place: an output of another shape or dtype on one rank, or
+     // partly overlapping its input, fails on every rank.
+    Tensor in = filled<double>({6}, comm.rank());
+    Tensor out = Tensor::zeros({comm.rank() == last ? 5 : 6}, DType::kFloat64).value();
+    c.check_code(allreduce(comm, in, out, ReduceOp::kSum), ErrorCode::kShapeMismatch, "out of place: output shape");
+    Tensor typed = Tensor::zeros({6}, comm.rank() == 0 ? DType::kFloat32 : DType::kFloat64).value();
+    c.check_code(allreduce(comm, in, typed, ReduceOp::kSum), ErrorCode::kDTypeMismatch, "out of place: output dtype");
+    Tensor row = filled<double>({8}, comm.rank());
+    Tensor head = row.slice(0, 0, 6).value(), tail = row.slice(0, 2, 8).value();
+    const Status overlap = allreduce(comm, head, comm.rank() == last ? tail : in, ReduceOp::kSum);
+    c.check_code(overlap, ErrorCode::kInvalidArgument, "out of place: partial overlap");
+    c.check(overlap.message().find("overlap") != std::string_view::npos, "names the overlap: " + overlap.to_string());
   }
   {
     // As many elements in another shape: plain MPI accepts it, tenferro does not.

@@ -48,6 +48,15 @@ enum class ReduceOp : std::uint8_t {
 /// kDTypeMismatch / kShapeMismatch across ranks, kUnavailable from MPI.
 Status allreduce(const Communicator& comm, Tensor& tensor, ReduceOp op);
 
+/// `output` becomes the elementwise reduction over all ranks of their
+/// `input` (MPI_Allreduce out of place: no copy of `input`, which is only
+/// read). `output` must have `input`'s dtype and shape; it may be `input`
+/// itself (the in-place call) but not overlap it otherwise. Collective.
+/// Errors as the in-place call, and kDTypeMismatch / kShapeMismatch for an
+/// output that does not match its input, kInvalidArgument for a partial
+/// overlap.
+Status allreduce(const Communicator& comm, const Tensor& input, Tensor& output, ReduceOp op);
+
 /// Rank `root`'s `tensor` becomes the elementwise reduction over all ranks
 /// (MPI_Reduce, in place); the other ranks' tensors are only read.
 /// Collective. Errors as allreduce, and kInvalidArgument for a root
