@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core_rules.h"
+#include "rule_ops.h"
 #include "transforms.h"
 
 namespace tenferro::ad::internal {
@@ -133,8 +134,9 @@ class Transposer {
                           graph_.scope().label, i);
       }
       TENFERRO_ASSIGN_OR_RETURN(std::uint32_t c, graph_.index_of(*out[i]));
-      const ValueMetadata& got = graph_.value(c).metadata;
       const ValueMetadata& want = operand_metadata[i];
+      TENFERRO_TRY(match_guarded_shape(*out[i], want, c));
+      const ValueMetadata& got = graph_.value(c).metadata;
       if (graph_.value(c).kind == ValueKind::kLinear || got.dtype != want.dtype || !(got.shape == want.shape)) {
         return make_error(ErrorCode::kContractViolation, ErrorStage::kCompile,
                           "{}: expected the cotangent of operand {} to be a non-tangent {}, found {}{}",
@@ -149,6 +151,30 @@ class Transposer {
   std::vector<std::int64_t> release() { return std::move(cotangent_); }
 
  private:
+  // Note [Cotangents equal under guards]
+  // A rule may build a cotangent whose extents equal the operand's only
+  // under the program's guards: the linalg rules of a matrix [s0, s1] that
+  // a guard makes square give [s1, s1] (the prepared programs audit). Such
+  // a cotangent (same dtype and rank, not a tangent) is passed through a
+  // broadcast_in_dim to the operand's shape with the identity axis map,
+  // whose inference requires each pair of extents to be equal: provably
+  // (no guard), under a new guard checked before any run, or a compile
+  // error when provably different. `c` becomes the new value's index.
+  Status match_guarded_shape(AdValue& cotangent, const ValueMetadata& want, std::uint32_t& c) {
+    const ValueMetadata& got = graph_.value(c).metadata;
+    if (graph_.value(c).kind == ValueKind::kLinear || got.dtype != want.dtype || got.shape == want.shape ||
+        got.shape.size() != want.shape.size()) {
+      return ok_status();  // equal, or the caller's error
+    }
+    Dims identity(want.shape.size());
+    for (std::size_t d = 0; d < identity.size(); ++d) identity[d] = static_cast<std::int64_t>(d);
+    Result<AdValue> matched = RuleOps(graph_.builder()).broadcast(cotangent, want.shape, identity);
+    if (!matched.ok()) return ok_status();  // provably different: the caller's error
+    cotangent = *matched;
+    TENFERRO_ASSIGN_OR_RETURN(c, graph_.index_of(cotangent));
+    return ok_status();
+  }
+
   program::ProvenanceRef derived(const program::ProvenanceRef& linear) {
     program::ProvenanceRef& d = derived_[linear.get()];
     if (!d) d = program::make_provenance("transpose", linear);

@@ -307,6 +307,39 @@ TEST(CpuRuntimeTest, InPlaceNeverOverlapsAnOperandViewingOperandZero) {
   EXPECT_EQ(*(*got)[0].to_vector<double>(), (std::vector<double>{2, 6, 10, 6, 10, 14, 10, 14, 18}));
 }
 
+// Note [Concrete validation]: iota, rng_philox, broadcast_in_dim and
+// reshape whose shape attribute is symbolic are prepared with it evaluated
+// for the inputs, and run over the extents the inputs give.
+TEST(CpuRuntimeTest, ShapeAttributesOfSymbolicExtentsArePreparedForTheInputs) {
+  using program::CoreSemanticOp;
+  program::ProgramBuilder b;
+  program::ProgramValue x = *b.add_input(DType::kFloat64, {program::SymbolicExtent::unknown()});
+  const program::SymbolicExtent s = b.metadata(x)->shape[0];
+  program::ProgramValue i = *b.emit(CoreSemanticOp::kIota, {}, program::IotaAttributes{DType::kFloat64, {s}, 0});
+  program::ProgramValue sum = *b.emit(CoreSemanticOp::kAdd, {x, i});  // x + iota(s)
+  program::ProgramValue grid =
+      *b.emit(CoreSemanticOp::kBroadcastInDim, {sum}, program::BroadcastInDimAttributes{{s, s}, Dims{1}});
+  program::ProgramValue flat = *b.emit(CoreSemanticOp::kReshape, {grid}, program::ReshapeAttributes{{s * s}});
+  program::ProgramValue noise =
+      *b.emit(CoreSemanticOp::kRngPhilox, {}, program::RandomAttributes{DType::kFloat64, {s}, 7, 0});
+  Result<program::FrozenProgram> frozen = b.freeze({flat, noise});
+  ASSERT_TRUE(frozen.ok()) << frozen.status().to_string();
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  for (std::int64_t n : {3, 5}) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) v[static_cast<std::size_t>(k)] = 10.0 * static_cast<double>(k + 1);
+    Result<runtime::TensorList> got =
+        run_once(cpu->runtime, frozen->program, *Tensor::from_values<double>(std::span<const double>(v), {n}));
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    std::vector<double> want;
+    for (std::int64_t r = 0; r < n; ++r)
+      for (std::int64_t k = 0; k < n; ++k) want.push_back(v[static_cast<std::size_t>(k)] + static_cast<double>(k));
+    EXPECT_EQ(*(*got)[0].to_vector<double>(), want) << n;
+    EXPECT_EQ((*got)[1].numel(), n);
+  }
+}
+
 TEST(CpuRuntimeTest, InPlaceNeedsTheOperandsDtypeNotJustItsBuffersSize) {
   using program::CoreSemanticOp;
   program::ProgramBuilder b;

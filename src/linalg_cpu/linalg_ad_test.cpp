@@ -378,6 +378,73 @@ TEST_P(LinalgAdTest, HessianVectorProductOfLogDetByComposition) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(std::abs(got[i] - (p[i] - m[i]) / (2 * h)), 0.0, 1e-6);
 }
 
+// Note [Cotangents equal under guards] and Note [Concrete validation]: the
+// gradients of square-matrix ops on symbolic extents, [s0, s1] square by
+// the op's guard and [s, s], equal the gradients of the concrete program
+// (the rules' cotangents are [s1, s1], and their identity masks iota and
+// broadcast_in_dim of symbolic shapes, which prepare evaluates).
+TEST_P(LinalgAdTest, GradientsOfSquareOpsOnSymbolicExtents) {
+  const DType dtype = GetParam();
+  const Tensor x = well_conditioned(dtype, {3, 3}, 17);
+  const Tensor spd = [&] {
+    const RefMatrix g = matrix_of(x, 0);
+    RefMatrix m = g.adjoint() * g;
+    for (std::int64_t i = 0; i < 3; ++i) m(i, i) += cd(3);
+    return tensor_of(dtype, {3, 3}, m.d);
+  }();
+  const Tensor pad = random_tensor(dtype, {3, 2}, 18);  // only gives the symbol s its value
+  const std::uint32_t first[] = {0}, second[] = {1};
+  for (const auto& op :
+       {LinalgOp::slogdet(), LinalgOp::det(), LinalgOp::inv(), LinalgOp::cholesky(), LinalgOp::eigh()}) {
+    const Tensor& a =
+        op->attributes().kind == LinalgOpKind::kCholesky || op->attributes().kind == LinalgOpKind::kEigh ? spd : x;
+    // The loss: the real part of the sum of the op's (last real or first) result.
+    const auto loss = [&](ProgramBuilder& b, ProgramValue m) -> Result<ProgramValue> {
+      TENFERRO_ASSIGN_OR_RETURN(auto outs, b.emit_extension(op, {m}));
+      ProgramValue v = outs[op->attributes().kind == LinalgOpKind::kSlogdet ? 1 : 0];
+      if (is_complex(b.metadata(v)->dtype)) {
+        TENFERRO_ASSIGN_OR_RETURN(v, b.emit(program::CoreSemanticOp::kReal, {v}));
+      }
+      const std::int64_t rank = b.metadata(v)->rank();
+      Dims axes;
+      for (std::int64_t i = 0; i < rank; ++i) axes.push_back(i);
+      return b.emit(program::CoreSemanticOp::kReduceSum, {v}, program::ReduceAttributes{axes});
+    };
+    std::vector<cd> want;
+    {
+      ProgramBuilder b;
+      const ProgramValue m = *b.add_input(dtype, {3, 3});
+      const auto f = *b.freeze({*loss(b, m)});
+      Result<std::vector<Tensor>> g = ad::grad(*runtime_, context_, f, std::span<const Tensor>(&a, 1), first);
+      ASSERT_TRUE(g.ok()) << op->describe() << ": " << g.status().to_string();
+      want = values_of((*g)[0]);
+    }
+    for (int variant = 0; variant < 2; ++variant) {
+      ProgramBuilder b;
+      ProgramValue m;
+      std::vector<Tensor> inputs;
+      if (variant == 0) {  // [s0, s1]: square by the op's guard
+        m = *b.add_input(dtype, {program::SymbolicExtent::unknown(), program::SymbolicExtent::unknown()});
+      } else {  // [s, s], s from another input
+        const ProgramValue p = *b.add_input(dtype, {program::SymbolicExtent::unknown(), 2});
+        const program::SymbolicExtent s = b.metadata(p)->shape[0];
+        m = *b.add_input(dtype, {s, s});
+        inputs.push_back(pad);
+      }
+      inputs.push_back(a);
+      Result<ProgramValue> l = loss(b, m);
+      ASSERT_TRUE(l.ok()) << l.status().to_string();
+      const auto f = *b.freeze({*l});
+      Result<std::vector<Tensor>> g = ad::grad(*runtime_, context_, f, inputs, variant == 0 ? first : second);
+      ASSERT_TRUE(g.ok()) << op->describe() << " variant " << variant << ": " << g.status().to_string();
+      const std::vector<cd> got = values_of((*g)[0]);
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(std::abs(got[i] - want[i]), 0.0, 1e-10) << op->describe() << " variant " << variant;
+    }
+  }
+}
+
 TEST(LinalgAdRuleTest, IsInstalledExplicitlyAndWithoutItTheTransformFails) {
   ad::AdContext bare;
   ProgramBuilder b;

@@ -339,6 +339,10 @@ class Planner {
     SmallVector<program::ValueMetadata, 4> concrete;
     for (std::uint32_t s : operands)
       concrete.push_back(program::ValueMetadata::exact(st_.slots[s].dtype, st_.slots[s].shape));
+    if (std::optional<program::CoreAttributes> evaluated = concrete_attributes(*attributes, shape)) {
+      st_.concrete_attributes.push_back(std::make_shared<const program::CoreAttributes>(std::move(*evaluated)));
+      attributes = st_.concrete_attributes.back().get();
+    }
     TENFERRO_TRY(check_concrete_core(op, *attributes, concrete, dtype, shape, name));
     const OpFamily family = core_op_family(op);
     if (family == OpFamily::kView) return plan_view(op, attributes, operands[0], dtype, std::move(shape), ctx);

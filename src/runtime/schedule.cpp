@@ -99,7 +99,31 @@ Result<ResolvedPlacement> resolve_placement(const RuntimeConfig& config, Placeme
 // provider, each operation is re-inferred from the concrete operand shapes
 // (with no symbolic guards) and must give the result the program's symbolic
 // metadata evaluates to. This catches any requirement the program's guards
-// did not express, so a provider never sees operands it cannot trust.
+// did not express, so a provider never sees operands it cannot trust. The
+// ops whose result shape is an attribute (iota, rng_philox,
+// broadcast_in_dim, reshape) get that attribute evaluated for the concrete
+// inputs first (concrete_attributes, kept in the PreparedState), and both
+// the check and the provider see it: `x + iota(s0)` was re-inferred with s0
+// unevaluated, a symbolic result (kContractViolation) or an undecidable
+// s0 == 3 (kShapeMismatch), and a provider reading the attribute got the
+// symbol (the prepared programs audit of 2026-12-06).
+std::optional<program::CoreAttributes> concrete_attributes(const program::CoreAttributes& attributes,
+                                                           IntArrayRef shape) {
+  std::optional<program::CoreAttributes> concrete;
+  std::visit(
+      [&](const auto& a) {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (requires(A m) { m.shape = program::symbolic_shape(shape); }) {
+          if (program::exact_shape(a.shape).has_value()) return;
+          auto evaluated = a;
+          evaluated.shape = program::symbolic_shape(shape);
+          concrete.emplace(std::move(evaluated));
+        }
+      },
+      attributes);
+  return concrete;
+}
+
 Status check_concrete_core(program::CoreSemanticOp op, const program::CoreAttributes& attributes,
                            std::span<const program::ValueMetadata> operands, DType dtype, IntArrayRef shape,
                            std::string_view name) {

@@ -189,6 +189,9 @@ struct PreparedState {
   std::shared_ptr<const program::SemanticProgram> program;
   /// Core-lowering fragments whose attributes nodes point into.
   std::vector<std::shared_ptr<const program::SemanticProgram>> fragments;
+  /// Attributes whose symbolic result shape was evaluated for the concrete
+  /// inputs (Note [Concrete validation]); nodes point into them.
+  std::vector<std::shared_ptr<const program::CoreAttributes>> concrete_attributes;
   InputSignature signature;
   PrepareOptions options;
   Determinism determinism = Determinism::kFast;
@@ -232,6 +235,11 @@ void form_concurrent_groups(PreparedState& state);
 /// Re-infers a core op / extension op from concrete operand metadata and
 /// checks it against the program's (Note [Concrete validation],
 /// schedule.cpp). Errors are kPrepare-stage.
+/// `attributes` with their result shape attribute (iota, rng_philox,
+/// broadcast_in_dim, reshape) set to the concrete `shape`, when that
+/// attribute is symbolic; nullopt otherwise (Note [Concrete validation]).
+std::optional<program::CoreAttributes> concrete_attributes(const program::CoreAttributes& attributes,
+                                                           IntArrayRef shape);
 Status check_concrete_core(program::CoreSemanticOp op, const program::CoreAttributes& attributes,
                            std::span<const program::ValueMetadata> operands, DType dtype, IntArrayRef shape,
                            std::string_view name);
