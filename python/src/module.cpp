@@ -1192,11 +1192,48 @@ tenferro.linalg functions, or call its einsum method.)doc")
       .def_property_readonly("pooled_bytes", &PyRuntime::pooled_bytes,
                              "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
                              "clear_caches() returns them to the system).")
+      .def(
+          "cache_report",
+          [](PyRuntime& self) {
+            const runtime::RuntimeCacheReport report = self.runtime().cache_report();
+            const auto usage = [](const runtime::CacheUsage& u) {
+              py::dict d;
+              d["entries"] = u.entries;
+              d["bytes"] = u.bytes;
+              d["hits"] = u.hits;
+              d["misses"] = u.misses;
+              d["evictions"] = u.evictions;
+              return d;
+            };
+            py::dict out;
+            py::dict plans;
+            plans["entries"] = report.plans.entries;
+            plans["bytes"] = report.plans.bytes;
+            plans["hits"] = report.plans.hits;
+            plans["misses"] = report.plans.misses;
+            plans["evictions"] = report.plans.evictions;
+            out["prepared_plans"] = plans;
+            py::list engines;
+            for (const runtime::EngineCacheReport& e : report.engines) {
+              py::dict d = usage(e.usage);
+              d["engine"] = e.engine.value();
+              engines.append(d);
+            }
+            out["engines"] = engines;
+            py::dict extensions;
+            for (const runtime::ExtensionCacheReport& x : report.extensions)
+              extensions[py::str(x.family_id)] = usage(x.usage);
+            out["extensions"] = extensions;
+            return out;
+          },
+          "The runtime's C++ caches (Runtime::cache_report): the prepared plans, each engine's pooled free memory "
+          "and each extension engine's plans and workspaces (entries, bytes, hits, misses, evictions); what "
+          "clear_caches() empties.")
       .def("clear_caches", &PyRuntime::clear_caches,
            "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
-           "gradients, the AD "
-           "transform cache and the prepared-plan cache, and returns the memory pool's freed blocks to the "
-           "system.")
+           "gradients, the AD transform cache, the prepared-plan cache and the einsum, FFT and linalg engines' "
+           "plans and workspaces, and returns the memory pool's freed blocks to the system (also a one-thread "
+           "runtime's).")
       .def(
           "einsum",
           [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {

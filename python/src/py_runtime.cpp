@@ -369,17 +369,16 @@ void PyRuntime::clear_caches() {
   fft_ops_.clear();
   ad_->clear_cache();
   compiler_->clear_cache();
-  runtime_.clear_plan_cache();
-  // Freed results' blocks, kept by the domains' pools for reuse: back to
-  // the system (Note [Node-local memory]).
-  if (domains_ != nullptr)
-    for (const auto& domain : domains_->domains()) domain->memory()->trim();
+  // The prepared plans, the einsum, FFT and linalg engines' plans and
+  // workspaces, and the freed results' blocks the CPU engine's pools keep
+  // for reuse (its domains', or a one-thread runtime's calling-thread pool:
+  // Note [Calling-thread pool]), back to the system.
+  runtime_.clear_caches();
 }
 
 std::uint64_t PyRuntime::pooled_bytes() const {
   std::uint64_t bytes = 0;
-  if (domains_ != nullptr)
-    for (const auto& domain : domains_->domains()) bytes += domain->memory()->stats().cached_bytes;
+  for (const runtime::EngineCacheReport& engine : runtime_.cache_report().engines) bytes += engine.usage.bytes;
   return bytes;
 }
 

@@ -632,16 +632,38 @@ def test_sliced_einsum_plans_once_per_signature():
     assert rt.cached_sliced_plans == 0
 
 
-def test_clear_caches_returns_the_memory_pools_blocks():
+@pytest.mark.parametrize("domain", ["managed", None])
+def test_clear_caches_returns_the_memory_pools_blocks(domain):
     # Freed results stay in the runtime's pool for reuse (bounded); clear_caches()
-    # hands them back to the system, as a user freeing memory expects.
-    rt = tenferro.Runtime(threads=1, domain="managed")
+    # hands them back to the system, as a user freeing memory expects. A
+    # one-thread runtime without a domain has a pool of its own (Note
+    # [Calling-thread pool]), which is counted and emptied too.
+    rt = tenferro.Runtime(threads=1, domain=domain)
     results = [rt.einsum("ij,jk->ik", np.ones((n, 8)), np.ones((8, n))) for n in (1200, 900)]
     del results
     assert rt.pooled_bytes >= 900 * 900 * 8
     rt.clear_caches()
     assert rt.pooled_bytes == 0
     np.testing.assert_allclose(rt.einsum("ij,jk->ik", np.ones((3, 2)), np.ones((2, 3))), np.full((3, 3), 2.0))
+
+
+def test_clear_caches_drops_the_engines_plans_and_workspaces():
+    # cache_report() shows the engines' caches; clear_caches() empties the
+    # einsum plans, the FFT plans and the workspaces they keep.
+    rt = tenferro.Runtime(threads=1)
+    for n in range(2, 12):
+        rt.einsum("ij,jk,kl->il", np.ones((n, 40)), np.ones((40, 50)), np.ones((50, n)))
+        tenferro.fft.fft(np.ones(100 + n), runtime=rt)
+    report = rt.cache_report()
+    assert report["extensions"]["tenferro.einsum"]["entries"] >= 10
+    assert report["extensions"]["tenferro.fft"]["entries"] >= 10
+    assert report["extensions"]["tenferro.einsum"]["bytes"] > 0
+    rt.clear_caches()
+    report = rt.cache_report()
+    for family in ("tenferro.einsum", "tenferro.fft", "tenferro.linalg"):
+        assert report["extensions"][family]["entries"] == 0 and report["extensions"][family]["bytes"] == 0, family
+    assert report["prepared_plans"]["entries"] == 0
+    np.testing.assert_allclose(tenferro.fft.fft(np.ones(4), runtime=rt), [4, 0, 0, 0])
 
 
 class _Stop(Exception):

@@ -25,6 +25,7 @@ Result<WorkspacePool::Lease> WorkspacePool::acquire(std::size_t bytes) {
       return Lease(this, b);
     }
   }
+  release_idle_smaller_than(bytes);  // Note [Superseded blocks]
   std::size_t size = 0;
   void* data = allocate_workspace_block(bytes, 4096, &size);  // Note [Huge pages for large buffers]
   Block* block = data == nullptr ? nullptr : new (std::nothrow) Block{static_cast<std::byte*>(data), size, nullptr};
@@ -114,6 +115,37 @@ void WorkspacePool::trim_and_keep(Block* block) noexcept {
     release(block);
   } else {
     park(shards_[this_cpu_shard(kShards)], block);
+  }
+}
+
+void WorkspacePool::release_idle_smaller_than(std::size_t bytes) noexcept {
+  for (Shard& s : shards_) {
+    Block* superseded = nullptr;
+    if (Block* b = s.slot.exchange(nullptr, std::memory_order_acquire); b != nullptr) {
+      if (b->size < bytes) {
+        b->next = superseded;
+        superseded = b;
+      } else {
+        park(s, b);
+      }
+    }
+    if (s.idle.load(std::memory_order_relaxed) != nullptr) {  // a hint; walked under the lock
+      const std::lock_guard<std::mutex> lock(s.mutex);
+      Block* kept = nullptr;
+      for (Block* b = s.idle.load(std::memory_order_relaxed); b != nullptr;) {
+        Block* next = b->next;
+        Block*& to = b->size < bytes ? superseded : kept;
+        b->next = to;
+        to = b;
+        b = next;
+      }
+      s.idle.store(kept, std::memory_order_relaxed);
+    }
+    while (superseded != nullptr) {  // freed outside the lock
+      Block* next = superseded->next;
+      release(superseded);
+      superseded = next;
+    }
   }
 }
 

@@ -89,20 +89,30 @@ TEST(WorkspacePoolTest, BuffersBeyondTheBoundAreFreedSmallestFirst) {
   b.reset();
   EXPECT_EQ(pool.stats().retained_bytes, 3 * kPage);  // both idle, within the bound
   {
-    auto c = pool.acquire(4 * kPage);  // 7 pages, over the bound while lent
+    // Note [Superseded blocks]: neither idle buffer fits, and both are
+    // freed before the 4-page one is allocated.
+    auto c = pool.acquire(4 * kPage);
     ASSERT_TRUE(c.ok());
-    EXPECT_EQ(pool.stats().retained_bytes, 7 * kPage);
+    EXPECT_EQ(pool.stats().retained_bytes, 4 * kPage);
   }
-  // Given back over the bound: the 1-page buffer is freed (6 pages, still
-  // over), then the 2-page one (4 pages), and the returned 4-page one kept.
   WorkspacePoolStats s = pool.stats();
   EXPECT_EQ(s.retained_bytes, 4 * kPage);
+  // Two lent at once and given back over the bound (7 pages): the smaller
+  // idle one is freed first, the returned one kept.
+  {
+    auto big = pool.acquire(4 * kPage);    // the idle 4-page buffer
+    auto small = pool.acquire(3 * kPage);  // nothing idle: a new one
+    ASSERT_TRUE(big.ok() && small.ok());
+    EXPECT_EQ(pool.stats().retained_bytes, 7 * kPage);
+    EXPECT_EQ(pool.stats().allocations, 4u);
+  }
+  EXPECT_EQ(pool.stats().retained_bytes, 4 * kPage);
   {
     auto again = pool.acquire(3 * kPage);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->bytes().size(), 4 * kPage);
   }
-  EXPECT_EQ(pool.stats().allocations, 3u);
+  EXPECT_EQ(pool.stats().allocations, 4u);
   // One lease larger than the bound: the idle buffer is freed first, then
   // the returned one, still over on its own.
   {
@@ -111,7 +121,26 @@ TEST(WorkspacePoolTest, BuffersBeyondTheBoundAreFreedSmallestFirst) {
   }
   s = pool.stats();
   EXPECT_EQ(s.retained_bytes, 0u);
-  EXPECT_EQ(s.allocations, 4u);
+  EXPECT_EQ(s.allocations, 5u);
+}
+
+// Note [Superseded blocks]: requests of ever-growing sizes, one at a time,
+// keep one buffer (the largest), not one per size.
+TEST(WorkspacePoolTest, GrowingRequestsKeepOnlyTheLargestBuffer) {
+  WorkspacePool pool("test", 1000 * kPage);
+  for (std::size_t pages = 1; pages <= 20; ++pages) {
+    auto lease = pool.acquire(pages * kPage);
+    ASSERT_TRUE(lease.ok());
+  }
+  EXPECT_EQ(pool.stats().retained_bytes, 20 * kPage);
+  EXPECT_EQ(pool.stats().allocations, 20u);
+  for (std::size_t pages = 20; pages >= 1; --pages) {  // shrinking: all served by the one buffer
+    auto lease = pool.acquire(pages * kPage);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_EQ(lease->bytes().size(), 20 * kPage);
+  }
+  EXPECT_EQ(pool.stats().allocations, 20u);
+  EXPECT_EQ(pool.stats().retained_bytes, 20 * kPage);
 }
 
 TEST(WorkspacePoolTest, ManyThreadsNeverShareABufferAndReuseThem) {

@@ -32,6 +32,39 @@ TEST(CpuRuntimeTest, EinsumAndLinalgRunOnOneThread) {
   EXPECT_NEAR((*det->to_vector<double>())[0], 4.0 * 11 - 5.0 * 10, 1e-12);
 }
 
+// Runtime::cache_report lists the einsum and linalg engines' caches,
+// each once, and Runtime::clear_caches empties them with the CPU engine's
+// pool (a one-thread runtime's calling-thread pool included).
+TEST(CpuRuntimeTest, ClearCachesEmptiesEveryEngineAndExtensionCache) {
+  Result<CpuRuntime> cpu = make_cpu_runtime({.threads = 1, .on_calling_thread = true});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  runtime::EagerContext ctx = cpu->runtime.on();
+  for (std::int64_t n = 2; n < 8; ++n) {
+    const Tensor operands[] = {*Tensor::ones({n, 300}, DType::kFloat64), *Tensor::ones({300, n}, DType::kFloat64)};
+    ASSERT_TRUE(einsum::einsum(ctx, "ij,jk->ik", operands).ok());
+  }
+  {
+    const Tensor outer[] = {*Tensor::ones({400, 2}, DType::kFloat64), *Tensor::ones({2, 400}, DType::kFloat64)};
+    ASSERT_TRUE(einsum::einsum(ctx, "ij,jk->ik", outer).ok());  // its result freed at once
+  }
+  runtime::RuntimeCacheReport report = cpu->runtime.cache_report();
+  const auto extension = [&](std::string_view family) {
+    for (const runtime::ExtensionCacheReport& x : report.extensions)
+      if (x.family_id == family) return x.usage;
+    ADD_FAILURE() << family << " is not reported";
+    return runtime::CacheUsage{};
+  };
+  ASSERT_EQ(report.extensions.size(), 2u);  // einsum, linalg (FFT is installed through options.extensions)
+  EXPECT_GE(extension("tenferro.einsum").entries, 6u);
+  ASSERT_EQ(report.engines.size(), 1u);
+  EXPECT_GT(report.engines[0].usage.bytes, 0u);  // the freed 400 x 400 result, pooled
+  cpu->runtime.clear_caches();
+  report = cpu->runtime.cache_report();
+  EXPECT_EQ(extension("tenferro.einsum").entries, 0u);
+  EXPECT_EQ(extension("tenferro.einsum").bytes, 0u);
+  EXPECT_EQ(report.engines[0].usage.bytes, 0u);
+}
+
 // linalg::vector_norm over axes that do not merge into one strided axis:
 // the eager call copies them together first (through the CPU engine's
 // layout slot), and every element counts once. Reading a value out of a

@@ -79,9 +79,10 @@ runtime::ExtensionModule cpu_extension_module(EngineId engine, std::shared_ptr<C
                                               std::shared_ptr<const cpu::ParallelContext> fallback) {
   runtime::ExtensionModule module;
   module.name = "tenferro.einsum.cpu";
-  module.registrations.push_back(
-      runtime::ExtensionRegistration{std::string(kEinsumFamilyId), engine,
-                                     std::make_shared<CpuEinsumEngine>(std::move(executor), std::move(fallback))});
+  auto caches = std::make_shared<runtime::CacheOwnerOf<CpuEinsumExecutor>>(executor);
+  module.registrations.push_back(runtime::ExtensionRegistration{
+      std::string(kEinsumFamilyId), engine, std::make_shared<CpuEinsumEngine>(std::move(executor), std::move(fallback)),
+      std::move(caches)});
   return module;
 }
 

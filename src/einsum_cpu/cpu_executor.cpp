@@ -158,7 +158,13 @@ CpuEinsumMetrics CpuEinsumExecutor::metrics() const {
   return m;
 }
 
-void CpuEinsumExecutor::clear() {
+runtime::CacheUsage CpuEinsumExecutor::cache_usage() const noexcept {
+  runtime::CacheUsage usage = cache_->usage();
+  usage.bytes += workspace_->stats().retained_bytes;
+  return usage;
+}
+
+void CpuEinsumExecutor::clear_caches() noexcept {
   cache_->clear();
   workspace_->clear();
 }

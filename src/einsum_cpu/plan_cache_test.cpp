@@ -175,7 +175,7 @@ TEST(EinsumPlanCache, ExecutorClearForgetsPlans) {
   Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create("ij,jk->ik");
   const std::vector<Tensor> inputs = to_tensors(random_operands({{2, 3}, {3, 4}}, 1));
   ASSERT_TRUE(executor->einsum(**op, inputs, seq).ok());
-  executor->clear();
+  executor->clear_caches();
   EXPECT_EQ(executor->metrics().cache.entries, 0u);
   ASSERT_TRUE(executor->einsum(**op, inputs, seq).ok());
   EXPECT_EQ(executor->metrics().plans_built, 2u);

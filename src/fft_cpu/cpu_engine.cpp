@@ -252,10 +252,27 @@ FftEngineStats CpuFftEngine::stats() const noexcept {
   return s;
 }
 
+runtime::CacheUsage CpuFftEngine::cache_usage() const noexcept {
+  runtime::CacheUsage usage;
+  usage.entries = plans_->size();
+  usage.hits = plans_->hits();
+  usage.misses = plans_->misses();
+  usage.bytes = pool_->stats().retained_bytes;
+  return usage;
+}
+
+void CpuFftEngine::clear_caches() noexcept {
+  plans_->clear();
+  provider_->clear_cache();
+  pool_->clear();
+}
+
 runtime::ExtensionModule cpu_extension_module(EngineId engine, std::shared_ptr<CpuFftEngine> fft) {
   runtime::ExtensionModule module;
   module.name = "tenferro.fft.cpu";
-  module.registrations.push_back(runtime::ExtensionRegistration{std::string(kFftFamilyId), engine, std::move(fft)});
+  auto caches = std::make_shared<runtime::CacheOwnerOf<CpuFftEngine>>(fft);
+  module.registrations.push_back(
+      runtime::ExtensionRegistration{std::string(kFftFamilyId), engine, std::move(fft), std::move(caches)});
   return module;
 }
 

@@ -306,6 +306,19 @@ std::uint64_t EnginePlanCache::misses() const {
   return misses_;
 }
 
+std::size_t EnginePlanCache::size() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return lru_.size();
+}
+
+void EnginePlanCache::clear() {
+  std::list<Entry> dropped;  // released outside the lock (kernel destructors take the planner lock)
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    dropped.swap(lru_);
+  }
+}
+
 namespace {
 
 template <class R>

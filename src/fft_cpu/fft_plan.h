@@ -103,6 +103,9 @@ class EnginePlanCache {
                                                       FunctionRef<Result<std::shared_ptr<FftPlan>>()> build);
   std::uint64_t hits() const;
   std::uint64_t misses() const;
+  std::size_t size() const;
+  /// Drops every plan (plans in use stay valid: their holders share them).
+  void clear();
 
  private:
   struct Entry {

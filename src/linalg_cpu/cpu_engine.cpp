@@ -294,11 +294,20 @@ LinalgEngineStats CpuLinalgEngine::stats() const noexcept {
   return s;
 }
 
+runtime::CacheUsage CpuLinalgEngine::cache_usage() const noexcept {
+  runtime::CacheUsage usage;
+  usage.bytes = pool_->stats().retained_bytes;
+  return usage;
+}
+
+void CpuLinalgEngine::clear_caches() noexcept { pool_->clear(); }
+
 runtime::ExtensionModule cpu_extension_module(EngineId engine, std::shared_ptr<CpuLinalgEngine> linalg) {
   runtime::ExtensionModule module;
   module.name = "tenferro.linalg.cpu";
+  auto caches = std::make_shared<runtime::CacheOwnerOf<CpuLinalgEngine>>(linalg);
   module.registrations.push_back(
-      runtime::ExtensionRegistration{std::string(kLinalgFamilyId), engine, std::move(linalg)});
+      runtime::ExtensionRegistration{std::string(kLinalgFamilyId), engine, std::move(linalg), std::move(caches)});
   return module;
 }
 

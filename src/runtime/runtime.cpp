@@ -515,18 +515,49 @@ EagerContext Runtime::on(Placement placement) const { return EagerContext(state_
 PlanCacheStats Runtime::plan_cache_stats() const { return state_->plans.stats(); }
 void Runtime::clear_plan_cache() { state_->plans.clear(); }
 
+namespace {
+
+// Calls on_engine(entry, owner) and on_extension(registration, owner) once
+// per distinct cache owner of `config`.
+template <class OnEngine, class OnExtension>
+void for_each_cache_owner(const RuntimeConfig& config, OnEngine&& on_engine, OnExtension&& on_extension) {
+  std::vector<const CacheOwner*> seen;
+  const auto first_time = [&](const CacheOwner* owner) {
+    if (owner == nullptr || std::find(seen.begin(), seen.end(), owner) != seen.end()) return false;
+    seen.push_back(owner);
+    return true;
+  };
+  for (const EngineEntry& e : config.engines()) {
+    if (first_time(e.registration.cache_owner.get())) on_engine(e, *e.registration.cache_owner);
+  }
+  for (const ExtensionRegistration& x : config.extensions()) {
+    if (first_time(x.cache_owner.get())) on_extension(x, *x.cache_owner);
+  }
+}
+
+}  // namespace
+
 RuntimeCacheReport Runtime::cache_report() const {
   RuntimeCacheReport report;
   report.plans = state_->plans.stats();
   std::shared_ptr<const RuntimeConfig> config = state_->snapshot();
-  std::vector<const CacheOwner*> seen;
-  for (const EngineEntry& e : config->engines()) {
-    const CacheOwner* owner = e.registration.cache_owner.get();
-    if (owner == nullptr || std::find(seen.begin(), seen.end(), owner) != seen.end()) continue;
-    seen.push_back(owner);
-    report.engines.push_back(EngineCacheReport{e.id(), owner->usage()});
-  }
+  for_each_cache_owner(
+      *config,
+      [&](const EngineEntry& e, const CacheOwner& owner) {
+        report.engines.push_back(EngineCacheReport{e.id(), owner.usage()});
+      },
+      [&](const ExtensionRegistration& x, const CacheOwner& owner) {
+        report.extensions.push_back(ExtensionCacheReport{x.family_id, x.engine, owner.usage()});
+      });
   return report;
+}
+
+void Runtime::clear_caches() {
+  state_->plans.clear();
+  std::shared_ptr<const RuntimeConfig> config = state_->snapshot();
+  for_each_cache_owner(
+      *config, [](const EngineEntry&, CacheOwner& owner) { owner.clear(); },
+      [](const ExtensionRegistration&, CacheOwner& owner) { owner.clear(); });
 }
 
 ExecutionMetrics Runtime::execution_metrics() const { return state_->metrics->snapshot(); }

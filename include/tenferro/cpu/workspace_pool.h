@@ -41,6 +41,14 @@ struct WorkspacePoolStats {
 // no more buffers than runs in flight at once, plus those being given back
 // at that moment. Trimming to the byte bound is the rare path and takes a
 // pool-wide mutex.
+//
+// Note [Superseded blocks]
+// A request no idle buffer can serve frees the idle buffers smaller than it
+// before it allocates: each could serve only requests the new, larger
+// buffer serves too (requests take the smallest buffer that fits). Without
+// this, ever-growing requests kept one buffer per size: einsums over 24,000
+// distinct shapes retained 160 MB of einsum workspace (the Python leak
+// audit of 2026-12-06), and the bound was a quarter of physical memory.
 class WorkspacePool {
   struct Block {
     std::byte* data;
@@ -99,6 +107,7 @@ class WorkspacePool {
   void give_back(Block* block) noexcept;
   void trim_and_keep(Block* block) noexcept;
   void release(Block* block) noexcept;
+  void release_idle_smaller_than(std::size_t bytes) noexcept;
 
   const char* owner_;
   std::size_t max_retained_;

@@ -93,8 +93,10 @@ class CpuEinsumExecutor {
   EinsumPlanCache& plan_cache() noexcept { return *cache_; }
   const std::shared_ptr<EinsumPlanCache>& plan_cache_ptr() const noexcept { return cache_; }
   CpuEinsumMetrics metrics() const;
+  /// The plan cache's usage, its bytes with the idle workspace buffers'.
+  runtime::CacheUsage cache_usage() const noexcept;
   /// Drops cached plans and idle workspace buffers.
-  void clear();
+  void clear_caches() noexcept;
 
  private:
   CpuEinsumExecutor(std::shared_ptr<const cpu::DotGeneralComposite> composite, CpuEinsumOptions options);

@@ -129,6 +129,10 @@ class CpuFftEngine final : public runtime::ExtensionEngine {
   const CpuFftProvider& provider() const noexcept { return *provider_; }
   const FftEngineOptions& options() const noexcept { return options_; }
   FftEngineStats stats() const noexcept;
+  /// Its plans (entries, hits, misses) and retained workspace (bytes).
+  runtime::CacheUsage cache_usage() const noexcept;
+  /// Drops its plans, the provider's cached kernels and idle workspace.
+  void clear_caches() noexcept;
 
   struct Counters {
     std::atomic<std::uint64_t> runs{0}, sequential_runs{0}, outer_runs{0}, direct_runs{0}, kernel_calls{0};

@@ -136,6 +136,10 @@ class CpuLinalgEngine final : public runtime::ExtensionEngine {
   const LinalgProviderPolicy& policy() const noexcept { return policy_; }
   const LinalgEngineOptions& options() const noexcept { return options_; }
   LinalgEngineStats stats() const noexcept;
+  /// Its retained workspace (bytes).
+  runtime::CacheUsage cache_usage() const noexcept;
+  /// Frees its idle workspace.
+  void clear_caches() noexcept;
 
   struct Counters {
     std::atomic<std::uint64_t> runs{0}, matrices{0}, provider_calls{0}, sequential_runs{0}, inner_runs{0},

@@ -104,6 +104,10 @@ struct ExtensionRegistration {
   std::string family_id;
   EngineId engine;
   std::shared_ptr<ExtensionEngine> implementation;
+  /// The implementation's caches (plans, workspaces), reported by
+  /// Runtime::cache_report() and cleared by Runtime::clear_caches(); null
+  /// when it keeps none.
+  std::shared_ptr<CacheOwner> cache_owner;
 };
 
 /// A set of extension registrations installed together (e.g. one operation

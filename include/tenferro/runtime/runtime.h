@@ -48,10 +48,18 @@ struct EngineCacheReport {
   CacheUsage usage;
 };
 
+/// Usage of one extension engine's caches, for Runtime::cache_report().
+struct ExtensionCacheReport {
+  std::string family_id;
+  EngineId engine;
+  CacheUsage usage;
+};
+
 /// Every runtime-owned and registered cache, each counted once.
 struct RuntimeCacheReport {
   PlanCacheStats plans;
   std::vector<EngineCacheReport> engines;
+  std::vector<ExtensionCacheReport> extensions;
 };
 
 /// See Note [Runtime thread safety].
@@ -113,8 +121,13 @@ class Runtime {
 
   PlanCacheStats plan_cache_stats() const;
   void clear_plan_cache();
-  /// The plan cache plus every engine cache owner, each counted once.
+  /// The plan cache plus every engine and extension cache owner, each
+  /// counted once.
   RuntimeCacheReport cache_report() const;
+  /// Clears the plan cache and every cache owner of cache_report(): the
+  /// engines' pooled free memory, the extensions' plans and workspaces.
+  /// Plans and results in use stay valid (they hold what they need).
+  void clear_caches();
   ExecutionMetrics execution_metrics() const;
 
   /// Internal (eager contexts, tests); not part of the API.

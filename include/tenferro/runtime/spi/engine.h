@@ -100,6 +100,20 @@ class CacheOwner {
   virtual void clear() noexcept = 0;
 };
 
+/// The CacheOwner of an object (an extension engine) with
+/// `CacheUsage cache_usage() const noexcept` and `void clear_caches() noexcept`,
+/// which it retains.
+template <class T>
+class CacheOwnerOf final : public CacheOwner {
+ public:
+  explicit CacheOwnerOf(std::shared_ptr<T> object) noexcept : object_(std::move(object)) {}
+  CacheUsage usage() const noexcept override { return object_->cache_usage(); }
+  void clear() noexcept override { object_->clear_caches(); }
+
+ private:
+  std::shared_ptr<T> object_;
+};
+
 /// Everything one engine registers. The runtime retains every object.
 /// Executable registrations carry `executor` and `event_driver`;
 /// preparation-only registrations (no executor, no driver) can be prepared
