@@ -16,6 +16,62 @@ Status check_program(const FrozenProgram& f, std::string_view who) {
 
 Result<Tensor> host_zeros(const Tensor& like) { return Tensor::zeros(like.shape(), like.dtype()); }
 
+// Every input of f: the parameters with f's bound tensors in their places.
+Result<std::vector<Tensor>> all_inputs_of(const FrozenProgram& f, std::span<const Tensor> parameters) {
+  if (f.bindings.num_inputs() == 0) return std::vector<Tensor>(parameters.begin(), parameters.end());
+  return f.bindings.assemble_inputs(parameters);
+}
+
+// Note [Checked tangents]
+// The tangents of jvp and the cotangents of vjp / vjp_cotangents are checked
+// against what they stand for before anything runs: a tangent has its
+// active input's dtype and shape, a cotangent its output's (the output's
+// metadata evaluated for the inputs' shapes). A mismatch surfaced from the
+// derived program in its own numbering ("input 3 axis 0: expected extent
+// 3, found 2" for the first tangent; the prepared-programs audit). An
+// undefined tangent is zero, as an undefined cotangent is.
+Status check_like(const Tensor& t, DType dtype, IntArrayRef shape, std::string_view who, std::string_view what) {
+  if (t.dtype() == dtype && IntArrayRef(t.shape()) == shape) return ok_status();
+  return make_error(t.dtype() != dtype ? ErrorCode::kDTypeMismatch : ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                    "{}: expected {} of dtype {} and shape {}, found {}", who, what, dtype, shape_to_string(shape),
+                    t.to_string());
+}
+
+// The tangents, undefined ones as zeros, checked (Note [Checked tangents]).
+Result<std::vector<Tensor>> checked_tangents(const std::vector<Tensor>& inputs,
+                                             std::span<const std::uint32_t> active_inputs,
+                                             std::span<const Tensor> tangents) {
+  std::vector<Tensor> out;
+  for (std::size_t k = 0; k < tangents.size(); ++k) {
+    if (active_inputs[k] >= inputs.size()) break;  // the transform reports the active list
+    const Tensor& primal = inputs[active_inputs[k]];
+    if (!tangents[k].defined()) {
+      TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(primal));
+      out.push_back(std::move(z));
+      continue;
+    }
+    TENFERRO_TRY(check_like(tangents[k], primal.dtype(), primal.shape(), "jvp",
+                            fmt::format("tangent {} (of active input {})", k, active_inputs[k])));
+    out.push_back(tangents[k]);
+  }
+  return out;
+}
+
+// Defined cotangents against f's outputs for `inputs` (Note [Checked tangents]).
+Status check_cotangents_against_outputs(const FrozenProgram& f, const std::vector<Tensor>& inputs,
+                                        std::span<const Tensor> cotangents, std::string_view who) {
+  const program::SemanticProgram& p = *f.program;
+  program::SymbolValues symbols;
+  TENFERRO_TRY(p.check_guards(inputs, &symbols));
+  for (std::size_t j = 0; j < cotangents.size(); ++j) {
+    if (!cotangents[j].defined()) continue;
+    const program::ValueId output = p.outputs()[j];
+    TENFERRO_ASSIGN_OR_RETURN(Dims shape, p.concrete_shape(output, symbols));
+    TENFERRO_TRY(check_like(cotangents[j], p.metadata(output).dtype, shape, who, fmt::format("cotangent {}", j)));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const FrozenProgram& f,
@@ -28,7 +84,9 @@ Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const Froze
                       tangents.size());
   }
   TENFERRO_ASSIGN_OR_RETURN(JvpProgram program, context.jvp(f, active_inputs));
-  return run_jvp(runtime, program, parameters, tangents);
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, all_inputs_of(f, parameters));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> checked, checked_tangents(inputs, active_inputs, tangents));
+  return run_jvp(runtime, program, parameters, checked);
 }
 
 Result<JvpResult> run_jvp(runtime::Runtime& runtime, const JvpProgram& program, std::span<const Tensor> parameters,
@@ -67,10 +125,8 @@ namespace {
 Result<VjpResult> run_reverse(runtime::Runtime& runtime, const FrozenProgram& f, const FrozenProgram& backward,
                               const AdLayout& layout, bool with_outputs, std::span<const Tensor> parameters,
                               std::span<const std::uint32_t> active_inputs, std::span<const Tensor> cotangents) {
-  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> all_inputs,
-                            f.bindings.num_inputs() == 0
-                                ? Result<std::vector<Tensor>>(std::vector<Tensor>(parameters.begin(), parameters.end()))
-                                : f.bindings.assemble_inputs(parameters));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<Tensor> all_inputs, all_inputs_of(f, parameters));
+  TENFERRO_TRY(check_cotangents_against_outputs(f, all_inputs, cotangents, with_outputs ? "vjp" : "vjp_cotangents"));
   std::vector<Tensor> inputs(parameters.begin(), parameters.end());
   // Undefined cotangents of differentiated outputs are zeros; their shapes
   // come from the forward values, so compute those first when needed.

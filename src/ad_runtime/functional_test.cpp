@@ -163,6 +163,49 @@ TEST(Functional, JvpAndVjpMaterializeAbsentTangents) {
             ErrorCode::kInvalidArgument);
 }
 
+// Note [Checked tangents]: tangents and cotangents are checked against the
+// inputs and outputs they stand for, and named so; an undefined tangent is
+// zero, as an undefined cotangent is.
+TEST(Functional, TangentsAndCotangentsAreCheckedAndNamed) {
+  runtime::Runtime rt = *tenferro::testing::make_reference_runtime();
+  AdContext context;
+  ProgramBuilder b;
+  ProgramValue x = *b.add_input(DType::kFloat64, {program::SymbolicExtent::unknown()}, "x");
+  (void)*b.add_input(DType::kInt64, {3}, "i");
+  ProgramValue w = *b.add_input(DType::kFloat64, {3}, "w");
+  FrozenProgram f = *b.freeze({*b.emit(CoreSemanticOp::kExp, {x}), *b.emit(CoreSemanticOp::kMul, {w, w})});
+  const std::vector<Tensor> params{*random_tensor(DType::kFloat64, {4}, 1), *Tensor::arange(3, DType::kInt64),
+                                   *random_tensor(DType::kFloat64, {3}, 2)};
+  const std::uint32_t active[] = {0, 2};
+  const auto names = [](const Status& s, std::string_view what) {
+    return s.to_string().find(what) != std::string::npos;
+  };
+  std::vector<Tensor> u{*random_tensor(DType::kFloat64, {3}, 3), *random_tensor(DType::kFloat64, {3}, 4)};
+  Status wrong = jvp(rt, context, f, params, active, u).status();
+  EXPECT_EQ(wrong.code(), ErrorCode::kShapeMismatch);
+  EXPECT_TRUE(names(wrong, "tangent 0 (of active input 0) of dtype float64 and shape [4]")) << wrong.to_string();
+  u[0] = *random_tensor(DType::kFloat32, {4}, 3);
+  wrong = jvp(rt, context, f, params, active, u).status();
+  EXPECT_EQ(wrong.code(), ErrorCode::kDTypeMismatch);
+  EXPECT_TRUE(names(wrong, "tangent 0")) << wrong.to_string();
+  // An undefined tangent is zero: the first output's tangent is zeros.
+  u[0] = Tensor();
+  auto j = jvp(rt, context, f, params, active, u);
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  EXPECT_EQ(testing::max_abs(j->tangents[0]), 0.0);
+  EXPECT_GT(testing::max_abs(j->tangents[1]), 0.0);
+  // Cotangents: the outputs' shapes for these inputs ([4] and [3]).
+  std::vector<Tensor> v{*random_tensor(DType::kFloat64, {3}, 5), Tensor()};
+  for (const bool alone : {false, true}) {
+    const Status s = alone ? vjp_cotangents(rt, context, f, params, active, v).status()
+                           : vjp(rt, context, f, params, active, v).status();
+    EXPECT_EQ(s.code(), ErrorCode::kShapeMismatch) << s.to_string();
+    EXPECT_TRUE(names(s, "cotangent 0 of dtype float64 and shape [4]")) << s.to_string();
+  }
+  v[0] = *random_tensor(DType::kFloat64, {4}, 5);
+  EXPECT_TRUE(vjp(rt, context, f, params, active, v).ok());
+}
+
 TEST(Functional, ReusingOutputsSkipsPrimalRecomputation) {
   // loss = sum(sin(sin(x))), with s1 = sin(x) and s2 = sin(s1) also returned.
   ProgramBuilder b;
