@@ -36,7 +36,11 @@ struct VjpResult {
   std::vector<Tensor> cotangents;
 };
 
-/// f's outputs and J u, `tangents` holding one tensor per active input.
+/// f's outputs and J u, `tangents` holding one tensor per active input (an
+/// undefined tensor means zero). Each tangent must have its active input's
+/// dtype and shape, each defined cotangent of vjp / vjp_cotangents its
+/// output's: kDTypeMismatch / kShapeMismatch naming it otherwise (Note
+/// [Checked tangents] in functional.cpp).
 Result<JvpResult> jvp(runtime::Runtime& runtime, AdContext& context, const program::FrozenProgram& f,
                       std::span<const Tensor> parameters, std::span<const std::uint32_t> active_inputs,
                       std::span<const Tensor> tangents);
