@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/base/function_ref.h"
 #include "transforms.h"
 
 namespace tenferro::ad {
@@ -159,6 +160,17 @@ struct AdContext::State {
   Result<std::shared_ptr<const BuiltTransform>> transform(TransformKind kind, const FrozenProgram& source,
                                                           std::span<const std::uint32_t> active,
                                                           std::size_t option = SIZE_MAX) {
+    return cached(kind, source, active, option,
+                  [&](const internal::TransformSetup& setup, internal::TransformCounters& counters) {
+                    return internal::build_transform(kind, *source.program, active, setup, counters, option);
+                  });
+  }
+
+  // The cached transform of (kind, option, source, active), or the one
+  // `build` makes (outside the lock) cached.
+  Result<std::shared_ptr<const BuiltTransform>> cached(
+      TransformKind kind, const FrozenProgram& source, std::span<const std::uint32_t> active, std::size_t option,
+      FunctionRef<Result<BuiltTransform>(const internal::TransformSetup&, internal::TransformCounters&)> build) {
     if (!source.program) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
                         "AD transform: expected a program, found null");
@@ -187,7 +199,7 @@ struct AdContext::State {
     }
     setup.rules = snapshot.get();
     internal::TransformCounters counters;
-    Result<BuiltTransform> built = internal::build_transform(kind, *source.program, active, setup, counters, option);
+    Result<BuiltTransform> built = build(setup, counters);
     std::lock_guard lock(mutex);
     metrics.direct_vjp_nodes += counters.direct_vjp_nodes;
     metrics.lowering_fallbacks += counters.lowering_fallbacks;
@@ -295,6 +307,22 @@ Result<ReusingVjpProgram> AdContext::vjp_reusing_outputs(const FrozenProgram& so
       internal::extend_bindings(source.bindings, built->layout.num_inputs,
                                 built->num_residuals + built->layout.differentiated_outputs.size()));
   return ReusingVjpProgram{FrozenProgram{built->backward, std::move(bindings)}, built->reused_outputs, built->layout};
+}
+
+Result<FrozenProgram> AdContext::grad(const FrozenProgram& source, std::span<const std::uint32_t> active_inputs,
+                                      std::uint32_t output) {
+  TENFERRO_ASSIGN_OR_RETURN(
+      auto built,
+      state_->cached(TransformKind::kGrad, source, active_inputs, output,
+                     [&](const internal::TransformSetup&, internal::TransformCounters&) -> Result<BuiltTransform> {
+                       BuiltTransform t;
+                       TENFERRO_ASSIGN_OR_RETURN(t.program,
+                                                 internal::build_grad_program(*this, source, active_inputs, output));
+                       return t;
+                     }));
+  TENFERRO_ASSIGN_OR_RETURN(ProgramBindings bindings,
+                            internal::extend_bindings(source.bindings, source.program->num_inputs(), 0));
+  return FrozenProgram{built->program, std::move(bindings)};
 }
 
 AdCacheStats AdContext::cache_stats() const {

@@ -57,6 +57,14 @@ Result<ProgramValue> emit_zeros(ProgramBuilder& builder, const ValueMetadata& li
 Result<FrozenProgram> grad_program(AdContext& context, const FrozenProgram& f,
                                    std::span<const std::uint32_t> active_inputs, std::uint32_t output) {
   TENFERRO_TRY(check_program(f, "grad_program"));
+  return context.grad(f, active_inputs, output);
+}
+
+namespace internal {
+
+Result<std::shared_ptr<const SemanticProgram>> build_grad_program(AdContext& context, const FrozenProgram& f,
+                                                                  std::span<const std::uint32_t> active_inputs,
+                                                                  std::uint32_t output) {
   const SemanticProgram& p = *f.program;
   if (output >= p.outputs().size()) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kCompile,
@@ -99,9 +107,10 @@ Result<FrozenProgram> grad_program(AdContext& context, const FrozenProgram& f,
     }
   }
   TENFERRO_ASSIGN_OR_RETURN(FrozenProgram out, builder.freeze(gradients.span()));
-  TENFERRO_ASSIGN_OR_RETURN(out.bindings, internal::extend_bindings(f.bindings, p.num_inputs(), 0));
-  return out;
+  return std::move(out.program);
 }
+
+}  // namespace internal
 
 Result<JvpProgram> hessian_vector_program(AdContext& context, const FrozenProgram& f,
                                           std::span<const std::uint32_t> active_inputs, std::uint32_t output) {

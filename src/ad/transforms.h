@@ -63,7 +63,15 @@ struct BuiltTransform {
   AdLayout layout;
 };
 
-enum class TransformKind : std::uint8_t { kJvp, kVjp, kSplitVjp, kReuseVjp };
+enum class TransformKind : std::uint8_t { kJvp, kVjp, kSplitVjp, kReuseVjp, kGrad };
+
+/// grad_program's program (derivative_programs.cpp), uncached: the
+/// gradients of scalar output `output` of `source` (its bindings ignored)
+/// with respect to `active` (AdContext::grad caches it).
+Result<std::shared_ptr<const program::SemanticProgram>> build_grad_program(AdContext& context,
+                                                                           const program::FrozenProgram& source,
+                                                                           std::span<const std::uint32_t> active,
+                                                                           std::uint32_t output);
 
 /// Runs the whole transform. `active` is validated by the caller. For
 /// kReuseVjp only outputs [0, num_differentiated) are differentiated and

@@ -85,6 +85,21 @@ TEST(Functional, GradThroughTheRuntime) {
     Status s = check_allclose((*g)[k], finite_difference_gradient(f, params, k), {1e-6, 1e-8, true});
     EXPECT_TRUE(s.ok()) << k << ": " << s.to_string();
   }
+  // Repeated calls take the gradient program from the transform cache (the
+  // same program object, so the runtime's plan cache finds its plan): no
+  // transform is built and nothing is prepared again.
+  const AdMetrics built = context.metrics();
+  const runtime::PlanCacheStats plans = rt.plan_cache_stats();
+  const std::shared_ptr<const program::SemanticProgram> first = grad_program(context, f, active)->program;
+  for (int i = 0; i < 3; ++i) {
+    auto again = grad(rt, context, f, params, active);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(check_allclose((*again)[0], (*g)[0], {0, 0, true}).ok());
+  }
+  EXPECT_EQ(grad_program(context, f, active)->program, first);
+  EXPECT_EQ(context.metrics().transforms_built, built.transforms_built);
+  EXPECT_EQ(rt.plan_cache_stats().misses, plans.misses);
+  EXPECT_GE(rt.plan_cache_stats().hits, plans.hits + 3);
   // A non-scalar output cannot be grad()'s loss.
   ProgramBuilder b;
   ProgramValue v = *b.add_input(DType::kFloat64, {2}, "v");

@@ -148,6 +148,13 @@ class AdContext {
   Result<ReusingVjpProgram> vjp_reusing_outputs(const program::FrozenProgram& source,
                                                 std::span<const std::uint32_t> active_inputs,
                                                 std::size_t num_differentiated);
+  /// grad_program (derivative_programs.h) through the transform cache: the
+  /// program of the gradients of the real scalar output `output` with
+  /// respect to `active_inputs` (its inputs are the source's). A hit
+  /// returns the same program object, which the runtime's plan cache then
+  /// finds by identity.
+  Result<program::FrozenProgram> grad(const program::FrozenProgram& source,
+                                      std::span<const std::uint32_t> active_inputs, std::uint32_t output = 0);
 
   // --- cache and metrics ---
   AdCacheStats cache_stats() const;
