@@ -120,6 +120,14 @@ TEST(PrepareTest, InputsAndGuardsAreValidatedBeforeProviderWork) {
   foreign2.add(InputDescriptor{DType::kFloat64, Dims{3}, LayoutClass::kRowMajor, StorageDomainId(99)});
   foreign2.add(InputDescriptor{DType::kFloat64, Dims{3}});
   EXPECT_EQ(rt->prepare_for(program, foreign2).status().code(), ErrorCode::kInvalidArgument);
+  // An undefined tensor in the signature is named as such (it read as a
+  // shape mismatch against []).
+  const Tensor defined = make_tensor(*f.host.allocator, {1, 2, 3}, {3});
+  const Tensor with_undefined[] = {defined, Tensor()};
+  const Status undefined = rt->prepare_for(program, InputSignature::of(with_undefined)).status();
+  EXPECT_EQ(undefined.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(undefined.to_string().find("input 1: expected a defined tensor"), std::string::npos)
+      << undefined.to_string();
   EXPECT_EQ(f.host.behaviour->prepares.load(), 0);  // no provider was asked
   EXPECT_TRUE(rt->prepare_for(program, foreign).ok());
   EXPECT_EQ(f.host.behaviour->prepares.load(), 1);

@@ -417,6 +417,12 @@ Status Runtime::reconfigure(FunctionRef<Status(RuntimeConfigBuilder&)> edit) {
 Result<std::shared_ptr<const PreparedProgram>> Runtime::prepare_for(
     const std::shared_ptr<const program::SemanticProgram>& program, const InputSignature& signature,
     const PrepareOptions& options) {
+  for (std::size_t i = 0; i < signature.size(); ++i) {
+    if (!signature.inputs()[i].defined) {
+      return Error(ErrorCode::kInvalidArgument, ErrorStage::kPrepare,
+                   fmt::format("input {}: expected a defined tensor in the signature, found an undefined one", i));
+    }
+  }
   return internal::prepare_cached(*state_, program, signature, options);
 }
 

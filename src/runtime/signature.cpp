@@ -90,6 +90,8 @@ InputSignature InputSignature::of(std::span<const Tensor> inputs, std::span<cons
       d.layout = layout_class_of(t);
       d.storage = t.storage()->storage_domain();
       d.affinity = t.storage()->affinity();
+    } else {
+      d.defined = false;
     }
     if (i < bindings.size()) d.binding = bindings[i];
     sig.inputs_.push_back(std::move(d));

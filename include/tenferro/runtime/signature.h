@@ -36,6 +36,9 @@ struct InputDescriptor {
   /// The CPU domain or device the memory lives on (for placement).
   MemoryAffinity affinity;
   BindingMode binding = BindingMode::kBorrowed;
+  /// False for InputSignature::of an undefined tensor: prepare_for refuses
+  /// it by name (kInvalidArgument).
+  bool defined = true;
 
   friend bool operator==(const InputDescriptor&, const InputDescriptor&) = default;
 };
@@ -48,7 +51,8 @@ LayoutClass layout_class_of(const Tensor& tensor) noexcept;
 class InputSignature {
  public:
   InputSignature() = default;
-  /// The signature of `inputs` (undefined tensors are rejected later), with
+  /// The signature of `inputs` (undefined tensors are marked, and rejected by
+  /// prepare_for), with
   /// per-input binding modes (default: all borrowed).
   static InputSignature of(std::span<const Tensor> inputs, std::span<const BindingMode> bindings = {});
   /// Appends one input.
