@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -448,6 +450,23 @@ py::object reversed_axes(py::object array, std::uint64_t axes) {
     s = -s;
   }
   return view_of(array, dims, strides, data);
+}
+
+bool interpreter_finalizing() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+void park_forever() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+}
+
+void take_gil_or_park(PyThreadState* state) noexcept {
+  if (interpreter_finalizing()) park_forever();
+  PyEval_RestoreThread(state);
 }
 
 py::object numpy_dtype(DType dtype) {

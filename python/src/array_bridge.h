@@ -81,6 +81,38 @@ py::object from_dlpack(py::handle obj, const std::string& what);
 // always runs with it released.
 inline constexpr double kGilReleaseWork = 10000;
 
+// Note [Daemon threads at exit]
+// A daemon thread still inside a call when the interpreter finalizes
+// aborted the process ("terminate called without an active exception",
+// status 134; the Python leak audit of 2026-12-06): taking the GIL back then
+// makes CPython 3.11 end the thread with pthread_exit, whose forced
+// unwinding through the destructor that took it (noexcept) calls
+// std::terminate. The module takes the GIL back through GilRelease and
+// take_gil_or_park(), which park such a thread for good instead of taking
+// it: the process ends with the main thread, as CPython 3.14 does with
+// every daemon thread.
+
+/// Takes the GIL, or parks this thread forever when the interpreter is
+/// finalizing (Note [Daemon threads at exit]).
+void take_gil_or_park(PyThreadState* state) noexcept;
+/// Whether the interpreter is finalizing.
+bool interpreter_finalizing() noexcept;
+/// Parks this thread forever (it holds no GIL; the process ends without it).
+[[noreturn]] void park_forever() noexcept;
+
+/// Releases the GIL for its scope (pybind11's gil_scoped_release, taking it
+/// back as Note [Daemon threads at exit] says).
+class GilRelease {
+ public:
+  GilRelease() noexcept : state_(PyEval_SaveThread()) {}
+  ~GilRelease() { take_gil_or_park(state_); }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 /// Releases the GIL for its scope unless `work` is below kGilReleaseWork,
 /// and counts each release in `releases` (a runtime's gil_releases).
 class ReleaseGilUnlessTiny {
@@ -92,7 +124,7 @@ class ReleaseGilUnlessTiny {
   }
 
  private:
-  std::optional<py::gil_scoped_release> release_;
+  std::optional<GilRelease> release_;
 };
 
 enum class WorkKind { kElements, kMatrices, kTransforms };

@@ -836,7 +836,7 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   einsum::Network network = value_or_raise(einsum::Network::bind(parsed, refs, dtypes));
   einsum::ContractionTree tree = [&] {
     Result<einsum::ContractionTree> r = [&] {
-      py::gil_scoped_release nogil;
+      GilRelease nogil;
       return einsum::plan(network, policy);
     }();
     return value_or_raise(std::move(r));
@@ -1087,7 +1087,7 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
   }
   if (rt.from_before_fork()) ok_or_raise(rt.fork_error());
   Result<std::vector<Tensor>> r = [&]() -> Result<std::vector<Tensor>> {
-    py::gil_scoped_release nogil;
+    GilRelease nogil;
     if (backward == nullptr) {
       TENFERRO_ASSIGN_OR_RETURN(made, ad::prepare_vjp_cotangents(rt.runtime(), rt.ad(), *f, active, signature));
       if (made == nullptr) {  // vjp_cotangents serves what the prepared program cannot

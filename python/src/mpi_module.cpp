@@ -182,7 +182,7 @@ class PyCommunicator {
     Tensor output;
     Status status;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       status = [&]() -> Status {
         // From the rank domain's pool (Note [Pooled results]).
         const cpu::CpuResourceDomain& domain = domains_->default_domain();
@@ -319,7 +319,7 @@ class PyCommunicator {
     CollectiveBuffer b = local.run([&] { return buffer_of(x, "reduce_scatter"); }, CollectiveBuffer{});
     agree(local, "tenferro.mpi reduce_scatter");
     Result<Tensor> block = [&] {
-      py::gil_scoped_release release;
+      GilRelease release;
       return mpi::reduce_scatter(*comm_, b.tensor, reduce_op);
     }();
     ok_or_raise(block.status());
@@ -393,7 +393,7 @@ class PyCommunicator {
 
   template <class F>
   static Status released(F&& f) {
-    py::gil_scoped_release release;
+    GilRelease release;
     return f();
   }
 
@@ -515,7 +515,7 @@ class PyCommunicator {
       }
     }
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
-    py::gil_scoped_release release;
+    GilRelease release;
     lock.lock();
     return lock;
   }
@@ -572,7 +572,7 @@ class PyCommunicator {
     const DType dtype = call.status.ok() && call.list.size() > 0 ? call.list.dtype(0) : DType::kFloat64;
     Status agreed;
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers, dtype, what)
                                 : mpi::agree_on_split(*comm_, *planned, dtype, what);
     }
@@ -585,7 +585,7 @@ class PyCommunicator {
     std::optional<Result<einsum::SliceExecutor>> runner;
     if (split == nullptr) runner.emplace(einsum::SliceExecutor::create((*planned)->part(rank()), executor_));
     {
-      py::gil_scoped_release release;
+      GilRelease release;
       agreed = mpi::agree(*comm_, runner ? runner->status() : ok_status());
     }
     ok_or_raise(agreed);

@@ -334,6 +334,7 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
     const auto now = std::chrono::steady_clock::now();
     if (now - last_check < std::chrono::milliseconds(50)) return false;
     last_check = now;
+    if (interpreter_finalizing()) park_forever();  // Note [Daemon threads at exit]
     const py::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
   };
