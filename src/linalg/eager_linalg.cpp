@@ -2,6 +2,7 @@
 #include "tenferro/linalg/eager_linalg.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace tenferro::linalg {
 
@@ -185,12 +186,90 @@ Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcon
   return single(context, LinalgOp::pinv(rcond), {a});
 }
 
+namespace {
+
+// The singular values of each matrix of `a`, folded per matrix by
+// `fold(values, count)` into one value of type Out (a [..] tensor of
+// `out_dtype`).
+template <class Out, class Fold>
+Result<Tensor> per_matrix_of_singular_values(runtime::EagerContext& context, const Tensor& a, DType out_dtype,
+                                             Fold fold) {
+  TENFERRO_ASSIGN_OR_RETURN(SvdResult svd_values, svd(context, a, SvdMode::kValuesOnly));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor s, context.contiguous(svd_values.s));
+  const IntArrayRef shape = s.shape();
+  const std::int64_t k = shape.back();
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(IntArrayRef(shape.data(), shape.size() - 1), out_dtype));
+  Out* dst = static_cast<Out*>(out.data());
+  const std::int64_t count = out.numel();
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (s.dtype() == DType::kFloat32) {
+      dst[i] = fold(static_cast<const float*>(s.data()) + i * k, k);
+    } else {
+      dst[i] = fold(static_cast<const double*>(s.data()) + i * k, k);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, double rtol) {
+  if (!a.defined() || a.rank() < 2) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.matrix_rank: expected a matrix or a stack of matrices (rank >= 2), found {}",
+                      a.defined() ? a.to_string() : std::string("an undefined tensor"));
+  }
+  const std::int64_t m = a.shape()[a.rank() - 2], n = a.shape()[a.rank() - 1];
+  const bool single = a.dtype() == DType::kFloat32 || a.dtype() == DType::kComplex64;
+  const double relative = rtol >= 0
+                              ? rtol
+                              : static_cast<double>(std::max(m, n)) * (single ? std::numeric_limits<float>::epsilon()
+                                                                              : std::numeric_limits<double>::epsilon());
+  return per_matrix_of_singular_values<std::int64_t>(
+      context, a, DType::kInt64, [relative](const auto* s, std::int64_t k) {
+        std::int64_t rank = 0;
+        for (std::int64_t i = 0; i < k; ++i) rank += s[i] > relative * s[0] ? 1 : 0;  // descending: s[0] is the largest
+        return rank;
+      });
+}
+
+Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder order) {
+  if (order != NormOrder::kTwo && order != NormOrder::kNegTwo) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.cond: expected the order 2 or -2, found {}; matrix_norm(a, order) * "
+                      "matrix_norm(inv(a), order) gives the others",
+                      to_string(order));
+  }
+  if (!a.defined() || a.rank() < 2 || a.shape()[a.rank() - 1] == 0 || a.shape()[a.rank() - 2] == 0) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.cond: expected non-empty matrices (rank >= 2), found {}",
+                      a.defined() ? a.to_string() : std::string("an undefined tensor"));
+  }
+  const bool single = a.dtype() == DType::kFloat32 || a.dtype() == DType::kComplex64;
+  const bool inverse = order == NormOrder::kNegTwo;
+  const auto ratio = [inverse](const auto* s, std::int64_t k) {
+    // A zero matrix (0 / 0) is inf for both orders, as numpy gives it.
+    const double largest = static_cast<double>(s[0]), smallest = static_cast<double>(s[k - 1]);
+    if (largest == 0.0) return std::numeric_limits<double>::infinity();
+    return inverse ? smallest / largest : largest / smallest;  // a singular matrix: 0 or inf
+  };
+  if (single) {
+    return per_matrix_of_singular_values<float>(
+        context, a, DType::kFloat32, [&](const auto* s, std::int64_t k) { return static_cast<float>(ratio(s, k)); });
+  }
+  return per_matrix_of_singular_values<double>(context, a, DType::kFloat64, ratio);
+}
+
 Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order) {
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const LinalgOp> op, LinalgOp::matrix_norm(order));
   return single(context, op, {a});
 }
 
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order, double p) {
+  if (x.defined() && x.rank() == 0) {  // one element: the norm of it as a vector of one
+    TENFERRO_ASSIGN_OR_RETURN(Tensor one, x.reshape(Dims{1}));
+    return vector_norm(context, one, Dims{0}, order, p);
+  }
   Dims all;  // none for an undefined x, which the overload refuses
   for (std::int64_t a = 0; a < x.rank(); ++a) all.push_back(a);
   return vector_norm(context, x, all, order, p);

@@ -238,6 +238,63 @@ TEST(CpuLinalgEngineTest, SystemsBroadcastTheirBatchAxes) {
 
 // numpy.linalg.norm(x) and torch.linalg.vector_norm(x): all elements; with
 // axes, one norm per index of the other axes.
+// matrix_rank and cond (2, -2) from the singular values, as numpy's.
+TEST(CpuLinalgEngineTest, MatrixRankAndConditionNumbersAsNumpy) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::EagerContext ctx = rt.on();
+  const auto ints = [](const Result<Tensor>& r) {
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r->to_vector<std::int64_t>() : std::vector<std::int64_t>();
+  };
+  const auto reals = [](const Result<Tensor>& r) {
+    std::vector<double> v;
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (r.ok())
+      for (const cd& x : values_of(*r)) v.push_back(x.real());
+    return v;
+  };
+  // Ranks 1, 2 and 4 in one stack: sums of outer products of random vectors.
+  for (DType dtype : kAllDTypes) {
+    std::vector<cd> stack;
+    for (int rank : {1, 2, 4}) {
+      RefMatrix m(4, 4);
+      for (int r = 0; r < rank; ++r) {
+        const std::vector<cd> u = values_of(random_tensor(dtype, {4}, 60 + r)),
+                              v = values_of(random_tensor(dtype, {4}, 70 + r));
+        for (std::int64_t i = 0; i < 4; ++i)
+          for (std::int64_t j = 0; j < 4; ++j)
+            m(i, j) += u[static_cast<std::size_t>(i)] * v[static_cast<std::size_t>(j)];
+      }
+      stack.insert(stack.end(), m.d.begin(), m.d.end());
+    }
+    EXPECT_EQ(ints(matrix_rank(ctx, tensor_of(dtype, {3, 4, 4}, stack))), (std::vector<std::int64_t>{1, 2, 4}))
+        << to_string(dtype);
+  }
+  // rtol: singular values 1, 1e-3, 1e-8.
+  const Tensor graded = tensor_of(DType::kFloat64, {3, 3}, {1, 0, 0, 0, 1e-3, 0, 0, 0, 1e-8});
+  EXPECT_EQ(ints(matrix_rank(ctx, graded)), (std::vector<std::int64_t>{3}));  // default: 3 * eps
+  EXPECT_EQ(ints(matrix_rank(ctx, graded, 1e-5)), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(ints(matrix_rank(ctx, *Tensor::zeros({2, 3}, DType::kFloat64))), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(ints(matrix_rank(ctx, *Tensor::zeros({0, 3}, DType::kFloat64))), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(matrix_rank(ctx, *Tensor::zeros({3}, DType::kFloat64)).status().code(), ErrorCode::kInvalidArgument);
+  // cond: diag(4, 2, 1) is 4 (and 1/4 at -2); a singular matrix inf (0);
+  // a zero matrix inf for both; float32 stays float32.
+  const Tensor diag = tensor_of(DType::kFloat64, {3, 3}, {4, 0, 0, 0, 2, 0, 0, 0, 1});
+  EXPECT_NEAR(reals(cond(ctx, diag))[0], 4.0, 1e-12);
+  EXPECT_NEAR(reals(cond(ctx, diag, NormOrder::kNegTwo))[0], 0.25, 1e-12);
+  const Tensor singular = tensor_of(DType::kFloat64, {2, 2}, {1, 0, 0, 0});
+  EXPECT_EQ(reals(cond(ctx, singular))[0], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(reals(cond(ctx, singular, NormOrder::kNegTwo))[0], 0.0);
+  EXPECT_EQ(reals(cond(ctx, *Tensor::zeros({2, 2}, DType::kFloat64), NormOrder::kNegTwo))[0],
+            std::numeric_limits<double>::infinity());
+  Result<Tensor> single = cond(ctx, tensor_of(DType::kComplex64, {2, 2}, {cd(0, 3), 0, 0, 1}));
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->dtype(), DType::kFloat32);
+  EXPECT_NEAR(values_of(*single)[0].real(), 3.0, 1e-6);
+  EXPECT_EQ(cond(ctx, diag, NormOrder::kFrobenius).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cond(ctx, *Tensor::zeros({0, 0}, DType::kFloat64)).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
   runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
   runtime::EagerContext ctx = rt.on();
@@ -277,6 +334,9 @@ TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
   const Result<Tensor> none = vector_norm(ctx, m, Dims{});
   EXPECT_EQ(none.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(none.status().to_string().find("at least one axis"), std::string::npos) << none.status().to_string();
+  // A 0-d tensor's norm (all of its elements) is its magnitude, as numpy's.
+  EXPECT_EQ(real_values(vector_norm(ctx, *Tensor::scalar<double>(-3.0))), (std::vector<double>{3}));
+  EXPECT_EQ(real_values(vector_norm(ctx, *Tensor::scalar<double>(-3.0), NormOrder::kInf)), (std::vector<double>{3}));
   EXPECT_EQ(vector_norm(ctx, m, Dims{1, -1}).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(vector_norm(ctx, m, Dims{1, -1}).status().message().find("twice"), std::string::npos);
 }

@@ -92,6 +92,23 @@ TEST(TensorTest, FullOnesEyeAndArangeAsNumpy) {
   EXPECT_EQ(Tensor::full({2, -1}, Scalar::of(1.0), DType::kFloat64).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// IntArrayRef takes C arrays and std::arrays of extents as well as braced
+// lists, vectors and SmallVectors (the C++ linalg audit: `std::int64_t
+// axes[] = {0, 2}` did not bind).
+TEST(TensorTest, ShapesFromCArraysAndStdArrays) {
+  const std::int64_t dims[] = {2, 3};
+  const std::array<std::int64_t, 3> more = {4, 1, 2};
+  Result<Tensor> a = Tensor::zeros(dims, DType::kFloat64);
+  Result<Tensor> b = Tensor::zeros(more, DType::kFloat32);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Dims(a->shape()), (Dims{2, 3}));
+  EXPECT_EQ(Dims(b->shape()), (Dims{4, 1, 2}));
+  constexpr std::int64_t fixed[] = {5, 6, 7};
+  static_assert(IntArrayRef(fixed).size() == 3 && IntArrayRef(fixed)[2] == 7);
+  const IntArrayRef listed = {1, 2};  // a braced list still takes the initializer_list constructor
+  EXPECT_EQ(listed.size(), 2u);
+}
+
 TEST(TensorTest, ShapeErrorsAreTyped) {
   EXPECT_EQ(Tensor::empty({2, -3}, DType::kFloat64).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Tensor::empty({1LL << 40, 1LL << 40}, DType::kFloat64).status().code(), ErrorCode::kSizeOverflow);

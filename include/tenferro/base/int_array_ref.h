@@ -4,6 +4,7 @@
 // own its elements: a braced list lives until the end of the full expression.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -36,6 +37,15 @@ class IntArrayRef {
   IntArrayRef(const SmallVector<std::int64_t, N>& values) noexcept  // NOLINT
       : data_(values.data()), size_(values.size()) {}
   constexpr IntArrayRef(const std::int64_t* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// A C array or std::array of values (`std::int64_t axes[] = {0, 2};
+  /// fft::fftn(ctx, x, {}, axes)`). A braced list still takes the
+  /// initializer_list constructor.
+  template <std::size_t N>
+  constexpr IntArrayRef(const std::int64_t (&values)[N]) noexcept  // NOLINT
+      : data_(values), size_(N) {}
+  template <std::size_t N>
+  constexpr IntArrayRef(const std::array<std::int64_t, N>& values) noexcept  // NOLINT
+      : data_(values.data()), size_(N) {}
 
   constexpr const std::int64_t* data() const noexcept { return data_; }
   constexpr std::size_t size() const noexcept { return size_; }

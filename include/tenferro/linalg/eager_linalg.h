@@ -68,6 +68,16 @@ Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, c
                                                double rcond = -1.0);
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond = -1.0);
 Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kFrobenius);
+/// numpy.linalg.matrix_rank: per matrix, the number of singular values
+/// above `rtol` times the largest (rtol < 0: max(m, n) * eps of a's
+/// precision, numpy's default); int64 [..]. An empty matrix has rank 0.
+Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, double rtol = -1.0);
+/// numpy.linalg.cond for p = None / 2 (kTwo) and -2 (kNegTwo): per matrix
+/// the largest singular value over the smallest (kNegTwo: the smallest
+/// over the largest); inf for a singular matrix, as numpy. Real [..].
+/// kInvalidArgument for other orders (matrix_norm(a) * matrix_norm(inv(a))
+/// gives them) and for empty matrices.
+Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kTwo);
 /// The vector norm of all of x's elements (x flattened), a 0-d result, as
 /// numpy.linalg.norm(x) and torch.linalg.vector_norm(x) give it.
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,
