@@ -43,7 +43,7 @@ Result<std::vector<Tensor>> checked_tangents(const std::vector<Tensor>& inputs,
                                              std::span<const Tensor> tangents) {
   std::vector<Tensor> out;
   for (std::size_t k = 0; k < tangents.size(); ++k) {
-    if (active_inputs[k] >= inputs.size()) break;  // the transform reports the active list
+    if (active_inputs[k] >= inputs.size()) break;  // too few parameters: the run reports the count
     const Tensor& primal = inputs[active_inputs[k]];
     if (!tangents[k].defined()) {
       TENFERRO_ASSIGN_OR_RETURN(Tensor z, host_zeros(primal));

@@ -872,8 +872,6 @@ class MatrixProcessor {
     bool odd = false;
     for (std::int64_t i = 0; i < n; ++i) odd = odd != (buffers_.pivots[i] != i);
     if (a_.kind == LinalgOpKind::kDet) {
-      // Note [Determinant scaling]: the product of the pivots as a mantissa
-      // and a power of two.
       T det = odd ? T(-1) : T(1);
       int exponent = 0;
       for (std::int64_t i = 0; i < n; ++i) {
