@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace tenferro::linalg {
 
@@ -32,6 +33,47 @@ Result<Tensor> single(runtime::EagerContext& context, const std::shared_ptr<cons
                       std::initializer_list<Tensor> inputs) {
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, op, inputs));
   return std::move(out[0]);
+}
+
+// `fold(values, count)` of each row of `s` (singular values [.., k], float32
+// or float64, descending) into one value of type Out: a [..] tensor of
+// `out_dtype`.
+template <class Out, class Fold>
+Result<Tensor> fold_per_matrix(runtime::EagerContext& context, const Tensor& values, DType out_dtype, Fold fold) {
+  TENFERRO_ASSIGN_OR_RETURN(Tensor s, context.contiguous(values));
+  const IntArrayRef shape = s.shape();
+  const std::int64_t k = shape.back();
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(IntArrayRef(shape.data(), shape.size() - 1), out_dtype));
+  Out* dst = static_cast<Out*>(out.data());
+  const std::int64_t count = out.numel();
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (s.dtype() == DType::kFloat32) {
+      dst[i] = fold(static_cast<const float*>(s.data()) + i * k, k);
+    } else {
+      dst[i] = fold(static_cast<const double*>(s.data()) + i * k, k);
+    }
+  }
+  return out;
+}
+
+// The rank of each matrix from its singular values [.., k]: their count
+// above `relative` times the largest (numpy's matrix_rank and lstsq's rank;
+// LAPACK's gelsd cutoff). int64 [..].
+Result<Tensor> rank_of_singular_values(runtime::EagerContext& context, const Tensor& s, double relative) {
+  return fold_per_matrix<std::int64_t>(context, s, DType::kInt64, [relative](const auto* v, std::int64_t k) {
+    std::int64_t rank = 0;
+    for (std::int64_t i = 0; i < k; ++i) rank += v[i] > relative * v[0] ? 1 : 0;  // descending: v[0] is the largest
+    return rank;
+  });
+}
+
+bool single_precision(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kComplex64; }
+
+// The default relative cutoff of matrix_rank, lstsq and pinv for an m x n
+// matrix: max(m, n) times the precision's eps.
+double default_cutoff(std::int64_t m, std::int64_t n, bool single) {
+  return static_cast<double>(std::max(m, n)) *
+         (single ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon());
 }
 
 Result<EigenResult> eigen(runtime::EagerContext& context, const std::shared_ptr<const LinalgOp>& op, const Tensor& a) {
@@ -144,7 +186,28 @@ Result<LstsqResult> lstsq_of(runtime::EagerContext& context, const Tensor& a, co
   TENFERRO_ASSIGN_OR_RETURN(const SystemOperands s, broadcast_system("lstsq", a, b, true));
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out,
                             call(context, LinalgOp::lstsq(rcond, singular_values), {s.a, s.b}));
-  LstsqResult r{std::move(out[0]), singular_values ? std::move(out[1]) : Tensor()};
+  LstsqResult r{std::move(out[0]), singular_values ? std::move(out[1]) : Tensor(), Tensor(), Tensor()};
+  if (singular_values) {
+    // numpy's rank and residuals, from the solver's singular values and x
+    // (still [.., n, k]; a and b of equal batch axes here).
+    const std::int64_t m = s.a.shape()[s.a.rank() - 2], n = s.a.shape()[s.a.rank() - 1];
+    const double relative = rcond >= 0 ? rcond : default_cutoff(m, n, r.s.dtype() == DType::kFloat32);
+    TENFERRO_ASSIGN_OR_RETURN(r.rank, rank_of_singular_values(context, r.s, relative));
+    bool full_rank = m > n;
+    const std::int64_t* ranks = static_cast<const std::int64_t*>(r.rank.data());
+    for (std::int64_t i = 0; full_rank && i < r.rank.numel(); ++i) full_rank = ranks[i] == n;
+    if (full_rank) {
+      TENFERRO_ASSIGN_OR_RETURN(const Tensor ax, context.matmul(s.a, r.x));
+      TENFERRO_ASSIGN_OR_RETURN(const Tensor diff, context.sub(s.b, ax));
+      TENFERRO_ASSIGN_OR_RETURN(const Tensor magnitude, context.abs(diff));
+      TENFERRO_ASSIGN_OR_RETURN(const Tensor squares, context.mul(magnitude, magnitude));
+      TENFERRO_ASSIGN_OR_RETURN(r.residuals, context.sum(squares, Dims{-2}));
+    } else {
+      Dims empty(r.x.shape().begin(), r.x.shape().end() - 2);
+      empty.push_back(0);
+      TENFERRO_ASSIGN_OR_RETURN(r.residuals, Tensor::empty(empty, r.s.dtype()));
+    }
+  }
   TENFERRO_ASSIGN_OR_RETURN(r.x, unvector(s, std::move(r.x)));
   return r;
 }
@@ -186,33 +249,6 @@ Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcon
   return single(context, LinalgOp::pinv(rcond), {a});
 }
 
-namespace {
-
-// The singular values of each matrix of `a`, folded per matrix by
-// `fold(values, count)` into one value of type Out (a [..] tensor of
-// `out_dtype`).
-template <class Out, class Fold>
-Result<Tensor> per_matrix_of_singular_values(runtime::EagerContext& context, const Tensor& a, DType out_dtype,
-                                             Fold fold) {
-  TENFERRO_ASSIGN_OR_RETURN(SvdResult svd_values, svd(context, a, SvdMode::kValuesOnly));
-  TENFERRO_ASSIGN_OR_RETURN(Tensor s, context.contiguous(svd_values.s));
-  const IntArrayRef shape = s.shape();
-  const std::int64_t k = shape.back();
-  TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(IntArrayRef(shape.data(), shape.size() - 1), out_dtype));
-  Out* dst = static_cast<Out*>(out.data());
-  const std::int64_t count = out.numel();
-  for (std::int64_t i = 0; i < count; ++i) {
-    if (s.dtype() == DType::kFloat32) {
-      dst[i] = fold(static_cast<const float*>(s.data()) + i * k, k);
-    } else {
-      dst[i] = fold(static_cast<const double*>(s.data()) + i * k, k);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, double rtol) {
   if (!a.defined() || a.rank() < 2) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
@@ -220,24 +256,54 @@ Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, doub
                       a.defined() ? a.to_string() : std::string("an undefined tensor"));
   }
   const std::int64_t m = a.shape()[a.rank() - 2], n = a.shape()[a.rank() - 1];
-  const bool single = a.dtype() == DType::kFloat32 || a.dtype() == DType::kComplex64;
-  const double relative = rtol >= 0
-                              ? rtol
-                              : static_cast<double>(std::max(m, n)) * (single ? std::numeric_limits<float>::epsilon()
-                                                                              : std::numeric_limits<double>::epsilon());
-  return per_matrix_of_singular_values<std::int64_t>(
-      context, a, DType::kInt64, [relative](const auto* s, std::int64_t k) {
-        std::int64_t rank = 0;
-        for (std::int64_t i = 0; i < k; ++i) rank += s[i] > relative * s[0] ? 1 : 0;  // descending: s[0] is the largest
-        return rank;
-      });
+  TENFERRO_ASSIGN_OR_RETURN(const SvdResult values, svd(context, a, SvdMode::kValuesOnly));
+  return rank_of_singular_values(context, values.s,
+                                 rtol >= 0 ? rtol : default_cutoff(m, n, single_precision(a.dtype())));
 }
 
+namespace {
+
+// Note [Condition numbers by the inverse]
+// numpy's cond for the orders fro, nuc, +-1 and +-inf is norm(a, p) *
+// norm(inv(a), p), where the inverse of a singular matrix comes out NaN and
+// numpy turns the NaN into inf. Here the stack is inverted at once; when
+// inv reports a singular matrix (it stops at the first), each matrix is
+// inverted alone, so that a singular one gives inf and the others their
+// condition number.
+Result<Tensor> cond_by_inverse(runtime::EagerContext& context, const Tensor& a, NormOrder order) {
+  Result<Tensor> inverse = inv(context, a);
+  if (inverse.ok()) {
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor norm, matrix_norm(context, a, order));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor inverse_norm, matrix_norm(context, *inverse, order));
+    return context.mul(norm, inverse_norm);
+  }
+  if (inverse.status().code() != ErrorCode::kSingularMatrix) return inverse.status();
+  const DType real = single_precision(a.dtype()) ? DType::kFloat32 : DType::kFloat64;
+  if (a.rank() == 2) return Tensor::full({}, Scalar::of(std::numeric_limits<double>::infinity()), real);
+  const IntArrayRef shape = a.shape();
+  const std::int64_t n = shape.back();
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(IntArrayRef(shape.data(), shape.size() - 2), real));
+  const std::int64_t count = out.numel();
+  TENFERRO_ASSIGN_OR_RETURN(const Tensor stack, context.reshape(a, Dims{count, n, n}));
+  for (std::int64_t i = 0; i < count; ++i) {
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor row, stack.slice(0, i, i + 1));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor matrix, row.squeeze(0));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor one, cond_by_inverse(context, matrix, order));
+    if (real == DType::kFloat32) {
+      static_cast<float*>(out.data())[i] = *static_cast<const float*>(one.data());
+    } else {
+      static_cast<double*>(out.data())[i] = *static_cast<const double*>(one.data());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder order) {
-  if (order != NormOrder::kTwo && order != NormOrder::kNegTwo) {
+  if (order == NormOrder::kP) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "linalg.cond: expected the order 2 or -2, found {}; matrix_norm(a, order) * "
-                      "matrix_norm(inv(a), order) gives the others",
+                      "linalg.cond: expected a matrix norm order (fro, nuc, 1, -1, 2, -2, inf or -inf), found {}",
                       to_string(order));
   }
   if (!a.defined() || a.rank() < 2 || a.shape()[a.rank() - 1] == 0 || a.shape()[a.rank() - 2] == 0) {
@@ -245,7 +311,15 @@ Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder o
                       "linalg.cond: expected non-empty matrices (rank >= 2), found {}",
                       a.defined() ? a.to_string() : std::string("an undefined tensor"));
   }
-  const bool single = a.dtype() == DType::kFloat32 || a.dtype() == DType::kComplex64;
+  if (order != NormOrder::kTwo && order != NormOrder::kNegTwo) {
+    if (a.shape()[a.rank() - 1] != a.shape()[a.rank() - 2]) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "linalg.cond: expected square matrices for the order {} (it inverts them), found {}",
+                        to_string(order), a.to_string());
+    }
+    return cond_by_inverse(context, a, order);
+  }
+  TENFERRO_ASSIGN_OR_RETURN(const SvdResult values, svd(context, a, SvdMode::kValuesOnly));
   const bool inverse = order == NormOrder::kNegTwo;
   const auto ratio = [inverse](const auto* s, std::int64_t k) {
     // A zero matrix (0 / 0) is inf for both orders, as numpy gives it.
@@ -253,11 +327,116 @@ Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder o
     if (largest == 0.0) return std::numeric_limits<double>::infinity();
     return inverse ? smallest / largest : largest / smallest;  // a singular matrix: 0 or inf
   };
-  if (single) {
-    return per_matrix_of_singular_values<float>(
-        context, a, DType::kFloat32, [&](const auto* s, std::int64_t k) { return static_cast<float>(ratio(s, k)); });
+  if (single_precision(a.dtype())) {
+    return fold_per_matrix<float>(context, values.s, DType::kFloat32,
+                                  [&](const auto* s, std::int64_t k) { return static_cast<float>(ratio(s, k)); });
   }
-  return per_matrix_of_singular_values<double>(context, a, DType::kFloat64, ratio);
+  return fold_per_matrix<double>(context, values.s, DType::kFloat64, ratio);
+}
+
+Result<Tensor> matrix_power(runtime::EagerContext& context, const Tensor& a, std::int64_t k) {
+  if (!a.defined() || a.rank() < 2 || a.shape()[a.rank() - 1] != a.shape()[a.rank() - 2]) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.matrix_power: expected a square matrix or a stack of them [.., n, n], found {}",
+                      a.defined() ? a.to_string() : std::string("an undefined tensor"));
+  }
+  if (k == 1) return context.copy(a);  // a new tensor, as every other power
+  if (k == 0) {
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor identity, Tensor::eye(a.shape().back(), a.dtype()));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor stack, identity.broadcast_to(a.shape()));
+    return context.copy(stack);
+  }
+  Tensor base = a;
+  if (k < 0) {
+    TENFERRO_ASSIGN_OR_RETURN(base, inv(context, a));
+  }
+  // |k| as unsigned: -INT64_MIN does not fit an int64.
+  std::uint64_t remaining = k < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(k) : static_cast<std::uint64_t>(k);
+  Tensor result;
+  while (true) {
+    if ((remaining & 1U) != 0) {
+      if (result.defined()) {
+        TENFERRO_ASSIGN_OR_RETURN(result, context.matmul(result, base));
+      } else {
+        result = base;
+      }
+    }
+    remaining >>= 1U;
+    if (remaining == 0) break;
+    TENFERRO_ASSIGN_OR_RETURN(base, context.matmul(base, base));
+  }
+  return result;
+}
+
+Result<Tensor> multi_dot(runtime::EagerContext& context, std::span<const Tensor> operands) {
+  const std::size_t count = operands.size();
+  if (count < 2) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "linalg.multi_dot: expected at least two operands, found {}", count);
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const Tensor& t = operands[i];
+    const bool end = i == 0 || i + 1 == count;
+    if (!t.defined() || (t.rank() != 2 && !(end && t.rank() == 1))) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "linalg.multi_dot: expected operand {} to be a matrix{}, found {}", i,
+                        end ? " or a vector" : " (only the first and the last may be vectors)",
+                        t.defined() ? t.to_string() : std::string("an undefined tensor"));
+    }
+  }
+  TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList chain, context.to_common_dtype(operands));
+  // Vectors as a row [1, n] and a column [n, 1]; the chain's extents p:
+  // operand i is p[i] x p[i + 1].
+  const bool row = chain.front().rank() == 1, column = chain.back().rank() == 1;
+  if (row) {
+    TENFERRO_ASSIGN_OR_RETURN(chain.front(), chain.front().unsqueeze(0));
+  }
+  if (column) {
+    TENFERRO_ASSIGN_OR_RETURN(chain.back(), chain.back().unsqueeze(1));
+  }
+  std::vector<std::int64_t> p(count + 1);
+  p[0] = chain[0].shape()[0];
+  for (std::size_t i = 0; i < count; ++i) {
+    if (chain[i].shape()[0] != p[i]) {
+      return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
+                        "linalg.multi_dot: expected operand {} to have {} rows, the columns of operand {}, found {} "
+                        "(operands {} and {})",
+                        i, p[i], i - 1, chain[i].shape()[0], operands[i - 1].to_string(), operands[i].to_string());
+    }
+    p[i + 1] = chain[i].shape()[1];
+  }
+  // The matrix-chain order: cost[i][j] the fewest multiplications for
+  // operands i..j, split[i][j] the last product's split point.
+  std::vector<std::vector<double>> cost(count, std::vector<double>(count, 0.0));
+  std::vector<std::vector<std::size_t>> split(count, std::vector<std::size_t>(count, 0));
+  for (std::size_t length = 1; length < count; ++length) {
+    for (std::size_t i = 0; i + length < count; ++i) {
+      const std::size_t j = i + length;
+      cost[i][j] = std::numeric_limits<double>::infinity();
+      for (std::size_t m = i; m < j; ++m) {
+        const double c = cost[i][m] + cost[m + 1][j] +
+                         static_cast<double>(p[i]) * static_cast<double>(p[m + 1]) * static_cast<double>(p[j + 1]);
+        if (c < cost[i][j]) {
+          cost[i][j] = c;
+          split[i][j] = m;
+        }
+      }
+    }
+  }
+  const auto product = [&](const auto& self, std::size_t i, std::size_t j) -> Result<Tensor> {
+    if (i == j) return chain[i];
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor left, self(self, i, split[i][j]));
+    TENFERRO_ASSIGN_OR_RETURN(const Tensor right, self(self, split[i][j] + 1, j));
+    return context.matmul(left, right);
+  };
+  TENFERRO_ASSIGN_OR_RETURN(Tensor result, product(product, 0, count - 1));
+  if (column) {
+    TENFERRO_ASSIGN_OR_RETURN(result, result.squeeze(1));
+  }
+  if (row) {
+    TENFERRO_ASSIGN_OR_RETURN(result, result.squeeze(0));
+  }
+  return result;
 }
 
 Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, NormOrder order) {

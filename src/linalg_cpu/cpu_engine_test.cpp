@@ -19,6 +19,7 @@
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/cpu_engine/engine.h"
+#include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/linalg/eager_linalg.h"
 #include "tenferro/linalg_cpu/lapack_provider.h"
 #include "tenferro/program/program_builder.h"
@@ -73,15 +74,28 @@ std::shared_ptr<CpuLinalgEngine> eigen_engine(std::shared_ptr<const cpu::Paralle
 }
 
 // A RecordingProvider over the LAPACK provider (null when it cannot load),
-// and a runtime whose linalg engine uses only `provider`.
+// and a ready CPU runtime whose linalg engine uses only `provider`.
 std::shared_ptr<RecordingProvider> recording_lapack() {
   auto lapack = LapackLinalgProvider::load();
   EXPECT_TRUE(lapack.ok()) << lapack.status().to_string();
   return lapack.ok() ? std::make_shared<RecordingProvider>(*lapack) : nullptr;
 }
+// The ready CPU runtime, for the eager functions that compose linalg and
+// core ops (lstsq's residuals, cond, matrix_power, multi_dot).
+runtime::Runtime ready_runtime() {
+  Result<cpu::CpuRuntime> cpu = cpu::make_cpu_runtime({.threads = 1});
+  TENFERRO_CHECK(cpu.ok());
+  return std::move(cpu->runtime);
+}
 runtime::Runtime runtime_over(std::shared_ptr<const CpuLinalgProvider> provider) {
-  return make_runtime(
-      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::move(provider)))));
+  auto engine =
+      std::make_shared<CpuLinalgEngine>(LinalgProviderPolicy::fixed(LinalgProviderBundle::all(std::move(provider))));
+  Result<cpu::CpuRuntime> cpu = cpu::make_cpu_runtime(
+      {.threads = 1, .on_calling_thread = true, .linalg = false, .extensions = {[engine](EngineId id) {
+                                                                   return cpu_extension_module(id, engine);
+                                                                 }}});
+  TENFERRO_CHECK(cpu.ok());
+  return std::move(cpu->runtime);
 }
 
 Result<runtime::TensorList> eager(runtime::Runtime& rt, const std::shared_ptr<const LinalgOp>& op,
@@ -144,7 +158,7 @@ TEST(CpuLinalgEngineTest, SolveTakesAVectorRightHandSide) {
 }
 
 TEST(CpuLinalgEngineTest, LstsqTakesAVectorRightHandSide) {
-  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::Runtime rt = ready_runtime();
   runtime::EagerContext ctx = rt.on();
   const Tensor a = random_tensor(DType::kFloat64, {2, 6, 3}, 44);
   const Tensor b = random_tensor(DType::kFloat64, {2, 6}, 45);
@@ -240,7 +254,7 @@ TEST(CpuLinalgEngineTest, SystemsBroadcastTheirBatchAxes) {
 // axes, one norm per index of the other axes.
 // matrix_rank and cond (2, -2) from the singular values, as numpy's.
 TEST(CpuLinalgEngineTest, MatrixRankAndConditionNumbersAsNumpy) {
-  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  runtime::Runtime rt = ready_runtime();
   runtime::EagerContext ctx = rt.on();
   const auto ints = [](const Result<Tensor>& r) {
     EXPECT_TRUE(r.ok()) << r.status().to_string();
@@ -291,8 +305,117 @@ TEST(CpuLinalgEngineTest, MatrixRankAndConditionNumbersAsNumpy) {
   ASSERT_TRUE(single.ok());
   EXPECT_EQ(single->dtype(), DType::kFloat32);
   EXPECT_NEAR(values_of(*single)[0].real(), 3.0, 1e-6);
-  EXPECT_EQ(cond(ctx, diag, NormOrder::kFrobenius).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cond(ctx, *Tensor::zeros({0, 0}, DType::kFloat64)).status().code(), ErrorCode::kInvalidArgument);
+  // The other orders are norm(a) * norm(inv(a)) (Note [Condition numbers by
+  // the inverse]): for diag(4, 2, 1) and its inverse diag(1/4, 1/2, 1).
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::pair<NormOrder, double> by_inverse[] = {{NormOrder::kFrobenius, std::sqrt(21.0 * 1.3125)},
+                                                     {NormOrder::kNuclear, 7.0 * 1.75},
+                                                     {NormOrder::kOne, 4.0},
+                                                     {NormOrder::kNegOne, 0.25},
+                                                     {NormOrder::kInf, 4.0},
+                                                     {NormOrder::kNegInf, 0.25}};
+  for (const auto& [order, expected] : by_inverse) {
+    SCOPED_TRACE(to_string(order));
+    EXPECT_NEAR(reals(cond(ctx, diag, order))[0], expected, 1e-12);
+    // A singular matrix is inf, alone or in a stack whose other matrices
+    // keep their values.
+    EXPECT_EQ(reals(cond(ctx, singular, order))[0], inf);
+    std::vector<cd> stack = values_of(diag);
+    for (double x : {1.0, 2.0, 0.0, 2.0, 4.0, 0.0, 0.0, 0.0, 1.0}) stack.emplace_back(x);  // rows 1 and 2 dependent
+    const std::vector<double> both = reals(cond(ctx, tensor_of(DType::kFloat64, {2, 1, 3, 3}, stack), order));
+    ASSERT_EQ(both.size(), 2U);
+    EXPECT_NEAR(both[0], expected, 1e-12);
+    EXPECT_EQ(both[1], inf);
+    Result<Tensor> narrow = cond(ctx, tensor_of(DType::kComplex64, {3, 3}, values_of(diag)), order);
+    ASSERT_TRUE(narrow.ok()) << narrow.status().to_string();
+    EXPECT_EQ(narrow->dtype(), DType::kFloat32);
+    EXPECT_NEAR(values_of(*narrow)[0].real(), expected, 1e-5);
+  }
+  Result<Tensor> wide = cond(ctx, *Tensor::ones({2, 3}, DType::kFloat64), NormOrder::kOne);
+  EXPECT_EQ(wide.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(wide.status().message().find("square"), std::string::npos) << wide.status().to_string();
+  EXPECT_EQ(cond(ctx, diag, NormOrder::kP).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(CpuLinalgEngineTest, MatrixPowersAsNumpy) {
+  runtime::Runtime rt = ready_runtime();
+  runtime::EagerContext ctx = rt.on();
+  for (DType dtype : kAllDTypes) {
+    const Tensor a = well_conditioned(dtype, {2, 3, 3}, 81);
+    for (std::int64_t k : {0, 1, 2, 3, 6, -1, -3}) {
+      SCOPED_TRACE(fmt::format("{} k = {}", dtype, k));
+      Result<Tensor> power = matrix_power(ctx, a, k);
+      ASSERT_TRUE(power.ok()) << power.status().to_string();
+      EXPECT_EQ(power->dtype(), dtype);
+      EXPECT_EQ(Dims(power->shape().begin(), power->shape().end()), (Dims{2, 3, 3}));
+      EXPECT_NE(power->data(), a.data()) << "a new tensor";
+      for (std::int64_t b = 0; b < 2; ++b) {
+        // a^k (k >= 0), or I = a^|k| a^k for k < 0.
+        RefMatrix expected = RefMatrix::identity(3), got = matrix_of(*power, b);
+        for (std::int64_t i = 0; i < (k < 0 ? -k : k); ++i) expected = expected * matrix_of(a, b);
+        if (k < 0) {
+          got = expected * got;
+          expected = RefMatrix::identity(3);
+        }
+        double scale = 1.0;
+        for (const cd& x : expected.d) scale = std::max(scale, std::abs(x));
+        for (std::size_t i = 0; i < got.d.size(); ++i)
+          EXPECT_NEAR(std::abs(got.d[i] - expected.d[i]), 0.0, tolerance(dtype, 3) * scale) << i;
+      }
+    }
+  }
+  // Integers stay integers: Fibonacci numbers.
+  Result<Tensor> fibonacci = matrix_power(ctx, Tensor::from_values<std::int64_t>({1, 1, 1, 0}, {2, 2}).value(), 10);
+  ASSERT_TRUE(fibonacci.ok()) << fibonacci.status().to_string();
+  EXPECT_EQ(*fibonacci->to_vector<std::int64_t>(), (std::vector<std::int64_t>{89, 55, 55, 34}));
+  EXPECT_EQ(matrix_power(ctx, *Tensor::ones({2, 3}, DType::kFloat64), 2).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(matrix_power(ctx, tensor_of(DType::kFloat64, {2, 2}, {1, 0, 0, 0}), -1).status().code(),
+            ErrorCode::kSingularMatrix);
+}
+
+TEST(CpuLinalgEngineTest, MultiDotOfMatricesAndEndVectorsAsNumpy) {
+  runtime::Runtime rt = ready_runtime();
+  runtime::EagerContext ctx = rt.on();
+  // v [4], A [4, 10], B [10, 2], C [2, 6], w [6]: every combination of end
+  // vectors against the product taken left to right.
+  const Tensor v = random_tensor(DType::kFloat64, {4}, 91), a = random_tensor(DType::kFloat64, {4, 10}, 92),
+               b = random_tensor(DType::kFloat64, {10, 2}, 93), c = random_tensor(DType::kFloat64, {2, 6}, 94),
+               w = random_tensor(DType::kFloat64, {6}, 95);
+  RefMatrix row(1, 4), column(6, 1);
+  row.d = values_of(v);
+  column.d = values_of(w);
+  const RefMatrix abc = matrix_of(a, 0) * matrix_of(b, 0) * matrix_of(c, 0);
+  const struct {
+    std::vector<Tensor> operands;
+    RefMatrix expected;
+    Dims shape;
+  } cases[] = {{{a, b, c}, abc, {4, 6}},
+               {{v, a, b, c}, row * abc, {6}},
+               {{a, b, c, w}, abc * column, {4}},
+               {{v, a, b, c, w}, row * abc * column, {}},
+               {{v, a}, row * matrix_of(a, 0), {10}}};
+  for (const auto& [operands, expected, shape] : cases) {
+    SCOPED_TRACE(operands.size());
+    Result<Tensor> product = multi_dot(ctx, operands);
+    ASSERT_TRUE(product.ok()) << product.status().to_string();
+    EXPECT_EQ(Dims(product->shape().begin(), product->shape().end()), shape);
+    const std::vector<cd> got = values_of(*product);
+    ASSERT_EQ(got.size(), expected.d.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(std::abs(got[i] - expected.d[i]), 0.0, 1e-12) << i;
+  }
+  // Mixed dtypes go in their common dtype.
+  Result<Tensor> mixed = multi_dot(ctx, std::vector<Tensor>{tensor_of(DType::kFloat32, {2, 2}, {1, 2, 3, 4}),
+                                                            tensor_of(DType::kComplex128, {2, 1}, {cd(0, 1), 1})});
+  ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
+  EXPECT_EQ(mixed->dtype(), DType::kComplex128);
+  EXPECT_EQ(values_of(*mixed), (std::vector<cd>{cd(2, 1), cd(4, 3)}));
+  EXPECT_EQ(multi_dot(ctx, std::vector<Tensor>{a}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(multi_dot(ctx, std::vector<Tensor>{a, v, c}).status().code(), ErrorCode::kInvalidArgument);
+  Result<Tensor> mismatch = multi_dot(ctx, std::vector<Tensor>{a, c});
+  EXPECT_EQ(mismatch.status().code(), ErrorCode::kShapeMismatch);
+  EXPECT_NE(mismatch.status().message().find("operand 1 to have 10 rows"), std::string::npos)
+      << mismatch.status().to_string();
 }
 
 TEST(CpuLinalgEngineTest, VectorNormOfAllElementsOrOverChosenAxes) {
@@ -910,8 +1033,40 @@ TEST(CpuLinalgEngineTest, LstsqReturnsTheSolversSingularValuesFromOneFactorisati
       const std::vector<cd> s = values_of(both->s), expected = values_of(svd->s);
       ASSERT_EQ(s.size(), expected.size());
       for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(s[i].real(), expected[i].real(), 1e-5) << i;
+      // numpy's rank and residuals: the squared norms of b - a x per column
+      // when a has full column rank and m > n, none otherwise.
+      EXPECT_EQ(*both->rank.to_vector<std::int64_t>(), (std::vector<std::int64_t>(2, std::min(m, n))));
+      EXPECT_EQ(both->residuals.dtype(), real_dtype(dtype));
+      if (m > n) {  // n = 0 too: rank 0 = n, residuals |b|^2 (numpy)
+        ASSERT_EQ(Dims(both->residuals.shape().begin(), both->residuals.shape().end()), (Dims{2, 3}));
+        for (std::int64_t i = 0; i < 2; ++i) {
+          const RefMatrix r = matrix_of(b, i) - matrix_of(a, i) * matrix_of(both->x, i);
+          for (std::int64_t j = 0; j < 3; ++j) {
+            double squares = 0;
+            for (std::int64_t row = 0; row < m; ++row) squares += std::norm(r(row, j));
+            EXPECT_NEAR(values_of(both->residuals)[static_cast<std::size_t>(i * 3 + j)].real(), squares,
+                        1e-4 * squares);
+          }
+        }
+      } else {
+        EXPECT_EQ(Dims(both->residuals.shape().begin(), both->residuals.shape().end()), (Dims{2, 0}));
+      }
     }
   }
+  // A rank-deficient a (two equal columns) has rank 3 and no residuals; a
+  // vector b has one residual.
+  std::vector<cd> deficient = random_values(DType::kFloat64, 24, 53);
+  for (std::size_t row = 0; row < 6; ++row) deficient[row * 4 + 3] = deficient[row * 4];
+  Result<LstsqResult> low = lstsq_with_singular_values(ctx, tensor_of(DType::kFloat64, {6, 4}, deficient),
+                                                       random_tensor(DType::kFloat64, {6}, 54));
+  ASSERT_TRUE(low.ok()) << low.status().to_string();
+  EXPECT_EQ(*low->rank.to_vector<std::int64_t>(), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(Dims(low->residuals.shape().begin(), low->residuals.shape().end()), (Dims{0}));
+  Result<LstsqResult> vector = lstsq_with_singular_values(ctx, random_tensor(DType::kFloat64, {6, 4}, 55),
+                                                          random_tensor(DType::kFloat64, {6}, 56));
+  ASSERT_TRUE(vector.ok()) << vector.status().to_string();
+  EXPECT_EQ(Dims(vector->x.shape().begin(), vector->x.shape().end()), (Dims{4}));
+  EXPECT_EQ(Dims(vector->residuals.shape().begin(), vector->residuals.shape().end()), (Dims{1}));
   EXPECT_EQ(LinalgOp::lstsq(-1, true)->describe(), "linalg.lstsq(rcond=default, singular_values)");
   EXPECT_FALSE(LinalgOp::lstsq(-1, true)->payload_equal(*LinalgOp::lstsq()));
   EXPECT_NE(LinalgOp::lstsq(-1, true)->payload_hash(), LinalgOp::lstsq()->payload_hash());

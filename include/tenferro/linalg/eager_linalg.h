@@ -10,6 +10,9 @@
 // linalg_op.h. Thread-compatible like the context.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include "tenferro/linalg/linalg_op.h"
 #include "tenferro/runtime/eager.h"
 #include "tenferro/tensor/tensor.h"
@@ -38,9 +41,13 @@ struct SlogdetResult {
   Tensor sign;
   Tensor logabsdet;
 };
+/// numpy.linalg.lstsq's four results (lstsq_with_singular_values).
 struct LstsqResult {
   Tensor x;
-  Tensor s;  ///< A's singular values, descending (the rank is their count above rcond * s[0])
+  Tensor s;          ///< A's singular values, descending
+  Tensor rank;       ///< int64 [..]: the count of s above rcond * s[0], the cutoff the solver used
+  Tensor residuals;  ///< real [.., k]: the squared 2-norm of each column of b - a x when every matrix
+                     ///< has rank n and m > n, as numpy gives them; [.., 0] otherwise (k = 1 for a vector b)
 };
 
 Result<SvdResult> svd(runtime::EagerContext& context, const Tensor& a, SvdMode mode = SvdMode::kThin);
@@ -62,8 +69,9 @@ Result<SlogdetResult> slogdet(runtime::EagerContext& context, const Tensor& a);
 /// The minimum-norm least-squares x of a x = b; b [..., m, k], or a vector
 /// per matrix as solve takes it (giving x [..., n], as in numpy).
 Result<Tensor> lstsq(runtime::EagerContext& context, const Tensor& a, const Tensor& b, double rcond = -1.0);
-/// lstsq's solution and the singular values the solver computed (numpy's
-/// lstsq returns both; one factorisation).
+/// numpy.linalg.lstsq's (x, residuals, rank, s): the solution and the
+/// singular values from one factorisation, the rank and the residuals
+/// computed from them.
 Result<LstsqResult> lstsq_with_singular_values(runtime::EagerContext& context, const Tensor& a, const Tensor& b,
                                                double rcond = -1.0);
 Result<Tensor> pinv(runtime::EagerContext& context, const Tensor& a, double rcond = -1.0);
@@ -72,12 +80,25 @@ Result<Tensor> matrix_norm(runtime::EagerContext& context, const Tensor& a, Norm
 /// above `rtol` times the largest (rtol < 0: max(m, n) * eps of a's
 /// precision, numpy's default); int64 [..]. An empty matrix has rank 0.
 Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, double rtol = -1.0);
-/// numpy.linalg.cond for p = None / 2 (kTwo) and -2 (kNegTwo): per matrix
-/// the largest singular value over the smallest (kNegTwo: the smallest
-/// over the largest); inf for a singular matrix, as numpy. Real [..].
-/// kInvalidArgument for other orders (matrix_norm(a) * matrix_norm(inv(a))
-/// gives them) and for empty matrices.
+/// numpy.linalg.cond, per matrix; real [..]. Orders 2 (kTwo, numpy's
+/// None) and -2 (kNegTwo): the largest singular value over the smallest
+/// (-2: the smallest over the largest); a singular matrix gives inf (0).
+/// Other orders (fro, nuc, +-1, +-inf; square matrices):
+/// matrix_norm(a) * matrix_norm(inv(a)), inf for a singular matrix, as
+/// numpy (Note [Condition numbers by the inverse]). A zero matrix is inf.
+/// kInvalidArgument for kP and empty matrices.
 Result<Tensor> cond(runtime::EagerContext& context, const Tensor& a, NormOrder order = NormOrder::kTwo);
+/// numpy.linalg.matrix_power: a square a [.., n, n] to the integer power k
+/// by repeated squaring (about 2 log2 |k| products); k < 0 raises inv(a),
+/// k = 0 gives the identity of a's shape. A new tensor of a's dtype (an
+/// integer a stays integer for k >= 0, as numpy; inv takes it as float64).
+Result<Tensor> matrix_power(runtime::EagerContext& context, const Tensor& a, std::int64_t k);
+/// numpy.linalg.multi_dot: the product of two or more matrices, multiplied
+/// in the order of fewest scalar multiplications (the matrix-chain dynamic
+/// programme). The first operand may be a vector [n] (a row) and the last
+/// one [n] (a column); their axes are dropped from the result, as numpy
+/// does. The operands are taken in their common dtype.
+Result<Tensor> multi_dot(runtime::EagerContext& context, std::span<const Tensor> operands);
 /// The vector norm of all of x's elements (x flattened), a 0-d result, as
 /// numpy.linalg.norm(x) and torch.linalg.vector_norm(x) give it.
 Result<Tensor> vector_norm(runtime::EagerContext& context, const Tensor& x, NormOrder order = NormOrder::kTwo,
