@@ -1017,6 +1017,7 @@ void register_tape(py::module_& m) {
       .def_property(
           "jit", [](const PyTape& tape) { return tape.jit; }, [](PyTape& tape, bool jit) { tape.jit = jit; })
       .def_property_readonly("value_read", [](const PyTape& tape) { return tape.value_read; })
+      .def_property_readonly("value_escaped", [](const PyTape& tape) { return tape.value_escaped; })
       .def("argument",
            [](const std::shared_ptr<PyTape>& tape, py::handle value, std::size_t index) {
              return record(tape, tape->tape.constant(argument_leaf(*tape->runtime, value, index)));
@@ -1167,10 +1168,21 @@ void register_tape(py::module_& m) {
       .def(
           "numpy",
           [](const PyTraced& t) {
-            for (PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) p->value_read = true;
+            const bool inexact = is_inexact(t.value.dtype());
+            for (PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) {
+              p->value_read = true;
+              p->value_escaped = p->value_escaped || inexact;
+            }
             return tensor_to_numpy(t.value).attr("copy")();
           },
           "A copy of the eager value.")
+      .def(
+          "_read",
+          [](const PyTraced& t) {
+            for (PyTape* p = t.tape.get(); p != nullptr; p = p->parent.get()) p->value_read = true;
+            return tensor_to_numpy(t.value).attr("copy")();
+          },
+          "A copy of the eager value for control flow (bool()): a read, not a value taken off the tape.")
       .def(
           "_peek", [](const PyTraced& t) { return tensor_to_numpy(t.value).attr("copy")(); },
           "A copy of the eager value that is not a read (tenferro.vmap's example inside a recording).")

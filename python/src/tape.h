@@ -47,6 +47,10 @@ struct PyTape {
   /// A Traced value of this tape, or of a tape nested in it, was read
   /// (Traced.numpy(), and so bool(), float(), .item()).
   bool value_read = false;
+  /// A floating or complex one was read as a value (Traced.numpy(),
+  /// float(), .item(), math functions; not bool(), a control-flow read): a
+  /// plain output computed from it would have a silently zero derivative.
+  bool value_escaped = false;
 };
 
 /// A value recorded on a tape (Note [Traced values]).

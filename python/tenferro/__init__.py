@@ -475,34 +475,48 @@ def _traced_output(tape, out, who, scalar=False):
     """fun's output as a Traced value (a real scalar one with `scalar`;
     InvalidArgumentError naming what fun returned otherwise). A plain number
     or array computed without the arguments (a constant function) becomes a
-    constant of `tape`: its derivatives are zeros, as jax gives them. A plain
-    one returned after operations were recorded took a value off the tape
-    (float(), .item(), a math function): an error, as in jax, since its
-    derivative would silently be zero."""
+    constant of `tape`: its derivatives are zeros, as jax gives them (also
+    for a piecewise constant function, whose comparisons and bool() are
+    control flow). A plain one returned after a floating or complex value
+    was read (float(), .item(), .numpy(), a math function) was taken off
+    the tape: an error, as in jax, since its derivative would silently be
+    zero.
+    An integer or bool output has no derivative: a DTypeError, as an
+    integer output among several is (return it as aux)."""
     if not isinstance(out, (Traced, tuple, list, dict)):
         try:
             value = _np.asarray(out)
         except Exception:  # noqa: BLE001 (anything numpy cannot read: named below)
             value = None
         if value is not None and value.dtype.kind in "biufc":
-            if tape.operations > 0:
+            _check_inexact(value.dtype, who)
+            if tape.value_escaped:
                 raise InvalidArgumentError(
                     f"{who}: fun returned a plain value computed from its traced arguments (float(), .item() or a "
                     f"math function took it off the tape, so its derivative would be zero); return the traced "
                     f"value itself and use numpy functions (np.exp, not math.exp)",
                     code="kInvalidArgument", canonical="kInvalidArgument")
-            out = tape.constant(value if value.dtype.kind in "fc" else value.astype(_np.float64))
+            out = tape.constant(value)
+    elif isinstance(out, Traced):
+        _check_inexact(_np.dtype(out.dtype), who)
     _check_output(out, who, scalar)
     return out
+
+
+def _check_inexact(dtype, who):
+    if dtype.kind not in "fc":
+        raise DTypeError(f"{who}: expected fun to return a floating or complex array, found {dtype} (an integer "
+                         f"or bool output has no derivative: return it as aux with has_aux=True)",
+                         code="kDTypeMismatch", canonical="kInvalidArgument")
 
 
 def _check_output(out, who, scalar=False):
     """InvalidArgumentError unless fun returned a Traced value (a real scalar
     one with `scalar`), naming what it returned."""
     if isinstance(out, Traced) and scalar and out.ndim == 0 and out.dtype.kind == "c":
-        raise InvalidArgumentError(
+        raise DTypeError(  # jax's TypeError; a DTypeError is an InvalidArgumentError too
             f"{who}: expected fun to return a real scalar, found a {out.dtype} one (differentiate its .real, "
-            f"abs(...) ** 2 or another real function of it)", code="kInvalidArgument", canonical="kInvalidArgument")
+            f"abs(...) ** 2 or another real function of it)", code="kDTypeMismatch", canonical="kInvalidArgument")
     if isinstance(out, Traced) and (not scalar or out.ndim == 0):
         return
     found = _found(out)
@@ -552,7 +566,7 @@ class _Outputs:
             if dtype.kind not in "fc":
                 raise DTypeError(f"{who}: expected every output of fun to be a floating or complex array, found "
                                  f"{dtype} for output {i} (return it as aux with has_aux=True)",
-                                 code="kDTypeMismatch", canonical="kDTypeMismatch")
+                                 code="kDTypeMismatch", canonical="kInvalidArgument")
             self.shapes.append(tuple(_np.shape(o)))
             self.dtypes.append(dtype)
         self.dtype = _np.result_type(*self.dtypes)
@@ -588,7 +602,7 @@ class _Outputs:
                                            f"{tuple(ct.shape)}", code="kShapeMismatch", canonical="kInvalidArgument")
             if _np.dtype(ct.dtype).kind == "c" and dtype.kind != "c":
                 raise DTypeError(f"{who}: expected a real cotangent for fun's real output {i} ({dtype}), found "
-                                 f"{ct.dtype}", code="kDTypeMismatch", canonical="kDTypeMismatch")
+                                 f"{ct.dtype}", code="kDTypeMismatch", canonical="kInvalidArgument")
             flat.append(self._ravel(ct))
         return _np.concatenate(flat)
 
@@ -645,7 +659,7 @@ def vjp(fun, *primals, runtime=None, has_aux=False):
             raise DTypeError(
                 f"vjp: expected a real cotangent for fun's real output ({out.dtype}), found {ct.dtype}",
                 code="kDTypeMismatch",
-                canonical="kDTypeMismatch",
+                canonical="kInvalidArgument",
             )
         if tape.nested:  # recorded on the enclosing tape, which differentiates it again
             return tape.vjp_onto(out, cotangent)[1:]
@@ -793,12 +807,12 @@ def _real_only(out, xs, positions, who):
     holomorphic= or torch's conjugates; use vjp / jvp for those)."""
     if out.dtype.kind != "f":
         raise DTypeError(f"{who}: expected fun to return a real floating array, found {out.dtype} (use tenferro.vjp "
-                         f"or tenferro.jvp for complex values)", code="kDTypeMismatch", canonical="kDTypeMismatch")
+                         f"or tenferro.jvp for complex values)", code="kDTypeMismatch", canonical="kInvalidArgument")
     for x, position in zip(xs, positions):
         if x.dtype.kind != "f":
             raise DTypeError(f"{who}: argument {position}: expected a real floating array, found {x.dtype} (use "
                              f"tenferro.vjp or tenferro.jvp for complex values)", code="kDTypeMismatch",
-                             canonical="kDTypeMismatch")
+                             canonical="kInvalidArgument")
 
 
 # Note [Batched Jacobians]

@@ -875,6 +875,12 @@ def _matmul(a, b):
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
         raise _invalid("matmul: operands must not be scalars (use *)")
+    ka, kb = _shape(a)[-1], _shape(b)[-2 if nb > 1 else -1]
+    if ka != kb:  # numpy's message (the einsum's would name labels the caller never wrote)
+        raise InvalidArgumentError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+            f"(n?,k),(k,m?)->(n?,m?) (size {kb} is different from {ka})", code="kShapeMismatch",
+            canonical="kInvalidArgument")
     lhs = "...ij" if na > 1 else "j"
     rhs = "...jk" if nb > 1 else "j"
     out = ("...i" if na > 1 else "...") + ("k" if nb > 1 else "")
@@ -1030,8 +1036,9 @@ def _broadcast_arrays(*args, subok=False):
 
 def _values(fn):
     """A numpy function of the values only (comparisons, argsort, isclose,
-    ...): plain arrays, no gradient."""
-    return lambda *args, **kwargs: fn(*[a.numpy() if isinstance(a, Traced) else a for a in args], **kwargs)
+    ...): plain boolean or integer arrays, no gradient. Their reads are
+    control flow (_read), not values taken off the tape."""
+    return lambda *args, **kwargs: fn(*[a._read() if isinstance(a, Traced) else a for a in args], **kwargs)
 
 
 # The dtypes a comparison is recorded in (Note [Jit recordings]).
@@ -1425,7 +1432,7 @@ def _bool(x):
     if int(_np.prod(x.shape)) != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
                          "a.all()")
-    return bool(x.numpy().reshape(()))
+    return bool(x._read().reshape(()))
 
 
 # The ufuncs that python/src/tape.cpp records without this module (Note

@@ -60,7 +60,7 @@ def _fft_operand(kind, a):
         elif a.dtype.char in "gG":  # long double: computed in double, as numpy.fft does
             if a.dtype.kind == "c" and kind in ("rfft", "ihfft"):  # named as given, not as converted
                 raise DTypeError(f"tenferro.fft: fft.{kind}: expected a real input, found {a.dtype}",
-                                 code="kDTypeMismatch", canonical="kDTypeMismatch")
+                                 code="kDTypeMismatch", canonical="kInvalidArgument")
             a = a.astype(_np.complex128 if a.dtype.kind == "c" else _np.float64)
     if kind in _COMPLEX_INPUT and a.dtype.kind == "f":  # also a Traced value (recorded)
         a = a.astype(_np.result_type(a.dtype, _np.complex64))
@@ -136,7 +136,7 @@ def _into(r, out, who):
                                    code="kShapeMismatch", canonical="kInvalidArgument")
     if not _np.can_cast(r.dtype, out.dtype, casting="same_kind"):
         raise DTypeError(f"fft.{who}: cannot write the {r.dtype} result into out of dtype {out.dtype}",
-                         code="kDTypeMismatch", canonical="kDTypeMismatch")
+                         code="kDTypeMismatch", canonical="kInvalidArgument")
     _np.copyto(out, r, casting="same_kind")
     return out
 

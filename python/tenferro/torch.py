@@ -67,7 +67,7 @@ def _as_array(t, position):
     except TypeError as e:  # bfloat16 and other dtypes numpy lacks
         raise DTypeError(
             f"tenferro.torch.einsum operand {position}: expected a dtype numpy has, found {t.dtype} ({e})",
-            code="kDTypeMismatch", canonical="kDTypeMismatch") from None
+            code="kDTypeMismatch", canonical="kInvalidArgument") from None
     except RuntimeError as e:  # functorch's batched tensors have no storage
         raise UnsupportedError(
             f"tenferro.torch.einsum operand {position}: expected a tensor with storage, found one without "

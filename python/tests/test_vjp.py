@@ -375,8 +375,48 @@ def test_values_taken_off_the_tape_are_an_error_not_a_zero_gradient():
         with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
             tenferro.grad(fun)(x)
     np.testing.assert_array_equal(tenferro.grad(lambda x: 3.0)(x), np.zeros(3))  # a constant function
-    with pytest.raises(tenferro.InvalidArgumentError, match="complex128"):
-        tenferro.grad(lambda x: np.sum(x * 1j))(x)
+    for transform in (tenferro.grad, tenferro.hessian):  # jax's TypeError
+        with pytest.raises(tenferro.DTypeError, match="complex128"):
+            transform(lambda x: np.sum(x * 1j))(x)
+    # A scalar argument read before anything is recorded (math.exp(x) of a
+    # 0-d x records nothing) is taken off the tape as well, in every entry.
+    s = np.array(1.5)
+    for fun in (lambda x: math.exp(x), lambda x: float(x) ** 2, lambda x: x.item() ** 2, lambda x: math.sin(x)):
+        with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
+            tenferro.grad(fun)(s)
+        with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
+            tenferro.vjp(fun, s)
+        with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
+            tenferro.jvp(fun, (s,), (s,))
+    with pytest.raises(tenferro.InvalidArgumentError, match="off the tape"):
+        tenferro.grad(lambda x: math.exp(x))(1.5)
+    # Control flow on the value is not taking it off the tape: a piecewise
+    # constant function has a zero derivative, and a traced branch its own.
+    assert tenferro.grad(lambda x: 1.0 if x > 0 else 0.0)(s) == 0.0
+    assert tenferro.grad(lambda x: x * x if bool(x > 0) else -x)(s) == 3.0
+    assert tenferro.grad(lambda x: x * 2 if x else x)(s) == 2.0
+
+
+def test_integer_and_bool_outputs_are_dtype_errors():
+    x = np.array([0.3, -1.0, 2.0, 0.5])
+    for fun in (lambda a: np.argmax(a), lambda a: a > 0, lambda a: (a * 2).astype(np.int64), lambda a: 3):
+        for call in (lambda f: tenferro.vjp(f, x), lambda f: tenferro.jvp(f, (x,), (x,)),
+                     lambda f: tenferro.grad(f)(x), lambda f: tenferro.jacobian(f)(x)):
+            with pytest.raises(tenferro.DTypeError, match="as aux") as e:
+                call(fun)
+            assert e.value.code == "kDTypeMismatch" and e.value.canonical == "kInvalidArgument"
+    # As aux they are returned as they are.
+    value, aux = tenferro.grad(lambda a: (np.sum(a * a), np.argmax(a)), has_aux=True)(x)
+    np.testing.assert_array_equal(value, 2 * x)
+    assert aux == 2
+
+
+def test_matmul_shape_errors_inside_grad_name_matmul():
+    a, b = np.ones((2, 3)), np.ones(5)
+    for fun in (lambda a: np.sum(a @ b), lambda a: np.sum(np.matmul(a, b)), lambda a: np.sum(a @ np.ones((4, 2)))):
+        with pytest.raises(tenferro.InvalidArgumentError, match="^matmul: Input operand 1 has a mismatch") as e:
+            tenferro.grad(fun)(a)
+        assert isinstance(e.value, ValueError) and e.value.code == "kShapeMismatch"
 
 
 def test_forward_mode_takes_sequences():
