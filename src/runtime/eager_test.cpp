@@ -433,6 +433,22 @@ TEST(EagerTest, CpuDomainAffinityPolicy) {
       << (*plan)->explain();
   ASSERT_TRUE(rt.run_prepared(**plan, pair).ok());
   EXPECT_EQ(s.host.executor->last_domain.load(), 1u);
+  // An explicit CPU-domain placement wins there too, with or without the
+  // engine named (as the eager context's does).
+  for (const Placement explicit_domain :
+       {Placement::cpu_domain(CpuDomainId(0)), Placement::cpu_domain(CpuDomainId(0), EngineId(1))}) {
+    SCOPED_TRACE(explicit_domain.to_string());
+    PrepareOptions options;
+    options.placement = explicit_domain;
+    auto pinned_plan = rt.prepare_for(program, InputSignature::of(pair), options);
+    ASSERT_TRUE(pinned_plan.ok()) << pinned_plan.status().to_string();
+    EXPECT_NE((*pinned_plan)->explain().find("runs in domain 0: explicit placement"), std::string::npos)
+        << (*pinned_plan)->explain();
+    ASSERT_TRUE(rt.run_prepared(**plan, pair).ok());  // domain 1 again, then the pinned plan
+    ASSERT_EQ(s.host.executor->last_domain.load(), 1u);
+    ASSERT_TRUE(rt.run_prepared(**pinned_plan, pair).ok());
+    EXPECT_EQ(s.host.executor->last_domain.load(), 0u);
+  }
   // Mixed affinities are fine by default (one address space)...
   auto mixed = ctx.add(in_domain(0, {1, 1, 1, 1}), big1);
   ASSERT_TRUE(mixed.ok());

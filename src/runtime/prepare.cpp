@@ -442,8 +442,19 @@ class Planner {
     const std::uint32_t index = st_.engine_index(e);
     if (domain_of_.size() <= index) domain_of_.resize(index + 1, UINT64_MAX);
     if (domain_of_[index] == UINT64_MAX) {
+      // The options' placement decides the domain when it names this
+      // engine, or names a CPU domain or device (without an engine) that
+      // this engine serves; otherwise the engine's own policy does.
       Placement p = st_.options.placement;
-      if (p.engine_id() != e->id() || p.kind() == Placement::Kind::kDefault) p = Placement::engine(e->id());
+      const HardwareClass hw = e->metadata().hardware;
+      const bool domain_only =
+          !p.engine_id().valid() &&
+          ((p.kind() == Placement::Kind::kCpuDomain && (hw == HardwareClass::kCpu || hw == HardwareClass::kReference) &&
+            e->serves(p.cpu_domain_id().value())) ||
+           (p.kind() == Placement::Kind::kDevice && hw == HardwareClass::kGpu && e->serves(p.device_id().value())));
+      if ((p.engine_id() != e->id() && !domain_only) || p.kind() == Placement::Kind::kDefault) {
+        p = Placement::engine(e->id());
+      }
       std::string reason;
       Result<ResolvedPlacement> r = resolve_placement(config_, p, weights_, &reason);
       domain_of_[index] = r.ok() ? r->domain : e->metadata().default_domain;
