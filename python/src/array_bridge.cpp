@@ -2,6 +2,8 @@
 // (array_bridge.h).
 #include "array_bridge.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -466,7 +468,20 @@ void park_forever() noexcept {
 
 void take_gil_or_park(PyThreadState* state) noexcept {
   if (interpreter_finalizing()) park_forever();
+#if defined(__GLIBCXX__)
+  // Finalizing may begin while this thread waits for the GIL: CPython then
+  // ends it inside PyEval_RestoreThread with pthread_exit, whose forced
+  // unwinding would reach this noexcept frame. The thread parks inside the
+  // handler instead (the unwinding is neither finished nor rethrown, and
+  // CPython dropped the GIL before exiting).
+  try {
+    PyEval_RestoreThread(state);
+  } catch (abi::__forced_unwind&) {
+    park_forever();
+  }
+#else
   PyEval_RestoreThread(state);
+#endif
 }
 
 py::object numpy_dtype(DType dtype) {
