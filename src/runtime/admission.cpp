@@ -47,10 +47,30 @@ FifoResourceArbiter::FifoResourceArbiter(std::vector<ResourceAmount> capacities)
 
 FifoResourceArbiter::~FifoResourceArbiter() { TENFERRO_ASSERT(head_ == nullptr); }
 
+std::vector<FifoResourceArbiter::Account>::iterator FifoResourceArbiter::lower_bound_of(std::vector<Account>& accounts,
+                                                                                        ResourceKey key) noexcept {
+  return std::lower_bound(accounts.begin(), accounts.end(), key,
+                          [](const Account& a, ResourceKey k) { return a.key < k; });
+}
+
 FifoResourceArbiter::Account* FifoResourceArbiter::find_account(ResourceKey key) noexcept {
-  auto it = std::lower_bound(accounts_.begin(), accounts_.end(), key,
-                             [](const Account& a, ResourceKey k) { return a.key < k; });
-  return (it != accounts_.end() && it->key == key) ? &*it : nullptr;
+  auto it = lower_bound_of(accounts_, key);
+  if (it != accounts_.end() && it->key == key) return &*it;
+  if (key.kind != ResourceKind::kExclusive) return nullptr;
+  it = lower_bound_of(tokens_, key);
+  return (it != tokens_.end() && it->key == key) ? &*it : nullptr;
+}
+
+bool FifoResourceArbiter::add_token_accounts(std::span<const ResourceAmount> request) noexcept {
+  for (const ResourceAmount& r : request) {
+    if (r.key.kind != ResourceKind::kExclusive || find_account(r.key) != nullptr) continue;
+    try {
+      tokens_.insert(lower_bound_of(tokens_, r.key), Account{r.key, 1, 0});
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+  }
+  return true;
 }
 
 const FifoResourceArbiter::Account* FifoResourceArbiter::find_account(ResourceKey key) const noexcept {
@@ -58,6 +78,11 @@ const FifoResourceArbiter::Account* FifoResourceArbiter::find_account(ResourceKe
 }
 
 std::optional<std::uint64_t> FifoResourceArbiter::capacity(ResourceKey key) const noexcept {
+  if (key.kind == ResourceKind::kExclusive) {
+    std::lock_guard<std::mutex> lock(mutex_);  // tokens_ grows under it
+    const Account* a = find_account(key);
+    return a == nullptr ? 1 : a->capacity;
+  }
   const Account* a = find_account(key);
   if (a == nullptr) return std::nullopt;
   return a->capacity;
@@ -66,7 +91,7 @@ std::optional<std::uint64_t> FifoResourceArbiter::capacity(ResourceKey key) cons
 std::optional<std::uint64_t> FifoResourceArbiter::available(ResourceKey key) const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   const Account* a = find_account(key);
-  if (a == nullptr) return std::nullopt;
+  if (a == nullptr) return key.kind == ResourceKind::kExclusive ? std::optional<std::uint64_t>(1) : std::nullopt;
   return a->capacity - a->used;
 }
 
@@ -81,9 +106,10 @@ std::uint64_t FifoResourceArbiter::grants() const noexcept {
 }
 
 bool FifoResourceArbiter::accounts_any(std::span<const ResourceAmount> request) const noexcept {
-  if (accounts_.empty()) return false;
-  for (const ResourceAmount& r : request)
-    if (find_account(r.key) != nullptr) return true;
+  for (const ResourceAmount& r : request) {
+    if (r.key.kind == ResourceKind::kExclusive) return true;  // always accounted (tokens_ is not read here)
+    if (!accounts_.empty() && find_account(r.key) != nullptr) return true;
+  }
   return false;
 }
 
@@ -139,6 +165,10 @@ Status FifoResourceArbiter::acquire(std::span<const ResourceAmount> request,
   TENFERRO_ASSERT(is_canonical_request(request));
   if (!accounts_any(request)) return ok_status();  // Note [Unaccounted requests]
   std::unique_lock<std::mutex> lock(mutex_);
+  if (!add_token_accounts(request)) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kEnqueue,
+                      "expected memory for an exclusivity token's account, found none");
+  }
   for (const ResourceAmount& r : request) {
     const Account* a = find_account(r.key);
     if (a != nullptr && r.amount > a->capacity) {
@@ -177,7 +207,7 @@ bool FifoResourceArbiter::try_acquire(std::span<const ResourceAmount> request) n
   TENFERRO_ASSERT(is_canonical_request(request));
   if (!accounts_any(request)) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (blocked_by_earlier(nullptr, request) || !fits(request)) return false;
+  if (!add_token_accounts(request) || blocked_by_earlier(nullptr, request) || !fits(request)) return false;
   take(request);
   return true;
 }

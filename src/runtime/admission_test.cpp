@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -81,6 +82,40 @@ TEST(AdmissionTest, UnaccountedRequestsBypassTheAccounts) {
   unlimited.release(cpu0);
   unlimited.release(cpu0);
   EXPECT_EQ(unlimited.grants(), 0u);
+}
+
+TEST(AdmissionTest, ExclusivityTokensAreAlwaysExclusive) {
+  // Note [Unaccounted requests]: a token is accounted with capacity 1 even
+  // when no capacity lists it, in an arbiter with or without capacities.
+  constexpr ResourceKey kToken{ResourceKind::kExclusive, 5}, kOtherToken{ResourceKind::kExclusive, 6};
+  for (FifoResourceArbiter* arbiter : {new FifoResourceArbiter({}), new FifoResourceArbiter({{kCpu0, 4}})}) {
+    const std::unique_ptr<FifoResourceArbiter> owned(arbiter);
+    EXPECT_EQ(arbiter->capacity(kToken), 1u);
+    EXPECT_EQ(arbiter->available(kToken), 1u);
+    const ResourceAmount token[] = {{kCpu0, 1}, {kToken, 1}};
+    const ResourceAmount other[] = {{kOtherToken, 1}};
+    ASSERT_TRUE(arbiter->try_acquire(token));
+    EXPECT_FALSE(arbiter->try_acquire(token)) << "one holder at a time";
+    EXPECT_TRUE(arbiter->try_acquire(other)) << "tokens are independent";
+    EXPECT_EQ(arbiter->available(kToken), 0u);
+    // A waiter is granted the token when it is released.
+    std::atomic<int> holders{1}, most{1};
+    std::thread waiter([&] {
+      EXPECT_TRUE(arbiter->acquire(token, nullptr).ok());
+      most = std::max(most.load(), ++holders);
+      --holders;
+      arbiter->release(token);
+    });
+    wait_until([&] { return arbiter->waiting() == 1; });
+    --holders;
+    arbiter->release(token);
+    waiter.join();
+    arbiter->release(other);
+    EXPECT_EQ(most.load(), 1);
+    EXPECT_EQ(arbiter->available(kToken), 1u);
+    const ResourceAmount two[] = {{kToken, 2}};
+    EXPECT_EQ(arbiter->acquire(two, nullptr).code(), ErrorCode::kResourceExhausted);
+  }
 }
 
 TEST(AdmissionTest, OversizedRequestFailsImmediately) {

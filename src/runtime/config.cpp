@@ -395,6 +395,13 @@ Status RuntimeConfigBuilder::validate() const {
     }
   }
   std::vector<ResourceAmount> caps = p.capacities;
+  for (const ResourceAmount& c : caps) {
+    if (c.key.kind == ResourceKind::kExclusive && c.amount != 1) {
+      return config_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("expected capacity 1 for the exclusivity token {}, found {}", c.key.to_string(), c.amount));
+    }
+  }
   std::sort(caps.begin(), caps.end(), [](const ResourceAmount& a, const ResourceAmount& b) { return a.key < b.key; });
   for (std::size_t i = 1; i < caps.size(); ++i) {
     if (caps[i].key == caps[i - 1].key) {

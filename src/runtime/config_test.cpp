@@ -85,6 +85,16 @@ TEST(ConfigTest, ValidationOfWholeConfigurations) {
     c.policies().preferences.clear();
     c.policies().capacities = {{{ResourceKind::kCpuThreads, 0}, 2}, {{ResourceKind::kCpuThreads, 0}, 4}};
     EXPECT_EQ(c.build(RuntimeId(1), 1).status().code(), ErrorCode::kInvalidArgument);
+    // An exclusivity token has capacity 1.
+    c.policies().capacities = {{{ResourceKind::kExclusive, 3}, 2}};
+    Result<std::shared_ptr<const RuntimeConfig>> shared_token = c.build(RuntimeId(1), 1);
+    EXPECT_EQ(shared_token.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(
+        shared_token.status().message().find("expected capacity 1 for the exclusivity token exclusive(3), found 2"),
+        std::string::npos)
+        << shared_token.status().to_string();
+    c.policies().capacities = {{{ResourceKind::kExclusive, 3}, 1}};
+    EXPECT_TRUE(c.build(RuntimeId(1), 1).ok());
     c.policies().capacities.clear();
     // Removing an engine removes what names it.
     ASSERT_TRUE(c.remove_engine(EngineId(2)).ok());

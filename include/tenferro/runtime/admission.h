@@ -34,7 +34,12 @@
 // and the node leases of every run: with the mutex, two threads running one
 // prepared 8 x 8 einsum spent a quarter of execute_prepared's samples
 // waiting for the arbiter's cache line, and got no more runs per second
-// than one thread.
+// than one thread. Exclusivity tokens are the exception: a kExclusive key
+// is always accounted, with capacity 1 unless the capacities list it (a
+// runtime configuration accepts only 1 there), so a provider that leases a
+// token to serialise a library that is not thread-safe never runs twice at
+// once. Their accounts are made under the mutex when a token is first
+// requested.
 #pragma once
 
 #include <atomic>
@@ -55,7 +60,7 @@ enum class ResourceKind : std::uint8_t {
   kMemoryBytes,    ///< bytes of a storage domain (run-level admission)
   kCpuThreads,     ///< worker threads of a CPU resource domain
   kDeviceStreams,  ///< streams or queues of a device
-  kExclusive,      ///< an exclusivity token (capacity 1)
+  kExclusive,      ///< an exclusivity token (capacity 1, always accounted: Note [Unaccounted requests])
 };
 
 /// One accountable resource: a kind and the id of its domain/device/token.
@@ -141,7 +146,8 @@ class ResourceLease {
 /// the waiting thread's stack). Thread-safe.
 class FifoResourceArbiter final : public ResourceArbiter {
  public:
-  /// `capacities` must have distinct keys; unlisted resources are unlimited.
+  /// `capacities` must have distinct keys; unlisted resources are unlimited,
+  /// except exclusivity tokens (capacity 1).
   explicit FifoResourceArbiter(std::vector<ResourceAmount> capacities);
   ~FifoResourceArbiter() override;
 
@@ -167,8 +173,14 @@ class FifoResourceArbiter final : public ResourceArbiter {
     std::uint64_t capacity = 0;
     std::uint64_t used = 0;
   };
+  static std::vector<Account>::iterator lower_bound_of(std::vector<Account>& accounts, ResourceKey key) noexcept;
+  // Finds the account of `key`: a configured one, or (with mutex_ held)
+  // the account of an exclusivity token made by add_token_accounts.
   Account* find_account(ResourceKey key) noexcept;
   const Account* find_account(ResourceKey key) const noexcept;
+  // Makes the capacity-1 accounts of the request's unconfigured tokens
+  // (mutex_ held); false when out of memory.
+  bool add_token_accounts(std::span<const ResourceAmount> request) noexcept;
   bool accounts_any(std::span<const ResourceAmount> request) const noexcept;
   bool fits(std::span<const ResourceAmount> request) const noexcept;
   bool blocked_by_earlier(const Waiter* self, std::span<const ResourceAmount> request) const noexcept;
@@ -177,6 +189,7 @@ class FifoResourceArbiter final : public ResourceArbiter {
 
   std::vector<Account> accounts_;         // sorted by key; fixed after construction
   alignas(64) mutable std::mutex mutex_;  // apart from the vtable and accounts_, read without it
+  std::vector<Account> tokens_;           // unconfigured exclusivity tokens seen so far, sorted by key
   Waiter* head_ = nullptr;                // arrival order
   Waiter* tail_ = nullptr;
   std::size_t waiting_ = 0;

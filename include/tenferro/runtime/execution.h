@@ -77,9 +77,11 @@ struct ExecutionMetrics {
   StageMetrics admission_wait;  ///< run admission and node leases
   StageMetrics enqueue;         ///< input checks, workspace, admission and the loop up to the last enqueue
   StageMetrics completion;      ///< draining event-domain runs
-  std::uint64_t runs = 0;
+  std::uint64_t runs = 0;       ///< runs that reached execution (successful or not)
+  /// Runs that ended with an error, cancelled ones included (also those
+  /// cancelled while queued, which never reached execution).
   std::uint64_t failed_runs = 0;
-  std::uint64_t cancelled_runs = 0;
+  std::uint64_t cancelled_runs = 0;  ///< of failed_runs, those that ended kCancelled
   std::uint64_t nodes_enqueued = 0;
   /// Concurrent groups handed to event domains (Note [Concurrent groups]);
   /// their members count in nodes_enqueued.
