@@ -117,6 +117,21 @@ else()
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "compiling the consumer with pkg-config flags failed:\n${out}")
   endif()
+  # A program built with AddressSanitizer against this release install:
+  # the linalg provider finds the sanitizer's runtime in the process and
+  # loads its LAPACK module without RTLD_DEEPBIND, which that runtime
+  # refuses by killing the process (Note [An OpenBLAS of our own]).
+  execute_process(COMMAND c++ -std=c++20 -O1 -fsanitize=address ${SOURCE_DIR}/contract.cpp -o ${WORK}/contract_asan
+                          ${flags}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "compiling the consumer with -fsanitize=address failed:\n${out}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0 ${WORK}/contract_asan
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "det -6")
+    message(FATAL_ERROR "the consumer built with -fsanitize=address failed (${rc}): ${out}${err}")
+  endif()
   execute_process(COMMAND c++ -std=c++17 -fsyntax-only ${SOURCE_DIR}/contract.cpp ${flags}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(rc EQUAL 0 OR NOT out MATCHES "headers need C\\+\\+20")

@@ -57,8 +57,10 @@
 // RTLD_DEEPBIND, so that the module's and liblapacke's references resolve
 // in the module's own libraries before a program's global ones (a program
 // linked with -lopenblas). The sanitizer runtimes refuse RTLD_DEEPBIND;
-// their builds load without it (prefers_own_symbols() is false) and bind a
-// globally loaded OpenBLAS as before. A build without patchelf links the
+// under one (a sanitizer build of tenferro, or a sanitized program using a
+// release install, whose runtime is found in the process) the module loads
+// without it (prefers_own_symbols() is false) and binds a globally loaded
+// OpenBLAS as before. A build without patchelf links the
 // system's serial files (scripts/setup.sh installs patchelf).
 //
 // Argument errors never reach LAPACK's xerbla: plan() rejects extents beyond
@@ -121,7 +123,7 @@ class LapackLinalgProvider final : public CpuLinalgProvider {
   const cpu::ProviderCapability& capability() const noexcept override { return capability_; }
   const LapackIdentity& identity() const noexcept { return identity_; }
   /// Whether modules are loaded with their own symbols ahead of the
-  /// process's (RTLD_DEEPBIND; false in sanitizer builds): Note [An
+  /// process's (RTLD_DEEPBIND; false under a sanitizer): Note [An
   /// OpenBLAS of our own].
   static bool prefers_own_symbols() noexcept;
 

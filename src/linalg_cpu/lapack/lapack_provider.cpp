@@ -50,18 +50,32 @@ namespace {
 constexpr std::uint32_t kAbiVersion = 1;
 
 // Note [An OpenBLAS of our own] (lapack_provider.h): the module's own
-// symbols before the process's, except under a sanitizer.
+// symbols before the process's, except under a sanitizer: one this library
+// was built with, or one the program was (a sanitized program linking a
+// release install), whose runtime is found in the process.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kDeepBind = 0;
+constexpr bool kSanitizedBuild = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr int kDeepBind = 0;
+constexpr bool kSanitizedBuild = true;
 #else
-constexpr int kDeepBind = RTLD_DEEPBIND;
+constexpr bool kSanitizedBuild = false;
 #endif
 #else
-constexpr int kDeepBind = RTLD_DEEPBIND;
+constexpr bool kSanitizedBuild = false;
 #endif
+
+int deep_bind_flag() noexcept {
+  static const int flag = [] {
+    if (kSanitizedBuild) return 0;
+    for (const char* runtime : {"__asan_init", "__tsan_init", "__msan_init", "__hwasan_init"}) {
+      if (dlsym(RTLD_DEFAULT, runtime) != nullptr) return 0;
+    }
+    return RTLD_DEEPBIND;
+  }();
+  return flag;
+}
+
 constexpr char kElementPrefix[4] = {'s', 'd', 'c', 'z'};
 
 // Note [An OpenBLAS of our own]: the module's threaded OpenBLAS is ours
@@ -92,7 +106,7 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
                               : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
-  module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | kDeepBind);
+  module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | deep_bind_flag());
   if (module->handle == nullptr) {
     const char* why = dlerror();
     return make_error(ErrorCode::kUnsupported, ErrorStage::kConfiguration,
@@ -147,7 +161,7 @@ std::string_view to_string(LapackBuild build) noexcept {
   return "unknown";
 }
 
-bool LapackLinalgProvider::prefers_own_symbols() noexcept { return kDeepBind != 0; }
+bool LapackLinalgProvider::prefers_own_symbols() noexcept { return deep_bind_flag() != 0; }
 
 Result<std::shared_ptr<LapackLinalgProvider>> LapackLinalgProvider::load(const LapackOptions& options) {
   TENFERRO_ASSIGN_OR_RETURN(auto module, open_module(options));
