@@ -805,15 +805,18 @@ PyObject* contraction_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) 
 // ---------------------------------------------------------------------------
 // contract_path's planning
 
+// `who`: the Python function that plans (contract_path, einsum_path or
+// contract_expression), named in errors.
 py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes,
-                   py::handle optimize, py::handle max_intermediate_bytes, py::handle memory_limit) {
+                   py::handle optimize, py::handle max_intermediate_bytes, py::handle memory_limit,
+                   const std::string& who) {
   OptimizeSpec spec = parse_optimize(optimize);
   if (!memory_limit.is_none()) {
     if (spec.memory_limit != 0) {
       raise_error(ErrorCode::kInvalidArgument,
-                  "contract_path: memory_limit= given twice (also in optimize=(name, limit))");
+                  fmt::format("{}: memory_limit= given twice (also in optimize=(name, limit))", who));
     }
-    spec.memory_limit = memory_limit_of(memory_limit, "contract_path memory_limit=");
+    spec.memory_limit = memory_limit_of(memory_limit, fmt::format("{} memory_limit=", who).c_str());
   }
   double largest = 0;
   for (const auto& shape : shapes) {
@@ -826,9 +829,8 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   const double max_bytes = slicing_bound(spec, max_intermediate_bytes_of(max_intermediate_bytes), largest, 8);
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
-    raise_error(ErrorCode::kInvalidArgument,
-                fmt::format("contract_path '{}': the subscripts name {} operands, found {}", subscripts,
-                            parsed.num_operands(), shapes.size()));
+    raise_error(ErrorCode::kInvalidArgument, fmt::format("{} '{}': the subscripts name {} operands, found {}", who,
+                                                         subscripts, parsed.num_operands(), shapes.size()));
   }
   const einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, parsed.num_operands()));
   std::vector<IntArrayRef> refs;
@@ -1338,7 +1340,8 @@ docs/python.md.)doc"};
       "_config_text", [](const std::string& json) { return tenferro::info::to_text(nlohmann::json::parse(json)); },
       "A document of _config (plus sections) as `tenferro info` prints it.");
   m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none(),
-        py::arg("max_intermediate_bytes") = py::none(), py::arg("memory_limit") = py::none());
+        py::arg("max_intermediate_bytes") = py::none(), py::arg("memory_limit") = py::none(),
+        py::arg("who") = "contract_path");
   m.def(
       "_linalg",
       [module](py::handle runtime, const std::string& name, const py::list& args, const std::string& mode, bool flag,

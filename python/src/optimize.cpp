@@ -194,6 +194,16 @@ Result<einsum::PlanningPolicy> policy_of(const OptimizeSpec& spec, std::int32_t 
   policy.planner = spec.planner;
   if (spec.planner == einsum::PlannerKind::kExplicitPath) {
     TENFERRO_ASSIGN_OR_RETURN(auto pairs, pairwise_path(spec.path, num_operands));
+    // Each pair contracts two operands into one: a complete path leaves one.
+    const std::int64_t left = num_operands - static_cast<std::int64_t>(pairs.size());
+    if (num_operands >= 1 && left != 1) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "optimize path: expected steps that contract the {} operands into one, found {} step{} that "
+                        "leave{} {} (a path of numpy's or opt_einsum's form: ['einsum_path', (0, 1), ...] or "
+                        "[(0, 1), ...])",
+                        num_operands, spec.path.size(), spec.path.size() == 1 ? "" : "s",
+                        spec.path.size() == 1 ? "s" : "", left < 1 ? "fewer than one" : std::to_string(left));
+    }
     TENFERRO_ASSIGN_OR_RETURN(einsum::ContractionOrder order,
                               einsum::ContractionOrder::from_opt_einsum_path(num_operands, pairs));
     policy.path = std::move(order);

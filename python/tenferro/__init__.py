@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 
-def _shape_of(operand, position, shapes=False):
+def _shape_of(operand, position, shapes=False, who="contract_path"):
     """The shape of an operand given as an array, a shape tuple of ints,
     a Python scalar or (nested) lists or tuples of numbers (data, as numpy
     reads them); with `shapes` (opt_einsum's shapes=True) every operand is
@@ -88,7 +88,7 @@ def _shape_of(operand, position, shapes=False):
             isinstance(d, (int, _np.integer)) and not isinstance(d, bool) for d in operand):
         for d in operand:
             if d >= 2**63:
-                raise OutOfRangeError(f"contract_path operand {position}: extent {d} does not fit in int64 (at most "
+                raise OutOfRangeError(f"{who} operand {position}: extent {d} does not fit in int64 (at most "
                                       f"2**63 - 1)", code="kSizeOverflow", canonical="kOutOfRange")
         return [int(d) for d in operand]
     if not shapes and isinstance(operand, (int, float, complex, list, tuple)):
@@ -98,7 +98,7 @@ def _shape_of(operand, position, shapes=False):
             pass
     expected = "a shape (a tuple or list of ints)" if shapes else "an array, a shape tuple of ints, a scalar or nested lists"
     raise InvalidArgumentError(
-        f"contract_path operand {position}: expected {expected}, found {type(operand).__name__}",
+        f"{who} operand {position}: expected {expected}, found {type(operand).__name__}",
         code="kInvalidArgument",
         canonical="kInvalidArgument",
     )
@@ -256,13 +256,20 @@ def contract_path(subscripts, *operands, optimize="auto", max_intermediate_bytes
     the arrays' result dtype, float64 for shapes).
     """
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "contract_path")
+    return _planned("contract_path", subscripts, operands, optimize, max_intermediate_bytes, memory_limit, shapes)
+
+
+def _planned(who, subscripts, operands, optimize, max_intermediate_bytes=None, memory_limit=None, shapes=False):
+    """contract_path's (path, PathInfo) for the function `who` (named in
+    errors); subscripts and operands as _subscripts_and_operands gives
+    them."""
     arrays = [] if shapes else [op for op in operands if hasattr(op, "dtype")]
-    shapes = [_shape_of(op, i, shapes) for i, op in enumerate(operands)]
+    shapes = [_shape_of(op, i, shapes, who) for i, op in enumerate(operands)]
     bound = max_intermediate_bytes
     if isinstance(bound, (int, float)) and not isinstance(bound, bool) and arrays:
         # The planner counts float64 elements: the same bound in elements.
         bound = bound * 8.0 / _np.result_type(*arrays).itemsize
-    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound, memory_limit), shapes)
+    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound, memory_limit, who), shapes)
     return info.path, info
 
 
@@ -274,7 +281,7 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     data here, not a shape)."""
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "einsum_path")
     arrays = [op if hasattr(op, "shape") else _np.asarray(op) for op in operands]
-    path, info = contract_path(subscripts, *arrays, optimize=optimize)
+    path, info = _planned("einsum_path", subscripts, arrays, optimize)
     return ["einsum_path", *path], str(info)
 
 
@@ -311,8 +318,8 @@ class ContractExpression(_tenferro._Contraction):
                     f"contract_expression: operand {position} is a constant and must be an array, "
                     f"found {type(operands[position]).__name__}",
                     code="kInvalidArgument", canonical="kInvalidArgument")
-        path, info = contract_path(subscripts, *operands, optimize=optimize, memory_limit=memory_limit,
-                                   max_intermediate_bytes=max_intermediate_bytes)
+        path, info = _planned("contract_expression", subscripts, operands, optimize, max_intermediate_bytes,
+                              memory_limit)
         super().__init__(subscripts, path, memory_limit, max_intermediate_bytes,
                          {i: operands[i] for i in constants})
         self.contraction = subscripts

@@ -105,6 +105,26 @@ def test_contract_path_errors():
     raises(ValueError, "kInvalidArgument", tenferro.contract_path, 42, "ij")
     with pytest.raises(TypeError, match="found None"):
         tenferro.contract_path(None, (2, 3))
+    # Each planning function names itself.
+    a = np.ones((3, 4))
+    for name, call in (("contract_path", lambda: tenferro.contract_path("ij,jk->ik", a)),
+                       ("einsum_path", lambda: tenferro.einsum_path("ij,jk->ik", a)),
+                       ("contract_expression", lambda: tenferro.contract_expression("ij,jk->ik", (3, 4)))):
+        with pytest.raises(tenferro.InvalidArgumentError, match=f"^api invalid_argument: {name} 'ij,jk->ik': the "
+                                                                f"subscripts name 2 operands, found 1"):
+            call()
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"contract_expression operand 1: expected"):
+        tenferro.contract_expression("ij,jk->ik", (3, 4), "x")
+
+
+def test_incomplete_paths_say_how_many_operands_they_leave():
+    ops = [np.ones((2, 2))] * 3
+    for path, found in (([(0, 1), (0,)], "1 step that leaves 2"), (["einsum_path"], "0 steps that leave 3"),
+                        (["einsum_path", (0, 1)], "1 step that leaves 2"),
+                        ([(0, 1), (0, 1), (0, 1)], "3 steps that leave fewer than one")):
+        with pytest.raises(tenferro.InvalidArgumentError,
+                           match=f"expected steps that contract the 3 operands into one, found {found}"):
+            tenferro.einsum("ij,jk,kl->il", *ops, optimize=path)
 
 
 def test_exception_hierarchy():

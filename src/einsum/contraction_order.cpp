@@ -55,8 +55,9 @@ Result<ContractionOrder> ContractionOrder::from_opt_einsum_path(
   }
   if (path.size() != static_cast<std::size_t>(num_inputs - 1)) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "opt_einsum path over {} inputs has {} pairs; expected {} (a complete path)", num_inputs,
-                      path.size(), num_inputs - 1);
+                      "contraction path over {} inputs has {} pairwise steps; expected {} (one per contraction, "
+                      "ending with one result)",
+                      num_inputs, path.size(), num_inputs - 1);
   }
   // The operand list holds SSA node ids; each pair removes two positions
   // and appends the new node.
