@@ -1293,5 +1293,38 @@ TEST(LapackIsolationTest, AnOpenBlasTheProcessAlreadyHoldsDoesNotReplaceItsOwn) 
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(CpuLinalgEngineTest, SystemOpenBlasLoadedLaterKeepsItsOwnState) {
+  // Note [System BLAS outside the deep scope]: in a fresh process the
+  // provider loads first; then the system's pthread OpenBLAS is opened as a
+  // gemm="openblas" runtime opens it and set to 2 threads. That sets the
+  // system library's count, not the provider's copy: a provider loaded
+  // afterwards still reports one thread and stays sequential.
+  if (!LapackLinalgProvider::prefers_own_symbols()) GTEST_SKIP() << "a sanitizer build loads without RTLD_DEEPBIND";
+  Result<std::shared_ptr<LapackLinalgProvider>> here = LapackLinalgProvider::load({});
+  if (!here.ok()) GTEST_SKIP() << here.status().to_string();
+  if (!(*here)->identity().own_instance) GTEST_SKIP() << "built without patchelf: no copy of its own";
+  const std::string& lapacke = (*here)->identity().lapacke_path;
+  const std::string pthread = lapacke.substr(0, lapacke.rfind('/')) + "/openblas-pthread/libopenblas.so.0";
+  if (::access(pthread.c_str(), R_OK) != 0) GTEST_SKIP() << "no pthread OpenBLAS installed";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (!LapackLinalgProvider::load({}).ok()) std::_Exit(2);  // the module first (the parent's load, re-run)
+        void* system = dlopen(pthread.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (system == nullptr) std::_Exit(3);
+        auto set = reinterpret_cast<void (*)(int)>(dlsym(system, "openblas_set_num_threads"));
+        auto get = reinterpret_cast<int (*)()>(dlsym(system, "openblas_get_num_threads"));
+        if (set == nullptr || get == nullptr) std::_Exit(4);
+        set(2);
+        if (get() != 2) std::_Exit(5);
+        Result<std::shared_ptr<LapackLinalgProvider>> later = LapackLinalgProvider::load({});
+        if (!later.ok()) std::_Exit(6);
+        if ((*later)->identity().openblas_threads != 1) std::_Exit(7);
+        if ((*later)->capability().thread_count != cpu::ThreadCountControl::kSequential) std::_Exit(8);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace tenferro::linalg

@@ -92,6 +92,27 @@ void pin_to_one_thread(void* handle) {
   });
 }
 
+// Note [System BLAS outside the deep scope]
+// The module's liblapacke needs the system's libblas.so.3 and
+// liblapack.so.3, which need its libopenblas.so.0. Loaded first as part of
+// the module's RTLD_DEEPBIND group, that libopenblas was relocated in the
+// module's scope, where the renamed copy comes first: its own references
+// (blas_cpu_number, its buffers) bound to the copy's. A later user of the
+// system OpenBLAS (a gemm="openblas" runtime, a program's dlopen) then
+// wrote into the copy: openblas_set_num_threads(2) made the copy report 2
+// threads, and every linalg call of a strict runtime failed with
+// kPlacementError (the C API audit of 2026-12-06). These libraries are
+// therefore loaded on their own first, relocated against themselves; the
+// module's group then reuses them, and the module's and liblapacke's own
+// references still resolve in the copy. Failures are ignored (the module
+// then loads them as before).
+void preload_system_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const char* name : {"libblas.so.3", "liblapack.so.3"}) dlopen(name, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+  });
+}
+
 std::string loaded_file(const void* address) {
   Dl_info info;
   if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
@@ -106,6 +127,7 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
                               : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
+  if (deep_bind_flag() != 0) preload_system_blas();
   module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | deep_bind_flag());
   if (module->handle == nullptr) {
     const char* why = dlerror();
