@@ -788,6 +788,13 @@ Result<std::shared_ptr<const fft::FftOp>> checked_fft(const tf_fft_args* args, b
         "norm is {}; expected TF_FFT_NORM_BACKWARD (0), TF_FFT_NORM_ORTHO (1) or TF_FFT_NORM_FORWARD (2)", args->norm));
   }
   a.norm = static_cast<fft::FftNorm>(args->norm);
+  // Distinct axes: no more than the input has (checked before num_axes
+  // sizes anything).
+  TENFERRO_TRY(require(args->input, "args->input"));
+  if (args->num_axes > static_cast<std::size_t>(std::max<std::int32_t>(args->input->ndim, 0))) {
+    return invalid(fmt::format("num_axes is {}; expected at most the input's ndim, {} (the axes are distinct)",
+                               args->num_axes, args->input->ndim));
+  }
   if (args->num_axes == 0) {
     if (args->axes != nullptr || args->lengths != nullptr) {
       return invalid(

@@ -528,6 +528,11 @@ static void check_fft(tf_runtime* rt) {
     tf_tensor tyr = make_tensor(r, TF_DTYPE_F64, 2, shape, NULL);
     args = fft_args(rt, 0, NULL, 0, &tx, &ty);
     EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "kind is 0");
+    /* More axes than the input has is refused before num_axes sizes
+       anything (SIZE_MAX used to grow without bound). */
+    args = fft_args(rt, TF_FFT_FFT, NULL, (size_t)-1, &tx, &ty);
+    EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "expected at most the input's ndim, 2");
+    EXPECT_ERROR(tf_fft_result(&args, &info, &error), error, TF_CODE_INVALID_ARGUMENT, "num_axes is");
     args = fft_args(rt, TF_FFT_FFT, axis5, 1, &tx, &ty);
     EXPECT_ERROR(tf_fft(&args, &error), error, TF_CODE_AXIS_OUT_OF_RANGE, "");
     args = fft_args(rt, TF_FFT_FFT, twice, 2, &tx, &ty);

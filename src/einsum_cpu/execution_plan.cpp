@@ -506,7 +506,17 @@ ExecutionPlan::~ExecutionPlan() = default;
 
 Result<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::compile(const ContractionTree& tree,
                                                                     const ExecutionPlanOptions& options) {
-  // Refuse what cannot be addressed before building anything.
+  // Refuse what cannot be addressed before building anything: a result
+  // whose element count overflows (kSizeOverflow, as every shape), then
+  // intermediates beyond an addressable workspace.
+  {
+    const std::vector<std::int64_t> out_shape = tree.network().output_shape();
+    Result<std::int64_t> out_elements = checked_numel(out_shape);
+    if (!out_elements.ok()) {
+      return make_error(ErrorCode::kSizeOverflow, ErrorStage::kPrepare, "einsum: the result of shape {}: {}",
+                        shape_to_string(out_shape), out_elements.status().message());
+    }
+  }
   if (!(tree.cost().workspace_bytes < static_cast<double>(std::numeric_limits<std::int64_t>::max() / 4))) {
     return make_error(ErrorCode::kResourceExhausted, ErrorStage::kPrepare,
                       "einsum: the path needs {:.4g} bytes of intermediates; expected an addressable workspace",

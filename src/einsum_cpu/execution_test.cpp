@@ -431,6 +431,20 @@ TEST(EinsumExecution, WorkspaceIsSharedByBuffersThatDoNotOverlapInTime) {
   EXPECT_GE((*p)->workspace_bytes(), one);
 }
 
+TEST(EinsumExecution, ResultsBeyondInt64ElementsAreSizeOverflows) {
+  // The outer product of two 2^40 vectors has 2^80 elements: a size
+  // overflow, as for any shape, before the workspace bound is asked.
+  const std::int64_t n = std::int64_t{1} << 40;
+  Result<Network> net = Network::bind("i,j->ij", refs({{n}, {n}}));
+  ASSERT_TRUE(net.ok()) << net.status().to_string();
+  Result<ContractionTree> tree = plan(*net, PlanningPolicy{});
+  ASSERT_TRUE(tree.ok()) << tree.status().to_string();
+  Result<std::shared_ptr<const ExecutionPlan>> p = ExecutionPlan::compile(*tree);
+  EXPECT_EQ(p.status().code(), ErrorCode::kSizeOverflow) << p.status().to_string();
+  EXPECT_NE(p.status().message().find("einsum: the result of shape [1099511627776, 1099511627776]"), std::string::npos)
+      << p.status().to_string();
+}
+
 TEST(EinsumExecution, InstanceWithTwoPathsAgrees) {
   // A benchmark instance planned two ways (its reference path and greedy)
   // gives the same value: an end-to-end check on a real network.
