@@ -186,7 +186,7 @@ TEST(ContractionOrderTest, OptEinsumPathRoundTrip) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> out_of_range{{0, 3}, {0, 1}};
   expect_error(ContractionOrder::from_opt_einsum_path(3, out_of_range).status(), {"pair 0", "(0, 3)"});
   const std::vector<std::pair<std::int64_t, std::int64_t>> incomplete{{0, 1}};
-  expect_error(ContractionOrder::from_opt_einsum_path(3, incomplete).status(), {"1 pairs", "expected 2"});
+  expect_error(ContractionOrder::from_opt_einsum_path(3, incomplete).status(), {"1 pairwise steps", "expected 2"});
 
   auto parsed = ContractionOrder::parse(4, " ((0, 2),(3,1))");
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
