@@ -481,11 +481,14 @@ typedef struct tf_fft_args {
   int32_t norm; /**< a tf_fft_norm */
   /** The axes to transform (negative: from the end); NULL with num_axes 0:
    *  the last axis; NULL with num_axes k > 0: the last k axes (numpy's s=
-   *  without axes=). */
+   *  without axes=). num_axes is at most the input's ndim (the axes are
+   *  distinct). */
   const int64_t* axes;
   size_t num_axes;
   /** NULL, or one transform length per axis (numpy's n / s; -1 keeps the
-   *  default): the input is zero-padded or cropped to it. */
+   *  default): the input is zero-padded or cropped to it. Lengths need
+   *  num_axes >= 1: numpy's irfft(x, n=8) is axes NULL, num_axes 1,
+   *  lengths {8}. */
   const int64_t* lengths;
   /** F32/F64 (real kinds, or promoted for FFT/IFFT) or C64/C128; F32 and
    *  C64 give C64 / F32 results, F64 and C128 give C128 / F64. */
