@@ -446,12 +446,7 @@ class Planner {
       // engine, or names a CPU domain or device (without an engine) that
       // this engine serves; otherwise the engine's own policy does.
       Placement p = st_.options.placement;
-      const HardwareClass hw = e->metadata().hardware;
-      const bool domain_only =
-          !p.engine_id().valid() &&
-          ((p.kind() == Placement::Kind::kCpuDomain && (hw == HardwareClass::kCpu || hw == HardwareClass::kReference) &&
-            e->serves(p.cpu_domain_id().value())) ||
-           (p.kind() == Placement::Kind::kDevice && hw == HardwareClass::kGpu && e->serves(p.device_id().value())));
+      const bool domain_only = !p.engine_id().valid() && serves_placement(*e, p);
       if ((p.engine_id() != e->id() && !domain_only) || p.kind() == Placement::Kind::kDefault) {
         p = Placement::engine(e->id());
       }

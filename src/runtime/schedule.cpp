@@ -17,6 +17,21 @@ std::uint32_t PreparedState::engine_index(const EngineEntry* entry) {
   return static_cast<std::uint32_t>(engines.size() - 1);
 }
 
+bool serves_placement(const EngineEntry& engine, const Placement& placement) noexcept {
+  const HardwareClass hw = engine.metadata().hardware;
+  switch (placement.kind()) {
+    case Placement::Kind::kCpuDomain:
+      return (hw == HardwareClass::kCpu || hw == HardwareClass::kReference) &&
+             engine.serves(placement.cpu_domain_id().value());
+    case Placement::Kind::kDevice:
+      return hw == HardwareClass::kGpu && engine.serves(placement.device_id().value());
+    case Placement::Kind::kDefault:
+    case Placement::Kind::kEngine:
+      return false;
+  }
+  return false;
+}
+
 Result<ResolvedPlacement> resolve_placement(const RuntimeConfig& config, Placement placement,
                                             std::span<const AffinityWeight> inputs, std::string* reason) {
   const EngineEntry* engine = nullptr;
@@ -39,9 +54,7 @@ Result<ResolvedPlacement> resolve_placement(const RuntimeConfig& config, Placeme
       const std::uint64_t domain = cpu ? placement.cpu_domain_id().value() : placement.device_id().value();
       for (const EngineEntry& e : config.engines()) {
         if (placement.engine_id().valid() && e.id() != placement.engine_id()) continue;
-        const HardwareClass hw = e.metadata().hardware;
-        if ((cpu ? (hw == HardwareClass::kCpu || hw == HardwareClass::kReference) : hw == HardwareClass::kGpu) &&
-            e.serves(domain)) {
+        if (serves_placement(e, placement)) {
           engine = &e;
           break;
         }

@@ -295,5 +295,9 @@ struct AffinityWeight {
 /// Never allocates unless `reason` is given or it fails.
 Result<ResolvedPlacement> resolve_placement(const RuntimeConfig& config, Placement placement,
                                             std::span<const AffinityWeight> inputs, std::string* reason);
+/// Whether `engine` is one a CPU-domain or device placement points at: of
+/// that hardware class (CPU or reference; GPU) and serving that domain or
+/// device, whichever engine the placement names. False for other kinds.
+bool serves_placement(const EngineEntry& engine, const Placement& placement) noexcept;
 
 }  // namespace tenferro::runtime::internal
