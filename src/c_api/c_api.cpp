@@ -586,7 +586,8 @@ Status describe_result(const program::ValueMetadata& result, tf_result_info* inf
     return invalid(fmt::format("{} is NULL; expected a valid pointer",
                                naming == Naming::kSingle ? std::string("result") : fmt::format("results[{}]", index)));
   }
-  TENFERRO_TRY(check_struct_size("tf_result_info", info->struct_size, {TF_RESULT_INFO_SIZE_V1}));
+  TENFERRO_TRY(check_struct_size(naming == Naming::kSingle ? std::string("result") : fmt::format("results[{}]", index),
+                                 info->struct_size, {TF_RESULT_INFO_SIZE_V1}, "tf_result_info"));
   if (result.rank() > TF_MAX_RESULT_NDIM) {
     return make_error(ErrorCode::kUnsupported, ErrorStage::kNone,
                       "result {} has {} axes; tf_result_info holds at most TF_MAX_RESULT_NDIM ({})", index,
@@ -730,28 +731,39 @@ Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(const tf_linalg_arg
     default:
       break;
   }
-  TENFERRO_TRY(allow(0, "this op"));
+  // The ops without options: named in the flags message.
+  std::shared_ptr<const LinalgOp> plain;
   switch (args.op) {
     case TF_LINALG_CHOLESKY:
-      return LinalgOp::cholesky();
+      plain = LinalgOp::cholesky();
+      break;
     case TF_LINALG_LU:
-      return LinalgOp::lu();
+      plain = LinalgOp::lu();
+      break;
     case TF_LINALG_SOLVE:
-      return LinalgOp::solve();
+      plain = LinalgOp::solve();
+      break;
     case TF_LINALG_INV:
-      return LinalgOp::inv();
+      plain = LinalgOp::inv();
+      break;
     case TF_LINALG_DET:
-      return LinalgOp::det();
+      plain = LinalgOp::det();
+      break;
     case TF_LINALG_SLOGDET:
-      return LinalgOp::slogdet();
+      plain = LinalgOp::slogdet();
+      break;
     case TF_LINALG_LSTSQ:
-      return LinalgOp::lstsq(rcond);
+      plain = LinalgOp::lstsq(rcond);
+      break;
     case TF_LINALG_PINV:
-      return LinalgOp::pinv(rcond);
+      plain = LinalgOp::pinv(rcond);
+      break;
     default:
       return invalid(
           fmt::format("op is {}; expected a tf_linalg_op (TF_LINALG_SVD (1) to TF_LINALG_VECTOR_NORM (15))", args.op));
   }
+  TENFERRO_TRY(allow(0, plain->describe()));
+  return plain;
 }
 
 // The checked arguments of tf_linalg / tf_linalg_results.

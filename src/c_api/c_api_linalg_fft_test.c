@@ -434,6 +434,16 @@ static void check_linalg_errors(tf_runtime* rt) {
   }
   EXPECT_ERROR(tf_linalg_results(&args, NULL, 1, &count, &error), error, TF_CODE_INVALID_ARGUMENT, "results is NULL");
   EXPECT_ERROR(tf_linalg_results(&args, NULL, 0, NULL, &error), error, TF_CODE_INVALID_ARGUMENT, "count is NULL");
+  /* A bad struct_size names the entry; flags on an op without options name the op. */
+  {
+    tf_result_info three[3];
+    memset(three, 0, sizeof three);
+    three[0].struct_size = three[1].struct_size = sizeof three[0];
+    EXPECT_ERROR(tf_linalg_results(&args, three, 3, &count, &error), error, TF_CODE_INVALID_ARGUMENT,
+                 "results[2].struct_size is 0; expected sizeof(tf_result_info)");
+  }
+  args = linalg_args(rt, TF_LINALG_SOLVE, TF_LINALG_UPPER, in2, 2, one_x, 1);
+  EXPECT_ERROR(tf_linalg(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "flags 0x4 for linalg.solve");
 }
 
 /* --- FFT ------------------------------------------------------------------ */
