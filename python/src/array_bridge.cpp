@@ -523,7 +523,14 @@ std::int64_t as_index(py::handle obj, const char* what) {
   }
   if (!index)
     raise_type_error(fmt::format("{}: expected an integer (int or numpy integer), found {}", what, type_name(obj)));
-  return py::cast<std::int64_t>(index);
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    raise_error(ErrorCode::kOutOfRange,
+                fmt::format("{}: expected an integer that fits int64, found {}", what, std::string(py::str(index))));
+  }
+  if (value == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
+  return value;
 }
 
 double estimated_work(std::span<const Tensor> operands, WorkKind kind) {

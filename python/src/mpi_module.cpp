@@ -58,6 +58,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -85,6 +86,19 @@
 
 namespace tenferro::python {
 namespace {
+
+// An int argument of MPI (a rank, a tag, a thread count): a Python integer
+// that fits a C int. A larger one is an error, as in mpi4py (OverflowError
+// there), instead of being cut to 32 bits (a send to tag 2**32 + 5 reached
+// recv(tag=5)).
+int mpi_int(py::handle value, const char* what) {
+  const std::int64_t v = as_index(value, what);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    raise_error(ErrorCode::kOutOfRange,
+                fmt::format("{}: expected an integer that fits a C int (MPI's type for it), found {}", what, v));
+  }
+  return static_cast<int>(v);
+}
 
 // The communicator id the rank runtime binds (one communicator per runtime).
 constexpr std::uint64_t kRankCommunicator = 1;
@@ -135,7 +149,7 @@ class PyCommunicator {
     std::optional<py::error_already_set> python_error;
     const Status local = [&]() -> Status {
       try {
-        threads_ = static_cast<int>(as_index(threads, "tenferro.mpi.Communicator threads"));
+        threads_ = mpi_int(threads, "tenferro.mpi.Communicator threads");
       } catch (py::error_already_set& e) {
         python_error.emplace(std::move(e));
         return status_of(*python_error);
@@ -330,8 +344,8 @@ class PyCommunicator {
   void send(py::handle x, py::handle dest, py::handle tag) {
     const std::unique_lock<std::mutex> lock = serialize();
     Local local;
-    const int d = local.run([&] { return static_cast<int>(as_index(dest, "send dest")); }, -1);
-    const int t = local.run([&] { return static_cast<int>(as_index(tag, "send tag")); }, -1);
+    const int d = local.run([&] { return mpi_int(dest, "send dest"); }, -1);
+    const int t = local.run([&] { return mpi_int(tag, "send tag"); }, -1);
     const CollectiveBuffer b = local.run([&] { return buffer_of(x, "send"); }, CollectiveBuffer{});
     // A failed conversion still sends (an error header), so the receiver
     // raises too instead of waiting.
@@ -343,8 +357,8 @@ class PyCommunicator {
   py::object recv(py::handle source, py::handle shape, py::handle dtype, py::handle tag) {
     const std::unique_lock<std::mutex> lock = serialize();
     Local local;
-    const int s = local.run([&] { return static_cast<int>(as_index(source, "recv source")); }, -1);
-    const int t = local.run([&] { return static_cast<int>(as_index(tag, "recv tag")); }, -1);
+    const int s = local.run([&] { return mpi_int(source, "recv source"); }, -1);
+    const int t = local.run([&] { return mpi_int(tag, "recv tag"); }, -1);
     CollectiveBuffer b =
         local.run([&] { return buffer_of(py::module_::import("numpy").attr("empty")(shape, dtype), "recv"); },
                   CollectiveBuffer{});
@@ -490,7 +504,7 @@ class PyCommunicator {
     raise_type_error(fmt::format("{}, found {}", kExpected, type_name(op)));
   }
 
-  static int root_of(py::handle root) { return static_cast<int>(as_index(root, "root")); }
+  static int root_of(py::handle root) { return mpi_int(root, "root"); }
 
   // One call at a time per communicator, as MPI orders collectives on one
   // communicator anyway; a Python thread waiting here does not hold the GIL

@@ -151,14 +151,20 @@ class Communicator:
             fingerprint = int.from_bytes(h.digest(), "little") >> 2
         except Exception as e:  # noqa: BLE001 - agreed below, raised on this rank
             failure = e
-        seen = self._impl.allreduce(np.array([failure is not None, fingerprint, -fingerprint], np.int64), "max")
-        if failure is not None:
-            raise failure
+        # Agreed: whether a rank failed (2 for a TypeError, which every
+        # rank raises as a DTypeError, as einsum does without the check),
+        # the lowest failing rank (as size - rank, for max), the values.
+        kind = 0 if failure is None else 2 if isinstance(failure, TypeError) else 1
+        lowest = self.size - self.rank if failure is not None else 0
+        seen = self._impl.allreduce(np.array([kind, lowest, fingerprint, -fingerprint], np.int64), "max")
         if seen[0]:
-            raise _errors.InvalidArgumentError(
-                "einsum check_operands=True: another rank could not read its operands",
-                code="kInvalidArgument", canonical="kInvalidArgument")
-        if seen[1] != -seen[2]:
+            cls, code = (_errors.DTypeError, "kDTypeMismatch") if seen[0] == 2 else (_errors.InvalidArgumentError,
+                                                                                     "kInvalidArgument")
+            who = f"rank {self.size - int(seen[1])}"
+            cause = f": {failure}" if failure is not None else ""
+            raise cls(f"einsum check_operands=True: {who if failure is None else f'rank {self.rank}'} could not read "
+                      f"its operands{cause}", code=code, canonical="kInvalidArgument") from failure
+        if seen[2] != -seen[3]:
             raise _errors.InvalidArgumentError(
                 "einsum check_operands=True: expected the same operands on every rank, found different values "
                 "(the ranks' shares are summed, so each rank must pass the same data)",

@@ -203,6 +203,24 @@ def check_errors_reach_every_rank():
     # A Python-level error on rank 1: an operand numpy cannot convert.
     expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, "text" if one else b),
                                tenferro.DTypeError, "unconvertible operand on rank 1")
+    # Integers beyond a C int are errors, never cut to 32 bits (2**32 + 1
+    # used to broadcast from rank 1).
+    for call in (lambda: comm.broadcast(a, root=2**32 + 1), lambda: comm.reduce(a, root=2**32),
+                 lambda: comm.broadcast(a, root=2**70),
+                 lambda: tenferro.mpi.Communicator(WORLD, threads=2**32 + 1)):
+        try:
+            call()
+            check(False, f"rank {RANK}: an integer beyond a C int was accepted")
+        except tenferro.OutOfRangeError as e:
+            check("expected an integer that fits" in str(e), f"rank {RANK}: {e}")
+    # The same with check_operands=True: a DTypeError on every rank too, the
+    # others naming rank 1.
+    try:
+        comm.einsum("ab,bc->ac", a, object() if one else b, check_operands=True)
+        check(SIZE == 1, "check_operands with an unreadable operand on rank 1: returned")
+    except tenferro.DTypeError as e:
+        check(one or "rank 1 could not read its operands" in str(e),
+              f"check_operands: rank {RANK}'s error does not name rank 1: {e}")
     expect_error_on_every_rank(lambda: comm.einsum(3 if one else "ab,bc->ac", a, b), TypeError,
                                "subscripts not a str on rank 1")
     expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, b, max_intermediate_bytes=-1 if one else None),
