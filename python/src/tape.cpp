@@ -1140,7 +1140,6 @@ void register_tape(py::module_& m) {
              return tensor_to_numpy(value_or_raise(tape.tape.grad(variable.handle)));
            })
       .def("zero_grad", [](PyTape& tape) { tape.tape.zero_grad(); })
-      .def_property_readonly("operations", [](const PyTape& tape) { return tape.tape.metrics().operations_recorded; })
       .def("jvp",
            [](PyTape& tape, const PyTraced& output, const py::sequence& variables, const py::sequence& tangents) {
              return tensor_to_numpy(
