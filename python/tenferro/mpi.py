@@ -160,10 +160,9 @@ class Communicator:
         if seen[0]:
             cls, code = (_errors.DTypeError, "kDTypeMismatch") if seen[0] == 2 else (_errors.InvalidArgumentError,
                                                                                      "kInvalidArgument")
-            who = f"rank {self.size - int(seen[1])}"
-            cause = f": {failure}" if failure is not None else ""
-            raise cls(f"einsum check_operands=True: {who if failure is None else f'rank {self.rank}'} could not read "
-                      f"its operands{cause}", code=code, canonical="kInvalidArgument") from failure
+            failing, cause = (self.size - int(seen[1]), "") if failure is None else (self.rank, f": {failure}")
+            raise cls(f"einsum check_operands=True: rank {failing} could not read its operands{cause}", code=code,
+                      canonical="kInvalidArgument") from failure
         if seen[2] != -seen[3]:
             raise _errors.InvalidArgumentError(
                 "einsum check_operands=True: expected the same operands on every rank, found different values "

@@ -509,13 +509,10 @@ Result<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::compile(const Contra
   // Refuse what cannot be addressed before building anything: a result
   // whose element count overflows (kSizeOverflow, as every shape), then
   // intermediates beyond an addressable workspace.
-  {
-    const std::vector<std::int64_t> out_shape = tree.network().output_shape();
-    Result<std::int64_t> out_elements = checked_numel(out_shape);
-    if (!out_elements.ok()) {
-      return make_error(ErrorCode::kSizeOverflow, ErrorStage::kPrepare, "einsum: the result of shape {}: {}",
-                        shape_to_string(out_shape), out_elements.status().message());
-    }
+  const std::vector<std::int64_t> out_shape = tree.network().output_shape();
+  if (Result<std::int64_t> out_elements = checked_numel(out_shape); !out_elements.ok()) {
+    return make_error(ErrorCode::kSizeOverflow, ErrorStage::kPrepare, "einsum: the result of shape {}: {}",
+                      shape_to_string(out_shape), out_elements.status().message());
   }
   if (!(tree.cost().workspace_bytes < static_cast<double>(std::numeric_limits<std::int64_t>::max() / 4))) {
     return make_error(ErrorCode::kResourceExhausted, ErrorStage::kPrepare,
@@ -523,7 +520,6 @@ Result<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::compile(const Contra
                       tree.cost().workspace_bytes);
   }
   auto impl = std::make_unique<Impl>(tree);
-  const std::vector<std::int64_t> out_shape = tree.network().output_shape();
   impl->output_shape = Dims(out_shape.begin(), out_shape.end());
   impl->layout = internal::plan_layouts(impl->tree, options.gemm_strides);
   impl->compile_inputs();
