@@ -69,13 +69,6 @@ Result<Tensor> rank_of_singular_values(runtime::EagerContext& context, const Ten
 
 bool single_precision(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kComplex64; }
 
-// The default relative cutoff of matrix_rank, lstsq and pinv for an m x n
-// matrix: max(m, n) times the precision's eps.
-double default_cutoff(std::int64_t m, std::int64_t n, bool single) {
-  return static_cast<double>(std::max(m, n)) *
-         (single ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon());
-}
-
 Result<EigenResult> eigen(runtime::EagerContext& context, const std::shared_ptr<const LinalgOp>& op, const Tensor& a) {
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, call(context, op, {a}));
   EigenResult r;
@@ -191,7 +184,7 @@ Result<LstsqResult> lstsq_of(runtime::EagerContext& context, const Tensor& a, co
     // numpy's rank and residuals, from the solver's singular values and x
     // (still [.., n, k]; a and b of equal batch axes here).
     const std::int64_t m = s.a.shape()[s.a.rank() - 2], n = s.a.shape()[s.a.rank() - 1];
-    const double relative = rcond >= 0 ? rcond : default_cutoff(m, n, r.s.dtype() == DType::kFloat32);
+    const double relative = relative_cutoff(rcond, s.a.dtype(), m, n);
     TENFERRO_ASSIGN_OR_RETURN(r.rank, rank_of_singular_values(context, r.s, relative));
     bool full_rank = m > n;
     const std::int64_t* ranks = static_cast<const std::int64_t*>(r.rank.data());
@@ -257,8 +250,7 @@ Result<Tensor> matrix_rank(runtime::EagerContext& context, const Tensor& a, doub
   }
   const std::int64_t m = a.shape()[a.rank() - 2], n = a.shape()[a.rank() - 1];
   TENFERRO_ASSIGN_OR_RETURN(const SvdResult values, svd(context, a, SvdMode::kValuesOnly));
-  return rank_of_singular_values(context, values.s,
-                                 rtol >= 0 ? rtol : default_cutoff(m, n, single_precision(a.dtype())));
+  return rank_of_singular_values(context, values.s, relative_cutoff(rtol, a.dtype(), m, n));
 }
 
 namespace {

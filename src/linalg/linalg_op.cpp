@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -542,6 +543,13 @@ Result<SmallVector<ValueMetadata, 2>> LinalgOp::infer_metadata(std::span<const V
     }
   }
   return out;
+}
+
+double relative_cutoff(double rcond, DType dtype, std::int64_t m, std::int64_t n) noexcept {
+  if (rcond >= 0.0) return rcond;
+  const double eps = real_dtype(dtype) == DType::kFloat32 ? static_cast<double>(std::numeric_limits<float>::epsilon())
+                                                          : std::numeric_limits<double>::epsilon();
+  return eps * static_cast<double>(std::max(m, n));
 }
 
 }  // namespace tenferro::linalg

@@ -2,6 +2,7 @@
 // typed compile errors, payload identity, effects and aliases, and use in a
 // program builder.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -110,6 +111,17 @@ TEST(LinalgOpTest, TypedCompileErrors) {
   const auto x = *b.add_input(DType::kFloat64, {3, 4}, "x");
   EXPECT_EQ(b.emit_extension(LinalgOp::det(), {x}).status().code(), ErrorCode::kShapeMismatch);
   EXPECT_EQ(b.num_operations(), 0u);
+}
+
+TEST(LinalgOpTest, RelativeCutoffIsRcondOrNumpysDefault) {
+  EXPECT_EQ(relative_cutoff(1e-3, DType::kFloat64, 5, 7), 1e-3);
+  EXPECT_EQ(relative_cutoff(0.0, DType::kFloat32, 5, 7), 0.0);
+  // numpy: S.max() * max(M, N) * eps, eps of the real precision.
+  EXPECT_EQ(relative_cutoff(-1, DType::kFloat64, 5, 7), 7 * std::numeric_limits<double>::epsilon());
+  EXPECT_EQ(relative_cutoff(-1, DType::kComplex128, 9, 2), 9 * std::numeric_limits<double>::epsilon());
+  EXPECT_EQ(relative_cutoff(-1, DType::kFloat32, 3, 4), 4 * static_cast<double>(std::numeric_limits<float>::epsilon()));
+  EXPECT_EQ(relative_cutoff(std::nan(""), DType::kComplex64, 6, 1),
+            6 * static_cast<double>(std::numeric_limits<float>::epsilon()));
 }
 
 TEST(LinalgOpTest, PayloadIdentityEffectsAndAliases) {

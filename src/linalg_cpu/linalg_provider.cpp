@@ -3,7 +3,6 @@
 #include "tenferro/linalg_cpu/linalg_provider.h"
 
 #include <algorithm>
-#include <cfloat>
 
 namespace tenferro::linalg {
 
@@ -101,12 +100,6 @@ Error no_convergence_error(LinalgOpKind op, std::string_view provider, std::int6
   return make_error(ErrorCode::kNoConvergence, ErrorStage::kNone,
                     "linalg.{}: expected the {} iteration to converge, found no convergence (info = {})", to_string(op),
                     provider, info);
-}
-
-double effective_rcond(const LinalgProblem& problem) noexcept {
-  if (problem.attributes->rcond >= 0.0) return problem.attributes->rcond;
-  const double eps = real_dtype(problem.dtype) == DType::kFloat32 ? static_cast<double>(FLT_EPSILON) : DBL_EPSILON;
-  return eps * static_cast<double>(std::max(problem.m, problem.n));
 }
 
 Error unsupported_problem(std::string_view provider, const LinalgProblem& problem, std::string_view why) {

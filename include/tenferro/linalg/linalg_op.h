@@ -134,6 +134,13 @@ struct LinalgAttributes {
   friend bool operator==(const LinalgAttributes&, const LinalgAttributes&) = default;
 };
 
+/// The relative singular-value cutoff of lstsq, pinv and matrix_rank for an
+/// m x n matrix of `dtype`: `rcond` when it is >= 0, else numpy's default
+/// eps(dtype) * max(m, n) (NaN counts as negative). Singular values at or
+/// below cutoff * max(S) count as zero. The providers and the eager functions
+/// read it here.
+double relative_cutoff(double rcond, DType dtype, std::int64_t m, std::int64_t n) noexcept;
+
 /// The slot that computes `attributes` (matrix_norm's 2, -2 and nuclear
 /// orders need singular values: kSvd).
 LinalgSlot slot_of(const LinalgAttributes& attributes) noexcept;

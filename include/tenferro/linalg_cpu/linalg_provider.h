@@ -152,9 +152,6 @@ struct LinalgProviderBundle {
 Error singular_matrix_error(LinalgOpKind op, std::int64_t info);
 Error not_positive_definite_error(std::int64_t info);
 Error no_convergence_error(LinalgOpKind op, std::string_view provider, std::int64_t info);
-/// The rcond of lstsq / pinv: attributes.rcond, or eps(dtype) * max(m, n)
-/// when it is negative (the default).
-double effective_rcond(const LinalgProblem& problem) noexcept;
 /// kUnsupported naming the provider and the problem.
 Error unsupported_problem(std::string_view provider, const LinalgProblem& problem, std::string_view why);
 

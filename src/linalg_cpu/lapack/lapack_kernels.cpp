@@ -225,7 +225,8 @@ class LapackKernels {
                                  static_cast<I>(plan.sizes[0]), w.rwork, w.iwork);
     if (info != 0) return lapack_failure(info);
     // A⁺ = V diag(s⁺) Uᴴ = (diag(s⁺) Vᴴ)ᴴ Uᴴ: scale the rows of Vᴴ, then one GEMM.
-    const R cutoff = static_cast<R>(effective_rcond(p_)) * (k_ > 0 ? w.s[0] : R(0));
+    const R cutoff =
+        static_cast<R>(relative_cutoff(p_.attributes->rcond, p_.dtype, p_.m, p_.n)) * (k_ > 0 ? w.s[0] : R(0));
     for (I l = 0; l < k_; ++l) {
       const R inv = w.s[l] > cutoff ? R(1) / w.s[l] : R(0);
       for (I j = 0; j < n_; ++j) w.vt[l + static_cast<std::int64_t>(j) * ld(k_)] *= inv;
@@ -464,9 +465,9 @@ class LapackKernels {
       std::fill(rhs, rhs + spare, T{});
       ldb = static_cast<I>(spare);
     }
-    const I info =
-        lapack_.gelsd(m_, n_, lstsq_columns(), data(b.a), ld_of(b.a), rhs, ldb, static_cast<R*>(b.values),
-                      static_cast<R>(effective_rcond(p_)), &rank, w.work, static_cast<I>(lwork), w.rwork, w.iwork);
+    const I info = lapack_.gelsd(m_, n_, lstsq_columns(), data(b.a), ld_of(b.a), rhs, ldb, static_cast<R*>(b.values),
+                                 static_cast<R>(relative_cutoff(p_.attributes->rcond, p_.dtype, p_.m, p_.n)), &rank,
+                                 w.work, static_cast<I>(lwork), w.rwork, w.iwork);
     return info == 0 ? ok_status() : lapack_failure(info);
   }
 
