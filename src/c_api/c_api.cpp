@@ -685,6 +685,13 @@ Result<std::shared_ptr<const linalg::LinalgOp>> linalg_op_of(const tf_linalg_arg
     return invalid(
         fmt::format("norm is {}; only TF_LINALG_MATRIX_NORM and TF_LINALG_VECTOR_NORM take a norm", args.norm));
   }
+  if (args.rcond != 0.0 && args.op != TF_LINALG_LSTSQ && args.op != TF_LINALG_PINV) {
+    return invalid(
+        fmt::format("rcond is {}; only TF_LINALG_LSTSQ and TF_LINALG_PINV take an rcond (expected 0)", args.rcond));
+  }
+  if (args.p != 0.0 && (args.op != TF_LINALG_VECTOR_NORM || args.norm != TF_NORM_P)) {
+    return invalid(fmt::format("p is {}; only TF_LINALG_VECTOR_NORM with TF_NORM_P takes a p (expected 0)", args.p));
+  }
   if (std::isnan(args.rcond)) return invalid("rcond is NaN; expected a number (<= 0: the default cutoff)");
   const double rcond = args.rcond > 0.0 ? args.rcond : -1.0;
   const bool values_only = (flags & TF_LINALG_VALUES_ONLY) != 0;

@@ -343,6 +343,12 @@ static void check_lstsq_pinv_norms(tf_runtime* rt) {
   args.norm = TF_NORM_P;
   args.p = 3.0;
   if (EXPECT_OK(tf_linalg(&args, &error), error)) CHECK(fabs(pnorm - cbrt(expected_p)) < 1e-12);
+  /* An option of another operation is refused, as a norm is, not ignored. */
+  args.norm = TF_NORM_TWO;
+  EXPECT_ERROR(tf_linalg(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "only TF_LINALG_VECTOR_NORM with TF_NORM_P takes a p");
+  args = linalg_args(rt, TF_LINALG_MATRIX_NORM, 0u, aa, 1, of, 1);
+  args.rcond = 1e-3;
+  EXPECT_ERROR(tf_linalg(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "rcond is 0.001; only TF_LINALG_LSTSQ and");
   free(a);
   free(b);
 }

@@ -424,9 +424,11 @@ typedef struct tf_linalg_args {
   int32_t norm;   /**< a tf_norm (norms only) */
   int32_t reserved0;
   double p;                       /**< VECTOR_NORM with TF_NORM_P: any finite p, as numpy's ord
-                                     (0: the count of non-zeros; negative: sum(|x|^p)^(1/p)) */
+                                     (0: the count of non-zeros; negative: sum(|x|^p)^(1/p));
+                                     0 for every other operation and norm */
   double rcond;                   /**< LSTSQ, PINV: singular values below rcond * max(S) count as
-                                     zero; <= 0 (the default): eps * max(m, n); NaN is refused */
+                                     zero; <= 0 (the default): eps * max(m, n); NaN is refused;
+                                     0 for every other operation */
   const tf_tensor* const* inputs; /**< 1 operand, 2 for SOLVE, TRIANGULAR_SOLVE, LSTSQ */
   size_t num_inputs;
   /** One caller-owned array per result, written in place, each of exactly the
