@@ -69,7 +69,7 @@ TEST(NetworkTest, EllipsisAndSizeOneBroadcasting) {
   EXPECT_EQ(net->output_shape(), (std::vector<std::int64_t>{5, 4, 2, 6}));
   // Operand 0's size-1 axis broadcasts against 4.
   EXPECT_EQ(net->operand(0).axis_labels[1], kBroadcastAxis);
-  EXPECT_EQ(net->label_name(e0), "…0");
+  EXPECT_EQ(net->label_name(e0), "...[0]");
 
   // numpy broadcasts size-1 axes of named labels too.
   auto named = bind_shapes("ij,jk->ik", {{2, 1}, {3, 4}});
@@ -92,7 +92,7 @@ TEST(NetworkTest, TypedErrorsNameOperandAndLabel) {
   expect_error(bind_shapes("ii", {{2, 3}}).status(), ErrorCode::kShapeMismatch,
                {"operand 0", "label 'i'", "axes 0 and 1"});
   expect_error(bind_shapes("...i->i", {{2, 3}}).status(), ErrorCode::kShapeMismatch, {"\"...\"", "output"});
-  expect_error(bind_shapes("...i,...i->...", {{2, 3}, {4, 3}}).status(), ErrorCode::kShapeMismatch, {"label '…0'"});
+  expect_error(bind_shapes("...i,...i->...", {{2, 3}, {4, 3}}).status(), ErrorCode::kShapeMismatch, {"label '...[0]'"});
   expect_error(bind_shapes("ij,jk", {{2, 3}}).status(), ErrorCode::kInvalidArgument,
                {"names 2 operands", "found 1 input"});
   expect_error(bind_shapes("ij", {{2, -3}}).status(), ErrorCode::kInvalidArgument, {"operand 0", "-3", "label 'j'"});
