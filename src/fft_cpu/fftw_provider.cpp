@@ -109,19 +109,42 @@ struct Fftw<float> {
 // provider allocates and frees as much as its larger array (a large
 // malloc is an mmap that touches no page: microseconds, against
 // milliseconds for the transform); when that fails the call is
-// kResourceExhausted and FFTW is not entered. It is a guard, not a proof:
-// FFTW may still need more than the data's size (Bluestein's algorithm
-// for large prime lengths), but the common failure now raises.
+// kResourceExhausted and FFTW is not entered. For a length with a large
+// prime factor p, FFTW's Rader and Bluestein solvers work on convolutions
+// of about 2p, padded, with several arrays of them: the peak address space
+// of a prime-length complex128 transform (VmPeak in a fresh process,
+// 2026-12-06, n from 2e6 to 1.7e7) was 10.0 to 10.3 times the data, against
+// 3 times for powers of two (the output and the two planning arrays). The
+// probe therefore adds 8 p complex values (working_bytes). It is a guard,
+// not a proof, but no measured length escapes it.
 constexpr std::size_t kHeadroomFrom = std::size_t{32} << 20;
+
+std::int64_t largest_prime_factor(std::int64_t n) noexcept {
+  std::int64_t largest = 1;
+  for (std::int64_t f = 2; f <= n / f; ++f) {
+    while (n % f == 0) {
+      largest = f;
+      n /= f;
+    }
+  }
+  return n > 1 ? n : largest;
+}
+
+// The bytes the probe asks for: the larger array, and the prime solvers'
+// working arrays for a prime factor beyond FFTW's codelets.
+std::size_t working_bytes(std::size_t data_bytes, std::int64_t n, std::size_t complex_bytes) noexcept {
+  const std::int64_t p = largest_prime_factor(n);
+  return p <= 64 ? data_bytes : data_bytes + 8 * static_cast<std::size_t>(p) * complex_bytes;
+}
 
 Status reserve_headroom(std::size_t bytes, std::string_view name, ErrorStage stage) {
   if (bytes < kHeadroomFrom) return ok_status();
   void* probe = std::malloc(bytes);
   if (probe == nullptr) {
     return make_error(ErrorCode::kResourceExhausted, stage,
-                      "fft provider {}: expected {} bytes of free memory for FFTW's working arrays (as much as the "
-                      "transform's larger array), found the allocation failing (an address-space limit or too little "
-                      "memory)",
+                      "fft provider {}: expected {} bytes of free memory for FFTW's working arrays (the transform's "
+                      "larger array, and more for a large prime factor of its length), found the allocation failing "
+                      "(an address-space limit or too little memory)",
                       name, bytes);
   }
   std::free(probe);
@@ -218,7 +241,7 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
                       name, in_bytes, out_bytes);
   }
   // Note [FFTW allocation failures]
-  const std::size_t headroom = std::max(in_bytes, out_bytes);
+  const std::size_t headroom = working_bytes(std::max(in_bytes, out_bytes), p.dim.n, sizeof(C));
   TENFERRO_TRY(reserve_headroom(headroom, name, ErrorStage::kPrepare));
   void* out_ptr = p.in_place ? in.data() : out.data();
   fftw_iodim64 dim{p.dim.n, p.dim.in_stride, p.dim.out_stride};

@@ -305,29 +305,36 @@ std::size_t address_space_bytes() {
   return 0;
 }
 
-// Plans a 2^26-point complex128 transform (1 GiB arrays) under an
-// address-space limit with room for the two planning arrays and half of
-// one more: 0 when the plan is kResourceExhausted.
-int plan_under_a_limit() {
-  constexpr std::size_t kArray = std::size_t{1} << 30;
-  const std::size_t room = address_space_bytes() + 2 * kArray + kArray / 2;
+// Plans and runs an n-point complex128 transform under an address-space
+// limit with room for the two planning arrays and `halves` / 2 more, beside
+// its input and output: 0 when the plan is kResourceExhausted.
+int transform_under_a_limit(std::int64_t n, std::size_t halves) {
+  const std::size_t array = static_cast<std::size_t>(n) * 16;
+  void* in = std::calloc(array, 1);  // an mmap of zero pages: no memory touched
+  void* out = std::calloc(array, 1);
+  if (in == nullptr || out == nullptr) return 4;
+  const std::size_t room = address_space_bytes() + 2 * array + halves * (array / 2);
   const rlimit limit{room, room};
   if (setrlimit(RLIMIT_AS, &limit) != 0) return 3;
   FftwFftProvider provider;
   FftProblem p;
-  p.dim = {std::int64_t{1} << 26, 1, 1};
+  p.dim = {n, 1, 1};
   const auto planned = provider.plan(p);
-  if (planned.ok()) return 1;
+  if (planned.ok()) return (*planned)->execute(in, out, {}).ok() ? 1 : 5;
   return planned.status().code() == ErrorCode::kResourceExhausted ? 0 : 2;
 }
 
 // Note [FFTW allocation failures]: where the planning arrays fit but not
 // FFTW's twiddle tables, the plan is kResourceExhausted; FFTW would abort
-// the process (the death test sees an abort as a wrong exit).
+// the process (the death test sees an abort as a wrong exit): 2^26 points
+// (1 GiB arrays) with room for half an array more. The prime 16777259
+// (256 MiB arrays) with room for 2.5 arrays more: a probe of one array fits
+// and FFTW plans, but its run needs about 7 arrays more.
 TEST(FftwProvider, AllocationFailuresAreErrorsNotAborts) {
   if (kSanitized) GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(plan_under_a_limit()), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::_Exit(transform_under_a_limit(std::int64_t{1} << 26, 1)), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::_Exit(transform_under_a_limit(16777259, 5)), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(FftwProvider, MeasureModePlansOnScratchArrays) {
