@@ -80,9 +80,20 @@ def _length(n, what):
     return i
 
 
+def _norm(norm):
+    """None as "backward"; anything but a string an InvalidArgumentError
+    (numpy's ValueError; the names themselves are checked by the extension)."""
+    if norm is None:
+        return "backward"
+    if type(norm) is not str:
+        raise _invalid(f'fft: expected norm None, "backward", "ortho" or "forward", found {norm!r} '
+                       f"({type(norm).__name__})")
+    return norm
+
+
 def _transform(kind, a, s, axes, norm, runtime):
     a = _fft_operand(kind, a)
-    norm = "backward" if norm is None else norm
+    norm = norm if type(norm) is str else _norm(norm)
     s = None if s is None else [_length(v, "s") for v in s]
     ndim = len(a.shape)
     if axes is None:  # numpy: the last len(s) axes, or every axis
@@ -145,7 +156,7 @@ def _one_axis(kind, a, n, axis, norm, runtime):
     # The common call, straight to the extension.
     n = None if n is None else [_length(n, "n")]
     if type(a) is _np.ndarray and a.dtype.char in ("FD" if kind in _COMPLEX_INPUT else "fdFD"):
-        return _tenferro._fft(runtime, kind, a, n, [_operator.index(axis)], "backward" if norm is None else norm)
+        return _tenferro._fft(runtime, kind, a, n, [_operator.index(axis)], norm if type(norm) is str else _norm(norm))
     return _transform(kind, a, n, [axis], norm, runtime)
 
 
@@ -156,7 +167,7 @@ def _n_axes(kind, a, s, axes, norm, runtime):
     if s is None and type(a) is _np.ndarray and a.ndim and a.dtype.char in (
             "FD" if kind in _COMPLEX_INPUT else "fdFD"):
         ndim = a.ndim
-        norm = "backward" if norm is None else norm
+        norm = norm if type(norm) is str else _norm(norm)
         if axes is None:
             return _tenferro._fft(runtime, kind, a, None, list(range(ndim)), norm)
         if type(axes) in (tuple, list) and axes:

@@ -104,6 +104,11 @@ def test_float16_and_real_input_of_the_complex_input_transforms_like_numpy(rng):
     [
         (lambda x: tff.fft(x, axis=3), tenferro.OutOfRangeError, "expected axes in"),
         (lambda x: tff.fft(x, norm="unitary"), tenferro.InvalidArgumentError, "norm"),
+        # numpy refuses a norm that is not a string (pybind took bytes as a string)
+        (lambda x: tff.fft(x, norm=1), tenferro.InvalidArgumentError, "found 1 \\(int\\)"),
+        (lambda x: tff.fft(x, norm=b"ortho"), tenferro.InvalidArgumentError, "bytes"),
+        (lambda x: tff.fftn(x, norm=True), tenferro.InvalidArgumentError, "bool"),
+        (lambda x: tff.rfft2(x, s=(2, 2), norm=1.0), tenferro.InvalidArgumentError, "float"),
         (lambda x: tff.fft(x, n=0), tenferro.InvalidArgumentError, "positive number of data points"),
         (lambda x: tff.rfft(x + 1j), tenferro.DTypeError, "float32 or float64"),
     ],
