@@ -19,11 +19,15 @@ through ``Tensor.numpy()`` (any strides), the result is wrapped by
 Import it explicitly (``import tenferro.torch``); ``import tenferro`` does
 not import torch. CPU tensors of the dtypes numpy has (not bfloat16) are
 accepted; other devices raise ``tenferro.UnsupportedError``. Mixed dtypes
-promote as torch promotes them (``torch.promote_types``). Gradients of any
-order: reverse mode (``backward``, ``create_graph=True`` for second and
-higher derivatives: Note [Einsum gradients of any order]) and forward mode
-(``torch.autograd.forward_ad`` dual tensors). functorch transforms
-(``vmap``) are not supported and raise ``tenferro.UnsupportedError``.
+promote as torch promotes them (``torch.promote_types``); an integer or
+bool sum within one operand is int64 and an ellipsis the output omits is
+summed, as in torch.einsum. Gradients of any order: reverse mode
+(``backward``, ``create_graph=True`` for second and higher derivatives:
+Note [Einsum gradients of any order]) and forward mode
+(``torch.autograd.forward_ad`` dual tensors, in any combination with
+reverse mode: Note [Tangents by substitution]). functorch transforms
+(``vmap``, ``grad``, ``jacrev``, ``jvp``) are not supported and raise
+``tenferro.UnsupportedError``.
 """
 
 from __future__ import annotations
@@ -138,16 +142,35 @@ class _EinsumGrad(_torch.autograd.Function):
     def forward(ctx, subscripts, options, i, ct, *tensors):
         ctx.subscripts, ctx.options, ctx.i = subscripts, options, i
         ctx.save_for_backward(ct, *tensors)
+        ctx.save_for_forward(ct, *tensors)
         arrays = [_as_array(t, k) for k, t in enumerate(tensors)]
         computed = _np.result_type(*arrays, _as_array(ct, "cotangent"))
         arrays[i] = arrays[i].astype(computed, copy=False)  # only its shape and dtype matter
         return _to_torch(_einsum_vjp(subscripts, *arrays, cotangent=_as_array(ct, "cotangent"), **options)[i])
 
     @staticmethod
+    def jvp(ctx, _subscripts, _options, _i, ct_tangent, *tangents):
+        # V_i is real-linear in ct and in every x_j, j != i (Note [Einsum
+        # gradients of any order]), and does not depend on x_i: its tangent
+        # is V_i with each tangent substituted in turn (Note [Tangents by
+        # substitution]).
+        ct, *tensors = ctx.saved_tensors
+        i = ctx.i
+        out = None
+        if ct_tangent is not None:
+            out = _EinsumGrad.apply(ctx.subscripts, ctx.options, i, ct_tangent, *tensors)
+        for j, tangent in enumerate(tangents):
+            if tangent is None or j == i:
+                continue
+            term = _EinsumGrad.apply(ctx.subscripts, ctx.options, i, ct, *_substituted(tensors, j, tangent))
+            out = term if out is None else out + term
+        return out
+
+    @staticmethod
     def backward(ctx, u):
         ct, *tensors = ctx.saved_tensors
         i, n = ctx.i, len(tensors)
-        swapped = tensors[:i] + [u] + tensors[i + 1:]
+        swapped = _substituted(tensors, i, u)
         needed = ctx.needs_input_grad
         ct_grad = None
         if needed[3]:
@@ -160,13 +183,42 @@ class _EinsumGrad(_torch.autograd.Function):
         return (None, None, None, ct_grad, *x_grads)
 
 
+def _substituted(tensors, i, value):
+    return [*tensors[:i], value, *tensors[i + 1:]]
+
+
+def _shape_only(t):
+    """A stand-in of t's shape and dtype holding no memory of its own (one
+    element broadcast)."""
+    return _torch.zeros((), dtype=t.dtype).expand(t.shape)
+
+
+# Note [Tangents by substitution]
+# einsum is linear in each operand, so the output's tangent is the sum over
+# operands with a tangent of the einsum with that operand replaced by its
+# tangent (real-linear suffices: the gradients V_i are conjugate-linear in
+# complex operands). The terms are computed by _Einsum / _EinsumGrad
+# themselves, not by numpy: they are torch results that record their own
+# backward (reverse over forward: a loss of the tangent differentiates
+# into the tangent and the operands) and carry their own tangents (forward
+# over forward, forward over reverse). A term is never a view of a tangent
+# (a relabeling einsum's result is a copy under autograd), so an in-place
+# edit of the output's tangent leaves the input's alone.
+
+
 class _Einsum(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, subscripts, options, *tensors):
         arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
         ctx.subscripts = subscripts
         ctx.options = options
-        ctx.save_for_backward(*tensors)
+        # Operand j's values matter to the backward only when another
+        # operand needs a gradient (Note [Einsum gradients of any order]):
+        # saving it otherwise would make an in-place edit of it after the
+        # call a false version-counter error (torch.einsum saves no more).
+        needed = ctx.needs_input_grad[2:]
+        wanted = [any(need for k, need in enumerate(needed) if k != j) for j in range(len(tensors))]
+        ctx.save_for_backward(*[t if want else _shape_only(t) for t, want in zip(tensors, wanted)])
         ctx.save_for_forward(*tensors)
         result = _einsum(subscripts, *arrays, **options)
         if _aliased(result, tensors, arrays) is not None:  # Note [Relabeled results in torch]
@@ -175,18 +227,14 @@ class _Einsum(_torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, _subscripts, _options, *tangents):
-        # Forward mode: einsum is linear in each operand, so the output's
-        # tangent is the sum over operands with a tangent of the einsum with
-        # that operand replaced by its tangent.
-        tensors = ctx.saved_tensors
-        arrays = [_as_array(t, i) for i, t in enumerate(tensors)]
+        tensors = ctx.saved_tensors  # Note [Tangents by substitution]
         out = None
         for i, tangent in enumerate(tangents):
             if tangent is None:
                 continue
-            term = _einsum(ctx.subscripts, *arrays[:i], _as_array(tangent, i), *arrays[i + 1:], **ctx.options)
+            term = _Einsum.apply(ctx.subscripts, ctx.options, *_substituted(tensors, i, tangent))
             out = term if out is None else out + term
-        return _to_torch(out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -211,6 +259,43 @@ def _has_tangent(operands):
     return any(isinstance(t, _torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in operands)
 
 
+def _sums_within_an_operand(subscripts, count):
+    """Whether an einsum sums an axis that only one operand has (a label of
+    that operand alone, absent from the output): torch.einsum sums it with
+    torch.sum, which gives int64 for integer and bool tensors. False for
+    subscripts this reading does not follow (tenferro's extensions)."""
+    text = subscripts.replace(" ", "")
+    if any(c in text for c in "()[]"):
+        return False
+    inputs, arrow, output = text.partition("->")
+    terms = [t.replace("...", "") for t in inputs.split(",")]
+    if len(terms) != count:
+        return False
+    labels = "".join(terms)
+    if not arrow:  # implicit output: the labels that occur once
+        output = "".join(c for c in set(labels) if labels.count(c) == 1)
+    return any(c not in output and sum(c in t for t in terms) == 1 for c in labels)
+
+
+def _ellipsis_summed(subscripts, operands):
+    """torch.einsum's "i...->i": the broadcast axes of an ellipsis the
+    output omits are summed (numpy refuses it). The ellipses become fresh
+    labels (aligned from the right, as broadcasting aligns them) that the
+    output does not name."""
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if not arrow or "..." in output or "(" in inputs or len(terms) != len(operands):
+        return subscripts
+    ranks = [len(getattr(t, "shape", ())) - len(term.replace("...", "")) if "..." in term else 0
+             for term, t in zip(terms, operands)]
+    fresh = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in subscripts]
+    width = max(ranks)
+    if width > len(fresh) or min(ranks) < 0:
+        return subscripts  # tenferro.einsum reports it
+    labels = "".join(fresh[:width])
+    return ",".join(term.replace("...", labels[width - rank:]) for term, rank in zip(terms, ranks)) + "->" + output
+
+
 def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     """``torch.einsum(subscripts, *operands)`` computed by tenferro (also
     ``einsum(subscripts, [a, b])`` and the sublist form
@@ -229,15 +314,29 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     if isinstance(subscripts, (str, bytes)) and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])  # torch.einsum(eq, [a, b])
     subscripts, operands = _subscripts_and_operands(subscripts, operands, "tenferro.torch.einsum")
+    if "..." in subscripts:
+        subscripts = _ellipsis_summed(subscripts, operands)
     tensors = [t for t in operands if isinstance(t, _torch.Tensor)]
     if len({t.dtype for t in tensors}) > 1:  # torch's promotion (int64 with float32: float32), recorded
         dtype = _functools.reduce(_torch.promote_types, (t.dtype for t in tensors))
         operands = [t.to(dtype) if isinstance(t, _torch.Tensor) and t.dtype != dtype else t for t in operands]
+    if tensors and not (tensors[0].is_floating_point() or tensors[0].is_complex()) and _sums_within_an_operand(
+            subscripts, len(operands)):
+        # torch.einsum's int64 (torch.sum of integers and bools), not the
+        # input's dtype as numpy's einsum keeps it
+        operands = [t.to(_torch.int64) if isinstance(t, _torch.Tensor) else t for t in operands]
     options = {"optimize": optimize, "threads": threads, "runtime": runtime}
-    if not any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands) and not _has_tangent(operands):
+    recorded = _torch.is_grad_enabled() and any(isinstance(t, _torch.Tensor) and t.requires_grad for t in operands)
+    if not recorded and not _has_tangent(operands):
         arrays = [_as_array(t, i) for i, t in enumerate(operands)]
         result = _einsum(subscripts, *arrays, **options)
         view = _aliased(result, operands, arrays)
         return _to_torch(result) if view is None else view
-    return _Einsum.apply(subscripts, options, *operands)
-
+    try:
+        return _Einsum.apply(subscripts, options, *operands)
+    except RuntimeError as e:  # torch 1.13's functorch refuses every autograd.Function
+        if "functorch" not in str(e):
+            raise
+        raise UnsupportedError(
+            f"tenferro.torch.einsum: functorch transforms (vmap, grad, jacrev, jvp) are not supported; use "
+            f"torch.autograd (torch said: {e})", code="kUnsupported", canonical="kUnsupported") from None

@@ -205,6 +205,13 @@ def test_functorch_transforms_are_refused_clearly():
         vmap = functorch.vmap
     with pytest.raises(tenferro.UnsupportedError, match="functorch transforms"):
         vmap(lambda t: tft.einsum("i,i->", t, t))(torch.randn(3, 4))
+    functorch = pytest.importorskip("functorch")
+    a = torch.randn(3, 4)
+    f = lambda a: tft.einsum("ij,jk->", a, torch.ones(4, 5))  # noqa: E731
+    for transform in (lambda: functorch.grad(f)(a), lambda: functorch.jvp(f, (a,), (a,)),
+                      lambda: functorch.jacrev(lambda a: tft.einsum("ij->j", a))(a)):
+        with pytest.raises(tenferro.UnsupportedError, match="functorch transforms"):
+            transform()
 
 
 def test_relabeled_results_alias_as_torch_views():
@@ -239,3 +246,96 @@ def test_dtypes_numpy_lacks_are_dtype_errors_everywhere():
                  lambda: tenferro.fft.fft(b), lambda: tft.einsum("i,i->", b, b)):
         with pytest.raises(tenferro.DTypeError):
             call()
+
+
+@pytest.mark.parametrize("subscripts", ["ij->", "ij->i", "ii", "ij,k->ik", "ij,jk->", "ii->i", "ij->ji", "ij,jk->ik",
+                                        "i,i->"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.bool])
+def test_integer_and_bool_dtypes_as_torch_einsum(subscripts, dtype):
+    # torch.einsum sums an axis only one operand has with torch.sum: int64 for integers and bools (an int8 sum of
+    # 1200 ones is 1200, not -80); other integer contractions keep the dtype.
+    if dtype == torch.bool and subscripts in ("ij,jk->ik", "i,i->"):
+        pytest.skip("torch's bmm has no bool kernel")
+    ops = [torch.ones(20, 20, dtype=dtype) if len(t) == 2 else torch.ones(20, dtype=dtype)
+           for t in subscripts.split("->")[0].split(",")]
+    want = torch.einsum(subscripts, *ops)
+    got = tft.einsum(subscripts, *ops)
+    assert got.dtype == want.dtype, (subscripts, dtype)
+    assert torch.equal(got, want)
+
+
+def test_forward_mode_tangents_are_differentiable_torch_results():
+    # Note [Tangents by substitution]
+    import torch.autograd.forward_ad as fwad
+    torch.manual_seed(0)
+    p, t0, b0 = (torch.randn(*s, dtype=torch.float64) for s in [(3, 4), (3, 4), (4, 2)])
+    results = []
+    for fn in (torch.einsum, tft.einsum):
+        # reverse over forward: a loss of the tangent differentiates into the tangent and the operands
+        t, b = t0.clone().requires_grad_(), b0.clone().requires_grad_()
+        with fwad.dual_level():
+            y = fn("ij,jk->ik", fwad.make_dual(p, t), b)
+            primal, tangent = fwad.unpack_dual(y)
+            loss = tangent.pow(2).sum() + primal.sum()
+        grads = torch.autograd.grad(loss, (t, b))
+        # forward over reverse: the tangent of a create_graph gradient (a Hessian-vector product)
+        q = p.clone().requires_grad_()
+        with fwad.dual_level():
+            out = fn("ij,jk->ik", fwad.make_dual(q, t0), b0).pow(2).sum()
+            (g,) = torch.autograd.grad(out, q, create_graph=True)
+            hvp = fwad.unpack_dual(g).tangent
+        results.append((*grads, hvp))
+    for ours, theirs in zip(results[1], results[0]):
+        assert ours is not None
+        torch.testing.assert_close(ours, theirs)
+    # a relabeling's tangent is a copy, as its value is: an edit of the output's tangent leaves the input's
+    with fwad.dual_level():
+        x = fwad.make_dual(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64))
+        y = tft.einsum("ij->ji", x)
+        fwad.unpack_dual(y).tangent.mul_(5)
+        assert torch.equal(fwad.unpack_dual(x).tangent, torch.ones(2, 2, dtype=torch.float64))
+
+
+def test_forward_ad_checks():
+    ins = tensors([(3, 4), (4, 5), (5, 2)], torch.float64, seed=5)
+    assert torch.autograd.gradcheck(lambda a, b, c: tft.einsum("ab,bc,cd->ad", a, b, c), ins, check_forward_ad=True)
+    zin = tensors([(3, 4), (4, 2)], torch.complex128, seed=6)
+    assert torch.autograd.gradcheck(lambda a, b: tft.einsum("ab,bc->ac", a, b), zin, check_forward_ad=True)
+    assert torch.autograd.gradgradcheck(lambda a, b: tft.einsum("ab,bc->ac", a, b), zin, check_fwd_over_rev=True,
+                                        check_rev_over_rev=True)
+
+
+def test_in_place_edits_of_operands_the_backward_does_not_read():
+    # Only b's values enter a's gradient: editing a in place after the call is no error (torch.einsum saves no
+    # more), while editing b still is.
+    w = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 5, dtype=torch.float64)
+    a = w * 1
+    y = tft.einsum("ij,jk->ik", a, b)
+    a.relu_()
+    y.sum().backward()
+    torch.testing.assert_close(w.grad, torch.ones(3, 5, dtype=torch.float64) @ b.T)
+    c = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    d = c * 1
+    y = tft.einsum("ij,jk->ik", a.detach().requires_grad_(), d)
+    d.relu_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("subscripts,shapes", [("i...->i", [(2, 3, 4)]), ("...i,...i->i", [(5, 2, 3), (2, 3)]),
+                                               ("b...,b...->", [(2, 3), (2, 1)]), ("ij...,jk->ik", [(2, 3, 4), (3, 5)])])
+def test_an_ellipsis_the_output_omits_is_summed_as_torch_einsum(subscripts, shapes):
+    torch.manual_seed(2)
+    ins = [torch.randn(*s, dtype=torch.float64, requires_grad=True) for s in shapes]
+    want = torch.einsum(subscripts, *ins)
+    got = tft.einsum(subscripts, *ins)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(torch.autograd.grad(got.sum(), ins), torch.autograd.grad(want.sum(), ins))
+
+
+def test_under_no_grad_a_relabeling_is_a_view_as_torch_einsum():
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        y = tft.einsum("ij->ji", x)
+    assert y._base is not None and not y.requires_grad and torch.equal(y, x.detach().T)
