@@ -8,8 +8,8 @@
 //    already bound to it (ThreadDomainState::pinned_to, one compare per
 //    chunk; one pthread_setaffinity_np when it moves between domains). It
 //    stays bound afterwards; the next domain to use it re-binds it.
-//  - the thread that installs (the caller, or the worker oneTBB delegates
-//    the entry to) is bound for the duration of the entry when its current
+//  - the thread that installs (the caller: Note [Entering the arena for
+//    loops]) is bound for the duration of the entry when its current
 //    affinity is not already inside the CPU set, and its affinity is
 //    restored when the entry returns. When the domain covers every CPU the
 //    process may use, every thread of the process already runs inside it
@@ -22,11 +22,13 @@
 // nothing (or pin to CPUs of a machine we are not running on).
 //
 // Note [Arena slots]
-// The arena has thread_budget slots. With a budget above one, one slot is
-// reserved for the installing thread, so an entry never waits for a worker
-// and an installed job runs on the caller plus at most budget-1 workers.
-// A budget-one arena reserves nothing, so its single slot can also run
-// submitted tasks (a reserved slot would leave them without a thread).
+// The arena has thread_budget slots. An installed job runs on the calling
+// thread outside the arena, and enters it only for a loop that fans out
+// (Note [Entering the arena for loops]). With a budget above one, one slot
+// is reserved for that entering thread, so a loop never waits for a slot
+// and runs on the caller plus at most budget-1 workers. A budget-one arena
+// reserves nothing, so its single slot can also run submitted tasks (a
+// reserved slot would leave them without a thread).
 // oneTBB sizes its worker pool from the process mask (P-1 workers): on a
 // 2-CPU machine submitted tasks of all domains share one worker. A process
 // whose mask is one CPU -- an MPI rank bound to its core, as mpirun does by
@@ -65,6 +67,22 @@
 // any other runnable thread.
 // Domains that never fan out (budget one, MPI ranks bound to one core)
 // never spin. Counted in CpuDomainMetrics::worker_spins / spin_handoffs.
+//
+// Note [Entering the arena for loops]
+// install() used to run the whole job inside the arena
+// (task_arena::execute), which cost every eager call the entry and exit of
+// oneTBB's arena (8 % of the samples of a 2 x 2 linalg.det loop, perf,
+// 2026-12-06) although a small call never fans out. The job now runs
+// directly on the caller, pinned as before (Note [Pinning]), and
+// ArenaContext::parallel_for enters the arena for the loops that fan out
+// (the spin tasks it arms are queued inside that entry, so they go to this
+// arena). A budget-one domain never fans out, so its jobs never enter the
+// arena: several threads calling one such domain run their jobs at once on
+// their own threads, as several threads calling numpy or torch with one
+// intra-op thread do; oneTBB's single slot serialised them before (an
+// entry that found the slot taken waited, or was delegated to the thread
+// holding it). Submitted jobs still run on the arena's thread, one at a
+// time.
 //
 // Note [ThreadSanitizer and oneTBB]
 // oneTBB's library is not instrumented, so TSan cannot see the
@@ -197,7 +215,8 @@ class ManagedCpuExecutor final : public CpuDomainExecutor {
   // parallel_for over the arena's threads; valid inside install.
   class ArenaContext final : public ParallelContext {
    public:
-    ArenaContext(std::shared_ptr<SpinState> spin, int threads) noexcept : spin_(std::move(spin)), threads_(threads) {}
+    ArenaContext(std::shared_ptr<SpinState> spin, int threads, tbb::task_arena* arena) noexcept
+        : spin_(std::move(spin)), threads_(threads), arena_(arena) {}
     int max_threads() const noexcept override { return threads_; }
     void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
                       FunctionRef<void(std::int64_t, std::int64_t)> body) const override;
@@ -205,6 +224,7 @@ class ManagedCpuExecutor final : public CpuDomainExecutor {
    private:
     std::shared_ptr<SpinState> spin_;  // also the pin target
     int threads_;
+    tbb::task_arena* arena_;  // the executor's
   };
 
   std::shared_ptr<const PinTarget> pin_;
@@ -287,22 +307,26 @@ void ManagedCpuExecutor::ArenaContext::parallel_for(std::int64_t begin, std::int
     return;
   }
   spin_->bump();  // Note [Worker spin]: a spinning worker takes its chunk
-  {
-    TENFERRO_TSAN_RELEASE(&body);
-    const TsanAcquireAtExit joined{&body};
-    const PinTarget& pin = *spin_->pin;
-    tbb::parallel_for(
-        std::int64_t{0}, plan.chunks,
-        [&](std::int64_t chunk) {
-          TENFERRO_TSAN_ACQUIRE(&body);
-          const TsanReleaseAtExit done{&body};
-          pin.confine_worker();
-          const std::int64_t lo = begin + chunk * plan.chunk_size;
-          body(lo, std::min(end, lo + plan.chunk_size));
-        },
-        tbb::static_partitioner());
-  }
-  spin_->arm(spin_);
+  // Note [Entering the arena for loops]: nested execute on the arena a
+  // worker is already in (a loop inside a submitted job) runs in place.
+  const PinTarget& pin = *spin_->pin;
+  arena_->execute([&] {
+    {
+      TENFERRO_TSAN_RELEASE(&body);
+      const TsanAcquireAtExit joined{&body};
+      tbb::parallel_for(
+          std::int64_t{0}, plan.chunks,
+          [&](std::int64_t chunk) {
+            TENFERRO_TSAN_ACQUIRE(&body);
+            const TsanReleaseAtExit done{&body};
+            pin.confine_worker();
+            const std::int64_t lo = begin + chunk * plan.chunk_size;
+            body(lo, std::min(end, lo + plan.chunk_size));
+          },
+          tbb::static_partitioner());
+    }
+    spin_->arm(spin_);
+  });
 }
 
 // A spin task (Note [Worker spin]) on a worker of the arena.
@@ -364,7 +388,7 @@ ManagedCpuExecutor::ManagedCpuExecutor(ManagedExecutorOptions options)
       thread_budget_(options.thread_budget),
       pin_entering_threads_(options.pin_entering_threads),
       arena_(arena_slots(options.thread_budget), reserved_slots(options.thread_budget)),
-      context_(spin_, options.thread_budget) {
+      context_(spin_, options.thread_budget, &arena_) {
   spin_->duration = options.worker_spin;
   spin_->workers = options.thread_budget > 1 ? arena_slots(options.thread_budget) - 1 : 0;
   spin_->pin = pin_;
@@ -385,18 +409,13 @@ CpuExecutorCapabilities ManagedCpuExecutor::capabilities() const {
 }
 
 Status ManagedCpuExecutor::install(FunctionRef<void(const ParallelContext& workers)> job) {
-  TENFERRO_TSAN_RELEASE(&job);
-  const TsanAcquireAtExit joined{&job};
-  arena_.execute([&] {
-    TENFERRO_TSAN_ACQUIRE(&job);
-    const TsanReleaseAtExit done{&job};
-    EnteringThreadPin pin(*pin_, pin_entering_threads_);
-    struct Installing {  // Note [Worker spin]: this thread drops spin tasks
-      Installing() noexcept { ++installing; }
-      ~Installing() { --installing; }
-    } installing_scope;
-    job(context_);
-  });
+  // Note [Entering the arena for loops]: the job runs here, on the caller.
+  EnteringThreadPin pin(*pin_, pin_entering_threads_);
+  struct Installing {  // Note [Worker spin]: this thread drops spin tasks
+    Installing() noexcept { ++installing; }
+    ~Installing() { --installing; }
+  } installing_scope;
+  job(context_);
   return ok_status();
 }
 
