@@ -5,7 +5,8 @@
 # --json report naming a file whose name is not UTF-8.
 # Run with -DTENFERRO=<binary> -DWORK_DIR=<scratch directory>.
 function(expect_failure rc_want pattern)
-  execute_process(COMMAND ${TENFERRO} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  # TIMEOUT: a command that hangs (a FIFO read as an instance) fails here.
+  execute_process(COMMAND ${TENFERRO} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
   if(NOT rc STREQUAL "${rc_want}" OR NOT err MATCHES "${pattern}")
     message(FATAL_ERROR "tenferro ${ARGN}: expected status ${rc_want} and '${pattern}' on stderr, found ${rc}:\n${err}")
   endif()
@@ -61,3 +62,46 @@ execute_process(COMMAND ${TENFERRO} einsum --runs 0 --json -o ${odd} RESULT_VARI
 if(NOT rc EQUAL 0 OR NOT out MATCHES "\"output\"")
   message(FATAL_ERROR "einsum --json -o <non-UTF-8 name>: expected status 0 and a JSON report, found ${rc}:\n${out}${err}")
 endif()
+
+# Instance paths that are not regular files are refused before reading (a
+# FIFO blocked forever, /dev/zero filled memory, a directory was read as
+# empty text), as .npy operands are; a file over 1 GiB is refused unread.
+file(CREATE_LINK /dev/zero ${dir}/zero.json SYMBOLIC)
+expect_failure(1 "invalid_argument: einsum instance: .*zero.json: expected a regular .json instance file, found a character device"
+               einsum ${dir}/zero.json)
+file(MAKE_DIRECTORY ${dir}/dir.json)
+expect_failure(1 "dir.json: expected a regular .json instance file, found a directory" einsum ${dir}/dir.json)
+find_program(MKFIFO mkfifo)
+if(MKFIFO)
+  execute_process(COMMAND ${MKFIFO} ${dir}/fifo.json)
+  expect_failure(1 "fifo.json: expected a regular .json instance file, found a FIFO" einsum ${dir}/fifo.json)
+endif()
+find_program(TRUNCATE truncate)
+if(TRUNCATE)  # sparse: no disk space
+  execute_process(COMMAND ${TRUNCATE} -s 1073741825 ${dir}/big.json)
+  expect_failure(1 "resource_exhausted: .*big.json: expected a .json instance file of at most 1073741824 bytes"
+                 einsum ${dir}/big.json)
+endif()
+# Missing and unreadable instance files: the code and the system's reason.
+expect_failure(1 "not_found: einsum instance: .*missing.json: cannot open it for reading: No such file or directory"
+               einsum ${dir}/missing.json)
+execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT uid STREQUAL "0")  # root reads a mode-000 file
+  file(WRITE ${dir}/unreadable.json "{}")
+  file(CHMOD ${dir}/unreadable.json PERMISSIONS OWNER_WRITE)
+  expect_failure(1 "permission_denied: .*unreadable.json: cannot open it for reading: Permission denied"
+                 einsum ${dir}/unreadable.json)
+endif()
+# Instance contents: an extent of 2^63 or more overflows (not wrapped to a
+# negative one); shapes that disagree with the operands, and a reference
+# path that does not fit them, name the file and the field.
+file(WRITE ${dir}/huge_extent.json
+     [=[{"format_string":"ij,jk->ik","shapes":[[4,9223372036854775808],[9223372036854775808,6]]}]=])
+expect_failure(1 "size_overflow: .*extent 9223372036854775808 does not fit in int64" einsum ${dir}/huge_extent.json)
+file(WRITE ${dir}/shape_count.json [=[{"format_string":"ij,jk->ik","shapes":[[4,5]],
+  "paths":{"opt_flops":{"path":[],"log10_flops":1,"log2_size":1}}}]=])
+expect_failure(1 "shape_count.json.*format_string \"ij,jk->ik\" has 2 operands, but \"shapes\" lists 1 shape"
+               einsum ${dir}/shape_count.json)
+file(WRITE ${dir}/bad_path.json [=[{"format_string":"ij,jk,kl->il","shapes":[[2,3],[3,4],[4,5]],
+  "paths":{"opt_flops":{"path":[[0,1]],"log10_flops":1,"log2_size":1}}}]=])
+expect_failure(1 "bad_path.json.*field \"paths.opt_flops.path\"" einsum ${dir}/bad_path.json)

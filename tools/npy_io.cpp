@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "tenferro/base/input_file.h"
 #include "tenferro/tensor/shape.h"
 
 namespace tenferro::npy {
@@ -291,14 +292,6 @@ Error with_path(const std::string& path, const Status& status) {
   return Error(status.code(), status.stage(), fmt::format("{}: {}", path, status.message()));
 }
 
-Error file_error(const std::string& path, const char* action, int err) {
-  const ErrorCode code = err == ENOENT || err == ENOTDIR                 ? ErrorCode::kNotFound
-                         : err == EACCES || err == EPERM || err == EROFS ? ErrorCode::kPermissionDenied
-                         : err == ENOSPC || err == EDQUOT                ? ErrorCode::kResourceExhausted
-                                                                         : ErrorCode::kUnavailable;
-  return make_error(code, ErrorStage::kNone, "{}: cannot {}: {}", path, action, std::strerror(err));
-}
-
 // Copies the elements of `src` (element strides) in row-major order to dst.
 void gather_row_major(const char* src, std::span<const std::int64_t> shape, std::span<const std::int64_t> strides,
                       std::size_t elem, char*& dst) {
@@ -455,21 +448,12 @@ Result<Tensor> decode_npy(const std::uint8_t* data, std::size_t size) {
 }
 
 Result<Tensor> read_npy(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return file_error(path, "open it for reading", errno);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
-  if (!file) {
-    const int err = errno;
-    ::close(fd);
-    return file_error(path, "read it", err);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return file_error(path, "stat it", errno);
-  if (!S_ISREG(st.st_mode)) return invalid(fmt::format("{}: expected a regular .npy file", path));
-  const auto size = static_cast<std::size_t>(st.st_size);
+  TENFERRO_ASSIGN_OR_RETURN(InputFile in, open_input_file(path, ".npy file"));
+  std::FILE* const file = in.file.get();
+  const auto size = static_cast<std::size_t>(in.size);
 
   std::vector<std::uint8_t> header(std::min<std::size_t>(size, 12));
-  if (!header.empty() && std::fread(header.data(), 1, header.size(), file.get()) != header.size()) {
+  if (!header.empty() && std::fread(header.data(), 1, header.size(), file) != header.size()) {
     return file_error(path, "read it", errno);
   }
   Result<std::size_t> offset = npy_data_offset(header.data(), header.size());
@@ -482,7 +466,7 @@ Result<Tensor> read_npy(const std::string& path) {
   const std::size_t read_before = header.size();
   header.resize(*offset);
   if (*offset > read_before &&
-      std::fread(header.data() + read_before, 1, *offset - read_before, file.get()) != *offset - read_before) {
+      std::fread(header.data() + read_before, 1, *offset - read_before, file) != *offset - read_before) {
     return file_error(path, "read it", errno);
   }
   Result<NpyHeader> h = parse_npy_header(header.data(), header.size());
@@ -491,10 +475,10 @@ Result<Tensor> read_npy(const std::string& path) {
   Result<Tensor> t = empty_for(*h);
   if (!t.ok()) return with_path(path, t.status());
   // The header may be shorter than the 12 bytes first read (version 1.0).
-  if (std::fseek(file.get(), static_cast<long>(h->data_offset), SEEK_SET) != 0) return file_error(path, "seek", errno);
+  if (std::fseek(file, static_cast<long>(h->data_offset), SEEK_SET) != 0) return file_error(path, "seek", errno);
   const auto n = static_cast<std::size_t>(h->data_bytes);
   if (n > 0) {
-    if (std::fread(t->data(), 1, n, file.get()) != n) {
+    if (std::fread(t->data(), 1, n, file) != n) {
       return make_error(ErrorCode::kDataLoss, ErrorStage::kNone, "{}: expected {} data bytes, could read fewer", path,
                         n);
     }

@@ -23,7 +23,9 @@
 // expected and what was found), kUnsupported for a version or dtype this
 // reader does not handle, kDataLoss when the bytes end before the header or
 // data do (or trailing bytes remain), kSizeOverflow for absurd shapes,
-// kNotFound when a file cannot be opened.
+// kNotFound / kPermissionDenied when a file cannot be opened (the system's
+// reason in the message), kInvalidArgument for a path that is not a regular
+// file (a directory, FIFO or device: refused before reading, input_file.h).
 //
 // Writing always produces a row-major (fortran_order False), native-endian
 // version 1.0 file (2.0 when the header needs more than 65535 bytes), its

@@ -354,6 +354,14 @@ TEST(NpyIoTest, FileErrorsNameThePath) {
   Result<Tensor> directory = read_npy(dir.path());
   ASSERT_FALSE(directory.ok());
   EXPECT_EQ(directory.status().code(), ErrorCode::kInvalidArgument);
+  // A FIFO without a writer is refused, not waited on.
+  ASSERT_EQ(::mkfifo(dir.file("fifo.npy").c_str(), 0600), 0);
+  Result<Tensor> fifo = read_npy(dir.file("fifo.npy"));
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_EQ(fifo.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(fifo.status().message()).find("fifo.npy: expected a regular .npy file, found a FIFO"),
+            std::string::npos)
+      << fifo.status().message();
 
   Bytes valid = image(header_for("<f8", "(2,)"), zeros(16));
   write_file(dir.file("header_cut.npy"), Bytes(valid.begin(), valid.begin() + 30));

@@ -121,6 +121,30 @@ TEST(BenchmarkInstanceTest, ReaderErrorsAreTyped) {
       R"({"format_string": "i,i", "shapes": [[2],[2]], "paths": {"opt_flops": {"path": [[0]]}}})");
   EXPECT_NE(bad_path.status().message().find("paths.opt_flops.path"), std::string_view::npos);
   EXPECT_EQ(load_benchmark_instance("/nonexistent/instance.json").status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(load_benchmark_instance("/nonexistent/instance.json").status().message().find("No such file or directory"),
+            std::string_view::npos);
+  // Not a regular file: refused before reading (/dev/zero never ends).
+  EXPECT_EQ(load_benchmark_instance("/dev/zero").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(load_benchmark_instance("/").status().code(), ErrorCode::kInvalidArgument);
+  // Extents of 2^63 and more do not wrap to negative ones.
+  for (const char* huge : {"9223372036854775808", "18446744073709551621"}) {
+    auto overflow = parse_benchmark_instance(
+        fmt::format(R"({{"format_string": "ij,jk->ik", "shapes": [[4, {0}], [{0}, 6]]}})", huge));
+    EXPECT_EQ(overflow.status().code(), ErrorCode::kSizeOverflow) << huge;
+    EXPECT_NE(overflow.status().message().find("does not fit in int64"), std::string_view::npos);
+  }
+  // One shape per operand, num_tensors agreeing, a reference path over these inputs.
+  auto few = parse_benchmark_instance(R"({"format_string": "ij,jk->ik", "shapes": [[4, 5]]})");
+  EXPECT_NE(few.status().message().find("has 2 operands, but \"shapes\" lists 1 shape"), std::string_view::npos)
+      << few.status().message();
+  auto count = parse_benchmark_instance(R"({"format_string": "i,i", "shapes": [[2],[2]], "num_tensors": 3})");
+  EXPECT_NE(count.status().message().find("num_tensors"), std::string_view::npos) << count.status().message();
+  auto short_path = parse_benchmark_instance(
+      R"({"format_string": "i,i,i", "shapes": [[2],[2],[2]],
+          "paths": {"opt_size": {"path": [[0, 1]], "log10_flops": 1, "log2_size": 1}}})");
+  EXPECT_EQ(short_path.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(short_path.status().message().find("paths.opt_size.path"), std::string_view::npos)
+      << short_path.status().message();
 
   auto good = parse_benchmark_instance(
       R"({"name": "t", "format_string": "ij,jk->ik", "shapes": [[2,3],[3,4]], "dtype": "float32",

@@ -41,10 +41,16 @@ struct BenchmarkInstance {
 };
 
 /// Parses instance JSON. kInvalidArgument names the missing or malformed
-/// field; files without a format_string (permutation_patterns.json) are
-/// kInvalidArgument too.
+/// field (also a shape count that differs from the format_string's
+/// operands or from num_tensors, and a reference path that does not
+/// contract the inputs); files without a format_string
+/// (permutation_patterns.json) are kInvalidArgument too. An extent of 2^63
+/// or more is kSizeOverflow.
 Result<BenchmarkInstance> parse_benchmark_instance(std::string_view json_text);
-/// Reads and parses `path`; kNotFound when the file cannot be read.
+/// Reads and parses `path`, which must be a regular file of at most 1 GiB:
+/// kNotFound / kPermissionDenied with the system's reason when it cannot be
+/// opened, kInvalidArgument for a directory, FIFO or device (refused before
+/// reading), kResourceExhausted for a larger file (input_file.h).
 Result<BenchmarkInstance> load_benchmark_instance(const std::string& path);
 
 }  // namespace tenferro::einsum
