@@ -19,7 +19,7 @@ file(WRITE ${dir}/huge.json [=[{"name":"huge","format_string":"ij,jk->ik","shape
 expect_failure(1 "resource_exhausted" einsum ${dir}/huge.json)
 expect_failure(1 "resource_exhausted" einsum ${dir}/huge.json --max-intermediate 1e6)
 expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 --threads 1)
-expect_failure(1 "no case ran" bench gemm no_such_case --threads 1)
+expect_failure(1 "no case matches .no_such_case." bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
 expect_failure(105 "expected 1 to" bench gemm dgemm_n256 --threads 0)
 expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
@@ -105,3 +105,12 @@ expect_failure(1 "shape_count.json.*format_string \"ij,jk->ik\" has 2 operands, 
 file(WRITE ${dir}/bad_path.json [=[{"format_string":"ij,jk,kl->il","shapes":[[2,3],[3,4],[4,5]],
   "paths":{"opt_flops":{"path":[[0,1]],"log10_flops":1,"log2_size":1}}}]=])
 expect_failure(1 "bad_path.json.*field \"paths.opt_flops.path\"" einsum ${dir}/bad_path.json)
+# Bench inputs that match no case or cannot be measured fail every suite,
+# naming the input (the cases that exist still run).
+expect_failure(1 "expected no inputs, found 1: nosuchinput" bench selftest nosuchinput)
+expect_failure(1 "no case matches 'nosuchcase'" bench gemm dgemm_n256_t1 nosuchcase --runs 1 --threads 1)
+expect_failure(1 "missing.json: cannot open it for reading: No such file or directory" bench dot_general
+               ${dir}/missing.json --runs 1 --threads 1 --quick)
+expect_failure(1 "missing.json: cannot open it for reading|built without MPI" bench mpi ${dir}/missing.json --runs 1)
+expect_failure(1 "missing.json: cannot open it for reading" bench permute ${dir}/missing.json --runs 1)
+expect_failure(1 "unknown part 'nosuchpart'" bench linalg nosuchpart --runs 1)

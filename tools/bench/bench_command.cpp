@@ -5,6 +5,7 @@
 #include <span>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_values.h"
@@ -25,24 +26,25 @@ constexpr Suite kSuites[] = {
                          options.threads.empty() ? 1 : options.threads.front(), static_cast<int>(ours.runs())});
        return 0;
      }},
-    {"permute", "copy_into over permutation_patterns.json vs memcpy of the same bytes", &run_permute_suite},
+    {"permute", "copy_into over permutation_patterns.json vs memcpy of the same bytes", &run_permute_suite,
+     SuiteInputs::kOne},
     {"elementwise", "Large add/mul vs memcpy bandwidth; 8-element add vs a plain loop", &run_elementwise_suite},
     {"dispatch", "Runtime fixed costs (eager, prepared runs, plan cache) vs direct provider calls",
      &run_dispatch_suite},
-    {"gemm", "Native GEMM vs OpenBLAS (f64/f32/c128/c64, n = 256..2048), GFLOP/s", &run_gemm_suite},
+    {"gemm", "Native GEMM vs OpenBLAS (f64/f32/c128/c64, n = 256..2048), GFLOP/s", &run_gemm_suite, SuiteInputs::kMany},
     {"dot_general", "bin_*.json einsum instances through the dot_general composite vs numpy and torch",
-     &run_dot_general_suite},
+     &run_dot_general_suite, SuiteInputs::kMany},
     {"domains", "CPU domain entry, per-op session overhead, fork-join and submit vs oneTBB arenas", &run_domains_suite},
     {"einsum", "Instance files (FILES... or all) through the native einsum engine vs numpy and torch",
-     &run_einsum_suite},
+     &run_einsum_suite, SuiteInputs::kMany},
     {"linalg",
      "Each linalg op with LAPACK and Eigen vs numpy (n = 256, 1024); 1,000 batched 16x16 SVDs at 1 and 2 threads; "
      "`crossover` re-measures the default provider table",
-     &run_linalg_suite},
+     &run_linalg_suite, SuiteInputs::kMany},
     {"ad", "JVP/VJP of a 100-step einsum chain through the runtime vs 3x its forward time (interleaved)",
      &run_ad_suite},
     {"mpi", "MERA sliced over 2 ranks vs 1 rank unsliced; 64 MiB mpi::allreduce vs MPI_Allreduce (mpirun)",
-     &run_mpi_suite},
+     &run_mpi_suite, SuiteInputs::kOne},
     {"fft", "c128 fft (n = 2^10..2^20, 1024^2, 4096 x 256) through the FFTW engine vs numpy.fft and torch.fft",
      &run_fft_suite},
     {"soak", "1e6 eager calls and 1e4 prepares over changing shapes in one process: RSS and cache sizes vs bounds",
@@ -105,6 +107,15 @@ void add_bench_command(CLI::App& app) {
         throw CLI::ValidationError("--threads",
                                    fmt::format("{}: expected 1 to {} (the CPUs this process may use)", t, allowed));
       }
+    }
+    const std::vector<std::string>& inputs = state->options.inputs;
+    if ((suite->inputs == SuiteInputs::kNone && !inputs.empty()) ||
+        (suite->inputs == SuiteInputs::kOne && inputs.size() > 1)) {
+      // Inputs the suite would ignore match no case: not a success.
+      std::fprintf(stderr, "tenferro bench %s: expected %s, found %zu: %s\n", suite->name,
+                   suite->inputs == SuiteInputs::kNone ? "no inputs" : "at most one input file", inputs.size(),
+                   fmt::format("{}", fmt::join(inputs, " ")).c_str());
+      throw CLI::RuntimeError(1);
     }
     Reporter reporter(suite->name, state->json);
     int rc = suite->run(state->options, reporter);

@@ -21,12 +21,22 @@ struct SuiteOptions {
   std::string table_out;            ///< linalg crossover: write the provider table file here
 };
 
+/// The positional inputs a suite takes.
+enum class SuiteInputs {
+  kNone,  ///< none: any input is refused before the suite runs
+  kOne,   ///< at most one (a file)
+  kMany,  ///< any number (files, case-name prefixes, parts)
+};
+
 /// A suite returns 0 when it ran (whatever the ratios), non-zero when it
-/// could not run (missing input, setup failure).
+/// could not run (setup failure) or a named input matched no case or could
+/// not be measured (docs/cli.md): the suite says which on the progress
+/// stream.
 struct Suite {
   const char* name;
   const char* description;
   int (*run)(const SuiteOptions& options, Reporter& reporter);
+  SuiteInputs inputs = SuiteInputs::kNone;
 };
 
 void add_bench_command(CLI::App& app);

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -27,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_command.h"
+#include "tenferro/base/input_file.h"
 #include "tenferro/cpu/domains/memory_pool.h"
 #include "tenferro/cpu/gemm/dot_general.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
@@ -206,17 +206,26 @@ int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter) {
     return 0;
   }
   std::vector<Instance> instances;
+  int unmeasured = 0;  // named inputs that cannot be measured: the run fails
   for (const std::string& file : files) {
-    std::ifstream f(file);
-    auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    const auto skip = [&](const std::string& why) {
+      reporter.progress(fmt::format("skipping {}: {}", file, why));
+      unmeasured += options.inputs.empty() ? 0 : 1;
+    };
+    Result<std::string> text = read_input_file(file, ".json instance file", std::uint64_t{1} << 30);
+    if (!text.ok()) {
+      skip(text.status().to_string());
+      continue;
+    }
+    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
     Instance inst;
     std::string why;
     if (!j.is_object() || !j.contains("format_string") || !j.contains("shapes")) {
-      reporter.progress(fmt::format("skipping {}: not an instance file", file));
+      skip("not an instance file (expected a JSON object with \"format_string\" and \"shapes\")");
       continue;
     }
     if (!parse_instance(j, inst, why)) {
-      reporter.progress(fmt::format("skipping {}: {}", file, why));
+      skip(why);
       continue;
     }
     inst.file = file;
@@ -230,6 +239,10 @@ int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter) {
       for (std::int64_t i = 0; i < t->numel(); ++i) p[i] = u(rng);
     }
     instances.push_back(std::move(inst));
+  }
+  if (instances.empty()) {
+    reporter.progress("dot_general: no instance could be read; nothing to measure");
+    return unmeasured > 0 ? 1 : 0;
   }
   auto native = cpu::NativeGemmProvider::create();
   if (!native.ok()) {
@@ -306,7 +319,9 @@ int run_dot_general_suite(const SuiteOptions& options, Reporter& reporter) {
       }
     }
   }
-  return 0;
+  if (unmeasured > 0)
+    reporter.progress(fmt::format("dot_general: {} named input(s) could not be measured", unmeasured));
+  return unmeasured > 0 ? 1 : 0;
 }
 
 }  // namespace tenferro::bench

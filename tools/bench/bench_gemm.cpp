@@ -15,12 +15,14 @@
 #include <complex>
 #include <memory>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
@@ -171,11 +173,18 @@ void run_small_case(const GemmCase& c, const CpuGemmProvider& ours, const CpuGem
 }  // namespace
 
 int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
+  std::set<std::string> matched;  // the prefixes that selected a case
   const auto selected = [&](const GemmCase& c, int threads) {
     if (options.inputs.empty()) return true;
     const std::string name = fmt::format("{}_n{}_t{}", c.prefix, c.n, threads);
-    return std::any_of(options.inputs.begin(), options.inputs.end(),
-                       [&](const std::string& prefix) { return name.starts_with(prefix); });
+    bool any = false;
+    for (const std::string& prefix : options.inputs) {
+      if (name.starts_with(prefix)) {
+        matched.insert(prefix);
+        any = true;
+      }
+    }
+    return any;
   };
   auto native = cpu::NativeGemmProvider::create();
   if (!native.ok()) {
@@ -249,7 +258,16 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
       return 1;
     }
   }
-  return 0;
+  // A named prefix that matched no case measured nothing: the run fails.
+  int unmatched = 0;
+  for (const std::string& prefix : options.inputs) {
+    if (matched.count(prefix) == 0) {
+      reporter.progress(
+          fmt::format("gemm: no case matches '{}' (at threads {})", prefix, fmt::join(options.threads, ",")));
+      ++unmatched;
+    }
+  }
+  return unmatched > 0 ? 1 : 0;
 }
 
 }  // namespace tenferro::bench

@@ -446,6 +446,12 @@ int run_crossover(const SuiteOptions& options, Reporter& reporter,
 }  // namespace
 
 int run_linalg_suite(const SuiteOptions& options, Reporter& reporter) {
+  for (const std::string& part : options.inputs) {
+    if (part != "crossover" && part != "batch") {
+      reporter.progress(fmt::format("linalg: unknown part '{}'; expected crossover or batch", part));
+      return 1;
+    }
+  }
   Result<std::shared_ptr<linalg::LapackLinalgProvider>> lapack = linalg::LapackLinalgProvider::load();
   if (!lapack.ok()) {
     reporter.progress("cannot load the LAPACK provider: " + lapack.status().to_string());

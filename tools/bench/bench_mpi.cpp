@@ -26,6 +26,7 @@
 
 #include "bench/bench_command.h"
 #include "einsum_command.h"
+#include "tenferro/base/input_file.h"
 
 #ifdef TENFERRO_HAVE_MPI
 #include <mpi.h>
@@ -148,6 +149,14 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
   const std::string instance = !options.inputs.empty()
                                    ? options.inputs[0]
                                    : std::string(TENFERRO_SHARED_DIR) + "/bench/instances/str_nw_mera_closed_120.json";
+  // A named instance that cannot be read is a failure; without one, a
+  // missing default instance only skips the einsum cases.
+  if (!options.inputs.empty()) {
+    if (Result<InputFile> file = open_input_file(instance, ".json instance file"); !file.ok()) {
+      reporter.progress(fmt::format("bench mpi: {}; nothing measured", file.status().to_string()));
+      return 1;
+    }
+  }
   const int runs = options.runs > 0 ? options.runs : (options.quick ? 1 : 3);
   // Note [Interleaved rounds]: the unsliced baseline and the 1- and 2-rank
   // runs alternate, kRounds times (once with --quick), and each case reports

@@ -5,7 +5,6 @@
 // is absent.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 
 #include "bench/bench_command.h"
 #include "bench/kernel_bench_util.h"
+#include "tenferro/base/input_file.h"
 #include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/tensor/tensor.h"
 
@@ -132,12 +132,13 @@ std::string default_pattern_file() {
 
 int run_permute_suite(const SuiteOptions& options, Reporter& reporter) {
   const std::string path = options.inputs.empty() ? default_pattern_file() : options.inputs.front();
-  std::ifstream file(path);
-  if (!file) {
-    reporter.progress(fmt::format("pattern file {} not found: nothing to measure", path));
-    return 0;
+  Result<std::string> text = read_input_file(path, ".json pattern file", std::uint64_t{1} << 30);
+  if (!text.ok()) {
+    // Without a named file the default one is optional (../shared).
+    reporter.progress(fmt::format("{}: nothing to measure", text.status().to_string()));
+    return options.inputs.empty() ? 0 : 1;
   }
-  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.contains("patterns")) {
     reporter.progress(fmt::format("{} is not a permutation pattern file", path));
     return 1;
