@@ -114,3 +114,13 @@ expect_failure(1 "missing.json: cannot open it for reading: No such file or dire
 expect_failure(1 "missing.json: cannot open it for reading|built without MPI" bench mpi ${dir}/missing.json --runs 1)
 expect_failure(1 "missing.json: cannot open it for reading" bench permute ${dir}/missing.json --runs 1)
 expect_failure(1 "unknown part 'nosuchpart'" bench linalg nosuchpart --runs 1)
+# --mode graph: the first call includes the first contraction, so it is
+# no faster than the fastest timed run (it timed prepare_for alone).
+file(WRITE ${dir}/gemm.json [=[{"format_string":"ij,jk->ik","shapes":[[300,400],[400,500]]}]=])
+execute_process(COMMAND ${TENFERRO} einsum ${dir}/gemm.json --mode graph --runs 3 --json RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(JSON first GET "${out}" prepare_seconds)
+string(JSON fastest GET "${out}" min_seconds)
+if(NOT rc EQUAL 0 OR first LESS fastest)
+  message(FATAL_ERROR "einsum --mode graph: expected a first call of at least ${fastest} s, found ${first}: ${out}${err}")
+endif()

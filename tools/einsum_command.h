@@ -50,7 +50,7 @@ struct EinsumRunResult {
   double log2_size = 0.0;
   double multiply_adds = 0.0;
   double plan_seconds = 0.0;     ///< path search
-  double prepare_seconds = 0.0;  ///< first call (eager) or prepare_for (graph), planning included
+  double prepare_seconds = 0.0;  ///< the first call (graph: prepare_for and the first run), planning included
   std::vector<double> seconds;   ///< timed runs (empty with plan_only)
   /// Process CPU time of each timed run (all threads): steadier than wall
   /// time on a loaded machine, and for one thread close to it.
