@@ -1,8 +1,9 @@
-# Failures of `tenferro` that must not look like success or abort (from a
-# CLI audit): an instance too large for its random data, a result written
-# to a full stdout, bench inputs that match nothing, a NaN bound, -o naming
-# a directory, and a
-# --json report naming a file whose name is not UTF-8.
+# Failures of `tenferro` that must not look like success, hang or abort
+# (from CLI audits): an instance too large for its random data, a result
+# written to a full stdout, bench inputs that match nothing, a NaN bound, -o
+# naming a directory, a --json report naming a file whose name is not UTF-8,
+# instance paths that are not regular files, malformed instance contents,
+# and option values each parsed by the documented rule.
 # Run with -DTENFERRO=<binary> -DWORK_DIR=<scratch directory>.
 function(expect_failure rc_want pattern)
   # TIMEOUT: a command that hangs (a FIFO read as an instance) fails here.
@@ -21,7 +22,7 @@ expect_failure(1 "resource_exhausted" einsum ${dir}/huge.json --max-intermediate
 expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 --threads 1)
 expect_failure(1 "no case matches .no_such_case." bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
-expect_failure(105 "expected 1 to" bench gemm dgemm_n256 --threads 0)
+expect_failure(105 "0: expected an integer from 1 to" bench gemm dgemm_n256 --threads 0)
 expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
 expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 5000)
 # Integer values: the whole text, in range (not wrapped, not read as out of range).
@@ -123,4 +124,28 @@ string(JSON first GET "${out}" prepare_seconds)
 string(JSON fastest GET "${out}" min_seconds)
 if(NOT rc EQUAL 0 OR first LESS fastest)
   message(FATAL_ERROR "einsum --mode graph: expected a first call of at least ${fastest} s, found ${first}: ${out}${err}")
+endif()
+# Option values: bench --threads as the other integers; an empty -o or
+# --inputs; an unknown option before the subcommand.
+expect_failure(105 "abc: expected an integer from 1 to [0-9]+ \\(the CPUs" bench selftest --threads abc)
+expect_failure(105 "0x1: expected an integer from 1 to" bench selftest --threads 0x1)
+foreach(option -o --inputs)  # an empty value: not through ARGN, which drops it
+  execute_process(COMMAND ${TENFERRO} einsum --runs 0 ${option} "" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 105 OR NOT err MATCHES "expected a (file name|directory), found an empty string")
+    message(FATAL_ERROR "einsum ${option} '': expected status 105 and a message, found ${rc}: ${err}")
+  endif()
+endforeach()
+expect_failure(109 "--bogus" --bogus)
+# Operands after a `--` that follows the subscripts.
+execute_process(COMMAND ${TENFERRO} einsum --runs 0 ...->... -- ${dir}/inputs/0.npy RESULT_VARIABLE rc OUTPUT_QUIET
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "einsum SUBSCRIPTS -- FILE: expected status 0, found ${rc}: ${err}")
+endif()
+# An invalid TENFERRO_CPU_ISA: info says why, lists no kernel, and fails.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env TENFERRO_CPU_ISA=bogus ${TENFERRO} info --json RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(JSON kernels ERROR_VARIABLE bad GET "${out}" kernels)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "TENFERRO_CPU_ISA" OR bad OR kernels MATCHES "\"(gemm|layout_transpose|vector_math)\"")
+  message(FATAL_ERROR "TENFERRO_CPU_ISA=bogus tenferro info: expected status 1 and no kernels, found ${rc}: ${kernels}${err}")
 endif()

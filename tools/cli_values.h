@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,5 +24,17 @@ std::string integer_error(const std::string& value, T lo, T hi, std::string_view
   if (ec == std::errc() && stop == end && !value.empty() && v >= lo && v <= hi) return {};
   return fmt::format("{}: expected an integer from {} to {}{}", value, lo, hi, note);
 }
+
+/// A validator refusing the empty string ("-o ''" would otherwise mean no
+/// output): `expected` names what the option takes.
+inline auto non_empty(std::string expected) {
+  return [expected = std::move(expected)](const std::string& value) {
+    return value.empty() ? fmt::format("expected {}, found an empty string", expected) : std::string();
+  };
+}
+
+/// The CPUs this process may use (1 when the topology cannot be read): the
+/// bound of every --threads option.
+int allowed_cpus();
 
 }  // namespace tenferro::cli

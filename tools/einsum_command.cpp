@@ -21,6 +21,7 @@
 #include "cli_values.h"
 #include "npy_io.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/subscripts.h"
@@ -375,6 +376,7 @@ bool is_instance_file(std::string_view arg) {
 
 struct EinsumCommand {
   std::vector<std::string> args;
+  std::string unused_positional;  // Note [Operands after --]
   std::string output;
   std::string inputs_dir;
   EinsumRunOptions options;
@@ -577,6 +579,15 @@ Status run_command(const EinsumCommand& c) {
   return ok_status();
 }
 
+// Leaves the hidden positional of Note [Operands after --] out of the
+// usage line (CLI11 printed it as "[]").
+class HiddenPositionalFormatter final : public CLI::Formatter {
+ public:
+  std::string make_option_usage(const CLI::Option* opt) const override {
+    return opt->get_group().empty() ? std::string() : CLI::Formatter::make_option_usage(opt);
+  }
+};
+
 }  // namespace
 
 void add_einsum_command(CLI::App& app) {
@@ -589,17 +600,26 @@ void add_einsum_command(CLI::App& app) {
   cmd->add_option("args", state->args,
                   "SUBSCRIPTS followed by one .npy file per operand, or an instance FILE.json "
                   "(../shared/bench/instances format); none: the built-in example");
-  cmd->add_option("-o,--output", state->output, "Write the result to this .npy file (row-major, native byte order)");
-  cmd->add_option("--inputs", state->inputs_dir, "Read operand i from DIR/i.npy (0.npy, 1.npy, ...)");
+  // Note [Operands after --]: CLI11 hands a `--` back to the top-level
+  // parser (which refuses what follows) once every positional option holds
+  // its minimum, so `einsum "ij->ji" -- a.npy` failed. This empty, hidden
+  // positional is never filled (`args` takes every value), so the `--`
+  // stays here and what follows it goes to `args`.
+  cmd->add_option("operands_after_separator", state->unused_positional)->group("");
+  cmd->formatter(std::make_shared<HiddenPositionalFormatter>());
+  cmd->add_option("-o,--output", state->output, "Write the result to this .npy file (row-major, native byte order)")
+      ->check(non_empty("a file name"));
+  cmd->add_option("--inputs", state->inputs_dir, "Read operand i from DIR/i.npy (0.npy, 1.npy, ...)")
+      ->check(non_empty("a directory"));
   cmd->add_option("--path", state->options.path,
                   "Contraction path: ref-flops, ref-size, greedy, optimal, treesa, nested")
       ->check(CLI::IsMember({"ref-flops", "ref-size", "greedy", "optimal", "treesa", "nested"}));
-  cmd->add_option("--threads", state->options.threads, "Worker threads")->check([](const std::string& value) {
-    // The CPUs this process may use bound it (the runtime's own message offers 0, which means all).
-    Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
-    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
-    return integer_error(value, 1, allowed, " (the CPUs this process may use)");
-  });
+  cmd->add_option("--threads", state->options.threads,
+                  "Worker threads (default 1; at most the CPUs this process may use)")
+      ->check([](const std::string& value) {
+        // The runtime's own message offers 0, which means all.
+        return integer_error(value, 1, allowed_cpus(), " (the CPUs this process may use)");
+      });
   cmd->add_option("--gemm", state->options.gemm,
                   "GEMM provider candidates in order, e.g. openblas,native (names: native, openblas, blis)")
       ->check([](const std::string& list) {
@@ -627,6 +647,11 @@ void add_einsum_command(CLI::App& app) {
       throw CLI::RuntimeError(1);
     }
   });
+}
+
+int allowed_cpus() {
+  Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
+  return topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
 }
 
 double process_cpu_seconds() {

@@ -47,12 +47,14 @@ nlohmann::json kernels_section() {
   nlohmann::json section = {{"cpu_best", to_string(best_cpu_isa())},
                             {"cap", env != nullptr && *env != '\0' ? fmt::format("{}={}", kCpuIsaEnv, env) : "none"}};
   Result<CpuIsa> isa = resolve_cpu_isa(CpuIsa::kAuto);
-  if (isa.ok()) {
-    section["capped"] = *isa != best_cpu_isa();
-    section["gemm"] = to_string(*isa);
-  } else {
+  if (!isa.ok()) {
+    // An invalid cap: no engine runs, so no kernel is listed.
     section["error"] = isa.status().to_string();
+    section["compile_target"] = fmt::format("-march={}", build_info().arch);
+    return section;
   }
+  section["capped"] = *isa != best_cpu_isa();
+  section["gemm"] = to_string(*isa);
   section["layout_transpose"] = to_string(layout_kernel_isa());
   // Note [Vector math]: exp/log/sin/cos/tan/tanh/expm1/log1p of float32/64.
   section["vector_math"] = layout_kernel_isa() == CpuIsa::kPortable

@@ -90,6 +90,12 @@ void add_info_command(CLI::App& app) {
     document["mpi"] = mpi_section();
     const std::string text = *json ? document.dump(2) + "\n" : info::to_text(document);
     std::fputs(text.c_str(), stdout);
+    // An invalid TENFERRO_CPU_ISA: the document says why, and no engine
+    // would run, so the command fails (einsum and bench fail the same way).
+    if (const nlohmann::json& kernels = document["kernels"]; kernels.contains("error")) {
+      std::fprintf(stderr, "tenferro info: %s\n", kernels["error"].get<std::string>().c_str());
+      throw CLI::RuntimeError(1);
+    }
   });
 }
 

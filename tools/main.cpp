@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 checks for the subcommand before it reports unknown arguments:
+    // `tenferro --bogus` said only that a subcommand is required.
+    rc = app.remaining().empty() ? app.exit(e) : app.exit(CLI::ExtrasError(app.remaining()));
   } catch (const CLI::ParseError& e) {
     rc = app.exit(e);  // help, version and argument errors (CLI11's exit codes)
   }

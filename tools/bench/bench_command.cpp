@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_values.h"
-#include "tenferro/cpu/domains/topology.h"
 
 namespace tenferro::bench {
 namespace {
@@ -73,7 +72,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", state->json, "One JSON object per case");
   cmd->add_flag("--list", state->list, "List the suites");
   cmd->add_flag("--quick", state->options.quick, "Smaller problem sizes (smoke test)");
-  cmd->add_option("--threads", state->options.threads, "Thread counts to measure (default: 1 2)")->delimiter(',');
+  cmd->add_option("--threads", state->options.threads, "Thread counts to measure, comma-separated (default: 1,2)")
+      ->delimiter(',')
+      ->check([](const std::string& value) {  // each count, as einsum --threads
+        return cli::integer_error(value, 1, cli::allowed_cpus(), " (the CPUs this process may use)");
+      });
   cmd->add_option("--runs", state->options.runs, "Timed repetitions per case (where the suite takes a count)")
       ->check([](const std::string& value) { return cli::integer_error(value, 1, 1000000); });
   cmd->add_option("--table-out", state->options.table_out,
@@ -98,15 +101,8 @@ void add_bench_command(CLI::App& app) {
     if (suite == nullptr) {
       throw CLI::ValidationError("suite", fmt::format("unknown suite '{}' (see tenferro bench --list)", state->suite));
     }
-    Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
-    const int allowed = topology.ok() ? static_cast<int>(topology->allowed_cpus().count()) : 1;
-    if (state->options.threads.empty())
-      state->options.threads = allowed >= 2 ? std::vector<int>{1, 2} : std::vector<int>{1};
-    for (const int t : state->options.threads) {
-      if (t < 1 || t > allowed) {
-        throw CLI::ValidationError("--threads",
-                                   fmt::format("{}: expected 1 to {} (the CPUs this process may use)", t, allowed));
-      }
+    if (state->options.threads.empty()) {
+      state->options.threads = cli::allowed_cpus() >= 2 ? std::vector<int>{1, 2} : std::vector<int>{1};
     }
     const std::vector<std::string>& inputs = state->options.inputs;
     if ((suite->inputs == SuiteInputs::kNone && !inputs.empty()) ||
