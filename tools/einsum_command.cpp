@@ -631,7 +631,7 @@ void add_einsum_command(CLI::App& app) {
   cmd->add_option("--runs", state->options.runs,
                   "Timed repetitions after the first call (default 5; 0 with SUBSCRIPTS: the first call only)")
       ->check([](const std::string& value) { return integer_error(value, 0, 1000000); });
-  cmd->add_option("--seed", state->options.seed, "Seed of the random float64 inputs")
+  cmd->add_option("--seed", state->options.seed, "Seed of the random float64 inputs (default 0)")
       ->check([](const std::string& value) {
         return integer_error<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
       });

@@ -292,7 +292,8 @@ void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
         return end != text.c_str() && *end == '\0' && std::isfinite(bytes) && bytes > 0
                    ? std::string()
                    : "expected a positive, finite number of bytes, found " + text;
-      });
+      })
+      ->type_name("BYTES");
   cmd.add_flag("--slice-over-ranks", options.slice_over_ranks,
                "Under mpirun: spread the slices over the ranks and allreduce the result (docs/mpi.md)");
 }
