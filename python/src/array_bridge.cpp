@@ -4,10 +4,15 @@
 
 #include <cxxabi.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -464,6 +469,75 @@ bool interpreter_finalizing() noexcept {
 
 void park_forever() noexcept {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+}
+
+namespace {
+// Note [Calls in flight at exit]
+struct ExitGate {
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> exiting{false};
+  std::mutex mutex;
+  std::condition_variable done;
+};
+
+ExitGate& exit_gate() noexcept {
+  static ExitGate* const gate = new ExitGate();  // never destroyed: parked threads may read it during exit
+  return *gate;
+}
+
+void reset_exit_gate_in_child() noexcept {
+  exit_gate().in_flight.store(0);
+  exit_gate().exiting.store(false);
+}
+
+// One call fewer in flight; whether the exit has begun.
+bool leave(ExitGate& gate) noexcept {
+  const bool last = gate.in_flight.fetch_sub(1) == 1;
+  const bool exiting = gate.exiting.load();
+  if (last && exiting) {
+    const std::lock_guard<std::mutex> lock(gate.mutex);
+    gate.done.notify_all();
+  }
+  return exiting;
+}
+
+void wait_for_calls_in_flight() {
+  ExitGate& gate = exit_gate();
+  gate.exiting.store(true);
+  if (gate.in_flight.load() == 0) return;
+  PyThreadState* const state = PyEval_SaveThread();
+  {
+    std::unique_lock<std::mutex> lock(gate.mutex);
+    gate.done.wait(lock, [&gate] { return gate.in_flight.load() == 0; });
+  }
+  PyEval_RestoreThread(state);
+}
+}  // namespace
+
+bool exit_began() noexcept { return exit_gate().exiting.load(std::memory_order_relaxed); }
+
+void register_exit_wait() {
+  static const bool forks = pthread_atfork(nullptr, nullptr, reset_exit_gate_in_child) == 0;
+  (void)forks;
+  py::module_::import("atexit").attr("register")(py::cpp_function(&wait_for_calls_in_flight));
+}
+
+GilRelease::GilRelease(bool awaited) noexcept : state_(nullptr), awaited_(awaited) {
+  if (awaited_) {
+    ExitGate& gate = exit_gate();
+    gate.in_flight.fetch_add(1);
+    if (gate.exiting.load()) {  // the exit began: no new native work
+      leave(gate);
+      PyEval_SaveThread();
+      park_forever();
+    }
+  }
+  state_ = PyEval_SaveThread();
+}
+
+GilRelease::~GilRelease() {
+  if (awaited_ && leave(exit_gate())) park_forever();
+  take_gil_or_park(state_);
 }
 
 void take_gil_or_park(PyThreadState* state) noexcept {

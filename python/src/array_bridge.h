@@ -103,17 +103,46 @@ bool interpreter_finalizing() noexcept;
 /// Parks this thread forever (it holds no GIL; the process ends without it).
 [[noreturn]] void park_forever() noexcept;
 
+// Note [Calls in flight at exit]
+// A daemon thread still inside a call (the GIL released) when the program
+// exits kept running native code while exit() ran the destructors of the
+// shared libraries and of statics: a LAPACK call in tenferro's OpenBLAS or
+// an FFTW plan then faulted (SIGSEGV in 9 of 12 exits with two daemon
+// threads in linalg.svd, about 1 in 12 with fft.fft2; the Python
+// concurrency audit of 2026-12-06; numpy's svd exited cleanly). GilRelease
+// therefore counts the calls in flight, and a callback registered with
+// Python's atexit at import (it runs before finalizing, while daemon
+// threads still run) marks the exit and waits, with the GIL released, until
+// none is left. A call that returns after the mark parks instead of taking
+// the GIL back, and one that would begin after it parks at once, so no
+// daemon thread starts new native work: the exit waits for the longest call
+// in flight (a sliced einsum stops at its next slice: its interrupt check
+// sees the mark). MPI calls are not awaited (one may wait for other ranks
+// for ever). The count lives for the process (never destroyed: parked
+// threads use it during exit); a forked child starts with none.
+
+/// Whether the interpreter's exit has begun (Note [Calls in flight at exit]).
+bool exit_began() noexcept;
+/// Registers the wait of Note [Calls in flight at exit] with Python's atexit.
+void register_exit_wait();
+
+/// GilRelease's argument for a call the exit does not wait for.
+inline constexpr bool kNotAwaitedAtExit = false;
+
 /// Releases the GIL for its scope (pybind11's gil_scoped_release, taking it
-/// back as Note [Daemon threads at exit] says).
+/// back as Note [Daemon threads at exit] says), as a call in flight the
+/// exit waits for unless `awaited` is false (Note [Calls in flight at
+/// exit]).
 class GilRelease {
  public:
-  GilRelease() noexcept : state_(PyEval_SaveThread()) {}
-  ~GilRelease() { take_gil_or_park(state_); }
+  explicit GilRelease(bool awaited = true) noexcept;
+  ~GilRelease();
   GilRelease(const GilRelease&) = delete;
   GilRelease& operator=(const GilRelease&) = delete;
 
  private:
   PyThreadState* state_;
+  bool awaited_;
 };
 
 /// Releases the GIL for its scope unless `work` is below kGilReleaseWork,

@@ -1131,6 +1131,7 @@ PYBIND11_MODULE(_tenferro, m) {
   PyObject* module = m.ptr();
   m.attr("_default_runtime") = py::none();
   m.attr("_runtimes_by_threads") = py::dict();
+  register_exit_wait();  // Note [Calls in flight at exit]
   register_tape(m);
 
   py::class_<PyRuntime>(m, "Runtime", R"doc(

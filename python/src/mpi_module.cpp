@@ -196,7 +196,7 @@ class PyCommunicator {
     Tensor output;
     Status status;
     {
-      GilRelease release;
+      GilRelease release(kNotAwaitedAtExit);
       status = [&]() -> Status {
         // From the rank domain's pool (Note [Pooled results]).
         const cpu::CpuResourceDomain& domain = domains_->default_domain();
@@ -333,7 +333,7 @@ class PyCommunicator {
     CollectiveBuffer b = local.run([&] { return buffer_of(x, "reduce_scatter"); }, CollectiveBuffer{});
     agree(local, "tenferro.mpi reduce_scatter");
     Result<Tensor> block = [&] {
-      GilRelease release;
+      GilRelease release(kNotAwaitedAtExit);
       return mpi::reduce_scatter(*comm_, b.tensor, reduce_op);
     }();
     ok_or_raise(block.status());
@@ -407,7 +407,7 @@ class PyCommunicator {
 
   template <class F>
   static Status released(F&& f) {
-    GilRelease release;
+    GilRelease release(kNotAwaitedAtExit);
     return f();
   }
 
@@ -529,7 +529,7 @@ class PyCommunicator {
       }
     }
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
-    GilRelease release;
+    GilRelease release(kNotAwaitedAtExit);
     lock.lock();
     return lock;
   }
@@ -586,7 +586,7 @@ class PyCommunicator {
     const DType dtype = call.status.ok() && call.list.size() > 0 ? call.list.dtype(0) : DType::kFloat64;
     Status agreed;
     {
-      GilRelease release;
+      GilRelease release(kNotAwaitedAtExit);
       agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers, dtype, what)
                                 : mpi::agree_on_split(*comm_, *planned, dtype, what);
     }
@@ -599,7 +599,7 @@ class PyCommunicator {
     std::optional<Result<einsum::SliceExecutor>> runner;
     if (split == nullptr) runner.emplace(einsum::SliceExecutor::create((*planned)->part(rank()), executor_));
     {
-      GilRelease release;
+      GilRelease release(kNotAwaitedAtExit);
       agreed = mpi::agree(*comm_, runner ? runner->status() : ok_status());
     }
     ok_or_raise(agreed);

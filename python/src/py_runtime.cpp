@@ -335,6 +335,7 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
     if (now - last_check < std::chrono::milliseconds(50)) return false;
     last_check = now;
     if (interpreter_finalizing()) park_forever();  // Note [Daemon threads at exit]
+    if (exit_began()) return true;                 // Note [Calls in flight at exit]: stop, then park
     const py::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
   };
