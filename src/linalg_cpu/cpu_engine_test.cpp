@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -1324,6 +1326,42 @@ TEST(CpuLinalgEngineTest, SystemOpenBlasLoadedLaterKeepsItsOwnState) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// This process's address space in bytes (VmSize).
+std::uint64_t address_space_bytes() {
+  std::uint64_t pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  return pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Loads the provider under a limit of 100 MiB of address space left (0:
+// refused as Note [Loading under an address-space limit] says), then
+// without, then under it again (0: loaded both times).
+int load_under_a_limit() {
+  const rlimit limit{address_space_bytes() + (std::uint64_t{100} << 20), RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  Result<std::shared_ptr<LapackLinalgProvider>> refused = LapackLinalgProvider::load({});
+  if (refused.ok()) return 3;
+  if (refused.status().code() != ErrorCode::kResourceExhausted) return 4;
+  if (refused.status().message().find("address-space limit") == std::string_view::npos) return 5;
+  const rlimit none{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &none) != 0) return 6;
+  if (!LapackLinalgProvider::load({}).ok()) return 7;  // room again: it loads
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 8;
+  if (!LapackLinalgProvider::load({}).ok()) return 9;  // loaded before: not checked
+  return 0;
+}
+
+TEST(CpuLinalgEngineTest, LoadingUnderATightAddressSpaceLimitIsRefusedNotHung) {
+  // In a fresh process: its OpenBLAS pool hung such a load before.
+  if (!LapackLinalgProvider::prefers_own_symbols())
+    GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(load_under_a_limit()), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -5,8 +5,13 @@
 #include "tenferro/linalg_cpu/lapack_provider.h"
 
 #include <dlfcn.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -113,6 +118,44 @@ void preload_system_blas() {
   });
 }
 
+// Note [Loading under an address-space limit]
+// The module's pthread OpenBLAS starts its thread pool when it is loaded,
+// and each pool thread takes a buffer of its own. Under an address-space
+// limit (ulimit -v) that left too little room, a pool thread retried its
+// failed allocation for ever while pin_to_one_thread waited for it in
+// pthread_join: the first call of the process hung (100 and 150 MiB of
+// headroom above VmSize on the 2-CPU VM, 2026-12-06; 200 MiB and more
+// worked), or OpenBLAS raised SIGINT itself (a KeyboardInterrupt no one
+// sent; the Python concurrency audit). The module is therefore not loaded
+// when RLIMIT_AS leaves less than kLoadHeadroomPerThread bytes for each CPU
+// this process may use (OpenBLAS's pool size, at most 64) and one more:
+// kResourceExhausted saying so, which the linalg engine reports with every
+// call that needed LAPACK; a runtime created once there is room loads it.
+// A module this process loaded before is not checked (its pool is stopped).
+constexpr std::uint64_t kLoadHeadroomPerThread = std::uint64_t{96} << 20;
+
+Status check_load_headroom() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return ok_status();
+  std::uint64_t pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  const std::uint64_t used = pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  cpu_set_t cpus;
+  const int count = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const std::uint64_t need = kLoadHeadroomPerThread * static_cast<std::uint64_t>(std::min(count, 64) + 1);
+  const std::uint64_t room = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
+  if (room >= need) return ok_status();
+  return make_error(ErrorCode::kResourceExhausted, ErrorStage::kConfiguration,
+                    "LAPACK provider: expected {} MiB of address space for OpenBLAS's buffers ({} MiB for each of {} "
+                    "threads), found {} MiB below the address-space limit (ulimit -v) of {} MiB; raise the limit, then "
+                    "create a new runtime",
+                    need >> 20, kLoadHeadroomPerThread >> 20, std::min(count, 64) + 1, room >> 20,
+                    static_cast<std::uint64_t>(limit.rlim_cur) >> 20);
+}
+
 std::string loaded_file(const void* address) {
   Dl_info info;
   if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
@@ -127,6 +170,11 @@ Result<std::unique_ptr<internal::LapackModule>> open_module(const LapackOptions&
                               : options.module_dir;
   auto module = std::make_unique<internal::LapackModule>();
   module->path = dir + "/" + file;
+  if (void* loaded = dlopen(module->path.c_str(), RTLD_LAZY | RTLD_NOLOAD); loaded != nullptr) {
+    dlclose(loaded);  // loaded before: its pool is stopped already
+  } else {
+    TENFERRO_TRY(check_load_headroom());  // Note [Loading under an address-space limit]
+  }
   if (deep_bind_flag() != 0) preload_system_blas();
   module->handle = dlopen(module->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | deep_bind_flag());
   if (module->handle == nullptr) {
