@@ -24,6 +24,7 @@
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
+#include "tenferro/einsum/network.h"
 #include "tenferro/einsum/subscripts.h"
 #include "tenferro/einsum_cpu.h"
 #include "tenferro/program/program_builder.h"
@@ -468,6 +469,19 @@ Result<EinsumJob> job_for(const EinsumCommand& c) {
     job.instance.name = text;
     job.instance.format_string = text;
     for (const Tensor& t : job.inputs) job.instance.shapes.emplace_back(t.shape().begin(), t.shape().end());
+    // The operands' shapes against the subscripts, with the files named
+    // (einsum's own message gives operand numbers).
+    SmallVector<IntArrayRef, 8> shapes;
+    for (const Tensor& t : job.inputs) shapes.push_back(t.shape());
+    if (Result<einsum::Network> bound =
+            einsum::Network::bind(text, std::span<const IntArrayRef>(shapes.data(), shapes.size()));
+        !bound.ok()) {
+      std::string files;
+      for (std::size_t i = 0; i < job.files.size(); ++i)
+        files += fmt::format("{}{} = {}", i ? ", " : "", i, job.files[i]);
+      return Error(bound.status().code(), ErrorStage::kNone,
+                   fmt::format("{} (operands {})", bound.status().message(), files));
+    }
   }
   // Mixed dtypes are promoted as numpy does; einsum runs in one dtype.
   DType dtype = job.inputs.front().dtype();
