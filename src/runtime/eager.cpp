@@ -751,11 +751,12 @@ Result<TensorList> EagerContext::run_extension_kernel(const ExtensionSlot& slot,
   for (const Tensor& t : outputs) out_views.push_back(t.view());
   SmallVector<TensorView, 4> in_views;
   for (const Tensor& t : inputs) in_views.push_back(t.view());
-  StorageRef scratch_storage;
   std::span<std::byte> scratch;
-  if (kernel.scratch_bytes > 0) {
-    TENFERRO_ASSIGN_OR_RETURN(scratch_storage, c.allocator->allocate(kernel.scratch_bytes, c.placement));
-    scratch = std::span<std::byte>(static_cast<std::byte*>(scratch_storage->data()), kernel.scratch_bytes);
+  if (kernel.scratch_bytes > 0) {  // the context's scratch, as a core op's (no allocation once it is large enough)
+    if (!c.scratch || c.scratch->nbytes() < kernel.scratch_bytes) {
+      TENFERRO_ASSIGN_OR_RETURN(c.scratch, c.allocator->allocate(kernel.scratch_bytes, c.placement));
+    }
+    scratch = std::span<std::byte>(static_cast<std::byte*>(c.scratch->data()), kernel.scratch_bytes);
   }
   ExtensionRequest request;
   request.op = &op;

@@ -151,6 +151,32 @@ TEST(EagerTest, ZeroAllocationsPerCallBesidesTheOutput) {
   EXPECT_EQ(ctx.metrics().capability_queries, 2u);
 }
 
+// An extension kernel's scratch is the context's, as a core op's: a
+// repeated call allocates only its output (a scratch storage per call before).
+TEST(EagerTest, ExtensionCallsAllocateOnlyTheirOutputs) {
+  if (!::tenferro::testing::kCountsAllocations)
+    GTEST_SKIP() << "ThreadSanitizer owns operator new; the release and ASan builds run this test";
+  EagerSetup s;
+  auto native = std::make_shared<SquarePlusEngine>();
+  native->scratch_bytes = 256;
+  Runtime rt = s.build([&](RuntimeBuilder& b) {
+    b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
+  });
+  EagerContext ctx = rt.on();
+  auto op = std::make_shared<SquarePlusExtension>();
+  ExtensionSlot slot = ctx.resolve_extension("test.square_plus");
+  const Tensor x = host_tensor({1, 2, 3}, {3});
+  ASSERT_TRUE(ctx.call(slot, op, std::span<const Tensor>(&x, 1)).ok());  // warm up: prepare, memo, scratch
+  constexpr int kCalls = 1000;
+  const std::uint64_t before = ::tenferro::testing::allocation_count();
+  for (int i = 0; i < kCalls; ++i) {
+    auto y = ctx.call(slot, op, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+  }
+  EXPECT_EQ(::tenferro::testing::allocation_count() - before, static_cast<std::uint64_t>(kCalls));
+  EXPECT_EQ(native->runs.load(), kCalls + 1);
+}
+
 TEST(EagerTest, TransposeAndReshapeAreViewsAndCopyOnlyWhenStridesCannotExpressIt) {
   EagerSetup s;
   Runtime rt = s.build();

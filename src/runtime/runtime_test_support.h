@@ -598,10 +598,16 @@ class SquarePlusEngine final : public ExtensionEngine {
     if (unsupported) return PrepareCapability::unsupported("disabled");
     if (!sig.granted.has(program::SpecializationAxis::kConcreteDims))
       return PrepareCapability::needs_specialization({program::SpecializationAxis::kConcreteDims});
-    return PrepareCapability::prepared(PreparedKernel{nullptr, true});
+    PreparedKernel kernel{nullptr, true};
+    kernel.scratch_bytes = scratch_bytes;
+    return PrepareCapability::prepared(std::move(kernel));
   }
   Status run(const ExtensionRequest& r, ErasedExecutionContext) const override {
     ++runs;
+    if (r.scratch.size() != scratch_bytes) {
+      return make_error(ErrorCode::kInternal, ErrorStage::kNone, "scratch of {} bytes, expected {}", r.scratch.size(),
+                        scratch_bytes);
+    }
     const TensorView views[2] = {r.inputs[0], r.outputs[0]};
     for_each_offset(r.inputs[0].shape, views, [&](const SmallVector<std::int64_t, 8>& o) {
       const double x = static_cast<const double*>(r.inputs[0].data)[o[0]];
@@ -612,6 +618,7 @@ class SquarePlusEngine final : public ExtensionEngine {
   mutable std::atomic<int> prepares{0};
   mutable std::atomic<int> runs{0};
   bool unsupported = false;
+  std::size_t scratch_bytes = 0;  ///< the kernel's, checked in run()
 };
 
 /// A one-input program: y = f(builder, x).
