@@ -1014,6 +1014,7 @@ void register_tape(py::module_& m) {
            })
       .def_property_readonly("nested", [](const PyTape& tape) { return tape.parent != nullptr; })
       .def("close", [](PyTape& tape) { tape.tape.close(); })
+      .def_property_readonly("closed", [](const PyTape& tape) { return tape.tape.closed(); })
       .def_property(
           "jit", [](const PyTape& tape) { return tape.jit; }, [](PyTape& tape, bool jit) { tape.jit = jit; })
       .def_property_readonly("value_read", [](const PyTape& tape) { return tape.value_read; })

@@ -1394,6 +1394,14 @@ def _array(x, dtype=None, copy=None):
     """np.asarray(x), np.array(x), out[i] = x, ...: a conversion numpy
     makes on its own would silently drop the gradient, so it is an error;
     .numpy() leaves the tape on purpose."""
+    tape = x._tape
+    if tape is not None and tape.closed:
+        raise UnsupportedError(
+            f"a Traced value (shape {tuple(x.shape)}, {x.dtype}) cannot become a numpy array: it was kept after the "
+            "tenferro.grad / vjp / jit call that recorded it ended (return it, or call .numpy() inside the function)",
+            code="kUnsupported",
+            canonical="kUnsupported",
+        )
     raise UnsupportedError(
         f"a Traced value (shape {tuple(x.shape)}, {x.dtype}) cannot become a numpy array inside "
         "tenferro.grad / jit: the gradient would be lost (build arrays with np.stack / np.concatenate, "

@@ -460,3 +460,20 @@ def test_grad_has_aux_and_keyword_arguments_as_jax():
         tenferro.grad(loss)(x)
     with pytest.raises(tenferro.InvalidArgumentError, match=r"expected fun to return a pair \(output, aux\)"):
         tenferro.grad(lambda v: v.sum(), has_aux=True)(x)
+
+
+def test_a_traced_value_kept_after_the_call_says_so():
+    # An array conversion of a Traced value that escaped the call names the ended call, not "inside grad".
+    kept = []
+    b = np.random.default_rng(0).random((3, 3))
+
+    def f(x):
+        y = tenferro.einsum("ij,jk->ik", x, b)
+        kept.append(y)
+        return (y * y).sum()
+
+    tenferro.grad(f)(np.ones((3, 3)))
+    with pytest.raises(tenferro.UnsupportedError, match="kept after the tenferro.grad / vjp / jit call"):
+        np.asarray(kept[0])
+    with pytest.raises(tenferro.UnsupportedError, match="inside tenferro.grad / jit: the gradient would be lost"):
+        tenferro.grad(lambda x: np.asarray(x).sum())(np.ones(3))

@@ -701,6 +701,8 @@ void GradientTape::close() noexcept {
   if (state_ != nullptr) state_->closed = true;
 }
 
+bool GradientTape::closed() const noexcept { return state_ != nullptr && state_->closed; }
+
 Result<bool> GradientTape::requires_grad(const TapeTensor& tensor) const {
   TENFERRO_TRY(foreign(tensor.recording_, state_.get()));
   TENFERRO_ASSIGN_OR_RETURN(Entry * e, state_->resolve(tensor.index_, tensor.generation_));

@@ -231,6 +231,8 @@ class GradientTape {
   /// tracers), while backward, jvp, hvp and the *_onto transforms of what
   /// was recorded, and leaves, keep working. clear() opens it again.
   void close() noexcept;
+  /// Whether close() ended the recording (and no clear() opened it again).
+  bool closed() const noexcept;
   /// Whether `tensor` depends on a variable (through operations of nonzero
   /// derivative or not): backward(tensor) needs one.
   Result<bool> requires_grad(const TapeTensor& tensor) const;
