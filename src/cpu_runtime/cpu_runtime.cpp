@@ -2,6 +2,7 @@
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 
 #include <fmt/format.h>
+#include <new>
 
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/gemm/external_blas.h"
@@ -52,7 +53,25 @@ Result<std::shared_ptr<const CpuDomainSet>> make_managed_domains(int threads, st
   return CpuDomainSet::create_managed(topology, specs);
 }
 
+namespace {
+Result<CpuRuntime> build_cpu_runtime(const CpuRuntimeOptions& options);
+}  // namespace
+
 Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
+  // oneTBB's arenas, the engines and their pools allocate: without memory
+  // (a tight ulimit -v) that is a typed error, not an exception through
+  // the caller (Python saw a bare RuntimeError; the concurrency audit).
+  try {
+    return build_cpu_runtime(options);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted, ErrorStage::kConfiguration,
+                      "cpu runtime: expected memory for its threads, engines and caches, found an allocation failing "
+                      "(an address-space limit or too little memory)");
+  }
+}
+
+namespace {
+Result<CpuRuntime> build_cpu_runtime(const CpuRuntimeOptions& options) {
   std::shared_ptr<const CpuDomainSet> domains;
   int threads = 1;
   if (options.on_calling_thread) {
@@ -111,5 +130,6 @@ Result<CpuRuntime> make_cpu_runtime(const CpuRuntimeOptions& options) {
                     std::move(linalg_engine),
                     std::move(ad)};
 }
+}  // namespace
 
 }  // namespace tenferro::cpu
