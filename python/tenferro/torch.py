@@ -320,7 +320,8 @@ def einsum(subscripts, *operands, optimize=None, threads=None, runtime=None):
     if len({t.dtype for t in tensors}) > 1:  # torch's promotion (int64 with float32: float32), recorded
         dtype = _functools.reduce(_torch.promote_types, (t.dtype for t in tensors))
         operands = [t.to(dtype) if isinstance(t, _torch.Tensor) and t.dtype != dtype else t for t in operands]
-    if tensors and not (tensors[0].is_floating_point() or tensors[0].is_complex()) and _sums_within_an_operand(
+    promoted = next((t for t in operands if isinstance(t, _torch.Tensor)), None)
+    if promoted is not None and not (promoted.is_floating_point() or promoted.is_complex()) and _sums_within_an_operand(
             subscripts, len(operands)):
         # torch.einsum's int64 (torch.sum of integers and bools), not the
         # input's dtype as numpy's einsum keeps it

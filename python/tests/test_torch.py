@@ -264,6 +264,16 @@ def test_integer_and_bool_dtypes_as_torch_einsum(subscripts, dtype):
     assert torch.equal(got, want)
 
 
+def test_integer_sums_with_a_float_operand_stay_float():
+    # the promoted dtype decides: an int8 operand with a float32 one is a float32 einsum
+    a = torch.ones(3, 4, dtype=torch.int8)
+    b = torch.full((5,), 0.5, dtype=torch.float32)
+    want = torch.einsum("ij,k->k", a, b)
+    got = tft.einsum("ij,k->k", a, b)
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got, want)
+
+
 def test_forward_mode_tangents_are_differentiable_torch_results():
     # Note [Tangents by substitution]
     import torch.autograd.forward_ad as fwad
