@@ -230,8 +230,8 @@ std::vector<std::int64_t> Network::output_shape() const {
 std::string Network::label_name(LabelId label) const {
   if (label == kBroadcastAxis) return "1";
   const LabelInfo& info = labels_[static_cast<std::size_t>(label)];
-  if (info.ellipsis_dim >= 0)
-    return fmt::format("...[{}]", info.ellipsis_dim);  // the ellipsis's broadcast axis, 0 = leftmost
+  // An ellipsis label: its broadcast axis, 0 = leftmost.
+  if (info.ellipsis_dim >= 0) return fmt::format("...[{}]", info.ellipsis_dim);
   return label_key_name(info.key, notation_);
 }
 

@@ -116,6 +116,17 @@ struct EagerCache {
   std::array<ExtensionMemo, kExtensionMemos> extension_memos;
   std::size_t next_extension_memo = 0;  // round-robin victim
 
+  /// `bytes` of the context's scratch (none for 0): one buffer for every
+  /// kernel a call runs, grown when a kernel needs more, so a repeated call
+  /// allocates none.
+  Result<std::span<std::byte>> scratch_of(std::size_t bytes, const ResolvedPlacement& where) {
+    if (bytes == 0) return std::span<std::byte>();
+    if (!scratch || scratch->nbytes() < bytes) {
+      TENFERRO_ASSIGN_OR_RETURN(scratch, allocator->allocate(bytes, where));
+    }
+    return std::span<std::byte>(static_cast<std::byte*>(scratch->data()), bytes);
+  }
+
   const CoreFamilyRuntime* slot(OpFamily family) const noexcept {
     switch (family) {
       case OpFamily::kElementwise:
@@ -344,13 +355,7 @@ Result<Tensor> EagerContext::run_core(CoreSemanticOp op, std::span<const TensorV
                             c.allocator->allocate(static_cast<std::size_t>(numel) * dtype_size(out_dtype), where));
   TENFERRO_ASSIGN_OR_RETURN(
       Tensor out, Tensor::from_storage(std::move(storage), out_dtype, out_shape, row_major_strides(out_shape)));
-  std::span<std::byte> scratch;
-  if (cap->scratch_bytes > 0) {
-    if (!c.scratch || c.scratch->nbytes() < cap->scratch_bytes) {
-      TENFERRO_ASSIGN_OR_RETURN(c.scratch, c.allocator->allocate(cap->scratch_bytes, where));
-    }
-    scratch = std::span<std::byte>(static_cast<std::byte*>(c.scratch->data()), cap->scratch_bytes);
-  }
+  TENFERRO_ASSIGN_OR_RETURN(const std::span<std::byte> scratch, c.scratch_of(cap->scratch_bytes, where));
   OperationRequest request;
   request.op = op;
   request.attributes = &attributes;
@@ -751,13 +756,7 @@ Result<TensorList> EagerContext::run_extension_kernel(const ExtensionSlot& slot,
   for (const Tensor& t : outputs) out_views.push_back(t.view());
   SmallVector<TensorView, 4> in_views;
   for (const Tensor& t : inputs) in_views.push_back(t.view());
-  std::span<std::byte> scratch;
-  if (kernel.scratch_bytes > 0) {  // the context's scratch, as a core op's (no allocation once it is large enough)
-    if (!c.scratch || c.scratch->nbytes() < kernel.scratch_bytes) {
-      TENFERRO_ASSIGN_OR_RETURN(c.scratch, c.allocator->allocate(kernel.scratch_bytes, c.placement));
-    }
-    scratch = std::span<std::byte>(static_cast<std::byte*>(c.scratch->data()), kernel.scratch_bytes);
-  }
+  TENFERRO_ASSIGN_OR_RETURN(const std::span<std::byte> scratch, c.scratch_of(kernel.scratch_bytes, c.placement));
   ExtensionRequest request;
   request.op = &op;
   request.inputs = std::span<const TensorView>(in_views.data(), in_views.size());
