@@ -4,11 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <complex>
-#include <cstdio>
 #include <thread>
 
 #include "tenferro/ad_runtime/gradient_tape.h"
@@ -16,6 +12,7 @@
 #include "tenferro/linalg/eager_linalg.h"
 #include "tenferro/linalg/linalg_op.h"
 #include "tenferro/program/program_builder.h"
+#include "testing/address_space.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -403,14 +400,7 @@ TEST(CpuRuntimeTest, InPlaceNeedsTheOperandsDtypeNotJustItsBuffersSize) {
 // Creates a two-thread runtime with 1 MiB of address space left: 0 when
 // that is kResourceExhausted (oneTBB's std::bad_alloc reached the caller).
 int runtime_under_a_limit() {
-  std::uint64_t pages = 0;
-  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
-    std::fclose(statm);
-  }
-  const rlimit limit{pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) + (std::uint64_t{1} << 20),
-                     RLIM_INFINITY};
-  if (setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  if (!::tenferro::testing::limit_address_space(std::uint64_t{1} << 20)) return 2;
   try {
     Result<CpuRuntime> rt = make_cpu_runtime({.threads = 2});
     if (rt.ok()) return 3;
@@ -421,13 +411,7 @@ int runtime_under_a_limit() {
 }
 
 TEST(CpuRuntimeTest, NoMemoryForTheRuntimeIsATypedError) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
-#endif
-#endif
+  if (::tenferro::testing::kSanitized) GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no two-thread runtime";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(runtime_under_a_limit()), ::testing::ExitedWithCode(0), "");

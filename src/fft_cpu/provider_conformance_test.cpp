@@ -8,15 +8,13 @@
 // outlive eviction.
 #include <gtest/gtest.h>
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include "fft_cpu/fft_test_support.h"
+#include "testing/address_space.h"
 
 namespace tenferro::fft {
 namespace {
@@ -281,30 +279,6 @@ TEST(FftwProvider, BatchCountsShareThePlansOfTheirSizeClasses) {
   check_problem(provider, p, 11);
 }
 
-// Any sanitizer reserves address space of its own, which an address-space
-// limit breaks.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// This process's address space in bytes (VmSize).
-std::size_t address_space_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
-  }
-  return 0;
-}
-
 // Plans and runs an n-point complex128 transform under an address-space
 // limit with room for the two planning arrays and `halves` / 2 more, beside
 // its input and output: 0 when the plan is kResourceExhausted.
@@ -313,9 +287,7 @@ int transform_under_a_limit(std::int64_t n, std::size_t halves) {
   void* in = std::calloc(array, 1);  // an mmap of zero pages: no memory touched
   void* out = std::calloc(array, 1);
   if (in == nullptr || out == nullptr) return 4;
-  const std::size_t room = address_space_bytes() + 2 * array + halves * (array / 2);
-  const rlimit limit{room, room};
-  if (setrlimit(RLIMIT_AS, &limit) != 0) return 3;
+  if (!::tenferro::testing::limit_address_space(2 * array + halves * (array / 2))) return 3;
   FftwFftProvider provider;
   FftProblem p;
   p.dim = {n, 1, 1};
@@ -331,7 +303,7 @@ int transform_under_a_limit(std::int64_t n, std::size_t halves) {
 // (256 MiB arrays) with room for 2.5 arrays more: a probe of one array fits
 // and FFTW plans, but its run needs about 7 arrays more.
 TEST(FftwProvider, AllocationFailuresAreErrorsNotAborts) {
-  if (kSanitized) GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
+  if (::tenferro::testing::kSanitized) GTEST_SKIP() << "sanitizers reserve address space an RLIMIT_AS breaks";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(transform_under_a_limit(std::int64_t{1} << 26, 1)), ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(std::_Exit(transform_under_a_limit(16777259, 5)), ::testing::ExitedWithCode(0), "");

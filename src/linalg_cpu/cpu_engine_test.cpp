@@ -10,7 +10,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -25,6 +24,7 @@
 #include "tenferro/linalg/eager_linalg.h"
 #include "tenferro/linalg_cpu/lapack_provider.h"
 #include "tenferro/program/program_builder.h"
+#include "testing/address_space.h"
 
 namespace tenferro::linalg {
 namespace {
@@ -1328,22 +1328,12 @@ TEST(CpuLinalgEngineTest, SystemOpenBlasLoadedLaterKeepsItsOwnState) {
       ::testing::ExitedWithCode(0), "");
 }
 
-// This process's address space in bytes (VmSize).
-std::uint64_t address_space_bytes() {
-  std::uint64_t pages = 0;
-  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
-    std::fclose(statm);
-  }
-  return pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
 // Loads the provider under a limit of 100 MiB of address space left (0:
 // refused as Note [Loading under an address-space limit] says), then
 // without, then under it again (0: loaded both times).
 int load_under_a_limit() {
-  const rlimit limit{address_space_bytes() + (std::uint64_t{100} << 20), RLIM_INFINITY};
-  if (setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  constexpr std::uint64_t kHeadroom = std::uint64_t{100} << 20;
+  if (!::tenferro::testing::limit_address_space(kHeadroom)) return 2;
   Result<std::shared_ptr<LapackLinalgProvider>> refused = LapackLinalgProvider::load({});
   if (refused.ok()) return 3;
   if (refused.status().code() != ErrorCode::kResourceExhausted) return 4;
@@ -1351,7 +1341,7 @@ int load_under_a_limit() {
   const rlimit none{RLIM_INFINITY, RLIM_INFINITY};
   if (setrlimit(RLIMIT_AS, &none) != 0) return 6;
   if (!LapackLinalgProvider::load({}).ok()) return 7;  // room again: it loads
-  if (setrlimit(RLIMIT_AS, &limit) != 0) return 8;
+  if (!::tenferro::testing::limit_address_space(kHeadroom)) return 8;
   if (!LapackLinalgProvider::load({}).ok()) return 9;  // loaded before: not checked
   return 0;
 }
