@@ -187,10 +187,10 @@ def _substituted(tensors, i, value):
     return [*tensors[:i], value, *tensors[i + 1:]]
 
 
-def _shape_only(t):
-    """A stand-in of t's shape and dtype holding no memory of its own (one
+def _shape_only(shape, dtype):
+    """A stand-in of that shape and dtype holding no memory of its own (one
     element broadcast)."""
-    return _torch.zeros((), dtype=t.dtype).expand(t.shape)
+    return _torch.zeros((), dtype=dtype).expand(shape)
 
 
 # Note [Tangents by substitution]
@@ -218,7 +218,9 @@ class _Einsum(_torch.autograd.Function):
         # call a false version-counter error (torch.einsum saves no more).
         needed = ctx.needs_input_grad[2:]
         wanted = [any(need for k, need in enumerate(needed) if k != j) for j in range(len(tensors))]
-        ctx.save_for_backward(*[t if want else _shape_only(t) for t, want in zip(tensors, wanted)])
+        # (the others are saved as None, their stand-ins made by the backward)
+        ctx.save_for_backward(*[t if want else None for t, want in zip(tensors, wanted)])
+        ctx.stand_ins = [None if want else (t.shape, t.dtype) for t, want in zip(tensors, wanted)]
         ctx.save_for_forward(*tensors)
         result = _einsum(subscripts, *arrays, **options)
         if _aliased(result, tensors, arrays) is not None:  # Note [Relabeled results in torch]
@@ -238,7 +240,7 @@ class _Einsum(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        tensors = ctx.saved_tensors
+        tensors = [t if t is not None else _shape_only(*meta) for t, meta in zip(ctx.saved_tensors, ctx.stand_ins)]
         needed = ctx.needs_input_grad[2:]
         if not any(needed):
             return (None, None, *[None] * len(tensors))
