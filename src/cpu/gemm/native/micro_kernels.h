@@ -75,6 +75,24 @@ inline void prefetch_c_tile(const S* c, std::int64_t ld) {
   }
 }
 
+// Note [Prefetching B in place]
+// An in-place B (Note [Unpacked B] in native_gemm.cpp) is read once, often
+// straight from memory: in a matrix chain each step's B is an input no
+// earlier step touched. The tile walks NR columns for only kc depth steps,
+// too short a stream for the hardware prefetchers, so the loads waited on
+// memory: the 21 x 503 by 503 x 453 step of
+// str_matrix_chain_multiplication_100 read B at about 3 GB/s (numpy's
+// OpenBLAS too) where a streaming read runs at 14. Each depth step therefore
+// prefetches kInPlaceBAhead steps ahead, two lines: one column in turn (with
+// B's depth contiguous each column's next line comes up every NR steps) and
+// the last column (with B's columns contiguous the two ends of the step's
+// row). On the Xeon VM the whole chain ran in 12.3-12.7 ms instead of
+// 16.7-17.3 (median of 40; 16 and 64 steps ahead 13.2-13.6 and 12.6-13.4,
+// every column each step no better); the warm in-place case
+// (lm_batch_likelihood_brackets_4_4d) did not change
+// (docs/performance_notes.md).
+inline constexpr std::int64_t kInPlaceBAhead = 32;
+
 // Note [Edge tiles]
 // M is rarely a multiple of MR (24 doubles on AVX-512: 128 = 5 x 24 + 8), and
 // a full-width kernel on the last tile computes zero rows: at m = 128 it
@@ -111,12 +129,17 @@ inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict 
     for (int v = 0; v < MV; ++v) acc[v][j] = Isa::zero();
   const bool full_unit = m_valid == MR && n_valid == NR && rs_c == 1;
   if (full_unit) prefetch_c_tile<MR, NR>(c, cs_c);
+  [[maybe_unused]] const std::int64_t b_ahead = kInPlaceBAhead * rs_b;
 #pragma GCC unroll 4
   for (std::int64_t p = 0; p < k; ++p) {
     V av[MV];
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) av[v] = Isa::load(a + v * L);
     __builtin_prefetch(a + 8 * MRS, 0, 3);
+    if constexpr (kInPlaceB) {  // Note [Prefetching B in place]
+      __builtin_prefetch(b + b_ahead + b_col[p % NR], 0, 3);
+      __builtin_prefetch(b + b_ahead + b_col[NR - 1], 0, 3);
+    }
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const V bj = Isa::set1(kInPlaceB ? b[b_col[j]] : b[j]);
