@@ -136,9 +136,10 @@ std::map<std::string, std::vector<double>> run_peers(const std::string& file, in
   return out;
 }
 
-std::vector<std::string> all_instances() {
+// The instance files of a directory, sorted; permutation_patterns.json (the
+// layout suite's input, which sits beside the instances) is not one.
+std::vector<std::string> instances_in(const std::string& dir) {
   std::vector<std::string> files;
-  const std::string dir = std::string(TENFERRO_SHARED_DIR) + "/bench/instances";
   if (!std::filesystem::is_directory(dir)) return files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() == ".json" && entry.path().filename() != "permutation_patterns.json")
@@ -378,9 +379,14 @@ void run_eager_cases(const SuiteOptions& options, Reporter& reporter) {
 
 int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
   const bool eager_only = options.inputs.size() == 1 && options.inputs[0] == "eager";
-  const std::vector<std::string> files = eager_only               ? std::vector<std::string>{}
-                                         : options.inputs.empty() ? all_instances()
-                                                                  : options.inputs;
+  // A directory stands for the instances in it; no input for the shared ones.
+  std::vector<std::string> files;
+  if (options.inputs.empty()) files = instances_in(std::string(TENFERRO_SHARED_DIR) + "/bench/instances");
+  for (const std::string& input : eager_only ? std::vector<std::string>{} : options.inputs) {
+    std::vector<std::string> in_dir = instances_in(input);
+    if (in_dir.empty()) files.push_back(input);  // a file, or an empty directory refused by the loader
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
   if (files.empty() && !eager_only) {
     reporter.progress("einsum: no instance files given and ../shared/bench/instances is absent");
     return 1;
