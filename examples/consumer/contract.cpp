@@ -1,8 +1,10 @@
 // The README's C++ quick start: an installed tenferro, a ready CPU runtime,
-// eager einsum and linalg calls.
+// eager einsum and linalg calls; then a gradient through the runtime's AD
+// context, linked through tenferro::cpu_runtime alone.
 #include <cstdio>
 #include <vector>
 
+#include <tenferro/ad_runtime.h>
 #include <tenferro/cpu_runtime.h>
 
 using namespace tenferro;
@@ -19,6 +21,21 @@ Result<double> contract() {
   TENFERRO_ASSIGN_OR_RETURN(Tensor c, einsum::einsum(ctx, "ij,jk->ik", ab));  // [[4, 5], [10, 11]]
   TENFERRO_ASSIGN_OR_RETURN(Tensor det, linalg::det(ctx, c));                 // 4 * 11 - 5 * 10
   TENFERRO_ASSIGN_OR_RETURN(std::vector<double> v, det.to_vector<double>());
+
+  // d det(c) / dc = det(c) inv(c)^T = [[11, -10], [-5, 4]]
+  ad::GradientTape tape(cpu.runtime, cpu.ad);
+  TENFERRO_ASSIGN_OR_RETURN(ad::TapeTensor x, tape.variable(c));
+  const ad::TapeTensor xs[] = {x};
+  TENFERRO_ASSIGN_OR_RETURN(auto taped_det, tape.apply(linalg::LinalgOp::det(), xs));
+  TENFERRO_TRY(tape.backward(taped_det[0]));
+  TENFERRO_ASSIGN_OR_RETURN(Tensor g, tape.grad(x));
+  TENFERRO_ASSIGN_OR_RETURN(std::vector<double> gv, g.to_vector<double>());
+  const double expected[] = {11, -10, -5, 4};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (gv[i] < expected[i] - 1e-9 || gv[i] > expected[i] + 1e-9) {
+      return Error(ErrorCode::kInternal, ErrorStage::kNone, "gradient of det: expected [11, -10, -5, 4]");
+    }
+  }
   return v[0];
 }
 
