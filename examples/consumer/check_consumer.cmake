@@ -50,8 +50,11 @@ endfunction()
 
 if(MODE STREQUAL "cmake")
   # CPU components need no CUDA toolkit (looked for only for COMPONENTS cuda).
+  # __FILE__ rewritten away from the prefix: the imported targets name it
+  # (Note [The prefix of the headers]).
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK}/build -G Ninja
                   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON
+                  "-DCMAKE_CXX_FLAGS=-fmacro-prefix-map=${prefix}=/no/such/prefix"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "configuring the consumer failed:\n${out}")

@@ -9,8 +9,11 @@
 // such a program that includes tenferro's headers (through status.h) gets
 // a weak, hidden definition of tenferro_consumer_header_path(), which
 // returns this file's path as the compiler found it,
-// "P/include/tenferro/base/consumer_prefix.h" (CMake's imported targets and
-// pkg-config pass absolute include directories); Note [Locating provider
+// "P/include/tenferro/base/consumer_prefix.h": with CMake's imported
+// targets built from TENFERRO_CONSUMER_INCLUDE_DIR, which the package's
+// config file defines as its own P/include (so -fmacro-prefix-map and flags that
+// rewrite __FILE__ do not hide it), otherwise __FILE__ (pkg-config passes an
+// absolute include directory when PKG_CONFIG_PATH is absolute); Note [Locating provider
 // files] searches P's module and data directories after the program's own
 // directory, before the configured install and the build tree. Moving the
 // install needs a rebuild of the program, as for any path it was built
@@ -21,6 +24,10 @@
 #if !defined(TENFERRO_BUILDING) && (defined(__GNUC__) || defined(__clang__))
 extern "C" __attribute__((weak, visibility("hidden"))) const char* tenferro_consumer_header_path() noexcept;
 extern "C" __attribute__((weak, visibility("hidden"))) const char* tenferro_consumer_header_path() noexcept {
+#ifdef TENFERRO_CONSUMER_INCLUDE_DIR
+  return TENFERRO_CONSUMER_INCLUDE_DIR "/tenferro/base/consumer_prefix.h";
+#else
   return __FILE__;
+#endif
 }
 #endif
