@@ -679,7 +679,7 @@ def vjp(fun, *primals, runtime=None, has_aux=False):
             tape.backward(out, ct)
             return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
 
-    value = tape.value_onto(out) if tape.nested else out.numpy()
+    value = tape.value_onto(out) if tape.nested else _jit_module._value(out)
     if several is not None:
         value = several.split(value)
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
@@ -698,7 +698,7 @@ def jvp(fun, primals, tangents, runtime=None, has_aux=False):
     out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "jvp", found), *xs), has_aux, "jvp")
     several = found[0] if found else None
     out = _traced_output(tape, out, "jvp")
-    result = tuple(tape.jvp_onto(out, xs, tangents)) if tape.nested else (out.numpy(), tape.jvp(out, xs, tangents))
+    result = tuple(tape.jvp_onto(out, xs, tangents)) if tape.nested else (_jit_module._value(out), tape.jvp(out, xs, tangents))
     if several is not None:
         result = tuple(several.split(r) for r in result)
     return result + (aux,) if has_aux else result
@@ -784,9 +784,9 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
             grad_of = lambda x: by_variable[id(x)]  # noqa: E731
         elif tape.requires_grad(out):
             tape.backward(out)
-            value, grad_of = out.numpy(), tape.grad
+            value, grad_of = _jit_module._value(out), tape.grad
         else:  # no dependence on the arguments (a constant, or derivative-0 operations): zeros, as jax
-            value, grad_of = out.numpy(), lambda x: None
+            value, grad_of = _jit_module._value(out), lambda x: None
         variable = dict(zip(positions, xs))
         grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)

@@ -173,6 +173,8 @@ def _result(structure, outputs):
 
 
 def _value(t):
+    """t's numpy value; a 0-d one as a numpy scalar, as numpy's reductions
+    give it (and tenferro.grad's value_and_grad, vjp and jvp)."""
     array = t.numpy()
     return array[()] if array.ndim == 0 else array
 

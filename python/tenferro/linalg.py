@@ -22,6 +22,7 @@ from . import _tenferro
 from ._errors import AxisError, InvalidArgumentError, LinAlgError
 
 __all__ = [
+    "MatrixShapeError",
     "svd",
     "qr",
     "eigh",
@@ -86,7 +87,7 @@ def _operand(a):
     return arr
 
 
-class _MatrixShapeError(InvalidArgumentError, LinAlgError):
+class MatrixShapeError(InvalidArgumentError, LinAlgError):
     """An operand that is not a (stack of) matrices of the shape the
     function needs: a tenferro.InvalidArgumentError that is also a
     numpy.linalg.LinAlgError, as numpy.linalg raises for these."""
@@ -110,7 +111,7 @@ def _scalar(r):
 
 
 def _shape_error(message):
-    return _MatrixShapeError(message, code="kShapeMismatch", canonical="kInvalidArgument")
+    return MatrixShapeError(message, code="kShapeMismatch", canonical="kInvalidArgument")
 
 
 def _axis(axis, ndim, who):
@@ -141,7 +142,7 @@ def _call(name, operands, runtime, mode="", flag=True, rcond=-1.0):
     except InvalidArgumentError as e:
         if e.code != "kShapeMismatch" or isinstance(e, LinAlgError):
             raise
-        raise _MatrixShapeError(str(e), code=e.code, canonical=e.canonical, stage=e.stage,
+        raise MatrixShapeError(str(e), code=e.code, canonical=e.canonical, stage=e.stage,
                                 message=e.message) from None
 
 

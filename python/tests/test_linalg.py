@@ -300,6 +300,17 @@ def test_axes_are_checked_as_numpy(rng):
         tl.lstsq(np.ones(3), np.ones(3))
 
 
+def test_matrix_shape_errors_are_a_public_class():
+    # A traceback names the class: it is tenferro.linalg's, not a private one.
+    with pytest.raises(tl.MatrixShapeError) as info:
+        tl.det(np.ones((2, 3)))
+    assert type(info.value) is tl.MatrixShapeError
+    assert not type(info.value).__qualname__.startswith("_")
+    assert isinstance(info.value, tenferro.InvalidArgumentError)
+    assert isinstance(info.value, np.linalg.LinAlgError)
+    assert info.value.code == "kShapeMismatch"
+
+
 def test_norm_gradients(rng):
     m = random_array(rng, (4, 3), np.float64)
     u, _, vh = np.linalg.svd(m, full_matrices=False)

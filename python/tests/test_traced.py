@@ -488,3 +488,25 @@ def test_floor_division_round_sinc_at_zero_and_value_only_functions(torch):
     np.testing.assert_array_equal(seen["close"], np.isclose(x, 0.7))
     np.testing.assert_array_equal(tenferro.vjp(lambda v: v // 0.5 + 2.0 // (v + 3.0), x)[0], x // 0.5 + 2.0 // (x + 3.0))
     np.testing.assert_allclose(tenferro.vjp(np.sinc, x)[0], np.sinc(x), rtol=1e-15)
+
+
+def test_scalar_values_are_numpy_scalars_as_when_fun_runs_alone():
+    # (x * x).sum() on a numpy array is a numpy.float64; value_and_grad, vjp,
+    # jvp and jit give the value as the function gives it by itself.
+    def f(x):
+        return (x * x).sum()
+
+    x = np.arange(3.0)
+    alone = f(x)
+    value, g = tenferro.value_and_grad(f)(x)
+    (value_aux, aux), _ = tenferro.value_and_grad(lambda x: (f(x), 1.0), has_aux=True)(x)
+    primal, _ = tenferro.vjp(f, x)
+    out, tangent = tenferro.jvp(f, (x,), (np.ones(3),))
+    for v in (value, value_aux, primal, out, tenferro.jit(f)(x)):
+        assert type(v) is type(alone) is np.float64
+        assert v == alone == 5.0
+    np.testing.assert_allclose(g, 2 * x)
+    assert tangent == 6.0
+    # Arrays stay arrays.
+    primal, _ = tenferro.vjp(lambda x: x * 2, x)
+    assert type(primal) is np.ndarray and primal.shape == (3,)
