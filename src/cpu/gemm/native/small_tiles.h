@@ -25,8 +25,13 @@ namespace tenferro::cpu::internal {
 //    the vector is the ISA's widest register, so that the compiler keeps
 //    each in one register: a 64-byte vector on an AVX2 target was lowered
 //    to memory operations, docs/performance_notes.md)
-//    when m fits one, else two, with a last block of
-//    one vector when that is all that is left; NB makes the tile hold
+//    when m fits one, three when m fits three but not two (AVX-512 only),
+//    else two, with a last block of one vector when that is all that is
+//    left (three vectors instead of two and one: a one-vector tile loads a
+//    vector and NB broadcasts for NB multiply-adds, so at m = 24 doubles its
+//    loads, not its multiply-adds, set the pace; `tenferro bench gemm
+//    dgemm_n24_t1` on the Xeon VM went from 0.81-0.89 of OpenBLAS to
+//    1.01-1.07, 464-508 to 379-401 ns); NB makes the tile hold
 //    kTileAccumulators vectors (16 of AVX-512's 32 registers, 12 of AVX2's
 //    16, as the AVX2 blocked kernel's 8x6 tile, else 8), at most 8 columns;
 //  - B's elements are broadcast from wherever they are, whatever its
@@ -78,12 +83,16 @@ struct SmallTiles {
     using V = SmallVec<T>;
     constexpr int L = kSmallRows<T>;
     V acc[NB][MV] = {};
+    // The loops over v unrolled: GCC left the three-vector tile's loops
+    // rolled, with acc in memory (15 times slower).
     for (std::int64_t l = 0; l < k; ++l) {
       V a[MV];
+#pragma GCC unroll 4
       for (int v = 0; v < MV; ++v) std::memcpy(&a[v], ap + l * lda + v * L, sizeof(V));
       const T* bl = b + l * rsb;
       for (int q = 0; q < NB; ++q) {
         const T bq = bl[q * csb];
+#pragma GCC unroll 4
         for (int v = 0; v < MV; ++v) acc[q][v] += a[v] * bq;
       }
     }
@@ -246,7 +255,11 @@ struct SmallTiles {
   /// take it.
   template <class T>
   static SmallTilePath run(const TypedProblem<T>& p) {
-    return p.m <= kSmallRows<T> ? small_tiles<T, 1>(p) : small_tiles<T, 2>(p);
+    if (p.m <= kSmallRows<T>) return small_tiles<T, 1>(p);
+    if constexpr (kTileAccumulators / 3 >= 5) {  // AVX-512's 16 (AVX2's 12 would leave no spare register)
+      if (p.m <= 3 * kSmallRows<T> && p.m > 2 * kSmallRows<T>) return small_tiles<T, 3>(p);
+    }
+    return small_tiles<T, 2>(p);
   }
 };
 
