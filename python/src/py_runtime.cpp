@@ -2,6 +2,9 @@
 #include "py_runtime.h"
 
 #include <pthread.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -376,6 +379,12 @@ void PyRuntime::clear_caches() {
   // for reuse (its domains', or a one-thread runtime's calling-thread pool:
   // Note [Calling-thread pool]), back to the system.
   runtime_.clear_caches();
+#if defined(__GLIBC__)
+  // glibc keeps the freed pages in its heap: a grad loop over 800 shapes left
+  // RSS 39 MiB above its start after clear_caches, and malloc_trim took it
+  // back to within 1 MiB (soak audit).
+  malloc_trim(0);
+#endif
 }
 
 std::uint64_t PyRuntime::pooled_bytes() const {

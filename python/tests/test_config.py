@@ -48,3 +48,36 @@ def test_stdout_prints_the_document(capsys):
 def test_bad_mode():
     with pytest.raises(ValueError, match='expected mode "stdout" or "dicts", found \'yaml\''):
         tenferro.show_config(mode="yaml")
+
+
+def test_clear_caches_gives_the_memory_back_to_the_system():
+    # A gradient loop over many shapes fills the plan caches and the pool;
+    # clear_caches() returns the memory, not only to the allocator. In a
+    # fresh process, so that the RSS is this loop's.
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import numpy as np, tenferro
+        def rss():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmRSS"):
+                    return int(line.split()[1]) / 1024
+        rt = tenferro.Runtime(threads=1)
+        g = tenferro.grad(lambda x, w: np.sum(np.tanh(x @ w) ** 2), runtime=rt)
+        rng = np.random.default_rng(0)
+        g(rng.random((1, 3)), rng.random((3, 3)))
+        start = rss()
+        for d in range(1, 700):
+            g(rng.random((d, 3)), rng.random((3, 3)))
+        grown = rss() - start
+        del g
+        rt.clear_caches()
+        print(grown, rss() - start)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    grown, left = (float(v) for v in out.stdout.split())
+    if grown < 15:
+        pytest.skip(f"the loop grew RSS by only {grown:.1f} MiB")
+    assert left < grown / 4, f"RSS grew {grown:.1f} MiB and {left:.1f} MiB stayed after clear_caches()"
