@@ -249,6 +249,7 @@ FftEngineStats CpuFftEngine::stats() const noexcept {
   s.workspace_reuses = w.reuses;
   s.plan_cache_hits = plans_->hits();
   s.plan_cache_misses = plans_->misses();
+  s.plan_cache_evictions = plans_->evictions();
   return s;
 }
 
@@ -257,7 +258,8 @@ runtime::CacheUsage CpuFftEngine::cache_usage() const noexcept {
   usage.entries = plans_->size();
   usage.hits = plans_->hits();
   usage.misses = plans_->misses();
-  usage.bytes = pool_->stats().retained_bytes;
+  usage.evictions = plans_->evictions();
+  usage.bytes = pool_->stats().retained_bytes;  // the plans' own tables are not counted
   return usage;
 }
 

@@ -163,6 +163,23 @@ TEST(CpuFftEngine, WorkspaceIsReusedAcrossRuns) {
   EXPECT_EQ(engine->stats().plan_cache_misses, 2u);
 }
 
+TEST(CpuFftEngine, PlanCacheEvictionsAreCounted) {
+  FftEngineOptions options;
+  options.max_cached_plans = 2;
+  auto engine = std::make_shared<CpuFftEngine>(std::make_shared<NativeFftProvider>(), options);
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  for (std::int64_t n : {5, 6, 7, 8}) ASSERT_TRUE(rfft(ctx, random_tensor(DType::kFloat64, {n}, 3)).ok());
+  EXPECT_EQ(engine->stats().plan_cache_misses, 4u);
+  EXPECT_EQ(engine->stats().plan_cache_evictions, 2u);
+  const runtime::CacheUsage usage = engine->cache_usage();
+  EXPECT_EQ(usage.entries, 2u);
+  EXPECT_EQ(usage.evictions, 2u);
+  engine->clear_caches();  // clearing is not eviction
+  EXPECT_EQ(engine->cache_usage().entries, 0u);
+  EXPECT_EQ(engine->cache_usage().evictions, 2u);
+}
+
 TEST(CpuFftEngine, EmptyTensorsAndPaddedEmptyAxes) {
   runtime::Runtime rt = make_runtime(CpuFftEngine::create_default());
   runtime::EagerContext ctx = rt.on();

@@ -291,7 +291,10 @@ Result<std::shared_ptr<const FftPlan>> EnginePlanCache::get_or_build(
   {
     std::lock_guard<std::mutex> guard(mutex_);
     lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built});
-    while (lru_.size() > capacity_) evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
+    while (lru_.size() > capacity_) {
+      evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
+      ++evictions_;
+    }
   }
   return std::shared_ptr<const FftPlan>(std::move(built));
 }
@@ -304,6 +307,11 @@ std::uint64_t EnginePlanCache::hits() const {
 std::uint64_t EnginePlanCache::misses() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return misses_;
+}
+
+std::uint64_t EnginePlanCache::evictions() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return evictions_;
 }
 
 std::size_t EnginePlanCache::size() const {

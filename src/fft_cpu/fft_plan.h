@@ -103,6 +103,8 @@ class EnginePlanCache {
                                                       FunctionRef<Result<std::shared_ptr<FftPlan>>()> build);
   std::uint64_t hits() const;
   std::uint64_t misses() const;
+  /// Plans dropped to keep the bound (not those clear() drops).
+  std::uint64_t evictions() const;
   std::size_t size() const;
   /// Drops every plan (plans in use stay valid: their holders share them).
   void clear();
@@ -119,7 +121,7 @@ class EnginePlanCache {
   std::size_t capacity_;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // most recent first
-  std::uint64_t hits_ = 0, misses_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
 };
 
 /// Builds the plan (prepare time). `input_row_major`: the input's layout

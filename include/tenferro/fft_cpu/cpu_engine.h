@@ -89,6 +89,7 @@ struct FftEngineStats {
   std::uint64_t workspace_reuses = 0;
   std::uint64_t plan_cache_hits = 0;  ///< prepares served by a cached plan
   std::uint64_t plan_cache_misses = 0;
+  std::uint64_t plan_cache_evictions = 0;  ///< plans dropped to keep max_cached_plans
 };
 
 /// What prepare() decides for one transform and concrete input.
