@@ -20,6 +20,10 @@ file(WRITE ${dir}/huge.json [=[{"name":"huge","format_string":"ij,jk->ik","shape
 expect_failure(1 "resource_exhausted" einsum ${dir}/huge.json)
 expect_failure(1 "resource_exhausted" einsum ${dir}/huge.json --max-intermediate 1e6)
 expect_failure(1 "could not be measured" bench einsum ${dir}/huge.json --runs 1 --threads 1)
+# A path the OS refuses (ENAMETOOLONG): typed and counted, not an exception
+# out of the directory check.
+string(REPEAT "a" 5000 long_name)
+expect_failure(1 "could not be measured" bench einsum ${dir}/${long_name} --runs 1 --threads 1)
 expect_failure(1 "no case matches .no_such_case." bench gemm no_such_case --threads 1)
 expect_failure(105 "positive, finite number of bytes" einsum --max-intermediate nan)
 expect_failure(105 "0: expected an integer from 1 to" bench gemm dgemm_n256 --threads 0)

@@ -139,11 +139,14 @@ std::map<std::string, std::vector<double>> run_peers(const std::string& file, in
 // The instance files of a directory, sorted; permutation_patterns.json (the
 // layout suite's input, which sits beside the instances) is not one.
 std::vector<std::string> instances_in(const std::string& dir) {
+  // The error_code overloads: a path the OS refuses (too long, unreadable)
+  // is not a directory here, and the loader names the reason.
   std::vector<std::string> files;
-  if (!std::filesystem::is_directory(dir)) return files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() == ".json" && entry.path().filename() != "permutation_patterns.json")
-      files.push_back(entry.path().string());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return files;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".json" && it->path().filename() != "permutation_patterns.json")
+      files.push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
