@@ -149,7 +149,7 @@ TEST_P(GemmConformance, AllLayoutsSmallOddSizes) {
   // register tiles of one and two vectors of rows, whole and partial (m of
   // 8, 16, 20 and 33 against 8 doubles or 16 floats per vector; A read in
   // place, copied, or both), column remainders, the largest tiled size
-  // (64^3 with AVX-512), one-column products (the native provider's
+  // (64^3 with AVX-512 and AVX2), one-column products (the native provider's
   // matrix-vector kernels) and an A block too large for the tiles' local
   // copy (40 x 100, which runs the blocked path).
   for (auto [m, n, k] : {std::tuple{1, 1, 1},

@@ -78,8 +78,8 @@ struct NativeGemmOptions {
   NativeGemmIsa isa = NativeGemmIsa::kAuto;
   /// Problems with m*n*k at most this may run unpacked (no workspace; Note
   /// [Small GEMM] in src/cpu/gemm/native/small_tiles.h); 0 takes the kernel
-  /// table's (64^3 for the AVX-512 kernels, else 16^3); 1 forces the
-  /// blocked path.
+  /// table's (64^3 for the AVX-512 and AVX2 kernels, 16^3 for the
+  /// portable ones); 1 forces the blocked path.
   std::int64_t small_max_mnk = 0;
   /// Problems below this many flops (2*m*n*k) never fork, whatever the
   /// context; 0 takes 2^20 (about 81^3, docs/performance_notes.md).

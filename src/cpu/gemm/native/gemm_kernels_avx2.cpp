@@ -119,7 +119,7 @@ GemmKernelTable make_table() {
   t.f64 = make_real_row_set<Avx2D, 3>(/*mc=*/192, /*kc=*/512, /*nc=*/4080, &f64_thin_m);
   t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
-  add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/16 * 16 * 16);
+  add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/64 * 64 * 64);
   return t;
 }
 

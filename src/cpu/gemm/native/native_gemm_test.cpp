@@ -69,8 +69,8 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   n = p->counters();
   EXPECT_EQ(n.small_problems, 2);
   EXPECT_EQ(n.small_tiled_problems, 1);
-  if (p->isa() == NativeGemmIsa::kAvx512) {
-    // The AVX-512 tiles take products up to 64^3 (Note [Small GEMM]).
+  if (p->isa() != NativeGemmIsa::kPortable) {
+    // The AVX-512 and AVX2 tiles take products up to 64^3 (Note [Small GEMM]).
     ASSERT_TRUE(run(*p, 48, 40, 64, seq, a, b, c).ok());
     n = p->counters();
     EXPECT_EQ(n.small_tiled_problems, 2);
@@ -249,7 +249,8 @@ TEST(NativeGemmTest, LargeOuterProductSplitsOverTheWorkers) {
 TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
   // Note [Small GEMM]: each kernel table brings its own tiles, so an ISA cap
   // (or a build whose compile target is narrower than the CPU) gets the
-  // tiles of the table it runs: up to 64^3 with AVX-512, 16^3 otherwise.
+  // tiles of the table it runs: up to 64^3 with AVX-512 and AVX2, 16^3 with
+  // the portable kernels.
   const ScopedCpuIsaEnv unset(nullptr);
   SequentialContext seq;
   for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
@@ -267,7 +268,7 @@ TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
       const NativeGemmCounters start = p->counters();
       ASSERT_TRUE(run(*p, size, size, size, seq, a, b, c).ok());
       EXPECT_TRUE(matches_reference(c, ref, bound, size, before)) << to_string(isa) << " " << size;
-      const bool tiled = size == 16 || isa == NativeGemmIsa::kAvx512;
+      const bool tiled = size == 16 || isa != NativeGemmIsa::kPortable;
       EXPECT_EQ(p->counters().small_tiled_problems - start.small_tiled_problems, tiled ? 1 : 0)
           << to_string(isa) << " " << size;
     }

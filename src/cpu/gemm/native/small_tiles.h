@@ -14,7 +14,11 @@ namespace tenferro::cpu::internal {
 // Note [Small GEMM]
 // Packing and its workspace cost more than a small product. Real problems
 // of at most small_max_mnk multiply-adds (by default the kernel table's:
-// 64^3 for the AVX-512 table, else 16^3) therefore run in register tiles
+// 64^3 for the AVX-512 and AVX2 tables, 16^3 for the portable one; AVX2's
+// bound was 16^3 until the AVX2-capped `tenferro bench gemm` on the Xeon VM
+// showed the tiles ahead of the blocked path up to 64^3: dgemm n = 24..64
+// from 1.03-1.11 of OpenBLAS's Haswell kernels to 1.29-1.38, sgemm n = 32
+// from 0.93-0.96 to 1.32-1.35) therefore run in register tiles
 // when their A fits the tiles' stack buffer and the context would not split
 // them (parallel_min_flops). Each ISA translation unit instantiates the
 // tiles with its own vector width (Note [ISA translation units]), so they
