@@ -287,11 +287,15 @@ void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
   cmd.add_option("--max-intermediate", options.max_intermediate_bytes,
                  "Slice the contraction so that no intermediate of a slice exceeds BYTES; the slices run in sequence")
       ->check([](const std::string& text) {
+        // Decimal only (strtod would also read hexadecimal), a whole
+        // number of bytes: 2e8 is one, 1.5 is not.
         char* end = nullptr;
+        const bool decimal = text.find_first_of("xX") == std::string::npos;
         const double bytes = std::strtod(text.c_str(), &end);
-        return end != text.c_str() && *end == '\0' && std::isfinite(bytes) && bytes > 0
+        return decimal && end != text.c_str() && *end == '\0' && std::isfinite(bytes) && bytes >= 1 &&
+                       bytes == std::floor(bytes)
                    ? std::string()
-                   : "expected a positive, finite number of bytes, found " + text;
+                   : "expected a positive, finite, whole number of bytes (such as 2e8), found " + text;
       })
       ->type_name("BYTES");
   cmd.add_flag("--slice-over-ranks", options.slice_over_ranks,
