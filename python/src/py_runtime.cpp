@@ -374,6 +374,13 @@ void PyRuntime::clear_caches() {
   fft_ops_.clear();
   ad_->clear_cache();
   compiler_->clear_cache();
+  // The eager contexts' memos keep the plans of their last few calls
+  // (Note [Extension call memo]): an idle context is dropped (the next call
+  // makes a new one); one that another thread is using keeps its memos.
+  for (CachedContext& cached : contexts_) {
+    std::unique_lock<std::mutex> lock(cached.mutex, std::try_to_lock);
+    if (lock.owns_lock()) cached.context.reset();
+  }
   // The prepared plans, the einsum, FFT and linalg engines' plans and
   // workspaces, and the freed results' blocks the CPU engine's pools keep
   // for reuse (its domains', or a one-thread runtime's calling-thread pool:

@@ -67,7 +67,7 @@ CpuFftEngine::CpuFftEngine(std::shared_ptr<const CpuFftProvider> provider, FftEn
       options_(options),
       fallback_(std::move(fallback)),
       pool_(std::make_unique<cpu::WorkspacePool>("fft", options.max_retained_workspace_bytes)),
-      plans_(std::make_unique<internal::EnginePlanCache>(options.max_cached_plans)) {}
+      plans_(std::make_unique<internal::EnginePlanCache>(options.max_cached_plans, options.max_cached_plan_bytes)) {}
 
 CpuFftEngine::~CpuFftEngine() = default;
 
@@ -250,6 +250,7 @@ FftEngineStats CpuFftEngine::stats() const noexcept {
   s.plan_cache_hits = plans_->hits();
   s.plan_cache_misses = plans_->misses();
   s.plan_cache_evictions = plans_->evictions();
+  s.plan_cache_bytes = plans_->bytes();
   return s;
 }
 
@@ -259,7 +260,10 @@ runtime::CacheUsage CpuFftEngine::cache_usage() const noexcept {
   usage.hits = plans_->hits();
   usage.misses = plans_->misses();
   usage.evictions = plans_->evictions();
-  usage.bytes = pool_->stats().retained_bytes;  // the plans' own tables are not counted
+  // Note [FFT plan memory]: the workspaces kept plus the tables of every
+  // live kernel the provider made (cached by it, held by the plans here or
+  // by a run); a provider that does not count them: the cached plans'.
+  usage.bytes = pool_->stats().retained_bytes + std::max(provider_->cache_stats().live_bytes, plans_->bytes());
   return usage;
 }
 

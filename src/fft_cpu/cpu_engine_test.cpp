@@ -180,6 +180,41 @@ TEST(CpuFftEngine, PlanCacheEvictionsAreCounted) {
   EXPECT_EQ(engine->cache_usage().evictions, 2u);
 }
 
+// Note [FFT plan memory]: the engine's plans are bounded in table bytes as
+// well, and its cache usage counts the tables of every live kernel.
+TEST(CpuFftEngine, PlanCacheHasAByteBound) {
+  FftEngineOptions options;
+  options.max_cached_plan_bytes = 1;  // every plan is larger: the newest alone is kept
+  auto provider = std::make_shared<NativeFftProvider>(256, std::size_t{1} << 30);
+  auto engine = std::make_shared<CpuFftEngine>(provider, options);
+  runtime::Runtime rt = make_runtime(engine);
+  runtime::EagerContext ctx = rt.on();
+  const std::int64_t primes[] = {100003, 100019, 100043, 100049};
+  for (std::int64_t n : primes) {
+    ASSERT_TRUE(fft(ctx, random_tensor(DType::kComplex128, {n}, 3)).ok());
+    EXPECT_GE(engine->stats().plan_cache_bytes, 16u * static_cast<std::size_t>(n))
+        << "a prime length's tables hold more than one signal";
+  }
+  // Again the last length: the cached plan (the eager context's memo does
+  // not keep plans of this much work, so the engine is asked each time).
+  ASSERT_TRUE(fft(ctx, random_tensor(DType::kComplex128, {primes[3]}, 4)).ok());
+  const FftEngineStats s = engine->stats();
+  EXPECT_EQ(s.plan_cache_misses, 4u);
+  EXPECT_EQ(s.plan_cache_hits, 1u);
+  EXPECT_EQ(s.plan_cache_evictions, 3u);
+  EXPECT_EQ(engine->cache_usage().entries, 1u);
+  // The provider (bound 1 GiB) still holds every kernel; the usage counts
+  // their tables with the retained workspaces.
+  const FftPlanCacheStats p = provider->cache_stats();
+  EXPECT_GE(p.entries, 4u);
+  EXPECT_EQ(p.live_bytes, p.bytes);
+  EXPECT_GT(p.bytes, s.plan_cache_bytes);
+  EXPECT_GE(engine->cache_usage().bytes, p.live_bytes);
+  engine->clear_caches();
+  EXPECT_EQ(provider->cache_stats().live_bytes, 0u) << "nothing else holds a kernel";
+  EXPECT_EQ(engine->stats().plan_cache_bytes, 0u);
+}
+
 TEST(CpuFftEngine, EmptyTensorsAndPaddedEmptyAxes) {
   runtime::Runtime rt = make_runtime(CpuFftEngine::create_default());
   runtime::EagerContext ctx = rt.on();

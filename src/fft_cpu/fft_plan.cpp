@@ -262,6 +262,18 @@ Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, 
     plan->flops += p.flops;
   }
   if (plan->has_direct) plan->workspace_bytes = std::max(plan->workspace_bytes, plan->direct_first.workspace_bytes);
+  // Note [FFT plan memory]: the distinct kernels' tables.
+  SmallVector<const FftKernel*, 8> seen;
+  const auto count = [&](const std::shared_ptr<const FftKernel>& k) {
+    if (k == nullptr || std::find(seen.begin(), seen.end(), k.get()) != seen.end()) return;
+    seen.push_back(k.get());
+    plan->table_bytes += k->table_bytes();
+  };
+  const auto count_pass = [&](const FftPass& p) {
+    for (const auto* k : {&p.full, &p.block, &p.last, &p.panel_kernel, &p.panel_last}) count(*k);
+  };
+  for (const FftPass& p : plan->passes) count_pass(p);
+  if (plan->has_direct) count_pass(plan->direct_first);
   return plan;
 }
 
@@ -290,8 +302,11 @@ Result<std::shared_ptr<const FftPlan>> EnginePlanCache::get_or_build(
   std::list<Entry> evicted;  // released outside the lock (kernel destructors take the planner lock)
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built});
-    while (lru_.size() > capacity_) {
+    lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built->table_bytes, built});
+    bytes_ += built->table_bytes;
+    // Note [FFT plan memory]: both bounds, the newest plan kept.
+    while (lru_.size() > capacity_ || (bytes_ > max_bytes_ && lru_.size() > 1)) {
+      bytes_ -= lru_.back().bytes;
       evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
       ++evictions_;
     }
@@ -319,11 +334,17 @@ std::size_t EnginePlanCache::size() const {
   return lru_.size();
 }
 
+std::size_t EnginePlanCache::bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return bytes_;
+}
+
 void EnginePlanCache::clear() {
   std::list<Entry> dropped;  // released outside the lock (kernel destructors take the planner lock)
   {
     std::lock_guard<std::mutex> guard(mutex_);
     dropped.swap(lru_);
+    bytes_ = 0;
   }
 }
 

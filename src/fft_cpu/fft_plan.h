@@ -89,6 +89,7 @@ struct FftPlan final : runtime::ProviderPlan {
   bool post_conj = false;
   std::size_t workspace_bytes = 0;  ///< largest kernel workspace over all passes
   double flops = 0.0;
+  std::size_t table_bytes = 0;  ///< of its distinct kernels (Note [FFT plan memory])
 };
 
 /// The engine's bounded LRU cache of built plans, keyed by the op's payload,
@@ -96,16 +97,20 @@ struct FftPlan final : runtime::ProviderPlan {
 /// calls (which prepare every time) skip building passes. Thread-safe.
 class EnginePlanCache {
  public:
-  explicit EnginePlanCache(std::size_t capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
+  EnginePlanCache(std::size_t capacity, std::size_t max_bytes)
+      : capacity_(capacity < 1 ? 1 : capacity), max_bytes_(max_bytes) {}
   /// The cached plan, or the one `build` makes (outside the lock; errors
   /// are not cached).
   Result<std::shared_ptr<const FftPlan>> get_or_build(const FftOp& op, DType dtype, IntArrayRef shape, bool row_major,
                                                       FunctionRef<Result<std::shared_ptr<FftPlan>>()> build);
   std::uint64_t hits() const;
   std::uint64_t misses() const;
-  /// Plans dropped to keep the bound (not those clear() drops).
+  /// Plans dropped to keep the bounds (not those clear() drops).
   std::uint64_t evictions() const;
   std::size_t size() const;
+  /// Table bytes of the cached plans' kernels (a kernel two plans share is
+  /// counted in each).
+  std::size_t bytes() const;
   /// Drops every plan (plans in use stay valid: their holders share them).
   void clear();
 
@@ -116,9 +121,12 @@ class EnginePlanCache {
     Dims shape;
     bool row_major;
     std::uint64_t hash;
+    std::size_t bytes;
     std::shared_ptr<const FftPlan> plan;
   };
   std::size_t capacity_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // most recent first
   std::uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;

@@ -10,6 +10,9 @@
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -157,7 +160,7 @@ class FftwKernel final : public FftKernel {
  public:
   using Plan = typename Fftw<R>::Plan;
   FftwKernel(Plan plan, FftTransform transform, bool aligned, int in_alignment, int out_alignment,
-             std::shared_ptr<std::mutex> lock, std::size_t headroom, std::string name)
+             std::shared_ptr<std::mutex> lock, std::size_t headroom, std::size_t table_bytes, std::string name)
       : plan_(plan),
         transform_(transform),
         aligned_(aligned),
@@ -165,6 +168,7 @@ class FftwKernel final : public FftKernel {
         out_alignment_(out_alignment),
         lock_(std::move(lock)),
         headroom_(headroom),
+        table_bytes_(table_bytes),
         name_(std::move(name)) {}
   ~FftwKernel() override {
     std::lock_guard<std::mutex> guard(*lock_);
@@ -175,6 +179,7 @@ class FftwKernel final : public FftKernel {
     return Fftw<R>::alignment_of(const_cast<void*>(in)) == in_alignment_ &&
            Fftw<R>::alignment_of(const_cast<void*>(out)) == out_alignment_;
   }
+  std::size_t table_bytes() const noexcept override { return table_bytes_; }
   Status execute(void* in, void* out, std::span<std::byte> /*workspace*/) const noexcept override {
     // Note [FFTW allocation failures]
     if (Status room = reserve_headroom(headroom_, name_, ErrorStage::kCompletion); !room.ok()) return room;
@@ -190,7 +195,38 @@ class FftwKernel final : public FftKernel {
   int out_alignment_;
   std::shared_ptr<std::mutex> lock_;
   std::size_t headroom_;  // bytes reserve_headroom checks before each execution
+  std::size_t table_bytes_;
   std::string name_;
+};
+
+// Note [FFTW plan bytes]
+// FFTW does not say how much memory a plan holds, and it varies from a few
+// KB (a power of two: its twiddles are shared between plans) to 4 x 16 n
+// bytes (a prime near 10^6: Rader's tables, 68 MB). A kernel's table_bytes
+// (Note [FFT plan memory]) is therefore what the heap grew by while the
+// planner made it (glibc's mallinfo2: in-use arena plus mmapped bytes),
+// measured under the planner lock; a plan that reuses shared twiddles
+// counts nothing for them. Another thread allocating or freeing at the
+// same moment skews the figure (it only moves when the cache evicts, never
+// what a transform computes); without glibc it is 0.
+class HeapGrowth {
+ public:
+  HeapGrowth() : start_(in_use()) {}
+  std::size_t bytes() const noexcept {
+    const std::size_t now = in_use();
+    return now > start_ ? now - start_ : 0;
+  }
+
+ private:
+  static std::size_t in_use() noexcept {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 m = ::mallinfo2();
+    return m.uordblks + m.hblkhd;
+#else
+    return 0;
+#endif
+  }
+  std::size_t start_;
 };
 
 // Elements one side of the problem addresses: 1 + sum (extent - 1) * stride.
@@ -249,6 +285,7 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
   for (const FftLoop& l : p.batch) loops.push_back(fftw_iodim64{l.n, l.in_stride, l.out_stride});
   const int howmany_rank = static_cast<int>(loops.size());
   typename Fftw<R>::Plan plan = nullptr;
+  const HeapGrowth growth;  // Note [FFTW plan bytes]
   switch (p.transform) {
     case FftTransform::kC2C:
       plan = Fftw<R>::dft(1, &dim, howmany_rank, loops.data(), in.data(), out_ptr,
@@ -262,9 +299,10 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
       break;
   }
   if (plan == nullptr) return unsupported_fft_problem(name, p, "FFTW's planner found no plan");
+  const std::size_t table_bytes = growth.bytes();
   return std::shared_ptr<const FftKernel>(std::make_shared<FftwKernel<R>>(
       plan, p.transform, p.aligned, Fftw<R>::alignment_of(in.data()), Fftw<R>::alignment_of(out_ptr), lock,
-      headroom >= kHeadroomFrom ? headroom : 0, std::string(name)));
+      headroom >= kHeadroomFrom ? headroom : 0, table_bytes, std::string(name)));
 }
 
 // Note [Batch size classes]
@@ -291,6 +329,11 @@ class BatchClassesKernel final : public FftKernel {
     for (const Part& p : parts_) workspace_ = std::max(workspace_, p.kernel->workspace_bytes());
   }
   std::size_t workspace_bytes() const noexcept override { return workspace_; }
+  std::size_t table_bytes() const noexcept override {
+    std::size_t bytes = 0;
+    for (const Part& p : parts_) bytes += p.kernel->table_bytes();
+    return bytes;
+  }
   bool accepts(const void* in, const void* out) const noexcept override {
     for (const Part& p : parts_) {
       if (!p.kernel->accepts(static_cast<const std::byte*>(in) + p.in_offset,
@@ -324,7 +367,8 @@ FftwFftProvider::FftwFftProvider(FftwProviderOptions options)
   name_ = fmt::format("{} ({})", fftw_version, options_.mode == FftwPlannerMode::kEstimate ? "estimate" : "measure");
   capability_ = cpu::ProviderCapability{cpu::ThreadCountControl::kSequential, cpu::PlacementControl::kCallingThread,
                                         "FFTW without its threads library: every execute runs on the calling thread"};
-  cache_ = std::make_unique<internal::FftPlanCache>(options_.max_cached_plans, planner_lock_);
+  cache_ =
+      std::make_unique<internal::FftPlanCache>(options_.max_cached_plans, options_.max_cached_bytes, planner_lock_);
 }
 
 FftwFftProvider::~FftwFftProvider() = default;

@@ -62,6 +62,15 @@ class ComplexPlan {
     }
   }
 
+  /// Bytes of the tables (twiddles, roots, Bluestein's chirp, spectra and
+  /// sub-plan).
+  std::size_t table_bytes() const noexcept {
+    std::size_t bytes =
+        sizeof(*this) + stages_.size() * sizeof(Stage) +
+        (twiddles_.size() + roots_.size() + chirp_.size() + bhat_forward_.size() + bhat_backward_.size()) * sizeof(C);
+    return sub_ != nullptr ? bytes + sub_->table_bytes() : bytes;
+  }
+
   /// Complex elements of scratch transform() needs.
   std::int64_t scratch_elements() const noexcept { return bluestein_ ? 2 * m_ + sub_->scratch_elements() : n_; }
 
@@ -205,6 +214,7 @@ class NativeKernel final : public FftKernel {
   std::size_t workspace_bytes() const noexcept override {
     return static_cast<std::size_t>(problem_.dim.n + plan_.scratch_elements()) * sizeof(C);
   }
+  std::size_t table_bytes() const noexcept override { return plan_.table_bytes(); }
 
   Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept override {
     const FftProblem& p = problem_;
@@ -263,11 +273,11 @@ class NativeKernel final : public FftKernel {
 
 }  // namespace
 
-NativeFftProvider::NativeFftProvider(std::size_t max_cached_plans)
+NativeFftProvider::NativeFftProvider(std::size_t max_cached_plans, std::size_t max_cached_bytes)
     : capability_{cpu::ThreadCountControl::kSequential, cpu::PlacementControl::kCallingThread,
                   "native Stockham/Bluestein kernels on the calling thread"},
       lock_(std::make_shared<std::mutex>()),
-      cache_(std::make_unique<internal::FftPlanCache>(max_cached_plans, lock_)) {}
+      cache_(std::make_unique<internal::FftPlanCache>(max_cached_plans, max_cached_bytes, lock_)) {}
 
 NativeFftProvider::~NativeFftProvider() = default;
 

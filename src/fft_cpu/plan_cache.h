@@ -8,6 +8,7 @@
 // take the same lock (fftw_destroy_plan). Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -24,13 +25,32 @@ namespace tenferro::fft::internal {
 
 std::uint64_t hash_problem(const FftProblem& problem) noexcept;
 
+// Note [FFT plan memory]
+// A plan's tables can be far larger than its workspace: a native Bluestein
+// kernel of a prime length near 10^6 holds about 100 MB (chirp, two
+// spectra, the sub-plan's twiddles), FFTW's plan for it about 68 MB, while
+// a power of two holds little (FFTW shares its twiddles between plans).
+// So counting plans bounds nothing: 20 such lengths from Python kept 2 GB.
+// Every cache of kernels or of plans built from them (this one, the
+// engine's EnginePlanCache) therefore also has a byte bound, counted in
+// FftKernel::table_bytes (exact for native kernels; for FFTW, what the
+// planner allocated while it made the plan, Note [FFTW plan bytes]), and
+// evicts least recently used entries until both bounds hold, keeping the
+// newest entry whatever its size (a transform larger than the bound still
+// runs; it is just the only one cached). The provider also counts the
+// bytes of every kernel it made that is still alive (live_bytes), wherever
+// it is held: the figure the engine reports as its cache memory.
+
 class FftPlanCache {
  public:
   using KernelRef = std::shared_ptr<const FftKernel>;
 
   /// `lock` is the provider's planner mutex (shared with its kernels).
-  FftPlanCache(std::size_t capacity, std::shared_ptr<std::mutex> lock)
-      : capacity_(capacity < 1 ? 1 : capacity), lock_(std::move(lock)) {}
+  FftPlanCache(std::size_t capacity, std::size_t max_bytes, std::shared_ptr<std::mutex> lock)
+      : capacity_(capacity < 1 ? 1 : capacity),
+        max_bytes_(max_bytes),
+        lock_(std::move(lock)),
+        live_bytes_(std::make_shared<std::atomic<std::size_t>>(0)) {}
   ~FftPlanCache() { clear(); }
   FftPlanCache(const FftPlanCache&) = delete;
   FftPlanCache& operator=(const FftPlanCache&) = delete;
@@ -51,10 +71,13 @@ class FftPlanCache {
         }
       }
       ++stats_.misses;
-      TENFERRO_ASSIGN_OR_RETURN(KernelRef kernel, make());
-      lru_.push_front(Entry{problem, h, kernel});
+      TENFERRO_ASSIGN_OR_RETURN(KernelRef made, make());
+      KernelRef kernel = track(std::move(made));
+      const std::size_t bytes = kernel->table_bytes();
+      lru_.push_front(Entry{problem, h, bytes, kernel});
       index_.emplace(h, lru_.begin());
-      while (lru_.size() > capacity_) {
+      bytes_ += bytes;
+      while (lru_.size() > capacity_ || (bytes_ > max_bytes_ && lru_.size() > 1)) {
         Entry& victim = lru_.back();
         auto vr = index_.equal_range(victim.hash);
         for (auto it = vr.first; it != vr.second; ++it) {
@@ -63,6 +86,7 @@ class FftPlanCache {
             break;
           }
         }
+        bytes_ -= victim.bytes;
         evicted.push_back(std::move(victim.kernel));
         lru_.pop_back();
         ++stats_.evictions;
@@ -78,6 +102,9 @@ class FftPlanCache {
     FftPlanCacheStats s = stats_;
     s.entries = lru_.size();
     s.capacity = capacity_;
+    s.bytes = bytes_;
+    s.max_bytes = max_bytes_;
+    s.live_bytes = live_bytes_->load(std::memory_order_relaxed);
     return s;
   }
 
@@ -87,6 +114,7 @@ class FftPlanCache {
       std::lock_guard<std::mutex> guard(*lock_);
       index_.clear();
       dropped.swap(lru_);
+      bytes_ = 0;
     }
   }
 
@@ -94,13 +122,30 @@ class FftPlanCache {
   struct Entry {
     FftProblem problem;
     std::uint64_t hash = 0;
+    std::size_t bytes = 0;
     KernelRef kernel;
   };
 
+  // `kernel` as a reference that takes its table bytes off live_bytes_ when
+  // the last holder drops it (the kernel itself is destroyed then, as
+  // before).
+  KernelRef track(KernelRef kernel) const {
+    const std::size_t bytes = kernel->table_bytes();
+    live_bytes_->fetch_add(bytes, std::memory_order_relaxed);
+    const FftKernel* raw = kernel.get();
+    return KernelRef(raw, [owned = std::move(kernel), live = live_bytes_, bytes](const FftKernel*) mutable {
+      live->fetch_sub(bytes, std::memory_order_relaxed);
+      owned.reset();
+    });
+  }
+
   std::size_t capacity_;
+  std::size_t max_bytes_;
   std::shared_ptr<std::mutex> lock_;
+  std::shared_ptr<std::atomic<std::size_t>> live_bytes_;
   std::list<Entry> lru_;  // most recent first
   std::unordered_multimap<std::uint64_t, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
   FftPlanCacheStats stats_;
 };
 

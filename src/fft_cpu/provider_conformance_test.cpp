@@ -21,13 +21,15 @@ namespace {
 
 using namespace testing;
 
-std::shared_ptr<const CpuFftProvider> provider_named(const std::string& name, std::size_t cache = 256) {
+std::shared_ptr<const CpuFftProvider> provider_named(const std::string& name, std::size_t cache = 256,
+                                                     std::size_t max_bytes = kDefaultMaxCachedPlanBytes) {
   if (name == "fftw") {
     FftwProviderOptions o;
     o.max_cached_plans = cache;
+    o.max_cached_bytes = max_bytes;
     return std::make_shared<FftwFftProvider>(o);
   }
-  return std::make_shared<NativeFftProvider>(cache);
+  return std::make_shared<NativeFftProvider>(cache, max_bytes);
 }
 
 // 64-byte aligned zeroed bytes.
@@ -217,6 +219,57 @@ TEST_P(ProviderConformance, PlanCacheIsBoundedAndKernelsOutliveEviction) {
   EXPECT_TRUE((*first)->execute(buf.data, buf.data + 256, std::span<std::byte>(ws.data, ws.size)).ok());
   provider->clear_cache();
   EXPECT_EQ(provider->cache_stats().entries, 0u);
+}
+
+// Note [FFT plan memory]: a prime length's tables are large (Bluestein's or
+// Rader's, about 2-7 x 16 n bytes), counted in table_bytes, the cache
+// evicts to its byte bound keeping the newest kernel, and live_bytes
+// follows every kernel still held, cached or not.
+TEST_P(ProviderConformance, PlanCacheHasAByteBound) {
+  constexpr std::int64_t kPrime = 100003;  // Bluestein (native) or Rader (FFTW)
+  const std::size_t one = 16 * kPrime;     // bytes of one complex<double> signal
+  auto provider = provider_named(GetParam(), 256, 4 * one);
+  FftProblem p;
+  p.dim = {kPrime, 1, 1};
+  Result<std::shared_ptr<const FftKernel>> held = provider->plan(p);
+  ASSERT_TRUE(held.ok()) << held.status().to_string();
+  const std::size_t table = (*held)->table_bytes();
+  EXPECT_GE(table, one) << "a prime length's tables hold at least one signal's worth";
+  FftPlanCacheStats s = provider->cache_stats();
+  EXPECT_EQ(s.bytes, table);
+  EXPECT_EQ(s.max_bytes, 4 * one);
+  EXPECT_EQ(s.live_bytes, table);
+  // Nine more prime lengths: the cache keeps what fits 4 signals' worth
+  // (at least the newest), each eviction counted.
+  std::int64_t made = 1;
+  for (std::int64_t n : {100019, 100043, 100049, 100057, 100069, 100103, 100109, 100129, 100151}) {
+    FftProblem q = p;
+    q.dim.n = n;
+    ASSERT_TRUE(provider->plan(q).ok());
+    ++made;
+    s = provider->cache_stats();
+    EXPECT_GE(s.entries, 1u);
+    if (s.entries > 1) {
+      EXPECT_LE(s.bytes, s.max_bytes) << n;
+    }
+  }
+  EXPECT_LT(s.entries, 10u);
+  EXPECT_EQ(s.evictions, static_cast<std::uint64_t>(made) - s.entries);
+  // The first kernel was evicted, but it is still held here, so it is live.
+  EXPECT_GE(s.live_bytes, s.bytes + table);
+  const std::size_t live = s.live_bytes;
+  held = Error(ErrorCode::kInvalidArgument, ErrorStage::kNone, "released");
+  EXPECT_EQ(provider->cache_stats().live_bytes, live - table);
+  provider->clear_cache();
+  s = provider->cache_stats();
+  EXPECT_EQ(s.bytes, 0u);
+  EXPECT_EQ(s.live_bytes, 0u);
+  // A kernel larger than the whole bound is still cached, alone.
+  auto tiny = provider_named(GetParam(), 256, 1);
+  ASSERT_TRUE(tiny->plan(p).ok());
+  ASSERT_TRUE(tiny->plan(p).ok());
+  EXPECT_EQ(tiny->cache_stats().entries, 1u);
+  EXPECT_EQ(tiny->cache_stats().hits, 1u);
 }
 
 TEST_P(ProviderConformance, UnsupportedPrecision) {

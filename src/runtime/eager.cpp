@@ -41,8 +41,14 @@ struct EagerCapability {
 // determinism and placement parts of the signature are fixed for the
 // cache's epoch, and a refresh drops the memos with the cache. Only
 // answers the fast path runs (prepared, and reproducible when
-// determinism requires it) are remembered; the storage-domain check still
-// runs on every call.
+// determinism requires it) and whose estimated work is unknown or below
+// kMemoMaxWork are remembered: above it the lookup saved is under about 1 %
+// of the run, and a memo would keep a large plan alive past its engine
+// cache's bounds (four FFT plans of prime lengths near 10^6 held 400 MB,
+// Note [FFT plan memory] in src/fft_cpu/plan_cache.h). The storage-domain
+// check still runs on every call.
+inline constexpr double kMemoMaxWork = 1.0e6;  // flops
+
 struct ExtensionMemo {
   std::shared_ptr<const program::ExtensionOp> op;  // null: empty
   const ExtensionEngine* engine = nullptr;
@@ -884,6 +890,11 @@ Result<TensorList> EagerContext::call_op(ExtensionSlot* given, const program::Ex
     TENFERRO_ASSIGN_OR_RETURN(PrepareCapability answer, slot.engine_->prepare(sig));
     if (answer.kind() == PrepareCapability::Kind::kPrepared &&
         (c.determinism == Determinism::kFast || answer.kernel().reproducible)) {
+      if (answer.kernel().work >= internal::kMemoMaxWork) {  // run, not remembered
+        SmallVector<DType, 2> result_dtypes;
+        for (const program::ValueMetadata& m : results) result_dtypes.push_back(m.dtype);
+        return run_extension_kernel(slot, op, inputs, result_dtypes, shapes, answer.kernel());
+      }
       internal::ExtensionMemo& memo = c.extension_memos[c.next_extension_memo];
       c.next_extension_memo = (c.next_extension_memo + 1) % c.extension_memos.size();
       memo.op = retain();

@@ -399,6 +399,32 @@ TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
   EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
 }
 
+// Note [Extension call memo]: an answer of much estimated work runs on the
+// fast path (no promotion) but is not remembered, so that a context never
+// keeps a large plan alive past its engine's cache bounds.
+TEST(EagerTest, ExtensionCallMemoSkipsLargeWork) {
+  EagerSetup s;
+  auto native = std::make_shared<SquarePlusEngine>();
+  native->work = 2.0e6;
+  Runtime rt = s.build([&](RuntimeBuilder& b) {
+    b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
+  });
+  EagerContext ctx = rt.on();
+  auto op = std::make_shared<SquarePlusExtension>();
+  const Tensor x = host_tensor({1, 2, 3}, {3});
+  for (int i = 0; i < 3; ++i) {
+    auto y = ctx.call(op, std::span<const Tensor>(&x, 1));
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
+  }
+  EXPECT_EQ(native->prepares.load(), 3);
+  EXPECT_EQ(native->runs.load(), 3);
+  EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
+  native->work = 1.0e3;  // small work: remembered again
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ctx.call(op, std::span<const Tensor>(&x, 1)).ok());
+  EXPECT_EQ(native->prepares.load(), 4);
+}
+
 TEST(EagerTest, ForeignStorageIsAPlacementErrorNeverATransfer) {
   EagerSetup s;
   MockEngine device{2, kDevice, "device"};

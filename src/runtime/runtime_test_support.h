@@ -600,6 +600,7 @@ class SquarePlusEngine final : public ExtensionEngine {
       return PrepareCapability::needs_specialization({program::SpecializationAxis::kConcreteDims});
     PreparedKernel kernel{nullptr, true};
     kernel.scratch_bytes = scratch_bytes;
+    kernel.work = work;
     return PrepareCapability::prepared(std::move(kernel));
   }
   Status run(const ExtensionRequest& r, ErasedExecutionContext) const override {
@@ -619,6 +620,7 @@ class SquarePlusEngine final : public ExtensionEngine {
   mutable std::atomic<int> runs{0};
   bool unsupported = false;
   std::size_t scratch_bytes = 0;  ///< the kernel's, checked in run()
+  double work = 0.0;              ///< the kernel's estimate
 };
 
 /// A one-input program: y = f(builder, x).

@@ -74,8 +74,11 @@ struct FftEngineOptions {
   /// Workspace bytes the engine keeps for reuse.
   std::size_t max_retained_workspace_bytes = std::size_t{256} << 20;
   /// Built plans (per op payload, dtype, shape and layout) kept for repeated
-  /// prepares, least recently used evicted. Each holds its kernels.
+  /// prepares, least recently used evicted... Each holds its kernels.
   std::size_t max_cached_plans = 64;
+  /// ... while their kernels' tables hold at most this many bytes (the
+  /// newest plan is kept whatever its size; Note [FFT plan memory]).
+  std::size_t max_cached_plan_bytes = kDefaultMaxCachedPlanBytes;
 };
 
 /// Run counters (relaxed snapshots).
@@ -89,7 +92,8 @@ struct FftEngineStats {
   std::uint64_t workspace_reuses = 0;
   std::uint64_t plan_cache_hits = 0;  ///< prepares served by a cached plan
   std::uint64_t plan_cache_misses = 0;
-  std::uint64_t plan_cache_evictions = 0;  ///< plans dropped to keep max_cached_plans
+  std::uint64_t plan_cache_evictions = 0;  ///< plans dropped to keep max_cached_plans or max_cached_plan_bytes
+  std::size_t plan_cache_bytes = 0;        ///< table bytes of the cached plans' kernels
 };
 
 /// What prepare() decides for one transform and concrete input.

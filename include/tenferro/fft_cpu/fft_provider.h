@@ -83,6 +83,10 @@ class FftKernel {
   /// Workspace bytes one execute() needs (the engine lends a 64-byte aligned
   /// buffer of at least this size, one per concurrent call).
   virtual std::size_t workspace_bytes() const noexcept { return 0; }
+  /// Bytes the kernel holds for its lifetime (twiddle tables, sub-plans):
+  /// what the plan caches count against their byte bounds (Note [FFT plan
+  /// memory] in src/fft_cpu/plan_cache.h). 0 when it holds only a few.
+  virtual std::size_t table_bytes() const noexcept { return 0; }
   /// Whether execute() accepts these pointers (FFTW: the SIMD alignment the
   /// plan was made for). The engine checks before it calls.
   virtual bool accepts(const void* /*in*/, const void* /*out*/) const noexcept { return true; }
@@ -91,13 +95,22 @@ class FftKernel {
   virtual Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept = 0;
 };
 
+/// The default byte bound of the FFT plan caches (Note [FFT plan memory]
+/// in src/fft_cpu/plan_cache.h).
+inline constexpr std::size_t kDefaultMaxCachedPlanBytes = std::size_t{256} << 20;
+
 /// Plan-cache counters of a provider (relaxed snapshot).
 struct FftPlanCacheStats {
   std::size_t entries = 0;
   std::size_t capacity = 0;
   std::uint64_t hits = 0;
   std::uint64_t misses = 0;
-  std::uint64_t evictions = 0;
+  std::uint64_t evictions = 0;  ///< kernels dropped to keep either bound
+  std::size_t bytes = 0;        ///< table_bytes of the cached kernels
+  std::size_t max_bytes = 0;
+  /// table_bytes of every kernel the provider made that is still alive,
+  /// cached or not (held by an engine's plans or a run in flight).
+  std::size_t live_bytes = 0;
 };
 
 /// A CPU FFT provider (Note [FFT provider contract]). The base class is the

@@ -52,8 +52,11 @@ enum class FftwPlannerMode : std::uint8_t {
 
 struct FftwProviderOptions {
   FftwPlannerMode mode = FftwPlannerMode::kEstimate;
-  /// Plans kept in the provider's cache (least recently used evicted).
+  /// Plans kept in the provider's cache (least recently used evicted)...
   std::size_t max_cached_plans = 256;
+  /// ... while their tables hold at most this many bytes (the newest is kept
+  /// whatever its size; Note [FFT plan memory]).
+  std::size_t max_cached_bytes = kDefaultMaxCachedPlanBytes;
 };
 
 /// See Note [FFTW planner state]. Sequential per call (kSequential,

@@ -37,7 +37,11 @@ inline constexpr std::int64_t kMaxDirectRadix = 61;
 /// See Note [Native FFT algorithm]. Thread-safe.
 class NativeFftProvider final : public CpuFftProvider {
  public:
-  explicit NativeFftProvider(std::size_t max_cached_plans = 256);
+  /// Kernels kept in the provider's cache (least recently used evicted)
+  /// while there are at most `max_cached_plans` of them and their tables
+  /// hold at most `max_cached_bytes` (the newest is kept whatever its size).
+  explicit NativeFftProvider(std::size_t max_cached_plans = 256,
+                             std::size_t max_cached_bytes = kDefaultMaxCachedPlanBytes);
   ~NativeFftProvider() override;
 
   std::string_view name() const noexcept override { return "native (stockham + bluestein)"; }
