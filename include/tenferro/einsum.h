@@ -13,4 +13,5 @@
 #include "tenferro/einsum/einsum_op.h"
 #include "tenferro/einsum/network.h"
 #include "tenferro/einsum/planner.h"
+#include "tenferro/einsum/slicing.h"
 #include "tenferro/einsum/subscripts.h"

@@ -8,3 +8,4 @@
 #include "tenferro/einsum_cpu/cpu_executor.h"
 #include "tenferro/einsum_cpu/execution_plan.h"
 #include "tenferro/einsum_cpu/plan_cache.h"
+#include "tenferro/einsum_cpu/slice_executor.h"

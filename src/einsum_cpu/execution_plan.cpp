@@ -613,6 +613,11 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
                       p.inputs.size(), inputs.size());
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].data == nullptr && numel_unchecked(p.inputs[i].shape) > 0) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "einsum: expected input {} of {}{}, found a view without data (an undefined tensor's view?)",
+                        i, dtype, shape_to_string(p.inputs[i].shape));
+    }
     if (inputs[i].dtype != dtype) {
       return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "einsum: input {} has dtype {}; expected {}", i,
                         inputs[i].dtype, dtype);
@@ -623,7 +628,16 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
                         shape_to_string(p.inputs[i].shape));
     }
   }
-  if (output.dtype != dtype || IntArrayRef(output.shape) != IntArrayRef(p.output_shape.span())) {
+  if (output.data == nullptr && numel_unchecked(p.output_shape) > 0) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "einsum: expected an output view of {}{}, found one without data (an undefined tensor's view?)",
+                      dtype, shape_to_string(p.output_shape));
+  }
+  if (output.dtype != dtype) {
+    return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "einsum: the output is {}{}; expected {}{}",
+                      output.dtype, shape_to_string(output.shape), dtype, shape_to_string(p.output_shape));
+  }
+  if (IntArrayRef(output.shape) != IntArrayRef(p.output_shape.span())) {
     return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "einsum: the output is {}{}; expected {}{}",
                       output.dtype, shape_to_string(output.shape), dtype, shape_to_string(p.output_shape));
   }

@@ -551,6 +551,17 @@ TEST(EinsumExecution, ExecuteRejectsMismatchedArguments) {
   Tensor f32 = *Tensor::zeros({3, 4}, DType::kFloat32);
   const TensorView bad_dtype[] = {a.view(), f32.view()};
   EXPECT_EQ((*p)->execute(bad_dtype, out.view(), {}, *composite, seq).code(), ErrorCode::kDTypeMismatch);
+  // The output's dtype is a dtype mismatch too (it was reported as a shape
+  // mismatch), and a view without data (an undefined tensor's) is named.
+  Tensor out32 = *Tensor::zeros({2, 4}, DType::kFloat32);
+  EXPECT_EQ((*p)->execute(good, out32.view(), {}, *composite, seq).code(), ErrorCode::kDTypeMismatch);
+  const Status undefined_out = (*p)->execute(good, TensorView{}, {}, *composite, seq);
+  EXPECT_EQ(undefined_out.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(undefined_out.message().find("without data"), std::string::npos) << undefined_out.to_string();
+  const TensorView undefined_in[] = {a.view(), TensorView{}};
+  const Status undefined_input = (*p)->execute(undefined_in, out.view(), {}, *composite, seq);
+  EXPECT_EQ(undefined_input.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(undefined_input.message().find("input 1"), std::string::npos) << undefined_input.to_string();
   EXPECT_TRUE((*p)->execute(good, out.view(), {}, *composite, seq).ok());
 }
 

@@ -445,6 +445,19 @@ Status Tensor::copy_elements_to(void* dst) const {
 
 namespace {
 
+// A real as numpy prints it: NaN is "nan" whatever its sign bit (fmt
+// prints "-nan").
+template <class R>
+void append_real(std::string& out, R v) {
+  if constexpr (std::is_floating_point_v<R>) {
+    if (std::isnan(v)) {
+      out += "nan";
+      return;
+    }
+  }
+  fmt::format_to(std::back_inserter(out), "{}", v);
+}
+
 template <class T>
 void append_value(std::string& out, const std::byte* at) {
   T v;
@@ -452,10 +465,12 @@ void append_value(std::string& out, const std::byte* at) {
   if constexpr (std::is_same_v<T, bool>) {
     out += v ? "true" : "false";
   } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-    fmt::format_to(std::back_inserter(out), "{}{}{}j", v.real(), std::signbit(v.imag()) ? "-" : "+",
-                   std::abs(v.imag()));
+    append_real(out, v.real());
+    out += std::signbit(v.imag()) && !std::isnan(v.imag()) ? "-" : "+";
+    append_real(out, std::abs(v.imag()));
+    out += 'j';
   } else {
-    fmt::format_to(std::back_inserter(out), "{}", v);
+    append_real(out, v);
   }
 }
 

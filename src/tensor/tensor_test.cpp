@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -274,6 +275,12 @@ TEST(TensorTest, ToStringShowsLayout) {
 // numpy's str(): the same text for the same values.
 TEST(TensorTest, FormatValuesPrintsAsNumpy) {
   EXPECT_EQ(*iota({2, 3}).format_values(), "[[0, 1, 2],\n [3, 4, 5]]");
+  // NaN prints as numpy prints it, whatever its sign bit (fmt says "-nan").
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(*Tensor::from_values<double>({-nan, nan, -inf, inf}, {4})->format_values(), "[nan, nan, -inf, inf]");
+  EXPECT_EQ(*Tensor::from_values<std::complex<double>>({{-nan, -nan}, {1, -2}}, {2})->format_values(),
+            "[nan+nanj, 1-2j]");
   EXPECT_EQ(*iota({2, 2, 2}).format_values(), "[[[0, 1],\n  [2, 3]],\n\n [[4, 5],\n  [6, 7]]]");
   EXPECT_EQ(*iota({}).format_values(), "0");
   EXPECT_EQ(*iota({0}).format_values(), "[]");
