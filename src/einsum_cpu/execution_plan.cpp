@@ -615,8 +615,8 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].data == nullptr && numel_unchecked(p.inputs[i].shape) > 0) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                        "einsum: expected input {} of {}{}, found a view without data (an undefined tensor's view?)",
-                        i, dtype, shape_to_string(p.inputs[i].shape));
+                        "einsum: expected input {} of {}{}, found a view without data (an undefined tensor's view?)", i,
+                        dtype, shape_to_string(p.inputs[i].shape));
     }
     if (inputs[i].dtype != dtype) {
       return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "einsum: input {} has dtype {}; expected {}", i,
