@@ -158,7 +158,7 @@ class RankGroup {
   }
   // This rank's share of the slices into `output`, in `domain`, summed over
   // the ranks (Note [Failure before the allreduce] in mpi/sliced_einsum.h).
-  Status run(const einsum::SliceExecutor& runner, std::span<const TensorView> inputs, Tensor& output,
+  Status run(const einsum::WorkerSliceExecutor& runner, std::span<const TensorView> inputs, Tensor& output,
              const cpu::CpuResourceDomain& domain, einsum::SliceRunStats& stats) {
 #ifdef TENFERRO_HAVE_MPI
     if (comm_) {
@@ -168,7 +168,7 @@ class RankGroup {
     const TensorView out = output.view();
     return domain.enter([&](const cpu::CpuDomainSession& session) {
       const cpu::CpuExecutionContext context = session.context(cpu::ParallelMode::kInner);
-      return runner.run(inputs, out, context.parallel(), 0, 1, &stats);
+      return runner.run(inputs, out, context.parallel(), &stats);
     });
   }
 
@@ -223,12 +223,22 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
     std::vector<std::string> labels;
     for (einsum::LabelId l : sliced.sliced_labels()) labels.push_back(sliced.network().label_name(l));
     j["sliced_labels"] = labels;
-    j["slices"] = sliced.num_slices();
+    // Over every part (a round robin has one; a range split one per range).
+    std::int64_t slices = 0;
+    double largest = 0.0;
+    for (const einsum::SlicedContraction& part : workers.parts()) {
+      slices += part.num_slices();
+      largest = std::max(largest, part.slice_max_intermediate_bytes());
+    }
+    j["slices"] = slices;
     j["slice_log10_flops"] = sliced.slice_cost().log10_flops();
-    j["slice_max_intermediate_bytes"] = sliced.slice_max_intermediate_bytes();
+    j["slice_max_intermediate_bytes"] = largest;
     j["overhead"] = workers.overhead();
     j["split"] = workers.is_range_split() ? "range" : "round_robin";
-    if (workers.is_range_split()) j["range_label"] = sliced.network().label_name(sliced.range().label);
+    if (workers.is_range_split()) {
+      j["range_label"] = sliced.network().label_name(sliced.range().label);
+      j["ranges"] = workers.parts().size();
+    }
     j["speedup_bound"] = workers.speedup_bound();
     j["plan_only"] = options.plan_only;
     j["runs"] = r.seconds.size();
@@ -254,7 +264,7 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
   std::printf("path       %s (planner %s): log10 flops %.4f, log2 largest intermediate %.2f, planned in %.3f ms\n",
               r.path.c_str(), r.planner.c_str(), unsliced.log10_flops(), unsliced.log2_max_intermediate(),
               r.plan_seconds * 1e3);
-  if (ranks > 1) {
+  if (ranks > 1 || workers.is_range_split()) {
     std::printf("slicing    %s", workers.explain().c_str());
   } else {
     std::printf("slicing    %s", sliced.explain().c_str());
@@ -262,7 +272,9 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
   if (options.plan_only) return;
   std::printf("engine     native einsum, %d rank%s x %d thread%s, %s (%lld slices on rank 0)\n", ranks,
               ranks == 1 ? "" : "s", options.threads, options.threads == 1 ? "" : "s",
-              workers.is_range_split() ? "one range per rank" : "slices round robin",
+              !workers.is_range_split()                                              ? "slices round robin"
+              : workers.parts().size() > static_cast<std::size_t>(workers.workers()) ? "ranges in turn"
+                                                                                     : "one range per rank",
               static_cast<long long>(r.stats.slices));
   if (!r.seconds.empty()) {
     std::printf("time       median %.6g s over %zu runs, busiest rank's CPU %.6g s (slowest rank; first call %.6g s)\n",
@@ -355,8 +367,9 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     so.min_slices = ranks.size();
     so.workers = ranks.size();
     // Round robin of index slices or one range per rank, whichever leaves
-    // the busiest rank fewer flops (Note [Range slicing]).
-    return einsum::WorkerSlicing::plan(tree, so);
+    // the busiest rank fewer flops (Note [Range slicing]); on one rank,
+    // index slicing or ranges run in turn (Note [Range chunks]).
+    return ranks.size() == 1 ? einsum::WorkerSlicing::plan_sequential(tree, so) : einsum::WorkerSlicing::plan(tree, so);
   }();
   TENFERRO_TRY(ranks.agree_on_split(sliced, instance.dtype));
   const bool random = given.empty();
@@ -374,12 +387,12 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
   Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = rank_cpu_domains(options.threads, ranks.local_rank());
-  Result<einsum::SliceExecutor> runner = [&]() -> Result<einsum::SliceExecutor> {
+  Result<einsum::WorkerSliceExecutor> runner = [&]() -> Result<einsum::WorkerSliceExecutor> {
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<cpu::NativeGemmProvider> gemm, cpu::NativeGemmProvider::create());
     TENFERRO_ASSIGN_OR_RETURN(
         std::shared_ptr<einsum::CpuEinsumExecutor> executor,
         einsum::CpuEinsumExecutor::create(std::make_shared<const cpu::DotGeneralComposite>(std::move(gemm))));
-    return einsum::SliceExecutor::create(sliced->part(ranks.rank()), std::move(executor));
+    return einsum::WorkerSliceExecutor::create(*sliced, ranks.rank(), std::move(executor));
   }();
   TENFERRO_TRY(ranks.agree(!domains.ok() ? domains.status() : runner.status()));
 

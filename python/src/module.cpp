@@ -900,14 +900,27 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   info["slices"] = 1;
   info["slice_largest_intermediate"] = tree.cost().max_intermediate_elements;
   info["slicing_overhead"] = 1.0;
+  info["range_label"] = py::none();
+  info["ranges"] = 1;
   if (max_bytes > 0.0) {
     einsum::SlicingOptions options;
     options.max_intermediate_bytes = max_bytes;
-    const einsum::SlicedContraction sliced = value_or_raise(einsum::SlicedContraction::plan(tree, options));
-    info["sliced_labels"] = names(sliced.sliced_labels());
-    info["slices"] = sliced.num_slices();
-    info["slice_largest_intermediate"] = sliced.slice_cost().max_intermediate_elements;
-    info["slicing_overhead"] = sliced.overhead();
+    const einsum::WorkerSlicing split = value_or_raise(einsum::WorkerSlicing::plan_sequential(tree, options));
+    const einsum::SlicedContraction& first = split.part(0);
+    std::int64_t slices = 0;
+    double largest = 0.0;
+    for (const einsum::SlicedContraction& part : split.parts()) {
+      slices += part.num_slices();
+      largest = std::max(largest, part.slice_cost().max_intermediate_elements);
+    }
+    info["sliced_labels"] = names(first.sliced_labels());
+    info["slices"] = slices;
+    info["slice_largest_intermediate"] = largest;
+    info["slicing_overhead"] = split.overhead();
+    if (split.is_range_split()) {  // Note [Range chunks]
+      info["range_label"] = first.network().label_name(first.range().label);
+      info["ranges"] = split.parts().size();
+    }
   }
   return info;
 }

@@ -257,16 +257,18 @@ std::size_t PyRuntime::cached_einsum_backwards() const noexcept { return backwar
 // Note [Sliced einsum in Python]
 // tenferro.einsum(..., max_intermediate_bytes=B) runs the CLI's
 // --max-intermediate: the path planned as usual, then labels fixed one
-// value at a time until every intermediate of a slice fits B
-// (einsum::SlicedContraction, Note [Index slicing]); each slice reads the
-// operands through strided views and writes or adds into its output slice
-// (einsum::SliceExecutor). The output comes from the domain's memory pool.
+// value at a time until every intermediate of a slice fits B (Note [Index
+// slicing]), or one label cut into ranges run in turn when that costs less
+// (einsum::WorkerSlicing::plan_sequential, Note [Range chunks]); each slice
+// reads the operands through strided views and writes or adds into its
+// output slice (einsum::WorkerSliceExecutor). The output comes from the
+// domain's memory pool.
 // The compiled slicing is kept per (subscripts, policy, shapes, dtype,
 // bound), the last 16 of them (PyRuntime::sliced_plans_), so a repeated
 // call plans nothing.
-Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(const einsum::EinsumOp& op,
-                                                                            std::span<const Tensor> inputs,
-                                                                            double max_intermediate_bytes) const {
+Result<std::shared_ptr<const einsum::WorkerSliceExecutor>> PyRuntime::sliced_plan(const einsum::EinsumOp& op,
+                                                                                  std::span<const Tensor> inputs,
+                                                                                  double max_intermediate_bytes) const {
   // The key: what the plan depends on (the op's subscripts and policy, the
   // shapes, the dtype, the bound).
   const std::optional<einsum::PlanningPolicy>& policy = op.policy();
@@ -287,9 +289,10 @@ Result<std::shared_ptr<const einsum::SliceExecutor>> PyRuntime::sliced_plan(cons
                             einsum::plan(network, policy.value_or(einsum::PlanningPolicy{})));
   einsum::SlicingOptions options;
   options.max_intermediate_bytes = max_intermediate_bytes;
-  TENFERRO_ASSIGN_OR_RETURN(einsum::SlicedContraction sliced, einsum::SlicedContraction::plan(tree, options));
-  TENFERRO_ASSIGN_OR_RETURN(einsum::SliceExecutor runner, einsum::SliceExecutor::create(std::move(sliced), einsum_));
-  auto shared = std::make_shared<const einsum::SliceExecutor>(std::move(runner));
+  TENFERRO_ASSIGN_OR_RETURN(einsum::WorkerSlicing sliced, einsum::WorkerSlicing::plan_sequential(tree, options));
+  TENFERRO_ASSIGN_OR_RETURN(einsum::WorkerSliceExecutor runner,
+                            einsum::WorkerSliceExecutor::create(std::move(sliced), 0, einsum_));
+  auto shared = std::make_shared<const einsum::WorkerSliceExecutor>(std::move(runner));
   const std::lock_guard<std::mutex> lock(sliced_mutex_);
   sliced_plans_.insert(std::move(key), shared);
   return shared;
@@ -318,14 +321,14 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
                                         double max_intermediate_bytes) const {
   if (from_before_fork()) return fork_error();
   if (inputs.empty()) return invalid("einsum: expected at least one operand");
-  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::SliceExecutor> plan,
+  TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const einsum::WorkerSliceExecutor> plan,
                             sliced_plan(op, inputs, max_intermediate_bytes));
-  const einsum::SliceExecutor& runner = *plan;
+  const einsum::WorkerSliceExecutor& runner = *plan;
   const DType dtype = inputs[0].dtype();
   SmallVector<TensorView, 8> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
   const std::span<const TensorView> in(views.data(), views.size());
-  const std::vector<std::int64_t> out_shape = runner.sliced().network().output_shape();
+  const std::vector<std::int64_t> out_shape = runner.network().output_shape();
   // Note [Interrupting a sliced einsum]
   // A sliced contraction can run for hours, with the GIL released. Between
   // slices, at most every 50 ms, the GIL is taken back for a moment to run
@@ -345,7 +348,7 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
   if (domains_ == nullptr) {
     TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), dtype));
     cpu::SequentialContext sequential;
-    TENFERRO_TRY(runner.run(in, out.view(), sequential, 0, 1, nullptr, interrupted));
+    TENFERRO_TRY(runner.run(in, out.view(), sequential, nullptr, interrupted));
     return out;
   }
   const cpu::CpuResourceDomain& domain = domains_->default_domain();
@@ -353,7 +356,7 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
                             Tensor::empty(IntArrayRef(out_shape), dtype, MemoryOrder::kRowMajor, domain.memory()));
   const TensorView view = out.view();
   TENFERRO_TRY(domain.enter([&](const cpu::CpuDomainSession& session) {
-    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), 0, 1, nullptr, interrupted);
+    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), nullptr, interrupted);
   }));
   return out;
 }

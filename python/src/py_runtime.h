@@ -182,9 +182,9 @@ class PyRuntime {
 
  private:
   PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, std::chrono::microseconds worker_spin);
-  Result<std::shared_ptr<const einsum::SliceExecutor>> sliced_plan(const einsum::EinsumOp& op,
-                                                                   std::span<const Tensor> inputs,
-                                                                   double max_intermediate_bytes) const;
+  Result<std::shared_ptr<const einsum::WorkerSliceExecutor>> sliced_plan(const einsum::EinsumOp& op,
+                                                                         std::span<const Tensor> inputs,
+                                                                         double max_intermediate_bytes) const;
 
   struct StringHash {
     using is_transparent = void;
@@ -203,7 +203,7 @@ class PyRuntime {
   // Compiled slicings, most recently used first (Note [Sliced einsum in
   // Python]); guarded by sliced_mutex_ (used without the GIL).
   mutable std::mutex sliced_mutex_;
-  mutable SmallLru<std::shared_ptr<const einsum::SliceExecutor>> sliced_plans_{16};
+  mutable SmallLru<std::shared_ptr<const einsum::WorkerSliceExecutor>> sliced_plans_{16};
   int threads_;
   std::string gemm_;
   std::string domain_;

@@ -163,8 +163,9 @@ class PathInfo:
     contraction_list ((positions, labels removed, "lhs,rhs->result",
     remaining subscripts, False) per step; tenferro does not name a BLAS
     kind); with a memory bound, what einsum slices: sliced_labels, slices,
-    slice_largest_intermediate (elements) and slicing_overhead (flops of
-    all slices over the unsliced flops).
+    slice_largest_intermediate (elements), slicing_overhead (flops of
+    all slices over the unsliced flops), and range_label and ranges when
+    one label is cut into ranges run in turn (None and 1 otherwise).
     """
 
     def __init__(self, raw, shapes=None):
@@ -186,6 +187,8 @@ class PathInfo:
         self.slices = raw["slices"]
         self.slice_largest_intermediate = raw["slice_largest_intermediate"]
         self.slicing_overhead = raw["slicing_overhead"]
+        self.range_label = raw["range_label"]
+        self.ranges = raw["ranges"]
         num_operands = len(raw["operand_labels"])
         # opt_einsum's naive cost: every label's extent multiplied, times
         # (operands - 1), plus one when something is summed.

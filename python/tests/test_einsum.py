@@ -559,7 +559,7 @@ def test_sliced_einsum_matches_numpy(dtype, threads):
     want = np.einsum(SLICED_EQ, *ops)
     bound = 6000
     _, info = tenferro.contract_path(SLICED_EQ, *ops, max_intermediate_bytes=bound)
-    assert info.slices > 1 and info.sliced_labels
+    assert info.slices > 1 and (info.sliced_labels or info.ranges > 1)
     assert info.slice_largest_intermediate * np.dtype(dtype).itemsize <= bound
     assert info.largest_intermediate * np.dtype(dtype).itemsize > bound  # slicing was needed
     got = tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bound, runtime=tenferro.Runtime(threads=threads))
@@ -569,6 +569,27 @@ def test_sliced_einsum_matches_numpy(dtype, threads):
     else:
         tol = 1e-4 if dtype == np.float32 else 1e-10
         assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+def test_a_bound_below_the_peak_cuts_a_label_into_ranges():
+    # Note [Range chunks]: a chain of large extents under its peak / 1.5 is
+    # cut into a few ranges of one label (index slicing would fix a label
+    # of extent 102..511 one value at a time), within the bound, and gives
+    # numpy's result; an output label's ranges fill their part of it.
+    rng = np.random.default_rng(5)
+    eq = "ab,bc,cd,de,ef->af"
+    ops = [rng.standard_normal(s) for s in [(303, 281), (281, 511), (511, 205), (205, 484), (484, 102)]]
+    _, unsliced = tenferro.contract_path(eq, *ops)
+    bound = unsliced.largest_intermediate * 8 / 1.5
+    _, info = tenferro.contract_path(eq, *ops, max_intermediate_bytes=bound)
+    assert info.range_label is not None and 2 <= info.ranges <= 4
+    assert info.slice_largest_intermediate * 8 <= bound
+    assert info.slicing_overhead < 1.5
+    assert unsliced.range_label is None and unsliced.ranges == 1
+    want = np.einsum(eq, *ops, optimize=True)
+    for threads in (1, 2):
+        got = tenferro.einsum(eq, *ops, max_intermediate_bytes=bound, runtime=tenferro.Runtime(threads=threads))
+        assert np.abs(got - want).max() <= 1e-10 * np.abs(want).max()
 
 
 def test_sliced_einsum_takes_the_other_keywords():

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -142,6 +143,8 @@ constexpr double kBalancedSearchSlicesPerWorker = 64.0;
 constexpr std::size_t kPairedLabels = 32;
 // Range splits built and re-planned (Note [Range slicing]).
 constexpr std::size_t kRangeCandidates = 6;
+// The most ranges plan_sequential cuts one label into (Note [Range chunks]).
+constexpr std::int64_t kMaxRanges = 4096;
 
 // Note [Balanced slicing]
 // Spreading slices over workers, the quantity to minimise is the busiest
@@ -547,8 +550,13 @@ WorkerSlicing WorkerSlicing::round_robin(SlicedContraction sliced, std::int64_t 
 }
 
 double WorkerSlicing::worker_flops(std::int64_t w) const noexcept {
-  const SlicedContraction& p = part(w);
-  if (!round_robin_) return p.total_flops();
+  if (!round_robin_) {  // its ranges w, w + workers, ...
+    double flops = 0.0;
+    for (std::size_t i = static_cast<std::size_t>(w); i < parts_.size(); i += static_cast<std::size_t>(workers_))
+      flops += parts_[i].total_flops();
+    return flops;
+  }
+  const SlicedContraction& p = parts_[0];
   const std::int64_t n = p.num_slices();
   const std::int64_t mine = w < n ? (n - w + workers_ - 1) / workers_ : 0;
   return static_cast<double>(mine) * p.slice_cost().flops;
@@ -557,17 +565,21 @@ double WorkerSlicing::worker_flops(std::int64_t w) const noexcept {
 double WorkerSlicing::busiest_flops() const noexcept {
   if (round_robin_) return worker_flops(0);  // worker 0 has the most slices
   double busiest = 0.0;
-  for (const SlicedContraction& p : parts_) busiest = std::max(busiest, p.total_flops());
+  for (std::int64_t w = 0; w < workers_; ++w) busiest = std::max(busiest, worker_flops(w));
   return busiest;
 }
 
 double WorkerSlicing::busiest_work() const noexcept {
+  if (round_robin_) {  // worker 0 has the most slices
+    const SlicedContraction& p = parts_[0];
+    return static_cast<double>((p.num_slices() + workers_ - 1) / workers_) * p.slice_work();
+  }
   double busiest = 0.0;
-  for (std::int64_t w = 0; w < (round_robin_ ? 1 : workers_); ++w) {  // round robin: worker 0 has the most slices
-    const SlicedContraction& p = part(w);
-    const std::int64_t n = p.num_slices();
-    const std::int64_t mine = round_robin_ ? (n + workers_ - 1) / workers_ : n;
-    busiest = std::max(busiest, static_cast<double>(mine) * p.slice_work());
+  for (std::int64_t w = 0; w < workers_; ++w) {
+    double work = 0.0;
+    for (std::size_t i = static_cast<std::size_t>(w); i < parts_.size(); i += static_cast<std::size_t>(workers_))
+      work += static_cast<double>(parts_[i].num_slices()) * parts_[i].slice_work();
+    busiest = std::max(busiest, work);
   }
   return busiest;
 }
@@ -592,20 +604,30 @@ std::string WorkerSlicing::explain() const {
                        workers_, speedup_bound(), parts_[0].explain());
   }
   const LabelRange& first = parts_[0].range();
-  std::string out = fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n",
-                                net.label_name(first.label), net.extent(first.label), workers_, speedup_bound());
+  std::string out = parts_.size() > static_cast<std::size_t>(workers_)
+                        ? fmt::format(
+                              "range split of {}({}) into {} ranges over {} worker{}, each running its ranges in turn: "
+                              "speedup bound {:.4f}\n",
+                              net.label_name(first.label), net.extent(first.label), parts_.size(), workers_,
+                              workers_ == 1 ? "" : "s", speedup_bound())
+                        : fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n",
+                                      net.label_name(first.label), net.extent(first.label), workers_, speedup_bound());
   // Parts of one range size differ only in their offset: the first of each
   // size is shown, and the ranges of all.
   std::vector<std::pair<std::int64_t, std::size_t>> shown;  // range size, first worker of that size
   for (std::size_t w = 0; w < parts_.size(); ++w) {
     const LabelRange& r = parts_[w].range();
     const auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& s) { return s.first == r.size(); });
+    const std::string who = parts_.size() > static_cast<std::size_t>(workers_)
+                                ? fmt::format("range {} (worker {})", w, w % static_cast<std::size_t>(workers_))
+                                : fmt::format("worker {}", w);
     if (same == shown.end()) {
       shown.emplace_back(r.size(), w);
-      out += fmt::format("worker {}: {}", w, parts_[w].explain());
-    } else {
-      out += fmt::format("worker {}: range {}[{}:{}), as worker {}\n", w, net.label_name(r.label), r.begin, r.end,
-                         same->second);
+      out += fmt::format("{}: {}", who, parts_[w].explain());
+    } else if (parts_.size() <= 16 || w + 1 == parts_.size()) {
+      out += fmt::format("{}: {}[{}:{}), as {}\n", who, net.label_name(r.label), r.begin, r.end,
+                         parts_.size() > static_cast<std::size_t>(workers_) ? fmt::format("range {}", same->second)
+                                                                            : fmt::format("worker {}", same->second));
     }
   }
   return out + fmt::format("total over the workers: overhead {:.4f}x the unsliced {:.6g} flops\n", overhead(),
@@ -613,13 +635,20 @@ std::string WorkerSlicing::explain() const {
 }
 
 Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, LabelId label,
-                                                 const SlicingOptions& options) {
+                                                 const SlicingOptions& options, std::int64_t parts) {
   const Network& net = tree.network();
   const std::int64_t workers = options.workers;
-  if (label < 0 || label >= net.num_labels() || workers < 1 || net.extent(label) < workers) {
+  const std::int64_t ranges = parts == 0 ? workers : parts;
+  if (workers < 1 || ranges < workers) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                      "range split: expected a label id in [0, {}) of extent >= workers ({}); found label {}{}",
-                      net.num_labels(), workers, label,
+                      "range split: expected workers >= 1 and at least one range per worker; found {} workers and {} "
+                      "ranges",
+                      workers, ranges);
+  }
+  if (label < 0 || label >= net.num_labels() || net.extent(label) < ranges) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "range split: expected a label id in [0, {}) of extent >= the ranges ({}); found label {}{}",
+                      net.num_labels(), ranges, label,
                       label >= 0 && label < net.num_labels() ? fmt::format(" of extent {}", net.extent(label)) : "");
   }
   SlicingOptions per_range = options;
@@ -633,9 +662,9 @@ Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, La
   // size share their plan; only the offset differs.
   std::optional<SlicedContraction> larger, smaller;
   std::int64_t begin = 0;
-  for (std::int64_t w = 0; w < workers; ++w) {
-    const std::int64_t size = extent / workers + (w < extent % workers ? 1 : 0);
-    std::optional<SlicedContraction>& shared = size > extent / workers ? larger : smaller;
+  for (std::int64_t w = 0; w < ranges; ++w) {
+    const std::int64_t size = extent / ranges + (w < extent % ranges ? 1 : 0);
+    std::optional<SlicedContraction>& shared = size > extent / ranges ? larger : smaller;
     if (!shared) {
       TENFERRO_ASSIGN_OR_RETURN(SlicedContraction part,
                                 SlicedContraction::plan_range(tree, LabelRange{label, 0, size}, per_range));
@@ -693,6 +722,52 @@ Result<WorkerSlicing> WorkerSlicing::plan(const ContractionTree& tree, const Sli
     Result<WorkerSlicing> candidate = range_split(tree, scored_label.second, options);
     if (!candidate.ok()) {
       if (candidate.status().code() == ErrorCode::kResourceExhausted) continue;  // a range misses the bound
+      return candidate.status();
+    }
+    if (candidate->busiest_work() < best.busiest_work()) best = std::move(candidate).value();
+  }
+  return best;
+}
+
+Result<WorkerSlicing> WorkerSlicing::plan_sequential(const ContractionTree& tree, const SlicingOptions& options) {
+  SlicingOptions one = options;
+  one.workers = 1;
+  one.min_slices = 1;
+  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction indexed, SlicedContraction::plan(tree, one));
+  WorkerSlicing best = round_robin(std::move(indexed), 1);
+  if (!(one.max_intermediate_bytes > 0.0) || best.parts_[0].num_slices() == 1) return best;
+
+  // Note [Range chunks]: per label, the fewest ranges whose model fits the
+  // bound, scored by their flops; the best few built and re-planned.
+  const Network& net = tree.network();
+  const double bound = one.max_intermediate_bytes / static_cast<double>(dtype_size(net.dtype()));
+  SliceCostModel model(tree);
+  const std::vector<char> none(static_cast<std::size_t>(net.num_labels()), 0);
+  const auto with_ranges = [&](LabelId l, std::int64_t ranges) {
+    const std::int64_t extent = net.extent(l);
+    model.set_extent(l, static_cast<double>((extent + ranges - 1) / ranges));
+    const SliceCostModel::Evaluation e = model.evaluate(none, bound);
+    model.set_extent(l, static_cast<double>(extent));
+    return e;
+  };
+  std::vector<std::tuple<double, LabelId, std::int64_t>> scored;  // flops of all ranges, label, ranges
+  for (LabelId l = 0; l < net.num_labels(); ++l) {
+    std::int64_t hi = std::min(net.extent(l), kMaxRanges);
+    if (hi < 2 || with_ranges(l, hi).max_size > bound) continue;
+    std::int64_t lo = 1;  // lo does not fit (the unsliced network does not), hi does
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (with_ranges(l, mid).max_size > bound ? lo : hi) = mid;
+    }
+    scored.emplace_back(static_cast<double>(hi) * with_ranges(l, hi).slice_flops, l, hi);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return std::get<0>(x) < std::get<0>(y); });
+  if (scored.size() > kRangeCandidates) scored.resize(kRangeCandidates);
+  for (const auto& [flops, label, ranges] : scored) {
+    Result<WorkerSlicing> candidate = range_split(tree, label, one, ranges);
+    if (!candidate.ok()) {
+      if (candidate.status().code() == ErrorCode::kResourceExhausted) continue;
       return candidate.status();
     }
     if (candidate->busiest_work() < best.busiest_work()) best = std::move(candidate).value();

@@ -72,8 +72,8 @@ Result<SliceExecutor> SliceExecutor::create(SlicedContraction sliced, std::share
 }
 
 Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& output, const cpu::ParallelContext& ctx,
-                          std::int64_t first, std::int64_t step, SliceRunStats* stats,
-                          FunctionRef<bool()> interrupted) const {
+                          std::int64_t first, std::int64_t step, SliceRunStats* stats, FunctionRef<bool()> interrupted,
+                          bool accumulate) const {
   if (first < 0 || step < 1) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "slice executor: expected first >= 0 and step >= 1, found first {} and step {}", first, step);
@@ -87,7 +87,7 @@ Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& 
   // of the output; the rest is this worker's zero.
   const LabelRange& range = sliced_.range();
   const LabelList& output_labels = sliced_.network().output();
-  if (sliced_.has_range() &&
+  if (!accumulate && sliced_.has_range() &&
       std::find(output_labels.begin(), output_labels.end(), range.label) != output_labels.end()) {
     if (output.shape.size() != output_labels.size()) {
       return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
@@ -98,7 +98,9 @@ Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& 
   }
   const std::int64_t num_slices = sliced_.num_slices();
   const std::int64_t per_output_slice = num_slices / sliced_.num_output_slices();
-  std::vector<char> written(static_cast<std::size_t>(sliced_.num_output_slices()), 0);
+  // Accumulating, every output slice counts as written already: each slice
+  // is added in, and none is zeroed.
+  std::vector<char> written(static_cast<std::size_t>(sliced_.num_output_slices()), accumulate ? 1 : 0);
   SliceViews views;
   Tensor scratch;
   for (std::int64_t k = first; k < num_slices; k += step) {
@@ -130,6 +132,58 @@ Status SliceExecutor::run(std::span<const TensorView> inputs, const TensorView& 
     ++local.zeroed_output_slices;
   }
   if (stats) *stats = local;
+  return ok_status();
+}
+
+Result<WorkerSliceExecutor> WorkerSliceExecutor::create(WorkerSlicing split, std::int64_t worker,
+                                                        std::shared_ptr<CpuEinsumExecutor> executor) {
+  if (!executor) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "slice executor: expected a CPU einsum executor, found null");
+  }
+  if (worker < 0 || worker >= split.workers()) {
+    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                      "slice executor: expected a worker in [0, {}), found {}", split.workers(), worker);
+  }
+  WorkerSliceExecutor out(std::move(split), worker);
+  // A round robin's one contraction is every worker's (its slices worker,
+  // worker + workers, ...); a range split's parts worker, worker + workers, ...
+  const std::span<const SlicedContraction> all = out.split_.parts();
+  const bool ranges = out.split_.is_range_split();
+  const std::size_t step = ranges ? static_cast<std::size_t>(out.split_.workers()) : all.size();
+  for (std::size_t i = ranges ? static_cast<std::size_t>(worker) : 0; i < all.size(); i += step) {
+    // Note [Range chunks]: ranges of one size have one slice tree.
+    const auto same = std::find_if(out.parts_.begin(), out.parts_.end(), [&](const SliceExecutor& e) {
+      return e.sliced().range().size() == all[i].range().size();
+    });
+    if (same != out.parts_.end()) {
+      out.parts_.push_back(SliceExecutor(all[i], same->plan_, executor));
+    } else {
+      TENFERRO_ASSIGN_OR_RETURN(SliceExecutor part, SliceExecutor::create(all[i], executor));
+      out.parts_.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
+Status WorkerSliceExecutor::run(std::span<const TensorView> inputs, const TensorView& output,
+                                const cpu::ParallelContext& ctx, SliceRunStats* stats,
+                                FunctionRef<bool()> interrupted) const {
+  SliceRunStats total;
+  const bool round_robin = !split_.is_range_split();
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    if (interrupted && i > 0 && interrupted()) {
+      return make_error(ErrorCode::kCancelled, ErrorStage::kNone,
+                        "slice executor: interrupted before range part {} of {}", i, parts_.size());
+    }
+    SliceRunStats one;
+    TENFERRO_TRY(parts_[i].run(inputs, output, ctx, round_robin ? worker_ : 0, round_robin ? split_.workers() : 1, &one,
+                               interrupted, /*accumulate=*/i > 0));
+    total.slices += one.slices;
+    total.accumulated += one.accumulated;
+    total.zeroed_output_slices += one.zeroed_output_slices;
+  }
+  if (stats) *stats = total;
   return ok_status();
 }
 

@@ -118,6 +118,84 @@ TEST(SliceExecutorTest, RangePartsAddUpToTheEinsum) {
   EXPECT_GT(splits, 40);
 }
 
+// Note [Range chunks]: one worker running several range parts one after
+// another (the later ones accumulated) into a NaN-filled output gives the
+// einsum, for every label cut into 2 or 3 ranges and for whatever
+// plan_sequential chooses; two workers with two ranges each, and three
+// workers sharing a round robin, add up to it.
+TEST(SliceExecutorTest, RangePartsRunInTurnGiveTheEinsum) {
+  const auto executor = test_support::make_executor();
+  const cpu::SequentialContext ctx;
+  int splits = 0, sequential_ranges = 0;
+  const auto run = [&](const SliceCase& c, const WorkerSlicing& split, std::int64_t worker,
+                       std::span<const TensorView> views) {
+    auto runner = WorkerSliceExecutor::create(split, worker, executor);
+    EXPECT_TRUE(runner.ok()) << runner.status().to_string();
+    Tensor out = Tensor::empty(IntArrayRef(c.network.output_shape()), DType::kFloat64).value();
+    for (std::int64_t i = 0; i < out.numel(); ++i) static_cast<double*>(out.data())[i] = NAN;
+    SliceRunStats stats;
+    const Status s = runner->run(views, out.view(), ctx, &stats);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    std::int64_t slices = 0;
+    for (const SliceExecutor& p : runner->parts()) slices += p.sliced().num_slices();
+    if (split.is_range_split()) {
+      EXPECT_EQ(stats.slices, slices);
+    }
+    return test_support::to_dense(out);
+  };
+  for (std::uint64_t seed = 200; seed < 230; ++seed) {
+    const SliceCase c = make_case(seed);
+    SCOPED_TRACE(c.network.to_string());
+    const std::vector<Tensor> inputs = test_support::to_tensors(c.operands);
+    std::vector<TensorView> views;
+    for (const Tensor& t : inputs) views.push_back(t.view());
+    SlicingOptions options;
+    options.max_intermediate_bytes = std::max(8.0, c.tree.cost().max_intermediate_elements * 8.0 / 3.0);
+    for (LabelId l = 0; l < c.network.num_labels(); ++l) {
+      for (std::int64_t ranges : {2, 3}) {
+        if (c.network.extent(l) < ranges) continue;
+        auto split = WorkerSlicing::range_split(c.tree, l, options, ranges);
+        if (!split.ok()) continue;  // a range that cannot meet the bound
+        ++splits;
+        EXPECT_EQ(split->parts().size(), static_cast<std::size_t>(ranges));
+        EXPECT_LT(test_support::max_abs_diff(run(c, *split, 0, views), c.expected), 1e-10) << split->explain();
+      }
+      if (c.network.extent(l) >= 4) {  // two workers, two ranges each
+        SlicingOptions two = options;
+        two.workers = 2;
+        auto split = WorkerSlicing::range_split(c.tree, l, two, 4);
+        if (!split.ok()) continue;
+        Dense total = run(c, *split, 0, views);
+        const Dense other = run(c, *split, 1, views);
+        for (std::size_t i = 0; i < total.data.size(); ++i) total.data[i] += other.data[i];
+        EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << split->explain();
+      }
+    }
+    // A round robin over three workers: every worker runs the one
+    // contraction's slices w, w + 3, ...; their outputs add up.
+    if (auto indexed = SlicedContraction::plan(c.tree, options); indexed.ok()) {
+      const WorkerSlicing rr = WorkerSlicing::round_robin(*indexed, 3);
+      Dense total = run(c, rr, 0, views);
+      for (std::int64_t w = 1; w < 3; ++w) {
+        const Dense d = run(c, rr, w, views);
+        for (std::size_t i = 0; i < total.data.size(); ++i) total.data[i] += d.data[i];
+      }
+      EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << rr.explain();
+    }
+    auto planned = WorkerSlicing::plan_sequential(c.tree, options);
+    if (!planned.ok()) {
+      EXPECT_EQ(planned.status().code(), ErrorCode::kResourceExhausted);
+      continue;
+    }
+    if (planned->is_range_split()) ++sequential_ranges;
+    for (const SlicedContraction& p : planned->parts())
+      EXPECT_LE(p.slice_max_intermediate_bytes(), options.max_intermediate_bytes) << planned->explain();
+    EXPECT_LT(test_support::max_abs_diff(run(c, *planned, 0, views), c.expected), 1e-10) << planned->explain();
+  }
+  EXPECT_GT(splits, 40);
+  EXPECT_GT(sequential_ranges, 0);
+}
+
 TEST(SliceExecutorTest, StridedOutputAndTypedErrors) {
   // ij,jk->ik with i (output) and j (summed) sliced, into a transposed output.
   const std::vector<std::vector<std::int64_t>> shapes = {{3, 5}, {5, 4}};

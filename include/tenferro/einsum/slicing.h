@@ -61,6 +61,25 @@
 // has fewer flops than the round robin of index slices (Note [Balanced
 // slicing] in slicing.cpp).
 //
+// Note [Range chunks]
+// Meeting a memory bound on one worker, index slicing fixes a label one
+// value at a time, so every step that misses the sliced labels runs once
+// per value: on a network of large extents the bound costs far more than
+// the memory it saves (the matrix chain instance, bonds of 200-500, under
+// its unsliced peak / 1.5: 371 slices, 16x the flops, 64x the time; the C++
+// einsum audit of 2026-12-07). Cutting one label p into P contiguous ranges
+// (Note [Range slicing]) shrinks every intermediate holding p by about P
+// and repeats the steps that miss p only P times. WorkerSlicing::
+// plan_sequential() scores each label by the fewest ranges that bring the
+// fixed-order model's largest intermediate under the bound (found by
+// bisection; the model's sizes fall as the range narrows) times the flops
+// of a range, builds the best few as range splits into P parts (each part
+// sliced further by index where it must be, and re-planned), and keeps the
+// one with the least work (Note [Comparing splits] in slicing.cpp) when it
+// beats index slicing alone. One worker then runs the parts one after
+// another and sums them (einsum::WorkerSliceExecutor): a summed p adds
+// terms, an output p fills its range of the output.
+//
 // Note [Slice views]
 // An operand's slice view is its input-node view (Note [Step semantics]:
 // diagonals taken, broadcast axes dropped) with the sliced labels fixed: a
@@ -207,21 +226,33 @@ class WorkerSlicing {
   /// split, whichever leaves the busiest worker fewer flops (Note [Range
   /// slicing]). Errors as SlicedContraction::plan.
   static Result<WorkerSlicing> plan(const ContractionTree& tree, const SlicingOptions& options);
-  /// One range of `label` per worker (options.workers of them), as even as
-  /// its extent allows, each part sliced further as plan() slices for the
-  /// memory bound. kInvalidArgument for a label that is not the network's
-  /// or whose extent is below options.workers; plan()'s errors otherwise.
-  static Result<WorkerSlicing> range_split(const ContractionTree& tree, LabelId label, const SlicingOptions& options);
+  /// One range of `label` per worker (options.workers of them), or `parts`
+  /// ranges (at least options.workers; worker w runs ranges w, w + workers,
+  /// ... one after another), as even as its extent allows, each part sliced
+  /// further as plan() slices for the memory bound. kInvalidArgument for a
+  /// label that is not the network's or whose extent is below the number
+  /// of ranges; plan()'s errors otherwise.
+  static Result<WorkerSlicing> range_split(const ContractionTree& tree, LabelId label, const SlicingOptions& options,
+                                           std::int64_t parts = 0);
   /// The round robin of `sliced` over `workers` (>= 1).
   static WorkerSlicing round_robin(SlicedContraction sliced, std::int64_t workers);
+  /// For one worker (options.workers and min_slices are taken as 1): index
+  /// slicing as SlicedContraction::plan, or one label cut into ranges run
+  /// one after another (Note [Range chunks]), whichever has less work.
+  /// Errors as SlicedContraction::plan.
+  static Result<WorkerSlicing> plan_sequential(const ContractionTree& tree, const SlicingOptions& options);
 
   std::int64_t workers() const noexcept { return workers_; }
   bool is_range_split() const noexcept { return !round_robin_; }
   /// Worker w's contraction (0 <= w < workers()): the shared one for a
-  /// round robin, its range part otherwise.
+  /// round robin, its (first) range part otherwise.
   const SlicedContraction& part(std::int64_t w) const noexcept {
     return parts_[round_robin_ ? 0 : static_cast<std::size_t>(w)];
   }
+  /// The contractions: one for a round robin; for a range split one per
+  /// range, worker w running parts w, w + workers(), ... one after another
+  /// (more parts than workers: plan_sequential, Note [Range chunks]).
+  std::span<const SlicedContraction> parts() const noexcept { return parts_; }
   /// The slices worker w runs of part(w): first_slice(w), + slice_step(), ...
   std::int64_t first_slice(std::int64_t w) const noexcept { return round_robin_ ? w : 0; }
   std::int64_t slice_step() const noexcept { return round_robin_ ? workers_ : 1; }

@@ -13,12 +13,16 @@
 // so that the partial outputs of disjoint slice sets (one per rank) add up
 // to the full result. A contraction over a range of an output label (Note
 // [Range slicing] in einsum/slicing.h) first zeroes the whole output, then
-// writes its range.
+// writes its range. With `accumulate`, run() adds every slice into
+// `output` (through the scratch buffer) and zeroes nothing: how a worker
+// sums its second and later range parts into the first's output (Note
+// [Range chunks]).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "tenferro/base/function_ref.h"
 #include "tenferro/base/status.h"
@@ -58,16 +62,49 @@ class SliceExecutor {
   /// (the output is then partial: the caller discards it).
   Status run(std::span<const TensorView> inputs, const TensorView& output, const cpu::ParallelContext& ctx,
              std::int64_t first = 0, std::int64_t step = 1, SliceRunStats* stats = nullptr,
-             FunctionRef<bool()> interrupted = nullptr) const;
+             FunctionRef<bool()> interrupted = nullptr, bool accumulate = false) const;
 
  private:
   SliceExecutor(SlicedContraction sliced, std::shared_ptr<const ExecutionPlan> plan,
                 std::shared_ptr<CpuEinsumExecutor> executor) noexcept
       : sliced_(std::move(sliced)), plan_(std::move(plan)), executor_(std::move(executor)) {}
+  friend class WorkerSliceExecutor;
 
   SlicedContraction sliced_;
   std::shared_ptr<const ExecutionPlan> plan_;
   std::shared_ptr<CpuEinsumExecutor> executor_;
+};
+
+/// Worker w's share of a WorkerSlicing (slicing.h): its slices of a round
+/// robin, or its range parts one after another, summed into one output
+/// (Note [Range chunks]). Parts of one range size share one compiled plan.
+/// Immutable after create; run() is thread-safe when the executor is.
+class WorkerSliceExecutor {
+ public:
+  /// kInvalidArgument for a null executor or a worker outside [0,
+  /// split.workers()); plan compilation errors.
+  static Result<WorkerSliceExecutor> create(WorkerSlicing split, std::int64_t worker,
+                                            std::shared_ptr<CpuEinsumExecutor> executor);
+
+  const WorkerSlicing& split() const noexcept { return split_; }
+  std::int64_t worker() const noexcept { return worker_; }
+  /// The network (of every part).
+  const Network& network() const noexcept { return split_.part(0).network(); }
+  /// This worker's parts, in the order run() contracts them.
+  std::span<const SliceExecutor> parts() const noexcept { return parts_; }
+
+  /// This worker's slices into `output` as SliceExecutor::run would for
+  /// one part (its partial output, zero where it contributes nothing);
+  /// `stats` sums over the parts. Errors as SliceExecutor::run.
+  Status run(std::span<const TensorView> inputs, const TensorView& output, const cpu::ParallelContext& ctx,
+             SliceRunStats* stats = nullptr, FunctionRef<bool()> interrupted = nullptr) const;
+
+ private:
+  WorkerSliceExecutor(WorkerSlicing split, std::int64_t worker) : split_(std::move(split)), worker_(worker) {}
+
+  WorkerSlicing split_;
+  std::int64_t worker_;
+  std::vector<SliceExecutor> parts_;
 };
 
 }  // namespace tenferro::einsum

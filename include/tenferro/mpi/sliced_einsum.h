@@ -99,5 +99,13 @@ Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime
                              const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
                              const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats = nullptr,
                              int root = kEveryRank);
+/// The same for this rank's share of a WorkerSlicing (its worker must be
+/// comm.rank() of comm.size() workers: kInvalidArgument on every rank
+/// otherwise), whose range parts it runs one after another (Note [Range
+/// chunks] in einsum/slicing.h).
+Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
+                             const einsum::WorkerSliceExecutor& executor, std::span<const TensorView> inputs,
+                             Tensor& output, const cpu::CpuResourceDomain& domain,
+                             einsum::SliceRunStats* stats = nullptr, int root = kEveryRank);
 
 }  // namespace tenferro::mpi
