@@ -604,23 +604,31 @@ std::string WorkerSlicing::explain() const {
                        workers_, speedup_bound(), parts_[0].explain());
   }
   const LabelRange& first = parts_[0].range();
-  std::string out = parts_.size() > static_cast<std::size_t>(workers_)
-                        ? fmt::format(
-                              "range split of {}({}) into {} ranges over {} worker{}, each running its ranges in turn: "
-                              "speedup bound {:.4f}\n",
-                              net.label_name(first.label), net.extent(first.label), parts_.size(), workers_,
-                              workers_ == 1 ? "" : "s", speedup_bound())
-                        : fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n",
-                                      net.label_name(first.label), net.extent(first.label), workers_, speedup_bound());
+  std::string out;
+  if (workers_ == 1) {
+    out = fmt::format("range split of {}({}) into {} ranges run in turn (Note [Range chunks])\n",
+                      net.label_name(first.label), net.extent(first.label), parts_.size());
+  } else if (parts_.size() > static_cast<std::size_t>(workers_)) {
+    out = fmt::format(
+        "range split of {}({}) into {} ranges over {} workers, each running its ranges in turn: "
+        "speedup bound {:.4f}\n",
+        net.label_name(first.label), net.extent(first.label), parts_.size(), workers_, speedup_bound());
+  } else {
+    out = fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n", net.label_name(first.label),
+                      net.extent(first.label), workers_, speedup_bound());
+  }
   // Parts of one range size differ only in their offset: the first of each
   // size is shown, and the ranges of all.
   std::vector<std::pair<std::int64_t, std::size_t>> shown;  // range size, first worker of that size
   for (std::size_t w = 0; w < parts_.size(); ++w) {
     const LabelRange& r = parts_[w].range();
     const auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& s) { return s.first == r.size(); });
-    const std::string who = parts_.size() > static_cast<std::size_t>(workers_)
-                                ? fmt::format("range {} (worker {})", w, w % static_cast<std::size_t>(workers_))
-                                : fmt::format("worker {}", w);
+    std::string who = fmt::format("worker {}", w);
+    if (workers_ == 1) {
+      who = fmt::format("range {}", w);
+    } else if (parts_.size() > static_cast<std::size_t>(workers_)) {
+      who = fmt::format("range {} (worker {})", w, w % static_cast<std::size_t>(workers_));
+    }
     if (same == shown.end()) {
       shown.emplace_back(r.size(), w);
       out += fmt::format("{}: {}", who, parts_[w].explain());
@@ -630,8 +638,8 @@ std::string WorkerSlicing::explain() const {
                                                                             : fmt::format("worker {}", same->second));
     }
   }
-  return out + fmt::format("total over the workers: overhead {:.4f}x the unsliced {:.6g} flops\n", overhead(),
-                           parts_[0].tree().cost().flops);
+  return out + fmt::format("total over the {}: overhead {:.4f}x the unsliced {:.6g} flops\n",
+                           workers_ == 1 ? "ranges" : "workers", overhead(), parts_[0].tree().cost().flops);
 }
 
 Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, LabelId label,
