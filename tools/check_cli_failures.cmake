@@ -31,6 +31,11 @@ expect_failure(105 "whole number of bytes .such as 2e8., found 0x100" einsum --m
 expect_failure(105 "0: expected an integer from 1 to" bench gemm dgemm_n256 --threads 0)
 expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 0)
 expect_failure(105 "expected an integer from 1 to [0-9]+ \\(the CPUs" einsum --threads 5000)
+# Under mpirun (Open MPI's environment) the message says how to give a rank
+# more cores (the MPI audit).
+set(ENV{OMPI_COMM_WORLD_SIZE} 2)
+expect_failure(105 "--bind-to none or --map-by slot:PE=N" einsum --threads 5000)
+unset(ENV{OMPI_COMM_WORLD_SIZE})
 # Integer values: the whole text, in range (not wrapped, not read as out of range).
 expect_failure(105 "abc: expected an integer from 0 to 1000000" einsum --runs abc)
 expect_failure(105 "1.5: expected an integer from 0 to 1000000" einsum --runs 1.5)

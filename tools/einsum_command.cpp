@@ -8,6 +8,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -631,8 +632,14 @@ void add_einsum_command(CLI::App& app) {
   cmd->add_option("--threads", state->options.threads,
                   "Worker threads (default 1; at most the CPUs this process may use)")
       ->check([](const std::string& value) {
-        // The runtime's own message offers 0, which means all.
-        return integer_error(value, 1, allowed_cpus(), " (the CPUs this process may use)");
+        // The runtime's own message offers 0, which means all. Under mpirun
+        // (Open MPI sets OMPI_COMM_WORLD_SIZE) each rank is bound to its own
+        // cores by default: say how to give a rank more.
+        const bool under_mpirun = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+        return integer_error(value, 1, allowed_cpus(),
+                             under_mpirun ? " (the CPUs this process may use; mpirun binds each rank to its own "
+                                            "cores: --bind-to none or --map-by slot:PE=N gives a rank more)"
+                                          : " (the CPUs this process may use)");
       });
   cmd->add_option("--gemm", state->options.gemm,
                   "GEMM provider candidates in order, e.g. openblas,native (names: native, openblas, blis)")

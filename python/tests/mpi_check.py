@@ -231,6 +231,19 @@ def check_errors_reach_every_rank():
     c = operand(rng, (7, 6), np.float64)
     expect_error_on_every_rank(lambda: comm.einsum("ab,bc->ac", a, c if one else b), tenferro.InvalidArgumentError,
                                "different shapes on rank 1", names_rank=False)
+    # The error names what differs (the MPI audit: it only said "different
+    # ones"): the problem, the dtype, the memory bound's slicing.
+    for what, call in (("problems", lambda: comm.einsum("ab,bc->ac", a, c if one else b)),
+                       ("dtypes", lambda: comm.einsum("ab,bc->ac", a.astype(np.float32) if one else a,
+                                                      b.astype(np.float32) if one else b)),
+                       ("slicings", lambda: comm.einsum("ab,bc->ac", a, b, max_intermediate_bytes=64 if one else None))):
+        if SIZE == 1:
+            continue
+        try:
+            call()
+            check(False, f"rank {RANK}: different {what} returned")
+        except tenferro.InvalidArgumentError as e:
+            check(f"found different {what}" in str(e), f"rank {RANK}: different {what}: {e}")
     # The communicator is still usable afterwards, and nothing was cached
     # from the failed calls.
     close(comm.einsum("ab,bc->ac", a, b), np.einsum("ab,bc->ac", a, b), np.float64, "after the errors")
@@ -345,6 +358,17 @@ def check_collectives_match_mpi4py():
     want = np.empty(3)
     WORLD.Reduce_scatter_block(blocks, want, op=MPI.SUM)
     close(comm.reduce_scatter(blocks), want, np.float64, "reduce_scatter")
+    # A wrong leading extent on rank 1: every rank raises, the others' text
+    # names the collective once and the shape found (the MPI audit saw the
+    # prefix twice and a Tensor(...) repr).
+    if SIZE > 1:
+        try:
+            comm.reduce_scatter(rng.standard_normal((SIZE + 1, 3)) if RANK == 1 else blocks)
+            check(False, f"rank {RANK}: reduce_scatter with a bad extent on rank 1 returned")
+        except tenferro.Error as e:
+            text = str(e)
+            check(text.count("reduce_scatter:") == 1, f"rank {RANK}: prefix not once: {text}")
+            check(f"found shape [{SIZE + 1}, 3]" in text, f"rank {RANK}: no shape found: {text}")
     # send / recv around a ring.
     nxt, prev = (RANK + 1) % SIZE, (RANK - 1) % SIZE
     msg = np.full(4, RANK, dtype=np.complex128)

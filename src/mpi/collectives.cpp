@@ -46,8 +46,8 @@ Result<HostBuffer> export_local(Tensor& tensor, std::string_view what, std::int6
 Status leading_extent_is_size(const Tensor& tensor, const Communicator& comm, std::string_view what) {
   if (tensor.rank() >= 1 && tensor.size(0) == comm.size()) return ok_status();
   return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
-                    "{}: expected a tensor of shape [{}, ...] (one block per rank), found {}", what, comm.size(),
-                    tensor.to_string());
+                    "{}: expected a tensor of shape [{}, ...] (one block per rank), found shape {}", what, comm.size(),
+                    shape_to_string(tensor.shape()));
 }
 
 // export_local() for a collective with a root: kInvalidArgument for a root

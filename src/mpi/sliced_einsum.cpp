@@ -3,11 +3,13 @@
 #include "tenferro/mpi/sliced_einsum.h"
 
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "tenferro/base/abbreviate.h"
 #include "tenferro/base/hash.h"
 #include "tenferro/cpu/domains/execution_context.h"
 #include "tenferro/cpu_engine/engine.h"
@@ -42,10 +44,10 @@ Result<std::shared_ptr<const program::SemanticProgram>> rank_sum_program(const T
 // with their extents, and the dtype. "ij,jk->ik" and "ab,bc->ac" agree;
 // "ij,jk->ki" over the same shapes does not, although it plans the same
 // order and split.
-std::string canonical_problem(const einsum::Network& network, DType dtype) {
+std::string canonical_problem(const einsum::Network& network) {
   std::vector<int> number(static_cast<std::size_t>(network.num_labels()), -1);
   int next = 0;
-  std::string out(to_string(dtype));
+  std::string out;
   auto put = [&](std::span<const einsum::LabelId> labels) {
     for (const einsum::LabelId l : labels) {
       if (l == einsum::kBroadcastAxis) {
@@ -67,22 +69,42 @@ std::string canonical_problem(const einsum::Network& network, DType dtype) {
 }
 
 Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
-  // The problem, the order and the split's description, hashed on every
-  // rank: the largest and the smallest hash agree only when all ranks hold
-  // one plan of one problem.
+  // The problem, the dtype, the order and the split's description, each
+  // hashed on every rank: the largest and the smallest hash of a part agree
+  // only when all ranks hold the same one (one allreduce of max over
+  // [-h, h] pairs). The first part that differs is named, with this rank's.
   const einsum::ContractionTree& tree = split.part(0).tree();
-  const std::string text =
-      canonical_problem(tree.network(), dtype) + "|" + tree.order().to_string() + "|" + split.explain();
-  const auto fingerprint = static_cast<std::int64_t>(hashing::hash_string(0, text) >> 1);
-  TENFERRO_ASSIGN_OR_RETURN(Tensor lo, Tensor::scalar<std::int64_t>(-fingerprint));
-  TENFERRO_ASSIGN_OR_RETURN(Tensor hi, Tensor::scalar<std::int64_t>(fingerprint));
-  TENFERRO_TRY(allreduce(comm, lo, ReduceOp::kMax));
-  TENFERRO_TRY(allreduce(comm, hi, ReduceOp::kMax));
-  if (-*static_cast<const std::int64_t*>(lo.data()) != *static_cast<const std::int64_t*>(hi.data())) {
-    return make_error(ErrorCode::kInvalidArgument, ErrorStage::kPrepare,
-                      "sliced einsum over ranks: expected every rank to contract the same problem with the same "
-                      "plan, found different ones (are the subscripts, shapes, dtype and planner the same on every "
-                      "rank?)");
+  const std::string problem = canonical_problem(tree.network());
+  const std::string order = tree.order().to_string();
+  const std::string slicing = split.explain();
+  struct Part {
+    std::string_view text;
+    std::string name;
+  };
+  const Part parts[] = {
+      {problem, fmt::format("problems (subscripts or shapes; this rank: {})", abbreviate(tree.network().to_string()))},
+      {to_string(dtype), fmt::format("dtypes ({} on this rank)", dtype)},
+      {order, fmt::format("contraction paths (this rank: {})", abbreviate(order))},
+      {slicing, fmt::format("slicings (max_intermediate_bytes, or the planner; this rank: {})",
+                            abbreviate(slicing.substr(0, slicing.find('\n'))))},
+  };
+  std::int64_t pairs[2 * std::size(parts)];
+  for (std::size_t i = 0; i < std::size(parts); ++i) {
+    const auto h = static_cast<std::int64_t>(hashing::hash_string(0, parts[i].text) >> 1);
+    pairs[2 * i] = -h;
+    pairs[2 * i + 1] = h;
+  }
+  TENFERRO_ASSIGN_OR_RETURN(Tensor both, Tensor::from_values<std::int64_t>(std::span<const std::int64_t>(pairs),
+                                                                           {std::int64_t{std::size(pairs)}}));
+  TENFERRO_TRY(allreduce(comm, both, ReduceOp::kMax));
+  const auto* reduced = static_cast<const std::int64_t*>(both.data());
+  for (std::size_t i = 0; i < std::size(parts); ++i) {
+    if (-reduced[2 * i] != reduced[2 * i + 1]) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kPrepare,
+                        "sliced einsum over ranks: expected every rank to contract the same problem with the same "
+                        "plan, found different {}",
+                        parts[i].name);
+    }
   }
   return ok_status();
 }
