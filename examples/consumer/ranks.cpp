@@ -58,8 +58,8 @@ Result<double> sliced_product(const std::shared_ptr<mpi::Communicator>& comm) {
   cpu_options.first_cpu = node_rank;
   cpu_options.linalg = false;
   TENFERRO_ASSIGN_OR_RETURN(cpu::CpuRuntime cpu, cpu::make_cpu_runtime(cpu_options));
-  TENFERRO_ASSIGN_OR_RETURN(einsum::SliceExecutor runner,
-                            einsum::SliceExecutor::create(split->part(comm->rank()), cpu.einsum));
+  TENFERRO_ASSIGN_OR_RETURN(einsum::WorkerSliceExecutor runner,
+                            einsum::WorkerSliceExecutor::create(*split, comm->rank(), cpu.einsum));
   TENFERRO_ASSIGN_OR_RETURN(runtime::Runtime rt, mpi::rank_runtime(comm, 1));
 
   TENFERRO_ASSIGN_OR_RETURN(Tensor c, Tensor::empty({m, p}, DType::kFloat64));

@@ -106,7 +106,7 @@ constexpr std::uint64_t kRankCommunicator = 1;
 // One planned split and this rank's part of it.
 struct Split {
   einsum::WorkerSlicing workers;
-  std::optional<einsum::SliceExecutor> runner;  // this rank's part
+  std::optional<einsum::WorkerSliceExecutor> runner;  // this rank's share
   DType dtype;
 };
 
@@ -219,8 +219,13 @@ class PyCommunicator {
     CallOperands call;
     convert(call, subscripts, operands, optimize, max_intermediate_bytes);
     const Split& split = *find_or_plan(call, "tenferro.mpi plan");
-    const einsum::SlicedContraction& mine = split.workers.part(rank());
     const einsum::SlicedContraction& first = split.workers.part(0);
+    std::int64_t my_slices = 0;  // over this rank's parts (Note [Range chunks]: several ranges each)
+    double my_largest = 0.0;
+    for (const einsum::SliceExecutor& part : split.runner->parts()) {
+      my_slices += part.sliced().num_slices();
+      my_largest = std::max(my_largest, part.sliced().slice_max_intermediate_bytes());
+    }
     py::dict d;
     d["split"] = split.workers.is_range_split() ? "range" : "round_robin";
     d["range_label"] = first.has_range() ? py::object(py::str(first.network().label_name(first.range().label)))
@@ -228,12 +233,13 @@ class PyCommunicator {
     py::list labels;
     for (einsum::LabelId l : first.sliced_labels()) labels.append(first.network().label_name(l));
     d["sliced_labels"] = labels;
-    d["slices"] = mine.num_slices();
+    d["slices"] = my_slices;
+    d["ranges"] = split.workers.is_range_split() ? split.workers.parts().size() : 0;
     d["rank_flops"] = split.workers.worker_flops(rank());
     d["flops"] = first.tree().cost().flops;
     d["overhead"] = split.workers.overhead();
     d["speedup_bound"] = split.workers.speedup_bound();
-    d["slice_max_intermediate_bytes"] = mine.slice_max_intermediate_bytes();
+    d["slice_max_intermediate_bytes"] = my_largest;
     d["path"] = first.tree().order().to_string();
     d["explain"] = split.workers.explain();
     return d;
@@ -596,8 +602,8 @@ class PyCommunicator {
     }
     // This rank's part, agreed too; a rank that found its split in the
     // cache agrees with an ok status (the same calls on every rank).
-    std::optional<Result<einsum::SliceExecutor>> runner;
-    if (split == nullptr) runner.emplace(einsum::SliceExecutor::create((*planned)->part(rank()), executor_));
+    std::optional<Result<einsum::WorkerSliceExecutor>> runner;
+    if (split == nullptr) runner.emplace(einsum::WorkerSliceExecutor::create(**planned, rank(), executor_));
     {
       GilRelease release(kNotAwaitedAtExit);
       agreed = mpi::agree(*comm_, runner ? runner->status() : ok_status());
@@ -628,7 +634,9 @@ class PyCommunicator {
     options.max_intermediate_bytes = call.max_intermediate_bytes;
     options.min_slices = size();
     options.workers = size();
-    return einsum::WorkerSlicing::plan(tree, options);
+    // On one rank, index slicing or ranges run in turn (Note [Range chunks]).
+    return size() == 1 ? einsum::WorkerSlicing::plan_sequential(tree, options)
+                       : einsum::WorkerSlicing::plan(tree, options);
   }
 
   static std::string cache_key(const CallOperands& call) {

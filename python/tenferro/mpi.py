@@ -122,8 +122,9 @@ class Communicator:
 
     def plan(self, subscripts, *operands, optimize="greedy", max_intermediate_bytes=None) -> dict:
         """The split ``einsum`` would run, without contracting: ``split``
-        (``"range"`` or ``"round_robin"``), ``range_label``, ``sliced_labels``,
-        ``slices`` (this rank's), ``flops`` (unsliced), ``rank_flops``,
+        (``"range"`` or ``"round_robin"``), ``range_label``, ``ranges`` (0 for
+        a round robin), ``sliced_labels``, ``slices`` (this rank's, over its
+        ranges), ``flops`` (unsliced), ``rank_flops``,
         ``overhead`` (all ranks' flops over the unsliced), ``speedup_bound``,
         ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
         subscripts, operands = _call_form(subscripts, operands)

@@ -703,37 +703,78 @@ Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, La
 // about one cycle of L2 traffic against a core's 16-32 double flops per
 // cycle (AVX2, AVX-512). The reported flops (worker_flops, speedup_bound)
 // stay flops.
-Result<WorkerSlicing> WorkerSlicing::plan(const ContractionTree& tree, const SlicingOptions& options) {
-  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction rr, SlicedContraction::plan(tree, options));
-  WorkerSlicing best = round_robin(std::move(rr), options.workers);
-  const std::int64_t workers = options.workers;
-  if (workers < 2) return best;
-
-  // Note [Range slicing]: score each label by the busiest range (the first,
-  // ceil(extent / workers) values) under the fixed order, then build the
-  // best few, re-planned and sliced for the memory bound per range.
+Status WorkerSlicing::consider_ranges(const ContractionTree& tree, const SlicingOptions& options, WorkerSlicing& best) {
+  // Notes [Range slicing] and [Range chunks]: per label, the fewest ranges
+  // P, a multiple of the workers, whose fixed-order model meets the memory
+  // bound (with several workers and no such P, or no bound: one range per
+  // worker, sliced further by index), scored by the busiest worker's flops
+  // (P / workers ranges of ceil(extent / P) values), those that meet the
+  // bound first (one that does not is sliced further by index, which the
+  // model does not count: on the matrix chain over 2 ranks under its peak /
+  // 1.5 such labels scored best and lost to the round robin when built,
+  // while the label of the peak, scored lower, was never built); the best
+  // few are built, re-planned and sliced for the bound per range, and
+  // replace `best` when they leave the busiest worker less work.
   const Network& net = tree.network();
+  const std::int64_t workers = options.workers;
+  const double bound = options.max_intermediate_bytes > 0.0
+                           ? options.max_intermediate_bytes / static_cast<double>(dtype_size(net.dtype()))
+                           : 0.0;
   SliceCostModel model(tree);
   const std::vector<char> none(static_cast<std::size_t>(net.num_labels()), 0);
-  std::vector<std::pair<double, LabelId>> scored;
-  for (LabelId l = 0; l < net.num_labels(); ++l) {
+  const auto with_ranges = [&](LabelId l, std::int64_t ranges) {
     const std::int64_t extent = net.extent(l);
-    if (extent < workers) continue;
-    model.set_extent(l, static_cast<double>((extent + workers - 1) / workers));
-    scored.emplace_back(model.evaluate(none, 0.0).slice_flops, l);
+    model.set_extent(l, static_cast<double>((extent + ranges - 1) / ranges));
+    const SliceCostModel::Evaluation e = model.evaluate(none, bound);
     model.set_extent(l, static_cast<double>(extent));
+    return e;
+  };
+  const auto fits = [&](LabelId l, std::int64_t ranges) {
+    return bound <= 0.0 || with_ranges(l, ranges).max_size <= bound;
+  };
+  std::vector<std::tuple<bool, double, LabelId, std::int64_t>> scored;  // misses, busiest flops, label, ranges
+  for (LabelId l = 0; l < net.num_labels(); ++l) {
+    const std::int64_t most = std::min(net.extent(l), kMaxRanges) / workers;  // ranges per worker
+    if (most < 1 || (workers == 1 && most < 2)) continue;
+    std::int64_t per_worker = 1;
+    bool misses = false;
+    if (!fits(l, workers)) {
+      if (!fits(l, most * workers)) {
+        if (workers == 1) continue;  // index slicing alone does that
+        misses = true;
+      } else {
+        std::int64_t lo = 1, hi = most;  // lo does not fit, hi does
+        while (hi - lo > 1) {
+          const std::int64_t mid = lo + (hi - lo) / 2;
+          (fits(l, mid * workers) ? hi : lo) = mid;
+        }
+        per_worker = hi;
+      }
+    }
+    const std::int64_t ranges = per_worker * workers;
+    if (ranges < 2) continue;
+    scored.emplace_back(misses, static_cast<double>(per_worker) * with_ranges(l, ranges).slice_flops, l, ranges);
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) {
+    return std::tie(std::get<0>(x), std::get<1>(x)) < std::tie(std::get<0>(y), std::get<1>(y));
+  });
   if (scored.size() > kRangeCandidates) scored.resize(kRangeCandidates);
-
-  for (const auto& scored_label : scored) {
-    Result<WorkerSlicing> candidate = range_split(tree, scored_label.second, options);
+  for (const auto& [misses, flops, label, ranges] : scored) {
+    Result<WorkerSlicing> candidate = range_split(tree, label, options, ranges);
     if (!candidate.ok()) {
       if (candidate.status().code() == ErrorCode::kResourceExhausted) continue;  // a range misses the bound
       return candidate.status();
     }
     if (candidate->busiest_work() < best.busiest_work()) best = std::move(candidate).value();
   }
+  return ok_status();
+}
+
+Result<WorkerSlicing> WorkerSlicing::plan(const ContractionTree& tree, const SlicingOptions& options) {
+  TENFERRO_ASSIGN_OR_RETURN(SlicedContraction rr, SlicedContraction::plan(tree, options));
+  WorkerSlicing best = round_robin(std::move(rr), options.workers);
+  if (options.workers < 2) return best;
+  TENFERRO_TRY(consider_ranges(tree, options, best));
   return best;
 }
 
@@ -744,42 +785,7 @@ Result<WorkerSlicing> WorkerSlicing::plan_sequential(const ContractionTree& tree
   TENFERRO_ASSIGN_OR_RETURN(SlicedContraction indexed, SlicedContraction::plan(tree, one));
   WorkerSlicing best = round_robin(std::move(indexed), 1);
   if (!(one.max_intermediate_bytes > 0.0) || best.parts_[0].num_slices() == 1) return best;
-
-  // Note [Range chunks]: per label, the fewest ranges whose model fits the
-  // bound, scored by their flops; the best few built and re-planned.
-  const Network& net = tree.network();
-  const double bound = one.max_intermediate_bytes / static_cast<double>(dtype_size(net.dtype()));
-  SliceCostModel model(tree);
-  const std::vector<char> none(static_cast<std::size_t>(net.num_labels()), 0);
-  const auto with_ranges = [&](LabelId l, std::int64_t ranges) {
-    const std::int64_t extent = net.extent(l);
-    model.set_extent(l, static_cast<double>((extent + ranges - 1) / ranges));
-    const SliceCostModel::Evaluation e = model.evaluate(none, bound);
-    model.set_extent(l, static_cast<double>(extent));
-    return e;
-  };
-  std::vector<std::tuple<double, LabelId, std::int64_t>> scored;  // flops of all ranges, label, ranges
-  for (LabelId l = 0; l < net.num_labels(); ++l) {
-    std::int64_t hi = std::min(net.extent(l), kMaxRanges);
-    if (hi < 2 || with_ranges(l, hi).max_size > bound) continue;
-    std::int64_t lo = 1;  // lo does not fit (the unsliced network does not), hi does
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      (with_ranges(l, mid).max_size > bound ? lo : hi) = mid;
-    }
-    scored.emplace_back(static_cast<double>(hi) * with_ranges(l, hi).slice_flops, l, hi);
-  }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& x, const auto& y) { return std::get<0>(x) < std::get<0>(y); });
-  if (scored.size() > kRangeCandidates) scored.resize(kRangeCandidates);
-  for (const auto& [flops, label, ranges] : scored) {
-    Result<WorkerSlicing> candidate = range_split(tree, label, one, ranges);
-    if (!candidate.ok()) {
-      if (candidate.status().code() == ErrorCode::kResourceExhausted) continue;
-      return candidate.status();
-    }
-    if (candidate->busiest_work() < best.busiest_work()) best = std::move(candidate).value();
-  }
+  TENFERRO_TRY(consider_ranges(tree, one, best));
   return best;
 }
 

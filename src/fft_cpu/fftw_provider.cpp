@@ -18,6 +18,10 @@
 
 #include "fft_cpu/plan_cache.h"
 
+// The sanitizers' allocator interface (sanitizer/allocator_interface.h),
+// null unless a sanitizer runtime is in the process (Note [FFTW plan bytes]).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
+
 namespace tenferro::fft {
 
 namespace {
@@ -206,9 +210,13 @@ class FftwKernel final : public FftKernel {
 // (Note [FFT plan memory]) is therefore what the heap grew by while the
 // planner made it (glibc's mallinfo2: in-use arena plus mmapped bytes),
 // measured under the planner lock; a plan that reuses shared twiddles
-// counts nothing for them. Another thread allocating or freeing at the
-// same moment skews the figure (it only moves when the cache evicts, never
-// what a transform computes); without glibc it is 0.
+// counts nothing for them. Under a sanitizer, which replaces malloc (so
+// mallinfo2 saw nothing: ProviderConformance.PlanCacheHasAByteBound failed
+// under ASan), the sanitizer's own count of allocated bytes is read; it is
+// looked up as a weak symbol, so a sanitized program linking a release
+// build is measured too. Another thread allocating or freeing at the same
+// moment skews the figure (it only moves when the cache evicts, never what
+// a transform computes); without glibc or a sanitizer it is 0.
 class HeapGrowth {
  public:
   HeapGrowth() : start_(in_use()) {}
@@ -219,6 +227,7 @@ class HeapGrowth {
 
  private:
   static std::size_t in_use() noexcept {
+    if (&__sanitizer_get_current_allocated_bytes != nullptr) return __sanitizer_get_current_allocated_bytes();
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
     const struct mallinfo2 m = ::mallinfo2();
     return m.uordblks + m.hblkhd;

@@ -388,7 +388,8 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
   }
   // Note [Range slicing]: one range per rank of a summed label (g, 9) and
   // of an output label (e, 4: each rank writes its rows, zero elsewhere),
-  // and whatever WorkerSlicing::plan chooses, equal to the one-rank einsum.
+  // two ranges of g per rank, and whatever WorkerSlicing::plan chooses
+  // (also under a memory bound), equal to the one-rank einsum.
   {
     runtime::EagerContext eager = a->runtime->on();
     Result<Tensor> whole = einsum::einsum(eager, subscripts, inputs);
@@ -408,10 +409,20 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
       splits.emplace_back(std::string("range of ") + label, einsum::WorkerSlicing::range_split(*tree, id, over_ranks));
     }
     splits.emplace_back("planned split", einsum::WorkerSlicing::plan(*tree, over_ranks));
+    // Note [Range chunks]: two ranges of g per rank, run in turn, and
+    // whatever the planner chooses under a bound of a third of the peak.
+    einsum::LabelId g = -1;
+    for (einsum::LabelId l = 0; l < net->num_labels(); ++l)
+      if (net->label_name(l) == "g") g = l;
+    splits.emplace_back("two ranges of g per rank",
+                        einsum::WorkerSlicing::range_split(*tree, g, over_ranks, 2 * ca.size()));
+    einsum::SlicingOptions bounded = over_ranks;
+    bounded.max_intermediate_bytes = tree->cost().max_intermediate_elements * 8.0 / 3.0;
+    splits.emplace_back("planned split under a bound", einsum::WorkerSlicing::plan(*tree, bounded));
     for (auto& [name, split] : splits) {
       c.check_ok(split.status(), name);
       if (!split.ok()) continue;
-      Result<einsum::SliceExecutor> part = einsum::SliceExecutor::create(split->part(ca.rank()), a->executor);
+      Result<einsum::WorkerSliceExecutor> part = einsum::WorkerSliceExecutor::create(*split, ca.rank(), a->executor);
       c.check_ok(part.status(), name + ": executor");
       if (!part.ok()) continue;
       Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
@@ -419,8 +430,9 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
       c.check_ok(
           run_slices_over_ranks(ca, *a->runtime, kSliceComm, *part, views, out, a->domains->default_domain(), &stats),
           name + ": over ranks");
-      c.check(!split->is_range_split() || stats.slices == split->part(ca.rank()).num_slices(),
-              name + ": a range part runs all its slices");
+      std::int64_t mine = 0;  // every slice of this rank's ranges
+      for (const einsum::SliceExecutor& range : part->parts()) mine += range.sliced().num_slices();
+      c.check(!split->is_range_split() || stats.slices == mine, name + ": a rank runs all slices of its ranges");
       c.check(max_diff(out.to_vector<double>().value(), expected) <= 1e-12 * scale, name + ": equals one rank");
       // The sum on the last rank only (a kReduce node).
       const int root = ca.size() - 1;

@@ -271,6 +271,11 @@ class WorkerSlicing {
   std::string explain() const;
 
  private:
+  // Replaces `best` by a range split of options.workers workers when one
+  // leaves the busiest worker less work (Notes [Range slicing], [Range
+  // chunks]).
+  static Status consider_ranges(const ContractionTree& tree, const SlicingOptions& options, WorkerSlicing& best);
+
   std::vector<SlicedContraction> parts_;
   std::int64_t workers_ = 1;
   bool round_robin_ = true;
