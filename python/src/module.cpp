@@ -809,7 +809,7 @@ PyObject* contraction_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) 
 // contract_expression), named in errors.
 py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<std::int64_t>>& shapes,
                    py::handle optimize, py::handle max_intermediate_bytes, py::handle memory_limit,
-                   const std::string& who) {
+                   const std::string& who, std::size_t itemsize) {
   OptimizeSpec spec = parse_optimize(optimize);
   if (!memory_limit.is_none()) {
     if (spec.memory_limit != 0) {
@@ -824,9 +824,13 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
     for (const std::int64_t d : shape) n *= static_cast<double>(d);
     largest = std::max(largest, n);
   }
-  // The planner counts float64 elements (contract_path converts a bound in
-  // bytes of another dtype to those).
-  const double max_bytes = slicing_bound(spec, max_intermediate_bytes_of(max_intermediate_bytes), largest, 8);
+  // The bound in bytes of the arrays' result dtype (`itemsize` bytes an
+  // element; 8 for shapes alone): the network is bound with a dtype of that
+  // size, so that slicing and its errors speak of the caller's bytes.
+  const DType sized = itemsize == 4 ? DType::kFloat32 : itemsize == 16 ? DType::kComplex128 : DType::kFloat64;
+  const double max_bytes = slicing_bound(spec, max_intermediate_bytes_of(max_intermediate_bytes), largest, itemsize) *
+                           static_cast<double>(dtype_size(sized)) /
+                           static_cast<double>(std::max<std::size_t>(itemsize, 1));
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("{} '{}': the subscripts name {} operands, found {}", who,
@@ -835,7 +839,7 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   const einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, parsed.num_operands()));
   std::vector<IntArrayRef> refs;
   for (const auto& s : shapes) refs.emplace_back(s);
-  std::vector<DType> dtypes(shapes.size(), DType::kFloat64);
+  std::vector<DType> dtypes(shapes.size(), sized);
   einsum::Network network = value_or_raise(einsum::Network::bind(parsed, refs, dtypes));
   einsum::ContractionTree tree = [&] {
     Result<einsum::ContractionTree> r = [&] {
@@ -902,7 +906,10 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
   info["slicing_overhead"] = 1.0;
   info["range_label"] = py::none();
   info["ranges"] = 1;
-  if (max_bytes > 0.0) {
+  // A single operand without a summed label is a view of it (einsum returns
+  // one): nothing to slice, whatever the bound.
+  const bool view = network.num_operands() == 1 && network.output().size() == network.operand(0).labels.size();
+  if (max_bytes > 0.0 && !view) {
     einsum::SlicingOptions options;
     options.max_intermediate_bytes = max_bytes;
     const einsum::WorkerSlicing split = value_or_raise(einsum::WorkerSlicing::plan_sequential(tree, options));
@@ -1355,7 +1362,7 @@ docs/python.md.)doc"};
       "A document of _config (plus sections) as `tenferro info` prints it.");
   m.def("_plan", &plan_path, py::arg("subscripts"), py::arg("shapes"), py::arg("optimize") = py::none(),
         py::arg("max_intermediate_bytes") = py::none(), py::arg("memory_limit") = py::none(),
-        py::arg("who") = "contract_path");
+        py::arg("who") = "contract_path", py::arg("itemsize") = 8);
   m.def(
       "_linalg",
       [module](py::handle runtime, const std::string& name, const py::list& args, const std::string& mode, bool flag,

@@ -132,11 +132,19 @@ OptimizeSpec parse_optimize(py::handle optimize) {
 
 double max_intermediate_bytes_of(py::handle value) {
   if (value.is_none()) return 0.0;
-  if (PyBool_Check(value.ptr()) || !(PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+  // An int or a float, numpy's integer and real scalars included (a bound
+  // computed as np.prod(shape) * 8 is a numpy.int64); never a bool.
+  PyObject* v = value.ptr();
+  const std::string kind =
+      PyObject_HasAttrString(v, "dtype") ? std::string(py::str(value.attr("dtype").attr("kind"))) : std::string();
+  const bool integer = !PyBool_Check(v) && kind != "b" && PyIndex_Check(v);
+  const bool real = PyFloat_Check(v) || kind == "f";
+  if (!integer && !real) {
     raise_type_error(
         fmt::format("max_intermediate_bytes must be a number of bytes or None, found {}", type_name(value)));
   }
-  const double bytes = py::cast<double>(value);
+  const double bytes = integer ? py::cast<double>(py::int_(py::reinterpret_borrow<py::object>(value)))
+                               : py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(value)));
   if (!(bytes > 0.0)) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("max_intermediate_bytes={}: expected a positive number of bytes or None",

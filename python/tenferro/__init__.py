@@ -268,11 +268,11 @@ def _planned(who, subscripts, operands, optimize, max_intermediate_bytes=None, m
     them."""
     arrays = [] if shapes else [op for op in operands if hasattr(op, "dtype")]
     shapes = [_shape_of(op, i, shapes, who) for i, op in enumerate(operands)]
-    bound = max_intermediate_bytes
-    if isinstance(bound, (int, float)) and not isinstance(bound, bool) and arrays:
-        # The planner counts float64 elements: the same bound in elements.
-        bound = bound * 8.0 / _np.result_type(*arrays).itemsize
-    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, bound, memory_limit, who), shapes)
+    # The bound is in bytes of the arrays' result dtype (8 bytes an element
+    # for shapes alone), as einsum counts it.
+    itemsize = _np.result_type(*arrays).itemsize if arrays else 8
+    info = PathInfo(_tenferro._plan(subscripts, shapes, optimize, max_intermediate_bytes, memory_limit, who, itemsize),
+                    shapes)
     return info.path, info
 
 

@@ -244,6 +244,9 @@ def check_errors_reach_every_rank():
             check(False, f"rank {RANK}: different {what} returned")
         except tenferro.InvalidArgumentError as e:
             check(f"found different {what}" in str(e), f"rank {RANK}: different {what}: {e}")
+            if what == "problems":  # this rank's shapes are quoted
+                mine = "[7, 6]" if one else "[7, 5]"
+                check(mine in str(e), f"rank {RANK}: its shapes are not named: {e}")
     # The communicator is still usable afterwards, and nothing was cached
     # from the failed calls.
     close(comm.einsum("ab,bc->ac", a, b), np.einsum("ab,bc->ac", a, b), np.float64, "after the errors")

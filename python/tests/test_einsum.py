@@ -612,6 +612,36 @@ def test_contract_path_bound_counts_the_arrays_element_size():
     assert wide.slice_largest_intermediate < narrow.slice_largest_intermediate
     _, none = tenferro.contract_path(SLICED_EQ, *ops)
     assert none.slices == 1 and none.sliced_labels == [] and none.slicing_overhead == 1.0
+    # An impossible bound is named in the caller's bytes, as einsum names it
+    # (contract_path had said 6 bytes for 3 of float32).
+    f32 = [np.ones(s, np.float32) for s in SLICED_SHAPES]
+    for call in (tenferro.contract_path, tenferro.einsum):
+        with pytest.raises(tenferro.ResourceExhaustedError, match="fit 3 bytes; found 4 bytes"):
+            call(SLICED_EQ, *f32, max_intermediate_bytes=3)
+
+
+def test_a_view_of_one_operand_is_never_sliced():
+    # einsum returns a view for one operand without a summed label, so no
+    # bound applies; contract_path says so (it had reported 4,000,000
+    # slices, or an error for a bound below one element).
+    a = np.ones((200, 200))
+    for eq in ("ab->ba", "ii->i", "a...->...a"):
+        _, info = tenferro.contract_path(eq, a, max_intermediate_bytes=4)
+        assert info.slices == 1 and info.ranges == 1 and info.sliced_labels == [], eq
+        assert tenferro.einsum(eq, a, max_intermediate_bytes=4).shape == np.einsum(eq, a).shape
+    with pytest.raises(tenferro.ResourceExhaustedError):  # a sum: sliced, and 4 bytes cannot hold a float64
+        tenferro.contract_path("ab->", a, max_intermediate_bytes=4)
+
+
+def test_the_bound_may_be_a_numpy_scalar():
+    ops = [np.ones(s) for s in SLICED_SHAPES]
+    want = np.einsum(SLICED_EQ, *ops)
+    for bound in (np.int64(6000), np.int32(6000), np.float64(6000.0), np.float32(6000.0), np.uint16(6000)):
+        np.testing.assert_allclose(tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bound), want)
+        assert tenferro.contract_path(SLICED_EQ, *ops, max_intermediate_bytes=bound)[1].slices > 1
+    for bad in (True, np.bool_(True), "6000", 6000j, np.complex128(6000)):
+        with pytest.raises(TypeError, match="number of bytes"):
+            tenferro.einsum(SLICED_EQ, *ops, max_intermediate_bytes=bad)
 
 
 def test_sliced_einsum_errors():

@@ -68,6 +68,18 @@ std::string canonical_problem(const einsum::Network& network) {
   return out;
 }
 
+// "ab,bc->ac with [10, 20], [20, 5]": what a mismatch error quotes.
+std::string described(const einsum::Network& network) {
+  std::string out = network.to_string() + " with ";
+  for (std::size_t i = 0; i < network.operands().size(); ++i) {
+    Dims shape;
+    for (const einsum::LabelId l : network.operands()[i].axis_labels)
+      shape.push_back(l == einsum::kBroadcastAxis ? 1 : network.extent(l));
+    out += (i > 0 ? ", " : "") + shape_to_string(shape);
+  }
+  return out;
+}
+
 Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
   // The problem, the dtype, the order and the split's description, each
   // hashed on every rank: the largest and the smallest hash of a part agree
@@ -82,7 +94,7 @@ Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, 
     std::string name;
   };
   const Part parts[] = {
-      {problem, fmt::format("problems (subscripts or shapes; this rank: {})", abbreviate(tree.network().to_string()))},
+      {problem, fmt::format("problems (subscripts or shapes; this rank: {})", abbreviate(described(tree.network())))},
       {to_string(dtype), fmt::format("dtypes ({} on this rank)", dtype)},
       {order, fmt::format("contraction paths (this rank: {})", abbreviate(order))},
       {slicing, fmt::format("slicings (max_intermediate_bytes, or the planner; this rank: {})",

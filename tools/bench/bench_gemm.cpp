@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <set>
@@ -196,6 +197,17 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
   if (base == nullptr) reporter.progress("no OpenBLAS baseline: " + openblas.status().to_string());
   reporter.progress(fmt::format("ours: {}", (*native)->capability().detail));
   if (base != nullptr) reporter.progress(fmt::format("baseline: {}", base->capability().detail));
+  // An ISA cap applies to tenferro only: without OPENBLAS_CORETYPE the
+  // baseline keeps the machine's widest kernels (the audit of 2026-12-07
+  // read 0.59-0.78 under TENFERRO_CPU_ISA=avx2 alone on an AVX-512 Xeon).
+  const char* cap = std::getenv("TENFERRO_CPU_ISA");
+  if (base != nullptr && cap != nullptr && *cap != '\0' && std::string_view(cap) != "auto" &&
+      std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    reporter.progress(fmt::format(
+        "note: TENFERRO_CPU_ISA={} caps tenferro's kernels only; the OpenBLAS baseline runs its own choice ({}). "
+        "Set OPENBLAS_CORETYPE too (Haswell for avx2) to compare like with like",
+        cap, base->capability().detail));
+  }
 
   std::vector<GemmCase> cases;
   const std::vector<std::int64_t> sizes =
