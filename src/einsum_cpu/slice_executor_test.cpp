@@ -33,6 +33,15 @@ SliceCase make_case(std::uint64_t seed) {
   return SliceCase{std::move(net), std::move(tree), std::move(operands), std::move(expected)};
 }
 
+// A case's operands as tensors, and views of them.
+struct CaseInputs {
+  explicit CaseInputs(const SliceCase& c) : tensors(test_support::to_tensors(c.operands)) {
+    for (const Tensor& t : tensors) views.push_back(t.view());
+  }
+  std::vector<Tensor> tensors;
+  std::vector<TensorView> views;
+};
+
 TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
   const auto executor = test_support::make_executor();
   const cpu::SequentialContext ctx;
@@ -52,13 +61,11 @@ TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
     if (sliced->num_slices() > 1) ++multi_slice;
     auto runner = SliceExecutor::create(*sliced, executor);
     ASSERT_TRUE(runner.ok()) << runner.status().to_string();
-    const std::vector<Tensor> inputs = test_support::to_tensors(c.operands);
-    std::vector<TensorView> views;
-    for (const Tensor& t : inputs) views.push_back(t.view());
+    const CaseInputs in(c);
 
     Tensor out = Tensor::empty(IntArrayRef(c.network.output_shape()), DType::kFloat64).value();
     SliceRunStats stats;
-    ASSERT_TRUE(runner->run(views, out.view(), ctx, 0, 1, &stats).ok());
+    ASSERT_TRUE(runner->run(in.views, out.view(), ctx, 0, 1, &stats).ok());
     EXPECT_EQ(stats.slices, sliced->num_slices());
     EXPECT_EQ(stats.accumulated, sliced->num_slices() - sliced->num_output_slices());
     EXPECT_EQ(stats.zeroed_output_slices, 0);
@@ -70,7 +77,7 @@ TEST(SliceExecutorTest, AllSlicesAndRankSubsetsEqualTheEinsum) {
       // NaN-filled so that an output slice left unwritten shows.
       Tensor part = Tensor::empty(IntArrayRef(c.network.output_shape()), DType::kFloat64).value();
       for (std::int64_t i = 0; i < part.numel(); ++i) static_cast<double*>(part.data())[i] = NAN;
-      ASSERT_TRUE(runner->run(views, part.view(), ctx, rank, 3).ok());
+      ASSERT_TRUE(runner->run(in.views, part.view(), ctx, rank, 3).ok());
       const Dense d = test_support::to_dense(part);
       for (std::size_t i = 0; i < d.data.size(); ++i) total.data[i] += d.data[i];
     }
@@ -89,9 +96,7 @@ TEST(SliceExecutorTest, RangePartsAddUpToTheEinsum) {
   for (std::uint64_t seed = 200; seed < 230; ++seed) {
     const SliceCase c = make_case(seed);
     SCOPED_TRACE(c.network.to_string());
-    const std::vector<Tensor> inputs = test_support::to_tensors(c.operands);
-    std::vector<TensorView> views;
-    for (const Tensor& t : inputs) views.push_back(t.view());
+    const CaseInputs in(c);
     SlicingOptions options;
     options.workers = 2;
     options.max_intermediate_bytes = std::max(8.0, c.tree.cost().max_intermediate_elements * 8.0 / 3.0);
@@ -107,7 +112,7 @@ TEST(SliceExecutorTest, RangePartsAddUpToTheEinsum) {
         Tensor part = Tensor::empty(IntArrayRef(c.network.output_shape()), DType::kFloat64).value();
         for (std::int64_t i = 0; i < part.numel(); ++i) static_cast<double*>(part.data())[i] = NAN;
         SliceRunStats stats;
-        ASSERT_TRUE(runner->run(views, part.view(), ctx, split->first_slice(w), split->slice_step(), &stats).ok());
+        ASSERT_TRUE(runner->run(in.views, part.view(), ctx, split->first_slice(w), split->slice_step(), &stats).ok());
         EXPECT_EQ(stats.slices, split->part(w).num_slices());
         const Dense d = test_support::to_dense(part);
         for (std::size_t i = 0; i < d.data.size(); ++i) total.data[i] += d.data[i];
@@ -146,9 +151,7 @@ TEST(SliceExecutorTest, RangePartsRunInTurnGiveTheEinsum) {
   for (std::uint64_t seed = 200; seed < 230; ++seed) {
     const SliceCase c = make_case(seed);
     SCOPED_TRACE(c.network.to_string());
-    const std::vector<Tensor> inputs = test_support::to_tensors(c.operands);
-    std::vector<TensorView> views;
-    for (const Tensor& t : inputs) views.push_back(t.view());
+    const CaseInputs in(c);
     SlicingOptions options;
     options.max_intermediate_bytes = std::max(8.0, c.tree.cost().max_intermediate_elements * 8.0 / 3.0);
     for (LabelId l = 0; l < c.network.num_labels(); ++l) {
@@ -158,15 +161,15 @@ TEST(SliceExecutorTest, RangePartsRunInTurnGiveTheEinsum) {
         if (!split.ok()) continue;  // a range that cannot meet the bound
         ++splits;
         EXPECT_EQ(split->parts().size(), static_cast<std::size_t>(ranges));
-        EXPECT_LT(test_support::max_abs_diff(run(c, *split, 0, views), c.expected), 1e-10) << split->explain();
+        EXPECT_LT(test_support::max_abs_diff(run(c, *split, 0, in.views), c.expected), 1e-10) << split->explain();
       }
       if (c.network.extent(l) >= 4) {  // two workers, two ranges each
         SlicingOptions two = options;
         two.workers = 2;
         auto split = WorkerSlicing::range_split(c.tree, l, two, 4);
         if (!split.ok()) continue;
-        Dense total = run(c, *split, 0, views);
-        const Dense other = run(c, *split, 1, views);
+        Dense total = run(c, *split, 0, in.views);
+        const Dense other = run(c, *split, 1, in.views);
         for (std::size_t i = 0; i < total.data.size(); ++i) total.data[i] += other.data[i];
         EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << split->explain();
       }
@@ -175,9 +178,9 @@ TEST(SliceExecutorTest, RangePartsRunInTurnGiveTheEinsum) {
     // contraction's slices w, w + 3, ...; their outputs add up.
     if (auto indexed = SlicedContraction::plan(c.tree, options); indexed.ok()) {
       const WorkerSlicing rr = WorkerSlicing::round_robin(*indexed, 3);
-      Dense total = run(c, rr, 0, views);
+      Dense total = run(c, rr, 0, in.views);
       for (std::int64_t w = 1; w < 3; ++w) {
-        const Dense d = run(c, rr, w, views);
+        const Dense d = run(c, rr, w, in.views);
         for (std::size_t i = 0; i < total.data.size(); ++i) total.data[i] += d.data[i];
       }
       EXPECT_LT(test_support::max_abs_diff(total, c.expected), 1e-10) << rr.explain();
@@ -190,7 +193,7 @@ TEST(SliceExecutorTest, RangePartsRunInTurnGiveTheEinsum) {
     if (planned->is_range_split()) ++sequential_ranges;
     for (const SlicedContraction& p : planned->parts())
       EXPECT_LE(p.slice_max_intermediate_bytes(), options.max_intermediate_bytes) << planned->explain();
-    EXPECT_LT(test_support::max_abs_diff(run(c, *planned, 0, views), c.expected), 1e-10) << planned->explain();
+    EXPECT_LT(test_support::max_abs_diff(run(c, *planned, 0, in.views), c.expected), 1e-10) << planned->explain();
   }
   EXPECT_GT(splits, 40);
   EXPECT_GT(sequential_ranges, 0);

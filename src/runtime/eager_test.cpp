@@ -352,20 +352,31 @@ TEST(EagerTest, ExtensionsNativeOneOpLoweringAndPromotion) {
 // with another op object of an equal payload; a new shape or layout class
 // is prepared again, and the remembered answers
 // still give correct results after others were evicted.
-TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
-  EagerSetup s;
-  auto native = std::make_shared<SquarePlusEngine>();
-  Runtime rt = s.build([&](RuntimeBuilder& b) {
+// A runtime whose test.square_plus extension runs on `native`.
+Runtime square_plus_runtime(EagerSetup& s, const std::shared_ptr<SquarePlusEngine>& native) {
+  return s.build([&](RuntimeBuilder& b) {
     b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
   });
-  EagerContext ctx = rt.on();
-  auto op = std::make_shared<SquarePlusExtension>();
+}
+
+// Three calls of `op` on [1, 2, 3], each giving x * x + x.
+void call_square_plus_three_times(EagerContext& ctx, const std::shared_ptr<SquarePlusExtension>& op) {
   const Tensor x = host_tensor({1, 2, 3}, {3});
   for (int i = 0; i < 3; ++i) {
     auto y = ctx.call(op, std::span<const Tensor>(&x, 1));
     ASSERT_TRUE(y.ok()) << y.status().to_string();
     EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
   }
+}
+
+TEST(EagerTest, ExtensionCallRemembersPreparedSignatures) {
+  EagerSetup s;
+  auto native = std::make_shared<SquarePlusEngine>();
+  Runtime rt = square_plus_runtime(s, native);
+  EagerContext ctx = rt.on();
+  auto op = std::make_shared<SquarePlusExtension>();
+  const Tensor x = host_tensor({1, 2, 3}, {3});
+  call_square_plus_three_times(ctx, op);
   EXPECT_EQ(native->prepares.load(), 1);
   EXPECT_EQ(native->runs.load(), 3);
 
@@ -406,22 +417,15 @@ TEST(EagerTest, ExtensionCallMemoSkipsLargeWork) {
   EagerSetup s;
   auto native = std::make_shared<SquarePlusEngine>();
   native->work = 2.0e6;
-  Runtime rt = s.build([&](RuntimeBuilder& b) {
-    b.add_extension_module({"mock", {{"test.square_plus", EngineId(1), native}}});
-  });
+  Runtime rt = square_plus_runtime(s, native);
   EagerContext ctx = rt.on();
   auto op = std::make_shared<SquarePlusExtension>();
-  const Tensor x = host_tensor({1, 2, 3}, {3});
-  for (int i = 0; i < 3; ++i) {
-    auto y = ctx.call(op, std::span<const Tensor>(&x, 1));
-    ASSERT_TRUE(y.ok()) << y.status().to_string();
-    EXPECT_EQ((*y)[0].to_vector<double>().value(), (std::vector<double>{2, 6, 12}));
-  }
+  call_square_plus_three_times(ctx, op);
   EXPECT_EQ(native->prepares.load(), 3);
   EXPECT_EQ(native->runs.load(), 3);
   EXPECT_EQ(ctx.metrics().promoted_calls, 0u);
   native->work = 1.0e3;  // small work: remembered again
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ctx.call(op, std::span<const Tensor>(&x, 1)).ok());
+  call_square_plus_three_times(ctx, op);
   EXPECT_EQ(native->prepares.load(), 4);
 }
 
