@@ -1294,14 +1294,16 @@ tenferro.linalg functions, or call its einsum method.)doc")
   static PyMethodDef einsum_def = {
       "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&einsum_fastcall)),
       METH_FASTCALL | METH_KEYWORDS,
-      R"doc(einsum(subscripts, *operands, optimize="auto", threads=None, runtime=None, out=None)
+      R"doc(einsum(subscripts, *operands, optimize="auto", threads=None, runtime=None, out=None, dtype=None, casting="safe", order="K", max_intermediate_bytes=None, memory_limit=None)
 
 numpy.einsum semantics (ellipsis, repeated labels, implicit output, the
-sublist form) for float32/float64/complex64/complex128 operands; operands
-are borrowed without copying and the result is a numpy array over
-tenferro's storage (a numpy scalar for a full contraction). out=: a numpy array of the result's shape to write
-the result into (under casting=, 'safe' by default); it is returned. See
-docs/python.md.)doc"};
+sublist form) for numpy's numeric dtypes, with numpy's result dtype;
+operands are borrowed without copying and the result is a numpy array over
+tenferro's storage (a numpy scalar for a full contraction). out=: a numpy
+array of the result's shape to write the result into (under casting=,
+'safe' by default); it is returned. dtype=/casting=/order= as numpy's.
+max_intermediate_bytes=: slice the contraction so that no intermediate
+exceeds that many bytes. See docs/python.md.)doc"};
   auto state = std::make_unique<EinsumFunctionState>(module);
   PyObject* capsule = PyCapsule_New(state.get(), "tenferro.einsum_state", destroy_einsum_state);
   if (capsule == nullptr) throw py::error_already_set();

@@ -360,7 +360,8 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
   if (!sliced.ok()) return;
   c.check(sliced->num_slices() >= options.min_slices, "enough slices for the ranks");
   for (RankRuntime* r : {&*a, &*b}) {
-    Result<einsum::SliceExecutor> runner = einsum::SliceExecutor::create(*sliced, r->executor);
+    Result<einsum::WorkerSliceExecutor> runner = einsum::WorkerSliceExecutor::create(
+        einsum::WorkerSlicing::round_robin(*sliced, r->comm->size()), r->comm->rank(), r->executor);
     c.check_ok(runner.status(), "slice executor");
     if (!runner.ok()) return;
     Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
@@ -447,13 +448,20 @@ void test_independent_runtimes_and_sliced_einsum(Checks& c) {
     }
   }
   // A failing rank (wrong input count) surfaces on all ranks without a hang.
-  Result<einsum::SliceExecutor> runner = einsum::SliceExecutor::create(*sliced, a->executor);
+  Result<einsum::WorkerSliceExecutor> runner = einsum::WorkerSliceExecutor::create(
+      einsum::WorkerSlicing::round_robin(*sliced, ca.size()), ca.rank(), a->executor);
   if (runner.ok()) {
     Tensor out = Tensor::empty(IntArrayRef(net->output_shape()), DType::kFloat64).value();
     const std::span<const TensorView> some =
         ca.rank() == ca.size() - 1 ? std::span<const TensorView>(views).first(2) : std::span<const TensorView>(views);
     c.check_code(run_slices_over_ranks(ca, *a->runtime, kSliceComm, *runner, some, out, a->domains->default_domain()),
                  ErrorCode::kInvalidArgument, "one rank's einsum failure on all ranks");
+    // Another rank's share on one rank: refused there, reported on all.
+    Result<einsum::WorkerSliceExecutor> other = einsum::WorkerSliceExecutor::create(
+        einsum::WorkerSlicing::round_robin(*sliced, ca.size()), (ca.rank() + 1) % ca.size(), a->executor);
+    const einsum::WorkerSliceExecutor& wrong = ca.rank() == 0 && other.ok() ? *other : *runner;
+    c.check_code(run_slices_over_ranks(ca, *a->runtime, kSliceComm, wrong, views, out, a->domains->default_domain()),
+                 ErrorCode::kInvalidArgument, "another rank's share on rank 0, reported on all ranks");
     // A prepare failure on one rank: the last rank names a communicator id
     // its runtime has no collective provider for, so its reduction program
     // fails to prepare (kUnsupportedOperation) while the others prepare

@@ -216,19 +216,6 @@ Status run_share_over_ranks(const Communicator& comm, runtime::Runtime& runtime,
 }  // namespace
 
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
-                             const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
-                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats, int root) {
-  return run_share_over_ranks(
-      comm, runtime, communicator, ok_status(),
-      [&](const TensorView& out, const cpu::ParallelContext& parallel) {
-        // A range part (Note [Range slicing]) is this rank's whole share.
-        const bool range = executor.sliced().has_range();
-        return executor.run(inputs, out, parallel, range ? 0 : comm.rank(), range ? 1 : comm.size(), stats);
-      },
-      output, domain, root);
-}
-
-Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::WorkerSliceExecutor& executor, std::span<const TensorView> inputs,
                              Tensor& output, const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats,
                              int root) {

@@ -245,7 +245,9 @@ class WorkerSlicing {
   std::int64_t workers() const noexcept { return workers_; }
   bool is_range_split() const noexcept { return !round_robin_; }
   /// Worker w's contraction (0 <= w < workers()): the shared one for a
-  /// round robin, its (first) range part otherwise.
+  /// round robin, its first range part otherwise -- only part of its work
+  /// when there are more ranges than workers: run a worker's share with
+  /// einsum::WorkerSliceExecutor (einsum_cpu/slice_executor.h).
   const SlicedContraction& part(std::int64_t w) const noexcept {
     return parts_[round_robin_ ? 0 : static_cast<std::size_t>(w)];
   }

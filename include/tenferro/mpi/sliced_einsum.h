@@ -1,7 +1,8 @@
-// Sliced einsum over the ranks of a Communicator: each rank contracts the
-// slices k = rank, rank + size, ... of a SliceExecutor (round robin), or
-// every slice of its own range part (einsum::WorkerSlicing, Note [Range
-// slicing] in einsum/slicing.h), then
+// Sliced einsum over the ranks of a Communicator: each rank contracts its
+// share of an einsum::WorkerSlicing (einsum::WorkerSliceExecutor): the
+// slices k = rank, rank + size, ... of a round robin, or every slice of its
+// range parts (Notes [Range slicing] and [Range chunks] in
+// einsum/slicing.h), then
 // the partial outputs are summed by one allreduce that runs as a collective
 // node of a prepared program (program::CollectiveOp, Note [Collective
 // nodes] in runtime/spi/collective.h), so every rank ends with the full
@@ -76,8 +77,10 @@ Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, 
 /// run_slices_over_ranks' `root` for a sum on every rank (an allreduce).
 inline constexpr int kEveryRank = -1;
 
-/// Collective over `comm`: contracts this rank's share of `executor`'s
-/// slices into `output` (a host tensor of the network's output shape) in
+/// Collective over `comm`: contracts this rank's share, `executor` (worker
+/// comm.rank() of a WorkerSlicing over comm.size() workers; kInvalidArgument
+/// on every rank otherwise), into `output` (a host tensor of the network's
+/// output shape) in
 /// `domain` (one entry, ParallelMode::kInner), then sums the shares of all
 /// ranks into every rank's `output` with a kAllReduce collective node on
 /// communicator id `communicator` of `runtime`, which must bind that id to
@@ -87,22 +90,17 @@ inline constexpr int kEveryRank = -1;
 /// copy; a non-contiguous one is rebound to the node's contiguous result
 /// (as host_interop.h rebinds). Borrows everything for the call; prepares
 /// one small program per call (the runtime's plan cache applies).
-/// Every rank passes the same contraction (or, for a range split, its own
-/// part: WorkerSlicing::part(rank)) and the same inputs. Errors as
-/// Runtime::prepare_for, SliceExecutor::run and the collective node, on
+/// Every rank passes its executor of the same split and the same inputs.
+/// Errors as Runtime::prepare_for, WorkerSliceExecutor::run and the
+/// collective node, on
 /// every rank (Note [Failure before the allreduce]). `stats`, when given,
 /// receives this rank's share. With `root` >= 0 the sum lands on rank
 /// `root` only (a kReduce node: nothing is sent back to the others); the other
 /// ranks' `output` then holds their own share, not the sum.
 /// kInvalidArgument (on every rank) for a root outside [-1, size()).
-Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
-                             const einsum::SliceExecutor& executor, std::span<const TensorView> inputs, Tensor& output,
-                             const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats = nullptr,
-                             int root = kEveryRank);
-/// The same for this rank's share of a WorkerSlicing (its worker must be
-/// comm.rank() of comm.size() workers: kInvalidArgument on every rank
-/// otherwise), whose range parts it runs one after another (Note [Range
-/// chunks] in einsum/slicing.h).
+/// (A SliceExecutor of WorkerSlicing::part(rank) is not enough: under a
+/// memory bound a rank may have several range parts, which the
+/// WorkerSliceExecutor runs in turn.)
 Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
                              const einsum::WorkerSliceExecutor& executor, std::span<const TensorView> inputs,
                              Tensor& output, const cpu::CpuResourceDomain& domain,
