@@ -620,6 +620,7 @@ std::string WorkerSlicing::explain() const {
   // Parts of one range size differ only in their offset: the first of each
   // size is shown, and the ranges of all.
   std::vector<std::pair<std::int64_t, std::size_t>> shown;  // range size, first worker of that size
+  bool elided = false;  // more than 16 parts: the repeats between the first and the last are elided
   for (std::size_t w = 0; w < parts_.size(); ++w) {
     const LabelRange& r = parts_[w].range();
     const auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& s) { return s.first == r.size(); });
@@ -636,6 +637,9 @@ std::string WorkerSlicing::explain() const {
       out += fmt::format("{}: {}[{}:{}), as {}\n", who, net.label_name(r.label), r.begin, r.end,
                          parts_.size() > static_cast<std::size_t>(workers_) ? fmt::format("range {}", same->second)
                                                                             : fmt::format("worker {}", same->second));
+    } else if (!elided) {
+      elided = true;
+      out += "... (ranges of the sizes above, up to the last)\n";
     }
   }
   return out + fmt::format("total over the {}: overhead {:.4f}x the unsliced {:.6g} flops\n",

@@ -59,6 +59,10 @@ class FftPlanCache {
   /// the planner lock held; errors are returned and not cached).
   Result<KernelRef> get_or_create(const FftProblem& problem, FunctionRef<Result<KernelRef>()> make) {
     std::vector<KernelRef> evicted;  // destroyed after the lock is released
+    // The new kernel, held here too until the call returns: if caching it
+    // throws (an allocation under the lock), its last reference is not
+    // dropped under the planner lock that its destructor takes.
+    KernelRef made;
     Result<KernelRef> out = [&]() -> Result<KernelRef> {
       std::lock_guard<std::mutex> guard(*lock_);
       const std::uint64_t h = hash_problem(problem);
@@ -71,8 +75,8 @@ class FftPlanCache {
         }
       }
       ++stats_.misses;
-      TENFERRO_ASSIGN_OR_RETURN(KernelRef made, make());
-      KernelRef kernel = track(std::move(made));
+      TENFERRO_ASSIGN_OR_RETURN(made, make());
+      KernelRef kernel = track(made);
       const std::size_t bytes = kernel->table_bytes();
       lru_.push_front(Entry{problem, h, bytes, kernel});
       index_.emplace(h, lru_.begin());
@@ -129,7 +133,7 @@ class FftPlanCache {
   // `kernel` as a reference that takes its table bytes off live_bytes_ when
   // the last holder drops it (the kernel itself is destroyed then, as
   // before).
-  KernelRef track(KernelRef kernel) const {
+  KernelRef track(KernelRef kernel) const {  // a copy: the caller keeps its reference
     const std::size_t bytes = kernel->table_bytes();
     live_bytes_->fetch_add(bytes, std::memory_order_relaxed);
     const FftKernel* raw = kernel.get();
