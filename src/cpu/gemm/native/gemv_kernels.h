@@ -11,7 +11,7 @@
 // the small tiles were no better. `i,i->` over 2^20 doubles took 100x
 // numpy's `v @ w`, `ij,j->i` at 1024 3.6x (the Python performance audit,
 // 2026-12-05). These kernels read A in place, once, along its unit stride:
-// - columns contiguous (rsa == 1, m > 1): up to kAccumulatorRows rows of C
+// - columns contiguous (rsa == 1, m > 1): up to kAccumulatorRows<T> rows of C
 //   accumulate in an L1 buffer while the depth runs, acc[i] += a[i, l] * b[l]
 //   (sweep_sum);
 // - rows contiguous and b contiguous (csa == 1, rsb == 1): dot products,
@@ -36,7 +36,7 @@
 // runs along the unit stride of both operands, and whose depth does not,
 // would read each cache line once per batch member if run as separate dot
 // products. gemv_batch runs the batch in vector lanes instead, up to
-// kAccumulatorRows members at a time: acc[j] += a[l, j] * b[l, j] over the
+// kAccumulatorRows<T> members at a time: acc[j] += a[l, j] * b[l, j] over the
 // depth l.
 #pragma once
 
@@ -190,8 +190,13 @@ inline void dot_rows(std::int64_t k, const T* a, std::int64_t lda, const T* b, T
 // buffer while the depth runs, so the operands stream through once, a line
 // at a time (register blocks of a few vectors read 256 bytes per depth
 // step, one step after another, and ran `i,ij->j` and `ijk,ijk->k` well
-// below the memory's speed).
-inline constexpr std::int64_t kAccumulatorRows = 512;
+// below the memory's speed). 8 KB of sums per buffer (complex keeps two):
+// 512 sums of any type had cut a 1024-wide row-major A into two half-row
+// streams of 4 KB, and `i,ij->j` at 1024 doubles ran at 0.87-0.88 of
+// numpy's from Python (one OpenBLAS thread), 0.95-0.97 with whole rows
+// (the Xeon VM, alternating with the previous install, three rounds).
+template <class T>
+inline constexpr std::int64_t kAccumulatorRows = 8192 / static_cast<std::int64_t>(sizeof(T));
 
 /// Elements j in [j0, j1) of C: c[j * sc] = alpha * sum_l x[l * xs + j] *
 /// y_l(j) + beta * c[j * sc], with y_l(j) = y[l * ys] (kBroadcast: a
@@ -210,13 +215,14 @@ void sweep_sum(std::int64_t k, const T* x, std::int64_t xs, const T* y, std::int
   constexpr bool kMasked = kMaskedLoads<Isa>;
   // Slot layout: [head vector][full vectors][tail vector]; complex keeps
   // x * swap(y) (kBroadcast: swap(x) * y.imag) in acc2.
-  alignas(64) S acc[(kAccumulatorRows + 2 * P) * kScalars];
-  alignas(64) S acc2[kComplex<Isa, T> ? (kAccumulatorRows + 2 * P) * kScalars : 1];
+  constexpr std::int64_t kRows = kAccumulatorRows<T>;
+  alignas(64) S acc[(kRows + 2 * P) * kScalars];
+  alignas(64) S acc2[kComplex<Isa, T> ? (kRows + 2 * P) * kScalars : 1];
   T tail_sums[P];
   const std::int64_t vb = kMasked ? j0 + std::min(j1 - j0, unit_head(x + j0, xs)) : j0;
   const std::int64_t ve = vb + (j1 - vb) / P * P;
   for (std::int64_t jc = vb;;) {
-    const std::int64_t n = std::min(kAccumulatorRows, ve - jc);
+    const std::int64_t n = std::min(kRows, ve - jc);
     const bool last = jc + n >= ve;
     // Partial vectors (or scalars): [h0, h0 + hn) before jc, [t0, t0 + tn) after.
     const std::int64_t h0 = jc == vb ? j0 : jc, hn = jc - h0;
