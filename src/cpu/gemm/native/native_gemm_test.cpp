@@ -161,6 +161,38 @@ TEST(NativeGemmTest, DotAndMatrixVectorProductsSplitWithoutChangingTheResult) {
   EXPECT_EQ(p->counters().blocked_problems, 0);
 }
 
+TEST(NativeGemmTest, LongMatrixVectorProductsSweepTheirRowsInParts) {
+  // Note [Matrix-vector GEMM]: 2600 rows of a column-major A are summed in
+  // sweeps of 8 KB of sums (1024 doubles, 2048 floats, 512 complex<double>,
+  // 1024 complex<float>: 2 to 6 sweeps, the last one partial), on every ISA
+  // table, against the reference.
+  SequentialContext seq;
+  const auto check = [&]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    const std::int64_t m = 2600, k = 5;
+    StridedMatrix<T> a(m, k, MatLayout::kColMajor, 31), b(k, 1, MatLayout::kColMajor, 32),
+        c(m, 1, MatLayout::kColMajor, 33);
+    std::vector<std::complex<double>> ref;
+    std::vector<double> bound;
+    reference_gemm(a, b, 1.0, 0.0, c, ref, bound);
+    const auto before = c.buffer;
+    const std::int64_t gemv = p->counters().gemv_problems;
+    ASSERT_TRUE(run(*p, m, 1, k, seq, a, b, c).ok());
+    EXPECT_EQ(p->counters().gemv_problems, gemv + 1);
+    EXPECT_TRUE(matches_reference(c, ref, bound, k, before)) << to_string(isa);
+  };
+  const ScopedCpuIsaEnv unset(nullptr);
+  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
+    if (!cpu_supports(isa)) continue;
+    check(double{}, isa);
+    check(float{}, isa);
+    check(std::complex<double>{}, isa);
+    check(std::complex<float>{}, isa);
+  }
+}
+
 TEST(NativeGemmTest, BatchedDotProductsRunAcrossTheBatchAtEveryAlignment) {
   // Note [Batched dot products], and Note [Matrix-vector GEMM]'s alignment:
   // the operands start at every element offset from a cache line (with
