@@ -1213,15 +1213,16 @@ tenferro.linalg functions, or call its einsum method.)doc")
                              "used; one per subscripts, optimize, dtypes, shapes and layouts).")
       .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
                              "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
-      .def_property_readonly("pooled_bytes",
-                             [](const PyRuntime& self) {
-                               // Note [Runtimes from before a fork]: locks another thread held at the
-                               // fork stay held in the child (the stress audit's child hung here).
-                               if (self.from_before_fork()) ok_or_raise(self.fork_error());
-                               return self.pooled_bytes();
-                             },
-                             "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
-                             "clear_caches() returns them to the system).")
+      .def_property_readonly(
+          "pooled_bytes",
+          [](const PyRuntime& self) {
+            // Note [Runtimes from before a fork]: locks another thread held at the
+            // fork stay held in the child (the stress audit's child hung here).
+            if (self.from_before_fork()) ok_or_raise(self.fork_error());
+            return self.pooled_bytes();
+          },
+          "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
+          "clear_caches() returns them to the system).")
       .def(
           "cache_report",
           [](PyRuntime& self) {
@@ -1260,15 +1261,16 @@ tenferro.linalg functions, or call its einsum method.)doc")
           "The runtime's C++ caches (Runtime::cache_report): the prepared plans, each engine's pooled free memory "
           "and each extension engine's plans and workspaces (entries, bytes, hits, misses, evictions); what "
           "clear_caches() empties.")
-      .def("clear_caches",
-           [](PyRuntime& self) {
-             if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
-             self.clear_caches();
-           },
-           "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
-           "gradients, the AD transform cache, the prepared-plan cache and the einsum, FFT and linalg engines' "
-           "plans and workspaces, and returns the memory pool's freed blocks to the system (also a one-thread "
-           "runtime's).")
+      .def(
+          "clear_caches",
+          [](PyRuntime& self) {
+            if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
+            self.clear_caches();
+          },
+          "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
+          "gradients, the AD transform cache, the prepared-plan cache and the einsum, FFT and linalg engines' "
+          "plans and workspaces, and returns the memory pool's freed blocks to the system (also a one-thread "
+          "runtime's).")
       .def(
           "einsum",
           [](PyRuntime& rt, const py::args& args, const py::kwargs& kwargs) {
