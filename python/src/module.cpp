@@ -1227,7 +1227,12 @@ tenferro.linalg functions, or call its einsum method.)doc")
           "cache_report",
           [](PyRuntime& self) {
             if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
-            const runtime::RuntimeCacheReport report = self.runtime().cache_report();
+            // Without the GIL: the FFT counters wait for a plan another
+            // thread is making (0.4 s froze every Python thread; stress audit).
+            const runtime::RuntimeCacheReport report = [&] {
+              const py::gil_scoped_release nogil;
+              return self.runtime().cache_report();
+            }();
             const auto usage = [](const runtime::CacheUsage& u) {
               py::dict d;
               d["entries"] = u.entries;

@@ -388,7 +388,13 @@ void PyRuntime::clear_caches() {
   // workspaces, and the freed results' blocks the CPU engine's pools keep
   // for reuse (its domains', or a one-thread runtime's calling-thread pool:
   // Note [Calling-thread pool]), back to the system.
-  runtime_.clear_caches();
+  {
+    // Without the GIL: an engine's cache waits for a plan another thread is
+    // making (an FFT plan of a prime near 2e6: 0.4 s with every Python
+    // thread frozen; the stress audit of 2026-12-07).
+    const py::gil_scoped_release nogil;
+    runtime_.clear_caches();
+  }
 #if defined(__GLIBC__)
   // glibc keeps the freed pages in its heap: a grad loop over 800 shapes left
   // RSS 39 MiB above its start after clear_caches, and malloc_trim took it
