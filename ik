@@ -1,1 +1,0 @@
-tenferro einsum: api invalid_argument: 'ij,jk-' is neither einsum subscripts (einsum subscripts "ij,jk-": unexpected '-' at byte 5 after operand 1; expected a single "->" between the operands and the output) nor an instance file (a name ending in .json)
