@@ -223,16 +223,9 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
     std::vector<std::string> labels;
     for (einsum::LabelId l : sliced.sliced_labels()) labels.push_back(sliced.network().label_name(l));
     j["sliced_labels"] = labels;
-    // Over every part (a round robin has one; a range split one per range).
-    std::int64_t slices = 0;
-    double largest = 0.0;
-    for (const einsum::SlicedContraction& part : workers.parts()) {
-      slices += part.num_slices();
-      largest = std::max(largest, part.slice_max_intermediate_bytes());
-    }
-    j["slices"] = slices;
+    j["slices"] = workers.num_slices();
     j["slice_log10_flops"] = sliced.slice_cost().log10_flops();
-    j["slice_max_intermediate_bytes"] = largest;
+    j["slice_max_intermediate_bytes"] = workers.slice_max_intermediate_bytes();
     j["overhead"] = workers.overhead();
     j["split"] = workers.is_range_split() ? "range" : "round_robin";
     if (workers.is_range_split()) {

@@ -914,15 +914,10 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
     options.max_intermediate_bytes = max_bytes;
     const einsum::WorkerSlicing split = value_or_raise(einsum::WorkerSlicing::plan_sequential(tree, options));
     const einsum::SlicedContraction& first = split.part(0);
-    std::int64_t slices = 0;
-    double largest = 0.0;
-    for (const einsum::SlicedContraction& part : split.parts()) {
-      slices += part.num_slices();
-      largest = std::max(largest, part.slice_cost().max_intermediate_elements);
-    }
     info["sliced_labels"] = names(first.sliced_labels());
-    info["slices"] = slices;
-    info["slice_largest_intermediate"] = largest;
+    info["slices"] = split.num_slices();
+    info["slice_largest_intermediate"] =
+        split.slice_max_intermediate_bytes() / static_cast<double>(dtype_size(network.dtype()));
     info["slicing_overhead"] = split.overhead();
     if (split.is_range_split()) {  // Note [Range chunks]
       info["range_label"] = first.network().label_name(first.range().label);

@@ -589,6 +589,18 @@ double WorkerSlicing::speedup_bound() const noexcept {
   return busiest > 0.0 ? parts_[0].tree().cost().flops / busiest : 1.0;
 }
 
+std::int64_t WorkerSlicing::num_slices() const noexcept {
+  std::int64_t slices = 0;
+  for (const SlicedContraction& p : parts_) slices += p.num_slices();
+  return slices;
+}
+
+double WorkerSlicing::slice_max_intermediate_bytes() const noexcept {
+  double largest = 0.0;
+  for (const SlicedContraction& p : parts_) largest = std::max(largest, p.slice_max_intermediate_bytes());
+  return largest;
+}
+
 double WorkerSlicing::overhead() const noexcept {
   if (round_robin_) return parts_[0].overhead();
   double total = 0.0;

@@ -302,11 +302,11 @@ Result<std::shared_ptr<const FftPlan>> EnginePlanCache::get_or_build(
   std::list<Entry> evicted;  // released outside the lock (kernel destructors take the planner lock)
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built->table_bytes, built});
+    lru_.push_front(Entry{op.attributes(), dtype, Dims(shape.span()), row_major, h, built});
     bytes_ += built->table_bytes;
     // Note [FFT plan memory]: both bounds, the newest plan kept.
     while (lru_.size() > capacity_ || (bytes_ > max_bytes_ && lru_.size() > 1)) {
-      bytes_ -= lru_.back().bytes;
+      bytes_ -= lru_.back().plan->table_bytes;
       evicted.splice(evicted.begin(), lru_, std::prev(lru_.end()));
       ++evictions_;
     }

@@ -121,7 +121,6 @@ class EnginePlanCache {
     Dims shape;
     bool row_major;
     std::uint64_t hash;
-    std::size_t bytes;
     std::shared_ptr<const FftPlan> plan;
   };
   std::size_t capacity_;

@@ -211,11 +211,12 @@ class FftwKernel final : public FftKernel {
 // planner made it (glibc's mallinfo2: in-use arena plus mmapped bytes),
 // measured under the planner lock, at most 16 complex values per point plus
 // 64 KB (Rader's tables of a prime near 10^6 took 4.2 per point); a plan
-// that reuses shared twiddles counts nothing for them. Under a sanitizer, which replaces malloc (so
-// mallinfo2 saw nothing: ProviderConformance.PlanCacheHasAByteBound failed
-// under ASan), the sanitizer's own count of allocated bytes is read; it is
-// looked up as a weak symbol, so a sanitized program linking a release
-// build is measured too. Another thread allocating or freeing at the same
+// that reuses shared twiddles counts nothing for them. Under a sanitizer,
+// which replaces malloc (so mallinfo2 saw nothing:
+// ProviderConformance.PlanCacheHasAByteBound failed under ASan), the
+// sanitizer's own count of allocated bytes is read; it is looked up as a
+// weak symbol, so a sanitized program linking a release build is measured
+// too. Another thread allocating or freeing at the same
 // moment skews the figure, within that clamp (it moves when the cache
 // evicts and what cache_usage reports, never what a transform computes);
 // without glibc or a sanitizer it is 0.
@@ -310,8 +311,8 @@ Result<std::shared_ptr<const FftKernel>> make_kernel(const FftProblem& p, unsign
       break;
   }
   if (plan == nullptr) return unsupported_fft_problem(name, p, "FFTW's planner found no plan");
-  // At most 16 signals' worth (Rader's tables of a prime near 10^6 were
-  // 4.2): another thread's allocation during planning is not a plan's.
+  // Clamped (Note [FFTW plan bytes]): another thread's allocation during
+  // planning is not the plan's.
   const std::size_t table_bytes =
       std::min(growth.bytes(), 16 * static_cast<std::size_t>(p.dim.n) * sizeof(C) + (std::size_t{64} << 10));
   return std::shared_ptr<const FftKernel>(std::make_shared<FftwKernel<R>>(

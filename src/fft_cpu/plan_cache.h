@@ -77,10 +77,9 @@ class FftPlanCache {
       ++stats_.misses;
       TENFERRO_ASSIGN_OR_RETURN(made, make());
       KernelRef kernel = track(made);
-      const std::size_t bytes = kernel->table_bytes();
-      lru_.push_front(Entry{problem, h, bytes, kernel});
+      lru_.push_front(Entry{problem, h, kernel});
       index_.emplace(h, lru_.begin());
-      bytes_ += bytes;
+      bytes_ += kernel->table_bytes();
       while (lru_.size() > capacity_ || (bytes_ > max_bytes_ && lru_.size() > 1)) {
         Entry& victim = lru_.back();
         auto vr = index_.equal_range(victim.hash);
@@ -90,7 +89,7 @@ class FftPlanCache {
             break;
           }
         }
-        bytes_ -= victim.bytes;
+        bytes_ -= victim.kernel->table_bytes();
         evicted.push_back(std::move(victim.kernel));
         lru_.pop_back();
         ++stats_.evictions;
@@ -126,7 +125,6 @@ class FftPlanCache {
   struct Entry {
     FftProblem problem;
     std::uint64_t hash = 0;
-    std::size_t bytes = 0;
     KernelRef kernel;
   };
 

@@ -47,10 +47,7 @@ Status share_failure(const Communicator& comm, int failed_rank, const Status& lo
   if (!local.ok()) return local;  // this rank's own failure, whichever rank's was shared
   // The failing rank's message usually starts with `what` itself: said once.
   std::string_view reason = text;
-  if (reason.size() > what.size() + 2 && reason.substr(0, what.size()) == what &&
-      reason.substr(what.size(), 2) == ": ") {
-    reason.remove_prefix(what.size() + 2);
-  }
+  if (reason.starts_with(what) && reason.substr(what.size()).starts_with(": ")) reason.remove_prefix(what.size() + 2);
   return Error(static_cast<ErrorCode>(header[0]), static_cast<ErrorStage>(header[1]),
                fmt::format("{}: rank {} of {} failed: {}", what, failed_rank, comm.size(), reason));
 }

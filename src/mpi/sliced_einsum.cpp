@@ -155,20 +155,20 @@ Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, 
   return builder.build();
 }
 
-namespace {
-
-// This rank's share of the slices into `out` on `parallel`.
-using ContractShare = FunctionRef<Status(const TensorView& out, const cpu::ParallelContext& parallel)>;
-
-Status run_share_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
-                            Status precondition, ContractShare contract, Tensor& output,
-                            const cpu::CpuResourceDomain& domain, int root) {
+Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
+                             const einsum::WorkerSliceExecutor& executor, std::span<const TensorView> inputs,
+                             Tensor& output, const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats,
+                             int root) {
   // Note [Failure before the allreduce]: prepare, contract, agree, reduce.
   const runtime::BindingMode donate[] = {runtime::BindingMode::kDonatable};
   Tensor partial;
   std::shared_ptr<const runtime::PreparedProgram> prepared;
   Status local = [&]() -> Status {
-    TENFERRO_TRY(precondition);
+    if (executor.worker() != comm.rank() || executor.split().workers() != comm.size()) {
+      return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                        "sliced einsum over ranks: expected worker {} of {} (this rank), found worker {} of {}",
+                        comm.rank(), comm.size(), executor.worker(), executor.split().workers());
+    }
     if (root < kEveryRank || root >= comm.size()) {
       return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                         "sliced einsum over ranks: expected a root in [0, {}) or kEveryRank, found {}", comm.size(),
@@ -192,7 +192,7 @@ Status run_share_over_ranks(const Communicator& comm, runtime::Runtime& runtime,
     const TensorView out = partial.view();
     return domain.enter([&](const cpu::CpuDomainSession& session) {
       const cpu::CpuExecutionContext context = session.context(cpu::ParallelMode::kInner);
-      return contract(out, context.parallel());
+      return executor.run(inputs, out, context.parallel(), stats);
     });
   }();
   TENFERRO_TRY(agree(comm, local));
@@ -211,27 +211,6 @@ Status run_share_over_ranks(const Communicator& comm, runtime::Runtime& runtime,
   // A contiguous output somebody else also holds: the sum lands in it.
   std::memcpy(output.data(), sum[0].data(), sum[0].nbytes());
   return ok_status();
-}
-
-}  // namespace
-
-Status run_slices_over_ranks(const Communicator& comm, runtime::Runtime& runtime, std::uint64_t communicator,
-                             const einsum::WorkerSliceExecutor& executor, std::span<const TensorView> inputs,
-                             Tensor& output, const cpu::CpuResourceDomain& domain, einsum::SliceRunStats* stats,
-                             int root) {
-  const Status mine =
-      executor.worker() == comm.rank() && executor.split().workers() == comm.size()
-          ? ok_status()
-          : make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                       "sliced einsum over ranks: expected worker {} of {} (this rank), found worker {} "
-                       "of {}",
-                       comm.rank(), comm.size(), executor.worker(), executor.split().workers());
-  return run_share_over_ranks(
-      comm, runtime, communicator, mine,
-      [&](const TensorView& out, const cpu::ParallelContext& parallel) {
-        return executor.run(inputs, out, parallel, stats);
-      },
-      output, domain, root);
 }
 
 }  // namespace tenferro::mpi

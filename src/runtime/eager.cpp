@@ -890,9 +890,9 @@ Result<TensorList> EagerContext::call_op(ExtensionSlot* given, const program::Ex
     TENFERRO_ASSIGN_OR_RETURN(PrepareCapability answer, slot.engine_->prepare(sig));
     if (answer.kind() == PrepareCapability::Kind::kPrepared &&
         (c.determinism == Determinism::kFast || answer.kernel().reproducible)) {
+      SmallVector<DType, 2> result_dtypes;
+      for (const program::ValueMetadata& m : results) result_dtypes.push_back(m.dtype);
       if (answer.kernel().work >= internal::kMemoMaxWork) {  // run, not remembered
-        SmallVector<DType, 2> result_dtypes;
-        for (const program::ValueMetadata& m : results) result_dtypes.push_back(m.dtype);
         return run_extension_kernel(slot, op, inputs, result_dtypes, shapes, answer.kernel());
       }
       internal::ExtensionMemo& memo = c.extension_memos[c.next_extension_memo];
@@ -907,8 +907,7 @@ Result<TensorList> EagerContext::call_op(ExtensionSlot* given, const program::Ex
         memo.layouts.push_back(o.layout);
         memo.shapes.push_back(Dims(o.shape));
       }
-      memo.result_dtypes.clear();
-      for (const program::ValueMetadata& m : results) memo.result_dtypes.push_back(m.dtype);
+      memo.result_dtypes = std::move(result_dtypes);
       memo.result_shapes = std::move(shapes);
       memo.kernel = answer.kernel();
       return run_extension_kernel(slot, op, inputs, memo.result_dtypes, memo.result_shapes, memo.kernel);

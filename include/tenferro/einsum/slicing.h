@@ -268,6 +268,10 @@ class WorkerSlicing {
   double speedup_bound() const noexcept;
   /// The flops of all workers / the unsliced flops.
   double overhead() const noexcept;
+  /// The slices of every part (a round robin's one contraction, or all ranges).
+  std::int64_t num_slices() const noexcept;
+  /// The largest slice intermediate over the parts, in bytes.
+  double slice_max_intermediate_bytes() const noexcept;
   /// The split and its bound, then part(0)'s explain(); for a range split,
   /// the explain() of the first part of each range size and every range.
   std::string explain() const;
