@@ -17,7 +17,11 @@
 // 0.5, 1 and 1.5 and keeps the best order by score; each run costs well
 // under a millisecond on the 316-tensor instance. With temperature > 0 the
 // cost's signed log gets Gumbel noise, which samples near-greedy orders
-// (TreeSA's starting trees).
+// (TreeSA's starting trees). Under a size limit (SearchObjective::
+// max_log2_elements) a pair whose result exceeds it is contracted only when
+// no other pair is left: re-planning a slice within a memory bound (Note
+// [Re-planned ranges] in slicing.cpp) needs an order that meets the bound,
+// not merely the cheapest.
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -29,12 +33,14 @@ namespace tenferro::einsum::internal {
 namespace {
 
 struct Candidate {
+  bool over;     // the result exceeds the objective's size limit: after every pair that does not
   double key;    // what the heap orders by (cost, or noisy log-cost)
   double score;  // the exact cost when pushed, to detect staleness
   std::int32_t a;
   std::int32_t b;
 
   friend bool operator>(const Candidate& x, const Candidate& y) {
+    if (x.over != y.over) return x.over;
     if (x.key != y.key) return x.key > y.key;
     if (x.a != y.a) return x.a > y.a;
     return x.b > y.b;
@@ -72,9 +78,10 @@ class GreedySearch {
       const Candidate top = heap_.top();
       heap_.pop();
       if (!alive_[static_cast<std::size_t>(top.a)] || !alive_[static_cast<std::size_t>(top.b)]) continue;
-      const double score = pair_score(top.a, top.b);
-      if (score != top.score) {
-        push(top.a, top.b, score);
+      bool over = false;
+      const double score = pair_score(top.a, top.b, over);
+      if (score != top.score || over != top.over) {
+        push(top.a, top.b, score, over);
         continue;
       }
       const std::int32_t c = next_node(n, steps);
@@ -132,23 +139,25 @@ class GreedySearch {
     }
   }
 
-  double pair_score(std::int32_t a, std::int32_t b) {
+  // The pair's cost; `over`: its result exceeds the objective's size limit.
+  double pair_score(std::int32_t a, std::int32_t b, bool& over) {
     ++scored_;
     Word* keep = scratch_[0];
     result_set(a, b, keep);
-    const double size = std::exp2(net_.log2_size(keep));
-    return size - options_.alpha * (std::exp2(log2_size_[static_cast<std::size_t>(a)]) +
-                                    std::exp2(log2_size_[static_cast<std::size_t>(b)]));
+    const double log2_size = net_.log2_size(keep);
+    over = objective_.max_log2_elements && log2_size > *objective_.max_log2_elements + 1e-9;
+    return std::exp2(log2_size) - options_.alpha * (std::exp2(log2_size_[static_cast<std::size_t>(a)]) +
+                                                    std::exp2(log2_size_[static_cast<std::size_t>(b)]));
   }
 
-  void push(std::int32_t a, std::int32_t b, double score) {
+  void push(std::int32_t a, std::int32_t b, double score, bool over) {
     double key = score;
     if (options_.temperature > 0.0) {
       const double u = std::max(rng_->uniform(), 1e-300);
       const double gumbel = -std::log(-std::log(u) + 1e-300);
       key = std::copysign(std::log2(1.0 + std::abs(score)), score) - options_.temperature * gumbel;
     }
-    heap_.push(Candidate{key, score, std::min(a, b), std::max(a, b)});
+    heap_.push(Candidate{over, key, score, std::min(a, b), std::max(a, b)});
   }
 
   // Pushes (node, d) for every live d sharing a label with node, once each;
@@ -164,7 +173,9 @@ class GreedySearch {
         // Initial inputs push each pair once, from the smaller id.
         if (d < node && node < net_.num_inputs) continue;
         mark_[static_cast<std::size_t>(d)] = node;
-        push(node, d, pair_score(node, d));
+        bool over = false;
+        const double score = pair_score(node, d, over);
+        push(node, d, score, over);
       }
       list.resize(kept);
     });

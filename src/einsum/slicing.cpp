@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "search_planners.h"
 #include "tenferro/base/abbreviate.h"
 #include "tenferro/einsum/planner.h"
 #include "tenferro/einsum/subscripts.h"
@@ -145,6 +146,8 @@ constexpr std::size_t kPairedLabels = 32;
 constexpr std::size_t kRangeCandidates = 6;
 // The most ranges plan_sequential cuts one label into (Note [Range chunks]).
 constexpr std::int64_t kMaxRanges = 4096;
+// Index-sliced labels tried as re-planned ranges (Note [Re-planned ranges]).
+constexpr std::size_t kReplannedRangeLabels = 4;
 
 // Note [Balanced slicing]
 // Spreading slices over workers, the quantity to minimise is the busiest
@@ -492,9 +495,18 @@ Result<SlicedContraction> SlicedContraction::plan_impl(const ContractionTree& tr
 // within `bound` (elements; 0: none) replaces the slice tree when it has
 // fewer flops or the slice tree exceeds the bound.
 Status SlicedContraction::replan(double bound) {
-  PlanningPolicy greedy;
-  greedy.planner = PlannerKind::kGreedy;
-  TENFERRO_ASSIGN_OR_RETURN(ContractionTree replanned, einsum::plan(slice_tree_.network(), greedy));
+  // The greedy planner defers pairs whose result exceeds the bound (Note
+  // [Greedy planner]): an order that meets it is worth more than a cheaper one.
+  const Network& net = slice_tree_.network();
+  internal::SearchObjective objective;
+  if (bound > 0.0) objective.max_log2_elements = std::log2(bound);
+  const internal::GreedyResult greedy =
+      internal::best_greedy_order(internal::SearchNetwork::from(net), objective, nullptr);
+  TENFERRO_ASSIGN_OR_RETURN(ContractionTree replanned, ContractionTree::build(net, greedy.order));
+  PlanningStats stats;
+  stats.planner = PlannerKind::kGreedy;
+  stats.search_score = greedy.score;
+  replanned.set_stats(stats);
   const auto fits = [&](const ContractionTree& t) {
     return bound == 0.0 || t.cost().max_intermediate_elements <= bound;
   };
@@ -719,6 +731,64 @@ Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, La
 // about one cycle of L2 traffic against a core's 16-32 double flops per
 // cycle (AVX2, AVX-512). The reported flops (worker_flops, speedup_bound)
 // stay flops.
+// Note [Re-planned ranges]
+// The fixed-order model sees a range of label p shrink only the
+// intermediates of the unsliced order that hold p. An order chosen for the
+// whole network can keep large intermediates without p that a re-planned
+// order avoids: the matrix chain instance (bonds of 200-500) under its
+// unsliced peak / 16 keeps bond x bond products in the unsliced order
+// whatever range of the output row label a is taken, so the model finds no
+// range count that meets the bound, and index slicing fixed a (371 slices,
+// each a chain of vector-matrix products streaming every matrix: 0.77 s,
+// and 32x the flops over two ranks, 1.26 s, against 12 ms unsliced). A
+// range of a few rows of a, re-planned, is a chain of thin GEMMs within the
+// bound at the same flops that streams the matrices once per range. So the
+// labels index slicing chose are also tried as ranges, with the fewest
+// ranges (bisection) whose parts, each planned and re-planned by
+// plan_range, meet the bound with no further index slicing.
+Status WorkerSlicing::add_replanned_ranges(const ContractionTree& tree, const SlicingOptions& options,
+                                           const WorkerSlicing& best, std::vector<RangeCandidate>& scored) {
+  const Network& net = tree.network();
+  const std::int64_t workers = options.workers;
+  if (!(options.max_intermediate_bytes > 0.0) || !best.round_robin_ || best.parts_[0].num_slices() < 2) {
+    return ok_status();
+  }
+  SlicingOptions per_range = options;
+  per_range.workers = 1;
+  per_range.min_slices = 1;
+  const std::span<const LabelId> sliced = best.parts_[0].sliced_labels();
+  for (std::size_t i = 0; i < std::min(sliced.size(), kReplannedRangeLabels); ++i) {
+    const LabelId l = sliced[i];
+    const std::int64_t extent = net.extent(l);
+    const std::int64_t most = std::min(extent, kMaxRanges) / workers;  // ranges per worker
+    if (most < 1) continue;
+    const auto fits = [&](std::int64_t per_worker) -> Result<bool> {
+      const std::int64_t ranges = per_worker * workers;
+      Result<SlicedContraction> part =
+          SlicedContraction::plan_range(tree, LabelRange{l, 0, (extent + ranges - 1) / ranges}, per_range);
+      if (!part.ok()) {
+        if (part.status().code() == ErrorCode::kResourceExhausted) return false;
+        return part.status();
+      }
+      return part->num_slices() == 1;
+    };
+    TENFERRO_ASSIGN_OR_RETURN(const bool fits_most, fits(most));
+    if (!fits_most) continue;
+    std::int64_t lo = 0, hi = most;  // lo does not fit (0: none tried), hi does
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      TENFERRO_ASSIGN_OR_RETURN(const bool f, fits(mid));
+      (f ? hi : lo) = mid;
+    }
+    const std::int64_t ranges = hi * workers;
+    if (ranges < 2) continue;
+    const bool listed = std::ranges::any_of(
+        scored, [&](const RangeCandidate& c) { return std::get<2>(c) == l && std::get<3>(c) == ranges; });
+    if (!listed) scored.emplace_back(false, 0.0, l, ranges);
+  }
+  return ok_status();
+}
+
 Status WorkerSlicing::consider_ranges(const ContractionTree& tree, const SlicingOptions& options, WorkerSlicing& best) {
   // Notes [Range slicing] and [Range chunks]: per label, the fewest ranges
   // P, a multiple of the workers, whose fixed-order model meets the memory
@@ -748,7 +818,7 @@ Status WorkerSlicing::consider_ranges(const ContractionTree& tree, const Slicing
   const auto fits = [&](LabelId l, std::int64_t ranges) {
     return bound <= 0.0 || with_ranges(l, ranges).max_size <= bound;
   };
-  std::vector<std::tuple<bool, double, LabelId, std::int64_t>> scored;  // misses, busiest flops, label, ranges
+  std::vector<RangeCandidate> scored;
   for (LabelId l = 0; l < net.num_labels(); ++l) {
     const std::int64_t most = std::min(net.extent(l), kMaxRanges) / workers;  // ranges per worker
     if (most < 1 || (workers == 1 && most < 2)) continue;
@@ -775,6 +845,7 @@ Status WorkerSlicing::consider_ranges(const ContractionTree& tree, const Slicing
     return std::tie(std::get<0>(x), std::get<1>(x)) < std::tie(std::get<0>(y), std::get<1>(y));
   });
   if (scored.size() > kRangeCandidates) scored.resize(kRangeCandidates);
+  TENFERRO_TRY(add_replanned_ranges(tree, options, best, scored));
   for (const auto& [misses, flops, label, ranges] : scored) {
     Result<WorkerSlicing> candidate = range_split(tree, label, options, ranges);
     if (!candidate.ok()) {

@@ -570,5 +570,49 @@ TEST(SlicingTest, SequentialRangesMeetABoundAtLittleCost) {
   EXPECT_EQ(WorkerSlicing::range_split(tree, 0, options, 2).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// Note [Re-planned ranges]: under a bound far below the peak, the
+// unsliced order ((ab bc)(cd de)) keeps the 50 x 400 product of cd de
+// whatever range of a is taken (and a x 50 whatever range of e), so the
+// fixed-order model finds no range count, and index slicing fixes an outer
+// label one value at a time (each slice streams every matrix). A few
+// values of that label at a time, re-planned, are a chain of thin products
+// within the same bound at the same flops, streaming the matrices once per
+// range.
+TEST(SlicingTest, ReplannedRangesOfTheIndexSlicedLabelMeetATightBound) {
+  const std::vector<std::vector<std::int64_t>> shapes = {{400, 400}, {400, 50}, {50, 400}, {400, 400}};
+  const auto r = test_support::refs(shapes);
+  const Network net = Network::bind("ab,bc,cd,de->ae", r).value();
+  const ContractionTree tree = plan(net).value();
+  for (const std::int64_t workers : {1, 2}) {
+    SlicingOptions options;
+    options.workers = workers;
+    options.min_slices = workers;
+    options.max_intermediate_bytes = 8.0 * 8 * 400;  // 8 values of an outer label by a bond of 400
+    auto indexed = SlicedContraction::plan(tree, options);
+    ASSERT_TRUE(indexed.ok()) << indexed.status().to_string();
+    // One worker: a alone (c as well before pruning); two: a and c.
+    ASSERT_EQ(indexed->sliced_labels().size(), static_cast<std::size_t>(workers)) << indexed->explain();
+    const LabelId outer = indexed->sliced_labels()[0];
+    const std::int64_t extent = net.extent(outer);
+    EXPECT_TRUE(outer == 0 || outer == 4) << indexed->explain();  // a or e
+    auto split = workers == 1 ? WorkerSlicing::plan_sequential(tree, options) : WorkerSlicing::plan(tree, options);
+    ASSERT_TRUE(split.ok()) << split.status().to_string();
+    ASSERT_TRUE(split->is_range_split()) << split->explain();
+    EXPECT_EQ(split->part(0).range().label, outer) << split->explain();
+    // The fewest ranges of at most 8 values (a multiple of the workers),
+    // each one product chain with nothing index-sliced.
+    const std::int64_t per_worker = (extent + 8 * workers - 1) / (8 * workers);
+    EXPECT_EQ(static_cast<std::int64_t>(split->parts().size()), per_worker * workers) << split->explain();
+    for (const SlicedContraction& p : split->parts()) {
+      EXPECT_EQ(p.num_slices(), 1) << split->explain();
+      EXPECT_LE(p.range().size(), 8) << split->explain();
+      EXPECT_LE(p.slice_max_intermediate_bytes(), options.max_intermediate_bytes) << split->explain();
+    }
+    EXPECT_LE(split->overhead(), 1.01 * indexed->overhead()) << split->explain();
+    EXPECT_LT(split->busiest_work(), WorkerSlicing::round_robin(*indexed, workers).busiest_work() / 2)
+        << split->explain();
+  }
+}
+
 }  // namespace
 }  // namespace tenferro::einsum

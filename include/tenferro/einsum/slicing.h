@@ -94,6 +94,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tenferro/base/small_vector.h"
@@ -281,6 +282,12 @@ class WorkerSlicing {
   // leaves the busiest worker less work (Notes [Range slicing], [Range
   // chunks]).
   static Status consider_ranges(const ContractionTree& tree, const SlicingOptions& options, WorkerSlicing& best);
+  // Misses the bound by the model, busiest worker's flops, label, ranges.
+  using RangeCandidate = std::tuple<bool, double, LabelId, std::int64_t>;
+  // Adds the labels `best` slices by index as ranges that meet the bound
+  // once re-planned (Note [Re-planned ranges] in slicing.cpp).
+  static Status add_replanned_ranges(const ContractionTree& tree, const SlicingOptions& options,
+                                     const WorkerSlicing& best, std::vector<RangeCandidate>& scored);
 
   std::vector<SlicedContraction> parts_;
   std::int64_t workers_ = 1;
