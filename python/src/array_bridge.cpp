@@ -161,6 +161,43 @@ Result<Tensor> borrow(PyArrayObject* a, DType dtype) {
   return Tensor::from_storage(std::move(storage), dtype, shape, strides);
 }
 
+// Note [Casting broadcast operands]
+// An array with stride-0 axes (np.broadcast_to) stores one element along
+// each of them. Cast or copied as a whole, as numpy does, it becomes its
+// logical size: 2^27 broadcast int8 ones cost 512 MB, and 2^33 a plain
+// MemoryError (the edge audit of 2026-12-07). `convert` (returning a new
+// reference) is applied to the array narrowed to one element along those
+// axes, and its result is broadcast back along them.
+template <class F>
+py::object on_stored_elements(const py::object& array, F&& convert) {
+  auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
+  const int nd = PyArray_NDIM(a);
+  SmallVector<std::int64_t, 8> dims(PyArray_DIMS(a), PyArray_DIMS(a) + nd);
+  SmallVector<std::int64_t, 8> compact = dims;
+  bool broadcast = false;
+  for (int d = 0; d < nd; ++d) {
+    if (dims[static_cast<std::size_t>(d)] > 1 && PyArray_STRIDE(a, d) == 0) {
+      compact[static_cast<std::size_t>(d)] = 1;
+      broadcast = true;
+    }
+  }
+  const auto steal = [](PyObject* o) {
+    if (o == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(o);
+  };
+  if (!broadcast) return steal(convert(a));
+  const SmallVector<std::int64_t, 8> strides(PyArray_STRIDES(a), PyArray_STRIDES(a) + nd);
+  const py::object narrow = view_of(array, compact, strides, PyArray_BYTES(a));
+  const py::object converted = steal(convert(reinterpret_cast<PyArrayObject*>(narrow.ptr())));
+  auto* c = reinterpret_cast<PyArrayObject*>(converted.ptr());
+  SmallVector<std::int64_t, 8> spread(PyArray_STRIDES(c), PyArray_STRIDES(c) + nd);
+  for (int d = 0; d < nd; ++d) {
+    if (compact[static_cast<std::size_t>(d)] != dims[static_cast<std::size_t>(d)])
+      spread[static_cast<std::size_t>(d)] = 0;
+  }
+  return view_of(converted, dims, spread, PyArray_BYTES(c));
+}
+
 }  // namespace
 
 std::optional<DType> dtype_of_typenum(int typenum) noexcept {
@@ -352,12 +389,13 @@ py::object OperandList::unify_numeric(py::handle dtype, py::handle casting) {
     // bool, 70000 inf for float16), then widened to the compute dtype.
     auto* a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
     if (!dtype.is_none() && PyArray_EquivTypes(PyArray_DESCR(a), target) == 0) {
-      Py_INCREF(target);  // stolen
-      PyObject* c = PyArray_CastToType(a, target, 0);
-      if (c == nullptr) throw py::error_already_set();
-      arrays_[i] = py::reinterpret_steal<py::object>(c);
+      arrays_[i] = on_stored_elements(arrays_[i], [&](PyArrayObject* x) {
+        Py_INCREF(target);  // stolen
+        return PyArray_CastToType(x, target, 0);
+      });
       // In `dtype` now: when that is the compute dtype, cast() copies no more.
-      exact_[i] = PyArray_EquivTypenums(PyArray_TYPE(reinterpret_cast<PyArrayObject*>(c)), typenum_of(*compute)) != 0;
+      exact_[i] = PyArray_EquivTypenums(PyArray_TYPE(reinterpret_cast<PyArrayObject*>(arrays_[i].ptr())),
+                                        typenum_of(*compute)) != 0;
       if (exact_[i]) dtypes_[i] = *compute;
     }
     cast(i, *compute);
@@ -381,10 +419,8 @@ py::object OperandList::finish(py::object result, const py::object& descr) {
 
 void OperandList::cast(std::size_t i, DType dtype) {
   if (dtypes_[i] == dtype && exact_[i]) return;
-  PyObject* c = PyArray_CastToType(reinterpret_cast<PyArrayObject*>(arrays_[i].ptr()),
-                                   PyArray_DescrFromType(typenum_of(dtype)), 0);
-  if (c == nullptr) throw py::error_already_set();
-  arrays_[i] = py::reinterpret_steal<py::object>(c);
+  arrays_[i] = on_stored_elements(
+      arrays_[i], [&](PyArrayObject* x) { return PyArray_CastToType(x, PyArray_DescrFromType(typenum_of(dtype)), 0); });
   dtypes_[i] = dtype;
   exact_[i] = true;
 }
@@ -399,12 +435,13 @@ void OperandList::wrap() {
     auto* a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
     if (!borrowable(a, dtypes_[i])) {
       // Negative strides, strides that are not whole elements, misaligned or
-      // byte-swapped data: one C-order native copy (Note [Borrowed operands]).
-      PyObject* c = PyArray_FromArray(a, PyArray_DescrFromType(typenum_of(dtypes_[i])),
-                                      NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY);
-      if (c == nullptr) throw py::error_already_set();
-      arrays_[i] = py::reinterpret_steal<py::object>(c);
-      a = reinterpret_cast<PyArrayObject*>(c);
+      // byte-swapped data: one C-order native copy (Note [Borrowed operands])
+      // of the stored elements (Note [Casting broadcast operands]).
+      arrays_[i] = on_stored_elements(arrays_[i], [&](PyArrayObject* x) {
+        return PyArray_FromArray(x, PyArray_DescrFromType(typenum_of(dtypes_[i])),
+                                 NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY);
+      });
+      a = reinterpret_cast<PyArrayObject*>(arrays_[i].ptr());
     }
     tensors_.push_back(value_or_raise(borrow(a, dtypes_[i])));
   }

@@ -191,6 +191,50 @@ def test_contracting_broadcast_operands_takes_no_memory_of_their_logical_size():
     assert grown_kib < 64 * 1024, grown_kib
 
 
+def test_broadcast_operands_that_need_a_cast_are_cast_as_stored():
+    # Note [Casting broadcast operands] (python/src/array_bridge.cpp): an
+    # int8, bool, float16 or byte-swapped broadcast view is cast (or copied)
+    # as its stored elements, not its logical size (2^27 int8 ones had cost
+    # 512 MB, 2^33 a MemoryError; the edge audit of 2026-12-07).
+    import tracemalloc
+
+    n = 2**33
+    cases = [(np.int8(3), "i->", np.int8((3 * n) % 256)), (np.float16(1), "i,j->j", None),
+             (np.array(2.0, ">f8"), "i->", 2.0 * n), (np.True_, "i->", True), (np.float32(1), "i,j->", 3.0 * n)]
+    for value, subscripts, want in cases:
+        ops = [np.broadcast_to(value, (n,))]
+        if subscripts.count(",") == 1:
+            ops.append(np.ones(3))
+        tracemalloc.start()
+        got = tenferro.einsum(subscripts, *ops)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 1 << 20, (value.dtype, subscripts, peak)
+        if want is None:  # float16 times float64 ones: n each
+            np.testing.assert_array_equal(got, np.full(np.shape(got), float(n)))
+        else:
+            assert got == want and np.asarray(got).dtype == np.asarray(want).dtype, (value.dtype, got, want)
+    # Small cases against numpy, broadcast along some axes and not others.
+    base = np.arange(1, 8, dtype=np.int16).reshape(7, 1)
+    for op in (np.broadcast_to(base, (7, 5)), np.broadcast_to(base.astype(">i4"), (7, 5)),
+               np.broadcast_to(base.astype(np.uint8).T, (5, 7))):
+        for subscripts in ("ij->", "ij->i", "ij->j", "ij->ji"):
+            got, want = tenferro.einsum(subscripts, op), np.einsum(subscripts, op)
+            np.testing.assert_array_equal(got, want, err_msg=subscripts)
+            assert got.dtype == want.dtype
+
+
+def test_summed_broadcast_extents_past_2_to_the_63_keep_their_value():
+    # Note [Broadcast operands]: the factor of the summed broadcast labels
+    # (2^32 x 2^32 terms here) had wrapped in an int64 to 0.
+    v = np.broadcast_to(1.0, (2**32,))
+    assert tenferro.einsum("i,j->", v, v) == 2.0**64
+    w = np.broadcast_to(np.float32(1), (3 * 2**31,))
+    assert tenferro.einsum("i,j->", w, w) == np.float32(9 * 2.0**62)
+    k = np.broadcast_to(np.int64(3), (2**32,))
+    assert tenferro.einsum("i,j->", k, k) == np.int64(0)  # 9 * 2^64 wraps to 0, as numpy's sums
+
+
 def test_products_return_the_operands_memory_order_as_numpy():
     # Note [Results in the operands' memory order]: an einsum that sums no
     # label returns its result in its operands' layout, as numpy.einsum's

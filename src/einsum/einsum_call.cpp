@@ -2,7 +2,11 @@
 #include "tenferro/einsum/einsum_call.h"
 
 #include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace tenferro::einsum {
@@ -31,7 +35,11 @@ namespace {
 struct Rewrite {
   std::shared_ptr<const EinsumOp> op;
   std::vector<Tensor> operands;
-  std::int64_t scale = 1;
+  // The product of the dropped summed extents: in floating point for real
+  // and complex results (2^32 x 2^32 terms sum to 2^64, which no int64
+  // holds), modulo 2^64 for integers, which wrap as numpy's sums do.
+  double scale = 1.0;
+  std::uint64_t wrapped_scale = 1;
 };
 
 bool has_broadcast_axis(const Tensor& t) {
@@ -97,7 +105,10 @@ Result<std::optional<Rewrite>> drop_broadcast_labels(const EinsumOp& op, std::sp
       TENFERRO_ASSIGN_OR_RETURN(Tensor one, x.slice(static_cast<std::int64_t>(a), 0, 1));
       TENFERRO_ASSIGN_OR_RETURN(r.operands[k], one.squeeze(static_cast<std::int64_t>(a)));
       labels[k].erase(labels[k].begin() + static_cast<std::ptrdiff_t>(a));
-      if (!elsewhere) r.scale *= extent;
+      if (!elsewhere) {
+        r.scale *= static_cast<double>(extent);
+        r.wrapped_scale *= static_cast<std::uint64_t>(extent);
+      }
       changed = true;
     }
   }
@@ -108,12 +119,17 @@ Result<std::optional<Rewrite>> drop_broadcast_labels(const EinsumOp& op, std::sp
   return std::optional<Rewrite>(std::move(r));
 }
 
-// out *= scale, in place (out is the call's fresh, dense result).
-void scale_in_place(Tensor& out, std::int64_t scale) {
+// out *= the rewrite's scale, in place (out is the call's fresh, dense result).
+void scale_in_place(Tensor& out, const Rewrite& r) {
   visit_dtype(out.dtype(), [&]<class T>(T) {
-    if constexpr (!std::is_same_v<T, bool>) {
-      T* p = static_cast<T*>(out.data());
-      const T factor = static_cast<T>(scale);
+    T* p = static_cast<T*>(out.data());
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      for (std::int64_t i = 0; i < out.numel(); ++i) {
+        p[i] = static_cast<T>(static_cast<std::uint64_t>(p[i]) * r.wrapped_scale);
+      }
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      using Real = decltype(std::abs(T{}));
+      const auto factor = static_cast<Real>(r.scale);
       for (std::int64_t i = 0; i < out.numel(); ++i) p[i] *= factor;
     }
   });
@@ -144,11 +160,11 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
       TENFERRO_ASSIGN_OR_RETURN(std::optional<Rewrite> r, drop_broadcast_labels(*op, inputs));
       if (r.has_value()) {
         TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(r->op, r->operands));
-        if (r->scale != 1) {
+        if (r->scale != 1.0) {
           if (out[0].storage().get()->use_count() != 1 || !out[0].is_contiguous()) {
             TENFERRO_ASSIGN_OR_RETURN(out[0], context.copy(out[0]));
           }
-          scale_in_place(out[0], r->scale);
+          scale_in_place(out[0], *r);
         }
         return std::move(out[0]);
       }

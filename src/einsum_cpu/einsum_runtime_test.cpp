@@ -309,6 +309,22 @@ TEST(EinsumRuntime, BroadcastOperandsLoseTheirBroadcastLabelsNotTheirValues) {
     EXPECT_LT(max_abs_diff(to_dense(*out), want), 1e-12 * scale);
   }
   EXPECT_LT(t.executor->metrics().workspace_retained_bytes, static_cast<std::size_t>(n * n * 8));
+  // Summed extents whose product passes 2^63 (the Python edge audit of
+  // 2026-12-07: an int64 factor wrapped to 0, so 2^32 x 2^32 ones summed
+  // to 0): floating results take the product in floating point, integers
+  // wrap modulo 2^64 as numpy's sums do.
+  {
+    constexpr std::int64_t big = std::int64_t{3} << 31;
+    const Tensor ones = *Tensor::full({1}, Scalar::of(1.0), DType::kFloat64).value().broadcast_to({big});
+    Result<Tensor> sum = einsum(ctx, "i,j->", std::vector<Tensor>{ones, ones});
+    ASSERT_TRUE(sum.ok()) << sum.status().to_string();
+    EXPECT_DOUBLE_EQ(static_cast<const double*>(sum->data())[0], 9.0 * std::ldexp(1.0, 62));
+    const Tensor three = *Tensor::full({1}, Scalar::of(std::int64_t{3}), DType::kInt64).value().broadcast_to({big});
+    Result<Tensor> wrapped = einsum(ctx, "i,j->", std::vector<Tensor>{three, three});
+    ASSERT_TRUE(wrapped.ok()) << wrapped.status().to_string();
+    const std::uint64_t terms = static_cast<std::uint64_t>(big) * static_cast<std::uint64_t>(big);
+    EXPECT_EQ(static_cast<const std::int64_t*>(wrapped->data())[0], static_cast<std::int64_t>(9 * terms));
+  }
   // An error still names the caller's subscripts and labels.
   const Status st = einsum(ctx, "ij,jk->ik", std::vector<Tensor>{row, to_tensor(random_dense({5, 8}, 6))}).status();
   EXPECT_EQ(st.code(), ErrorCode::kShapeMismatch);
