@@ -45,6 +45,7 @@ struct NativeGemmTally {
   std::int64_t in_place_b_problems = 0;
   std::int64_t gemv_problems = 0;
   std::int64_t dot_batch_problems = 0;
+  std::int64_t few_column_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -59,6 +60,7 @@ struct NativeGemmAtomicCounters {
     kInPlaceB,
     kGemv,
     kDotBatch,
+    kFewColumns,
     kForkJoins,
     kCount
   };
@@ -92,16 +94,17 @@ struct NativeGemmOptions {
 
 /// Counters proving which paths ran (relaxed atomics; cheap to bump).
 struct NativeGemmCounters {
-  std::int64_t small_problems = 0;         ///< problems run unpacked (Note [Small GEMM])
-  std::int64_t small_tiled_problems = 0;   ///< of those, the ones run in register tiles
-  std::int64_t small_panel_problems = 0;   ///< of those, the ones whose misaligned A was copied into aligned panels
-  std::int64_t rank1_problems = 0;         ///< depth-1 problems written directly (Note [Rank-1 GEMM])
-  std::int64_t blocked_problems = 0;       ///< problems run by the packed, blocked path
-  std::int64_t parallel_problems = 0;      ///< blocked problems that forked on the context
-  std::int64_t in_place_b_problems = 0;    ///< blocked problems that read B unpacked (Note [Unpacked B])
-  std::int64_t gemv_problems = 0;          ///< problems with m or n == 1 run in place (Note [Matrix-vector GEMM])
-  std::int64_t dot_batch_problems = 0;     ///< batch members run as lanes of dot products (Note [Batched dot products])
-  std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
+  std::int64_t small_problems = 0;        ///< problems run unpacked (Note [Small GEMM])
+  std::int64_t small_tiled_problems = 0;  ///< of those, the ones run in register tiles
+  std::int64_t small_panel_problems = 0;  ///< of those, the ones whose misaligned A was copied into aligned panels
+  std::int64_t rank1_problems = 0;        ///< depth-1 problems written directly (Note [Rank-1 GEMM])
+  std::int64_t blocked_problems = 0;      ///< problems run by the packed, blocked path
+  std::int64_t parallel_problems = 0;     ///< blocked problems that forked on the context
+  std::int64_t in_place_b_problems = 0;   ///< blocked problems that read B unpacked (Note [Unpacked B])
+  std::int64_t gemv_problems = 0;         ///< problems with m or n == 1 run in place (Note [Matrix-vector GEMM])
+  std::int64_t dot_batch_problems = 0;    ///< batch members run as lanes of dot products (Note [Batched dot products])
+  std::int64_t few_column_problems = 0;  ///< problems with 2..8 columns (or rows) run in place (Note [Few-column GEMM])
+  std::int64_t fork_joins = 0;           ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };
 

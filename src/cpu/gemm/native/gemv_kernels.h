@@ -347,6 +347,102 @@ inline T scalar_dot(std::int64_t k, const T* a, std::int64_t sa, const T* b, std
 
 }  // namespace gemv_detail
 
+// Note [Few-column GEMM]
+// A product with 2 to kSweepMaxColumns columns (after the driver's
+// orientation, or with A and B exchanged: C^T = B^T A^T) and long columns
+// of A reads each element of A only n times. The blocked path packed all of
+// A, the large operand, for register tiles of nr >= 8 columns with most of
+// them empty, and the thin-M path ran tiles of 8 rows with 2 to 4 valid:
+// x @ W with x 4 x 500 and W 500 x 500 took 112 us against numpy's 45, and
+// 2 to 8 rows ran at 0.33-0.52 of numpy (the Xeon VM, 2026-12-07).
+// sweep_columns reads A in place, once, along its unit stride, as sweep_sum
+// does for one column: a chunk of rows keeps its n sums per row in an L1
+// buffer while the depth runs Q steps at a time, the Q x n values of B
+// broadcast once per chunk and held in registers (Q as large as the ISA's
+// registers allow, up to 4). Rows past the last whole vector are summed in
+// scalars. Each element of C sums its depth in order, in the same code
+// whichever rows a call covers (the driver splits at multiples of
+// kGemvRowGrain), so results do not depend on the thread count.
+inline constexpr std::int64_t kSweepMaxColumns = 8;
+
+namespace gemv_detail {
+
+template <class Isa, int NC>
+void sweep_columns_n(const TypedProblem<typename Isa::S>& p, std::int64_t i0, std::int64_t i1) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr std::int64_t L = Isa::kLanes;
+  constexpr int kRegisters = sizeof(V) >= 64 ? 32 : 16;
+  constexpr int Q = std::clamp((kRegisters - 1 - NC) / NC, 1, 4);
+  // 16 KB of sums: slot v (L rows) holds its NC columns' vectors in turn.
+  constexpr std::int64_t kChunk = std::max<std::int64_t>(L, 16384 / (NC * std::int64_t{sizeof(S)}) / L * L);
+  alignas(64) S acc[kChunk * NC];
+  const std::int64_t k = p.k;
+  const std::int64_t vec_end = i0 + (i1 - i0) / L * L;
+  for (std::int64_t ic = i0; ic < vec_end; ic += kChunk) {
+    const std::int64_t slots = std::min(kChunk, vec_end - ic) / L;
+    std::fill_n(acc, slots * NC * L, S(0));
+    const S* a = p.a + ic;
+    auto steps = [&]<int QQ>(std::int64_t l) TENFERRO_GEMV_INLINE {
+      V y[QQ][NC];
+      for (int q = 0; q < QQ; ++q)
+        for (int j = 0; j < NC; ++j) y[q][j] = Isa::set1(p.b[(l + q) * p.rsb + j * p.csb]);
+      for (std::int64_t v = 0; v < slots; ++v) {
+        S* s = acc + v * NC * L;
+        V sum[NC];
+        for (int j = 0; j < NC; ++j) sum[j] = Isa::load(s + j * L);
+        for (int q = 0; q < QQ; ++q) {
+          const V x = Isa::loadu(a + v * L + (l + q) * p.csa);
+          for (int j = 0; j < NC; ++j) sum[j] = Isa::fmadd(x, y[q][j], sum[j]);
+        }
+        for (int j = 0; j < NC; ++j) Isa::storeu(s + j * L, sum[j]);
+      }
+    };
+    std::int64_t l = 0;
+    for (; l + Q <= k; l += Q) steps.template operator()<Q>(l);
+    for (; l < k; ++l) steps.template operator()<1>(l);
+    for (std::int64_t v = 0; v < slots; ++v) {
+      for (int j = 0; j < NC; ++j) {
+        for (std::int64_t e = 0; e < L; ++e) {
+          write_c(p.c + (ic + v * L + e) * p.rsc + j * p.csc, acc[(v * NC + j) * L + e], p.alpha, p.beta);
+        }
+      }
+    }
+  }
+  for (std::int64_t i = vec_end; i < i1; ++i) {
+    for (int j = 0; j < NC; ++j) {
+      S s(0);
+      for (std::int64_t l = 0; l < k; ++l) s += p.a[i + l * p.csa] * p.b[l * p.rsb + j * p.csb];
+      write_c(p.c + i * p.rsc + j * p.csc, s, p.alpha, p.beta);
+    }
+  }
+}
+
+}  // namespace gemv_detail
+
+/// Rows [i0, i1) of C for a real problem with A's columns contiguous
+/// (rsa == 1) and 2 <= n <= kSweepMaxColumns (Note [Few-column GEMM]).
+template <class Isa>
+void sweep_columns(const TypedProblem<typename Isa::S>& p, std::int64_t i0, std::int64_t i1) {
+  using gemv_detail::sweep_columns_n;
+  switch (p.n) {
+    case 2:
+      return sweep_columns_n<Isa, 2>(p, i0, i1);
+    case 3:
+      return sweep_columns_n<Isa, 3>(p, i0, i1);
+    case 4:
+      return sweep_columns_n<Isa, 4>(p, i0, i1);
+    case 5:
+      return sweep_columns_n<Isa, 5>(p, i0, i1);
+    case 6:
+      return sweep_columns_n<Isa, 6>(p, i0, i1);
+    case 7:
+      return sweep_columns_n<Isa, 7>(p, i0, i1);
+    default:
+      return sweep_columns_n<Isa, 8>(p, i0, i1);
+  }
+}
+
 /// Rows [i0, i1) of C for a problem with n == 1 (Note [Matrix-vector GEMM]).
 template <class Isa, class T>
 void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {

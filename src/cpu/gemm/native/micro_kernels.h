@@ -644,6 +644,7 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
   set.gemv_batch = &gemv_batch<Isa, S>;
+  set.few_columns = &sweep_columns<Isa>;
   return set;
 }
 
@@ -668,6 +669,7 @@ GemmKernelSet<typename Isa::S> make_real_row_set(int mc, int kc, int nc, const G
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
   set.gemv_batch = &gemv_batch<Isa, S>;
+  set.few_columns = &sweep_columns<Isa>;
   set.thin_m = thin_m;
   return set;
 }

@@ -428,6 +428,26 @@ void for_row_units(const ParallelContext& ctx, std::int64_t threads, std::int64_
   }
 }
 
+// Note [Few-column GEMM] (gemv_kernels.h): `p` with 2..kSweepMaxColumns
+// columns and A's columns contiguous, or the same with A and B exchanged
+// (C^T = B^T A^T, B's rows contiguous); at least kFewColumnMinRows rows and
+// a depth of kFewColumnMinDepth, below which the register tiles and the
+// blocked path's fixed costs are no burden.
+constexpr std::int64_t kFewColumnMinRows = 64;
+constexpr std::int64_t kFewColumnMinDepth = 16;
+
+template <class T>
+std::optional<TypedProblem<T>> few_column_form(const GemmKernelSet<T>& ks, const TypedProblem<T>& p) {
+  if (ks.few_columns == nullptr || p.k < kFewColumnMinDepth) return std::nullopt;
+  const auto fits = [](const TypedProblem<T>& q) {
+    return q.n >= 2 && q.n <= internal::kSweepMaxColumns && q.rsa == 1 && q.m >= kFewColumnMinRows;
+  };
+  if (fits(p)) return p;
+  const TypedProblem<T> t = transposed(p);
+  if (fits(t)) return t;
+  return std::nullopt;
+}
+
 // A problem with m == 1 or n == 1 (Note [Matrix-vector GEMM] in
 // gemv_kernels.h): the rows split over `threads` workers, a single dot
 // product over its depth chunks.
@@ -540,6 +560,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.in_place_b_problems = counters_.values.load(C::kInPlaceB);
   c.gemv_problems = counters_.values.load(C::kGemv);
   c.dot_batch_problems = counters_.values.load(C::kDotBatch);
+  c.few_column_problems = counters_.values.load(C::kFewColumns);
   c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -556,6 +577,7 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   local.add(kInPlaceB, t.in_place_b_problems);
   local.add(kGemv, t.gemv_problems);
   local.add(kDotBatch, t.dot_batch_problems);
+  local.add(kFewColumns, t.few_column_problems);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -604,6 +626,12 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     if (mnk <= std::min(small_max_mnk, kLoopMaxMnk)) {
       small_loop(p);
       ++tally.small_loop_problems;
+      return ok_status();
+    }
+    if (const std::optional<TypedProblem<T>> few = few_column_form(ks, p)) {
+      for_row_units(ctx, threads, few->m, counters_,
+                    [&](std::int64_t i0, std::int64_t i1) { ks.few_columns(*few, i0, i1); });
+      ++tally.few_column_problems;
       return ok_status();
     }
     // Note [Unpacked B]: M within kInPlaceBMaxPanels of a set's tiles.

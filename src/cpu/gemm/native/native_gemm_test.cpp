@@ -18,6 +18,7 @@
 #include "cpu/gemm/gemm_test_support.h"
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/gemm_workspace_pool.h"
+#include "cpu/gemm/native/gemv_kernels.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 
 namespace tenferro::cpu::testing {
@@ -326,6 +327,9 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
   for (const Shape s :
        {Shape{13, 203, 150, true}, Shape{13, 203, 300, true}, Shape{5, 97, 600, true}, Shape{200, 203, 150, false}}) {
     for (const MatLayout lb : kInputLayouts) {
+      // 5 rows times a B with contiguous rows is a few-column product
+      // (Note [Few-column GEMM]; FewColumnProductsReadAInPlace).
+      if (s.m <= internal::kSweepMaxColumns && StridedMatrix<double>(s.k, s.n, lb, 2).input().col_stride == 1) continue;
       for (const ParallelContext* ctx :
            {static_cast<const ParallelContext*>(&seq), static_cast<const ParallelContext*>(&two)}) {
         SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " B " << mat_layout_name(lb)
@@ -347,6 +351,67 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
         EXPECT_EQ(n1.in_place_b_problems, n0.in_place_b_problems + (s.in_place ? 1 : 0));
       }
     }
+  }
+}
+
+TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
+  // Note [Few-column GEMM]: 2 to 8 columns of C with A's columns contiguous,
+  // or 2 to 8 rows of C with B's rows contiguous (numpy's x @ W), sweep the
+  // large operand in place on every ISA table (rows past the last whole
+  // vector in scalars), at any layout of the small operand and of C, alike
+  // on one worker and two; other layouts keep their paths. Against the
+  // reference.
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  const ScopedCpuIsaEnv unset(nullptr);
+  const auto check = [&]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    for (const std::int64_t small : {2, 3, 5, 8}) {
+      for (const auto& [large, k] : {std::pair<std::int64_t, std::int64_t>{67, 17}, {700, 300}}) {
+        for (const bool wide : {false, true}) {  // C is small x large (x @ W) or large x small
+          const std::int64_t m = wide ? small : large, n = wide ? large : small;
+          for (const MatLayout la : kInputLayouts) {
+            for (const MatLayout lb : kInputLayouts) {
+              for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
+                SCOPED_TRACE(::testing::Message() << to_string(isa) << " " << to_string(dtype_of<T>) << " " << m << "x"
+                                                  << n << "x" << k << " A " << mat_layout_name(la) << " B "
+                                                  << mat_layout_name(lb) << " C " << mat_layout_name(lc));
+                StridedMatrix<T> a(m, k, la, 1), b(k, n, lb, 2), c1(m, n, lc, 3), c2(m, n, lc, 3);
+                std::vector<std::complex<double>> ref;
+                std::vector<double> bound;
+                reference_gemm(a, b, 1.5, -0.5, c1, ref, bound);
+                const auto before = c1.buffer;
+                const std::int64_t few = p->counters().few_column_problems;
+                ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
+                                                GemmProblem{m, n, k, a.input(), b.input(), c1.output(), 1.5, -0.5}},
+                                    seq)
+                                .ok());
+                EXPECT_TRUE(matches_reference(c1, ref, bound, k, before));
+                // The large operand's unit stride along the large dimension.
+                // Small problems stay in register tiles (Note [Small GEMM]).
+                const bool swept = (wide ? b.input().col_stride == 1 : a.input().row_stride == 1) &&
+                                   m * n * k > p->small_max_mnk(dtype_of<T>);
+                if (swept || m * n * k > p->small_max_mnk(dtype_of<T>)) {
+                  EXPECT_EQ(p->counters().few_column_problems, few + (swept ? 1 : 0));
+                }
+                ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
+                                                GemmProblem{m, n, k, a.input(), b.input(), c2.output(), 1.5, -0.5}},
+                                    two)
+                                .ok());
+                ASSERT_EQ(c1.buffer, c2.buffer);
+              }
+            }
+          }
+        }
+      }
+    }
+  };
+  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
+    if (!cpu_supports(isa)) continue;
+    check(double{}, isa);
+    check(float{}, isa);
   }
 }
 
