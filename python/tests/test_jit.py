@@ -914,3 +914,20 @@ def test_a_warning_when_python_float_values_record_again_and_again():
         warnings.simplefilter("error")
         for i in range(12):
             static(x, 0.1 * i)
+
+
+def test_hypot_keeps_float32_with_a_python_float():
+    # The jit audit: np.hypot(float32, 0.7) was float64 under jit, grad and
+    # vmap (its branches met the weak Python float as a numpy scalar).
+    x = RNG.random(3).astype(np.float32)
+    for f in (lambda a: np.hypot(a, 0.7), lambda a: np.hypot(0.7, a)):
+        want = f(x)
+        assert want.dtype == np.float32
+        jitted = tenferro.jit(f)
+        for _ in range(2):  # the recording call and a replay
+            got = jitted(x)
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert tenferro.value_and_grad(lambda a: f(a)[0])(x)[0].dtype == np.float32
+        assert tenferro.vmap(f)(np.stack([x, x])).dtype == np.float32
+
