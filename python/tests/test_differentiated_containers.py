@@ -107,3 +107,15 @@ def test_jit_of_grad_of_a_tuple_records_without_warnings(rng):
             np.testing.assert_allclose(gb, want[1], rtol=1e-12)
     assert jitted.cache_info()["hits"] == 1
 
+
+def test_an_argument_numpy_cannot_read_is_reported_without_a_traceback():
+    # pybind11's what() appends the Python traceback ("At: ..."); it ended
+    # up in messages and in jit's warnings (14 lines for one jit(grad)).
+    class Bad:
+        def __array__(self, dtype=None):
+            raise ValueError("not an array")
+
+    with pytest.raises(tenferro.InvalidArgumentError) as error:
+        tenferro.grad(lambda a: np.sum(a))(Bad())
+    assert "ValueError: not an array" in str(error.value)
+    assert "At:" not in str(error.value) and len(str(error.value).splitlines()) == 1
