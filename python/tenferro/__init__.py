@@ -144,6 +144,13 @@ def _subscripts_and_operands(subscripts, operands, what):
     if isinstance(subscripts, bytes):
         subscripts = subscripts.decode("ascii")
     if isinstance(subscripts, str):
+        try:
+            subscripts.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: einsum's typed error, not the codec's
+            raise InvalidArgumentError(
+                f"{what}: expected subscripts of Unicode characters, found the lone surrogate "
+                f"U+{ord(subscripts[e.start]):04X} at index {e.start}", code="kInvalidArgument",
+                canonical="kInvalidArgument") from None
         return subscripts, list(operands)
     if subscripts is None:
         raise TypeError(f"{what}(): expected subscripts (a str) or the sublist form (operand, labels, ...), found None")

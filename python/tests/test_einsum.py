@@ -790,3 +790,32 @@ def test_full_contractions_are_numpy_scalars_as_in_numpy():
         assert type(got) is type(want) and got.dtype == want.dtype and got == want
     out = np.zeros(())
     assert tenferro.einsum("i,i->", a, a, out=out) is out and out == 5.0
+
+
+def test_results_past_numpy_rank_are_refused_before_any_work():
+    # The edge audit: 34 output axes were computed in full, then numpy's
+    # untyped ValueError refused the result.
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    ops = [np.ones((1, 2))] * 17
+    subscripts = ",".join(letters[2 * i:2 * i + 2] for i in range(17))
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected a result of at most 32 axes .numpy's limit., "
+                                                            "found 34"):
+        tenferro.einsum(subscripts, *ops)
+    # 32 axes, and many operand axes summed away, are fine.
+    assert tenferro.einsum(",".join(letters[2 * i:2 * i + 2] for i in range(16)), *ops[:16]).ndim == 32
+    assert tenferro.einsum(subscripts + "->ab", *ops).shape == (1, 2)
+
+
+def test_subscript_text_errors_show_what_was_written():
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"operand 0 has the control character U\+0000 at byte 1"):
+        tenferro.einsum("i\x00,jk->ik", a, b)
+    for call in (lambda s: tenferro.einsum(s, a, b), lambda s: tenferro.contract_path(s, a, b),
+                 lambda s: tenferro.contract_expression(s, a.shape, b.shape),
+                 lambda s: tenferro.grad(lambda x: tenferro.einsum(s, x, b).sum())(a)):
+        with pytest.raises(tenferro.InvalidArgumentError, match=r"found the lone surrogate U\+D800 at index 0"):
+            call("\ud800j,jk->\ud800k")
+    # Any non-ASCII character is a label (Note [Einsum notation]: no Unicode
+    # tables), as opt_einsum's generated symbols are; a combining mark too.
+    np.testing.assert_allclose(tenferro.einsum("e\u0301j,jk->e\u0301k", np.ones((2, 3, 4)), b),
+                               np.full((2, 3, 5), 4.0))
