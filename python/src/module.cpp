@@ -387,6 +387,35 @@ py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operand
 // run in the other direction: the result may differ from numpy's in the
 // last bits.
 
+// The sliced einsum (max_intermediate_bytes= / memory_limit=) with the
+// broadcast-operand rewrite the unsliced call applies (Note [Broadcast
+// operands] in src/einsum/einsum_call.cpp): without it a broadcast chain
+// was contracted at its logical size (a 4x4 result of broadcast operands
+// of 2^37 logical elements took 28.7 s instead of no time, the edge audit).
+Result<Tensor> sliced_einsum_call(const PyRuntime& rt, const einsum::EinsumOp& op, std::span<const Tensor> inputs,
+                                  double bound) {
+  const bool broadcast = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
+    for (std::size_t a = 0; a < t.shape().size(); ++a) {
+      if (t.shape()[a] > 1 && t.strides()[a] == 0) return true;
+    }
+    return false;
+  });
+  if (broadcast) {
+    Dims shape;
+    SmallVector<IntArrayRef, 8> shapes;
+    for (const Tensor& t : inputs) shapes.push_back(IntArrayRef(t.shape()));
+    if (op.output_shape(shapes, shape).ok()) {  // else the op as written reports it, naming the caller's subscripts
+      TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::BroadcastRewrite> r, einsum::drop_broadcast_labels(op, inputs));
+      if (r.has_value()) {
+        TENFERRO_ASSIGN_OR_RETURN(Tensor out, rt.sliced_einsum(*r->op, r->operands, bound));
+        if (r->scale != 1.0) einsum::scale_by_dropped_extents(out, *r);  // a fresh dense result
+        return out;
+      }
+    }
+  }
+  return rt.sliced_einsum(op, inputs, bound);
+}
+
 // Note [Results past numpy's rank]
 // A numpy array has at most NPY_MAXDIMS (32) axes. An einsum whose result
 // has more was computed in full and then refused by numpy with an untyped
@@ -623,7 +652,7 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
     if (bound > 0.0) {
       // Always: its interrupt check takes the GIL back.
       const ReleaseGilUnlessTiny nogil(std::numeric_limits<double>::infinity(), rt.gil_releases());
-      return rt.sliced_einsum(*op, inputs, bound);
+      return sliced_einsum_call(rt, *op, inputs, bound);
     }
     // Note [Results in the operands' memory order].
     Dims back;
