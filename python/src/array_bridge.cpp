@@ -313,9 +313,12 @@ void OperandList::add(py::handle obj, const char* what_text, std::ptrdiff_t inde
       try {
         arr = np.attr("asarray")(obj);
       } catch (py::error_already_set& e) {
+        // numpy's message, without the traceback what() appends (it ended up in jit's warnings).
         raise_error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: expected an array, found {} ({})", what(),
-                                std::string(py::str(py::type::handle_of(obj).attr("__name__"))), e.what()));
+                    fmt::format("{}: expected an array, found {} ({}: {})", what(),
+                                std::string(py::str(py::type::handle_of(obj).attr("__name__"))),
+                                std::string(py::str(py::type::handle_of(e.value()).attr("__name__"))),
+                                std::string(py::str(e.value()))));
       }
     }
   }

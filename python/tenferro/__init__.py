@@ -144,6 +144,13 @@ def _subscripts_and_operands(subscripts, operands, what):
     if isinstance(subscripts, bytes):
         subscripts = subscripts.decode("ascii")
     if isinstance(subscripts, str):
+        try:
+            subscripts.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: einsum's typed error, not the codec's
+            raise InvalidArgumentError(
+                f"{what}: expected subscripts of Unicode characters, found the lone surrogate "
+                f"U+{ord(subscripts[e.start]):04X} at index {e.start}", code="kInvalidArgument",
+                canonical="kInvalidArgument") from None
         return subscripts, list(operands)
     if subscripts is None:
         raise TypeError(f"{what}(): expected subscripts (a str) or the sublist form (operand, labels, ...), found None")
@@ -445,27 +452,114 @@ from . import _jit as _jit_module  # noqa: E402 (it uses _run and _running)
 from ._jit import jit, vmap  # noqa: E402
 
 
+# Note [Differentiated containers]
+# grad, value_and_grad, vjp, jvp and hvp take a differentiated argument that
+# is a tuple, named tuple, list or dict, nested (the containers jit and vmap
+# flatten, Note [Jit signatures]), as jax takes a pytree: each leaf is a
+# variable of its own, fun receives the container with Traced leaves, and
+# the gradient (vjp's gradients, hvp's products) comes back in the same
+# structure; jvp's tangents and hvp's vectors have the primal's structure
+# (None: zeros for the whole primal). Before, numpy read the container as
+# one array: equal-shaped leaves were stacked, so fun saw one (2, n) array
+# where it indexed a pair (`p + p` concatenated nothing and gave another
+# value), and other containers failed with numpy's messages. jacobian and
+# hessian, whose results are blocks per pair of arguments, refuse a
+# container with an InvalidArgumentError naming it rather than stack it.
+
+
+def _tree(value, leaves, where):
+    """The structure of a differentiated argument (Note [Differentiated
+    containers]) in _jit._rebuild's form, its leaves appended to `leaves`
+    as (value, where it is, for messages)."""
+    t = type(value)
+    if t is list or t is tuple or (isinstance(value, tuple) and hasattr(t, "_make")):
+        return (t, tuple(_tree(v, leaves, f"{where}[{i}]") for i, v in enumerate(value)))
+    if t is dict:
+        return (dict, tuple((k, _tree(v, leaves, f"{where}[{k!r}]")) for k, v in value.items()))
+    leaves.append((value, where))
+    return ("a",)
+
+
+def _per_primal(trees, flat):
+    """The values `flat` (one per leaf, in order) in the primals' structures."""
+    it = iter(flat)
+    return [_jit_module._rebuild(tree, it) for tree in trees]
+
+
 def _start(primals, runtime, what, positions=None):
-    """A tape and the primals as its variables; `positions` name the
-    primals' argument positions in errors (default 0, 1, ...)."""
+    """A tape, the leaves of the primals as its variables (Note
+    [Differentiated containers]) and each primal's structure; `positions`
+    name the primals' argument positions in errors (default 0, 1, ...)."""
+    leaves, trees = [], []
+    for k, p in enumerate(primals):
+        trees.append(_tree(p, leaves, f"argument {k if positions is None else positions[k]}"))
     rt = default_runtime() if runtime is None else runtime
     # Inside another call's function (grad of grad) the tape is nested in
     # the innermost running one or in that of a Traced primal; its results
     # are recorded there.
     stack = getattr(_running, "tapes", None)
-    tape = _tenferro._tape_for(rt, primals, stack[-1] if stack else None)
+    tape = _tenferro._tape_for(rt, [v for v, _ in leaves], stack[-1] if stack else None)
     xs = []
-    for k, p in enumerate(primals):
+    for value, where in leaves:
         try:
-            xs.append(tape.variable(p))
+            xs.append(tape.variable(value))
         except DTypeError as e:
-            position = k if positions is None else positions[k]
             raise DTypeError(
-                f"{what}: argument {position}: expected a float32, float64, complex64 or complex128 array to "
-                f"differentiate, found {getattr(_np.asarray(p), 'dtype', type(p).__name__)} (convert it, e.g. "
-                f"x.astype(float), or leave it out of the differentiated arguments)",
+                f"{what}: {where}: expected a float32, float64, complex64 or complex128 array to "
+                f"differentiate, found {getattr(_np.asarray(value), 'dtype', type(value).__name__)} (convert it, "
+                f"e.g. x.astype(float), or leave it out of the differentiated arguments)",
                 code=e.code, canonical=e.canonical, stage=e.stage) from None
-    return tape, xs
+    return tape, xs, trees
+
+
+def _matched(trees, given, xs, who, what):
+    """jvp's tangents or hvp's vectors (`what`), one per primal in its
+    structure (Note [Differentiated containers]), as one per variable
+    (None: zero). A tangent with a dtype (an array, a numpy scalar, a
+    Traced value) must have its primal's, as in jax (a silent cast would
+    hide a float32 tangent of a float64 primal, or an integer one); Python
+    numbers and nested lists are cast to it, as weak scalars are."""
+    if len(given) != len(trees):
+        raise InvalidArgumentError(f"{who}: expected one {what} per primal ({len(trees)}), found {len(given)}",
+                                   code="kInvalidArgument", canonical="kInvalidArgument")
+    flat, variables = [], iter(xs)
+
+    def match(tree, value, where):
+        kind = tree[0]
+        if kind == "a":
+            x = next(variables)
+            if value is not None and isinstance(value, (_np.ndarray, _np.generic, Traced)):
+                dtype = _np.dtype(value.dtype)
+                if dtype != _np.dtype(x.dtype):
+                    real = "real " if dtype.kind == "c" and _np.dtype(x.dtype).kind != "c" else ""
+                    raise DTypeError(f"{who}: {what} {where}: expected a {real}{what} of the primal's dtype "
+                                     f"{_np.dtype(x.dtype)}, found {dtype} (convert it with .astype)",
+                                     code="kDTypeMismatch", canonical="kInvalidArgument")
+            flat.append(value)
+            return
+        items = tree[1]
+        if value is None:  # zeros for every leaf
+            for item in items:
+                match(item[1] if kind is dict else item, None, where)
+            return
+        if kind is dict:
+            if type(value) is not dict or list(value) != [k for k, _ in items]:
+                raise InvalidArgumentError(f"{who}: {what} {where}: expected a dict with the primal's keys "
+                                           f"{[k for k, _ in items]}, found {_found(value)}",
+                                           code="kInvalidArgument", canonical="kInvalidArgument")
+            for k, item in items:
+                match(item, value[k], f"{where}[{k!r}]")
+            return
+        if not isinstance(value, (tuple, list)) or len(value) != len(items):
+            raise InvalidArgumentError(f"{who}: {what} {where}: expected a {kind.__name__} of {len(items)} like its "
+                                       f"primal, found {_found(value)}", code="kInvalidArgument",
+                                       canonical="kInvalidArgument")
+        for i, (item, v) in enumerate(zip(items, value)):
+            match(item, v, f"{where}[{i}]")
+
+    for k, (tree, value) in enumerate(zip(trees, given)):
+        match(tree, value, str(k))
+    return flat
 
 
 def _zeros_if_none(g, like):
@@ -474,7 +568,7 @@ def _zeros_if_none(g, like):
 
 def _found(out):
     """What a function returned, for messages."""
-    if isinstance(out, (tuple, list)):
+    if isinstance(out, (tuple, list, dict)):
         return f"a {type(out).__name__} of {len(out)} value{'' if len(out) == 1 else 's'}"
     if isinstance(out, (Traced, _np.ndarray)):
         return f"an array of shape {tuple(out.shape)} and dtype {out.dtype}"
@@ -646,9 +740,10 @@ def vjp(fun, *primals, runtime=None, has_aux=False):
     output has that structure and vjp_fn takes one cotangent per output.
     has_aux (jax's): fun returns (output, aux) and the result is (output,
     vjp_fn, aux)."""
-    tape, xs = _start(primals, runtime, "vjp")
+    tape, xs, trees = _start(primals, runtime, "vjp")
     found = []
-    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "vjp", found), *xs), has_aux, "vjp")
+    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "vjp", found), *_per_primal(trees, xs)),
+                          has_aux, "vjp")
     several = found[0] if found else None
     out = _traced_output(tape, out, "vjp")
     # One backward at a time: every call resets, seeds and reads the same
@@ -672,15 +767,15 @@ def vjp(fun, *primals, runtime=None, has_aux=False):
                 canonical="kInvalidArgument",
             )
         if tape.nested:  # recorded on the enclosing tape, which differentiates it again
-            return tape.vjp_onto(out, cotangent)[1:]
+            return tuple(_per_primal(trees, tape.vjp_onto(out, cotangent)[1:]))
         if not tape.requires_grad(out):  # fun does not depend on its arguments
-            return tuple(_np.zeros(x.shape, x.dtype) for x in xs)
+            return tuple(_per_primal(trees, [_np.zeros(x.shape, x.dtype) for x in xs]))
         with lock:
             tape.zero_grad()
             # J* ct straight from the tape: nothing is recorded, so every call
             # after the first reuses the compiled backward program.
             tape.backward(out, ct)
-            return tuple(_zeros_if_none(tape.grad(x), x) for x in xs)
+            return tuple(_per_primal(trees, [_zeros_if_none(tape.grad(x), x) for x in xs]))
 
     value = tape.value_onto(out) if tape.nested else _jit_module._value(out)
     if several is not None:
@@ -696,9 +791,11 @@ def jvp(fun, primals, tangents, runtime=None, has_aux=False):
     (jax's): fun returns (output, aux) and the result is (output, tangent,
     aux)."""
     primals, tangents = _sequences(primals, tangents, "jvp", "tangents")
-    tape, xs = _start(primals, runtime, "jvp")
+    tape, xs, trees = _start(primals, runtime, "jvp")
+    tangents = _matched(trees, tangents, xs, "jvp", "tangent")
     found = []
-    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "jvp", found), *xs), has_aux, "jvp")
+    out, aux = _split_aux(tape, _run(tape, _flattening(fun, has_aux, "jvp", found), *_per_primal(trees, xs)),
+                          has_aux, "jvp")
     several = found[0] if found else None
     out = _traced_output(tape, out, "jvp")
     result = tuple(tape.jvp_onto(out, xs, tangents)) if tape.nested else (_jit_module._value(out), tape.jvp(out, xs, tangents))
@@ -712,9 +809,11 @@ def hvp(fun, primals, vectors, runtime=None):
     primal), forward over reverse: one array per primal, as
     torch.autograd.functional.hvp gives it."""
     primals, vectors = _sequences(primals, vectors, "hvp", "vectors")
-    tape, xs = _start(primals, runtime, "hvp")
-    out = _traced_output(tape, _run(tape, fun, *xs), "hvp", scalar=True)
-    return (tape.hvp_onto if tape.nested else tape.hvp)(out, xs, vectors)
+    tape, xs, trees = _start(primals, runtime, "hvp")
+    vectors = _matched(trees, vectors, xs, "hvp", "vector")
+    out = _traced_output(tape, _run(tape, fun, *_per_primal(trees, xs)), "hvp", scalar=True)
+    products = (tape.hvp_onto if tape.nested else tape.hvp)(out, xs, vectors)
+    return tuple(_per_primal(trees, products))
 
 
 def _aux(tape, value):
@@ -742,9 +841,11 @@ def _argnums(argnums, who):
         raise TypeError(f"{who}: expected argnums as an int or a tuple of ints, found {argnums!r}") from None
 
 
-def _trace_call(fun, args, kwargs, nums, runtime, who):
+def _trace_call(fun, args, kwargs, nums, runtime, who, containers=True):
     """Runs fun(*args, **kwargs) with the arguments `nums` traced: (tape,
-    the variables, their argument positions, fun's result)."""
+    the variables (one per leaf, Note [Differentiated containers]), their
+    arguments' positions, fun's result, each argument's structure).
+    Without `containers`, a container argument is an InvalidArgumentError."""
     for i in nums:
         if not -len(args) <= i < len(args):
             raise InvalidArgumentError(
@@ -756,11 +857,19 @@ def _trace_call(fun, args, kwargs, nums, runtime, who):
     # One variable per argument, however often argnums names it (a
     # repeated argnums gets the same gradient twice, as torch gives it).
     positions = list(dict.fromkeys(i % len(args) for i in nums))
-    tape, xs = _start([args[i] for i in positions], runtime, who, positions)
+    if not containers:
+        for i in positions:
+            if isinstance(args[i], (tuple, list, dict)):
+                raise InvalidArgumentError(
+                    f"{who}: argument {i}: expected an array to differentiate, found {_found(args[i])} ({who} "
+                    f"does not take containers: pass their arrays as separate arguments and name them in "
+                    f"argnums, or use tenferro.vjp / tenferro.jvp, which do)",
+                    code="kInvalidArgument", canonical="kInvalidArgument")
+    tape, xs, trees = _start([args[i] for i in positions], runtime, who, positions)
     traced_args = list(args)
-    for i, x in zip(positions, xs):
-        traced_args[i] = x
-    return tape, xs, positions, _run(tape, fun, *traced_args, **kwargs)
+    for i, traced in zip(positions, _per_primal(trees, xs)):
+        traced_args[i] = traced
+    return tape, xs, positions, _run(tape, fun, *traced_args, **kwargs), trees
 
 
 def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
@@ -774,7 +883,7 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
     single, nums = _argnums(argnums, "grad")
 
     def wrapped(*args, **kwargs):
-        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "grad")
+        tape, xs, positions, out, trees = _trace_call(fun, args, kwargs, nums, runtime, "grad")
         out, aux = _split_aux(tape, out, has_aux, "grad")
         if not has_aux and isinstance(out, (tuple, list, dict)):
             raise InvalidArgumentError(
@@ -790,8 +899,8 @@ def value_and_grad(fun, argnums=0, runtime=None, has_aux=False):
             value, grad_of = _jit_module._value(out), tape.grad
         else:  # no dependence on the arguments (a constant, or derivative-0 operations): zeros, as jax
             value, grad_of = _jit_module._value(out), lambda x: None
-        variable = dict(zip(positions, xs))
-        grads = tuple(_zeros_if_none(grad_of(variable[i % len(args)]), variable[i % len(args)]) for i in nums)
+        of_position = dict(zip(positions, _per_primal(trees, [_zeros_if_none(grad_of(x), x) for x in xs])))
+        grads = tuple(of_position[i % len(args)] for i in nums)
         return (value, aux) if has_aux else value, (grads[0] if single else grads)
 
     return wrapped
@@ -982,7 +1091,7 @@ def jacobian(fun, argnums=0, runtime=None):
         return result
 
     def traced(key, *args, **kwargs):
-        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "jacobian")
+        tape, xs, positions, out, _ = _trace_call(fun, args, kwargs, nums, runtime, "jacobian", containers=False)
         out = _traced_output(tape, out, "jacobian")
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))
@@ -1065,7 +1174,7 @@ def hessian(fun, argnums=0, runtime=None):
         return blocks
 
     def traced(key, *args, **kwargs):
-        tape, xs, positions, out = _trace_call(fun, args, kwargs, nums, runtime, "hessian")
+        tape, xs, positions, out, _ = _trace_call(fun, args, kwargs, nums, runtime, "hessian", containers=False)
         out = _traced_output(tape, out, "hessian", scalar=True)
         _real_only(out, xs, positions, "hessian")
         if key is not None and not tape.nested and tape.requires_grad(out):

@@ -31,6 +31,7 @@ signature, then run the recording as one prepared program (docs/python.md,
 
 import collections
 import functools
+import inspect
 import operator
 import struct
 import threading
@@ -40,7 +41,7 @@ import weakref
 import numpy as _np
 
 from . import _tenferro, _traced
-from ._errors import Error, UnsupportedError
+from ._errors import AxisError, Error, InvalidArgumentError, UnsupportedError
 
 Traced = _tenferro.Traced
 
@@ -279,6 +280,33 @@ def _signature(args, kwargs, static):
     return tuple(key), arrays
 
 
+def _check_static(fun, nums, names):
+    """InvalidArgumentError for static_argnums / static_argnames naming no
+    parameter of fun (a typo would otherwise leave the argument traced
+    without a word); fun taking *args or **kwargs, or whose signature
+    cannot be read (some builtins), accepts any."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = {p.kind for p in parameters}
+    if nums and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for i in sorted(nums):
+            if not -len(positional) <= i < len(positional):
+                raise InvalidArgumentError(
+                    f"jit: static_argnums {i} is out of range for {getattr(fun, '__name__', 'fun')}, expected "
+                    f"{-len(positional)} <= static_argnums < {len(positional)} (its positional parameters: "
+                    f"{', '.join(positional) or 'none'})", code="kInvalidArgument", canonical="kInvalidArgument")
+    if names and inspect.Parameter.VAR_KEYWORD not in kinds:
+        named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        for name in sorted(names):
+            if name not in named:
+                raise InvalidArgumentError(
+                    f"jit: static_argnames {name!r} names no parameter of {getattr(fun, '__name__', 'fun')}, "
+                    f"expected one of {named}", code="kInvalidArgument", canonical="kInvalidArgument")
+
+
 def _check_options(fun, static_argnums, static_argnames, runtime, cache_size, who):
     if not callable(fun):
         raise TypeError(f"{who}: expected a function, found {type(fun).__name__}")
@@ -363,6 +391,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), runtime=None, cache_
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames, runtime=runtime,
                              cache_size=cache_size)
     nums, names, size = _check_options(fun, static_argnums, static_argnames, runtime, cache_size, "jit")
+    _check_static(fun, nums, names)
     static = _static_test(nums, names)
     from . import _running
 
@@ -598,7 +627,7 @@ def _moved(args, kwargs, in_axes):
     keyword argument is mapped, and the batch size."""
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
-            raise ValueError(f"vmap: in_axes has {len(in_axes)} entries, the call has {len(args)} positional "
+            raise ValueError(f"vmap: in_axes has {_entries(len(in_axes))}, the call has {len(args)} positional "
                              f"argument{'' if len(args) == 1 else 's'}")
         axes = list(in_axes)
     else:
@@ -661,7 +690,7 @@ def _stacked(results, out_axes):
         if any(not _np.array_equal(r, first, equal_nan=True) for r in results[1:]):
             raise ValueError(_UNMAPPED)
         return first
-    return _np.stack(results, axis=out_axes)
+    return _np.stack(results, axis=_out_axis(out_axes, _np.ndim(first) + 1))
 
 
 _UNMAPPED = ("vmap: out_axes is None for an output that depends on a mapped argument (None is for outputs that "
@@ -676,7 +705,7 @@ def _placed(value, out_axes, varying=None):
     out_axes None is a ValueError, as in jax."""
     if isinstance(out_axes, (tuple, list)):
         if not isinstance(value, (tuple, list)) or len(out_axes) != len(value):
-            raise ValueError(f"vmap: out_axes has {len(out_axes)} entries, fun returned {_describe(value)}")
+            raise ValueError(f"vmap: out_axes has {_entries(len(out_axes))}, fun returned {_describe(value)}")
         flags = varying if isinstance(varying, (tuple, list)) else [None] * len(value)
         items = [_placed(v, ax, f) for v, ax, f in zip(value, out_axes, flags)]
         return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
@@ -686,7 +715,25 @@ def _placed(value, out_axes, varying=None):
         if _any_true(varying):
             raise ValueError(_UNMAPPED)
         return _map_arrays(value, lambda a: a[0])
-    return _map_arrays(value, lambda a: _np.moveaxis(a, 0, out_axes))
+    return _map_arrays(value, lambda a: _np.moveaxis(a, 0, _out_axis(out_axes, len(a.shape))))
+
+
+def _entries(n):
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def _out_axis(axis, ndim):
+    """out_axes `axis` for a batched output of `ndim` dimensions (the
+    mapped one included): a typed error naming out_axes, where numpy's
+    moveaxis would name its own `destination`."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"vmap: expected out_axes entries that are ints or None, found {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"vmap: out_axes {axis} is out of range for an output of {ndim - 1} dimension"
+                        f"{'' if ndim == 2 else 's'} and the mapped one (expected {-ndim} <= out_axes < {ndim})")
+    return axis
 
 
 def _any_true(flags):

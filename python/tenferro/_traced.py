@@ -1166,13 +1166,18 @@ def _hypot(x, y):
     and zeros included); elsewhere m sqrt(1 + (n/m)^2), n the smaller
     magnitude (no overflow or underflow; 0 at (0, 0), whose gradient is
     then 0); infinity where either is. The direct branch reads x and y
-    only where it is taken."""
+    only where it is taken. A Python number is weak: it becomes an array
+    of the result's dtype first (the branches' constants would otherwise
+    meet it as numpy scalars and promote float32 to float64)."""
+    dtype = _result_dtype((x, y))
+    x, y = (_np.asarray(v, dtype) if _is_scalar(v) else v for v in (x, y))
     magnitude = lambda v: abs(v) if _is_scalar(v) else (_unary("abs")(v) if isinstance(v, Traced) else _np.abs(v))  # noqa: E731
     ax, ay = magnitude(x), magnitude(y)
     m, n = _elementwise("max", ax, ay), _elementwise("min", ax, ay)
     lo, hi = (1e-150, 1e150) if _np.dtype(m.dtype).itemsize >= 8 else (1e-18, 1e18)
     direct = _logical("and")(_UFUNCS[_np.greater](m, lo), _UFUNCS[_np.less](m, hi))
-    xs, ys = _where(direct, x, 1.0), _where(direct, y, 1.0)
+    one = _np.ones((), dtype)  # not 1.0: np.where of a plain y and a Python float is float64 in numpy 1
+    xs, ys = _where(direct, x, one), _where(direct, y, one)
     plain = _unary("sqrt")(xs * xs + ys * ys)  # one of them Traced
     zero = _UFUNCS[_np.equal](m, 0.0)
     r = _elementwise("div", n, _where(zero, 1.0, m))

@@ -148,6 +148,9 @@ def _into(r, out, who):
     if not _np.can_cast(r.dtype, out.dtype, casting="same_kind"):
         raise DTypeError(f"fft.{who}: cannot write the {r.dtype} result into out of dtype {out.dtype}",
                          code="kDTypeMismatch", canonical="kInvalidArgument")
+    if not out.flags.writeable:  # numpy's copyto would raise its untyped ValueError; einsum's error
+        raise InvalidArgumentError(f"fft.{who}: out is read-only (expected a writeable array)",
+                                   code="kInvalidArgument", canonical="kInvalidArgument")
     _np.copyto(out, r, casting="same_kind")
     return out
 

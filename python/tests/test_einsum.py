@@ -790,3 +790,53 @@ def test_full_contractions_are_numpy_scalars_as_in_numpy():
         assert type(got) is type(want) and got.dtype == want.dtype and got == want
     out = np.zeros(())
     assert tenferro.einsum("i,i->", a, a, out=out) is out and out == 5.0
+
+
+def test_sliced_einsum_drops_broadcast_axes_as_the_plain_call_does():
+    # The edge audit: max_intermediate_bytes= skipped Note [Broadcast
+    # operands], contracting broadcast operands at their logical size (28.7 s
+    # for a 4x4 result). With the rewrite the sliced plan is that of the
+    # small einsum "i,k->ik" whatever the broadcast extent n, so one plan
+    # serves every n (without it, one plan per n).
+    rt = tenferro.Runtime(threads=1)
+    x, y = np.arange(1.0, 5.0).reshape(4, 1), np.arange(2.0, 6.0).reshape(1, 4)
+    for plans, limit in enumerate(({"max_intermediate_bytes": 10**6}, {"memory_limit": 10**5}), 1):
+        for n in (1000, 2000, 3000):
+            a, b = np.broadcast_to(x, (4, n)), np.broadcast_to(y, (n, 4))
+            got = tenferro.einsum("ij,jk->ik", a, b, runtime=rt, **limit)
+            np.testing.assert_allclose(got, np.einsum("ij,jk->ik", a, b), rtol=1e-12)
+        assert rt.cached_sliced_plans == plans
+    # A broadcast label kept in the output, and an integer scale.
+    c = np.broadcast_to(np.arange(3).reshape(3, 1), (3, 5))
+    np.testing.assert_array_equal(tenferro.einsum("ij,jk->ijk", c, np.ones((5, 2), np.int64), runtime=rt,
+                                                  max_intermediate_bytes=10**6),
+                                  np.einsum("ij,jk->ijk", c, np.ones((5, 2), np.int64)))
+
+
+def test_results_past_numpy_rank_are_refused_before_any_work():
+    # The edge audit: 34 output axes were computed in full, then numpy's
+    # untyped ValueError refused the result.
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    ops = [np.ones((1, 2))] * 17
+    subscripts = ",".join(letters[2 * i:2 * i + 2] for i in range(17))
+    with pytest.raises(tenferro.InvalidArgumentError, match="expected a result of at most 32 axes .numpy's limit., "
+                                                            "found 34"):
+        tenferro.einsum(subscripts, *ops)
+    # 32 axes, and many operand axes summed away, are fine.
+    assert tenferro.einsum(",".join(letters[2 * i:2 * i + 2] for i in range(16)), *ops[:16]).ndim == 32
+    assert tenferro.einsum(subscripts + "->ab", *ops).shape == (1, 2)
+
+
+def test_subscript_text_errors_show_what_was_written():
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"operand 0 has the control character U\+0000 at byte 1"):
+        tenferro.einsum("i\x00,jk->ik", a, b)
+    for call in (lambda s: tenferro.einsum(s, a, b), lambda s: tenferro.contract_path(s, a, b),
+                 lambda s: tenferro.contract_expression(s, a.shape, b.shape),
+                 lambda s: tenferro.grad(lambda x: tenferro.einsum(s, x, b).sum())(a)):
+        with pytest.raises(tenferro.InvalidArgumentError, match=r"found the lone surrogate U\+D800 at index 0"):
+            call("\ud800j,jk->\ud800k")
+    # Any non-ASCII character is a label (Note [Einsum notation]: no Unicode
+    # tables), as opt_einsum's generated symbols are; a combining mark too.
+    np.testing.assert_allclose(tenferro.einsum("e\u0301j,jk->e\u0301k", np.ones((2, 3, 4)), b),
+                               np.full((2, 3, 5), 4.0))

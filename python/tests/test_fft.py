@@ -241,3 +241,11 @@ def test_inputs_are_transformed_in_memory_order_as_numpy(layout, rng):
     if layout == "transposed":
         r = tff.fft(x, axis=0)
         assert r.strides[1] > r.strides[2] > r.strides[0]
+
+
+def test_read_only_out_is_a_typed_error_as_for_einsum():
+    out = np.zeros(5, complex)
+    out.flags.writeable = False
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"fft.rfft: out is read-only"):
+        tff.rfft(np.ones(8), out=out)
+    np.testing.assert_array_equal(out, np.zeros(5))

@@ -914,3 +914,45 @@ def test_a_warning_when_python_float_values_record_again_and_again():
         warnings.simplefilter("error")
         for i in range(12):
             static(x, 0.1 * i)
+
+
+def test_hypot_keeps_float32_with_a_python_float():
+    # The jit audit: np.hypot(float32, 0.7) was float64 under jit, grad and
+    # vmap (its branches met the weak Python float as a numpy scalar).
+    x = RNG.random(3).astype(np.float32)
+    for f in (lambda a: np.hypot(a, 0.7), lambda a: np.hypot(0.7, a)):
+        want = f(x)
+        assert want.dtype == np.float32
+        jitted = tenferro.jit(f)
+        for _ in range(2):  # the recording call and a replay
+            got = jitted(x)
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert tenferro.value_and_grad(lambda a: f(a)[0])(x)[0].dtype == np.float32
+        assert tenferro.vmap(f)(np.stack([x, x])).dtype == np.float32
+
+
+def test_static_names_of_missing_parameters_are_errors():
+    y = RNG.random(4)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"static_argnums 5 is out of range for <lambda>, "
+                                                            r"expected -1 <= static_argnums < 1"):
+        tenferro.jit(lambda a: a * 2, static_argnums=5)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"static_argnames 'zz' names no parameter of <lambda>, "
+                                                            r"expected one of \['a'\]"):
+        tenferro.jit(lambda a: a * 2, static_argnames="zz")
+    # *args and **kwargs take any; negative numbers count from the end.
+    np.testing.assert_allclose(tenferro.jit(lambda *a: a[0] * a[1], static_argnums=1)(y, 2), y * 2)
+    np.testing.assert_allclose(tenferro.jit(lambda a, **k: a * k["s"], static_argnames="s")(y, s=3), y * 3)
+    np.testing.assert_allclose(tenferro.jit(lambda a, s: a * s, static_argnums=-1)(y, 3), y * 3)
+
+
+def test_vmap_out_axes_out_of_range_names_out_axes():
+    x = RNG.random((5, 3, 4))
+    f = lambda a: a.sum(axis=0)  # noqa: E731 (each example's result has 1 axis, the batch 2)
+    np.testing.assert_allclose(tenferro.vmap(f, out_axes=-1)(x), x.sum(axis=1).T)
+    for fun in (f, lambda a: np.sum(a, axis=0) if float(a.sum()) > -1 else a):  # batched, and example by example
+        with pytest.raises(tenferro.AxisError, match=r"vmap: out_axes 5 is out of range for an output of 1 "
+                                                     r"dimension and the mapped one \(expected -2 <= out_axes < 2\)"):
+            tenferro.vmap(fun, out_axes=5)(x)
+    with pytest.raises(ValueError, match="in_axes has 1 entry, the call has 2 positional arguments"):
+        tenferro.vmap(lambda a, b: a, in_axes=(0,))(x, x)

@@ -71,3 +71,17 @@ def test_forward_mode_errors(rng):
         tenferro.hvp(lambda v: v * 2.0, (x,), (x,))
     with pytest.raises(tenferro.InvalidArgumentError, match="shape"):
         tenferro.jvp(lambda v: v * 2.0, (x,), (np.ones(4),))
+
+
+def test_tangents_of_another_dtype_are_errors_as_in_jax(rng):
+    # The jit audit: a float32 or int64 tangent of a float64 primal was cast
+    # without a word; jax raises. Python numbers are weak and cast.
+    x = rng.standard_normal(4)
+    for tangent in (np.ones(4, np.float32), np.arange(4)):
+        with pytest.raises(tenferro.DTypeError, match=rf"jvp: tangent 0: expected a tangent of the primal's dtype float64, "
+                                                      rf"found {np.dtype(tangent.dtype)}"):
+            tenferro.jvp(lambda v: v * 2.0, (x,), (tangent,))
+    with pytest.raises(tenferro.DTypeError, match="hvp: vector 0: expected a vector of the primal's dtype float64, found float32"):
+        tenferro.hvp(lambda v: np.sum(v**3), (x,), (np.ones(4, np.float32),))
+    _, t = tenferro.jvp(lambda v: v * 2.0, (np.float32(1.5),), (1.0,))
+    assert t.dtype == np.float32 and t == 2.0

@@ -32,15 +32,8 @@ namespace {
 // "..." or a nested order, and bool operands (whose sum is no product),
 // are left as written. The rewritten op has the same operand count, so an
 // explicit path still applies; the engine caches its plan like any other.
-struct Rewrite {
-  std::shared_ptr<const EinsumOp> op;
-  std::vector<Tensor> operands;
-  // The product of the dropped summed extents: in floating point for real
-  // and complex results (2^32 x 2^32 terms sum to 2^64, which no int64
-  // holds), modulo 2^64 for integers, which wrap as numpy's sums do.
-  double scale = 1.0;
-  std::uint64_t wrapped_scale = 1;
-};
+// Python's sliced einsum (max_intermediate_bytes=) runs its own contraction
+// and applies the same rewrite through drop_broadcast_labels (einsum_call.h).
 
 bool has_broadcast_axis(const Tensor& t) {
   for (std::size_t a = 0; a < t.shape().size(); ++a) {
@@ -69,7 +62,9 @@ std::vector<LabelKey> output_labels(const Subscripts& s) {
   return once;
 }
 
-Result<std::optional<Rewrite>> drop_broadcast_labels(const EinsumOp& op, std::span<const Tensor> inputs) {
+}  // namespace
+
+Result<std::optional<BroadcastRewrite>> drop_broadcast_labels(const EinsumOp& op, std::span<const Tensor> inputs) {
   const Subscripts& s = op.subscripts();
   if (s.nesting().has_value() || static_cast<std::size_t>(s.num_operands()) != inputs.size()) return std::nullopt;
   if (s.explicit_output().has_value() && s.explicit_output()->has_ellipsis()) return std::nullopt;
@@ -83,7 +78,7 @@ Result<std::optional<Rewrite>> drop_broadcast_labels(const EinsumOp& op, std::sp
     labels.emplace_back(t.labels.begin(), t.labels.end());
   }
   const std::vector<LabelKey> output = output_labels(s);
-  Rewrite r;
+  BroadcastRewrite r;
   r.operands.assign(inputs.begin(), inputs.end());
   bool changed = false;
   for (std::size_t k = 0; k < r.operands.size(); ++k) {
@@ -116,11 +111,10 @@ Result<std::optional<Rewrite>> drop_broadcast_labels(const EinsumOp& op, std::sp
   TENFERRO_ASSIGN_OR_RETURN(Subscripts rewritten,
                             Subscripts::from_sublists(labels, std::optional<std::vector<LabelKey>>(output)));
   TENFERRO_ASSIGN_OR_RETURN(r.op, EinsumOp::create(std::move(rewritten), op.policy()));
-  return std::optional<Rewrite>(std::move(r));
+  return std::optional<BroadcastRewrite>(std::move(r));
 }
 
-// out *= the rewrite's scale, in place (out is the call's fresh, dense result).
-void scale_in_place(Tensor& out, const Rewrite& r) {
+void scale_by_dropped_extents(Tensor& out, const BroadcastRewrite& r) {
   visit_dtype(out.dtype(), [&]<class T>(T) {
     T* p = static_cast<T*>(out.data());
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -134,8 +128,6 @@ void scale_in_place(Tensor& out, const Rewrite& r) {
     }
   });
 }
-
-}  // namespace
 
 Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<const EinsumOp>& op,
                       std::span<const Tensor> inputs) {
@@ -157,14 +149,14 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
     SmallVector<IntArrayRef, 8> shapes;
     for (const Tensor& t : inputs) shapes.push_back(t.defined() ? IntArrayRef(t.shape()) : IntArrayRef());
     if (op->output_shape(shapes, shape).ok()) {
-      TENFERRO_ASSIGN_OR_RETURN(std::optional<Rewrite> r, drop_broadcast_labels(*op, inputs));
+      TENFERRO_ASSIGN_OR_RETURN(std::optional<BroadcastRewrite> r, drop_broadcast_labels(*op, inputs));
       if (r.has_value()) {
         TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(r->op, r->operands));
         if (r->scale != 1.0) {
           if (out[0].storage().get()->use_count() != 1 || !out[0].is_contiguous()) {
             TENFERRO_ASSIGN_OR_RETURN(out[0], context.copy(out[0]));
           }
-          scale_in_place(out[0], *r);
+          scale_by_dropped_extents(out[0], *r);
         }
         return std::move(out[0]);
       }

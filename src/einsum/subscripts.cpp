@@ -244,6 +244,11 @@ class SubscriptsParser {
                           "einsum subscripts: {} has invalid UTF-8 at byte {} (byte 0x{:02x}); expected a label",
                           where(operand), pos_, static_cast<unsigned char>(c));
       }
+      if (cp < 0x20 || cp == 0x7F) {  // by its code point: a raw NUL in a message reads as nothing or a space
+        return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                          "einsum subscripts: {} has the control character U+{:04X} at byte {}; expected a label",
+                          where(operand), static_cast<std::uint32_t>(cp), pos_);
+      }
       if (cp < 0x80 && !is_ascii_label(cp)) {
         if (c == '(' && operand >= 0) {
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,

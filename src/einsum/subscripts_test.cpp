@@ -139,6 +139,10 @@ TEST(SubscriptsTest, MalformedStringsNameOperandAndCharacter) {
   expect_error(Subscripts::parse("ij,\xc0\xaf").status(), {"operand 1", "invalid UTF-8"});      // overlong
   expect_error(Subscripts::parse("ij,\xed\xa0\x80").status(), {"operand 1", "invalid UTF-8"});  // surrogate
   expect_error(Subscripts::parse("i\xc2\x85j").status(), {"operand 0", "control character U+0085"});
+  // C0 controls by their code point: a raw NUL in a message read as a space (the edge audit).
+  expect_error(Subscripts::parse(std::string_view("i\0,jk", 5)).status(),
+               {"operand 0", "control character U+0000", "byte 1"});
+  expect_error(Subscripts::parse("ij,j\x7f").status(), {"operand 1", "control character U+007F"});
   expect_error(Subscripts::parse("(ij,jk").status(), {"'('", "not closed"});
   expect_error(Subscripts::parse("(ij),jk").status(), {"group", "two or more"});
   expect_error(Subscripts::parse("ij),jk").status(), {"')'", "closes no '('"});

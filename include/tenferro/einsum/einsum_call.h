@@ -4,10 +4,12 @@
 // engine as one operation, or core lowering when none is installed).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tenferro/base/status.h"
 #include "tenferro/einsum/einsum_op.h"
@@ -30,6 +32,30 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
 /// the op of a repeated text, Note [Ops from text] in runtime/eager.cpp) and
 /// calls the above.
 Result<Tensor> einsum(runtime::EagerContext& context, std::string_view subscripts, std::span<const Tensor> inputs);
+
+/// An einsum with the stride-0 axes of its broadcast operands dropped (Note
+/// [Broadcast operands] in einsum_call.cpp): `op` over `operands` (views of
+/// the inputs), whose result times the product of the dropped summed
+/// extents (`scale`, in floating point, for real and complex results: 2^32
+/// x 2^32 terms sum to 2^64, which no int64 holds; `wrapped_scale`, modulo
+/// 2^64, for integers, which wrap as numpy's sums do) is the original
+/// einsum's.
+struct BroadcastRewrite {
+  std::shared_ptr<const EinsumOp> op;
+  std::vector<Tensor> operands;
+  double scale = 1.0;
+  std::uint64_t wrapped_scale = 1;
+};
+
+/// The rewrite einsum() applies, for callers that run the contraction
+/// themselves (Python's sliced einsum): nullopt when no axis is dropped or
+/// the subscripts are left as written ("...", a nested order, bool or
+/// non-host operands). `inputs` share one dtype and bind to `op` (check
+/// with EinsumOp::output_shape first, so that errors name the caller's
+/// subscripts). The operands borrow the inputs' storage. Thread-safe.
+Result<std::optional<BroadcastRewrite>> drop_broadcast_labels(const EinsumOp& op, std::span<const Tensor> inputs);
+/// out *= r's scale, in place; `out` is a dense result nothing else shares.
+void scale_by_dropped_extents(Tensor& out, const BroadcastRewrite& r);
 
 /// Emits `op` applied to `operands` into `builder`; returns its result.
 Result<program::ProgramValue> emit_einsum(program::ProgramBuilder& builder, const std::shared_ptr<const EinsumOp>& op,
