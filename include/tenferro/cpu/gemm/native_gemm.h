@@ -46,6 +46,7 @@ struct NativeGemmTally {
   std::int64_t gemv_problems = 0;
   std::int64_t dot_batch_problems = 0;
   std::int64_t few_column_problems = 0;
+  std::int64_t dot_shaped_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -61,6 +62,7 @@ struct NativeGemmAtomicCounters {
     kGemv,
     kDotBatch,
     kFewColumns,
+    kDotShaped,
     kForkJoins,
     kCount
   };
@@ -104,7 +106,9 @@ struct NativeGemmCounters {
   std::int64_t gemv_problems = 0;         ///< problems with m or n == 1 run in place (Note [Matrix-vector GEMM])
   std::int64_t dot_batch_problems = 0;    ///< batch members run as lanes of dot products (Note [Batched dot products])
   std::int64_t few_column_problems = 0;  ///< problems with 2..8 columns (or rows) run in place (Note [Few-column GEMM])
-  std::int64_t fork_joins = 0;           ///< ctx.parallel_for calls made
+  std::int64_t dot_shaped_problems =
+      0;                        ///< few rows by few columns over a long depth, as dot products (Note [Dot-shaped GEMM])
+  std::int64_t fork_joins = 0;  ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };
 

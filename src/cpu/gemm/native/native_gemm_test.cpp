@@ -327,9 +327,11 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
   for (const Shape s :
        {Shape{13, 203, 150, true}, Shape{13, 203, 300, true}, Shape{5, 97, 600, true}, Shape{200, 203, 150, false}}) {
     for (const MatLayout lb : kInputLayouts) {
-      // 5 rows times a B with contiguous rows is a few-column product
-      // (Note [Few-column GEMM]; FewColumnProductsReadAInPlace).
-      if (s.m <= internal::kSweepMaxColumns && StridedMatrix<double>(s.k, s.n, lb, 2).input().col_stride == 1) continue;
+      // 5 rows times a B with contiguous rows is a few-column product, and
+      // with contiguous columns (A's rows are) a dot-shaped one (Notes
+      // [Few-column GEMM], [Dot-shaped GEMM]; tests of their own).
+      const auto bv = StridedMatrix<double>(s.k, s.n, lb, 2).input();
+      if (s.m <= internal::kSweepMaxColumns && (bv.col_stride == 1 || bv.row_stride == 1)) continue;
       for (const ParallelContext* ctx :
            {static_cast<const ParallelContext*>(&seq), static_cast<const ParallelContext*>(&two)}) {
         SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " B " << mat_layout_name(lb)
@@ -412,6 +414,60 @@ TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
     if (!cpu_supports(isa)) continue;
     check(double{}, isa);
     check(float{}, isa);
+  }
+}
+
+TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
+  // Note [Dot-shaped GEMM]: a few rows by a few columns over a long depth,
+  // both operands contiguous along it, runs as matrix-vector products over
+  // the smaller side, on every ISA table and dtype, alike on one worker and
+  // two; against the reference. A depth-strided operand keeps its path.
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  const ScopedCpuIsaEnv unset(nullptr);
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  const auto check = [&]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    for (const Shape s :
+         {Shape{2, 2, 2051}, Shape{3, 8, 700}, Shape{8, 5, 128}, Shape{100, 2, 300}, Shape{2, 37, 999}}) {
+      for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
+        for (const bool contiguous : {true, false}) {
+          SCOPED_TRACE(::testing::Message()
+                       << to_string(isa) << " " << to_string(dtype_of<T>) << " " << s.m << "x" << s.n << "x" << s.k
+                       << " C " << mat_layout_name(lc) << (contiguous ? "" : " A column-major"));
+          // A's rows and B's columns run along the depth (ij,kj->ik).
+          StridedMatrix<T> a(s.m, s.k, contiguous ? MatLayout::kRowMajor : MatLayout::kColMajor, 1),
+              b(s.k, s.n, MatLayout::kColMajor, 2), c1(s.m, s.n, lc, 3), c2(s.m, s.n, lc, 3);
+          std::vector<std::complex<double>> ref;
+          std::vector<double> bound;
+          reference_gemm(a, b, 1.5, -0.5, c1, ref, bound);
+          const auto before = c1.buffer;
+          const std::int64_t dots = p->counters().dot_shaped_problems;
+          ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
+                                          GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c1.output(), 1.5, -0.5}},
+                              seq)
+                          .ok());
+          EXPECT_TRUE(matches_reference(c1, ref, bound, s.k, before));
+          EXPECT_EQ(p->counters().dot_shaped_problems, dots + (contiguous ? 1 : 0));
+          ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
+                                          GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c2.output(), 1.5, -0.5}},
+                              two)
+                          .ok());
+          ASSERT_EQ(c1.buffer, c2.buffer);
+        }
+      }
+    }
+  };
+  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
+    if (!cpu_supports(isa)) continue;
+    check(double{}, isa);
+    check(float{}, isa);
+    check(std::complex<double>{}, isa);
+    check(std::complex<float>{}, isa);
   }
 }
 
