@@ -531,7 +531,10 @@ bool is_identity(IntArrayRef perm) {
 // more axes) now runs with its output labels in the memory order of its
 // operand of the most labels (the first of those), the output labels that
 // operand lacks outermost, and returns that result permuted back to the
-// order asked for: a view with the operands' layout, as numpy's. Einsums
+// order asked for: a view with the operands' layout, as numpy's (not when
+// every operand is a vector: `i,j->ij` is C-order in numpy, and with j
+// outermost its 4 x 25000 product ran 25000 columns of 4, 80 us against
+// numpy's 11; the shape-sweep audit of 2026-12-07). Einsums
 // that contract (GEMM steps choose their own layouts), order='C'/'F',
 // out=, operands with size-1 or broadcast axes, and products whose largest
 // operand has fewer than kMemoryOrderMinElements elements (where the
@@ -567,6 +570,7 @@ std::shared_ptr<const einsum::EinsumOp> memory_order_op(PyRuntime& rt, const ein
     if (term.labels.size() > sub.operands()[reference].labels.size()) reference = i;
   }
   const einsum::Term& ref = sub.operands()[reference];
+  if (ref.labels.size() < 2) return nullptr;  // vectors have no order: numpy's result is C-order
   const std::optional<Dims> axes = memory_order(operands[reference]);
   if (!axes.has_value()) return nullptr;
   SmallVector<einsum::LabelKey, 8> desired;

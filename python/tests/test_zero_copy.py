@@ -250,7 +250,10 @@ def test_products_return_the_operands_memory_order_as_numpy():
 
     for subscripts, ops in [("ij,ij->ij", (f, f)), ("ij,ij->ji", (c, c)), ("ij,j->ij", (f, v)),
                             ("ij,j->ji", (c, v)), ("j,ij->ij", (v, f)), ("ij,ij->ij", (c, f)),
-                            ("ij,ij->ij", (c, c)), ("ij,jk->ik", (c, c.T.copy()))]:
+                            ("ij,ij->ij", (c, c)), ("ij,jk->ik", (c, c.T.copy())),
+                            # vectors have no order: C, as numpy (had been j-outer, F)
+                            ("i,j->ij", (rng.random(4), rng.random(5000))),
+                            ("i,j->ji", (rng.random(4), rng.random(5000)))]:
         got, want = tenferro.einsum(subscripts, *ops), np.einsum(subscripts, *ops)
         np.testing.assert_allclose(got, want, rtol=1e-14)
         assert layout(got) == layout(want), (subscripts, layout(got), layout(want))
