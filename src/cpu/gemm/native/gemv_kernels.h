@@ -457,7 +457,7 @@ void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
   // (`ij,j->i` at 7500 x 4 complex128: 83 us through dot_rows' per-row
   // reductions, 29 us in scalars; numpy 21).
   if (p.csa == 1 && p.rsb == 1 && p.k >= (kComplex<Isa, T> ? 2 : 1) * kPer<Isa, T>) {
-    constexpr int kRows = kComplex<Isa, T> ? 2 : 4;       // rows sharing each load of b
+    constexpr int kRows = kComplex<Isa, T> ? 2 : 4;  // rows sharing each load of b
     T s[kRows];
     std::int64_t i = i0;
     for (; i + kRows <= i1; i += kRows) {

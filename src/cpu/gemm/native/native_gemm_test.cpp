@@ -356,6 +356,37 @@ TEST(NativeGemmTest, ThinProductsReadBInPlace) {
   }
 }
 
+// C = 1.5 A B - 0.5 C into c1 on `seq` (against the reference) and into c2
+// on `two`, which must give the same bits; `counted` is called between the
+// two runs (for the counters of the first).
+template <class T, class F>
+void expect_alike_on_one_and_two_workers(const NativeGemmProvider& p, StridedMatrix<T>& a, StridedMatrix<T>& b,
+                                         StridedMatrix<T>& c1, StridedMatrix<T>& c2, std::int64_t m, std::int64_t n,
+                                         std::int64_t k, F&& counted) {
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  std::vector<std::complex<double>> ref;
+  std::vector<double> bound;
+  reference_gemm(a, b, 1.5, -0.5, c1, ref, bound);
+  const auto before = c1.buffer;
+  ASSERT_TRUE(
+      p.gemm(GemmRequest{dtype_of<T>, GemmProblem{m, n, k, a.input(), b.input(), c1.output(), 1.5, -0.5}}, seq).ok());
+  EXPECT_TRUE(matches_reference(c1, ref, bound, k, before));
+  counted();
+  ASSERT_TRUE(
+      p.gemm(GemmRequest{dtype_of<T>, GemmProblem{m, n, k, a.input(), b.input(), c2.output(), 1.5, -0.5}}, two).ok());
+  ASSERT_EQ(c1.buffer, c2.buffer);
+}
+
+// f(T{}, isa) for every ISA table the CPU runs and every dtype in Ts.
+template <class... Ts, class F>
+void for_each_isa(F&& f) {
+  const ScopedCpuIsaEnv unset(nullptr);
+  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
+    if (cpu_supports(isa)) (f(Ts{}, isa), ...);
+  }
+}
+
 TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
   // Note [Few-column GEMM]: 2 to 8 columns of C with A's columns contiguous,
   // or 2 to 8 rows of C with B's rows contiguous (numpy's x @ W), sweep the
@@ -363,10 +394,7 @@ TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
   // vector in scalars), at any layout of the small operand and of C, alike
   // on one worker and two; other layouts keep their paths. Against the
   // reference.
-  SequentialContext seq;
-  ArenaParallelContext two(2);
-  const ScopedCpuIsaEnv unset(nullptr);
-  const auto check = [&]<class T>(T, NativeGemmIsa isa) {
+  for_each_isa<double, float>([]<class T>(T, NativeGemmIsa isa) {
     NativeGemmOptions o;
     o.isa = isa;
     auto p = *NativeGemmProvider::create(o);
@@ -381,40 +409,23 @@ TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
                                                   << n << "x" << k << " A " << mat_layout_name(la) << " B "
                                                   << mat_layout_name(lb) << " C " << mat_layout_name(lc));
                 StridedMatrix<T> a(m, k, la, 1), b(k, n, lb, 2), c1(m, n, lc, 3), c2(m, n, lc, 3);
-                std::vector<std::complex<double>> ref;
-                std::vector<double> bound;
-                reference_gemm(a, b, 1.5, -0.5, c1, ref, bound);
-                const auto before = c1.buffer;
                 const std::int64_t few = p->counters().few_column_problems;
-                ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
-                                                GemmProblem{m, n, k, a.input(), b.input(), c1.output(), 1.5, -0.5}},
-                                    seq)
-                                .ok());
-                EXPECT_TRUE(matches_reference(c1, ref, bound, k, before));
-                // The large operand's unit stride along the large dimension.
-                // Small problems stay in register tiles (Note [Small GEMM]).
-                const bool swept = (wide ? b.input().col_stride == 1 : a.input().row_stride == 1) &&
-                                   m * n * k > p->small_max_mnk(dtype_of<T>);
-                if (swept || m * n * k > p->small_max_mnk(dtype_of<T>)) {
-                  EXPECT_EQ(p->counters().few_column_problems, few + (swept ? 1 : 0));
-                }
-                ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
-                                                GemmProblem{m, n, k, a.input(), b.input(), c2.output(), 1.5, -0.5}},
-                                    two)
-                                .ok());
-                ASSERT_EQ(c1.buffer, c2.buffer);
+                expect_alike_on_one_and_two_workers(*p, a, b, c1, c2, m, n, k, [&] {
+                  // The large operand's unit stride along the large dimension.
+                  // Small problems stay in register tiles (Note [Small GEMM]).
+                  const bool small_problem = m * n * k <= p->small_max_mnk(dtype_of<T>);
+                  const bool swept = (wide ? b.input().col_stride == 1 : a.input().row_stride == 1) && !small_problem;
+                  if (!small_problem) {
+                    EXPECT_EQ(p->counters().few_column_problems, few + (swept ? 1 : 0));
+                  }
+                });
               }
             }
           }
         }
       }
     }
-  };
-  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
-    if (!cpu_supports(isa)) continue;
-    check(double{}, isa);
-    check(float{}, isa);
-  }
+  });
 }
 
 TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
@@ -422,13 +433,10 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
   // both operands contiguous along it, runs as matrix-vector products over
   // the smaller side, on every ISA table and dtype, alike on one worker and
   // two; against the reference. A depth-strided operand keeps its path.
-  SequentialContext seq;
-  ArenaParallelContext two(2);
-  const ScopedCpuIsaEnv unset(nullptr);
   struct Shape {
     std::int64_t m, n, k;
   };
-  const auto check = [&]<class T>(T, NativeGemmIsa isa) {
+  for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
     NativeGemmOptions o;
     o.isa = isa;
     auto p = *NativeGemmProvider::create(o);
@@ -442,33 +450,14 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
           // A's rows and B's columns run along the depth (ij,kj->ik).
           StridedMatrix<T> a(s.m, s.k, contiguous ? MatLayout::kRowMajor : MatLayout::kColMajor, 1),
               b(s.k, s.n, MatLayout::kColMajor, 2), c1(s.m, s.n, lc, 3), c2(s.m, s.n, lc, 3);
-          std::vector<std::complex<double>> ref;
-          std::vector<double> bound;
-          reference_gemm(a, b, 1.5, -0.5, c1, ref, bound);
-          const auto before = c1.buffer;
           const std::int64_t dots = p->counters().dot_shaped_problems;
-          ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
-                                          GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c1.output(), 1.5, -0.5}},
-                              seq)
-                          .ok());
-          EXPECT_TRUE(matches_reference(c1, ref, bound, s.k, before));
-          EXPECT_EQ(p->counters().dot_shaped_problems, dots + (contiguous ? 1 : 0));
-          ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>,
-                                          GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c2.output(), 1.5, -0.5}},
-                              two)
-                          .ok());
-          ASSERT_EQ(c1.buffer, c2.buffer);
+          expect_alike_on_one_and_two_workers(*p, a, b, c1, c2, s.m, s.n, s.k, [&] {
+            EXPECT_EQ(p->counters().dot_shaped_problems, dots + (contiguous ? 1 : 0));
+          });
         }
       }
     }
-  };
-  for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
-    if (!cpu_supports(isa)) continue;
-    check(double{}, isa);
-    check(float{}, isa);
-    check(std::complex<double>{}, isa);
-    check(std::complex<float>{}, isa);
-  }
+  });
 }
 
 TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
