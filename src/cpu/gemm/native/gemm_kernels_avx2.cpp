@@ -45,6 +45,12 @@ struct Avx2D {
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static V swap_pairs(V x) { return _mm256_permute_pd(x, 0x5); }
   static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_pd(a, b, c); }
+  // The lanes of a + b added (Note [Lane sums] in gemv_kernels.h).
+  static S sum_lanes(V a, V b) {
+    const V v = _mm256_add_pd(a, b);
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  }
   static void transpose(V (&r)[4]) {
     const V t0 = _mm256_unpacklo_pd(r[0], r[1]);  // r00 r10 r02 r12
     const V t1 = _mm256_unpackhi_pd(r[0], r[1]);  // r01 r11 r03 r13
@@ -75,6 +81,12 @@ struct Avx2S {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V swap_pairs(V x) { return _mm256_permute_ps(x, 0xB1); }
   static V fmaddsub(V a, V b, V c) { return _mm256_fmaddsub_ps(a, b, c); }
+  static S sum_lanes(V a, V b) {
+    const V v = _mm256_add_ps(a, b);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
   [[gnu::always_inline]] static void transpose(V (&r)[8]) {
     V u[8];
 #pragma GCC unroll 2

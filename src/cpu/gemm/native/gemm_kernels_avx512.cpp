@@ -33,6 +33,8 @@ struct Avx512D {
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static V swap_pairs(V x) { return _mm512_permute_pd(x, 0x55); }
   static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_pd(a, b, c); }
+  // The lanes of a + b added (Note [Lane sums] in gemv_kernels.h).
+  static S sum_lanes(V a, V b) { return _mm512_reduce_add_pd(_mm512_add_pd(a, b)); }
   // Lanes 0 .. count-1 from p, the others zero; reads nothing past them.
   static V load_first(const S* p, int count) {
     return _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p);
@@ -54,6 +56,7 @@ struct Avx512S {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V swap_pairs(V x) { return _mm512_permute_ps(x, 0xB1); }
   static V fmaddsub(V a, V b, V c) { return _mm512_fmaddsub_ps(a, b, c); }
+  static S sum_lanes(V a, V b) { return _mm512_reduce_add_ps(_mm512_add_ps(a, b)); }
   static V load_first(const S* p, int count) {
     return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p);
   }

@@ -399,8 +399,9 @@ TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
     o.isa = isa;
     auto p = *NativeGemmProvider::create(o);
     for (const std::int64_t small : {2, 3, 5, 8}) {
-      for (const auto& [large, k] : {std::pair<std::int64_t, std::int64_t>{67, 17}, {523, 260}}) {
-        for (const bool wide : {false, true}) {  // C is small x large (x @ W) or large x small
+      for (const auto& size : {std::pair<std::int64_t, std::int64_t>{67, 17}, {523, 260}}) {
+        const std::int64_t large = size.first, k = size.second;  // (clang 14 captures no structured bindings)
+        for (const bool wide : {false, true}) {                  // C is small x large (x @ W) or large x small
           const std::int64_t m = wide ? small : large, n = wide ? large : small;
           for (const MatLayout la : kInputLayouts) {
             for (const MatLayout lb : kInputLayouts) {
