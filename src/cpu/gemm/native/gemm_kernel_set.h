@@ -78,9 +78,9 @@ struct GemmKernelSet {
   /// gemv_kernels.h, Note [Batched dot products]).
   void (*gemv_batch)(const TypedProblem<T>& p, std::int64_t sa, std::int64_t sb, std::int64_t sc, std::int64_t j0,
                      std::int64_t j1) = nullptr;
-  /// Rows [i0, i1) of a real problem with rsa == 1 and 2 <= n <=
+  /// Rows [i0, i1) of a problem with rsa == 1 and 2 <= n <=
   /// kSweepMaxColumns, A read in place (Note [Few-column GEMM] in
-  /// gemv_kernels.h); null for complex types.
+  /// gemv_kernels.h).
   void (*few_columns)(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) = nullptr;
   /// Problems of at most this many multiply-adds may run unpacked (the
   /// provider's default small_max_mnk for this type).

@@ -376,42 +376,83 @@ TENFERRO_GEMV_INLINE inline T scalar_dot(std::int64_t k, const T* a, std::int64_
 // does for one column: a chunk of rows keeps its n sums per row in an L1
 // buffer while the depth runs Q steps at a time, the Q x n values of B
 // broadcast once per chunk and held in registers (Q as large as the ISA's
-// registers allow, up to 8: at 4, 4 x 300 by 300 x 400 ran at 0.96-0.99 of numpy, at 8 1.00-1.10). Rows past the last
-// whole vector are summed in scalars. Each element of C sums its depth in order, in the same code whichever rows a call
-// covers (the driver splits at multiples of kGemvRowGrain), so results do not depend on the thread count.
+// registers allow, up to 8: at 4, 4 x 300 by 300 x 400 ran at 0.96-0.99
+// of numpy, at 8 1.00-1.10). Rows past the last whole vector are summed in
+// scalars. Complex types keep a second set of sums, A's lanes swapped times
+// B's imaginary parts, as sweep_sum does. Each element of C sums its depth
+// in order, in the same code whichever rows a call covers (the driver
+// splits at multiples of kGemvRowGrain), so results do not depend on the
+// thread count.
 inline constexpr std::int64_t kSweepMaxColumns = 8;
+// Complex products sweep at most 4 columns: their two sets of sums leave
+// few registers for B's values, and 8 x 500 by 500 x 500 complex ran at
+// 0.66-0.68 of numpy swept against 1.07-1.14 blocked (2 and 3 rows: 0.59
+// -> 1.82 complex64, 0.88 -> 1.56 complex128).
+inline constexpr std::int64_t kSweepMaxComplexColumns = 4;
+
+/// The most columns sweep_columns takes for element type T.
+template <class T>
+inline constexpr std::int64_t sweep_max_columns() {
+  return std::is_floating_point_v<T> ? kSweepMaxColumns : kSweepMaxComplexColumns;
+}
 
 namespace gemv_detail {
 
-template <class Isa, int NC>
-void sweep_columns_n(const TypedProblem<typename Isa::S>& p, std::int64_t i0, std::int64_t i1) {
+template <class Isa, class T, int NC>
+void sweep_columns_n(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
   using S = typename Isa::S;
   using V = typename Isa::V;
+  constexpr bool kCx = kComplex<Isa, T>;
   constexpr std::int64_t L = Isa::kLanes;
+  constexpr std::int64_t P = kPer<Isa, T>;  // elements of T per vector
   constexpr int kRegisters = sizeof(V) >= 64 ? 32 : 16;
-  constexpr int Q = std::clamp((kRegisters - 1 - NC) / NC, 1, 8);
-  // 16 KB of sums: slot v (L rows) holds its NC columns' vectors in turn.
-  constexpr std::int64_t kChunk = std::max<std::int64_t>(L, 16384 / (NC * std::int64_t{sizeof(S)}) / L * L);
-  alignas(64) S acc[kChunk * NC];
+  // Complex: a second set of sums, x swapped times the imaginary parts.
+  constexpr int kSets = kCx ? 2 : 1;
+  constexpr int Q = std::clamp((kRegisters - kSets - kSets * NC) / (kSets * NC), 1, 8);
+  // 16 KB of sums in all: slot v (P rows) holds its NC columns' vectors in turn.
+  constexpr std::int64_t kChunk = std::max<std::int64_t>(P, 16384 / (kSets * NC * std::int64_t{sizeof(T)}) / P * P);
+  alignas(64) S acc[kChunk * NC * (kCx ? 2 : 1)];
+  alignas(64) S acc2[kCx ? kChunk * NC * 2 : 1];
   const std::int64_t k = p.k;
-  const std::int64_t vec_end = i0 + (i1 - i0) / L * L;
+  const std::int64_t vec_end = i0 + (i1 - i0) / P * P;
   for (std::int64_t ic = i0; ic < vec_end; ic += kChunk) {
-    const std::int64_t slots = std::min(kChunk, vec_end - ic) / L;
+    const std::int64_t slots = std::min(kChunk, vec_end - ic) / P;
     std::fill_n(acc, slots * NC * L, S(0));
-    const S* a = p.a + ic;
+    if constexpr (kCx) std::fill_n(acc2, slots * NC * L, S(0));
+    const T* a = p.a + ic;
     auto steps = [&]<int QQ>(std::int64_t l) TENFERRO_GEMV_INLINE {
-      V y[QQ][NC];
-      for (int q = 0; q < QQ; ++q)
-        for (int j = 0; j < NC; ++j) y[q][j] = Isa::set1(p.b[(l + q) * p.rsb + j * p.csb]);
+      V y[QQ][NC], yi[QQ][kCx ? NC : 1];  // B's values (complex: real parts), imaginary parts
+      for (int q = 0; q < QQ; ++q) {
+        for (int j = 0; j < NC; ++j) {
+          const T t = p.b[(l + q) * p.rsb + j * p.csb];
+          if constexpr (kCx) {
+            y[q][j] = Isa::set1(t.real());
+            yi[q][j] = Isa::set1(t.imag());
+          } else {
+            y[q][j] = Isa::set1(t);
+          }
+        }
+      }
       for (std::int64_t v = 0; v < slots; ++v) {
         S* s = acc + v * NC * L;
-        V sum[NC];
+        S* s2 = acc2 + (kCx ? v * NC * L : 0);
+        V sum[NC], sum2[kCx ? NC : 1];
         for (int j = 0; j < NC; ++j) sum[j] = Isa::load(s + j * L);
+        if constexpr (kCx) {
+          for (int j = 0; j < NC; ++j) sum2[j] = Isa::load(s2 + j * L);
+        }
         for (int q = 0; q < QQ; ++q) {
-          const V x = Isa::loadu(a + v * L + (l + q) * p.csa);
+          const V x = Isa::loadu(reinterpret_cast<const S*>(a + v * P + (l + q) * p.csa));
           for (int j = 0; j < NC; ++j) sum[j] = Isa::fmadd(x, y[q][j], sum[j]);
+          if constexpr (kCx) {
+            const V xs = Isa::swap_pairs(x);
+            for (int j = 0; j < NC; ++j) sum2[j] = Isa::fmadd(xs, yi[q][j], sum2[j]);
+          }
         }
         for (int j = 0; j < NC; ++j) Isa::storeu(s + j * L, sum[j]);
+        if constexpr (kCx) {
+          for (int j = 0; j < NC; ++j) Isa::storeu(s2 + j * L, sum2[j]);
+        }
       }
     };
     std::int64_t l = 0;
@@ -419,16 +460,25 @@ void sweep_columns_n(const TypedProblem<typename Isa::S>& p, std::int64_t i0, st
     for (; l < k; ++l) steps.template operator()<1>(l);
     for (std::int64_t v = 0; v < slots; ++v) {
       for (int j = 0; j < NC; ++j) {
-        for (std::int64_t e = 0; e < L; ++e) {
-          write_c(p.c + (ic + v * L + e) * p.rsc + j * p.csc, acc[(v * NC + j) * L + e], p.alpha, p.beta);
+        const S* s = acc + (v * NC + j) * L;
+        for (std::int64_t e = 0; e < P; ++e) {
+          T sum;
+          if constexpr (kCx) {
+            // Even lanes xr yr (minus xi yi), odd lanes xi yr (plus xr yi).
+            const S* s2 = acc2 + (v * NC + j) * L;
+            sum = T(s[2 * e] - s2[2 * e], s[2 * e + 1] + s2[2 * e + 1]);
+          } else {
+            sum = s[e];
+          }
+          write_c(p.c + (ic + v * P + e) * p.rsc + j * p.csc, sum, p.alpha, p.beta);
         }
       }
     }
   }
   for (std::int64_t i = vec_end; i < i1; ++i) {
     for (int j = 0; j < NC; ++j) {
-      S s(0);
-      for (std::int64_t l = 0; l < k; ++l) s += p.a[i + l * p.csa] * p.b[l * p.rsb + j * p.csb];
+      T s(0);
+      for (std::int64_t l = 0; l < k; ++l) s += plain_mul(p.a[i + l * p.csa], p.b[l * p.rsb + j * p.csb]);
       write_c(p.c + i * p.rsc + j * p.csc, s, p.alpha, p.beta);
     }
   }
@@ -436,26 +486,31 @@ void sweep_columns_n(const TypedProblem<typename Isa::S>& p, std::int64_t i0, st
 
 }  // namespace gemv_detail
 
-/// Rows [i0, i1) of C for a real problem with A's columns contiguous
-/// (rsa == 1) and 2 <= n <= kSweepMaxColumns (Note [Few-column GEMM]).
-template <class Isa>
-void sweep_columns(const TypedProblem<typename Isa::S>& p, std::int64_t i0, std::int64_t i1) {
+/// Rows [i0, i1) of C for a problem with A's columns contiguous (rsa == 1)
+/// and 2 <= n <= sweep_max_columns<T>() (Note [Few-column GEMM]).
+template <class Isa, class T>
+void sweep_columns(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
   using gemv_detail::sweep_columns_n;
+  if constexpr (sweep_max_columns<T>() == kSweepMaxComplexColumns) {
+    if (p.n == 2) return sweep_columns_n<Isa, T, 2>(p, i0, i1);
+    if (p.n == 3) return sweep_columns_n<Isa, T, 3>(p, i0, i1);
+    return sweep_columns_n<Isa, T, 4>(p, i0, i1);
+  }
   switch (p.n) {
     case 2:
-      return sweep_columns_n<Isa, 2>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 2>(p, i0, i1);
     case 3:
-      return sweep_columns_n<Isa, 3>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 3>(p, i0, i1);
     case 4:
-      return sweep_columns_n<Isa, 4>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 4>(p, i0, i1);
     case 5:
-      return sweep_columns_n<Isa, 5>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 5>(p, i0, i1);
     case 6:
-      return sweep_columns_n<Isa, 6>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 6>(p, i0, i1);
     case 7:
-      return sweep_columns_n<Isa, 7>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 7>(p, i0, i1);
     default:
-      return sweep_columns_n<Isa, 8>(p, i0, i1);
+      return sweep_columns_n<Isa, T, 8>(p, i0, i1);
   }
 }
 

@@ -644,7 +644,7 @@ GemmKernelSet<typename Isa::S> make_real_set(int mc, int kc, int nc) {
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
   set.gemv_batch = &gemv_batch<Isa, S>;
-  set.few_columns = &sweep_columns<Isa>;
+  set.few_columns = &sweep_columns<Isa, S>;
   return set;
 }
 
@@ -669,7 +669,7 @@ GemmKernelSet<typename Isa::S> make_real_row_set(int mc, int kc, int nc, const G
   set.rank1 = &rank1_columns<Isa, S>;
   set.gemv = &gemv_rows<Isa, S>;
   set.gemv_batch = &gemv_batch<Isa, S>;
-  set.few_columns = &sweep_columns<Isa>;
+  set.few_columns = &sweep_columns<Isa, S>;
   set.thin_m = thin_m;
   return set;
 }
@@ -690,6 +690,7 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.rank1 = &rank1_columns<Isa, T>;
   set.gemv = &gemv_rows<Isa, T>;
   set.gemv_batch = &gemv_batch<Isa, T>;
+  set.few_columns = &sweep_columns<Isa, T>;
   return set;
 }
 

@@ -440,7 +440,7 @@ template <class T>
 std::optional<TypedProblem<T>> few_column_form(const GemmKernelSet<T>& ks, const TypedProblem<T>& p) {
   if (ks.few_columns == nullptr || p.k < kFewColumnMinDepth) return std::nullopt;
   const auto fits = [](const TypedProblem<T>& q) {
-    return q.n >= 2 && q.n <= internal::kSweepMaxColumns && q.rsa == 1 && q.m >= kFewColumnMinRows;
+    return q.n >= 2 && q.n <= internal::sweep_max_columns<T>() && q.rsa == 1 && q.m >= kFewColumnMinRows;
   };
   if (fits(p)) return p;
   const TypedProblem<T> t = transposed(p);
