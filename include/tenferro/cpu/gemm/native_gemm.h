@@ -47,6 +47,7 @@ struct NativeGemmTally {
   std::int64_t dot_batch_problems = 0;
   std::int64_t few_column_problems = 0;
   std::int64_t dot_shaped_problems = 0;
+  std::int64_t tiny_batch_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -63,6 +64,7 @@ struct NativeGemmAtomicCounters {
     kDotBatch,
     kFewColumns,
     kDotShaped,
+    kTinyBatch,
     kForkJoins,
     kCount
   };
@@ -105,10 +107,13 @@ struct NativeGemmCounters {
   std::int64_t in_place_b_problems = 0;   ///< blocked problems that read B unpacked (Note [Unpacked B])
   std::int64_t gemv_problems = 0;         ///< problems with m or n == 1 run in place (Note [Matrix-vector GEMM])
   std::int64_t dot_batch_problems = 0;    ///< batch members run as lanes of dot products (Note [Batched dot products])
-  std::int64_t few_column_problems = 0;  ///< problems with 2..8 columns (or rows) run in place (Note [Few-column GEMM])
-  std::int64_t dot_shaped_problems =
-      0;                        ///< few rows by few columns over a long depth, as dot products (Note [Dot-shaped GEMM])
-  std::int64_t fork_joins = 0;  ///< ctx.parallel_for calls made
+  /// problems with 2..8 columns (or rows) run in place (Note [Few-column GEMM])
+  std::int64_t few_column_problems = 0;
+  /// few rows by few columns over a long depth, as dot products (Note [Dot-shaped GEMM])
+  std::int64_t dot_shaped_problems = 0;
+  /// batch members of at most 4 x 4 x 4 run in one loop (Note [Tiny batch members])
+  std::int64_t tiny_batch_problems = 0;
+  std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };
 
@@ -147,6 +152,10 @@ class NativeGemmProvider final : public CpuGemmProvider {
   /// false, nothing done, for other batches.
   bool run_vector_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
                         internal::NativeGemmTally& tally) const;
+  /// Runs a batch of members of at most 4 x 4 x 4 in one loop (Note [Tiny
+  /// batch members]); false, nothing done, for other batches.
+  bool run_tiny_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
+                      internal::NativeGemmTally& tally) const;
 
   NativeGemmIsa isa_;
   const internal::GemmKernelTable* table_;

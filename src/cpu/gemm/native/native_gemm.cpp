@@ -5,12 +5,14 @@
 #include "tenferro/cpu/gemm/native_gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/gemm_workspace_pool.h"
@@ -428,7 +430,7 @@ void for_row_units(const ParallelContext& ctx, std::int64_t threads, std::int64_
   }
 }
 
-// Note [Few-column GEMM] (gemv_kernels.h): `p` with 2..kSweepMaxColumns
+// Note [Few-column GEMM] (gemv_kernels.h): `p` with 2..sweep_max_columns<T>()
 // columns and A's columns contiguous, or the same with A and B exchanged
 // (C^T = B^T A^T, B's rows contiguous); at least kFewColumnMinRows rows and
 // a depth of kFewColumnMinDepth, below which the register tiles and the
@@ -520,6 +522,47 @@ void matrix_vector(const GemmKernelSet<T>& ks, TypedProblem<T> p, const Parallel
   internal::gemv_detail::write_c(p.c, sum, p.alpha, p.beta);
 }
 
+// Note [Tiny batch members]
+// Members of at most kTinyMemberDim in every dimension (batches of 2 x 2 to
+// 4 x 4 matrices) paid the per-member driver -- orientation, path choice,
+// the register tiles' dispatch, about 35 ns -- several times over their
+// arithmetic: b = 10000 2 x 2 x 2 float32 took 354 us against torch's bmm at
+// 105 (the shape-sweep audit of 2026-12-07). They run in one loop over the
+// batch instead, each member a product unrolled for its (m, n, k), split
+// over the workers by members (each member's sums in one fixed order).
+constexpr std::int64_t kTinyMemberDim = 4;
+
+template <class T, int M, int N, int K>
+void tiny_members(const TypedProblem<T>& p, std::int64_t sa, std::int64_t sb, std::int64_t sc, std::int64_t j0,
+                  std::int64_t j1) {
+  for (std::int64_t j = j0; j < j1; ++j) {
+    const T* a = p.a + j * sa;
+    const T* b = p.b + j * sb;
+    T* c = p.c + j * sc;
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 4
+      for (int n = 0; n < N; ++n) {
+        T s = plain_mul(a[i * p.rsa], b[n * p.csb]);
+#pragma GCC unroll 4
+        for (int l = 1; l < K; ++l) s += plain_mul(a[i * p.rsa + l * p.csa], b[l * p.rsb + n * p.csb]);
+        internal::gemv_detail::write_c(c + i * p.rsc + n * p.csc, s, p.alpha, p.beta);
+      }
+    }
+  }
+}
+
+template <class T>
+using TinyMembers = void (*)(const TypedProblem<T>&, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                             std::int64_t);
+
+// tiny_members for every (m, n, k) up to kTinyMemberDim, at (m-1)*16 + (n-1)*4 + (k-1).
+template <class T, std::size_t... I>
+constexpr std::array<TinyMembers<T>, sizeof...(I)> tiny_member_table(std::index_sequence<I...>) {
+  return {
+      &tiny_members<T, static_cast<int>(I / 16 + 1), static_cast<int>(I / 4 % 4 + 1), static_cast<int>(I % 4 + 1)>...};
+}
+
 }  // namespace
 
 Result<std::shared_ptr<NativeGemmProvider>> NativeGemmProvider::create(const NativeGemmOptions& options) {
@@ -592,6 +635,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.dot_batch_problems = counters_.values.load(C::kDotBatch);
   c.few_column_problems = counters_.values.load(C::kFewColumns);
   c.dot_shaped_problems = counters_.values.load(C::kDotShaped);
+  c.tiny_batch_problems = counters_.values.load(C::kTinyBatch);
   c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -610,6 +654,7 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   local.add(kDotBatch, t.dot_batch_problems);
   local.add(kFewColumns, t.few_column_problems);
   local.add(kDotShaped, t.dot_shaped_problems);
+  local.add(kTinyBatch, t.tiny_batch_problems);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -706,7 +751,7 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
   TENFERRO_TRY(check_dtype_supported(support(), request.dtype, "native"));
   TENFERRO_TRY(validate_strided_batched(request, "native gemm_strided_batched"));
   internal::NativeGemmTally tally;
-  if (run_vector_batch(request, ctx, tally)) {
+  if (run_vector_batch(request, ctx, tally) || run_tiny_batch(request, ctx, tally)) {
     counters_.add(tally);
     return ok_status();
   }
@@ -759,6 +804,29 @@ bool NativeGemmProvider::run_vector_batch(const StridedBatchedGemmRequest& reque
     for_row_units(ctx, threads, count, counters_,
                   [&](std::int64_t j0, std::int64_t j1) { ks.gemv_batch(p, sa, sb, request.c_batch_stride, j0, j1); });
     (lanes ? tally.dot_batch_problems : tally.gemv_problems) += count;
+    return true;
+  };
+  return visit_kernel_set(*table_, request.dtype, run).value_or(false);
+}
+
+bool NativeGemmProvider::run_tiny_batch(const StridedBatchedGemmRequest& request, const ParallelContext& ctx,
+                                        internal::NativeGemmTally& tally) const {
+  const GemmProblem& g = request.problem;
+  const auto tiny = [](std::int64_t d) { return d >= 1 && d <= kTinyMemberDim; };
+  if (!tiny(g.m) || !tiny(g.n) || !tiny(g.k) || request.batch_count < 2 || g.alpha == 0.0) return false;
+  auto run = [&]<class T>(const GemmKernelSet<T>&) {
+    const TypedProblem<T> p = oriented<T>(g);
+    std::int64_t sa = request.a_batch_stride, sb = request.b_batch_stride;
+    if (orientation_swaps(g)) std::swap(sa, sb);
+    static constexpr std::array<TinyMembers<T>, 64> kTable = tiny_member_table<T>(std::make_index_sequence<64>{});
+    const TinyMembers<T> members = kTable[static_cast<std::size_t>((p.m - 1) * 16 + (p.n - 1) * 4 + (p.k - 1))];
+    const std::int64_t count = request.batch_count;
+    const double flops = 2.0 * static_cast<double>(p.m * p.n * p.k) * static_cast<double>(count);
+    const std::int64_t threads =
+        flops >= static_cast<double>(options_.parallel_min_flops) ? std::max(1, ctx.max_threads()) : 1;
+    for_row_units(ctx, threads, count, counters_,
+                  [&](std::int64_t j0, std::int64_t j1) { members(p, sa, sb, request.c_batch_stride, j0, j1); });
+    tally.tiny_batch_problems += count;
     return true;
   };
   return visit_kernel_set(*table_, request.dtype, run).value_or(false);

@@ -462,6 +462,80 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
   });
 }
 
+TEST(NativeGemmTest, TinyBatchMembersRunInOneLoop) {
+  // Note [Tiny batch members]: batches of members of at most 4 x 4 x 4, in
+  // row- and column-major layouts, run in one loop over the batch; every
+  // member equals the same product run alone (the per-member driver), and a
+  // split over two workers changes no bit.
+  auto p = *NativeGemmProvider::create();
+  NativeGemmOptions forking;
+  forking.parallel_min_flops = 1;  // every batch splits over the workers
+  auto split = *NativeGemmProvider::create(forking);
+  SequentialContext seq;
+  ArenaParallelContext two(2);
+  const auto check = [&]<class T>(T) {
+    std::mt19937_64 rng(7);
+    for (std::int64_t m = 2; m <= 4; ++m) {
+      for (std::int64_t n = 2; n <= 4; ++n) {
+        for (std::int64_t k = 1; k <= 4; ++k) {
+          for (const bool row_major : {true, false}) {
+            SCOPED_TRACE(::testing::Message() << to_string(dtype_of<T>) << " " << m << "x" << n << "x" << k
+                                              << (row_major ? " row-major" : " column-major"));
+            const std::int64_t count = 201;  // four row grains (kGemvRowGrain), the last partial
+            const auto strides = [&](std::int64_t rows, std::int64_t cols) {
+              return row_major ? std::pair<std::int64_t, std::int64_t>{cols, 1}
+                               : std::pair<std::int64_t, std::int64_t>{1, rows};
+            };
+            std::vector<T> a(static_cast<std::size_t>(count * m * k)), b(static_cast<std::size_t>(count * k * n));
+            for (T& x : a) x = random_scalar<T>(rng);
+            for (T& x : b) x = random_scalar<T>(rng);
+            std::vector<T> c(static_cast<std::size_t>(count * m * n));
+            for (T& x : c) x = random_scalar<T>(rng);
+            std::vector<T> alone = c, batched = c, forked = c;
+            const auto [rsa, csa] = strides(m, k);
+            const auto [rsb, csb] = strides(k, n);
+            const auto [rsc, csc] = strides(m, n);
+            const auto member = [&](std::vector<T>& out, std::int64_t j) {
+              return GemmProblem{m,
+                                 n,
+                                 k,
+                                 GemmInput{a.data() + j * m * k, rsa, csa},
+                                 GemmInput{b.data() + j * k * n, rsb, csb},
+                                 GemmOutput{out.data() + j * m * n, rsc, csc},
+                                 1.5,
+                                 -0.5};
+            };
+            for (std::int64_t j = 0; j < count; ++j) {
+              ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>, member(alone, j)}, seq).ok());
+            }
+            const std::int64_t tiny = p->counters().tiny_batch_problems;
+            ASSERT_TRUE(
+                p->gemm_strided_batched(
+                     StridedBatchedGemmRequest{dtype_of<T>, member(batched, 0), count, m * k, k * n, m * n}, seq)
+                    .ok());
+            EXPECT_EQ(p->counters().tiny_batch_problems, tiny + count);
+            for (std::size_t e = 0; e < c.size(); ++e) {
+              ASSERT_NEAR(std::abs(batched[e] - alone[e]), 0.0, 1e-5 * (1.0 + std::abs(alone[e]))) << "element " << e;
+            }
+            const std::int64_t forks = split->counters().fork_joins;
+            ASSERT_TRUE(
+                split
+                    ->gemm_strided_batched(
+                        StridedBatchedGemmRequest{dtype_of<T>, member(forked, 0), count, m * k, k * n, m * n}, two)
+                    .ok());
+            EXPECT_EQ(split->counters().fork_joins, forks + 1);
+            EXPECT_EQ(forked, batched);
+          }
+        }
+      }
+    }
+  };
+  check(double{});
+  check(float{});
+  check(std::complex<double>{});
+  check(std::complex<float>{});
+}
+
 TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
   // Note [Row-vector kernel]: the AVX2 double set broadcasts 4 rows of A and
   // loads 12 columns of B as vectors; thin M goes to the 8 x 6 set, which
