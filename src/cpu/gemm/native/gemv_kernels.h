@@ -487,31 +487,14 @@ void sweep_columns_n(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1)
 }  // namespace gemv_detail
 
 /// Rows [i0, i1) of C for a problem with A's columns contiguous (rsa == 1)
-/// and 2 <= n <= sweep_max_columns<T>() (Note [Few-column GEMM]).
-template <class Isa, class T>
+/// and 2 <= n <= sweep_max_columns<T>() (Note [Few-column GEMM]): the
+/// instance for n columns, found from NC up.
+template <class Isa, class T, int NC = 2>
 void sweep_columns(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
-  using gemv_detail::sweep_columns_n;
-  if constexpr (sweep_max_columns<T>() == kSweepMaxComplexColumns) {
-    if (p.n == 2) return sweep_columns_n<Isa, T, 2>(p, i0, i1);
-    if (p.n == 3) return sweep_columns_n<Isa, T, 3>(p, i0, i1);
-    return sweep_columns_n<Isa, T, 4>(p, i0, i1);
+  if constexpr (NC < sweep_max_columns<T>()) {
+    if (p.n > NC) return sweep_columns<Isa, T, NC + 1>(p, i0, i1);
   }
-  switch (p.n) {
-    case 2:
-      return sweep_columns_n<Isa, T, 2>(p, i0, i1);
-    case 3:
-      return sweep_columns_n<Isa, T, 3>(p, i0, i1);
-    case 4:
-      return sweep_columns_n<Isa, T, 4>(p, i0, i1);
-    case 5:
-      return sweep_columns_n<Isa, T, 5>(p, i0, i1);
-    case 6:
-      return sweep_columns_n<Isa, T, 6>(p, i0, i1);
-    case 7:
-      return sweep_columns_n<Isa, T, 7>(p, i0, i1);
-    default:
-      return sweep_columns_n<Isa, T, 8>(p, i0, i1);
-  }
+  gemv_detail::sweep_columns_n<Isa, T, NC>(p, i0, i1);
 }
 
 /// Rows [i0, i1) of C for a problem with n == 1 (Note [Matrix-vector GEMM]).
