@@ -492,16 +492,15 @@ TEST(NativeGemmTest, TinyBatchMembersRunInOneLoop) {
             std::vector<T> c(static_cast<std::size_t>(count * m * n));
             for (T& x : c) x = random_scalar<T>(rng);
             std::vector<T> alone = c, batched = c, forked = c;
-            const auto [rsa, csa] = strides(m, k);
-            const auto [rsb, csb] = strides(k, n);
-            const auto [rsc, csc] = strides(m, n);
+            // Plain pairs: clang 14 captures no structured bindings.
+            const std::pair<std::int64_t, std::int64_t> sa = strides(m, k), sb = strides(k, n), sc = strides(m, n);
             const auto member = [&](std::vector<T>& out, std::int64_t j) {
               return GemmProblem{m,
                                  n,
                                  k,
-                                 GemmInput{a.data() + j * m * k, rsa, csa},
-                                 GemmInput{b.data() + j * k * n, rsb, csb},
-                                 GemmOutput{out.data() + j * m * n, rsc, csc},
+                                 GemmInput{a.data() + j * m * k, sa.first, sa.second},
+                                 GemmInput{b.data() + j * k * n, sb.first, sb.second},
+                                 GemmOutput{out.data() + j * m * n, sc.first, sc.second},
                                  1.5,
                                  -0.5};
             };
