@@ -394,26 +394,11 @@ py::object relabeled_view(const einsum::EinsumOp& op, const OperandList& operand
 // of 2^37 logical elements took 28.7 s instead of no time, the edge audit).
 Result<Tensor> sliced_einsum_call(const PyRuntime& rt, const einsum::EinsumOp& op, std::span<const Tensor> inputs,
                                   double bound) {
-  const bool broadcast = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
-    for (std::size_t a = 0; a < t.shape().size(); ++a) {
-      if (t.shape()[a] > 1 && t.strides()[a] == 0) return true;
-    }
-    return false;
-  });
-  if (broadcast) {
-    Dims shape;
-    SmallVector<IntArrayRef, 8> shapes;
-    for (const Tensor& t : inputs) shapes.push_back(IntArrayRef(t.shape()));
-    if (op.output_shape(shapes, shape).ok()) {  // else the op as written reports it, naming the caller's subscripts
-      TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::BroadcastRewrite> r, einsum::drop_broadcast_labels(op, inputs));
-      if (r.has_value()) {
-        TENFERRO_ASSIGN_OR_RETURN(Tensor out, rt.sliced_einsum(*r->op, r->operands, bound));
-        if (r->scale != 1.0) einsum::scale_by_dropped_extents(out, *r);  // a fresh dense result
-        return out;
-      }
-    }
-  }
-  return rt.sliced_einsum(op, inputs, bound);
+  TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::BroadcastRewrite> r, einsum::drop_broadcast_labels(op, inputs));
+  if (!r.has_value()) return rt.sliced_einsum(op, inputs, bound);
+  TENFERRO_ASSIGN_OR_RETURN(Tensor out, rt.sliced_einsum(*r->op, r->operands, bound));
+  if (r->scale != 1.0) einsum::scale_by_dropped_extents(out, *r);  // a fresh dense result
+  return out;
 }
 
 // Note [Results past numpy's rank]

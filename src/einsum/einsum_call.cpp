@@ -65,6 +65,18 @@ std::vector<LabelKey> output_labels(const Subscripts& s) {
 }  // namespace
 
 Result<std::optional<BroadcastRewrite>> drop_broadcast_labels(const EinsumOp& op, std::span<const Tensor> inputs) {
+  if (std::none_of(inputs.begin(), inputs.end(),
+                   [](const Tensor& t) { return t.defined() && has_broadcast_axis(t); })) {
+    return std::nullopt;
+  }
+  {
+    // The op as written checks the shapes first, so that an error names the
+    // caller's subscripts.
+    Dims shape;
+    SmallVector<IntArrayRef, 8> shapes;
+    for (const Tensor& t : inputs) shapes.push_back(t.defined() ? IntArrayRef(t.shape()) : IntArrayRef());
+    if (!op.output_shape(shapes, shape).ok()) return std::nullopt;
+  }
   const Subscripts& s = op.subscripts();
   if (s.nesting().has_value() || static_cast<std::size_t>(s.num_operands()) != inputs.size()) return std::nullopt;
   if (s.explicit_output().has_value() && s.explicit_output()->has_ellipsis()) return std::nullopt;
@@ -141,25 +153,17 @@ Result<Tensor> einsum(runtime::EagerContext& context, const std::shared_ptr<cons
     TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList common, context.to_common_dtype(inputs));
     return einsum(context, op, std::span<const Tensor>(common.data(), common.size()));
   }
-  if (op != nullptr &&
-      std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && has_broadcast_axis(t); })) {
-    // Note [Broadcast operands]; the op as written checks the shapes first,
-    // so that an error names the caller's subscripts.
-    Dims shape;
-    SmallVector<IntArrayRef, 8> shapes;
-    for (const Tensor& t : inputs) shapes.push_back(t.defined() ? IntArrayRef(t.shape()) : IntArrayRef());
-    if (op->output_shape(shapes, shape).ok()) {
-      TENFERRO_ASSIGN_OR_RETURN(std::optional<BroadcastRewrite> r, drop_broadcast_labels(*op, inputs));
-      if (r.has_value()) {
-        TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(r->op, r->operands));
-        if (r->scale != 1.0) {
-          if (out[0].storage().get()->use_count() != 1 || !out[0].is_contiguous()) {
-            TENFERRO_ASSIGN_OR_RETURN(out[0], context.copy(out[0]));
-          }
-          scale_by_dropped_extents(out[0], *r);
+  if (op != nullptr) {  // Note [Broadcast operands]
+    TENFERRO_ASSIGN_OR_RETURN(std::optional<BroadcastRewrite> r, drop_broadcast_labels(*op, inputs));
+    if (r.has_value()) {
+      TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(r->op, r->operands));
+      if (r->scale != 1.0) {
+        if (out[0].storage().get()->use_count() != 1 || !out[0].is_contiguous()) {
+          TENFERRO_ASSIGN_OR_RETURN(out[0], context.copy(out[0]));
         }
-        return std::move(out[0]);
+        scale_by_dropped_extents(out[0], *r);
       }
+      return std::move(out[0]);
     }
   }
   TENFERRO_ASSIGN_OR_RETURN(runtime::TensorList out, context.call(op, inputs));

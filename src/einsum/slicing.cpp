@@ -731,6 +731,29 @@ Result<WorkerSlicing> WorkerSlicing::range_split(const ContractionTree& tree, La
 // about one cycle of L2 traffic against a core's 16-32 double flops per
 // cycle (AVX2, AVX-512). The reported flops (worker_flops, speedup_bound)
 // stay flops.
+
+namespace {
+
+// The fewest ranges per worker in [1, most] for which `fits` (monotone:
+// fewer values per range never fit worse) holds, by bisection; nullopt when
+// not even `most` fits. fits(ranges per worker) -> Result<bool>.
+template <class F>
+Result<std::optional<std::int64_t>> fewest_ranges_per_worker(std::int64_t most, F&& fits) {
+  TENFERRO_ASSIGN_OR_RETURN(const bool one, fits(std::int64_t{1}));
+  if (one) return std::optional<std::int64_t>(1);
+  TENFERRO_ASSIGN_OR_RETURN(const bool all, fits(most));
+  if (!all) return std::optional<std::int64_t>();
+  std::int64_t lo = 1, hi = most;  // lo does not fit, hi does
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    TENFERRO_ASSIGN_OR_RETURN(const bool f, fits(mid));
+    (f ? hi : lo) = mid;
+  }
+  return std::optional<std::int64_t>(hi);
+}
+
+}  // namespace
+
 // Note [Re-planned ranges]
 // The fixed-order model sees a range of label p shrink only the
 // intermediates of the unsliced order that hold p. An order chosen for the
@@ -772,15 +795,9 @@ Status WorkerSlicing::add_replanned_ranges(const ContractionTree& tree, const Sl
       }
       return part->num_slices() == 1;
     };
-    TENFERRO_ASSIGN_OR_RETURN(const bool fits_most, fits(most));
-    if (!fits_most) continue;
-    std::int64_t lo = 0, hi = most;  // lo does not fit (0: none tried), hi does
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      TENFERRO_ASSIGN_OR_RETURN(const bool f, fits(mid));
-      (f ? hi : lo) = mid;
-    }
-    const std::int64_t ranges = hi * workers;
+    TENFERRO_ASSIGN_OR_RETURN(const std::optional<std::int64_t> fewest, fewest_ranges_per_worker(most, fits));
+    if (!fewest) continue;
+    const std::int64_t ranges = *fewest * workers;
     if (ranges < 2) continue;
     const bool listed = std::ranges::any_of(
         scored, [&](const RangeCandidate& c) { return std::get<2>(c) == l && std::get<3>(c) == ranges; });
@@ -822,21 +839,12 @@ Status WorkerSlicing::consider_ranges(const ContractionTree& tree, const Slicing
   for (LabelId l = 0; l < net.num_labels(); ++l) {
     const std::int64_t most = std::min(net.extent(l), kMaxRanges) / workers;  // ranges per worker
     if (most < 1 || (workers == 1 && most < 2)) continue;
-    std::int64_t per_worker = 1;
-    bool misses = false;
-    if (!fits(l, workers)) {
-      if (!fits(l, most * workers)) {
-        if (workers == 1) continue;  // index slicing alone does that
-        misses = true;
-      } else {
-        std::int64_t lo = 1, hi = most;  // lo does not fit, hi does
-        while (hi - lo > 1) {
-          const std::int64_t mid = lo + (hi - lo) / 2;
-          (fits(l, mid * workers) ? hi : lo) = mid;
-        }
-        per_worker = hi;
-      }
-    }
+    TENFERRO_ASSIGN_OR_RETURN(
+        const std::optional<std::int64_t> fewest,
+        fewest_ranges_per_worker(most, [&](std::int64_t w) -> Result<bool> { return fits(l, w * workers); }));
+    if (!fewest && workers == 1) continue;  // index slicing alone does that
+    const bool misses = !fewest.has_value();
+    const std::int64_t per_worker = fewest.value_or(1);
     const std::int64_t ranges = per_worker * workers;
     if (ranges < 2) continue;
     scored.emplace_back(misses, static_cast<double>(per_worker) * with_ranges(l, ranges).slice_flops, l, ranges);

@@ -48,11 +48,12 @@ struct BroadcastRewrite {
 };
 
 /// The rewrite einsum() applies, for callers that run the contraction
-/// themselves (Python's sliced einsum): nullopt when no axis is dropped or
-/// the subscripts are left as written ("...", a nested order, bool or
-/// non-host operands). `inputs` share one dtype and bind to `op` (check
-/// with EinsumOp::output_shape first, so that errors name the caller's
-/// subscripts). The operands borrow the inputs' storage. Thread-safe.
+/// themselves (Python's sliced einsum): nullopt when no operand has a
+/// stride-0 axis, no axis is dropped, the subscripts are left as written
+/// ("...", a nested order, bool or non-host operands), or the inputs do not
+/// bind to `op` (running `op` itself then reports it, naming the caller's
+/// subscripts). `inputs` share one dtype. The operands borrow the inputs'
+/// storage. Thread-safe.
 Result<std::optional<BroadcastRewrite>> drop_broadcast_labels(const EinsumOp& op, std::span<const Tensor> inputs);
 /// out *= r's scale, in place; `out` is a dense result nothing else shares.
 void scale_by_dropped_extents(Tensor& out, const BroadcastRewrite& r);
