@@ -85,8 +85,9 @@ struct GemmKernelSet {
   /// Problems of at most this many multiply-adds may run unpacked (the
   /// provider's default small_max_mnk for this type).
   std::int64_t small_max_mnk = 16 * 16 * 16;
-  /// Register tiles for small real problems (Note [Small GEMM]); null for
-  /// complex types. kNone, nothing written, when they cannot take `p`.
+  /// Register tiles for small problems (Note [Small GEMM] in small_tiles.h,
+  /// Note [Small complex GEMM] in complex_small_tiles.h). kNone, nothing
+  /// written, when they cannot take `p`.
   SmallTilePath (*small_tiles)(const TypedProblem<T>& p) = nullptr;
   /// The set that runs blocked problems whose M spans at most
   /// kInPlaceBMaxPanels of its micro-tiles (Note [Unpacked B] in

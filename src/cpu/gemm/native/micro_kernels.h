@@ -31,6 +31,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/gemm/native/complex_small_tiles.h"
 #include "cpu/gemm/native/gemm_kernel_set.h"
 #include "cpu/gemm/native/gemv_kernels.h"
 #include "cpu/kernels/transpose_micro.h"
@@ -257,12 +258,6 @@ inline void real_row_micro_kernel(std::int64_t k, const typename Isa::S* __restr
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) Isa::storeu(tile + i * NR + v * L, acc[v][i]);
   store_tile(tile, NR, 1, alpha, beta, c, rs_c, cs_c, m_valid, n_valid);
-}
-
-/// (x.re, x.im) * (sr, si) on every complex lane pair.
-template <class Isa>
-inline typename Isa::V complex_scale(typename Isa::V x, typename Isa::S sr, typename Isa::S si) {
-  return Isa::fmaddsub(x, Isa::set1(sr), Isa::mul(Isa::swap_pairs(x), Isa::set1(si)));
 }
 
 // Complex operands are interleaved (re, im) pairs. Per depth step the kernel
@@ -691,6 +686,7 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.gemv = &gemv_rows<Isa, T>;
   set.gemv_batch = &gemv_batch<Isa, T>;
   set.few_columns = &sweep_columns<Isa, T>;
+  set.small_tiles = &run_complex_small_tiles<Isa, MV * NR>;
   return set;
 }
 

@@ -62,19 +62,26 @@ TEST(NativeGemmTest, CountersProveWhichPathRan) {
   n = p->counters();
   EXPECT_EQ(n.gemv_problems, 1);
   EXPECT_EQ(n.small_problems, 1);
-  // A complex problem too small to pack runs the plain loop.
-  StridedMatrix<std::complex<double>> za(5, 4, MatLayout::kColMajor, 1), zb(4, 3, MatLayout::kColMajor, 2),
-      zc(5, 3, MatLayout::kColMajor, 3);
-  ASSERT_TRUE(
-      p->gemm(GemmRequest{DType::kComplex128, GemmProblem{5, 3, 4, za.input(), zb.input(), zc.output()}}, seq).ok());
+  // A small complex problem runs in register tiles too (Note [Small complex
+  // GEMM]), A read in place or copied.
+  for (const MatLayout la : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
+    StridedMatrix<std::complex<double>> za(5, 4, la, 1), zb(4, 3, MatLayout::kColMajor, 2),
+        zc(5, 3, MatLayout::kColMajor, 3);
+    ASSERT_TRUE(
+        p->gemm(GemmRequest{DType::kComplex128, GemmProblem{5, 3, 4, za.input(), zb.input(), zc.output()}}, seq).ok());
+  }
   n = p->counters();
-  EXPECT_EQ(n.small_problems, 2);
-  EXPECT_EQ(n.small_tiled_problems, 1);
+  EXPECT_EQ(n.small_problems, 3);
+  EXPECT_EQ(n.small_tiled_problems, 3);
   if (p->isa() != NativeGemmIsa::kPortable) {
-    // The AVX-512 and AVX2 tiles take products up to 64^3 (Note [Small GEMM]).
+    // The AVX-512 and AVX2 tiles take products up to 64^3 (Note [Small GEMM]),
+    // complex ones too.
     ASSERT_TRUE(run(*p, 48, 40, 64, seq, a, b, c).ok());
+    StridedMatrix<std::complex<float>> ca(64, 64, MatLayout::kRowMajor, 4), cb(64, 64, MatLayout::kColMajor, 5),
+        cc(64, 64, MatLayout::kRowMajor, 6);
+    ASSERT_TRUE(run(*p, 64, 64, 64, seq, ca, cb, cc).ok());
     n = p->counters();
-    EXPECT_EQ(n.small_tiled_problems, 2);
+    EXPECT_EQ(n.small_tiled_problems, 5);
     EXPECT_EQ(n.blocked_problems, 0);
   }
 
