@@ -116,6 +116,16 @@ static_assert(RegisterTransposes<Avx2S, float> && RegisterTransposes<Avx2D, doub
 struct Avx2Tiles {
   static constexpr int kVectorBytes = 32;
   static constexpr int kAccumulators = 12;
+  // A vector's first lanes (Note [Partial small tiles]): masked loads, plain stores.
+  static __m256 load_first(const float* p, int count) {
+    return _mm256_maskload_ps(p,
+                              _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  }
+  static __m256d load_first(const double* p, int count) {
+    return _mm256_maskload_pd(p, _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3)));
+  }
+  static void store_first(float* p, __m256 v, int count) { store_first_floats(p, v, count); }
+  static void store_first(double* p, __m256d v, int count) { Avx2D::store_first(p, v, count); }
 };
 
 GemmKernelTable make_table() {

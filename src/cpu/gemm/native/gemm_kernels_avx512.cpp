@@ -66,6 +66,15 @@ struct Avx512S {
 struct Avx512Tiles {
   static constexpr int kVectorBytes = 64;
   static constexpr int kAccumulators = 16;
+  // A vector's first lanes (Note [Partial small tiles]).
+  static __m512 load_first(const float* p, int count) { return Avx512S::load_first(p, count); }
+  static __m512d load_first(const double* p, int count) { return Avx512D::load_first(p, count); }
+  static void store_first(float* p, __m512 v, int count) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1), v);
+  }
+  static void store_first(double* p, __m512d v, int count) {
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << count) - 1), v);
+  }
 };
 
 GemmKernelTable make_table() {

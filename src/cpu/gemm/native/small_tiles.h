@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +54,19 @@ namespace tenferro::cpu::internal {
 // above it the blocked path, fell well behind OpenBLAS in `tenferro bench
 // gemm` (docs/performance_notes.md, "Native GEMM").
 //
+// Note [Partial small tiles]
+// A row block short of whole vectors (m = 6 floats against 16 lanes: most
+// of a batch of 6 x 6 matrices) was copied into the stack buffer, padded
+// with zeros, and its C stored one element at a time through a lane
+// buffer: numpy's b = 2000 batch of 6 x 6 float32 ran at 0.48-0.53 of
+// numpy's matmul. Where the tile struct loads and stores a vector's first
+// lanes (Tile::load_first, Tile::store_first: AVX-512 masks; AVX2 masked
+// loads, whose load form is cheap on Intel and AMD, and plain 16-, 8- and
+// 4-byte stores, since AVX2 masked stores are microcoded on Zen 2 and 3), a
+// unit-stride A is read in place whatever m is, the partial vector through
+// a mask (no row past m is read), and a unit-stride C's partial vector is
+// stored the same way. The portable tiles keep the copy.
+//
 // Note [Misaligned small GEMM]
 // numpy places a large array 16 bytes past a 64-byte boundary, so every
 // vector load of an in-place A column splits across two cache lines: on
@@ -79,20 +93,60 @@ struct SmallTiles {
   template <class T>
   static constexpr int kSmallRows = kSmallVectorBytes / static_cast<int>(sizeof(T));
 
-  // One (MV x kSmallRows) x NB tile of C (rows i < mb stored) from the padded
-  // column-major A block `ap` (leading dimension lda).
-  template <class T, int MV, int NB>
+  // Whether the ISA loads and stores a vector's first lanes without touching
+  // the others (Note [Partial small tiles]): Tile::load_first and
+  // Tile::store_first.
+  template <class T>
+  static constexpr bool kPartialIo = requires(const T* q) {
+    Tile::load_first(q, 1);
+  };
+
+  // Lanes 0 .. count-1 from p, the others zero; reads nothing past them.
+  template <class T>
+  static SmallVec<T> load_part(const T* p, int count) {
+    if constexpr (kPartialIo<T>) {
+      return std::bit_cast<SmallVec<T>>(Tile::load_first(p, count));
+    } else {
+      SmallVec<T> v = {};
+      for (int i = 0; i < count; ++i) v[i] = p[i];
+      return v;
+    }
+  }
+
+  // Stores lanes 0 .. count-1 (< a vector) of v.
+  template <class T>
+  static void store_part(T* p, SmallVec<T> v, int count) {
+    if constexpr (kPartialIo<T>) {
+      Tile::store_first(p, std::bit_cast<decltype(Tile::load_first(p, 1))>(v), count);
+    } else {
+      for (int i = 0; i < count; ++i) p[i] = v[i];
+    }
+  }
+
+  // One (MV x kSmallRows) x NB tile of C (rows i < mb stored) from the
+  // column-major A block `ap` (leading dimension lda): padded to whole
+  // vectors, or (kPartialA) read in place, rows from mb on not read.
+  template <class T, int MV, int NB, bool kPartialA>
   static void small_tile(std::int64_t k, const T* ap, std::int64_t lda, const T* b, std::int64_t rsb, std::int64_t csb,
                          T alpha, T beta, T* c, std::int64_t rsc, std::int64_t csc, std::int64_t mb) {
     using V = SmallVec<T>;
     constexpr int L = kSmallRows<T>;
+    int rows[MV];  // valid rows of each vector
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) rows[v] = static_cast<int>(std::clamp<std::int64_t>(mb - v * L, 0, L));
     V acc[NB][MV] = {};
     // The loops over v unrolled: GCC left the three-vector tile's loops
     // rolled, with acc in memory (15 times slower).
     for (std::int64_t l = 0; l < k; ++l) {
       V a[MV];
 #pragma GCC unroll 4
-      for (int v = 0; v < MV; ++v) std::memcpy(&a[v], ap + l * lda + v * L, sizeof(V));
+      for (int v = 0; v < MV; ++v) {
+        if constexpr (kPartialA) {
+          a[v] = load_part<T>(ap + l * lda + v * L, rows[v]);
+        } else {
+          std::memcpy(&a[v], ap + l * lda + v * L, sizeof(V));
+        }
+      }
       const T* bl = b + l * rsb;
       for (int q = 0; q < NB; ++q) {
         const T bq = bl[q * csb];
@@ -106,15 +160,20 @@ struct SmallTiles {
 #pragma GCC unroll 8
     for (int q = 0; q < NB; ++q) {
       T* cq = c + q * csc;
-      if (rsc == 1 && mb == MV * L) {
+      if (rsc == 1 && (mb == MV * L || kPartialIo<T>)) {
         for (int v = 0; v < MV; ++v) {
           V out = alpha * acc[q][v];
-          if (beta != T(0)) {
-            V old;
-            std::memcpy(&old, cq + v * L, sizeof(V));
-            out += beta * old;
+          if (rows[v] == L) {
+            if (beta != T(0)) {
+              V old;
+              std::memcpy(&old, cq + v * L, sizeof(V));
+              out += beta * old;
+            }
+            std::memcpy(cq + v * L, &out, sizeof(V));
+          } else if (rows[v] > 0) {
+            if (beta != T(0)) out += beta * load_part<T>(cq + v * L, rows[v]);
+            store_part<T>(cq + v * L, out, rows[v]);
           }
-          std::memcpy(cq + v * L, &out, sizeof(V));
         }
       } else {
         T lanes[MV * L];  // acc itself indexed by a run-time lane would live in memory
@@ -122,7 +181,7 @@ struct SmallTiles {
           const V out = acc[q][v];
           std::memcpy(lanes + v * L, &out, sizeof(V));
         }
-        for (std::int64_t i = 0; i < mb; ++i) {
+        for (std::int64_t i = 0; i < std::min<std::int64_t>(mb, MV * L); ++i) {  // mb <= MV * L
           T& x = cq[i * rsc];
           const T r = alpha * lanes[i];
           x = beta == T(0) ? r : r + beta * x;
@@ -132,14 +191,36 @@ struct SmallTiles {
   }
 
   // small_tile with the widest NB <= kNb that fits nb columns.
-  template <class T, int MV, int NB>
+  template <class T, int MV, int NB, bool kPartialA>
   static void small_tile_columns(std::int64_t nb, std::int64_t k, const T* ap, std::int64_t lda, const T* b,
                                  std::int64_t rsb, std::int64_t csb, T alpha, T beta, T* c, std::int64_t rsc,
                                  std::int64_t csc, std::int64_t mb) {
     if constexpr (NB > 1) {
-      if (nb < NB) return small_tile_columns<T, MV, NB - 1>(nb, k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
+      if (nb < NB) {
+        return small_tile_columns<T, MV, NB - 1, kPartialA>(nb, k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
+      }
     }
-    small_tile<T, MV, NB>(k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
+    small_tile<T, MV, NB, kPartialA>(k, ap, lda, b, rsb, csb, alpha, beta, c, rsc, csc, mb);
+  }
+
+  // The row block of `rows` rows at `a`: one vector's tile when that holds
+  // it, and a partial block of an in-place A read through masks.
+  template <class T, int MV, int kNb>
+  static void small_row_block(std::int64_t rows, bool own, std::int64_t nb, std::int64_t k, const T* a,
+                              std::int64_t lda, const T* b, std::int64_t rsb, std::int64_t csb, T alpha, T beta, T* c,
+                              std::int64_t rsc, std::int64_t csc) {
+    constexpr int L = kSmallRows<T>;
+    if (MV > 1 && rows <= L) {  // a last block of one vector: no padded rows computed
+      if (own && rows < L) {
+        small_tile_columns<T, 1, kNb, true>(nb, k, a, lda, b, rsb, csb, alpha, beta, c, rsc, csc, rows);
+      } else {
+        small_tile_columns<T, 1, kNb, false>(nb, k, a, lda, b, rsb, csb, alpha, beta, c, rsc, csc, rows);
+      }
+    } else if (own && rows < MV * L) {
+      small_tile_columns<T, MV, kNb, true>(nb, k, a, lda, b, rsb, csb, alpha, beta, c, rsc, csc, rows);
+    } else {
+      small_tile_columns<T, MV, kNb, false>(nb, k, a, lda, b, rsb, csb, alpha, beta, c, rsc, csc, rows);
+    }
   }
 
   // The tiles of Note [Small GEMM] with row blocks of MV vectors, the first
@@ -168,14 +249,8 @@ struct SmallTiles {
         const T* a = own ? p.a + i : local + (i - in_place);
         const std::int64_t lda = own ? p.csa : lda_local;
         const std::int64_t rows = std::min<std::int64_t>(kRows, p.m - i);
-        T* c = p.c + i * p.rsc + j * p.csc;
-        if (MV > 1 && rows <= kSmallRows<T>) {  // a last block of one vector: no padded rows computed
-          small_tile_columns<T, 1, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
-                                        p.csc, rows);
-        } else {
-          small_tile_columns<T, MV, kNb>(nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
-                                         p.csc, rows);
-        }
+        small_row_block<T, MV, kNb>(rows, own, nb, p.k, a, lda, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta,
+                                    p.c + i * p.rsc + j * p.csc, p.rsc, p.csc);
       }
     }
   }
@@ -197,6 +272,13 @@ struct SmallTiles {
             std::memcpy(&x, src + v * kSmallRows<T>, sizeof(x));
             std::memcpy(col + v * kSmallRows<T>, &x, sizeof(x));
           }
+        } else if constexpr (kPartialIo<T>) {  // the last vector through a mask, zeros past it
+          for (int v = 0; v < MV; ++v) {
+            const SmallVec<T> x =
+                load_part<T>(src + v * kSmallRows<T>,
+                             static_cast<int>(std::clamp<std::int64_t>(rows - v * kSmallRows<T>, 0, kSmallRows<T>)));
+            std::memcpy(col + v * kSmallRows<T>, &x, sizeof(x));
+          }
         } else {
           for (std::int64_t r = 0; r < rows; ++r) col[r] = src[r];
           for (std::int64_t r = rows; r < kRows; ++r) col[r] = T(0);
@@ -204,14 +286,8 @@ struct SmallTiles {
       }
       for (std::int64_t j = 0; j < p.n; j += kNb) {
         const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
-        T* c = p.c + i * p.rsc + j * p.csc;
-        if (MV > 1 && rows <= kSmallRows<T>) {
-          small_tile_columns<T, 1, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c, p.rsc,
-                                        p.csc, rows);
-        } else {
-          small_tile_columns<T, MV, kNb>(nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha, p.beta, c,
-                                         p.rsc, p.csc, rows);
-        }
+        small_row_block<T, MV, kNb>(rows, /*own=*/false, nb, p.k, panel, kRows, p.b + j * p.csb, p.rsb, p.csb, p.alpha,
+                                    p.beta, p.c + i * p.rsc + j * p.csc, p.rsc, p.csc);
       }
     }
   }
@@ -242,7 +318,9 @@ struct SmallTiles {
       }
       return SmallTilePath::kPanels;
     }
-    const std::int64_t in_place = p.rsa == 1 ? p.m / kRows * kRows : 0;  // whole blocks of a unit-stride A
+    // A unit-stride A in place: all of it where partial blocks read through
+    // masks (Note [Partial small tiles]), else its whole blocks.
+    const std::int64_t in_place = p.rsa != 1 ? 0 : kPartialIo<T> ? p.m : p.m / kRows * kRows;
     const std::int64_t lda_local = (p.m - in_place + kRows - 1) / kRows * kRows;
     const std::int64_t needed = lda_local * p.k;
     if (needed <= 512) {
