@@ -836,6 +836,38 @@ TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeSc
                 << "p = " << p << " " << to_string(dtype) << " scale " << scale;
         }
       }
+      // Note [Complex magnitudes]: the orders that fold |z| (1, +-inf) and the
+      // matrix 1- and inf-norms, over contiguous runs at these scales too:
+      // forty elements of magnitude s (0.6s + 0.8si), and one of them far
+      // below the rest (under the squares' range in the element's precision),
+      // which is the smallest magnitude.
+      if (complex) {
+        for (const bool with_tiny : {false, true}) {
+          const double tiny = scale < 1 ? scale * 1e-5 : single ? 1e-25 : 1e-160;
+          std::vector<cd> all(40, cd(0.6 * scale, 0.8 * scale));
+          if (with_tiny) all[29] = cd(0, tiny);
+          const double sum = with_tiny ? 39 * scale + tiny : 40 * scale, smallest = with_tiny ? tiny : scale;
+          const double rel = single ? 1e-6 : 1e-14;
+          for (const auto& [order, want] : {std::pair{NormOrder::kInf, scale}, {NormOrder::kNegInf, smallest}}) {
+            const double got =
+                values_of((*eager(rt, *LinalgOp::vector_norm(order), {tensor_of(dtype, {40}, all)}))[0])[0].real();
+            EXPECT_NEAR(got, want, rel * want) << to_string(order) << " " << to_string(dtype) << " scale " << scale;
+          }
+          const double got =
+              values_of((*eager(rt, *LinalgOp::vector_norm(NormOrder::kP, 1.0), {tensor_of(dtype, {40}, all)}))[0])[0]
+                  .real();
+          EXPECT_NEAR(got, sum, rel * sum) << to_string(dtype) << " scale " << scale;
+          // As a 5 x 8 matrix: column sums of 5 (1-norm), row sums of 8 (inf-norm).
+          const Tensor m = tensor_of(dtype, {5, 8}, all);
+          const double one = values_of((*eager(rt, *LinalgOp::matrix_norm(NormOrder::kOne), {m}))[0])[0].real();
+          const double row = values_of((*eager(rt, *LinalgOp::matrix_norm(NormOrder::kInf), {m}))[0])[0].real();
+          EXPECT_NEAR(one, 5 * scale, rel * 5 * scale) << to_string(dtype) << " scale " << scale;
+          EXPECT_NEAR(row, 8 * scale, rel * 8 * scale) << to_string(dtype) << " scale " << scale;
+          const double neg = values_of((*eager(rt, *LinalgOp::matrix_norm(NormOrder::kNegInf), {m}))[0])[0].real();
+          const double want_neg = with_tiny ? 7 * scale + tiny : 8 * scale;
+          EXPECT_NEAR(neg, want_neg, rel * want_neg) << to_string(dtype) << " scale " << scale;
+        }
+      }
     }
     // With p < 0 a zero element makes the norm 0, with p > 0 an infinite one inf.
     std::vector<cd> tiny_and_zero(6, cd(1e-300));
