@@ -357,6 +357,23 @@ def test_integer_powers_singular_cond_and_vectors():
         tl.matrix_power(np.eye(2), 1.5)
 
 
+def test_cond_from_singular_values_matches_numpy_at_the_edges():
+    # One matrix and stacks: singular, zero (0 / 0 is inf, as numpy's), Inf
+    # (inf); a NaN gives NaN (numpy 1.24 raises from its SVD: python.md).
+    cases = [np.zeros((3, 3)), np.diag([1.0, 0.0, 2.0]), np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros((2, 3, 3)),
+             np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0])]), np.array([[1.0, np.inf], [0.0, 1.0]]),
+             np.stack([np.eye(2), np.array([[1.0, np.inf], [0.0, 1.0]])])]
+    for x in cases:
+        for p in (None, 2, -2):
+            with np.errstate(all="ignore"):
+                want = np.linalg.cond(x, p)
+            got = tl.cond(x, p)
+            assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype, (x, p)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    for p in (None, 2, -2):
+        assert np.isnan(tl.cond(np.array([[1.0, np.nan], [0.0, 1.0]]), p))
+
+
 def test_multi_dot_tensorinv_and_tensorsolve_match_numpy(rng):
     a, b = rng.standard_normal((10, 30)), rng.standard_normal((30, 5))
     c, d = rng.standard_normal((5, 60)), rng.standard_normal(60)
