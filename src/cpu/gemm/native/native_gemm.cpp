@@ -458,25 +458,49 @@ std::optional<TypedProblem<T>> few_column_form(const GemmKernelSet<T>& ks, const
 // 2 x 2048 by 2048 x 2 took 59 us against numpy's 0.7 (the shape-sweep
 // audit of 2026-12-07; 6 us at a depth of 1024, 31 at 1100). It runs
 // instead as one matrix-vector product (Note [Matrix-vector GEMM]) per
-// column of the smaller side, each reading the other side once: at most
-// kSweepMaxColumns passes, over a side of at most kDotShapedMaxRows rows
-// (the tiles pad more than that) or kDotShapedMaxBytes (L2-resident, so
-// the passes after the first read cache), or at most two passes. From
+// column of the smaller side (at most kSweepMaxColumns), over row chunks
+// that stay in cache (Note [Tall dot-shaped GEMM]). From
 // Python: 2 x 2048 by 2048 x 2 float32 67.8 -> 1.5 us, 4 x 4 x 8192
 // float64 137 -> 10 us, 100 x 2 x 2048 float64 97 -> 45 us (numpy's
 // 0.76, 6.7 and 30 us; the rest of the gap at these sizes is the call).
+//
+// Note [Tall dot-shaped GEMM]
+// The same shape with many rows -- a tall A whose rows run along the depth
+// times a few columns (`ij,jk->ik` with A C-ordered, 2048 x 500 by 500 x 3
+// complex: 0.65-0.71 of numpy's, audit of 2026-12-07) -- had neither unit
+// stride the sweep wants and was packed by the blocked path. Its rows run
+// in chunks of about kDotChunkBytes (L1-resident), every column's dot
+// products over one chunk before the next, so A streams from memory once
+// however many columns there are; B's columns are copied to be contiguous
+// when they are not (B is the small side: at most kSweepMaxColumns
+// columns), for an A larger than kDotShapedMaxBytes. Complex types only:
+// their blocked kernel packs A for a 3 x 4 (AVX-512) tile, and 4096 x 256
+// by 256 x n took 1.60-1.65 ms (complex64) for n = 3..8 against numpy's
+// 0.91-1.29; real ones keep their blocked path, which is faster than the
+// dot products there.
 constexpr std::int64_t kDotShapedMinDepth = 128;
-constexpr std::int64_t kDotShapedMaxRows = 16;
 constexpr std::int64_t kDotShapedMaxBytes = 512 << 10;
+constexpr std::int64_t kDotChunkBytes = 32 << 10;
+constexpr std::int64_t kDotChunkMinRows = 8;  // a multiple of gemv_rows' row groups (2, 4)
+static_assert(internal::kGemvRowGrain % kDotChunkMinRows == 0);
 
+// q: the problem with the smaller side as its columns, when A's rows run
+// along the depth; B's columns contiguous, or copyable (copy_b).
 template <class T>
-std::optional<TypedProblem<T>> dot_form(const TypedProblem<T>& p) {
-  if (p.csa != 1 || p.rsb != 1 || p.k < kDotShapedMinDepth) return std::nullopt;
+std::optional<TypedProblem<T>> dot_form(const TypedProblem<T>& p, bool& copy_b) {
+  if (p.k < kDotShapedMinDepth) return std::nullopt;
   const TypedProblem<T> q = p.n <= p.m ? p : transposed(p);  // q.n: the smaller side
-  if (q.n > internal::kSweepMaxColumns) return std::nullopt;
-  const bool cached =
-      q.m * q.k * static_cast<std::int64_t>(sizeof(T)) <= kDotShapedMaxBytes || q.m <= kDotShapedMaxRows;
-  if (q.n > 2 && !cached) return std::nullopt;
+  if (q.n > internal::kSweepMaxColumns || q.csa != 1) return std::nullopt;
+  const bool cached = q.m * q.k * static_cast<std::int64_t>(sizeof(T)) <= kDotShapedMaxBytes || q.m <= 16;
+  copy_b = q.rsb != 1;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // Real ones: the blocked kernel's tiles beat 3 to 8 dot products per
+    // row of an uncached A (4096 x 256 by 256 x 8 float64: 341 us blocked,
+    // 447 us as dot products; numpy 663).
+    if (copy_b || (q.n > 2 && !cached)) return std::nullopt;
+  } else {
+    if (copy_b && cached) return std::nullopt;  // the tiles or the blocked path
+  }
   return q;
 }
 
@@ -690,14 +714,42 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       ++tally.gemv_problems;
       return ok_status();
     }
-    if (const std::optional<TypedProblem<T>> dots = dot_form(p)) {
-      for (std::int64_t j = 0; j < dots->n; ++j) {  // Note [Dot-shaped GEMM]
-        TypedProblem<T> column = *dots;
-        column.n = 1;
-        column.b += j * dots->csb;
-        column.c += j * dots->csc;
-        matrix_vector(ks, column, ctx, threads, counters_);
+    bool copy_b = false;
+    if (std::optional<TypedProblem<T>> dots = dot_form(p, copy_b)) {
+      TypedProblem<T>& q = *dots;  // Note [Dot-shaped GEMM], Note [Tall dot-shaped GEMM]
+      GemmWorkspacePool::Lease lease;
+      if (copy_b) {
+        const std::size_t bytes = static_cast<std::size_t>(q.k * q.n) * sizeof(T);
+        lease = workspace_->acquire(bytes);
+        if (!lease) {
+          return make_error(ErrorCode::kResourceExhausted, ErrorStage::kNone,
+                            "native gemm: could not allocate {} bytes for B's columns", bytes);
+        }
+        T* columns = static_cast<T*>(lease.data());
+        for (std::int64_t j = 0; j < q.n; ++j)
+          for (std::int64_t l = 0; l < q.k; ++l) columns[j * q.k + l] = q.b[l * q.rsb + j * q.csb];
+        q.b = columns;
+        q.rsb = 1;
+        q.csb = q.k;
       }
+      // Whole groups of kDotChunkMinRows: the dot kernel sums a group of
+      // rows from the first row's cache-line offset, so the chunks keep the
+      // groups of any split over the workers (at multiples of
+      // kGemvRowGrain) and the results do not depend on it.
+      const std::int64_t chunk =
+          std::max<std::int64_t>(1, kDotChunkBytes / (q.k * static_cast<std::int64_t>(sizeof(T))) / kDotChunkMinRows) *
+          kDotChunkMinRows;
+      for_row_units(ctx, threads, q.m, counters_, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t c0 = i0; c0 < i1; c0 += chunk) {
+          for (std::int64_t j = 0; j < q.n; ++j) {
+            TypedProblem<T> column = q;
+            column.n = 1;
+            column.b += j * q.csb;
+            column.c += j * q.csc;
+            ks.gemv(column, c0, std::min(i1, c0 + chunk));
+          }
+        }
+      });
       ++tally.dot_shaped_problems;
       return ok_status();
     }

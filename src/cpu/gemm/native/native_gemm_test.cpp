@@ -450,7 +450,7 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
     o.isa = isa;
     auto p = *NativeGemmProvider::create(o);
     for (const Shape s :
-         {Shape{2, 2, 2051}, Shape{3, 8, 700}, Shape{8, 5, 128}, Shape{100, 2, 300}, Shape{2, 37, 999}}) {
+         {Shape{2, 2, 2051}, Shape{3, 8, 700}, Shape{8, 5, 128}, Shape{100, 2, 300}, Shape{2, 37, 600}}) {
       for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
         for (const bool contiguous : {true, false}) {
           SCOPED_TRACE(::testing::Message()
@@ -462,6 +462,35 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
           const std::int64_t dots = p->counters().dot_shaped_problems;
           expect_alike_on_one_and_two_workers(*p, a, b, c1, c2, s.m, s.n, s.k, [&] {
             EXPECT_EQ(p->counters().dot_shaped_problems, dots + (contiguous ? 1 : 0));
+          });
+        }
+      }
+    }
+  });
+}
+
+TEST(NativeGemmTest, TallComplexDotShapedProductsStreamAOnce) {
+  // Note [Tall dot-shaped GEMM]: a complex A larger than the cache whose
+  // rows run along the depth, times 2 to 8 columns, runs as dot products
+  // over row chunks, B's columns copied when they are strided, alike on one
+  // worker and two (rows split mid-chunk), against the reference; real
+  // types keep the blocked path.
+  for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    constexpr bool kComplex = !std::is_floating_point_v<T>;
+    for (const std::int64_t n : {3, 8}) {
+      const std::int64_t m = 1100, k = 301;  // A: 2.6 or 5.3 MB complex
+      for (const MatLayout lb : {MatLayout::kRowMajor, MatLayout::kColMajor}) {
+        for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
+          SCOPED_TRACE(::testing::Message() << to_string(isa) << " " << to_string(dtype_of<T>) << " n " << n << " B "
+                                            << mat_layout_name(lb) << " C " << mat_layout_name(lc));
+          StridedMatrix<T> a(m, k, MatLayout::kRowMajor, 1), b(k, n, lb, 2), c1(m, n, lc, 3), c2(m, n, lc, 3);
+          const NativeGemmCounters before = p->counters();
+          expect_alike_on_one_and_two_workers(*p, a, b, c1, c2, m, n, k, [&] {
+            EXPECT_EQ(p->counters().dot_shaped_problems, before.dot_shaped_problems + (kComplex ? 1 : 0));
+            EXPECT_EQ(p->counters().blocked_problems, before.blocked_problems + (kComplex ? 0 : 1));
           });
         }
       }
