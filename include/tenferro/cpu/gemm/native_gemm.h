@@ -48,6 +48,7 @@ struct NativeGemmTally {
   std::int64_t few_column_problems = 0;
   std::int64_t dot_shaped_problems = 0;
   std::int64_t tiny_batch_problems = 0;
+  std::int64_t short_row_problems = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -65,6 +66,7 @@ struct NativeGemmAtomicCounters {
     kFewColumns,
     kDotShaped,
     kTinyBatch,
+    kShortRows,
     kForkJoins,
     kCount
   };
@@ -113,6 +115,8 @@ struct NativeGemmCounters {
   std::int64_t dot_shaped_problems = 0;
   /// batch members of at most 4 x 4 x 4 run in one loop (Note [Tiny batch members])
   std::int64_t tiny_batch_problems = 0;
+  /// matrix-vector products with rows shorter than 8 elements (Note [Short rows])
+  std::int64_t short_row_problems = 0;
   std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };

@@ -509,8 +509,9 @@ std::optional<TypedProblem<T>> dot_form(const TypedProblem<T>& p, bool& copy_b) 
 // product over its depth chunks.
 template <class T>
 void matrix_vector(const GemmKernelSet<T>& ks, TypedProblem<T> p, const ParallelContext& ctx, std::int64_t threads,
-                   NativeGemmAtomicCounters& counters) {
+                   NativeGemmAtomicCounters& counters, internal::NativeGemmTally& tally) {
   to_column_form(p);
+  if (internal::runs_short_rows(p)) ++tally.short_row_problems;  // Note [Short rows]
   if (p.m > 1) {
     for_row_units(ctx, threads, p.m, counters, [&](std::int64_t i0, std::int64_t i1) { ks.gemv(p, i0, i1); });
     return;
@@ -660,6 +661,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.few_column_problems = counters_.values.load(C::kFewColumns);
   c.dot_shaped_problems = counters_.values.load(C::kDotShaped);
   c.tiny_batch_problems = counters_.values.load(C::kTinyBatch);
+  c.short_row_problems = counters_.values.load(C::kShortRows);
   c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -679,6 +681,7 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   local.add(kFewColumns, t.few_column_problems);
   local.add(kDotShaped, t.dot_shaped_problems);
   local.add(kTinyBatch, t.tiny_batch_problems);
+  local.add(kShortRows, t.short_row_problems);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -710,7 +713,7 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
     const std::int64_t threads =
         threads_for(2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k));
     if (p.m == 1 || p.n == 1) {
-      matrix_vector(ks, p, ctx, threads, counters_);  // Note [Matrix-vector GEMM]
+      matrix_vector(ks, p, ctx, threads, counters_, tally);  // Note [Matrix-vector GEMM]
       ++tally.gemv_problems;
       return ok_status();
     }

@@ -498,6 +498,44 @@ TEST(NativeGemmTest, TallComplexDotShapedProductsStreamAOnce) {
   });
 }
 
+TEST(NativeGemmTest, ShortRowsRunWithTheirDepthAsAConstant) {
+  // Note [Short rows]: a matrix-vector product whose rows are contiguous
+  // and shorter than 8 elements runs short_rows, A dense or padded, C
+  // contiguous or strided, with and without alpha / beta, on every ISA
+  // table and dtype, alike on one worker and two; against the reference.
+  for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    SequentialContext seq;
+    for (const std::int64_t k : {1, 2, 3, 4, 5, 7, 8}) {
+      for (const std::int64_t m : {1, 5, 67, 3000}) {
+        for (const std::int64_t pad : {0, 3}) {  // A dense (row stride k) or its rows k + 3 apart
+          for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kPadded}) {
+            SCOPED_TRACE(::testing::Message() << to_string(isa) << " " << to_string(dtype_of<T>) << " " << m << "x" << k
+                                              << " A pad " << pad << " C " << mat_layout_name(lc));
+            StridedMatrix<T> a(m, k + pad, MatLayout::kRowMajor, 1), b(k, 1, lc, 2), c1(m, 1, lc, 3), c2(m, 1, lc, 3),
+                plain(m, 1, MatLayout::kColMajor, 4);
+            a.cols = k;
+            const std::int64_t before = p->counters().short_row_problems;
+            expect_alike_on_one_and_two_workers(*p, a, b, c1, c2, m, 1, k, [&] {
+              // (a depth of 1 is an outer product: Note [Rank-1 GEMM])
+              EXPECT_EQ(p->counters().short_row_problems, before + (k > 1 && k < 8 ? 1 : 0));
+            });
+            // alpha = 1, beta = 0 into a contiguous C: the plain stores.
+            std::vector<std::complex<double>> ref;
+            std::vector<double> bound;
+            reference_gemm(a, b, 1.0, 0.0, plain, ref, bound);
+            const auto old = plain.buffer;
+            ASSERT_TRUE(run(*p, m, 1, k, seq, a, b, plain).ok());
+            EXPECT_TRUE(matches_reference(plain, ref, bound, k, old));
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(NativeGemmTest, TinyBatchMembersRunInOneLoop) {
   // Note [Tiny batch members]: batches of members of at most 4 x 4 x 4, in
   // row- and column-major layouts, run in one loop over the batch; every
