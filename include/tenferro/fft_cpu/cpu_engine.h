@@ -18,8 +18,9 @@
 //                pass along the last axis writes the output.
 // A pass along a strided axis runs in panels (Note [FFT panels] in
 // src/fft_cpu/fft_plan.cpp): it gathers columns into workspace itself, so
-// it may read the input directly whatever its alignment, and a one-axis
-// irfft along such an axis needs no staging copy either.
+// an r2c panel pass reads the input directly whatever its alignment, and a
+// one-axis irfft along such an axis needs no staging copy either (c2c
+// panel passes stay staged: measured faster).
 // When the input already is what the first pass reads (row-major, the
 // computed dtype, no padding or cropping, alignment the kernel accepts),
 // fft/ifft/rfft/ihfft read it directly (an out-of-place first pass) and the
