@@ -294,3 +294,17 @@ def test_real_transforms_along_strided_axes_match_numpy(real, layout, n, rng):
         back = tff.irfftn(got, s=x.shape)
         assert _eps_error(back, wide(x), real) < 8 * np.log2(2 * n * 37)
 
+
+@pytest.mark.parametrize("n", [74, 592, 848, 999, 1998, 2624])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_lengths_with_a_medium_prime_factor_match_numpy(n, dtype, rng):
+    # Note [Medium prime factors]: a prime factor 37..89 of a composite
+    # length runs as one Cooley-Tukey step; errors stay those of an FFT.
+    x = random_array(rng, (3, n), dtype)
+    wide = x.astype(np.complex128)
+    bound = 8 * np.log2(n)
+    assert _eps_error(tff.fft(x), np.fft.fft(wide), dtype) < bound
+    assert _eps_error(tff.ifft(x, axis=-1, norm="ortho"), np.fft.ifft(wide, norm="ortho"), dtype) < bound
+    assert _eps_error(tff.rfft(x.real), np.fft.rfft(wide.real), dtype) < bound
+    assert _eps_error(tff.irfft(x, n=n), np.fft.irfft(wide, n=n), dtype) < bound
+    assert _eps_error(tff.fft(x.T, axis=0), np.fft.fft(wide.T, axis=0), dtype) < bound
