@@ -249,3 +249,62 @@ def test_read_only_out_is_a_typed_error_as_for_einsum():
     with pytest.raises(tenferro.InvalidArgumentError, match=r"fft.rfft: out is read-only"):
         tff.rfft(np.ones(8), out=out)
     np.testing.assert_array_equal(out, np.zeros(5))
+
+
+def _eps_error(got, want, dtype):
+    # max |got - want| in units of eps * max |want| of the result precision.
+    eps = np.finfo(np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64).eps
+    return np.max(np.abs(got - want)) / (eps * max(np.max(np.abs(want)), 1e-300))
+
+
+@pytest.mark.parametrize("real", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C axis 0", "F axis -1", "transposed axis -1", "C middle axis"])
+@pytest.mark.parametrize("n", [31, 64])
+def test_real_transforms_along_strided_axes_match_numpy(real, layout, n, rng):
+    # Note [FFT panels]: r2c/c2r passes along a strided axis (after Note
+    # [Transforms in memory order], the first axis of the row-major view)
+    # run in panels; every kind, odd and even lengths, column counts that
+    # are not multiples of a panel (8 float64 / 32 float32 reals).
+    shapes = {"C axis 0": ((n, 37), 0), "F axis -1": ((37, n), -1), "transposed axis -1": ((37, n), -1),
+              "C middle axis": ((3, n, 21), 1)}
+    shape, axis = shapes[layout]
+
+    def arrange(a):
+        if layout == "F axis -1":
+            return np.asfortranarray(a)
+        if layout == "transposed axis -1":
+            return np.ascontiguousarray(a.T).T
+        return a
+
+    x = arrange(random_array(rng, shape, real))
+    c = arrange(random_array(rng, shape, COMPLEX_OF[np.dtype(real)]))
+    wide = lambda a: a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)  # numpy's reference in double
+    for name, arg, kwargs in [("rfft", x, {}), ("rfft", x, dict(n=n + 3, norm="ortho")), ("ihfft", x, {}),
+                              ("irfft", c, {}), ("irfft", c, dict(n=2 * n - 1, norm="forward")),
+                              ("hfft", c, {}), ("fft", c, {})]:
+        got = getattr(tff, name)(arg, axis=axis, **kwargs)
+        want = getattr(np.fft, name)(wide(arg), axis=axis, **kwargs)
+        assert got.shape == want.shape, name
+        assert got.dtype == (real if name in ("irfft", "hfft") else COMPLEX_OF[np.dtype(real)]), name
+        assert _eps_error(got, want, real) < 8 * np.log2(2 * n), f"{name} {kwargs}"
+    # rfft2 / irfftn: the r2c and c2r passes along the strided axis of the pair.
+    if len(shape) == 2:
+        got = tff.rfft2(x)
+        assert _eps_error(got, np.fft.rfft2(wide(x)), real) < 8 * np.log2(2 * n * 37)
+        back = tff.irfftn(got, s=x.shape)
+        assert _eps_error(back, wide(x), real) < 8 * np.log2(2 * n * 37)
+
+
+@pytest.mark.parametrize("n", [74, 592, 848, 999, 1998, 2624])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_lengths_with_a_medium_prime_factor_match_numpy(n, dtype, rng):
+    # Note [Medium prime factors]: a prime factor 37..89 of a composite
+    # length runs as one Cooley-Tukey step; errors stay those of an FFT.
+    x = random_array(rng, (3, n), dtype)
+    wide = x.astype(np.complex128)
+    bound = 8 * np.log2(n)
+    assert _eps_error(tff.fft(x), np.fft.fft(wide), dtype) < bound
+    assert _eps_error(tff.ifft(x, axis=-1, norm="ortho"), np.fft.ifft(wide, norm="ortho"), dtype) < bound
+    assert _eps_error(tff.rfft(x.real), np.fft.rfft(wide.real), dtype) < bound
+    assert _eps_error(tff.irfft(x, n=n), np.fft.irfft(wide, n=n), dtype) < bound
+    assert _eps_error(tff.fft(x.T, axis=0), np.fft.fft(wide.T, axis=0), dtype) < bound

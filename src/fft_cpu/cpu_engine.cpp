@@ -50,6 +50,7 @@ bool is_row_major(const TensorView& v) {
 }
 
 bool accepts(const FftPass& p, const void* src, const void* dst) {
+  if (p.panel) return true;  // its kernels run on the engine's panels (Note [FFT panels])
   return p.full->accepts(src, dst) && (p.block == nullptr || p.block->accepts(src, dst)) &&
          (p.last == nullptr || p.last->accepts(src, dst));
 }
@@ -156,14 +157,15 @@ Status CpuFftEngine::run(const runtime::ExtensionRequest& request, runtime::Eras
 
   const bool split = parallel->max_threads() > 1;
   bool went_parallel = false;
-  std::uint64_t calls = 0;
+  std::uint64_t calls = 0, panel_passes = 0;
   for (std::size_t i = 0; i < plan->passes.size(); ++i) {
     const FftPass& pass = direct && i == 0 ? plan->direct_first : plan->passes[i];
     std::byte* src = buffer(pass.src);
     std::byte* dst = buffer(pass.dst);
     if (pass.panel) {
       went_parallel = went_parallel || (split && pass.panel_items > pass.panel_grain);
-      TENFERRO_TRY(internal::run_panel_pass(pass, dst, pass.problem.precision, *parallel, split, *pool_, &calls));
+      ++panel_passes;
+      TENFERRO_TRY(internal::run_panel_pass(pass, src, dst, *parallel, split, *pool_, &calls));
       continue;
     }
     if (!(direct && i == 0) && !accepts(pass, src, dst)) {
@@ -204,6 +206,7 @@ Status CpuFftEngine::run(const runtime::ExtensionRequest& request, runtime::Eras
   }
   (went_parallel ? counters_.outer_runs : counters_.sequential_runs).fetch_add(1, std::memory_order_relaxed);
   counters_.kernel_calls.fetch_add(calls, std::memory_order_relaxed);
+  if (panel_passes != 0) counters_.panel_passes.fetch_add(panel_passes, std::memory_order_relaxed);
   return ok_status();
 }
 
@@ -215,7 +218,7 @@ Result<FftSelection> CpuFftEngine::select(const FftOp& op, DType dtype, IntArray
   s.provider = std::string(provider_->name());
   const auto describe = [](const FftPass& p) {
     if (p.panel) {
-      return fmt::format("{} in {} panels of {} columns (copied contiguous)", p.problem.to_string(), p.panel_items,
+      return fmt::format("{} in {} panels of {} columns (gathered contiguous)", p.problem.to_string(), p.panel_items,
                          p.panel_width);
     }
     return fmt::format("{}{}", p.problem.to_string(),
@@ -244,6 +247,7 @@ FftEngineStats CpuFftEngine::stats() const noexcept {
   s.outer_runs = counters_.outer_runs.load(std::memory_order_relaxed);
   s.direct_runs = counters_.direct_runs.load(std::memory_order_relaxed);
   s.kernel_calls = counters_.kernel_calls.load(std::memory_order_relaxed);
+  s.panel_passes = counters_.panel_passes.load(std::memory_order_relaxed);
   const cpu::WorkspacePoolStats w = pool_->stats();
   s.workspace_allocations = w.allocations;
   s.workspace_reuses = w.reuses;

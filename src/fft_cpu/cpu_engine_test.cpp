@@ -2,6 +2,7 @@
 // of batches (Note [FFT batch parallelism]) against sequential runs, the
 // direct first pass and its fallbacks (strided or misaligned input),
 // workspace reuse, explain(), empty tensors and errors through eager calls.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fft_cpu/fft_test_support.h"
@@ -92,11 +93,12 @@ TEST(CpuFftEngine, BatchesSplitOverTheContextMatchSequential) {
       Result<Tensor> ya = fftn(a, x, {}, {0, 1}), yb = fftn(b, x, {}, {0, 1});
       ASSERT_TRUE(ya.ok() && yb.ok()) << ya.status().to_string() << yb.status().to_string();
       expect_close(values_of(*ya), values_of(*yb), 1e-6, "fftn split vs sequential");
-      Tensor r = random_tensor(real_dtype(dtype), {33, 20}, 4);
+      // 70 columns: several r2c/c2r panels (Note [FFT panels]) in both precisions.
+      Tensor r = random_tensor(real_dtype(dtype), {33, 70}, 4);
       Result<Tensor> ra = rfft(a, r, -1, 0), rb = rfft(b, r, -1, 0);
       ASSERT_TRUE(ra.ok() && rb.ok());
       expect_close(values_of(*ra), values_of(*rb), 1e-6, "rfft split vs sequential");
-      Result<Tensor> ia = irfftn(a, *ra, {33, 20}, {1, 0}), ib = irfftn(b, *rb, {33, 20}, {1, 0});
+      Result<Tensor> ia = irfftn(a, *ra, {33, 70}, {1, 0}), ib = irfftn(b, *rb, {33, 70}, {1, 0});
       ASSERT_TRUE(ia.ok() && ib.ok());
       expect_close(values_of(*ia), values_of(*ib), 1e-6, "irfftn split vs sequential");
     }
@@ -143,6 +145,104 @@ TEST(CpuFftEngine, DirectFirstPassAndItsFallbacks) {
   expect_close(values_of(*via_strided), values_of(*direct), 1e-6, "strided");
   Result<Tensor> reference = fft(ctx, tensor_of(DType::kComplex64, {9, 16}, sv), -1, -1, FftNorm::kOrtho);
   expect_close(values_of(*via_shifted), values_of(*reference), 1e-6, "misaligned");
+}
+
+// A contiguous copy of `t` with axes `a` and `b` swapped.
+Tensor swapped_copy(const Tensor& t, std::int64_t a, std::int64_t b) {
+  Tensor view = *t.transpose(a, b);
+  return tensor_of(t.dtype(), view.shape(), values_of(view));
+}
+
+// Note [FFT panels]: every kind along a strided axis (axis 0 of a row-major
+// array, the middle axis of a 3-D one) runs in panels, the r2c and c2r
+// ones reading the input directly where they can, and equals the same transform along the
+// contiguous last axis of the transposed copy (which runs no panel).
+// Column counts below, at and above one panel (32 float32, 8 float64
+// reals), not multiples of it; odd and even lengths.
+TEST(CpuFftEngine, TransformsAlongStridedAxesRunInPanels) {
+  for (const std::string name : {"fftw", "native"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<const CpuFftProvider> provider =
+        name == "fftw" ? std::shared_ptr<const CpuFftProvider>(std::make_shared<FftwFftProvider>())
+                       : std::make_shared<NativeFftProvider>();
+    auto engine = std::make_shared<CpuFftEngine>(provider);
+    runtime::Runtime rt = make_runtime(engine);
+    runtime::EagerContext ctx = rt.on();
+    for (DType real : {DType::kFloat32, DType::kFloat64}) {
+      const DType complex = *complex_dtype(real);
+      const double tol = real == DType::kFloat32 ? 2e-5 : 1e-12;
+      for (std::int64_t n : {2, 9, 10, 33, 64}) {
+        for (std::int64_t cols : {3, 8, 19, 37}) {  // 37: one full float32 panel and a short one
+          SCOPED_TRACE(fmt::format("{} n={} cols={}", real, n, cols));
+          const std::uint32_t seed = static_cast<std::uint32_t>(n * 100 + cols);
+          const Tensor x = random_tensor(real, {n, cols}, seed);
+          const Tensor xt = swapped_copy(x, 0, 1);
+          const Tensor c = random_tensor(complex, {n, cols}, seed + 1);
+          const Tensor ct = swapped_copy(c, 0, 1);
+          const auto check = [&](const char* what, Result<Tensor> strided, Result<Tensor> contiguous,
+                                 std::uint64_t panels, std::uint64_t direct) {
+            SCOPED_TRACE(what);
+            ASSERT_TRUE(strided.ok()) << strided.status().to_string();
+            ASSERT_TRUE(contiguous.ok()) << contiguous.status().to_string();
+            EXPECT_EQ(strided->dtype(), contiguous->dtype());
+            expect_close(values_of(*strided), values_of(*contiguous->transpose(0, 1)), tol, what);
+            EXPECT_EQ(engine->stats().panel_passes, panels) << "the strided call ran in panels";
+            EXPECT_EQ(engine->stats().direct_runs, direct);
+          };
+          const auto stats = [&] { return std::pair{engine->stats().panel_passes, engine->stats().direct_runs}; };
+          // Each strided call below runs one panel pass; each contiguous one none.
+          auto [p0, d0] = stats();
+          Result<Tensor> y = rfft(ctx, x, -1, 0);
+          check("rfft", y, rfft(ctx, xt, -1, -1), p0 + 1, d0 + 2);  // both read their input directly
+          auto [p1, d1] = stats();
+          check("rfft ortho, padded to n+3", rfft(ctx, x, n + 3, 0, FftNorm::kOrtho),
+                rfft(ctx, xt, n + 3, -1, FftNorm::kOrtho), p1 + 1, d1);  // padded: both staged
+          auto [p2, d2] = stats();
+          check("ihfft", ihfft(ctx, x, -1, 0), ihfft(ctx, xt, -1, -1), p2 + 1, d2 + 2);
+          auto [p3, d3] = stats();
+          // irfft to an even and an odd length: the c2r pass gathers from
+          // the input directly (the contiguous call stages its input).
+          check("irfft", irfft(ctx, c, -1, 0), irfft(ctx, ct, -1, -1), p3 + 1, d3 + 1);
+          auto [p4, d4] = stats();
+          check("irfft odd", irfft(ctx, c, 2 * n - 1, 0, FftNorm::kForward),
+                irfft(ctx, ct, 2 * n - 1, -1, FftNorm::kForward), p4 + 1, d4 + 1);  // n bins: not resized
+          auto [p45, d45] = stats();
+          check("irfft padded", irfft(ctx, c, 2 * n + 1, 0), irfft(ctx, ct, 2 * n + 1, -1), p45 + 1, d45);
+          auto [p5, d5] = stats();
+          check("hfft", hfft(ctx, c, -1, 0), hfft(ctx, ct, -1, -1), p5 + 1, d5);  // conjugated: staged
+          auto [p6, d6] = stats();
+          check("fft", fft(ctx, c, -1, 0), fft(ctx, ct, -1, -1), p6 + 1, d6 + 1);  // c2c panels stay staged
+        }
+      }
+      // N-D: rfftn's r2c pass along axis 0 (a panel) and its c2c pass along
+      // axis 1; irfftn with the c2r pass along axis 0; a 3-D middle axis.
+      const Tensor x3 = random_tensor(real, {5, 12, 11}, 7);
+      const Tensor x3t = swapped_copy(x3, 1, 2);  // (5, 11, 12)
+      const std::uint64_t before = engine->stats().panel_passes;
+      Result<Tensor> y3 = rfft(ctx, x3, -1, 1);
+      Result<Tensor> y3t = rfft(ctx, x3t, -1, 2);
+      ASSERT_TRUE(y3.ok() && y3t.ok());
+      expect_close(values_of(*y3), values_of(*y3t->transpose(1, 2)), tol, "rfft middle axis");
+      Result<Tensor> back = irfft(ctx, *y3, 12, 1);
+      ASSERT_TRUE(back.ok());
+      expect_close(values_of(*back), values_of(x3), tol, "irfft middle axis round trip");
+      EXPECT_EQ(engine->stats().panel_passes, before + 2);
+      const Tensor x2 = random_tensor(real, {14, 9}, 8);
+      Result<Tensor> yn = rfftn(ctx, x2, {}, {1, 0});  // r2c along axis 0, then c2c along axis 1
+      Result<Tensor> ynt = rfftn(ctx, swapped_copy(x2, 0, 1), {}, {0, 1});
+      ASSERT_TRUE(yn.ok() && ynt.ok());
+      expect_close(values_of(*yn), values_of(*ynt->transpose(0, 1)), tol, "rfftn");
+      Result<Tensor> xn = irfftn(ctx, *yn, {9, 14}, {1, 0});
+      ASSERT_TRUE(xn.ok()) << xn.status().to_string();
+      expect_close(values_of(*xn), values_of(x2), tol, "irfftn round trip");
+      // The 3-D pair 2; yn's r2c, ynt's c2c along its axis 0 and xn's c2r 3.
+      EXPECT_EQ(engine->stats().panel_passes, before + 5);
+    }
+    auto op = FftOp::make(FftKind::kRfft, -1, 0);
+    const std::string text = engine->explain(**op, DType::kFloat32, {64, 40});
+    EXPECT_NE(text.find("r2c"), std::string::npos) << text;
+    EXPECT_NE(text.find("2 panels of 32 columns"), std::string::npos) << text;
+  }
 }
 
 TEST(CpuFftEngine, WorkspaceIsReusedAcrossRuns) {

@@ -39,21 +39,44 @@ double transform_flops(FftTransform t, std::int64_t n) {
 // A transform along a strided axis (stride s > 1) whose batch holds a
 // unit-stride loop (the columns of a row-major array) reads one element per
 // cache line from each of n rows; the providers' strided kernels run at a
-// fraction of their contiguous speed there. Such an in-place pass instead
-// copies a panel of `width` adjacent columns (one cache line: 4 complex128
-// or 8 complex64) into contiguous workspace as `width` rows of n, runs the
-// contiguous kernel on them and copies them back, as pocketfft does. The
-// panels (times the other loops) are the pass's parallel items.
+// fraction of their contiguous speed there. Such a pass instead gathers a
+// panel of `width` adjacent columns into contiguous workspace as `width`
+// rows of n, runs the contiguous kernel on them and scatters the result
+// into the destination's columns, as pocketfft does. The panels (times the
+// other loops) are the pass's parallel items.
+//   c2c  one panel of 64 bytes of columns (4 complex128, 8 complex64),
+//        transformed in place on the output after the staging copy (the
+//        direct first pass, gathering from the input and scattering into
+//        the untouched output, measured slower: complex64 4096x256 along
+//        axis 0 6.4 ms against 5.0 ms, 2026-12-07);
+//   r2c  a real panel (8 float64 or 32 float32 columns: of 8, 16, 32 and
+//        64 columns these measured best, 2026-12-07) and a complex one of
+//        n/2+1 points, out of place;
+//   c2r  the same, the other way; the c2r kernel may overwrite its input,
+//        which is the engine's panel, so a one-axis irfft reads the user's
+//        input directly too.
+// FFTW's guru plans for r2c/c2r along a strided axis ran through its
+// buffered solver (fftw_cpy2d_pair was 36-41 % of the profile in the
+// audit of 2026-12-07), at 0.23-0.5 of torch's speed. With panels, rfft
+// float32 4096x256 along axis 0 took 3.3 ms against 15.4 ms (torch 3.7),
+// float64 4.9 against 14.9 ms (torch 7.5): docs/performance_notes.md ("FFT:
+// strided real transforms and medium prime factors").
 Result<FftPass> make_panel_pass(const CpuFftProvider& provider, const FftEngineOptions& options, FftPass pass,
-                                std::size_t column_loop, std::size_t element_bytes) {
+                                std::size_t column_loop) {
   const FftProblem& p = pass.problem;
   const std::int64_t n = p.dim.n;
+  const std::int64_t half = n / 2 + 1;
+  const std::int64_t real_bytes = p.precision == DType::kFloat32 ? 4 : 8;
+  const bool c2c = p.transform == FftTransform::kC2C;
   pass.panel = true;
-  pass.panel_width = std::max<std::int64_t>(1, 64 / static_cast<std::int64_t>(element_bytes));
+  pass.panel_width = c2c ? 64 / (2 * real_bytes) : (real_bytes == 4 ? 32 : 8);
   pass.panel_columns = p.batch[column_loop].n;
   pass.panel_width = std::min(pass.panel_width, pass.panel_columns);
   pass.panel_blocks = (pass.panel_columns + pass.panel_width - 1) / pass.panel_width;
-  pass.transform_stride = p.dim.in_stride;
+  pass.src_stride = p.dim.in_stride;
+  pass.dst_stride = p.dim.out_stride;
+  pass.src_length = p.transform == FftTransform::kC2R ? half : n;
+  pass.dst_length = p.transform == FftTransform::kR2C ? half : n;
   std::int64_t outer = 1;
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
     if (i == column_loop) continue;
@@ -64,14 +87,29 @@ Result<FftPass> make_panel_pass(const CpuFftProvider& provider, const FftEngineO
   const double item_flops = pass.flops / static_cast<double>(pass.panel_items);
   pass.panel_grain =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(options.grain_flops / std::max(item_flops, 1.0))));
-  pass.panel_bytes = (static_cast<std::size_t>(pass.panel_width * n) * element_bytes + 63) / 64 * 64;
+  // Panel rows an odd number of cache lines apart: rows of a power-of-two
+  // size (4096 float32, 16 KB) all fell into one L1 set, and the gather of
+  // 32 of them thrashed it (rfft float32 4096x256 along axis 0: 5.4 ms
+  // against 3.1 ms with odd pitches, 2026-12-07).
+  const auto pitch = [](std::int64_t length, std::int64_t element) {
+    std::int64_t lines = (length * element + 63) / 64;
+    if (lines % 2 == 0) ++lines;
+    return lines * 64 / element;
+  };
+  const std::int64_t src_element = p.transform == FftTransform::kR2C ? real_bytes : 2 * real_bytes;
+  const std::int64_t dst_element = p.transform == FftTransform::kC2R ? real_bytes : 2 * real_bytes;
+  pass.src_pitch = pitch(pass.src_length, src_element);
+  pass.dst_pitch = pitch(pass.dst_length, dst_element);
+  pass.panel_src_bytes = static_cast<std::size_t>(pass.panel_width * pass.src_pitch * src_element);
+  pass.panel_bytes =
+      pass.panel_src_bytes + (c2c ? 0 : static_cast<std::size_t>(pass.panel_width * pass.dst_pitch * dst_element));
   FftProblem panel;
-  panel.transform = FftTransform::kC2C;
+  panel.transform = p.transform;
   panel.precision = p.precision;
   panel.sign = p.sign;
   panel.dim = FftLoop{n, 1, 1};
-  panel.batch.push_back(FftLoop{pass.panel_width, n, n});
-  panel.in_place = true;
+  panel.batch.push_back(FftLoop{pass.panel_width, pass.src_pitch, pass.dst_pitch});
+  panel.in_place = c2c;
   TENFERRO_ASSIGN_OR_RETURN(pass.panel_kernel, provider.plan(panel));
   pass.workspace_bytes = pass.panel_kernel->workspace_bytes();
   const std::int64_t rest = pass.panel_columns % pass.panel_width;
@@ -110,10 +148,10 @@ Result<FftPass> make_pass(const CpuFftProvider& provider, const FftEngineOptions
   }
   const double per = transform_flops(transform, n);
   pass.flops = per * static_cast<double>(p.howmany());
-  if (transform == FftTransform::kC2C && p.in_place && p.dim.in_stride != 1 && n > 1) {
+  if ((p.dim.in_stride != 1 || p.dim.out_stride != 1) && n > 1) {  // Note [FFT panels]
     for (std::size_t i = 0; i < p.batch.size(); ++i) {
       if (p.batch[i].in_stride == 1 && p.batch[i].out_stride == 1 && p.batch[i].n >= 2) {
-        return make_panel_pass(provider, options, std::move(pass), i, dst.element_bytes);
+        return make_panel_pass(provider, options, std::move(pass), i);
       }
     }
   }
@@ -212,6 +250,7 @@ Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, 
       plan->passes.push_back(std::move(pass));
     }
     const bool resized = g.input_extents != g.lengths;
+    // Note [FFT panels]: a c2c panel pass stays staged.
     if (input_row_major && input_dtype == complex && !resized && !plan->passes[0].panel) {
       const ArrayDesc in = row_major(input_shape, input_dtype);
       const std::size_t first = order[0];
@@ -256,6 +295,17 @@ Result<std::shared_ptr<FftPlan>> build_fft_plan(const CpuFftProvider& provider, 
     TENFERRO_ASSIGN_OR_RETURN(FftPass last, make_pass(provider, options, FftTransform::kC2R, +1, precision, last_n,
                                                       last_axis, st, out, BufferRole::kStage, BufferRole::kOutput));
     plan->passes.push_back(std::move(last));
+    // A one-axis irfft whose c2r pass runs in panels gathers from the input
+    // (Note [FFT panels]): a c2r kernel overwrites only the engine's panel.
+    const bool resized = g.input_extents != g.staged_extents;
+    if (input_row_major && input_dtype == complex && !resized && kind == FftKind::kIrfft && plan->passes.size() == 1 &&
+        plan->passes[0].panel) {
+      const ArrayDesc in = row_major(input_shape, input_dtype);
+      TENFERRO_ASSIGN_OR_RETURN(plan->direct_first,
+                                make_pass(provider, options, FftTransform::kC2R, +1, precision, last_n, last_axis, in,
+                                          out, BufferRole::kInput, BufferRole::kOutput));
+      plan->has_direct = plan->direct_first.panel;
+    }
   }
   for (const FftPass& p : plan->passes) {
     plan->workspace_bytes = std::max(plan->workspace_bytes, p.workspace_bytes);
@@ -442,10 +492,15 @@ void scale_in_place(void* data, DType dtype, std::int64_t count, double scale, b
 
 namespace {
 
-template <class C>
-Status run_panels(const FftPass& pass, C* data, const cpu::ParallelContext& parallel, bool split,
+// Note [FFT panels]: gather `w` columns of `src` into rows of the panel,
+// transform, scatter the panel's rows into the columns of `dst`.
+template <class In, class Out>
+Status run_panels(const FftPass& pass, const In* src, Out* dst, const cpu::ParallelContext& parallel, bool split,
                   cpu::WorkspacePool& pool, std::uint64_t* calls) {
-  const std::int64_t n = pass.problem.dim.n, width = pass.panel_width, stride = pass.transform_stride;
+  const std::int64_t width = pass.panel_width, n_in = pass.src_length, n_out = pass.dst_length;
+  const std::int64_t in_pitch = pass.src_pitch, out_pitch = pass.dst_pitch;
+  const std::int64_t src_stride = pass.src_stride, dst_stride = pass.dst_stride;
+  const bool in_place = pass.problem.transform == FftTransform::kC2C;  // one panel, transformed in place
   std::atomic<bool> failed{false};
   std::mutex mutex;
   Status first;
@@ -457,32 +512,37 @@ Status run_panels(const FftPass& pass, C* data, const cpu::ParallelContext& para
       if (!failed.exchange(true)) first = lease.status();
       return;
     }
-    C* buf = reinterpret_cast<C*>(lease->bytes().data());
+    In* buf_in = reinterpret_cast<In*>(lease->bytes().data());
+    Out* buf_out = in_place ? reinterpret_cast<Out*>(buf_in)
+                            : reinterpret_cast<Out*>(lease->bytes().data() + pass.panel_src_bytes);
     const std::span<std::byte> ws = lease->bytes().subspan(pass.panel_bytes);
     for (std::int64_t item = begin; item < end; ++item) {
       std::int64_t rest = item / pass.panel_blocks;
       const std::int64_t block = item % pass.panel_blocks;
-      std::int64_t base = block * width;
+      std::int64_t src_base = block * width, dst_base = block * width;
       for (std::size_t l = pass.panel_outer.size(); l-- > 0;) {
-        base += (rest % pass.panel_outer[l].n) * pass.panel_outer[l].in_stride;
+        const std::int64_t i = rest % pass.panel_outer[l].n;
+        src_base += i * pass.panel_outer[l].in_stride;
+        dst_base += i * pass.panel_outer[l].out_stride;
         rest /= pass.panel_outer[l].n;
       }
       const std::int64_t w = std::min(width, pass.panel_columns - block * width);
-      C* col = data + base;
-      for (std::int64_t r = 0; r < n; ++r) {
-        const C* row = col + r * stride;
-        for (std::int64_t k = 0; k < w; ++k) buf[k * n + r] = row[k];
+      const In* src_col = src + src_base;
+      for (std::int64_t r = 0; r < n_in; ++r) {
+        const In* row = src_col + r * src_stride;
+        for (std::int64_t k = 0; k < w; ++k) buf_in[k * in_pitch + r] = row[k];
       }
       const FftKernel& kernel = w == width ? *pass.panel_kernel : *pass.panel_last;
-      Status s = kernel.execute(buf, buf, ws);
+      Status s = kernel.execute(buf_in, buf_out, ws);
       if (!s.ok()) {
         std::lock_guard<std::mutex> guard(mutex);
         if (!failed.exchange(true)) first = std::move(s);
         return;
       }
-      for (std::int64_t r = 0; r < n; ++r) {
-        C* row = col + r * stride;
-        for (std::int64_t k = 0; k < w; ++k) row[k] = buf[k * n + r];
+      Out* dst_col = dst + dst_base;
+      for (std::int64_t r = 0; r < n_out; ++r) {
+        Out* row = dst_col + r * dst_stride;
+        for (std::int64_t k = 0; k < w; ++k) row[k] = buf_out[k * out_pitch + r];
       }
     }
   };
@@ -495,14 +555,30 @@ Status run_panels(const FftPass& pass, C* data, const cpu::ParallelContext& para
   return failed.load() ? first : ok_status();
 }
 
+template <class R>
+Status run_panel_pass_typed(const FftPass& pass, const std::byte* src, std::byte* dst,
+                            const cpu::ParallelContext& parallel, bool split, cpu::WorkspacePool& pool,
+                            std::uint64_t* calls) {
+  using C = std::complex<R>;
+  switch (pass.problem.transform) {
+    case FftTransform::kC2C:
+      return run_panels(pass, reinterpret_cast<const C*>(src), reinterpret_cast<C*>(dst), parallel, split, pool, calls);
+    case FftTransform::kR2C:
+      return run_panels(pass, reinterpret_cast<const R*>(src), reinterpret_cast<C*>(dst), parallel, split, pool, calls);
+    case FftTransform::kC2R:
+      return run_panels(pass, reinterpret_cast<const C*>(src), reinterpret_cast<R*>(dst), parallel, split, pool, calls);
+  }
+  return ok_status();
+}
+
 }  // namespace
 
-Status run_panel_pass(const FftPass& pass, std::byte* data, DType precision, const cpu::ParallelContext& parallel,
+Status run_panel_pass(const FftPass& pass, const std::byte* src, std::byte* dst, const cpu::ParallelContext& parallel,
                       bool split, cpu::WorkspacePool& pool, std::uint64_t* calls) {
-  if (precision == DType::kFloat32) {
-    return run_panels(pass, reinterpret_cast<std::complex<float>*>(data), parallel, split, pool, calls);
+  if (pass.problem.precision == DType::kFloat32) {
+    return run_panel_pass_typed<float>(pass, src, dst, parallel, split, pool, calls);
   }
-  return run_panels(pass, reinterpret_cast<std::complex<double>*>(data), parallel, split, pool, calls);
+  return run_panel_pass_typed<double>(pass, src, dst, parallel, split, pool, calls);
 }
 
 }  // namespace tenferro::fft::internal

@@ -40,27 +40,35 @@ struct FftPass {
   std::size_t workspace_bytes = 0;  ///< largest kernel workspace
   double flops = 0.0;
 
-  /// Panel mode (Note [FFT panels]): set for an in-place c2c pass along a
-  /// strided axis whose batch has a unit-stride loop. Then `full`, `block`
-  /// and `last` are null and the pass runs panel_kernel / panel_last on
-  /// contiguous copies of `panel_width` columns.
+  /// Panel mode (Note [FFT panels]): set for a pass along a strided axis
+  /// whose batch has a loop of unit stride on both sides (c2c in or out of
+  /// place, r2c, c2r). Then `full`, `block` and `last` are null and the pass
+  /// gathers `panel_width` columns of the source into contiguous workspace,
+  /// runs panel_kernel / panel_last there and scatters the result into the
+  /// destination.
   bool panel = false;
   std::int64_t panel_width = 0;
   std::int64_t panel_columns = 0;                 ///< extent of the unit-stride loop
   std::int64_t panel_blocks = 0;                  ///< ceil(panel_columns / panel_width)
-  std::int64_t transform_stride = 0;              ///< elements between transform points
-  SmallVector<FftLoop, 4> panel_outer;            ///< the other loops (in == out strides)
+  std::int64_t src_stride = 0;                    ///< source elements between transform points
+  std::int64_t dst_stride = 0;                    ///< destination elements between transform points
+  std::int64_t src_length = 0;                    ///< transform points read (n, or n/2+1 for c2r)
+  std::int64_t dst_length = 0;                    ///< transform points written (n, or n/2+1 for r2c)
+  std::int64_t src_pitch = 0;                     ///< elements between rows of the source panel
+  std::int64_t dst_pitch = 0;                     ///< ... of the destination panel (c2c: the same panel)
+  SmallVector<FftLoop, 4> panel_outer;            ///< the other loops
   std::int64_t panel_items = 0;                   ///< panel_blocks * product of panel_outer
   std::int64_t panel_grain = 1;                   ///< items per parallel chunk (>= grain_flops of work)
-  std::size_t panel_bytes = 0;                    ///< one panel copy (64-byte rounded)
-  std::shared_ptr<const FftKernel> panel_kernel;  ///< [panel_width][n], contiguous, in place
+  std::size_t panel_src_bytes = 0;                ///< the gathered source panel (whole cache lines)
+  std::size_t panel_bytes = 0;                    ///< both panels (one for c2c, transformed in place)
+  std::shared_ptr<const FftKernel> panel_kernel;  ///< [panel_width][n], contiguous
   std::shared_ptr<const FftKernel> panel_last;    ///< [columns % width][n] (null when it divides)
 };
 
-/// Runs a panel-mode pass in place on `data` (complex elements of
-/// `precision`), over `parallel`'s workers when `split`; workspace from
-/// `pool`. Returns the number of kernel calls in *calls.
-Status run_panel_pass(const FftPass& pass, std::byte* data, DType precision, const cpu::ParallelContext& parallel,
+/// Runs a panel-mode pass from `src` to `dst` (the same buffer for an
+/// in-place pass), over `parallel`'s workers when `split`; workspace from
+/// `pool`. Adds the number of kernel calls to *calls.
+Status run_panel_pass(const FftPass& pass, const std::byte* src, std::byte* dst, const cpu::ParallelContext& parallel,
                       bool split, cpu::WorkspacePool& pool, std::uint64_t* calls);
 
 /// The copy of the input into the first pass's buffer.

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "fft_cpu/plan_cache.h"
+#include "fft_cpu/prime_factor_kernel.h"
 
 // The sanitizers' allocator interface (sanitizer/allocator_interface.h),
 // null unless a sanitizer runtime is in the process (Note [FFTW plan bytes]).
@@ -391,6 +392,17 @@ FftwFftProvider::~FftwFftProvider() = default;
 Result<std::shared_ptr<const FftKernel>> FftwFftProvider::plan_one(const FftProblem& problem) const {
   unsigned flags = options_.mode == FftwPlannerMode::kEstimate ? FFTW_ESTIMATE : FFTW_MEASURE;
   if (!problem.aligned) flags |= FFTW_UNALIGNED;
+  // Note [Medium prime factors] (up to 2^20 points: the kernel's twiddles
+  // hold n complex values).
+  if (const std::int64_t p = internal::medium_prime_factor(problem.dim.n);
+      p != 0 && options_.mode == FftwPlannerMode::kEstimate && problem.dim.n <= (std::int64_t{1} << 20)) {
+    // The m-point stage first, outside the cache's lock (it is cached too).
+    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const FftKernel> columns,
+                              plan_one(internal::prime_factor_columns_problem(problem, p)));
+    return cache_->get_or_create(problem, [&]() -> Result<std::shared_ptr<const FftKernel>> {
+      return internal::make_prime_factor_kernel(problem, p, columns);
+    });
+  }
   return cache_->get_or_create(problem, [&]() -> Result<std::shared_ptr<const FftKernel>> {
     return problem.precision == DType::kFloat64 ? make_kernel<double>(problem, flags, planner_lock_, name_)
                                                 : make_kernel<float>(problem, flags, planner_lock_, name_);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "fft_cpu/fft_test_support.h"
+#include "fft_cpu/prime_factor_kernel.h"
 #include "testing/address_space.h"
 
 namespace tenferro::fft {
@@ -145,7 +146,8 @@ TEST_P(ProviderConformance, ComplexToComplex) {
   auto provider = provider_named(GetParam());
   std::uint32_t seed = 1;
   for (DType precision : {DType::kFloat64, DType::kFloat32}) {
-    for (std::int64_t n : {1, 2, 3, 4, 5, 8, 12, 17, 30, 64, 67, 97, 100, 128, 243}) {
+    // 74, 159, 592: prime factors 37 and 53 (Note [Medium prime factors]).
+    for (std::int64_t n : {1, 2, 3, 4, 5, 8, 12, 17, 30, 64, 67, 74, 97, 100, 128, 159, 243, 592}) {
       for (int sign : {-1, +1}) {
         FftProblem p;
         p.transform = FftTransform::kC2C;
@@ -171,7 +173,8 @@ TEST_P(ProviderConformance, RealToComplexAndBack) {
   auto provider = provider_named(GetParam());
   std::uint32_t seed = 100;
   for (DType precision : {DType::kFloat64, DType::kFloat32}) {
-    for (std::int64_t n : {1, 2, 3, 4, 7, 8, 15, 16, 67, 100, 101}) {
+    // 111, 178, 666: prime factors 37 and 89 (Note [Medium prime factors]).
+    for (std::int64_t n : {1, 2, 3, 4, 7, 8, 15, 16, 67, 100, 101, 111, 178, 666}) {
       for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
         FftProblem p;
         p.transform = t;
@@ -360,6 +363,67 @@ TEST(FftwProvider, AllocationFailuresAreErrorsNotAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(transform_under_a_limit(std::int64_t{1} << 26, 1)), ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(std::_Exit(transform_under_a_limit(16777259, 5)), ::testing::ExitedWithCode(0), "");
+}
+
+// Note [Medium prime factors]: lengths whose largest prime factor is 37..89
+// (and not the length itself) run as one Cooley-Tukey step whose p-point
+// transforms are the provider's own; its kernel takes workspace (two
+// n-point arrays), FFTW's plans take none. The measure-mode provider
+// leaves them to FFTW_MEASURE.
+TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
+  EXPECT_EQ(internal::medium_prime_factor(592), 37);
+  EXPECT_EQ(internal::medium_prime_factor(999), 37);
+  EXPECT_EQ(internal::medium_prime_factor(848), 53);
+  EXPECT_EQ(internal::medium_prime_factor(1998), 37);
+  EXPECT_EQ(internal::medium_prime_factor(2624), 41);
+  EXPECT_EQ(internal::medium_prime_factor(178), 89);
+  EXPECT_EQ(internal::medium_prime_factor(1517), 41);  // 37 * 41
+  for (std::int64_t n : {1, 2, 37, 89, 1009, 496, 1552, 1024}) EXPECT_EQ(internal::medium_prime_factor(n), 0) << n;
+  FftwFftProvider provider;
+  FftProblem p;
+  p.dim = {592, 1, 1};
+  p.batch = {{3, 592, 592}};
+  auto medium = provider.plan(p);
+  ASSERT_TRUE(medium.ok()) << medium.status().to_string();
+  EXPECT_GE((*medium)->workspace_bytes(), 2u * 592u * 16u);
+  p.dim.n = 1552;  // 16 * 97: FFTW's plan
+  p.batch = {{3, 1552, 1552}};
+  auto large = provider.plan(p);
+  ASSERT_TRUE(large.ok());
+  EXPECT_EQ((*large)->workspace_bytes(), 0u);
+  FftwFftProvider measuring(FftwProviderOptions{FftwPlannerMode::kMeasure});
+  p.dim.n = 74;
+  p.batch.clear();
+  auto measured = measuring.plan(p);
+  ASSERT_TRUE(measured.ok());
+  EXPECT_EQ((*measured)->workspace_bytes(), 0u);
+  // Both directions, both precisions, two medium factors (the m-point stage
+  // of 1517 = 41 * 37 splits again), strided in place over two loops, and
+  // the real kinds at an odd and an even length against the naive DFT.
+  std::uint32_t seed = 500;
+  for (DType precision : {DType::kFloat64, DType::kFloat32}) {
+    for (int sign : {-1, +1}) {
+      FftProblem c;
+      c.precision = precision;
+      c.sign = sign;
+      c.dim = {1517, 1, 1};
+      check_problem(provider, c, seed++);
+      c.dim = {222, 4, 4};
+      c.batch = {{2, 4 * 222, 4 * 222}, {4, 1, 1}};
+      c.in_place = true;
+      check_problem(provider, c, seed++);
+    }
+    for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
+      for (std::int64_t n : {999, 1998}) {
+        FftProblem r;
+        r.transform = t;
+        r.precision = precision;
+        r.dim = {n, 3, 3};
+        r.batch = {{3, 1, 1}};
+        check_problem(provider, r, seed++);
+      }
+    }
+  }
 }
 
 TEST(FftwProvider, MeasureModePlansOnScratchArrays) {

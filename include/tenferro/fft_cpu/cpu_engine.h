@@ -16,6 +16,11 @@
 //   irfft/hfft   the input is staged into workspace (hfft conjugates),
 //                c2c passes on the other axes run in place there, and a c2r
 //                pass along the last axis writes the output.
+// A pass along a strided axis runs in panels (Note [FFT panels] in
+// src/fft_cpu/fft_plan.cpp): it gathers columns into workspace itself, so
+// an r2c panel pass reads the input directly whatever its alignment, and a
+// one-axis irfft along such an axis needs no staging copy either (c2c
+// panel passes stay staged: measured faster).
 // When the input already is what the first pass reads (row-major, the
 // computed dtype, no padding or cropping, alignment the kernel accepts),
 // fft/ifft/rfft/ihfft read it directly (an out-of-place first pass) and the
@@ -88,6 +93,7 @@ struct FftEngineStats {
   std::uint64_t outer_runs = 0;       ///< at least one pass split over the context's workers
   std::uint64_t direct_runs = 0;      ///< the first pass read the input directly
   std::uint64_t kernel_calls = 0;
+  std::uint64_t panel_passes = 0;  ///< passes run in panels (Note [FFT panels] in src/fft_cpu/fft_plan.cpp)
   std::uint64_t workspace_allocations = 0;
   std::uint64_t workspace_reuses = 0;
   std::uint64_t plan_cache_hits = 0;  ///< prepares served by a cached plan
@@ -140,7 +146,8 @@ class CpuFftEngine final : public runtime::ExtensionEngine {
   void clear_caches() noexcept;
 
   struct Counters {
-    std::atomic<std::uint64_t> runs{0}, sequential_runs{0}, outer_runs{0}, direct_runs{0}, kernel_calls{0};
+    std::atomic<std::uint64_t> runs{0}, sequential_runs{0}, outer_runs{0}, direct_runs{0}, kernel_calls{0},
+        panel_passes{0};
   };
 
  private:

@@ -1,0 +1,375 @@
+// The prime-factor kernel (Note [Medium prime factors]).
+#include "fft_cpu/prime_factor_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <vector>
+
+namespace tenferro::fft::internal {
+
+// Note [Medium prime factors]
+// FFTW_ESTIMATE picks its plan by counting operations, and for a prime
+// factor p from 37 to 89 of a composite length it counts Rader's algorithm
+// (or Bluestein's) as cheaper than the direct O(p^2) transform
+// (dft-generic): fftw_print_plan of n = 592 = 16 * 37 shows
+// dft-rader-37 under ESTIMATE and dft-generic-37 under FFTW_MEASURE, of
+// 848 = 16 * 53 dft-bluestein-53 against dft-generic-53. Rader's and
+// Bluestein's solvers run one transform at a time and allocate a buffer in
+// every execution (malloc/free were 5 % of the audit's profile of n = 999),
+// so these lengths ran at 0.34-0.58 of numpy's and torch's speed
+// (pocketfft does the p-point step directly). FFTW_MEASURE finds the
+// direct plan but planned for 110-720 ms per length on the development VM
+// (2026-12-07, loaded), against about 1 ms for ESTIMATE; FFTW has no
+// flag that makes ESTIMATE prefer dft-generic (FFTW_NO_SLOW and
+// FFTW_ESTIMATE_PATIENT still chose Rader), and its time limit is
+// process-global state. So the FFTW provider (in estimate mode) runs such
+// a length, n = p * m with p the largest prime factor, as one
+// decimation-in-time Cooley-Tukey step:
+//   1. the transform is copied into a contiguous complex array: c2c as it
+//      is; a real transform of even n as the complex transform of n/2
+//      points z[j] = x[2j] + i x[2j+1] (r2c), or the spectrum of that z
+//      (c2r: Z[k] = X[k] + conj X[n/2-k] + i (X[k] - conj X[n/2-k]) e^(2 pi
+//      i k/n), the imaginary parts of X[0] and X[n/2] dropped as FFTW and
+//      numpy do); of odd n the complex transform of n points (real input
+//      with zero imaginary parts, c2r input extended to the Hermitian
+//      spectrum);
+//   2. FFTW (ESTIMATE) makes the p transforms of length m of the
+//      subsequences x[r + p s] into rows T[r] (m has no factor it plans
+//      badly, or is split again);
+//   3. here: T[r][k1] *= w_n^(r k1), then the p-point transforms across
+//      the rows, X[k1 + m k2] = sum_r w_p^(r k2) T[r][k1], in the
+//      symmetric form (T[j] +- T[p-j], cosines and sines: about p^2 / 2
+//      multiply-adds per column), the inner loops running over a block of
+//      columns k1 so that they vectorise and stay in L1;
+//   4. the result is stored (c2c as it is; r2c of even n split into the
+//      transforms of the even and odd samples, X[k] = E[k] + w^k O[k];
+//      c2r of even n the real and imaginary parts interleaved; odd n: the
+//      first n/2+1 values, or the real parts).
+// Twiddles and the p-point cosines and sines are computed in double at
+// plan time (the tables hold n complex values and (p-1)^2/2 reals, so the
+// provider takes this path up to 2^20 points). Planning is one ESTIMATE
+// plan of the m-point stage plus those tables: first calls from Python
+// (plan and run) took 0.3-0.5 ms for n = 592..2624 against 1.0-1.5 ms with
+// FFTW's Rader and Bluestein plans (2026-12-07). Errors stay those of a
+// mixed-radix FFT: within a few eps of numpy (the provider conformance and
+// numpy tests cover these lengths). Real transforms of odd n do twice the
+// work of a real FFT. Timings (n = 592: 13.0 -> 5.4 us, numpy 7.0; a
+// 64x592 batch 708 -> 220 us, torch 260): docs/performance_notes.md ("FFT:
+// strided real transforms and medium prime factors"). Pure primes (Rader, FFTW's strength: n = 1009
+// runs at 2.3x numpy) and factors from 97 on (the audit found them fast)
+// are left to FFTW.
+
+std::int64_t medium_prime_factor(std::int64_t n) noexcept {
+  std::int64_t largest = 1, rest = n;
+  for (std::int64_t f = 2; f <= rest / f; ++f) {
+    while (rest % f == 0) {
+      largest = f;
+      rest /= f;
+    }
+  }
+  if (rest > 1) largest = rest;
+  if (largest == n || largest < kMinMediumPrime || largest > kMaxMediumPrime) return 0;
+  return largest;
+}
+
+std::int64_t prime_factor_complex_length(const FftProblem& problem) noexcept {
+  const bool real = problem.transform != FftTransform::kC2C;
+  return real && problem.dim.n % 2 == 0 ? problem.dim.n / 2 : problem.dim.n;
+}
+
+FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t p) {
+  const std::int64_t m = prime_factor_complex_length(problem) / p;
+  FftProblem columns;
+  columns.transform = FftTransform::kC2C;
+  columns.precision = problem.precision;
+  columns.sign =
+      problem.transform == FftTransform::kC2C ? problem.sign : (problem.transform == FftTransform::kR2C ? -1 : +1);
+  columns.dim = FftLoop{m, p, 1};
+  columns.batch.push_back(FftLoop{p, 1, m});
+  columns.in_place = false;
+  columns.aligned = true;  // the kernel's own workspace arrays
+  return columns;
+}
+
+namespace {
+
+// Columns per block of step 3: A and B accumulators of 2 * kBlock reals
+// each stay in L1 with the p rows of the block (p * kBlock * 16 bytes).
+constexpr std::int64_t kPrimeFactorBlock = 32;
+
+template <class R>
+class PrimeFactorKernel final : public FftKernel {
+ public:
+  using C = std::complex<R>;
+
+  PrimeFactorKernel(const FftProblem& problem, std::int64_t p, std::shared_ptr<const FftKernel> columns)
+      : problem_(problem),
+        n_(problem.dim.n),
+        nc_(prime_factor_complex_length(problem)),
+        p_(p),
+        m_(nc_ / p),
+        h_((p - 1) / 2),
+        columns_(std::move(columns)) {
+    sign_ = prime_factor_columns_problem(problem, p).sign;
+    slot_ = (static_cast<std::size_t>(nc_) * sizeof(C) + 63) / 64 * 64;
+    const double two_pi = 2.0 * std::numbers::pi;
+    twiddles_.resize(static_cast<std::size_t>(nc_));
+    for (std::int64_t r = 0; r < p_; ++r) {
+      for (std::int64_t k = 0; k < m_; ++k) {
+        const double angle = two_pi * static_cast<double>((r * k) % nc_) / static_cast<double>(nc_);
+        twiddles_[static_cast<std::size_t>(r * m_ + k)] =
+            C(static_cast<R>(std::cos(angle)), static_cast<R>(sign_ * std::sin(angle)));
+      }
+    }
+    if (nc_ != n_) {  // w^k = exp(-2 pi i k / n), k <= n/2: the real/half-length split
+      half_twiddles_.resize(static_cast<std::size_t>(nc_ + 1));
+      for (std::int64_t k = 0; k <= nc_; ++k) {
+        const double angle = two_pi * static_cast<double>(k) / static_cast<double>(n_);
+        half_twiddles_[static_cast<std::size_t>(k)] =
+            C(static_cast<R>(std::cos(angle)), static_cast<R>(-std::sin(angle)));
+      }
+    }
+    cosines_.resize(static_cast<std::size_t>(h_ * h_));
+    sines_.resize(static_cast<std::size_t>(h_ * h_));
+    for (std::int64_t k = 1; k <= h_; ++k) {
+      for (std::int64_t j = 1; j <= h_; ++j) {
+        const double angle = two_pi * static_cast<double>((j * k) % p_) / static_cast<double>(p_);
+        cosines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::cos(angle));
+        sines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::sin(angle));
+      }
+    }
+  }
+
+  std::size_t workspace_bytes() const noexcept override { return 2 * slot_ + columns_->workspace_bytes(); }
+  std::size_t table_bytes() const noexcept override {
+    return (twiddles_.size() + half_twiddles_.size()) * sizeof(C) + 2 * cosines_.size() * sizeof(R) +
+           columns_->table_bytes();
+  }
+  bool accepts(const void*, const void*) const noexcept override { return true; }
+
+  Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept override {
+    C* x = reinterpret_cast<C*>(workspace.data());          // the transform, then its result
+    C* t = reinterpret_cast<C*>(workspace.data() + slot_);  // the rows T[r] of step 2
+    const std::span<std::byte> rest = workspace.subspan(2 * slot_);
+    const auto& loops = problem_.batch;
+    SmallVector<std::int64_t, 4> index(loops.size(), 0);
+    const std::int64_t count = problem_.howmany();
+    std::int64_t in_offset = 0, out_offset = 0;
+    for (std::int64_t b = 0; b < count; ++b) {
+      load(in, in_offset, x);
+      TENFERRO_TRY(columns_->execute(x, t, rest));
+      combine(t, x);
+      store(x, out, out_offset);
+      // The next batch index (the last loop fastest).
+      for (std::size_t l = loops.size(); l-- > 0;) {
+        in_offset += loops[l].in_stride;
+        out_offset += loops[l].out_stride;
+        if (++index[l] < loops[l].n) break;
+        in_offset -= loops[l].n * loops[l].in_stride;
+        out_offset -= loops[l].n * loops[l].out_stride;
+        index[l] = 0;
+      }
+    }
+    return ok_status();
+  }
+
+ private:
+  void load(const void* in, std::int64_t offset, C* x) const noexcept {
+    const std::int64_t s = problem_.dim.in_stride;
+    switch (problem_.transform) {
+      case FftTransform::kC2C: {
+        const C* src = static_cast<const C*>(in) + offset;
+        for (std::int64_t j = 0; j < n_; ++j) x[j] = src[j * s];
+        break;
+      }
+      case FftTransform::kR2C: {
+        const R* src = static_cast<const R*>(in) + offset;
+        if (nc_ != n_) {  // z[j] = x[2j] + i x[2j+1]
+          for (std::int64_t j = 0; j < nc_; ++j) x[j] = C(src[2 * j * s], src[(2 * j + 1) * s]);
+          break;
+        }
+        for (std::int64_t j = 0; j < n_; ++j) x[j] = C(src[j * s], R(0));
+        break;
+      }
+      case FftTransform::kC2R: {
+        const C* src = static_cast<const C*>(in) + offset;
+        if (nc_ != n_) {
+          load_half_spectrum(src, s, x);
+          break;
+        }
+        const std::int64_t half = n_ / 2 + 1;
+        for (std::int64_t k = 0; k < half; ++k) x[k] = src[k * s];
+        x[0] = C(x[0].real(), R(0));
+        if (n_ % 2 == 0) x[n_ / 2] = C(x[n_ / 2].real(), R(0));
+        for (std::int64_t k = half; k < n_; ++k) x[k] = std::conj(x[n_ - k]);
+        break;
+      }
+    }
+  }
+
+  void store(const C* y, void* out, std::int64_t offset) const noexcept {
+    const std::int64_t s = problem_.dim.out_stride;
+    switch (problem_.transform) {
+      case FftTransform::kC2C: {
+        C* dst = static_cast<C*>(out) + offset;
+        for (std::int64_t k = 0; k < n_; ++k) dst[k * s] = y[k];
+        break;
+      }
+      case FftTransform::kR2C: {
+        C* dst = static_cast<C*>(out) + offset;
+        if (nc_ != n_) {
+          store_half_spectrum(y, dst, s);
+          break;
+        }
+        for (std::int64_t k = 0; k <= n_ / 2; ++k) dst[k * s] = y[k];
+        break;
+      }
+      case FftTransform::kC2R: {
+        R* dst = static_cast<R*>(out) + offset;
+        if (nc_ != n_) {  // x[2j] = Re z[j], x[2j+1] = Im z[j]
+          for (std::int64_t j = 0; j < nc_; ++j) {
+            dst[2 * j * s] = y[j].real();
+            dst[(2 * j + 1) * s] = y[j].imag();
+          }
+          break;
+        }
+        for (std::int64_t k = 0; k < n_; ++k) dst[k * s] = y[k].real();
+        break;
+      }
+    }
+  }
+
+  // r2c of even n from Z, the n/2-point transform of z[j] = x[2j] + i x[2j+1]:
+  // E[k] = (Z[k] + conj Z[n/2-k]) / 2 and O[k] = -i (Z[k] - conj Z[n/2-k]) / 2
+  // are the transforms of the even and odd samples, X[k] = E[k] + w^k O[k].
+  void store_half_spectrum(const C* z, C* dst, std::int64_t s) const noexcept {
+    // On reals: std::complex temporaries compiled to 4-byte stores and an
+    // 8-byte reload per point (a store-forwarding stall: 0.4 ms of a
+    // float32 64x1998 rfft).
+    const std::int64_t h = nc_;
+    const R* zr = reinterpret_cast<const R*>(z);
+    const R* w = reinterpret_cast<const R*>(half_twiddles_.data());
+    R* d = reinterpret_cast<R*>(dst);
+    for (std::int64_t k = 0; k <= h; ++k) {
+      const std::int64_t i = k == h ? 0 : k, j = k == 0 ? 0 : h - k;  // Z[h] = Z[0] (no division per point)
+      const R ar = zr[2 * i], ai = zr[2 * i + 1], br = zr[2 * j], bi = -zr[2 * j + 1];
+      const R er = R(0.5) * (ar + br), ei = R(0.5) * (ai + bi);
+      const R orr = R(0.5) * (ai - bi), oi = R(-0.5) * (ar - br);
+      const R wr = w[2 * k], wi = w[2 * k + 1];
+      d[2 * k * s] = er + wr * orr - wi * oi;
+      d[2 * k * s + 1] = ei + wr * oi + wi * orr;
+    }
+  }
+
+  // c2r of even n: Z[k] = A[k] + i B[k] with A[k] = X[k] + conj X[n/2-k] and
+  // B[k] = (X[k] - conj X[n/2-k]) conj(w^k), whose inverse n/2-point
+  // transform z holds the even samples in its real and the odd in its
+  // imaginary parts. The imaginary parts of X[0] and X[n/2] are dropped.
+  void load_half_spectrum(const C* src, std::int64_t s, C* z) const noexcept {
+    const std::int64_t h = nc_;
+    const R* x = reinterpret_cast<const R*>(src);
+    const R* w = reinterpret_cast<const R*>(half_twiddles_.data());
+    R* zr = reinterpret_cast<R*>(z);
+    for (std::int64_t k = 0; k < h; ++k) {
+      const std::int64_t j = h - k;
+      const R ar = x[2 * k * s], ai = k == 0 ? R(0) : x[2 * k * s + 1];
+      const R br = x[2 * j * s], bi = j == h ? R(0) : -x[2 * j * s + 1];  // conj X[h-k]
+      const R sr = ar + br, si = ai + bi, dr = ar - br, di = ai - bi;
+      const R wr = w[2 * k], wi = w[2 * k + 1];  // times conj(w^k)
+      const R tr = dr * wr + di * wi, ti = di * wr - dr * wi;
+      zr[2 * k] = sr - ti;
+      zr[2 * k + 1] = si + tr;
+    }
+  }
+
+  // Step 3 of Note [Medium prime factors]: rows t[r] (m each) -> y.
+  void combine(C* t, C* y) const noexcept {
+    const std::int64_t m = m_, p = p_, h = h_;
+    for (std::int64_t r = 1; r < p; ++r) {
+      R* row = reinterpret_cast<R*>(t + r * m);
+      const R* w = reinterpret_cast<const R*>(twiddles_.data() + r * m);
+      for (std::int64_t k = 0; k < m; ++k) {
+        const R a = row[2 * k], b = row[2 * k + 1], c = w[2 * k], d = w[2 * k + 1];
+        row[2 * k] = a * c - b * d;
+        row[2 * k + 1] = a * d + b * c;
+      }
+    }
+    // T[j] <- T[j] + T[p-j] (S_j), T[p-j] <- T[j] - T[p-j] (D_j).
+    for (std::int64_t j = 1; j <= h; ++j) {
+      R* u = reinterpret_cast<R*>(t + j * m);
+      R* v = reinterpret_cast<R*>(t + (p - j) * m);
+      for (std::int64_t l = 0; l < 2 * m; ++l) {
+        const R a = u[l], b = v[l];
+        u[l] = a + b;
+        v[l] = a - b;
+      }
+    }
+    const R sign = static_cast<R>(sign_);
+    alignas(64) R acc_a[2 * kPrimeFactorBlock];
+    alignas(64) R acc_b[2 * kPrimeFactorBlock];
+    for (std::int64_t c0 = 0; c0 < m; c0 += kPrimeFactorBlock) {
+      const std::int64_t width = std::min(kPrimeFactorBlock, m - c0);
+      const std::int64_t lanes = 2 * width;
+      const R* t0 = reinterpret_cast<const R*>(t + c0);
+      // X[k1] (k2 = 0): T[0] + sum of S_j.
+      for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
+      for (std::int64_t j = 1; j <= h; ++j) {
+        const R* s = reinterpret_cast<const R*>(t + j * m + c0);
+        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] += s[l];
+      }
+      R* y0 = reinterpret_cast<R*>(y + c0);
+      for (std::int64_t l = 0; l < lanes; ++l) y0[l] = acc_a[l];
+      for (std::int64_t k = 1; k <= h; ++k) {
+        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
+        for (std::int64_t l = 0; l < lanes; ++l) acc_b[l] = R(0);
+        const R* cos_k = cosines_.data() + (k - 1) * h;
+        const R* sin_k = sines_.data() + (k - 1) * h;
+        for (std::int64_t j = 1; j <= h; ++j) {
+          const R c = cos_k[j - 1], sn = sin_k[j - 1];
+          const R* s = reinterpret_cast<const R*>(t + j * m + c0);
+          const R* d = reinterpret_cast<const R*>(t + (p - j) * m + c0);
+          for (std::int64_t l = 0; l < lanes; ++l) {
+            acc_a[l] += c * s[l];
+            acc_b[l] += sn * d[l];
+          }
+        }
+        // X[k] = A + i sign B, X[p-k] = A - i sign B.
+        R* yk = reinterpret_cast<R*>(y + k * m + c0);
+        R* yq = reinterpret_cast<R*>(y + (p - k) * m + c0);
+        for (std::int64_t l = 0; l < lanes; l += 2) {
+          const R re = acc_a[l], im = acc_a[l + 1], bre = sign * acc_b[l], bim = sign * acc_b[l + 1];
+          yk[l] = re - bim;
+          yk[l + 1] = im + bre;
+          yq[l] = re + bim;
+          yq[l + 1] = im - bre;
+        }
+      }
+    }
+  }
+
+  FftProblem problem_;
+  std::int64_t n_;   // the transform's length
+  std::int64_t nc_;  // the complex transform's: n, or n/2 for a real transform of even n
+  std::int64_t p_, m_, h_;
+  int sign_ = -1;
+  std::size_t slot_ = 0;
+  std::shared_ptr<const FftKernel> columns_;
+  std::vector<C> twiddles_;       // [p][m]: w_nc^(r k1)
+  std::vector<C> half_twiddles_;  // exp(-2 pi i k / n), k <= n/2 (real transforms of even n)
+  std::vector<R> cosines_;        // [h][h]: cos(2 pi j k / p)
+  std::vector<R> sines_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const FftKernel>> make_prime_factor_kernel(const FftProblem& problem, std::int64_t p,
+                                                                  std::shared_ptr<const FftKernel> columns) {
+  if (problem.precision == DType::kFloat32) {
+    return std::shared_ptr<const FftKernel>(std::make_shared<PrimeFactorKernel<float>>(problem, p, std::move(columns)));
+  }
+  return std::shared_ptr<const FftKernel>(std::make_shared<PrimeFactorKernel<double>>(problem, p, std::move(columns)));
+}
+
+}  // namespace tenferro::fft::internal
