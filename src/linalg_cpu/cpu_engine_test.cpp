@@ -869,6 +869,26 @@ TEST(CpuLinalgEngineTest, ElementwiseNormsReadOperandsInPlaceAndSurviveExtremeSc
         }
       }
     }
+    if (complex) {
+      // A line of tiny magnitudes next to ordinary ones is the smallest sum
+      // (each line's plain check sees only its own largest element), in
+      // both memory orders; and |inf + NaN i| is inf, as hypot's.
+      const double tiny = dtype == DType::kComplex64 ? 1e-25 : 1e-200;
+      const Tensor rows = tensor_of(dtype, {2, 2}, {cd(1), cd(tiny), cd(1), cd(tiny)});
+      for (const auto& [order, m] :
+           {std::pair{NormOrder::kNegOne, rows}, {NormOrder::kNegInf, rows.transpose(0, 1).value()}}) {
+        const double got = values_of((*eager(rt, *LinalgOp::matrix_norm(order), {m}))[0])[0].real();
+        EXPECT_NEAR(got, 2 * tiny, 1e-6 * 2 * tiny) << to_string(order) << " " << to_string(dtype);
+      }
+      const cd inf_nan(inf, std::numeric_limits<double>::quiet_NaN());
+      const Tensor v = tensor_of(dtype, {3}, {inf_nan, cd(1, 1), cd(3, 4)});
+      for (const auto& op : {*LinalgOp::vector_norm(NormOrder::kP, 1.0), *LinalgOp::vector_norm(NormOrder::kInf),
+                             *LinalgOp::vector_norm(NormOrder::kP, 0.5)}) {
+        EXPECT_EQ(values_of((*eager(rt, op, {v}))[0])[0].real(), inf) << op->describe() << " " << to_string(dtype);
+      }
+      EXPECT_NEAR(values_of((*eager(rt, *LinalgOp::vector_norm(NormOrder::kNegInf), {v}))[0])[0].real(), std::sqrt(2.0),
+                  1e-6);
+    }
     // With p < 0 a zero element makes the norm 0, with p > 0 an infinite one inf.
     std::vector<cd> tiny_and_zero(6, cd(1e-300));
     tiny_and_zero[4] = cd(0);

@@ -50,7 +50,11 @@ template <class T>
 RealOf<T> magnitude(T x) noexcept {
   if constexpr (std::is_same_v<T, std::complex<float>>) {
     const double re = x.real(), im = x.imag();
-    return static_cast<float>(std::sqrt(re * re + im * im));
+    const double r = std::sqrt(re * re + im * im);
+    if (r <= std::numeric_limits<double>::max()) [[likely]] {
+      return static_cast<float>(r);
+    }
+    return std::abs(x);  // hypot's inf for inf + NaN i (NaN stays NaN)
   } else if constexpr (std::is_same_v<T, std::complex<double>>) {
     const double s = x.real() * x.real() + x.imag() * x.imag();
     if (s >= std::numeric_limits<double>::min() && s <= std::numeric_limits<double>::max()) [[likely]] {
@@ -858,11 +862,28 @@ class MatrixProcessor {
     const std::int64_t count = columns ? plan_.n : plan_.m, length = columns ? plan_.m : plan_.n;
     const std::int64_t line_stride = columns ? cs : rs, step = columns ? rs : cs;  // line l, element k
     R* sums = static_cast<R*>(buffers_.values);
-    // A contiguous line of complex elements in the precision of its own
-    // (Note [Complex magnitudes]) when it allows.
-    const auto plain = [](const T* x, std::int64_t n) {
+    const bool largest = a_.norm == NormOrder::kOne || a_.norm == NormOrder::kInf;
+    const R best = line_sums(base, count, length, line_stride, step, sums, largest, /*allow_plain=*/true);
+    // A smallest sum below kPlainLow * length may be a line of magnitudes
+    // the plain squares lost (each line's plain check covers its largest
+    // element only): redone exactly (Note [Complex magnitudes]).
+    if constexpr (kIsComplex<T>) {
+      if (!largest && best < kPlainLow<R> * static_cast<R>(length)) {
+        return line_sums(base, count, length, line_stride, step, sums, largest, /*allow_plain=*/false);
+      }
+    }
+    return best;
+  }
+
+  // The largest (smallest) over `count` lines of the sum of their `length`
+  // magnitudes, line l's element k at base[l * line_stride + k * step];
+  // NaN if one is NaN. allow_plain: contiguous complex lines in
+  // plain_magnitude where plain_magnitudes allows.
+  static R line_sums(const T* base, std::int64_t count, std::int64_t length, std::int64_t line_stride,
+                     std::int64_t step, R* sums, bool largest, bool allow_plain) {
+    const auto plain = [allow_plain](const T* x, std::int64_t n) {
       if constexpr (kIsComplex<T>) {
-        return plain_magnitudes(x, n);
+        return allow_plain && plain_magnitudes(x, n);
       } else {
         return false;
       }
@@ -900,7 +921,6 @@ class MatrixProcessor {
             plain(x, length) ? eight([](T v) { return plain_magnitude(v); }) : eight([](T v) { return magnitude(v); });
       }
     }
-    const bool largest = a_.norm == NormOrder::kOne || a_.norm == NormOrder::kInf;
     R best = largest ? R(0) : std::numeric_limits<R>::infinity();
     for (std::int64_t l = 0; l < count; ++l) {
       if (std::isnan(sums[l])) return sums[l];

@@ -26,6 +26,10 @@ namespace tenferro::cpu::internal {
 //    (re = sum(ar br) - sum(ai bi), im = sum(ai br) + sum(ar bi));
 //  - 2 MV NB accumulators, within the blocked kernel's (kPairs pairs: 12 of
 //    AVX-512's 32 registers, 6 of AVX2's 16), at most 8 columns;
+//  - the AVX-512 and AVX2 tables only: the portable one keeps the column
+//    loop (GCC 12's code for the portable tile of complex<float> read up to
+//    3 strides past the last broadcast element of B: a crash on an operand
+//    ending at a protected page, the correctness audit of 2026-12-07);
 //  - B's elements are broadcast from wherever they are;
 //  - A is read in place in whole row blocks when its columns are
 //    unit-stride; its other rows (a row-major A, the rows past the last whole

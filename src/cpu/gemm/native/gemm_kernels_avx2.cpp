@@ -142,7 +142,10 @@ GemmKernelTable make_table() {
   t.c64 = make_complex_set<Avx2S, 2, 3>(/*mc=*/128, /*kc=*/384, /*nc=*/4080);
   t.c128 = make_complex_set<Avx2D, 2, 3>(/*mc=*/96, /*kc=*/256, /*nc=*/4080);
   add_small_tiles<Avx2Tiles>(t, /*max_mnk=*/64 * 64 * 64);
-  t.c64.small_max_mnk = t.c128.small_max_mnk = 64 * 64 * 64;  // Note [Small complex GEMM]
+  // Note [Small complex GEMM]: as many accumulator pairs as the blocked tile.
+  t.c64.small_tiles = &run_complex_small_tiles<Avx2S, 6>;
+  t.c128.small_tiles = &run_complex_small_tiles<Avx2D, 6>;
+  t.c64.small_max_mnk = t.c128.small_max_mnk = 64 * 64 * 64;
   return t;
 }
 

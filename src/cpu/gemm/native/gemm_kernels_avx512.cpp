@@ -85,7 +85,10 @@ GemmKernelTable make_table() {
   t.c64 = make_complex_set<Avx512S, 3, 4>(/*mc=*/192, /*kc=*/256, /*nc=*/4096);
   t.c128 = make_complex_set<Avx512D, 3, 4>(/*mc=*/96, /*kc=*/256, /*nc=*/4096);
   add_small_tiles<Avx512Tiles>(t, /*max_mnk=*/64 * 64 * 64);
-  t.c64.small_max_mnk = t.c128.small_max_mnk = 64 * 64 * 64;  // Note [Small complex GEMM]
+  // Note [Small complex GEMM]: as many accumulator pairs as the blocked tile.
+  t.c64.small_tiles = &run_complex_small_tiles<Avx512S, 12>;
+  t.c128.small_tiles = &run_complex_small_tiles<Avx512D, 12>;
+  t.c64.small_max_mnk = t.c128.small_max_mnk = 64 * 64 * 64;
   return t;
 }
 

@@ -686,7 +686,6 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.gemv = &gemv_rows<Isa, T>;
   set.gemv_batch = &gemv_batch<Isa, T>;
   set.few_columns = &sweep_columns<Isa, T>;
-  set.small_tiles = &run_complex_small_tiles<Isa, MV * NR>;
   return set;
 }
 
