@@ -951,6 +951,42 @@ TEST(CpuLinalgEngineTest, OneLongVectorsNormIsSplitOverTheThreads) {
   EXPECT_EQ(one_engine->stats().split_norms, 0u);  // a one-thread context never splits
 }
 
+// Note [Eig scaling]: a matrix scaled far from 1 has the eigenvalues of
+// the unscaled one times the scale and eigenvectors that satisfy A v = λ v
+// (Eigen's solvers gave NaN vectors or no convergence there), on whichever
+// provider the default table picks for this size.
+TEST(CpuLinalgEngineTest, EigOfExtremelyScaledMatricesIsScaledBack) {
+  runtime::Runtime rt = make_runtime(CpuLinalgEngine::create_default().value());
+  for (DType dtype : kAllDTypes) {
+    const bool single = dtype == DType::kFloat32 || dtype == DType::kComplex64;
+    const Tensor a = random_tensor(dtype, {4, 4}, 68);
+    const std::vector<cd> base = values_of((*eager(rt, LinalgOp::eig(), {a}))[0]);
+    for (const double scale : {single ? 1e30 : 1e300, single ? 1e-30 : 1e-300}) {
+      std::vector<cd> scaled = values_of(a);
+      for (cd& x : scaled) x *= scale;
+      Result<runtime::TensorList> got = eager(rt, LinalgOp::eig(), {tensor_of(dtype, {4, 4}, scaled)});
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      const std::vector<cd> w = values_of((*got)[0]), v = values_of((*got)[1]);
+      // Eigenvalues equal the unscaled ones times the scale, as multisets.
+      for (const cd& x : base) {
+        double nearest = std::numeric_limits<double>::infinity();
+        for (const cd& y : w) nearest = std::min(nearest, std::abs(y / scale - x));
+        EXPECT_LT(nearest, (single ? 1e-4 : 1e-12) * (1 + std::abs(x))) << to_string(dtype) << " scale " << scale;
+      }
+      // A v_j = w_j v_j on the unscaled matrix (v is row-major 4 x 4).
+      const std::vector<cd> entries = values_of(a);
+      for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+          cd av = 0;
+          for (int l = 0; l < 4; ++l) av += entries[i * 4 + l] * v[l * 4 + j];
+          EXPECT_LT(std::abs(av - w[j] / scale * v[i * 4 + j]), single ? 1e-4 : 1e-12)
+              << to_string(dtype) << " scale " << scale << " column " << j;
+        }
+      }
+    }
+  }
+}
+
 // Note [Spectral norm from the Gram matrix]: matrix_norm(2) asks for the
 // largest singular value alone. Through the engine it matches σ_max of the
 // SVD for every dtype and shape and survives extreme scales; called

@@ -824,6 +824,7 @@ class MatrixProcessor {
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
     // A spectral norm of a non-finite matrix never reaches the provider
     // (matrix_norm() answers it).
+    if (a_.kind == LinalgOpKind::kEig) eig_exponent_ = scale_for_eig();
     if (plan_.provider != nullptr && finite_a) {
       TENFERRO_TRY(plan_.provider->run(plan_.problem(), plan_.kernel, buffers_, workspace_));
     }
@@ -1024,9 +1025,47 @@ class MatrixProcessor {
     return ok_status();
   }
 
+  // Note [Eig scaling]
+  // Eigen's EigenSolver returned NaN eigenvectors for a well-conditioned
+  // real matrix scaled to 1e300 (or 1e30 in float32), and its complex solver
+  // did not converge there (the correctness audit of 2026-12-07; LAPACK's
+  // geev scales such a matrix itself, Eigen does not). A matrix whose
+  // largest component lies outside [min^(1/4), max^(1/4)] of its real type
+  // is scaled by a power of two, which is exact, so that it lies in
+  // [0.5, 1); the eigenvectors do not change and the eigenvalues are scaled
+  // back. Returns the exponent (0: not scaled).
+  int scale_for_eig() {
+    const std::int64_t n = plan_.n;
+    T* a = data(buffers_.a);
+    const std::int64_t ld = buffers_.a.ld;
+    R largest = 0;
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T x = a[i + j * ld];
+        if constexpr (kIsComplex<T>) {
+          largest = std::max({largest, std::abs(x.real()), std::abs(x.imag())});
+        } else {
+          largest = std::max(largest, std::abs(x));
+        }
+      }
+    const R high = std::sqrt(std::sqrt(std::numeric_limits<R>::max()));
+    const R low = std::sqrt(std::sqrt(std::numeric_limits<R>::min()));
+    if (largest == R(0) || !std::isfinite(largest) || (largest >= low && largest <= high)) return 0;
+    int e = 0;
+    std::frexp(largest, &e);
+    const R factor = std::ldexp(R(1), -e);
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) a[i + j * ld] *= factor;
+    return e;
+  }
+
   Status finish_eig() {
     const std::int64_t n = plan_.n;
     auto* w = static_cast<C*>(buffers_.values);
+    if (eig_exponent_ != 0) {  // Note [Eig scaling]
+      for (std::int64_t i = 0; i < n; ++i)
+        w[i] = C(std::ldexp(w[i].real(), eig_exponent_), std::ldexp(w[i].imag(), eig_exponent_));
+    }
     auto* order = reinterpret_cast<std::int64_t*>(base_ + plan_.layout.order);
     for (std::int64_t i = 0; i < n; ++i) order[i] = i;
     std::sort(order, order + n, [w](std::int64_t x, std::int64_t y) {
@@ -1187,6 +1226,7 @@ class MatrixProcessor {
   std::int64_t index_;
   std::byte* base_;
   LinalgBuffers buffers_;
+  int eig_exponent_ = 0;  // Note [Eig scaling]
   std::span<std::byte> workspace_;
 };
 
