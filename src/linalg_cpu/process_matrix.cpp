@@ -882,7 +882,7 @@ class MatrixProcessor {
   // plain_magnitude where plain_magnitudes allows.
   static R line_sums(const T* base, std::int64_t count, std::int64_t length, std::int64_t line_stride,
                      std::int64_t step, R* sums, bool largest, bool allow_plain) {
-    const auto plain = [allow_plain](const T* x, std::int64_t n) {
+    const auto plain = [&](const T* x, std::int64_t n) {  // (&: allow_plain is unused for real T)
       if constexpr (kIsComplex<T>) {
         return allow_plain && plain_magnitudes(x, n);
       } else {

@@ -49,6 +49,7 @@ struct NativeGemmTally {
   std::int64_t dot_shaped_problems = 0;
   std::int64_t tiny_batch_problems = 0;
   std::int64_t short_row_problems = 0;
+  std::int64_t tiled_batch_members = 0;
 };
 /// Storage behind NativeGemmCounters, bumped by the driver (per CPU: Note
 /// [Sharded counters] in tenferro/base/sharded_counters.h).
@@ -67,6 +68,7 @@ struct NativeGemmAtomicCounters {
     kDotShaped,
     kTinyBatch,
     kShortRows,
+    kTiledBatchMembers,
     kForkJoins,
     kCount
   };
@@ -117,6 +119,8 @@ struct NativeGemmCounters {
   std::int64_t tiny_batch_problems = 0;
   /// matrix-vector products with rows shorter than 8 elements (Note [Short rows])
   std::int64_t short_row_problems = 0;
+  /// batch members sent straight to the register tiles after the first (Note [Tiled batch members])
+  std::int64_t tiled_batch_members = 0;
   std::int64_t fork_joins = 0;             ///< ctx.parallel_for calls made
   std::int64_t workspace_allocations = 0;  ///< packing buffers allocated (steady state: 0)
 };

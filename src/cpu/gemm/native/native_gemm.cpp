@@ -662,6 +662,7 @@ NativeGemmCounters NativeGemmProvider::counters() const noexcept {
   c.dot_shaped_problems = counters_.values.load(C::kDotShaped);
   c.tiny_batch_problems = counters_.values.load(C::kTinyBatch);
   c.short_row_problems = counters_.values.load(C::kShortRows);
+  c.tiled_batch_members = counters_.values.load(C::kTiledBatchMembers);
   c.fork_joins = counters_.values.load(C::kForkJoins);
   c.workspace_allocations = workspace_->allocations();
   return c;
@@ -682,6 +683,7 @@ void internal::NativeGemmAtomicCounters::add(const NativeGemmTally& t) noexcept 
   local.add(kDotShaped, t.dot_shaped_problems);
   local.add(kTinyBatch, t.tiny_batch_problems);
   local.add(kShortRows, t.short_row_problems);
+  local.add(kTiledBatchMembers, t.tiled_batch_members);
 }
 
 Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, const ParallelContext& ctx,
@@ -815,13 +817,33 @@ Status NativeGemmProvider::gemm_strided_batched(const StridedBatchedGemmRequest&
   const auto* a0 = static_cast<const char*>(request.problem.a.data);
   const auto* b0 = static_cast<const char*>(request.problem.b.data);
   auto* c0 = static_cast<char*>(request.problem.c.data);
+  // Note [Tiled batch members]
+  // Every member of a batch has the same extents and strides, so the path
+  // the driver chooses for the first one (run_problem) is the path of all
+  // of them; when that is the register tiles, the others go to the tiles
+  // directly, without the driver's orientation and path tests (about a
+  // fifth of a batched 6 x 6 member's time). The tiles' own choices (an
+  // aligned panel for a misaligned A) are still made per member.
+  bool tiled = false;
   Status status;
   for (std::int64_t i = 0; i < request.batch_count && status.ok(); ++i) {
     // Null operands are allowed only where they are never read; keep them null.
     if (a0 != nullptr) p.a.data = a0 + i * request.a_batch_stride * elem;
     if (b0 != nullptr) p.b.data = b0 + i * request.b_batch_stride * elem;
     if (c0 != nullptr) p.c.data = c0 + i * request.c_batch_stride * elem;
+    if (tiled) {
+      const auto tile = [&]<class T>(const GemmKernelSet<T>& ks) { return ks.small_tiles(oriented<T>(p)); };
+      const SmallTilePath path = visit_kernel_set(*table_, request.dtype, tile).value_or(SmallTilePath::kNone);
+      if (path != SmallTilePath::kNone) {
+        ++tally.small_tiled_problems;
+        ++tally.tiled_batch_members;
+        if (path == SmallTilePath::kPanels) ++tally.small_panel_problems;
+        continue;
+      }
+    }
+    const std::int64_t before = tally.small_tiled_problems;
     status = run_problem(request.dtype, p, ctx, tally);
+    tiled = tally.small_tiled_problems > before;
   }
   counters_.add(tally);
   return status;

@@ -610,6 +610,56 @@ TEST(NativeGemmTest, TinyBatchMembersRunInOneLoop) {
   check(std::complex<float>{});
 }
 
+TEST(NativeGemmTest, TiledBatchMembersGoStraightToTheTiles) {
+  // Note [Tiled batch members]: after the first member chose the register
+  // tiles, every member runs in them, each equal to the member run alone
+  // (members at odd offsets, so that the tiles' per-member panel choice for
+  // a misaligned A varies), on every ISA table and dtype.
+  for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
+    NativeGemmOptions o;
+    o.isa = isa;
+    auto p = *NativeGemmProvider::create(o);
+    SequentialContext seq;
+    std::mt19937_64 rng(7);
+    struct Shape {
+      std::int64_t m, n, k;
+    };
+    for (const Shape s : {Shape{6, 6, 6}, Shape{16, 2, 3}, Shape{13, 11, 9}}) {
+      SCOPED_TRACE(::testing::Message() << to_string(isa) << " " << to_string(dtype_of<T>) << " " << s.m << "x" << s.n
+                                        << "x" << s.k);
+      const std::int64_t count = 37, sa = s.m * s.k + 1, sb = s.k * s.n + 3, sc = s.m * s.n + 1;
+      std::vector<T> a(static_cast<std::size_t>(count * sa)), b(static_cast<std::size_t>(count * sb)),
+          c(static_cast<std::size_t>(count * sc));
+      for (T& x : a) x = random_scalar<T>(rng);
+      for (T& x : b) x = random_scalar<T>(rng);
+      for (T& x : c) x = random_scalar<T>(rng);
+      std::vector<T> alone = c, batched = c;
+      const auto member = [&](std::vector<T>& out, std::int64_t j) {  // column-major members
+        return GemmProblem{s.m,
+                           s.n,
+                           s.k,
+                           GemmInput{a.data() + j * sa, 1, s.m},
+                           GemmInput{b.data() + j * sb, 1, s.k},
+                           GemmOutput{out.data() + j * sc, 1, s.m},
+                           1.5,
+                           -0.5};
+      };
+      for (std::int64_t j = 0; j < count; ++j)
+        ASSERT_TRUE(p->gemm(GemmRequest{dtype_of<T>, member(alone, j)}, seq).ok());
+      const NativeGemmCounters before = p->counters();
+      ASSERT_TRUE(
+          p->gemm_strided_batched(StridedBatchedGemmRequest{dtype_of<T>, member(batched, 0), count, sa, sb, sc}, seq)
+              .ok());
+      const NativeGemmCounters after = p->counters();
+      const bool tiles = dtype_of<T> == DType::kFloat32 || dtype_of<T> == DType::kFloat64 ||
+                         isa != NativeGemmIsa::kPortable;  // Note [Small complex GEMM]
+      EXPECT_EQ(after.small_tiled_problems - before.small_tiled_problems, tiles ? count : 0);
+      EXPECT_EQ(after.tiled_batch_members - before.tiled_batch_members, tiles ? count - 1 : 0);
+      EXPECT_EQ(batched, alone);
+    }
+  });
+}
+
 TEST(NativeGemmTest, Avx2DoubleRunsTheRowVectorKernelEveryTileShape) {
   // Note [Row-vector kernel]: the AVX2 double set broadcasts 4 rows of A and
   // loads 12 columns of B as vectors; thin M goes to the 8 x 6 set, which
