@@ -330,9 +330,9 @@ template <class R>
 constexpr std::int64_t kLanes = 256 / sizeof(R);  // four AVX-512 (eight AVX2) registers
 
 // The sum of term(x[i]) over the contiguous x[0..n) in kLanes independent
-// partial sums.
-template <class R, class F>
-R lane_sum(const R* x, std::int64_t n, F term) {
+// partial sums (of term's real type R).
+template <class E, class F, class R = std::invoke_result_t<F, E>>
+R lane_sum(const E* x, std::int64_t n, F term) {
   constexpr std::int64_t kL = kLanes<R>;
   R lanes[kL] = {};
   std::int64_t i = 0;
@@ -443,29 +443,15 @@ bool plain_magnitudes(const T* x, std::int64_t n) {
   return largest >= kPlainLow<R> && largest <= kPlainHigh<R>;  // false for NaN
 }
 
-// The sum of plain_magnitude over the contiguous x[0..n) in kLanes
-// independent partial sums.
-template <class T>
-RealOf<T> plain_magnitude_sum(const T* x, std::int64_t n) {
-  using R = RealOf<T>;
-  constexpr std::int64_t kL = kLanes<R>;
-  R lanes[kL] = {};
-  std::int64_t i = 0;
-  for (; i + kL <= n; i += kL)
-    for (std::int64_t k = 0; k < kL; ++k) lanes[k] += plain_magnitude(x[i + k]);
-  R sum = 0;
-  for (; i < n; ++i) sum += plain_magnitude(x[i]);
-  for (const R lane : lanes) sum += lane;
-  return sum;
-}
-
 template <class T>
 RealOf<T> sum_of_magnitudes(Run<T> run) {
   using R = RealOf<T>;
   if constexpr (!kIsComplex<T>) {
     if (run.stride == 1) return lane_sum(run.x, run.n, [](R v) { return std::abs(v); });
   } else {
-    if (run.stride == 1 && plain_magnitudes(run.x, run.n)) return plain_magnitude_sum(run.x, run.n);
+    if (run.stride == 1 && plain_magnitudes(run.x, run.n)) {
+      return lane_sum(run.x, run.n, [](T v) { return plain_magnitude(v); });
+    }
   }
   R sum = 0;
   for (std::int64_t i = 0; i < run.n; ++i) sum += magnitude(run.x[i * run.stride]);

@@ -142,14 +142,8 @@ void complex_small_tiles(const TypedProblem<std::complex<typename Isa::S>>& p, s
   using T = std::complex<S>;
   constexpr int CL = Isa::kLanes / 2;
   constexpr int kRows = MV * CL;
-  const std::int64_t copied = p.m - in_place;
   alignas(64) T local[kLocal];
-  for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
-    T* col = local + l * lda_local;
-    const T* src = p.a + in_place * p.rsa + l * p.csa;
-    for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i * p.rsa];
-    for (std::int64_t i = copied; i < lda_local; ++i) col[i] = T(0);
-  }
+  copy_a_rows(p, in_place, lda_local, local);
   for (std::int64_t j = 0; j < p.n; j += kNb) {
     const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
     for (std::int64_t i = 0; i < p.m; i += kRows) {

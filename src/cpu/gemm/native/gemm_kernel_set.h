@@ -36,6 +36,24 @@ inline T plain_mul(T x, T y) {
   }
 }
 
+/// Rows [from, m) of p's A as a column-major block at `local` (leading
+/// dimension ld >= m - from, the rows past m zero): the rows the register
+/// tiles do not read in place (Note [Small GEMM] in small_tiles.h).
+template <class T>
+inline void copy_a_rows(const TypedProblem<T>& p, std::int64_t from, std::int64_t ld, T* local) {
+  const std::int64_t copied = p.m - from;
+  for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
+    T* col = local + l * ld;
+    const T* src = p.a + from * p.rsa + l * p.csa;
+    if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
+      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i];
+    } else {
+      for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i * p.rsa];
+    }
+    for (std::int64_t i = copied; i < ld; ++i) col[i] = T(0);
+  }
+}
+
 /// How a small real problem ran in register tiles, if it did (Note [Small
 /// GEMM] in small_tiles.h).
 enum class SmallTilePath { kNone, kInPlace, kPanels };

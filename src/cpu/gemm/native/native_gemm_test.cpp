@@ -24,6 +24,13 @@
 namespace tenferro::cpu::testing {
 namespace {
 
+// The native provider on the kernel table of `isa`.
+std::shared_ptr<NativeGemmProvider> native_on(NativeGemmIsa isa) {
+  NativeGemmOptions o;
+  o.isa = isa;
+  return *NativeGemmProvider::create(o);
+}
+
 template <class T>
 Status run(const NativeGemmProvider& p, std::int64_t m, std::int64_t n, std::int64_t k, const ParallelContext& ctx,
            StridedMatrix<T>& a, StridedMatrix<T>& b, StridedMatrix<T>& c) {
@@ -177,9 +184,7 @@ TEST(NativeGemmTest, LongMatrixVectorProductsSweepTheirRowsInParts) {
   // table, against the reference.
   SequentialContext seq;
   const auto check = [&]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     const std::int64_t m = 2600, k = 5;
     StridedMatrix<T> a(m, k, MatLayout::kColMajor, 31), b(k, 1, MatLayout::kColMajor, 32),
         c(m, 1, MatLayout::kColMajor, 33);
@@ -296,9 +301,7 @@ TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
   SequentialContext seq;
   for (const NativeGemmIsa isa : {NativeGemmIsa::kAvx512, NativeGemmIsa::kAvx2, NativeGemmIsa::kPortable}) {
     if (!cpu_supports(isa)) continue;
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     for (const std::int64_t size : {16, 40}) {
       StridedMatrix<double> a(size, size, MatLayout::kColMajor, 21), b(size, size, MatLayout::kRowMajor, 22),
           c(size, size, MatLayout::kColMajor, 23);
@@ -403,9 +406,7 @@ TEST(NativeGemmTest, FewColumnProductsReadAInPlace) {
   // on one worker and two; other layouts keep their paths. Against the
   // reference.
   for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     for (const std::int64_t small : {2, 3, 5, 8}) {
       for (const auto& size : {std::pair<std::int64_t, std::int64_t>{67, 17}, {523, 260}}) {
         const std::int64_t large = size.first, k = size.second;  // (clang 14 captures no structured bindings)
@@ -447,9 +448,7 @@ TEST(NativeGemmTest, DotShapedProductsRunAsDotProducts) {
     std::int64_t m, n, k;
   };
   for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     for (const Shape s :
          {Shape{2, 2, 2051}, Shape{3, 8, 700}, Shape{8, 5, 128}, Shape{100, 2, 300}, Shape{2, 37, 600}}) {
       for (const MatLayout lc : {MatLayout::kColMajor, MatLayout::kRowMajor}) {
@@ -477,9 +476,7 @@ TEST(NativeGemmTest, TallComplexDotShapedProductsStreamAOnce) {
   // worker and two (rows split mid-chunk), against the reference; real
   // types keep the blocked path.
   for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     constexpr bool kComplex = !std::is_floating_point_v<T>;
     for (const std::int64_t n : {3, 8}) {
       const std::int64_t m = 1100, k = 301;  // A: 2.6 or 5.3 MB complex
@@ -505,9 +502,7 @@ TEST(NativeGemmTest, ShortRowsRunWithTheirDepthAsAConstant) {
   // contiguous or strided, with and without alpha / beta, on every ISA
   // table and dtype, alike on one worker and two; against the reference.
   for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     SequentialContext seq;
     for (const std::int64_t k : {1, 2, 3, 4, 5, 7, 8}) {
       for (const std::int64_t m : {1, 5, 67, 3000}) {
@@ -616,9 +611,7 @@ TEST(NativeGemmTest, TiledBatchMembersGoStraightToTheTiles) {
   // (members at odd offsets, so that the tiles' per-member panel choice for
   // a misaligned A varies), on every ISA table and dtype.
   for_each_isa<double, float, std::complex<double>, std::complex<float>>([]<class T>(T, NativeGemmIsa isa) {
-    NativeGemmOptions o;
-    o.isa = isa;
-    auto p = *NativeGemmProvider::create(o);
+    auto p = native_on(isa);
     SequentialContext seq;
     std::mt19937_64 rng(7);
     struct Shape {

@@ -230,18 +230,8 @@ struct SmallTiles {
   static void small_tiles(const TypedProblem<T>& p, std::int64_t in_place, std::int64_t lda_local) {
     constexpr int kRows = MV * kSmallRows<T>;
     constexpr int kNb = std::min(8, kTileAccumulators / MV);
-    const std::int64_t copied = p.m - in_place;
     T local[kLocal];
-    for (std::int64_t l = 0; copied > 0 && l < p.k; ++l) {
-      T* col = local + l * lda_local;
-      const T* src = p.a + in_place * p.rsa + l * p.csa;
-      if (p.rsa == 1) {  // a loop: a memcpy call per column costs more than 16 elements
-        for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i];
-      } else {
-        for (std::int64_t i = 0; i < copied; ++i) col[i] = src[i * p.rsa];
-      }
-      for (std::int64_t i = copied; i < lda_local; ++i) col[i] = T(0);
-    }
+    copy_a_rows(p, in_place, lda_local, local);
     for (std::int64_t j = 0; j < p.n; j += kNb) {
       const std::int64_t nb = std::min<std::int64_t>(kNb, p.n - j);
       for (std::int64_t i = 0; i < p.m; i += kRows) {
