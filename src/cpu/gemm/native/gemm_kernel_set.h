@@ -100,6 +100,10 @@ struct GemmKernelSet {
   /// kSweepMaxColumns, A read in place (Note [Few-column GEMM] in
   /// gemv_kernels.h).
   void (*few_columns)(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) = nullptr;
+  /// Rows [i0, i1) of a complex problem with csa == rsb == 1 and at most
+  /// kSweepMaxColumns columns, every column per block of rows (Note
+  /// [Complex dot columns] in gemv_kernels.h); null for real types.
+  void (*dot_columns)(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) = nullptr;
   /// Problems of at most this many multiply-adds may run unpacked (the
   /// provider's default small_max_mnk for this type).
   std::int64_t small_max_mnk = 16 * 16 * 16;

@@ -579,6 +579,118 @@ void gemv_rows(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
   }
 }
 
+// Note [Complex dot columns]
+// The tall dot-shaped complex products of Note [Tall dot-shaped GEMM]
+// (native_gemm.cpp) ran one matrix-vector pass per column over L1-sized
+// row chunks: a pass loads a vector of B per vector of A, so at 4-8
+// columns the loads set the pace (4096 x 256 by 256 x 8 complex64: 0.69
+// of numpy's). dot_columns computes a block of R rows by up to 4 columns
+// per pass instead: each step loads R vectors of A and the block's vectors
+// of B (and their swapped pairs) for 2 R NC multiply-adds. The sums start
+// at each row's first element (no head to a cache line), so an element's
+// order of additions does not depend on which rows share its block, and a
+// split over the workers does not change the results.
+
+/// out[r][q] = sum over l of a_r[l] b_q[l] for R rows (a + r * lda) and NC
+/// columns (b + q * ldb), all contiguous complex.
+template <class Isa, class T, int R, int NC>
+inline void dot_block(std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T (&out)[R][NC]) {
+  using S = typename Isa::S;
+  using V = typename Isa::V;
+  constexpr std::int64_t P = gemv_detail::kPer<Isa, T>;
+  constexpr int L = Isa::kLanes;
+  const S* as[R];
+  const S* bs[NC];
+  for (int r = 0; r < R; ++r) as[r] = reinterpret_cast<const S*>(a + r * lda);
+  for (int q = 0; q < NC; ++q) bs[q] = reinterpret_cast<const S*>(b + q * ldb);
+  V acc[R][NC];
+  V acc2[R][NC];  // x * swap(y)
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NC; ++q) acc[r][q] = acc2[r][q] = Isa::zero();
+  std::int64_t l = 0;
+  for (; l + P <= k; l += P) {
+    V y[NC];
+    V z[NC];
+#pragma GCC unroll 4
+    for (int q = 0; q < NC; ++q) {
+      y[q] = Isa::loadu(bs[q] + 2 * l);
+      z[q] = Isa::swap_pairs(y[q]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V x = Isa::loadu(as[r] + 2 * l);
+#pragma GCC unroll 4
+      for (int q = 0; q < NC; ++q) {
+        acc[r][q] = Isa::fmadd(x, y[q], acc[r][q]);
+        acc2[r][q] = Isa::fmadd(x, z[q], acc2[r][q]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int q = 0; q < NC; ++q) {
+      S v[L], w[L];
+      gemv_detail::spill<Isa>(acc[r][q], v);
+      gemv_detail::spill<Isa>(acc2[r][q], w);
+      S re[L / 2], im[L / 2];
+      for (int i = 0; i < L / 2; ++i) {
+        re[i] = v[2 * i] - v[2 * i + 1];
+        im[i] = w[2 * i] + w[2 * i + 1];
+      }
+      T sum(gemv_detail::tree_sum<L / 2>(re), gemv_detail::tree_sum<L / 2>(im));
+      for (std::int64_t e = l; e < k; ++e) sum += plain_mul(a[r * lda + e], b[q * ldb + e]);
+      out[r][q] = sum;
+    }
+  }
+}
+
+// Rows [i0, i1) by the NC columns from q0 in blocks of kDotBlockRows rows.
+template <class Isa, class T, int NC>
+void dot_column_group(const TypedProblem<T>& p, std::int64_t q0, std::int64_t i0, std::int64_t i1) {
+  // 2 R NC sums and 2 NC + 1 operand vectors: 25 of AVX-512's 32 registers
+  // at R = 2, NC = 4; one row at a time in 16.
+  constexpr int R = sizeof(typename Isa::V) >= 64 ? 2 : 1;
+  const T* b = p.b + q0 * p.csb;
+  T* c = p.c + q0 * p.csc;
+  std::int64_t i = i0;
+  for (; i + R <= i1; i += R) {
+    T s[R][NC];
+    dot_block<Isa, T, R, NC>(p.k, p.a + i * p.rsa, p.rsa, b, p.csb, s);
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < NC; ++q) gemv_detail::write_c(c + (i + r) * p.rsc + q * p.csc, s[r][q], p.alpha, p.beta);
+  }
+  for (; i < i1; ++i) {
+    T s[1][NC];
+    dot_block<Isa, T, 1, NC>(p.k, p.a + i * p.rsa, p.rsa, b, p.csb, s);
+    for (int q = 0; q < NC; ++q) gemv_detail::write_c(c + i * p.rsc + q * p.csc, s[0][q], p.alpha, p.beta);
+  }
+}
+
+/// Rows [i0, i1) of a complex problem with A's rows and B's columns
+/// contiguous along the depth (csa == rsb == 1) and at most
+/// kSweepMaxColumns columns, all columns of a block of rows per pass (Note
+/// [Complex dot columns]).
+template <class Isa, class T>
+void dot_columns(const TypedProblem<T>& p, std::int64_t i0, std::int64_t i1) {
+  for (std::int64_t q0 = 0; q0 < p.n; q0 += 4) {
+    switch (std::min<std::int64_t>(4, p.n - q0)) {
+      case 1:
+        dot_column_group<Isa, T, 1>(p, q0, i0, i1);
+        break;
+      case 2:
+        dot_column_group<Isa, T, 2>(p, q0, i0, i1);
+        break;
+      case 3:
+        dot_column_group<Isa, T, 3>(p, q0, i0, i1);
+        break;
+      default:
+        dot_column_group<Isa, T, 4>(p, q0, i0, i1);
+        break;
+    }
+  }
+}
+
 /// Whether gemv_batch runs a batch (members with n == 1, batch strides sa
 /// and sb) in vector lanes across it (Note [Batched dot products]).
 template <class T>

@@ -686,6 +686,7 @@ GemmKernelSet<std::complex<typename Isa::S>> make_complex_set(int mc, int kc, in
   set.gemv = &gemv_rows<Isa, T>;
   set.gemv_batch = &gemv_batch<Isa, T>;
   set.few_columns = &sweep_columns<Isa, T>;
+  set.dot_columns = &dot_columns<Isa, T>;
   return set;
 }
 

@@ -468,16 +468,20 @@ std::optional<TypedProblem<T>> few_column_form(const GemmKernelSet<T>& ks, const
 // The same shape with many rows -- a tall A whose rows run along the depth
 // times a few columns (`ij,jk->ik` with A C-ordered, 2048 x 500 by 500 x 3
 // complex: 0.65-0.71 of numpy's, audit of 2026-12-07) -- had neither unit
-// stride the sweep wants and was packed by the blocked path. Its rows run
-// in chunks of about kDotChunkBytes (L1-resident), every column's dot
-// products over one chunk before the next, so A streams from memory once
-// however many columns there are; B's columns are copied to be contiguous
-// when they are not (B is the small side: at most kSweepMaxColumns
-// columns), for an A larger than kDotShapedMaxBytes. Complex types only:
-// their blocked kernel packs A for a 3 x 4 (AVX-512) tile, and 4096 x 256
-// by 256 x n took 1.60-1.65 ms (complex64) for n = 3..8 against numpy's
-// 0.91-1.29; real ones keep their blocked path, which is faster than the
-// dot products there.
+// stride the sweep wants and was packed by the blocked path. Complex types
+// run it as blocks of rows by every column (Note [Complex dot columns] in
+// gemv_kernels.h), so A streams from memory once; B's columns are copied
+// to be contiguous when they are not (B is the small side: at most
+// kSweepMaxColumns columns), for an A larger than kDotShapedMaxBytes.
+// 2048 x 500 by 500 x 3 complex128 2352 -> 614 us (numpy 1486), 4096 x
+// 256 by 256 x 8 complex128 2141 -> 1459 us (numpy 1567); complex64 at 8
+// columns 1653 -> 1137 us (numpy 865: the lane sums of each block weigh on
+// a depth of 256). Real types keep their blocked path, which measured
+// faster than dot products there (4096 x 256 by 256 x 8 float64: 341
+// against 447 us); their dot form (a cached A, or at most 2 columns) runs
+// one matrix-vector pass per column over row chunks of about
+// kDotChunkBytes (L1-resident), every column's pass over one chunk before
+// the next.
 constexpr std::int64_t kDotShapedMinDepth = 128;
 constexpr std::int64_t kDotShapedMaxBytes = 512 << 10;
 constexpr std::int64_t kDotChunkBytes = 32 << 10;
@@ -744,6 +748,12 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       const std::int64_t chunk =
           std::max<std::int64_t>(1, kDotChunkBytes / (q.k * static_cast<std::int64_t>(sizeof(T))) / kDotChunkMinRows) *
           kDotChunkMinRows;
+      if (ks.dot_columns != nullptr) {  // complex: Note [Complex dot columns]
+        for_row_units(ctx, threads, q.m, counters_,
+                      [&](std::int64_t i0, std::int64_t i1) { ks.dot_columns(q, i0, i1); });
+        ++tally.dot_shaped_problems;
+        return ok_status();
+      }
       for_row_units(ctx, threads, q.m, counters_, [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t c0 = i0; c0 < i1; c0 += chunk) {
           for (std::int64_t j = 0; j < q.n; ++j) {
