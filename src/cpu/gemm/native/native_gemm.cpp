@@ -458,8 +458,8 @@ std::optional<TypedProblem<T>> few_column_form(const GemmKernelSet<T>& ks, const
 // 2 x 2048 by 2048 x 2 took 59 us against numpy's 0.7 (the shape-sweep
 // audit of 2026-12-07; 6 us at a depth of 1024, 31 at 1100). It runs
 // instead as one matrix-vector product (Note [Matrix-vector GEMM]) per
-// column of the smaller side (at most kSweepMaxColumns), over row chunks
-// that stay in cache (Note [Tall dot-shaped GEMM]). From
+// column of the smaller side (at most kSweepMaxColumns; complex types all
+// columns per pass: Note [Tall dot-shaped GEMM]). From
 // Python: 2 x 2048 by 2048 x 2 float32 67.8 -> 1.5 us, 4 x 4 x 8192
 // float64 137 -> 10 us, 100 x 2 x 2048 float64 97 -> 45 us (numpy's
 // 0.76, 6.7 and 30 us; the rest of the gap at these sizes is the call).
@@ -741,6 +741,12 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
         q.rsb = 1;
         q.csb = q.k;
       }
+      if (ks.dot_columns != nullptr) {  // complex: Note [Complex dot columns]
+        for_row_units(ctx, threads, q.m, counters_,
+                      [&](std::int64_t i0, std::int64_t i1) { ks.dot_columns(q, i0, i1); });
+        ++tally.dot_shaped_problems;
+        return ok_status();
+      }
       // Whole groups of kDotChunkMinRows: the dot kernel sums a group of
       // rows from the first row's cache-line offset, so the chunks keep the
       // groups of any split over the workers (at multiples of
@@ -748,12 +754,6 @@ Status NativeGemmProvider::run_problem(DType dtype, const GemmProblem& problem, 
       const std::int64_t chunk =
           std::max<std::int64_t>(1, kDotChunkBytes / (q.k * static_cast<std::int64_t>(sizeof(T))) / kDotChunkMinRows) *
           kDotChunkMinRows;
-      if (ks.dot_columns != nullptr) {  // complex: Note [Complex dot columns]
-        for_row_units(ctx, threads, q.m, counters_,
-                      [&](std::int64_t i0, std::int64_t i1) { ks.dot_columns(q, i0, i1); });
-        ++tally.dot_shaped_problems;
-        return ok_status();
-      }
       for_row_units(ctx, threads, q.m, counters_, [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t c0 = i0; c0 < i1; c0 += chunk) {
           for (std::int64_t j = 0; j < q.n; ++j) {
