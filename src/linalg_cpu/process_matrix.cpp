@@ -279,19 +279,19 @@ std::int64_t gauge_pivot(const T* x, std::int64_t count) {
   return -1;
 }
 
-// x[i * stride] *= factor, as BLAS's scal (no C99 Annex G NaN recovery, so
-// that the loop vectorises); nothing for a factor of 1.
+// The contiguous x[0..count) *= factor, as BLAS's scal (no C99 Annex G NaN
+// recovery, so that the loop vectorises); nothing for a factor of 1.
 template <class T>
-void scale(T* x, std::int64_t count, std::int64_t stride, T factor) {
+void scale(T* x, std::int64_t count, T factor) {
   if (factor == T(1)) return;
   if constexpr (kIsComplex<T>) {
     const auto fr = factor.real(), fi = factor.imag();
     for (std::int64_t i = 0; i < count; ++i) {
-      const T v = x[i * stride];
-      x[i * stride] = T(v.real() * fr - v.imag() * fi, v.real() * fi + v.imag() * fr);
+      const T v = x[i];
+      x[i] = T(v.real() * fr - v.imag() * fi, v.real() * fi + v.imag() * fr);
     }
   } else {
-    for (std::int64_t i = 0; i < count; ++i) x[i * stride] *= factor;
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor;
   }
 }
 
@@ -303,7 +303,7 @@ T normalize_column(const MatrixBuffer& m, std::int64_t j) {
   const std::int64_t p = gauge_pivot(col, m.rows);
   if (p < 0) return T(1);
   const T phase = unit_phase(col[p]);
-  scale(col, m.rows, 1, conj_of(phase));
+  scale(col, m.rows, conj_of(phase));
   return phase;
 }
 
@@ -312,7 +312,7 @@ template <class T>
 void normalize_row(T* row, std::int64_t count) {
   const std::int64_t p = gauge_pivot(row, count);
   if (p < 0) return;
-  scale(row, count, 1, conj_of(unit_phase(row[p])));
+  scale(row, count, conj_of(unit_phase(row[p])));
 }
 
 // Note [Elementwise norms]
@@ -808,9 +808,9 @@ class MatrixProcessor {
       if (check && !finite_b) return non_finite_error(a_.kind, 1);
     }
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
+    if (a_.kind == LinalgOpKind::kEig) eig_exponent_ = scale_for_eig();  // Note [Eig scaling]
     // A spectral norm of a non-finite matrix never reaches the provider
     // (matrix_norm() answers it).
-    if (a_.kind == LinalgOpKind::kEig) eig_exponent_ = scale_for_eig();
     if (plan_.provider != nullptr && finite_a) {
       TENFERRO_TRY(plan_.provider->run(plan_.problem(), plan_.kernel, buffers_, workspace_));
     }
@@ -938,8 +938,8 @@ class MatrixProcessor {
           const T rii = data(r)[i + i * r.ld];
           if (rii == T(0)) continue;
           const T phase = unit_phase(rii);
-          scale(r_out + i * r.cols, r.cols, 1, conj_of(phase));
-          scale(data(q) + i * q.ld, q.rows, 1, phase);
+          scale(r_out + i * r.cols, r.cols, conj_of(phase));
+          scale(data(q) + i * q.ld, q.rows, phase);
         }
         return store_matrix(out_[0], index_, data(q), q.rows, q.cols, q.ld);
       }
@@ -1003,7 +1003,7 @@ class MatrixProcessor {
     T* vh_out = out_[2].data_as<T>() + index_ * vh.rows * vh.cols;
     for (std::int64_t j = 0; j < u.cols; ++j) {
       const T phase = normalize_column<T>(u, j);
-      if (j < k()) scale(vh_out + j * vh.cols, vh.cols, 1, phase);
+      if (j < k()) scale(vh_out + j * vh.cols, vh.cols, phase);
     }
     for (std::int64_t i = k(); i < vh.rows; ++i) normalize_row<T>(vh_out + i * vh.cols, vh.cols);
     TENFERRO_TRY(store_matrix(out_[0], index_, data(u), u.rows, u.cols, u.ld));
@@ -1064,7 +1064,7 @@ class MatrixProcessor {
     for (std::int64_t j = 0; j < n; ++j) {
       R norm2 = 0;
       for (std::int64_t i = 0; i < n; ++i) norm2 += std::norm(vd[i + j * v.ld]);
-      if (norm2 > R(0)) scale(vd + j * v.ld, n, 1, C(R(1) / std::sqrt(norm2)));
+      if (norm2 > R(0)) scale(vd + j * v.ld, n, C(R(1) / std::sqrt(norm2)));
       normalize_column<C>(v, j);
     }
     return store_matrix(out_[1], index_, vd, n, n, v.ld, order);

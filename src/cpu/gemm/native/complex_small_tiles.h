@@ -1,6 +1,6 @@
 // Register tiles for small complex GEMMs (Note [Small complex GEMM]),
-// written over an ISA's vector wrapper (micro_kernels.h) and instantiated by
-// each ISA translation unit through make_complex_set.
+// written over an ISA's vector wrapper (micro_kernels.h) and registered by
+// the AVX-512 and AVX2 translation units' make_table.
 #pragma once
 
 #include <algorithm>
