@@ -595,9 +595,13 @@ def test_solve_triangular_as_scipy(rng):
 
 
 def test_exactly_singular_matrices_are_found_as_numpy_finds_them(rng):
-    # Note [One LU arithmetic]: solve, det, slogdet and inv share LAPACK's
-    # pivots, so a repeated column is singular exactly where numpy says so
+    # Note [One LU arithmetic]: solve, det, slogdet and inv share one LU,
+    # so a repeated column is singular exactly where numpy says so
     # (Eigen's LU left 2e-18 pivots: solve returned 1e17 where inv raised).
+    # Note [Small LU]: the inline elimination sums and rounds as OpenBLAS's
+    # getf2 does; up to 5 x 5 it finds exactly numpy's zero pivots whichever
+    # repeated column (beyond, numpy's own answer depends on the CPU's
+    # OpenBLAS kernels), and solve, inv and det always agree with each other.
     a = np.array([[0.64, 0.64], [0.10, 0.10]])
     with pytest.raises(np.linalg.LinAlgError):
         tl.solve(a, np.ones(2))
@@ -619,6 +623,22 @@ def test_exactly_singular_matrices_are_found_as_numpy_finds_them(rng):
                 singular = True
             assert singular == numpy_singular
             assert (tl.det(m) == 0.0) == (np.linalg.det(m) == 0.0)
+    for n in (2, 3, 4, 5):
+        m = rng.random((500, n, n))
+        m[:, :, n - 1] = m[:, :, 0]
+        np.testing.assert_array_equal(tl.det(m) == 0.0, np.linalg.det(m) == 0.0)
+    for n in (6, 12, 48):
+        for _ in range(20):
+            m = rng.random((n, n))
+            m[:, n - 1] = m[:, 0]
+            raised = []
+            for call in (lambda: tl.solve(m, np.ones(n)), lambda: tl.inv(m)):
+                try:
+                    call()
+                    raised.append(False)
+                except np.linalg.LinAlgError:
+                    raised.append(True)
+            assert raised == [tl.det(m) == 0.0] * 2
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix

@@ -247,6 +247,8 @@ Status CpuLinalgEngine::run(const runtime::ExtensionRequest& request, runtime::E
   }
   counters_.matrices.fetch_add(static_cast<std::uint64_t>(plan->batch), std::memory_order_relaxed);
   counters_.provider_calls.fetch_add(provider_calls.load(), std::memory_order_relaxed);
+  if (plan->kernel.inline_kernel)
+    counters_.inline_kernel_matrices.fetch_add(provider_calls.load(), std::memory_order_relaxed);
   return failure.take(*plan);
 }
 
@@ -288,6 +290,7 @@ LinalgEngineStats CpuLinalgEngine::stats() const noexcept {
   s.outer_runs = counters_.outer_runs.load(std::memory_order_relaxed);
   s.outer_chunks = counters_.outer_chunks.load(std::memory_order_relaxed);
   s.split_norms = counters_.split_norms.load(std::memory_order_relaxed);
+  s.inline_kernel_matrices = counters_.inline_kernel_matrices.load(std::memory_order_relaxed);
   const cpu::WorkspacePoolStats w = pool_->stats();
   s.workspace_allocations = w.allocations;
   s.workspace_reuses = w.reuses;

@@ -77,6 +77,9 @@ class ProviderConformance : public ::testing::TestWithParam<std::string> {
     return provider_->plan(LinalgProblem{&a, DType::kFloat64, 4, 4, 1}).ok();
   }
 
+  void expect_lu_factors(const Tensor& a, const std::string& what);
+  void expect_inverse_and_solve(const Tensor& a, const std::string& what);
+
   runtime::TensorList call(const std::shared_ptr<const LinalgOp>& op, std::initializer_list<Tensor> inputs) {
     runtime::EagerContext ctx = runtime_.on();
     Result<runtime::TensorList> out = ctx.call(op, std::span<const Tensor>(inputs.begin(), inputs.size()));
@@ -213,6 +216,51 @@ TEST_P(ProviderConformance, EigReturnsSortedComplexPairs) {
   }
 }
 
+// A[perm] = L U for the packed factorization of each matrix of `a` (m x n,
+// L unit lower m x k, U upper k x n); the pivots replay the permutation.
+void ProviderConformance::expect_lu_factors(const Tensor& a, const std::string& what) {
+  const std::int64_t m = a.shape()[a.rank() - 2], n = a.shape()[a.rank() - 1], k = std::min(m, n);
+  const runtime::TensorList lu = call(LinalgOp::lu(), {a});
+  for (std::int64_t b = 0; b < batch_of(a.shape()); ++b) {
+    const RefMatrix packed = matrix_of(lu[0], b), am = matrix_of(a, b);
+    const std::vector<cd> piv = vector_of(lu[1], b), perm = vector_of(lu[2], b);
+    RefMatrix lower(m, k), upper(k, n), permuted(m, n);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (j < i && j < k) lower(i, j) = packed(i, j);
+        if (j == i) lower(i, j) = 1;
+        if (j >= i && i < k) upper(i, j) = packed(i, j);
+      }
+    std::vector<std::int64_t> replay(static_cast<std::size_t>(m));
+    std::iota(replay.begin(), replay.end(), 0);
+    for (std::int64_t i = 0; i < k; ++i) {
+      std::swap(replay[static_cast<std::size_t>(i)], replay[static_cast<std::size_t>(piv[i].real())]);
+    }
+    for (std::int64_t i = 0; i < m; ++i) {
+      EXPECT_EQ(static_cast<std::int64_t>(perm[i].real()), replay[static_cast<std::size_t>(i)]) << what;
+      for (std::int64_t j = 0; j < n; ++j) permuted(i, j) = am(static_cast<std::int64_t>(perm[i].real()), j);
+    }
+    expect_close(lower * upper, permuted, tolerance(a.dtype(), std::max(m, n)) * std::max(m, n),
+                 what + " A[perm] = L U");
+  }
+}
+
+// A A⁻¹ = I and A X = B for each (square) matrix of `a`.
+void ProviderConformance::expect_inverse_and_solve(const Tensor& a, const std::string& what) {
+  const std::int64_t n = a.shape().back();
+  const double tol = tolerance(a.dtype(), n) * n;
+  const Tensor inv = call(LinalgOp::inv(), {a})[0];
+  Dims bshape(a.shape().begin(), a.shape().end());
+  bshape.back() = 3;
+  const Tensor rhs = random_tensor(a.dtype(), bshape, 17);
+  const Tensor x = call(LinalgOp::solve(), {a, rhs})[0];
+  for (std::int64_t b = 0; b < batch_of(a.shape()); ++b) {
+    const RefMatrix am = matrix_of(a, b);
+    expect_close(am * matrix_of(inv, b), RefMatrix::identity(n), tol, what + " A A⁻¹ = I");
+    expect_close(am * matrix_of(x, b), matrix_of(rhs, b), tol, what + " A X = B");
+  }
+}
+
 TEST_P(ProviderConformance, CholeskyLuSolveInverse) {
   for (DType dtype : kAllDTypes) {
     for (const Dims& shape : kSquareShapes) {
@@ -221,13 +269,6 @@ TEST_P(ProviderConformance, CholeskyLuSolveInverse) {
       const std::string what = label(dtype, shape);
       const Tensor spd = hermitian_positive_definite(dtype, shape, 15);
       const Tensor l = call(LinalgOp::cholesky(), {spd})[0];
-      const Tensor a = well_conditioned(dtype, shape, 16);
-      const runtime::TensorList lu = call(LinalgOp::lu(), {a});
-      const Tensor inv = call(LinalgOp::inv(), {a})[0];
-      Dims bshape = shape;
-      bshape.back() = 3;
-      const Tensor rhs = random_tensor(dtype, bshape, 17);
-      const Tensor x = call(LinalgOp::solve(), {a, rhs})[0];
       for (std::int64_t b = 0; b < batch_of(shape); ++b) {
         const RefMatrix lm = matrix_of(l, b);
         expect_close(lm * lm.adjoint(), matrix_of(spd, b), tol * n, what + " L Lᴴ = A");
@@ -235,26 +276,38 @@ TEST_P(ProviderConformance, CholeskyLuSolveInverse) {
           EXPECT_GT(lm(i, i).real(), 0) << what;
           for (std::int64_t j = i + 1; j < n; ++j) EXPECT_EQ(lm(i, j), cd(0)) << what << " L lower";
         }
-        // LU: A[perm] = L U with unit-lower L; pivots replay the permutation.
-        const RefMatrix packed = matrix_of(lu[0], b), am = matrix_of(a, b);
-        const std::vector<cd> piv = vector_of(lu[1], b), perm = vector_of(lu[2], b);
-        RefMatrix lower = RefMatrix::identity(n), upper(n, n), permuted(n, n);
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < n; ++j) (j < i ? lower(i, j) : upper(i, j)) = packed(i, j);
-        std::vector<std::int64_t> replay(static_cast<std::size_t>(n));
-        std::iota(replay.begin(), replay.end(), 0);
-        for (std::int64_t i = 0; i < n; ++i) {
-          std::swap(replay[static_cast<std::size_t>(i)], replay[static_cast<std::size_t>(piv[i].real())]);
-        }
-        for (std::int64_t i = 0; i < n; ++i) {
-          EXPECT_EQ(static_cast<std::int64_t>(perm[i].real()), replay[static_cast<std::size_t>(i)]) << what;
-          for (std::int64_t j = 0; j < n; ++j) permuted(i, j) = am(static_cast<std::int64_t>(perm[i].real()), j);
-        }
-        expect_close(lower * upper, permuted, tol * n, what + " A[perm] = L U");
-        expect_close(am * matrix_of(inv, b), RefMatrix::identity(n), tol * n, what + " A A⁻¹ = I");
-        expect_close(am * matrix_of(x, b), matrix_of(rhs, b), tol * n, what + " A X = B");
       }
+      const Tensor a = well_conditioned(dtype, shape, 16);
+      expect_lu_factors(a, what);
+      expect_inverse_and_solve(a, what);
     }
+  }
+}
+
+// Note [Small LU]: the LAPACK provider factors matrices up to
+// small_lu_max() rows and columns (48; complex 32) itself, counted by the
+// engine, and hands larger ones to getrf; rectangular ones both ways.
+TEST_P(ProviderConformance, LuAroundTheSmallLuBoundAndOfRectangularMatrices) {
+  const bool lapack = GetParam() == "lapack";
+  struct Case {
+    DType dtype;
+    Dims shape;
+    bool inline_lu;  // for the LAPACK provider
+  };
+  const Case cases[] = {{DType::kFloat64, {2, 48, 48}, true},    {DType::kFloat64, {2, 49, 49}, false},
+                        {DType::kFloat32, {3, 2, 2}, true},      {DType::kComplex128, {2, 32, 32}, true},
+                        {DType::kComplex64, {2, 33, 33}, false}, {DType::kFloat64, {2, 5, 3}, true},
+                        {DType::kComplex64, {3, 7}, true},       {DType::kFloat32, {48, 20}, true},
+                        {DType::kComplex128, {20, 33}, false},   {DType::kFloat64, {49, 3}, false}};
+  for (const Case& c : cases) {
+    const std::string what = label(c.dtype, c.shape);
+    const bool square = c.shape.back() == c.shape[c.shape.size() - 2];
+    const Tensor a = square ? well_conditioned(c.dtype, c.shape, 31) : random_tensor(c.dtype, c.shape, 31);
+    const std::uint64_t before = engine_->stats().inline_kernel_matrices;
+    expect_lu_factors(a, what);
+    if (square) expect_inverse_and_solve(a, what);
+    const std::uint64_t calls = static_cast<std::uint64_t>(batch_of(c.shape)) * (square ? 3 : 1);
+    EXPECT_EQ(engine_->stats().inline_kernel_matrices - before, lapack && c.inline_lu ? calls : 0u) << what;
   }
 }
 

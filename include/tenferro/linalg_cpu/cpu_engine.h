@@ -83,10 +83,11 @@ struct LinalgEngineStats {
   std::uint64_t matrices = 0;  ///< matrices computed
   std::uint64_t provider_calls = 0;
   std::uint64_t sequential_runs = 0;
-  std::uint64_t inner_runs = 0;    ///< sequential batch loop, provider's own threads allowed
-  std::uint64_t outer_runs = 0;    ///< batch spread over the context's workers
-  std::uint64_t outer_chunks = 0;  ///< chunks those runs were split into
-  std::uint64_t split_norms = 0;   ///< one long vector's norm split over threads
+  std::uint64_t inner_runs = 0;              ///< sequential batch loop, provider's own threads allowed
+  std::uint64_t outer_runs = 0;              ///< batch spread over the context's workers
+  std::uint64_t outer_chunks = 0;            ///< chunks those runs were split into
+  std::uint64_t split_norms = 0;             ///< one long vector's norm split over threads
+  std::uint64_t inline_kernel_matrices = 0;  ///< matrices a provider computed inline (LinalgKernelPlan::inline_kernel)
   std::uint64_t workspace_allocations = 0;
   std::uint64_t workspace_reuses = 0;
 };
@@ -143,7 +144,7 @@ class CpuLinalgEngine final : public runtime::ExtensionEngine {
 
   struct Counters {
     std::atomic<std::uint64_t> runs{0}, matrices{0}, provider_calls{0}, sequential_runs{0}, inner_runs{0},
-        outer_runs{0}, outer_chunks{0}, split_norms{0};
+        outer_runs{0}, outer_chunks{0}, split_norms{0}, inline_kernel_matrices{0};
   };
 
  private:

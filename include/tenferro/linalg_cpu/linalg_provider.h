@@ -93,6 +93,10 @@ struct LinalgBuffers {
 struct LinalgKernelPlan {
   std::size_t workspace_bytes = 0;
   std::int64_t sizes[4] = {0, 0, 0, 0};
+  /// The provider computes this problem with a kernel of its own instead of
+  /// its library's (the LAPACK provider's small LU: Note [Small LU]);
+  /// counted by CpuLinalgEngine::stats().inline_kernel_matrices.
+  bool inline_kernel = false;
 };
 
 /// A CPU linear-algebra provider (Note [Linalg provider contract]). The

@@ -30,7 +30,8 @@
 // instead of 0 (numpy: 77 % of random 2 x 2 matrices with a repeated column
 // are singular, tenferro's solve: 0 %). So lu, solve and inverse (det and
 // slogdet go through lu) always take LAPACK first, whatever the table
-// says; Eigen stays their fallback where LAPACK is missing. The table keeps
+// says (its small matrices keep getf2's order: Note [Small LU]); Eigen
+// stays their fallback where LAPACK is missing. The table keeps
 // their measured numbers (explain() shows them).
 //
 // Note [Linalg candidates]

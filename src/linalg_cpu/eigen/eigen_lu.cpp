@@ -19,11 +19,24 @@ namespace tenferro::linalg::internal {
 namespace {
 
 // LU of the m x n buffer in place; returns the first zero pivot or -1.
+// blocked_lu updates only the first min(m, n) columns once it blocks (its
+// trailing blocks are min(m, n) wide, Eigen 3.4; m = 20, n = 33 left the
+// last 13 columns unfactored), so a wide matrix factors its left m x m
+// block there and its other columns here: the row swaps, then L⁻¹.
 template <class T>
 Eigen::Index lu_in_place(const MatrixBuffer& a, std::int64_t m, std::int64_t n, int* transpositions) {
   int count = 0;
-  return Eigen::internal::partial_lu_impl<T, Eigen::ColMajor, int>::blocked_lu(m, n, static_cast<T*>(a.data), a.ld,
-                                                                               transpositions, count);
+  const Eigen::Index zero = Eigen::internal::partial_lu_impl<T, Eigen::ColMajor, int>::blocked_lu(
+      m, std::min(m, n), static_cast<T*>(a.data), a.ld, transpositions, count);
+  if (n > m) {
+    EigenMap<T> full = map<T>(a, m, n);
+    auto right = full.rightCols(n - m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      if (transpositions[i] != i) right.row(i).swap(right.row(transpositions[i]));
+    }
+    full.leftCols(m).template triangularView<Eigen::UnitLower>().solveInPlace(right);
+  }
+  return zero;
 }
 
 // B := U⁻¹ L⁻¹ P B for the packed LU of an n x n matrix.

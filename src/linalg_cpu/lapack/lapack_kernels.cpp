@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "linalg_cpu/lapack/lapack_symbols.h"
+#include "linalg_cpu/lapack/small_lu.h"
 #include "linalg_cpu/workspace_layout.h"
 
 namespace tenferro::linalg::internal {
@@ -81,6 +82,8 @@ class LapackKernels {
     WorkspaceLayout layout;
     carve(plan, layout);
     plan.workspace_bytes = layout.bytes();
+    plan.inline_kernel = small_lu_problem() && (p_.kind() == LinalgOpKind::kLu || p_.kind() == LinalgOpKind::kSolve ||
+                                                p_.kind() == LinalgOpKind::kInv);
     return plan;
   }
 
@@ -393,13 +396,26 @@ class LapackKernels {
       for (std::int64_t i = 0; i < j; ++i) a[i + j * b.a.ld] = T(0);
     return ok_status();
   }
+  // Note [Small LU]: small lu, solve and inverse run getf2's elimination inline.
+  bool small_lu_problem() const noexcept { return std::max(p_.m, p_.n) <= small_lu_max(kIsComplex<T>); }
   Status run_lu(const LinalgBuffers& b, const Work& w) const {
+    if (small_lu_problem()) {
+      (void)small_lu(p_.m, p_.n, data(b.a), b.a.ld, b.pivots);  // a zero pivot is a valid factorization
+      return ok_status();
+    }
     const I info = lapack_.getrf(m_, n_, data(b.a), ld_of(b.a), w.iwork);
     if (info < 0) return lapack_failure(info);
     for (I i = 0; i < k_; ++i) b.pivots[i] = static_cast<std::int64_t>(w.iwork[i]) - 1;  // info > 0: U singular, fine
     return ok_status();
   }
   Status run_solve(const LinalgBuffers& b, const Work& w) const {
+    if (small_lu_problem()) {
+      if (const std::int64_t zero = small_lu(p_.n, p_.n, data(b.a), b.a.ld, w.iwork); zero > 0) {
+        return singular_matrix_error(p_.kind(), zero);
+      }
+      small_lu_solve(p_.n, p_.nrhs, data(b.a), b.a.ld, w.iwork, data(b.b), b.b.ld);
+      return ok_status();
+    }
     const I info = lapack_.gesv(n_, nrhs_, data(b.a), ld_of(b.a), w.iwork, data(b.b), ld_of(b.b));
     if (info > 0) return singular_matrix_error(p_.kind(), info);
     return info == 0 ? ok_status() : lapack_failure(info);
@@ -421,10 +437,19 @@ class LapackKernels {
     const I info = lapack_.getri(n_, &dummy, ld(n_), &idummy, &query, -1);
     if (info != 0) return lapack_failure(info);
     plan.sizes[0] = size_from_query(std::real(query));
+    if (small_lu_problem()) plan.sizes[0] = std::max<std::int64_t>(plan.sizes[0], p_.n * p_.n);  // small_lu_inverse
     return fits(plan.sizes[0]) ? ok_status()
                                : Status(unsupported_problem(provider_, p_, "the LAPACK workspace exceeds lapack_int"));
   }
   Status run_inverse(const LinalgKernelPlan& plan, const LinalgBuffers& b, const Work& w) const {
+    if (small_lu_problem()) {
+      T* a = data(b.a);
+      if (const std::int64_t zero = small_lu(n_, n_, a, b.a.ld, w.iwork); zero > 0) {
+        return singular_matrix_error(p_.kind(), zero);
+      }
+      small_lu_inverse(p_.n, a, b.a.ld, w.iwork, w.work);
+      return ok_status();
+    }
     // w.iwork holds the pivots (carved for kInv before the work arrays).
     I info = lapack_.getrf(n_, n_, data(b.a), ld_of(b.a), w.iwork);
     if (info > 0) return singular_matrix_error(p_.kind(), info);
