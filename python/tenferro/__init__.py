@@ -1036,11 +1036,53 @@ def _basis(shape, dtype, k):
     return e.reshape(shape)
 
 
+# Note [Jacobians of containers]
+# fun may return a tuple, named tuple, list or dict of arrays (nested), as
+# jax.jacrev and torch.autograd.functional.jacobian allow: the Jacobian is
+# then that structure with each leaf's block (leaf.shape + x.shape; a tuple
+# of blocks for a tuple of argnums), as jax returns it. It is computed as
+# the Jacobian of one flat output, the leaves' values concatenated, so the
+# batched program and the traced path stay those of one array; the blocks
+# are split off its rows afterwards and keep their leaf's dtype. The
+# structure is remembered per argument signature (a batched run replays
+# the program without calling fun).
+
+
+def _flat_output(out, structure):
+    """fun's output as one array (Note [Jacobians of containers]): a
+    container's leaves concatenated, its tree and leaf shapes and dtypes put
+    in structure.value; a single value unchanged (structure.value None)."""
+    if not isinstance(out, (tuple, list, dict)):
+        structure.value = None
+        return out
+    leaves = []
+    tree = _tree(out, leaves, "output")
+    structure.value = (tree, [(_np.shape(v), v.dtype if hasattr(v, "dtype") else _np.asarray(v).dtype)
+                              for v, _ in leaves])
+    if not leaves:
+        return _np.zeros(0)
+    return _np.concatenate([_np.reshape(v, (-1,)) for v, _ in leaves])
+
+
+def _split_output(block, structure, arg_shape):
+    """A Jacobian block of the flat output (rows first) as fun's structure
+    with one block per leaf."""
+    tree, leaves = structure
+    parts, start = [], 0
+    for shape, dtype in leaves:
+        size = int(_np.prod(shape))
+        parts.append(_np.reshape(block[start:start + size], shape + arg_shape).astype(dtype, copy=False))
+        start += size
+    return _jit_module._rebuild(tree, iter(parts))
+
+
 def jacobian(fun, argnums=0, runtime=None):
     """A function returning the Jacobian of fun's output with respect to
     the positional argument `argnums` (an int, or a tuple for several): an
     array of shape ``out.shape + x.shape``, as ``jax.jacrev`` /
     ``jax.jacfwd`` and ``torch.autograd.functional.jacobian`` give it.
+    fun may return a (nested) tuple, list or dict of arrays: the Jacobian
+    has that structure, one block per leaf (Note [Jacobians of containers]).
     Reverse mode (one vjp per output element) when the output has fewer
     elements than the arguments, else forward mode (one jvp per argument
     element); from the second call of an argument signature on, all of
@@ -1049,24 +1091,41 @@ def jacobian(fun, argnums=0, runtime=None):
     other transforms) the Jacobian is differentiable again."""
     single, nums = _argnums(argnums, "jacobian")
     batched = _BatchedDerivatives.shared(fun, "jacobian", nums, runtime)
+    structure = _threading.local()  # fun's output structure in this thread's call
+    structures = {}  # per argument signature (Note [Jacobians of containers])
+
+    def flat_fun(*args, **kwargs):
+        return _flat_output(fun(*args, **kwargs), structure)
 
     def jac(*args, **kwargs):
+        structure.value = "not called"
         key, plan = batched.plan(args, kwargs)
         result = batched_jacobian(key, plan, args, kwargs) if plan not in (None, "traced") else None
         if result is None:
             result, positions = traced(key, *args, **kwargs)
         else:
             positions = plan[0]
+        tree = structure.value if structure.value != "not called" else structures.get(key)
+        if key is not None and structure.value != "not called":
+            structures[key] = tree
+        if tree is not None:
+            result = [_split_output(r, tree, _np.shape(args[i])) for r, i in zip(result, positions)]
         of = dict(zip(positions, result))
         picked = tuple(of[i % len(args)] for i in nums)
-        return picked[0] if single else picked
+        if single or tree is None:
+            return picked[0] if single else picked
+        # one structure of fun's output whose leaves are the tuples of blocks, as jax gives them
+        leaves = [[] for _ in picked]
+        for k, block in enumerate(picked):
+            _tree(block, leaves[k], "")
+        return _jit_module._rebuild(tree[0], iter(tuple(b[k][0] for b in leaves) for k in range(len(leaves[0]))))
 
     def batched_jacobian(key, plan, args, kwargs):
         """Every row or column in one batched run (Note [Batched Jacobians]), or None."""
         positions, reverse, out_shape, out_dtype = plan
 
         def at(a, p):
-            return fun(*_substituted(a, positions, p), **kwargs)
+            return flat_fun(*_substituted(a, positions, p), **kwargs)
 
         if reverse:
             def pull(ct, *a):
@@ -1091,7 +1150,7 @@ def jacobian(fun, argnums=0, runtime=None):
         return result
 
     def traced(key, *args, **kwargs):
-        tape, xs, positions, out, _ = _trace_call(fun, args, kwargs, nums, runtime, "jacobian", containers=False)
+        tape, xs, positions, out, _ = _trace_call(flat_fun, args, kwargs, nums, runtime, "jacobian", containers=False)
         out = _traced_output(tape, out, "jacobian")
         _real_only(out, xs, positions, "jacobian")
         n_out = int(_np.prod(out.shape))

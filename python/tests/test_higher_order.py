@@ -177,6 +177,47 @@ def test_jacobian_matches_torch_in_both_modes(rng):
     assert jm.shape == (2, 2, 3)
 
 
+def test_jacobian_of_container_outputs_is_that_container_of_blocks(rng):
+    # Note [Jacobians of containers]: jax.jacrev's structure, torch's blocks.
+    import collections
+
+    a, x, y = rng.random((3, 4)), rng.random(4), rng.random(4)
+    Pair = collections.namedtuple("Pair", "left right")
+
+    def f(x, y):
+        return {"energy": tenferro.einsum("i,ij,j->", y, a.T @ a, x),
+                "parts": Pair(np.tanh(a @ x), (x * y).astype(np.float32)), "nested": [np.outer(x, y)]}
+
+    def ft(s, t):
+        at = torch.tensor(a)
+        return (t @ at.T @ at @ s, torch.tanh(at @ s), s * t, torch.outer(s, t))
+
+    want = torch.autograd.functional.jacobian(ft, (torch.tensor(x), torch.tensor(y)))
+    jac = tenferro.jacobian(f, argnums=(0, 1))
+    for _ in range(3):  # traced, then batched (the structure remembered for the signature)
+        got = jac(x, y)
+        assert set(got) == {"energy", "parts", "nested"} and isinstance(got["parts"], Pair)
+        leaves = [got["energy"], got["parts"].left, got["parts"].right, got["nested"][0]]
+        for leaf, w in zip(leaves, want):
+            assert isinstance(leaf, tuple) and len(leaf) == 2
+            for block, wb in zip(leaf, w):
+                assert block.shape == tuple(wb.shape)
+                np.testing.assert_allclose(block, wb.numpy(), rtol=2e-6 if block.dtype == np.float32 else 1e-12)
+        assert got["parts"].right[0].dtype == np.float32 and got["energy"][0].dtype == np.float64
+    from test_jit import _batched_of
+
+    assert _batched_of(jac).batched_runs > 0
+    single = tenferro.jacobian(lambda x: (np.sin(x), np.sum(x ** 2)))
+    for _ in range(2):
+        blocks = single(x)
+        assert isinstance(blocks, tuple) and blocks[0].shape == (4, 4) and blocks[1].shape == (4,)
+        np.testing.assert_allclose(blocks[0], np.diag(np.cos(x)), rtol=1e-13)
+        np.testing.assert_allclose(blocks[1], 2 * x, rtol=1e-13)
+    # Arguments stay single arrays: a container argument is refused by name.
+    with pytest.raises(tenferro.InvalidArgumentError, match="container|tuple"):
+        tenferro.jacobian(lambda p: p[0] * p[1])((x, y))
+
+
 def test_hessian_matches_torch(rng):
     a, x, y = rng.random((3, 4)), rng.random(4), rng.random((2, 2))
 
