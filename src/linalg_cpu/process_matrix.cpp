@@ -808,7 +808,8 @@ class MatrixProcessor {
       if (check && !finite_b) return non_finite_error(a_.kind, 1);
     }
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
-    if (a_.kind == LinalgOpKind::kEig) eig_exponent_ = scale_for_eig();  // Note [Eig scaling]
+    if (a_.kind == LinalgOpKind::kEig || a_.kind == LinalgOpKind::kQr)
+      exponent_ = scale_to_unit();  // Note [Eig scaling]
     // A spectral norm of a non-finite matrix never reaches the provider
     // (matrix_norm() answers it).
     if (plan_.provider != nullptr && finite_a) {
@@ -931,6 +932,10 @@ class MatrixProcessor {
       case LinalgOpKind::kQr: {
         const MatrixBuffer& q = buffers_.u;
         const MatrixBuffer& r = buffers_.v;
+        if (exponent_ != 0) {  // Note [Eig scaling]
+          for (std::int64_t j = 0; j < r.cols; ++j)
+            for (std::int64_t i = 0; i < r.rows; ++i) scale_by_power(data(r)[i + j * r.ld], exponent_);
+        }
         // Row i of R is scaled in the row-major output, where it is contiguous.
         TENFERRO_TRY(store_matrix(out_[1], index_, data(r), r.rows, r.cols, r.ld));
         T* r_out = out_[1].data_as<T>() + index_ * r.rows * r.cols;
@@ -1019,14 +1024,17 @@ class MatrixProcessor {
   // largest component lies outside [min^(1/4), max^(1/4)] of its real type
   // is scaled by a power of two, which is exact, so that it lies in
   // [0.5, 1); the eigenvectors do not change and the eigenvalues are scaled
-  // back. Returns the exponent (0: not scaled).
-  int scale_for_eig() {
-    const std::int64_t n = plan_.n;
+  // back. Eigen's HouseholderQR failed the same way (R NaN at 1e300, the
+  // reflections of columns at 1e-300 skipped as zero: Q R != A), so qr is
+  // scaled too and R scaled back; Q does not change. Returns the exponent
+  // (0: not scaled).
+  int scale_to_unit() {
+    const std::int64_t m = plan_.m, n = plan_.n;
     T* a = data(buffers_.a);
     const std::int64_t ld = buffers_.a.ld;
     R largest = 0;
     for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t i = 0; i < m; ++i) {
         const T x = a[i + j * ld];
         if constexpr (kIsComplex<T>) {
           largest = std::max({largest, std::abs(x.real()), std::abs(x.imag())});
@@ -1039,18 +1047,26 @@ class MatrixProcessor {
     if (largest == R(0) || !std::isfinite(largest) || (largest >= low && largest <= high)) return 0;
     int e = 0;
     std::frexp(largest, &e);
-    const R factor = std::ldexp(R(1), -e);
     for (std::int64_t j = 0; j < n; ++j)
-      for (std::int64_t i = 0; i < n; ++i) a[i + j * ld] *= factor;
+      for (std::int64_t i = 0; i < m; ++i) scale_by_power(a[i + j * ld], -e);
     return e;
+  }
+  // x * 2^e, exact unless it leaves the range (2^e alone may not be finite:
+  // e is -1073 for a subnormal largest component).
+  static void scale_by_power(T& x, int e) {
+    if constexpr (kIsComplex<T>) {
+      x = T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
+    } else {
+      x = std::ldexp(x, e);
+    }
   }
 
   Status finish_eig() {
     const std::int64_t n = plan_.n;
     auto* w = static_cast<C*>(buffers_.values);
-    if (eig_exponent_ != 0) {  // Note [Eig scaling]
+    if (exponent_ != 0) {  // Note [Eig scaling]
       for (std::int64_t i = 0; i < n; ++i)
-        w[i] = C(std::ldexp(w[i].real(), eig_exponent_), std::ldexp(w[i].imag(), eig_exponent_));
+        w[i] = C(std::ldexp(w[i].real(), exponent_), std::ldexp(w[i].imag(), exponent_));
     }
     auto* order = reinterpret_cast<std::int64_t*>(base_ + plan_.layout.order);
     for (std::int64_t i = 0; i < n; ++i) order[i] = i;
@@ -1228,7 +1244,7 @@ class MatrixProcessor {
   std::int64_t index_;
   std::byte* base_;
   LinalgBuffers buffers_;
-  int eig_exponent_ = 0;  // Note [Eig scaling]
+  int exponent_ = 0;  // Note [Eig scaling]: eig's and qr's operand was scaled by 2^-exponent_
   std::span<std::byte> workspace_;
 };
 

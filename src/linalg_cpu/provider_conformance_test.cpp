@@ -78,6 +78,7 @@ class ProviderConformance : public ::testing::TestWithParam<std::string> {
   }
 
   void expect_lu_factors(const Tensor& a, const std::string& what);
+  void expect_qr(const Tensor& a, QrMode mode, const std::string& what);
   void expect_inverse_and_solve(const Tensor& a, const std::string& what);
 
   runtime::TensorList call(const std::shared_ptr<const LinalgOp>& op, std::initializer_list<Tensor> inputs) {
@@ -125,31 +126,76 @@ TEST_P(ProviderConformance, SvdReconstructsAndIsOrthonormalInEveryMode) {
   }
 }
 
+// Q R = A relative to |A| (any scale), QᴴQ = I, R upper with a real
+// non-negative diagonal, for each matrix of `a`.
+void ProviderConformance::expect_qr(const Tensor& a, QrMode mode, const std::string& what) {
+  const std::int64_t m = a.shape()[a.rank() - 2], n = a.shape().back(), k = std::min(m, n);
+  const double tol = tolerance(a.dtype(), std::max(m, n));
+  const runtime::TensorList out = call(LinalgOp::qr(mode), {a});
+  ASSERT_EQ(out.size(), 2u);
+  const std::int64_t qcols = mode == QrMode::kComplete ? m : k;
+  for (std::int64_t b = 0; b < batch_of(a.shape()); ++b) {
+    const RefMatrix q = matrix_of(out[0], b), r = matrix_of(out[1], b), am = matrix_of(a, b);
+    ASSERT_EQ(q.cols, qcols) << what;
+    EXPECT_LE((q * r - am).max_abs(), tol * am.max_abs()) << what << " QR = A";
+    expect_close(q.adjoint() * q, RefMatrix::identity(qcols), tol, what + " QᴴQ = I");
+    for (std::int64_t i = 0; i < r.rows; ++i) {
+      for (std::int64_t j = 0; j < std::min(i, r.cols); ++j) EXPECT_EQ(r(i, j), cd(0)) << what << " R lower";
+      if (i < k) {
+        EXPECT_GE(r(i, i).real(), 0) << what << " diag(R) real non-negative";
+        EXPECT_LE(std::abs(r(i, i).imag()), tol * std::max(1.0, am.max_abs())) << what;
+      }
+    }
+  }
+}
+
 TEST_P(ProviderConformance, QrReducedAndCompleteIncludingWideMatrices) {
   for (DType dtype : kAllDTypes) {
     for (const Dims& shape : kGeneralShapes) {
       const Tensor a = random_tensor(dtype, shape, 12);
-      const std::int64_t m = shape[shape.size() - 2], n = shape.back(), k = std::min(m, n);
-      const double tol = tolerance(dtype, std::max(m, n));
       for (QrMode mode : {QrMode::kReduced, QrMode::kComplete}) {
-        const runtime::TensorList out = call(LinalgOp::qr(mode), {a});
-        ASSERT_EQ(out.size(), 2u);
-        const std::int64_t qcols = mode == QrMode::kComplete ? m : k;
-        for (std::int64_t b = 0; b < batch_of(shape); ++b) {
-          const std::string what = label(dtype, shape) + " " + std::string(to_string(mode));
-          const RefMatrix q = matrix_of(out[0], b), r = matrix_of(out[1], b);
-          ASSERT_EQ(q.cols, qcols);
-          expect_close(q * r, matrix_of(a, b), tol, what + " QR = A");
-          expect_close(q.adjoint() * q, RefMatrix::identity(qcols), tol, what + " QᴴQ = I");
-          for (std::int64_t i = 0; i < r.rows; ++i) {
-            for (std::int64_t j = 0; j < std::min(i, r.cols); ++j) EXPECT_EQ(r(i, j), cd(0)) << what << " R lower";
-            if (i < k) {
-              EXPECT_GE(r(i, i).real(), 0) << what << " diag(R) real non-negative";
-              EXPECT_LE(std::abs(r(i, i).imag()), tol) << what;
-            }
-          }
-        }
+        expect_qr(a, mode, label(dtype, shape) + " " + std::string(to_string(mode)));
       }
+    }
+  }
+}
+
+// Note [Small QR]: the LAPACK provider factors matrices up to
+// small_qr_max() rows and columns (32; complex 16) itself, counted by the
+// engine, larger and taller ones with geqrf; at any scale (dlarfg's
+// rescaling of tiny columns), with zero columns and a column that is
+// already reduced (tau = 0).
+TEST_P(ProviderConformance, QrAroundTheSmallQrBoundAtExtremeScales) {
+  const bool lapack = GetParam() == "lapack";
+  struct Case {
+    DType dtype;
+    Dims shape;
+    bool inline_qr;  // for the LAPACK provider
+  };
+  const Case cases[] = {{DType::kFloat64, {2, 32, 32}, true},    {DType::kFloat64, {2, 33, 33}, false},
+                        {DType::kFloat32, {2, 32, 5}, true},     {DType::kFloat32, {40, 8}, false},
+                        {DType::kComplex128, {2, 16, 16}, true}, {DType::kComplex64, {2, 17, 17}, false},
+                        {DType::kComplex64, {3, 7}, true},       {DType::kComplex128, {9, 4}, true}};
+  for (const Case& c : cases) {
+    const bool single = c.dtype == DType::kFloat32 || c.dtype == DType::kComplex64;
+    for (const double scale : {1.0, single ? 1e-30 : 1e-300, single ? 1e30 : 1e300}) {
+      std::vector<cd> values = random_values(c.dtype, numel_unchecked(c.shape), 41);
+      const std::int64_t cols = c.shape.back();
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        values[i] *= scale;
+        if (static_cast<std::int64_t>(i) % cols == 1) values[i] = 0;  // a zero column
+        // column 2 already reduced: a real entry on the diagonal, zeros below
+        const std::int64_t row = static_cast<std::int64_t>(i) / cols % c.shape[c.shape.size() - 2];
+        if (static_cast<std::int64_t>(i) % cols == 2 && row >= 2) values[i] = row == 2 ? cd(scale, 0) : cd(0);
+      }
+      const Tensor a = tensor_of(c.dtype, c.shape, values);
+      const std::uint64_t before = engine_->stats().inline_kernel_matrices;
+      const std::string what = fmt::format("{} scale {}", label(c.dtype, c.shape), scale);
+      expect_qr(a, QrMode::kReduced, what + " reduced");
+      expect_qr(a, QrMode::kComplete, what + " complete");
+      EXPECT_EQ(engine_->stats().inline_kernel_matrices - before,
+                lapack && c.inline_qr ? 2 * static_cast<std::uint64_t>(batch_of(c.shape)) : 0u)
+          << what;
     }
   }
 }

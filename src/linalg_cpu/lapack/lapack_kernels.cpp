@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "linalg_cpu/lapack/lapack_symbols.h"
-#include "linalg_cpu/lapack/small_lu.h"
+#include "linalg_cpu/lapack/small_kernels.h"
 #include "linalg_cpu/workspace_layout.h"
 
 namespace tenferro::linalg::internal {
@@ -82,8 +82,9 @@ class LapackKernels {
     WorkspaceLayout layout;
     carve(plan, layout);
     plan.workspace_bytes = layout.bytes();
-    plan.inline_kernel = small_lu_problem() && (p_.kind() == LinalgOpKind::kLu || p_.kind() == LinalgOpKind::kSolve ||
-                                                p_.kind() == LinalgOpKind::kInv);
+    plan.inline_kernel = (small_lu_problem() && (p_.kind() == LinalgOpKind::kLu || p_.kind() == LinalgOpKind::kSolve ||
+                                                 p_.kind() == LinalgOpKind::kInv)) ||
+                         (small_qr_problem() && p_.kind() == LinalgOpKind::kQr);
     return plan;
   }
 
@@ -250,10 +251,18 @@ class LapackKernels {
     return fits(plan.sizes[0]) ? ok_status()
                                : Status(unsupported_problem(provider_, p_, "the LAPACK workspace exceeds lapack_int"));
   }
+  // Note [Small QR]: small QRs run geqr2 and org2r inline.
+  bool small_qr_problem() const noexcept { return std::max(p_.m, p_.n) <= small_qr_max(kIsComplex<T>); }
   Status run_qr(const LinalgKernelPlan& plan, const LinalgBuffers& b, const Work& w) const {
     T* a = data(b.a);
     const std::int64_t lda = b.a.ld;
-    I info = lapack_.geqrf(m_, n_, a, ld_of(b.a), w.tau, w.work, static_cast<I>(plan.sizes[0]));
+    const bool small = small_qr_problem();
+    I info = 0;
+    if (small) {
+      small_qr(p_.m, p_.n, a, lda, w.tau);
+    } else {
+      info = lapack_.geqrf(m_, n_, a, ld_of(b.a), w.tau, w.work, static_cast<I>(plan.sizes[0]));
+    }
     if (info != 0) return lapack_failure(info);
     // R: the upper trapezoid of the first rows of a.
     T* r = data(b.v);
@@ -264,6 +273,10 @@ class LapackKernels {
     const I qc = q_cols();
     for (std::int64_t j = 0; j < qc; ++j)
       for (std::int64_t i = 0; i < m_; ++i) q[i + j * b.u.ld] = j < k_ ? a[i + j * lda] : T(0);
+    if (small) {
+      small_qr_q(p_.m, qc, k_, q, b.u.ld, w.tau);
+      return ok_status();
+    }
     info = lapack_.orgqr(m_, qc, k_, q, ld_of(b.u), w.tau, w.work, static_cast<I>(plan.sizes[0]));
     return info == 0 ? ok_status() : lapack_failure(info);
   }

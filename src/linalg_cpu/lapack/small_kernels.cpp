@@ -1,13 +1,17 @@
-// LU with partial pivoting for small matrices (Note [Small LU]). Built with
-// -ffp-contract=off: every product and difference rounds on its own.
-#include "linalg_cpu/lapack/small_lu.h"
+// LU with partial pivoting and Householder QR for small matrices (Notes
+// [Small LU], [Small QR]). Built with -ffp-contract=off: every product and
+// difference rounds on its own.
+#include "linalg_cpu/lapack/small_kernels.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <type_traits>
 #include <utility>
+
+#include "linalg_cpu/lapack/lapack_symbols.h"
 
 namespace tenferro::linalg::internal {
 
@@ -59,7 +63,152 @@ bool has_reciprocal(std::complex<R> x) noexcept {
   return std::max(std::abs(x.real()), std::abs(x.imag())) >= std::numeric_limits<R>::min();
 }
 
+template <class R>
+R conj_of(R x) noexcept {
+  return x;
+}
+template <class R>
+std::complex<R> conj_of(std::complex<R> x) noexcept {
+  return {x.real(), -x.imag()};
+}
+template <class R>
+R real_of(R x) noexcept {
+  return x;
+}
+template <class R>
+R real_of(std::complex<R> x) noexcept {
+  return x.real();
+}
+template <class R>
+R imag_of(R) noexcept {
+  return R(0);
+}
+template <class R>
+R imag_of(std::complex<R> x) noexcept {
+  return x.imag();
+}
+
+// ||x||₂ of n elements: the plain sum of squares where every part lies in
+// [2^-k, 2^k] (k a quarter of the exponent range: no square and no sum of
+// at most 2 small_qr_max() of them leaves the normal range), else scaled by the
+// largest part (dnrm2's answer without its cost).
+template <class T>
+RealOf<T> column_norm(const T* x, std::int64_t n) noexcept {
+  using R = RealOf<T>;
+  constexpr R kHigh = std::is_same_v<R, float> ? R(0x1p31) : R(0x1p255);
+  R largest = 0, smallest = std::numeric_limits<R>::infinity();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (const R part : {std::abs(real_of(x[i])), std::abs(imag_of(x[i]))}) {
+      largest = std::max(largest, part);
+      if (part != R(0)) smallest = std::min(smallest, part);
+    }
+  }
+  if (largest == R(0)) return R(0);
+  const R scale = largest <= kHigh && smallest >= R(1) / kHigh ? R(1) : largest;
+  R sum = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const R re = real_of(x[i]) / scale, im = imag_of(x[i]) / scale;
+    sum += re * re + im * im;
+  }
+  return scale * std::sqrt(sum);
+}
+
+// dlapy3: sqrt(x² + y² + z²) without overflow.
+template <class R>
+R hypot3(R x, R y, R z) noexcept {
+  const R w = std::max({std::abs(x), std::abs(y), std::abs(z)});
+  if (w == R(0)) return R(0);
+  const R a = x / w, b = y / w, c = z / w;
+  return w * std::sqrt(a * a + b * b + c * c);
+}
+
+// dlarfg/zlarfg: the reflector of (alpha, x[0, n)): returns tau, leaves beta
+// in alpha and v(1:) in x.
+template <class T>
+T reflector(T& alpha, T* x, std::int64_t n) noexcept {
+  using R = RealOf<T>;
+  R xnorm = column_norm(x, n);
+  if (xnorm == R(0) && imag_of(alpha) == R(0)) return T(0);
+  R beta = -std::copysign(hypot3(real_of(alpha), imag_of(alpha), xnorm), real_of(alpha));
+  // A column this small would lose beta's digits: scale it up (exactly, by
+  // powers of two) until beta is normal, and beta back down at the end.
+  const R safe_min = std::numeric_limits<R>::min() / std::numeric_limits<R>::epsilon();
+  int scaled = 0;
+  while (std::abs(beta) < safe_min && scaled < 20) {
+    const R up = R(1) / safe_min;
+    for (std::int64_t i = 0; i < n; ++i) x[i] = times(x[i], T(up));
+    alpha = times(alpha, T(up));
+    beta *= up;
+    ++scaled;
+  }
+  if (scaled > 0) {
+    xnorm = column_norm(x, n);
+    beta = -std::copysign(hypot3(real_of(alpha), imag_of(alpha), xnorm), real_of(alpha));
+  }
+  T tau;
+  if constexpr (std::is_same_v<T, R>) {
+    tau = (beta - alpha) / beta;
+  } else {
+    tau = T((beta - alpha.real()) / beta, -alpha.imag() / beta);
+  }
+  const T r = over(T(1), alpha - T(beta));
+  for (std::int64_t i = 0; i < n; ++i) x[i] = times(x[i], r);
+  for (int s = 0; s < scaled; ++s) beta *= safe_min;
+  alpha = T(beta);
+  return tau;
+}
+
+// C := (I - tau v vᴴ) C for the rows [0, m) of the columns [0, n) of c,
+// v(0) = 1 and v(1:) = v[1, m) (dlarf from the left, column by column).
+template <class T>
+void apply_reflector(std::int64_t m, std::int64_t n, const T* v, T tau, T* c, std::int64_t ldc) noexcept {
+  if (tau == T(0)) return;
+  for (std::int64_t j = 0; j < n; ++j) {
+    T* column = c + j * ldc;
+    T w = column[0];
+    for (std::int64_t i = 1; i < m; ++i) w += times(conj_of(v[i]), column[i]);
+    const T tw = times(tau, w);
+    column[0] -= tw;
+    for (std::int64_t i = 1; i < m; ++i) column[i] -= times(v[i], tw);
+  }
+}
+
 }  // namespace
+
+template <class T>
+void small_qr(std::int64_t m, std::int64_t n, T* a, std::int64_t lda, T* tau) noexcept {
+  const std::int64_t k = std::min(m, n);
+  for (std::int64_t j = 0; j < k; ++j) {
+    T* column = a + j * lda;
+    tau[j] = reflector(column[j], column + j + 1, m - j - 1);
+    if (j + 1 < n) {
+      const T diagonal = column[j];
+      column[j] = T(1);
+      apply_reflector(m - j, n - j - 1, column + j, conj_of(tau[j]), column + lda + j, lda);
+      column[j] = diagonal;
+    }
+  }
+}
+
+template <class T>
+void small_qr_q(std::int64_t m, std::int64_t cols, std::int64_t k, T* q, std::int64_t ldq, const T* tau) noexcept {
+  for (std::int64_t j = k; j < cols; ++j) {
+    T* column = q + j * ldq;
+    std::fill(column, column + m, T(0));
+    if (j < m) column[j] = T(1);
+  }
+  for (std::int64_t i = k - 1; i >= 0; --i) {
+    T* column = q + i * ldq;
+    if (i + 1 < cols) {
+      column[i] = T(1);
+      apply_reflector(m - i, cols - i - 1, column + i, tau[i], column + ldq + i, ldq);
+    }
+    const T minus_tau = T(0) - tau[i];
+    for (std::int64_t r = i + 1; r < m; ++r) column[r] = times(minus_tau, column[r]);
+    column[i] = T(1) - tau[i];
+    std::fill(column, column + i, T(0));
+  }
+}
 
 template <class T, class P>
 std::int64_t small_lu(std::int64_t m, std::int64_t n, T* a, std::int64_t lda, P* pivots) noexcept {
@@ -181,10 +330,15 @@ void small_lu_inverse(std::int64_t n, T* lu, std::int64_t lda, const P* pivots, 
   template void small_lu_solve<T, std::int32_t>(std::int64_t, std::int64_t, const T*, std::int64_t, \
                                                 const std::int32_t*, T*, std::int64_t) noexcept;    \
   template void small_lu_inverse<T, std::int32_t>(std::int64_t, T*, std::int64_t, const std::int32_t*, T*) noexcept;
-TENFERRO_SMALL_LU(float)
-TENFERRO_SMALL_LU(double)
-TENFERRO_SMALL_LU(std::complex<float>)
-TENFERRO_SMALL_LU(std::complex<double>)
+#define TENFERRO_SMALL_KERNELS(T)                                                       \
+  TENFERRO_SMALL_LU(T)                                                                  \
+  template void small_qr<T>(std::int64_t, std::int64_t, T*, std::int64_t, T*) noexcept; \
+  template void small_qr_q<T>(std::int64_t, std::int64_t, std::int64_t, T*, std::int64_t, const T*) noexcept;
+TENFERRO_SMALL_KERNELS(float)
+TENFERRO_SMALL_KERNELS(double)
+TENFERRO_SMALL_KERNELS(std::complex<float>)
+TENFERRO_SMALL_KERNELS(std::complex<double>)
+#undef TENFERRO_SMALL_KERNELS
 #undef TENFERRO_SMALL_LU
 
 }  // namespace tenferro::linalg::internal

@@ -1,5 +1,5 @@
-// Internal: LU with partial pivoting for small matrices, run inline by the
-// LAPACK provider (Note [Small LU]).
+// Internal: LU with partial pivoting and Householder QR for small matrices,
+// run inline by the LAPACK provider (Notes [Small LU], [Small QR]).
 #pragma once
 
 #include <cstdint>
@@ -58,5 +58,34 @@ void small_lu_solve(std::int64_t n, std::int64_t nrhs, const T* lu, std::int64_t
 /// (column-major, may be `lu` itself); `work` holds n * n elements.
 template <class T, class P>
 void small_lu_inverse(std::int64_t n, T* lu, std::int64_t lda, const P* pivots, T* work) noexcept;
+
+// Note [Small QR]
+// geqrf and orgqr of a matrix with at most small_qr_max() rows and columns
+// (32; complex 16) spent more in calls than in arithmetic too: a 2 x 2 float64 qr took 341
+// ns a matrix (numpy 196), ilaenv's string compares, dlamch, dlarfg's
+// dnrm2/dlapy2 and one gemv and ger call per column among it. Such a matrix
+// runs geqr2 and org2r inline, in their order: column j's reflector
+// H = I - tau v vᴴ (v(0) = 1) maps it to beta e1 with beta real and of the
+// opposite sign to its first entry (dlarfg/zlarfg: tau = 0 when the column
+// below the diagonal is zero and the first entry real), Hᴴ is applied to
+// the columns on its right, and Q = H(0) ... H(k-1) is formed backwards
+// from the identity's columns. Norms are scaled only where their sum of
+// squares would leave the normal range; a column too small for beta to be
+// normal is scaled up first, as dlarfg does. The gauge convention (a real
+// positive diagonal of R, Note [Linalg gauge convention]) is applied
+// afterwards as for LAPACK's factors.
+/// The largest extent run inline (beyond it, and for taller matrices,
+/// OpenBLAS's blocked geqrf and orgqr win).
+constexpr std::int64_t small_qr_max(bool complex) noexcept { return complex ? 16 : 32; }
+
+/// Householder QR of the column-major m x n matrix `a` in place (R on and
+/// above the diagonal, the reflectors' v below it), tau[0, min(m, n)).
+template <class T>
+void small_qr(std::int64_t m, std::int64_t n, T* a, std::int64_t lda, T* tau) noexcept;
+
+/// Q's first `cols` columns (min(m, n) <= cols <= m) from the k reflectors
+/// stored in the first k columns of `q` (m x cols, column-major) in place.
+template <class T>
+void small_qr_q(std::int64_t m, std::int64_t cols, std::int64_t k, T* q, std::int64_t ldq, const T* tau) noexcept;
 
 }  // namespace tenferro::linalg::internal
