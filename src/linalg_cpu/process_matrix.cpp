@@ -1096,11 +1096,13 @@ class MatrixProcessor {
   // once at the end (ldexp): the result overflows or underflows only when
   // the determinant does, each rounding is the plain product's, and a
   // complex determinant that overflows keeps each part's sign (inf+infj,
-  // not -inf+infj). The mantissa is renormalised only when the product or
-  // the next pivot lies outside [2^-k, 2^k] (k a quarter of the exponent
-  // range): inside it no product leaves the normal range, so the roundings
-  // are the same, and the frexp/ldexp pairs (a fifth of a 2 x 2 det) are
-  // skipped.
+  // not -inf+infj). The product and the next pivot are split into mantissa
+  // and exponent only when one of them lies outside [2^-k, 2^k] (k a
+  // quarter of the exponent range): inside it no product leaves the normal
+  // range, so the roundings are the same, and the frexp/ldexp pairs (a
+  // fifth of a 2 x 2 det) are skipped. Splitting the pivot too keeps a
+  // subnormal pivot's digits (det [[1e300, 0], [0, 5e-324]] was 6.6e-24,
+  // not 4.9e-24; the correctness audit of 2026-12-07).
   Status finish_determinant() {
     const std::int64_t n = plan_.n;
     const T* lu = data(buffers_.a);
@@ -1115,22 +1117,24 @@ class MatrixProcessor {
             kIsComplex<T> ? std::max(std::abs(std::real(x)), std::abs(std::imag(x))) : std::abs(std::real(x));
         return large <= kHigh && large >= R(1) / kHigh;
       };
-      T det = odd ? T(-1) : T(1);
+      // x as a mantissa of magnitude in [0.5, 1) (its larger part), its
+      // power of two added to `exponent`; exact, also for a subnormal x.
       int exponent = 0;
+      const auto mantissa = [&exponent](T x) {
+        int e = 0;
+        if constexpr (kIsComplex<T>) {
+          std::frexp(std::max(std::abs(x.real()), std::abs(x.imag())), &e);
+          x = T(std::ldexp(x.real(), -e), std::ldexp(x.imag(), -e));
+        } else {
+          x = std::frexp(x, &e);
+        }
+        exponent += e;
+        return x;
+      };
+      T det = odd ? T(-1) : T(1);
       for (std::int64_t i = 0; i < n; ++i) {
         const T pivot = lu[i + i * buffers_.a.ld];
-        if (!plain(det) || !plain(pivot)) {
-          int e = 0;
-          if constexpr (kIsComplex<T>) {
-            std::frexp(std::max(std::abs(det.real()), std::abs(det.imag())), &e);
-            det = T(std::ldexp(det.real(), -e), std::ldexp(det.imag(), -e));
-          } else {
-            std::frexp(det, &e);
-            det = std::ldexp(det, -e);
-          }
-          exponent += e;
-        }
-        det *= pivot;
+        det = plain(det) && plain(pivot) ? det * pivot : mantissa(det) * mantissa(pivot);
       }
       if (exponent == 0) {
       } else if constexpr (kIsComplex<T>) {

@@ -465,6 +465,26 @@ TEST_P(ProviderConformance, DeterminantsOfExtremeScalesAreScaledProducts) {
   u[0] = u[3] = cd(-1e200);
   EXPECT_EQ(values_of(call(LinalgOp::det(), {tensor_of(DType::kFloat64, {2, 2}, u)})[0])[0].real(),
             std::numeric_limits<double>::infinity());
+  // Subnormal pivots keep their digits: the product of the pivots exactly
+  // (the determinants below are representable).
+  const double denorm = std::numeric_limits<double>::denorm_min();
+  struct Exact {
+    DType dtype;
+    std::vector<cd> matrix;
+    cd det;
+  };
+  const Exact exact[] = {
+      {DType::kFloat64, {cd(denorm)}, cd(denorm)},
+      {DType::kFloat32, {cd(std::numeric_limits<float>::denorm_min())}, cd(std::numeric_limits<float>::denorm_min())},
+      {DType::kComplex128, {cd(0, denorm)}, cd(0, denorm)},
+      {DType::kFloat64, {cd(0x1p1000), 0, 0, cd(denorm)}, cd(0x1p1000 * denorm)},
+      {DType::kFloat64, {cd(denorm), cd(1), 0, cd(3)}, cd(3 * denorm)},
+  };
+  for (const Exact& e : exact) {
+    const std::int64_t n = e.matrix.size() == 1 ? 1 : 2;
+    EXPECT_EQ(values_of(call(LinalgOp::det(), {tensor_of(e.dtype, {n, n}, e.matrix)})[0])[0], e.det)
+        << to_string(e.dtype) << " " << e.matrix[0];
+  }
 }
 
 // Note [Finite checks read what the op reads]: a NaN or Inf in the
