@@ -1057,11 +1057,16 @@ def _flat_output(out, structure):
         return out
     leaves = []
     tree = _tree(out, leaves, "output")
-    structure.value = (tree, [(_np.shape(v), v.dtype if hasattr(v, "dtype") else _np.asarray(v).dtype)
-                              for v, _ in leaves])
-    if not leaves:
-        return _np.zeros(0)
-    return _np.concatenate([_np.reshape(v, (-1,)) for v, _ in leaves])
+    dtypes = []  # None for a None leaf: an empty subtree, None in the Jacobian (as jax)
+    for v, where in leaves:
+        dtype = None if v is None else v.dtype if isinstance(v, Traced) else _np.asarray(v).dtype
+        if dtype is not None and dtype.kind not in "biufc":
+            raise InvalidArgumentError(f"jacobian: expected fun's {where} to be an array, found {type(v).__name__}",
+                                       code="kInvalidArgument", canonical="kInvalidArgument")
+        dtypes.append(dtype)
+    structure.value = (tree, [(_np.shape(v), dtype) for (v, _), dtype in zip(leaves, dtypes)])
+    values = [_np.reshape(v, (-1,)) for v, _ in leaves if v is not None]
+    return _np.concatenate(values) if values else _np.zeros(0)
 
 
 def _split_output(block, structure, arg_shape):
@@ -1070,8 +1075,12 @@ def _split_output(block, structure, arg_shape):
     tree, leaves = structure
     parts, start = [], 0
     for shape, dtype in leaves:
+        if dtype is None:
+            parts.append(None)
+            continue
         size = int(_np.prod(shape))
-        parts.append(_np.reshape(block[start:start + size], shape + arg_shape).astype(dtype, copy=False))
+        part = _np.reshape(block[start:start + size], shape + arg_shape)
+        parts.append(part if part.dtype == dtype else part.astype(dtype))
         start += size
     return _jit_module._rebuild(tree, iter(parts))
 
@@ -1118,7 +1127,8 @@ def jacobian(fun, argnums=0, runtime=None):
         leaves = [[] for _ in picked]
         for k, block in enumerate(picked):
             _tree(block, leaves[k], "")
-        return _jit_module._rebuild(tree[0], iter(tuple(b[k][0] for b in leaves) for k in range(len(leaves[0]))))
+        return _jit_module._rebuild(tree[0], iter(None if leaves[0][k][0] is None else tuple(b[k][0] for b in leaves)
+                                                  for k in range(len(leaves[0]))))
 
     def batched_jacobian(key, plan, args, kwargs):
         """Every row or column in one batched run (Note [Batched Jacobians]), or None."""

@@ -213,6 +213,16 @@ def test_jacobian_of_container_outputs_is_that_container_of_blocks(rng):
         assert isinstance(blocks, tuple) and blocks[0].shape == (4, 4) and blocks[1].shape == (4,)
         np.testing.assert_allclose(blocks[0], np.diag(np.cos(x)), rtol=1e-13)
         np.testing.assert_allclose(blocks[1], 2 * x, rtol=1e-13)
+    # Differentiable again (the blocks are Traced inside grad); a None leaf
+    # is an empty subtree (None in the Jacobian, as jax); a str is refused.
+    def loss(x):
+        blocks = tenferro.jacobian(lambda z: (np.sin(z), z * z, None))(x)
+        assert blocks[2] is None
+        return np.sum(blocks[0]) + np.sum(blocks[1])
+
+    np.testing.assert_allclose(tenferro.grad(loss)(x), 2 - np.sin(x), rtol=1e-13)
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"output\[1\] to be an array, found str"):
+        tenferro.jacobian(lambda z: (z, "abc"))(x)
     # Arguments stay single arrays: a container argument is refused by name.
     with pytest.raises(tenferro.InvalidArgumentError, match="container|tuple"):
         tenferro.jacobian(lambda p: p[0] * p[1])((x, y))
