@@ -331,20 +331,21 @@ TEST_P(ProviderConformance, CholeskyLuSolveInverse) {
 }
 
 // Note [Small LU]: the LAPACK provider factors matrices up to
-// small_lu_max() rows and columns (48; complex 32) itself, counted by the
-// engine, and hands larger ones to getrf; rectangular ones both ways.
+// kSmallLuMax (32) rows and columns itself, and inverts them while their n²
+// elements fit kSmallInverseBytes (complex128: 24 x 24), counted by the
+// engine; it hands larger ones to getrf/getri; rectangular ones both ways.
 TEST_P(ProviderConformance, LuAroundTheSmallLuBoundAndOfRectangularMatrices) {
   const bool lapack = GetParam() == "lapack";
   struct Case {
     DType dtype;
     Dims shape;
-    bool inline_lu;  // for the LAPACK provider
+    int inline_ops;  // of lu, inverse and solve (square) or of lu, for the LAPACK provider
   };
-  const Case cases[] = {{DType::kFloat64, {2, 48, 48}, true},    {DType::kFloat64, {2, 49, 49}, false},
-                        {DType::kFloat32, {3, 2, 2}, true},      {DType::kComplex128, {2, 32, 32}, true},
-                        {DType::kComplex64, {2, 33, 33}, false}, {DType::kFloat64, {2, 5, 3}, true},
-                        {DType::kComplex64, {3, 7}, true},       {DType::kFloat32, {48, 20}, true},
-                        {DType::kComplex128, {20, 33}, false},   {DType::kFloat64, {49, 3}, false}};
+  const Case cases[] = {
+      {DType::kFloat64, {2, 32, 32}, 3},    {DType::kFloat64, {2, 33, 33}, 0},    {DType::kFloat32, {3, 2, 2}, 3},
+      {DType::kComplex128, {2, 24, 24}, 3}, {DType::kComplex128, {2, 25, 25}, 2}, {DType::kComplex64, {2, 32, 32}, 3},
+      {DType::kComplex64, {2, 33, 33}, 0},  {DType::kFloat64, {2, 5, 3}, 1},      {DType::kComplex64, {3, 7}, 1},
+      {DType::kFloat32, {32, 20}, 1},       {DType::kComplex128, {20, 33}, 0},    {DType::kFloat64, {33, 3}, 0}};
   for (const Case& c : cases) {
     const std::string what = label(c.dtype, c.shape);
     const bool square = c.shape.back() == c.shape[c.shape.size() - 2];
@@ -352,8 +353,8 @@ TEST_P(ProviderConformance, LuAroundTheSmallLuBoundAndOfRectangularMatrices) {
     const std::uint64_t before = engine_->stats().inline_kernel_matrices;
     expect_lu_factors(a, what);
     if (square) expect_inverse_and_solve(a, what);
-    const std::uint64_t calls = static_cast<std::uint64_t>(batch_of(c.shape)) * (square ? 3 : 1);
-    EXPECT_EQ(engine_->stats().inline_kernel_matrices - before, lapack && c.inline_lu ? calls : 0u) << what;
+    const std::uint64_t want = lapack ? static_cast<std::uint64_t>(batch_of(c.shape) * c.inline_ops) : 0u;
+    EXPECT_EQ(engine_->stats().inline_kernel_matrices - before, want) << what;
   }
 }
 

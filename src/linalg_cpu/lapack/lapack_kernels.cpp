@@ -410,7 +410,11 @@ class LapackKernels {
     return ok_status();
   }
   // Note [Small LU]: small lu, solve and inverse run getf2's elimination inline.
-  bool small_lu_problem() const noexcept { return std::max(p_.m, p_.n) <= small_lu_max(kIsComplex<T>); }
+  bool small_lu_problem() const noexcept {
+    return std::max(p_.m, p_.n) <= kSmallLuMax &&
+           (p_.kind() != LinalgOpKind::kInv ||
+            p_.n * p_.n * static_cast<std::int64_t>(sizeof(T)) <= kSmallInverseBytes);
+  }
   Status run_lu(const LinalgBuffers& b, const Work& w) const {
     if (small_lu_problem()) {
       (void)small_lu(p_.m, p_.n, data(b.a), b.a.ld, b.pivots);  // a zero pivot is a valid factorization

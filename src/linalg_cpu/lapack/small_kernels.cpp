@@ -213,7 +213,7 @@ void small_qr_q(std::int64_t m, std::int64_t cols, std::int64_t k, T* q, std::in
 template <class T, class P>
 std::int64_t small_lu(std::int64_t m, std::int64_t n, T* a, std::int64_t lda, P* pivots) noexcept {
   std::int64_t info = 0;
-  std::array<T, small_lu_max(false)> sums;  // m <= small_lu_max()
+  std::array<T, kSmallLuMax> sums;  // m <= kSmallLuMax
   for (std::int64_t j = 0; j < n; ++j) {
     T* column = a + j * lda;
     const std::int64_t done = std::min(j, m);  // the columns factored so far

@@ -7,8 +7,8 @@
 namespace tenferro::linalg::internal {
 
 // Note [Small LU]
-// Up to small_lu_max() rows and columns (48; complex 32), getrf costs more
-// in calls than in arithmetic: a 2 x 2 det took 118 ns a matrix, LAPACK's
+// Up to kSmallLuMax rows and columns, getrf costs more in calls than in
+// arithmetic: a 2 x 2 det took 118 ns a matrix, LAPACK's
 // part of it spread over the LAPACKE wrapper, OpenBLAS's interface (a
 // buffer taken under a mutex) and one idamax, gemv and scal call per
 // column; numpy's det took 93 ns. So lu, solve and inverse (and det and
@@ -35,11 +35,15 @@ namespace tenferro::linalg::internal {
 // 41 % on every CPU. solve, inv and det agree with each other always.
 // Complex matrices agree with numpy less often (82 % at 2 x 2). Results
 // agree with getrf's to rounding; pivots differ only between entries
-// equal to rounding. Beyond the bound, OpenBLAS's blocked getrf and getri
-// win (docs/performance_notes.md).
+// equal to rounding. Beyond the bound OpenBLAS's blocked getrf wins (48 x
+// 48 float64 det: 13.1 against 12.3 us), and for the inverse once its n²
+// elements pass kSmallInverseBytes (complex128 28 x 28: 16.1 against 14.9
+// us; the identity's image and the factors leave L1); measured in
+// docs/performance_notes.md.
 
-/// The largest extent run inline.
-constexpr std::int64_t small_lu_max(bool complex) noexcept { return complex ? 32 : 48; }
+/// The largest extent run inline, and the inverse's bound on its n² elements.
+inline constexpr std::int64_t kSmallLuMax = 32;
+inline constexpr std::int64_t kSmallInverseBytes = 9 * 1024;
 
 /// LU of the column-major m x n matrix `a` in place (L unit lower below the
 /// diagonal, U on and above), 0-based row swaps in pivots[0, min(m, n)).
