@@ -808,8 +808,7 @@ class MatrixProcessor {
       if (check && !finite_b) return non_finite_error(a_.kind, 1);
     }
     if (plan_.m == 0 || plan_.n == 0) return write_empty();
-    if (a_.kind == LinalgOpKind::kEig || a_.kind == LinalgOpKind::kQr)
-      exponent_ = scale_to_unit();  // Note [Eig scaling]
+    if (a_.kind == LinalgOpKind::kEig) exponent_ = scale_to_unit();  // Note [Eig scaling]
     // A spectral norm of a non-finite matrix never reaches the provider
     // (matrix_norm() answers it).
     if (plan_.provider != nullptr && finite_a) {
@@ -932,10 +931,6 @@ class MatrixProcessor {
       case LinalgOpKind::kQr: {
         const MatrixBuffer& q = buffers_.u;
         const MatrixBuffer& r = buffers_.v;
-        if (exponent_ != 0) {  // Note [Eig scaling]
-          for (std::int64_t j = 0; j < r.cols; ++j)
-            for (std::int64_t i = 0; i < r.rows; ++i) scale_by_power(data(r)[i + j * r.ld], exponent_);
-        }
         // Row i of R is scaled in the row-major output, where it is contiguous.
         TENFERRO_TRY(store_matrix(out_[1], index_, data(r), r.rows, r.cols, r.ld));
         T* r_out = out_[1].data_as<T>() + index_ * r.rows * r.cols;
@@ -1024,10 +1019,8 @@ class MatrixProcessor {
   // largest component lies outside [min^(1/4), max^(1/4)] of its real type
   // is scaled by a power of two, which is exact, so that it lies in
   // [0.5, 1); the eigenvectors do not change and the eigenvalues are scaled
-  // back. Eigen's HouseholderQR failed the same way (R NaN at 1e300, the
-  // reflections of columns at 1e-300 skipped as zero: Q R != A), so qr is
-  // scaled too and R scaled back; Q does not change. Returns the exponent
-  // (0: not scaled).
+  // back (the Eigen provider's qr does the same: Note [Eigen QR scaling]).
+  // Returns the exponent (0: not scaled).
   int scale_to_unit() {
     const std::int64_t m = plan_.m, n = plan_.n;
     T* a = data(buffers_.a);
@@ -1248,7 +1241,7 @@ class MatrixProcessor {
   std::int64_t index_;
   std::byte* base_;
   LinalgBuffers buffers_;
-  int exponent_ = 0;  // Note [Eig scaling]: eig's and qr's operand was scaled by 2^-exponent_
+  int exponent_ = 0;  // Note [Eig scaling]: eig's operand was scaled by 2^-exponent_
   std::span<std::byte> workspace_;
 };
 

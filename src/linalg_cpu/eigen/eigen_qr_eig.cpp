@@ -3,6 +3,10 @@
 #include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "linalg_cpu/eigen/eigen_maps.h"
 
 namespace tenferro::linalg::internal {
@@ -16,11 +20,44 @@ Status check(Eigen::ComputationInfo info, LinalgOpKind op) {
 
 }  // namespace
 
+// Note [Eigen QR scaling]
+// Eigen's HouseholderQR squares the entries unscaled: R was NaN for a
+// matrix at 1e300 and a column at 1e-300 was taken as zero (its reflection
+// skipped: Q R != A; the correctness audit of 2026-12-07). LAPACK's geqrf
+// scales its norms. A matrix whose largest component lies outside
+// [min^(1/4), max^(1/4)] is scaled by a power of two into [0.5, 1) (exact),
+// and R scaled back; Q does not change. (Note [Eig scaling] in
+// process_matrix.cpp does the same for eig.) The power is applied in two
+// halves: 2^e alone is not finite for a subnormal largest component.
+template <class T>
+void scale_by_power(EigenMap<T>& a, int e) {
+  using R = EigenReal<T>;
+  a *= std::ldexp(R(1), e / 2);
+  a *= std::ldexp(R(1), e - e / 2);
+}
+
 template <class T>
 Status eigen_qr(const LinalgProblem& p, const LinalgBuffers& b) {
-  Eigen::HouseholderQR<EigenMatrix<T>> qr(map<T>(b.a, p.m, p.n));
+  using R = EigenReal<T>;
+  EigenMap<T> a = map<T>(b.a, p.m, p.n);
+  R largest = 0;
+  if constexpr (Eigen::NumTraits<T>::IsComplex) {
+    largest = std::max(a.real().cwiseAbs().maxCoeff(), a.imag().cwiseAbs().maxCoeff());
+  } else {
+    largest = a.cwiseAbs().maxCoeff();
+  }
+  const R high = std::sqrt(std::sqrt(std::numeric_limits<R>::max()));
+  const R low = std::sqrt(std::sqrt(std::numeric_limits<R>::min()));
+  int exponent = 0;
+  if (largest != R(0) && (largest < low || largest > high)) {
+    std::frexp(largest, &exponent);
+    scale_by_power(a, -exponent);
+  }
+  Eigen::HouseholderQR<EigenMatrix<T>> qr(a);
   const std::int64_t k = std::min(p.m, p.n);
-  map<T>(b.v) = qr.matrixQR().topRows(b.v.rows).template triangularView<Eigen::Upper>();
+  EigenMap<T> r = map<T>(b.v);
+  r = qr.matrixQR().topRows(b.v.rows).template triangularView<Eigen::Upper>();
+  if (exponent != 0) scale_by_power(r, exponent);
   if (p.attributes->qr_mode == QrMode::kComplete) {
     map<T>(b.u) = qr.householderQ();
   } else {
