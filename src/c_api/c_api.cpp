@@ -1008,11 +1008,13 @@ TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error) {
     const einsum::ExecutionPlan& plan = *args->plan->plan;
     CheckedOperands inputs;
     TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
+    // The inputs against the plan before the output, so that a message names
+    // the argument that is wrong: with float32 inputs on a float64 plan it is
+    // the inputs, not the (float32) output.
+    TENFERRO_TRY(plan.check_inputs(std::span<const TensorView>(inputs.views.data(), inputs.views.size())));
     CheckedOutput out;
     TENFERRO_TRY(check_output(args->output, plan.dtype(), out));
     TENFERRO_TRY(check_output_shape(out, plan.output_shape(), args->plan->op->canonical_subscripts()));
-    // ExecutionPlan::execute names an operand whose count, shape or dtype
-    // differs from the prepared ones.
     return run_checked(*args->plan->engine, plan, inputs, out);
   });
 }

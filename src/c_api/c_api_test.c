@@ -777,6 +777,7 @@ static void test_prepared_errors(tf_runtime* rt) {
   const int64_t s23[2] = {2, 3}, s34[2] = {3, 4}, s24[2] = {2, 4}, s35[2] = {3, 5};
   double a[6] = {0}, b[15] = {0}, c[8] = {0};
   double complex z[12] = {0};
+  float f32[32] = {0};
   tf_tensor ta = make_tensor(a, TF_DTYPE_F64, 2, s23, NULL);
   tf_tensor tb = make_tensor(b, TF_DTYPE_F64, 2, s34, NULL);
   tf_tensor tc = make_tensor(c, TF_DTYPE_F64, 2, s24, NULL);
@@ -845,7 +846,32 @@ static void test_prepared_errors(tf_runtime* rt) {
   ins[0] = &t;
   ins[1] = &t;
   EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_DTYPE_MISMATCH,
-               "input 0 has dtype complex128; expected float64");
+               "input 0 is complex128; the plan was made for float64");
+  /* Inputs and output all float32 on a float64 plan: the inputs are named
+   * (they are checked against the plan before the output). */
+  {
+    tf_tensor f_in0 = make_tensor(f32, TF_DTYPE_F32, 2, s23, NULL);
+    tf_tensor f_in1 = make_tensor(f32 + 8, TF_DTYPE_F32, 2, s34, NULL);
+    tf_tensor f_out = make_tensor(f32 + 24, TF_DTYPE_F32, 2, s24, NULL);
+    ins[0] = &f_in0;
+    ins[1] = &f_in1;
+    rargs.output = &f_out;
+    EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_DTYPE_MISMATCH,
+                 "api dtype_mismatch: einsum: input 0 is float32; the plan was made for float64");
+    rargs.output = &tc;
+  }
+  /* A wrong input shape and a wrong output shape: the input is named, as
+   * the output's "gives shape" would not hold for these operands. */
+  ins[0] = &ta;
+  t = make_tensor(b, TF_DTYPE_F64, 2, s35, NULL);
+  ins[1] = &t;
+  {
+    tf_tensor wrong_out = make_tensor(c, TF_DTYPE_F64, 2, s23, NULL);
+    rargs.output = &wrong_out;
+    EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_SHAPE_MISMATCH,
+                 "input 1 has shape [3, 5]; the plan was made for [3, 4]");
+    rargs.output = &tc;
+  }
   ins[0] = &ta;
   ins[1] = &tb;
   t = make_tensor(c, TF_DTYPE_F64, 2, s34, NULL);
