@@ -235,7 +235,8 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("einsum '{}': the subscripts name {} operand{}, found {}", op->canonical_subscripts(),
-                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()));
+                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()),
+                ErrorStage::kCompile);  // Note [Einsum binding errors are compile-stage]
   }
   return op;
 }
@@ -895,8 +896,10 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
                            static_cast<double>(std::max<std::size_t>(itemsize, 1));
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
-    raise_error(ErrorCode::kInvalidArgument, fmt::format("{} '{}': the subscripts name {} operands, found {}", who,
-                                                         subscripts, parsed.num_operands(), shapes.size()));
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("{} '{}': the subscripts name {} operands, found {}", who, subscripts,
+                            parsed.num_operands(), shapes.size()),
+                ErrorStage::kCompile);  // Note [Einsum binding errors are compile-stage]
   }
   const einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, parsed.num_operands()));
   std::vector<IntArrayRef> refs;
@@ -1098,7 +1101,8 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
         fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {} before the cotangent (the last "
                     "argument, or cotangent=)",
                     op->canonical_subscripts(), op->num_operands(), op->num_operands() == 1 ? "" : "s",
-                    operands.size()));
+                    operands.size()),
+        ErrorStage::kCompile);
   }
   // Each gradient takes its operand's dtype, as torch.autograd gives it: the
   // real part for a real operand of a complex einsum, float32 for a float32

@@ -699,13 +699,23 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.subscripts = "ij,jk->i-k";
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "unexpected '-'");
   args.subscripts = "ij,jk,kl->il"; /* three terms, two operands */
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "names 3 operands; found 2 inputs");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "compile invalid_argument: einsum \"ij,jk,kl->il\" names 3 operands; found 2 inputs");
   args.subscripts = "ij,jk->ik";
 
-  /* Operands that do not fit the subscripts. */
+  /* Operands that do not fit the subscripts: stage `compile`, as in every
+   * binding (docs/errors.md), from tf_einsum and tf_einsum_prepare alike. */
   t = make_tensor(big, TF_DTYPE_F64, 2, s45, NULL);
   ins[1] = &t;
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "label 'j' has extent 4");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH,
+               "compile shape_mismatch: einsum \"ij,jk->ik\": label 'j' has extent 4");
+  {
+    tf_einsum_prepare_args pargs = prepare_args(rt, "ij,jk->ik", ins, 2, TF_PLANNER_AUTO);
+    tf_einsum_plan* plan = NULL;
+    EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_SHAPE_MISMATCH,
+                 "compile shape_mismatch: einsum \"ij,jk->ik\": label 'j' has extent 4");
+    CHECK(plan == NULL);
+  }
   t = make_tensor(b, TF_DTYPE_F64, 1, s34, NULL); /* rank 1 for "jk" */
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "operand 1 has rank 1");
   ins[1] = &tb;
