@@ -6,6 +6,7 @@
 #include "numpy_api.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -65,18 +67,43 @@ py::object make_runtime(int threads, const std::string& gemm) {
 // The default runtime's thread count: TENFERRO_NUM_THREADS, else
 // OMP_NUM_THREADS (what numpy's OpenBLAS and torch read, set to 1 by MPI and
 // multiprocessing setups against oversubscription), else 0: every CPU the
-// process may use. Read when the default runtime is created; a value that
-// is not a positive integer is ignored, one above the allowed CPUs is capped
-// to them (no warning: the variable is often set for the whole node).
+// process may use. Read when the default runtime is created.
+//
+// Note [Thread variables and warnings]
+// TENFERRO_NUM_THREADS is tenferro's own: a value that is not a positive
+// integer ("abc", "0", "-3") gives a RuntimeWarning and is skipped, one
+// above the CPUs the process may use gives the RuntimeWarning that
+// Runtime(threads=n) gives and is capped, so a typo or a count written for
+// another machine is not silently replaced by a different one.
+// OMP_NUM_THREADS belongs to every OpenMP library in the process and is
+// often set for a whole node or job, larger than one process's CPU set:
+// like OpenBLAS, the default runtime caps it, and skips a value it cannot
+// use, without a word. An empty variable counts as unset.
 int default_thread_count() {
   for (const char* name : {"TENFERRO_NUM_THREADS", "OMP_NUM_THREADS"}) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') continue;
+    const bool ours = std::string_view(name) == "TENFERRO_NUM_THREADS";
     char* end = nullptr;
+    errno = 0;
     const long n = std::strtol(value, &end, 10);
-    if (*end != '\0' || n < 1) continue;
+    if (end == value || *end != '\0' || n < 1 || errno == ERANGE) {
+      if (ours) {
+        const std::string warning = fmt::format(
+            "TENFERRO_NUM_THREADS is '{}'; expected a positive integer, so the default runtime ignores it (and uses "
+            "OMP_NUM_THREADS, else every CPU this process may use)",
+            value);
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+      }
+      continue;
+    }
     const Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
     const long allowed = topology.ok() ? static_cast<long>(topology->allowed_cpus().count()) : n;
+    if (ours && n > allowed) {
+      const std::string warning = fmt::format("TENFERRO_NUM_THREADS={} but this process may use {} CPU{}; using {}", n,
+                                              allowed, allowed == 1 ? "" : "s", allowed);
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+    }
     return static_cast<int>(std::min(n, allowed));
   }
   return 0;
