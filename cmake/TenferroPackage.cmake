@@ -55,6 +55,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/tenferroConfigVersion.cma
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tenferroConfig.cmake ${PROJECT_BINARY_DIR}/tenferroConfigVersion.cmake
   DESTINATION ${_tf_cmake_dir})
+if(TENFERRO_PACKAGE_HAS_FFT)  # Note [FFTW threads target]
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/TenferroFFTW3Threads.cmake DESTINATION ${_tf_cmake_dir})
+endif()
 
 # pkg-config: the static component libraries in link order (dependents
 # first), then what they need.
@@ -84,13 +87,40 @@ endif()
 # tenferro-mpi.pc: tenferro::mpi and the MPI library it was built against,
 # apart like the umbrella target leaves it out (it needs the application's MPI).
 if(TENFERRO_PACKAGE_HAS_MPI)
+  # Note [MPI in tenferro-mpi.pc]
+  # The MPI library goes in as a pkg-config module the consumer's pkg-config
+  # resolves (`Requires: ompi-c`), not as this machine's paths, when the
+  # MPI implementation ships one and it is the MPI FindMPI found here (a
+  # library of the module is one of MPI_CXX_LIBRARIES): Open MPI's ompi-c,
+  # MPICH's mpich, or Debian's alternatives-managed mpi-c. tenferro::mpi
+  # uses the C API only (OMPI_SKIP_MPICXX), so the C module suffices. An MPI
+  # without a matching module keeps the paths FindMPI gave.
   get_property(_tf_mpi_includes GLOBAL PROPERTY TENFERRO_MPI_INCLUDE_DIRS)
   get_property(_tf_mpi_libraries GLOBAL PROPERTY TENFERRO_MPI_LIBRARIES)
+  set(_tf_mpi_requires "")
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    foreach(_tf_module IN ITEMS ompi-c mpich mpi-c)
+      string(MAKE_C_IDENTIFIER "_TF_PC_${_tf_module}" _tf_prefix)
+      pkg_check_modules(${_tf_prefix} QUIET ${_tf_module})
+      foreach(_tf_lib IN LISTS ${_tf_prefix}_LINK_LIBRARIES)
+        if(_tf_lib IN_LIST _tf_mpi_libraries)
+          set(_tf_mpi_requires ", ${_tf_module}")
+        endif()
+      endforeach()
+      if(_tf_mpi_requires)
+        break()
+      endif()
+    endforeach()
+  endif()
   set(_tf_mpi_cflags "")
-  foreach(_tf_dir IN LISTS _tf_mpi_includes)
-    string(APPEND _tf_mpi_cflags " -I${_tf_dir}")
-  endforeach()
-  list(JOIN _tf_mpi_libraries " " _tf_mpi_libs)
+  set(_tf_mpi_libs "")
+  if(NOT _tf_mpi_requires)
+    foreach(_tf_dir IN LISTS _tf_mpi_includes)
+      string(APPEND _tf_mpi_cflags " -I${_tf_dir}")
+    endforeach()
+    list(JOIN _tf_mpi_libraries " " _tf_mpi_libs)
+  endif()
   configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro-mpi.pc.in ${PROJECT_BINARY_DIR}/tenferro-mpi.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/tenferro-mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()

@@ -450,7 +450,9 @@ Result<EinsumJob> job_for(const EinsumCommand& c) {
     const std::string& text = c.args[0];
     Result<einsum::Subscripts> subscripts = einsum::Subscripts::parse(text);
     if (!subscripts.ok()) {
-      return Error(subscripts.status().code(), ErrorStage::kNone,
+      // The parser's stage (compile: Note [Einsum binding errors are
+      // compile-stage]), as every binding reports malformed subscripts.
+      return Error(subscripts.status().code(), subscripts.status().stage(),
                    fmt::format("'{}' is neither einsum subscripts ({}) nor an instance file (a name ending in .json)",
                                text, subscripts.status().message()));
     }
@@ -480,7 +482,7 @@ Result<EinsumJob> job_for(const EinsumCommand& c) {
       std::string files;
       for (std::size_t i = 0; i < job.files.size(); ++i)
         files += fmt::format("{}{} = {}", i ? ", " : "", i, job.files[i]);
-      return Error(bound.status().code(), ErrorStage::kNone,
+      return Error(bound.status().code(), bound.status().stage(),  // compile, as in every binding
                    fmt::format("{} (operands {})", bound.status().message(), files));
     }
   }

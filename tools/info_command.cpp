@@ -90,12 +90,19 @@ void add_info_command(CLI::App& app) {
     document["mpi"] = mpi_section();
     const std::string text = *json ? document.dump(2) + "\n" : info::to_text(document);
     std::fputs(text.c_str(), stdout);
-    // An invalid TENFERRO_CPU_ISA: the document says why, and no engine
-    // would run, so the command fails (einsum and bench fail the same way).
-    if (const nlohmann::json& kernels = document["kernels"]; kernels.contains("error")) {
-      std::fprintf(stderr, "tenferro info: %s\n", kernels["error"].get<std::string>().c_str());
-      throw CLI::RuntimeError(1);
+    // An invalid TENFERRO_CPU_ISA (kernels) or a provider table that cannot
+    // be read (linalg: TENFERRO_LINALG_PROVIDER_TABLE naming a missing or
+    // malformed file): the document says why, and no runtime could be made,
+    // so the command fails, as einsum and bench do. Each error goes to
+    // stderr too.
+    bool failed = false;
+    for (const char* section : {"kernels", "linalg"}) {
+      if (const nlohmann::json& s = document[section]; s.contains("error")) {
+        std::fprintf(stderr, "tenferro info: %s\n", s["error"].get<std::string>().c_str());
+        failed = true;
+      }
     }
+    if (failed) throw CLI::RuntimeError(1);
   });
 }
 

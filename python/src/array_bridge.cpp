@@ -250,8 +250,8 @@ Status status_of(const py::error_already_set& e) {
                fmt::format("{}: {}", std::string(py::str(e.type().attr("__name__"))), std::string(py::str(e.value()))));
 }
 
-void raise_error(ErrorCode code, std::string_view message) {
-  raise_status(Status(Error(code, ErrorStage::kNone, std::string(message))));
+void raise_error(ErrorCode code, std::string_view message, ErrorStage stage) {
+  raise_status(Status(Error(code, stage, std::string(message))));
 }
 
 // Note [DLPack operands]

@@ -43,8 +43,9 @@ namespace py = pybind11;
 /// A raised Python exception as a Status: a tenferro.Error's own code and
 /// message; any other exception kInvalidArgument with its type and text.
 Status status_of(const py::error_already_set& e);
-/// Raises a kInvalidArgument / kDTypeMismatch error built from a message.
-[[noreturn]] void raise_error(ErrorCode code, std::string_view message);
+/// Raises a kInvalidArgument / kDTypeMismatch error built from a message,
+/// of `stage` (kNone, printed `api`: the module's own argument checks).
+[[noreturn]] void raise_error(ErrorCode code, std::string_view message, ErrorStage stage = ErrorStage::kNone);
 
 /// Raises a TypeError with `message`.
 [[noreturn]] void raise_type_error(const std::string& message);

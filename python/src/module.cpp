@@ -6,6 +6,7 @@
 #include "numpy_api.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -65,18 +67,43 @@ py::object make_runtime(int threads, const std::string& gemm) {
 // The default runtime's thread count: TENFERRO_NUM_THREADS, else
 // OMP_NUM_THREADS (what numpy's OpenBLAS and torch read, set to 1 by MPI and
 // multiprocessing setups against oversubscription), else 0: every CPU the
-// process may use. Read when the default runtime is created; a value that
-// is not a positive integer is ignored, one above the allowed CPUs is capped
-// to them (no warning: the variable is often set for the whole node).
+// process may use. Read when the default runtime is created.
+//
+// Note [Thread variables and warnings]
+// TENFERRO_NUM_THREADS is tenferro's own: a value that is not a positive
+// integer ("abc", "0", "-3") gives a RuntimeWarning and is skipped, one
+// above the CPUs the process may use gives the RuntimeWarning that
+// Runtime(threads=n) gives and is capped, so a typo or a count written for
+// another machine is not silently replaced by a different one.
+// OMP_NUM_THREADS belongs to every OpenMP library in the process and is
+// often set for a whole node or job, larger than one process's CPU set:
+// like OpenBLAS, the default runtime caps it, and skips a value it cannot
+// use, without a word. An empty variable counts as unset.
 int default_thread_count() {
   for (const char* name : {"TENFERRO_NUM_THREADS", "OMP_NUM_THREADS"}) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') continue;
+    const bool ours = std::string_view(name) == "TENFERRO_NUM_THREADS";
     char* end = nullptr;
+    errno = 0;
     const long n = std::strtol(value, &end, 10);
-    if (*end != '\0' || n < 1) continue;
+    if (end == value || *end != '\0' || n < 1 || errno == ERANGE) {
+      if (ours) {
+        const std::string warning = fmt::format(
+            "TENFERRO_NUM_THREADS is '{}'; expected a positive integer, so the default runtime ignores it (and uses "
+            "OMP_NUM_THREADS, else every CPU this process may use)",
+            value);
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+      }
+      continue;
+    }
     const Result<cpu::CpuTopology> topology = cpu::CpuTopology::discover();
     const long allowed = topology.ok() ? static_cast<long>(topology->allowed_cpus().count()) : n;
+    if (ours && n > allowed) {
+      const std::string warning = fmt::format("TENFERRO_NUM_THREADS={} but this process may use {} CPU{}; using {}", n,
+                                              allowed, allowed == 1 ? "" : "s", allowed);
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+    }
     return static_cast<int>(std::min(n, allowed));
   }
   return 0;
@@ -235,7 +262,8 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   if (static_cast<std::size_t>(op->num_operands()) != operands.size()) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("einsum '{}': the subscripts name {} operand{}, found {}", op->canonical_subscripts(),
-                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()));
+                            op->num_operands(), op->num_operands() == 1 ? "" : "s", operands.size()),
+                ErrorStage::kCompile);  // Note [Einsum binding errors are compile-stage]
   }
   return op;
 }
@@ -895,8 +923,10 @@ py::dict plan_path(const std::string& subscripts, const std::vector<std::vector<
                            static_cast<double>(std::max<std::size_t>(itemsize, 1));
   einsum::Subscripts parsed = value_or_raise(einsum::Subscripts::parse(subscripts));
   if (static_cast<std::size_t>(parsed.num_operands()) != shapes.size()) {
-    raise_error(ErrorCode::kInvalidArgument, fmt::format("{} '{}': the subscripts name {} operands, found {}", who,
-                                                         subscripts, parsed.num_operands(), shapes.size()));
+    raise_error(ErrorCode::kInvalidArgument,
+                fmt::format("{} '{}': the subscripts name {} operands, found {}", who, subscripts,
+                            parsed.num_operands(), shapes.size()),
+                ErrorStage::kCompile);  // Note [Einsum binding errors are compile-stage]
   }
   const einsum::PlanningPolicy policy = value_or_raise(policy_of(spec, parsed.num_operands()));
   std::vector<IntArrayRef> refs;
@@ -1098,7 +1128,8 @@ py::tuple einsum_vjp_call(PyRuntime& rt, const std::string& subscripts, const py
         fmt::format("einsum_vjp '{}': the subscripts name {} operand{}, found {} before the cotangent (the last "
                     "argument, or cotangent=)",
                     op->canonical_subscripts(), op->num_operands(), op->num_operands() == 1 ? "" : "s",
-                    operands.size()));
+                    operands.size()),
+        ErrorStage::kCompile);
   }
   // Each gradient takes its operand's dtype, as torch.autograd gives it: the
   // real part for a real operand of a complex einsum, float32 for a float32

@@ -150,7 +150,8 @@ py::object traced_einsum(std::span<PyObject* const> objects, const std::shared_p
   if (static_cast<std::size_t>(op->num_operands()) != objects.size()) {
     raise_error(ErrorCode::kInvalidArgument,
                 fmt::format("einsum '{}': the subscripts name {} operands, found {}", op->canonical_subscripts(),
-                            op->num_operands(), objects.size()));
+                            op->num_operands(), objects.size()),
+                ErrorStage::kCompile);  // Note [Einsum binding errors are compile-stage]
   }
   const std::vector<py::handle> operands(objects.begin(), objects.end());
   const TracedOperands promoted = promote_traced(operands, "einsum");

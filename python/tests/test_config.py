@@ -45,6 +45,29 @@ def test_stdout_prints_the_document(capsys):
     assert "python:" in lines
 
 
+def test_python_dash_m_tenferro_prints_the_document(tmp_path):
+    # `python -m tenferro` (tenferro/__main__.py) prints show_config()'s
+    # text; --json the dict. From a scratch directory, so the package is the
+    # one on the path, not a source checkout.
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(tenferro.__file__))))
+    run = lambda *args: subprocess.run([sys.executable, "-m", "tenferro", *args], capture_output=True, text=True,
+                                       cwd=tmp_path, env=env)
+    text = run()
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0] == f"tenferro {tenferro.__version__}"
+    assert "kernels:" in lines and "python:" in lines
+    as_json = run("--json")
+    assert as_json.returncode == 0, as_json.stderr
+    import json
+
+    config = json.loads(as_json.stdout)
+    assert config["version"] == tenferro.__version__
+    assert config["kernels"]["gemm"] == tenferro.show_config(mode="dicts")["kernels"]["gemm"]
+    bad = run("--yaml")
+    assert bad.returncode == 2 and "unrecognized arguments: --yaml" in bad.stderr
+
+
 def test_bad_mode():
     with pytest.raises(ValueError, match='expected mode "stdout" or "dicts", found \'yaml\''):
         tenferro.show_config(mode="yaml")

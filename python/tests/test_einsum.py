@@ -780,6 +780,42 @@ def test_the_default_runtime_reads_the_thread_variables():
         assert int(out) == want, (extra, out)
 
 
+def test_a_bad_tenferro_num_threads_warns():
+    # Note [Thread variables and warnings]: tenferro's own variable warns
+    # when it is not a positive integer (then OMP_NUM_THREADS, else every
+    # CPU) and when it exceeds the allowed CPUs (capped), as
+    # Runtime(threads=n) does; OMP_NUM_THREADS stays silent (above).
+    import os
+    import subprocess
+    import sys
+
+    allowed = len(os.sched_getaffinity(0))
+    code = ("import warnings, tenferro\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    threads = tenferro.default_runtime().threads\n"
+            "print(threads)\n"
+            "for w in caught: print(w.category.__name__, str(w.message))\n")
+    cases = [({"TENFERRO_NUM_THREADS": "abc"}, allowed, "TENFERRO_NUM_THREADS is 'abc'; expected a positive integer"),
+             ({"TENFERRO_NUM_THREADS": "0"}, allowed, "TENFERRO_NUM_THREADS is '0'; expected a positive integer"),
+             ({"TENFERRO_NUM_THREADS": "-3", "OMP_NUM_THREADS": "1"}, 1,
+              "TENFERRO_NUM_THREADS is '-3'; expected a positive integer"),
+             ({"TENFERRO_NUM_THREADS": "4x"}, allowed, "TENFERRO_NUM_THREADS is '4x'"),
+             ({"TENFERRO_NUM_THREADS": str(allowed + 62)}, allowed,
+              f"TENFERRO_NUM_THREADS={allowed + 62} but this process may use {allowed} CPU"),
+             ({"TENFERRO_NUM_THREADS": "1"}, 1, None), ({"TENFERRO_NUM_THREADS": ""}, allowed, None)]
+    for extra, want, warning in cases:
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "TENFERRO_NUM_THREADS")}
+        env.update(extra)
+        lines = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+        assert int(lines[0]) == want, (extra, lines)
+        if warning is None:
+            assert lines[1:] == [], (extra, lines)
+        else:
+            assert len(lines) == 2 and lines[1].startswith("RuntimeWarning ") and warning in lines[1], (extra, lines)
+
+
 def test_full_contractions_are_numpy_scalars_as_in_numpy():
     a, m = np.arange(3.0), np.eye(3, dtype=np.complex64)
     for got, want in [(tenferro.einsum("i,i->", a, a), np.einsum("i,i->", a, a)),

@@ -27,6 +27,28 @@ def test_bad_subscripts():
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij->ii", a)  # repeated output label
 
 
+def test_one_failure_has_one_stage_in_every_call():
+    # Note [Einsum binding errors are compile-stage]: subscripts that do not
+    # parse, operands that do not fit them and a wrong operand count are
+    # `compile`, whichever function finds them (the C API and the CLI say
+    # the same: c_api_test.c, check_cli_failures.cmake).
+    m34 = np.ones((3, 4))
+    calls = {
+        "einsum": lambda *a: tenferro.einsum(*a),
+        "contract_path": lambda *a: tenferro.contract_path(*a),
+        "einsum_path": lambda *a: tenferro.einsum_path(*a),
+        "contract_expression": lambda s, *a: tenferro.contract_expression(s, *(x.shape for x in a))(*a),
+        "Runtime.einsum": lambda *a: tenferro.Runtime(threads=1).einsum(*a),
+    }
+    for name, call in calls.items():
+        for args, code in ((("ij,jk->ik", m34, m34), "kShapeMismatch"), (("ij,jk->ik", m34), "kInvalidArgument"),
+                           (("ij,jk-ik", m34, m34), "kInvalidArgument")):
+            with pytest.raises(tenferro.Error) as info:
+                call(*args)
+            assert (info.value.code, info.value.stage) == (code, "compile"), (name, args[0], str(info.value))
+            assert str(info.value).startswith("compile "), (name, str(info.value))
+
+
 def test_operand_count():
     a = np.ones((2, 2))
     raises(ValueError, "kInvalidArgument", tenferro.einsum, "ij,jk->ik", a)
@@ -110,7 +132,7 @@ def test_contract_path_errors():
     for name, call in (("contract_path", lambda: tenferro.contract_path("ij,jk->ik", a)),
                        ("einsum_path", lambda: tenferro.einsum_path("ij,jk->ik", a)),
                        ("contract_expression", lambda: tenferro.contract_expression("ij,jk->ik", (3, 4)))):
-        with pytest.raises(tenferro.InvalidArgumentError, match=f"^api invalid_argument: {name} 'ij,jk->ik': the "
+        with pytest.raises(tenferro.InvalidArgumentError, match=f"^compile invalid_argument: {name} 'ij,jk->ik': the "
                                                                 f"subscripts name 2 operands, found 1"):
             call()
     with pytest.raises(tenferro.InvalidArgumentError, match=r"contract_expression operand 1: expected"):

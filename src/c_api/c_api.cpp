@@ -161,6 +161,10 @@ Status require(const void* pointer, std::string_view what) {
   return ok_status();
 }
 
+// The handle `what` is non-NULL and live (Note [C API handle tags]).
+Status check_handle(const tf_runtime* runtime, std::string_view what);
+Status check_handle(const tf_einsum_plan* plan, std::string_view what);
+
 // The tenferro dtype of a tf_dtype value; false for any other value.
 bool dtype_of(std::int32_t value, DType& dtype) noexcept {
   switch (value) {
@@ -778,7 +782,7 @@ Result<std::shared_ptr<const linalg::LinalgOp>> checked_linalg(const tf_linalg_a
                                                                CheckedOperands& inputs) {
   TENFERRO_TRY(require(args, "args"));
   TENFERRO_TRY(check_struct_size("tf_linalg_args", args->struct_size, {TF_LINALG_ARGS_SIZE_V1}));
-  TENFERRO_TRY(require(args->runtime, "args->runtime"));
+  TENFERRO_TRY(check_handle(args->runtime, "args->runtime"));
   if (args->reserved0 != 0) return invalid(fmt::format("reserved0 is {}; expected 0", args->reserved0));
   TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const linalg::LinalgOp> op, linalg_op_of(*args));
   const auto operands = static_cast<std::size_t>(linalg::num_operands(op->kind()));
@@ -796,7 +800,7 @@ Result<std::shared_ptr<const fft::FftOp>> checked_fft(const tf_fft_args* args, b
                                                       CheckedOperands& inputs) {
   TENFERRO_TRY(require(args, "args"));
   TENFERRO_TRY(check_struct_size("tf_fft_args", args->struct_size, {TF_FFT_ARGS_SIZE_V1}));
-  TENFERRO_TRY(require(args->runtime, "args->runtime"));
+  TENFERRO_TRY(check_handle(args->runtime, "args->runtime"));
   fft::FftAttributes a;
   if (args->kind < TF_FFT_FFT || args->kind > TF_FFT_IHFFT) {
     return invalid(fmt::format("kind is {}; expected a tf_fft_kind (TF_FFT_FFT (1) to TF_FFT_IHFFT (6))", args->kind));
@@ -843,17 +847,73 @@ Status no_fft() {
 }  // namespace
 }  // namespace tenferro::c_api
 
+// Note [C API handle tags]
+// A zero-filled block, a pointer to some other object or a destroyed
+// handle passed where a tf_runtime* or tf_einsum_plan* belongs used to be
+// dereferenced as one and crash inside the library. Each handle now starts
+// with a tag word, a constant of its own type, checked on entry to every
+// function that takes the handle (check_handle: kInvalidArgument naming the
+// argument) and cleared by its destroy function before the memory is freed
+// (a volatile store, so the compiler cannot drop it as a dead store to an
+// object about to die). A *_destroy of a handle without its tag does
+// nothing, so a repeated destroy is caught too. This is best effort, not a
+// guarantee: a use after destroy is undefined behaviour (docs/c_api.md),
+// and freed memory that was reused, or a foreign object that happens to
+// hold the tag, is not detected. The check costs one load and compare per
+// call.
+namespace tenferro::c_api {
+template <std::uint64_t kTag>
+struct HandleTag {
+  std::uint64_t word = kTag;
+
+  HandleTag() = default;
+  HandleTag(const HandleTag&) = delete;
+  HandleTag& operator=(const HandleTag&) = delete;
+  ~HandleTag() { *static_cast<volatile std::uint64_t*>(&word) = 0; }
+  bool live() const noexcept { return *static_cast<const volatile std::uint64_t*>(&word) == kTag; }
+};
+}  // namespace tenferro::c_api
+
 struct tf_runtime {
+  tenferro::c_api::HandleTag<0x74665f72756e7431ULL> tag;  // "tf_runt1"; first member
   std::shared_ptr<const tenferro::c_api::Engine> engine;
   tenferro::c_api::OneShotMemo memo;  // Note [One-shot einsum memo]
 };
 
 struct tf_einsum_plan {
+  tenferro::c_api::HandleTag<0x74665f706c616e31ULL> tag;  // "tf_plan1"; first member
   std::shared_ptr<const tenferro::c_api::Engine> engine;
   std::shared_ptr<const tenferro::einsum::EinsumOp> op;
   std::shared_ptr<const tenferro::einsum::ExecutionPlan> plan;
   std::vector<std::int64_t> path;  // opt_einsum pairs, flattened
 };
+
+namespace tenferro::c_api {
+namespace {
+
+Status check_handle(const tf_runtime* runtime, std::string_view what) {
+  TENFERRO_TRY(require(runtime, what));
+  if (!runtime->tag.live()) {
+    return invalid(fmt::format(
+        "{} is not a live runtime: expected a tf_runtime* from tf_runtime_create, found an invalid or destroyed handle",
+        what));
+  }
+  return ok_status();
+}
+
+Status check_handle(const tf_einsum_plan* plan, std::string_view what) {
+  TENFERRO_TRY(require(plan, what));
+  if (!plan->tag.live()) {
+    return invalid(fmt::format(
+        "{} is not a live plan: expected a tf_einsum_plan* from tf_einsum_prepare, found an invalid or destroyed "
+        "handle",
+        what));
+  }
+  return ok_status();
+}
+
+}  // namespace
+}  // namespace tenferro::c_api
 
 using namespace tenferro;         // NOLINT(google-build-using-namespace): one .cpp
 using namespace tenferro::c_api;  // NOLINT(google-build-using-namespace)
@@ -910,19 +970,23 @@ TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime**
       }
     }
     TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> engine, make_engine(threads, gemm, worker_spin_us));
-    *runtime = new tf_runtime{std::move(engine)};
+    auto created = std::make_unique<tf_runtime>();
+    created->engine = std::move(engine);
+    *runtime = created.release();
     return ok_status();
   });
 }
 
-TF_API void tf_runtime_destroy(tf_runtime* runtime) { delete runtime; }
+TF_API void tf_runtime_destroy(tf_runtime* runtime) {
+  if (runtime != nullptr && runtime->tag.live()) delete runtime;  // Note [C API handle tags]
+}
 
 TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
   return guarded(error, "tf_einsum", [&]() -> Status {
     TENFERRO_TRY(require(args, "args"));
     TENFERRO_TRY(
         check_struct_size("tf_einsum_args", args->struct_size, {TF_EINSUM_ARGS_SIZE_V1, TF_EINSUM_ARGS_SIZE_V2}));
-    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(check_handle(args->runtime, "args->runtime"));
     TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
     const std::int32_t planner = args->struct_size >= TF_EINSUM_ARGS_SIZE_V2 ? args->planner : TF_PLANNER_AUTO;
     if (args->struct_size >= TF_EINSUM_ARGS_SIZE_V2 && args->reserved0 != 0) {
@@ -977,7 +1041,7 @@ TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_p
     if (args->reserved0 != 0) {
       return invalid(fmt::format("tf_einsum_prepare_args.reserved0 is {}; expected 0", args->reserved0));
     }
-    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(check_handle(args->runtime, "args->runtime"));
     TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
     TENFERRO_ASSIGN_OR_RETURN(std::optional<einsum::PlanningPolicy> policy, policy_of(args->planner));
     CheckedOperands inputs;
@@ -998,28 +1062,32 @@ TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_p
   });
 }
 
-TF_API void tf_einsum_plan_destroy(tf_einsum_plan* plan) { delete plan; }
+TF_API void tf_einsum_plan_destroy(tf_einsum_plan* plan) {
+  if (plan != nullptr && plan->tag.live()) delete plan;  // Note [C API handle tags]
+}
 
 TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error) {
   return guarded(error, "tf_einsum_run", [&]() -> Status {
     TENFERRO_TRY(require(args, "args"));
     TENFERRO_TRY(check_struct_size("tf_einsum_run_args", args->struct_size, {TF_EINSUM_RUN_ARGS_SIZE_V1}));
-    TENFERRO_TRY(require(args->plan, "args->plan"));
+    TENFERRO_TRY(check_handle(args->plan, "args->plan"));
     const einsum::ExecutionPlan& plan = *args->plan->plan;
     CheckedOperands inputs;
     TENFERRO_TRY(check_inputs(args->inputs, args->num_inputs, true, inputs));
+    // The inputs against the plan before the output, so that a message names
+    // the argument that is wrong: with float32 inputs on a float64 plan it is
+    // the inputs, not the (float32) output.
+    TENFERRO_TRY(plan.check_inputs(std::span<const TensorView>(inputs.views.data(), inputs.views.size())));
     CheckedOutput out;
     TENFERRO_TRY(check_output(args->output, plan.dtype(), out));
     TENFERRO_TRY(check_output_shape(out, plan.output_shape(), args->plan->op->canonical_subscripts()));
-    // ExecutionPlan::execute names an operand whose count, shape or dtype
-    // differs from the prepared ones.
     return run_checked(*args->plan->engine, plan, inputs, out);
   });
 }
 
 TF_API tf_code tf_einsum_plan_get_info(const tf_einsum_plan* plan, tf_einsum_plan_info* info, tf_error** error) {
   return guarded(error, "tf_einsum_plan_get_info", [&]() -> Status {
-    TENFERRO_TRY(require(plan, "plan"));
+    TENFERRO_TRY(check_handle(plan, "plan"));
     TENFERRO_TRY(require(info, "info"));
     TENFERRO_TRY(check_struct_size("tf_einsum_plan_info", info->struct_size, {TF_EINSUM_PLAN_INFO_SIZE_V1}));
     const einsum::ExecutionPlan& p = *plan->plan;
@@ -1054,7 +1122,7 @@ TF_API tf_code tf_einsum_vjp(const tf_einsum_vjp_args* args, tf_error** error) {
   return guarded(error, "tf_einsum_vjp", [&]() -> Status {
     TENFERRO_TRY(require(args, "args"));
     TENFERRO_TRY(check_struct_size("tf_einsum_vjp_args", args->struct_size, {TF_EINSUM_VJP_ARGS_SIZE_V1}));
-    TENFERRO_TRY(require(args->runtime, "args->runtime"));
+    TENFERRO_TRY(check_handle(args->runtime, "args->runtime"));
     TENFERRO_TRY(require(args->subscripts, "args->subscripts"));
     if (args->reserved0 != 0)
       return invalid(fmt::format("tf_einsum_vjp_args.reserved0 is {}; expected 0", args->reserved0));

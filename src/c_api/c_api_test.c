@@ -699,13 +699,23 @@ static void test_einsum_errors(tf_runtime* rt) {
   args.subscripts = "ij,jk->i-k";
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "unexpected '-'");
   args.subscripts = "ij,jk,kl->il"; /* three terms, two operands */
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT, "names 3 operands; found 2 inputs");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "compile invalid_argument: einsum \"ij,jk,kl->il\" names 3 operands; found 2 inputs");
   args.subscripts = "ij,jk->ik";
 
-  /* Operands that do not fit the subscripts. */
+  /* Operands that do not fit the subscripts: stage `compile`, as in every
+   * binding (docs/errors.md), from tf_einsum and tf_einsum_prepare alike. */
   t = make_tensor(big, TF_DTYPE_F64, 2, s45, NULL);
   ins[1] = &t;
-  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "label 'j' has extent 4");
+  EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH,
+               "compile shape_mismatch: einsum \"ij,jk->ik\": label 'j' has extent 4");
+  {
+    tf_einsum_prepare_args pargs = prepare_args(rt, "ij,jk->ik", ins, 2, TF_PLANNER_AUTO);
+    tf_einsum_plan* plan = NULL;
+    EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_SHAPE_MISMATCH,
+                 "compile shape_mismatch: einsum \"ij,jk->ik\": label 'j' has extent 4");
+    CHECK(plan == NULL);
+  }
   t = make_tensor(b, TF_DTYPE_F64, 1, s34, NULL); /* rank 1 for "jk" */
   EXPECT_ERROR(tf_einsum(&args, &error), error, TF_CODE_SHAPE_MISMATCH, "operand 1 has rank 1");
   ins[1] = &tb;
@@ -777,6 +787,7 @@ static void test_prepared_errors(tf_runtime* rt) {
   const int64_t s23[2] = {2, 3}, s34[2] = {3, 4}, s24[2] = {2, 4}, s35[2] = {3, 5};
   double a[6] = {0}, b[15] = {0}, c[8] = {0};
   double complex z[12] = {0};
+  float f32[32] = {0};
   tf_tensor ta = make_tensor(a, TF_DTYPE_F64, 2, s23, NULL);
   tf_tensor tb = make_tensor(b, TF_DTYPE_F64, 2, s34, NULL);
   tf_tensor tc = make_tensor(c, TF_DTYPE_F64, 2, s24, NULL);
@@ -845,7 +856,32 @@ static void test_prepared_errors(tf_runtime* rt) {
   ins[0] = &t;
   ins[1] = &t;
   EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_DTYPE_MISMATCH,
-               "input 0 has dtype complex128; expected float64");
+               "input 0 is complex128; the plan was made for float64");
+  /* Inputs and output all float32 on a float64 plan: the inputs are named
+   * (they are checked against the plan before the output). */
+  {
+    tf_tensor f_in0 = make_tensor(f32, TF_DTYPE_F32, 2, s23, NULL);
+    tf_tensor f_in1 = make_tensor(f32 + 8, TF_DTYPE_F32, 2, s34, NULL);
+    tf_tensor f_out = make_tensor(f32 + 24, TF_DTYPE_F32, 2, s24, NULL);
+    ins[0] = &f_in0;
+    ins[1] = &f_in1;
+    rargs.output = &f_out;
+    EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_DTYPE_MISMATCH,
+                 "api dtype_mismatch: einsum: input 0 is float32; the plan was made for float64");
+    rargs.output = &tc;
+  }
+  /* A wrong input shape and a wrong output shape: the input is named, as
+   * the output's "gives shape" would not hold for these operands. */
+  ins[0] = &ta;
+  t = make_tensor(b, TF_DTYPE_F64, 2, s35, NULL);
+  ins[1] = &t;
+  {
+    tf_tensor wrong_out = make_tensor(c, TF_DTYPE_F64, 2, s23, NULL);
+    rargs.output = &wrong_out;
+    EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_SHAPE_MISMATCH,
+                 "input 1 has shape [3, 5]; the plan was made for [3, 4]");
+    rargs.output = &tc;
+  }
   ins[0] = &ta;
   ins[1] = &tb;
   t = make_tensor(c, TF_DTYPE_F64, 2, s34, NULL);
@@ -854,6 +890,119 @@ static void test_prepared_errors(tf_runtime* rt) {
   rargs.output = &tc;
   EXPECT_OK(tf_einsum_run(&rargs, &error), error);
   tf_einsum_plan_destroy(plan);
+}
+
+/* Note [C API handle tags] in c_api.cpp: a block that is not a handle
+ * (here zero-filled, as a struct cleared in place would be) is refused with
+ * TF_CODE_INVALID_ARGUMENT naming the argument, by every function that takes
+ * the handle; destroying it does nothing. A real use after destroy is
+ * undefined behaviour and is not exercised here. */
+static void test_invalid_handles(void) {
+  uint64_t zeros[64];
+  tf_runtime* fake_rt = (tf_runtime*)(void*)zeros;
+  tf_einsum_plan* fake_plan = (tf_einsum_plan*)(void*)zeros;
+  const int64_t s22[2] = {2, 2};
+  double a[4] = {1, 2, 3, 4}, c[4] = {0};
+  tf_tensor ta = make_tensor(a, TF_DTYPE_F64, 2, s22, NULL);
+  tf_tensor tc = make_tensor(c, TF_DTYPE_F64, 2, s22, NULL);
+  const tf_tensor* ins[2];
+  const tf_tensor* outs[1];
+  tf_einsum_args eargs;
+  tf_einsum_prepare_args pargs;
+  tf_einsum_run_args rargs;
+  tf_einsum_plan_info info;
+  tf_einsum_vjp_args vargs;
+  tf_linalg_args largs;
+  tf_result_info results[1];
+  tf_fft_args fargs;
+  tf_einsum_plan* plan = NULL;
+  tf_error* error = NULL;
+  size_t count = 0;
+  const char* kRuntime = "args->runtime is not a live runtime: expected a tf_runtime* from tf_runtime_create, "
+                         "found an invalid or destroyed handle";
+  memset(zeros, 0, sizeof zeros);
+  ins[0] = &ta;
+  ins[1] = &ta;
+  outs[0] = &tc;
+
+  eargs = einsum_args(fake_rt, "ij,jk->ik", ins, 2, &tc);
+  EXPECT_ERROR(tf_einsum(&eargs, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
+  pargs = prepare_args(fake_rt, "ij,jk->ik", ins, 2, TF_PLANNER_AUTO);
+  EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
+  CHECK(plan == NULL);
+  memset(&vargs, 0, sizeof vargs);
+  vargs.struct_size = sizeof vargs;
+  vargs.runtime = fake_rt;
+  vargs.subscripts = "ij,jk->ik";
+  vargs.inputs = ins;
+  vargs.num_inputs = 2;
+  vargs.cotangent = &tc;
+  EXPECT_ERROR(tf_einsum_vjp(&vargs, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
+  memset(&largs, 0, sizeof largs);
+  largs.struct_size = sizeof largs;
+  largs.runtime = fake_rt;
+  largs.op = TF_LINALG_INV;
+  largs.inputs = ins;
+  largs.num_inputs = 1;
+  largs.outputs = outs;
+  largs.num_outputs = 1;
+  EXPECT_ERROR(tf_linalg(&largs, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
+  memset(results, 0, sizeof results);
+  results[0].struct_size = sizeof results[0];
+  EXPECT_ERROR(tf_linalg_results(&largs, results, 1, &count, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
+  memset(&fargs, 0, sizeof fargs);
+  fargs.struct_size = sizeof fargs;
+  fargs.runtime = fake_rt;
+  fargs.kind = TF_FFT_FFT;
+  fargs.input = &ta;
+  fargs.output = &tc;
+  {
+    /* Without FFTW tf_fft is unsupported before it looks at the runtime. */
+    const tf_code code = tf_fft(&fargs, &error);
+    CHECK(code == TF_CODE_INVALID_ARGUMENT || code == TF_CODE_UNSUPPORTED);
+    if (code == TF_CODE_INVALID_ARGUMENT) CHECK(strstr(tf_error_message(error), kRuntime) != NULL);
+    tf_error_destroy(error);
+    error = NULL;
+  }
+
+  memset(&rargs, 0, sizeof rargs);
+  rargs.struct_size = sizeof rargs;
+  rargs.plan = fake_plan;
+  rargs.inputs = ins;
+  rargs.num_inputs = 2;
+  rargs.output = &tc;
+  EXPECT_ERROR(tf_einsum_run(&rargs, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "args->plan is not a live plan: expected a tf_einsum_plan* from tf_einsum_prepare, found an invalid "
+               "or destroyed handle");
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT_ERROR(tf_einsum_plan_get_info(fake_plan, &info, &error), error, TF_CODE_INVALID_ARGUMENT,
+               "plan is not a live plan: expected a tf_einsum_plan* from tf_einsum_prepare");
+
+  /* Destroying a non-handle is a no-op: the block is left as it was. */
+  tf_einsum_plan_destroy(fake_plan);
+  tf_runtime_destroy(fake_rt);
+  {
+    size_t i;
+    int untouched = 1;
+    for (i = 0; i < sizeof zeros / sizeof zeros[0]; ++i) untouched &= zeros[i] == 0;
+    CHECK(untouched);
+  }
+
+  /* A real runtime and plan pass the same checks. */
+  {
+    tf_runtime* rt = NULL;
+    if (EXPECT_OK(tf_runtime_create(NULL, &rt, &error), error)) {
+      pargs = prepare_args(rt, "ij,jk->ik", ins, 2, TF_PLANNER_AUTO);
+      if (EXPECT_OK(tf_einsum_prepare(&pargs, &plan, &error), error)) {
+        rargs.plan = plan;
+        EXPECT_OK(tf_einsum_run(&rargs, &error), error);
+        CHECK(c[0] == 7 && c[1] == 10 && c[2] == 15 && c[3] == 22);
+        tf_einsum_plan_destroy(plan);
+      }
+      tf_runtime_destroy(rt);
+    }
+  }
 }
 
 /* One runtime serves many calls; many runtimes may coexist. */
@@ -1017,6 +1166,7 @@ int main(void) {
   test_prepared();
   test_contract_path();
   test_runtime_reuse();
+  test_invalid_handles();
   printf("%d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }

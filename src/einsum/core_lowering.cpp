@@ -190,7 +190,7 @@ Result<program::ExtensionLoweringOutcome> EinsumOp::lower_to_core(program::Exten
   for (const Dims& d : shapes) refs.push_back(IntArrayRef(d.span()));
   const std::span<const IntArrayRef> shape_span(refs.data(), refs.size());
   Result<Network> bound = bind(shape_span, dtype);
-  if (!bound.ok()) return bound.status().in_stage(ErrorStage::kPrepare);
+  if (!bound.ok()) return bound.status();  // compile-stage (Note [Einsum binding errors are compile-stage])
   const Network& net = *bound;
   PlanningPolicy policy = policy_.value_or(PlanningPolicy{});
   if (!policy_ && net.nesting()) policy.planner = PlannerKind::kNested;

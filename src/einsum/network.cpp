@@ -209,13 +209,27 @@ class NetworkBinder {
   std::int32_t ellipsis_rank_ = 0;
 };
 
+// Note [Einsum binding errors are compile-stage]
+// Subscripts that do not parse (Subscripts::parse) and operands that do not
+// fit them (count, rank, extents, dtypes) are a semantic error of the
+// einsum, found wherever it is first bound: by
+// the op's shape inference in a traced program (ShapeConstraints, compile
+// stage), by a plan's preparation (tf_einsum, CpuEinsumExecutor::prepare),
+// by contract_path or by the CLI (EinsumOp::bind). One kind of failure
+// carries one stage (docs/errors.md), so the parser and the binder stamp
+// their errors `compile` themselves rather than leave each caller to pick
+// one: they used to read `api`, `prepare` or `compile` depending on the
+// binding. A binding that counts the operands itself before binding (the
+// Python module) raises that error as `compile` too.
 Result<Network> Network::bind(const Subscripts& subscripts, std::span<const IntArrayRef> shapes,
                               std::span<const DType> dtypes) {
-  return NetworkBinder(subscripts, shapes).bind(dtypes);
+  Result<Network> bound = NetworkBinder(subscripts, shapes).bind(dtypes);
+  if (!bound.ok()) return bound.status().in_stage(ErrorStage::kCompile);
+  return bound;
 }
 
 Result<Network> Network::bind(std::string_view subscripts, std::span<const IntArrayRef> shapes, DType dtype) {
-  TENFERRO_ASSIGN_OR_RETURN(Subscripts parsed, Subscripts::parse(subscripts));
+  TENFERRO_ASSIGN_OR_RETURN(Subscripts parsed, Subscripts::parse(subscripts));  // compile-stage errors
   std::vector<DType> dtypes(shapes.size(), dtype);
   return bind(parsed, shapes, dtypes);
 }

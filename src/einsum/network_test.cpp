@@ -105,6 +105,17 @@ TEST(NetworkTest, TypedErrorsNameOperandAndLabel) {
   expect_error(Network::bind(parsed, r, dtypes).status(), ErrorCode::kDTypeMismatch, {"operand 1", "float32"});
 }
 
+// Note [Einsum binding errors are compile-stage]: one stage for these
+// failures, whichever binding meets them.
+TEST(NetworkTest, BindingAndParsingErrorsAreCompileStage) {
+  for (const Status& st : {bind_shapes("ij,jk", {{2, 3}, {4, 5}}).status(), bind_shapes("ij,jk", {{2, 3}}).status(),
+                           bind_shapes("ij,jk-ik", {{2, 3}, {3, 4}}).status(), Subscripts::parse("i!j").status()}) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.stage(), ErrorStage::kCompile) << st.to_string();
+    EXPECT_EQ(st.to_string().rfind("compile ", 0), 0u) << st.to_string();
+  }
+}
+
 TEST(NetworkTest, SublistNotationUsesIntegerLabels) {
   const std::vector<std::vector<LabelKey>> ops{{10, 2}, {2, 7}};
   auto subscripts = Subscripts::from_sublists(ops, std::nullopt).value();

@@ -298,7 +298,13 @@ class SubscriptsParser {
   std::vector<std::pair<ItemRef, ItemRef>> steps_;
 };
 
-Result<Subscripts> Subscripts::parse(std::string_view text) { return SubscriptsParser(text).parse(); }
+// Malformed subscripts are compile-stage in every binding (Note [Einsum
+// binding errors are compile-stage] in network.cpp).
+Result<Subscripts> Subscripts::parse(std::string_view text) {
+  Result<Subscripts> parsed = SubscriptsParser(text).parse();
+  if (!parsed.ok()) return parsed.status().in_stage(ErrorStage::kCompile);
+  return parsed;
+}
 
 Result<Subscripts> Subscripts::from_sublists(std::span<const std::vector<LabelKey>> operands,
                                              const std::optional<std::vector<LabelKey>>& output) {

@@ -69,7 +69,7 @@ Result<std::shared_ptr<const ExecutionPlan>> CpuEinsumExecutor::prepare(const Ei
 
   const auto start = std::chrono::steady_clock::now();
   Result<Network> bound = op.bind(shapes, dtype);
-  if (!bound.ok()) return bound.status().in_stage(ErrorStage::kPrepare);
+  if (!bound.ok()) return bound.status();  // compile-stage (Note [Einsum binding errors are compile-stage])
   PlanningConfig config = options_.planning;
   config.determinism = determinism;
   PlanningPolicy policy = op.policy().value_or(options_.default_policy);

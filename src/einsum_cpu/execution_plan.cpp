@@ -638,9 +638,7 @@ Status run_chunked(const StepPlan& s, const TensorView (&operand)[2], const Tens
 
 }  // namespace
 
-Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorView& output,
-                              std::span<std::byte> workspace, const cpu::DotGeneralComposite& composite,
-                              const cpu::ParallelContext& ctx, ExecutionStats* stats) const {
+Status ExecutionPlan::check_inputs(std::span<const TensorView> inputs) const {
   const Impl& p = *impl_;
   const DType dtype = p.tree.network().dtype();
   if (inputs.size() != p.inputs.size()) {
@@ -654,8 +652,8 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
                         dtype, shape_to_string(p.inputs[i].shape));
     }
     if (inputs[i].dtype != dtype) {
-      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone, "einsum: input {} has dtype {}; expected {}", i,
-                        inputs[i].dtype, dtype);
+      return make_error(ErrorCode::kDTypeMismatch, ErrorStage::kNone,
+                        "einsum: input {} is {}; the plan was made for {}", i, inputs[i].dtype, dtype);
     }
     if (IntArrayRef(inputs[i].shape) != IntArrayRef(p.inputs[i].shape.span())) {
       return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone,
@@ -663,6 +661,15 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
                         shape_to_string(p.inputs[i].shape));
     }
   }
+  return ok_status();
+}
+
+Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorView& output,
+                              std::span<std::byte> workspace, const cpu::DotGeneralComposite& composite,
+                              const cpu::ParallelContext& ctx, ExecutionStats* stats) const {
+  const Impl& p = *impl_;
+  const DType dtype = p.tree.network().dtype();
+  TENFERRO_TRY(check_inputs(inputs));
   if (output.data == nullptr && numel_unchecked(p.output_shape) > 0) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "einsum: expected an output view of {}{}, found one without data (an undefined tensor's view?)",

@@ -72,7 +72,8 @@ class Network {
   /// the operand, axis and label: kInvalidArgument for a wrong operand count
   /// or negative extent, kShapeMismatch for a label/rank mismatch,
   /// inconsistent extents or a missing output "...", kDTypeMismatch for
-  /// differing dtypes.
+  /// differing dtypes; every error is compile-stage (Note [Einsum binding
+  /// errors are compile-stage] in network.cpp).
   static Result<Network> bind(const Subscripts& subscripts, std::span<const IntArrayRef> shapes,
                               std::span<const DType> dtypes);
   /// Convenience: parses `subscripts` and binds them, all operands of `dtype`.

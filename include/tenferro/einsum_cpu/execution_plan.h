@@ -96,6 +96,14 @@ class ExecutionPlan final : public runtime::ProviderPlan {
   /// chunks (Note [Chunked temporaries] in execution_plan.cpp).
   std::int64_t chunked_steps() const noexcept;
 
+  /// ok when `inputs` are what the plan was made for: as many as its
+  /// operands, each of its dtype and bound shape, with data unless empty.
+  /// Errors name the first input that differs and what the plan was made
+  /// for: kInvalidArgument (count, data), kDTypeMismatch, kShapeMismatch.
+  /// execute() runs this check first; a caller checks its inputs before its
+  /// output with it, so the message names the argument that is wrong.
+  Status check_inputs(std::span<const TensorView> inputs) const;
+
   /// Runs the einsum. `inputs` match the bound shapes and dtype (any
   /// non-negative strides); `output` has the output shape (any
   /// non-overlapping strides; row-major is what the plan is tuned for) and
