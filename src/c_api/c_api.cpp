@@ -870,7 +870,15 @@ struct HandleTag {
   HandleTag(const HandleTag&) = delete;
   HandleTag& operator=(const HandleTag&) = delete;
   ~HandleTag() { *static_cast<volatile std::uint64_t*>(&word) = 0; }
-  bool live() const noexcept { return *static_cast<const volatile std::uint64_t*>(&word) == kTag; }
+  // Whether `handle` (whose first member is the tag) holds the tag. Read as
+  // bytes: a foreign pointer need not have the handle's alignment, and a
+  // member access through a misaligned pointer is itself undefined (UBSan
+  // reported the test's zeroed stack block).
+  static bool live(const void* handle) noexcept {
+    std::uint64_t word = 0;
+    std::memcpy(&word, handle, sizeof word);
+    return word == kTag;
+  }
 };
 }  // namespace tenferro::c_api
 
@@ -893,7 +901,7 @@ namespace {
 
 Status check_handle(const tf_runtime* runtime, std::string_view what) {
   TENFERRO_TRY(require(runtime, what));
-  if (!runtime->tag.live()) {
+  if (!decltype(tf_runtime::tag)::live(runtime)) {
     return invalid(fmt::format(
         "{} is not a live runtime: expected a tf_runtime* from tf_runtime_create, found an invalid or destroyed handle",
         what));
@@ -903,7 +911,7 @@ Status check_handle(const tf_runtime* runtime, std::string_view what) {
 
 Status check_handle(const tf_einsum_plan* plan, std::string_view what) {
   TENFERRO_TRY(require(plan, what));
-  if (!plan->tag.live()) {
+  if (!decltype(tf_einsum_plan::tag)::live(plan)) {
     return invalid(fmt::format(
         "{} is not a live plan: expected a tf_einsum_plan* from tf_einsum_prepare, found an invalid or destroyed "
         "handle",
@@ -978,7 +986,7 @@ TF_API tf_code tf_runtime_create(const tf_runtime_options* options, tf_runtime**
 }
 
 TF_API void tf_runtime_destroy(tf_runtime* runtime) {
-  if (runtime != nullptr && runtime->tag.live()) delete runtime;  // Note [C API handle tags]
+  if (runtime != nullptr && decltype(tf_runtime::tag)::live(runtime)) delete runtime;  // Note [C API handle tags]
 }
 
 TF_API tf_code tf_einsum(const tf_einsum_args* args, tf_error** error) {
@@ -1063,7 +1071,7 @@ TF_API tf_code tf_einsum_prepare(const tf_einsum_prepare_args* args, tf_einsum_p
 }
 
 TF_API void tf_einsum_plan_destroy(tf_einsum_plan* plan) {
-  if (plan != nullptr && plan->tag.live()) delete plan;  // Note [C API handle tags]
+  if (plan != nullptr && decltype(tf_einsum_plan::tag)::live(plan)) delete plan;  // Note [C API handle tags]
 }
 
 TF_API tf_code tf_einsum_run(const tf_einsum_run_args* args, tf_error** error) {
