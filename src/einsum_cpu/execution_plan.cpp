@@ -40,6 +40,10 @@ struct OperandPlan {
   bool copy = false;
   PlannedView copy_out;
   LabelList labels;  // the operand's logical axes as the GEMM sees them
+  // Note [Broadcast batch labels]: the last `broadcast` labels are batch
+  // labels the operand lacks, read with stride 0; their extents.
+  std::int32_t broadcast = 0;
+  Dims broadcast_extents;
 };
 
 // Note [Direct small steps]
@@ -300,12 +304,22 @@ struct ExecutionPlan::Impl {
     }
   }
 
-  // The planned view of a step operand after pre-summing and copying.
+  // The planned view of a step operand after pre-summing and copying (and
+  // its broadcast axes: Note [Broadcast batch labels]).
   Dims planned_operand_strides(const OperandPlan& o) const {
-    if (o.copy) return o.copy_out.strides;
-    if (o.presum) return o.presum_out.strides;
-    const LabelledView& v = layout.nodes[static_cast<std::size_t>(o.node)];
-    return to_dims(internal::strides_in_order(v, o.labels));
+    Dims strides;
+    if (o.copy) {
+      strides = o.copy_out.strides;
+    } else if (o.presum) {
+      strides = o.presum_out.strides;
+    } else {
+      const LabelledView& v = layout.nodes[static_cast<std::size_t>(o.node)];
+      LabelList own = o.labels;
+      own.resize(own.size() - static_cast<std::size_t>(o.broadcast));
+      strides = to_dims(internal::strides_in_order(v, own));
+    }
+    for (std::int32_t i = 0; i < o.broadcast; ++i) strides.push_back(0);
+    return strides;
   }
 
   // Note [Direct small steps].
@@ -432,8 +446,14 @@ struct ExecutionPlan::Impl {
     intermediate.resize(tree_steps.size());
     WorkspaceAllocator alloc;
     for (std::size_t k = 0; k < tree_steps.size(); ++k) {
-      const ContractionStep& s = tree_steps[k];
       const internal::StepLayout& sl = layout.steps[k];
+      // Note [Broadcast batch labels]: the step as the GEMM runs it.
+      ContractionStep s = tree_steps[k];
+      if (!sl.broadcast.empty()) {
+        LabelList& free = sl.broadcast_side == 0 ? s.rhs_free : s.lhs_free;
+        for (LabelId l : sl.broadcast) free.erase(std::find(free.begin(), free.end(), l));
+        s.batch.append(sl.broadcast.begin(), sl.broadcast.end());
+      }
       StepPlan p;
       p.root = k + 1 == tree_steps.size();
       SmallVector<std::int32_t, 4> step_buffers;  // released after the step
@@ -463,6 +483,11 @@ struct ExecutionPlan::Impl {
           o.copy_out.strides = to_dims(internal::dense_strides(net, sl.copy_order[side], o.labels));
           step_buffers.push_back(o.copy_out.buffer);
           ++planned_copies;
+        }
+        if (side == sl.broadcast_side) {
+          o.labels.append(sl.broadcast.begin(), sl.broadcast.end());
+          o.broadcast = static_cast<std::int32_t>(sl.broadcast.size());
+          o.broadcast_extents = extents_of(net, sl.broadcast);
         }
       }
       // dot_general dimension numbers over the operands' logical axes.
@@ -726,7 +751,7 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
   const std::int32_t n = static_cast<std::int32_t>(p.inputs.size());
   for (std::size_t k = 0; k < p.steps.size(); ++k) {
     const StepPlan& s = p.steps[k];
-    Dims input_strides[2];
+    Dims input_strides[2], broadcast_shape[2], broadcast_strides[2];
     TensorView operand[2];
     for (int side = 0; side < 2; ++side) {
       const OperandPlan& o = s.operand[side];
@@ -746,6 +771,13 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
         ++local.planned_copies;
         local.copied_elements += copy.numel();
         view = copy;
+      }
+      if (o.broadcast > 0) {  // Note [Broadcast batch labels]: stride-0 batch axes
+        broadcast_shape[side].assign(std::span<const std::int64_t>(view.shape.begin(), view.shape.end()));
+        broadcast_strides[side].assign(std::span<const std::int64_t>(view.strides.begin(), view.strides.end()));
+        broadcast_shape[side].append(o.broadcast_extents.begin(), o.broadcast_extents.end());
+        broadcast_strides[side].resize(broadcast_shape[side].size(), 0);
+        view = TensorView{view.data, broadcast_shape[side].span(), broadcast_strides[side].span(), dtype, view.storage};
       }
       operand[side] = view;
     }
@@ -823,6 +855,9 @@ std::string ExecutionPlan::explain() const {
                          net.labels_to_string(p.layout.nodes[static_cast<std::size_t>(o.node)].labels));
       if (o.presum) out += fmt::format(" (presum -> {})", net.labels_to_string(p.layout.steps[k].presum_order[side]));
       if (o.copy) out += fmt::format(" (copy -> {})", net.labels_to_string(p.layout.steps[k].copy_order[side]));
+      if (o.broadcast > 0) {  // Note [Broadcast batch labels]
+        out += fmt::format(" (broadcast over {})", net.labels_to_string(p.layout.steps[k].broadcast));
+      }
     }
     const LabelList& result = s.root ? net.output() : p.layout.nodes[static_cast<std::size_t>(n) + k].labels;
     out += fmt::format(" -> {}", net.labels_to_string(result));

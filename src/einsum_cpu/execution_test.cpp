@@ -250,19 +250,20 @@ TEST(EinsumExecution, LargeTemporariesAreChunked) {
     std::int64_t chunked;
     std::int64_t copies = 1;  // planned: the result's, and any operand's
   };
+  // The results interleave both sides' free labels twice, so no label can
+  // run as a broadcast batch (Note [Broadcast batch labels]).
   const Case cases[] = {
-      // The result interleaves the rhs free labels with i, so the GEMM
-      // writes a [b, i | k, l] temporary (12.8 MB): chunks over b.
-      {"bij,bjkl->bkil", {{8, 50, 4}, {8, 4, 50, 80}}, 1},
-      // A [i | k, l] temporary of 12.8 MB: chunks over k (the larger
+      // A [b, i, h | k, l] temporary (12.8 MB): chunks over b.
+      {"bihj,bjkl->bkilh", {{8, 25, 2, 4}, {8, 4, 50, 80}}, 1},
+      // A [i, h | k, l] temporary of 12.8 MB: chunks over k (the larger
       // operand's outer free label).
-      {"ij,jkl->kil", {{100, 4}, {4, 100, 160}}, 1},
-      // The same with a 0.5 MB temporary: written whole.
-      {"ij,jkl->kil", {{20, 4}, {4, 20, 160}}, 0},
-      // A [i | b, k] temporary of 10.2 MB (B copied to [j | b, k]), chunked
-      // over b in ranges of 204 values (2 MB), the last one of 185: 5
-      // chunks, not 1001.
-      {"ij,bjk->bik", {{32, 8}, {1001, 8, 40}}, 1, 2},
+      {"ihj,jkl->kilh", {{20, 5, 4}, {4, 100, 160}}, 1},
+      // The same with a 0.6 MB temporary: written whole.
+      {"ihj,jkl->kilh", {{20, 5, 4}, {4, 5, 160}}, 0},
+      // An [i, h | b, k] temporary of 10.2 MB (B copied to [j | b, k]),
+      // chunked over b in ranges of 204 values (2 MB), the last one of 185:
+      // 5 chunks, not 1001.
+      {"ihj,bjk->bikh", {{16, 2, 8}, {1001, 8, 40}}, 1, 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.subscripts);
@@ -279,7 +280,7 @@ TEST(EinsumExecution, LargeTemporariesAreChunked) {
     if (c.chunked > 0) {
       EXPECT_LT((*plan)->workspace_bytes(), result_bytes / (c.copies == 1 ? 4 : 2));  // a copied operand adds
     }
-    if (c.subscripts == "ij,bjk->bik") {
+    if (c.subscripts == "ihj,bjk->bikh") {
       EXPECT_NE((*plan)->explain().find(" in 5 chunks"), std::string::npos) << (*plan)->explain();
     }
     const cpu::SequentialContext seq;
@@ -290,6 +291,49 @@ TEST(EinsumExecution, LargeTemporariesAreChunked) {
       expect_matches_reference(*executor, c.subscripts, c.shapes, *ctx);
       const CpuEinsumMetrics after = executor->metrics();
       EXPECT_EQ(after.execution.planned_copies - before.execution.planned_copies, c.copies);
+      EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
+    }
+  }
+}
+
+// Note [Broadcast batch labels]: a result whose outermost labels are free
+// labels of one operand, around the other's, runs as a batch of products
+// with those labels at stride 0 in the other operand: no temporary, no
+// copy, the same result (the lhs or the rhs lacking them, and with a batch
+// label of the step).
+TEST(EinsumExecution, OuterFreeLabelsRunAsBroadcastBatches) {
+  auto executor = make_executor();
+  struct Case {
+    std::string subscripts;
+    std::vector<std::vector<std::int64_t>> shapes;
+    std::string broadcast;  // the labels explain() names
+  };
+  const Case cases[] = {
+      {"ij,bjk->bik", {{32, 8}, {1001, 8, 40}}, "b"},         // was a 10 MB temporary and a copy of B
+      {"ij,jkl->kil", {{100, 4}, {4, 100, 160}}, "k"},        // was a 12.8 MB temporary
+      {"bij,bjkl->bkil", {{8, 50, 4}, {8, 4, 50, 80}}, "k"},  // with the step's batch label b
+      {"bij,jk->bki", {{7, 5, 4}, {4, 3}}, "b"},              // the rhs lacks b
+      {"ij,bcjk->bcik", {{5, 4}, {2, 7, 4, 3}}, "bc"},        // two labels
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.subscripts);
+    Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(c.subscripts);
+    ASSERT_TRUE(op.ok());
+    SmallVector<IntArrayRef, 4> shapes;
+    for (const auto& s : c.shapes) shapes.push_back(IntArrayRef(s));
+    Result<std::shared_ptr<const ExecutionPlan>> plan =
+        executor->prepare(**op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), DType::kFloat64);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_EQ((*plan)->planned_copies(), 0) << (*plan)->explain();
+    EXPECT_NE((*plan)->explain().find("(broadcast over " + c.broadcast + ")"), std::string::npos) << (*plan)->explain();
+    const cpu::SequentialContext seq;
+    const cpu::ArenaParallelContext two(2);
+    const cpu::ParallelContext* contexts[] = {&seq, &two};
+    for (const cpu::ParallelContext* ctx : contexts) {
+      const CpuEinsumMetrics before = executor->metrics();
+      expect_matches_reference(*executor, c.subscripts, c.shapes, *ctx);
+      const CpuEinsumMetrics after = executor->metrics();
+      EXPECT_EQ(after.execution.planned_copies, before.execution.planned_copies);
       EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
     }
   }

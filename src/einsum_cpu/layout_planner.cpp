@@ -385,7 +385,7 @@ class LayoutPlanner {
     const LabelledView& z = result_view(k);
     const StepViews views{&operand[0], &operand[1], &z};
     const unsigned keep = best_keep(net_, groups(k), views, sizes(k), support_, nullptr);
-    if (keep == 7u) return;
+    if (keep == 7u || broadcast_batch(k, views, sl)) return;
     const auto kept = [&](int t) { return (keep >> t & 1u) != 0; };
     // Each group's order from a kept tensor holding it, else from the first holder.
     const auto order_of = [&](const LabelList& group, std::initializer_list<int> holders) {
@@ -409,6 +409,44 @@ class LayoutPlanner {
       sl.temp = true;
       sl.temp_order = concat({&b, &m, &n});
     }
+  }
+
+  // Note [Broadcast batch labels]: the result's outermost labels other than
+  // batch ones, when they are free labels of one side, as batch labels with
+  // stride 0 in the other operand, if that keeps all three tensors.
+  bool broadcast_batch(std::int32_t k, const StepViews& views, StepLayout& sl) const {
+    const ContractionStep& s = step(k);
+    const LabelledView& z = *views[kZ];
+    const auto has = [](const LabelList& list, LabelId l) {
+      return std::find(list.begin(), list.end(), l) != list.end();
+    };
+    SmallVector<std::pair<std::int64_t, LabelId>, 8> by_stride;  // z's labels, outermost first
+    for (std::size_t i = 0; i < z.labels.size(); ++i) {
+      if (net_.extent(z.labels[i]) > 1 && !has(s.batch, z.labels[i])) by_stride.emplace_back(z.strides[i], z.labels[i]);
+    }
+    std::stable_sort(by_stride.begin(), by_stride.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (int side : {kX, kY}) {
+      const LabelList& free = side == kX ? s.lhs_free : s.rhs_free;
+      LabelList outer;
+      for (const auto& [stride, l] : by_stride) {
+        if (!has(free, l)) break;
+        outer.push_back(l);
+      }
+      if (outer.empty()) continue;
+      LabelList rest;
+      for (LabelId l : free)
+        if (!has(outer, l)) rest.push_back(l);
+      const LabelList batch = concat({&s.batch, &outer});
+      const StepGroups g = side == kX ? StepGroups{&batch, &rest, &s.rhs_free, &s.contracted}
+                                      : StepGroups{&batch, &s.lhs_free, &rest, &s.contracted};
+      unsigned gathered = 0;  // a gathered operand is copied instead (Note [Gathered operands])
+      if (broadcast_product(net_, g) || !feasible(net_, g, views, 7u, support_, &gathered) || gathered != 0) continue;
+      sl.broadcast = std::move(outer);
+      sl.broadcast_side = 1 - side;
+      return true;
+    }
+    return false;
   }
 
   const ContractionTree& tree_;
