@@ -35,6 +35,37 @@ void expect_matches_reference(CpuEinsumExecutor& executor, const std::string& su
   EXPECT_LT(max_abs_diff(to_dense(*out), expected), 1e-11);
 }
 
+// The float64 plan of `subscripts` on `shapes` (null, with a failure, when
+// it cannot be made).
+std::shared_ptr<const ExecutionPlan> prepared(CpuEinsumExecutor& executor, const std::string& subscripts,
+                                              const std::vector<std::vector<std::int64_t>>& shapes) {
+  Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(subscripts);
+  EXPECT_TRUE(op.ok()) << op.status().to_string();
+  if (!op.ok()) return nullptr;
+  SmallVector<IntArrayRef, 4> refs_of;
+  for (const auto& s : shapes) refs_of.push_back(IntArrayRef(s));
+  Result<std::shared_ptr<const ExecutionPlan>> plan =
+      executor.prepare(**op, std::span<const IntArrayRef>(refs_of.data(), refs_of.size()), DType::kFloat64);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? *plan : nullptr;
+}
+
+// expect_matches_reference sequentially and on two workers, each run making
+// `copies` planned copies and the composite none.
+void expect_matches_with_copies(CpuEinsumExecutor& executor, const std::string& subscripts,
+                                const std::vector<std::vector<std::int64_t>>& shapes, std::int64_t copies) {
+  const cpu::SequentialContext seq;
+  const cpu::ArenaParallelContext two(2);
+  const cpu::ParallelContext* contexts[] = {&seq, &two};
+  for (const cpu::ParallelContext* ctx : contexts) {
+    const CpuEinsumMetrics before = executor.metrics();
+    expect_matches_reference(executor, subscripts, shapes, *ctx);
+    const CpuEinsumMetrics after = executor.metrics();
+    EXPECT_EQ(after.execution.planned_copies - before.execution.planned_copies, copies);
+    EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
+  }
+}
+
 struct NotationCase {
   std::string subscripts;
   std::vector<std::vector<std::int64_t>> shapes;
@@ -267,32 +298,18 @@ TEST(EinsumExecution, LargeTemporariesAreChunked) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.subscripts);
-    Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(c.subscripts);
-    ASSERT_TRUE(op.ok());
-    SmallVector<IntArrayRef, 4> shapes;
-    for (const auto& s : c.shapes) shapes.push_back(IntArrayRef(s));
-    Result<std::shared_ptr<const ExecutionPlan>> plan =
-        executor->prepare(**op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), DType::kFloat64);
-    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    EXPECT_EQ((*plan)->planned_copies(), c.copies) << (*plan)->explain();
-    EXPECT_EQ((*plan)->chunked_steps(), c.chunked) << (*plan)->explain();
-    const std::size_t result_bytes = static_cast<std::size_t>((*plan)->tree().steps()[0].result_elements) * 8;
+    const std::shared_ptr<const ExecutionPlan> plan = prepared(*executor, c.subscripts, c.shapes);
+    ASSERT_NE(plan, nullptr);
+    EXPECT_EQ(plan->planned_copies(), c.copies) << plan->explain();
+    EXPECT_EQ(plan->chunked_steps(), c.chunked) << plan->explain();
+    const std::size_t result_bytes = static_cast<std::size_t>(plan->tree().steps()[0].result_elements) * 8;
     if (c.chunked > 0) {
-      EXPECT_LT((*plan)->workspace_bytes(), result_bytes / (c.copies == 1 ? 4 : 2));  // a copied operand adds
+      EXPECT_LT(plan->workspace_bytes(), result_bytes / (c.copies == 1 ? 4 : 2));  // a copied operand adds
     }
     if (c.subscripts == "ihj,bjk->bikh") {
-      EXPECT_NE((*plan)->explain().find(" in 5 chunks"), std::string::npos) << (*plan)->explain();
+      EXPECT_NE(plan->explain().find(" in 5 chunks"), std::string::npos) << plan->explain();
     }
-    const cpu::SequentialContext seq;
-    const cpu::ArenaParallelContext two(2);
-    const cpu::ParallelContext* contexts[] = {&seq, &two};
-    for (const cpu::ParallelContext* ctx : contexts) {
-      const CpuEinsumMetrics before = executor->metrics();
-      expect_matches_reference(*executor, c.subscripts, c.shapes, *ctx);
-      const CpuEinsumMetrics after = executor->metrics();
-      EXPECT_EQ(after.execution.planned_copies - before.execution.planned_copies, c.copies);
-      EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
-    }
+    expect_matches_with_copies(*executor, c.subscripts, c.shapes, c.copies);
   }
 }
 
@@ -317,25 +334,11 @@ TEST(EinsumExecution, OuterFreeLabelsRunAsBroadcastBatches) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.subscripts);
-    Result<std::shared_ptr<const EinsumOp>> op = EinsumOp::create(c.subscripts);
-    ASSERT_TRUE(op.ok());
-    SmallVector<IntArrayRef, 4> shapes;
-    for (const auto& s : c.shapes) shapes.push_back(IntArrayRef(s));
-    Result<std::shared_ptr<const ExecutionPlan>> plan =
-        executor->prepare(**op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), DType::kFloat64);
-    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    EXPECT_EQ((*plan)->planned_copies(), 0) << (*plan)->explain();
-    EXPECT_NE((*plan)->explain().find("(broadcast over " + c.broadcast + ")"), std::string::npos) << (*plan)->explain();
-    const cpu::SequentialContext seq;
-    const cpu::ArenaParallelContext two(2);
-    const cpu::ParallelContext* contexts[] = {&seq, &two};
-    for (const cpu::ParallelContext* ctx : contexts) {
-      const CpuEinsumMetrics before = executor->metrics();
-      expect_matches_reference(*executor, c.subscripts, c.shapes, *ctx);
-      const CpuEinsumMetrics after = executor->metrics();
-      EXPECT_EQ(after.execution.planned_copies, before.execution.planned_copies);
-      EXPECT_EQ(after.execution.composite_copies, before.execution.composite_copies);
-    }
+    const std::shared_ptr<const ExecutionPlan> plan = prepared(*executor, c.subscripts, c.shapes);
+    ASSERT_NE(plan, nullptr);
+    EXPECT_EQ(plan->planned_copies(), 0) << plan->explain();
+    EXPECT_NE(plan->explain().find("(broadcast over " + c.broadcast + ")"), std::string::npos) << plan->explain();
+    expect_matches_with_copies(*executor, c.subscripts, c.shapes, 0);
   }
 }
 

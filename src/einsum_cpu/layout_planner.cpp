@@ -435,8 +435,14 @@ class LayoutPlanner {
       }
       if (outer.empty()) continue;
       LabelList rest;
-      for (LabelId l : free)
-        if (!has(outer, l)) rest.push_back(l);
+      std::int64_t rest_extent = 1;
+      for (LabelId l : free) {
+        if (!has(outer, l)) {
+          rest.push_back(l);
+          rest_extent *= net_.extent(l);
+        }
+      }
+      if (rest_extent <= 1) continue;  // a batch of vector products: the temporary is cheaper
       const LabelList batch = concat({&s.batch, &outer});
       const StepGroups g = side == kX ? StepGroups{&batch, &rest, &s.rhs_free, &s.contracted}
                                       : StepGroups{&batch, &s.lhs_free, &rest, &s.contracted};

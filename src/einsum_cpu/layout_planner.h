@@ -39,11 +39,16 @@
 // b = 10000 of 16x8 by 8x16: 9.6 ms against numpy's 1.4). When the
 // result's outermost non-batch labels are free labels of one operand and
 // taking them out of its group makes the step copy-free (and gathers no
-// operand: Note [Gathered operands]), they run as batch
+// operand: Note [Gathered operands]) while the group keeps a label of
+// extent > 1, they run as batch
 // labels instead: the other operand gets them as stride-0 axes, and the
 // composite runs a batch of products (here 10000 products of 16x8 by 8x16,
-// the tiled batch path). The contraction tree keeps its groups; only the
-// layout and the execution plan see the broadcast.
+// the tiled batch path). A group left without a label would make each
+// product a vector times a matrix: in lm_batch_likelihood_brackets_4_4d
+// four such steps (results of 128-32k elements) made the instance 28 %
+// slower (9.6 against 7.6 ms) than their temporaries and copies. The
+// contraction tree keeps its groups; only the layout and the execution
+// plan see the broadcast.
 #pragma once
 
 #include <cstdint>
