@@ -8,10 +8,10 @@ namespace tenferro::linalg::internal {
 
 // Note [Small LU]
 // Up to kSmallLuMax rows and columns, getrf costs more in calls than in
-// arithmetic: a 2 x 2 det took 118 ns a matrix, LAPACK's
-// part of it spread over the LAPACKE wrapper, OpenBLAS's interface (a
-// buffer taken under a mutex) and one idamax, gemv and scal call per
-// column; numpy's det took 93 ns. So lu, solve and inverse (and det and
+// arithmetic: a 2 x 2 det took 118 ns a matrix, LAPACK's part of it spread
+// over the LAPACKE wrapper, OpenBLAS's interface (a buffer taken under a
+// mutex) and one idamax, gemv and scal call per column; numpy's det took
+// 93 ns. So lu, solve and inverse (and det and
 // slogdet, which go through lu) of such a matrix run the elimination of
 // OpenBLAS's getf2 inline, left-looking like it: column j takes the swaps
 // so far, then loses L times its rows above (each row's products summed in
@@ -58,16 +58,17 @@ template <class T, class P>
 void small_lu_solve(std::int64_t n, std::int64_t nrhs, const T* lu, std::int64_t lda, const P* pivots, T* b,
                     std::int64_t ldb) noexcept;
 
-/// The inverse of the n x n factorization `lu` (no zero pivot) into `a`
-/// (column-major, may be `lu` itself); `work` holds n * n elements.
+/// The inverse of the n x n factorization `lu` (no zero pivot), written
+/// over it; `work` holds n * n elements.
 template <class T, class P>
 void small_lu_inverse(std::int64_t n, T* lu, std::int64_t lda, const P* pivots, T* work) noexcept;
 
 // Note [Small QR]
-// geqrf and orgqr of a matrix with at most small_qr_max() rows and columns
-// (32; complex 16) spent more in calls than in arithmetic too: a 2 x 2 float64 qr took 341
-// ns a matrix (numpy 196), ilaenv's string compares, dlamch, dlarfg's
-// dnrm2/dlapy2 and one gemv and ger call per column among it. Such a matrix
+// geqrf and orgqr of a matrix with at most small_qr_max() rows and
+// columns (32; complex 16) spent more in calls than in arithmetic too: a
+// 2 x 2 float64 qr took 341 ns a matrix (numpy 196), ilaenv's string
+// compares, dlamch, dlarfg's dnrm2/dlapy2 and one gemv and ger call per
+// column among it. Such a matrix
 // runs geqr2 and org2r inline, in their order: column j's reflector
 // H = I - tau v vᴴ (v(0) = 1) maps it to beta e1 with beta real and of the
 // opposite sign to its first entry (dlarfg/zlarfg: tau = 0 when the column
@@ -78,6 +79,7 @@ void small_lu_inverse(std::int64_t n, T* lu, std::int64_t lda, const P* pivots, 
 // normal is scaled up first, as dlarfg does. The gauge convention (a real
 // positive diagonal of R, Note [Linalg gauge convention]) is applied
 // afterwards as for LAPACK's factors.
+
 /// The largest extent run inline (beyond it, and for taller matrices,
 /// OpenBLAS's blocked geqrf and orgqr win).
 constexpr std::int64_t small_qr_max(bool complex) noexcept { return complex ? 16 : 32; }
