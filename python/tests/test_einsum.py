@@ -876,3 +876,28 @@ def test_subscript_text_errors_show_what_was_written():
     # tables), as opt_einsum's generated symbols are; a combining mark too.
     np.testing.assert_allclose(tenferro.einsum("e\u0301j,jk->e\u0301k", np.ones((2, 3, 4)), b),
                                np.full((2, 3, 5), 4.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_outer_free_labels_run_as_broadcast_batches_in_every_layout(dtype):
+    # Note [Broadcast batch labels]: a matrix applied to a batch (numpy's
+    # matmul broadcasting) and its relatives run as batches of products with
+    # stride-0 operands; F-ordered, reversed and broadcast inputs take the
+    # composite's path with the same plan.
+    rng = np.random.default_rng(3)
+    cases = [("ij,bjk->bik", (5, 4), (7, 4, 3)), ("ij,jkl->kil", (6, 4), (4, 5, 3)),
+             ("bij,bjkl->bkil", (2, 5, 4), (2, 4, 3, 6)), ("bij,jk->bki", (7, 5, 4), (4, 3)),
+             ("ij,bcjk->bcik", (5, 4), (2, 3, 4, 3))]
+    layouts = [lambda x: x, np.asfortranarray, lambda x: np.ascontiguousarray(x[::-1])[::-1]]
+    tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-12
+    for subscripts, sa, sb in cases:
+        a, b = rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
+        for la in layouts:
+            for lb in layouts:
+                x, y = la(a), lb(b)
+                want = np.einsum(subscripts, x, y)
+                for threads in (1, 2):
+                    np.testing.assert_allclose(tenferro.einsum(subscripts, x, y, threads=threads), want, rtol=tol,
+                                               atol=tol, err_msg=subscripts)
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((7, 4, 3))
+    np.testing.assert_allclose(tenferro.einsum("bij,bjk->bik", np.broadcast_to(a, (7, 5, 4)), b), a @ b, rtol=1e-12)
