@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -1089,7 +1090,8 @@ class MatrixProcessor {
   // once at the end (ldexp): the result overflows or underflows only when
   // the determinant does, each rounding is the plain product's, and a
   // complex determinant that overflows keeps each part's sign (inf+infj,
-  // not -inf+infj). The product and the next pivot are split into mantissa
+  // not -inf+infj). slogdet takes the log of the same product (one log per
+  // matrix). The product and the next pivot are split into mantissa
   // and exponent only when one of them lies outside [2^-k, 2^k] (k a
   // quarter of the exponent range): inside it no product leaves the normal
   // range, so the roundings are the same, and the frexp/ldexp pairs (a
@@ -1101,34 +1103,35 @@ class MatrixProcessor {
     const T* lu = data(buffers_.a);
     bool odd = false;
     for (std::int64_t i = 0; i < n; ++i) odd = odd != (buffers_.pivots[i] != i);
-    if (a_.kind == LinalgOpKind::kDet) {
-      // [2^-k, 2^k]: a product of two values inside stays normal, also
-      // after the cancellation of a complex product's parts.
-      constexpr R kHigh = std::is_same_v<R, float> ? R(0x1p31) : R(0x1p255);
-      const auto plain = [&](T x) {
-        const R large =
-            kIsComplex<T> ? std::max(std::abs(std::real(x)), std::abs(std::imag(x))) : std::abs(std::real(x));
-        return large <= kHigh && large >= R(1) / kHigh;
-      };
-      // x as a mantissa of magnitude in [0.5, 1) (its larger part), its
-      // power of two added to `exponent`; exact, also for a subnormal x.
-      int exponent = 0;
-      const auto mantissa = [&exponent](T x) {
-        int e = 0;
-        if constexpr (kIsComplex<T>) {
-          std::frexp(std::max(std::abs(x.real()), std::abs(x.imag())), &e);
-          x = T(std::ldexp(x.real(), -e), std::ldexp(x.imag(), -e));
-        } else {
-          x = std::frexp(x, &e);
-        }
-        exponent += e;
-        return x;
-      };
-      T det = odd ? T(-1) : T(1);
-      for (std::int64_t i = 0; i < n; ++i) {
-        const T pivot = lu[i + i * buffers_.a.ld];
-        det = plain(det) && plain(pivot) ? det * pivot : mantissa(det) * mantissa(pivot);
+    // [2^-k, 2^k]: a product of two values inside stays normal, also after
+    // the cancellation of a complex product's parts.
+    constexpr R kHigh = std::is_same_v<R, float> ? R(0x1p31) : R(0x1p255);
+    const auto plain = [](T x) {
+      const R large = kIsComplex<T> ? std::max(std::abs(std::real(x)), std::abs(std::imag(x))) : std::abs(std::real(x));
+      return large <= kHigh && large >= R(1) / kHigh;
+    };
+    // x as a mantissa of magnitude in [0.5, 1) (its larger part), its power
+    // of two added to `exponent`; exact, also for a subnormal x.
+    int exponent = 0;
+    const auto mantissa = [&exponent](T x) {
+      int e = 0;
+      if constexpr (kIsComplex<T>) {
+        std::frexp(std::max(std::abs(x.real()), std::abs(x.imag())), &e);
+        x = T(std::ldexp(x.real(), -e), std::ldexp(x.imag(), -e));
+      } else {
+        x = std::frexp(x, &e);
       }
+      exponent += e;
+      return x;
+    };
+    // det = product * 2^exponent.
+    T product = odd ? T(-1) : T(1);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T pivot = lu[i + i * buffers_.a.ld];
+      product = plain(product) && plain(pivot) ? product * pivot : mantissa(product) * mantissa(pivot);
+    }
+    if (a_.kind == LinalgOpKind::kDet) {
+      T det = product;
       if (exponent == 0) {
       } else if constexpr (kIsComplex<T>) {
         det = T(std::ldexp(det.real(), exponent), std::ldexp(det.imag(), exponent));
@@ -1139,20 +1142,16 @@ class MatrixProcessor {
       store_scalar(out_[0], index_, det);
       return ok_status();
     }
-    T sign = odd ? T(-1) : T(1);
-    R log_abs = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T d = lu[i + i * buffers_.a.ld];
-      if (d == T(0)) {
-        sign = T(0);
-        log_abs = -std::numeric_limits<R>::infinity();
-        break;
-      }
-      sign *= unit_phase(d);
-      log_abs += std::log(magnitude(d));
+    // slogdet from the same product: one log (numpy takes one per pivot),
+    // log|det| = log|product| + exponent ln 2.
+    if (product == T(0)) {
+      store_scalar(out_[0], index_, T(0));
+      store_scalar(out_[1], index_, -std::numeric_limits<R>::infinity());
+      return ok_status();
     }
-    store_scalar(out_[0], index_, sign);
-    store_scalar(out_[1], index_, log_abs);
+    const R size = magnitude(product);
+    store_scalar(out_[0], index_, product / size);
+    store_scalar(out_[1], index_, std::log(size) + static_cast<R>(exponent) * std::numbers::ln2_v<R>);
     return ok_status();
   }
 
