@@ -26,6 +26,20 @@ static tf_einsum_args einsum_args(tf_runtime* rt, const char* subscripts, const 
   return args;
 }
 
+static tf_einsum_vjp_args vjp_args(tf_runtime* rt, const char* subscripts, const tf_tensor* const* inputs,
+                                   size_t num_inputs, const tf_tensor* cotangent, const tf_tensor* const* outputs) {
+  tf_einsum_vjp_args args;
+  memset(&args, 0, sizeof args);
+  args.struct_size = sizeof args;
+  args.runtime = rt;
+  args.subscripts = subscripts;
+  args.inputs = inputs;
+  args.num_inputs = num_inputs;
+  args.cotangent = cotangent;
+  args.outputs = outputs;
+  return args;
+}
+
 /* --- results against naive loops ---------------------------------------- */
 
 enum { kRowMajor = 0, kTransposed = 1, kPadded = 2 };
@@ -930,13 +944,7 @@ static void test_invalid_handles(void) {
   pargs = prepare_args(fake_rt, "ij,jk->ik", ins, 2, TF_PLANNER_AUTO);
   EXPECT_ERROR(tf_einsum_prepare(&pargs, &plan, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
   CHECK(plan == NULL);
-  memset(&vargs, 0, sizeof vargs);
-  vargs.struct_size = sizeof vargs;
-  vargs.runtime = fake_rt;
-  vargs.subscripts = "ij,jk->ik";
-  vargs.inputs = ins;
-  vargs.num_inputs = 2;
-  vargs.cotangent = &tc;
+  vargs = vjp_args(fake_rt, "ij,jk->ik", ins, 2, &tc, NULL);
   EXPECT_ERROR(tf_einsum_vjp(&vargs, &error), error, TF_CODE_INVALID_ARGUMENT, kRuntime);
   memset(&largs, 0, sizeof largs);
   largs.struct_size = sizeof largs;
@@ -1045,14 +1053,7 @@ static void check_einsum_vjp(tf_runtime* rt, int dtype) {
   tf_error* error = NULL;
   int64_t i, j, k, l;
   double complex before;
-  memset(&args, 0, sizeof args);
-  args.struct_size = sizeof args;
-  args.runtime = rt;
-  args.subscripts = "ij,jk,kl->il";
-  args.inputs = in;
-  args.num_inputs = 3;
-  args.cotangent = &tg;
-  args.outputs = out;
+  args = vjp_args(rt, "ij,jk,kl->il", in, 3, &tg, out);
   if (EXPECT_OK(tf_einsum_vjp(&args, &error), error)) {
     for (i = 0; i < NI; ++i)
       for (j = 0; j < NJ; ++j) {
@@ -1135,14 +1136,7 @@ static void test_einsum_vjp(tf_runtime* rt) {
   tf_error* error = NULL;
   int d;
   for (d = 0; d < 4; ++d) check_einsum_vjp(rt, kDTypes[d]);
-  memset(&args, 0, sizeof args);
-  args.struct_size = sizeof args;
-  args.runtime = rt;
-  args.subscripts = "i,i->";
-  args.inputs = in;
-  args.num_inputs = 2;
-  args.cotangent = &ct;
-  args.outputs = out;
+  args = vjp_args(rt, "i,i->", in, 2, &ct, out);
   EXPECT_ERROR(tf_einsum_vjp(&args, &error), error, TF_CODE_DTYPE_MISMATCH, "no gradient");
   EXPECT_ERROR(tf_einsum_vjp(NULL, &error), error, TF_CODE_INVALID_ARGUMENT, "args is NULL");
 }

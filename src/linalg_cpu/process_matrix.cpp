@@ -1132,12 +1132,7 @@ class MatrixProcessor {
     }
     if (a_.kind == LinalgOpKind::kDet) {
       T det = product;
-      if (exponent == 0) {
-      } else if constexpr (kIsComplex<T>) {
-        det = T(std::ldexp(det.real(), exponent), std::ldexp(det.imag(), exponent));
-      } else {
-        det = std::ldexp(det, exponent);
-      }
+      if (exponent != 0) scale_by_power(det, exponent);
       det += T(0);  // -0.0 (a zero pivot times the sign) reads +0.0, as numpy gives
       store_scalar(out_[0], index_, det);
       return ok_status();

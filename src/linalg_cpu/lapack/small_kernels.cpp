@@ -71,22 +71,6 @@ template <class R>
 std::complex<R> conj_of(std::complex<R> x) noexcept {
   return {x.real(), -x.imag()};
 }
-template <class R>
-R real_of(R x) noexcept {
-  return x;
-}
-template <class R>
-R real_of(std::complex<R> x) noexcept {
-  return x.real();
-}
-template <class R>
-R imag_of(R) noexcept {
-  return R(0);
-}
-template <class R>
-R imag_of(std::complex<R> x) noexcept {
-  return x.imag();
-}
 
 // ||x||₂ of n elements: the plain sum of squares where every part lies in
 // [2^-k, 2^k] (k a quarter of the exponent range: no square and no sum of
@@ -98,7 +82,7 @@ RealOf<T> column_norm(const T* x, std::int64_t n) noexcept {
   constexpr R kHigh = std::is_same_v<R, float> ? R(0x1p31) : R(0x1p255);
   R largest = 0, smallest = std::numeric_limits<R>::infinity();
   for (std::int64_t i = 0; i < n; ++i) {
-    for (const R part : {std::abs(real_of(x[i])), std::abs(imag_of(x[i]))}) {
+    for (const R part : {std::abs(std::real(x[i])), std::abs(std::imag(x[i]))}) {
       largest = std::max(largest, part);
       if (part != R(0)) smallest = std::min(smallest, part);
     }
@@ -107,7 +91,7 @@ RealOf<T> column_norm(const T* x, std::int64_t n) noexcept {
   const R scale = largest <= kHigh && smallest >= R(1) / kHigh ? R(1) : largest;
   R sum = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const R re = real_of(x[i]) / scale, im = imag_of(x[i]) / scale;
+    const R re = std::real(x[i]) / scale, im = std::imag(x[i]) / scale;
     sum += re * re + im * im;
   }
   return scale * std::sqrt(sum);
@@ -128,8 +112,8 @@ template <class T>
 T reflector(T& alpha, T* x, std::int64_t n) noexcept {
   using R = RealOf<T>;
   R xnorm = column_norm(x, n);
-  if (xnorm == R(0) && imag_of(alpha) == R(0)) return T(0);
-  R beta = -std::copysign(hypot3(real_of(alpha), imag_of(alpha), xnorm), real_of(alpha));
+  if (xnorm == R(0) && std::imag(alpha) == R(0)) return T(0);
+  R beta = -std::copysign(hypot3(std::real(alpha), std::imag(alpha), xnorm), std::real(alpha));
   // A column this small would lose beta's digits: scale it up (exactly, by
   // powers of two) until beta is normal, and beta back down at the end.
   const R safe_min = std::numeric_limits<R>::min() / std::numeric_limits<R>::epsilon();
@@ -143,7 +127,7 @@ T reflector(T& alpha, T* x, std::int64_t n) noexcept {
   }
   if (scaled > 0) {
     xnorm = column_norm(x, n);
-    beta = -std::copysign(hypot3(real_of(alpha), imag_of(alpha), xnorm), real_of(alpha));
+    beta = -std::copysign(hypot3(std::real(alpha), std::imag(alpha), xnorm), std::real(alpha));
   }
   T tau;
   if constexpr (std::is_same_v<T, R>) {
