@@ -1044,8 +1044,11 @@ def _basis(shape, dtype, k):
 # the Jacobian of one flat output, the leaves' values concatenated, so the
 # batched program and the traced path stay those of one array; the blocks
 # are split off its rows afterwards and keep their leaf's dtype. The
-# structure is remembered per argument signature (a batched run replays
-# the program without calling fun).
+# structure is remembered with the signature's batched plan (a batched run
+# replays the program without calling fun).
+
+
+_UNCALLED = object()  # _flat_output has not run in this call
 
 
 def _flat_output(out, structure):
@@ -1061,8 +1064,8 @@ def _flat_output(out, structure):
     for v, where in leaves:
         dtype = None if v is None else v.dtype if isinstance(v, Traced) else _np.asarray(v).dtype
         if dtype is not None and dtype.kind not in "biufc":
-            raise InvalidArgumentError(f"jacobian: expected fun's {where} to be an array, found {type(v).__name__}",
-                                       code="kInvalidArgument", canonical="kInvalidArgument")
+            raise DTypeError(f"jacobian: expected fun's {where} to be an array, found {type(v).__name__}",
+                             code="kDTypeMismatch", canonical="kInvalidArgument")
         dtypes.append(dtype)
     structure.value = (tree, [(_np.shape(v), dtype) for (v, _), dtype in zip(leaves, dtypes)])
     values = [_np.reshape(v, (-1,)) for v, _ in leaves if v is not None]
@@ -1101,22 +1104,20 @@ def jacobian(fun, argnums=0, runtime=None):
     single, nums = _argnums(argnums, "jacobian")
     batched = _BatchedDerivatives.shared(fun, "jacobian", nums, runtime)
     structure = _threading.local()  # fun's output structure in this thread's call
-    structures = {}  # per argument signature (Note [Jacobians of containers])
 
     def flat_fun(*args, **kwargs):
         return _flat_output(fun(*args, **kwargs), structure)
 
     def jac(*args, **kwargs):
-        structure.value = "not called"
+        structure.value = _UNCALLED
         key, plan = batched.plan(args, kwargs)
         result = batched_jacobian(key, plan, args, kwargs) if plan not in (None, "traced") else None
         if result is None:
             result, positions = traced(key, *args, **kwargs)
         else:
             positions = plan[0]
-        tree = structure.value if structure.value != "not called" else structures.get(key)
-        if key is not None and structure.value != "not called":
-            structures[key] = tree
+        # A batched run may replay its program without calling fun: the structure its plan recorded.
+        tree = structure.value if structure.value is not _UNCALLED else plan[4]
         if tree is not None:
             result = [_split_output(r, tree, _np.shape(args[i])) for r, i in zip(result, positions)]
         of = dict(zip(positions, result))
@@ -1132,7 +1133,7 @@ def jacobian(fun, argnums=0, runtime=None):
 
     def batched_jacobian(key, plan, args, kwargs):
         """Every row or column in one batched run (Note [Batched Jacobians]), or None."""
-        positions, reverse, out_shape, out_dtype = plan
+        positions, reverse, out_shape, out_dtype, _ = plan
 
         def at(a, p):
             return flat_fun(*_substituted(a, positions, p), **kwargs)
@@ -1166,7 +1167,7 @@ def jacobian(fun, argnums=0, runtime=None):
         n_out = int(_np.prod(out.shape))
         n_in = sum(int(_np.prod(x.shape)) for x in xs)
         if key is not None and not tape.nested and tape.requires_grad(out):
-            batched.remember_once(key, (positions, n_out <= n_in, tuple(out.shape), out.dtype))
+            batched.remember_once(key, (positions, n_out <= n_in, tuple(out.shape), out.dtype, structure.value))
         if n_out <= n_in:  # rows: J^T e_o
             rows = [[] for _ in xs]
             for o in range(n_out):
