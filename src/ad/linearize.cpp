@@ -51,7 +51,24 @@ class Linearizer {
     for (ValueId v : op.operands()) operands.push_back(lin.primal[v.index()]);
     bool mapped = true;
     for (std::size_t k = 0; k < op.num_results(); ++k) mapped = mapped && lin.primal[op.result(k).index()] != kUnmapped;
-    if (!mapped && !op.is_core()) {
+    SmallVector<std::optional<AdValue>, 4> tangents;
+    bool any = false;
+    for (ValueId v : op.operands()) {
+      const std::int64_t t = lin.tangent[v.index()];
+      if (t >= 0 && !graph_.value(static_cast<std::uint32_t>(t)).zero) {
+        tangents.push_back(graph_.token(static_cast<std::uint32_t>(t)));
+        any = true;
+      } else {
+        tangents.push_back(std::nullopt);
+      }
+    }
+    bool differentiable = false;
+    for (std::size_t k = 0; k < op.num_results(); ++k)
+      differentiable = differentiable || is_inexact(program.metadata(op.result(k)).dtype);
+    // Only a node that is differentiated is expanded: the expansion serves
+    // its derivative (a values-only decomposition becomes the one with
+    // vectors, which an inactive node does not need).
+    if (!mapped && !op.is_core() && any && differentiable) {
       TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const SemanticProgram> fragment, expansion(program, op, label));
       if (fragment) return expand(program, op, *fragment, lin, copy_role, label);
     }
@@ -69,20 +86,6 @@ class Linearizer {
         lin.primal[op.result(k).index()] = first + static_cast<std::uint32_t>(k);
     }
 
-    SmallVector<std::optional<AdValue>, 4> tangents;
-    bool any = false;
-    for (ValueId v : op.operands()) {
-      const std::int64_t t = lin.tangent[v.index()];
-      if (t >= 0 && !graph_.value(static_cast<std::uint32_t>(t)).zero) {
-        tangents.push_back(graph_.token(static_cast<std::uint32_t>(t)));
-        any = true;
-      } else {
-        tangents.push_back(std::nullopt);
-      }
-    }
-    bool differentiable = false;
-    for (std::size_t k = 0; k < op.num_results(); ++k)
-      differentiable = differentiable || is_inexact(program.metadata(op.result(k)).dtype);
     if (!any || !differentiable) return ok_status();
 
     graph_.scope() = {EmitPhase::kLinearize, derived(op), op.placement(), fmt::format("jvp of {}", label)};

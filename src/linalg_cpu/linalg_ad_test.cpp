@@ -31,6 +31,7 @@ struct InputSpec {
   Dims shape;
   Kind kind = Kind::kGeneral;
   bool general_tangent = false;  ///< a general tangent even for a kSpd / kHermitian input
+  std::vector<cd> values = {};   ///< the input itself (row-major), instead of one of `kind`
 };
 
 struct AdCase {
@@ -101,6 +102,7 @@ Tensor hermitian(const Tensor& x) {
 }
 
 Tensor make_input(DType dtype, const InputSpec& spec, std::uint32_t seed) {
+  if (!spec.values.empty()) return tensor_of(dtype, spec.shape, spec.values);
   switch (spec.kind) {
     case Kind::kSpd:
       return hermitian_positive_definite(dtype, spec.shape, seed);
@@ -239,6 +241,81 @@ TEST_P(LinalgAdTest, SvdThinValuesAndFull) {
              return Values{u1, o[1], v1, pu, pv};
            }});
   }
+}
+
+// Note [SVD derivative terms] (docs/linalg.md): inside a cluster of equal
+// or nearly equal singular values only the 1/(σj - σi) part of the vector
+// derivative is dropped, so the polar factor U Vᴴ (its derivative has only
+// the 1/(σi + σj) part) stays exact at repeated values, as
+// (U Vᴴ = A (AᴴA)^-1/2) is smooth wherever A has full column rank.
+TEST_P(LinalgAdTest, SvdPolarFactorAtRepeatedSingularValues) {
+  const cd e = 1e-10;  // values apart by less than the degeneracy tolerance
+  const std::vector<std::pair<std::string, InputSpec>> inputs = {
+      {"[I; 0]", {{4, 3}, Kind::kGeneral, false, {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0}}},
+      {"diag(2, 2, 1) rotated", {{3, 3}, Kind::kGeneral, false, {1.2, 1.6, 0, -1.6, 1.2, 0, 0, 0, 1}}},
+      {"I + 1e-10 R", {{3, 3}, Kind::kGeneral, false, {1.0 + e, 3.0 * e, -e, 2.0 * e, 1.0 - e, 5.0 * e, 0, -e, 1}}},
+  };
+  for (const auto& [name, input] : inputs) {
+    for (const SvdMode mode : {SvdMode::kThin, SvdMode::kFull}) {
+      const std::int64_t m = input.shape[0], n = input.shape[1], k = std::min(m, n);
+      check({"polar factor " + name + (mode == SvdMode::kFull ? " full" : " thin"),
+             {input},
+             [mode, k](ProgramBuilder& b, const Values& in) -> Result<Values> {
+               TENFERRO_ASSIGN_OR_RETURN(auto o, b.emit_extension(LinalgOp::svd(mode), {in[0]}));
+               TENFERRO_ASSIGN_OR_RETURN(ProgramValue u1, columns(b, o[0], 0, k));
+               TENFERRO_ASSIGN_OR_RETURN(ProgramValue v, adjoint(b, o[2]));
+               TENFERRO_ASSIGN_OR_RETURN(ProgramValue v1, columns(b, v, 0, k));
+               TENFERRO_ASSIGN_OR_RETURN(ProgramValue v1h, adjoint(b, v1));
+               TENFERRO_ASSIGN_OR_RETURN(ProgramValue polar, matmul(b, u1, v1h));
+               return Values{polar};
+             }});
+    }
+  }
+}
+
+// A VJP program (primal and derivative) decomposes once: a full SVD's
+// derivative reads the thin factors from the full ones (their leading
+// columns), and a values-only svd / eigh / eig is expanded into the
+// decomposition with vectors (Note [Values-only decompositions under AD]).
+TEST_P(LinalgAdTest, EveryDecompositionRunsOnceInItsVjpProgram) {
+  struct Case {
+    std::shared_ptr<const LinalgOp> op;
+    Dims shape;
+    std::size_t values;  // the result summed into the loss
+  };
+  const std::vector<Case> cases = {
+      {LinalgOp::svd(SvdMode::kFull), {4, 3}, 1},
+      {LinalgOp::svd(SvdMode::kFull), {3, 3}, 1},
+      {LinalgOp::svd(SvdMode::kThin), {4, 3}, 1},
+      {LinalgOp::svd(SvdMode::kValuesOnly), {4, 3}, 0},
+      {LinalgOp::svd(SvdMode::kValuesOnly), {3, 4}, 0},
+      {LinalgOp::eigh(false), {3, 3}, 0},
+      {LinalgOp::eig(false), {3, 3}, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op->describe() + " " + shape_to_string(c.shape));
+    ProgramBuilder b;
+    const ProgramValue a = *b.add_input(GetParam(), program::symbolic_shape(c.shape).span());
+    const auto o = *b.emit_extension(c.op, {a});
+    ProgramValue values = o[c.values];
+    if (is_complex(b.metadata(values)->dtype)) values = *b.emit(program::CoreSemanticOp::kReal, {values});
+    const ProgramValue total = *b.emit(program::CoreSemanticOp::kReduceSum, {values}, program::ReduceAttributes{{0}});
+    const auto f = *b.freeze({total});
+    const std::uint32_t active[] = {0};
+    Result<ad::VjpProgram> g = context_.vjp(f, active);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    int decompositions = 0;
+    for (const auto& op : g->program.program->operations()) {
+      const auto* l = dynamic_cast<const LinalgOp*>(op.extension());
+      if (l == nullptr || l->kind() != c.op->kind()) continue;
+      ++decompositions;
+      EXPECT_NE(l->attributes().svd_mode, SvdMode::kValuesOnly);
+      EXPECT_TRUE(l->attributes().compute_vectors);
+    }
+    EXPECT_EQ(decompositions, 1);
+  }
+  // Run: the expanded values-only program gives the values and the gradient.
+  check({"svd values expanded", {{{4, 3}}}, op_of(LinalgOp::svd(SvdMode::kValuesOnly))});
 }
 
 TEST_P(LinalgAdTest, QrReducedCompleteAndWide) {

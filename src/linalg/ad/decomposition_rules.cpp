@@ -1,6 +1,8 @@
 // Linearize rules of the decompositions: svd (full, thin, values-only), qr
 // (reduced, complete, any m, n), eigh, eig, cholesky and lu. Formulas and
 // gauges: "Automatic differentiation" in docs/linalg.md.
+#include <tuple>
+
 #include "linalg/ad/linalg_ad_rules.h"
 
 namespace tenferro::linalg::internal {
@@ -92,14 +94,24 @@ Result<TangentList> linearize_svd(LinearizeContext& ctx, MatrixAd& m, const Lina
   const DType dtype = m.dtype(a);
   const double tol = degeneracy_tolerance(dtype);
   AdValue u, s, vh, u_full, vh_full;
-  if (attr.svd_mode == SvdMode::kThin) {
-    u = ctx.primal_result(0), s = ctx.primal_result(1), vh = ctx.primal_result(2);
-  } else {
-    // Values-only needs the vectors; full mode differentiates the thin part
-    // first. Both recompute a thin SVD of the primal (derivative programs only).
+  std::int64_t mm = 0, nn = 0, k = 0;  // set for a full SVD of a non-square matrix
+  if (attr.svd_mode == SvdMode::kValuesOnly) {
+    // Values-only needs the vectors: a thin SVD of the primal (derivative
+    // programs only).
     TENFERRO_ASSIGN_OR_RETURN(auto thin, m.linalg(LinalgOp::svd(SvdMode::kThin), {a}));
     u = thin[0], s = thin[1], vh = thin[2];
-    if (attr.svd_mode == SvdMode::kFull) u_full = ctx.primal_result(0), vh_full = ctx.primal_result(2);
+  } else {
+    u = ctx.primal_result(0), s = ctx.primal_result(1), vh = ctx.primal_result(2);
+    if (attr.svd_mode == SvdMode::kFull && m.extent_from_end(a, 2) != m.extent_from_end(a, 1)) {
+      // The thin SVD is the full one's first k columns of U and rows of Vᴴ.
+      const auto shape = exact_matrix(m, a);
+      if (!shape) return needs_exact_shape("full SVD");
+      std::tie(mm, nn) = *shape;
+      k = std::min(mm, nn);
+      u_full = u, vh_full = vh;
+      TENFERRO_ASSIGN_OR_RETURN(u, m.columns(u_full, 0, k));
+      TENFERRO_ASSIGN_OR_RETURN(vh, m.rows(vh_full, 0, k));
+    }
   }
   TENFERRO_ASSIGN_OR_RETURN(AdValue v, m.adjoint(vh));
   TENFERRO_ASSIGN_OR_RETURN(AdValue uh, m.adjoint(u));
@@ -109,26 +121,24 @@ Result<TangentList> linearize_svd(LinearizeContext& ctx, MatrixAd& m, const Lina
   TENFERRO_ASSIGN_OR_RETURN(AdValue ds, m.real(ds_diag));
   if (attr.svd_mode == SvdMode::kValuesOnly) return TangentList{ds};
 
-  // Thin-part tangents in the gauge Im diag(Vᴴ dV) = 0.
-  TENFERRO_ASSIGN_OR_RETURN(AdValue s2, m.mul(s, s));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue f_real, m.inverse_gaps(s2, tol));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue f, m.to(f_real, dtype));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sc, m.to(s, dtype));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue s_rows, m.as_rows(sc, ds_mat));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue s_cols, m.as_columns(sc, ds_mat));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue dss, m.mul(ds_mat, s_rows));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sds, m.mul(s_cols, ds_mat));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue dss_h, m.adjoint(dss));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sds_h, m.adjoint(sds));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sym_u, m.add(dss, dss_h));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue sym_v, m.add(sds, sds_h));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue inner_u, m.mul(f, sym_u));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue inner_v, m.mul(f, sym_v));
+  // Thin-part tangents in the gauge Im diag(Vᴴ dV) = 0, split into the
+  // Hermitian and skew parts of P = Uᴴ dA V (Note [SVD derivative terms]).
+  TENFERRO_ASSIGN_OR_RETURN(AdValue g_real, m.inverse_gaps(s, tol));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue h_real, m.inverse_sums(s, tol));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue g, m.to(g_real, dtype));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue h, m.to(h_real, dtype));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ds_h, m.adjoint(ds_mat));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sym, m.add(ds_mat, ds_h));   // 2 (P + Pᴴ) / 2
+  TENFERRO_ASSIGN_OR_RETURN(AdValue skew, m.sub(ds_mat, ds_h));  // 2 (P - Pᴴ) / 2
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sym_g2, m.mul(g, sym));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue skew_h2, m.mul(h, skew));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue sym_g, m.scale(sym_g2, 0.5));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue skew_h, m.scale(skew_h2, 0.5));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue inner_u, m.add(sym_g, skew_h));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue inner_v, m.sub(sym_g, skew_h));
   TENFERRO_ASSIGN_OR_RETURN(AdValue s_inv_real, m.safe_reciprocal(s, tol));
   TENFERRO_ASSIGN_OR_RETURN(AdValue s_inv, m.to(s_inv_real, dtype));
   if (m.complex(a)) {
-    TENFERRO_ASSIGN_OR_RETURN(AdValue ds_h, m.adjoint(ds_mat));
-    TENFERRO_ASSIGN_OR_RETURN(AdValue skew, m.sub(ds_mat, ds_h));
     TENFERRO_ASSIGN_OR_RETURN(AdValue skew_diag, m.keep(skew, Triangle::kDiagonal));
     TENFERRO_ASSIGN_OR_RETURN(AdValue s_inv_cols, m.as_columns(s_inv, skew_diag));
     TENFERRO_ASSIGN_OR_RETURN(AdValue scaled, m.mul(skew_diag, s_inv_cols));
@@ -158,15 +168,8 @@ Result<TangentList> linearize_svd(LinearizeContext& ctx, MatrixAd& m, const Lina
     TENFERRO_ASSIGN_OR_RETURN(dv, m.rotate_columns(v, dv, rotation));
   }
   TENFERRO_ASSIGN_OR_RETURN(AdValue dvh, m.adjoint(dv));
-  if (attr.svd_mode == SvdMode::kThin) return TangentList{du, ds, dvh};
-
-  // Full mode: the completions of U and V in the horizontal gauge.
-  const SymbolicExtent rows = m.extent_from_end(a, 2), cols = m.extent_from_end(a, 1);
-  if (rows == cols) return TangentList{du, ds, dvh};
-  const auto shape = exact_matrix(m, a);
-  if (!shape) return needs_exact_shape("full SVD");
-  const auto [mm, nn] = *shape;
-  const std::int64_t k = std::min(mm, nn);
+  // Full mode of a non-square matrix: the completions of U and V in the
+  // horizontal gauge.
   if (mm > k) {
     TENFERRO_ASSIGN_OR_RETURN(AdValue u2, m.columns(u_full, k, mm));
     TENFERRO_ASSIGN_OR_RETURN(AdValue du2, completion_tangent(m, u, du, u2));

@@ -173,7 +173,11 @@ Result<AdValue> MatrixAd::concat_rows(AdValue a, AdValue b) {
   return b_.emit(CoreSemanticOp::kConcatenate, {a, b}, program::ConcatenateAttributes{rank(a) - 2});
 }
 
-Result<AdValue> MatrixAd::inverse_gaps(AdValue x, double tol) {
+Result<AdValue> MatrixAd::inverse_gaps(AdValue x, double tol) { return pair_reciprocals(x, tol, /*sums=*/false); }
+
+Result<AdValue> MatrixAd::inverse_sums(AdValue x, double tol) { return pair_reciprocals(x, tol, /*sums=*/true); }
+
+Result<AdValue> MatrixAd::pair_reciprocals(AdValue x, double tol, bool sums) {
   using D = program::ComparisonDirection;
   // The [..., n, n] shape: x's shape with its last extent repeated.
   program::ValueMetadata square = meta(x);
@@ -181,21 +185,25 @@ Result<AdValue> MatrixAd::inverse_gaps(AdValue x, double tol) {
   TENFERRO_ASSIGN_OR_RETURN(AdValue like, b_.full(Scalar::of(0.0), square));
   TENFERRO_ASSIGN_OR_RETURN(AdValue xj, as_rows(x, like));
   TENFERRO_ASSIGN_OR_RETURN(AdValue xi, as_columns(x, like));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue diff, sub(xj, xi));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue gap, abs(diff));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue pair, sums ? add(xj, xi) : sub(xj, xi));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue size, abs(pair));
   TENFERRO_ASSIGN_OR_RETURN(AdValue magnitudes, abs(x));
   TENFERRO_ASSIGN_OR_RETURN(
       AdValue largest, b_.emit(CoreSemanticOp::kReduceMax, {magnitudes}, program::ReduceAttributes{{rank(x) - 1}}));
   TENFERRO_ASSIGN_OR_RETURN(AdValue one, full_like(largest, 1.0));
   TENFERRO_ASSIGN_OR_RETURN(AdValue scale_value, op2(CoreSemanticOp::kMax, largest, one));
   TENFERRO_ASSIGN_OR_RETURN(AdValue threshold, this->scale(scale_value, tol));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue threshold_b, broadcast_batch(threshold, gap));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue degenerate, compare(D::kLe, gap, threshold_b));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue ones, full_like(diff, 1.0));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue zeros, full_like(diff, 0.0));
-  TENFERRO_ASSIGN_OR_RETURN(AdValue safe, select(degenerate, ones, diff));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue threshold_b, broadcast_batch(threshold, size));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue small, compare(D::kLe, size, threshold_b));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue ones, full_like(pair, 1.0));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue zeros, full_like(pair, 0.0));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue safe, select(small, ones, pair));
   TENFERRO_ASSIGN_OR_RETURN(AdValue inverse, div(ones, safe));
-  return select(degenerate, zeros, inverse);
+  TENFERRO_ASSIGN_OR_RETURN(AdValue result, select(small, zeros, inverse));
+  if (!sums) return result;  // the diagonal's gaps are 0, so it is zero already
+  TENFERRO_ASSIGN_OR_RETURN(AdValue diagonal, identity(result));
+  TENFERRO_ASSIGN_OR_RETURN(AdValue off_diagonal, sub(ones, diagonal));
+  return mul(result, off_diagonal);
 }
 
 Result<AdValue> MatrixAd::safe_reciprocal(AdValue x, double tol) {

@@ -96,6 +96,9 @@ class MatrixAd {
   /// degenerate when |x_i - x_j| <= tol * max(1, max_k |x_k|) (Note [Linalg
   /// AD degeneracy] in docs/linalg.md).
   Result<AdValue> inverse_gaps(AdValue x, double tol);
+  /// F[..., i, j] = 1 / (x_j + x_i) for i != j where |x_i + x_j| > tol *
+  /// max(1, max_k |x_k|), 0 otherwise (Note [SVD derivative terms]).
+  Result<AdValue> inverse_sums(AdValue x, double tol);
   /// 1/x where |x| > tol * max_k |x_k|, 0 elsewhere (x real, [..., n]).
   Result<AdValue> safe_reciprocal(AdValue x, double tol);
   /// A real 0/1 mask [..., n, k] with one 1 per column of `v` at its gauge
@@ -124,6 +127,7 @@ class MatrixAd {
   Result<AdValue> op1(program::CoreSemanticOp op, AdValue a) { return b_.emit(op, {a}); }
   Result<AdValue> op2(program::CoreSemanticOp op, AdValue a, AdValue b) { return b_.emit(op, {a, b}); }
   Result<AdValue> iota(const program::SymbolicShape& shape, std::int64_t axis);
+  Result<AdValue> pair_reciprocals(AdValue x, double tol, bool sums);
   AdBuilder& b_;
 };
 
