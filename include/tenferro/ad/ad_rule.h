@@ -44,7 +44,8 @@
 //    an einsum of N operands becomes its planned two-operand steps). Each
 //    operation of the expansion is then differentiated on its own, by its
 //    rule; an expansion may not expand again more than a few levels deep.
-//    Asked once per node and transform; null (the default) keeps the node.
+//    Asked once per differentiated node (one with a tangent) and transform;
+//    null (the default) keeps the node.
 // Returned values must be tokens of the rule's builder with the operand's
 // or result's exact dtype and (provably equal) shape; anything else is a
 // kContractViolation (stage kCompile) naming the rule and the node. Rules

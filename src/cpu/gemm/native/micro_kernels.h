@@ -62,7 +62,11 @@ inline void store_tile(const S* tile, std::int64_t ts_i, std::int64_t ts_j, S al
 // line of each column. On the Zen 5 VM's AVX-512 kernels at one thread,
 // n >= 1024, the ratio to OpenBLAS rose in 17 of 19 back-to-back pairs
 // (medians +1 to +3.5 %); under the AVX2 cap the change was within the
-// noise (docs/performance_notes.md).
+// noise (docs/performance_notes.md). A tile of a short depth (k < 64) is not
+// prefetched: a depth-32 step with a tall output (1000 x 32 x 32 float64
+// `bij,jk->bik`, 2 x 2 tiles a column pair) spent a sixth of its time on
+// the 32 prefetchw of each 24 x 8 tile, waiting for fill buffers, where the
+// stores alone drain while the next tile computes.
 
 /// Prefetches for writing the kCount elements at c + j * ld, j < kColumns.
 template <int kCount, int kColumns, class S>
@@ -93,6 +97,16 @@ inline void prefetch_c_tile(const S* c, std::int64_t ld) {
 // (lm_batch_likelihood_brackets_4_4d) did not change
 // (docs/performance_notes.md).
 inline constexpr std::int64_t kInPlaceBAhead = 32;
+
+// Note [Depth-contiguous B in place]
+// With B's depth contiguous (rs_b == 1: a row-major operand times a small
+// matrix, `bij,jk->bik`, oriented so the small matrix is A) each column's
+// next cache line comes up every line-worth of depth steps. The kernel runs
+// such a B in blocks of one line of steps: one prefetch per column per block
+// (not two a step through a table on the stack), and each step's broadcasts
+// at constant offsets from the block's start. 1000 x 32 x 32 float64
+// `bij,jk->bik` went from 0.76 to about 0.9 of numpy's batched matmul
+// (docs/performance_notes.md, "Tall products").
 
 // Note [Edge tiles]
 // M is rarely a multiple of MR (24 doubles on AVX-512: 128 = 5 x 24 + 8), and
@@ -129,23 +143,44 @@ inline void real_micro_kernel(std::int64_t k, const typename Isa::S* __restrict 
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) acc[v][j] = Isa::zero();
   const bool full_unit = m_valid == MR && n_valid == NR && rs_c == 1;
-  if (full_unit) prefetch_c_tile<MR, NR>(c, cs_c);
-  [[maybe_unused]] const std::int64_t b_ahead = kInPlaceBAhead * rs_b;
-#pragma GCC unroll 4
-  for (std::int64_t p = 0; p < k; ++p) {
+  if (full_unit && k >= 64) prefetch_c_tile<MR, NR>(c, cs_c);
+  // acc += (MV vectors of A at ap) x (the NR values b_at(0 .. NR-1)).
+  auto fma_step = [&acc](const S* ap, auto b_at) {
     V av[MV];
 #pragma GCC unroll 4
-    for (int v = 0; v < MV; ++v) av[v] = Isa::load(a + v * L);
+    for (int v = 0; v < MV; ++v) av[v] = Isa::load(ap + v * L);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const V bj = Isa::set1(b_at(j));
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) acc[v][j] = Isa::fmadd(av[v], bj, acc[v][j]);
+    }
+  };
+  std::int64_t p = 0;
+  if constexpr (kInPlaceB) {
+    if (rs_b == 1) {  // Note [Depth-contiguous B in place]
+      constexpr int kLine = 64 / static_cast<int>(sizeof(S));
+      for (; p + kLine <= k; p += kLine) {
+#pragma GCC unroll 16
+        for (int j = 0; j < NR; ++j) __builtin_prefetch(b + b_col[j] + kInPlaceBAhead, 0, 3);
+        __builtin_prefetch(a + 8 * MRS, 0, 3);
+#pragma GCC unroll 16
+        for (int q = 0; q < kLine; ++q) fma_step(a + q * MRS, [&](int j) { return b[b_col[j] + q]; });
+        a += kLine * MRS;
+        b += kLine;
+      }
+    }
+  }
+  [[maybe_unused]] const std::int64_t b_ahead = kInPlaceBAhead * rs_b;
+#pragma GCC unroll 4
+  for (; p < k; ++p) {
     __builtin_prefetch(a + 8 * MRS, 0, 3);
     if constexpr (kInPlaceB) {  // Note [Prefetching B in place]
       __builtin_prefetch(b + b_ahead + b_col[p % NR], 0, 3);
       __builtin_prefetch(b + b_ahead + b_col[NR - 1], 0, 3);
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      const V bj = Isa::set1(kInPlaceB ? b[b_col[j]] : b[j]);
-#pragma GCC unroll 4
-      for (int v = 0; v < MV; ++v) acc[v][j] = Isa::fmadd(av[v], bj, acc[v][j]);
+      fma_step(a, [&](int j) { return b[b_col[j]]; });
+    } else {
+      fma_step(a, [&](int j) { return b[j]; });
     }
     a += MRS;
     b += kInPlaceB ? rs_b : NR;

@@ -322,49 +322,65 @@ TEST(NativeGemmTest, SmallTilesFollowTheTablesIsa) {
 // Note [Unpacked B]: a product whose M spans at most two micro-tiles reads
 // B in place (every layout, depth blocks above KC, edge columns, one and
 // two threads, the single-block and shared-panel paths) and matches the
-// reference; a taller one packs B.
+// reference; three micro-tiles only when B's depth is contiguous; a taller
+// one packs B.
 TEST(NativeGemmTest, ThinProductsReadBInPlace) {
   auto p = *NativeGemmProvider::create();
   SequentialContext seq;
   ArenaParallelContext two(2);
+  enum class InPlace { kYes, kNo, kIfDepthContiguous };
   struct Shape {
     std::int64_t m, n, k;
-    bool in_place;
+    InPlace in_place;
   };
+  const internal::GemmKernelTable& table = p->isa() == NativeGemmIsa::kAvx512 ? internal::avx512_kernel_table()
+                                           : p->isa() == NativeGemmIsa::kAvx2 ? internal::avx2_kernel_table()
+                                                                              : internal::portable_kernel_table();
   // 13 rows are at most two micro-tiles of every ISA's in-place set (mr >= 8;
   // AVX2 double hands them from its 4-row set to the 8-row thin_m set, Note
   // [Row-vector kernel]); k = 150 fits one depth block, k = 300 does not;
-  // n = 203 leaves edge columns.
-  for (const Shape s :
-       {Shape{13, 203, 150, true}, Shape{13, 203, 300, true}, Shape{5, 97, 600, true}, Shape{200, 203, 150, false}}) {
-    for (const MatLayout lb : kInputLayouts) {
-      // 5 rows times a B with contiguous rows is a few-column product, and
-      // with contiguous columns (A's rows are) a dot-shaped one (Notes
-      // [Few-column GEMM], [Dot-shaped GEMM]; tests of their own).
-      const auto bv = StridedMatrix<double>(s.k, s.n, lb, 2).input();
-      if (s.m <= internal::kSweepMaxColumns && (bv.col_stride == 1 || bv.row_stride == 1)) continue;
-      for (const ParallelContext* ctx :
-           {static_cast<const ParallelContext*>(&seq), static_cast<const ParallelContext*>(&two)}) {
-        SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " B " << mat_layout_name(lb)
-                                          << " threads " << ctx->max_threads());
-        StridedMatrix<double> a(s.m, s.k, MatLayout::kRowMajor, 1), b(s.k, s.n, lb, 2),
-            c(s.m, s.n, MatLayout::kColMajor, 3);
-        std::vector<std::complex<double>> ref;
-        std::vector<double> bound;
-        reference_gemm(a, b, 1.5, -0.5, c, ref, bound);
-        const auto before = c.buffer;
-        const NativeGemmCounters n0 = p->counters();
-        ASSERT_TRUE(p->gemm(GemmRequest{DType::kFloat64,
-                                        GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c.output(), 1.5, -0.5}},
-                            *ctx)
-                        .ok());
-        EXPECT_TRUE(matches_reference(c, ref, bound, s.k, before));
-        const NativeGemmCounters n1 = p->counters();
-        EXPECT_EQ(n1.blocked_problems, n0.blocked_problems + 1);
-        EXPECT_EQ(n1.in_place_b_problems, n0.in_place_b_problems + (s.in_place ? 1 : 0));
+  // n = 203 leaves edge columns. Depth-contiguous B runs in blocks of a
+  // cache line of steps (Note [Depth-contiguous B in place]): k = 150 leaves
+  // a remainder for float and double.
+  auto check = [&]<class T>(DType dtype, const internal::GemmKernelSet<T>& set) {
+    const internal::GemmKernelSet<T>& thin = set.thin_m != nullptr ? *set.thin_m : set;
+    if (thin.micro_kernel_in_place_b == nullptr) GTEST_SKIP() << "no in-place kernel in " << table.isa;
+    const std::int64_t mr = thin.mr;
+    for (const Shape s : {Shape{13, 203, 150, InPlace::kYes}, Shape{13, 203, 300, InPlace::kYes},
+                          Shape{5, 97, 600, InPlace::kYes}, Shape{3 * mr, 203, 150, InPlace::kIfDepthContiguous},
+                          Shape{3 * mr + 1, 203, 150, InPlace::kNo}, Shape{200, 203, 150, InPlace::kNo}}) {
+      for (const MatLayout lb : kInputLayouts) {
+        // 5 rows times a B with contiguous rows is a few-column product, and
+        // with contiguous columns (A's rows are) a dot-shaped one (Notes
+        // [Few-column GEMM], [Dot-shaped GEMM]; tests of their own).
+        const auto bv = StridedMatrix<T>(s.k, s.n, lb, 2).input();
+        if (s.m <= internal::kSweepMaxColumns && (bv.col_stride == 1 || bv.row_stride == 1)) continue;
+        for (const ParallelContext* ctx :
+             {static_cast<const ParallelContext*>(&seq), static_cast<const ParallelContext*>(&two)}) {
+          SCOPED_TRACE(::testing::Message() << s.m << "x" << s.n << "x" << s.k << " B " << mat_layout_name(lb)
+                                            << " threads " << ctx->max_threads() << " " << to_string(dtype));
+          StridedMatrix<T> a(s.m, s.k, MatLayout::kRowMajor, 1), b(s.k, s.n, lb, 2),
+              c(s.m, s.n, MatLayout::kColMajor, 3);
+          std::vector<std::complex<double>> ref;
+          std::vector<double> bound;
+          reference_gemm(a, b, 1.5, -0.5, c, ref, bound);
+          const auto before = c.buffer;
+          const NativeGemmCounters n0 = p->counters();
+          ASSERT_TRUE(
+              p->gemm(GemmRequest{dtype, GemmProblem{s.m, s.n, s.k, a.input(), b.input(), c.output(), 1.5, -0.5}}, *ctx)
+                  .ok());
+          EXPECT_TRUE(matches_reference(c, ref, bound, s.k, before));
+          const NativeGemmCounters n1 = p->counters();
+          EXPECT_EQ(n1.blocked_problems, n0.blocked_problems + 1);
+          const bool in_place =
+              s.in_place == InPlace::kYes || (s.in_place == InPlace::kIfDepthContiguous && b.input().row_stride == 1);
+          EXPECT_EQ(n1.in_place_b_problems, n0.in_place_b_problems + (in_place ? 1 : 0));
+        }
       }
     }
-  }
+  };
+  check.operator()<double>(DType::kFloat64, table.f64);
+  check.operator()<float>(DType::kFloat32, table.f32);
 }
 
 // C = 1.5 A B - 0.5 C into c1 on `seq` (against the reference) and into c2
