@@ -37,7 +37,7 @@ constexpr double kGaugeTieTolerance = 1e-3;
 // 1- and inf-norms) ran at 0.12-0.30 of numpy's (numpy vectorises |z|),
 // and the gauge of a full SVD's 1000 x 1000 U spent 80 % of a complex64
 // 1000 x 1 SVD in it (the linalg audit of 2026-12-07). |z| is
-// sqrt(re^2 + im^2) instead (this file is built with -fno-math-errno, so
+// sqrt(re^2 + im^2) instead (tenferro builds with -fno-math-errno, Note [No math errno], so
 // the square root is one instruction): complex<float> squares summed in
 // double, which can neither overflow nor underflow; complex<double> ones
 // when their sum is a normal number, where the result is within an ulp of
