@@ -17,9 +17,10 @@
 // index of the remaining ("outer") axes, and each macro tile is covered by
 // W x W register-tile transposes (transpose_micro.h, AVX-512/AVX2) when
 // da == sb == element size, scalar moves at the edges. Each source row and
-// destination column of a W x W tile is a cache line for 8-byte elements,
-// so with large destinations the columns go out as non-temporal stores
-// (no read-for-ownership), fenced at the end of every parallel chunk. The
+// destination column of an AVX-512 W x W tile is a cache line for 8-byte
+// elements, so with large destinations the columns go out as non-temporal
+// stores (no read-for-ownership), fenced at the end of every parallel chunk;
+// narrower tiles stream through a stage (Note [Staged streaming]). The
 // tiles' instruction set is the context's kernel_isa() (the engine's cap).
 // Work units (outer index, B block, A block) are split over ParallelContext
 // in contiguous ranges. When both fastest axes coincide the copy is a loop
@@ -245,6 +246,14 @@ bool small_b_tile(const TilePlan& p, char* dst, const char* src, std::int64_t a0
 // elements) is then copied out with non-temporal 16-byte stores for its
 // whole lines and ordinary stores for the partial lines at both ends, which
 // neighbouring macro tiles complete.
+//
+// Tiles whose columns are half a line (AVX2's 4 x 4 doubles and 2 x 2
+// complex doubles, 8 x 8 floats) stream through the stage too: streamed
+// directly, each line went out as two 32-byte non-temporal stores, and a
+// 2048 x 2048 float32 transpose ran at 4.2 GB/s on both ISAs (7.9 ms, now
+// 2.5), float64 under the AVX2 cap at 10.5 GB/s against AVX-512's 14 (6.4
+// ms, now 4.9; the AVX2 audit of 2026-12-07, docs/performance_notes.md
+// "Half-line tiles").
 template <class Word>
 bool staged_macro_tile(const TilePlan& p, const char* const* rows, char* const* cols, std::int64_t a0, std::int64_t a1,
                        std::int64_t b0, std::int64_t b1) {
@@ -393,7 +402,7 @@ void copy_typed(const StridedLoop<2>& loop, const ParallelContext& ctx, KernelSt
     p.simd = select_tile_transpose(item, cap == CpuIsa::kAuto ? layout_kernel_isa() : cap);
   }
   p.streaming = p.simd.width > 0 && loop.numel * item >= kStreamingBytes;
-  p.staged = p.streaming && !whole_lines(p, loop);
+  p.staged = p.streaming && (p.simd.width * item < kCacheLine || !whole_lines(p, loop));
   p.tile = p.staged ? kMacroTile : kDirectTile;
   p.blocks_a = (p.a.extent + p.tile - 1) / p.tile;
   p.blocks_b = (p.b.extent + p.tile - 1) / p.tile;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/kernels/kernel_test_support.h"
+#include "cpu/kernels/transpose_micro.h"
 
 namespace tenferro::cpu {
 namespace {
@@ -123,20 +124,33 @@ TEST(CopyIntoTest, TheContextsKernelIsaSelectsTheTiles) {
   }
 }
 
-// Note [Staged streaming]: destination rows of 1088 doubles are whole
-// cache lines and stream directly; rows of 1100 doubles (8800 bytes) are
-// not, and stream through the stage. Both match the source.
+// Note [Staged streaming]: destination rows of 1088 elements are whole
+// cache lines and stream directly when a register tile's column is a whole
+// line (AVX-512 doubles); rows of 1100 doubles (8800 bytes) are not, and
+// half-line tiles (AVX2, and floats) always stream through the stage. All
+// match the source, on one and two workers.
 TEST(CopyIntoTest, LargeTransposesStreamTheirStores) {
-  for (const ParallelContext* ctx : {&testing::sequential_context(), &testing::two_thread_context()}) {
-    for (const std::int64_t row : {1100, 1088}) {
-      SCOPED_TRACE(row);
-      Tensor src = *make_tensor({row, 1001}, DType::kFloat64, Layout::kContiguous, 13).transpose(0, 1);
-      Tensor dst = *Tensor::empty(src.shape(), DType::kFloat64);
-      KernelStats stats;
-      ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx, &stats).ok());
-      EXPECT_EQ(stats.streaming_stores, 1u);
-      EXPECT_EQ(stats.staged_streaming, row == 1088 ? 0u : 1u);
-      EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (!cpu_supports(isa)) continue;
+    const SequentialContext sequential(isa);
+    const KernelIsaContext workers(testing::two_thread_context(), isa);
+    for (const DType dtype : {DType::kFloat64, DType::kFloat32}) {
+      const std::int64_t item = static_cast<std::int64_t>(dtype_size(dtype));
+      const bool whole_line_tiles = internal::select_tile_transpose(item, isa).width * item == 64;
+      for (const ParallelContext* ctx :
+           {static_cast<const ParallelContext*>(&sequential), static_cast<const ParallelContext*>(&workers)}) {
+        for (const std::int64_t row : {1100, 1088}) {
+          SCOPED_TRACE(fmt::format("{} {} rows of {}", to_string(isa), to_string(dtype), row));
+          const std::int64_t cols = 2 * (8 << 20) / (row * item);  // 16 MiB, above the streaming threshold
+          Tensor src = *make_tensor({row, cols}, dtype, Layout::kContiguous, 13).transpose(0, 1);
+          Tensor dst = *Tensor::empty(src.shape(), dtype);
+          KernelStats stats;
+          ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx, &stats).ok());
+          EXPECT_EQ(stats.streaming_stores, 1u);
+          EXPECT_EQ(stats.staged_streaming, row == 1088 && whole_line_tiles ? 0u : 1u);
+          EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+        }
+      }
     }
   }
 }
