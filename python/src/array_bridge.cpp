@@ -215,6 +215,17 @@ std::optional<DType> dtype_of_typenum(int typenum) noexcept {
   }
 }
 
+std::optional<Tensor> borrowed_tensor(py::handle array) {
+  auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
+  const std::optional<DType> dtype = dtype_of_typenum(PyArray_TYPE(a));
+  if (!dtype || dtype_size(*dtype) != static_cast<std::size_t>(PyArray_ITEMSIZE(a)) || !borrowable(a, *dtype)) {
+    return std::nullopt;
+  }
+  Result<Tensor> t = borrow(a, *dtype);
+  if (!t.ok()) return std::nullopt;
+  return std::move(t).value();
+}
+
 void raise_status(const Status& status) {
   py::module_ errors = py::module_::import("tenferro._errors");
   py::object exc =

@@ -256,6 +256,10 @@ class OperandList {
 
 /// The numpy dtype of `obj`'s array conversion as a tenferro dtype, or nullopt.
 std::optional<DType> dtype_of_typenum(int typenum) noexcept;
+/// `a` as a Tensor over its own memory (no copy), or nullopt when its dtype
+/// is not a tenferro dtype or its layout cannot be borrowed (negative or
+/// non-element strides, misaligned or byte-swapped data).
+std::optional<Tensor> borrowed_tensor(py::handle array);
 /// numpy's dtype object for `dtype` (numpy keeps one per builtin type).
 py::object numpy_dtype(DType dtype);
 /// A Tensor that tenferro allocated, as a numpy array (Note [Zero-copy results]).

@@ -15,6 +15,7 @@
 
 #include "tenferro/base/hash.h"
 #include "tenferro/cpu/domains/topology.h"
+#include "tenferro/cpu/kernels/layout.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
 #include "tenferro/einsum/contraction_order.h"
 #include "tenferro/einsum/planner.h"
@@ -315,6 +316,17 @@ Status PyRuntime::fork_error() const {
       "process; create a new Runtime in the child (Runtime(threads=1) and the module's default runtimes work in a "
       "child)",
       threads_));
+}
+
+Status PyRuntime::copy_into(const TensorView& src, const TensorView& dst) {
+  if (from_before_fork()) return fork_error();
+  if (domains_ == nullptr) {
+    cpu::SequentialContext sequential;
+    return cpu::copy_into(src, dst, sequential);
+  }
+  return domains_->default_domain().enter([&](const cpu::CpuDomainSession& session) {
+    return cpu::copy_into(src, dst, session.context(cpu::ParallelMode::kInner).parallel());
+  });
 }
 
 Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,

@@ -171,6 +171,10 @@ class PyRuntime {
                                 std::shared_ptr<const runtime::PreparedProgram> backward);
   std::size_t cached_einsum_backwards() const noexcept;
 
+  /// dst = src with the CPU copy kernel (tiled transposes, streaming
+  /// stores) on this runtime's default domain; the GIL may be released
+  /// (Note [einsum out=]).
+  Status copy_into(const TensorView& src, const TensorView& dst);
   /// The contraction of `op` over `inputs` sliced so that no intermediate
   /// of a slice (its output slice included) exceeds `max_intermediate_bytes`
   /// (Note [Sliced einsum in Python]). Planned on every call; the slices run

@@ -545,6 +545,35 @@ def test_out_may_overlap_an_operand(rng):
     np.testing.assert_allclose(m, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_large_out_copies_run_on_the_copy_kernel_unless_they_overlap(threads, dtype):
+    # Note [einsum out=]: a result of out's dtype (here a transposed view of
+    # the operand) is copied into a disjoint out by the runtime's copy kernel,
+    # which releases the GIL once (counted); an overlapping or casting out
+    # is copied by numpy, with the same values.
+    rng = np.random.default_rng(5)
+    rt = tenferro.Runtime(threads=threads)
+    a = random_array(rng, (300, 200), dtype)
+    for out in (np.empty((200, 300), dtype), np.empty((300, 200), dtype).T, np.empty((200, 600), dtype)[:, ::2]):
+        before = rt.gil_releases
+        assert rt.einsum("ij->ji", a, out=out) is out
+        assert rt.gil_releases == before + 1
+        np.testing.assert_array_equal(out, a.T)
+    square = random_array(rng, (256, 256), dtype)
+    want = square.T.copy()
+    before = rt.gil_releases
+    rt.einsum("ij->ji", square, out=square)
+    assert rt.gil_releases == before
+    np.testing.assert_array_equal(square, want)
+    wider = np.empty((200, 300), np.complex128)
+    if dtype != np.complex128:
+        before = rt.gil_releases
+        rt.einsum("ij->ji", a, out=wider)
+        assert rt.gil_releases == before
+        np.testing.assert_array_equal(wider, a.T)
+
+
 # --- max_intermediate_bytes= (Note [Sliced einsum in Python]) -------------
 
 SLICED_EQ = "ab,bc,cd,de->ae"
