@@ -215,6 +215,13 @@ std::optional<DType> dtype_of_typenum(int typenum) noexcept {
   }
 }
 
+std::string shape_tuple(std::span<const std::int64_t> dims) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    fmt::format_to(std::back_inserter(text), "{}{}", i > 0 ? ", " : "", dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
 std::optional<Tensor> borrowed_tensor(py::handle array) {
   auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
   const std::optional<DType> dtype = dtype_of_typenum(PyArray_TYPE(a));

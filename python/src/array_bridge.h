@@ -254,6 +254,8 @@ class OperandList {
   SmallVector<Tensor, 8> tensors_;
 };
 
+/// A shape as Python prints a tuple: "(3, 4)", "(5,)", "()".
+std::string shape_tuple(std::span<const std::int64_t> dims);
 /// The numpy dtype of `obj`'s array conversion as a tenferro dtype, or nullopt.
 std::optional<DType> dtype_of_typenum(int typenum) noexcept;
 /// `a` as a Tensor over its own memory (no copy), or nullopt when its dtype

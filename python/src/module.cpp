@@ -268,12 +268,6 @@ std::shared_ptr<const einsum::EinsumOp> einsum_operands(PyRuntime& rt, ArgSpan a
   return op;
 }
 
-std::string shape_text(int ndim, const npy_intp* dims) {
-  std::string text = "(";
-  for (int i = 0; i < ndim; ++i) fmt::format_to(std::back_inserter(text), "{}{}", i > 0 ? ", " : "", dims[i]);
-  return text + (ndim == 1 ? ",)" : ")");
-}
-
 // Note [einsum out=]
 // numpy.einsum's out=: the result is written into `out`, an ndarray of
 // exactly the result's shape whose dtype the result casts to under the
@@ -333,7 +327,8 @@ py::object write_out(PyRuntime& rt, py::handle out, const py::object& result, py
   if (PyArray_NDIM(dst) != ndim || !std::equal(PyArray_DIMS(src), PyArray_DIMS(src) + ndim, PyArray_DIMS(dst))) {
     raise_error(ErrorCode::kShapeMismatch,
                 fmt::format("einsum: out has shape {}, expected {} (the result's shape)",
-                            shape_text(PyArray_NDIM(dst), PyArray_DIMS(dst)), shape_text(ndim, PyArray_DIMS(src))));
+                            shape_tuple({PyArray_DIMS(dst), static_cast<std::size_t>(PyArray_NDIM(dst))}),
+                            shape_tuple({PyArray_DIMS(src), static_cast<std::size_t>(ndim)})));
   }
   NPY_CASTING rule = NPY_SAFE_CASTING;
   if (!casting.is_none() && PyArray_CastingConverter(casting.ptr(), &rule) == 0) throw py::error_already_set();

@@ -419,16 +419,23 @@ py::object traced_sum_all(const PyTraced& x, py::handle self) {
 
 namespace {
 
-// A tangent (jvp) or vector (hvp) for a variable of `dtype`: an
-// array-like cast to it (a complex one for a real variable is a
-// DTypeError: the imaginary part would be dropped).
-Tensor tangent_of(PyTape& tape, DType dtype, py::handle given, std::size_t i, const char* what) {
+// A tangent (jvp) or vector (hvp) for `primal`: an array-like cast to its
+// dtype (a complex one for a real primal is a DTypeError: the imaginary part
+// would be dropped) of its shape (else a ShapeMismatchError).
+Tensor tangent_of(PyTape& tape, const Tensor& primal, py::handle given, std::size_t i, const char* what) {
+  const DType dtype = primal.dtype();
   const py::object array = py::module_::import("numpy").attr("asarray")(given);
   if (array.attr("dtype").attr("kind").cast<std::string>() == "c" && !is_complex(dtype)) {
     raise_error(ErrorCode::kDTypeMismatch, fmt::format("{}: expected a real tangent for primal {} ({}), found {}", what,
                                                        i, dtype, std::string(py::str(array.attr("dtype")))));
   }
-  return copied_leaf(*tape.runtime, array, dtype, "tangent");
+  Tensor tangent = copied_leaf(*tape.runtime, array, dtype, "tangent");
+  if (!std::ranges::equal(tangent.shape(), primal.shape())) {
+    raise_error(ErrorCode::kShapeMismatch,
+                fmt::format("{}: expected a tangent for primal {} of shape {}, found {}", what, i,
+                            shape_tuple(primal.shape()), shape_tuple(tangent.shape())));
+  }
+  return tangent;
 }
 
 void check_per_variable(const py::sequence& variables, const py::sequence& given, const char* what) {
@@ -438,8 +445,8 @@ void check_per_variable(const py::sequence& variables, const py::sequence& given
   }
 }
 
-DType variable_dtype(const py::sequence& variables, std::size_t i) {
-  return py::cast<const PyTraced&>(variables[i]).value.dtype();
+const Tensor& variable_value(const py::sequence& variables, std::size_t i) {
+  return py::cast<const PyTraced&>(variables[i]).value;
 }
 
 // One tensor per variable for jvp / hvp (None: zero).
@@ -449,7 +456,7 @@ std::vector<Tensor> per_variable(PyTape& tape, const py::sequence& variables, co
   std::vector<Tensor> out;
   for (std::size_t i = 0; i < py::len(given); ++i) {
     const py::handle t = given[i];
-    out.push_back(t.is_none() ? Tensor() : tangent_of(tape, variable_dtype(variables, i), t, i, what));
+    out.push_back(t.is_none() ? Tensor() : tangent_of(tape, variable_value(variables, i), t, i, what));
   }
   return out;
 }
@@ -468,7 +475,7 @@ std::vector<ad::TapeTensor> per_variable_onto(PyTape& tape, const py::sequence& 
     } else if (py::isinstance<PyTraced>(t)) {
       out.push_back(handle_on(outer, py::cast<const PyTraced&>(t)));
     } else {
-      out.push_back(value_or_raise(outer.tape.constant(tangent_of(tape, variable_dtype(variables, i), t, i, what))));
+      out.push_back(value_or_raise(outer.tape.constant(tangent_of(tape, variable_value(variables, i), t, i, what))));
     }
   }
   return out;

@@ -69,8 +69,10 @@ def test_forward_mode_errors(rng):
         tenferro.jvp(lambda v: v * 2.0, (x,), ())
     with pytest.raises(tenferro.InvalidArgumentError, match="real scalar"):
         tenferro.hvp(lambda v: v * 2.0, (x,), (x,))
-    with pytest.raises(tenferro.InvalidArgumentError, match="shape"):
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"jvp: expected a tangent for primal 0 of shape \(3,\), found \(4,\)"):
         tenferro.jvp(lambda v: v * 2.0, (x,), (np.ones(4),))
+    with pytest.raises(tenferro.InvalidArgumentError, match=r"hvp: expected a tangent for primal 0 of shape \(3,\), found \(2, 2\)"):
+        tenferro.hvp(lambda v: np.sum(v**3), (x,), (np.ones((2, 2)),))
 
 
 def test_tangents_of_another_dtype_are_errors_as_in_jax(rng):
