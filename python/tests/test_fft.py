@@ -295,10 +295,10 @@ def test_real_transforms_along_strided_axes_match_numpy(real, layout, n, rng):
         assert _eps_error(back, wide(x), real) < 8 * np.log2(2 * n * 37)
 
 
-@pytest.mark.parametrize("n", [74, 592, 848, 999, 1998, 2624])
+@pytest.mark.parametrize("n", [74, 592, 848, 999, 1998, 2624, 255, 272, 304, 184, 1020])
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_lengths_with_a_medium_prime_factor_match_numpy(n, dtype, rng):
-    # Note [Medium prime factors]: a prime factor 37..89 of a composite
+    # Note [Medium prime factors]: a prime factor 17..23 or 37..89 of a composite
     # length runs as one Cooley-Tukey step; errors stay those of an FFT.
     x = random_array(rng, (3, n), dtype)
     wide = x.astype(np.complex128)

@@ -60,6 +60,16 @@ namespace tenferro::fft::internal {
 // strided real transforms and medium prime factors"). Pure primes (Rader, FFTW's strength: n = 1009
 // runs at 2.3x numpy) and factors from 97 on (the audit found them fast)
 // are left to FFTW.
+//
+// The factors 17, 19 and 23 (no FFTW codelet either) take the same path:
+// batches of 128 complex128 transforms, one thread, against FFTW's
+// ESTIMATE plans in the same run (2026-12-07, Xeon VM): n = 255 = 15 * 17
+// 187-193 -> 137-147 us, 272 = 16 * 17 198-209 -> 129-136, 1020 1270-1640
+// -> 1056-1081, 304 = 16 * 19 235-251 -> 158-167, 184 = 8 * 23 139-145 ->
+// 116-134, 171 = 9 * 19 unchanged (115-125); 2-D 255 x 255 complex64 went
+// from 0.29 to 0.81 of torch (the AVX2 audit's case). Factors 29 and 31 ran
+// slower this way (116 = 4 * 29 99-105 -> 111-121 us, 62 = 2 * 31 59-62 ->
+// 112-124, 155 = 5 * 31 145-149 -> 166-175) and stay FFTW's.
 
 std::int64_t medium_prime_factor(std::int64_t n) noexcept {
   std::int64_t largest = 1, rest = n;
@@ -70,7 +80,7 @@ std::int64_t medium_prime_factor(std::int64_t n) noexcept {
     }
   }
   if (rest > 1) largest = rest;
-  if (largest == n || largest < kMinMediumPrime || largest > kMaxMediumPrime) return 0;
+  if (largest == n || !prime_factor_kernel_takes(largest)) return 0;
   return largest;
 }
 

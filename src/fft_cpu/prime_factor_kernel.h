@@ -12,13 +12,16 @@
 
 namespace tenferro::fft::internal {
 
-/// The smallest and largest prime factor the prime-factor kernel takes
-/// (Note [Medium prime factors]).
+/// The prime factors the prime-factor kernel takes: 17, 19 and 23, and 37
+/// to 89 (Note [Medium prime factors]; 29 and 31 FFTW plans well).
 inline constexpr std::int64_t kMinMediumPrime = 37;
 inline constexpr std::int64_t kMaxMediumPrime = 89;
+constexpr bool prime_factor_kernel_takes(std::int64_t p) noexcept {
+  return (p >= 17 && p <= 23) || (p >= kMinMediumPrime && p <= kMaxMediumPrime);
+}
 
-/// The largest prime factor p of `n` when it lies in [kMinMediumPrime,
-/// kMaxMediumPrime] and n != p (a pure prime is left to FFTW), else 0.
+/// The largest prime factor p of `n` when prime_factor_kernel_takes(p) and
+/// n != p (a pure prime is left to FFTW), else 0.
 std::int64_t medium_prime_factor(std::int64_t n) noexcept;
 
 /// The c2c problem of the m-point stage for `problem` (length n = p * m):

@@ -378,7 +378,12 @@ TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
   EXPECT_EQ(internal::medium_prime_factor(2624), 41);
   EXPECT_EQ(internal::medium_prime_factor(178), 89);
   EXPECT_EQ(internal::medium_prime_factor(1517), 41);  // 37 * 41
-  for (std::int64_t n : {1, 2, 37, 89, 1009, 496, 1552, 1024}) EXPECT_EQ(internal::medium_prime_factor(n), 0) << n;
+  EXPECT_EQ(internal::medium_prime_factor(255), 17);
+  EXPECT_EQ(internal::medium_prime_factor(304), 19);
+  EXPECT_EQ(internal::medium_prime_factor(184), 23);
+  // Pure primes, factors FFTW plans well (29, 31, 97 and up, codelets).
+  for (std::int64_t n : {1, 2, 17, 37, 89, 1009, 496, 1552, 1024, 116, 155, 62, 240})
+    EXPECT_EQ(internal::medium_prime_factor(n), 0) << n;
   FftwFftProvider provider;
   FftProblem p;
   p.dim = {592, 1, 1};
@@ -413,8 +418,15 @@ TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
       c.in_place = true;
       check_problem(provider, c, seed++);
     }
+    for (const std::int64_t n : {255, 304, 184}) {  // the factors 17, 19, 23
+      FftProblem c;
+      c.precision = precision;
+      c.dim = {n, 1, 1};
+      c.batch = {{3, n, n}};
+      check_problem(provider, c, seed++);
+    }
     for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
-      for (std::int64_t n : {999, 1998}) {
+      for (std::int64_t n : {999, 1998, 255, 272}) {
         FftProblem r;
         r.transform = t;
         r.precision = precision;
