@@ -111,16 +111,23 @@ std::int64_t batch_offset(const TensorView& v, std::span<const std::int64_t> bat
 // to `dst` (rs_dst, cs_dst) with the layout kernels' blocked transposes: an
 // element-wise loop against a row-major source walks it with a stride of
 // one row per element (a TLB miss per element at n = 1024). A matrix of at
-// most 16 KB takes the plain loop: copy_into's validation and loop set-up
-// cost more than the copy there (64 stacked 4 x 4 inverses ran 2.4x slower
-// than numpy through it).
+// most 16 KB takes cpu::copy_small_matrix (Note [Small matrix copies]):
+// copy_into's validation and loop set-up cost more than the copy there (64
+// stacked 4 x 4 inverses ran 2.4x slower than numpy through it), and the
+// element loop it replaced made the gather and store of a batch of 32 x 32
+// Cholesky factorizations 41 % of their time (the AVX2 audit of
+// 2026-12-07).
 template <class T>
 Status copy_matrix(const T* src, std::int64_t rs_src, std::int64_t cs_src, T* dst, std::int64_t rs_dst,
                    std::int64_t cs_dst, std::int64_t rows, std::int64_t cols) {
   constexpr std::int64_t kLoopMaxBytes = 16 * 1024;
-  if (rows * cols * static_cast<std::int64_t>(sizeof(T)) <= kLoopMaxBytes) {
+  if (rows < 8 || cols < 8) {  // inline: a call costs more than these few elements
     for (std::int64_t j = 0; j < cols; ++j)
       for (std::int64_t i = 0; i < rows; ++i) dst[i * rs_dst + j * cs_dst] = src[i * rs_src + j * cs_src];
+    return ok_status();
+  }
+  if (rows * cols * static_cast<std::int64_t>(sizeof(T)) <= kLoopMaxBytes) {
+    cpu::copy_small_matrix(src, rs_src, cs_src, dst, rs_dst, cs_dst, rows, cols, sizeof(T));
     return ok_status();
   }
   const std::int64_t shape[2] = {rows, cols};

@@ -37,6 +37,7 @@
 #include "cpu/kernels/elementwise_loop.h"
 #include "cpu/kernels/strided_loop.h"
 #include "cpu/kernels/transpose_micro.h"
+#include "tenferro/cpu/kernels/layout.h"
 
 namespace tenferro::cpu::internal {
 namespace {
@@ -439,6 +440,54 @@ void copy_elements(IntArrayRef shape, std::int64_t item, const CopyOperand& dst,
   }
 }
 
+namespace {
+
+template <class Word>
+void small_matrix_typed(const char* src, std::int64_t rs_src, std::int64_t cs_src, char* dst, std::int64_t rs_dst,
+                        std::int64_t cs_dst, std::int64_t rows, std::int64_t cols) {
+  constexpr auto item = static_cast<std::int64_t>(sizeof(Word));
+  constexpr std::int64_t kMaxSide = 256;
+  if (rs_src == 1 && cs_dst == 1 && !(cs_src == 1 && rs_dst == 1)) {  // the transpose of the case below
+    std::swap(rows, cols);
+    std::swap(rs_src, cs_src);
+    std::swap(rs_dst, cs_dst);
+  }
+  if (rs_src == 1 && rs_dst == 1) {  // contiguous columns
+    for (std::int64_t j = 0; j < cols; ++j)
+      std::memcpy(dst + j * cs_dst * item, src + j * cs_src * item, static_cast<std::size_t>(rows * item));
+    return;
+  }
+  if (cs_src == 1 && cs_dst == 1) {  // contiguous rows
+    for (std::int64_t i = 0; i < rows; ++i)
+      std::memcpy(dst + i * rs_dst * item, src + i * rs_src * item, static_cast<std::size_t>(cols * item));
+    return;
+  }
+  std::int64_t i_full = 0, j_full = 0;
+  if (cs_src == 1 && rs_dst == 1 && rows <= kMaxSide && cols <= kMaxSide) {
+    const TileTranspose t = select_tile_transpose(item, layout_kernel_isa());
+    const std::int64_t w = t.width;
+    if (w > 0 && rows >= w && cols >= w) {
+      const char* row_at[kMaxSide];
+      char* col_at[kMaxSide];
+      for (std::int64_t i = 0; i < rows; ++i) row_at[i] = src + i * rs_src * item;
+      for (std::int64_t j = 0; j < cols; ++j) col_at[j] = dst + j * cs_dst * item;
+      i_full = rows / w * w;
+      j_full = cols / w * w;
+      for (std::int64_t j = 0; j < j_full; j += w)
+        for (std::int64_t i = 0; i < i_full; i += w) t.run(row_at + i, j * item, col_at + j, i * item, false);
+    }
+  }
+  // What the tiles left: rows from i_full in every column, then columns from
+  // j_full in the tiled rows (everything when nothing was tiled).
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const std::int64_t first = j < j_full ? i_full : 0;
+    for (std::int64_t i = first; i < rows; ++i)
+      move_word<Word>(dst + (i * rs_dst + j * cs_dst) * item, src + (i * rs_src + j * cs_src) * item);
+  }
+}
+
+}  // namespace
+
 void store_fence() noexcept { _mm_sfence(); }
 
 TileTranspose select_tile_transpose(std::int64_t item_size, CpuIsa isa) noexcept {
@@ -455,3 +504,23 @@ TileTranspose select_tile_transpose(std::int64_t item_size, CpuIsa isa) noexcept
 }
 
 }  // namespace tenferro::cpu::internal
+
+namespace tenferro::cpu {
+
+void copy_small_matrix(const void* src, std::int64_t rs_src, std::int64_t cs_src, void* dst, std::int64_t rs_dst,
+                       std::int64_t cs_dst, std::int64_t rows, std::int64_t cols, std::int64_t item) noexcept {
+  const auto* s = static_cast<const char*>(src);
+  auto* d = static_cast<char*>(dst);
+  switch (item) {
+    case 1:
+      return internal::small_matrix_typed<internal::WordOf<1>::type>(s, rs_src, cs_src, d, rs_dst, cs_dst, rows, cols);
+    case 4:
+      return internal::small_matrix_typed<internal::WordOf<4>::type>(s, rs_src, cs_src, d, rs_dst, cs_dst, rows, cols);
+    case 8:
+      return internal::small_matrix_typed<internal::WordOf<8>::type>(s, rs_src, cs_src, d, rs_dst, cs_dst, rows, cols);
+    default:
+      return internal::small_matrix_typed<internal::WordOf<16>::type>(s, rs_src, cs_src, d, rs_dst, cs_dst, rows, cols);
+  }
+}
+
+}  // namespace tenferro::cpu

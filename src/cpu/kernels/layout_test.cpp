@@ -155,6 +155,41 @@ TEST(CopyIntoTest, LargeTransposesStreamTheirStores) {
   }
 }
 
+// Note [Small matrix copies]: every layout pair (transposing both ways,
+// contiguous columns or rows, general strides) of every side length around
+// the register tiles' widths, for each element size, against an element
+// loop; nothing outside the destination matrix is written.
+TEST(CopySmallMatrixTest, MatchesAnElementLoopInEveryLayout) {
+  struct Strides {
+    std::int64_t rs, cs;
+  };
+  for (const std::int64_t item : {1, 4, 8, 16}) {
+    for (std::int64_t rows = 1; rows <= 37; rows += (rows < 18 ? 1 : 6)) {
+      for (std::int64_t cols : {1, 3, 4, 8, 9, 16, 17, 33}) {
+        const std::int64_t pad = 3;  // leading dimensions with a gap
+        const Strides layouts[] = {{1, rows + pad}, {cols + pad, 1}, {2, 2 * rows + pad}, {2 * cols + pad, 2}};
+        for (const Strides s : layouts) {
+          for (const Strides d : layouts) {
+            SCOPED_TRACE(
+                fmt::format("item {} {}x{} src ({}, {}) dst ({}, {})", item, rows, cols, s.rs, s.cs, d.rs, d.cs));
+            const std::int64_t span_s = ((rows - 1) * s.rs + (cols - 1) * s.cs + 1) * item;
+            const std::int64_t span_d = ((rows - 1) * d.rs + (cols - 1) * d.cs + 1) * item;
+            std::vector<unsigned char> src(static_cast<std::size_t>(span_s));
+            for (std::size_t k = 0; k < src.size(); ++k) src[k] = static_cast<unsigned char>(k * 7 + 1);
+            std::vector<unsigned char> got(static_cast<std::size_t>(span_d), 0xEE), want = got;
+            for (std::int64_t j = 0; j < cols; ++j)
+              for (std::int64_t i = 0; i < rows; ++i)
+                std::memcpy(want.data() + (i * d.rs + j * d.cs) * item, src.data() + (i * s.rs + j * s.cs) * item,
+                            static_cast<std::size_t>(item));
+            copy_small_matrix(src.data(), s.rs, s.cs, got.data(), d.rs, d.cs, rows, cols, item);
+            ASSERT_EQ(got, want);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CopyIntoTest, StridedSourcesAndDestinationsUseScalarTiles) {
   // Every other element on both sides: no contiguous side for SIMD tiles.
   Tensor big_src = make_tensor({40, 60}, DType::kFloat32, Layout::kContiguous, 14);
