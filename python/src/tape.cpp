@@ -421,7 +421,7 @@ namespace {
 
 // A tangent (jvp) or vector (hvp) for `primal`: an array-like cast to its
 // dtype (a complex one for a real primal is a DTypeError: the imaginary part
-// would be dropped) of its shape (else a ShapeMismatchError).
+// would be dropped) of its shape (else a kShapeMismatch error).
 Tensor tangent_of(PyTape& tape, const Tensor& primal, py::handle given, std::size_t i, const char* what) {
   const DType dtype = primal.dtype();
   const py::object array = py::module_::import("numpy").attr("asarray")(given);
