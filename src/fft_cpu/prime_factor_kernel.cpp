@@ -66,8 +66,9 @@ namespace tenferro::fft::internal {
 // ESTIMATE plans in the same run (2026-12-07, Xeon VM): n = 255 = 15 * 17
 // 187-193 -> 137-147 us, 272 = 16 * 17 198-209 -> 129-136, 1020 1270-1640
 // -> 1056-1081, 304 = 16 * 19 235-251 -> 158-167, 184 = 8 * 23 139-145 ->
-// 116-134, 171 = 9 * 19 unchanged (115-125); 2-D 255 x 255 complex64 went
-// from 0.29 to 0.81 of torch (the AVX2 audit's case). Factors 29 and 31 ran
+// 116-134, 171 = 9 * 19 unchanged (115-125); 2-D 255 x 255 complex64 880
+// -> 659 us (torch 377), complex128 832 -> 646 (torch 628), the AVX2
+// audit's case. Factors 29 and 31 ran
 // slower this way (116 = 4 * 29 99-105 -> 111-121 us, 62 = 2 * 31 59-62 ->
 // 112-124, 155 = 5 * 31 145-149 -> 166-175) and stay FFTW's.
 
