@@ -302,12 +302,15 @@ bool copy_with_kernel(PyRuntime& rt, PyArrayObject* dst, PyArrayObject* src) {
   if (!s || !d) return false;
   const auto [s0, s1] = byte_span(*s);
   const auto [d0, d1] = byte_span(*d);
-  if (s0 <= d1 && d0 <= s1) return false;  // may overlap: numpy's copy handles it
+  if (s0 <= d1 && d0 <= s1) return false;  // may overlap: numpy's copy handles it (the GIL kept)
   Status copied;
   {
     const ReleaseGilUnlessTiny nogil(std::numeric_limits<double>::infinity(), rt.gil_releases());  // counted
     copied = rt.copy_into(s->view(), d->view());
   }
+  // An out that addresses an element twice (as_strided) is refused before
+  // anything is written; numpy copies into it as it always did.
+  if (copied.code() == ErrorCode::kAliasConflict) return false;
   ok_or_raise(copied);
   return true;
 }

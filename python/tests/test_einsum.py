@@ -566,6 +566,15 @@ def test_large_out_copies_run_on_the_copy_kernel_unless_they_overlap(threads, dt
     rt.einsum("ij->ji", square, out=square)
     assert rt.gil_releases == before
     np.testing.assert_array_equal(square, want)
+    # An out that addresses its elements more than once (as_strided) is
+    # refused by the copy kernel and written by numpy's copy, as before.
+    got_buf, want_buf = np.zeros(300 * 200 + 1, dtype), np.zeros(300 * 200 + 1, dtype)
+    item = got_buf.itemsize
+    got = np.lib.stride_tricks.as_strided(got_buf, (200, 300), (item, item))
+    want = np.lib.stride_tricks.as_strided(want_buf, (200, 300), (item, item))
+    assert rt.einsum("ij->ji", a, out=got) is got
+    np.copyto(want, a.T)
+    np.testing.assert_array_equal(got_buf, want_buf)
     wider = np.empty((200, 300), np.complex128)
     if dtype != np.complex128:
         before = rt.gil_releases

@@ -18,7 +18,8 @@
 // (Note [Strided iteration]) then bring the input's fastest axis first, and
 // the inner loop is chosen once:
 //  - the fastest axis is reduced: each run is folded into one value with
-//    8 independent accumulators and pairwise blocks (vectorizable, error
+//    8 independent accumulators (a contiguous floating sum: four vector
+//    accumulators, Note [Wide float sums]) and pairwise blocks (error
 //    O(log n) for floating sums), then combined into its output element;
 //  - the fastest axis is kept: each run updates a row of outputs,
 //    out[i] = combine(out[i], x[i]), a contiguous vectorizable loop.
