@@ -627,6 +627,19 @@ py::object scalar_if_0d(py::object result) {
   return py::reinterpret_steal<py::object>(scalar);
 }
 
+py::object scalar_of(const Tensor& t) {
+  PyArray_Descr* descr = PyArray_DescrFromType(typenum_of(t.dtype()));
+  PyObject* scalar = PyArray_Scalar(t.data(), descr, nullptr);
+  Py_DECREF(descr);
+  if (scalar == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(scalar);
+}
+
+py::object tensor_to_result(Tensor t) {
+  if (t.defined() && t.rank() == 0) return scalar_of(t);
+  return tensor_to_numpy(std::move(t));
+}
+
 py::object tensor_to_numpy(Tensor t) {
   if (!t.defined()) return py::none();
   auto* owned = new Tensor(std::move(t));

@@ -266,6 +266,12 @@ std::optional<Tensor> borrowed_tensor(py::handle array);
 py::object numpy_dtype(DType dtype);
 /// A Tensor that tenferro allocated, as a numpy array (Note [Zero-copy results]).
 py::object tensor_to_numpy(Tensor t);
+/// The element of a 0-d `t` as a numpy scalar of its dtype (a copy).
+py::object scalar_of(const Tensor& t);
+/// A result as numpy returns it: scalar_of(t) when `t` is 0-d (numpy.einsum
+/// and the reductions return scalars; making the ndarray first and
+/// converting it cost about 0.15 us of a tiny call), else tensor_to_numpy(t).
+py::object tensor_to_result(Tensor t);
 /// A 0-d ndarray as a numpy scalar (numpy.float64, ...), as numpy.einsum
 /// returns a full contraction (PyArray_Return); anything else unchanged.
 py::object scalar_if_0d(py::object result);

@@ -647,10 +647,11 @@ std::shared_ptr<const einsum::EinsumOp> memory_order_op(PyRuntime& rt, const ein
 // anything runs) and the result has that dtype, computed as Note [Integer
 // einsum] says for dtypes tenferro does not contract directly. order= is
 // applied to the result.
-// einsum without out=: an ndarray (0-d for a full contraction) or, for
+// einsum without out=: an ndarray (0-d for a full contraction; with
+// `scalar`, a numpy scalar instead, as numpy.einsum returns it) or, for
 // Traced operands, a Traced value.
 py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, const EinsumKwargs& k, bool traced,
-                        const GivenOp& given) {
+                        const GivenOp& given, bool scalar) {
   if (traced && !(k.dtype.is_none() && k.casting.is_none() && k.order.is_none() && k.max_intermediate_bytes.is_none() &&
                   k.memory_limit.is_none() && spec.memory_limit == 0)) {
     raise_error(ErrorCode::kInvalidArgument,
@@ -722,6 +723,7 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
   if (!result.ok() && result.status().code() == ErrorCode::kCancelled && PyErr_Occurred() != nullptr) {
     throw py::error_already_set();
   }
+  if (scalar && result.ok() && result->rank() == 0 && result_dtype.is_none()) return scalar_of(*result);
   py::object array = OperandList::finish(operands.to_numpy(value_or_raise(std::move(result))), result_dtype);
   if (reversed != 0) {  // Note [Reversed operands]: positive strides, as numpy's results
     array = reversed_axes(std::move(array), reversed);
@@ -742,9 +744,9 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
     check_out(k.out);
-    return write_out(rt, k.out, einsum_array(rt, args, spec, k, traced, given), k.casting);
+    return write_out(rt, k.out, einsum_array(rt, args, spec, k, traced, given, false), k.casting);
   }
-  return scalar_if_0d(einsum_array(rt, args, spec, k, traced, given));  // out= still gets an array
+  return scalar_if_0d(einsum_array(rt, args, spec, k, traced, given, true));
 }
 
 void set_kwarg(EinsumKwargs& k, py::handle key, py::handle value, const char* function) {

@@ -690,7 +690,7 @@ py::tuple call_function(PyFunction& f, std::span<PyObject* const> args) {
       outputs[k] =
           value_or_raise(f.runtime->with_context([&](runtime::EagerContext& ctx) { return ctx.copy(outputs[k]); }));
     }
-    out[k] = scalar_if_0d(tensor_to_numpy(outputs[k]));
+    out[k] = tensor_to_result(outputs[k]);
   }
   return out;
 }

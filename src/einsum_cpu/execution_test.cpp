@@ -417,24 +417,50 @@ TEST(EinsumExecution, TinyDirectStepsRunTheTinyLoop) {
   EXPECT_GT(counting.provider_problems(), before);
 }
 
-// Note [Direct small steps]: a small broadcast product (a Hadamard product,
-// a tensor scaled by a vector) is not a direct step, whose GEMMs would be a
-// batch of 1 x 1 products: the composite's elementwise loop runs it, and
-// the GEMM provider is never called.
+// Note [Direct small steps]: a small broadcast product (a Hadamard product
+// of differently laid out operands, a tensor scaled by a vector) is not a
+// direct step, whose GEMMs would be a batch of 1 x 1 products: the
+// composite's elementwise loop runs it, and the GEMM provider is never
+// called.
 TEST(EinsumExecution, SmallBroadcastProductsRunTheElementwiseLoop) {
   CountingEinsumExecutor counting;
   CpuEinsumExecutor& executor = *counting.executor;
   const cpu::DotGeneralComposite& composite = *counting.composite;
   const cpu::SequentialContext seq;
   const std::int64_t before = counting.provider_problems();
-  expect_matches_reference(executor, "ij,ij->ij", {{16, 16}, {16, 16}}, seq);
   expect_matches_reference(executor, "ij,ji->ij", {{8, 12}, {12, 8}}, seq);
   expect_matches_reference(executor, "bij,bj->bij", {{3, 5, 7}, {3, 7}}, seq);
-  expect_matches_reference(executor, "ij,ij,j->ij", {{16, 24}, {16, 24}, {24}}, seq);
-  EXPECT_EQ(executor.metrics().execution.steps, 5);
+  expect_matches_reference(executor, "ij,j->ij", {{16, 24}, {24}}, seq);
+  EXPECT_EQ(executor.metrics().execution.steps, 3);
   EXPECT_EQ(executor.metrics().execution.direct_steps, 0);
   EXPECT_EQ(composite.counters().tiny_calls, 0);
+  EXPECT_EQ(composite.counters().planned_calls, 3);
   EXPECT_EQ(counting.provider_problems(), before);
+}
+
+// Note [Direct products]: a small Hadamard product of operands laid out as
+// its result is one flat multiply: neither the composite (no planning, no
+// tiny loop) nor the GEMM provider runs it, at the tiny loop's sizes too.
+TEST(EinsumExecution, SmallSameLayoutProductsAreDirectSteps) {
+  CountingEinsumExecutor counting;
+  CpuEinsumExecutor& executor = *counting.executor;
+  const cpu::DotGeneralComposite& composite = *counting.composite;
+  const cpu::SequentialContext seq;
+  const std::int64_t before = counting.provider_problems();
+  expect_matches_reference(executor, "ij,ij->ij", {{16, 16}, {16, 16}}, seq);
+  expect_matches_reference(executor, "i,i->i", {{100}, {100}}, seq);  // within tiny_max_work
+  expect_matches_reference(executor, "ijk,ijk->ijk", {{3, 1, 7}, {3, 1, 7}}, seq);
+  expect_matches_reference(executor, "ij,ij,ij->ij", {{16, 24}, {16, 24}, {16, 24}}, seq);  // two steps
+  EXPECT_EQ(executor.metrics().execution.steps, 5);
+  EXPECT_EQ(executor.metrics().execution.direct_steps, 5);
+  EXPECT_EQ(executor.metrics().execution.gemm_steps, 0);
+  EXPECT_EQ(composite.counters().tiny_calls, 0);
+  EXPECT_EQ(composite.counters().planned_calls, 0);
+  EXPECT_EQ(counting.provider_problems(), before);
+  // Above kDirectMaxMultiplyAdds the composite runs it (and may fork).
+  expect_matches_reference(executor, "ij,ij->ij", {{256, 256}, {256, 256}}, seq);
+  EXPECT_EQ(executor.metrics().execution.direct_steps, 5);
+  EXPECT_EQ(composite.counters().planned_calls, 1);
 }
 
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {

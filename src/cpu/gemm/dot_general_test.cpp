@@ -265,6 +265,8 @@ TEST(DotGeneralTest, TinyShortcutRunsOnlyForTinyProblems) {
       {"batched_last", {2, 3, 4}, {3, 2, 4}, dims_of({2}, {2}, {1}, {0}), true},
       {"matvec", {5, 6}, {6}, dims_of({}, {}, {1}, {0}), true},
       {"outer", {4}, {5}, dims_of({}, {}, {}, {}), true},
+      {"hadamard", {40}, {40}, dims_of({0}, {0}, {}, {}), true},  // m = n = k = 1: its own loop
+      {"batched_dot", {6, 7}, {6, 7}, dims_of({0}, {0}, {1}, {1}), true},
       {"at_the_limit", {4, 8}, {8, 8}, dims_of({}, {}, {1}, {0}), true},  // 256 multiply-adds
       {"over_the_limit", {4, 8}, {8, 9}, dims_of({}, {}, {1}, {0}), false},
       {"two_contracted", {2, 2, 2}, {2, 2, 2}, dims_of({}, {}, {1, 2}, {0, 1}), false},
