@@ -104,6 +104,28 @@ def test_relabeling_einsums_are_writeable_views_as_in_numpy(subscripts, shape, d
     assert not tenferro.einsum(subscripts, x).flags.writeable
 
 
+def test_permutations_of_many_axes_are_views_with_numpys_strides():
+    # Permutations are read off the subscripts (relabeled_view), without
+    # binding the network: the identity and reversal of 24 axes, an operand
+    # with negative strides, the sublist form, and a repeated label (a
+    # diagonal, the bound path) next to them.
+    import string
+    x = np.arange(32768.0).reshape((1, 2) * 9 + (2,) * 6)
+    labels = string.ascii_letters[:24]
+    for out in (labels, labels[::-1], labels[1:] + labels[0]):
+        for operand in (x, x[::-1, ::-1, :, ::-1]):
+            got, want = tenferro.einsum(labels + "->" + out, operand), np.einsum(labels + "->" + out, operand)
+            assert got.shape == want.shape and got.strides == want.strides and np.shares_memory(got, operand)
+            np.testing.assert_array_equal(got, want)
+    m = np.arange(12.0).reshape(3, 4)[:, ::-1]
+    got = tenferro.einsum(m, [7, 3], [3, 7])
+    assert got.strides == np.einsum(m, [7, 3], [3, 7]).strides and np.shares_memory(got, m)
+    d = np.arange(27.0).reshape(3, 3, 3)
+    np.testing.assert_array_equal(tenferro.einsum("iij->ji", d), np.einsum("iij->ji", d))
+    with pytest.raises(tenferro.InvalidArgumentError):
+        tenferro.einsum("ij->jj", m)
+
+
 def test_einsums_that_sum_or_cast_are_new_arrays():
     x = np.arange(12.0).reshape(3, 4)
     s = np.arange(9.0).reshape(3, 3)
