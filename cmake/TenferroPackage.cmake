@@ -75,6 +75,7 @@ if(TENFERRO_PACKAGE_HAS_FFT)
 endif()
 # The prefix relative to the .pc file, so an installation can move.
 file(RELATIVE_PATH _tf_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" _tf_pc_to_prefix "${_tf_pc_to_prefix}")  # ../.., not ../../
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro.pc.in ${PROJECT_BINARY_DIR}/tenferro.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tenferro.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 # tenferro-cuda.pc: tenferro::cuda and the CUDA runtime, apart, so that CPU

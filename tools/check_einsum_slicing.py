@@ -112,6 +112,9 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
         a, b = os.path.join(d, "a.npy"), os.path.join(d, "b.npy")
         np.save(a, rng.standard_normal((6, 5)))
         np.save(b, rng.standard_normal((5, 4)))
+        b2, b32 = os.path.join(d, "b2.npy"), os.path.join(d, "b32.npy")
+        np.save(b2, rng.standard_normal((5, 4)))
+        np.save(b32, np.load(b).astype(np.float32))
         missing = os.path.join(d, "missing.npy")
         out = os.path.join(d, "out.npy")
         nowhere = os.path.join(d, "no_such_dir", "out.npy")
@@ -128,6 +131,12 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
              "--plan-only: expected the same value on every rank"),
             ("--seed differs on rank 1", [a, b, "--seed", "1"], [a, b, "--seed", "2"], None,
              "--seed: expected the same value on every rank"),
+            # Operand files that differ on rank 1 (other values, or the same
+            # values as float32) would sum shares of different data.
+            ("other operand values on rank 1", [a, b], [a, b2], None,
+             "the operands (a hash of --inputs' dtypes, shapes and values): expected the same value on every rank"),
+            ("a float32 operand on rank 1", [a, b], [a, b32], None,
+             "the operands (a hash of --inputs' dtypes, shapes and values): expected the same value on every rank"),
         ]
         for what, mine, rank1, written, fails in cases:
             script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" einsum "ij,jk->ik" '

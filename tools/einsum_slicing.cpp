@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tenferro/base/hash.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
 #include "tenferro/cpu/domains/topology.h"
 #include "tenferro/cpu/gemm/native_gemm.h"
@@ -286,6 +287,26 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
   }
 }
 
+// A hash of the operands' dtypes, shapes and bytes (row-major), as the
+// non-negative int64 RankGroup::same_options compares.
+std::int64_t operand_fingerprint(std::span<const Tensor> inputs) {
+  std::uint64_t h = 0;
+  std::vector<std::byte> dense;
+  for (const Tensor& t : inputs) {
+    h = hashing::hash_combine(h, static_cast<std::uint64_t>(t.dtype()));
+    for (const std::int64_t d : t.shape()) h = hashing::hash_combine(h, static_cast<std::uint64_t>(d));
+    const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+    const void* data = t.data();
+    if (!t.is_contiguous()) {
+      dense.resize(bytes);
+      tenferro::internal::copy_to_contiguous(t.view(), dense.data());
+      data = dense.data();
+    }
+    h = hashing::hash_string(h, std::string_view(static_cast<const char*>(data), bytes));
+  }
+  return static_cast<std::int64_t>(h >> 1);
+}
+
 }  // namespace
 
 void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
@@ -377,6 +398,13 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
   TENFERRO_TRY(ranks.agree(made.status()));
   const std::vector<Tensor> generated = std::move(made).value();
   const std::span<const Tensor> inputs = random ? std::span<const Tensor>(generated) : given;
+  // Given operands (--inputs) are read on each rank: different files, or
+  // a float32 copy on one rank, would sum shares of different data into a
+  // wrong result without an error (the MPI audit of 2026-12-07). One pass
+  // over the operands and one small allreduce.
+  if (!random)
+    TENFERRO_TRY(ranks.same_options(
+        {{"the operands (a hash of --inputs' dtypes, shapes and values)", operand_fingerprint(given)}}));
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
   Result<std::shared_ptr<const cpu::CpuDomainSet>> domains = rank_cpu_domains(options.threads, ranks.local_rank());

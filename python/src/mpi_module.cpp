@@ -118,6 +118,7 @@ struct CallOperands {
   double max_intermediate_bytes = 0.0;   // 0: no bound
   int root = mpi::kEveryRank;            // einsum's root=: the rank that receives the sum
   py::object result_dtype = py::none();  // numpy's result dtype, when it differs
+  std::string operand_dtypes;            // the operands' own dtypes, kind and size ("f4,f8"), agreed
   std::optional<py::error_already_set> python_error;
   Status status = ok_status();
 };
@@ -553,6 +554,10 @@ class PyCommunicator {
       const py::tuple items = py::reinterpret_borrow<py::tuple>(operands);
       for (std::size_t i = 0; i < items.size(); ++i) {
         call.list.add(items[i], "einsum operand", static_cast<std::ptrdiff_t>(i), OperandList::Accept::kNumeric);
+        // Kind and size, not byte order: a big-endian copy holds the same values.
+        const PyArray_Descr* descr = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(call.list.array(i).ptr()));
+        if (i > 0) call.operand_dtypes += ',';
+        call.operand_dtypes += fmt::format("{}{}", descr->kind, descr->elsize);
       }
       call.result_dtype = call.list.unify_numeric();
       call.list.wrap();
@@ -593,8 +598,10 @@ class PyCommunicator {
     Status agreed;
     {
       GilRelease release(kNotAwaitedAtExit);
-      agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers, dtype, what)
-                                : mpi::agree_on_split(*comm_, *planned, dtype, what);
+      // The operands' own dtypes too: float32 on one rank and float64 on
+      // another both contract in float64 (the MPI audit of 2026-12-07).
+      agreed = split != nullptr ? mpi::agree_on_split(*comm_, split->workers, dtype, what, call.operand_dtypes)
+                                : mpi::agree_on_split(*comm_, *planned, dtype, what, call.operand_dtypes);
     }
     if (!agreed.ok()) {
       if (call.python_error) throw *call.python_error;  // this rank's own error

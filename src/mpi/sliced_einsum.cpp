@@ -80,7 +80,8 @@ std::string described(const einsum::Network& network) {
   return out;
 }
 
-Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype) {
+Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype,
+                  std::string_view operand_dtypes) {
   // The problem, the dtype, the order and the split's description, each
   // hashed on every rank: the largest and the smallest hash of a part agree
   // only when all ranks hold the same one (one allreduce of max over
@@ -89,13 +90,15 @@ Status same_split(const Communicator& comm, const einsum::WorkerSlicing& split, 
   const std::string problem = canonical_problem(tree.network());
   const std::string order = tree.order().to_string();
   const std::string slicing = split.explain();
+  const std::string dtypes =
+      operand_dtypes.empty() ? std::string(to_string(dtype)) : fmt::format("{} (operands {})", dtype, operand_dtypes);
   struct Part {
     std::string_view text;
     std::string name;
   };
   const Part parts[] = {
       {problem, fmt::format("problems (subscripts or shapes; this rank: {})", abbreviate(described(tree.network())))},
-      {to_string(dtype), fmt::format("dtypes ({} on this rank)", dtype)},
+      {dtypes, fmt::format("dtypes ({} on this rank)", dtypes)},
       {order, fmt::format("contraction paths (this rank: {})", abbreviate(order))},
       {slicing, fmt::format("slicings (max_intermediate_bytes, or the planner; this rank: {})",
                             abbreviate(slicing.substr(0, slicing.find('\n'))))},
@@ -136,15 +139,15 @@ Result<int> node_rank(const Communicator& comm) {
 }
 
 Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype,
-                      std::string_view what) {
+                      std::string_view what, std::string_view operand_dtypes) {
   TENFERRO_TRY(agree(comm, local.status(), what));
-  return same_split(comm, *local, dtype);
+  return same_split(comm, *local, dtype, operand_dtypes);
 }
 
-Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype,
-                      std::string_view what) {
+Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype, std::string_view what,
+                      std::string_view operand_dtypes) {
   TENFERRO_TRY(agree(comm, ok_status(), what));
-  return same_split(comm, split, dtype);
+  return same_split(comm, split, dtype, operand_dtypes);
 }
 
 Result<runtime::Runtime> rank_runtime(std::shared_ptr<const Communicator> comm, std::uint64_t communicator) {

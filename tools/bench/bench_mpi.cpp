@@ -3,7 +3,8 @@
 //   mera_np1_t1, mera_np2_t1: `tenferro einsum FILE --slice-over-ranks
 //     --threads 1` under mpirun with 1 and 2 ranks against the unsliced
 //     `tenferro einsum FILE --threads 1` (one process, no MPI); FILE is the
-//     first input or the MERA closed instance of ../shared; the _cpu cases
+//     first input or the MERA closed instance of ../shared (a given FILE
+//     names the cases by its stem, `<stem>_np2_t1`); the _cpu cases
 //     compare the busiest rank's process CPU time instead of wall time.
 //   allreduce_64MiB_np2: mpi::allreduce (sum, in place, with its agreement
 //     step) of 64 MiB of float64 against a plain MPI_Allreduce(MPI_IN_PLACE)
@@ -157,6 +158,8 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
       return 1;
     }
   }
+  const std::string case_prefix =
+      options.inputs.empty() ? std::string("mera") : std::filesystem::path(instance).stem().string();
   const int runs = options.runs > 0 ? options.runs : (options.quick ? 1 : 3);
   // Note [Interleaved rounds]: the unsliced baseline and the 1- and 2-rank
   // runs alternate, kRounds times (once with --quick), and each case reports
@@ -204,7 +207,7 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
       const Series& series = sliced[ranks - 1];
       if (!series.last) continue;
       const nlohmann::json& j = *series.last;
-      Case c{fmt::format("mera_np{}_t1", ranks),
+      Case c{fmt::format("{}_np{}_t1", case_prefix, ranks),
              cli::median_of(series.seconds),
              "s",
              cli::median_of(base.seconds),
@@ -228,7 +231,7 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
       // The busiest rank's CPU time against the unsliced run's: on a loaded
       // machine closer to the idle-machine speedup than wall time.
       if (series.cpu_seconds.size() == series.seconds.size() && base.cpu_seconds.size() == base.seconds.size()) {
-        Case cpu{fmt::format("mera_np{}_t1_cpu", ranks),
+        Case cpu{fmt::format("{}_np{}_t1_cpu", case_prefix, ranks),
                  cli::median_of(series.cpu_seconds),
                  "s",
                  cli::median_of(base.cpu_seconds),

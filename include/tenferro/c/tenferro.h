@@ -64,8 +64,14 @@ typedef struct tf_error tf_error;
 #define TF_API_VERSION_MAJOR 0
 #define TF_API_VERSION_MINOR 3
 
-/** The byte size of `type` up to and including `last_field`. */
+/** The byte size of `type` up to and including `last_field`. (In C++ the
+ *  member's size is taken without a C-style cast of 0, which
+ *  -Wold-style-cast and -Wzero-as-null-pointer-constant reject.) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define TF_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(static_cast<type*>(nullptr)->last_field))
+#else
 #define TF_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+#endif
 
 /** What tf_get_version fills in. Strings are static (never freed). */
 typedef struct tf_version {
@@ -502,10 +508,12 @@ typedef struct tf_fft_args {
 
 /** Transforms `input` into `output` on the runtime's FFT engine (FFTW).
  *  Errors: TF_CODE_INVALID_ARGUMENT (null pointers, unknown kind or norm,
- *  repeated axes, lengths < 1), TF_CODE_AXIS_OUT_OF_RANGE,
- *  TF_CODE_SHAPE_MISMATCH (an output of another shape, a transform length
- *  below 1), TF_CODE_DTYPE_MISMATCH, TF_CODE_ALIAS_CONFLICT. On any error the
- *  output is unchanged. Thread-safe. */
+ *  repeated axes, a length given in `lengths` below 1),
+ *  TF_CODE_AXIS_OUT_OF_RANGE, TF_CODE_SHAPE_MISMATCH (an output of another
+ *  shape; a transform length below 1 taken from the input: an empty axis,
+ *  or the 1-point irfft/hfft default of an axis of 1),
+ *  TF_CODE_DTYPE_MISMATCH, TF_CODE_ALIAS_CONFLICT. On any error the output
+ *  is unchanged. Thread-safe. */
 TF_API tf_code tf_fft(const tf_fft_args* args, tf_error** error);
 
 /** The dtype and shape tf_fft would produce for `args` (its output is

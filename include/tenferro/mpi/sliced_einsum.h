@@ -60,12 +60,16 @@ Result<int> node_rank(const Communicator& comm);
 /// on every rank: a rank must never sum slices of another plan or another
 /// contraction). Planning is reproducible when every rank plans with
 /// einsum::Determinism::kReproducible from the same network.
-/// `what` names the step as for agree().
+/// `what` names the step as for agree(). `operand_dtypes`, when not empty,
+/// describes the dtypes the caller's operands had before they were
+/// converted to `dtype` (float32 on one rank and float64 on another both
+/// contract in float64, but the shares are of different data); it is
+/// agreed with `dtype`.
 Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype,
-                      std::string_view what = "sliced einsum plan");
+                      std::string_view what = "sliced einsum plan", std::string_view operand_dtypes = {});
 /// agree_on_split for a rank whose planning succeeded (a split it kept).
 Status agree_on_split(const Communicator& comm, const einsum::WorkerSlicing& split, DType dtype,
-                      std::string_view what = "sliced einsum plan");
+                      std::string_view what = "sliced einsum plan", std::string_view operand_dtypes = {});
 
 /// A Runtime for one rank that run_slices_over_ranks can reduce on: the CPU
 /// engine (its collective nodes run on the thread that runs the program)
