@@ -778,17 +778,34 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
   ++local.executions;
 
   if (p.steps.empty()) {
-    Dims in_strides, out_strides, out_shape;
-    const TensorView src = input_view(0, in_strides);
-    for (std::int32_t axis : p.single_output_axis) {
-      out_shape.push_back(output.shape[static_cast<std::size_t>(axis)]);
-      out_strides.push_back(output.strides[static_cast<std::size_t>(axis)]);
+    // The node's axes of extent 1 are dropped from the copy or reduce (each
+    // addresses one element): `...->...` of 65 such axes ran into the
+    // kernels' rank limit (kUnsupported, while two operands ran; the C ABI
+    // audit of 2026-12-07), and 2^65 elements cannot exist.
+    Dims in_strides, src_shape, src_strides, out_strides, out_shape, reduce_axes;
+    const TensorView node = input_view(0, in_strides);
+    std::size_t next_reduced = 0, next_kept = 0;
+    for (std::size_t a = 0; a < node.shape.size(); ++a) {
+      const bool summed = next_reduced < p.single_reduce_axes.size() &&
+                          p.single_reduce_axes[next_reduced] == static_cast<std::int64_t>(a);
+      const auto out_axis = summed ? std::size_t{0} : static_cast<std::size_t>(p.single_output_axis[next_kept++]);
+      if (summed) ++next_reduced;
+      if (node.shape[a] == 1) continue;
+      if (summed) {
+        reduce_axes.push_back(static_cast<std::int64_t>(src_shape.size()));
+      } else {
+        out_shape.push_back(output.shape[out_axis]);
+        out_strides.push_back(output.strides[out_axis]);
+      }
+      src_shape.push_back(node.shape[a]);
+      src_strides.push_back(node.strides[a]);
     }
+    const TensorView src{node.data, src_shape.span(), src_strides.span(), dtype, node.storage};
     const TensorView dst{output.data, out_shape.span(), out_strides.span(), dtype, output.storage};
     if (p.single_reduce_axes.empty()) {
       TENFERRO_TRY(cpu::copy_into(src, dst, ctx));
     } else {
-      TENFERRO_TRY(cpu::reduce(cpu::ReduceOp::kSum, src, IntArrayRef(p.single_reduce_axes.span()), dst, ctx));
+      TENFERRO_TRY(cpu::reduce(cpu::ReduceOp::kSum, src, IntArrayRef(reduce_axes.span()), dst, ctx));
       ++local.presums;
     }
   }

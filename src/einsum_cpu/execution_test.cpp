@@ -463,6 +463,30 @@ TEST(EinsumExecution, SmallSameLayoutProductsAreDirectSteps) {
   EXPECT_EQ(composite.counters().planned_calls, 1);
 }
 
+// A single operand's axes of extent 1 are dropped before its copy or sum:
+// more of them than the kernels' rank limit (64) still run, as networks of
+// two such operands do (the C ABI audit of 2026-12-07).
+TEST(EinsumExecution, SingleOperandsOfManyUnitAxesRun) {
+  auto executor = make_executor();
+  const cpu::SequentialContext seq;
+  std::vector<std::int64_t> shape(70, 1);
+  shape[3] = 4;
+  shape[60] = 5;
+  // 70 labels: code points from U+0100, two bytes of UTF-8 each.
+  std::vector<std::string> label(70);
+  std::string all;
+  for (int k = 0; k < 70; ++k) {
+    const int c = 0x100 + k;
+    label[static_cast<std::size_t>(k)] = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+    all += label[static_cast<std::size_t>(k)];
+  }
+  expect_matches_reference(*executor, "...->...", {shape}, seq);                                    // a copy
+  expect_matches_reference(*executor, all + "->" + label[60] + label[3], {shape}, seq);             // a sum
+  expect_matches_reference(*executor, all + "->", {shape}, seq);                                    // a full sum
+  expect_matches_reference(*executor, all + "->" + label[7] + label[60] + label[3], {shape}, seq);  // a permutation
+  expect_matches_reference(*executor, "...,...->...", {shape, shape}, seq);
+}
+
 TEST(EinsumExecution, NonRowMajorInputStillCorrectAndCounted) {
   auto executor = make_executor();
   const cpu::SequentialContext seq;
