@@ -314,6 +314,37 @@ bool copy_with_kernel(PyRuntime& rt, PyArrayObject* dst, PyArrayObject* src) {
   ok_or_raise(copied);
   return true;
 }
+// Note [einsum out= in place]
+// einsum's out= was computed into a new result and then copied into out:
+// one more pass over the result, so `i,i->i` of 10^6 float64 with out= took
+// 1.48 ms against 0.90 without (numpy's multiply with out= 0.88). When out
+// can take the result as it is -- the computed dtype, a layout tensors can
+// borrow (aligned, native byte order, non-negative element strides), no
+// stride-0 axis, no byte shared with an operand -- and the operands need
+// none of the rewrites the eager call makes (a dtype= or casting=, a
+// memory bound, reversed or broadcast axes), the einsum executor's plan
+// writes straight into it (PyRuntime::einsum_into), with the output
+// strides folded into the last step as for any result. Anything else keeps
+// the compute-then-copy path.
+std::optional<Tensor> in_place_out(py::handle out, const OperandList& operands) {
+  std::optional<Tensor> target = borrowed_tensor(out);
+  if (!target || operands.size() == 0 || target->dtype() != operands.tensors()[0].dtype()) return std::nullopt;
+  const auto broadcast = [](const Tensor& t) {
+    for (std::int64_t d = 0; d < t.rank(); ++d) {
+      if (t.size(d) > 1 && t.strides()[static_cast<std::size_t>(d)] == 0) return true;
+    }
+    return false;
+  };
+  if (broadcast(*target) || target->numel() == 0) return std::nullopt;
+  const auto [o0, o1] = byte_span(*target);
+  for (const Tensor& t : operands.tensors()) {
+    if (broadcast(t) || t.numel() == 0) return std::nullopt;
+    const auto [t0, t1] = byte_span(t);
+    if (t0 <= o1 && o0 <= t1) return std::nullopt;
+  }
+  return target;
+}
+
 void check_out(py::handle out) {
   if (!PyArray_Check(out.ptr())) {
     raise_type_error(fmt::format("einsum(): out must be a numpy.ndarray, found {}", type_name(out)));
@@ -724,6 +755,23 @@ py::object einsum_array(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, c
       k.dtype.is_none() && k.casting.is_none() ? operands.unify_numeric() : operands.unify_numeric(k.dtype, k.casting);
   const std::uint64_t reversed = reverse_backward_labels(*op, operands);  // Note [Reversed operands]
   operands.wrap();
+  if (!k.out.is_none() && result_dtype.is_none() && reversed == 0 && max_intermediate_bytes == 0.0 &&
+      limited.memory_limit == 0.0) {
+    if (std::optional<Tensor> target = in_place_out(k.out, operands)) {  // Note [einsum out= in place]
+      const SmallVector<Tensor, 8>& tensors = operands.tensors();
+      const std::span<const Tensor> inputs(tensors.data(), tensors.size());
+      Status written;
+      {
+        const ReleaseGilUnlessTiny nogil(estimated_work(inputs, WorkKind::kElements), rt.gil_releases());
+        written = rt.einsum_into(*op, inputs, target->view());
+      }
+      // Another shape: the general path below raises numpy's message.
+      if (written.code() != ErrorCode::kShapeMismatch) {
+        ok_or_raise(written);
+        return py::reinterpret_borrow<py::object>(k.out);
+      }
+    }
+  }
   Result<Tensor> result = [&] {
     const SmallVector<Tensor, 8>& tensors = operands.tensors();
     const std::span<const Tensor> inputs(tensors.data(), tensors.size());
@@ -775,7 +823,9 @@ py::object einsum_call(PyRuntime& rt, ArgSpan args, const OptimizeSpec& spec, co
   if (!k.out.is_none()) {
     if (traced) raise_error(ErrorCode::kInvalidArgument, "einsum: out= is not supported inside tenferro.vjp or grad");
     check_out(k.out);
-    return write_out(rt, k.out, einsum_array(rt, args, spec, k, traced, given, false), k.casting);
+    py::object result = einsum_array(rt, args, spec, k, traced, given, false);
+    if (result.ptr() == k.out.ptr()) return result;  // written in place (Note [einsum out= in place])
+    return write_out(rt, k.out, result, k.casting);
   }
   return scalar_if_0d(einsum_array(rt, args, spec, k, traced, given, true));
 }

@@ -329,6 +329,32 @@ Status PyRuntime::copy_into(const TensorView& src, const TensorView& dst) {
   });
 }
 
+Status PyRuntime::einsum_into(const einsum::EinsumOp& op, std::span<const Tensor> inputs, const TensorView& out) {
+  if (from_before_fork()) return fork_error();
+  if (inputs.empty()) return invalid("einsum: expected at least one operand");
+  SmallVector<IntArrayRef, 8> shapes;
+  SmallVector<TensorView, 8> views;
+  for (const Tensor& t : inputs) {
+    shapes.push_back(t.shape());
+    views.push_back(t.view());
+  }
+  TENFERRO_ASSIGN_OR_RETURN(
+      std::shared_ptr<const einsum::ExecutionPlan> plan,
+      einsum_->prepare(op, std::span<const IntArrayRef>(shapes.data(), shapes.size()), inputs[0].dtype()));
+  if (IntArrayRef(out.shape) != IntArrayRef(plan->output_shape())) {
+    return make_error(ErrorCode::kShapeMismatch, ErrorStage::kNone, "einsum: out has shape {}, expected {}",
+                      shape_to_string(IntArrayRef(out.shape)), shape_to_string(IntArrayRef(plan->output_shape())));
+  }
+  const std::span<const TensorView> in(views.data(), views.size());
+  if (domains_ == nullptr) {
+    cpu::SequentialContext sequential;
+    return einsum_->execute(*plan, in, out, sequential);
+  }
+  return domains_->default_domain().run(cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) {
+    return einsum_->execute(*plan, in, out, context.parallel());
+  });
+}
+
 Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
                                         double max_intermediate_bytes) const {
   if (from_before_fork()) return fork_error();

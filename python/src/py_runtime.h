@@ -175,6 +175,12 @@ class PyRuntime {
   /// stores) on this runtime's default domain; the GIL may be released
   /// (Note [einsum out=]).
   Status copy_into(const TensorView& src, const TensorView& dst);
+  /// `op` over `inputs` written into `out` (Note [einsum out= in place] in
+  /// module.cpp): the einsum executor's cached plan run on this runtime's
+  /// default domain, as the C API runs it. kShapeMismatch when `out` does
+  /// not have the result's shape (nothing written); the caller checks that
+  /// `out` overlaps no input. The GIL may be released.
+  Status einsum_into(const einsum::EinsumOp& op, std::span<const Tensor> inputs, const TensorView& out);
   /// The contraction of `op` over `inputs` sliced so that no intermediate
   /// of a slice (its output slice included) exceeds `max_intermediate_bytes`
   /// (Note [Sliced einsum in Python]). Planned on every call; the slices run

@@ -583,6 +583,41 @@ def test_large_out_copies_run_on_the_copy_kernel_unless_they_overlap(threads, dt
         np.testing.assert_array_equal(wider, a.T)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_out_takes_the_result_in_place_when_it_can(threads, dtype):
+    # Note [einsum out= in place]: an out of the result's dtype that shares
+    # no memory with the operands is written by the contraction itself: one
+    # GIL release (the compute-then-copy path releases it twice, once more
+    # for the copy kernel), whatever out's layout.
+    rng = np.random.default_rng(6)
+    rt = tenferro.Runtime(threads=threads)
+    a, b = random_array(rng, (150, 120), dtype), random_array(rng, (120, 130), dtype)
+    want = np.einsum("ij,jk->ik", a, b)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    outs = (np.empty((150, 130), dtype), np.empty((150, 130), dtype, order="F"),
+            np.empty((150, 260), dtype)[:, ::2], np.empty((130, 150), dtype).T)
+    for out in outs:
+        before = rt.gil_releases
+        assert rt.einsum("ij,jk->ik", a, b, out=out) is out
+        assert rt.gil_releases == before + 1
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    # An out that is an operand: computed first, then copied (numpy's values).
+    square = random_array(rng, (130, 130), dtype)
+    want = square @ square
+    assert rt.einsum("ij,jk->ik", square, square, out=square) is square
+    np.testing.assert_allclose(square, want, rtol=tol, atol=tol)
+    # A wider out dtype and a broadcast operand take the general path, with
+    # numpy's values.
+    wide = np.empty((150, 130), np.complex128 if dtype == np.float32 else np.complex64)
+    rt.einsum("ij,jk->ik", a, b, out=wide, casting="unsafe" if dtype == np.complex128 else "safe")
+    np.testing.assert_allclose(wide, np.einsum("ij,jk->ik", a, b), rtol=1e-4, atol=1e-4)
+    row = np.broadcast_to(a[:1], (150, 120))
+    out = np.empty((150, 130), dtype)
+    assert rt.einsum("ij,jk->ik", row, b, out=out) is out
+    np.testing.assert_allclose(out, row @ b, rtol=tol, atol=tol)
+
+
 # --- max_intermediate_bytes= (Note [Sliced einsum in Python]) -------------
 
 SLICED_EQ = "ab,bc,cd,de->ae"
