@@ -127,7 +127,19 @@ if(TENFERRO_PACKAGE_HAS_MPI)
 endif()
 # tenferro-c.pc: the C ABI alone (libtenferro_c.so and its header), for C,
 # Fortran and other callers that do not use CMake.
+# Its rpath names the library directory twice: through the .pc file's
+# directory (`${pcfiledir}/../../lib`, so a moved installation works) and,
+# after it, as the absolute directory it was installed to, written at
+# install time (--prefix included). The loader resolves the first only
+# while lib/pkgconfig exists; a deployment that strips the development
+# files keeps the second (the C ABI audit of 2026-12-07).
 if(TARGET tenferro_c)
-  configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro-c.pc.in ${PROJECT_BINARY_DIR}/tenferro-c.pc @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/tenferro-c.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tenferro-c.pc.in ${PROJECT_BINARY_DIR}/tenferro-c.pc.in @ONLY)
+  install(CODE "
+    get_filename_component(_tf_prefix \"\${CMAKE_INSTALL_PREFIX}\" ABSOLUTE)
+    file(READ \"${PROJECT_BINARY_DIR}/tenferro-c.pc.in\" _tf_pc)
+    string(REPLACE \"%INSTALLED_LIBDIR%\" \"\${_tf_prefix}/${CMAKE_INSTALL_LIBDIR}\" _tf_pc \"\${_tf_pc}\")
+    file(WRITE \"${PROJECT_BINARY_DIR}/pc-install/tenferro-c.pc\" \"\${_tf_pc}\")
+    file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\" TYPE FILE
+         FILES \"${PROJECT_BINARY_DIR}/pc-install/tenferro-c.pc\")")
 endif()

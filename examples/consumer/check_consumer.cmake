@@ -171,6 +171,14 @@ else()
     # The C ABI through tenferro-c.pc: cc, no CMake.
     build_with_pc(tenferro-c cc "-std=c99;-O1" ${SOURCE_DIR}/contract_c.c ${WORK}/contract_c_pc)
     set(c_app ${WORK}/contract_c_pc)
+    # Its rpath holds without lib/pkgconfig too (a deployment without the
+    # development files): the installed directory follows the relative one.
+    file(RENAME ${pc_dir} ${pc_dir}.hidden)
+    execute_process(COMMAND ${c_app} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    file(RENAME ${pc_dir}.hidden ${pc_dir})
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "the tenferro-c.pc consumer failed without lib/pkgconfig (${rc}): ${out}${err}")
+    endif()
   endif()
 endif()
 
