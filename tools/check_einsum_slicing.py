@@ -95,6 +95,7 @@ def main():
 
     if mode == "mpi":
         one_rank_input_errors(tenferro, sys.argv[4], sys.argv[5:])
+        shared_cpu_warning(tenferro, sys.argv[4], sys.argv[5:])
 
 
 def one_rank_input_errors(tenferro, mpiexec, flags):
@@ -158,6 +159,21 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
                 got = np.load(written)
                 check(np.allclose(got, np.load(a) @ np.load(b)), f"{what}: wrong result")
             print(f"ok: {what}")
+
+
+def shared_cpu_warning(tenferro, mpiexec, flags):
+    """Note [Rank CPU domains]: rank 0 warns, once, when the ranks' domains
+    pin two ranks' workers to one CPU: more ranks than the CPUs they may use
+    together (-np 2 x the CPUs here, oversubscribed), not -np 2 on two CPUs
+    (one core per rank)."""
+    cpus = len(os.sched_getaffinity(0))
+    for ranks, crowded in ((2, 2 > cpus), (2 * cpus, True)):
+        cmd = [mpiexec, *flags, "-np", str(ranks), tenferro, "einsum", "--runs", "1", "--slice-over-ranks"]
+        rc, out, err = run(cmd)
+        check(rc == 0, f"{cmd}: {err}")
+        warned = err.count("warning: ranks x threads exceed the CPUs the ranks may use")
+        check(warned == (1 if crowded else 0), f"{cmd}: {warned} warnings, expected {int(crowded)}: {err}")
+        print(f"ok: {ranks} ranks on {cpus} CPUs: {warned} warning")
 
 
 if __name__ == "__main__":

@@ -103,6 +103,26 @@ class RankGroup {
 #endif
     return local;
   }
+  // Collective: rank 0 prints a warning when the ranks' CPU domains on a
+  // node pin two ranks' workers to one CPU (Note [Rank CPU domains]).
+  Status warn_if_cpus_are_shared(const cpu::CpuSet& cpus, int threads) {
+#ifdef TENFERRO_HAVE_MPI
+    if (comm_) {
+      TENFERRO_ASSIGN_OR_RETURN(const mpi::NodeCpuSharing sharing, mpi::node_cpu_sharing(*comm_, cpus));
+      if (sharing.most_shared > 0 && rank() == 0) {
+        std::fprintf(stderr,
+                     "tenferro einsum: warning: ranks x threads exceed the CPUs the ranks may use: on the most "
+                     "crowded node %d CPU(s) are pinned by two or more ranks' domains (rank 0's node: %d rank(s) x "
+                     "--threads %d over %d CPUs), so their threads compete for cores; use fewer ranks or threads "
+                     "per node, or let mpirun bind each rank to its own cores (docs/mpi.md, \"Threads per rank\")\n",
+                     sharing.most_shared, sharing.node_ranks, threads, sharing.cpus);
+      }
+    }
+#endif
+    (void)cpus;
+    (void)threads;
+    return ok_status();
+  }
   Status barrier() {
 #ifdef TENFERRO_HAVE_MPI
     if (comm_) return mpi::mpi_status(MPI_Barrier(comm_->comm()), "MPI_Barrier");
@@ -416,6 +436,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     return einsum::WorkerSliceExecutor::create(*sliced, ranks.rank(), std::move(executor));
   }();
   TENFERRO_TRY(ranks.agree(!domains.ok() ? domains.status() : runner.status()));
+  TENFERRO_TRY(ranks.warn_if_cpus_are_shared((*domains)->default_domain().cpus(), options.threads));
 
   const auto timed_run = [&](double& seconds, double& cpu_seconds) -> Status {
     TENFERRO_ASSIGN_OR_RETURN(Tensor out,

@@ -179,6 +179,36 @@ class PyCommunicator {
     const Status agreed = mpi::agree(*comm_, local);
     if (!agreed.ok() && python_error) throw *python_error;  // this rank's own error
     ok_or_raise(agreed);
+    warn_if_cpus_are_shared();
+  }
+
+  // Collective (Note [Rank CPU domains]): a RuntimeWarning on rank 0 when
+  // the ranks' domains on some node pin two or more ranks' workers to the
+  // same CPUs (ranks x threads above the CPUs they may use: --bind-to none,
+  // --oversubscribe), which docs/mpi.md advises against and which ran
+  // silently (the MPI audit of 2026-12-07). A warning turned into an error
+  // (python -W error) is agreed like any other failure, so every rank
+  // raises.
+  void warn_if_cpus_are_shared() {
+    const Result<mpi::NodeCpuSharing> sharing = mpi::node_cpu_sharing(*comm_, domains_->default_domain().cpus());
+    ok_or_raise(sharing.status());
+    std::optional<py::error_already_set> python_error;
+    Status local;
+    if (sharing->most_shared > 0 && rank() == 0) {
+      const std::string warning = fmt::format(
+          "tenferro.mpi.Communicator: ranks x threads exceed the CPUs the ranks may use: on the most crowded node "
+          "{} CPU(s) are pinned by two or more ranks' domains (rank 0's node: {} rank(s) x threads={} over {} "
+          "CPUs), so their threads compete for cores; use fewer ranks or threads per node, or let mpirun bind "
+          "each rank to its own cores (docs/mpi.md, \"Threads per rank\")",
+          sharing->most_shared, sharing->node_ranks, threads_, sharing->cpus);
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) {
+        python_error.emplace();
+        local = status_of(*python_error);
+      }
+    }
+    const Status agreed = mpi::agree(*comm_, local);
+    if (!agreed.ok() && python_error) throw *python_error;
+    ok_or_raise(agreed);
   }
 
   int rank() const noexcept { return comm_->rank(); }

@@ -490,12 +490,45 @@ def check_mera_instance(directory):
     return "ok"
 
 
+def check_shared_cpus_warn():
+    # Note [Rank CPU domains]: rank 0 warns (RuntimeWarning) when the ranks'
+    # domains pin two ranks' workers to one CPU, which happens exactly when
+    # ranks x threads exceed the CPUs the ranks may use together (all ranks
+    # of this test share one node): -np 4 on two CPUs, not -np 2 with each
+    # rank bound to its own core. A warning turned into an error is raised
+    # on every rank, and the communicator in use stays usable.
+    import warnings
+
+    allowed = set().union(*WORLD.allgather(os.sched_getaffinity(0)))
+    crowded = SIZE > len(allowed)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        tenferro.mpi.Communicator(WORLD)
+    mine = [w for w in seen if "ranks x threads exceed" in str(w.message)]
+    check(len(mine) == (1 if crowded and RANK == 0 else 0),
+          f"rank {RANK}: {len(mine)} warnings with {SIZE} ranks on CPUs {sorted(allowed)}")
+    if mine:
+        check(issubclass(mine[0].category, RuntimeWarning) and "Threads per rank" in str(mine[0].message),
+              f"the warning: {mine[0]}")
+    if crowded:
+        raised = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                tenferro.mpi.Communicator(WORLD)
+            except Exception as e:  # noqa: BLE001 - which one is checked below
+                raised = e
+        check(raised is not None, f"rank {RANK}: -W error did not raise")
+        check(isinstance(raised, RuntimeWarning if RANK == 0 else tenferro.Error), f"rank {RANK}: {raised!r}")
+    return "warned" if crowded else "no warning (each rank has its own CPUs)"
+
+
 def main():
     shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../../shared/bench/instances")
     checks = [check_results_match_numpy, check_every_rank_works, check_memory_bound_slices,
               check_result_on_one_root, check_errors_reach_every_rank, check_communicators_stay_independent,
               check_intercommunicators_are_refused, check_collectives_match_mpi4py, check_cache_is_bounded,
-              check_different_methods_fail_together, check_thread_level_is_enforced,
+              check_different_methods_fail_together, check_thread_level_is_enforced, check_shared_cpus_warn,
               lambda: check_mera_instance(shared)]
     for i, fn in enumerate(checks):
         name = getattr(fn, "__name__", "check_mera_instance")

@@ -2,6 +2,7 @@
 // domain, then the rank sum as a one-node collective program.
 #include "tenferro/mpi/sliced_einsum.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -136,6 +137,36 @@ Result<int> node_rank(const Communicator& comm) {
   MPI_Comm_free(&node);
   TENFERRO_TRY(ranked);
   return rank;
+}
+
+Result<NodeCpuSharing> node_cpu_sharing(const Communicator& comm, const cpu::CpuSet& cpus) {
+  TENFERRO_TRY(mpi_running("mpi node cpu sharing"));
+  MPI_Comm node = MPI_COMM_NULL;
+  TENFERRO_TRY(mpi_status(MPI_Comm_split_type(comm.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                          "MPI_Comm_split_type"));
+  NodeCpuSharing sharing;
+  // Per CPU of the node, how many ranks' domains pin to it: one int per CPU
+  // up to the largest any rank uses, summed over the node.
+  int width = cpus.last() + 1;
+  std::vector<int> users;
+  const Status counted = [&]() -> Status {
+    TENFERRO_TRY(mpi_status(MPI_Comm_rank(node, &sharing.node_rank), "MPI_Comm_rank"));
+    TENFERRO_TRY(mpi_status(MPI_Comm_size(node, &sharing.node_ranks), "MPI_Comm_size"));
+    TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, &width, 1, MPI_INT, MPI_MAX, node), "MPI_Allreduce"));
+    users.assign(static_cast<std::size_t>(std::max(width, 0)), 0);
+    for (int c = cpus.first(); c >= 0; c = cpus.next(c)) users[static_cast<std::size_t>(c)] = 1;
+    return mpi_status(MPI_Allreduce(MPI_IN_PLACE, users.data(), width, MPI_INT, MPI_SUM, node), "MPI_Allreduce");
+  }();
+  MPI_Comm_free(&node);
+  TENFERRO_TRY(counted);
+  for (const int u : users) {
+    sharing.cpus += u > 0 ? 1 : 0;
+    sharing.shared += u > 1 ? 1 : 0;
+  }
+  sharing.most_shared = sharing.shared;
+  TENFERRO_TRY(
+      mpi_status(MPI_Allreduce(MPI_IN_PLACE, &sharing.most_shared, 1, MPI_INT, MPI_MAX, comm.comm()), "MPI_Allreduce"));
+  return sharing;
 }
 
 Status agree_on_split(const Communicator& comm, const Result<einsum::WorkerSlicing>& local, DType dtype,

@@ -52,6 +52,21 @@ namespace tenferro::mpi {
 /// (MPI_COMM_TYPE_SHARED), where its CPUs start (Note [Rank CPU domains]).
 Result<int> node_rank(const Communicator& comm);
 
+/// How the CPU domains of the ranks of one node (MPI_COMM_TYPE_SHARED)
+/// cover its CPUs (Note [Rank CPU domains]).
+struct NodeCpuSharing {
+  int node_rank = 0;    ///< this rank's position on its node
+  int node_ranks = 1;   ///< ranks on the node
+  int cpus = 0;         ///< distinct CPUs the node's ranks' domains pin to
+  int shared = 0;       ///< of those, CPUs pinned by two or more ranks
+  int most_shared = 0;  ///< the largest `shared` of any node of the communicator
+};
+/// Collective over `comm`: `cpus` (this rank's domain) counted against the
+/// other ranks' of its node. `shared` > 0 means ranks x threads exceed the
+/// CPUs the ranks may use (mpirun's --bind-to none with more threads than
+/// cores, --oversubscribe): their workers compete for cores.
+Result<NodeCpuSharing> node_cpu_sharing(const Communicator& comm, const cpu::CpuSet& cpus);
+
 /// Collective over `comm`: agrees on every rank's planning outcome `local`
 /// (a failure on any rank is an error on all of them, Note [Checked
 /// collectives] in collectives.h), then checks that every rank planned the
