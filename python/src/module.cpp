@@ -141,12 +141,23 @@ PyRuntime& default_runtime(PyObject* module, py::handle threads) {
 }
 
 // The runtime for a call's runtime= and threads= arguments.
+// The PyRuntime of a tenferro.Runtime object; a TypeError for one made by
+// Runtime.__new__ without __init__ (its PyRuntime does not exist: using it
+// crashed).
+PyRuntime& initialised_runtime(py::handle runtime) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(runtime.ptr());
+  if (!inst->get_value_and_holder(py::detail::get_type_info(typeid(PyRuntime))).holder_constructed()) {
+    raise_type_error("tenferro.Runtime: the object was not initialised (create it as tenferro.Runtime(...))");
+  }
+  return py::cast<PyRuntime&>(runtime);
+}
+
 PyRuntime& runtime_for(PyObject* module, py::handle runtime, py::handle threads) {
   if (runtime.is_none()) return default_runtime(module, threads);
   if (!py::isinstance<PyRuntime>(runtime)) {
     raise_type_error(fmt::format("runtime: expected a tenferro.Runtime, found {}", type_name(runtime)));
   }
-  PyRuntime& rt = py::cast<PyRuntime&>(runtime);
+  PyRuntime& rt = initialised_runtime(runtime);
   if (rt.from_before_fork()) ok_or_raise(rt.fork_error());  // Note [Runtimes from before a fork]
   if (!threads.is_none() && thread_count(threads) != rt.threads()) {
     raise_error(ErrorCode::kInvalidArgument, fmt::format("threads={} differs from the given runtime's threads={}",
@@ -930,7 +941,7 @@ PyObject* einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t narg
 // more per call than tenferro.einsum.
 PyObject* runtime_einsum_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   return python_entry([&] {
-    PyRuntime& rt = py::cast<PyRuntime&>(py::handle(self));
+    PyRuntime& rt = initialised_runtime(self);
     EinsumKwargs k;
     const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t i = 0; i < nkw; ++i) set_kwarg(k, PyTuple_GET_ITEM(kwnames, i), args[nargs + i], "einsum");

@@ -226,3 +226,13 @@ print(tf.einsum('ij,jk->ik', np.ones((2, 2)), np.ones((2, 2))).sum())
     lines = out.stdout.splitlines()
     assert lines[0].startswith("typed:") and "the given path's largest intermediate has 6.711e+07 elements" in lines[0]
     assert lines[1] == "8.0"
+
+
+def test_einsum_on_a_runtime_never_initialised_is_a_type_error():
+    # Runtime.__new__ without __init__ leaves no C++ runtime behind the
+    # object; einsum on it (the method or runtime=) crashed.
+    r = tenferro.Runtime.__new__(tenferro.Runtime)
+    with pytest.raises(TypeError, match="not initialised"):
+        r.einsum("i->", np.ones(2))
+    with pytest.raises(TypeError, match="not initialised"):
+        tenferro.einsum("i->", np.ones(2), runtime=r)
