@@ -318,15 +318,18 @@ Status PyRuntime::fork_error() const {
       threads_));
 }
 
+Status PyRuntime::on_default_domain(FunctionRef<Status(const cpu::ParallelContext&)> body) const {
+  if (domains_ == nullptr) {
+    const cpu::SequentialContext sequential;
+    return body(sequential);
+  }
+  return domains_->default_domain().run(
+      cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) { return body(context.parallel()); });
+}
+
 Status PyRuntime::copy_into(const TensorView& src, const TensorView& dst) {
   if (from_before_fork()) return fork_error();
-  if (domains_ == nullptr) {
-    cpu::SequentialContext sequential;
-    return cpu::copy_into(src, dst, sequential);
-  }
-  return domains_->default_domain().enter([&](const cpu::CpuDomainSession& session) {
-    return cpu::copy_into(src, dst, session.context(cpu::ParallelMode::kInner).parallel());
-  });
+  return on_default_domain([&](const cpu::ParallelContext& ctx) { return cpu::copy_into(src, dst, ctx); });
 }
 
 Status PyRuntime::einsum_into(const einsum::EinsumOp& op, std::span<const Tensor> inputs, const TensorView& out) {
@@ -346,13 +349,7 @@ Status PyRuntime::einsum_into(const einsum::EinsumOp& op, std::span<const Tensor
                       shape_to_string(IntArrayRef(out.shape)), shape_to_string(IntArrayRef(plan->output_shape())));
   }
   const std::span<const TensorView> in(views.data(), views.size());
-  if (domains_ == nullptr) {
-    cpu::SequentialContext sequential;
-    return einsum_->execute(*plan, in, out, sequential);
-  }
-  return domains_->default_domain().run(cpu::ParallelMode::kInner, [&](const cpu::CpuExecutionContext& context) {
-    return einsum_->execute(*plan, in, out, context.parallel());
-  });
+  return on_default_domain([&](const cpu::ParallelContext& ctx) { return einsum_->execute(*plan, in, out, ctx); });
 }
 
 Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<const Tensor> inputs,
@@ -383,19 +380,13 @@ Result<Tensor> PyRuntime::sliced_einsum(const einsum::EinsumOp& op, std::span<co
     const py::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
   };
-  if (domains_ == nullptr) {
-    TENFERRO_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(IntArrayRef(out_shape), dtype));
-    cpu::SequentialContext sequential;
-    TENFERRO_TRY(runner.run(in, out.view(), sequential, nullptr, interrupted));
-    return out;
-  }
-  const cpu::CpuResourceDomain& domain = domains_->default_domain();
+  std::shared_ptr<HostAllocator> memory;  // the domain's pool, or the default allocator inline
+  if (domains_ != nullptr) memory = domains_->default_domain().memory();
   TENFERRO_ASSIGN_OR_RETURN(Tensor out,
-                            Tensor::empty(IntArrayRef(out_shape), dtype, MemoryOrder::kRowMajor, domain.memory()));
+                            Tensor::empty(IntArrayRef(out_shape), dtype, MemoryOrder::kRowMajor, std::move(memory)));
   const TensorView view = out.view();
-  TENFERRO_TRY(domain.enter([&](const cpu::CpuDomainSession& session) {
-    return runner.run(in, view, session.context(cpu::ParallelMode::kInner).parallel(), nullptr, interrupted);
-  }));
+  TENFERRO_TRY(on_default_domain(
+      [&](const cpu::ParallelContext& ctx) { return runner.run(in, view, ctx, nullptr, interrupted); }));
   return out;
 }
 

@@ -192,6 +192,9 @@ class PyRuntime {
 
  private:
   PyRuntime(cpu::CpuRuntime cpu, std::string gemm, std::string domain, std::chrono::microseconds worker_spin);
+  // Runs `body` on the calling thread (inline runtime) or in one kInner
+  // context of the default domain: copy_into, einsum_into, sliced_einsum.
+  Status on_default_domain(FunctionRef<Status(const cpu::ParallelContext&)> body) const;
   Result<std::shared_ptr<const einsum::WorkerSliceExecutor>> sliced_plan(const einsum::EinsumOp& op,
                                                                          std::span<const Tensor> inputs,
                                                                          double max_intermediate_bytes) const;

@@ -78,9 +78,11 @@ struct BatchLoop {
   std::int64_t stride[3] = {0, 0, 0};  // lhs, rhs, out (elements)
 };
 
-struct DirectGemm {
+// A step run directly (Note [Direct small steps]): one flat product of
+// `product` elements (Note [Direct products]), else a GEMM of m, n, k.
+struct DirectStep {
   bool enabled = false;
-  std::int64_t product = 0;  // > 0: a flat product of this many elements (Note [Direct products])
+  std::int64_t product = 0;  // > 0: a flat product of this many elements
   std::int64_t m = 1, n = 1, k = 1;
   std::int64_t lhs_rs = 0, lhs_cs = 0, rhs_rs = 0, rhs_cs = 0, out_rs = 0, out_cs = 0;
   SmallVector<BatchLoop, 4> loops;  // outermost first
@@ -115,7 +117,7 @@ struct ChunkAxis {
 };
 
 struct StepPlan {
-  DirectGemm direct;
+  DirectStep direct;
   OperandPlan operand[2];
   cpu::DotGeneralDims dims;
   LabelList result_labels;  // composite order: batch, lhs free, rhs free
@@ -218,12 +220,19 @@ void count_mode(cpu::ParallelMode mode, ExecutionStats& stats) {
 }
 
 // Runs a step recorded by compile_direct (Note [Direct small steps]) on
-// the calling thread: one GEMM, or strided-batched GEMMs over the innermost
-// batch loop with the outer loops around them.
-Status run_direct(const DirectGemm& d, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
+// the calling thread: one flat product, one GEMM, or strided-batched GEMMs
+// over the innermost batch loop with the outer loops around them.
+Status run_direct(const DirectStep& d, const TensorView& lhs, const TensorView& rhs, const TensorView& out,
                   const cpu::DotGeneralComposite& composite, DType dtype) {
-  const cpu::CpuGemmProvider& gemm = composite.gemm_provider();
   const cpu::SequentialContext sequential;
+  if (d.product > 0) {  // Note [Direct products]
+    const std::int64_t shape[1] = {d.product};
+    const std::int64_t unit[1] = {1};
+    return cpu::binary(cpu::BinaryOp::kMul, TensorView{lhs.data, shape, unit, dtype, nullptr},
+                       TensorView{rhs.data, shape, unit, dtype, nullptr},
+                       TensorView{out.data, shape, unit, dtype, nullptr}, sequential);
+  }
+  const cpu::CpuGemmProvider& gemm = composite.gemm_provider();
   const auto elem = static_cast<std::int64_t>(dtype_size(dtype));
   cpu::GemmProblem problem;
   problem.m = d.m;
@@ -232,13 +241,6 @@ Status run_direct(const DirectGemm& d, const TensorView& lhs, const TensorView& 
   problem.a = cpu::GemmInput{lhs.data, d.lhs_rs, d.lhs_cs};
   problem.b = cpu::GemmInput{rhs.data, d.rhs_rs, d.rhs_cs};
   problem.c = cpu::GemmOutput{out.data, d.out_rs, d.out_cs};
-  if (d.product > 0) {  // Note [Direct products]
-    const std::int64_t shape[1] = {d.product};
-    const std::int64_t unit[1] = {1};
-    return cpu::binary(cpu::BinaryOp::kMul, TensorView{lhs.data, shape, unit, dtype, nullptr},
-                       TensorView{rhs.data, shape, unit, dtype, nullptr},
-                       TensorView{out.data, shape, unit, dtype, nullptr}, sequential);
-  }
   if (d.loops.empty()) {
     if (composite.gemm_if_tiny(dtype, problem)) return ok_status();  // Note [Tiny dot_general]
     return gemm.gemm(cpu::GemmRequest{dtype, problem}, sequential);
@@ -275,9 +277,11 @@ struct ExecutionPlan::Impl {
   Dims output_shape;
   std::size_t workspace = 0;
   std::int64_t planned_copies = 0;
-  // A network without steps: one reduce (or copy) of input 0 into the output.
-  Dims single_reduce_axes;
-  SmallVector<std::int32_t, 8> single_output_axis;  // kept node axis -> output axis
+  // A network without steps: one reduce (or copy) of input 0 into the output,
+  // over the node's axes of extent > 1 (Note [Unit axes of one operand]).
+  SmallVector<std::int32_t, 8> single_node_axis;    // the axes read, in node order
+  Dims single_reduce_axes;                          // positions in single_node_axis
+  SmallVector<std::int32_t, 8> single_output_axis;  // per kept axis read: its output axis
 
   explicit Impl(ContractionTree t) : tree(std::move(t)) {}
 
@@ -311,15 +315,23 @@ struct ExecutionPlan::Impl {
     }
   }
 
+  // Note [Unit axes of one operand]
+  // The node's axes of extent 1 are left out of the copy or reduce (each
+  // addresses one element): `...->...` of 65 such axes ran into the
+  // kernels' rank limit (kUnsupported, while two operands ran; the C ABI
+  // audit of 2026-12-07), and 2^65 elements cannot exist. The extents are
+  // the plan's, so the axes are chosen here, not per run.
   void compile_single() {
     const Network& net = tree.network();
     const LabelList& labels = tree.node_labels(0);
     for (std::size_t j = 0; j < labels.size(); ++j) {
+      if (net.extent(labels[j]) == 1) continue;
       if (std::find(tree.root_summed().begin(), tree.root_summed().end(), labels[j]) != tree.root_summed().end()) {
-        single_reduce_axes.push_back(static_cast<std::int64_t>(j));
+        single_reduce_axes.push_back(static_cast<std::int64_t>(single_node_axis.size()));
       } else {
         single_output_axis.push_back(position(net.output(), labels[j]));
       }
+      single_node_axis.push_back(static_cast<std::int32_t>(j));
     }
   }
 
@@ -347,7 +359,7 @@ struct ExecutionPlan::Impl {
     if (!(s.multiply_adds <= kDirectMaxMultiplyAdds)) return;
     const bool product = internal::is_broadcast_step(net, s);
     if (product && (!is_inexact(net.dtype()) || p.operand[0].broadcast > 0 || p.operand[1].broadcast > 0)) return;
-    DirectGemm d;
+    DirectStep d;
     d.operand_strides[0] = planned_operand_strides(p.operand[0]);
     d.operand_strides[1] = planned_operand_strides(p.operand[1]);
     if (p.temp) {
@@ -777,35 +789,23 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
   ExecutionStats local;
   ++local.executions;
 
-  if (p.steps.empty()) {
-    // The node's axes of extent 1 are dropped from the copy or reduce (each
-    // addresses one element): `...->...` of 65 such axes ran into the
-    // kernels' rank limit (kUnsupported, while two operands ran; the C ABI
-    // audit of 2026-12-07), and 2^65 elements cannot exist.
-    Dims in_strides, src_shape, src_strides, out_strides, out_shape, reduce_axes;
+  if (p.steps.empty()) {  // Note [Unit axes of one operand]
+    Dims in_strides, src_shape, src_strides, out_strides, out_shape;
     const TensorView node = input_view(0, in_strides);
-    std::size_t next_reduced = 0, next_kept = 0;
-    for (std::size_t a = 0; a < node.shape.size(); ++a) {
-      const bool summed = next_reduced < p.single_reduce_axes.size() &&
-                          p.single_reduce_axes[next_reduced] == static_cast<std::int64_t>(a);
-      const auto out_axis = summed ? std::size_t{0} : static_cast<std::size_t>(p.single_output_axis[next_kept++]);
-      if (summed) ++next_reduced;
-      if (node.shape[a] == 1) continue;
-      if (summed) {
-        reduce_axes.push_back(static_cast<std::int64_t>(src_shape.size()));
-      } else {
-        out_shape.push_back(output.shape[out_axis]);
-        out_strides.push_back(output.strides[out_axis]);
-      }
-      src_shape.push_back(node.shape[a]);
-      src_strides.push_back(node.strides[a]);
+    for (const std::int32_t a : p.single_node_axis) {
+      src_shape.push_back(node.shape[static_cast<std::size_t>(a)]);
+      src_strides.push_back(node.strides[static_cast<std::size_t>(a)]);
+    }
+    for (const std::int32_t axis : p.single_output_axis) {
+      out_shape.push_back(output.shape[static_cast<std::size_t>(axis)]);
+      out_strides.push_back(output.strides[static_cast<std::size_t>(axis)]);
     }
     const TensorView src{node.data, src_shape.span(), src_strides.span(), dtype, node.storage};
     const TensorView dst{output.data, out_shape.span(), out_strides.span(), dtype, output.storage};
     if (p.single_reduce_axes.empty()) {
       TENFERRO_TRY(cpu::copy_into(src, dst, ctx));
     } else {
-      TENFERRO_TRY(cpu::reduce(cpu::ReduceOp::kSum, src, IntArrayRef(reduce_axes.span()), dst, ctx));
+      TENFERRO_TRY(cpu::reduce(cpu::ReduceOp::kSum, src, IntArrayRef(p.single_reduce_axes.span()), dst, ctx));
       ++local.presums;
     }
   }
@@ -861,7 +861,7 @@ Status ExecutionPlan::execute(std::span<const TensorView> inputs, const TensorVi
       if (!st.ok()) return st.with_context(fmt::format("einsum step {}", k));
       continue;
     }
-    const DirectGemm& d = s.direct;
+    const DirectStep& d = s.direct;
     if (d.enabled && (d.product > 0 || composite.gemm_provider().support().supports(dtype)) &&
         IntArrayRef(operand[0].strides) == IntArrayRef(d.operand_strides[0].span()) &&
         IntArrayRef(operand[1].strides) == IntArrayRef(d.operand_strides[1].span()) &&
