@@ -18,6 +18,7 @@
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/fft_cpu/fftw_provider.h"
 #include "tenferro/fft_cpu/native_provider.h"
+#include "tenferro/linalg_cpu/lapack_provider.h"
 #include "tenferro/linalg_cpu/provider_policy.h"
 
 namespace tenferro::info {
@@ -209,6 +210,21 @@ nlohmann::json linalg_section() {
     section["source"] = table->source;
   } else {
     section["error"] = table.status().to_string();
+  }
+  // The default LAPACK provider's OpenBLAS and its kernels (Note [OpenBLAS
+  // kernels for new CPUs] in src/linalg_cpu/lapack/lapack_provider.cpp).
+  Result<std::shared_ptr<linalg::LapackLinalgProvider>> lapack = linalg::LapackLinalgProvider::load();
+  if (lapack.ok()) {
+    const linalg::LapackIdentity& id = (*lapack)->identity();
+    nlohmann::json provider = {
+        {"name", std::string((*lapack)->name())}, {"openblas_kernels", id.openblas_core}, {"library", id.lapack_path}};
+    if (!id.openblas_own_choice.empty()) {
+      provider["kernels_chosen_by"] = fmt::format(
+          "tenferro (OpenBLAS chose {} for this CPU; set OPENBLAS_CORETYPE to choose)", id.openblas_own_choice);
+    }
+    section["lapack"] = provider;
+  } else {
+    section["lapack"] = {{"error", lapack.status().to_string()}};
   }
   return section;
 }

@@ -1275,8 +1275,9 @@ def show_config(mode="stdout"):
     transposes, vector math and integer contractions run: ``avx512``,
     ``avx2`` or ``portable``), the CPU topology and the domains tenferro
     builds on it, the CPU engine's providers for each GEMM choice (native,
-    OpenBLAS, BLIS; a missing library says why), the FFT providers and the
-    linalg provider table in use; and a ``python`` section (this module's
+    OpenBLAS, BLIS; a missing library says why), the FFT providers, the
+    linalg provider table in use and the kernels of the LAPACK provider's
+    OpenBLAS (``linalg.lapack``); and a ``python`` section (this module's
     file, numpy's version, whether ``tenferro.mpi`` is built).
 
     ``mode="stdout"`` prints it as indented text; ``mode="dicts"`` returns

@@ -35,6 +35,24 @@ def test_the_cpu_isa_cap_shows():
     assert out.split() == ["portable", "True", "TENFERRO_CPU_ISA=portable"]
 
 
+def test_the_lapack_provider_names_its_openblas_kernels():
+    # Note [OpenBLAS kernels for new CPUs]: tenferro's own OpenBLAS copy runs
+    # kernels as wide as the CPU's, and says when it chose them itself.
+    lapack = tenferro.show_config(mode="dicts")["linalg"]["lapack"]
+    assert "error" not in lapack, lapack
+    assert lapack["openblas_kernels"]
+    if "kernels_chosen_by" in lapack:
+        assert lapack["openblas_kernels"] in ("SkylakeX", "Haswell"), lapack
+        assert "OPENBLAS_CORETYPE" in lapack["kernels_chosen_by"]
+    if not lapack["name"].startswith("lapack(openblas") or os.uname().machine != "x86_64":
+        pytest.skip("an x86-64 OpenBLAS names its kernel tables")
+    # A user's OPENBLAS_CORETYPE wins (a fresh process: the choice is made at load).
+    code = "import tenferro; l = tenferro.show_config(mode='dicts')['linalg']['lapack']; print(l['openblas_kernels'], 'kernels_chosen_by' in l)"
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["Prescott", "False"]
+
+
 def test_stdout_prints_the_document(capsys):
     assert tenferro.show_config() is None
     text = capsys.readouterr().out

@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -17,7 +19,9 @@
 
 #include "linalg_cpu/linalg_plan.h"
 #include "linalg_cpu/linalg_test_support.h"
+#include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
+#include "tenferro/cpu/gemm/external_blas.h"
 #include "tenferro/cpu/kernels/arena_parallel_context.h"
 #include "tenferro/cpu_engine/engine.h"
 #include "tenferro/cpu_runtime/cpu_runtime.h"
@@ -1312,6 +1316,41 @@ TEST(CpuLinalgEngineTest, WorkspaceIsReusedAcrossEagerCalls) {
   const LinalgEngineStats later = engine->stats();
   EXPECT_EQ(later.workspace_allocations, first.workspace_allocations);
   EXPECT_EQ(later.workspace_reuses, first.workspace_reuses + 5);
+}
+
+// Note [OpenBLAS kernels for new CPUs]: the provider's own OpenBLAS runs
+// kernels as wide as tenferro's own kernels run here, whatever that OpenBLAS
+// knows of this CPU, and the process's other OpenBLAS keeps its own choice.
+TEST(LapackProviderTest, OwnOpenBlasRunsKernelsOfTheWidthTheCpuRuns) {
+  Result<std::shared_ptr<LapackLinalgProvider>> lapack = LapackLinalgProvider::load();
+  ASSERT_TRUE(lapack.ok()) << lapack.status().to_string();
+  const LapackIdentity& id = (*lapack)->identity();
+  if (!id.own_instance || !LapackLinalgProvider::prefers_own_symbols() || std::getenv("OPENBLAS_CORETYPE") != nullptr) {
+    GTEST_SKIP() << "the provider chooses kernels only for its own copy, loaded with RTLD_DEEPBIND, without "
+                    "OPENBLAS_CORETYPE";
+  }
+  Result<cpu::CpuIsa> isa = cpu::resolve_cpu_isa(cpu::CpuIsa::kAuto);
+  ASSERT_TRUE(isa.ok()) << isa.status().to_string();
+  const std::vector<std::string> avx512 = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  std::vector<std::string> accepted;
+  if (*isa == cpu::CpuIsa::kAvx512) accepted = avx512;
+  if (*isa == cpu::CpuIsa::kAvx2) {
+    accepted = avx512;  // OpenBLAS's own choice is kept when it is wider than a cap
+    accepted.insert(accepted.end(), {"Haswell", "Zen"});
+  }
+  if (!accepted.empty()) {
+    EXPECT_NE(std::find(accepted.begin(), accepted.end(), id.openblas_core), accepted.end())
+        << id.openblas_core << " (OpenBLAS chose " << id.openblas_own_choice << ") for " << cpu::to_string(*isa);
+  }
+  EXPECT_NE((*lapack)->capability().detail.find(id.openblas_core + " kernels"), std::string::npos)
+      << (*lapack)->capability().detail;
+  if (id.openblas_own_choice.empty()) return;
+  cpu::OpenBlasOptions options;
+  options.build = cpu::OpenBlasBuild::kSerial;
+  Result<std::shared_ptr<cpu::ExternalBlasGemmProvider>> system = cpu::ExternalBlasGemmProvider::load_openblas(options);
+  if (system.ok()) {
+    EXPECT_EQ((*system)->identity().arch, id.openblas_own_choice);
+  }
 }
 
 TEST(LapackProviderTest, IdentifiesTheLoadedBuildInsteadOfTrustingTheRequest) {

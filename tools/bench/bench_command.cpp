@@ -2,6 +2,7 @@
 #include "bench/bench_command.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <span>
 
 #include <fmt/format.h>
@@ -9,8 +10,30 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_values.h"
+#include "tenferro/cpu/cpu_isa.h"
+#include "tenferro/cpu/gemm/external_blas.h"
 
 namespace tenferro::bench {
+
+std::optional<std::string> narrow_openblas_note(std::string core) {
+  if (core.empty()) {
+    cpu::OpenBlasOptions options;
+    options.build = cpu::OpenBlasBuild::kPthread;
+    auto blas = cpu::ExternalBlasGemmProvider::load_openblas(options);
+    if (!blas.ok()) return std::nullopt;
+    core = (*blas)->identity().arch;
+  }
+  const cpu::CpuIsa best = cpu::best_cpu_isa();
+  const cpu::CpuIsa runs = cpu::openblas_core_isa(core);
+  const bool narrower = (best == cpu::CpuIsa::kAvx512 && runs != cpu::CpuIsa::kAvx512) ||
+                        (best == cpu::CpuIsa::kAvx2 && runs == cpu::CpuIsa::kPortable);
+  if (!narrower || std::getenv("OPENBLAS_CORETYPE") != nullptr) return std::nullopt;
+  return fmt::format(
+      "note: this machine's OpenBLAS (the baseline's, numpy's, torch's) runs its {} kernels on this {} CPU, which "
+      "it does not know; the ratios flatter tenferro. OPENBLAS_CORETYPE={} gives the peers their widest kernels",
+      core, cpu::to_string(best), best == cpu::CpuIsa::kAvx512 ? "SkylakeX" : "Haswell");
+}
+
 namespace {
 
 // Every suite, in the order `tenferro bench --list` shows them. Components

@@ -3,6 +3,7 @@
 // bench_command.cpp (no static self-registration).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,13 @@ int run_ad_suite(const SuiteOptions& options, Reporter& reporter);           // 
 int run_mpi_suite(const SuiteOptions& options, Reporter& reporter);          // bench_mpi.cpp
 int run_fft_suite(const SuiteOptions& options, Reporter& reporter);          // bench_fft.cpp
 int run_soak_suite(const SuiteOptions& options, Reporter& reporter);         // bench_soak.cpp
+
+/// A note when the machine's OpenBLAS -- the GEMM baseline's, and numpy's
+/// and torch's -- runs kernels narrower than this CPU runs, as an OpenBLAS
+/// older than the CPU does (Note [OpenBLAS kernels for new CPUs] in
+/// src/linalg_cpu/lapack/lapack_provider.cpp): ratios against it flatter
+/// tenferro. `core` is openblas_get_corename(); empty means load the
+/// system's pthread build and ask it.
+std::optional<std::string> narrow_openblas_note(std::string core = {});
 
 }  // namespace tenferro::bench

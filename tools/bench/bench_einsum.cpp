@@ -394,6 +394,7 @@ int run_einsum_suite(const SuiteOptions& options, Reporter& reporter) {
     reporter.progress("einsum: no instance files given and ../shared/bench/instances is absent");
     return 1;
   }
+  if (std::optional<std::string> note = narrow_openblas_note()) reporter.progress(*note);
   std::map<int, std::vector<double>> ratios;  // ours / best peer, per thread count
   std::map<int, double> mera_rate;
   int unreadable = 0;  // named inputs that could not be measured: the suite fails

@@ -197,6 +197,9 @@ int run_gemm_suite(const SuiteOptions& options, Reporter& reporter) {
   if (base == nullptr) reporter.progress("no OpenBLAS baseline: " + openblas.status().to_string());
   reporter.progress(fmt::format("ours: {}", (*native)->capability().detail));
   if (base != nullptr) reporter.progress(fmt::format("baseline: {}", base->capability().detail));
+  if (base != nullptr) {
+    if (std::optional<std::string> note = narrow_openblas_note(base->identity().arch)) reporter.progress(*note);
+  }
   // An ISA cap applies to tenferro only: without OPENBLAS_CORETYPE the
   // baseline keeps the machine's widest kernels (the audit of 2026-12-07
   // read 0.59-0.78 under TENFERRO_CPU_ISA=avx2 alone on an AVX-512 Xeon).

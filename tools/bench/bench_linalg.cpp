@@ -458,6 +458,7 @@ int run_linalg_suite(const SuiteOptions& options, Reporter& reporter) {
     return 1;
   }
   reporter.progress(fmt::format("LAPACK provider: {} ({})", (*lapack)->name(), (*lapack)->capability().detail));
+  if (std::optional<std::string> note = narrow_openblas_note()) reporter.progress(*note);
   const auto eigen = std::make_shared<linalg::EigenLinalgProvider>();
   const auto asked = [&](std::string_view part) {
     return std::find(options.inputs.begin(), options.inputs.end(), part) != options.inputs.end();

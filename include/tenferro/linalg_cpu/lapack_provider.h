@@ -103,6 +103,12 @@ struct LapackIdentity {
   /// A renamed copy nothing else in the process uses, pinned to one thread
   /// when it is a threaded build (Note [An OpenBLAS of our own]).
   bool own_instance = false;
+  /// openblas_get_corename(): the kernels it runs ("SkylakeX", "Haswell", ...).
+  std::string openblas_core;
+  /// What OpenBLAS chose itself when tenferro chose openblas_core instead
+  /// (Note [OpenBLAS kernels for new CPUs] in lapack_provider.cpp); empty
+  /// when OpenBLAS's own choice runs.
+  std::string openblas_own_choice;
 };
 
 /// The LAPACK provider (Note [LAPACK provider isolation]). Implements every

@@ -9,6 +9,7 @@
  * liblapack.so.3 that liblapacke names. The module itself only reports what
  * it was bound to. Plain C: it carries no C++ runtime. */
 #include <stdint.h>
+#include <string.h>
 
 #include <lapacke.h>
 
@@ -42,4 +43,32 @@ __attribute__((visibility("default"))) const TenferroLapackModule* tenferro_lapa
 /* Note [An OpenBLAS of our own]: this module's OpenBLAS is a renamed copy
  * that nothing else in the process uses. */
 __attribute__((visibility("default"))) const int tenferro_lapack_own_openblas = 1;
+
+/* Note [OpenBLAS kernels for new CPUs] (lapack_provider.cpp): the copy
+ * chooses its kernels from getenv("OPENBLAS_CORETYPE") when it is
+ * initialised. Loaded with RTLD_DEEPBIND, its getenv reference resolves here
+ * first, and nowhere else in the process does (the module is RTLD_LOCAL).
+ * The environment is read as glibc's getenv reads it; the core the provider
+ * set is given only for OPENBLAS_CORETYPE when the environment has none (a
+ * user's setting wins), and only while the provider re-initialises the copy.
+ */
+extern char** environ;
+
+static char core_override[32];
+
+__attribute__((visibility("default"))) char* getenv(const char* name) {
+  const size_t length = strlen(name);
+  for (char** entry = environ; entry != NULL && *entry != NULL; ++entry) {
+    if (strncmp(*entry, name, length) == 0 && (*entry)[length] == '=') return *entry + length + 1;
+  }
+  if (core_override[0] != '\0' && strcmp(name, "OPENBLAS_CORETYPE") == 0) return core_override;
+  return NULL;
+}
+
+/* An empty or NULL core clears the override. */
+__attribute__((visibility("default"))) void tenferro_lapack_set_openblas_core(const char* core) {
+  size_t i = 0;
+  for (; core != NULL && core[i] != '\0' && i + 1 < sizeof core_override; ++i) core_override[i] = core[i];
+  core_override[i] = '\0';
+}
 #endif

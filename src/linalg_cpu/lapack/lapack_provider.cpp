@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -19,6 +20,8 @@
 
 #include "linalg_cpu/lapack/lapack_symbols.h"
 #include "tenferro/base/build_info.h"
+#include "tenferro/cpu/cpu_isa.h"
+#include "tenferro/cpu/gemm/external_blas.h"
 
 #ifndef TENFERRO_LAPACK_MODULE_DIR
 #define TENFERRO_LAPACK_MODULE_DIR ""
@@ -95,6 +98,69 @@ void pin_to_one_thread(void* handle) {
     if (auto set = reinterpret_cast<SetThreads>(dlsym(handle, "openblas_set_num_threads")); set != nullptr) set(1);
     if (auto stop = reinterpret_cast<Shutdown>(dlsym(handle, "blas_thread_shutdown_")); stop != nullptr) stop();
   });
+}
+
+// Note [OpenBLAS kernels for new CPUs]
+// A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU's family and model
+// when it is loaded, and one older than the CPU falls back to generic ones:
+// Debian 12's 0.3.21 runs its SSE3 "Prescott" kernels on an Intel Xeon of
+// model 207 (Emerald Rapids) and on AMD Zen 5, although both run AVX-512
+// (dgemm n = 1024: 16.5 GFLOP/s against 75.8 with OPENBLAS_CORETYPE=SkylakeX
+// on the 2-vCPU Xeon VM, 2026-12-07). Every LAPACK routine then ran at a
+// fraction of the machine: qr n = 1024 0.226 s against 0.079 s. The
+// provider's OpenBLAS is a copy of its own (Note [An OpenBLAS of our own]),
+// so the provider may choose that copy's kernels without touching anyone
+// else's: when OPENBLAS_CORETYPE is unset and the copy chose kernels below
+// the widest instruction set tenferro's own kernels run here
+// (cpu::resolve_cpu_isa: the CPU, capped by TENFERRO_CPU_ISA), the module
+// answers the copy's getenv("OPENBLAS_CORETYPE") with SkylakeX (AVX-512) or
+// Haswell (AVX2) while the copy is re-initialised (gotoblas_dynamic_quit,
+// gotoblas_dynamic_init), before any call ran on it. Only a build that has
+// that kernel table is switched, and only with RTLD_DEEPBIND (the module's
+// getenv is not the copy's otherwise). OpenBLAS's own choice is kept when
+// it already runs kernels of that width (Zen, Haswell, SkylakeX,
+// Cooperlake, SapphireRapids: tuned for their CPUs), and a user's
+// OPENBLAS_CORETYPE always wins. LapackIdentity and `tenferro info` report
+// both choices. Once per process, as the copy is.
+struct OpenBlasCores {
+  std::string core;             // the kernels the copy runs
+  std::string openblas_choice;  // what it chose itself, when tenferro chose another
+};
+
+const char* wider_openblas_core(std::string_view core) {
+  const Result<cpu::CpuIsa> isa = cpu::resolve_cpu_isa(cpu::CpuIsa::kAuto);
+  const cpu::CpuIsa widest = isa.ok() ? *isa : cpu::best_cpu_isa();
+  const cpu::CpuIsa runs = cpu::openblas_core_isa(core);
+  if (widest == cpu::CpuIsa::kAvx512 && runs != cpu::CpuIsa::kAvx512) return "SkylakeX";
+  if (widest == cpu::CpuIsa::kAvx2 && runs == cpu::CpuIsa::kPortable) return "Haswell";
+  return nullptr;
+}
+
+OpenBlasCores choose_openblas_core(void* handle) {
+  static OpenBlasCores cores;
+  static std::once_flag once;
+  std::call_once(once, [handle] {
+    using Name = char* (*)();
+    using Step = void (*)();
+    using SetCore = void (*)(const char*);
+    const auto corename = reinterpret_cast<Name>(dlsym(handle, "openblas_get_corename"));
+    if (corename == nullptr) return;
+    cores.core = corename();
+    const char* wider = wider_openblas_core(cores.core);
+    if (wider == nullptr || deep_bind_flag() == 0 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+    const auto set = reinterpret_cast<SetCore>(dlsym(handle, "tenferro_lapack_set_openblas_core"));
+    const auto quit = reinterpret_cast<Step>(dlsym(handle, "gotoblas_dynamic_quit"));
+    const auto init = reinterpret_cast<Step>(dlsym(handle, "gotoblas_dynamic_init"));
+    const std::string table = std::string("gotoblas_") + (wider[0] == 'S' ? "SKYLAKEX" : "HASWELL");
+    if (set == nullptr || quit == nullptr || init == nullptr || dlsym(handle, table.c_str()) == nullptr) return;
+    set(wider);
+    quit();
+    init();
+    set(nullptr);
+    cores.openblas_choice = cores.core;
+    cores.core = corename();
+  });
+  return cores;
 }
 
 // Note [System BLAS outside the deep scope]
@@ -244,6 +310,13 @@ LapackLinalgProvider::LapackLinalgProvider(std::unique_ptr<internal::LapackModul
   identity_.openblas_config = abi.openblas_config();
   identity_.openblas_parallel = abi.openblas_parallel();
   identity_.own_instance = dlsym(module_->handle, "tenferro_lapack_own_openblas") != nullptr;
+  if (identity_.own_instance) {
+    OpenBlasCores cores = choose_openblas_core(module_->handle);  // Note [OpenBLAS kernels for new CPUs]
+    identity_.openblas_core = std::move(cores.core);
+    identity_.openblas_own_choice = std::move(cores.openblas_choice);
+  } else if (auto corename = reinterpret_cast<char* (*)()>(dlsym(module_->handle, "openblas_get_corename"))) {
+    identity_.openblas_core = corename();
+  }
   if (identity_.own_instance && identity_.openblas_parallel != 0) pin_to_one_thread(module_->handle);
   identity_.openblas_threads = abi.openblas_threads();
   identity_.lapack_path = loaded_file(dlsym(module_->handle, "dgesdd_"));
@@ -267,10 +340,14 @@ LapackLinalgProvider::LapackLinalgProvider(std::unique_ptr<internal::LapackModul
   capability_.thread_count =
       serial ? cpu::ThreadCountControl::kSequential : cpu::ThreadCountControl::kGlobalOrUncontrolled;
   capability_.placement = serial ? cpu::PlacementControl::kCallingThread : cpu::PlacementControl::kExternalWorkers;
-  capability_.detail =
-      fmt::format("LAPACKE {} over OpenBLAS {} {} (openblas_get_parallel()={}, {} threads{}) from {}",
-                  identity_.lapacke_path, version, threading, identity_.openblas_parallel, identity_.openblas_threads,
-                  identity_.own_instance ? "; a renamed copy of its own" : "", identity_.lapack_path);
+  capability_.detail = fmt::format(
+      "LAPACKE {} over OpenBLAS {} {} (openblas_get_parallel()={}, {} threads{}), {} kernels{}, from {}",
+      identity_.lapacke_path, version, threading, identity_.openblas_parallel, identity_.openblas_threads,
+      identity_.own_instance ? "; a renamed copy of its own" : "", identity_.openblas_core,
+      identity_.openblas_own_choice.empty()
+          ? ""
+          : fmt::format(" (chosen by tenferro: OpenBLAS chose {} for this CPU)", identity_.openblas_own_choice),
+      identity_.lapack_path);
 }
 
 LapackLinalgProvider::~LapackLinalgProvider() = default;

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "tenferro/cpu/cpu_isa.h"
 #include "tenferro/cpu/gemm/gemm_provider.h"
 
 namespace tenferro::cpu {
@@ -34,6 +35,14 @@ struct BlasModuleHandle;
 /// OpenBLAS builds Debian ships (same API, different threading).
 enum class OpenBlasBuild : std::uint8_t { kSerial, kPthread, kOpenMP };
 std::string_view to_string(OpenBlasBuild build) noexcept;
+
+/// The instruction set of an OpenBLAS kernel table (openblas_get_corename()):
+/// kAvx512 for SkylakeX, Cooperlake and SapphireRapids, kAvx2 for Haswell
+/// and Zen, kPortable for every older table (case-insensitive). A
+/// DYNAMIC_ARCH OpenBLAS that does not know a CPU falls back to an old one
+/// (Note [OpenBLAS kernels for new CPUs] in
+/// src/linalg_cpu/lapack/lapack_provider.cpp).
+CpuIsa openblas_core_isa(std::string_view core) noexcept;
 
 /// Threading of the library actually loaded.
 enum class BlasThreading : std::uint8_t { kSerial, kPthread, kOpenMP };

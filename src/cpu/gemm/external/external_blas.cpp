@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <complex>
 #include <cstring>
@@ -162,6 +163,17 @@ std::string_view to_string(OpenBlasBuild build) noexcept {
       return "openmp";
   }
   return "unknown";
+}
+
+CpuIsa openblas_core_isa(std::string_view core) noexcept {
+  const auto is = [core](std::string_view name) {
+    return core.size() == name.size() && std::equal(core.begin(), core.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  if (is("skylakex") || is("cooperlake") || is("sapphirerapids")) return CpuIsa::kAvx512;
+  if (is("haswell") || is("zen")) return CpuIsa::kAvx2;
+  return CpuIsa::kPortable;
 }
 
 std::string_view to_string(BlasThreading threading) noexcept {
