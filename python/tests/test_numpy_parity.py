@@ -66,7 +66,16 @@ def test_lstsq_rcond_conventions_match_numpy(rng):
             x, _, rank, s = tl.lstsq(a, b, rcond=rcond)
             x_np, _, rank_np, s_np = np.linalg.lstsq(a, b, rcond=rcond)
             assert rank == rank_np, rcond
-            np.testing.assert_allclose(x, x_np, rtol=1e-8, atol=1e-8 * np.abs(x_np).max())
+            if rank_np == 3:
+                # Full rank at a condition number near 1e15: the solution is
+                # only as accurate as cond * eps, and BLAS kernels of another
+                # width round differently (Note [OpenBLAS kernels for new
+                # CPUs]). The singular values are well-conditioned.
+                cond = s_np[0] / s_np[-1]
+                np.testing.assert_allclose(x, x_np, rtol=cond * np.finfo(float).eps)  # about 0.2
+                np.testing.assert_allclose(s, s_np, rtol=0, atol=100 * np.finfo(float).eps * s_np[0])
+            else:
+                np.testing.assert_allclose(x, x_np, rtol=1e-8, atol=1e-8 * np.abs(x_np).max())
     assert tl.lstsq(a, b, rcond=-1)[2] == 3 and tl.lstsq(a, b)[2] == 2
 
 
