@@ -57,9 +57,10 @@ namespace tenferro::fft::internal {
 // numpy tests cover these lengths). Real transforms of odd n do twice the
 // work of a real FFT. Timings (n = 592: 13.0 -> 5.4 us, numpy 7.0; a
 // 64x592 batch 708 -> 220 us, torch 260): docs/performance_notes.md ("FFT:
-// strided real transforms and medium prime factors"). Pure primes (Rader, FFTW's strength: n = 1009
-// runs at 2.3x numpy) and factors from 97 on (the audit found them fast)
-// are left to FFTW.
+// strided real transforms and medium prime factors"). Pure primes from 97
+// on (Rader, FFTW's strength: n = 1009 runs at 2.3x numpy) and factors from
+// 97 on (the audit found them fast) are left to FFTW; pure primes from 37
+// to 89 are not (Note [Grouped prime factors]).
 //
 // The factors 17, 19 and 23 (no FFTW codelet either) take the same path:
 // batches of 128 complex128 transforms, one thread, against FFTW's
@@ -81,7 +82,9 @@ std::int64_t medium_prime_factor(std::int64_t n) noexcept {
     }
   }
   if (rest > 1) largest = rest;
-  if (largest == n || !prime_factor_kernel_takes(largest)) return 0;
+  // A pure prime from 37 on runs as p transforms of one point (Note
+  // [Grouped prime factors]); 17, 19 and 23 alone FFTW runs faster.
+  if (!prime_factor_kernel_takes(largest) || (largest == n && n < kMinMediumPrime)) return 0;
   return largest;
 }
 
@@ -90,15 +93,54 @@ std::int64_t prime_factor_complex_length(const FftProblem& problem) noexcept {
   return real && problem.dim.n % 2 == 0 ? problem.dim.n / 2 : problem.dim.n;
 }
 
-FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t p) {
+namespace {
+
+// Columns per block of step 3: A and B accumulators of 2 * kBlock reals
+// each stay in L1 with the p rows of the block (p * kBlock * 16 bytes).
+constexpr std::int64_t kPrimeFactorBlock = 32;
+
+// Note [Grouped prime factors]
+// Step 3 vectorises across the m columns of one transform, and a short m
+// left its vectors mostly empty: n = 255 = 17 * 15 has 15 complex columns,
+// and a batch of 255 such complex64 transforms ran at 0.57 of torch's
+// speed (659 against 377 us, 2026-12-07), whose pocketfft runs several
+// transforms in the lanes of one vector. The kernel therefore runs a group
+// of g transforms at once when m is below kGroupColumns: their m-point
+// stages are one FFTW plan of p * g transforms, whose rows put the g
+// transforms' columns side by side (prime_factor_columns_problem), so the
+// twiddles and the p-point step run over g * m columns; the results are
+// then gathered back into each transform's order before it is stored.
+// g = ceil(kGroupColumns / m), at most the batch; a last, smaller group
+// runs the full group's plan with the unused transforms zeroed.
+// A pure prime n = p from 37 to 89 takes the same path with m = 1: the
+// rows are the group's points transposed, and step 3 is the direct p-point
+// transform across g transforms. FFTW_ESTIMATE ran these lengths with
+// Rader's or Bluestein's algorithm, one transform at a time: 256 complex64
+// transforms of 37 points took 210 us against torch's 71, of 89 points 768
+// against 191 (2026-12-07, Xeon VM, loaded). 17, 19 and 23 alone FFTW runs
+// faster than this path (19-24 us for 256 of 17 points against 34-39 us),
+// so they stay FFTW's.
+constexpr std::int64_t kGroupColumns = 64;
+
+}  // namespace
+
+std::int64_t prime_factor_group(const FftProblem& problem, std::int64_t p) noexcept {
   const std::int64_t m = prime_factor_complex_length(problem) / p;
+  return std::max<std::int64_t>(1, std::min((kGroupColumns + m - 1) / m, problem.howmany()));
+}
+
+FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t p) {
+  const std::int64_t nc = prime_factor_complex_length(problem);
+  const std::int64_t m = nc / p;
+  const std::int64_t group = prime_factor_group(problem, p);
   FftProblem columns;
   columns.transform = FftTransform::kC2C;
   columns.precision = problem.precision;
   columns.sign =
       problem.transform == FftTransform::kC2C ? problem.sign : (problem.transform == FftTransform::kR2C ? -1 : +1);
   columns.dim = FftLoop{m, p, 1};
-  columns.batch.push_back(FftLoop{p, 1, m});
+  columns.batch.push_back(FftLoop{p, 1, group * m});
+  if (group > 1) columns.batch.push_back(FftLoop{group, nc, m});
   columns.in_place = false;
   columns.aligned = true;  // the kernel's own workspace arrays
   return columns;
@@ -106,9 +148,24 @@ FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t 
 
 namespace {
 
-// Columns per block of step 3: A and B accumulators of 2 * kBlock reals
-// each stay in L1 with the p rows of the block (p * kBlock * 16 bytes).
-constexpr std::int64_t kPrimeFactorBlock = 32;
+// The offset of a batch index in the input or the output, the last loop
+// fastest.
+struct BatchCursor {
+  BatchCursor(std::span<const FftLoop> batch, bool input) : loops(batch), in(input), index(batch.size(), 0) {}
+  void next() noexcept {
+    for (std::size_t l = loops.size(); l-- > 0;) {
+      const std::int64_t stride = in ? loops[l].in_stride : loops[l].out_stride;
+      offset += stride;
+      if (++index[l] < loops[l].n) return;
+      offset -= loops[l].n * stride;
+      index[l] = 0;
+    }
+  }
+  std::span<const FftLoop> loops;
+  bool in;
+  SmallVector<std::int64_t, 4> index;
+  std::int64_t offset = 0;
+};
 
 template <class R>
 class PrimeFactorKernel final : public FftKernel {
@@ -122,9 +179,10 @@ class PrimeFactorKernel final : public FftKernel {
         p_(p),
         m_(nc_ / p),
         h_((p - 1) / 2),
+        group_(prime_factor_group(problem, p)),
         columns_(std::move(columns)) {
     sign_ = prime_factor_columns_problem(problem, p).sign;
-    slot_ = (static_cast<std::size_t>(nc_) * sizeof(C) + 63) / 64 * 64;
+    slot_ = (static_cast<std::size_t>(group_ * nc_) * sizeof(C) + 63) / 64 * 64;
     const double two_pi = 2.0 * std::numbers::pi;
     twiddles_.resize(static_cast<std::size_t>(nc_));
     for (std::int64_t r = 0; r < p_; ++r) {
@@ -161,26 +219,34 @@ class PrimeFactorKernel final : public FftKernel {
   bool accepts(const void*, const void*) const noexcept override { return true; }
 
   Status execute(void* in, void* out, std::span<std::byte> workspace) const noexcept override {
-    C* x = reinterpret_cast<C*>(workspace.data());          // the transform, then its result
-    C* t = reinterpret_cast<C*>(workspace.data() + slot_);  // the rows T[r] of step 2
+    C* x = reinterpret_cast<C*>(workspace.data());          // the group's transforms, then the combined rows
+    C* t = reinterpret_cast<C*>(workspace.data() + slot_);  // the rows T[r] of step 2, then the results
     const std::span<std::byte> rest = workspace.subspan(2 * slot_);
-    const auto& loops = problem_.batch;
-    SmallVector<std::int64_t, 4> index(loops.size(), 0);
+    BatchCursor read(problem_.batch, true), write(problem_.batch, false);
     const std::int64_t count = problem_.howmany();
-    std::int64_t in_offset = 0, out_offset = 0;
-    for (std::int64_t b = 0; b < count; ++b) {
-      load(in, in_offset, x);
-      TENFERRO_TRY(columns_->execute(x, t, rest));
+    for (std::int64_t first = 0; first < count; first += group_) {
+      const std::int64_t size = std::min(group_, count - first);
+      for (std::int64_t b = 0; b < size; ++b, read.next()) load(in, read.offset, x + b * nc_);
+      std::fill(x + size * nc_, x + group_ * nc_, C(0));  // a last, smaller group
+      if (m_ == 1) {                                      // a pure prime: the rows are the group's points, transposed
+        for (std::int64_t r = 0; r < p_; ++r)
+          for (std::int64_t b = 0; b < group_; ++b) t[r * group_ + b] = x[b * nc_ + r];
+      } else {
+        TENFERRO_TRY(columns_->execute(x, t, rest));
+      }
       combine(t, x);
-      store(x, out, out_offset);
-      // The next batch index (the last loop fastest).
-      for (std::size_t l = loops.size(); l-- > 0;) {
-        in_offset += loops[l].in_stride;
-        out_offset += loops[l].out_stride;
-        if (++index[l] < loops[l].n) break;
-        in_offset -= loops[l].n * loops[l].in_stride;
-        out_offset -= loops[l].n * loops[l].out_stride;
-        index[l] = 0;
+      if (group_ == 1) {
+        store(x, out, write.offset);
+        write.next();
+        continue;
+      }
+      // Note [Grouped prime factors]: rows of the group's columns -> each
+      // transform's X[k1 + m k2].
+      const std::int64_t width = group_ * m_;
+      for (std::int64_t b = 0; b < size; ++b, write.next()) {
+        C* result = t + b * nc_;
+        for (std::int64_t k2 = 0; k2 < p_; ++k2) std::copy_n(x + k2 * width + b * m_, m_, result + k2 * m_);
+        store(result, out, write.offset);
       }
     }
     return ok_status();
@@ -296,15 +362,18 @@ class PrimeFactorKernel final : public FftKernel {
   }
 
   // Step 3 of Note [Medium prime factors]: rows t[r] (m each) -> y.
+  // Rows of the group's g * m columns (Note [Grouped prime factors]).
   void combine(C* t, C* y) const noexcept {
-    const std::int64_t m = m_, p = p_, h = h_;
+    const std::int64_t m = group_ * m_, p = p_, h = h_;
     for (std::int64_t r = 1; r < p; ++r) {
-      R* row = reinterpret_cast<R*>(t + r * m);
-      const R* w = reinterpret_cast<const R*>(twiddles_.data() + r * m);
-      for (std::int64_t k = 0; k < m; ++k) {
-        const R a = row[2 * k], b = row[2 * k + 1], c = w[2 * k], d = w[2 * k + 1];
-        row[2 * k] = a * c - b * d;
-        row[2 * k + 1] = a * d + b * c;
+      const R* w = reinterpret_cast<const R*>(twiddles_.data() + r * m_);
+      for (std::int64_t b = 0; b < group_; ++b) {
+        R* row = reinterpret_cast<R*>(t + r * m + b * m_);
+        for (std::int64_t k = 0; k < m_; ++k) {
+          const R a = row[2 * k], bi = row[2 * k + 1], c = w[2 * k], d = w[2 * k + 1];
+          row[2 * k] = a * c - bi * d;
+          row[2 * k + 1] = a * d + bi * c;
+        }
       }
     }
     // T[j] <- T[j] + T[p-j] (S_j), T[p-j] <- T[j] - T[p-j] (D_j).
@@ -364,6 +433,7 @@ class PrimeFactorKernel final : public FftKernel {
   std::int64_t n_;   // the transform's length
   std::int64_t nc_;  // the complex transform's: n, or n/2 for a real transform of even n
   std::int64_t p_, m_, h_;
+  std::int64_t group_;  // transforms run together (Note [Grouped prime factors])
   int sign_ = -1;
   std::size_t slot_ = 0;
   std::shared_ptr<const FftKernel> columns_;

@@ -20,20 +20,28 @@ constexpr bool prime_factor_kernel_takes(std::int64_t p) noexcept {
   return (p >= 17 && p <= 23) || (p >= kMinMediumPrime && p <= kMaxMediumPrime);
 }
 
-/// The largest prime factor p of `n` when prime_factor_kernel_takes(p) and
-/// n != p (a pure prime is left to FFTW), else 0.
+/// The largest prime factor p of `n` when prime_factor_kernel_takes(p),
+/// else 0; a pure prime n = p from 37 on is taken (p one-point transforms,
+/// Note [Grouped prime factors]), 17, 19 and 23 alone are left to FFTW.
 std::int64_t medium_prime_factor(std::int64_t n) noexcept;
 
-/// The c2c problem of the m-point stage for `problem` (length n = p * m):
-/// p transforms of length m reading with stride p from a contiguous
-/// n-point array and writing p contiguous rows of m. Sign: `problem`'s
-/// (r2c: -1, c2r: +1).
+/// How many of `problem`'s transforms the kernel runs together (Note
+/// [Grouped prime factors]): enough that the group's columns fill the
+/// p-point step's vectors, 1 when one transform's m columns do.
+std::int64_t prime_factor_group(const FftProblem& problem, std::int64_t p) noexcept;
+
+/// The c2c problem of the m-point stage for `problem` (length n = p * m)
+/// and a group of g = prime_factor_group() transforms: for each transform
+/// b < g of g contiguous n-point arrays, p transforms of length m reading
+/// with stride p, into p rows of g * m (row r holds the g transforms' r-th
+/// m-point results one after another). Sign: `problem`'s (r2c: -1, c2r:
+/// +1).
 FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t p);
 
 /// The kernel for `problem` (any kind, strides and batch loops) with the
 /// m-point stage `columns` (planned for prime_factor_columns_problem;
-/// retained). Its workspace holds two n-point complex arrays and the
-/// stage's workspace. Thread-safe execute().
+/// retained). Its workspace holds two arrays of a group's n-point complex
+/// transforms and the stage's workspace. Thread-safe execute().
 Result<std::shared_ptr<const FftKernel>> make_prime_factor_kernel(const FftProblem& problem, std::int64_t p,
                                                                   std::shared_ptr<const FftKernel> columns);
 

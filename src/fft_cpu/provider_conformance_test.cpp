@@ -381,8 +381,12 @@ TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
   EXPECT_EQ(internal::medium_prime_factor(255), 17);
   EXPECT_EQ(internal::medium_prime_factor(304), 19);
   EXPECT_EQ(internal::medium_prime_factor(184), 23);
-  // Pure primes, factors FFTW plans well (29, 31, 97 and up, codelets).
-  for (std::int64_t n : {1, 2, 17, 37, 89, 1009, 496, 1552, 1024, 116, 155, 62, 240})
+  // Pure primes from 37 to 89 run as p one-point transforms (Note [Grouped
+  // prime factors]).
+  EXPECT_EQ(internal::medium_prime_factor(37), 37);
+  EXPECT_EQ(internal::medium_prime_factor(89), 89);
+  // Other pure primes, factors FFTW plans well (29, 31, 97 and up, codelets).
+  for (std::int64_t n : {1, 2, 17, 23, 97, 1009, 496, 1552, 1024, 116, 155, 62, 240})
     EXPECT_EQ(internal::medium_prime_factor(n), 0) << n;
   FftwFftProvider provider;
   FftProblem p;
@@ -432,6 +436,56 @@ TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
         r.precision = precision;
         r.dim = {n, 3, 3};
         r.batch = {{3, 1, 1}};
+        check_problem(provider, r, seed++);
+      }
+    }
+  }
+}
+
+// Note [Grouped prime factors]: transforms of a short m run in groups whose
+// columns sit side by side; batches of several groups, a smaller last
+// group, strided loops and the real kinds against the naive DFT.
+TEST(FftwProvider, ShortPrimeFactorTransformsRunInGroups) {
+  FftwFftProvider provider;
+  FftProblem c;
+  c.dim = {255, 1, 1};  // 17 * 15: groups of ceil(64 / 15) = 5
+  c.batch = {{2, 7 * 255, 7 * 255}, {7, 255, 255}};
+  EXPECT_EQ(internal::prime_factor_group(c, 17), 5);
+  auto planned = provider.plan(c);
+  ASSERT_TRUE(planned.ok()) << planned.status().to_string();
+  EXPECT_GE((*planned)->workspace_bytes(), 2u * 5u * 255u * 16u);  // two arrays of a group
+  FftProblem one = c;
+  one.batch = {{1, 255, 255}};
+  EXPECT_EQ(internal::prime_factor_group(one, 17), 1);
+  FftProblem wide = c;
+  wide.dim = {17 * 64, 1, 1};  // m = 64 columns: no group
+  EXPECT_EQ(internal::prime_factor_group(wide, 17), 1);
+  std::uint32_t seed = 900;
+  for (DType precision : {DType::kFloat64, DType::kFloat32}) {
+    for (int sign : {-1, +1}) {
+      c.precision = precision;
+      c.sign = sign;
+      check_problem(provider, c, seed++);  // 14 transforms: 5 + 5 + 4
+    }
+    FftProblem strided;
+    strided.precision = precision;
+    strided.dim = {184, 11, 2};  // 23 * 8: groups of 8, read interleaved
+    strided.batch = {{11, 1, 184 * 2}};
+    check_problem(provider, strided, seed++);
+    for (const std::int64_t n : {37, 89}) {  // pure primes (m = 1): a group of 64 and one of 6
+      FftProblem pure;
+      pure.precision = precision;
+      pure.dim = {n, 1, 1};
+      pure.batch = {{70, n, n}};
+      check_problem(provider, pure, seed++);
+    }
+    for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
+      for (std::int64_t n : {68, 255, 76, 53}) {  // 2 * 17 points complex (m = 2), odd 255, 2 * 19, prime 53
+        FftProblem r;
+        r.transform = t;
+        r.precision = precision;
+        r.dim = {n, 1, 1};
+        r.batch = {{33, n, n}};
         check_problem(provider, r, seed++);
       }
     }
