@@ -152,6 +152,20 @@ PyRuntime& initialised_runtime(py::handle runtime) {
   return py::cast<PyRuntime&>(runtime);
 }
 
+// A Runtime method or property `f` (a member pointer or a callable taking
+// the PyRuntime) bound so that an object made by Runtime.__new__ alone, or
+// another type passed to the unbound function, is a TypeError: pybind11's
+// own self conversion read the missing PyRuntime's memory.
+template <class F>
+auto on_runtime(F f) {
+  return [f](py::handle self) {
+    if (!py::isinstance<PyRuntime>(self)) {
+      raise_type_error(fmt::format("expected a tenferro.Runtime, found {}", type_name(self)));
+    }
+    return std::invoke(f, initialised_runtime(self));
+  };
+}
+
 PyRuntime& runtime_for(PyObject* module, py::handle runtime, py::handle threads) {
   if (runtime.is_none()) return default_runtime(module, threads);
   if (!py::isinstance<PyRuntime>(runtime)) {
@@ -1436,89 +1450,85 @@ tenferro.linalg functions, or call its einsum method.)doc");
            }),
            py::arg("threads") = py::none(), py::arg("gemm") = "native", py::arg("domain") = py::none(),
            py::arg("worker_spin") = py::none())
-      .def_property_readonly("threads", &PyRuntime::threads)
-      .def_property_readonly("gemm", &PyRuntime::gemm)
-      .def_property_readonly("domain", &PyRuntime::domain)
-      .def_property_readonly(
-          "worker_spin", [](const PyRuntime& rt) { return static_cast<double>(rt.worker_spin().count()) * 1e-6; },
-          "Seconds the workers spin for the next loop (0.0 without domain workers).")
-      .def_property_readonly("cached_ops", &PyRuntime::cached_ops, "Parsed einsum and fft operations kept for reuse.")
-      .def_property_readonly("gil_releases", &PyRuntime::gil_release_count,
+      .def_property_readonly("threads", on_runtime(&PyRuntime::threads))
+      .def_property_readonly("gemm", on_runtime(&PyRuntime::gemm))
+      .def_property_readonly("domain", on_runtime(&PyRuntime::domain))
+      .def_property_readonly("worker_spin", on_runtime([](const PyRuntime& rt) {
+                               return static_cast<double>(rt.worker_spin().count()) * 1e-6;
+                             }),
+                             "Seconds the workers spin for the next loop (0.0 without domain workers).")
+      .def_property_readonly("cached_ops", on_runtime(&PyRuntime::cached_ops),
+                             "Parsed einsum and fft operations kept for reuse.")
+      .def_property_readonly("gil_releases", on_runtime(&PyRuntime::gil_release_count),
                              "Calls on this runtime that released the GIL while they computed; calls with less "
                              "work keep it, so threads doing tiny calls take turns instead of handing it over "
                              "(docs/python.md, threads).")
-      .def_property_readonly("cached_einsum_gradients", &PyRuntime::cached_einsum_backwards,
+      .def_property_readonly("cached_einsum_gradients", on_runtime(&PyRuntime::cached_einsum_backwards),
                              "Prepared backward programs of einsum_vjp kept for reuse (at most 8, the most recently "
                              "used; one per subscripts, optimize, dtypes, shapes and layouts).")
-      .def_property_readonly("cached_sliced_plans", &PyRuntime::cached_sliced_plans,
+      .def_property_readonly("cached_sliced_plans", on_runtime(&PyRuntime::cached_sliced_plans),
                              "Compiled slicings of einsum(max_intermediate_bytes=) kept for reuse (at most 16).")
-      .def_property_readonly(
-          "pooled_bytes",
-          [](const PyRuntime& self) {
-            // Note [Runtimes from before a fork]: locks another thread held at the
-            // fork stay held in the child (the stress audit's child hung here).
-            if (self.from_before_fork()) ok_or_raise(self.fork_error());
-            return self.pooled_bytes();
-          },
-          "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
-          "clear_caches() returns them to the system).")
-      .def(
-          "cache_report",
-          [](PyRuntime& self) {
-            if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
-            // Without the GIL: the FFT counters wait for a plan another
-            // thread is making (0.4 s froze every Python thread; stress audit).
-            const runtime::RuntimeCacheReport report = [&] {
-              const py::gil_scoped_release nogil;
-              return self.runtime().cache_report();
-            }();
-            const auto usage = [](const runtime::CacheUsage& u) {
-              py::dict d;
-              d["entries"] = u.entries;
-              d["bytes"] = u.bytes;
-              d["hits"] = u.hits;
-              d["misses"] = u.misses;
-              d["evictions"] = u.evictions;
-              return d;
-            };
-            py::dict out;
-            py::dict plans;
-            plans["entries"] = report.plans.entries;
-            plans["bytes"] = report.plans.bytes;
-            plans["hits"] = report.plans.hits;
-            plans["misses"] = report.plans.misses;
-            plans["evictions"] = report.plans.evictions;
-            out["prepared_plans"] = plans;
-            py::list engines;
-            for (const runtime::EngineCacheReport& e : report.engines) {
-              py::dict d = usage(e.usage);
-              d["engine"] = e.engine.value();
-              engines.append(d);
-            }
-            out["engines"] = engines;
-            py::dict extensions;
-            for (const runtime::ExtensionCacheReport& x : report.extensions)
-              extensions[py::str(x.family_id)] = usage(x.usage);
-            out["extensions"] = extensions;
-            return out;
-          },
-          "The runtime's C++ caches (Runtime::cache_report): the prepared plans, each engine's pooled free memory "
-          "and each extension engine's plans and workspaces (entries, bytes, hits, misses, evictions); what "
-          "clear_caches() empties.")
-      .def(
-          "clear_caches",
-          [](PyRuntime& self) {
-            if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
-            self.clear_caches();
-          },
-          "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
-          "gradients, the AD transform cache, the prepared-plan cache and the einsum, FFT and linalg engines' "
-          "plans and workspaces, and returns the memory pool's freed blocks to the system (also a one-thread "
-          "runtime's).")
-      .def("__repr__", [](const PyRuntime& rt) {
-        return fmt::format("tenferro.Runtime(threads={}, gemm='{}', domain='{}')", rt.threads(), rt.gemm(),
-                           rt.domain());
-      });
+      .def_property_readonly("pooled_bytes", on_runtime([](const PyRuntime& self) {
+                               // Note [Runtimes from before a fork]: locks another thread held at the
+                               // fork stay held in the child (the stress audit's child hung here).
+                               if (self.from_before_fork()) ok_or_raise(self.fork_error());
+                               return self.pooled_bytes();
+                             }),
+                             "Bytes of freed results the runtime's memory pool keeps for reuse (bounded; "
+                             "clear_caches() returns them to the system).")
+      .def("cache_report", on_runtime([](PyRuntime& self) {
+             if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
+             // Without the GIL: the FFT counters wait for a plan another
+             // thread is making (0.4 s froze every Python thread; stress audit).
+             const runtime::RuntimeCacheReport report = [&] {
+               const py::gil_scoped_release nogil;
+               return self.runtime().cache_report();
+             }();
+             const auto usage = [](const runtime::CacheUsage& u) {
+               py::dict d;
+               d["entries"] = u.entries;
+               d["bytes"] = u.bytes;
+               d["hits"] = u.hits;
+               d["misses"] = u.misses;
+               d["evictions"] = u.evictions;
+               return d;
+             };
+             py::dict out;
+             py::dict plans;
+             plans["entries"] = report.plans.entries;
+             plans["bytes"] = report.plans.bytes;
+             plans["hits"] = report.plans.hits;
+             plans["misses"] = report.plans.misses;
+             plans["evictions"] = report.plans.evictions;
+             out["prepared_plans"] = plans;
+             py::list engines;
+             for (const runtime::EngineCacheReport& e : report.engines) {
+               py::dict d = usage(e.usage);
+               d["engine"] = e.engine.value();
+               engines.append(d);
+             }
+             out["engines"] = engines;
+             py::dict extensions;
+             for (const runtime::ExtensionCacheReport& x : report.extensions)
+               extensions[py::str(x.family_id)] = usage(x.usage);
+             out["extensions"] = extensions;
+             return out;
+           }),
+           "The runtime's C++ caches (Runtime::cache_report): the prepared plans, each engine's pooled free memory "
+           "and each extension engine's plans and workspaces (entries, bytes, hits, misses, evictions); what "
+           "clear_caches() empties.")
+      .def("clear_caches", on_runtime([](PyRuntime& self) {
+             if (self.from_before_fork()) ok_or_raise(self.fork_error());  // Note [Runtimes from before a fork]
+             self.clear_caches();
+           }),
+           "Drops the parsed-op cache, the einsum_vjp programs, the compiled slicings, the compile cache of recorded "
+           "gradients, the AD transform cache, the prepared-plan cache and the einsum, FFT and linalg engines' "
+           "plans and workspaces, and returns the memory pool's freed blocks to the system (also a one-thread "
+           "runtime's).")
+      .def("__repr__", on_runtime([](const PyRuntime& rt) {
+             return fmt::format("tenferro.Runtime(threads={}, gemm='{}', domain='{}')", rt.threads(), rt.gemm(),
+                                rt.domain());
+           }));
   static PyMethodDef runtime_einsum_def = {
       "einsum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&runtime_einsum_fastcall)),
       METH_FASTCALL | METH_KEYWORDS, "einsum on this runtime; see tenferro.einsum."};

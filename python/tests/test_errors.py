@@ -236,3 +236,16 @@ def test_einsum_on_a_runtime_never_initialised_is_a_type_error():
         r.einsum("i->", np.ones(2))
     with pytest.raises(TypeError, match="not initialised"):
         tenferro.einsum("i->", np.ones(2), runtime=r)
+    # Every other method and property too (they read uninitialised memory).
+    for name in ("threads", "gemm", "domain", "worker_spin", "cached_ops", "gil_releases", "cached_einsum_gradients",
+                 "cached_sliced_plans", "pooled_bytes"):
+        with pytest.raises(TypeError, match="not initialised"):
+            getattr(r, name)
+    for method in (r.cache_report, r.clear_caches, r.__repr__):
+        with pytest.raises(TypeError, match="not initialised"):
+            method()
+    # The unbound functions check their argument's type.
+    with pytest.raises(TypeError, match="expected a tenferro.Runtime, found int"):
+        tenferro.Runtime.clear_caches(5)
+    with pytest.raises(TypeError, match="expected a tenferro.Runtime, found str"):
+        tenferro.Runtime.threads.fget("x")
