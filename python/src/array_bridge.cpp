@@ -700,7 +700,7 @@ double estimated_work(std::span<const Tensor> operands, WorkKind kind) {
   return work;
 }
 
-Dims dims_or_empty(const py::object& sequence) {
+Dims dims_or_empty(py::handle sequence) {
   Dims d;
   if (!sequence.is_none()) {
     for (py::handle v : sequence) d.push_back(py::cast<std::int64_t>(v));

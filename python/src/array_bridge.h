@@ -165,7 +165,7 @@ enum class WorkKind { kElements, kMatrices, kTransforms };
 double estimated_work(std::span<const Tensor> operands, WorkKind kind);
 
 /// The integers of a Python sequence; empty for None.
-Dims dims_or_empty(const py::object& sequence);
+Dims dims_or_empty(py::handle sequence);
 
 /// Unwraps `r` or raises its error.
 template <class T>

@@ -1236,8 +1236,8 @@ py::tuple linalg_call(PyRuntime& rt, const std::string& name, const py::list& ar
 // axes out of range go as given. The order of an input in row-major order
 // already is checked with one pass over its strides.
 
-py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const py::object& lengths,
-                    const py::object& axes, const std::string& norm) {
+py::object fft_call(PyRuntime& rt, std::string_view kind, py::handle x, py::handle lengths, py::handle axes,
+                    std::string_view norm) {
   fft::FftAttributes attributes =
       value_or_raise(fft_attributes_of(kind, dims_or_empty(lengths), dims_or_empty(axes), norm));
   OperandList operands;
@@ -1274,6 +1274,31 @@ py::object fft_call(PyRuntime& rt, const std::string& kind, py::handle x, const 
   ok_or_raise(status);
   if (permute) result = value_or_raise(result.permute(back));
   return operands.to_numpy(std::move(result));
+}
+
+// tenferro.fft's entry as a vectorcall function (METH_FASTCALL): six
+// positional arguments (runtime, kind, x, s, axes, norm), the default
+// runtime remembered as einsum's (`self` is einsum's capsule, Note [Default
+// runtime lookup]). pybind11's dispatch and the default runtime's lookup by
+// name cost about 0.3 us of a 64-point transform's 1.6.
+PyObject* fft_fastcall(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  return python_entry([&] {
+    if (nargs != 6) raise_type_error(fmt::format("_fft: expected 6 positional arguments, found {}", nargs));
+    const auto text = [&](Py_ssize_t i, const char* what) {
+      Py_ssize_t size = 0;
+      const char* data = PyUnicode_Check(args[i]) ? PyUnicode_AsUTF8AndSize(args[i], &size) : nullptr;
+      if (data == nullptr) {
+        PyErr_Clear();
+        raise_type_error(fmt::format("_fft: expected a str {}, found {}", what, type_name(args[i])));
+      }
+      return std::string_view(data, static_cast<std::size_t>(size));
+    };
+    auto& state = *static_cast<EinsumFunctionState*>(PyCapsule_GetPointer(self, "tenferro.einsum_state"));
+    const py::handle runtime(args[0]);
+    PyRuntime& rt =
+        runtime.is_none() ? default_runtime_fast(state) : runtime_for(state.module.ptr(), runtime, py::none());
+    return fft_call(rt, text(1, "kind"), args[2], args[3], args[4], text(5, "norm"));
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -1572,6 +1597,11 @@ exceeds that many bytes. See docs/python.md.)doc"};
   const py::object self = py::reinterpret_steal<py::object>(capsule);
   m.attr("einsum") =
       py::reinterpret_steal<py::object>(PyCFunction_NewEx(&einsum_def, self.ptr(), m.attr("__name__").ptr()));
+  // _fft(runtime, kind, x, s, axes, norm), positional only: fft.py's call of
+  // every transform (fft_fastcall).
+  static PyMethodDef fft_def = {"_fft", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fft_fastcall)),
+                                METH_FASTCALL, "_fft(runtime, kind, x, s, axes, norm): tenferro.fft's transforms."};
+  m.attr("_fft") = py::reinterpret_steal<py::object>(PyCFunction_NewEx(&fft_def, self.ptr(), m.attr("__name__").ptr()));
 
   m.def(
       "default_runtime", [module](py::handle threads) { return default_runtime_object(module, threads); },
@@ -1634,14 +1664,6 @@ exceeds that many bytes. See docs/python.md.)doc"};
       },
       py::arg("runtime"), py::arg("name"), py::arg("args"), py::arg("mode") = "", py::arg("flag") = true,
       py::arg("rcond") = -1.0);
-  m.def(
-      "_fft",
-      [module](py::handle runtime, const std::string& kind, py::handle x, const py::object& lengths,
-               const py::object& axes, const std::string& norm) {
-        return fft_call(runtime_for(module, runtime, py::none()), kind, x, lengths, axes, norm);
-      },
-      py::arg("runtime"), py::arg("kind"), py::arg("x"), py::arg("s") = py::none(), py::arg("axes") = py::none(),
-      py::arg("norm") = "backward");
   m.def(
       "_einsum_vjp",
       [module](py::handle runtime, py::handle threads, const std::string& subscripts, const py::list& args,
