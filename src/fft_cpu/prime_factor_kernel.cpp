@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <numbers>
 #include <vector>
 
@@ -253,66 +254,72 @@ class PrimeFactorKernel final : public FftKernel {
   }
 
  private:
+  // One complex point as one move: std::complex<float>'s assignment
+  // compiled to two 4-byte loads and stores (15 % of a 255-point batch's
+  // profile).
+  static void copy_point(const C* from, C* to) noexcept { std::memcpy(static_cast<void*>(to), from, sizeof(C)); }
+
+  // n_ and nc_ read once: for the compiler, the stores could alias *this.
   void load(const void* in, std::int64_t offset, C* x) const noexcept {
-    const std::int64_t s = problem_.dim.in_stride;
+    const std::int64_t s = problem_.dim.in_stride, n = n_, nc = nc_;
     switch (problem_.transform) {
       case FftTransform::kC2C: {
         const C* src = static_cast<const C*>(in) + offset;
-        for (std::int64_t j = 0; j < n_; ++j) x[j] = src[j * s];
+        for (std::int64_t j = 0; j < n; ++j) copy_point(src + j * s, x + j);
         break;
       }
       case FftTransform::kR2C: {
         const R* src = static_cast<const R*>(in) + offset;
-        if (nc_ != n_) {  // z[j] = x[2j] + i x[2j+1]
-          for (std::int64_t j = 0; j < nc_; ++j) x[j] = C(src[2 * j * s], src[(2 * j + 1) * s]);
+        if (nc != n) {  // z[j] = x[2j] + i x[2j+1]
+          for (std::int64_t j = 0; j < nc; ++j) x[j] = C(src[2 * j * s], src[(2 * j + 1) * s]);
           break;
         }
-        for (std::int64_t j = 0; j < n_; ++j) x[j] = C(src[j * s], R(0));
+        for (std::int64_t j = 0; j < n; ++j) x[j] = C(src[j * s], R(0));
         break;
       }
       case FftTransform::kC2R: {
         const C* src = static_cast<const C*>(in) + offset;
-        if (nc_ != n_) {
+        if (nc != n) {
           load_half_spectrum(src, s, x);
           break;
         }
-        const std::int64_t half = n_ / 2 + 1;
-        for (std::int64_t k = 0; k < half; ++k) x[k] = src[k * s];
+        const std::int64_t half = n / 2 + 1;
+        for (std::int64_t k = 0; k < half; ++k) copy_point(src + k * s, x + k);
         x[0] = C(x[0].real(), R(0));
-        if (n_ % 2 == 0) x[n_ / 2] = C(x[n_ / 2].real(), R(0));
-        for (std::int64_t k = half; k < n_; ++k) x[k] = std::conj(x[n_ - k]);
+        if (n % 2 == 0) x[n / 2] = C(x[n / 2].real(), R(0));
+        for (std::int64_t k = half; k < n; ++k) x[k] = std::conj(x[n - k]);
         break;
       }
     }
   }
 
   void store(const C* y, void* out, std::int64_t offset) const noexcept {
-    const std::int64_t s = problem_.dim.out_stride;
+    const std::int64_t s = problem_.dim.out_stride, n = n_, nc = nc_;
     switch (problem_.transform) {
       case FftTransform::kC2C: {
         C* dst = static_cast<C*>(out) + offset;
-        for (std::int64_t k = 0; k < n_; ++k) dst[k * s] = y[k];
+        for (std::int64_t k = 0; k < n; ++k) copy_point(y + k, dst + k * s);
         break;
       }
       case FftTransform::kR2C: {
         C* dst = static_cast<C*>(out) + offset;
-        if (nc_ != n_) {
+        if (nc != n) {
           store_half_spectrum(y, dst, s);
           break;
         }
-        for (std::int64_t k = 0; k <= n_ / 2; ++k) dst[k * s] = y[k];
+        for (std::int64_t k = 0; k <= n / 2; ++k) copy_point(y + k, dst + k * s);
         break;
       }
       case FftTransform::kC2R: {
         R* dst = static_cast<R*>(out) + offset;
-        if (nc_ != n_) {  // x[2j] = Re z[j], x[2j+1] = Im z[j]
-          for (std::int64_t j = 0; j < nc_; ++j) {
+        if (nc != n) {  // x[2j] = Re z[j], x[2j+1] = Im z[j]
+          for (std::int64_t j = 0; j < nc; ++j) {
             dst[2 * j * s] = y[j].real();
             dst[(2 * j + 1) * s] = y[j].imag();
           }
           break;
         }
-        for (std::int64_t k = 0; k < n_; ++k) dst[k * s] = y[k].real();
+        for (std::int64_t k = 0; k < n; ++k) dst[k * s] = y[k].real();
         break;
       }
     }
