@@ -125,9 +125,31 @@ constexpr std::int64_t kGroupColumns = 64;
 
 }  // namespace
 
+namespace {
+
+// Note [Paired real transforms]
+// A real transform of odd n has no half-length complex form and ran as the
+// complex transform of n points with zero imaginary parts: twice the work
+// of the data. Two of them run as one complex transform instead: z = x1 +
+// i x2 gives Z = X1 + i X2, whence X1[k] = (Z[k] + conj Z[n-k]) / 2 and X2[k]
+// = (Z[k] - conj Z[n-k]) / 2i (r2c); the inverse of X1 + i X2, each
+// extended to its Hermitian spectrum, is x1 + i x2 (c2r). A batch of c
+// such transforms takes ceil(c / 2) complex slots; a last odd one has a
+// zero partner.
+bool paired_real(const FftProblem& problem) noexcept {
+  return problem.transform != FftTransform::kC2C && problem.dim.n % 2 == 1;
+}
+
+// The complex transforms a batch of `problem` runs.
+std::int64_t complex_slots(const FftProblem& problem) noexcept {
+  return paired_real(problem) ? (problem.howmany() + 1) / 2 : problem.howmany();
+}
+
+}  // namespace
+
 std::int64_t prime_factor_group(const FftProblem& problem, std::int64_t p) noexcept {
   const std::int64_t m = prime_factor_complex_length(problem) / p;
-  return std::max<std::int64_t>(1, std::min((kGroupColumns + m - 1) / m, problem.howmany()));
+  return std::max<std::int64_t>(1, std::min((kGroupColumns + m - 1) / m, complex_slots(problem)));
 }
 
 FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t p) {
@@ -181,6 +203,7 @@ class PrimeFactorKernel final : public FftKernel {
         m_(nc_ / p),
         h_((p - 1) / 2),
         group_(prime_factor_group(problem, p)),
+        paired_(paired_real(problem)),
         columns_(std::move(columns)) {
     sign_ = prime_factor_columns_problem(problem, p).sign;
     slot_ = (static_cast<std::size_t>(group_ * nc_) * sizeof(C) + 63) / 64 * 64;
@@ -225,9 +248,24 @@ class PrimeFactorKernel final : public FftKernel {
     const std::span<std::byte> rest = workspace.subspan(2 * slot_);
     BatchCursor read(problem_.batch, true), write(problem_.batch, false);
     const std::int64_t count = problem_.howmany();
-    for (std::int64_t first = 0; first < count; first += group_) {
-      const std::int64_t size = std::min(group_, count - first);
-      for (std::int64_t b = 0; b < size; ++b, read.next()) load(in, read.offset, x + b * nc_);
+    std::int64_t loaded = 0, stored = 0;  // transforms of the batch
+    while (loaded < count) {
+      std::int64_t size = 0;  // complex slots of this group
+      for (; size < group_ && loaded < count; ++size) {
+        const std::int64_t first = read.offset;
+        read.next();
+        ++loaded;
+        if (!paired_) {
+          load(in, first, x + size * nc_);
+          continue;
+        }
+        const bool second = loaded < count;  // Note [Paired real transforms]
+        load_pair(in, first, second ? read.offset : first, second, x + size * nc_);
+        if (second) {
+          read.next();
+          ++loaded;
+        }
+      }
       std::fill(x + size * nc_, x + group_ * nc_, C(0));  // a last, smaller group
       if (m_ == 1) {                                      // a pure prime: the rows are the group's points, transposed
         for (std::int64_t r = 0; r < p_; ++r)
@@ -236,18 +274,28 @@ class PrimeFactorKernel final : public FftKernel {
         TENFERRO_TRY(columns_->execute(x, t, rest));
       }
       combine(t, x);
-      if (group_ == 1) {
-        store(x, out, write.offset);
-        write.next();
-        continue;
-      }
       // Note [Grouped prime factors]: rows of the group's columns -> each
-      // transform's X[k1 + m k2].
+      // transform's X[k1 + m k2] (one transform: its order already).
       const std::int64_t width = group_ * m_;
-      for (std::int64_t b = 0; b < size; ++b, write.next()) {
-        C* result = t + b * nc_;
-        for (std::int64_t k2 = 0; k2 < p_; ++k2) std::copy_n(x + k2 * width + b * m_, m_, result + k2 * m_);
-        store(result, out, write.offset);
+      for (std::int64_t b = 0; b < size; ++b) {
+        C* result = x;
+        if (group_ > 1) {
+          result = t + b * nc_;
+          for (std::int64_t k2 = 0; k2 < p_; ++k2) std::copy_n(x + k2 * width + b * m_, m_, result + k2 * m_);
+        }
+        const std::int64_t first = write.offset;
+        write.next();
+        ++stored;
+        if (!paired_) {
+          store(result, out, first);
+          continue;
+        }
+        const bool second = stored < count;
+        store_pair(result, out, first, second ? write.offset : first, second);
+        if (second) {
+          write.next();
+          ++stored;
+        }
       }
     }
     return ok_status();
@@ -321,6 +369,62 @@ class PrimeFactorKernel final : public FftKernel {
         }
         for (std::int64_t k = 0; k < n; ++k) dst[k * s] = y[k].real();
         break;
+      }
+    }
+  }
+
+  // Note [Paired real transforms]: z = x1 + i x2 (r2c), or X1 + i X2 each
+  // extended to its Hermitian spectrum (c2r). Without a second transform
+  // its part is zero.
+  void load_pair(const void* in, std::int64_t first, std::int64_t second, bool has_second, C* z) const noexcept {
+    const std::int64_t s = problem_.dim.in_stride, n = n_;
+    if (problem_.transform == FftTransform::kR2C) {
+      const R* a = static_cast<const R*>(in) + first;
+      const R* b = static_cast<const R*>(in) + second;
+      for (std::int64_t j = 0; j < n; ++j) z[j] = C(a[j * s], has_second ? b[j * s] : R(0));
+      return;
+    }
+    const C* a = static_cast<const C*>(in) + first;
+    const C* b = static_cast<const C*>(in) + second;
+    const R* ar = reinterpret_cast<const R*>(a);
+    const R* br = reinterpret_cast<const R*>(b);
+    R* zr = reinterpret_cast<R*>(z);
+    // Z[k] = X1[k] + i X2[k], Z[n-k] = conj X1[k] + i conj X2[k] (k <= n/2;
+    // the imaginary parts of X1[0] and X2[0] dropped, as FFTW and numpy do).
+    for (std::int64_t k = 0; k <= n / 2; ++k) {
+      const R x1r = ar[2 * k * s], x1i = k == 0 ? R(0) : ar[2 * k * s + 1];
+      const R x2r = has_second ? br[2 * k * s] : R(0);
+      const R x2i = has_second && k != 0 ? br[2 * k * s + 1] : R(0);
+      zr[2 * k] = x1r - x2i;
+      zr[2 * k + 1] = x1i + x2r;
+      if (k != 0) {
+        zr[2 * (n - k)] = x1r + x2i;
+        zr[2 * (n - k) + 1] = x2r - x1i;
+      }
+    }
+  }
+
+  void store_pair(const C* z, void* out, std::int64_t first, std::int64_t second, bool has_second) const noexcept {
+    const std::int64_t s = problem_.dim.out_stride, n = n_;
+    const R* zr = reinterpret_cast<const R*>(z);
+    if (problem_.transform == FftTransform::kC2R) {  // x1 = Re z, x2 = Im z
+      R* a = static_cast<R*>(out) + first;
+      R* b = static_cast<R*>(out) + second;
+      for (std::int64_t j = 0; j < n; ++j) a[j * s] = zr[2 * j];
+      if (has_second)
+        for (std::int64_t j = 0; j < n; ++j) b[j * s] = zr[2 * j + 1];
+      return;
+    }
+    R* a = reinterpret_cast<R*>(static_cast<C*>(out) + first);
+    R* b = reinterpret_cast<R*>(static_cast<C*>(out) + second);
+    for (std::int64_t k = 0; k <= n / 2; ++k) {
+      const std::int64_t c = k == 0 ? 0 : n - k;
+      const R pr = zr[2 * k], pi = zr[2 * k + 1], qr = zr[2 * c], qi = -zr[2 * c + 1];  // Z[k], conj Z[n-k]
+      a[2 * k * s] = R(0.5) * (pr + qr);
+      a[2 * k * s + 1] = R(0.5) * (pi + qi);
+      if (has_second) {  // (Z[k] - conj Z[n-k]) / 2i
+        b[2 * k * s] = R(0.5) * (pi - qi);
+        b[2 * k * s + 1] = R(-0.5) * (pr - qr);
       }
     }
   }
@@ -440,7 +544,8 @@ class PrimeFactorKernel final : public FftKernel {
   std::int64_t n_;   // the transform's length
   std::int64_t nc_;  // the complex transform's: n, or n/2 for a real transform of even n
   std::int64_t p_, m_, h_;
-  std::int64_t group_;  // transforms run together (Note [Grouped prime factors])
+  std::int64_t group_;  // complex transforms run together (Note [Grouped prime factors])
+  bool paired_;         // two real transforms of odd n per complex one (Note [Paired real transforms])
   int sign_ = -1;
   std::size_t slot_ = 0;
   std::shared_ptr<const FftKernel> columns_;

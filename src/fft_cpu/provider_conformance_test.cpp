@@ -479,6 +479,16 @@ TEST(FftwProvider, ShortPrimeFactorTransformsRunInGroups) {
       pure.batch = {{70, n, n}};
       check_problem(provider, pure, seed++);
     }
+    // Note [Paired real transforms]: real transforms of odd n take one
+    // complex slot per two (a group counts slots); the batch of 33 ends
+    // with an unpaired one.
+    FftProblem odd;
+    odd.transform = FftTransform::kR2C;
+    odd.dim = {255, 1, 1};
+    odd.batch = {{2, 255, 128}};
+    EXPECT_EQ(internal::prime_factor_group(odd, 17), 1);
+    odd.batch = {{10, 255, 128}};
+    EXPECT_EQ(internal::prime_factor_group(odd, 17), 5);
     for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
       for (std::int64_t n : {68, 255, 76, 53}) {  // 2 * 17 points complex (m = 2), odd 255, 2 * 19, prime 53
         FftProblem r;
