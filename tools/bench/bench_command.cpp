@@ -67,7 +67,9 @@ constexpr Suite kSuites[] = {
      &run_ad_suite},
     {"mpi", "MERA sliced over 2 ranks vs 1 rank unsliced; 64 MiB mpi::allreduce vs MPI_Allreduce (mpirun)",
      &run_mpi_suite, SuiteInputs::kOne},
-    {"fft", "c128 fft (n = 2^10..2^20, 1024^2, 4096 x 256) through the FFTW engine vs numpy.fft and torch.fft",
+    {"fft",
+     "c128 fft (n = 2^10..2^20, 1024^2, 4096 x 256, 255^2, 256 x 89) through the FFTW engine vs numpy.fft and "
+     "torch.fft",
      &run_fft_suite},
     {"soak", "1e6 eager calls and 1e4 prepares over changing shapes in one process: RSS and cache sizes vs bounds",
      &run_soak_suite},

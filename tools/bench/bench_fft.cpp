@@ -4,7 +4,10 @@
 // same run at the same thread count (the baseline is the faster peer):
 //  - 1-D fft, n = 2^10 .. 2^20 (a single transform: one thread does it);
 //  - 2-D fft2 of 1024 x 1024 (each axis pass split over the workers);
-//  - a batch of 4096 transforms of length 256 (fft along the last axis).
+//  - a batch of 4096 transforms of length 256 (fft along the last axis);
+//  - lengths the prime-factor kernel takes (Notes [Medium prime factors],
+//    [Grouped prime factors]): fft2 of 255 x 255 (255 = 15 * 17) and a
+//    batch of 256 transforms of the prime 89.
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -31,6 +34,8 @@ std::vector<FftCase> fft_cases(bool quick) {
   for (int p = 10; p <= 20; p += quick ? 4 : 2) cases.push_back({fmt::format("fft_c128_n2^{}", p), {1 << p}, {0}});
   cases.push_back({"fft2_c128_1024x1024", {1024, 1024}, {0, 1}});
   cases.push_back({"fft_c128_batch4096_n256", {4096, 256}, {1}});
+  cases.push_back({"fft2_c128_255x255", {255, 255}, {0, 1}});
+  cases.push_back({"fft_c128_batch256_n89", {256, 89}, {1}});
   return cases;
 }
 
