@@ -25,9 +25,11 @@ constexpr bool prime_factor_kernel_takes(std::int64_t p) noexcept {
 /// Note [Grouped prime factors]), 17, 19 and 23 alone are left to FFTW.
 std::int64_t medium_prime_factor(std::int64_t n) noexcept;
 
-/// How many of `problem`'s transforms the kernel runs together (Note
+/// How many complex transforms the kernel runs together for `problem` (Note
 /// [Grouped prime factors]): enough that the group's columns fill the
-/// p-point step's vectors, 1 when one transform's m columns do.
+/// p-point step's vectors, 1 when one transform's m columns do. Real
+/// transforms of odd n count two to a complex one (Note [Paired real
+/// transforms]).
 std::int64_t prime_factor_group(const FftProblem& problem, std::int64_t p) noexcept;
 
 /// The c2c problem of the m-point stage for `problem` (length n = p * m)
