@@ -396,9 +396,12 @@ Result<std::shared_ptr<const FftKernel>> FftwFftProvider::plan_one(const FftProb
   // hold n complex values).
   if (const std::int64_t p = internal::medium_prime_factor(problem.dim.n);
       p != 0 && options_.mode == FftwPlannerMode::kEstimate && problem.dim.n <= (std::int64_t{1} << 20)) {
-    // The m-point stage first, outside the cache's lock (it is cached too).
-    TENFERRO_ASSIGN_OR_RETURN(std::shared_ptr<const FftKernel> columns,
-                              plan_one(internal::prime_factor_columns_problem(problem, p)));
+    // The m-point stage first, outside the cache's lock (it is cached too);
+    // none for a pure prime (Note [Grouped prime factors]).
+    std::shared_ptr<const FftKernel> columns;
+    if (problem.dim.n != p) {
+      TENFERRO_ASSIGN_OR_RETURN(columns, plan_one(internal::prime_factor_columns_problem(problem, p)));
+    }
     return cache_->get_or_create(problem, [&]() -> Result<std::shared_ptr<const FftKernel>> {
       return internal::make_prime_factor_kernel(problem, p, columns);
     });

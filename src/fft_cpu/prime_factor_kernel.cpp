@@ -33,9 +33,8 @@ namespace tenferro::fft::internal {
 //      points z[j] = x[2j] + i x[2j+1] (r2c), or the spectrum of that z
 //      (c2r: Z[k] = X[k] + conj X[n/2-k] + i (X[k] - conj X[n/2-k]) e^(2 pi
 //      i k/n), the imaginary parts of X[0] and X[n/2] dropped as FFTW and
-//      numpy do); of odd n the complex transform of n points (real input
-//      with zero imaginary parts, c2r input extended to the Hermitian
-//      spectrum);
+//      numpy do); two real transforms of odd n as one complex transform
+//      of n points (Note [Paired real transforms]);
 //   2. FFTW (ESTIMATE) makes the p transforms of length m of the
 //      subsequences x[r + p s] into rows T[r] (m has no factor it plans
 //      badly, or is split again);
@@ -47,7 +46,7 @@ namespace tenferro::fft::internal {
 //   4. the result is stored (c2c as it is; r2c of even n split into the
 //      transforms of the even and odd samples, X[k] = E[k] + w^k O[k];
 //      c2r of even n the real and imaginary parts interleaved; odd n: the
-//      first n/2+1 values, or the real parts).
+//      pair separated).
 // Twiddles and the p-point cosines and sines are computed in double at
 // plan time (the tables hold n complex values and (p-1)^2/2 reals, so the
 // provider takes this path up to 2^20 points). Planning is one ESTIMATE
@@ -55,8 +54,7 @@ namespace tenferro::fft::internal {
 // (plan and run) took 0.3-0.5 ms for n = 592..2624 against 1.0-1.5 ms with
 // FFTW's Rader and Bluestein plans (2026-12-07). Errors stay those of a
 // mixed-radix FFT: within a few eps of numpy (the provider conformance and
-// numpy tests cover these lengths). Real transforms of odd n do twice the
-// work of a real FFT. Timings (n = 592: 13.0 -> 5.4 us, numpy 7.0; a
+// numpy tests cover these lengths). Timings (n = 592: 13.0 -> 5.4 us, numpy 7.0; a
 // 64x592 batch 708 -> 220 us, torch 260): docs/performance_notes.md ("FFT:
 // strided real transforms and medium prime factors"). Pure primes from 97
 // on (Rader, FFTW's strength: n = 1009 runs at 2.3x numpy) and factors from
@@ -122,10 +120,6 @@ constexpr std::int64_t kPrimeFactorBlock = 32;
 // faster than this path (19-24 us for 256 of 17 points against 34-39 us),
 // so they stay FFTW's.
 constexpr std::int64_t kGroupColumns = 64;
-
-}  // namespace
-
-namespace {
 
 // Note [Paired real transforms]
 // A real transform of odd n has no half-length complex form and ran as the
@@ -235,10 +229,12 @@ class PrimeFactorKernel final : public FftKernel {
     }
   }
 
-  std::size_t workspace_bytes() const noexcept override { return 2 * slot_ + columns_->workspace_bytes(); }
+  std::size_t workspace_bytes() const noexcept override {
+    return 2 * slot_ + (columns_ ? columns_->workspace_bytes() : 0);
+  }
   std::size_t table_bytes() const noexcept override {
     return (twiddles_.size() + half_twiddles_.size()) * sizeof(C) + 2 * cosines_.size() * sizeof(R) +
-           columns_->table_bytes();
+           (columns_ ? columns_->table_bytes() : 0);
   }
   bool accepts(const void*, const void*) const noexcept override { return true; }
 
@@ -267,7 +263,7 @@ class PrimeFactorKernel final : public FftKernel {
         }
       }
       std::fill(x + size * nc_, x + group_ * nc_, C(0));  // a last, smaller group
-      if (m_ == 1) {                                      // a pure prime: the rows are the group's points, transposed
+      if (!columns_) {  // a pure prime (m = 1): the rows are the group's points, transposed
         for (std::int64_t r = 0; r < p_; ++r)
           for (std::int64_t b = 0; b < group_; ++b) t[r * group_ + b] = x[b * nc_ + r];
       } else {
@@ -307,7 +303,8 @@ class PrimeFactorKernel final : public FftKernel {
   // profile).
   static void copy_point(const C* from, C* to) noexcept { std::memcpy(static_cast<void*>(to), from, sizeof(C)); }
 
-  // n_ and nc_ read once: for the compiler, the stores could alias *this.
+  // One transform (c2c, or a real one of even n; odd n: load_pair). n_
+  // and nc_ read once: for the compiler, the stores could alias *this.
   void load(const void* in, std::int64_t offset, C* x) const noexcept {
     const std::int64_t s = problem_.dim.in_stride, n = n_, nc = nc_;
     switch (problem_.transform) {
@@ -316,28 +313,14 @@ class PrimeFactorKernel final : public FftKernel {
         for (std::int64_t j = 0; j < n; ++j) copy_point(src + j * s, x + j);
         break;
       }
-      case FftTransform::kR2C: {
+      case FftTransform::kR2C: {  // z[j] = x[2j] + i x[2j+1]
         const R* src = static_cast<const R*>(in) + offset;
-        if (nc != n) {  // z[j] = x[2j] + i x[2j+1]
-          for (std::int64_t j = 0; j < nc; ++j) x[j] = C(src[2 * j * s], src[(2 * j + 1) * s]);
-          break;
-        }
-        for (std::int64_t j = 0; j < n; ++j) x[j] = C(src[j * s], R(0));
+        for (std::int64_t j = 0; j < nc; ++j) x[j] = C(src[2 * j * s], src[(2 * j + 1) * s]);
         break;
       }
-      case FftTransform::kC2R: {
-        const C* src = static_cast<const C*>(in) + offset;
-        if (nc != n) {
-          load_half_spectrum(src, s, x);
-          break;
-        }
-        const std::int64_t half = n / 2 + 1;
-        for (std::int64_t k = 0; k < half; ++k) copy_point(src + k * s, x + k);
-        x[0] = C(x[0].real(), R(0));
-        if (n % 2 == 0) x[n / 2] = C(x[n / 2].real(), R(0));
-        for (std::int64_t k = half; k < n; ++k) x[k] = std::conj(x[n - k]);
+      case FftTransform::kC2R:
+        load_half_spectrum(static_cast<const C*>(in) + offset, s, x);
         break;
-      }
     }
   }
 
@@ -349,25 +332,15 @@ class PrimeFactorKernel final : public FftKernel {
         for (std::int64_t k = 0; k < n; ++k) copy_point(y + k, dst + k * s);
         break;
       }
-      case FftTransform::kR2C: {
-        C* dst = static_cast<C*>(out) + offset;
-        if (nc != n) {
-          store_half_spectrum(y, dst, s);
-          break;
-        }
-        for (std::int64_t k = 0; k <= n / 2; ++k) copy_point(y + k, dst + k * s);
+      case FftTransform::kR2C:
+        store_half_spectrum(y, static_cast<C*>(out) + offset, s);
         break;
-      }
-      case FftTransform::kC2R: {
+      case FftTransform::kC2R: {  // x[2j] = Re z[j], x[2j+1] = Im z[j]
         R* dst = static_cast<R*>(out) + offset;
-        if (nc != n) {  // x[2j] = Re z[j], x[2j+1] = Im z[j]
-          for (std::int64_t j = 0; j < nc; ++j) {
-            dst[2 * j * s] = y[j].real();
-            dst[(2 * j + 1) * s] = y[j].imag();
-          }
-          break;
+        for (std::int64_t j = 0; j < nc; ++j) {
+          dst[2 * j * s] = y[j].real();
+          dst[(2 * j + 1) * s] = y[j].imag();
         }
-        for (std::int64_t k = 0; k < n; ++k) dst[k * s] = y[k].real();
         break;
       }
     }
@@ -548,10 +521,10 @@ class PrimeFactorKernel final : public FftKernel {
   bool paired_;         // two real transforms of odd n per complex one (Note [Paired real transforms])
   int sign_ = -1;
   std::size_t slot_ = 0;
-  std::shared_ptr<const FftKernel> columns_;
-  std::vector<C> twiddles_;       // [p][m]: w_nc^(r k1)
-  std::vector<C> half_twiddles_;  // exp(-2 pi i k / n), k <= n/2 (real transforms of even n)
-  std::vector<R> cosines_;        // [h][h]: cos(2 pi j k / p)
+  std::shared_ptr<const FftKernel> columns_;  // the m-point stage; null for a pure prime (m = 1)
+  std::vector<C> twiddles_;                   // [p][m]: w_nc^(r k1)
+  std::vector<C> half_twiddles_;              // exp(-2 pi i k / n), k <= n/2 (real transforms of even n)
+  std::vector<R> cosines_;                    // [h][h]: cos(2 pi j k / p)
   std::vector<R> sines_;
 };
 

@@ -24,14 +24,12 @@ std::optional<std::string> narrow_openblas_note(std::string core) {
     core = (*blas)->identity().arch;
   }
   const cpu::CpuIsa best = cpu::best_cpu_isa();
-  const cpu::CpuIsa runs = cpu::openblas_core_isa(core);
-  const bool narrower = (best == cpu::CpuIsa::kAvx512 && runs != cpu::CpuIsa::kAvx512) ||
-                        (best == cpu::CpuIsa::kAvx2 && runs == cpu::CpuIsa::kPortable);
-  if (!narrower || std::getenv("OPENBLAS_CORETYPE") != nullptr) return std::nullopt;
+  const std::string_view wider = cpu::openblas_core_for(best, core);
+  if (wider.empty() || std::getenv("OPENBLAS_CORETYPE") != nullptr) return std::nullopt;
   return fmt::format(
       "note: this machine's OpenBLAS (the baseline's, numpy's, torch's) runs its {} kernels on this {} CPU, which "
       "it does not know; the ratios flatter tenferro. OPENBLAS_CORETYPE={} gives the peers their widest kernels",
-      core, cpu::to_string(best), best == cpu::CpuIsa::kAvx512 ? "SkylakeX" : "Haswell");
+      core, cpu::to_string(best), wider);
 }
 
 namespace {

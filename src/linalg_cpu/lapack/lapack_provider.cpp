@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -127,15 +128,6 @@ struct OpenBlasCores {
   std::string openblas_choice;  // what it chose itself, when tenferro chose another
 };
 
-const char* wider_openblas_core(std::string_view core) {
-  const Result<cpu::CpuIsa> isa = cpu::resolve_cpu_isa(cpu::CpuIsa::kAuto);
-  const cpu::CpuIsa widest = isa.ok() ? *isa : cpu::best_cpu_isa();
-  const cpu::CpuIsa runs = cpu::openblas_core_isa(core);
-  if (widest == cpu::CpuIsa::kAvx512 && runs != cpu::CpuIsa::kAvx512) return "SkylakeX";
-  if (widest == cpu::CpuIsa::kAvx2 && runs == cpu::CpuIsa::kPortable) return "Haswell";
-  return nullptr;
-}
-
 OpenBlasCores choose_openblas_core(void* handle) {
   static OpenBlasCores cores;
   static std::once_flag once;
@@ -146,14 +138,16 @@ OpenBlasCores choose_openblas_core(void* handle) {
     const auto corename = reinterpret_cast<Name>(dlsym(handle, "openblas_get_corename"));
     if (corename == nullptr) return;
     cores.core = corename();
-    const char* wider = wider_openblas_core(cores.core);
-    if (wider == nullptr || deep_bind_flag() == 0 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+    const Result<cpu::CpuIsa> isa = cpu::resolve_cpu_isa(cpu::CpuIsa::kAuto);
+    const std::string wider(cpu::openblas_core_for(isa.ok() ? *isa : cpu::best_cpu_isa(), cores.core));
+    if (wider.empty() || deep_bind_flag() == 0 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
     const auto set = reinterpret_cast<SetCore>(dlsym(handle, "tenferro_lapack_set_openblas_core"));
     const auto quit = reinterpret_cast<Step>(dlsym(handle, "gotoblas_dynamic_quit"));
     const auto init = reinterpret_cast<Step>(dlsym(handle, "gotoblas_dynamic_init"));
-    const std::string table = std::string("gotoblas_") + (wider[0] == 'S' ? "SKYLAKEX" : "HASWELL");
+    std::string table = "gotoblas_";  // the build has that kernel table: gotoblas_SKYLAKEX, ...
+    for (char c : wider) table += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (set == nullptr || quit == nullptr || init == nullptr || dlsym(handle, table.c_str()) == nullptr) return;
-    set(wider);
+    set(wider.c_str());
     quit();
     init();
     set(nullptr);

@@ -44,6 +44,12 @@ std::string_view to_string(OpenBlasBuild build) noexcept;
 /// src/linalg_cpu/lapack/lapack_provider.cpp).
 CpuIsa openblas_core_isa(std::string_view core) noexcept;
 
+/// The OpenBLAS kernel table that gives a CPU whose widest instruction set
+/// is `widest` kernels of that width -- "SkylakeX" (AVX-512) or "Haswell"
+/// (AVX2) -- when `core` is narrower; empty when `core` already has that
+/// width (its own tuning is kept).
+std::string_view openblas_core_for(CpuIsa widest, std::string_view core) noexcept;
+
 /// Threading of the library actually loaded.
 enum class BlasThreading : std::uint8_t { kSerial, kPthread, kOpenMP };
 std::string_view to_string(BlasThreading threading) noexcept;

@@ -176,6 +176,13 @@ CpuIsa openblas_core_isa(std::string_view core) noexcept {
   return CpuIsa::kPortable;
 }
 
+std::string_view openblas_core_for(CpuIsa widest, std::string_view core) noexcept {
+  const CpuIsa runs = openblas_core_isa(core);
+  if (widest == CpuIsa::kAvx512 && runs != CpuIsa::kAvx512) return "SkylakeX";
+  if (widest == CpuIsa::kAvx2 && runs == CpuIsa::kPortable) return "Haswell";
+  return {};
+}
+
 std::string_view to_string(BlasThreading threading) noexcept {
   switch (threading) {
     case BlasThreading::kSerial:
