@@ -75,6 +75,8 @@ def main():
         split = last_json(out)
         check(split.get("split") == "range", f"{cmd}: expected a range split, found {split}")
         check(split["speedup_bound"] >= 1.85, f"{cmd}: plan bound {split['speedup_bound']}")
+        check(1.8 <= split["work_speedup_bound"] <= split["speedup_bound"],
+              f"{cmd}: work bound {split['work_speedup_bound']}, flops bound {split['speedup_bound']}")
         a, b = base["checksum"], split["checksum"]
         check(abs(a - b) <= 1e-9 * max(1.0, abs(a)), f"{cmd}: checksum {b}, unsliced {a}")
         print(f"ok: MERA over 2 ranks: range of {split['range_label']}, checksum {b} == {a}")

@@ -254,6 +254,7 @@ void print_report(const einsum::BenchmarkInstance& instance, bool random, const 
       j["ranges"] = workers.parts().size();
     }
     j["speedup_bound"] = workers.speedup_bound();
+    j["work_speedup_bound"] = workers.work_speedup_bound();
     j["plan_only"] = options.plan_only;
     j["runs"] = r.seconds.size();
     if (!options.plan_only) {

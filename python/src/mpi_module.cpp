@@ -270,6 +270,7 @@ class PyCommunicator {
     d["flops"] = first.tree().cost().flops;
     d["overhead"] = split.workers.overhead();
     d["speedup_bound"] = split.workers.speedup_bound();
+    d["work_speedup_bound"] = split.workers.work_speedup_bound();
     d["slice_max_intermediate_bytes"] = my_largest;
     d["path"] = first.tree().order().to_string();
     d["explain"] = split.workers.explain();

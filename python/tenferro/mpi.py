@@ -125,7 +125,9 @@ class Communicator:
         (``"range"`` or ``"round_robin"``), ``range_label``, ``ranges`` (0 for
         a round robin), ``sliced_labels``, ``slices`` (this rank's, over its
         ranges), ``flops`` (unsliced), ``rank_flops``,
-        ``overhead`` (all ranks' flops over the unsliced), ``speedup_bound``,
+        ``overhead`` (all ranks' flops over the unsliced), ``speedup_bound``
+        (unsliced flops over the busiest rank's), ``work_speedup_bound`` (the
+        same counting 16 flops per element each step moves),
         ``slice_max_intermediate_bytes``, ``path`` and ``explain``."""
         subscripts, operands = _call_form(subscripts, operands)
         return self._impl.plan(subscripts, tuple(operands), optimize, max_intermediate_bytes)

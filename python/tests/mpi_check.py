@@ -117,6 +117,7 @@ def check_every_rank_works():
     if SIZE > 1:
         check(plan["rank_flops"] < plan["flops"], f"rank {RANK} does all the work: {plan}")
         check(plan["speedup_bound"] > 1.0, f"no speedup planned: {plan}")
+        check(1.0 <= plan["work_speedup_bound"] <= plan["speedup_bound"], f"work bound above the flops': {plan}")
     got = comm.einsum("ab,bc,cd->ad", *ops)
     close(got, np.einsum("ab,bc,cd->ad", *ops), np.float64, "split over the ranks")
 

@@ -257,19 +257,31 @@ double SlicedContraction::slice_max_intermediate_bytes() const noexcept {
   return slice_cost().max_intermediate_elements * static_cast<double>(dtype_size(network().dtype()));
 }
 
+namespace {
+
+double elements_of(const Network& net, const LabelList& labels) {
+  double e = 1.0;
+  for (LabelId l : labels) e *= static_cast<double>(net.extent(l));
+  return e;
+}
+
+// A tree's flops plus kSliceElementCost per element it moves (Note
+// [Comparing splits]): every step's operands and result; a single operand
+// is read once.
+double tree_work(const ContractionTree& tree) {
+  double moved = tree.cost().read_write_elements;
+  if (tree.steps().empty()) moved += elements_of(tree.network(), tree.network().operand(0).labels);
+  return tree.cost().flops + kSliceElementCost * moved;
+}
+
+}  // namespace
+
 double SlicedContraction::slice_work() const noexcept {
-  const Network& net = slice_tree_.network();
-  const auto elements = [&](const LabelList& labels) {
-    double e = 1.0;
-    for (LabelId l : labels) e *= static_cast<double>(net.extent(l));
-    return e;
-  };
-  // Every step's operands and result; a single operand is read once.
-  double moved = slice_cost().read_write_elements;
-  if (slice_tree_.steps().empty()) moved += elements(net.operand(0).labels);
   // Each slice's product is read, added to and written back into the output.
-  if (sliced_.size() > sliced_output_count_) moved += 2.0 * elements(net.output());
-  return slice_cost().flops + kSliceElementCost * moved;
+  const double sums = sliced_.size() > sliced_output_count_
+                          ? 2.0 * elements_of(slice_tree_.network(), slice_tree_.network().output())
+                          : 0.0;
+  return tree_work(slice_tree_) + kSliceElementCost * sums;
 }
 
 void SlicedContraction::slice_values(std::int64_t k, std::span<std::int64_t> values) const noexcept {
@@ -601,6 +613,11 @@ double WorkerSlicing::speedup_bound() const noexcept {
   return busiest > 0.0 ? parts_[0].tree().cost().flops / busiest : 1.0;
 }
 
+double WorkerSlicing::work_speedup_bound() const noexcept {
+  const double busiest = busiest_work();
+  return busiest > 0.0 ? tree_work(parts_[0].tree()) / busiest : 1.0;
+}
+
 std::int64_t WorkerSlicing::num_slices() const noexcept {
   std::int64_t slices = 0;
   for (const SlicedContraction& p : parts_) slices += p.num_slices();
@@ -621,11 +638,16 @@ double WorkerSlicing::overhead() const noexcept {
   return base > 0.0 ? total / base : 1.0;
 }
 
+std::string WorkerSlicing::bounds_text() const {
+  return fmt::format("speedup bound {:.4f} by flops, {:.4f} counting elements moved (Note [Comparing splits])",
+                     speedup_bound(), work_speedup_bound());
+}
+
 std::string WorkerSlicing::explain() const {
   const Network& net = parts_[0].network();
   if (round_robin_) {
-    return fmt::format("round robin of {} slices over {} workers: speedup bound {:.4f}\n{}", parts_[0].num_slices(),
-                       workers_, speedup_bound(), parts_[0].explain());
+    return fmt::format("round robin of {} slices over {} workers: {}\n{}", parts_[0].num_slices(), workers_,
+                       bounds_text(), parts_[0].explain());
   }
   const LabelRange& first = parts_[0].range();
   std::string out;
@@ -633,13 +655,11 @@ std::string WorkerSlicing::explain() const {
     out = fmt::format("range split of {}({}) into {} ranges run in turn (Note [Range chunks])\n",
                       net.label_name(first.label), net.extent(first.label), parts_.size());
   } else if (parts_.size() > static_cast<std::size_t>(workers_)) {
-    out = fmt::format(
-        "range split of {}({}) into {} ranges over {} workers, each running its ranges in turn: "
-        "speedup bound {:.4f}\n",
-        net.label_name(first.label), net.extent(first.label), parts_.size(), workers_, speedup_bound());
+    out = fmt::format("range split of {}({}) into {} ranges over {} workers, each running its ranges in turn: {}\n",
+                      net.label_name(first.label), net.extent(first.label), parts_.size(), workers_, bounds_text());
   } else {
-    out = fmt::format("range split of {}({}) over {} workers: speedup bound {:.4f}\n", net.label_name(first.label),
-                      net.extent(first.label), workers_, speedup_bound());
+    out = fmt::format("range split of {}({}) over {} workers: {}\n", net.label_name(first.label),
+                      net.extent(first.label), workers_, bounds_text());
   }
   // Parts of one range size differ only in their offset: the first of each
   // size is shown, and the ranges of all.

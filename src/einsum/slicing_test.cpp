@@ -350,6 +350,31 @@ TEST(SlicingTest, SplitsAreComparedByWorkNotFlopsAlone) {
   }
 }
 
+// WorkerSlicing::work_speedup_bound: a range of the thin row label a of
+// "ab,bc,cd->ad" halves every step's flops, but each worker still reads
+// both 300 x 300 matrices whole, so the bound that counts elements moved
+// (Note [Comparing splits]) is well below the flops' 2.
+TEST(SlicingTest, WorkBoundCountsTheElementsEveryWorkerMoves) {
+  auto tree = plan(bind_or_die("ab,bc,cd->ad", {{8, 300}, {300, 300}, {300, 300}}),
+                   PlanningPolicy{.planner = PlannerKind::kGreedy});
+  ASSERT_TRUE(tree.ok());
+  SlicingOptions options;
+  options.workers = 2;
+  auto split = WorkerSlicing::range_split(*tree, /*a=*/0, options);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  EXPECT_NEAR(split->speedup_bound(), 2.0, 1e-9) << split->explain();
+  const PathCost& unsliced = tree->cost();
+  const double unsliced_work = unsliced.flops + 16.0 * unsliced.read_write_elements;
+  EXPECT_DOUBLE_EQ(split->work_speedup_bound(), unsliced_work / split->busiest_work());
+  EXPECT_LT(split->work_speedup_bound(), 1.5) << split->explain();
+  EXPECT_GT(split->work_speedup_bound(), 1.0) << split->explain();
+  EXPECT_NE(split->explain().find("counting elements moved"), std::string::npos) << split->explain();
+  // One worker: nothing is repeated, both bounds are 1.
+  const WorkerSlicing one = WorkerSlicing::round_robin(*SlicedContraction::plan(*tree, SlicingOptions{}), 1);
+  EXPECT_DOUBLE_EQ(one.speedup_bound(), 1.0);
+  EXPECT_DOUBLE_EQ(one.work_speedup_bound(), 1.0);
+}
+
 TEST(SlicingTest, RangeArgumentsAreChecked) {
   const Network net = bind_or_die("ij,jk->ik", {{4, 5}, {5, 6}});
   auto tree = plan(net, PlanningPolicy{.planner = PlannerKind::kGreedy});
@@ -386,6 +411,8 @@ TEST(SlicingTest, MeraRangeSplitOverTwoRanksBoundsTheSpeedupAbove1_85) {
   ASSERT_TRUE(split.ok()) << split.status().to_string();
   EXPECT_TRUE(split->is_range_split()) << split->explain();
   EXPECT_GE(split->speedup_bound(), 1.85) << split->explain();
+  EXPECT_LE(split->work_speedup_bound(), split->speedup_bound()) << split->explain();
+  EXPECT_GE(split->work_speedup_bound(), 1.8) << split->explain();
   EXPECT_EQ(split->part(0).range().size(), split->part(1).range().size()) << split->explain();
   std::printf("MERA over 2 ranks: %s", split->explain().c_str());
 }

@@ -221,10 +221,11 @@ int run_mpi_suite(const SuiteOptions& options, Reporter& reporter) {
       c.extra["slices"] = j["slices"];
       c.extra["overhead"] = j["overhead"];
       // Round robin of index slices or one label range per rank (Note
-      // [Range slicing]), and the plan's bound on the speedup.
+      // [Range slicing]), and the plan's bounds on the speedup.
       if (j.contains("split")) c.extra["split"] = j["split"];
       if (j.contains("range_label")) c.extra["range_label"] = j["range_label"];
       if (j.contains("speedup_bound")) c.extra["speedup_bound"] = j["speedup_bound"];
+      if (j.contains("work_speedup_bound")) c.extra["work_speedup_bound"] = j["work_speedup_bound"];
       c.extra["checksum"] = j["checksum"];
       c.extra["baseline_checksum"] = (*base.last)["checksum"];
       reporter.add(std::move(c));

@@ -267,6 +267,11 @@ class WorkerSlicing {
   double busiest_work() const noexcept;
   /// The unsliced flops / busiest_flops(): the plan's bound on the speedup.
   double speedup_bound() const noexcept;
+  /// The same ratio of work as WorkerSlicing::plan compares it (flops plus a
+  /// cost per element moved, SlicedContraction::slice_work()): lower than
+  /// speedup_bound() where the steps every worker repeats move many
+  /// elements per flop (copies and products of large intermediates).
+  double work_speedup_bound() const noexcept;
   /// The flops of all workers / the unsliced flops.
   double overhead() const noexcept;
   /// The slices of every part (a round robin's one contraction, or all ranges).
@@ -288,6 +293,8 @@ class WorkerSlicing {
   // once re-planned (Note [Re-planned ranges] in slicing.cpp).
   static Status add_replanned_ranges(const ContractionTree& tree, const SlicingOptions& options,
                                      const WorkerSlicing& best, std::vector<RangeCandidate>& scored);
+  // "speedup bound X by flops, Y counting elements moved ...".
+  std::string bounds_text() const;
 
   std::vector<SlicedContraction> parts_;
   std::int64_t workers_ = 1;
