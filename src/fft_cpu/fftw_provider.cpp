@@ -397,9 +397,10 @@ Result<std::shared_ptr<const FftKernel>> FftwFftProvider::plan_one(const FftProb
   if (const std::int64_t p = internal::medium_prime_factor(problem.dim.n);
       p != 0 && options_.mode == FftwPlannerMode::kEstimate && problem.dim.n <= (std::int64_t{1} << 20)) {
     // The m-point stage first, outside the cache's lock (it is cached too);
-    // none for a pure prime (Note [Grouped prime factors]).
+    // none for a pure prime (Note [Grouped prime factors]) or a prime m the
+    // kernel transforms itself (Note [Direct prime columns]).
     std::shared_ptr<const FftKernel> columns;
-    if (problem.dim.n != p) {
+    if (problem.dim.n != p && !internal::prime_factor_direct_columns(problem, p)) {
       TENFERRO_ASSIGN_OR_RETURN(columns, plan_one(internal::prime_factor_columns_problem(problem, p)));
     }
     return cache_->get_or_create(problem, [&]() -> Result<std::shared_ptr<const FftKernel>> {

@@ -6,6 +6,7 @@
 #include <complex>
 #include <cstring>
 #include <numbers>
+#include <optional>
 #include <vector>
 
 namespace tenferro::fft::internal {
@@ -90,6 +91,27 @@ std::int64_t medium_prime_factor(std::int64_t n) noexcept {
 std::int64_t prime_factor_complex_length(const FftProblem& problem) noexcept {
   const bool real = problem.transform != FftTransform::kC2C;
   return real && problem.dim.n % 2 == 0 ? problem.dim.n / 2 : problem.dim.n;
+}
+
+// Note [Direct prime columns]
+// When m = n / p is itself a prime the kernel takes (n = 289 = 17 * 17,
+// 323 = 17 * 19, 391, 529, ...), step 2's m-point transforms were an FFTW
+// plan of p * g transforms of a length FFTW has no codelet for, which it
+// ran with its generic O(m^2) solver one strided transform at a time:
+// 256 transforms of 289 points took 1048 us in complex128 against torch's
+// 633, of 529 complex64 points 1092 against 759 (2026-12-07, Xeon model
+// 207, one thread). The kernel now runs that stage as it runs step 3:
+// the group's transforms are copied into m rows of g * p columns (row s
+// holds each transform's p points x[p s .. p s + p), which are
+// contiguous), the direct m-point transforms run across the rows
+// (DirectDft, vectorised over the columns), and the result is transposed
+// into the rows T[r] step 3 reads.
+bool prime_factor_direct_columns(const FftProblem& problem, std::int64_t p) noexcept {
+  const std::int64_t m = prime_factor_complex_length(problem) / p;
+  if (m < 2 || !prime_factor_kernel_takes(m)) return false;
+  for (std::int64_t f = 2; f <= m / f; ++f)
+    if (m % f == 0) return false;
+  return true;
 }
 
 namespace {
@@ -184,6 +206,90 @@ struct BatchCursor {
   std::int64_t offset = 0;
 };
 
+// The p-point transforms across p rows of `width` complex columns each, in
+// the symmetric form of Note [Medium prime factors] step 3 (T[j] +- T[p-j],
+// cosines and sines: about p^2 / 2 multiply-adds per column), the inner
+// loops running over blocks of columns so that they vectorise and stay in
+// L1: X[k][c] = sum_r w_p^(sign r k) T[r][c]. t is overwritten.
+template <class R>
+class DirectDft {
+ public:
+  using C = std::complex<R>;
+
+  explicit DirectDft(std::int64_t p) : p_(p), h_((p - 1) / 2) {
+    const double two_pi = 2.0 * std::numbers::pi;
+    cosines_.resize(static_cast<std::size_t>(h_ * h_));
+    sines_.resize(static_cast<std::size_t>(h_ * h_));
+    for (std::int64_t k = 1; k <= h_; ++k) {
+      for (std::int64_t j = 1; j <= h_; ++j) {
+        const double angle = two_pi * static_cast<double>((j * k) % p_) / static_cast<double>(p_);
+        cosines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::cos(angle));
+        sines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::sin(angle));
+      }
+    }
+  }
+
+  std::size_t table_bytes() const noexcept { return 2 * cosines_.size() * sizeof(R); }
+
+  void run(C* t, C* y, std::int64_t width, R sign) const noexcept {
+    const std::int64_t m = width, p = p_, h = h_;
+    // T[j] <- T[j] + T[p-j] (S_j), T[p-j] <- T[j] - T[p-j] (D_j).
+    for (std::int64_t j = 1; j <= h; ++j) {
+      R* u = reinterpret_cast<R*>(t + j * m);
+      R* v = reinterpret_cast<R*>(t + (p - j) * m);
+      for (std::int64_t l = 0; l < 2 * m; ++l) {
+        const R a = u[l], b = v[l];
+        u[l] = a + b;
+        v[l] = a - b;
+      }
+    }
+    alignas(64) R acc_a[2 * kPrimeFactorBlock];
+    alignas(64) R acc_b[2 * kPrimeFactorBlock];
+    for (std::int64_t c0 = 0; c0 < m; c0 += kPrimeFactorBlock) {
+      const std::int64_t lanes = 2 * std::min(kPrimeFactorBlock, m - c0);
+      const R* t0 = reinterpret_cast<const R*>(t + c0);
+      // X[0]: T[0] + sum of S_j.
+      for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
+      for (std::int64_t j = 1; j <= h; ++j) {
+        const R* s = reinterpret_cast<const R*>(t + j * m + c0);
+        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] += s[l];
+      }
+      R* y0 = reinterpret_cast<R*>(y + c0);
+      for (std::int64_t l = 0; l < lanes; ++l) y0[l] = acc_a[l];
+      for (std::int64_t k = 1; k <= h; ++k) {
+        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
+        for (std::int64_t l = 0; l < lanes; ++l) acc_b[l] = R(0);
+        const R* cos_k = cosines_.data() + (k - 1) * h;
+        const R* sin_k = sines_.data() + (k - 1) * h;
+        for (std::int64_t j = 1; j <= h; ++j) {
+          const R c = cos_k[j - 1], sn = sin_k[j - 1];
+          const R* s = reinterpret_cast<const R*>(t + j * m + c0);
+          const R* d = reinterpret_cast<const R*>(t + (p - j) * m + c0);
+          for (std::int64_t l = 0; l < lanes; ++l) {
+            acc_a[l] += c * s[l];
+            acc_b[l] += sn * d[l];
+          }
+        }
+        // X[k] = A + i sign B, X[p-k] = A - i sign B.
+        R* yk = reinterpret_cast<R*>(y + k * m + c0);
+        R* yq = reinterpret_cast<R*>(y + (p - k) * m + c0);
+        for (std::int64_t l = 0; l < lanes; l += 2) {
+          const R re = acc_a[l], im = acc_a[l + 1], bre = sign * acc_b[l], bim = sign * acc_b[l + 1];
+          yk[l] = re - bim;
+          yk[l + 1] = im + bre;
+          yq[l] = re + bim;
+          yq[l + 1] = im - bre;
+        }
+      }
+    }
+  }
+
+ private:
+  std::int64_t p_, h_;
+  std::vector<R> cosines_;  // [h][h]: cos(2 pi j k / p)
+  std::vector<R> sines_;
+};
+
 template <class R>
 class PrimeFactorKernel final : public FftKernel {
  public:
@@ -195,11 +301,12 @@ class PrimeFactorKernel final : public FftKernel {
         nc_(prime_factor_complex_length(problem)),
         p_(p),
         m_(nc_ / p),
-        h_((p - 1) / 2),
         group_(prime_factor_group(problem, p)),
         paired_(paired_real(problem)),
-        columns_(std::move(columns)) {
+        columns_(std::move(columns)),
+        dft_p_(p) {
     sign_ = prime_factor_columns_problem(problem, p).sign;
+    if (prime_factor_direct_columns(problem, p)) dft_m_.emplace(m_);  // Note [Direct prime columns]
     slot_ = (static_cast<std::size_t>(group_ * nc_) * sizeof(C) + 63) / 64 * 64;
     const double two_pi = 2.0 * std::numbers::pi;
     twiddles_.resize(static_cast<std::size_t>(nc_));
@@ -218,23 +325,14 @@ class PrimeFactorKernel final : public FftKernel {
             C(static_cast<R>(std::cos(angle)), static_cast<R>(-std::sin(angle)));
       }
     }
-    cosines_.resize(static_cast<std::size_t>(h_ * h_));
-    sines_.resize(static_cast<std::size_t>(h_ * h_));
-    for (std::int64_t k = 1; k <= h_; ++k) {
-      for (std::int64_t j = 1; j <= h_; ++j) {
-        const double angle = two_pi * static_cast<double>((j * k) % p_) / static_cast<double>(p_);
-        cosines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::cos(angle));
-        sines_[static_cast<std::size_t>((k - 1) * h_ + (j - 1))] = static_cast<R>(std::sin(angle));
-      }
-    }
   }
 
   std::size_t workspace_bytes() const noexcept override {
     return 2 * slot_ + (columns_ ? columns_->workspace_bytes() : 0);
   }
   std::size_t table_bytes() const noexcept override {
-    return (twiddles_.size() + half_twiddles_.size()) * sizeof(C) + 2 * cosines_.size() * sizeof(R) +
-           (columns_ ? columns_->table_bytes() : 0);
+    return (twiddles_.size() + half_twiddles_.size()) * sizeof(C) + dft_p_.table_bytes() +
+           (dft_m_ ? dft_m_->table_bytes() : 0) + (columns_ ? columns_->table_bytes() : 0);
   }
   bool accepts(const void*, const void*) const noexcept override { return true; }
 
@@ -263,11 +361,13 @@ class PrimeFactorKernel final : public FftKernel {
         }
       }
       std::fill(x + size * nc_, x + group_ * nc_, C(0));  // a last, smaller group
-      if (!columns_) {  // a pure prime (m = 1): the rows are the group's points, transposed
+      if (columns_) {
+        TENFERRO_TRY(columns_->execute(x, t, rest));
+      } else if (dft_m_) {
+        direct_columns(x, t);
+      } else {  // a pure prime (m = 1): the rows are the group's points, transposed
         for (std::int64_t r = 0; r < p_; ++r)
           for (std::int64_t b = 0; b < group_; ++b) t[r * group_ + b] = x[b * nc_ + r];
-      } else {
-        TENFERRO_TRY(columns_->execute(x, t, rest));
       }
       combine(t, x);
       // Note [Grouped prime factors]: rows of the group's columns -> each
@@ -448,7 +548,7 @@ class PrimeFactorKernel final : public FftKernel {
   // Step 3 of Note [Medium prime factors]: rows t[r] (m each) -> y.
   // Rows of the group's g * m columns (Note [Grouped prime factors]).
   void combine(C* t, C* y) const noexcept {
-    const std::int64_t m = group_ * m_, p = p_, h = h_;
+    const std::int64_t m = group_ * m_, p = p_;
     for (std::int64_t r = 1; r < p; ++r) {
       const R* w = reinterpret_cast<const R*>(twiddles_.data() + r * m_);
       for (std::int64_t b = 0; b < group_; ++b) {
@@ -460,72 +560,41 @@ class PrimeFactorKernel final : public FftKernel {
         }
       }
     }
-    // T[j] <- T[j] + T[p-j] (S_j), T[p-j] <- T[j] - T[p-j] (D_j).
-    for (std::int64_t j = 1; j <= h; ++j) {
-      R* u = reinterpret_cast<R*>(t + j * m);
-      R* v = reinterpret_cast<R*>(t + (p - j) * m);
-      for (std::int64_t l = 0; l < 2 * m; ++l) {
-        const R a = u[l], b = v[l];
-        u[l] = a + b;
-        v[l] = a - b;
-      }
-    }
-    const R sign = static_cast<R>(sign_);
-    alignas(64) R acc_a[2 * kPrimeFactorBlock];
-    alignas(64) R acc_b[2 * kPrimeFactorBlock];
-    for (std::int64_t c0 = 0; c0 < m; c0 += kPrimeFactorBlock) {
-      const std::int64_t width = std::min(kPrimeFactorBlock, m - c0);
-      const std::int64_t lanes = 2 * width;
-      const R* t0 = reinterpret_cast<const R*>(t + c0);
-      // X[k1] (k2 = 0): T[0] + sum of S_j.
-      for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
-      for (std::int64_t j = 1; j <= h; ++j) {
-        const R* s = reinterpret_cast<const R*>(t + j * m + c0);
-        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] += s[l];
-      }
-      R* y0 = reinterpret_cast<R*>(y + c0);
-      for (std::int64_t l = 0; l < lanes; ++l) y0[l] = acc_a[l];
-      for (std::int64_t k = 1; k <= h; ++k) {
-        for (std::int64_t l = 0; l < lanes; ++l) acc_a[l] = t0[l];
-        for (std::int64_t l = 0; l < lanes; ++l) acc_b[l] = R(0);
-        const R* cos_k = cosines_.data() + (k - 1) * h;
-        const R* sin_k = sines_.data() + (k - 1) * h;
-        for (std::int64_t j = 1; j <= h; ++j) {
-          const R c = cos_k[j - 1], sn = sin_k[j - 1];
-          const R* s = reinterpret_cast<const R*>(t + j * m + c0);
-          const R* d = reinterpret_cast<const R*>(t + (p - j) * m + c0);
-          for (std::int64_t l = 0; l < lanes; ++l) {
-            acc_a[l] += c * s[l];
-            acc_b[l] += sn * d[l];
-          }
-        }
-        // X[k] = A + i sign B, X[p-k] = A - i sign B.
-        R* yk = reinterpret_cast<R*>(y + k * m + c0);
-        R* yq = reinterpret_cast<R*>(y + (p - k) * m + c0);
-        for (std::int64_t l = 0; l < lanes; l += 2) {
-          const R re = acc_a[l], im = acc_a[l + 1], bre = sign * acc_b[l], bim = sign * acc_b[l + 1];
-          yk[l] = re - bim;
-          yk[l + 1] = im + bre;
-          yq[l] = re + bim;
-          yq[l + 1] = im - bre;
-        }
-      }
+    dft_p_.run(t, y, m, static_cast<R>(sign_));
+  }
+
+  // Note [Direct prime columns]: the m-point stage of step 2 as direct
+  // m-point transforms across the group's p * g subsequences. x holds the
+  // group's transforms; the rows T[r] (g * m columns) end in t, x is
+  // overwritten.
+  void direct_columns(C* x, C* t) const noexcept {
+    const std::int64_t p = p_, m = m_, g = group_, nc = nc_, width = g * p;
+    // U[s][b p + r] = x_b[p s + r]: row s holds the group's runs of p points.
+    for (std::int64_t s = 0; s < m; ++s)
+      for (std::int64_t b = 0; b < g; ++b)
+        std::memcpy(static_cast<void*>(t + s * width + b * p), x + b * nc + p * s, sizeof(C) * p);
+    dft_m_->run(t, x, width, static_cast<R>(sign_));  // V[k1][b p + r] in x
+    // T[r][b m + k1] = V[k1][b p + r].
+    for (std::int64_t k1 = 0; k1 < m; ++k1) {
+      const C* v = x + k1 * width;
+      for (std::int64_t b = 0; b < g; ++b)
+        for (std::int64_t r = 0; r < p; ++r) copy_point(v + b * p + r, t + r * (g * m) + b * m + k1);
     }
   }
 
   FftProblem problem_;
   std::int64_t n_;   // the transform's length
   std::int64_t nc_;  // the complex transform's: n, or n/2 for a real transform of even n
-  std::int64_t p_, m_, h_;
+  std::int64_t p_, m_;
   std::int64_t group_;  // complex transforms run together (Note [Grouped prime factors])
   bool paired_;         // two real transforms of odd n per complex one (Note [Paired real transforms])
   int sign_ = -1;
   std::size_t slot_ = 0;
-  std::shared_ptr<const FftKernel> columns_;  // the m-point stage; null for a pure prime (m = 1)
+  std::shared_ptr<const FftKernel> columns_;  // the m-point stage: FFTW's, or null (m = 1, or dft_m_)
   std::vector<C> twiddles_;                   // [p][m]: w_nc^(r k1)
   std::vector<C> half_twiddles_;              // exp(-2 pi i k / n), k <= n/2 (real transforms of even n)
-  std::vector<R> cosines_;                    // [h][h]: cos(2 pi j k / p)
-  std::vector<R> sines_;
+  DirectDft<R> dft_p_;                        // step 3
+  std::optional<DirectDft<R>> dft_m_;         // a prime m-point stage (Note [Direct prime columns])
 };
 
 }  // namespace

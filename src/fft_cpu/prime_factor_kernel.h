@@ -25,6 +25,12 @@ constexpr bool prime_factor_kernel_takes(std::int64_t p) noexcept {
 /// Note [Grouped prime factors]), 17, 19 and 23 alone are left to FFTW.
 std::int64_t medium_prime_factor(std::int64_t n) noexcept;
 
+/// Whether the kernel runs the m-point stage of `problem` (complex length
+/// p * m) itself, as direct m-point transforms (m a prime it takes; Note
+/// [Direct prime columns]), so that the provider plans no FFTW columns
+/// stage for it.
+bool prime_factor_direct_columns(const FftProblem& problem, std::int64_t p) noexcept;
+
 /// How many complex transforms the kernel runs together for `problem` (Note
 /// [Grouped prime factors]): enough that the group's columns fill the
 /// p-point step's vectors, 1 when one transform's m columns do. Real
@@ -42,8 +48,10 @@ FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t 
 
 /// The kernel for `problem` (any kind, strides and batch loops) with the
 /// m-point stage `columns` (planned for prime_factor_columns_problem;
-/// retained; null for a pure prime n = p, whose stage is a transpose). Its workspace holds two arrays of a group's
-/// n-point complex transforms and the stage's workspace. Thread-safe execute().
+/// retained; null for a pure prime n = p, whose stage is a transpose, and
+/// when prime_factor_direct_columns(m), whose stage the kernel runs). Its
+/// workspace holds two arrays of a group's n-point complex transforms and
+/// the stage's workspace. Thread-safe execute().
 Result<std::shared_ptr<const FftKernel>> make_prime_factor_kernel(const FftProblem& problem, std::int64_t p,
                                                                   std::shared_ptr<const FftKernel> columns);
 

@@ -442,6 +442,68 @@ TEST(FftwProvider, MediumPrimeFactorsRunAsOneCooleyTukeyStep) {
   }
 }
 
+// Note [Direct prime columns]: a length p * m whose m is a prime the kernel
+// takes runs its m-point stage itself, so the provider caches one plan
+// (the kernel) where it cached two (the kernel and FFTW's columns plan);
+// both precisions and signs, groups, strided batches and the real kinds
+// (578 = 2 * 17 * 17 r2c runs as 289 complex points; odd 289 paired)
+// against the naive DFT.
+TEST(FftwProvider, PrimeColumnsRunAsDirectTransforms) {
+  FftProblem c;
+  c.dim = {289, 1, 1};
+  c.batch = {{8, 289, 289}};  // one batch size class (Note [Batch size classes]): one plan_one
+  EXPECT_TRUE(internal::prime_factor_direct_columns(c, 17));
+  for (const std::int64_t n : {323, 391, 529, 1369, 1517}) {
+    c.dim.n = n;
+    EXPECT_TRUE(internal::prime_factor_direct_columns(c, internal::medium_prime_factor(n))) << n;
+  }
+  for (const std::int64_t n : {255, 1156, 592, 848}) {  // m = 15, 68, 16, 16: FFTW's columns
+    c.dim.n = n;
+    EXPECT_FALSE(internal::prime_factor_direct_columns(c, internal::medium_prime_factor(n))) << n;
+  }
+  const auto plans_for = [](const FftProblem& problem) {
+    FftwFftProvider provider;
+    EXPECT_TRUE(provider.plan(problem).ok());
+    return provider.cache_stats().entries;
+  };
+  c.dim = {289, 1, 1};
+  EXPECT_EQ(plans_for(c), 1u);
+  c.dim = {255, 1, 1};
+  c.batch = {{8, 255, 255}};
+  EXPECT_EQ(plans_for(c), 2u);  // the kernel and FFTW's 15-point columns
+  FftwFftProvider provider;
+  std::uint32_t seed = 1300;
+  for (DType precision : {DType::kFloat64, DType::kFloat32}) {
+    for (int sign : {-1, +1}) {
+      for (const std::int64_t n : {289, 323, 1369}) {
+        FftProblem d;
+        d.precision = precision;
+        d.sign = sign;
+        d.dim = {n, 1, 1};
+        d.batch = {{7, n, n}};  // groups of ceil(64 / m) and a smaller last one
+        check_problem(provider, d, seed++);
+      }
+      FftProblem strided;  // interleaved: transform stride 3, batch stride 1, in place
+      strided.precision = precision;
+      strided.sign = sign;
+      strided.dim = {391, 3, 3};
+      strided.batch = {{3, 1, 1}};
+      strided.in_place = true;
+      check_problem(provider, strided, seed++);
+    }
+    for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
+      for (std::int64_t n : {578, 289}) {
+        FftProblem r;
+        r.transform = t;
+        r.precision = precision;
+        r.dim = {n, 1, 1};
+        r.batch = {{5, n, n}};
+        check_problem(provider, r, seed++);
+      }
+    }
+  }
+}
+
 // Note [Grouped prime factors]: transforms of a short m run in groups whose
 // columns sit side by side; batches of several groups, a smaller last
 // group, strided loops and the real kinds against the naive DFT.

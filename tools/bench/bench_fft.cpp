@@ -36,6 +36,7 @@ std::vector<FftCase> fft_cases(bool quick) {
   cases.push_back({"fft_c128_batch4096_n256", {4096, 256}, {1}});
   cases.push_back({"fft2_c128_255x255", {255, 255}, {0, 1}});
   cases.push_back({"fft_c128_batch256_n89", {256, 89}, {1}});
+  cases.push_back({"fft_c128_batch256_n289", {256, 289}, {1}});  // Note [Direct prime columns]
   return cases;
 }
 
