@@ -140,6 +140,21 @@ void check_problem(const CpuFftProvider& provider, const FftProblem& p, std::uin
   }
 }
 
+// r2c and c2r of each length in `lengths`, `batch` contiguous transforms.
+void check_real_batches(const CpuFftProvider& provider, DType precision, std::initializer_list<std::int64_t> lengths,
+                        std::int64_t batch, std::uint32_t& seed) {
+  for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
+    for (std::int64_t n : lengths) {
+      FftProblem r;
+      r.transform = t;
+      r.precision = precision;
+      r.dim = {n, 1, 1};
+      r.batch = {{batch, n, n}};
+      check_problem(provider, r, seed++);
+    }
+  }
+}
+
 class ProviderConformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProviderConformance, ComplexToComplex) {
@@ -491,16 +506,7 @@ TEST(FftwProvider, PrimeColumnsRunAsDirectTransforms) {
       strided.in_place = true;
       check_problem(provider, strided, seed++);
     }
-    for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
-      for (std::int64_t n : {578, 289}) {
-        FftProblem r;
-        r.transform = t;
-        r.precision = precision;
-        r.dim = {n, 1, 1};
-        r.batch = {{5, n, n}};
-        check_problem(provider, r, seed++);
-      }
-    }
+    check_real_batches(provider, precision, {578, 289}, 5, seed);
   }
 }
 
@@ -551,16 +557,8 @@ TEST(FftwProvider, ShortPrimeFactorTransformsRunInGroups) {
     EXPECT_EQ(internal::prime_factor_group(odd, 17), 1);
     odd.batch = {{10, 255, 128}};
     EXPECT_EQ(internal::prime_factor_group(odd, 17), 5);
-    for (FftTransform t : {FftTransform::kR2C, FftTransform::kC2R}) {
-      for (std::int64_t n : {68, 255, 76, 53}) {  // 2 * 17 points complex (m = 2), odd 255, 2 * 19, prime 53
-        FftProblem r;
-        r.transform = t;
-        r.precision = precision;
-        r.dim = {n, 1, 1};
-        r.batch = {{33, n, n}};
-        check_problem(provider, r, seed++);
-      }
-    }
+    // 2 * 17 points complex (m = 2), odd 255, 2 * 19, prime 53.
+    check_real_batches(provider, precision, {68, 255, 76, 53}, 33, seed);
   }
 }
 
