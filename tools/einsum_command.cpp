@@ -569,7 +569,9 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
   }
 }
 
-Status run_command(const EinsumCommand& c) {
+// `quiet` is set when rank 0 reports this rank's failure (Note [One report
+// per job] in einsum_slicing.h).
+Status run_command(const EinsumCommand& c, bool& quiet) {
   if (!c.output.empty() && c.options.plan_only) {
     return invalid(fmt::format("-o {}: --plan-only contracts nothing to write", c.output));
   }
@@ -586,7 +588,7 @@ Status run_command(const EinsumCommand& c) {
     const EinsumJob none;
     const EinsumJob& j = job.ok() ? *job : none;
     TENFERRO_ASSIGN_OR_RETURN(SlicedEinsumOutcome sliced, run_sliced_einsum(j.instance, j.inputs, options, c.slicing,
-                                                                            c.output, c.json, job.status()));
+                                                                            c.output, c.json, job.status(), &quiet));
     return sliced.reporting && !c.output.empty() ? npy::write_npy(c.output, sliced.output) : ok_status();
   }
   TENFERRO_TRY(job.status());
@@ -664,9 +666,10 @@ void add_einsum_command(CLI::App& app) {
   cmd->callback([state, cmd] {
     state->runs_given = cmd->count("--runs") > 0;
     state->seed_given = cmd->count("--seed") > 0;
-    const Status status = run_command(*state);
+    bool quiet = false;
+    const Status status = run_command(*state, quiet);
     if (!status.ok()) {
-      std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
+      if (!quiet) std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
       throw CLI::RuntimeError(1);
     }
   });

@@ -99,10 +99,18 @@ class RankGroup {
   // Every rank's status, agreed (Note [Checked collectives]).
   Status agree(const Status& local) {
 #ifdef TENFERRO_HAVE_MPI
-    if (comm_) return mpi::agree(*comm_, local);
+    if (comm_) {
+      bool root_reports = false;
+      Status agreed = mpi::agree(*comm_, local, "across ranks", &root_reports);
+      if (!agreed.ok()) rank0_reports_failure_ = rank() > 0 && root_reports;
+      return agreed;
+    }
 #endif
     return local;
   }
+  // Whether this rank's failure is one rank 0 reports as well: this rank
+  // then prints nothing (Note [One report per job]).
+  bool rank0_reports_failure() const noexcept { return rank0_reports_failure_; }
   // Collective: rank 0 prints a warning when the ranks' CPU domains on a
   // node pin two ranks' workers to one CPU (Note [Rank CPU domains]).
   Status warn_if_cpus_are_shared(const cpu::CpuSet& cpus, int threads) {
@@ -147,6 +155,7 @@ class RankGroup {
       std::size_t i = 0;
       for (const auto& [name, value] : options) {
         if (agreed[i] != ~agreed[i + 1]) {
+          rank0_reports_failure_ = rank() > 0;  // every rank finds the mismatch
           return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                             "{}: expected the same value on every rank (the ranks would run different collectives "
                             "or contract different data), found {} here and values from {} to {} across ranks",
@@ -208,6 +217,17 @@ class RankGroup {
   int comm_size() const noexcept { return 1; }
 #endif
   int local_rank_ = 0;
+  bool rank0_reports_failure_ = false;
+};
+
+// Copies the group's rank0_reports_failure() out when the run ends,
+// whichever way it returns.
+struct ReportsFailureOut {
+  const RankGroup& ranks;
+  bool* out;
+  ~ReportsFailureOut() {
+    if (out != nullptr) *out = ranks.rank0_reports_failure();
+  }
 };
 
 struct SlicedReport {
@@ -351,9 +371,11 @@ void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
 
 Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> given,
                                               const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
-                                              const std::string& output_path, bool json, const Status& inputs_status) {
+                                              const std::string& output_path, bool json, const Status& inputs_status,
+                                              bool* rank0_reports_failure) {
   if (!inputs_status.ok()) {  // this rank could not read its operands: tell the others
     RankGroup ranks;
+    const ReportsFailureOut reports{ranks, rank0_reports_failure};
     if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
     return ranks.agree(inputs_status);
   }
@@ -373,6 +395,7 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
                       instance.name, instance.dtype);
   }
   RankGroup ranks;
+  const ReportsFailureOut reports{ranks, rank0_reports_failure};
   if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
   // Only the reporting rank writes the output file.
   TENFERRO_TRY(

@@ -55,10 +55,23 @@ struct SlicedEinsumOutcome {
 /// there (a missing file on one rank) and rank 0's check of output_path's
 /// directory are agreed over the ranks before anything else, so every rank
 /// reports it and none waits in a collective (`instance` is then unused).
+/// On a failure, `rank0_reports_failure` (when given) says whether rank 0's
+/// error carries this rank's as well (Note [One report per job]).
+///
+/// Note [One report per job]
+/// A failure the ranks agree on reached every rank, and each printed it:
+/// a missing operand file under `mpirun -np 64` printed 64 identical
+/// lines. A rank other than 0 now prints its error only when rank 0's does
+/// not carry it: when its own failure differs from the one every rank
+/// received (Note [Checked collectives]; rank 0 prints that one, or a
+/// report naming the rank that had it). Disagreeing options are found by
+/// every rank alike and printed by rank 0 alone. Failures before MPI
+/// starts, and failures of MPI itself, are still printed by every rank.
 Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> inputs,
                                               const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
                                               const std::string& output_path, bool json,
-                                              const Status& inputs_status = ok_status());
+                                              const Status& inputs_status = ok_status(),
+                                              bool* rank0_reports_failure = nullptr);
 
 /// kNotFound unless the directory `path` would be written in exists.
 Status check_output_directory(const std::string& path);

@@ -31,7 +31,8 @@ std::string_view op_name(ReduceOp op) noexcept {
 }
 
 // One rank's failure, sent by that rank to all (Note [Checked collectives]).
-Status share_failure(const Communicator& comm, int failed_rank, const Status& local, std::string_view what) {
+Status share_failure(const Communicator& comm, int failed_rank, const Status& local, std::string_view what,
+                     bool* root_reports) {
   std::int64_t header[3] = {0, 0, 0};
   std::string text;
   if (comm.rank() == failed_rank) {
@@ -44,6 +45,9 @@ Status share_failure(const Communicator& comm, int failed_rank, const Status& lo
   text.resize(static_cast<std::size_t>(header[2]));
   TENFERRO_TRY(
       mpi_status(MPI_Bcast(text.data(), static_cast<int>(header[2]), MPI_CHAR, failed_rank, comm.comm()), "MPI_Bcast"));
+  // Rank 0 returns the shared failure (its own, or a report of it), so it
+  // carries this rank's unless this rank failed differently.
+  if (root_reports != nullptr) *root_reports = local.ok() || local.message() == text;
   if (!local.ok()) return local;  // this rank's own failure, whichever rank's was shared
   // The failing rank's message usually starts with `what` itself: said once.
   std::string_view reason = text;
@@ -101,7 +105,8 @@ Status check_op(ReduceOp op, DType dtype, std::string_view what) {
 
 // The agreement step: every rank contributes, whatever it found locally.
 Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype, IntArrayRef shape,
-                std::int64_t op, std::int64_t root) {
+                std::int64_t op, std::int64_t root, bool* root_reports) {
+  if (root_reports != nullptr) *root_reports = false;
   TENFERRO_TRY(mpi_running(what));
   const auto d = static_cast<std::int64_t>(dtype);
   // Which collective: ranks calling different ones (an allreduce here, a
@@ -121,14 +126,29 @@ Status agree_on(const Communicator& comm, const Status& local, std::string_view 
       shape_hash = fnv(shape_hash, (static_cast<std::uint64_t>(e) >> (8 * byte)) & 0xff);
   }
   const auto extents = static_cast<std::int64_t>(shape_hash >> 24);
-  std::int64_t v[13] = {
-      local.ok() ? 0 : comm.rank() + 1, d, -d, numel, -numel, op, -op, root, -root, kind, -kind, extents, -extents};
+  // The lowest failing rank's failure is shared (size - rank is largest for
+  // it): rank 0 then reports its own, which one report per job relies on.
+  std::int64_t v[13] = {local.ok() ? 0 : comm.size() - comm.rank(),
+                        d,
+                        -d,
+                        numel,
+                        -numel,
+                        op,
+                        -op,
+                        root,
+                        -root,
+                        kind,
+                        -kind,
+                        extents,
+                        -extents};
   if (!local.ok()) {
     // A failed rank's arguments must not look like a mismatch.
     for (int i = 1; i < 13; ++i) v[i] = LLONG_MIN / 2;
   }
   TENFERRO_TRY(mpi_status(MPI_Allreduce(MPI_IN_PLACE, v, 13, MPI_INT64_T, MPI_MAX, comm.comm()), "MPI_Allreduce"));
-  if (v[0] > 0) return share_failure(comm, static_cast<int>(v[0] - 1), local, what);
+  if (v[0] > 0) return share_failure(comm, comm.size() - static_cast<int>(v[0]), local, what, root_reports);
+  // A disagreement below is found, and reported, by every rank alike.
+  if (root_reports != nullptr) *root_reports = true;
   if (v[9] != -v[10]) {
     return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
                       "{}: expected the same collective on every rank, found another one on some rank", what);

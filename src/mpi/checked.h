@@ -27,9 +27,9 @@ Status check_op(ReduceOp op, DType dtype, std::string_view what);
 /// (`local`) with its dtype, shape (element count and a hash of the
 /// extents), operation and root, and which collective it is in (`what`,
 /// hashed); every rank returns the same error when any rank failed or the
-/// ranks disagree.
+/// ranks disagree. `root_reports`, when given, is set as agree()'s is.
 Status agree_on(const Communicator& comm, const Status& local, std::string_view what, DType dtype = DType::kBool,
-                IntArrayRef shape = {}, std::int64_t op = 0, std::int64_t root = 0);
+                IntArrayRef shape = {}, std::int64_t op = 0, std::int64_t root = 0, bool* root_reports = nullptr);
 
 /// Sends the header, then (when `local` is ok) the `numel` elements at
 /// `data`. Returns `local` when it failed. `dest` and `tag` are valid.

@@ -229,8 +229,8 @@ Status recv(const Communicator& comm, Tensor& tensor, int source, int tag) {
   });
 }
 
-Status agree(const Communicator& comm, const Status& local, std::string_view what) {
-  return agree_on(comm, local, what);
+Status agree(const Communicator& comm, const Status& local, std::string_view what, bool* root_reports) {
+  return agree_on(comm, local, what, DType::kBool, {}, 0, 0, root_reports);
 }
 
 }  // namespace tenferro::mpi

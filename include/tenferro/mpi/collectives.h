@@ -9,8 +9,9 @@
 // with one small MPI_Allreduce over (failed rank, dtype, element count,
 // a hash of the shape, operation, root, which collective) in which each
 // rank takes part whatever it found. When a rank failed, every rank returns
-// an error (the failing rank its own; the others that error's code with
-// "rank R: " and its message, sent by that rank), and nobody enters the
+// an error (a failing rank its own; the others the code of the lowest
+// failing rank's error with "rank R of N failed: " and its message, sent by
+// that rank), and nobody enters the
 // data collective. When the ranks disagree on dtype, element count or shape,
 // every rank returns kDTypeMismatch or kShapeMismatch (plain MPI would
 // accept a [2, 2] here and a [4] there, which numpy users expect refused;
@@ -92,6 +93,11 @@ Status recv(const Communicator& comm, Tensor& tensor, int source, int tag);
 /// each rank returns an error (Note [Checked collectives]). `what` names the
 /// step: ranks at steps of different names (one rank planning, another
 /// contracting) get kInvalidArgument on every rank, and stay in step.
-Status agree(const Communicator& comm, const Status& local, std::string_view what = "across ranks");
+/// `root_reports`, when given, is set to whether rank 0's result carries
+/// this rank's failure too (this rank had none, or its message is the one
+/// every rank received), so that a program that reports a failure once per
+/// job can leave it to rank 0; false when the agreement itself failed.
+Status agree(const Communicator& comm, const Status& local, std::string_view what = "across ranks",
+             bool* root_reports = nullptr);
 
 }  // namespace tenferro::mpi
