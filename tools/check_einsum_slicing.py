@@ -93,6 +93,8 @@ def main():
         cmd = [sys.argv[4], *sys.argv[5:], "-np", "2", *cmd, "--slice-over-ranks"]
     rc, out, err = run(cmd)
     check(rc != 0 and "resource_exhausted" in err and "expected" in err, f"{cmd}: rc {rc}, stderr {err}")
+    # Every rank fails to plan alike: rank 0 alone prints it (Note [One report per job]).
+    check(err.count("tenferro einsum: ") == 1, f"{cmd}: expected one error line, found: {err}")
     print(f"ok: impossible bound ({mode}) is resource_exhausted")
 
     if mode == "mpi":

@@ -97,11 +97,11 @@ class RankGroup {
   int local_rank() const noexcept { return local_rank_; }
 
   // Every rank's status, agreed (Note [Checked collectives]).
-  Status agree(const Status& local) {
+  Status agree(const Status& local, std::string_view what = "across ranks") {
 #ifdef TENFERRO_HAVE_MPI
     if (comm_) {
       bool root_reports = false;
-      Status agreed = mpi::agree(*comm_, local, "across ranks", &root_reports);
+      Status agreed = mpi::agree(*comm_, local, what, &root_reports);
       if (!agreed.ok()) rank0_reports_failure_ = rank() > 0 && root_reports;
       return agreed;
     }
@@ -182,7 +182,15 @@ class RankGroup {
   // Every rank's planning outcome, agreed, and the same plan on every rank.
   Status agree_on_split(const Result<einsum::WorkerSlicing>& sliced, DType dtype) {
 #ifdef TENFERRO_HAVE_MPI
-    if (comm_) return mpi::agree_on_split(*comm_, sliced, dtype);
+    if (comm_) {
+      // The planning outcome first, so that a failure is reported once
+      // (Note [One report per job]); then the same split everywhere, whose
+      // mismatch every rank finds alike (an MPI failure is unavailable).
+      TENFERRO_TRY(agree(sliced.status(), "sliced einsum plan"));
+      const Status same = mpi::agree_on_split(*comm_, *sliced, dtype);
+      if (!same.ok()) rank0_reports_failure_ = rank() > 0 && same.code() != ErrorCode::kUnavailable;
+      return same;
+    }
 #endif
     return sliced.status();
   }
