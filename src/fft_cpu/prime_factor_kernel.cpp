@@ -38,7 +38,8 @@ namespace tenferro::fft::internal {
 //      of n points (Note [Paired real transforms]);
 //   2. FFTW (ESTIMATE) makes the p transforms of length m of the
 //      subsequences x[r + p s] into rows T[r] (m has no factor it plans
-//      badly, or is split again);
+//      badly, or is split again; a prime m the kernel transforms itself,
+//      Note [Direct prime columns]);
 //   3. here: T[r][k1] *= w_n^(r k1), then the p-point transforms across
 //      the rows, X[k1 + m k2] = sum_r w_p^(r k2) T[r][k1], in the
 //      symmetric form (T[j] +- T[p-j], cosines and sines: about p^2 / 2

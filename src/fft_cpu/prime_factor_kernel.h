@@ -49,7 +49,8 @@ FftProblem prime_factor_columns_problem(const FftProblem& problem, std::int64_t 
 /// The kernel for `problem` (any kind, strides and batch loops) with the
 /// m-point stage `columns` (planned for prime_factor_columns_problem;
 /// retained; null for a pure prime n = p, whose stage is a transpose, and
-/// when prime_factor_direct_columns(m), whose stage the kernel runs). Its
+/// when prime_factor_direct_columns(problem, p), whose stage the kernel
+/// runs). Its
 /// workspace holds two arrays of a group's n-point complex transforms and
 /// the stage's workspace. Thread-safe execute().
 Result<std::shared_ptr<const FftKernel>> make_prime_factor_kernel(const FftProblem& problem, std::int64_t p,
