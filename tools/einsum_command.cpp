@@ -569,9 +569,9 @@ void print_report(const EinsumCommand& c, const EinsumJob& job, const EinsumRunO
   }
 }
 
-// `quiet` is set when rank 0 reports this rank's failure (Note [One report
+// `printed` is set when the failure was printed already (Note [One report
 // per job] in einsum_slicing.h).
-Status run_command(const EinsumCommand& c, bool& quiet) {
+Status run_command(const EinsumCommand& c, bool& printed) {
   if (!c.output.empty() && c.options.plan_only) {
     return invalid(fmt::format("-o {}: --plan-only contracts nothing to write", c.output));
   }
@@ -588,7 +588,7 @@ Status run_command(const EinsumCommand& c, bool& quiet) {
     const EinsumJob none;
     const EinsumJob& j = job.ok() ? *job : none;
     TENFERRO_ASSIGN_OR_RETURN(SlicedEinsumOutcome sliced, run_sliced_einsum(j.instance, j.inputs, options, c.slicing,
-                                                                            c.output, c.json, job.status(), &quiet));
+                                                                            c.output, c.json, job.status(), &printed));
     return sliced.reporting && !c.output.empty() ? npy::write_npy(c.output, sliced.output) : ok_status();
   }
   TENFERRO_TRY(job.status());
@@ -666,10 +666,10 @@ void add_einsum_command(CLI::App& app) {
   cmd->callback([state, cmd] {
     state->runs_given = cmd->count("--runs") > 0;
     state->seed_given = cmd->count("--seed") > 0;
-    bool quiet = false;
-    const Status status = run_command(*state, quiet);
+    bool printed = false;
+    const Status status = run_command(*state, printed);
     if (!status.ok()) {
-      if (!quiet) std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
+      if (!printed) std::fprintf(stderr, "tenferro einsum: %s\n", status.to_string().c_str());
       throw CLI::RuntimeError(1);
     }
   });

@@ -102,12 +102,14 @@ class RankGroup {
     if (comm_) {
       bool root_reports = false;
       Status agreed = mpi::agree(*comm_, local, what, &root_reports);
-      if (!agreed.ok()) rank0_reports_failure_ = rank() > 0 && root_reports;
-      return agreed;
+      return agreed.ok() ? agreed : agreed_failure(std::move(agreed), root_reports);
     }
 #endif
     return local;
   }
+  // Whether this rank's failure is one every rank returned from the same
+  // collective, so that each can wait for the others (a barrier).
+  bool failure_agreed() const noexcept { return failure_agreed_; }
   // Whether this rank's failure is one rank 0 reports as well: this rank
   // then prints nothing (Note [One report per job]).
   bool rank0_reports_failure() const noexcept { return rank0_reports_failure_; }
@@ -155,11 +157,13 @@ class RankGroup {
       std::size_t i = 0;
       for (const auto& [name, value] : options) {
         if (agreed[i] != ~agreed[i + 1]) {
-          rank0_reports_failure_ = rank() > 0;  // every rank finds the mismatch
-          return make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
-                            "{}: expected the same value on every rank (the ranks would run different collectives "
-                            "or contract different data), found {} here and values from {} to {} across ranks",
-                            name, value, ~agreed[i + 1], agreed[i]);
+          // Every rank finds the mismatch.
+          return agreed_failure(
+              make_error(ErrorCode::kInvalidArgument, ErrorStage::kNone,
+                         "{}: expected the same value on every rank (the ranks would run different collectives "
+                         "or contract different data), found {} here and values from {} to {} across ranks",
+                         name, value, ~agreed[i + 1], agreed[i]),
+              true);
         }
         i += 2;
       }
@@ -188,8 +192,7 @@ class RankGroup {
       // mismatch every rank finds alike (an MPI failure is unavailable).
       TENFERRO_TRY(agree(sliced.status(), "sliced einsum plan"));
       const Status same = mpi::agree_on_split(*comm_, *sliced, dtype);
-      if (!same.ok()) rank0_reports_failure_ = rank() > 0 && same.code() != ErrorCode::kUnavailable;
-      return same;
+      return same.ok() ? same : agreed_failure(same, true);
     }
 #endif
     return sliced.status();
@@ -224,18 +227,18 @@ class RankGroup {
   int comm_rank() const noexcept { return 0; }
   int comm_size() const noexcept { return 1; }
 #endif
-  int local_rank_ = 0;
-  bool rank0_reports_failure_ = false;
-};
-
-// Copies the group's rank0_reports_failure() out when the run ends,
-// whichever way it returns.
-struct ReportsFailureOut {
-  const RankGroup& ranks;
-  bool* out;
-  ~ReportsFailureOut() {
-    if (out != nullptr) *out = ranks.rank0_reports_failure();
+  // `failure` came out of a collective that every rank left with a
+  // failure, unless MPI itself failed (kUnavailable: a rank may be gone);
+  // `root_reports`: rank 0's failure carries this rank's.
+  Status agreed_failure(Status failure, bool root_reports) {
+    failure_agreed_ = failure.code() != ErrorCode::kUnavailable;
+    rank0_reports_failure_ = failure_agreed_ && rank() > 0 && root_reports;
+    return failure;
   }
+
+  int local_rank_ = 0;
+  bool failure_agreed_ = false;
+  bool rank0_reports_failure_ = false;
 };
 
 struct SlicedReport {
@@ -377,13 +380,14 @@ void add_einsum_slicing_options(CLI::App& cmd, EinsumSlicingOptions& options) {
                "Under mpirun: spread the slices over the ranks and allreduce the result (docs/mpi.md)");
 }
 
-Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> given,
-                                              const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
-                                              const std::string& output_path, bool json, const Status& inputs_status,
-                                              bool* rank0_reports_failure) {
+namespace {
+
+// run_sliced_einsum over `ranks`, which start_mpi() starts when asked.
+Result<SlicedEinsumOutcome> run_over(RankGroup& ranks, const einsum::BenchmarkInstance& instance,
+                                     std::span<const Tensor> given, const EinsumRunOptions& options,
+                                     const EinsumSlicingOptions& slicing, const std::string& output_path, bool json,
+                                     const Status& inputs_status) {
   if (!inputs_status.ok()) {  // this rank could not read its operands: tell the others
-    RankGroup ranks;
-    const ReportsFailureOut reports{ranks, rank0_reports_failure};
     if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
     return ranks.agree(inputs_status);
   }
@@ -402,8 +406,6 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
                       "instance '{}' is {}; sliced runs use random float64 data (give --inputs DIR for other dtypes)",
                       instance.name, instance.dtype);
   }
-  RankGroup ranks;
-  const ReportsFailureOut reports{ranks, rank0_reports_failure};
   if (slicing.slice_over_ranks) TENFERRO_TRY(ranks.start_mpi());
   // Only the reporting rank writes the output file.
   TENFERRO_TRY(
@@ -496,6 +498,29 @@ Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& i
     print_report(instance, random, options, slicing, *sliced, ranks.size(), report, output_path, json);
   }
   return SlicedEinsumOutcome{ranks.rank() == 0, std::move(report.output)};
+}
+
+}  // namespace
+
+Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> given,
+                                              const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
+                                              const std::string& output_path, bool json, const Status& inputs_status,
+                                              bool* failure_printed) {
+  RankGroup ranks;
+  Result<SlicedEinsumOutcome> outcome =
+      run_over(ranks, instance, given, options, slicing, output_path, json, inputs_status);
+  if (failure_printed != nullptr) *failure_printed = false;
+  if (!outcome.ok() && ranks.failure_agreed()) {  // Note [One report per job]
+    if (!ranks.rank0_reports_failure()) {
+      std::fprintf(stderr, "tenferro einsum: %s\n", outcome.status().to_string().c_str());
+    }
+    // mpirun aborts the job when a rank exits with an error: a quiet rank
+    // must not exit before rank 0 has printed. Every rank left the same
+    // collective with this failure, so every rank reaches the barrier.
+    (void)ranks.barrier();
+    if (failure_printed != nullptr) *failure_printed = true;
+  }
+  return outcome;
 }
 
 Status check_output_directory(const std::string& path) {

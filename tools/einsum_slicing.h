@@ -55,8 +55,8 @@ struct SlicedEinsumOutcome {
 /// there (a missing file on one rank) and rank 0's check of output_path's
 /// directory are agreed over the ranks before anything else, so every rank
 /// reports it and none waits in a collective (`instance` is then unused).
-/// On a failure, `rank0_reports_failure` (when given) says whether rank 0's
-/// error carries this rank's as well (Note [One report per job]).
+/// On a failure, `failure_printed` (when given) says whether the failure
+/// was printed already, here or by rank 0 (Note [One report per job]).
 ///
 /// Note [One report per job]
 /// A failure the ranks agree on reached every rank, and each printed it:
@@ -65,13 +65,17 @@ struct SlicedEinsumOutcome {
 /// not carry it: when its own failure differs from the one every rank
 /// received (Note [Checked collectives]; rank 0 prints that one, or a
 /// report naming the rank that had it). Disagreeing options are found by
-/// every rank alike and printed by rank 0 alone. Failures before MPI
-/// starts, and failures of MPI itself, are still printed by every rank.
+/// every rank alike and printed by rank 0 alone. Such a failure is printed
+/// before MPI is finalised, and the ranks then meet in a barrier: mpirun
+/// aborts the job when the first rank exits with an error, and a quiet rank
+/// that left first had rank 0 killed before it printed (a CI run showed no
+/// error at all). Failures before MPI starts, and failures of MPI itself,
+/// are still printed by every rank, after it.
 Result<SlicedEinsumOutcome> run_sliced_einsum(const einsum::BenchmarkInstance& instance, std::span<const Tensor> inputs,
                                               const EinsumRunOptions& options, const EinsumSlicingOptions& slicing,
                                               const std::string& output_path, bool json,
                                               const Status& inputs_status = ok_status(),
-                                              bool* rank0_reports_failure = nullptr);
+                                              bool* failure_printed = nullptr);
 
 /// kNotFound unless the directory `path` would be written in exists.
 Status check_output_directory(const std::string& path);
