@@ -684,30 +684,26 @@ Result<Tensor> EagerContext::apply(CoreSemanticOp op, std::span<const Tensor> in
 
 Result<TensorList> EagerContext::promote(CoreSemanticOp op, std::span<const Tensor> inputs,
                                          const program::CoreAttributes& attributes) {
-  const std::uint64_t t = internal::now_ns();
-  program::ProgramBuilder builder;
-  SmallVector<program::ProgramValue, 4> values;
-  for (const Tensor& x : inputs) {
-    const program::SymbolicShape shape = program::symbolic_shape(x.shape());
-    TENFERRO_ASSIGN_OR_RETURN(
-        program::ProgramValue v,
-        builder.add_input(x.dtype(), std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
-    values.push_back(v);
-  }
-  TENFERRO_ASSIGN_OR_RETURN(
-      program::ProgramValue out,
-      builder.emit(op, std::span<const program::ProgramValue>(values.data(), values.size()), attributes));
-  TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen, builder.freeze({out}));
-  runtime_->metrics->add_stage(internal::MetricsState::kCompile, internal::now_ns() - t);
-  PrepareOptions options;
-  options.placement = placement_;
-  ++metrics_.promoted_calls;
-  runtime_->metrics->add(internal::MetricsState::kEagerPromotedCalls, 1);
-  return internal::run_program(*runtime_, frozen.program, inputs, options);
+  return run_promoted(
+      inputs,
+      [&](program::ProgramBuilder& builder,
+          std::span<const program::ProgramValue> values) -> Result<SmallVector<program::ProgramValue, 2>> {
+        TENFERRO_ASSIGN_OR_RETURN(program::ProgramValue out, builder.emit(op, values, attributes));
+        return SmallVector<program::ProgramValue, 2>{out};
+      });
 }
 
 Result<TensorList> EagerContext::promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
                                                    std::span<const Tensor> inputs) {
+  return run_promoted(inputs, [&](program::ProgramBuilder& builder, std::span<const program::ProgramValue> values) {
+    return builder.emit_extension(op, values);
+  });
+}
+
+Result<TensorList> EagerContext::run_promoted(std::span<const Tensor> inputs,
+                                              FunctionRef<Result<SmallVector<program::ProgramValue, 2>>(
+                                                  program::ProgramBuilder&, std::span<const program::ProgramValue>)>
+                                                  emit) {
   const std::uint64_t t = internal::now_ns();
   program::ProgramBuilder builder;
   SmallVector<program::ProgramValue, 4> values;
@@ -718,8 +714,9 @@ Result<TensorList> EagerContext::promote_extension(const std::shared_ptr<const p
         builder.add_input(x.dtype(), std::span<const program::SymbolicExtent>(shape.data(), shape.size())));
     values.push_back(v);
   }
-  TENFERRO_ASSIGN_OR_RETURN(
-      auto outs, builder.emit_extension(op, std::span<const program::ProgramValue>(values.data(), values.size())));
+  using Outputs = SmallVector<program::ProgramValue, 2>;
+  TENFERRO_ASSIGN_OR_RETURN(Outputs outs,
+                            emit(builder, std::span<const program::ProgramValue>(values.data(), values.size())));
   TENFERRO_ASSIGN_OR_RETURN(program::FrozenProgram frozen,
                             builder.freeze(std::span<const program::ProgramValue>(outs.data(), outs.size())));
   runtime_->metrics->add_stage(internal::MetricsState::kCompile, internal::now_ns() - t);

@@ -224,6 +224,12 @@ class EagerContext {
                                           std::span<const Dims> result_shapes, const PreparedKernel& kernel);
   Result<TensorList> promote_extension(const std::shared_ptr<const program::ExtensionOp>& op,
                                        std::span<const Tensor> inputs);
+  // The program of one operation, which `emit` adds over an input per
+  // tensor of `inputs`, run as a prepared graph (the promoted calls).
+  Result<TensorList> run_promoted(std::span<const Tensor> inputs,
+                                  FunctionRef<Result<SmallVector<program::ProgramValue, 2>>(
+                                      program::ProgramBuilder&, std::span<const program::ProgramValue>)>
+                                      emit);
   Result<Tensor> run_core(program::CoreSemanticOp op, std::span<const TensorView> inputs, DType out_dtype,
                           IntArrayRef out_shape, const program::CoreAttributes& attributes,
                           FunctionRef<Result<TensorList>()> promote_call);
