@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/domains/domain_test_support.h"
 #include "cpu/domains/managed_executor.h"
 #include "cpu/domains/thread_state.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
@@ -178,34 +179,6 @@ class AppThreadPool final : public CpuDomainExecutor {
   std::vector<std::thread> threads_;
 };
 
-class RecordingJob : public CpuDomainJob {
- public:
-  explicit RecordingJob(std::function<Status(const CpuExecutionContext&)> fn = nullptr) : fn_(std::move(fn)) {}
-  Status run(const CpuExecutionContext& context) override { return fn_ ? fn_(context) : ok_status(); }
-  void complete(Status status) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    status_ = std::move(status);
-    ++completions_;
-    cv_.notify_all();
-  }
-  Status wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return completions_ > 0; });
-    return status_;
-  }
-  int completions() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return completions_;
-  }
-
- private:
-  std::function<Status(const CpuExecutionContext&)> fn_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  Status status_;
-  int completions_ = 0;
-};
-
 std::shared_ptr<const CpuDomainSet> external_set(std::shared_ptr<AppThreadPool> pool, CpuSet cpus, int budget = 0) {
   const ExternalCpuDomainSpec specs[] = {{{CpuDomainId(10), std::move(cpus), budget}, std::move(pool)}};
   auto set = CpuDomainSet::create_external(specs);
@@ -259,7 +232,7 @@ TEST(ExternalDomainTest, NeverRepinsExternalWorkers) {
   // Declare a single CPU: a managed executor would pin to it; an external one must not.
   auto set = external_set(pool, CpuSet{0}, 1);
   const CpuResourceDomain& domain = set->default_domain();
-  auto job = std::make_shared<RecordingJob>();
+  auto job = std::make_shared<testing::WaitableJob>();
   ASSERT_TRUE(domain.submit(job).ok());
   ASSERT_TRUE(job->wait().ok());
   ASSERT_TRUE(domain
@@ -280,7 +253,7 @@ TEST(ExternalDomainTest, OwnerIsRetainedUntilTheLastJobCompletes) {
   std::weak_ptr<const CpuResourceDomain> domain_sentinel;
   std::mutex gate;
   std::unique_lock<std::mutex> hold(gate);
-  auto job = std::make_shared<RecordingJob>([&gate](const CpuExecutionContext&) {
+  auto job = std::make_shared<testing::WaitableJob>([&gate](const CpuExecutionContext&) {
     std::lock_guard<std::mutex> wait_for_test(gate);
     return ok_status();
   });
@@ -304,7 +277,7 @@ TEST(ExternalDomainTest, OwnerIsRetainedUntilTheLastJobCompletes) {
 TEST(ExternalDomainTest, DroppedJobsCompleteAsCancelled) {
   auto pool = std::make_shared<AppThreadPool>(AppThreadPool::Options{1, false, false, /*drop_submitted=*/true});
   auto set = external_set(pool, CpuSet{0});
-  auto job = std::make_shared<RecordingJob>();
+  auto job = std::make_shared<testing::WaitableJob>();
   ASSERT_TRUE(set->default_domain().submit(job).ok());
   const Status s = job->wait();
   EXPECT_EQ(s.code(), ErrorCode::kCancelled);
@@ -323,7 +296,7 @@ TEST(ExternalDomainTest, RefusalsAreReportedWithContext) {
   EXPECT_FALSE(ran);
   EXPECT_EQ(entry.code(), ErrorCode::kUnavailable);
   EXPECT_NE(entry.to_string().find("the executor refused the entry"), std::string::npos);
-  auto job = std::make_shared<RecordingJob>();
+  auto job = std::make_shared<testing::WaitableJob>();
   const Status submitted = domain.submit(job);
   EXPECT_EQ(submitted.code(), ErrorCode::kUnavailable);
   EXPECT_EQ(job->completions(), 0);  // a refused job is not completed: the caller got the error
@@ -343,7 +316,7 @@ TEST(ExternalDomainTest, NestedEntryFromAnExternalWorkerIsRejected) {
   auto pool = std::make_shared<AppThreadPool>(AppThreadPool::Options{1});
   auto set = external_set(pool, CpuSet{0, 1});
   const CpuResourceDomain& domain = set->default_domain();
-  auto job = std::make_shared<RecordingJob>([&domain](const CpuExecutionContext&) {
+  auto job = std::make_shared<testing::WaitableJob>([&domain](const CpuExecutionContext&) {
     return domain.run(ParallelMode::kSequential, [](const CpuExecutionContext&) { return ok_status(); });
   });
   ASSERT_TRUE(domain.submit(job).ok());

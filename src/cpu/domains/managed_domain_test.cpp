@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/domains/domain_test_support.h"
 #include "cpu/domains/managed_executor.h"
 #include "cpu/domains/thread_state.h"
 #include "tenferro/cpu/domains/cpu_domain_set.h"
@@ -42,35 +43,6 @@ CpuSet affinity() {
   EXPECT_TRUE(a.ok());
   return std::move(a).value();
 }
-
-// Waits for a job's completion.
-class WaitableJob : public CpuDomainJob {
- public:
-  explicit WaitableJob(std::function<Status(const CpuExecutionContext&)> fn) : fn_(std::move(fn)) {}
-  Status run(const CpuExecutionContext& context) override { return fn_(context); }
-  void complete(Status status) noexcept override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    status_ = std::move(status);
-    ++completions_;
-    cv_.notify_all();
-  }
-  Status wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return completions_ > 0; });
-    return status_;
-  }
-  int completions() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return completions_;
-  }
-
- private:
-  std::function<Status(const CpuExecutionContext&)> fn_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  Status status_;
-  int completions_ = 0;
-};
 
 TEST(ChunkPlanTest, ChunksRespectGrainAndThreads) {
   for (std::int64_t n : {1, 2, 7, 10, 64, 1000, 1001}) {
@@ -303,7 +275,8 @@ TEST(ManagedDomainTest, ExceptionsBecomeStatuses) {
     return ok_status();
   });
   EXPECT_EQ(from_chunk.code(), ErrorCode::kInternal);
-  auto job = std::make_shared<WaitableJob>([](const CpuExecutionContext&) -> Status { throw std::bad_alloc(); });
+  auto job =
+      std::make_shared<testing::WaitableJob>([](const CpuExecutionContext&) -> Status { throw std::bad_alloc(); });
   ASSERT_TRUE(domain.submit(job).ok());
   EXPECT_EQ(job->wait().code(), ErrorCode::kResourceExhausted);
   EXPECT_TRUE(domain.run(ParallelMode::kSequential, [](const CpuExecutionContext&) { return ok_status(); }).ok());
@@ -312,9 +285,9 @@ TEST(ManagedDomainTest, ExceptionsBecomeStatuses) {
 TEST(ManagedDomainTest, SubmittedJobsRunSequentiallyOnDomainThreadsAndCompleteOnce) {
   auto set = whole_machine_set();
   const CpuResourceDomain& domain = set->default_domain();
-  std::vector<std::shared_ptr<WaitableJob>> jobs;
+  std::vector<std::shared_ptr<testing::WaitableJob>> jobs;
   for (int i = 0; i < 16; ++i) {
-    jobs.push_back(std::make_shared<WaitableJob>([&domain, i](const CpuExecutionContext& ctx) -> Status {
+    jobs.push_back(std::make_shared<testing::WaitableJob>([&domain, i](const CpuExecutionContext& ctx) -> Status {
       if (ctx.parallel_mode() != ParallelMode::kSequential || ctx.max_threads() != 1 || ctx.domain_id() != domain.id())
         return make_error(ErrorCode::kInternal, ErrorStage::kNone, "wrong context");
       if (!affinity().is_subset_of(domain.cpus())) return make_error(ErrorCode::kInternal, ErrorStage::kNone, "cpu");
@@ -341,11 +314,11 @@ TEST(ManagedDomainTest, AJobKeepsItsDomainAliveAfterTheSetIsDropped) {
   std::weak_ptr<const CpuResourceDomain> weak;
   std::mutex gate;
   std::unique_lock<std::mutex> hold(gate);
-  std::shared_ptr<WaitableJob> job;
+  std::shared_ptr<testing::WaitableJob> job;
   {
     auto set = whole_machine_set();
     weak = set->domains().front();
-    job = std::make_shared<WaitableJob>([&gate](const CpuExecutionContext&) {
+    job = std::make_shared<testing::WaitableJob>([&gate](const CpuExecutionContext&) {
       std::lock_guard<std::mutex> wait_for_test(gate);
       return ok_status();
     });
@@ -412,7 +385,7 @@ TEST(ManagedWorkerSpinTest, AWorkerSpinsAfterALoopAndTheNextLoopEndsTheSpin) {
       continue;
     }
     const std::uint64_t handoffs = domain.metrics().spin_handoffs;
-    auto job = std::make_shared<WaitableJob>([](const CpuExecutionContext&) { return ok_status(); });
+    auto job = std::make_shared<testing::WaitableJob>([](const CpuExecutionContext&) { return ok_status(); });
     ASSERT_TRUE(domain.submit(job).ok());
     EXPECT_TRUE(job->wait().ok());
     job_ended_a_spin = eventually([&] { return domain.metrics().spin_handoffs > handoffs; });
@@ -559,7 +532,7 @@ TEST_F(ManagedPinningTest, WorkersFollowTheDomainOfEachJob) {
       const CpuResourceDomain& domain = *set_->find(id);
       CpuSet seen;
       int cpu = -1;
-      auto job = std::make_shared<WaitableJob>([&](const CpuExecutionContext&) {
+      auto job = std::make_shared<testing::WaitableJob>([&](const CpuExecutionContext&) {
         seen = affinity();
         cpu = sched_getcpu();
         return ok_status();
