@@ -7,6 +7,7 @@
 // second check compares one gradient with torch.autograd when available.
 #include <gtest/gtest.h>
 
+#include "ad/ad_test_support.h"
 #include "fft_cpu/fft_test_support.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/program/program_builder.h"
@@ -24,19 +25,8 @@ struct AdCase {
   FftNorm norm;
 };
 
-Tensor axpy(const Tensor& x, double h, const Tensor& u) {
-  std::vector<cd> a = values_of(x);
-  const std::vector<cd> b = values_of(u);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] += h * b[i];
-  return tensor_of(x.dtype(), x.shape(), a);
-}
-
-double real_inner(const Tensor& a, const Tensor& b) {
-  const std::vector<cd> x = values_of(a), y = values_of(b);
-  double s = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) s += (std::conj(x[i]) * y[i]).real();
-  return s;
-}
+using ad::testing::axpy;
+using ad::testing::real_inner;
 
 class FftAdTest : public ::testing::Test {
  protected:

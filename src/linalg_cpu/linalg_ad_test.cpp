@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "ad/ad_test_support.h"
 #include "linalg_cpu/linalg_test_support.h"
 #include "tenferro/ad_runtime/functional.h"
 #include "tenferro/linalg/ad_rules.h"
@@ -115,19 +116,8 @@ Tensor make_input(DType dtype, const InputSpec& spec, std::uint32_t seed) {
   }
 }
 
-Tensor axpy(const Tensor& x, double h, const Tensor& u) {
-  std::vector<cd> a = values_of(x);
-  const std::vector<cd> b = values_of(u);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] += h * b[i];
-  return tensor_of(x.dtype(), x.shape(), a);
-}
-
-double real_inner(const Tensor& a, const Tensor& b) {
-  const std::vector<cd> x = values_of(a), y = values_of(b);
-  double s = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) s += (std::conj(x[i]) * y[i]).real();
-  return s;
-}
+using ad::testing::axpy;
+using ad::testing::real_inner;
 
 bool differentiable(const Tensor& t) { return is_inexact(t.dtype()); }
 
