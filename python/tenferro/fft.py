@@ -180,113 +180,81 @@ def _n_axes(kind, a, s, axes, norm, runtime):
     return _transform(kind, a, s, axes, norm, runtime)
 
 
-def fft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
-    """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
+def _public(transform, kind, a, size, axes, norm, out, threads, runtime, name):
+    """A public transform `name`: `transform` (_one_axis or _n_axes) of
+    `kind` on a runtime of `threads` threads when given, into `out` when
+    given."""
     if threads is not None:
         runtime = _runtime(runtime, threads)
-    r = _one_axis("fft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "fft")
+    r = transform(kind, a, size, axes, norm, runtime)
+    return r if out is None else _into(r, out, name)
+
+
+def fft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
+    """The 1-D discrete Fourier transform along `axis` (numpy.fft.fft)."""
+    return _public(_one_axis, "fft", a, n, axis, norm, out, threads, runtime, "fft")
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fft (numpy.fft.ifft)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _one_axis("ifft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "ifft")
+    return _public(_one_axis, "ifft", a, n, axis, norm, out, threads, runtime, "ifft")
 
 
 def rfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of real input: n // 2 + 1 outputs (numpy.fft.rfft)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _one_axis("rfft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "rfft")
+    return _public(_one_axis, "rfft", a, n, axis, norm, out, threads, runtime, "rfft")
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfft: n real outputs, 2 (m - 1) by default (numpy.fft.irfft)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _one_axis("irfft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "irfft")
+    return _public(_one_axis, "irfft", a, n, axis, norm, out, threads, runtime, "irfft")
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The transform of a Hermitian-symmetric signal: real output (numpy.fft.hfft)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _one_axis("hfft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "hfft")
+    return _public(_one_axis, "hfft", a, n, axis, norm, out, threads, runtime, "hfft")
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of hfft (numpy.fft.ihfft)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _one_axis("ihfft", a, n, axis, norm, runtime)
-    return r if out is None else _into(r, out, "ihfft")
+    return _public(_one_axis, "ihfft", a, n, axis, norm, out, threads, runtime, "ihfft")
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform over `axes` (None: the last len(s) axes, or all)."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("fft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "fftn")
+    return _public(_n_axes, "fft", a, s, axes, norm, out, threads, runtime, "fftn")
 
 
 def ifftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of fftn."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("ifft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "ifftn")
+    return _public(_n_axes, "ifft", a, s, axes, norm, out, threads, runtime, "ifftn")
 
 
 def rfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The N-D transform of real input; the last axis keeps s[-1] // 2 + 1 outputs."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("rfft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "rfftn")
+    return _public(_n_axes, "rfft", a, s, axes, norm, out, threads, runtime, "rfftn")
 
 
 def irfftn(a, s=None, axes=None, norm=None, out=None, *, threads=None, runtime=None):
     """The inverse of rfftn."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("irfft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "irfftn")
+    return _public(_n_axes, "irfft", a, s, axes, norm, out, threads, runtime, "irfftn")
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """fftn over the last two axes."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("fft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "fft2")
+    return _public(_n_axes, "fft", a, s, axes, norm, out, threads, runtime, "fft2")
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """ifftn over the last two axes."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("ifft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "ifft2")
+    return _public(_n_axes, "ifft", a, s, axes, norm, out, threads, runtime, "ifft2")
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """rfftn over the last two axes."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("rfft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "rfft2")
+    return _public(_n_axes, "rfft", a, s, axes, norm, out, threads, runtime, "rfft2")
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, threads=None, runtime=None):
     """irfftn over the last two axes."""
-    if threads is not None:
-        runtime = _runtime(runtime, threads)
-    r = _n_axes("irfft", a, s, axes, norm, runtime)
-    return r if out is None else _into(r, out, "irfft2")
+    return _public(_n_axes, "irfft", a, s, axes, norm, out, threads, runtime, "irfft2")
