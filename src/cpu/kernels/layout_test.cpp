@@ -155,6 +155,47 @@ TEST(CopyIntoTest, LargeTransposesStreamTheirStores) {
   }
 }
 
+// Note [Streaming runs]: contiguous runs of at least 1 KB into a slice of
+// a 40 MB tensor go out as non-temporal stores, on one and two workers,
+// starting 24 bytes past a line; everything outside the slice stays as it
+// was. Short runs, or a destination spanning less than 8 MB, use memcpy.
+TEST(CopyIntoTest, RunsIntoALargeDestinationStreamTheirStores) {
+  const SequentialContext sequential;
+  for (const ParallelContext* ctx :
+       {static_cast<const ParallelContext*>(&sequential), &testing::two_thread_context()}) {
+    for (const std::int64_t run : {200, 100}) {  // 1600 and 800 bytes
+      SCOPED_TRACE(fmt::format("{} threads, runs of {} doubles", ctx->max_threads(), run));
+      Tensor big = *Tensor::zeros({20, 1000, 256}, DType::kFloat64);
+      Tensor dst = *(*big.slice(1, 7, 8)).slice(2, 3, 3 + run);
+      Tensor src = make_tensor(dst.shape(), DType::kFloat64, Layout::kContiguous, 21);
+      KernelStats stats;
+      ASSERT_TRUE(copy_into(src.view(), dst.view(), *ctx, &stats).ok());
+      EXPECT_EQ(stats.run_copies, 1u);
+      EXPECT_EQ(stats.streaming_stores, run == 200 ? 1u : 0u);
+      EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+      const std::vector<double> all = *big.to_vector<double>();
+      const std::vector<double> copied = *src.to_vector<double>();
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::size_t a = i / (1000 * 256), b = i / 256 % 1000, c = i % 256;
+        const bool inside = b == 7 && c >= 3 && c < static_cast<std::size_t>(3 + run);
+        const double expected = inside ? copied[a * static_cast<std::size_t>(run) + (c - 3)] : 0.0;
+        mismatches += all[i] != expected ? 1 : 0;
+      }
+      EXPECT_EQ(mismatches, 0u);
+    }
+  }
+  // A destination spanning less than kStreamingBytes: memcpy.
+  Tensor small = *Tensor::zeros({20, 4, 256}, DType::kFloat64);
+  Tensor dst = *small.slice(1, 1, 2);
+  Tensor src = make_tensor(dst.shape(), DType::kFloat64, Layout::kContiguous, 22);
+  KernelStats stats;
+  ASSERT_TRUE(copy_into(src.view(), dst.view(), sequential, &stats).ok());
+  EXPECT_EQ(stats.run_copies, 1u);
+  EXPECT_EQ(stats.streaming_stores, 0u);
+  EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
+}
+
 // Note [Small matrix copies]: every layout pair (transposing both ways,
 // contiguous columns or rows, general strides) of every side length around
 // the register tiles' widths, for each element size, against an element
