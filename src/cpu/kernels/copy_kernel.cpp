@@ -119,21 +119,31 @@ void stream_copy(char* d, const char* s, std::int64_t bytes) {
 // destination spans at least kStreamingBytes (a slice of a large tensor,
 // such as one chunk of MERA's 34M-element temporaries, Note [Chunked
 // temporaries] in execution_plan.cpp, whose 19 runs of 93 KB lie 14 MB
-// apart) the lines will not be read back from a private cache, and runs of
-// at least kStreamingRunBytes are copied with non-temporal stores instead,
-// fenced at the end of every parallel chunk: MERA ran in 0.72 s against
-// 0.75-0.79 (min 0.70 against 0.74, three alternating runs; the copies
-// were 10 % of its time).
+// apart) the lines will not be read back from a private cache, and the
+// runs are copied with non-temporal stores instead, fenced at the end of
+// every parallel chunk: MERA ran in 0.72 s against 0.75-0.79 (min 0.70
+// against 0.74, three alternating runs; the copies were 10 % of its time).
+// What must be long is the destination's contiguous block (runs that
+// follow each other there), at least kStreamingRunBytes: over two ranks
+// MERA's chunks copy runs of 864 bytes that are contiguous in the
+// destination but not in the source, and streaming them took its two-rank
+// time from 0.420-0.432 s to 0.409-0.443 (medians 0.427 and 0.413, four
+// alternating runs). Each run is still at least kStreamingMinRunBytes:
+// the partial lines at its ends go out as ordinary stores.
 constexpr std::int64_t kStreamingRunBytes = 1024;
+constexpr std::int64_t kStreamingMinRunBytes = 256;
 
 bool streams_runs(const StridedLoop<2>& loop, std::int64_t item) noexcept {
   if (loop.rank < 2 || loop.inner_stride(0) != item || loop.inner_stride(1) != item ||
-      loop.shape[0] * item < kStreamingRunBytes) {
+      loop.shape[0] * item < kStreamingMinRunBytes) {
     return false;
   }
+  // The destination's contiguous block: runs that follow each other there.
+  std::int64_t block = loop.shape[0] * item;
+  for (int d = 1; d < loop.rank && loop.strides[d][0] == block; ++d) block *= loop.shape[d];
   std::int64_t span = item;
   for (int d = 0; d < loop.rank; ++d) span += (loop.shape[d] - 1) * std::abs(loop.strides[d][0]);
-  return span >= kStreamingBytes;
+  return block >= kStreamingRunBytes && span >= kStreamingBytes;
 }
 
 template <class Word>

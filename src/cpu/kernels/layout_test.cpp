@@ -158,7 +158,9 @@ TEST(CopyIntoTest, LargeTransposesStreamTheirStores) {
 // Note [Streaming runs]: contiguous runs of at least 1 KB into a slice of
 // a 40 MB tensor go out as non-temporal stores, on one and two workers,
 // starting 24 bytes past a line; everything outside the slice stays as it
-// was. Short runs, or a destination spanning less than 8 MB, use memcpy.
+// was. So do shorter runs that are contiguous in the destination. Short
+// runs apart in the destination, or a destination spanning less than 8 MB,
+// use memcpy.
 TEST(CopyIntoTest, RunsIntoALargeDestinationStreamTheirStores) {
   const SequentialContext sequential;
   for (const ParallelContext* ctx :
@@ -184,6 +186,18 @@ TEST(CopyIntoTest, RunsIntoALargeDestinationStreamTheirStores) {
       }
       EXPECT_EQ(mismatches, 0u);
     }
+  }
+  // Runs of 864 bytes that follow each other in a contiguous 8.6 MB
+  // destination (not in the source): they stream.
+  {
+    Tensor wide = make_tensor({10000, 216}, DType::kFloat64, Layout::kContiguous, 23);
+    Tensor src = *wide.slice(1, 0, 108);
+    Tensor dst = *Tensor::empty({10000, 108}, DType::kFloat64);
+    KernelStats stats;
+    ASSERT_TRUE(copy_into(src.view(), dst.view(), sequential, &stats).ok());
+    EXPECT_EQ(stats.run_copies, 1u);
+    EXPECT_EQ(stats.streaming_stores, 1u);
+    EXPECT_EQ(row_major_bytes(dst), row_major_bytes(src));
   }
   // A destination spanning less than kStreamingBytes: memcpy.
   Tensor small = *Tensor::zeros({20, 4, 256}, DType::kFloat64);
