@@ -168,7 +168,8 @@ def one_rank_input_errors(tenferro, mpiexec, flags):
                 check(errors == 1 and p.stderr.count(fails) == 1 and p.stderr.count("rank 1 of 2 failed") == 1,
                       f"{what}: expected rank 0's report of rank 1's error, once, found: {p.stderr}")
             elif what == "other operands missing on each rank":  # two errors: each rank prints its own
-                check(errors == 2 and "missing.npy" in p.stderr and "other_missing.npy" in p.stderr,
+                # Full paths: ".../missing.npy" is not part of ".../other_missing.npy".
+                check(errors == 2 and missing in p.stderr and other_missing in p.stderr,
                       f"{what}: expected each rank's own error, found: {p.stderr}")
             elif fails:  # agreed: rank 0 alone reports it
                 check(errors == 1 and p.stderr.count(fails) == 1,
